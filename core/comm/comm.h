@@ -1,0 +1,112 @@
+// dtl::Comm — the one seam every lab is written against.
+//
+// A Comm is one rank's view of a group of ranks. The same lab code runs on every
+// backend (threads in one process, Open MPI processes, NCCL with one GPU per rank):
+//
+//   point-to-point     send / recv / isend / irecv, plus recv_reduce (receive and
+//                      combine into a buffer in one pass, NCCL's recvReduce primitive)
+//   library collectives all_reduce, reduce_scatter, all_gather, broadcast, reduce,
+//                      all_to_all, barrier — each also as an async i-version
+//   groups             split(color, key), as MPI_Comm_split
+//
+// Messages match on (source, tag) in the order they were sent, as in MPI. Buffers of
+// a pending request must stay untouched until its wait() returns. Collectives follow
+// NCCL's conventions: reduce_scatter's input holds size()*recv_count elements, rank r
+// keeps block r; all_gather's output holds size()*send_count, block r from rank r.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/comm/dtype.h"
+
+namespace dtl {
+
+class Trace;
+
+// Annotations a lab attaches to a transfer so traces and the visualizer can show which
+// algorithm step and which chunk (in the lab's chunk grid) moved.
+struct TransferInfo {
+  int step = -1;
+  int chunk = -1;
+  int chunk_count = 1;
+};
+
+// A pending operation. wait() blocks until it completes and rethrows its error.
+class RequestImpl {
+ public:
+  virtual ~RequestImpl() = default;
+  virtual void wait() = 0;
+  virtual bool test() = 0;  // true once complete (also rethrows an error)
+};
+
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<RequestImpl> impl) : impl_(std::move(impl)) {}
+  void wait() {
+    if (impl_) impl_->wait();
+  }
+  bool test() { return impl_ ? impl_->test() : true; }
+  bool valid() const { return impl_ != nullptr; }
+
+ private:
+  std::shared_ptr<RequestImpl> impl_;
+};
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+
+  virtual int rank() const = 0;         // rank within this group
+  virtual int size() const = 0;         // ranks in this group
+  virtual int global_rank() const = 0;  // rank in the whole world (what traces show)
+  virtual int global_rank_of(int group_rank) const = 0;
+  virtual std::string backend_name() const = 0;
+  virtual Trace* trace() = 0;  // null when tracing is off
+
+  // ---- point-to-point ----
+  virtual Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info = {}) = 0;
+  virtual Request irecv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info = {}) = 0;
+  // buf[i] = buf[i] (op) message[i]: receive and reduce without a staging copy.
+  virtual Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag,
+                               TransferInfo info = {}) = 0;
+
+  void send(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info = {}) {
+    isend(buf, bytes, dst, tag, info).wait();
+  }
+  void recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info = {}) {
+    irecv(buf, bytes, src, tag, info).wait();
+  }
+  void recv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info = {}) {
+    irecv_reduce(buf, count, t, op, src, tag, info).wait();
+  }
+
+  // ---- library collectives (send == recv means in place) ----
+  virtual Request iall_reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op) = 0;
+  virtual Request ireduce_scatter(const void* send, void* recv, std::size_t recv_count, DType t, ReduceOp op) = 0;
+  virtual Request iall_gather(const void* send, void* recv, std::size_t send_count, DType t) = 0;
+  virtual Request ibroadcast(void* buf, std::size_t count, DType t, int root) = 0;
+  virtual Request ireduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root) = 0;
+  virtual Request iall_to_all(const void* send, void* recv, std::size_t count_per_rank, DType t) = 0;
+  virtual Request ibarrier() = 0;
+
+  void all_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) { iall_reduce(s, r, n, t, op).wait(); }
+  void reduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
+    ireduce_scatter(s, r, n, t, op).wait();
+  }
+  void all_gather(const void* s, void* r, std::size_t n, DType t) { iall_gather(s, r, n, t).wait(); }
+  void broadcast(void* b, std::size_t n, DType t, int root) { ibroadcast(b, n, t, root).wait(); }
+  void reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op, int root) {
+    ireduce(s, r, n, t, op, root).wait();
+  }
+  void all_to_all(const void* s, void* r, std::size_t n, DType t) { iall_to_all(s, r, n, t).wait(); }
+  void barrier() { ibarrier().wait(); }
+
+  // Ranks passing the same color form a group, ordered by (key, rank). A negative
+  // color joins no group and gets nullptr. Collective over this Comm.
+  virtual std::unique_ptr<Comm> split(int color, int key) = 0;
+};
+
+}  // namespace dtl

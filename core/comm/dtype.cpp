@@ -1,0 +1,188 @@
+#include "core/comm/dtype.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace dtl {
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+  }
+  throw Error("unknown dtype");
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+    case DType::f16: return "half";
+    case DType::bf16: return "bfloat16";
+  }
+  return "?";
+}
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::avg: return "avg";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view s) {
+  if (s == "f32" || s == "float" || s == "float32") return DType::f32;
+  if (s == "f64" || s == "double" || s == "float64") return DType::f64;
+  if (s == "i32" || s == "int32" || s == "int") return DType::i32;
+  if (s == "i64" || s == "int64") return DType::i64;
+  if (s == "f16" || s == "half" || s == "float16") return DType::f16;
+  if (s == "bf16" || s == "bfloat16") return DType::bf16;
+  throw UsageError("unknown dtype '" + std::string(s) + "'; use one of f32 f64 i32 i64 f16 bf16");
+}
+
+ReduceOp parse_reduce_op(std::string_view s) {
+  if (s == "sum") return ReduceOp::sum;
+  if (s == "avg") return ReduceOp::avg;
+  if (s == "max") return ReduceOp::max;
+  if (s == "min") return ReduceOp::min;
+  throw UsageError("unknown reduction '" + std::string(s) + "'; use one of sum avg max min");
+}
+
+// ---- half-precision conversions ----------------------------------------------------
+
+float bf16_to_float(std::uint16_t v) { return std::bit_cast<float>(std::uint32_t(v) << 16); }
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x40);  // keep NaN a NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  return std::uint16_t(u >> 16);
+}
+
+float f16_to_float(std::uint16_t v) { return float(std::bit_cast<_Float16>(v)); }
+std::uint16_t float_to_f16(float f) { return std::bit_cast<std::uint16_t>(_Float16(f)); }
+
+// ---- reductions --------------------------------------------------------------------
+
+namespace {
+
+template <typename T>
+inline T combine(T a, T b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::max: return a > b ? a : b;
+    case ReduceOp::min: return a < b ? a : b;
+    default: return a + b;  // sum and avg
+  }
+}
+
+// The op is hoisted out of the loop so each inner loop is one simple, vectorizable form.
+template <typename T>
+void reduce_into_typed(T* __restrict dst, const T* __restrict src, std::size_t n, ReduceOp op) {
+  if (op == ReduceOp::max) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = dst[i] > src[i] ? dst[i] : src[i];
+  } else if (op == ReduceOp::min) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = dst[i] < src[i] ? dst[i] : src[i];
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+}
+
+// Half types: widen, combine, round back, in tiles so the float copy stays in L1.
+template <float (*ToF)(std::uint16_t), std::uint16_t (*FromF)(float)>
+void reduce_into_half(std::uint16_t* dst, const std::uint16_t* src, std::size_t n, ReduceOp op) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = FromF(combine(ToF(dst[i]), ToF(src[i]), op));
+}
+
+template <typename T>
+void reduce_many_typed(T* out, const void* const* inputs, int n_in, std::size_t n, ReduceOp op) {
+  // Tiles keep `acc` in L1 while every input streams through once.
+  constexpr std::size_t kTile = 4096 / sizeof(T);
+  alignas(64) T acc[kTile];
+  for (std::size_t base = 0; base < n; base += kTile) {
+    const std::size_t len = std::min(kTile, n - base);
+    std::memcpy(acc, static_cast<const T*>(inputs[0]) + base, len * sizeof(T));
+    for (int k = 1; k < n_in; ++k)
+      reduce_into_typed(acc, static_cast<const T*>(inputs[k]) + base, len, op);
+    std::memcpy(out + base, acc, len * sizeof(T));
+  }
+}
+
+template <typename T>
+void divide(T* buf, std::size_t n, int d) {
+  for (std::size_t i = 0; i < n; ++i) buf[i] = T(buf[i] / T(d));
+}
+
+}  // namespace
+
+void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op) {
+  switch (t) {
+    case DType::f32: return reduce_into_typed(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
+    case DType::f64: return reduce_into_typed(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+    case DType::i32: return reduce_into_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), n, op);
+    case DType::i64: return reduce_into_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), n, op);
+    case DType::f16:
+      return reduce_into_half<f16_to_float, float_to_f16>(static_cast<std::uint16_t*>(dst),
+                                                          static_cast<const std::uint16_t*>(src), n, op);
+    case DType::bf16:
+      return reduce_into_half<bf16_to_float, float_to_bf16>(static_cast<std::uint16_t*>(dst),
+                                                            static_cast<const std::uint16_t*>(src), n, op);
+  }
+}
+
+void reduce_many(void* out, const void* const* inputs, int n_in, std::size_t n, DType t, ReduceOp op) {
+  switch (t) {
+    case DType::f32: return reduce_many_typed(static_cast<float*>(out), inputs, n_in, n, op);
+    case DType::f64: return reduce_many_typed(static_cast<double*>(out), inputs, n_in, n, op);
+    case DType::i32: return reduce_many_typed(static_cast<std::int32_t*>(out), inputs, n_in, n, op);
+    case DType::i64: return reduce_many_typed(static_cast<std::int64_t*>(out), inputs, n_in, n, op);
+    case DType::f16:
+    case DType::bf16: {
+      // Sequential left fold, same order as reduce_into, through a tile (out may alias an input).
+      const std::size_t es = dtype_size(t);
+      constexpr std::size_t kTile = 2048;
+      alignas(64) std::uint16_t acc[kTile];
+      for (std::size_t base = 0; base < n; base += kTile) {
+        const std::size_t len = std::min(kTile, n - base);
+        std::memcpy(acc, static_cast<const char*>(inputs[0]) + base * es, len * es);
+        for (int k = 1; k < n_in; ++k)
+          reduce_into(acc, static_cast<const char*>(inputs[k]) + base * es, len, t, op);
+        std::memcpy(static_cast<char*>(out) + base * es, acc, len * es);
+      }
+      return;
+    }
+  }
+}
+
+void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d) {
+  if (op != ReduceOp::avg || d == 1) return;
+  switch (t) {
+    case DType::f32: return divide(static_cast<float*>(buf), n, d);
+    case DType::f64: return divide(static_cast<double*>(buf), n, d);
+    case DType::i32: return divide(static_cast<std::int32_t*>(buf), n, d);
+    case DType::i64: return divide(static_cast<std::int64_t*>(buf), n, d);
+    case DType::f16: {
+      auto* p = static_cast<std::uint16_t*>(buf);
+      for (std::size_t i = 0; i < n; ++i) p[i] = float_to_f16(f16_to_float(p[i]) / float(d));
+      return;
+    }
+    case DType::bf16: {
+      auto* p = static_cast<std::uint16_t*>(buf);
+      for (std::size_t i = 0; i < n; ++i) p[i] = float_to_bf16(bf16_to_float(p[i]) / float(d));
+      return;
+    }
+  }
+}
+
+}  // namespace dtl

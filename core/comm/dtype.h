@@ -1,0 +1,48 @@
+// Element types and reduction operators shared by every backend.
+//
+// f16 and bf16 are storage types: reductions on them widen to float, combine, and
+// round back to nearest-even, which is what NCCL does for half types too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dtl {
+
+enum class DType : std::uint8_t { f32, f64, i32, i64, f16, bf16 };
+enum class ReduceOp : std::uint8_t { sum, avg, max, min };
+
+std::size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);       // "float", "double", "int32", ... (nccl-tests names)
+std::string_view reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
+DType parse_dtype(std::string_view name);   // accepts "f32"/"float", ...; throws UsageError
+ReduceOp parse_reduce_op(std::string_view name);
+
+// Maps a C++ element type to its DType (float -> f32, ...).
+template <typename T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
+
+// dst[i] = dst[i] (op) src[i] for i < count. `avg` combines like `sum`; the caller
+// divides once at the end with finish_average, so averaging P buffers costs one division.
+void reduce_into(void* dst, const void* src, std::size_t count, DType t, ReduceOp op);
+
+// out[i] = in0[i] (op) in1[i] (op) ... over `n_inputs` buffers, in that order. The
+// order is fixed so every rank that reduces the same chunk gets identical bits.
+void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t,
+                 ReduceOp op);
+
+// For ReduceOp::avg: buf[i] /= divisor (integers divide with truncation). No-op otherwise.
+void finish_average(void* buf, std::size_t count, DType t, ReduceOp op, int divisor);
+
+// Conversions used by the half types and by tests.
+float bf16_to_float(std::uint16_t v);
+std::uint16_t float_to_bf16(float f);  // round to nearest even
+float f16_to_float(std::uint16_t v);
+std::uint16_t float_to_f16(float f);
+
+}  // namespace dtl

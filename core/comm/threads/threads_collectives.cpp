@@ -1,0 +1,176 @@
+// Library collectives of the threads backend: the fast, shared-memory path.
+//
+// Every member publishes its buffer pointers, meets the others at a barrier, does its
+// share of the work reading the others' buffers directly, and meets them again before
+// anyone may touch its buffers. For all_reduce, member r owns chunk r: it reads chunk r
+// of all P inputs once and writes the result into chunk r of all P outputs once. That is
+// 2·P·N bytes of memory traffic for the whole world, the least any algorithm can move,
+// so the bound is busbw_max = (P-1)/P² · memcpy bandwidth (see core/theory).
+//
+// Reductions always combine inputs in rank order 0..P-1 and each chunk is reduced by one
+// thread only, so every rank receives identical bits.
+#include <algorithm>
+#include <cstring>
+
+#include "core/comm/chunking.h"
+#include "core/comm/threads/threads_comm.h"
+
+namespace dtl::threads {
+
+namespace {
+
+const char* at(const void* p, std::size_t byte_offset) { return static_cast<const char*>(p) + byte_offset; }
+char* at(void* p, std::size_t byte_offset) { return static_cast<char*>(p) + byte_offset; }
+
+void sync_members(Group& g, int me, const char* what) {
+  g.barrier.arrive_and_wait(g.u, g.members, g.members[std::size_t(me)], Role::comm,
+                            std::string(what) + " barrier (waiting for the rest of its group)");
+}
+
+// out[q] chunk = reduce over inputs of the same chunk, for every q; tile-wise so a tile
+// is read from all inputs before it is written anywhere (in-place safe).
+void reduce_chunk_to_all(Group& g, ChunkRange c, DType t, ReduceOp op, bool to_all, int root) {
+  const std::size_t es = dtype_size(t), P = g.members.size();
+  constexpr std::size_t kTileBytes = 8192;
+  const std::size_t tile = kTileBytes / es;
+  alignas(64) char acc[kTileBytes];
+  std::vector<const void*> inputs(P);
+  for (std::size_t off = c.offset; off < c.offset + c.count; off += tile) {
+    const std::size_t len = std::min(tile, c.offset + c.count - off);
+    for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g.slots[q].send, off * es);
+    reduce_many(acc, inputs.data(), int(P), len, t, op);
+    finish_average(acc, len, t, op, int(P));
+    if (to_all) {
+      for (std::size_t q = 0; q < P; ++q) std::memcpy(at(g.slots[q].recv, off * es), acc, len * es);
+    } else {
+      std::memcpy(at(g.slots[std::size_t(root)].recv, off * es), acc, len * es);
+    }
+  }
+}
+
+}  // namespace
+
+ThreadsComm::~ThreadsComm() {
+  if (queue_) {  // let the comm stream finish what was queued, then exit (joined by the runner)
+    std::lock_guard lock(queue_->mu);
+    queue_->stop = true;
+    queue_->cv.notify_all();
+  }
+}
+
+Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::function<void()> body) {
+  Universe& u = group_->u;
+  const int me = global_rank();
+  const std::uint64_t seq = collective_seq_++;
+  auto req = std::make_shared<ThreadRequest>(
+      u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");
+  Trace* tr = u.trace();
+  const std::uint16_t label = tr ? tr->label(name) : 0;
+  if (!queue_) queue_ = u.start_worker();
+  queue_->push([req, body = std::move(body), tr, label, me, bytes] {
+    const std::int64_t t0 = tr ? tr->now_ns() : 0;
+    std::exception_ptr error;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const std::int64_t t1 = tr ? tr->now_ns() : 0;
+    if (tr)
+      tr->log(me, kStreamComm)
+          .append(Event{.begin_ns = t0, .end_ns = t1, .bytes = bytes, .rank = me, .label = label,
+                        .kind = EventKind::collective, .stream = kStreamComm});
+    req->complete(error, t1);
+  });
+  return Request(req);
+}
+
+Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("all_reduce", n * dtype_size(t), [g, me, s, r, n, t, op] {
+    g->slots[std::size_t(me)] = {s, r};
+    sync_members(*g, me, "all_reduce");
+    reduce_chunk_to_all(*g, chunk_range(n, int(g->members.size()), me), t, op, true, 0);
+    sync_members(*g, me, "all_reduce");
+  });
+}
+
+Request ThreadsComm::ireduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op, int root) {
+  check_peer(root, "reduce root");
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("reduce", n * dtype_size(t), [g, me, s, r, n, t, op, root] {
+    g->slots[std::size_t(me)] = {s, r};
+    sync_members(*g, me, "reduce");
+    // Every member reduces its own chunk straight into the root's output: the work is split P ways.
+    reduce_chunk_to_all(*g, chunk_range(n, int(g->members.size()), me), t, op, false, root);
+    sync_members(*g, me, "reduce");
+  });
+}
+
+Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("reduce_scatter", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t, op] {
+    const std::size_t P = g->members.size(), es = dtype_size(t);
+    g->slots[std::size_t(me)] = {s, r};
+    sync_members(*g, me, "reduce_scatter");
+    std::vector<const void*> inputs(P);
+    for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g->slots[q].send, std::size_t(me) * n * es);
+    reduce_many(r, inputs.data(), int(P), n, t, op);
+    finish_average(r, n, t, op, int(P));
+    sync_members(*g, me, "reduce_scatter");
+  });
+}
+
+Request ThreadsComm::iall_gather(const void* s, void* r, std::size_t n, DType t) {
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("all_gather", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
+    const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
+    g->slots[std::size_t(me)] = {s, r};
+    sync_members(*g, me, "all_gather");
+    for (std::size_t q = 0; q < P; ++q) {  // pull every block into my output
+      const char* src = at(g->slots[q].send, 0);
+      char* dst = at(r, q * bytes);
+      if (src != dst) std::memcpy(dst, src, bytes);
+    }
+    sync_members(*g, me, "all_gather");
+  });
+}
+
+Request ThreadsComm::ibroadcast(void* b, std::size_t n, DType t, int root) {
+  check_peer(root, "broadcast root");
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("broadcast", n * dtype_size(t), [g, me, b, n, t, root] {
+    g->slots[std::size_t(me)] = {b, b};
+    sync_members(*g, me, "broadcast");
+    if (me != root) std::memcpy(b, g->slots[std::size_t(root)].send, n * dtype_size(t));
+    sync_members(*g, me, "broadcast");
+  });
+}
+
+Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t) {
+  if (s == r && size() > 1)
+    throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("all_to_all", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
+    const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
+    g->slots[std::size_t(me)] = {s, r};
+    sync_members(*g, me, "all_to_all");
+    for (std::size_t q = 0; q < P; ++q)  // block `me` of every sender lands in my slot q
+      std::memcpy(at(r, q * bytes), at(g->slots[q].send, std::size_t(me) * bytes), bytes);
+    sync_members(*g, me, "all_to_all");
+  });
+}
+
+Request ThreadsComm::ibarrier() {
+  auto g = group_;
+  const int me = rank_;
+  return run_collective("barrier", 0, [g, me] { sync_members(*g, me, "barrier"); });
+}
+
+}  // namespace dtl::threads

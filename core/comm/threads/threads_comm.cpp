@@ -1,0 +1,192 @@
+// Point-to-point messages, requests and split for the threads backend.
+#include "core/comm/threads/threads_comm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dtl::threads {
+
+// ---- requests ----------------------------------------------------------------------
+
+void ThreadRequest::complete(std::exception_ptr error, std::int64_t end_ns) {
+  error_ = std::move(error);
+  ev.end_ns = end_ns;
+  done_.store(true, std::memory_order_release);
+  u_.note_progress();
+  u_.wake(owner_);
+}
+
+void ThreadRequest::finish_on_owner() {
+  if (traced && !recorded_) {
+    recorded_ = true;
+    u_.trace()->record(ev);
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadRequest::wait() {
+  u_.wait_until(owner_, Role::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
+  finish_on_owner();
+}
+
+bool ThreadRequest::test() {
+  if (!done_.load(std::memory_order_acquire)) {
+    if (u_.aborted()) u_.throw_aborted(owner_);
+    return false;
+  }
+  finish_on_owner();
+  return true;
+}
+
+// ---- groups ------------------------------------------------------------------------
+
+Group::Group(Universe& uni, std::vector<int> member_ranks)
+    : u(uni), members(std::move(member_ranks)), barrier(int(members.size())), slots(members.size()) {
+  for (std::size_t i = 0; i < members.size(); ++i) mailboxes.push_back(std::make_unique<Mailbox>());
+}
+
+// ---- the transfer itself -----------------------------------------------------------
+
+namespace {
+
+// Moves one message. Runs on whichever thread matched the pair (the one that came second).
+void deliver(Group& g, PostedSend& s, PostedRecv& r, int receiver, int executor_global) {
+  const int src_g = g.members[std::size_t(s.src)], dst_g = g.members[std::size_t(receiver)];
+  std::exception_ptr error;
+  if (s.bytes != r.bytes) {
+    error = std::make_exception_ptr(Error(
+        "rank " + std::to_string(dst_g) + " posted a receive of " + std::to_string(r.bytes) + " bytes from rank " +
+        std::to_string(src_g) + " (tag " + std::to_string(s.tag) + "), but the message has " +
+        std::to_string(s.bytes) + " bytes; make the counts on both sides agree"));
+  } else if (StepGate* gate = g.u.gate(); gate && !gate->pass(executor_global, (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g))) {
+    error = std::make_exception_ptr(Error("stepping was stopped"));
+  } else if (r.reduce) {
+    reduce_into(r.buf, s.buf, r.bytes / dtype_size(r.dtype), r.dtype, r.op);
+  } else if (r.bytes > 0) {
+    std::memcpy(r.buf, s.buf, r.bytes);
+  }
+  const std::int64_t t = g.u.trace() ? g.u.trace()->now_ns() : 0;
+  r.req->ev.flow_id = s.req->ev.flow_id;
+  s.req->complete(error, t);
+  r.req->complete(error, t);
+}
+
+std::string bytes_text(std::size_t b) { return std::to_string(b) + " B"; }
+
+}  // namespace
+
+void ThreadsComm::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size())
+    throw Error("rank " + std::to_string(global_rank()) + ": " + what + " names rank " + std::to_string(peer) +
+                ", but this group has ranks 0.." + std::to_string(size() - 1));
+}
+
+Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) {
+  check_peer(dst, "send");
+  Universe& u = group_->u;
+  const int me = global_rank(), dst_g = global_rank_of(dst);
+  RankState& rs = u.rank_state(me);
+  const int n = rs.sends_posted.fetch_add(1);
+  const FaultPlan& f = u.faults();
+  if (f.fault_rank == me && n == f.fault_step)
+    throw Error("injected fault on rank " + std::to_string(me) + " at its send #" + std::to_string(n) +
+                " (--inject-fault)");
+  if (f.hang_rank == me && n >= f.hang_step)
+    u.wait_until(me, Role::main, [] { return false; },
+                 "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
+                     std::to_string(dst_g) + " (--inject-hang)");
+
+  auto req = std::make_shared<ThreadRequest>(
+      u, me, "send to rank " + std::to_string(dst_g) + " tag " + std::to_string(tag) + " (" + bytes_text(bytes) + ")");
+  if (Trace* tr = u.trace()) {
+    req->traced = true;
+    req->ev = Event{.begin_ns = tr->now_ns(), .bytes = bytes, .flow_id = tr->next_flow_id(), .rank = me,
+                    .peer = dst_g, .tag = tag, .step = info.step, .chunk = info.chunk,
+                    .chunk_count = std::int16_t(info.chunk_count), .kind = EventKind::send};
+  }
+  PostedSend s{rank_, tag, buf, bytes, req};
+  Mailbox& box = *group_->mailboxes[std::size_t(dst)];
+  std::unique_lock lock(box.mu);
+  auto it = std::find_if(box.recvs.begin(), box.recvs.end(),
+                         [&](const PostedRecv& r) { return r.src == rank_ && r.tag == tag; });
+  if (it == box.recvs.end()) {
+    box.sends.push_back(std::move(s));
+    return Request(req);
+  }
+  PostedRecv r = std::move(*it);
+  box.recvs.erase(it);
+  lock.unlock();
+  deliver(*group_, s, r, dst, me);
+  return Request(req);
+}
+
+Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb) {
+  check_peer(r.src, verb);
+  Universe& u = group_->u;
+  const int me = global_rank(), src_g = global_rank_of(r.src);
+  r.req = std::make_shared<ThreadRequest>(u, me, std::string(verb) + " from rank " + std::to_string(src_g) +
+                                                     " tag " + std::to_string(r.tag) + " (" + bytes_text(r.bytes) + ")");
+  if (Trace* tr = u.trace()) {
+    r.req->traced = true;
+    r.req->ev = Event{.begin_ns = tr->now_ns(), .bytes = r.bytes, .rank = me, .peer = src_g, .tag = r.tag,
+                      .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
+                      .kind = EventKind::recv, .flags = std::uint8_t(r.reduce ? kFlagReduce : 0)};
+  }
+  Request handle(r.req);
+  Mailbox& box = *group_->mailboxes[std::size_t(rank_)];
+  std::unique_lock lock(box.mu);
+  auto it = std::find_if(box.sends.begin(), box.sends.end(),
+                         [&](const PostedSend& s) { return s.src == r.src && s.tag == r.tag; });
+  if (it == box.sends.end()) {
+    box.recvs.push_back(std::move(r));
+    return handle;
+  }
+  PostedSend s = std::move(*it);
+  box.sends.erase(it);
+  lock.unlock();
+  deliver(*group_, s, r, rank_, me);
+  return handle;
+}
+
+Request ThreadsComm::irecv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info) {
+  return post_recv(PostedRecv{src, tag, buf, bytes, false, DType::f32, ReduceOp::sum, nullptr}, info, "recv");
+}
+
+Request ThreadsComm::irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag,
+                                  TransferInfo info) {
+  return post_recv(PostedRecv{src, tag, buf, count * dtype_size(t), true, t, op, nullptr}, info, "recv_reduce");
+}
+
+// ---- split -------------------------------------------------------------------------
+
+std::unique_ptr<Comm> ThreadsComm::split(int color, int key) {
+  // Everyone learns everyone's (color, key), then the members of each color agree on
+  // one Group object through the parent's registry (first one to arrive creates it).
+  const std::int64_t mine[2] = {color, key};
+  std::vector<std::int64_t> all(std::size_t(size()) * 2);
+  all_gather(mine, all.data(), 2, DType::i64);
+  const std::uint64_t seq = split_seq_++;
+  if (color < 0) return nullptr;
+
+  std::vector<int> ranks;  // group ranks of this color, ordered by (key, rank)
+  for (int q = 0; q < size(); ++q)
+    if (all[std::size_t(q) * 2] == color) ranks.push_back(q);
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [&](int a, int b) { return all[std::size_t(a) * 2 + 1] < all[std::size_t(b) * 2 + 1]; });
+  std::vector<int> globals;
+  int new_rank = -1;
+  for (int q : ranks) {
+    if (q == rank_) new_rank = int(globals.size());
+    globals.push_back(global_rank_of(q));
+  }
+  std::shared_ptr<Group> g;
+  {
+    std::lock_guard lock(group_->split_mu);
+    auto& slot = group_->splits[{seq, color}];
+    if (!slot) slot = std::make_shared<Group>(group_->u, globals);
+    g = slot;
+  }
+  return std::make_unique<ThreadsComm>(g, new_rank);
+}
+
+}  // namespace dtl::threads

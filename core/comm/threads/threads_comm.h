@@ -1,0 +1,123 @@
+// Internal to the threads backend: one group of ranks and one rank's Comm on it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/comm/comm.h"
+#include "core/comm/threads/universe.h"
+
+namespace dtl::threads {
+
+// A request completed by whichever thread finishes the operation, waited on by its owner.
+class ThreadRequest final : public RequestImpl {
+ public:
+  ThreadRequest(Universe& u, int owner, std::string what) : u_(u), owner_(owner), what_(std::move(what)) {}
+  void wait() override;
+  bool test() override;
+  // Called once by the completing thread. `ev` (if tracing) is appended by the owner at wait().
+  void complete(std::exception_ptr error, std::int64_t end_ns);
+
+  Event ev;             // pre-filled at post time when tracing; end_ns set on completion
+  bool traced = false;  // record `ev` on the owner's main stream at wait()
+
+ private:
+  void finish_on_owner();
+  Universe& u_;
+  int owner_;
+  std::string what_;
+  std::atomic<bool> done_{false};
+  std::exception_ptr error_;
+  bool recorded_ = false;
+};
+
+struct PostedSend {
+  int src;  // group rank
+  int tag;
+  const void* buf;
+  std::size_t bytes;
+  std::shared_ptr<ThreadRequest> req;
+};
+
+struct PostedRecv {
+  int src;
+  int tag;
+  void* buf;
+  std::size_t bytes;
+  bool reduce;  // recv_reduce: combine instead of copy
+  DType dtype;
+  ReduceOp op;
+  std::shared_ptr<ThreadRequest> req;
+};
+
+// Messages waiting for their other half, per receiving rank.
+struct Mailbox {
+  std::mutex mu;
+  std::deque<PostedSend> sends;  // arrived before a matching recv was posted
+  std::deque<PostedRecv> recvs;  // posted before the matching send arrived
+};
+
+struct Group {
+  Group(Universe& u, std::vector<int> member_ranks);
+  Universe& u;
+  std::vector<int> members;  // global rank of each group rank
+  std::vector<std::unique_ptr<Mailbox>> mailboxes;
+  GroupBarrier barrier;
+  // Collective rendezvous: member r publishes its buffers in slots[r] before the barrier.
+  struct Slot {
+    const void* send = nullptr;
+    void* recv = nullptr;
+  };
+  std::vector<Slot> slots;
+  std::mutex split_mu;
+  std::map<std::pair<std::uint64_t, int>, std::shared_ptr<Group>> splits;
+};
+
+class ThreadsComm final : public Comm {
+ public:
+  ThreadsComm(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+  ~ThreadsComm() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return int(group_->members.size()); }
+  int global_rank() const override { return group_->members[std::size_t(rank_)]; }
+  int global_rank_of(int r) const override { return group_->members.at(std::size_t(r)); }
+  std::string backend_name() const override { return "threads"; }
+  Trace* trace() override { return group_->u.trace(); }
+
+  Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override;
+  Request irecv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info) override;
+  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag,
+                       TransferInfo info) override;
+
+  Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override;
+  Request ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override;
+  Request iall_gather(const void* s, void* r, std::size_t n, DType t) override;
+  Request ibroadcast(void* b, std::size_t n, DType t, int root) override;
+  Request ireduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op, int root) override;
+  Request iall_to_all(const void* s, void* r, std::size_t n, DType t) override;
+  Request ibarrier() override;
+
+  std::unique_ptr<Comm> split(int color, int key) override;
+
+ private:
+  Request post_recv(PostedRecv r, TransferInfo info, const char* verb);
+  void check_peer(int peer, const char* what) const;
+  // Queues `body` on this rank's comm stream; the request completes when it returns.
+  Request run_collective(const char* name, std::size_t bytes, std::function<void()> body);
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+  std::shared_ptr<WorkQueue> queue_;  // started on the first collective
+  std::uint64_t split_seq_ = 0;
+  std::uint64_t collective_seq_ = 0;
+};
+
+}  // namespace dtl::threads

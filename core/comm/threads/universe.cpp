@@ -1,0 +1,173 @@
+#include "core/comm/threads/universe.h"
+
+namespace dtl::threads {
+
+namespace {
+// How often a sleeping thread re-checks the abort flag. Aborts also notify, so this
+// only bounds the worst case; it keeps "every rank returns within 1 s" true.
+constexpr auto kAbortPoll = std::chrono::milliseconds(20);
+}  // namespace
+
+Universe::Universe(const ThreadsOptions& opt)
+    : size_(opt.world_size), trace_(opt.trace), gate_(opt.gate), faults_(opt.faults) {
+  for (int i = 0; i < size_; ++i) ranks_.push_back(std::make_unique<RankState>());
+}
+
+void Universe::abort(int failed_rank, const std::string& why) {
+  {
+    std::lock_guard lock(abort_mu_);
+    if (aborted_.load()) return;
+    failed_rank_ = failed_rank;
+    abort_reason_ = why;
+    aborted_.store(true, std::memory_order_release);
+  }
+  if (gate_) gate_->abort();
+  for (auto& r : ranks_) {
+    std::lock_guard lock(r->mu);
+    r->cv.notify_all();
+  }
+}
+
+int Universe::failed_rank() const {
+  std::lock_guard lock(abort_mu_);
+  return failed_rank_;
+}
+
+std::string Universe::abort_reason() const {
+  std::lock_guard lock(abort_mu_);
+  return abort_reason_;
+}
+
+void Universe::throw_aborted(int me) const {
+  const int failed = failed_rank();
+  std::string who = failed >= 0 ? "rank " + std::to_string(failed) + " failed" : "the watchdog stopped the run";
+  throw Aborted(failed, "rank " + std::to_string(me) + " stopped because " + who + ": " + abort_reason());
+}
+
+void Universe::wait_until(int g, Role role, const std::function<bool()>& done, const std::string& what) {
+  if (done()) return;
+  RankState& rs = rank_state(g);
+  std::unique_lock lock(rs.mu);
+  rs.blocked_on[int(role)] = what;
+  const bool gated = gate_ && role == Role::main;
+  while (!done()) {
+    if (aborted()) {
+      rs.blocked_on[int(role)].clear();
+      lock.unlock();
+      throw_aborted(g);
+    }
+    if (gated) gate_->block(g);
+    rs.cv.wait_for(lock, kAbortPoll);
+  }
+  rs.blocked_on[int(role)].clear();
+  if (gated) gate_->unblock(g);
+}
+
+void Universe::wake(int g) {
+  RankState& rs = rank_state(g);
+  if (gate_) gate_->unblock(g);  // before the waiter runs, so the gate never sees a false quiet
+  std::lock_guard lock(rs.mu);
+  rs.cv.notify_all();
+}
+
+std::string Universe::describe_blocked() {
+  std::string out;
+  for (int g = 0; g < size_; ++g) {
+    RankState& rs = rank_state(g);
+    std::lock_guard lock(rs.mu);
+    std::string line = "rank " + std::to_string(g) + " ";
+    if (rs.finished) {
+      line += "finished";
+    } else if (!rs.blocked_on[0].empty()) {
+      line += "waits " + rs.blocked_on[0];
+      if (!rs.blocked_on[1].empty()) line += " (its comm stream waits " + rs.blocked_on[1] + ")";
+    } else if (!rs.blocked_on[1].empty()) {
+      line += "runs; its comm stream waits " + rs.blocked_on[1];
+    } else {
+      line += "is running (computing, not waiting on communication)";
+    }
+    out += (out.empty() ? "" : "\n  ") + line;
+  }
+  return out;
+}
+
+void WorkQueue::push(std::function<void()> task) {
+  std::lock_guard lock(mu);
+  tasks.push_back(std::move(task));
+  cv.notify_one();
+}
+
+std::shared_ptr<WorkQueue> Universe::start_worker() {
+  auto q = std::make_shared<WorkQueue>();
+  std::thread t([q] {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(q->mu);
+        q->cv.wait(lock, [&] { return q->stop || !q->tasks.empty(); });
+        if (q->tasks.empty()) return;  // stopped and drained
+        task = std::move(q->tasks.front());
+        q->tasks.pop_front();
+        q->busy = true;
+      }
+      task();  // tasks catch their own errors
+      std::lock_guard lock(q->mu);
+      q->busy = false;
+    }
+  });
+  std::lock_guard lock(workers_mu_);
+  workers_.emplace_back(q, std::move(t));
+  return q;
+}
+
+void Universe::stop_workers() {
+  std::lock_guard lock(workers_mu_);
+  for (auto& [q, t] : workers_) {
+    std::lock_guard qlock(q->mu);
+    q->stop = true;
+    q->cv.notify_all();
+  }
+}
+
+bool Universe::workers_idle() {
+  std::lock_guard lock(workers_mu_);
+  for (auto& [q, t] : workers_) {
+    std::lock_guard qlock(q->mu);
+    if (q->busy || !q->tasks.empty()) return false;
+  }
+  return true;
+}
+
+void Universe::join_workers() {
+  stop_workers();
+  std::lock_guard lock(workers_mu_);
+  for (auto& [q, t] : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
+}
+
+void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Role role,
+                                   const std::string& what) {
+  std::uint64_t my_generation = 0;
+  bool last = false;
+  {
+    std::lock_guard lock(mu_);
+    my_generation = generation_;
+    if (++arrived_ == n_) {
+      arrived_ = 0;
+      ++generation_;
+      last = true;
+    }
+  }
+  if (last) {  // everyone has arrived: wake the members sleeping on their own rank's condvar
+    u.note_progress();
+    for (int m : members) u.wake(m);
+    return;
+  }
+  u.wait_until(g, role, [&] {
+    std::lock_guard lock(mu_);
+    return generation_ != my_generation;
+  }, what);
+}
+
+}  // namespace dtl::threads

@@ -1,0 +1,115 @@
+// Internal to the threads backend: state shared by every group of one world.
+//
+// Universe owns what must be world-wide: the abort flag (a failing rank stops every
+// group), the progress counter the watchdog reads, what each rank is blocked on, the
+// fault plan and the step gate. Every blocking wait in the backend goes through
+// Universe::wait_until, which polls the abort flag, so no thread can hang after an abort.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <thread>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/comm/threads_backend.h"
+#include "core/error.h"
+#include "core/trace/step_gate.h"
+#include "core/trace/trace.h"
+
+namespace dtl::threads {
+
+// Which thread of a rank is waiting: its own (main) or its collective worker (comm).
+enum class Role { main = 0, comm = 1 };
+
+struct RankState {
+  std::mutex mu;  // guards the strings and pairs with cv
+  std::condition_variable cv;
+  std::string blocked_on[2];  // per Role; empty = running
+  bool finished = false;
+  std::atomic<int> sends_posted{0};  // for FaultPlan steps
+};
+
+// A rank's comm stream: a thread that runs its collectives in issue order, so async
+// collectives progress while the rank computes. Owned by the Universe (not the Comm)
+// so a rank that unwinds an error never waits on its own worker.
+struct WorkQueue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> tasks;
+  bool stop = false;
+  bool busy = false;  // a task is running
+  void push(std::function<void()> task);
+};
+
+class Universe {
+ public:
+  Universe(const ThreadsOptions& opt);
+
+  int size() const { return size_; }
+  Trace* trace() const { return trace_; }
+  StepGate* gate() const { return gate_; }
+  const FaultPlan& faults() const { return faults_; }
+  RankState& rank_state(int g) { return *ranks_[std::size_t(g)]; }
+
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  // First caller wins; wakes every waiter. failed_rank = -1 for the watchdog.
+  void abort(int failed_rank, const std::string& why);
+  [[noreturn]] void throw_aborted(int me) const;
+  int failed_rank() const;
+  std::string abort_reason() const;
+
+  void note_progress() { progress_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+
+  // Blocks rank g's `role` thread until done() is true; `what` is shown by the
+  // watchdog ("recv from rank 0 tag 3"). Throws Aborted when the world aborts.
+  void wait_until(int g, Role role, const std::function<bool()>& done, const std::string& what);
+  // Wake rank g's waiters after changing what their done() reads.
+  void wake(int g);
+
+  // Starts a comm-stream thread; it exits once stopped and drained (join_workers).
+  std::shared_ptr<WorkQueue> start_worker();
+  void stop_workers();  // ask every worker to exit once its queue is empty
+  void join_workers();
+  bool workers_idle();  // every queue empty and no task running
+
+  // "rank 0: waits recv from rank 3 tag 0 | rank 1: finished | ..." for the watchdog.
+  std::string describe_blocked();
+
+ private:
+  int size_;
+  Trace* trace_;
+  StepGate* gate_;
+  FaultPlan faults_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex abort_mu_;
+  int failed_rank_ = -1;
+  std::string abort_reason_;
+  std::atomic<std::uint64_t> progress_{0};
+  std::mutex workers_mu_;
+  std::vector<std::pair<std::shared_ptr<WorkQueue>, std::thread>> workers_;
+};
+
+// A reusable barrier for the members of one group that gives up on abort.
+class GroupBarrier {
+ public:
+  explicit GroupBarrier(int n) : n_(n) {}
+  // `members` are the group's global ranks (the ones to wake).
+  void arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Role role, const std::string& what);
+
+ private:
+  int n_;
+  std::mutex mu_;
+  int arrived_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace dtl::threads

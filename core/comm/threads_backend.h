@@ -1,0 +1,57 @@
+// The threads backend: N ranks as N threads of this process (always built).
+//
+// It is what makes step-through, tests without a GPU and the live visualizer possible.
+// Point-to-point messages are a rendezvous: whichever side arrives second copies the
+// data straight from the sender's buffer into the receiver's (one copy, like CMA).
+// Library collectives use shared memory directly: every rank publishes its buffers and
+// reduces its own 1/P of the data from all inputs into all outputs, so each input byte
+// is read once and each output byte written once — the physical minimum.
+//
+//   dtl::ThreadsOptions opt{.world_size = 4};
+//   auto result = dtl::run_threads(opt, [](dtl::Comm& comm) { ... });
+//   if (!result.ok()) std::cerr << result.error << "\n";
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/comm/comm.h"
+
+namespace dtl {
+
+class Trace;
+class StepGate;
+
+// --inject-fault / --inject-hang: make one rank fail or go silent at its n-th send.
+struct FaultPlan {
+  int fault_rank = -1;  // this rank throws...
+  int fault_step = 0;   // ...when it posts its send number fault_step (0 = first)
+  int hang_rank = -1;   // this rank stops sending...
+  int hang_step = 0;    // ...from its send number hang_step on
+};
+
+struct ThreadsOptions {
+  int world_size = 1;
+  Trace* trace = nullptr;     // where events go (null: tracing off)
+  StepGate* gate = nullptr;   // non-null: stepping mode
+  FaultPlan faults;
+  double timeout_s = 60.0;    // watchdog: abort when no rank makes progress this long (<= 0: off)
+};
+
+struct RunResult {
+  int failed_rank = -1;               // first rank that threw (-1: none, or the watchdog)
+  bool watchdog_fired = false;
+  std::string error;                  // the first error, empty when every rank succeeded
+  std::vector<std::string> rank_errors;  // what each rank saw ("" = returned normally)
+  std::exception_ptr first_failure;     // the failed rank's exception (to rethrow a UsageError)
+  bool ok() const { return error.empty(); }
+};
+
+// Runs body(comm) on world_size threads and returns once every rank has returned.
+// Never throws for a rank's failure: a failing rank aborts its peers (each returns
+// within a second) and the result names it. Throws UsageError for bad options.
+RunResult run_threads(const ThreadsOptions& options, const std::function<void(Comm&)>& body);
+
+}  // namespace dtl

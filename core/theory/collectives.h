@@ -1,0 +1,71 @@
+// The curriculum's communication formulas as pure functions (no Comm, no I/O).
+//
+// Conventions: P ranks, N = bytes of the vector being reduced (the per-rank input of
+// all-reduce), GB = 1e9 bytes. The α-β model charges each sequential step α seconds of
+// latency plus bytes/β of transfer (β in bytes per second).
+//
+//   algorithm            bytes sent per rank (max)       steps             time
+//   ring all-reduce      2(P-1)/P · N                    2(P-1)            2(P-1)α + 2(P-1)/P · N/β
+//   recursive halv.-dbl. 2(P'-1)/P' · N (+N if P≠P')     2log2 P' (+2)     steps·α + bytes/β
+//   binomial tree        ⌈log2 P⌉ · N                    2⌈log2 P⌉         2⌈log2 P⌉(α + N/β)
+//   naive (root)         (P-1) · N                       2(P-1)            2(P-1)(α + N/β)
+// where P' is the largest power of two <= P.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dtl::theory {
+
+enum class Algo { naive, ring, tree, rhd };
+enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all };
+
+Algo parse_algo(std::string_view name);  // throws UsageError
+std::string_view algo_name(Algo a);
+Collective parse_collective(std::string_view name);
+std::string_view collective_name(Collective c);
+
+struct Link {
+  double alpha_s = 0;    // per-message latency, seconds
+  double beta_Bps = 0;   // bandwidth, bytes per second
+};
+
+struct CommCost {
+  double bytes_per_rank = 0;  // most bytes any one rank sends
+  int messages_per_rank = 0;  // most messages any one rank sends
+  int steps = 0;              // sequential latency terms
+  double time_s = 0;          // α-β time (0 if no link given)
+};
+
+int ceil_log2(int p);
+int floor_pow2(int p);  // largest power of two <= p
+
+CommCost all_reduce_cost(Algo a, int P, double N, Link link = {});
+
+// Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
+CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});
+CommCost ring_all_gather_cost(int P, double N, Link link = {});
+CommCost tree_broadcast_cost(int P, double N, Link link = {});
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw · factor. all_reduce 2(P-1)/P,
+// reduce_scatter and all_gather (P-1)/P, broadcast and reduce 1, all_to_all (P-1)/P.
+double busbw_factor(Collective c, int P);
+
+// Bytes one rank's collective call is about (what algbw divides by): the input for
+// all_reduce/broadcast/reduce, the full P·count vector for reduce_scatter/all_gather/all_to_all.
+double collective_bytes(Collective c, int P, double count_bytes);
+
+// Ceilings for P ranks sharing one memory whose multi-threaded copy moves BW bytes/s
+// (read + written). The library all-reduce must read every input and write every output
+// once: 2·P·N bytes → busbw_max = (P-1)/P² · BW. The ring over point-to-point moves
+// 5(P-1)·N bytes (each reduce-scatter step reads 2 chunks and writes 1, each all-gather
+// step reads 1 and writes 1) → busbw_max = 2·BW / (5P).
+double shared_memory_all_reduce_ceiling_busbw(int P, double bw);
+double shared_memory_ring_ceiling_busbw(int P, double bw);
+
+// Time of a ring all-reduce of `bytes` over P ranks on `link`, and the efficiency
+// compute / (compute + communication) the curriculum uses for data parallelism.
+double ring_all_reduce_time(int P, double bytes, Link link);
+double comm_efficiency(double compute_s, double comm_s);
+
+}  // namespace dtl::theory

@@ -1,0 +1,175 @@
+#include "core/trace/chrome_writer.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+
+namespace dtl {
+
+bool is_span(EventKind k) {
+  return k == EventKind::compute || k == EventKind::send || k == EventKind::recv || k == EventKind::collective ||
+         k == EventKind::phase;
+}
+
+std::vector<int> assign_lanes(const std::vector<Event>& spans) {
+  std::vector<int> lane(spans.size(), 0);
+  std::vector<std::vector<std::int64_t>> open_ends;  // per lane: stack of end times
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Event& e = spans[i];
+    std::size_t l = 0;
+    for (; l < open_ends.size(); ++l) {
+      auto& stack = open_ends[l];
+      while (!stack.empty() && stack.back() <= e.begin_ns) stack.pop_back();
+      if (stack.empty() || e.end_ns <= stack.back()) break;  // nests (or the lane is free)
+    }
+    if (l == open_ends.size()) open_ends.emplace_back();
+    open_ends[l].push_back(e.end_ns);
+    lane[i] = int(l);
+  }
+  return lane;
+}
+
+namespace {
+
+const char* kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::compute: return "compute";
+    case EventKind::send: return "send";
+    case EventKind::recv: return "recv";
+    case EventKind::collective: return "collective";
+    case EventKind::alloc: return "alloc";
+    case EventKind::free: return "free";
+    case EventKind::phase: return "phase";
+    case EventKind::mark: return "mark";
+  }
+  return "?";
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Microseconds with nanosecond precision, as Chrome's "ts" expects.
+std::string us(std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+  return buf;
+}
+
+std::string span_name(const Event& e, const std::vector<std::string>& labels) {
+  if (e.label != 0 && e.label < labels.size()) return labels[e.label];
+  switch (e.kind) {
+    case EventKind::send: return "send → " + std::to_string(e.peer);
+    case EventKind::recv: return std::string(e.flags & kFlagReduce ? "recv_reduce ← " : "recv ← ") + std::to_string(e.peer);
+    default: return kind_name(e.kind);
+  }
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const Trace& trace, const std::string& error) {
+  const std::vector<std::string> labels = trace.labels();
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"otherData\":{";
+  bool first = true;
+  for (const auto& [k, v] : trace.meta()) {
+    out += (first ? "\"" : ",\"") + escape(k) + "\":\"" + escape(v) + "\"";
+    first = false;
+  }
+  out += std::string(first ? "" : ",") + "\"world_size\":\"" + std::to_string(trace.world_size()) + "\"";
+  if (!error.empty()) out += ",\"error\":\"" + escape(error) + "\"";
+  out += "},\"traceEvents\":[\n";
+  bool first_event = true;
+  auto emit = [&](const std::string& obj) {
+    if (!first_event) out += ",\n";
+    out += obj;
+    first_event = false;
+  };
+
+  for (int r = 0; r < trace.world_size(); ++r) {
+    const std::string pid = std::to_string(r);
+    emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":\"rank " + pid + "\"}}");
+    emit("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}");
+    std::array<std::size_t, kNumMemTags> mem{};
+    for (int s = 0; s < Trace::kStreams; ++s) {
+      const EventLog& log = trace.log(r, s);
+      std::vector<Event> spans;
+      for (std::size_t i = 0; i < log.size(); ++i) {
+        const Event& e = log[i];
+        if (is_span(e.kind)) {
+          spans.push_back(e);
+        } else if (e.kind == EventKind::alloc || e.kind == EventKind::free) {
+          auto& cur = mem[std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1))];
+          cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - std::min<std::size_t>(cur, e.bytes);
+          std::string args;
+          for (int t = 0; t < kNumMemTags; ++t)
+            args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem[std::size_t(t)]);
+          emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + args + "}}");
+        } else if (e.kind == EventKind::mark) {
+          emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels)) + "\",\"pid\":" + pid +
+               ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + "}");
+        }
+      }
+      std::stable_sort(spans.begin(), spans.end(), [](const Event& a, const Event& b) {
+        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns > b.end_ns;
+      });
+      const std::vector<int> lanes = assign_lanes(spans);
+      const int n_lanes = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;
+      for (int l = 0; l < n_lanes; ++l) {
+        std::string name = s == kStreamMain ? "main" : "comm stream";
+        if (l > 0) name += " #" + std::to_string(l + 1);
+        emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(s * 1000 + l) +
+             ",\"args\":{\"name\":\"" + name + "\"}}");
+      }
+      for (std::size_t i = 0; i < spans.size(); ++i) {
+        const Event& e = spans[i];
+        const std::string tid = std::to_string(s * 1000 + lanes[i]);
+        std::string args = "\"bytes\":" + std::to_string(e.bytes);
+        if (e.peer >= 0) args += ",\"peer\":" + std::to_string(e.peer) + ",\"tag\":" + std::to_string(e.tag);
+        if (e.step >= 0) args += ",\"step\":" + std::to_string(e.step);
+        if (e.chunk >= 0) args += ",\"chunk\":" + std::to_string(e.chunk) + ",\"chunk_count\":" + std::to_string(e.chunk_count);
+        if (e.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(e.micro_batch);
+        if (e.flags & kFlagReduce) args += ",\"reduce\":1";
+        if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);
+        emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" + escape(span_name(e, labels)) +
+             "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
+             ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + args + "}}");
+        // Flow arrows: start inside the send span, finish inside the receive span.
+        if (e.flow_id && (e.kind == EventKind::send || e.kind == EventKind::recv)) {
+          const bool start = e.kind == EventKind::send;
+          const std::int64_t at = start ? e.begin_ns : std::max(e.begin_ns, e.end_ns - 1);
+          emit(std::string("{\"ph\":\"") + (start ? "s" : "f") + "\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" +
+               std::to_string(e.flow_id) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(at) +
+               (start ? "" : ",\"bp\":\"e\"") + "}");
+        }
+      }
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot write the trace to '" + path + "'; check that its folder exists and is writable");
+  f << chrome_trace_json(trace, error);
+  if (!f) throw Error("writing the trace to '" + path + "' failed (disk full?)");
+}
+
+}  // namespace dtl

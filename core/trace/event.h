@@ -1,0 +1,56 @@
+// dtl::Event: the one record that carries what happened on a rank to every consumer
+// (the Chrome-trace writer, reports, the step gate, the visualizer).
+//
+// It is a fixed-size POD so a rank can append one with a plain store into its own
+// buffer: no lock, no allocation on the hot path.
+#pragma once
+
+#include <cstdint>
+
+namespace dtl {
+
+enum class EventKind : std::uint8_t {
+  compute,     // a span of local work (a reduction, a GEMM, ...)
+  send,        // a point-to-point send, from post to completion
+  recv,        // a point-to-point receive, from post to completion
+  collective,  // a library collective (MPI_Allreduce, ncclAllReduce, the threads fast path)
+  alloc,       // memory allocated (bytes, tag)
+  free,        // memory released
+  phase,       // a named span a lab marks: "reduce-scatter", "all-gather", "forward", ...
+  mark,        // an instant: "step 3 begins"
+};
+
+// Streams a rank records on; each becomes one track (Chrome tid) per rank.
+enum Stream : std::uint8_t { kStreamMain = 0, kStreamComm = 1 };
+
+// Memory tags: what a buffer is for. The memory view stacks bars by tag.
+enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, other };
+inline constexpr int kNumMemTags = 6;
+const char* mem_tag_name(MemTag t);
+
+// Flags on a transfer.
+enum EventFlags : std::uint8_t {
+  kFlagReduce = 1,  // the receiver combined the data into its buffer (recv_reduce)
+};
+
+struct Event {
+  std::int64_t begin_ns = 0;  // steady-clock ns since the trace epoch
+  std::int64_t end_ns = 0;    // == begin_ns for instants
+  std::uint64_t bytes = 0;    // payload bytes (transfers, collectives, alloc/free)
+  std::uint64_t flow_id = 0;  // joins a send to its recv (0 = none)
+  std::int32_t rank = 0;      // global rank that recorded it
+  std::int32_t peer = -1;     // global rank of the other side of a transfer
+  std::int32_t tag = 0;       // message tag, or MemTag for alloc/free
+  std::int32_t step = -1;     // algorithm step the lab was in (-1 = none)
+  std::int32_t chunk = -1;    // first chunk moved, in the lab's chunk grid
+  std::int16_t chunk_count = 0;
+  std::int16_t micro_batch = -1;
+  std::uint16_t label = 0;    // index into the trace's label table ("ring all-reduce", ...)
+  EventKind kind = EventKind::mark;
+  std::uint8_t stream = kStreamMain;
+  std::uint8_t flags = 0;
+  std::uint8_t reserved = 0;
+};
+static_assert(sizeof(Event) == 64, "Event stays one cache line");
+
+}  // namespace dtl

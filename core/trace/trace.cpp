@@ -1,0 +1,106 @@
+#include "core/trace/trace.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace dtl {
+
+const char* mem_tag_name(MemTag t) {
+  switch (t) {
+    case MemTag::param: return "param";
+    case MemTag::grad: return "grad";
+    case MemTag::optimizer: return "optimizer";
+    case MemTag::activation: return "activation";
+    case MemTag::comm: return "comm";
+    case MemTag::other: return "other";
+  }
+  return "?";
+}
+
+EventLog::EventLog() : blocks_(new std::atomic<Event*>[kMaxBlocks]) {
+  for (std::size_t i = 0; i < kMaxBlocks; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+EventLog::~EventLog() {
+  for (std::size_t i = 0; i < kMaxBlocks; ++i) delete[] blocks_[i].load(std::memory_order_relaxed);
+}
+
+void EventLog::append(const Event& e) {
+  const std::size_t n = count_.load(std::memory_order_relaxed);
+  const std::size_t b = n / kBlock;
+  if (b >= kMaxBlocks) throw Error("trace is full (" + std::to_string(n) + " events on one track); trace a shorter run");
+  Event* block = blocks_[b].load(std::memory_order_relaxed);
+  if (block == nullptr) {  // a new block every 4096 events: the only allocation
+    block = new Event[kBlock];
+    blocks_[b].store(block, std::memory_order_release);
+  }
+  block[n % kBlock] = e;
+  count_.store(n + 1, std::memory_order_release);
+}
+
+Trace::Trace(int world_size) : world_size_(world_size), epoch_(std::chrono::steady_clock::now()) {
+  DTL_CHECK(world_size >= 1, "a trace needs at least one rank");
+  logs_.reserve(std::size_t(world_size) * kStreams);
+  for (int i = 0; i < world_size * kStreams; ++i) logs_.push_back(std::make_unique<EventLog>());
+  labels_.push_back("");  // id 0 = no label
+}
+
+std::uint16_t Trace::label(std::string_view name) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < labels_.size(); ++i)
+    if (labels_[i] == name) return std::uint16_t(i);
+  DTL_CHECK(labels_.size() < 65535, "too many distinct trace labels");
+  labels_.emplace_back(name);
+  return std::uint16_t(labels_.size() - 1);
+}
+
+std::string Trace::label_name(std::uint16_t id) const {
+  std::lock_guard lock(mu_);
+  return id < labels_.size() ? labels_[id] : std::string("?");
+}
+
+std::vector<std::string> Trace::labels() const {
+  std::lock_guard lock(mu_);
+  return labels_;
+}
+
+void Trace::set_meta(const std::string& key, const std::string& value) {
+  std::lock_guard lock(mu_);
+  meta_[key] = value;
+}
+
+std::map<std::string, std::string> Trace::meta() const {
+  std::lock_guard lock(mu_);
+  return meta_;
+}
+
+std::vector<Event> Trace::snapshot() const {
+  std::vector<Event> all;
+  for (const auto& log : logs_) {
+    const std::size_t n = log->size();
+    for (std::size_t i = 0; i < n; ++i) all.push_back((*log)[i]);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Event& a, const Event& b) {
+    return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
+  });
+  return all;
+}
+
+ScopedSpan::ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t label, int step) : trace_(trace) {
+  if (!trace_) return;
+  ev_.rank = rank;
+  ev_.kind = kind;
+  ev_.label = label;
+  ev_.step = step;
+  ev_.stream = kStreamMain;
+  ev_.begin_ns = trace_->now_ns();
+}
+
+ScopedSpan::~ScopedSpan() {
+  if (!trace_) return;
+  ev_.end_ns = trace_->now_ns();
+  trace_->record(ev_);
+}
+
+}  // namespace dtl

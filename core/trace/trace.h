@@ -1,0 +1,96 @@
+// The trace of one run: every rank's events, the label table and run metadata.
+//
+// Each (rank, stream) owns an EventLog with exactly one writer thread, so appending is
+// a plain store plus one release increment: no lock on the hot path. Readers (the
+// writer at the end, the step printer, the live visualizer) may read concurrently up
+// to the published size. Blocks are never moved, so a reader never sees a torn event.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/trace/event.h"
+
+namespace dtl {
+
+class EventLog {
+ public:
+  EventLog();
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  void append(const Event& e);  // single writer
+  std::size_t size() const { return count_.load(std::memory_order_acquire); }
+  const Event& operator[](std::size_t i) const { return blocks_[i / kBlock].load(std::memory_order_relaxed)[i % kBlock]; }
+
+ private:
+  static constexpr std::size_t kBlock = 4096;
+  static constexpr std::size_t kMaxBlocks = 1 << 15;  // 134M events per track
+  std::unique_ptr<std::atomic<Event*>[]> blocks_;
+  std::atomic<std::size_t> count_{0};
+};
+
+class Trace {
+ public:
+  static constexpr int kStreams = 2;
+  explicit Trace(int world_size);
+
+  int world_size() const { return world_size_; }
+  EventLog& log(int rank, int stream) { return *logs_[std::size_t(rank) * kStreams + std::size_t(stream)]; }
+  const EventLog& log(int rank, int stream) const { return *logs_[std::size_t(rank) * kStreams + std::size_t(stream)]; }
+
+  // Nanoseconds since this trace was created (steady clock).
+  std::int64_t now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+  }
+
+  // Interned labels ("ring all-reduce", "reduce-scatter", ...). Thread-safe; call it
+  // once per label and keep the id, not on every event.
+  std::uint16_t label(std::string_view name);
+  std::string label_name(std::uint16_t id) const;
+  std::vector<std::string> labels() const;
+
+  std::uint64_t next_flow_id() { return next_flow_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Free-form run metadata written into the trace ("lab", "algo", "chunks", ...).
+  void set_meta(const std::string& key, const std::string& value);
+  std::map<std::string, std::string> meta() const;
+
+  // Every event recorded so far, sorted by (begin, rank). For writers and reports.
+  std::vector<Event> snapshot() const;
+
+  // Convenience for labs and reports: append to the given track.
+  void record(const Event& e) { log(e.rank, e.stream).append(e); }
+
+ private:
+  int world_size_;
+  std::chrono::steady_clock::time_point epoch_;
+  std::vector<std::unique_ptr<EventLog>> logs_;
+  mutable std::mutex mu_;  // guards labels_ and meta_ (cold path)
+  std::vector<std::string> labels_;
+  std::map<std::string, std::string> meta_;
+  std::atomic<std::uint64_t> next_flow_{1};
+};
+
+// RAII span on a rank's main stream: records a `phase` (or `compute`) event on destruction.
+class ScopedSpan {
+ public:
+  ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t label, int step = -1);
+  ~ScopedSpan();
+  ScopedSpan(const ScopedSpan&) = delete;
+  ScopedSpan& operator=(const ScopedSpan&) = delete;
+
+ private:
+  Trace* trace_;
+  Event ev_;
+};
+
+}  // namespace dtl

@@ -1,0 +1,16 @@
+// Sizes on the command line, as nccl-tests reads them: K, M, G are powers of 1024.
+//   parse_size("64M") == 67108864, parse_size("4096") == 4096; "-3", "12Q", "" throw.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dtl {
+
+// Throws UsageError naming `what` (e.g. "--bytes") when `text` is not a size.
+std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
+// 67108864 -> "64M", 1000 -> "1000" (exact binary units only, as the bench prints them).
+std::string format_size(std::uint64_t bytes);
+
+}  // namespace dtl

@@ -1,0 +1,241 @@
+// `dtlab bench COLLECTIVE`: nccl-tests' sweep, on thread ranks.
+//
+//   dtlab bench all_reduce --impl library --ranks 4 -b 8 -e 256M -f 2 --json out.json
+//
+// Prints `size count type redop | time algbw busbw #wrong` for out-of-place and in-place
+// (GB = 1e9; busbw = algbw · the collective's factor, 2(P-1)/P for all_reduce), and the
+// machine's ceiling measured in the same run: a multi-threaded memcpy's bandwidth turned
+// into the best busbw any algorithm could reach (core/theory).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/comm/threads_backend.h"
+#include "core/error.h"
+#include "core/memory/memory.h"
+#include "core/theory/collectives.h"
+#include "core/trace/chrome_writer.h"
+#include "core/util/units.h"
+#include "exercises/collectives.h"
+#include "labs/cli/commands.h"
+#include "labs/crafted.h"
+#include "labs/measure.h"
+
+namespace dtl::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string collective = "all_reduce";
+  std::string impl = "library";
+  int ranks = 4;
+  std::string min_bytes = "32M", max_bytes = "32M";
+  double factor = 2;
+  int iters = 20, warmup = 5, check = 1;
+  std::string dtype = "f32", op = "sum";
+  std::string json_path, trace_path;
+  double timeout_s = 120;
+};
+
+// Bytes moved per second by `threads` threads each copying its own prefaulted buffer
+// (read + written), best of several rounds.
+double measure_memcpy_bandwidth(std::size_t bytes_per_thread) {
+  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::vector<char>> src(n, std::vector<char>(bytes_per_thread, 1)), dst(n, std::vector<char>(bytes_per_thread, 0));
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> ts;
+    for (unsigned i = 0; i < n; ++i) ts.emplace_back([&, i] { std::memcpy(dst[i].data(), src[i].data(), bytes_per_thread); });
+    for (auto& t : ts) t.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * double(n) * double(bytes_per_thread) / s);
+  }
+  return best;
+}
+
+using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count)>;
+
+// The operation under test. Point-to-point algorithms work in place; their out-of-place
+// form copies the input to the output first, as a user of them would.
+OpFn make_op(const BenchArgs& a, theory::Collective coll, DType t, ReduceOp op) {
+  using C = theory::Collective;
+  if (a.impl == "library") {
+    switch (coll) {
+      case C::all_reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
+      case C::reduce_scatter: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
+      case C::all_gather: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
+      case C::broadcast: return [t](Comm& c, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
+      case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
+      case C::all_to_all: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
+    }
+  }
+  if (coll != C::all_reduce)
+    throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
+  std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"    ? ex::ring_all_reduce
+                                                           : a.impl == "tree"  ? ex::tree_all_reduce
+                                                           : a.impl == "rhd"   ? ex::rhd_all_reduce
+                                                                               : ex::naive_all_reduce;
+  return [fn, t, op](Comm& c, void* s, void* r, std::size_t n) {
+    if (s != r) std::memcpy(r, s, n * dtype_size(t));
+    fn(c, ex::BufferView{r, n, t}, op);
+  };
+}
+
+int run_bench(BenchArgs& a) {
+  const theory::Collective coll = theory::parse_collective(a.collective);
+  const DType t = parse_dtype(a.dtype);
+  const ReduceOp op = parse_reduce_op(a.op);
+  const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
+  if (lo == 0 || hi < lo) throw UsageError("-b must be > 0 and <= -e");
+  if (a.factor <= 1) throw UsageError("-f must be > 1 (the size grows by this factor)");
+  if (a.iters < 1 || a.warmup < 0) throw UsageError("-n must be >= 1 and -w >= 0");
+  if (a.ranks < 1 || a.ranks > 4096) throw UsageError("--ranks must be between 1 and 4096");
+  const int P = a.ranks;
+  const std::size_t es = dtype_size(t);
+  const bool json_only_stdout = a.json_path == "-";
+  std::ostream& out = json_only_stdout ? std::cerr : std::cout;
+  OpFn fn = make_op(a, coll, t, op);
+
+  const double bw = measure_memcpy_bandwidth(std::size_t(64) << 20);
+  const double ceiling = a.impl == "library" ? theory::shared_memory_all_reduce_ceiling_busbw(P, bw)
+                                             : theory::shared_memory_ring_ceiling_busbw(P, bw);
+  char line[256];
+  std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend threads  ranks %d  dtype %s  op %s\n",
+                a.collective.c_str(), a.impl.c_str(), P, std::string(dtype_name(t)).c_str(), a.op.c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
+                bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), ceiling / 1e9);
+  out << line;
+  out << "#                                              out-of-place                       in-place\n"
+         "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+         "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)              (us)  (GB/s)  (GB/s)\n";
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<std::uint64_t> sizes;
+  for (double s = double(lo); s <= double(hi) * 1.0000001; s *= a.factor) sizes.push_back(std::max<std::uint64_t>(es, std::uint64_t(s) / es * es));
+  // Per-rank element counts: all_gather / reduce_scatter / all_to_all split `size` P ways.
+  const bool split = coll == theory::Collective::reduce_scatter || coll == theory::Collective::all_gather ||
+                     coll == theory::Collective::all_to_all;
+  std::unique_ptr<Trace> trace = a.trace_path.empty() ? nullptr : std::make_unique<Trace>(P);
+
+  ThreadsOptions opt;
+  opt.world_size = P;
+  opt.timeout_s = a.timeout_s;
+  opt.trace = trace.get();
+  RunResult result = run_threads(opt, [&](Comm& comm) {
+    MemoryTracker mem(comm.global_rank(), nullptr);
+    const std::size_t max_count = std::size_t(hi / es);
+    // Preallocated and prefaulted once (MemoryTracker touches every page).
+    Tensor send(mem, {std::int64_t(max_count)}, t, MemTag::comm), recv(mem, {std::int64_t(max_count)}, t, MemTag::comm);
+    for (std::uint64_t size : sizes) {
+      const std::size_t total = size / es;
+      const std::size_t count = split ? std::max<std::size_t>(1, total / std::size_t(P)) : total;
+      nlohmann::json json_row[2];
+      double report[2][4] = {};
+      for (int inplace = 0; inplace < 2; ++inplace) {
+        void* s = send.data();
+        void* r = inplace ? send.data() : recv.data();
+        if (inplace && split && coll != theory::Collective::all_to_all) {
+          // NCCL's in-place conventions: all_gather's input is block `rank` of the output;
+          // reduce_scatter's output is block `rank` of the input.
+          if (coll == theory::Collective::all_gather) s = static_cast<char*>(r) + std::size_t(comm.rank()) * count * es;
+          else r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * es;
+        }
+        if (inplace && coll == theory::Collective::all_to_all) r = recv.data();  // no in-place all_to_all
+        fill_crafted(send.data(), split ? count * std::size_t(P) : count, t, comm.rank());
+        for (int i = 0; i < a.warmup; ++i) fn(comm, s, r, count);
+        comm.barrier();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < a.iters; ++i) fn(comm, s, r, count);
+        const double sec = max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
+        double wrong = 0;
+        if (a.check && coll == theory::Collective::all_reduce) {  // one more run on fresh crafted input
+          fill_crafted(send.data(), count, t, comm.rank());
+          fn(comm, s, r, count);
+          wrong = double(compare_with_crafted(r, count, t, P, op).wrong);
+          comm.all_reduce(&wrong, &wrong, 1, DType::f64, ReduceOp::sum);
+        }
+        const double bytes = theory::collective_bytes(coll, P, double(count * es));
+        const double algbw = bytes / sec / 1e9, busbw = algbw * theory::busbw_factor(coll, P);
+        report[inplace][0] = sec * 1e6;
+        report[inplace][1] = algbw;
+        report[inplace][2] = busbw;
+        report[inplace][3] = wrong;
+        json_row[inplace] = {{"bytes", std::uint64_t(bytes)}, {"count", count}, {"inplace", bool(inplace)},
+                             {"time_us", sec * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"wrong", wrong}};
+      }
+      if (comm.rank() == 0) {
+        std::snprintf(line, sizeof line, "%12llu  %12zu  %8s  %6s  %7.1f  %6.2f  %6.2f  %6.0f  %7.1f  %6.2f  %6.2f  %6.0f\n",
+                      static_cast<unsigned long long>(json_row[0]["bytes"].get<std::uint64_t>()), count,
+                      std::string(dtype_name(t)).c_str(), a.op.c_str(), report[0][0], report[0][1], report[0][2],
+                      report[0][3], report[1][0], report[1][1], report[1][2], report[1][3]);
+        out << line << std::flush;
+        rows.push_back(json_row[0]);
+        rows.push_back(json_row[1]);
+      }
+    }
+  });
+  if (!result.ok()) {
+    std::cerr << "dtlab bench: " << result.error << "\n";
+    return 1;
+  }
+  double best_busbw = 0;
+  double total_wrong = 0;
+  for (const auto& r : rows) {
+    best_busbw = std::max(best_busbw, r["busbw_GBps"].get<double>());
+    total_wrong += r["wrong"].get<double>();
+  }
+  std::snprintf(line, sizeof line, "# best busbw %.2f GB/s = %.0f%% of the ceiling %.2f GB/s;  #wrong total %.0f\n",
+                best_busbw, 100 * best_busbw / (ceiling / 1e9), ceiling / 1e9, total_wrong);
+  out << line;
+  if (trace) write_chrome_trace(*trace, a.trace_path);
+  if (!a.json_path.empty()) {
+    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", "threads"}, {"ranks", P},
+                        {"dtype", std::string(dtype_name(t))}, {"memcpy_GBps", bw / 1e9},
+                        {"ceiling_busbw_GBps", ceiling / 1e9}, {"rows", rows}};
+    if (json_only_stdout) {
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::ofstream f(a.json_path);
+      if (!f) throw Error("cannot write '" + a.json_path + "'");
+      f << j.dump(2) << "\n";
+    }
+  }
+  return total_wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  CLI::App* b = app.add_subcommand("bench", "Sweep a collective's sizes, nccl-tests style");
+  auto a = std::make_shared<BenchArgs>();
+  b->add_option("collective", a->collective, "all_reduce reduce_scatter all_gather broadcast reduce all_to_all")
+      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"}))
+      ->capture_default_str();
+  b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
+      ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
+      ->capture_default_str();
+  b->add_option("--ranks,-r", a->ranks, "Number of ranks")->capture_default_str();
+  b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
+  b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
+  b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();
+  b->add_option("-n,--iters", a->iters, "Timed iterations per size")->capture_default_str();
+  b->add_option("-w,--warmup_iters", a->warmup, "Untimed iterations first")->capture_default_str();
+  b->add_option("-c,--check", a->check, "Check results (0/1)")->capture_default_str();
+  b->add_option("--dtype,-d", a->dtype, "f32 f64 i32 i64 f16 bf16")->capture_default_str();
+  b->add_option("--op,-o", a->op, "sum avg max min")->capture_default_str();
+  b->add_option("--json", a->json_path, "Write the results as JSON to this file ('-': stdout, table to stderr)");
+  b->add_option("--trace", a->trace_path, "Record events and write a Chrome trace (measures tracing's cost)");
+  b->add_option("--timeout", a->timeout_s, "Watchdog seconds")->capture_default_str();
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace dtl::cli

@@ -1,0 +1,20 @@
+// The `dtlab` subcommands. Each add_* registers its options; the returned callback runs
+// it and gives the exit code (0 ok, 1 the run failed, 2 bad usage via UsageError).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace dtl::cli {
+
+using Command = std::function<int()>;
+
+Command add_list_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+
+// "RANK[:STEP]" for --inject-fault / --inject-hang; throws UsageError.
+void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step);
+
+}  // namespace dtl::cli

@@ -1,0 +1,23 @@
+#include <iostream>
+
+#include "labs/cli/commands.h"
+#include "labs/lab.h"
+
+namespace dtl::cli {
+
+Command add_list_command(CLI::App& app) {
+  app.add_subcommand("list", "List the labs with a one-line description");
+  return [] {
+    for (const auto& lab : lab_registry()) {
+      std::cout << lab.name << "  " << lab.description << "\n";
+      for (const auto& opt : lab.options) {
+        std::string choices;
+        for (const auto& c : opt.choices) choices += (choices.empty() ? "" : "|") + c;
+        std::cout << "    --" << opt.name << " " << choices << "  (default " << opt.default_value << ")\n";
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace dtl::cli

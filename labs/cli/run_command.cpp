@@ -1,0 +1,220 @@
+// `dtlab run LAB ...`: run a lab on thread ranks, print its report, write its trace,
+// or step through it one transfer at a time (--step).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "core/comm/threads_backend.h"
+#include "core/error.h"
+#include "core/trace/chrome_writer.h"
+#include "core/trace/chunk_state.h"
+#include "core/trace/step_gate.h"
+#include "core/util/units.h"
+#include "labs/cli/commands.h"
+#include "labs/lab.h"
+
+namespace dtl::cli {
+
+namespace {
+
+struct RunArgs {
+  int ranks = 4;
+  std::string bytes = "1M";
+  std::string dtype = "f32";
+  std::string backend = "threads";
+  std::string trace_path;
+  bool json = false;
+  bool step = false;
+  double timeout_s = 60;
+  int iters = 5, warmup = 1;
+  std::string inject_fault, inject_hang;
+  std::map<std::string, std::string> lab_options;
+};
+
+// Draws the chunk picture after each transfer: a row per rank, a cell per chunk with
+// how many ranks' contributions it holds ("4*" = complete).
+void print_state(std::ostream& os, const ChunkState& s) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    os << "    rank " << r << (r < 10 ? "  " : " ") << "|";
+    for (int c = 0; c < s.chunks(); ++c) {
+      const int n = s.count(r, c);
+      char cell[16];
+      std::snprintf(cell, sizeof cell, "%3d%c|", n, n == s.ranks() ? '*' : ' ');
+      os << cell;
+    }
+    os << "\n";
+  }
+}
+
+void print_transfer(std::ostream& os, int index, const Event& e) {
+  os << "transfer " << index << ": rank " << e.peer << " -> rank " << e.rank << "  chunk";
+  if (e.chunk_count > 1) os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
+  else os << " " << e.chunk;
+  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step
+     << ", tag " << e.tag << ")\n";
+}
+
+// The controller side of the step gate, in the terminal. Interactive: Enter advances one
+// transfer, 'c' runs to the end, 'q' stops. Not a terminal: prints every step.
+void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
+  const bool interactive = isatty(STDIN_FILENO);
+  ChunkState state(trace.world_size(), chunks);
+  os << "Step-through: each cell is a chunk of a rank's buffer; the number says how many ranks'\n"
+        "contributions it holds (* = all of them).\n";
+  if (interactive) os << "Enter: next transfer · c: continue to the end · q: quit\n";
+  os << "initial state:\n";
+  print_state(os, state);
+  std::size_t applied = 0;
+  bool quiet = false;
+  for (;;) {
+    const StepGate::State st = gate.wait_quiet();
+    const std::vector<Event> done = transfers_in_order(trace.snapshot());
+    for (; applied < done.size(); ++applied) {
+      state.apply(done[applied]);
+      if (!quiet) {
+        print_transfer(os, int(applied) + 1, done[applied]);
+        print_state(os, state);
+      }
+    }
+    if (st != StepGate::State::transfer_waiting) break;
+    if (interactive && !quiet) {
+      std::string line;
+      if (!std::getline(std::cin, line) || line == "q") {
+        gate.abort();
+        break;
+      }
+      if (line == "c") {
+        quiet = true;
+        gate.release_all();
+        continue;
+      }
+    }
+    gate.release_one();
+  }
+}
+
+int run_lab(const LabInfo& lab, RunArgs& a) {
+  if (a.backend != "threads")
+    throw UsageError("--backend " + a.backend + " is not available in this build; use --backend threads");
+  LabConfig cfg;
+  cfg.ranks = a.ranks;
+  cfg.bytes = parse_size(a.bytes, "--bytes");
+  cfg.dtype = parse_dtype(a.dtype);
+  cfg.backend = a.backend;
+  cfg.iters = a.step ? 0 : a.iters;
+  cfg.warmup = a.step ? 0 : a.warmup;
+  if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");
+  cfg.options = a.lab_options;
+  cfg = with_defaults(lab, cfg);
+  if (cfg.bytes < dtype_size(cfg.dtype))
+    throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
+                     std::to_string(dtype_size(cfg.dtype)));
+
+  ThreadsOptions opt;
+  opt.world_size = a.ranks;
+  if (a.ranks < 1 || a.ranks > 4096) throw UsageError("--ranks must be between 1 and 4096, got " + std::to_string(a.ranks));
+  if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", a.ranks, opt.faults.fault_rank, opt.faults.fault_step);
+  if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", a.ranks, opt.faults.hang_rank, opt.faults.hang_step);
+  opt.timeout_s = a.timeout_s;
+  Trace trace(a.ranks);
+  trace.set_meta("lab", lab.name);
+  for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);
+  const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
+  trace.set_meta("chunks", std::to_string(chunks));
+  opt.trace = &trace;
+  std::unique_ptr<StepGate> gate;
+  if (a.step) {
+    if (chunks < 1 || a.ranks > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
+    gate = std::make_unique<StepGate>(a.ranks);
+    opt.gate = gate.get();
+  }
+  std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
+
+  Report report;
+  RunResult result;
+  auto body = [&](Comm& comm) {
+    Report r = lab.run(comm, cfg);
+    if (comm.rank() == 0) report = std::move(r);
+  };
+  if (gate) {
+    std::thread runner([&] { result = run_threads(opt, body); });
+    step_through(*gate, trace, chunks, human);
+    runner.join();
+  } else {
+    result = run_threads(opt, body);
+  }
+
+  if (!a.trace_path.empty()) {
+    write_chrome_trace(trace, a.trace_path, result.error);
+    human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
+  }
+  if (!result.ok()) {
+    try {  // a usage error found inside a rank (e.g. an option combination) is still a usage error
+      if (result.first_failure) std::rethrow_exception(result.first_failure);
+    } catch (const UsageError&) {
+      throw;
+    } catch (...) {
+    }
+    std::cerr << "dtlab: the run failed: " << result.error << "\n";
+    return 1;
+  }
+  if (a.json) std::cout << report.to_json().dump(2) << "\n";
+  else std::cout << report.to_text();
+  return report.ok ? 0 : 1;
+}
+
+}  // namespace
+
+void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& s) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(std::string(flag) + " '" + text + "' is not RANK or RANK:STEP (whole numbers)");
+    return std::stoi(s);
+  };
+  rank = number(text.substr(0, colon));
+  step = colon == std::string::npos ? 0 : number(text.substr(colon + 1));
+  if (rank >= ranks)
+    throw UsageError(std::string(flag) + " names rank " + std::to_string(rank) + ", but only ranks 0.." +
+                     std::to_string(ranks - 1) + " exist");
+}
+
+Command add_run_command(CLI::App& app) {
+  CLI::App* run = app.add_subcommand("run", "Run a lab: dtlab run LAB [options] (see 'dtlab list')");
+  run->allow_extras();  // so an unknown lab name reaches us and gets a clear message
+  auto args = std::make_shared<std::map<std::string, RunArgs>>();
+  for (const LabInfo& lab : lab_registry()) {
+    CLI::App* sub = run->add_subcommand(lab.name, lab.description);
+    RunArgs& a = (*args)[lab.name];
+    sub->add_option("--ranks,-r", a.ranks, "Number of ranks")->capture_default_str();
+    sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
+    sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
+    sub->add_option("--backend", a.backend, "threads (mpi and nccl when built)")->capture_default_str();
+    sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
+    sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
+    sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");
+    sub->add_option("--iters", a.iters, "Timed repetitions")->capture_default_str();
+    sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")->capture_default_str();
+    sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")->capture_default_str();
+    sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
+    sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
+    for (const LabOption& opt : lab.options) {
+      auto* o = sub->add_option_function<std::string>(
+          "--" + opt.name, [args, name = lab.name, key = opt.name](const std::string& v) { (*args)[name].lab_options[key] = v; },
+          opt.help + " (default " + opt.default_value + ")");
+      if (!opt.choices.empty()) o->check(CLI::IsMember(opt.choices));
+    }
+  }
+  return [run, args] {
+    for (const LabInfo& lab : lab_registry())
+      if (run->get_subcommand(lab.name)->parsed()) return run_lab(lab, (*args)[lab.name]);
+    const auto extra = run->remaining();
+    if (!extra.empty()) throw UsageError("unknown lab '" + extra.front() + "'; 'dtlab list' shows the labs");
+    throw UsageError("name a lab to run, e.g. 'dtlab run collectives'; 'dtlab list' shows them");
+  };
+}
+
+}  // namespace dtl::cli

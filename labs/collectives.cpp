@@ -1,0 +1,243 @@
+// The collectives lab: all-reduce built from point-to-point messages, four ways.
+//
+//   dtlab run collectives --algo ring --ranks 4 --bytes 64M --trace ring.json
+//   dtlab run collectives --algo all --ranks 8 --bytes 1M        # side by side
+//   dtlab run collectives --algo ring --ranks 4 --bytes 256 --step
+//
+// naive  every rank → rank 0 → every rank           (P-1)·N bytes leave rank 0
+// ring   reduce-scatter then all-gather, 2(P-1) steps  2(P-1)/P·N bytes per rank
+// tree   binomial reduce then broadcast, 2⌈log2 P⌉ steps
+// rhd    recursive halving-doubling (Rabenseifner), 2·log2 P steps, ring's bytes
+//
+// Each algorithm runs once on crafted inputs (exact in any order) and is checked
+// element by element against the exact sums; its bytes, messages and steps are measured
+// from the trace events and set beside core/theory's formulas; then it is timed.
+// Finally the lab shows AllReduce == AllGather ∘ ReduceScatter, bit for bit.
+#include "labs/collectives.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "core/error.h"
+#include "core/memory/memory.h"
+#include "core/theory/collectives.h"
+#include "core/trace/trace.h"
+#include "exercises/collectives.h"
+#include "labs/crafted.h"
+#include "labs/measure.h"
+
+namespace dtl {
+
+namespace {
+
+using theory::Algo;
+
+// One algorithm of one collective, as the lab runs it.
+struct Case {
+  std::string name;                                   // "ring all_reduce"
+  theory::CommCost predicted;
+  theory::Collective collective;
+  std::function<void(Comm&, ex::BufferView)> run;     // the algorithm under test
+  std::function<void(ex::BufferView)> init;           // this rank's input
+  std::function<double(std::size_t)> expected;        // element i afterwards (NaN: not checked)
+};
+
+constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count) {
+  const int P = comm.size(), r = comm.rank();
+  const DType t = cfg.dtype;
+  const ReduceOp op = parse_reduce_op(cfg.option("op"));
+  const double N = double(count * dtype_size(t));
+  const std::string collective = cfg.option("collective"), algo = cfg.option("algo");
+  auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
+  auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
+
+  std::vector<Case> cases;
+  if (collective == "all_reduce") {
+    const std::vector<std::string> algos =
+        algo == "all" ? std::vector<std::string>{"naive", "ring", "tree", "rhd"} : std::vector<std::string>{algo};
+    for (const auto& a : algos) {
+      std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
+          a == "naive" ? ex::naive_all_reduce : a == "ring" ? ex::ring_all_reduce
+                                            : a == "tree"   ? ex::tree_all_reduce
+                                                            : ex::rhd_all_reduce;
+      cases.push_back({a + " all_reduce", theory::all_reduce_cost(theory::parse_algo(a), P, N),
+                       theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); }, crafted,
+                       reduced});
+    }
+    return cases;
+  }
+  if (collective == "reduce_scatter" || collective == "all_gather") {
+    if (algo != "ring") throw UsageError("--collective " + collective + " is built as a ring here; use --algo ring");
+    const ChunkRange mine = chunk_range(count, P, r);
+    if (collective == "reduce_scatter") {
+      cases.push_back({"ring reduce_scatter", theory::ring_reduce_scatter_cost(P, N), theory::Collective::reduce_scatter,
+                       [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
+                       [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
+                         if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
+                         return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
+                       }});
+    } else {
+      cases.push_back({"ring all_gather", theory::ring_all_gather_cost(P, N), theory::Collective::all_gather,
+                       [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
+                       [P, count](std::size_t i) {  // chunk c comes from rank c
+                         for (int c = 0; c < P; ++c) {
+                           const ChunkRange cr = chunk_range(count, P, c);
+                           if (i >= cr.offset && i < cr.offset + cr.count) return crafted_value(c, i);
+                         }
+                         return kUnchecked;
+                       }});
+    }
+    return cases;
+  }
+  // broadcast from rank 0
+  if (algo != "tree") throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
+  cases.push_back({"tree broadcast", theory::tree_broadcast_cost(P, N), theory::Collective::broadcast,
+                   [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
+                   [t, r](ex::BufferView b) {
+                     if (r == 0) fill_crafted(b.data, b.count, t, 0);
+                     else std::memset(b.data, 0, b.bytes());
+                   },
+                   [](std::size_t i) { return crafted_value(0, i); }});
+  return cases;
+}
+
+// Elements that differ from the expectation on this rank, summed over ranks; and the largest |diff|.
+Mismatch check_buffer(Comm& comm, const ex::BufferView& b, const std::function<double(std::size_t)>& expected) {
+  double m[2] = {0, 0};
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const double want = expected(i);
+    if (std::isnan(want)) continue;
+    const double d = std::fabs(element_as_double(b.data, i, b.dtype) - want);
+    if (d != 0) m[0] += 1;
+    m[1] = std::max(m[1], d);
+  }
+  comm.all_reduce(m, m, 2, DType::f64, ReduceOp::max);
+  return {std::size_t(m[0]), m[1]};
+}
+
+// Bytes-per-rank tolerance: chunks of uneven size shift a rank's share by up to a few elements.
+double bytes_tolerance(int P, std::size_t count, DType t) {
+  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
+  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
+}
+
+void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Report& rep) {
+  const int P = comm.size();
+  Trace* tr = comm.trace();
+  ex::BufferView view{work.data(), work.numel(), work.dtype()};
+  const double N = double(view.bytes());
+
+  // 1. One traced run: correctness, and the traffic counted from its events.
+  c.init(view);
+  comm.barrier();
+  Traffic mine;
+  const double t0 = double(tr->now_ns());
+  {
+    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name));
+    const std::size_t mark = traffic_mark(comm);
+    c.run(comm, view);
+    mine = traffic_since(comm, mark);
+  }
+  const double first_run_s = max_over_ranks(comm, (double(tr->now_ns()) - t0) * 1e-9);
+  const Mismatch m = check_buffer(comm, view, c.expected);
+  const Traffic most = traffic_max(comm, mine);
+
+  rep.check(c.name + ": bytes sent per rank (max)", most.bytes_sent, c.predicted.bytes_per_rank, "B",
+            bytes_tolerance(P, view.count, view.dtype));
+  rep.check(c.name + ": messages sent per rank (max)", most.messages_sent, c.predicted.messages_per_rank, "msgs");
+  rep.check(c.name + ": steps (distinct tags, max)", most.steps, c.predicted.steps, "steps");
+  rep.check(c.name + ": wrong elements vs exact reference", double(m.wrong), 0, "elements");
+  rep.add(c.name + ": largest |difference|", m.max_abs_diff, 0.0, "");
+
+  // 2. Timed runs (skipped while stepping): the slowest rank's time, median over iterations.
+  std::vector<double> times;
+  for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    c.init(view);
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    c.run(comm, view);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (it >= cfg.warmup) times.push_back(max_over_ranks(comm, s));
+  }
+  double t = first_run_s;
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    t = times[times.size() / 2];
+  }
+  const double algbw = N / t / 1e9;
+  rep.add(c.name + ": time (median, slowest rank)", t, std::nullopt, "s");
+  rep.add(c.name + ": algbw", algbw, std::nullopt, "GB/s");
+  rep.add(c.name + ": busbw", algbw * theory::busbw_factor(c.collective, P), std::nullopt, "GB/s");
+}
+
+// AllReduce == AllGather(ReduceScatter(x)) twice: with the ring exercises on crafted
+// input, and with the library collectives on random input (any input, same bits).
+void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::size_t count, Report& rep) {
+  const DType t = cfg.dtype;
+  const ReduceOp op = parse_reduce_op(cfg.option("op"));
+  Tensor a(mem, {std::int64_t(count)}, t, MemTag::comm), b(mem, {std::int64_t(count)}, t, MemTag::comm);
+  auto differing = [&] {
+    double n = 0;
+    const std::size_t es = dtype_size(t);
+    for (std::size_t i = 0; i < count; ++i)
+      n += std::memcmp(static_cast<char*>(a.data()) + i * es, static_cast<char*>(b.data()) + i * es, es) != 0;
+    return max_over_ranks(comm, n);
+  };
+
+  fill_crafted(a.data(), count, t, comm.rank());
+  std::memcpy(b.data(), a.data(), a.bytes());
+  comm.all_reduce(a.data(), a.data(), count, t, op);
+  ex::BufferView bv{b.data(), count, t};
+  ex::ring_reduce_scatter(comm, bv, op);
+  const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
+  finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
+  ex::ring_all_gather(comm, bv);
+  rep.check("identity: library all_reduce vs ring all_gather(reduce_scatter(x)): differing elements", differing(), 0,
+            "elements");
+
+  std::mt19937 rng(1234u + unsigned(comm.rank()));
+  std::uniform_real_distribution<double> dist(-1, 1);
+  for (std::size_t i = 0; i < count; ++i) {  // random values, stored in the lab's dtype
+    const double v = dist(rng);
+    store_element(a.data(), i, t, (t == DType::i32 || t == DType::i64) ? std::round(v * 1000) : v);
+  }
+  std::memcpy(b.data(), a.data(), a.bytes());
+  comm.all_reduce(a.data(), a.data(), count, t, op);
+  ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
+  rep.check("identity: library all_reduce vs library all_gather(reduce_scatter(x)), random input: differing elements",
+            differing(), 0, "elements");
+}
+
+}  // namespace
+
+Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
+  const std::size_t es = dtype_size(cfg.dtype);
+  if (cfg.bytes < es)
+    throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
+                     " element; give at least " + std::to_string(es));
+  if (!comm.trace()) throw Error("the collectives lab measures from trace events; run it with tracing on");
+  const std::size_t count = cfg.bytes / es;
+
+  Report rep;
+  rep.lab = "collectives";
+  rep.backend = comm.backend_name();
+  rep.ranks = comm.size();
+  rep.config = cfg.to_json();
+  MemoryTracker mem(comm.global_rank(), comm.trace());
+  Tensor work(mem, {std::int64_t(count)}, cfg.dtype, MemTag::comm);
+
+  for (const Case& c : make_cases(comm, cfg, count)) run_case(comm, cfg, c, work, rep);
+  if (cfg.option("collective") == "all_reduce" && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);
+  return rep;
+}
+
+int collectives_chunk_grid(const LabConfig& cfg) {
+  return cfg.option("algo") == "rhd" ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+}
+
+}  // namespace dtl

@@ -1,0 +1,77 @@
+// What a lab is: a function run on every rank against dtl::Comm, returning a Report of
+// {quantity, measured, predicted, unit} rows, plus a registry entry (name, description,
+// options). The CLI prints the report, the visualizer overlays it, tests assert on it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/comm/comm.h"
+
+namespace dtl {
+
+struct LabConfig {
+  int ranks = 4;
+  std::uint64_t bytes = 1 << 20;
+  DType dtype = DType::f32;
+  std::string backend = "threads";
+  int iters = 5;   // timed repetitions
+  int warmup = 1;  // untimed repetitions first
+  std::map<std::string, std::string> options;  // lab-specific, e.g. {"algo": "ring"}
+
+  const std::string& option(const std::string& key) const;  // throws if the lab declared no such option
+  nlohmann::json to_json() const;
+};
+
+struct ReportRow {
+  std::string quantity;
+  double measured = 0;
+  std::optional<double> predicted;  // nullopt where no formula applies
+  std::string unit;
+};
+
+struct Report {
+  std::string lab;
+  std::string backend;
+  int ranks = 0;
+  nlohmann::json config = nlohmann::json::object();
+  std::vector<ReportRow> rows;
+  bool ok = true;           // every check the lab makes passed
+  std::vector<std::string> failures;  // which checks failed, in words
+
+  void add(std::string quantity, double measured, std::optional<double> predicted, std::string unit);
+  // A check: adds a row (measured vs expected) and marks the report failed if |diff| > tolerance.
+  void check(std::string quantity, double measured, double expected, std::string unit, double tolerance = 0);
+  const ReportRow* find(std::string_view quantity) const;
+  nlohmann::json to_json() const;
+  std::string to_text() const;  // aligned table for the terminal
+};
+
+struct LabOption {
+  std::string name;           // "algo" → --algo on the command line
+  std::string default_value;
+  std::string help;
+  std::vector<std::string> choices;  // empty: free text
+};
+
+struct LabInfo {
+  std::string name;
+  std::string description;
+  std::vector<LabOption> options;
+  std::function<Report(Comm&, const LabConfig&)> run;
+  // Chunk grid the step-through draws (0: no chunk picture).
+  std::function<int(const LabConfig&)> chunk_grid;
+};
+
+const std::vector<LabInfo>& lab_registry();
+const LabInfo* find_lab(std::string_view name);  // nullptr if unknown
+// Fills unset lab options with their defaults and validates choices (UsageError).
+LabConfig with_defaults(const LabInfo& lab, LabConfig cfg);
+
+}  // namespace dtl

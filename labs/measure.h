@@ -1,0 +1,28 @@
+// Measured communication figures, computed from the rank's own events (never from a
+// second set of counters), then combined over ranks.
+#pragma once
+
+#include <cstddef>
+#include <set>
+
+#include "core/comm/comm.h"
+
+namespace dtl {
+
+struct Traffic {
+  double bytes_sent = 0;
+  double messages_sent = 0;
+  double steps = 0;          // distinct tags this rank used: every algorithm step has its own
+  std::set<int> sent_to;     // global ranks this rank sent to
+};
+
+// Where this rank's event log ends now; pass it to traffic_since.
+std::size_t traffic_mark(Comm& comm);
+// This rank's point-to-point traffic recorded after `mark`. Throws if tracing is off.
+Traffic traffic_since(Comm& comm, std::size_t mark);
+// The largest bytes/messages/steps over all ranks (a collective over comm).
+Traffic traffic_max(Comm& comm, const Traffic& mine);
+// Largest value over all ranks of a double (e.g. a time).
+double max_over_ranks(Comm& comm, double v);
+
+}  // namespace dtl
