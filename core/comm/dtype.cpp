@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include <emmintrin.h>  // SSE2: baseline on x86-64
+
 #include "core/error.h"
 
 namespace dtl {
@@ -164,6 +166,27 @@ void reduce_many(void* out, const void* const* inputs, int n_in, std::size_t n, 
     }
   }
 }
+
+void copy_streaming(void* dst, const void* src, std::size_t bytes) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  const std::size_t head = std::min(bytes, (16 - reinterpret_cast<std::uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);  // up to the first 16-byte boundary of the destination
+  std::size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+}
+
+void store_fence() { _mm_sfence(); }
 
 void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d) {
   if (op != ReduceOp::avg || d == 1) return;

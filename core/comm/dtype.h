@@ -36,6 +36,12 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType t, ReduceO
 void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t,
                  ReduceOp op);
 
+// memcpy with non-temporal (streaming) stores: the destination lines are written
+// without being read first, as large memcpy does. Call store_fence() before another
+// thread may read the data.
+void copy_streaming(void* dst, const void* src, std::size_t bytes);
+void store_fence();
+
 // For ReduceOp::avg: buf[i] /= divisor (integers divide with truncation). No-op otherwise.
 void finish_average(void* buf, std::size_t count, DType t, ReduceOp op, int divisor);
 

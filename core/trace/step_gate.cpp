@@ -1,39 +1,23 @@
 #include "core/trace/step_gate.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace dtl {
 
-StepGate::StepGate(int n)
-    : world_size_(n), blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0),
-      pending_key_(std::size_t(n), 0), pending_(std::size_t(n), 0) {}
+StepGate::StepGate(int n) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0) {}
 
 bool StepGate::quiet_locked() const {
-  return std::all_of(blocked_.begin(), blocked_.end(), [](char b) { return b != 0; });
+  for (std::size_t r = 0; r < blocked_.size(); ++r)
+    if (!blocked_[r] && !finished_[r]) return false;
+  return true;
 }
 
-bool StepGate::pass(int rank, std::uint64_t key) {
-  std::unique_lock lock(mu_);
-  if (free_running_) return !aborted_;
-  const auto r = std::size_t(rank);
-  pending_[r] = 1;
-  pending_key_[r] = key;
-  blocked_[r] = 1;
-  cv_.notify_all();  // the controller may be waiting for quiet
-  // Released when: a credit is available, the world is quiet, and we hold the smallest key.
-  auto my_turn = [&] {
-    if (aborted_ || free_running_) return true;
-    if (credits_ == 0 || !quiet_locked()) return false;
-    for (int q = 0; q < world_size_; ++q)
-      if (pending_[std::size_t(q)] && pending_key_[std::size_t(q)] < key) return false;
-    return true;
-  };
-  cv_.wait(lock, my_turn);
-  pending_[r] = 0;
-  blocked_[r] = 0;
-  if (!free_running_ && !aborted_) --credits_;
-  return !aborted_;
+bool StepGate::submit(std::uint64_t key, std::function<void()> transfer) {
+  std::lock_guard lock(mu_);
+  if (free_running_ || aborted_) return false;
+  ready_.emplace(key, std::move(transfer));
+  cv_.notify_all();
+  return true;
 }
 
 void StepGate::block(int rank) {
@@ -44,53 +28,56 @@ void StepGate::block(int rank) {
 
 void StepGate::unblock(int rank) {
   std::lock_guard lock(mu_);
-  if (!finished_[std::size_t(rank)]) blocked_[std::size_t(rank)] = 0;
+  blocked_[std::size_t(rank)] = 0;
 }
 
 void StepGate::finish(int rank) {
   std::lock_guard lock(mu_);
   finished_[std::size_t(rank)] = 1;
-  blocked_[std::size_t(rank)] = 1;
   cv_.notify_all();
 }
 
 StepGate::State StepGate::wait_quiet() {
   std::unique_lock lock(mu_);
-  // A rank blocked on a request counts as quiet only while nothing it waits on can
-  // complete; that holds because transfers move only through pass().
-  // Ranks blocked with no transfer pending may be inside a library collective: keep waiting
-  // (a real deadlock is the watchdog's to report).
-  auto any_pending = [&] { return std::any_of(pending_.begin(), pending_.end(), [](char p) { return p != 0; }); };
+  // Quiet with nothing ready but ranks still blocked: they may be inside a library
+  // collective, so keep waiting (a real deadlock is the watchdog's to report).
   auto all_finished = [&] { return std::all_of(finished_.begin(), finished_.end(), [](char f) { return f != 0; }); };
-  cv_.wait(lock, [&] {
-    return aborted_ || (credits_ == 0 && quiet_locked() && (any_pending() || all_finished()));
-  });
+  cv_.wait(lock, [&] { return aborted_ || (quiet_locked() && (!ready_.empty() || all_finished())); });
   if (aborted_) return State::aborted;
-  return any_pending() ? State::transfer_waiting : State::all_finished;
+  return ready_.empty() ? State::all_finished : State::transfer_waiting;
 }
 
 void StepGate::release_one() {
-  std::lock_guard lock(mu_);
-  ++credits_;
-  cv_.notify_all();
+  std::function<void()> transfer;
+  {
+    std::lock_guard lock(mu_);
+    if (ready_.empty() || aborted_) return;
+    transfer = std::move(ready_.begin()->second);
+    ready_.erase(ready_.begin());
+  }
+  transfer();  // completes requests, which unblock their owners before we look again
 }
 
 void StepGate::release_all() {
-  std::lock_guard lock(mu_);
-  free_running_ = true;
-  cv_.notify_all();
+  std::multimap<std::uint64_t, std::function<void()>> waiting;
+  {
+    std::lock_guard lock(mu_);
+    free_running_ = true;
+    waiting.swap(ready_);
+  }
+  for (auto& [key, transfer] : waiting) transfer();
 }
 
 void StepGate::abort() {
   std::lock_guard lock(mu_);
   aborted_ = true;
+  ready_.clear();
   cv_.notify_all();
 }
 
 bool StepGate::controller_waiting() const {
   std::lock_guard lock(mu_);
-  return !free_running_ && credits_ == 0 && quiet_locked() &&
-         std::any_of(pending_.begin(), pending_.end(), [](char p) { return p != 0; });
+  return !free_running_ && !aborted_ && !ready_.empty() && quiet_locked();
 }
 
 }  // namespace dtl

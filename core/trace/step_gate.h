@@ -1,16 +1,19 @@
 // StepGate: lets a learner advance a live run one transfer at a time.
 //
-// In stepping mode every point-to-point transfer stops at the gate just before its data
-// moves. The gate releases one transfer per step, and only when the whole world is
-// quiet (every rank is either waiting at the gate, blocked on a request, or finished).
-// Among the waiting transfers it releases the one with the smallest key (sender, then
-// receiver), so the order of transfers — and every picture drawn from it — is the same
-// on every run. The terminal step-through (`dtlab run ... --step`) and the visualizer
-// are both controllers of this one gate.
+// In stepping mode a matched point-to-point transfer does not move at once: it is handed
+// to the gate and the posting call returns, so every rank runs on until it must wait for
+// data. When the whole world is quiet (every rank waits on a request or has finished),
+// the set of transfers ready to move depends only on the program, not on thread timing.
+// The controller then moves the one with the smallest key (sender, then receiver) on
+// its own thread. So the order of transfers — and every picture drawn from it — is the
+// same on every run. The terminal step-through (`dtlab run ... --step`) and the
+// visualizer are both controllers of this one gate.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -21,8 +24,9 @@ class StepGate {
   explicit StepGate(int world_size);
 
   // ---- rank side (called by the threads backend) ----
-  // Blocks until this transfer is released. Returns false if the gate was aborted.
-  bool pass(int rank, std::uint64_t key);
+  // Queues a matched transfer. Returns false when the gate is running freely: the
+  // caller then moves the data itself, at once.
+  bool submit(std::uint64_t key, std::function<void()> transfer);
   void block(int rank);    // the rank is about to sleep on a request that is not done
   void unblock(int rank);  // the rank can run again (called by whoever completed its request)
   void finish(int rank);   // the rank's body returned (or threw)
@@ -31,21 +35,18 @@ class StepGate {
   enum class State { transfer_waiting, all_finished, aborted };
   // Waits until the world is quiet, then says whether a transfer waits for release.
   State wait_quiet();
-  void release_one();   // let the smallest waiting transfer go
-  void release_all();   // stop gating: the run continues at full speed
-  void abort();         // wake everyone; pass() returns false from now on
-  bool controller_waiting() const;  // true while ranks wait on the controller (the watchdog pauses)
+  void release_one();   // moves the smallest waiting transfer, on the calling thread
+  void release_all();   // stop gating: move what waits and let the run go at full speed
+  void abort();         // drop what waits; wait_quiet returns `aborted` from now on
+  bool controller_waiting() const;  // ranks wait on the controller (the watchdog pauses)
 
  private:
   bool quiet_locked() const;
-  int world_size_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<char> blocked_;   // per rank: asleep on a request, at the gate, or finished
+  std::vector<char> blocked_;   // per rank: asleep on a request not yet done
   std::vector<char> finished_;
-  std::vector<std::uint64_t> pending_key_;  // per rank: key of the transfer it waits to make
-  std::vector<char> pending_;
-  int credits_ = 0;
+  std::multimap<std::uint64_t, std::function<void()>> ready_;  // by key: smallest first
   bool free_running_ = false;
   bool aborted_ = false;
 };

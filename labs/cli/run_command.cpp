@@ -58,13 +58,13 @@ void print_transfer(std::ostream& os, int index, const Event& e) {
 }
 
 // The controller side of the step gate, in the terminal. Interactive: Enter advances one
-// transfer, 'c' runs to the end, 'q' stops. Not a terminal: prints every step.
+// transfer, 'c' (or end of input) runs to the end quietly. Not a terminal: prints every step.
 void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
   const bool interactive = isatty(STDIN_FILENO);
   ChunkState state(trace.world_size(), chunks);
   os << "Step-through: each cell is a chunk of a rank's buffer; the number says how many ranks'\n"
         "contributions it holds (* = all of them).\n";
-  if (interactive) os << "Enter: next transfer · c: continue to the end · q: quit\n";
+  if (interactive) os << "Enter: next transfer · c: continue to the end without pictures\n";
   os << "initial state:\n";
   print_state(os, state);
   std::size_t applied = 0;
@@ -82,11 +82,7 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
     if (st != StepGate::State::transfer_waiting) break;
     if (interactive && !quiet) {
       std::string line;
-      if (!std::getline(std::cin, line) || line == "q") {
-        gate.abort();
-        break;
-      }
-      if (line == "c") {
+      if (!std::getline(std::cin, line) || line == "c") {
         quiet = true;
         gate.release_all();
         continue;
@@ -209,9 +205,14 @@ Command add_run_command(CLI::App& app) {
     }
   }
   return [run, args] {
-    for (const LabInfo& lab : lab_registry())
-      if (run->get_subcommand(lab.name)->parsed()) return run_lab(lab, (*args)[lab.name]);
-    const auto extra = run->remaining();
+    const auto extra = run->remaining(true);  // true: include what the lab subcommand left over
+    for (const LabInfo& lab : lab_registry()) {
+      if (!run->get_subcommand(lab.name)->parsed()) continue;
+      if (!extra.empty())
+        throw UsageError("unknown argument '" + extra.front() + "' for lab " + lab.name + "; see 'dtlab run " + lab.name +
+                         " --help'");
+      return run_lab(lab, (*args)[lab.name]);
+    }
     if (!extra.empty()) throw UsageError("unknown lab '" + extra.front() + "'; 'dtlab list' shows the labs");
     throw UsageError("name a lab to run, e.g. 'dtlab run collectives'; 'dtlab list' shows them");
   };

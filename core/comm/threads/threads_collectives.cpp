@@ -40,12 +40,21 @@ void reduce_chunk_to_all(Group& g, ChunkRange c, DType t, ReduceOp op, bool to_a
     for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g.slots[q].send, off * es);
     reduce_many(acc, inputs.data(), int(P), len, t, op);
     finish_average(acc, len, t, op, int(P));
+    // Out of place, streaming stores write an output line without reading it first (no
+    // read-for-ownership), so it costs one write of bandwidth. In place, the line was just
+    // read and sits in cache: a plain store is cheaper there.
+    auto write_out = [&](std::size_t q) {
+      char* dst = at(g.slots[q].recv, off * es);
+      if (g.slots[q].recv == g.slots[q].send) std::memcpy(dst, acc, len * es);
+      else copy_streaming(dst, acc, len * es);
+    };
     if (to_all) {
-      for (std::size_t q = 0; q < P; ++q) std::memcpy(at(g.slots[q].recv, off * es), acc, len * es);
+      for (std::size_t q = 0; q < P; ++q) write_out(q);
     } else {
-      std::memcpy(at(g.slots[std::size_t(root)].recv, off * es), acc, len * es);
+      write_out(std::size_t(root));
     }
   }
+  store_fence();  // make the streamed data visible before the closing barrier
 }
 
 }  // namespace

@@ -16,6 +16,13 @@ void ThreadRequest::complete(std::exception_ptr error, std::int64_t end_ns) {
   u_.wake(owner_);
 }
 
+void ThreadRequest::record_now(std::int64_t end_ns) {
+  if (!traced || recorded_) return;
+  ev.end_ns = end_ns;
+  recorded_ = true;
+  u_.trace()->record(ev);
+}
+
 void ThreadRequest::finish_on_owner() {
   if (traced && !recorded_) {
     recorded_ = true;
@@ -49,26 +56,38 @@ Group::Group(Universe& uni, std::vector<int> member_ranks)
 
 namespace {
 
-// Moves one message. Runs on whichever thread matched the pair (the one that came second).
-void deliver(Group& g, PostedSend& s, PostedRecv& r, int receiver, int executor_global) {
-  const int src_g = g.members[std::size_t(s.src)], dst_g = g.members[std::size_t(receiver)];
+// Moves one message and completes both requests.
+void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) {
   std::exception_ptr error;
   if (s.bytes != r.bytes) {
     error = std::make_exception_ptr(Error(
         "rank " + std::to_string(dst_g) + " posted a receive of " + std::to_string(r.bytes) + " bytes from rank " +
         std::to_string(src_g) + " (tag " + std::to_string(s.tag) + "), but the message has " +
         std::to_string(s.bytes) + " bytes; make the counts on both sides agree"));
-  } else if (StepGate* gate = g.u.gate(); gate && !gate->pass(executor_global, (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g))) {
-    error = std::make_exception_ptr(Error("stepping was stopped"));
   } else if (r.reduce) {
     reduce_into(r.buf, s.buf, r.bytes / dtype_size(r.dtype), r.dtype, r.op);
   } else if (r.bytes > 0) {
     std::memcpy(r.buf, s.buf, r.bytes);
   }
-  const std::int64_t t = g.u.trace() ? g.u.trace()->now_ns() : 0;
+  const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
   r.req->ev.flow_id = s.req->ev.flow_id;
+  // While stepping, the picture drawn at the next quiet point must include this
+  // transfer, so record the receive now (every rank is parked) rather than at its wait().
+  if (u.gate() && !error) r.req->record_now(t);
   s.req->complete(error, t);
   r.req->complete(error, t);
+}
+
+// Runs on whichever thread matched the pair (the side that came second). In stepping
+// mode the gate moves it later instead, so the posting call returns at once.
+void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
+  Universe& u = g.u;
+  const int src_g = g.members[std::size_t(s.src)], dst_g = g.members[std::size_t(receiver)];
+  if (StepGate* gate = u.gate()) {
+    const std::uint64_t key = (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g);
+    if (gate->submit(key, [&u, src_g, dst_g, s, r]() mutable { move_data(u, src_g, dst_g, s, r); })) return;
+  }
+  move_data(u, src_g, dst_g, s, r);
 }
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " B"; }
@@ -116,7 +135,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
   PostedRecv r = std::move(*it);
   box.recvs.erase(it);
   lock.unlock();
-  deliver(*group_, s, r, dst, me);
+  deliver(*group_, std::move(s), std::move(r), dst);
   return Request(req);
 }
 
@@ -144,7 +163,7 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   PostedSend s = std::move(*it);
   box.sends.erase(it);
   lock.unlock();
-  deliver(*group_, s, r, rank_, me);
+  deliver(*group_, std::move(s), std::move(r), rank_);
   return handle;
 }
 

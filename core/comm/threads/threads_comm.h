@@ -24,6 +24,9 @@ class ThreadRequest final : public RequestImpl {
   bool test() override;
   // Called once by the completing thread. `ev` (if tracing) is appended by the owner at wait().
   void complete(std::exception_ptr error, std::int64_t end_ns);
+  // Stepping mode only: record `ev` now, from the thread that moved the data. Safe because
+  // while a released transfer runs every other rank is parked (see StepGate).
+  void record_now(std::int64_t end_ns);
 
   Event ev;             // pre-filled at post time when tracing; end_ns set on completion
   bool traced = false;  // record `ev` on the owner's main stream at wait()

@@ -1,0 +1,131 @@
+// The dtlab command as a user runs it: exit codes, JSON on stdout, traces, errors.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace {
+struct Output {
+  int code = -1;
+  std::string out;  // stdout (stderr goes to err)
+  std::string err;
+};
+
+Output dtlab(const std::string& args) {
+  const std::string err_file = testing::TempDir() + "dtlab_stderr.txt";
+  const std::string cmd = std::string(DTLAB_EXE) + " " + args + " 2>" + err_file;
+  Output o;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return o;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.out.append(buf, n);
+  const int status = pclose(p);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  o.err = ss.str();
+  return o;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST(Cli, ListNamesTheCollectivesLab) {
+  const Output o = dtlab("list");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("collectives"), std::string::npos);
+}
+
+TEST(Cli, RunJsonPutsOnlyTheReportOnStdout) {
+  const std::string trace = testing::TempDir() + "cli_ring.json";
+  const Output o = dtlab("run collectives --algo ring --ranks 4 --bytes 64K --json --trace " + trace);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json r = json::parse(o.out);  // throws (fails the test) if anything else is on stdout
+  EXPECT_EQ(r["lab"], "collectives");
+  EXPECT_EQ(r["backend"], "threads");
+  EXPECT_EQ(r["ranks"], 4);
+  EXPECT_TRUE(r["ok"].get<bool>());
+  bool found = false;
+  for (const auto& row : r["rows"]) {
+    ASSERT_TRUE(row.contains("quantity") && row.contains("measured") && row.contains("predicted") && row.contains("unit"));
+    if (row["quantity"] == "ring all_reduce: bytes sent per rank (max)") {
+      found = true;
+      EXPECT_EQ(row["measured"].get<double>(), 2.0 * 3 / 4 * 65536);
+      EXPECT_EQ(row["predicted"].get<double>(), 2.0 * 3 / 4 * 65536);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_NO_THROW(json::parse(slurp(trace)));
+}
+
+TEST(Cli, BadInputIsUsageErrorTwo) {
+  for (const char* args : {"run collectives --bytes -3", "run collectives --bytes 12Q", "run nolab",
+                           "run collectives --algo butterfly", "run collectives --ranks 0",
+                           "run collectives --ranks 99999999", "run collectives --frobnicate", "bench nothing",
+                           "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9"}) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find("error"), std::string::npos) << args;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n') <= 2, true) << "not a short message: " << o.err;
+  }
+}
+
+TEST(Cli, InjectedFaultExitsNonZeroAndStillWritesTheTrace) {
+  const std::string trace = testing::TempDir() + "cli_fault.json";
+  const Output o = dtlab("run collectives --ranks 4 --bytes 4K --inject-fault 2:1 --trace " + trace);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("rank 2 failed"), std::string::npos) << o.err;
+  const json t = json::parse(slurp(trace));
+  EXPECT_NE(t["otherData"]["error"].get<std::string>().find("rank 2"), std::string::npos);
+}
+
+TEST(Cli, InjectedHangIsExplainedByTheWatchdog) {
+  const Output o = dtlab("run collectives --ranks 3 --bytes 4K --inject-hang 1 --timeout 1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("rank 1 waits nothing: it stopped sending on purpose"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("waits recv"), std::string::npos) << o.err;
+}
+
+TEST(Cli, StepPrintsEveryTransfer) {
+  const Output o = dtlab("run collectives --algo ring --ranks 3 --bytes 48 --step < /dev/null");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("transfer 12:"), std::string::npos) << o.out;  // 2(P-1)·P transfers
+  EXPECT_EQ(o.out.find("transfer 13:"), std::string::npos);
+  EXPECT_NE(o.out.find("3*|  3*|  3*|"), std::string::npos);  // everything complete at the end
+}
+
+TEST(Cli, BenchJsonHasTheNcclTestsFields) {
+  const std::string path = testing::TempDir() + "bench.json";
+  const Output o = dtlab("bench all_reduce --impl library --ranks 3 -b 1K -e 4K -f 2 -n 2 -w 1 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("#wrong"), std::string::npos);
+  const json j = json::parse(slurp(path));
+  for (const char* k : {"collective", "impl", "backend", "ranks", "dtype", "ceiling_busbw_GBps", "rows"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_EQ(j["rows"].size(), 6u);  // 3 sizes × (out-of-place, in-place)
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["wrong"].get<double>(), 0);
+    EXPECT_GT(row["busbw_GBps"].get<double>(), 0);
+  }
+  for (const char* impl : {"ring", "tree", "rhd", "naive"}) {
+    const Output b = dtlab(std::string("bench all_reduce --ranks 5 -b 100 -e 1000 -f 10 -n 1 -w 0 --impl ") + impl);
+    EXPECT_EQ(b.code, 0) << impl << b.err;
+  }
+  for (const char* coll : {"reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"}) {
+    const Output b = dtlab(std::string("bench ") + coll + " --ranks 3 -b 96 -e 96 -n 1 -w 0");
+    EXPECT_EQ(b.code, 0) << coll << b.err;
+  }
+}

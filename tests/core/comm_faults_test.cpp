@@ -1,0 +1,117 @@
+// A failing rank aborts its peers; a hang is turned into an explanation by the watchdog.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "core/comm/chunking.h"
+#include "tests/test_util.h"
+
+using namespace dtl;
+using Clock = std::chrono::steady_clock;
+
+TEST(Abort, ThrowingRankStopsEveryPeerWithinASecond) {
+  for (int P : {2, 4, 8}) {
+    ThreadsOptions opt;
+    opt.world_size = P;
+    opt.timeout_s = 30;
+    const auto t0 = Clock::now();
+    const RunResult r = run_threads(opt, [](Comm& c) {
+      if (c.rank() == 1) throw std::runtime_error("boom in the forward pass");
+      float x = 0;
+      c.recv(&x, 4, mod(c.rank() + 1, c.size()), 0);  // would wait forever
+    });
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    EXPECT_LT(s, 1.0) << "P=" << P;
+    EXPECT_EQ(r.failed_rank, 1);
+    EXPECT_NE(r.error.find("boom in the forward pass"), std::string::npos) << r.error;
+    for (int q = 0; q < P; ++q) {
+      if (q == 1) continue;
+      EXPECT_NE(r.rank_errors[std::size_t(q)].find("rank 1 failed"), std::string::npos) << r.rank_errors[std::size_t(q)];
+    }
+  }
+}
+
+TEST(Abort, PeersBlockedInACollectiveAreReleased) {
+  ThreadsOptions opt;
+  opt.world_size = 4;
+  const auto t0 = Clock::now();
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    if (c.rank() == 3) throw dtl::Error("rank 3 cannot allocate");
+    double v = 1;
+    c.all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+  });
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.0);
+  EXPECT_EQ(r.failed_rank, 3);
+}
+
+TEST(Watchdog, ExplainsWhatEachRankWaitsOn) {
+  ThreadsOptions opt;
+  opt.world_size = 3;
+  opt.timeout_s = 0.3;
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    int x = 0;
+    if (c.rank() == 1) c.recv(&x, 4, 0, 3);  // rank 0 never sends
+  });
+  ASSERT_TRUE(r.watchdog_fired);
+  EXPECT_NE(r.error.find("rank 1 waits recv from rank 0 tag 3"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("rank 0 finished"), std::string::npos) << r.error;
+}
+
+TEST(Watchdog, CollectiveMissingAMemberIsReported) {
+  ThreadsOptions opt;
+  opt.world_size = 2;
+  opt.timeout_s = 0.3;
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    if (c.rank() == 0) c.barrier();  // rank 1 never joins
+  });
+  ASSERT_TRUE(r.watchdog_fired);
+  EXPECT_NE(r.error.find("barrier"), std::string::npos) << r.error;
+}
+
+TEST(FaultInjection, FaultAtAGivenSendAndHangAtAnother) {
+  ThreadsOptions opt;
+  opt.world_size = 2;
+  opt.faults.fault_rank = 1;
+  opt.faults.fault_step = 2;
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    for (int i = 0; i < 4; ++i) {
+      int v = i;
+      if (c.rank() == 1) c.send(&v, 4, 0, i);
+      else c.recv(&v, 4, 1, i);
+    }
+  });
+  EXPECT_EQ(r.failed_rank, 1);
+  EXPECT_NE(r.error.find("send #2"), std::string::npos) << r.error;
+
+  ThreadsOptions hang = opt;
+  hang.faults = {};
+  hang.faults.hang_rank = 0;
+  hang.timeout_s = 0.3;
+  const RunResult h = run_threads(hang, [](Comm& c) {
+    int v = 0;
+    if (c.rank() == 0) c.send(&v, 4, 1, 0);
+    else c.recv(&v, 4, 0, 0);
+  });
+  ASSERT_TRUE(h.watchdog_fired);
+  EXPECT_NE(h.error.find("--inject-hang"), std::string::npos) << h.error;
+}
+
+TEST(Runner, RejectsImpossibleWorldSizes) {
+  ThreadsOptions opt;
+  opt.world_size = 0;
+  EXPECT_THROW(run_threads(opt, [](Comm&) {}), UsageError);
+  opt.world_size = 1000000;
+  EXPECT_THROW(run_threads(opt, [](Comm&) {}), UsageError);
+}
+
+TEST(Runner, SeveralWorldsRunAtOnce) {
+  std::thread other([] { test::run_ranks(3, [](Comm& c) { c.barrier(); }); });
+  test::run_ranks(4, [](Comm& c) {
+    double v = 1;
+    c.all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+    EXPECT_EQ(v, 4.0);
+  });
+  other.join();
+}

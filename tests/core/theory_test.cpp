@@ -1,0 +1,70 @@
+// core/theory against hand-computed values and the curriculum's worked examples.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/theory/collectives.h"
+
+using namespace dtl::theory;
+
+TEST(Theory, RingAllReduceBytesStepsAndTime) {
+  const CommCost c = all_reduce_cost(Algo::ring, 4, 1000, {1e-6, 1e9});
+  EXPECT_DOUBLE_EQ(c.bytes_per_rank, 1500);  // 2·3/4·1000
+  EXPECT_EQ(c.steps, 6);
+  EXPECT_EQ(c.messages_per_rank, 6);
+  EXPECT_DOUBLE_EQ(c.time_s, 6e-6 + 1.5e-6);
+}
+
+TEST(Theory, CurriculumWorkedExamples) {
+  // 7B fp16 gradients (14 GB) on 8 GPUs at 600 GB/s: ≈ 41 ms per all-reduce.
+  EXPECT_NEAR(ring_all_reduce_time(8, 14e9, {0, 600e9}), 0.0408, 5e-4);
+  // 200 MB among 16 GPUs at 100 GB/s: 3.75 ms.
+  EXPECT_NEAR(ring_all_reduce_time(16, 200e6, {0, 100e9}), 3.75e-3, 1e-9);
+  // 10 ms of compute and 8 ms of communication: 55% efficiency.
+  EXPECT_NEAR(comm_efficiency(0.010, 0.008), 0.5556, 1e-4);
+}
+
+TEST(Theory, RecursiveHalvingDoublingPowerOfTwoAndNot) {
+  const CommCost p8 = all_reduce_cost(Algo::rhd, 8, 1000);
+  EXPECT_DOUBLE_EQ(p8.bytes_per_rank, 1750);
+  EXPECT_EQ(p8.steps, 6);  // 2·log2 8
+  const CommCost p6 = all_reduce_cost(Algo::rhd, 6, 1000);  // core of 4, two ranks pair up
+  EXPECT_DOUBLE_EQ(p6.bytes_per_rank, 1500 + 1000);
+  EXPECT_EQ(p6.steps, 2 * 2 + 2);
+  EXPECT_EQ(p6.messages_per_rank, 5);
+}
+
+TEST(Theory, TreeAndNaive) {
+  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::tree, 5, 1000).bytes_per_rank, 3000);  // ⌈log2 5⌉ = 3
+  EXPECT_EQ(all_reduce_cost(Algo::tree, 5, 1000).steps, 6);
+  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::naive, 4, 1000).bytes_per_rank, 3000);
+  EXPECT_EQ(all_reduce_cost(Algo::naive, 4, 1000).steps, 6);
+  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::ring, 1, 1000).bytes_per_rank, 0);
+}
+
+TEST(Theory, LatencyRhdBeatsRingForSmallMessages) {
+  const Link link{5e-6, 25e9};
+  EXPECT_LT(all_reduce_cost(Algo::rhd, 64, 1024, link).time_s, all_reduce_cost(Algo::ring, 64, 1024, link).time_s);
+  EXPECT_LT(all_reduce_cost(Algo::ring, 64, 1e9, link).time_s, all_reduce_cost(Algo::tree, 64, 1e9, link).time_s);
+}
+
+TEST(Theory, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_reduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::reduce_scatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_gather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_to_all, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::broadcast, 4), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(Collective::reduce, 4), 1.0);
+}
+
+TEST(Theory, SharedMemoryCeilings) {
+  EXPECT_DOUBLE_EQ(shared_memory_all_reduce_ceiling_busbw(4, 16e9), 3e9);  // (P-1)/P²·BW
+  EXPECT_DOUBLE_EQ(shared_memory_ring_ceiling_busbw(4, 16e9), 1.6e9);      // 2·BW/(5P)
+}
+
+TEST(Theory, NamesParseBothWays) {
+  for (Algo a : {Algo::naive, Algo::ring, Algo::tree, Algo::rhd}) EXPECT_EQ(parse_algo(algo_name(a)), a);
+  EXPECT_THROW(parse_algo("butterfly"), dtl::UsageError);
+  EXPECT_EQ(ceil_log2(1), 0);
+  EXPECT_EQ(ceil_log2(5), 3);
+  EXPECT_EQ(floor_pow2(7), 4);
+}

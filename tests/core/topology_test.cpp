@@ -1,0 +1,44 @@
+// The dp × tp × pp grid: index math and the groups it builds.
+#include <gtest/gtest.h>
+
+#include "core/comm/topology.h"
+#include "core/error.h"
+#include "tests/test_util.h"
+
+using namespace dtl;
+
+TEST(Grid, MegatronOrderTensorParallelFastest) {
+  const GridShape s{2, 2, 2};
+  const GridCoord c = grid_coord(s, 5);  // 5 = pp 1 · 4 + dp 0 · 2 + tp 1
+  EXPECT_EQ(c.pp, 1);
+  EXPECT_EQ(c.dp, 0);
+  EXPECT_EQ(c.tp, 1);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(grid_rank(s, grid_coord(s, r)), r);
+}
+
+TEST(TopologyGroups, EachGroupHoldsTheRightRanks) {
+  test::run_ranks(8, [](Comm& c) {
+    Topology topo(c, {2, 2, 2});
+    EXPECT_EQ(topo.dp_group().size(), 2);
+    EXPECT_EQ(topo.tp_group().size(), 2);
+    EXPECT_EQ(topo.pp_group().size(), 2);
+    // Sum of global ranks in my TP group = the two ranks that differ only in tp.
+    double v = c.rank();
+    topo.tp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+    const int base = c.rank() - topo.coord().tp;
+    EXPECT_EQ(v, base + base + 1);
+    if (c.rank() == 5) {
+      EXPECT_EQ(topo.describe(), "DP(2)-PP(2)-TP(2) rank 5 (dp 0, pp 1, tp 1)");
+      EXPECT_EQ(topo.prev_stage_rank(), 1);
+      EXPECT_EQ(topo.next_stage_rank(), -1);
+    }
+  });
+}
+
+TEST(TopologyGroups, WrongWorldSizeIsAUsageError) {
+  ThreadsOptions opt;
+  opt.world_size = 6;
+  const RunResult r = run_threads(opt, [](Comm& c) { Topology t(c, {2, 2, 2}); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("needs 8 ranks"), std::string::npos) << r.error;
+}

@@ -1,0 +1,75 @@
+// The collectives lab: every algorithm, world size and uneven size passes its own checks,
+// and the measured bytes equal the formula (ring: exactly 2(P-1)/P·N).
+#include <gtest/gtest.h>
+
+#include "core/trace/trace.h"
+#include "labs/collectives.h"
+#include "tests/test_util.h"
+
+using namespace dtl;
+
+namespace {
+Report run_lab(int P, std::uint64_t bytes, std::map<std::string, std::string> opts, DType t = DType::f32) {
+  const LabInfo* lab = find_lab("collectives");
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.bytes = bytes;
+  cfg.dtype = t;
+  cfg.iters = 1;
+  cfg.warmup = 0;
+  cfg.options = std::move(opts);
+  cfg = with_defaults(*lab, cfg);
+  Trace trace(P);
+  Report report;
+  test::run_ranks(P, [&](Comm& c) {
+    Report r = lab->run(c, cfg);
+    if (c.rank() == 0) report = r;
+  }, &trace);
+  return report;
+}
+}  // namespace
+
+TEST(CollectivesLab, EveryAlgorithmPassesOnEveryWorldSize) {
+  for (int P : {1, 2, 3, 4, 5, 7, 8})
+    for (std::uint64_t bytes : {std::uint64_t(4), std::uint64_t(4096), std::uint64_t(4 * 1001)}) {
+      const Report r = run_lab(P, bytes, {{"algo", "all"}});
+      EXPECT_TRUE(r.ok) << "P=" << P << " bytes=" << bytes << "\n" << r.to_text();
+    }
+}
+
+TEST(CollectivesLab, RingSendsExactlyTheFormulasBytes) {
+  for (int P : {2, 4, 8}) {
+    const std::uint64_t N = 4096 * std::uint64_t(P);
+    const Report r = run_lab(P, N, {{"algo", "ring"}});
+    const ReportRow* row = r.find("ring all_reduce: bytes sent per rank (max)");
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->measured, 2.0 * (P - 1) / P * double(N));
+    EXPECT_EQ(r.find("ring all_reduce: steps (distinct tags, max)")->measured, 2 * (P - 1));
+  }
+}
+
+TEST(CollectivesLab, IdentityAllReduceEqualsAllGatherOfReduceScatter) {
+  for (const char* op : {"sum", "avg", "max"}) {
+    const Report r = run_lab(5, 4 * 999, {{"algo", "ring"}, {"op", op}}, DType::f32);
+    const ReportRow* row = r.find("identity: library all_reduce vs ring all_gather(reduce_scatter(x)): differing elements");
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->measured, 0) << op;
+    EXPECT_TRUE(r.ok) << r.to_text();
+  }
+}
+
+TEST(CollectivesLab, StandaloneRingPhasesAndTreeBroadcast) {
+  for (int P : {2, 3, 6}) {
+    EXPECT_TRUE(run_lab(P, 4 * 100, {{"collective", "reduce_scatter"}}).ok);
+    EXPECT_TRUE(run_lab(P, 4 * 100, {{"collective", "all_gather"}}).ok);
+    EXPECT_TRUE(run_lab(P, 4 * 100, {{"collective", "broadcast"}, {"algo", "tree"}}).ok);
+  }
+}
+
+TEST(CollectivesLab, OtherDtypesAndOps) {
+  for (DType t : {DType::f64, DType::i32, DType::i64, DType::f16, DType::bf16})
+    for (const char* op : {"sum", "min", "avg"}) {
+      const Report r = run_lab(4, 8 * 64, {{"algo", "all"}, {"op", op}}, t);
+      EXPECT_TRUE(r.ok) << dtype_name(t) << " " << op << "\n" << r.to_text();
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds and runs every test that this machine can run (README command 2; .ci/run).
+#   1. release build, solutions track: unit, grade and mpi tests (gpu tests need a GPU:
+#      tests/gpu/run.sh on a machine with one)
+#   2. ThreadSanitizer build of the runtime's tests
+# Prints ctest's summary for each; exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${DTL_JOBS:-2}
+
+echo "== release build (solutions track)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j"$jobs"
+ctest --preset release
+
+echo "== ThreadSanitizer build of the runtime tests"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
+  trace_test step_gate_test
+ctest --preset tsan
