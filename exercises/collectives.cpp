@@ -43,12 +43,12 @@ void ring_all_gather(Comm&, BufferView) {
 void ring_all_reduce(Comm&, BufferView, ReduceOp) {
   throw NotImplemented("ring_all_reduce",
                        "ring_reduce_scatter, then (for avg) finish_average on your own chunk r only, then "
-                       "ring_all_gather. Total: 2(P-1)/P · N bytes per rank.");
+                       "ring_all_gather. Total: 2(P-1)/P * N bytes per rank.");
 }
 
 void all_reduce_by_reduce_scatter_all_gather(Comm&, BufferView, ReduceOp) {
   throw NotImplemented("all_reduce_by_reduce_scatter_all_gather",
-                       "pad the buffer to P·ceil(count/P) elements with zeros, comm.reduce_scatter it into a block "
+                       "pad the buffer to P*ceil(count/P) elements with zeros, comm.reduce_scatter it into a block "
                        "of ceil(count/P), comm.all_gather the blocks back, and copy the first count elements out.");
 }
 
@@ -62,7 +62,7 @@ void tree_reduce(Comm&, BufferView, ReduceOp, int) {
 void tree_broadcast(Comm&, BufferView, int) {
   throw NotImplemented("tree_broadcast",
                        "with vr = (rank - root) mod P: receive from vr - lowbit(vr) (unless vr == 0), then send to "
-                       "vr + m for each m = lowbit/2, lowbit/4, ... 1 (m = 2^(⌈log2 P⌉-1) ... 1 on the root) with "
+                       "vr + m for each m = lowbit/2, lowbit/4, ... 1 (m = 2^(ceil(log2 P)-1) ... 1 on the root) with "
                        "vr + m < P. Tag kTagTreeBroadcast + log2(m).");
 }
 
@@ -81,8 +81,8 @@ void rhd_all_reduce(Comm&, BufferView, ReduceOp) {
 
 AllReduceAnswer all_reduce_cost(const AllReduceQuestion&) {
   throw NotImplemented("all_reduce_cost",
-                       "bytes = 2(P-1)/P · parameters · bytes_per_param; time = 2(P-1)·latency + bytes / "
-                       "(bandwidth_GBps · 1e9); efficiency = compute / (compute + time).");
+                       "bytes = 2(P-1)/P * parameters * bytes_per_param; time = 2(P-1)*latency + bytes / "
+                       "(bandwidth_GBps * 1e9); efficiency = compute / (compute + time).");
 }
 
 }  // namespace dtl::ex

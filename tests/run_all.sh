@@ -18,3 +18,15 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
   trace_test step_gate_test
 ctest --preset tsan
+
+echo "== exercise track: builds, and the grader gives 0 points with each stub's hint"
+cmake --preset student >/dev/null
+cmake --build --preset student -j"$jobs" --target dtlab
+status=0
+build/student/labs/cli/dtlab grade --json build/student/grade.json || status=$?
+if [ "$status" -ne 1 ] || ! grep -q '"total_points": 0' build/student/grade.json \
+   || [ "$(grep -c 'Hint:' build/student/grade.json)" -lt 8 ]; then
+  echo "run_all: the exercise track should grade 0 points with a hint per exercise (exit $status)" >&2
+  exit 1
+fi
+echo "exercise track: 0 points, every stub explains itself"
