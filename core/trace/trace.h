@@ -52,6 +52,12 @@ class Trace {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
   }
 
+  // The epoch on the steady clock, in ns. Processes on one host share that clock, so
+  // the difference of two epochs aligns their traces exactly.
+  std::int64_t epoch_steady_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(epoch_.time_since_epoch()).count();
+  }
+
   // Interned labels ("ring all-reduce", "reduce-scatter", ...). Thread-safe; call it
   // once per label and keep the id, not on every event.
   std::uint16_t label(std::string_view name);

@@ -24,6 +24,7 @@
 #include "core/trace/chrome_writer.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
+#include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
 #include "labs/crafted.h"
 #include "labs/measure.h"
@@ -35,7 +36,8 @@ namespace {
 struct BenchArgs {
   std::string collective = "all_reduce";
   std::string impl = "library";
-  int ranks = 4;
+  int ranks = 0;  // 0: not given (threads: 4; mpi: what mpirun started)
+  std::string backend = "threads";
   std::string min_bytes = "32M", max_bytes = "32M";
   double factor = 2;
   int iters = 20, warmup = 5, check = 1;
@@ -97,31 +99,22 @@ int run_bench(BenchArgs& a) {
   if (lo == 0 || hi < lo) throw UsageError("-b must be > 0 and <= -e");
   if (a.factor <= 1) throw UsageError("-f must be > 1 (the size grows by this factor)");
   if (a.iters < 1 || a.warmup < 0) throw UsageError("-n must be >= 1 and -w >= 0");
-  if (a.ranks < 1 || a.ranks > 4096) throw UsageError("--ranks must be between 1 and 4096");
-  const int P = a.ranks;
+  const Backend backend = Backend::choose(a.backend, a.ranks);
+  const int P = backend.ranks;
   const std::size_t es = dtype_size(t);
   const bool json_only_stdout = a.json_path == "-";
   std::ostream& out = json_only_stdout ? std::cerr : std::cout;
   OpFn fn = make_op(a, coll, t, op);
 
-  // The machine's bandwidth drifts on shared VMs: measure it before the sweep and again
-  // after every size (rank 0, between barriers), and hold the sweep to the best seen.
-  double bw = measure_memcpy_bandwidth(std::size_t(64) << 20);
+  // The machine's bandwidth drifts on shared VMs: rank 0 measures it before the sweep and
+  // again after every size (the other ranks wait at a barrier), and the sweep is held to
+  // the best seen.
+  double bw = 0;
   auto ceiling_of = [&](double b) {
     return a.impl == "library" ? theory::shared_memory_all_reduce_ceiling_busbw(P, b)
                                : theory::shared_memory_ring_ceiling_busbw(P, b);
   };
-  const double first_ceiling = ceiling_of(bw);
   char line[256];
-  std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend threads  ranks %d  dtype %s  op %s\n",
-                a.collective.c_str(), a.impl.c_str(), P, std::string(dtype_name(t)).c_str(), a.op.c_str());
-  out << line;
-  std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
-                bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), first_ceiling / 1e9);
-  out << line;
-  out << "#                                              out-of-place                       in-place\n"
-         "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
-         "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)              (us)  (GB/s)  (GB/s)\n";
 
   nlohmann::json rows = nlohmann::json::array();
   std::vector<std::uint64_t> sizes;
@@ -135,7 +128,21 @@ int run_bench(BenchArgs& a) {
   opt.world_size = P;
   opt.timeout_s = a.timeout_s;
   opt.trace = trace.get();
-  RunResult result = run_threads(opt, [&](Comm& comm) {
+  RunResult result = backend.run(opt, a.trace_path, [&](Comm& comm) {
+    if (comm.rank() == 0) {
+      bw = measure_memcpy_bandwidth(std::size_t(64) << 20);
+      std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  ranks %d  dtype %s  op %s\n",
+                    a.collective.c_str(), a.impl.c_str(), backend.name.c_str(), P, std::string(dtype_name(t)).c_str(),
+                    a.op.c_str());
+      out << line;
+      std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
+                    bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), ceiling_of(bw) / 1e9);
+      out << line;
+      out << "#                                              out-of-place                       in-place\n"
+             "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+             "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)              (us)  (GB/s)  (GB/s)\n";
+    }
+    comm.barrier();
     MemoryTracker mem(comm.global_rank(), nullptr);
     const std::size_t max_count = std::size_t(hi / es);
     // Preallocated and prefaulted once (MemoryTracker touches every page).
@@ -194,6 +201,8 @@ int run_bench(BenchArgs& a) {
     std::cerr << "dtlab bench: " << result.error << "\n";
     return 1;
   }
+  std::unique_ptr<Trace> gathered = trace ? backend.gather(*trace) : nullptr;
+  if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
   const double ceiling = ceiling_of(bw);
   double best_busbw = 0;
   double total_wrong = 0;
@@ -206,9 +215,9 @@ int run_bench(BenchArgs& a) {
                 "  #wrong total %.0f\n",
                 best_busbw, 100 * best_busbw / (ceiling / 1e9), ceiling / 1e9, bw / 1e9, total_wrong);
   out << line;
-  if (trace) write_chrome_trace(*trace, a.trace_path);
+  if (trace) write_chrome_trace(gathered ? *gathered : *trace, a.trace_path);
   if (!a.json_path.empty()) {
-    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", "threads"}, {"ranks", P},
+    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", backend.name}, {"ranks", P},
                         {"dtype", std::string(dtype_name(t))}, {"op", a.op}, {"memcpy_GBps", bw / 1e9},
                         {"ceiling_busbw_GBps", ceiling / 1e9}, {"rows", rows}};
     if (json_only_stdout) {
@@ -233,7 +242,8 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
       ->capture_default_str();
-  b->add_option("--ranks,-r", a->ranks, "Number of ranks")->capture_default_str();
+  b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
+  b->add_option("--backend", a->backend, "threads, or mpi under mpirun/srun")->capture_default_str();
   b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
   b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
   b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();

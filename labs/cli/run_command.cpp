@@ -7,12 +7,12 @@
 #include <memory>
 #include <thread>
 
-#include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
 #include "core/util/units.h"
+#include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
 #include "labs/lab.h"
 
@@ -21,7 +21,7 @@ namespace dtl::cli {
 namespace {
 
 struct RunArgs {
-  int ranks = 4;
+  int ranks = 0;  // 0: not given (threads: 4; mpi: what mpirun started)
   std::string bytes = "1M";
   std::string dtype = "f32";
   std::string backend = "threads";
@@ -93,10 +93,10 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
 }
 
 int run_lab(const LabInfo& lab, RunArgs& a) {
-  if (a.backend != "threads")
-    throw UsageError("--backend " + a.backend + " is not available in this build; use --backend threads");
+  if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  const Backend backend = Backend::choose(a.backend, a.ranks);
   LabConfig cfg;
-  cfg.ranks = a.ranks;
+  cfg.ranks = backend.ranks;
   cfg.bytes = parse_size(a.bytes, "--bytes");
   cfg.dtype = parse_dtype(a.dtype);
   cfg.backend = a.backend;
@@ -109,13 +109,13 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
     throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
                      std::to_string(dtype_size(cfg.dtype)));
 
+  const int P = backend.ranks;
   ThreadsOptions opt;
-  opt.world_size = a.ranks;
-  if (a.ranks < 1 || a.ranks > 4096) throw UsageError("--ranks must be between 1 and 4096, got " + std::to_string(a.ranks));
-  if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", a.ranks, opt.faults.fault_rank, opt.faults.fault_step);
-  if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", a.ranks, opt.faults.hang_rank, opt.faults.hang_step);
+  opt.world_size = P;
+  if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", P, opt.faults.fault_rank, opt.faults.fault_step);
+  if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", P, opt.faults.hang_rank, opt.faults.hang_step);
   opt.timeout_s = a.timeout_s;
-  Trace trace(a.ranks);
+  Trace trace(P);
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
@@ -123,8 +123,8 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   opt.trace = &trace;
   std::unique_ptr<StepGate> gate;
   if (a.step) {
-    if (chunks < 1 || a.ranks > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
-    gate = std::make_unique<StepGate>(a.ranks);
+    if (chunks < 1 || P > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
+    gate = std::make_unique<StepGate>(P);
     opt.gate = gate.get();
   }
   std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
@@ -140,11 +140,13 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
     step_through(*gate, trace, chunks, human);
     runner.join();
   } else {
-    result = run_threads(opt, body);
+    result = backend.run(opt, a.trace_path, body);
   }
 
+  std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
+  if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
   if (!a.trace_path.empty()) {
-    write_chrome_trace(trace, a.trace_path, result.error);
+    write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
     human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
   }
   if (!result.ok()) {
@@ -185,10 +187,10 @@ Command add_run_command(CLI::App& app) {
   for (const LabInfo& lab : lab_registry()) {
     CLI::App* sub = run->add_subcommand(lab.name, lab.description);
     RunArgs& a = (*args)[lab.name];
-    sub->add_option("--ranks,-r", a.ranks, "Number of ranks")->capture_default_str();
+    sub->add_option("--ranks,-r", a.ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
     sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
     sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
-    sub->add_option("--backend", a.backend, "threads (mpi and nccl when built)")->capture_default_str();
+    sub->add_option("--backend", a.backend, "threads, or mpi under mpirun/srun")->capture_default_str();
     sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
     sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
     sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");

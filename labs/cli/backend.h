@@ -1,0 +1,31 @@
+// Choosing the backend a command runs on (--backend threads|mpi), the same way for
+// `dtlab run` and `dtlab bench`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/comm/mpi_backend.h"
+#include "core/comm/threads_backend.h"
+#include "core/trace/trace.h"
+
+namespace dtl::cli {
+
+struct Backend {
+  std::string name = "threads";
+  int ranks = 4;      // world size: --ranks for threads, the process count under mpirun
+  bool root = true;   // this process prints and writes files (rank 0 under MPI)
+
+  // Parses --backend and resolves the world size; requested_ranks = 0 means "not given".
+  static Backend choose(const std::string& name, int requested_ranks);
+
+  // Runs body on every rank (threads) or on this process's rank (mpi).
+  RunResult run(const ThreadsOptions& options, const std::string& trace_path,
+                const std::function<void(Comm&)>& body) const;
+
+  // The trace to write: `local` for threads; for mpi every rank's events gathered on rank 0
+  // (collective: every process must call it). Null on non-root processes.
+  std::unique_ptr<Trace> gather(const Trace& local) const;
+};
+
+}  // namespace dtl::cli
