@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include <emmintrin.h>  // SSE2: baseline on x86-64
 
@@ -164,6 +165,94 @@ void reduce_many(void* out, const void* const* inputs, int n_in, std::size_t n, 
       }
       return;
     }
+  }
+}
+
+namespace {
+
+// One block of kBlock elements: small enough to live in registers, large enough that
+// every input and output stream moves whole cache lines.
+template <typename T, ReduceOp Op>
+inline void reduce_block(T* const* outs, int n_out, const T* const* ins, int n_in, std::size_t i, T divisor,
+                         bool streaming) {
+  constexpr std::size_t kBlock = 256 / sizeof(T);
+  alignas(64) T acc[kBlock];
+  for (std::size_t j = 0; j < kBlock; ++j) acc[j] = ins[0][i + j];
+  for (int k = 1; k < n_in; ++k) {
+    const T* in = ins[k] + i;
+    for (std::size_t j = 0; j < kBlock; ++j) {
+      if constexpr (Op == ReduceOp::max) acc[j] = acc[j] > in[j] ? acc[j] : in[j];
+      else if constexpr (Op == ReduceOp::min) acc[j] = acc[j] < in[j] ? acc[j] : in[j];
+      else acc[j] += in[j];
+    }
+  }
+  if constexpr (Op == ReduceOp::avg)
+    for (std::size_t j = 0; j < kBlock; ++j) acc[j] = T(acc[j] / divisor);
+  for (int q = 0; q < n_out; ++q) {
+    if (streaming) copy_streaming(outs[q] + i, acc, sizeof acc);
+    else std::memcpy(outs[q] + i, acc, sizeof acc);
+  }
+}
+
+template <typename T, ReduceOp Op>
+void reduce_to_all_typed(void* const* outs_v, int n_out, const void* const* ins_v, int n_in, std::size_t n,
+                         int divisor, bool streaming) {
+  constexpr std::size_t kBlock = 256 / sizeof(T);
+  T* outs[64];
+  const T* ins[64];
+  for (int q = 0; q < n_out; ++q) outs[q] = static_cast<T*>(outs_v[q]);
+  for (int k = 0; k < n_in; ++k) ins[k] = static_cast<const T*>(ins_v[k]);
+  const std::size_t whole = n / kBlock * kBlock;
+  for (std::size_t i = 0; i < whole; i += kBlock) reduce_block<T, Op>(outs, n_out, ins, n_in, i, T(divisor), streaming);
+  for (std::size_t i = whole; i < n; ++i) {  // the tail, element by element, same order
+    T acc = ins[0][i];
+    for (int k = 1; k < n_in; ++k) {
+      if constexpr (Op == ReduceOp::max) acc = acc > ins[k][i] ? acc : ins[k][i];
+      else if constexpr (Op == ReduceOp::min) acc = acc < ins[k][i] ? acc : ins[k][i];
+      else acc += ins[k][i];
+    }
+    if constexpr (Op == ReduceOp::avg) acc = T(acc / T(divisor));
+    for (int q = 0; q < n_out; ++q) outs[q][i] = acc;
+  }
+}
+
+template <typename T>
+void reduce_to_all_op(void* const* outs, int n_out, const void* const* ins, int n_in, std::size_t n, ReduceOp op,
+                      int divisor, bool streaming) {
+  switch (op) {
+    case ReduceOp::sum: return reduce_to_all_typed<T, ReduceOp::sum>(outs, n_out, ins, n_in, n, divisor, streaming);
+    case ReduceOp::avg: return reduce_to_all_typed<T, ReduceOp::avg>(outs, n_out, ins, n_in, n, divisor, streaming);
+    case ReduceOp::max: return reduce_to_all_typed<T, ReduceOp::max>(outs, n_out, ins, n_in, n, divisor, streaming);
+    case ReduceOp::min: return reduce_to_all_typed<T, ReduceOp::min>(outs, n_out, ins, n_in, n, divisor, streaming);
+  }
+}
+
+}  // namespace
+
+void reduce_to_all(void* const* outs, int n_out, const void* const* ins, int n_in, std::size_t n, DType t, ReduceOp op,
+                   int divisor, bool streaming) {
+  if (n_in > 64 || n_out > 64 || t == DType::f16 || t == DType::bf16) {
+    // Wide groups and half types: reduce into a tile, then copy it out.
+    const std::size_t es = dtype_size(t);
+    constexpr std::size_t kTileBytes = 8192;
+    const std::size_t tile = kTileBytes / es;
+    alignas(64) char acc[kTileBytes];
+    for (std::size_t off = 0; off < n; off += tile) {
+      const std::size_t len = std::min(tile, n - off);
+      std::vector<const void*> in(static_cast<std::size_t>(n_in));
+      for (int k = 0; k < n_in; ++k) in[std::size_t(k)] = static_cast<const char*>(ins[k]) + off * es;
+      reduce_many(acc, in.data(), n_in, len, t, op);
+      finish_average(acc, len, t, op, divisor);
+      for (int q = 0; q < n_out; ++q) std::memcpy(static_cast<char*>(outs[q]) + off * es, acc, len * es);
+    }
+    return;
+  }
+  switch (t) {
+    case DType::f32: return reduce_to_all_op<float>(outs, n_out, ins, n_in, n, op, divisor, streaming);
+    case DType::f64: return reduce_to_all_op<double>(outs, n_out, ins, n_in, n, op, divisor, streaming);
+    case DType::i32: return reduce_to_all_op<std::int32_t>(outs, n_out, ins, n_in, n, op, divisor, streaming);
+    case DType::i64: return reduce_to_all_op<std::int64_t>(outs, n_out, ins, n_in, n, op, divisor, streaming);
+    default: return;
   }
 }
 

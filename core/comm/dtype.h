@@ -36,6 +36,13 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType t, ReduceO
 void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t,
                  ReduceOp op);
 
+// The all-reduce kernel: for every element, combine inputs 0..n_in-1 in that order
+// (dividing by avg_divisor for avg) and write the result to all n_out outputs, in one
+// pass over blocks of four cache lines held in registers. Outputs may alias inputs (in
+// place). `streaming` writes with non-temporal stores (outputs that are not inputs).
+void reduce_to_all(void* const* outs, int n_out, const void* const* inputs, int n_in, std::size_t count, DType t,
+                   ReduceOp op, int avg_divisor, bool streaming);
+
 // memcpy with non-temporal (streaming) stores: the destination lines are written
 // without being read first, as large memcpy does. Call store_fence() before another
 // thread may read the data.

@@ -8,7 +8,7 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
   Backend b;
   b.name = name;
   if (name == "threads") {
-    b.ranks = requested_ranks == 0 ? 4 : requested_ranks;
+    b.ranks = requested_ranks == -1 ? 4 : requested_ranks;
     if (b.ranks < 1 || b.ranks > 4096)
       throw UsageError("--ranks must be between 1 and 4096, got " + std::to_string(b.ranks));
     return b;
@@ -17,7 +17,7 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
     if (!mpi_backend_built())
       throw UsageError("this dtlab was built without MPI; install libopenmpi-dev and rebuild, or use --backend threads");
     const MpiWorld w = mpi_init();
-    if (requested_ranks != 0 && requested_ranks != w.size)
+    if (requested_ranks != -1 && requested_ranks != w.size)
       throw UsageError("--ranks " + std::to_string(requested_ranks) + " but mpirun started " + std::to_string(w.size) +
                        " processes; drop --ranks or use mpirun -np " + std::to_string(requested_ranks));
     b.ranks = w.size;

@@ -16,7 +16,7 @@ struct Backend {
   int ranks = 4;      // world size: --ranks for threads, the process count under mpirun
   bool root = true;   // this process prints and writes files (rank 0 under MPI)
 
-  // Parses --backend and resolves the world size; requested_ranks = 0 means "not given".
+  // Parses --backend and resolves the world size; requested_ranks = -1 means "not given".
   static Backend choose(const std::string& name, int requested_ranks);
 
   // Runs body on every rank (threads) or on this process's rank (mpi).

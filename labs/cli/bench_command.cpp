@@ -36,7 +36,7 @@ namespace {
 struct BenchArgs {
   std::string collective = "all_reduce";
   std::string impl = "library";
-  int ranks = 0;  // 0: not given (threads: 4; mpi: what mpirun started)
+  int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
   std::string backend = "threads";
   std::string min_bytes = "32M", max_bytes = "32M";
   double factor = 2;

@@ -21,7 +21,7 @@ namespace dtl::cli {
 namespace {
 
 struct RunArgs {
-  int ranks = 0;  // 0: not given (threads: 4; mpi: what mpirun started)
+  int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
   std::string bytes = "1M";
   std::string dtype = "f32";
   std::string backend = "threads";

@@ -89,3 +89,39 @@ TEST(Sizes, ParseBinaryUnitsAndRejectNonsense) {
   EXPECT_EQ(format_size(64u << 20), "64M");
   EXPECT_EQ(format_size(1000), "1000");
 }
+
+TEST(Reduce, ToAllMatchesScalarFoldForEveryOpTailAndAliasing) {
+  for (DType t : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bf16})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min})
+      for (bool streaming : {false, true}) {
+        const int P = 3;
+        const std::size_t n = 1000;  // not a multiple of the block: exercises the tail
+        const std::size_t es = dtype_size(t);
+        std::vector<std::vector<char>> in(P, std::vector<char>(n * es)), out(P, std::vector<char>(n * es));
+        for (int k = 0; k < P; ++k)
+          for (std::size_t i = 0; i < n; ++i) {
+            const double v = double(int((k * 7 + i * 3) % 13) - 6);
+            switch (t) {
+              case DType::f32: reinterpret_cast<float*>(in[k].data())[i] = float(v); break;
+              case DType::f64: reinterpret_cast<double*>(in[k].data())[i] = v; break;
+              case DType::i32: reinterpret_cast<std::int32_t*>(in[k].data())[i] = std::int32_t(v); break;
+              case DType::i64: reinterpret_cast<std::int64_t*>(in[k].data())[i] = std::int64_t(v); break;
+              default: reinterpret_cast<std::uint16_t*>(in[k].data())[i] = float_to_bf16(float(v)); break;
+            }
+          }
+        // Reference: reduce_many + finish_average, a separate implementation.
+        std::vector<char> want(n * es);
+        std::vector<const void*> ins{in[0].data(), in[1].data(), in[2].data()};
+        reduce_many(want.data(), ins.data(), P, n, t, op);
+        finish_average(want.data(), n, t, op, P);
+        // Output 0 aliases input 0 unless streaming (streaming is for separate outputs).
+        std::vector<char> in0 = in[0];
+        std::vector<const void*> ins2{in0.data(), in[1].data(), in[2].data()};
+        std::vector<void*> outs{streaming ? out[0].data() : in0.data(), out[1].data(), out[2].data()};
+        reduce_to_all(outs.data(), P, ins2.data(), P, n, t, op, P, streaming);
+        store_fence();
+        for (int q = 0; q < P; ++q)
+          EXPECT_EQ(std::memcmp(outs[std::size_t(q)], want.data(), n * es), 0)
+              << dtype_name(t) << " " << reduce_op_name(op) << " streaming=" << streaming << " output " << q;
+      }
+}

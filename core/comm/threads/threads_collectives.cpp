@@ -27,34 +27,24 @@ void sync_members(Group& g, int me, const char* what) {
                             std::string(what) + " barrier (waiting for the rest of its group)");
 }
 
-// out[q] chunk = reduce over inputs of the same chunk, for every q; tile-wise so a tile
-// is read from all inputs before it is written anywhere (in-place safe).
+// Chunk c of every input, combined in rank order, written to chunk c of every output
+// (all_reduce) or of the root's output only (reduce). One pass: each input byte is read
+// once and each output byte written once.
 void reduce_chunk_to_all(Group& g, ChunkRange c, DType t, ReduceOp op, bool to_all, int root) {
   const std::size_t es = dtype_size(t), P = g.members.size();
-  constexpr std::size_t kTileBytes = 8192;
-  const std::size_t tile = kTileBytes / es;
-  alignas(64) char acc[kTileBytes];
   std::vector<const void*> inputs(P);
-  for (std::size_t off = c.offset; off < c.offset + c.count; off += tile) {
-    const std::size_t len = std::min(tile, c.offset + c.count - off);
-    for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g.slots[q].send, off * es);
-    reduce_many(acc, inputs.data(), int(P), len, t, op);
-    finish_average(acc, len, t, op, int(P));
-    // Out of place, streaming stores write an output line without reading it first (no
-    // read-for-ownership), so it costs one write of bandwidth. In place, the line was just
-    // read and sits in cache: a plain store is cheaper there.
-    auto write_out = [&](std::size_t q) {
-      char* dst = at(g.slots[q].recv, off * es);
-      if (g.slots[q].recv == g.slots[q].send) std::memcpy(dst, acc, len * es);
-      else copy_streaming(dst, acc, len * es);
-    };
-    if (to_all) {
-      for (std::size_t q = 0; q < P; ++q) write_out(q);
-    } else {
-      write_out(std::size_t(root));
-    }
+  std::vector<void*> outputs;
+  bool all_out_of_place = true;
+  for (std::size_t q = 0; q < P; ++q) {
+    inputs[q] = at(g.slots[q].send, c.offset * es);
+    if (!to_all && int(q) != root) continue;
+    outputs.push_back(at(g.slots[q].recv, c.offset * es));
+    all_out_of_place = all_out_of_place && g.slots[q].recv != g.slots[q].send;
   }
-  store_fence();  // make the streamed data visible before the closing barrier
+  // Out of place, streaming stores write an output line without reading it first (no
+  // read-for-ownership). In place the line was just read and sits in cache: plain stores.
+  reduce_to_all(outputs.data(), int(outputs.size()), inputs.data(), int(P), c.count, t, op, int(P), all_out_of_place);
+  if (all_out_of_place) store_fence();  // make the streamed data visible before the closing barrier
 }
 
 }  // namespace
