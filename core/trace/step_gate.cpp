@@ -47,6 +47,15 @@ StepGate::State StepGate::wait_quiet() {
   return ready_.empty() ? State::all_finished : State::transfer_waiting;
 }
 
+StepGate::Poll StepGate::poll() const {
+  std::lock_guard lock(mu_);
+  if (aborted_) return Poll::aborted;
+  if (!quiet_locked()) return Poll::running;
+  if (!ready_.empty()) return Poll::transfer_waiting;
+  const bool all_finished = std::all_of(finished_.begin(), finished_.end(), [](char f) { return f != 0; });
+  return all_finished ? Poll::all_finished : Poll::running;
+}
+
 void StepGate::release_one() {
   std::function<void()> transfer;
   {

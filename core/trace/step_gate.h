@@ -35,6 +35,9 @@ class StepGate {
   enum class State { transfer_waiting, all_finished, aborted };
   // Waits until the world is quiet, then says whether a transfer waits for release.
   State wait_quiet();
+  // Non-blocking form for a frame loop: the state if the world is quiet now, else `running`.
+  enum class Poll { running, transfer_waiting, all_finished, aborted };
+  Poll poll() const;
   void release_one();   // moves the smallest waiting transfer, on the calling thread
   void release_all();   // stop gating: move what waits and let the run go at full speed
   void abort();         // drop what waits; wait_quiet returns `aborted` from now on

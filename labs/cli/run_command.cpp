@@ -118,6 +118,8 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   Trace trace(P);
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);
+  trace.set_meta("bytes", std::to_string(cfg.bytes));
+  trace.set_meta("dtype", std::string(dtype_name(cfg.dtype)));
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
   trace.set_meta("chunks", std::to_string(chunks));
   opt.trace = &trace;
@@ -143,6 +145,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
     result = backend.run(opt, a.trace_path, body);
   }
 
+  if (result.ok()) trace.set_meta("report", report.to_json().dump());  // the visualizer's report view
   std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
   if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
   if (!a.trace_path.empty()) {

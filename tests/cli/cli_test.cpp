@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -18,7 +19,11 @@ struct Output {
 };
 
 Output dtlab(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "dtlab_stderr.txt";
+  // A file of its own per call: ctest runs these tests as parallel processes.
+  char err_template[] = "/tmp/dtlab_cli_stderr_XXXXXX";
+  const int fd = mkstemp(err_template);
+  if (fd >= 0) close(fd);
+  const std::string err_file = err_template;
   const std::string cmd = std::string(DTLAB_EXE) + " " + args + " 2>" + err_file;
   Output o;
   FILE* p = popen(cmd.c_str(), "r");
@@ -32,6 +37,7 @@ Output dtlab(const std::string& args) {
   std::stringstream ss;
   ss << f.rdbuf();
   o.err = ss.str();
+  std::remove(err_file.c_str());
   return o;
 }
 
@@ -50,7 +56,7 @@ TEST(Cli, ListNamesTheCollectivesLab) {
 }
 
 TEST(Cli, RunJsonPutsOnlyTheReportOnStdout) {
-  const std::string trace = testing::TempDir() + "cli_ring.json";
+  const std::string trace = testing::TempDir() + "cli_ring_" + std::to_string(getpid()) + ".json";
   const Output o = dtlab("run collectives --algo ring --ranks 4 --bytes 64K --json --trace " + trace);
   ASSERT_EQ(o.code, 0) << o.err;
   const json r = json::parse(o.out);  // throws (fails the test) if anything else is on stdout
@@ -84,7 +90,7 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
 }
 
 TEST(Cli, InjectedFaultExitsNonZeroAndStillWritesTheTrace) {
-  const std::string trace = testing::TempDir() + "cli_fault.json";
+  const std::string trace = testing::TempDir() + "cli_fault_" + std::to_string(getpid()) + ".json";
   const Output o = dtlab("run collectives --ranks 4 --bytes 4K --inject-fault 2:1 --trace " + trace);
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("rank 2 failed"), std::string::npos) << o.err;
@@ -108,7 +114,7 @@ TEST(Cli, StepPrintsEveryTransfer) {
 }
 
 TEST(Cli, BenchJsonHasTheNcclTestsFields) {
-  const std::string path = testing::TempDir() + "bench.json";
+  const std::string path = testing::TempDir() + "bench_" + std::to_string(getpid()) + ".json";
   const Output o = dtlab("bench all_reduce --impl library --ranks 3 -b 1K -e 4K -f 2 -n 2 -w 1 --json " + path);
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("#wrong"), std::string::npos);

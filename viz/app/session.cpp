@@ -1,0 +1,98 @@
+#include "viz/app/session.h"
+
+#include "core/comm/threads_backend.h"
+
+namespace dtl::viz {
+
+std::unique_ptr<Session> Session::replay(const std::string& path) {
+  std::unique_ptr<Session> s(new Session());
+  s->data_ = load_chrome_trace(path);
+  s->rebuild();
+  return s;
+}
+
+std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
+  std::unique_ptr<Session> s(new Session());
+  s->lab_ = &lab;
+  s->cfg_ = with_defaults(lab, std::move(cfg));
+  s->cfg_.iters = 0;  // one traced run: every transfer is a step
+  s->cfg_.warmup = 0;
+  s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
+  Trace& trace = *s->trace_;
+  trace.set_meta("lab", lab.name);
+  for (const auto& [k, v] : s->cfg_.options) trace.set_meta(k, v);
+  trace.set_meta("bytes", std::to_string(s->cfg_.bytes));
+  trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
+  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks);
+  Session* self = s.get();
+  s->runner_ = std::thread([self] {
+    ThreadsOptions opt;
+    opt.world_size = self->cfg_.ranks;
+    opt.trace = self->trace_.get();
+    opt.gate = self->gate_.get();
+    Report report;
+    const RunResult r = run_threads(opt, [&](Comm& c) {
+      Report mine = self->lab_->run(c, self->cfg_);
+      if (c.rank() == 0) report = std::move(mine);
+    });
+    std::lock_guard lock(self->mu_);
+    self->error_ = r.error;
+    if (r.ok()) self->report_json_ = report.to_json().dump();
+    self->done_ = true;
+  });
+  s->refresh();
+  return s;
+}
+
+Session::~Session() {
+  if (runner_.joinable()) {
+    gate_->release_all();  // let the run finish at full speed
+    runner_.join();
+  }
+}
+
+void Session::refresh() {
+  if (!live()) return;
+  std::size_t n = 0;
+  for (int r = 0; r < trace_->world_size(); ++r)
+    for (int s = 0; s < Trace::kStreams; ++s) n += trace_->log(r, s).size();
+  {
+    std::lock_guard lock(mu_);
+    if (!report_json_.empty()) trace_->set_meta("report", report_json_);
+  }
+  if (n == seen_events_ && data_.meta.count("report") == trace_->meta().count("report")) return;
+  seen_events_ = n;
+  data_ = from_trace(*trace_);
+  rebuild();
+}
+
+void Session::rebuild() {
+  transfers_ = transfers_in_order(data_.events);
+  tracks_ = layout_tracks(data_);
+}
+
+bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }
+
+void Session::advance_one() {
+  if (can_advance()) gate_->release_one();
+}
+
+bool Session::finished() const {
+  if (!live()) return true;
+  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  return done_;
+}
+
+std::string Session::status() const {
+  if (!live()) return data_.meta.count("error") ? "trace of a failed run: " + data_.meta.at("error") : "replay";
+  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  if (done_) return error_.empty() ? "finished" : "failed: " + error_;
+  switch (gate_->poll()) {
+    case StepGate::Poll::transfer_waiting: return "waiting for you: the next transfer is ready";
+    case StepGate::Poll::all_finished: return "finishing";
+    case StepGate::Poll::aborted: return "aborted";
+    default: return "running";
+  }
+}
+
+}  // namespace dtl::viz

@@ -1,0 +1,60 @@
+// Session: where the views' data comes from. Either a trace file (replay) or a lab that
+// runs live in this process on the threads backend, advanced through the step gate. The
+// views read the session's event store every frame and keep no copy of lab state.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/trace/step_gate.h"
+#include "core/trace/trace.h"
+#include "labs/lab.h"
+#include "viz/model/layout.h"
+
+namespace dtl::viz {
+
+class Session {
+ public:
+  static std::unique_ptr<Session> replay(const std::string& path);
+  static std::unique_ptr<Session> live(const LabInfo& lab, LabConfig cfg);
+  ~Session();
+
+  bool live() const { return gate_ != nullptr; }
+  const TraceData& data() const { return data_; }
+  const std::vector<Event>& transfers() const { return transfers_; }  // receives, in landing order
+  const std::vector<Track>& tracks() const { return tracks_; }
+  int chunks() const { return data_.meta_int("chunks", data_.ranks); }
+
+  void refresh();           // live: take what was recorded since the last frame
+  bool can_advance() const;  // live: a transfer waits at the gate
+  void advance_one();        // live: let the next transfer move
+  bool finished() const;
+  std::string status() const;  // one line for the controls bar
+  const LabConfig& config() const { return cfg_; }
+  std::string lab_name() const { return lab_ ? lab_->name : data_.meta.count("lab") ? data_.meta.at("lab") : "trace"; }
+
+ private:
+  Session() = default;
+  void rebuild();  // derived views of data_: transfers and tracks
+
+  TraceData data_;
+  std::vector<Event> transfers_;
+  std::vector<Track> tracks_;
+  std::size_t seen_events_ = 0;
+
+  // live only
+  const LabInfo* lab_ = nullptr;
+  LabConfig cfg_;
+  std::unique_ptr<Trace> trace_;
+  std::unique_ptr<StepGate> gate_;
+  std::thread runner_;
+  std::string error_;
+  bool done_ = false;
+  std::string report_json_;
+  std::mutex mu_;  // guards error_, done_, report_json_ (written by the runner thread)
+};
+
+}  // namespace dtl::viz

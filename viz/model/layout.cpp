@@ -1,0 +1,125 @@
+#include "viz/model/layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/trace/chrome_writer.h"
+
+namespace dtl::viz {
+
+std::vector<Vec2> ring_positions(int ranks, Vec2 center, float radius) {
+  std::vector<Vec2> p(std::size_t(std::max(0, ranks)));
+  for (int r = 0; r < ranks; ++r) {
+    const double a = -M_PI / 2 + 2 * M_PI * r / ranks;
+    p[std::size_t(r)] = {center.x + radius * float(std::cos(a)), center.y + radius * float(std::sin(a))};
+  }
+  return p;
+}
+
+void TimeAxis::zoom(double factor, float anchor_x) {
+  const double anchor = to_t(anchor_x);
+  const double span = std::max(10.0, (t1 - t0) / factor);  // never below 10 ns
+  const double left = double(anchor_x - x0) / double(width);
+  t0 = anchor - left * span;
+  t1 = t0 + span;
+}
+
+void TimeAxis::pan(float dx) {
+  const double dt = double(dx) / double(width) * (t1 - t0);
+  t0 -= dt;
+  t1 -= dt;
+}
+
+std::vector<Track> layout_tracks(const TraceData& t) {
+  std::map<std::pair<int, int>, std::vector<std::uint32_t>> by_stream;
+  for (std::uint32_t i = 0; i < t.events.size(); ++i)
+    if (is_span(t.events[i].kind)) by_stream[{t.events[i].rank, t.events[i].stream}].push_back(i);
+  std::vector<Track> tracks;
+  for (auto& [key, idx] : by_stream) {
+    std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const Event &x = t.events[a], &y = t.events[b];
+      return x.begin_ns != y.begin_ns ? x.begin_ns < y.begin_ns : x.end_ns > y.end_ns;
+    });
+    std::vector<Event> spans;
+    spans.reserve(idx.size());
+    for (auto i : idx) spans.push_back(t.events[i]);
+    const std::vector<int> lane = assign_lanes(spans);
+    const int lanes = lane.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
+    const std::size_t first = tracks.size();
+    for (int l = 0; l < lanes; ++l) tracks.push_back(Track{key.first, key.second, l, {}, {}});
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      Track& tr = tracks[first + std::size_t(lane[k])];
+      const std::int64_t end = t.events[idx[k]].end_ns;
+      tr.max_end.push_back(tr.max_end.empty() ? end : std::max(tr.max_end.back(), end));
+      tr.events.push_back(idx[k]);
+    }
+  }
+  return tracks;
+}
+
+std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& tr, const TimeAxis& axis, float min_px) {
+  std::vector<DrawBox> out;
+  // First event that can reach into the window: running max of ends > t0.
+  std::size_t i = std::size_t(std::upper_bound(tr.max_end.begin(), tr.max_end.end(), std::int64_t(axis.t0)) - tr.max_end.begin());
+  while (i < tr.events.size()) {
+    const Event& e = t.events[tr.events[i]];
+    if (double(e.begin_ns) > axis.t1) break;
+    const float x0 = std::max(axis.to_x(double(e.begin_ns)), axis.x0 - 1);
+    const float x1 = std::min(axis.to_x(double(e.end_ns)), axis.x0 + axis.width + 1);
+    if (x1 - x0 >= min_px) {
+      out.push_back({x0, x1, tr.events[i], 1});
+      ++i;
+      continue;
+    }
+    // Fold: absorb every event that starts before this box is min_px wide, then jump.
+    DrawBox box{x0, x0 + min_px, tr.events[i], 0};
+    const double fold_until = axis.to_t(box.x1);
+    auto begins_after = [&](std::size_t j) { return double(t.events[tr.events[j]].begin_ns) >= fold_until; };
+    // Binary search on begin times (the track is sorted by begin) for the first event past the box.
+    std::size_t lo = i, hi = tr.events.size();
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (begins_after(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    box.count = std::uint32_t(lo - i);  // every member begins inside [x0, x0 + min_px)
+    out.push_back(box);
+    i = lo;
+  }
+  return out;
+}
+
+double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t t1) {
+  if (t1 <= t0) return 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> busy;
+  for (const Event& e : t.events) {
+    if (e.rank != rank || e.end_ns <= t0 || e.begin_ns >= t1) continue;
+    if (e.kind == EventKind::compute || e.kind == EventKind::send || e.kind == EventKind::recv ||
+        e.kind == EventKind::collective)
+      busy.push_back({std::max(e.begin_ns, t0), std::min(e.end_ns, t1)});
+  }
+  std::sort(busy.begin(), busy.end());
+  std::int64_t covered = 0, reach = t0;
+  for (const auto& [b, e] : busy) {
+    if (e <= reach) continue;
+    covered += e - std::max(b, reach);
+    reach = e;
+  }
+  return 1.0 - double(covered) / double(t1 - t0);
+}
+
+ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int chunks, std::size_t k) {
+  ChunkState s(ranks, chunks);
+  for (std::size_t i = 0; i < std::min(k, transfers.size()); ++i) s.apply(transfers[i]);
+  return s;
+}
+
+std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ranks, std::size_t k) {
+  std::vector<double> sent(std::size_t(ranks), 0.0);
+  for (std::size_t i = 0; i < std::min(k, transfers.size()); ++i)
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+  return sent;
+}
+
+}  // namespace dtl::viz

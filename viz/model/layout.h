@@ -1,0 +1,65 @@
+// Layout math of the views, plain code with no window so tests can check it: ring
+// positions, the time↔pixel axis, lanes per track, folding runs of sub-pixel events
+// (Tracy's model: a frame costs what its pixels show, not what the trace holds), idle
+// time, and the chunk picture at transfer k.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/trace/chunk_state.h"
+#include "viz/model/trace_data.h"
+
+namespace dtl::viz {
+
+struct Vec2 {
+  float x = 0, y = 0;
+};
+
+// Rank r on a circle, rank 0 at the top, going clockwise.
+std::vector<Vec2> ring_positions(int ranks, Vec2 center, float radius);
+
+// The visible time window mapped onto [x0, x0 + width] pixels.
+struct TimeAxis {
+  double t0 = 0, t1 = 1;  // ns
+  float x0 = 0, width = 1;
+  float to_x(double t) const { return x0 + float((t - t0) / (t1 - t0)) * width; }
+  double to_t(float x) const { return t0 + double(x - x0) / double(width) * (t1 - t0); }
+  void zoom(double factor, float anchor_x);  // factor > 1 zooms in around anchor_x
+  void pan(float dx_pixels);                 // drag right: see earlier times
+};
+
+// One horizontal track of the timeline: a lane of one stream of one rank.
+struct Track {
+  int rank = 0, stream = 0, lane = 0;
+  std::vector<std::uint32_t> events;      // indices into TraceData::events, sorted by begin
+  std::vector<std::int64_t> max_end;      // running max of end times (for cutting to a window)
+};
+
+// Spans grouped into tracks (rank-major, then stream, then lane); lanes keep spans nested.
+std::vector<Track> layout_tracks(const TraceData& t);
+
+// A box to draw: one event, or a folded run of `count` events narrower than a few pixels.
+struct DrawBox {
+  float x0 = 0, x1 = 0;
+  std::uint32_t event = 0;  // first event of the box
+  std::uint32_t count = 1;
+};
+
+// The boxes of one track inside the axis window. Runs of events narrower than min_px fold
+// into one box; after a fold the scan jumps (binary search) to the next pixel, so the
+// work is bounded by the track's width in pixels, not by its number of events.
+std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& track, const TimeAxis& axis, float min_px);
+
+// Fraction of [t0, t1] in which `rank` runs neither compute nor communication on any
+// stream (the gaps the timeline marks idle; pipeline bubbles show up here).
+double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t t1);
+
+// The chunk picture after the first k transfers (receives in the order data landed).
+ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int chunks, std::size_t k);
+
+// Bytes each rank has sent within the first k transfers.
+std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ranks, std::size_t k);
+
+}  // namespace dtl::viz

@@ -1,0 +1,43 @@
+// TraceData: what the visualizer draws, loaded from a dtlab Chrome trace or taken from a
+// live run's Trace. It is the event store the views read; they keep no copy of lab state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/trace/event.h"
+#include "core/trace/trace.h"
+
+namespace dtl::viz {
+
+struct MemorySample {
+  int rank = 0;
+  std::int64_t t_ns = 0;
+  std::array<std::uint64_t, kNumMemTags> bytes{};  // by MemTag
+};
+
+struct TraceData {
+  int ranks = 0;
+  std::vector<Event> events;          // spans and instants, sorted by (begin, rank)
+  std::vector<std::string> labels;    // label id → text (0 = none)
+  std::map<std::string, std::string> meta;  // lab, algo, chunks, report (JSON), error, ...
+  std::vector<MemorySample> memory;   // sorted by time
+  std::int64_t t_begin = 0, t_end = 0;
+
+  std::string label(std::uint16_t id) const { return id < labels.size() ? labels[id] : std::string(); }
+  int meta_int(const std::string& key, int fallback) const;
+};
+
+// Parses a trace written by dtlab (threads, MPI or merged). Throws dtl::Error with a
+// message that names the problem and, where there is one, the event index.
+TraceData parse_chrome_trace(std::string_view json);
+TraceData load_chrome_trace(const std::string& path);
+
+// A live run's events so far (the trace may still be growing).
+TraceData from_trace(const Trace& trace);
+
+}  // namespace dtl::viz
