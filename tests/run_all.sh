@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs every test that this machine can run (README command 2; .ci/run).
-#   1. release build, solutions track: unit, grade and mpi tests (mpirun -np 2 and 4)
-#   2. ThreadSanitizer build of the runtime's tests
-#   3. exercise track: it builds, and the grader gives 0 points with every stub's hint
+#   1. release build, solutions track: unit, grade, mpi (mpirun -np 2 and 4) and viz
+#      (screenshots under Xvfb) tests
+#   2. a 30 s libFuzzer run of the visualizer's trace parser
+#   3. ThreadSanitizer build of the runtime's tests
+#   4. exercise track: it builds, and the grader gives 0 points with every stub's hint
 # Prints ctest's summary for each; exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,9 @@ echo "== release build (solutions track)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"
 ctest --preset release
+
+echo "== fuzzing the trace parser (30 s)"
+bash tests/viz/fuzz.sh 30
 
 echo "== ThreadSanitizer build of the runtime tests"
 cmake --preset tsan >/dev/null

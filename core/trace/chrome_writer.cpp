@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/trace/binary_trace.h"
 
 namespace dtl {
 
@@ -170,6 +171,7 @@ void write_chrome_trace(const Trace& trace, const std::string& path, const std::
   if (!f) throw Error("cannot write the trace to '" + path + "'; check that its folder exists and is writable");
   f << chrome_trace_json(trace, error);
   if (!f) throw Error("writing the trace to '" + path + "' failed (disk full?)");
+  write_binary_trace(trace, path + ".dtlt", error);  // the visualizer's fast companion
 }
 
 }  // namespace dtl

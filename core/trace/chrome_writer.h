@@ -23,6 +23,7 @@ std::vector<int> assign_lanes(const std::vector<Event>& spans);
 // Returns the JSON text. `error` (if not empty) is recorded in otherData, so a trace
 // written after a failure says why it ends early.
 std::string chrome_trace_json(const Trace& trace, const std::string& error = "");
+// Writes `path` (JSON) and its compact companion `path`.dtlt (core/trace/binary_trace.h).
 void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error = "");
 
 bool is_span(EventKind k);

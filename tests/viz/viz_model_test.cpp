@@ -2,11 +2,16 @@
 // layout math (ring positions, time axis, lanes, folding, idle time, chunk state).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
+#include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
 #include "exercises/collectives.h"
 #include "viz/model/layout.h"
@@ -157,4 +162,49 @@ TEST(Layout, IdleFractionAndBytesSent) {
   Event r;
   r.kind = EventKind::recv, r.rank = 1, r.peer = 0, r.bytes = 64;
   EXPECT_EQ(bytes_sent_after({r, r}, 2, 1), (std::vector<double>{64, 0}));
+}
+
+TEST(Layout, IndexesAgreeWithTheirPlainReferences) {
+  TraceData d = parse_chrome_trace(chrome_trace_json(ring_trace()));
+  const BusyIndex busy(d);
+  const std::int64_t span = d.t_end - d.t_begin;
+  double worst = 0;
+  for (int r = 0; r < d.ranks; ++r)
+    for (int w = 1; w <= 20; ++w) {  // windows of many sizes and offsets
+      const std::int64_t t0 = d.t_begin + span * (w % 7) / 10, t1 = t0 + span * w / 20 + 1;
+      worst = std::max(worst, std::fabs(busy.idle_fraction(r, t0, t1) - idle_fraction(d, r, t0, t1)));
+    }
+  EXPECT_LT(worst, 1e-12) << "largest difference " << worst;
+
+  const std::vector<Event> transfers = transfers_in_order(d.events);
+  const ChunkTimeline timeline(transfers, 4, 4);
+  for (std::size_t k = 0; k <= transfers.size(); ++k) {
+    const ChunkState a = timeline.state_after(transfers, k), b = chunk_state_after(transfers, 4, 4, k);
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) ASSERT_EQ(a.count(r, c), b.count(r, c)) << "k=" << k;
+    ASSERT_EQ(timeline.bytes_sent_after(transfers, k), bytes_sent_after(transfers, 4, k));
+  }
+}
+
+TEST(BinaryTrace, RoundTripsAndRejectsDamage) {
+  const std::string path = testing::TempDir() + "viz_roundtrip_" + std::to_string(::getpid()) + ".json";
+  write_chrome_trace(ring_trace(), path);
+  const TraceData from_json = load_chrome_trace(path), from_binary = load_trace(path);  // companion is used
+  ASSERT_EQ(from_json.events.size(), from_binary.events.size());
+  for (std::size_t i = 0; i < from_json.events.size(); ++i) {
+    const Event &a = from_json.events[i], &b = from_binary.events[i];
+    EXPECT_EQ(a.rank, b.rank);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.flow_id, b.flow_id);
+    EXPECT_LE(std::llabs(a.begin_ns - b.begin_ns), 1);  // JSON keeps ns to the µs's third decimal
+  }
+  // Damage: a cut file and a foreign file give errors, not crashes.
+  std::filesystem::resize_file(path + ".dtlt", 100);
+  EXPECT_THROW(read_binary_trace(path + ".dtlt"), Error);
+  {
+    std::ofstream f(path + ".dtlt", std::ios::binary | std::ios::trunc);
+    f << "not a trace at all";
+  }
+  EXPECT_THROW(read_binary_trace(path + ".dtlt"), Error);
 }

@@ -23,8 +23,8 @@ void RingView::Draw(const Frame& f) {
   const std::size_t k = std::min(f.cursor, transfers.size());
   // The picture before the transfer in flight lands: it arrives when the animation ends.
   const bool in_flight = k > 0 && f.anim < 1.0f;
-  const ChunkState state = chunk_state_after(transfers, P, chunks, in_flight ? k - 1 : k);
-  const std::vector<double> sent = bytes_sent_after(transfers, P, k);
+  const ChunkState state = f.session.chunk_timeline().state_after(transfers, in_flight ? k - 1 : k);
+  const std::vector<double> sent = f.session.chunk_timeline().bytes_sent_after(transfers, k);
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();

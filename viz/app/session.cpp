@@ -6,7 +6,7 @@ namespace dtl::viz {
 
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
-  s->data_ = load_chrome_trace(path);
+  s->data_ = load_trace(path);
   s->rebuild();
   return s;
 }
@@ -69,6 +69,8 @@ void Session::refresh() {
 void Session::rebuild() {
   transfers_ = transfers_in_order(data_.events);
   tracks_ = layout_tracks(data_);
+  chunk_timeline_ = ChunkTimeline(transfers_, std::max(1, data_.ranks), std::max(1, chunks()));
+  busy_ = BusyIndex(data_);
 }
 
 bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }

@@ -26,6 +26,8 @@ class Session {
   const TraceData& data() const { return data_; }
   const std::vector<Event>& transfers() const { return transfers_; }  // receives, in landing order
   const std::vector<Track>& tracks() const { return tracks_; }
+  const ChunkTimeline& chunk_timeline() const { return chunk_timeline_; }
+  const BusyIndex& busy() const { return busy_; }
   int chunks() const { return data_.meta_int("chunks", data_.ranks); }
 
   void refresh();           // live: take what was recorded since the last frame
@@ -43,6 +45,8 @@ class Session {
   TraceData data_;
   std::vector<Event> transfers_;
   std::vector<Track> tracks_;
+  ChunkTimeline chunk_timeline_;
+  BusyIndex busy_;
   std::size_t seen_events_ = 0;
 
   // live only

@@ -67,7 +67,7 @@ void TimelineView::Draw(const Frame& f) {
   legend_swatch(IM_COL32(200, 70, 70, 90), "idle");
   ImGui::Checkbox("arrows", &show_flows);
   double idle_sum = 0;
-  for (int r = 0; r < d.ranks; ++r) idle_sum += idle_fraction(d, r, std::int64_t(axis.t0), std::int64_t(axis.t1));
+  for (int r = 0; r < d.ranks; ++r) idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
   ImGui::Text("idle (no compute or communication) in view, mean over ranks: %.1f%%   |   %.3f ms shown   |   wheel: zoom, drag: pan",
               d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, (axis.t1 - axis.t0) / 1e6);
 

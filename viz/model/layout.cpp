@@ -123,3 +123,82 @@ std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ra
 }
 
 }  // namespace dtl::viz
+
+namespace dtl::viz {
+
+namespace {
+bool is_busy(EventKind k) {
+  return k == EventKind::compute || k == EventKind::send || k == EventKind::recv || k == EventKind::collective;
+}
+}  // namespace
+
+BusyIndex::BusyIndex(const TraceData& t)
+    : begin_(std::size_t(t.ranks)), end_(std::size_t(t.ranks)), before_(std::size_t(t.ranks)) {
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> spans(std::size_t(t.ranks));
+  for (const Event& e : t.events)
+    if (is_busy(e.kind) && e.rank >= 0 && e.rank < t.ranks) spans[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
+  for (std::size_t r = 0; r < spans.size(); ++r) {
+    auto& s = spans[r];
+    std::sort(s.begin(), s.end());
+    std::int64_t total = 0;
+    for (const auto& [b, e] : s) {
+      if (!end_[r].empty() && b <= end_[r].back()) {  // overlaps the last merged interval
+        if (e > end_[r].back()) {
+          total += e - end_[r].back();
+          end_[r].back() = e;
+        }
+        continue;
+      }
+      begin_[r].push_back(b);
+      end_[r].push_back(e);
+      before_[r].push_back(total);
+      total += e - b;
+    }
+  }
+}
+
+std::int64_t BusyIndex::covered_until(int rank, std::int64_t t) const {
+  const auto& b = begin_[std::size_t(rank)];
+  const std::size_t i = std::size_t(std::upper_bound(b.begin(), b.end(), t) - b.begin());
+  if (i == 0) return 0;
+  const std::size_t k = i - 1;  // the last interval starting at or before t
+  return before_[std::size_t(rank)][k] + std::min(t, end_[std::size_t(rank)][k]) - b[k];
+}
+
+double BusyIndex::idle_fraction(int rank, std::int64_t t0, std::int64_t t1) const {
+  if (t1 <= t0 || rank < 0 || std::size_t(rank) >= begin_.size()) return 0;
+  return 1.0 - double(covered_until(rank, t1) - covered_until(rank, t0)) / double(t1 - t0);
+}
+
+ChunkTimeline::ChunkTimeline(const std::vector<Event>& transfers, int ranks, int chunks) : ranks_(ranks), chunks_(chunks) {
+  ChunkState s(ranks, chunks);
+  std::vector<double> sent(std::size_t(ranks), 0.0);
+  for (std::size_t i = 0;; ++i) {
+    if (i % kEvery == 0) {
+      states_.push_back(s);
+      sent_.push_back(sent);
+    }
+    if (i == transfers.size()) break;
+    s.apply(transfers[i]);
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+  }
+}
+
+ChunkState ChunkTimeline::state_after(const std::vector<Event>& transfers, std::size_t k) const {
+  k = std::min(k, transfers.size());
+  const std::size_t c = std::min(k / kEvery, states_.size() - 1);
+  ChunkState s = states_[c];
+  for (std::size_t i = c * kEvery; i < k; ++i) s.apply(transfers[i]);
+  return s;
+}
+
+std::vector<double> ChunkTimeline::bytes_sent_after(const std::vector<Event>& transfers, std::size_t k) const {
+  k = std::min(k, transfers.size());
+  const std::size_t c = std::min(k / kEvery, sent_.size() - 1);
+  std::vector<double> sent = sent_[c];
+  for (std::size_t i = c * kEvery; i < k; ++i)
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+  return sent;
+}
+
+}  // namespace dtl::viz

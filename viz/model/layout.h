@@ -53,8 +53,38 @@ struct DrawBox {
 std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& track, const TimeAxis& axis, float min_px);
 
 // Fraction of [t0, t1] in which `rank` runs neither compute nor communication on any
-// stream (the gaps the timeline marks idle; pipeline bubbles show up here).
+// stream (the gaps the timeline marks idle; pipeline bubbles show up here). A plain pass
+// over the trace: the reference BusyIndex is tested against.
 double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t t1);
+
+// Busy time per rank (compute and communication on any stream, merged), indexed so the
+// idle fraction of any window costs two binary searches instead of a pass over the trace.
+class BusyIndex {
+ public:
+  BusyIndex() = default;
+  explicit BusyIndex(const TraceData& t);
+  double idle_fraction(int rank, std::int64_t t0, std::int64_t t1) const;
+
+ private:
+  std::int64_t covered_until(int rank, std::int64_t t) const;
+  std::vector<std::vector<std::int64_t>> begin_, end_, before_;  // per rank: merged intervals, busy time before each
+};
+
+// Chunk pictures at any transfer k without replaying from the start: a checkpoint every
+// 1024 transfers, then at most 1023 transfers applied.
+class ChunkTimeline {
+ public:
+  ChunkTimeline() = default;
+  ChunkTimeline(const std::vector<Event>& transfers, int ranks, int chunks);
+  ChunkState state_after(const std::vector<Event>& transfers, std::size_t k) const;
+  std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, std::size_t k) const;
+
+ private:
+  static constexpr std::size_t kEvery = 1024;
+  int ranks_ = 1, chunks_ = 1;
+  std::vector<ChunkState> states_;            // after i·kEvery transfers
+  std::vector<std::vector<double>> sent_;     // bytes sent per rank after i·kEvery transfers
+};
 
 // The chunk picture after the first k transfers (receives in the order data landed).
 ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int chunks, std::size_t k);

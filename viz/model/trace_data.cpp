@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <filesystem>
+
+#include "core/trace/binary_trace.h"
 
 #include "core/error.h"
 
@@ -75,9 +78,22 @@ double number(simdjson::dom::element v, std::size_t index, const char* key) {
 
 }  // namespace
 
-TraceData parse_chrome_trace(std::string_view json) {
+namespace {
+TraceData parse_padded(const simdjson::padded_string& padded);
+}
+
+TraceData parse_chrome_trace(std::string_view json) { return parse_padded(simdjson::padded_string(json)); }
+
+TraceData load_chrome_trace(const std::string& path) {
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path).get(text))
+    throw Error("cannot open the trace '" + path + "'; check the path (write one with dtlab run ... --trace FILE)");
+  return parse_padded(text);  // one read of the file, no further copies
+}
+
+namespace {
+TraceData parse_padded(const simdjson::padded_string& padded) {
   simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
   simdjson::dom::element doc;
   if (auto err = parser.parse(padded).get(doc))
     throw Error(std::string("the trace is not valid JSON (") + simdjson::error_message(err) +
@@ -185,23 +201,22 @@ TraceData parse_chrome_trace(std::string_view json) {
   }
   return t;
 }
+}  // namespace
 
-TraceData load_chrome_trace(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open the trace '" + path + "'; check the path (write one with dtlab run ... --trace FILE)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_chrome_trace(ss.str());
-}
-
-TraceData from_trace(const Trace& trace) {
+TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::string, std::string> meta,
+                      const std::vector<Event>& events) {
   TraceData t;
-  t.ranks = trace.world_size();
-  t.labels = trace.labels();
-  t.meta = trace.meta();
+  t.ranks = ranks;
+  t.labels = std::move(labels);
+  t.meta = std::move(meta);
+  std::vector<Event> sorted = events;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) {
+    return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
+  });
   std::array<std::vector<std::uint64_t>, kNumMemTags> current;
-  for (auto& v : current) v.assign(std::size_t(t.ranks), 0);
-  for (const Event& e : trace.snapshot()) {
+  for (auto& v : current) v.assign(std::size_t(ranks), 0);
+  t.events.reserve(sorted.size());
+  for (const Event& e : sorted) {
     if (e.kind == EventKind::alloc || e.kind == EventKind::free) {
       auto& cur = current[std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1))][std::size_t(e.rank)];
       cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - std::min<std::uint64_t>(cur, e.bytes);
@@ -217,6 +232,31 @@ TraceData from_trace(const Trace& trace) {
     for (const Event& e : t.events) t.t_end = std::max(t.t_end, e.end_ns);
   }
   return t;
+}
+
+TraceData from_trace(const Trace& trace) {
+  std::vector<Event> all;
+  for (int r = 0; r < trace.world_size(); ++r)
+    for (int s = 0; s < Trace::kStreams; ++s) {
+      const EventLog& log = trace.log(r, s);
+      const std::size_t n = log.size();
+      for (std::size_t i = 0; i < n; ++i) all.push_back(log[i]);
+    }
+  return from_events(trace.world_size(), trace.labels(), trace.meta(), all);
+}
+
+TraceData load_trace(const std::string& path) {
+  namespace fs = std::filesystem;
+  auto binary = [](const std::string& p) {
+    BinaryTrace b = read_binary_trace(p);
+    return from_events(b.world_size, std::move(b.labels), std::move(b.meta), b.events);
+  };
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".dtlt") == 0) return binary(path);
+  const std::string companion = path + ".dtlt";
+  std::error_code ec;
+  if (fs::exists(companion, ec) && fs::exists(path, ec) && fs::last_write_time(companion, ec) >= fs::last_write_time(path, ec))
+    return binary(companion);
+  return load_chrome_trace(path);
 }
 
 }  // namespace dtl::viz

@@ -37,7 +37,14 @@ struct TraceData {
 TraceData parse_chrome_trace(std::string_view json);
 TraceData load_chrome_trace(const std::string& path);
 
+// Opens what the user named: a .dtlt binary trace, or a .json whose .dtlt companion is
+// used when present and not older (a million events load in well under a second).
+TraceData load_trace(const std::string& path);
+
 // A live run's events so far (the trace may still be growing).
 TraceData from_trace(const Trace& trace);
+// The same from raw events (a binary trace): memory events become samples.
+TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::string, std::string> meta,
+                      const std::vector<Event>& events);
 
 }  // namespace dtl::viz

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the trace-parser fuzz target with clang's libFuzzer (+ ASan, UBSan) and runs it
+# for a bounded time on a seed corpus: a real dtlab trace and some hostile snippets.
+#   tests/viz/fuzz.sh [SECONDS] [DTLAB]      (default 30 s; DTLAB writes the seed trace)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-30}
+dtlab=${2:-build/release/labs/cli/dtlab}
+out=build/fuzz
+mkdir -p "$out/corpus"
+clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
+  tests/viz/trace_parser_fuzz.cpp viz/model/trace_data.cpp core/trace/trace.cpp core/trace/binary_trace.cpp \
+  -lsimdjson -o "$out/trace_parser_fuzz"
+"$dtlab" run collectives --ranks 3 --bytes 96 --iters 0 --trace "$out/corpus/seed.json" >/dev/null
+printf '{"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":1,"dur":2,"cat":"send","args":{"peer":1,"flow":3}}]}' > "$out/corpus/small.json"
+printf '{"traceEvents":[{"ph":"C","pid":0,"ts":1,"args":{"param":5}}],"otherData":{"world_size":"2"}}' > "$out/corpus/counter.json"
+"$out/trace_parser_fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 "$out/corpus" 2>&1 | tail -3

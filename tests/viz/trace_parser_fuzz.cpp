@@ -1,0 +1,18 @@
+// libFuzzer target: the trace parser must answer any input with a TraceData or a
+// dtl::Error, never a crash, a hang or undefined behaviour (built with ASan + UBSan).
+// Built and run by tests/viz/fuzz.sh.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.h"
+#include "viz/model/trace_data.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    const dtl::viz::TraceData t = dtl::viz::parse_chrome_trace(std::string_view(reinterpret_cast<const char*>(data), size));
+    (void)t;
+  } catch (const dtl::Error&) {
+  }
+  return 0;
+}
