@@ -121,6 +121,16 @@ void App::Frame(float dt) {
   }
 
   const viz::Frame f{*session, c.cursor, c.anim};
+  if (!solo_view.empty()) {  // one view filling the window (screenshots for the docs)
+    ImGui::BeginChild("solo", ImVec2(0, 0), true);
+    if (solo_view == "ring") ring.Draw(f);
+    else if (solo_view == "timeline") timeline.Draw(f);
+    else if (solo_view == "memory") memory.Draw(f);
+    else report.Draw(f);
+    ImGui::EndChild();
+    ImGui::End();
+    return;
+  }
   const float top_h = std::max(200.0f, ImGui::GetContentRegionAvail().y * 0.58f);
   const float ring_w = ImGui::GetContentRegionAvail().x * 0.5f;
   ImGui::BeginChild("ring", ImVec2(ring_w, top_h), true);

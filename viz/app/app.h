@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "viz/app/views.h"
 
@@ -26,6 +27,7 @@ struct App {
   TimelineView timeline;
   MemoryView memory;
   ReportView report;
+  std::string solo_view;  // "", or one of ring/timeline/memory/report filling the window
 
   // Advances time by dt seconds (play, animation) and draws one frame of ImGui.
   void Frame(float dt);

@@ -31,7 +31,8 @@ struct Args {
   std::string trace_path, lab, algo = "ring", collective = "all_reduce", op = "sum", bytes = "1K";
   int ranks = 4, frames = 3, width = 1600, height = 1000;
   long at_step = -1;
-  std::string screenshot, bench;
+  std::string screenshot, bench, view;
+  float zoom = 1;
 };
 
 // Reads the back buffer before the swap (as the GL spec leaves it undefined after).
@@ -100,6 +101,8 @@ int run(const Args& a) {
   dtl::viz::App app;
   app.session = std::move(session);
   app.controls.ranks = a.ranks;
+  app.solo_view = a.view;
+  app.timeline.start_zoom = a.zoom;
   std::snprintf(app.controls.bytes, sizeof app.controls.bytes, "%s", a.bytes.c_str());
   for (int i = 0; i < 4; ++i)
     if (a.algo == std::array<const char*, 4>{"naive", "ring", "tree", "rhd"}[std::size_t(i)]) app.controls.algo = i;
@@ -156,6 +159,9 @@ int main(int argc, char** argv) {
   cli.add_option("--at-step", a.at_step, "Show the state after this many transfers");
   cli.add_option("--width", a.width, "Window width")->capture_default_str();
   cli.add_option("--height", a.height, "Window height")->capture_default_str();
+  cli.add_option("--view", a.view, "Show one view filling the window: ring timeline memory report")
+      ->check(CLI::IsMember({"ring", "timeline", "memory", "report"}));
+  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(CLI::Range(1.0f, 1e9f));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   try {
     cli.parse(argc, argv);

@@ -53,6 +53,7 @@ void TimelineView::Draw(const Frame& f) {
   if (!fitted && d.t_end > d.t_begin) {
     const double pad = double(d.t_end - d.t_begin) * 0.02;
     axis = {double(d.t_begin) - pad, double(d.t_end) + pad, origin.x + kLabelWidth, width};
+    if (start_zoom > 1) axis.zoom(start_zoom, axis.to_x(double(f.cursor_time())));
     fitted = true;
   }
   axis.x0 = origin.x + kLabelWidth;

@@ -32,7 +32,8 @@ struct RingView {
 
 struct TimelineView {
   TimeAxis axis;        // the visible window (zoom and pan are view settings)
-  bool fitted = false;  // fit the whole trace on the first frame
+  bool fitted = false;  // fit the whole trace on the first frame...
+  float start_zoom = 1;  // ...then zoom this much closer around the cursor (--zoom)
   bool show_flows = true;
   void Draw(const Frame& f);
 };
