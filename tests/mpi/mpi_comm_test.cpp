@@ -131,13 +131,15 @@ TEST(MpiSubGroups, SplitAndTheRingExercise) {
   // And the merged trace joins every send to a receive.
   std::unique_ptr<Trace> merged = merge_traces_on_root(trace);
   if (merged) {
-    int sends = 0, joined = 0;
+    int sends = 0, joined = 0, reduced = 0;
     for (const Event& e : merged->snapshot()) {
       sends += e.kind == EventKind::send;
       joined += e.kind == EventKind::send && e.flow_id != 0;
+      reduced += e.kind == EventKind::recv && (e.flags & kFlagReduce) != 0;
     }
     EXPECT_GT(sends, 0);
     EXPECT_EQ(joined, sends);
+    EXPECT_GT(reduced, 0) << "recv_reduce must be marked as a reduction in the trace (the ring view depends on it)";
   }
 }
 

@@ -163,6 +163,18 @@ class MpiComm final : public Comm {
   }
 
   Request irecv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info) override {
+    return Request(post_recv(buf, bytes, src, tag, info, false));
+  }
+
+  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info) override {
+    // MPI has no receive-and-reduce: stage the message, combine on completion.
+    auto staging = std::make_shared<std::vector<char>>(count * dtype_size(t));
+    Request inner(post_recv(staging->data(), staging->size(), src, tag, info, true));
+    return Request(std::make_shared<StagedReduce>(std::move(inner), staging, buf, count, t, op));
+  }
+
+ private:
+  std::shared_ptr<MpiRequest> post_recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info, bool reduce) {
     check_peer(src, "recv");
     auto r = make("recv from rank " + std::to_string(global_rank_of(src)) + " tag " + std::to_string(tag), EventKind::recv,
                   bytes, src, tag, info);
@@ -174,17 +186,12 @@ class MpiComm final : public Comm {
                     std::to_string(src_g) + " (tag " + std::to_string(tag) + "), but the message has " +
                     std::to_string(got) + " bytes; make the counts on both sides agree");
     };
+    if (reduce) r->ev.flags |= kFlagReduce;  // the trace says the data was combined, as on threads
     DTL_MPI_CHECK(MPI_Irecv(buf, as_int(bytes, "recv"), MPI_BYTE, src, tag, comm_, &r->req));
-    return Request(r);
+    return r;
   }
 
-  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info) override {
-    // MPI has no receive-and-reduce: stage the message, combine on completion.
-    auto staging = std::make_shared<std::vector<char>>(count * dtype_size(t));
-    Request inner = irecv(staging->data(), staging->size(), src, tag, info);
-    auto r = std::make_shared<StagedReduce>(std::move(inner), staging, buf, count, t, op);
-    return Request(r);
-  }
+ public:
 
   Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     auto q = collective("all_reduce", n * dtype_size(t), average_on_completion(r, n, t, op));
