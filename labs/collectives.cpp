@@ -53,6 +53,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
   const ReduceOp op = parse_reduce_op(cfg.option("op"));
   const double N = double(count * dtype_size(t));
   const std::string collective = cfg.option("collective"), algo = cfg.option("algo");
+  const theory::Link link{cfg.link.alpha_s(), cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
 
@@ -65,7 +66,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
           a == "naive" ? ex::naive_all_reduce : a == "ring" ? ex::ring_all_reduce
                                             : a == "tree"   ? ex::tree_all_reduce
                                                             : ex::rhd_all_reduce;
-      cases.push_back({a + " all_reduce", theory::all_reduce_cost(theory::parse_algo(a), P, N),
+      cases.push_back({a + " all_reduce", theory::all_reduce_cost(theory::parse_algo(a), P, N, link),
                        theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); }, crafted,
                        reduced});
     }
@@ -75,14 +76,14 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
     if (algo != "ring") throw UsageError("--collective " + collective + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
     if (collective == "reduce_scatter") {
-      cases.push_back({"ring reduce_scatter", theory::ring_reduce_scatter_cost(P, N), theory::Collective::reduce_scatter,
+      cases.push_back({"ring reduce_scatter", theory::ring_reduce_scatter_cost(P, N, link), theory::Collective::reduce_scatter,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
                          if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
                          return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
                        }});
     } else {
-      cases.push_back({"ring all_gather", theory::ring_all_gather_cost(P, N), theory::Collective::all_gather,
+      cases.push_back({"ring all_gather", theory::ring_all_gather_cost(P, N, link), theory::Collective::all_gather,
                        [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
                        [P, count](std::size_t i) {  // chunk c comes from rank c
                          for (int c = 0; c < P; ++c) {
@@ -96,7 +97,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
   }
   // broadcast from rank 0
   if (algo != "tree") throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", theory::tree_broadcast_cost(P, N), theory::Collective::broadcast,
+  cases.push_back({"tree broadcast", theory::tree_broadcast_cost(P, N, link), theory::Collective::broadcast,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
                      if (r == 0) fill_crafted(b.data, b.count, t, 0);
@@ -170,7 +171,9 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Rep
     t = times[times.size() / 2];
   }
   const double algbw = N / t / 1e9;
-  rep.add(c.name + ": time (median, slowest rank)", t, std::nullopt, "s");
+  // With an emulated link the α-β model predicts the time; on bare memory it has no link to model.
+  rep.add(c.name + ": time (median, slowest rank)", t,
+          cfg.link.active() ? std::optional<double>(c.predicted.time_s) : std::nullopt, "s");
   rep.add(c.name + ": algbw", algbw, std::nullopt, "GB/s");
   rep.add(c.name + ": busbw", algbw * theory::busbw_factor(c.collective, P), std::nullopt, "GB/s");
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/comm/comm.h"
+#include "core/comm/link.h"
 
 namespace dtl {
 
@@ -23,6 +24,7 @@ struct LabConfig {
   std::string backend = "threads";
   int iters = 5;   // timed repetitions
   int warmup = 1;  // untimed repetitions first
+  LinkSpec link;   // the emulated interconnect the run uses (threads backend), for predicted times
   std::map<std::string, std::string> options;  // lab-specific, e.g. {"algo": "ring"}
 
   const std::string& option(const std::string& key) const;  // throws if the lab declared no such option

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/comm/link.h"
 
 namespace dtl {
 
@@ -38,6 +39,8 @@ struct ThreadsOptions {
   StepGate* gate = nullptr;   // non-null: stepping mode
   FaultPlan faults;
   double timeout_s = 60.0;    // watchdog: abort when no rank makes progress this long (<= 0: off)
+  LinkSpec link;              // emulated interconnect (inactive: transfers at memory speed);
+                              // ignored while stepping, where a person sets the pace
 };
 
 struct RunResult {

@@ -141,6 +141,16 @@ double shared_memory_all_reduce_ceiling_busbw(int P, double bw) { return double(
 
 double shared_memory_ring_ceiling_busbw(int P, double bw) { return 2.0 * bw / (5.0 * P); }
 
+double library_collective_time(std::string_view name, int P, double bytes, Link link) {
+  if (P <= 1 || link.beta_Bps <= 0) return 0;
+  const double a = link.alpha_s, b = link.beta_Bps;
+  if (name == "all_reduce") return 2.0 * (P - 1) * a + 2.0 * (P - 1) / P * bytes / b;
+  if (name == "reduce_scatter" || name == "all_gather" || name == "all_to_all") return (P - 1) * a + (P - 1.0) / P * bytes / b;
+  if (name == "broadcast" || name == "reduce") return (P - 1) * a + bytes / b;
+  if (name == "barrier") return 2.0 * ceil_log2(P) * a;
+  return 0;
+}
+
 double ring_all_reduce_time(int P, double bytes, Link link) { return all_reduce_cost(Algo::ring, P, bytes, link).time_s; }
 
 double comm_efficiency(double compute_s, double comm_s) {

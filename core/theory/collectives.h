@@ -63,6 +63,13 @@ double collective_bytes(Collective c, int P, double count_bytes);
 double shared_memory_all_reduce_ceiling_busbw(int P, double bw);
 double shared_memory_ring_ceiling_busbw(int P, double bw);
 
+// What a library collective named like Comm's ("all_reduce", "reduce_scatter",
+// "all_gather", "broadcast", "reduce", "all_to_all", "barrier") costs on `link`, with the
+// algorithms NCCL uses on a ring: all_reduce 2(P-1)α + 2(P-1)/P·N/β; reduce_scatter and
+// all_gather (P-1)α + (P-1)/P·N/β with N the full vector; broadcast and reduce pipelined
+// (P-1)α + N/β; all_to_all (P-1)α + (P-1)/P·N/β; barrier 2⌈log2 P⌉α.
+double library_collective_time(std::string_view name, int P, double bytes, Link link);
+
 // Time of a ring all-reduce of `bytes` over P ranks on `link`, and the efficiency
 // compute / (compute + communication) the curriculum uses for data parallelism.
 double ring_all_reduce_time(int P, double bytes, Link link);

@@ -43,6 +43,8 @@ struct BenchArgs {
   int iters = 20, warmup = 5, check = 1;
   std::string dtype = "f32", op = "sum";
   std::string json_path, trace_path;
+  std::string link;
+  double link_bw = 0, link_latency = 0;
   double timeout_s = 120;
 };
 
@@ -100,6 +102,8 @@ int run_bench(BenchArgs& a) {
   if (a.factor <= 1) throw UsageError("-f must be > 1 (the size grows by this factor)");
   if (a.iters < 1 || a.warmup < 0) throw UsageError("-n must be >= 1 and -w >= 0");
   const Backend backend = Backend::choose(a.backend, a.ranks);
+  const LinkSpec link = make_link(a.link, a.link_bw, a.link_latency);
+  if (link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
   const int P = backend.ranks;
   const std::size_t es = dtype_size(t);
   const bool json_only_stdout = a.json_path == "-";
@@ -110,7 +114,9 @@ int run_bench(BenchArgs& a) {
   // again after every size (the other ranks wait at a barrier), and the sweep is held to
   // the best seen.
   double bw = 0;
+  // busbw is normalized to a link's bandwidth: on an emulated link that is the ceiling.
   auto ceiling_of = [&](double b) {
+    if (link.active()) return link.beta_Bps();
     return a.impl == "library" ? theory::shared_memory_all_reduce_ceiling_busbw(P, b)
                                : theory::shared_memory_ring_ceiling_busbw(P, b);
   };
@@ -128,6 +134,7 @@ int run_bench(BenchArgs& a) {
   opt.world_size = P;
   opt.timeout_s = a.timeout_s;
   opt.trace = trace.get();
+  opt.link = link;
   RunResult result = backend.run(opt, a.trace_path, [&](Comm& comm) {
     if (comm.rank() == 0) {
       bw = measure_memcpy_bandwidth(std::size_t(64) << 20);
@@ -255,6 +262,9 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--json", a->json_path, "Write the results as JSON to this file ('-': stdout, table to stderr)");
   b->add_option("--trace", a->trace_path, "Record events and write a Chrome trace (measures tracing's cost)");
   b->add_option("--timeout", a->timeout_s, "Watchdog seconds")->capture_default_str();
+  b->add_option("--link", a->link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
+  b->add_option("--link-bw", a->link_bw, "Emulated link bandwidth, GB/s per direction");
+  b->add_option("--link-latency", a->link_latency, "Emulated link latency, microseconds");
   return [a] { return run_bench(*a); };
 }
 

@@ -31,6 +31,8 @@ struct RunArgs {
   double timeout_s = 60;
   int iters = 5, warmup = 1;
   std::string inject_fault, inject_hang;
+  std::string link;
+  double link_bw = 0, link_latency = 0;
   std::map<std::string, std::string> lab_options;
 };
 
@@ -104,6 +106,10 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   cfg.warmup = a.step ? 0 : a.warmup;
   if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");
   cfg.options = a.lab_options;
+  cfg.link = make_link(a.link, a.link_bw, a.link_latency);
+  if (cfg.link.active() && a.backend != "threads")
+    throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
+  if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
   cfg = with_defaults(lab, cfg);
   if (cfg.bytes < dtype_size(cfg.dtype))
     throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
@@ -115,6 +121,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", P, opt.faults.fault_rank, opt.faults.fault_step);
   if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", P, opt.faults.hang_rank, opt.faults.hang_step);
   opt.timeout_s = a.timeout_s;
+  opt.link = cfg.link;
   Trace trace(P);
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);
@@ -202,6 +209,9 @@ Command add_run_command(CLI::App& app) {
     sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")->capture_default_str();
     sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
     sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
+    sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
+    sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction");
+    sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds");
     for (const LabOption& opt : lab.options) {
       auto* o = sub->add_option_function<std::string>(
           "--" + opt.name, [args, name = lab.name, key = opt.name](const std::string& v) { (*args)[name].lab_options[key] = v; },

@@ -81,7 +81,8 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
   for (const char* args : {"run collectives --bytes -3", "run collectives --bytes 12Q", "run nolab",
                            "run collectives --algo butterfly", "run collectives --ranks 0",
                            "run collectives --ranks 99999999", "run collectives --frobnicate", "bench nothing",
-                           "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9"}) {
+                           "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9",
+                           "run collectives --link carrier-pigeon", "run collectives --link pcie4 --step"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;

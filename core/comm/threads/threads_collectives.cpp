@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/comm/chunking.h"
+#include "core/theory/collectives.h"
 #include "core/comm/threads/threads_comm.h"
 
 namespace dtl::threads {
@@ -66,11 +67,19 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
   Trace* tr = u.trace();
   const std::uint16_t label = tr ? tr->label(name) : 0;
   if (!queue_) queue_ = u.start_worker();
-  queue_->push([req, body = std::move(body), tr, label, me, bytes] {
+  // On an emulated link the collective takes at least what NCCL's algorithm would need there.
+  const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), double(bytes),
+                                                                               {u.link().alpha_s(), u.link().beta_Bps()})
+                                             : 0.0;
+  queue_->push([req, body = std::move(body), tr, label, me, bytes, modeled_s, &u] {
     const std::int64_t t0 = tr ? tr->now_ns() : 0;
+    const auto start = std::chrono::steady_clock::now();
     std::exception_ptr error;
     try {
       body();
+      const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     std::chrono::duration<double>(modeled_s));
+      u.sleep_until(me, until);
     } catch (...) {
       error = std::current_exception();
     }

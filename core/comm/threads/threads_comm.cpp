@@ -69,8 +69,18 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   } else if (r.bytes > 0) {
     std::memcpy(r.buf, s.buf, r.bytes);
   }
-  const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
   r.req->ev.flow_id = s.req->ev.flow_id;
+  if (u.link().active() && !error) {
+    // The data has moved; both sides learn it when the emulated link would have delivered it.
+    const auto done = u.schedule_transfer(src_g, dst_g, s.bytes);
+    u.link_timer().at(done, [&u, sreq = s.req, rreq = r.req] {
+      const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
+      sreq->complete(nullptr, t);
+      rreq->complete(nullptr, t);
+    });
+    return;
+  }
+  const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
   // While stepping, the picture drawn at the next quiet point must include this
   // transfer, so record the receive now (every rank is parked) rather than at its wait().
   if (u.gate() && !error) r.req->record_now(t);

@@ -9,8 +9,58 @@ constexpr auto kAbortPoll = std::chrono::milliseconds(20);
 }  // namespace
 
 Universe::Universe(const ThreadsOptions& opt)
-    : size_(opt.world_size), trace_(opt.trace), gate_(opt.gate), faults_(opt.faults) {
+    : size_(opt.world_size), trace_(opt.trace), gate_(opt.gate), faults_(opt.faults),
+      link_(opt.gate ? LinkSpec{} : opt.link),
+      send_free_(std::size_t(opt.world_size)), recv_free_(std::size_t(opt.world_size)) {
   for (int i = 0; i < size_; ++i) ranks_.push_back(std::make_unique<RankState>());
+}
+
+std::chrono::steady_clock::time_point Universe::schedule_transfer(int src, int dst, std::size_t bytes) {
+  using namespace std::chrono;
+  const auto cost = duration_cast<steady_clock::duration>(duration<double>(link_.alpha_s() + double(bytes) / link_.beta_Bps()));
+  std::lock_guard lock(link_mu_);
+  const auto start = std::max({steady_clock::now(), send_free_[std::size_t(src)], recv_free_[std::size_t(dst)]});
+  const auto end = start + cost;
+  send_free_[std::size_t(src)] = end;
+  recv_free_[std::size_t(dst)] = end;
+  return end;
+}
+
+LinkTimer::~LinkTimer() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void LinkTimer::at(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
+  std::lock_guard lock(mu_);
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  due_.emplace(when, std::move(fn));
+  cv_.notify_all();
+}
+
+void LinkTimer::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (due_.empty()) {
+      if (stop_) return;
+      cv_.wait(lock);
+      continue;
+    }
+    const auto when = due_.begin()->first;
+    if (std::chrono::steady_clock::now() < when && !stop_) {  // at stop, finish what is due at once
+      cv_.wait_until(lock, when);
+      continue;
+    }
+    auto fn = std::move(due_.begin()->second);
+    due_.erase(due_.begin());
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
 }
 
 void Universe::abort(int failed_rank, const std::string& why) {
@@ -61,6 +111,13 @@ void Universe::wait_until(int g, Role role, const std::function<bool()>& done, c
   }
   rs.blocked_on[int(role)].clear();
   if (gated) gate_->unblock(g);
+}
+
+void Universe::sleep_until(int g, std::chrono::steady_clock::time_point when) {
+  for (auto now = std::chrono::steady_clock::now(); now < when; now = std::chrono::steady_clock::now()) {
+    if (aborted()) throw_aborted(g);
+    std::this_thread::sleep_until(std::min(when, now + kAbortPoll));
+  }
 }
 
 void Universe::wake(int g) {

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <thread>
 #include <functional>
 #include <memory>
@@ -48,9 +49,31 @@ struct WorkQueue {
   void push(std::function<void()> task);
 };
 
+// Completes work at given times: the emulated link's transfers finish when the α-β model
+// says, not when memcpy did.
+class LinkTimer {
+ public:
+  ~LinkTimer();
+  void at(std::chrono::steady_clock::time_point when, std::function<void()> fn);
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> due_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class Universe {
  public:
   Universe(const ThreadsOptions& opt);
+
+  // Emulated link: when a transfer of `bytes` from src to dst, starting now, would end.
+  // Each rank's send and receive directions carry one transfer at a time (FIFO).
+  const LinkSpec& link() const { return link_; }
+  std::chrono::steady_clock::time_point schedule_transfer(int src, int dst, std::size_t bytes);
+  LinkTimer& link_timer() { return link_timer_; }
 
   int size() const { return size_; }
   Trace* trace() const { return trace_; }
@@ -71,6 +94,8 @@ class Universe {
   // Blocks rank g's `role` thread until done() is true; `what` is shown by the
   // watchdog ("recv from rank 0 tag 3"). Throws Aborted when the world aborts.
   void wait_until(int g, Role role, const std::function<bool()>& done, const std::string& what);
+  // Sleeps until `when` (precisely, unlike wait_until's polling), still stopping on abort.
+  void sleep_until(int g, std::chrono::steady_clock::time_point when);
   // Wake rank g's waiters after changing what their done() reads.
   void wake(int g);
 
@@ -96,6 +121,10 @@ class Universe {
   std::atomic<std::uint64_t> progress_{0};
   std::mutex workers_mu_;
   std::vector<std::pair<std::shared_ptr<WorkQueue>, std::thread>> workers_;
+  LinkSpec link_;
+  std::mutex link_mu_;
+  std::vector<std::chrono::steady_clock::time_point> send_free_, recv_free_;  // per rank and direction
+  LinkTimer link_timer_;  // last member: its thread stops before the rest is destroyed
 };
 
 // A reusable barrier for the members of one group that gives up on abort.

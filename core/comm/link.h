@@ -1,0 +1,36 @@
+// An emulated interconnect for the threads backend: what each transfer between two
+// thread ranks would cost on a real link, by the α-β model (latency α plus bytes/β), per
+// direction, with concurrent transfers of one rank queuing on its link.
+//
+//   dtlab run collectives --link pcie4 ...          # a preset
+//   dtlab run collectives --link-bw 25 --link-latency 5 ...   # GB/s per direction, µs
+//
+// Bandwidths per direction from the curriculum: NVLink 4 (H100) 900 GB/s bidirectional,
+// NVLink 3 (A100) 600 GB/s bidirectional, PCIe 5 64 GB/s, PCIe 4 32 GB/s, InfiniBand NDR
+// 400 Gb/s, HDR 200 Gb/s, Ethernet 100 Gb/s. Latencies are typical orders of magnitude
+// (not from the curriculum): about 2 µs for NVLink, 5 µs for PCIe and InfiniBand, 20 µs
+// for Ethernet.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtl {
+
+struct LinkSpec {
+  std::string name;          // "pcie4", or "custom"
+  double bandwidth_GBps = 0;  // per direction, GB = 1e9 bytes; 0 = no emulation
+  double latency_us = 0;
+  bool active() const { return bandwidth_GBps > 0; }
+  double alpha_s() const { return latency_us * 1e-6; }
+  double beta_Bps() const { return bandwidth_GBps * 1e9; }
+};
+
+const std::vector<LinkSpec>& link_presets();
+// A preset by name, or UsageError listing them.
+LinkSpec find_link(std::string_view name);
+// From the command line: a preset, or explicit bandwidth/latency (bandwidth > 0).
+LinkSpec make_link(const std::string& preset, double bandwidth_GBps, double latency_us);
+
+}  // namespace dtl
