@@ -1,0 +1,179 @@
+#include "kernels/cpu/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace dtl::kernels {
+
+namespace {
+constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
+}
+
+void use_one_blas_thread() { openblas_set_num_threads(1); }
+
+void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
+  for (int r = 0; r < B; ++r) std::copy(b, b + O, Y + std::size_t(r) * std::size_t(O));  // Y = b, then += X·Wᵀ
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, X, I, W, I, 1.0f, Y, O);
+}
+
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
+                     bool accumulate) {
+  if (dX) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0f, dY, O, W, I, 0.0f, dX, I);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dY, O, X, I, accumulate ? 1.0f : 0.0f, dW, I);
+  if (!accumulate) std::fill(db, db + O, 0.0f);
+  for (int r = 0; r < B; ++r)
+    for (int o = 0; o < O; ++o) db[o] += dY[std::size_t(r) * std::size_t(O) + std::size_t(o)];
+}
+
+void gelu_forward(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + std::tanh(kGeluC * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = std::tanh(kGeluC * (v + 0.044715f * v * v * v));
+    const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
+  }
+}
+
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n) {
+  double loss = 0;
+  const float k = 2.0f / float(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float d = y[i] - target[i];
+    loss += double(d) * double(d);
+    dy[i] = k * d;
+  }
+  return float(loss / double(n));
+}
+
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C) {
+  double loss = 0;
+  for (int r = 0; r < B; ++r) {
+    const float* z = logits + std::size_t(r) * std::size_t(C);
+    float* dz = dlogits + std::size_t(r) * std::size_t(C);
+    const float mx = *std::max_element(z, z + C);  // subtract the max: exp never overflows
+    double sum = 0;
+    for (int c = 0; c < C; ++c) sum += std::exp(double(z[c] - mx));
+    const double log_sum = std::log(sum) + double(mx);
+    loss += log_sum - double(z[labels[r]]);
+    for (int c = 0; c < C; ++c) dz[c] = float((std::exp(double(z[c]) - log_sum) - (c == labels[r] ? 1.0 : 0.0)) / B);
+  }
+  return float(loss / B);
+}
+
+void sgd_step(float* w, const float* g, std::size_t n, float lr) { axpy(-lr, g, w, n); }
+
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t) {
+  const float bc1 = 1.0f - std::pow(c.beta1, float(t)), bc2 = 1.0f - std::pow(c.beta2, float(t));
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
+    v[i] = c.beta2 * v[i] + (1.0f - c.beta2) * g[i] * g[i];
+    const float update = (m[i] / bc1) / (std::sqrt(v[i] / bc2) + c.eps);
+    w[i] -= c.lr * (update + c.weight_decay * w[i]);
+  }
+}
+
+void axpy(float a, const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale(float a, float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+}
+
+// ---- references: straightforward loops in double ------------------------------------
+
+namespace reference {
+
+void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
+  for (int r = 0; r < B; ++r)
+    for (int o = 0; o < O; ++o) {
+      double acc = b[o];
+      for (int i = 0; i < I; ++i) acc += double(X[r * I + i]) * double(W[o * I + i]);
+      Y[r * O + o] = float(acc);
+    }
+}
+
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O) {
+  for (int r = 0; r < B; ++r)
+    for (int i = 0; i < I; ++i) {
+      double acc = 0;
+      for (int o = 0; o < O; ++o) acc += double(dY[r * O + o]) * double(W[o * I + i]);
+      if (dX) dX[r * I + i] = float(acc);
+    }
+  for (int o = 0; o < O; ++o) {
+    for (int i = 0; i < I; ++i) {
+      double acc = 0;
+      for (int r = 0; r < B; ++r) acc += double(dY[r * O + o]) * double(X[r * I + i]);
+      dW[o * I + i] = float(acc);
+    }
+    double s = 0;
+    for (int r = 0; r < B; ++r) s += dY[r * O + o];
+    db[o] = float(s);
+  }
+}
+
+void gelu_forward(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    y[i] = float(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+  }
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
+  // Central difference of the float64 forward: independent of the analytic derivative.
+  for (std::size_t i = 0; i < n; ++i) {
+    auto f = [](double v) { return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))); };
+    const double h = 1e-5, v = x[i];
+    dx[i] = float(dy[i] * (f(v + h) - f(v - h)) / (2 * h));
+  }
+}
+
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n) {
+  double loss = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = double(y[i]) - double(target[i]);
+    loss += d * d;
+    dy[i] = float(2.0 * d / double(n));
+  }
+  return float(loss / double(n));
+}
+
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C) {
+  double loss = 0;
+  for (int r = 0; r < B; ++r) {
+    std::vector<double> p(static_cast<std::size_t>(C));
+    double sum = 0;
+    for (int c = 0; c < C; ++c) sum += p[std::size_t(c)] = std::exp(double(logits[r * C + c]));
+    for (int c = 0; c < C; ++c) {
+      p[std::size_t(c)] /= sum;
+      dlogits[r * C + c] = float((p[std::size_t(c)] - (c == labels[r])) / B);
+    }
+    loss -= std::log(p[std::size_t(labels[r])]);
+  }
+  return float(loss / B);
+}
+
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mi = c.beta1 * double(m[i]) + (1 - c.beta1) * double(g[i]);
+    const double vi = c.beta2 * double(v[i]) + (1 - c.beta2) * double(g[i]) * double(g[i]);
+    const double mhat = mi / (1 - std::pow(double(c.beta1), t)), vhat = vi / (1 - std::pow(double(c.beta2), t));
+    w[i] = float(double(w[i]) - c.lr * (mhat / (std::sqrt(vhat) + c.eps) + c.weight_decay * double(w[i])));
+    m[i] = float(mi);
+    v[i] = float(vi);
+  }
+}
+
+}  // namespace reference
+
+}  // namespace dtl::kernels

@@ -1,0 +1,53 @@
+// CPU kernels of the training labs: the fast path (OpenBLAS GEMM, vectorizable loops)
+// and, in namespace reference, a plain float64 version of each that the tests hold the
+// fast path to. Layouts follow PyTorch's nn.Linear: W is [out × in], rows of X are samples.
+//
+//   forward   Y = X·Wᵀ + b                          [B×O] = [B×I]·[I×O] + [O]
+//   backward  dX = dY·W,  dW = dYᵀ·X,  db = Σ_rows dY
+#pragma once
+
+#include <cstddef>
+
+namespace dtl::kernels {
+
+// One BLAS thread per rank: ranks are already the parallelism (call once per process).
+void use_one_blas_thread();
+
+void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O);
+// accumulate: dW and db are added to (gradient accumulation) instead of overwritten.
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
+                     bool accumulate = false);
+
+// GELU, tanh form (Hendrycks & Gimpel): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))).
+void gelu_forward(const float* x, float* y, std::size_t n);
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);
+
+// Mean squared error over n values; writes dL/dy = 2(y - t)/n. Returns the loss.
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n);
+// Softmax cross-entropy over B rows of C logits with integer labels; writes dL/dlogits
+// (mean over rows). Returns the mean loss.
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C);
+
+void sgd_step(float* w, const float* g, std::size_t n, float lr);
+
+struct AdamWConfig {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+};
+// One AdamW step (decoupled weight decay) at step t >= 1; m and v are the moments.
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t);
+
+// y += a·x and x *= a: the elementwise pieces reductions and averaging use.
+void axpy(float a, const float* x, float* y, std::size_t n);
+void scale(float a, float* x, std::size_t n);
+
+namespace reference {
+void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O);
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O);
+void gelu_forward(const float* x, float* y, std::size_t n);
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n);
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C);
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t);
+}  // namespace reference
+
+}  // namespace dtl::kernels

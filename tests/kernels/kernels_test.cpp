@@ -1,0 +1,92 @@
+// Every CPU kernel against its float64 reference; the largest relative error is printed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/kernels.h"
+
+using namespace dtl::kernels;
+
+namespace {
+std::vector<float> random(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Error relative to the tensor's scale, max|a - b| / max|b|: float32 sums that cancel to
+// near zero make element-wise relative errors meaningless.
+double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return worst / scale;
+}
+}  // namespace
+
+TEST(Linear, ForwardAndBackwardMatchReference) {
+  use_one_blas_thread();
+  for (auto [B, I, O] : {std::tuple{1, 1, 1}, std::tuple{7, 13, 5}, std::tuple{32, 64, 48}, std::tuple{3, 200, 1}}) {
+    const auto X = random(std::size_t(B * I), 1), W = random(std::size_t(O * I), 2, 0.1f), b = random(std::size_t(O), 3), dY = random(std::size_t(B * O), 4);
+    std::vector<float> Y(std::size_t(B * O)), Yr(Y.size()), dX(std::size_t(B * I)), dXr(dX.size()), dW(std::size_t(O * I)),
+        dWr(dW.size()), db(static_cast<std::size_t>(O)), dbr(db.size());
+    linear_forward(X.data(), W.data(), b.data(), Y.data(), B, I, O);
+    reference::linear_forward(X.data(), W.data(), b.data(), Yr.data(), B, I, O);
+    linear_backward(X.data(), W.data(), dY.data(), dX.data(), dW.data(), db.data(), B, I, O);
+    reference::linear_backward(X.data(), W.data(), dY.data(), dXr.data(), dWr.data(), dbr.data(), B, I, O);
+    const double e[4] = {max_rel_error(Y, Yr), max_rel_error(dX, dXr), max_rel_error(dW, dWr), max_rel_error(db, dbr)};
+    for (double x : e) EXPECT_LT(x, 1e-5) << "B=" << B << " I=" << I << " O=" << O << " rel errors Y " << e[0] << " dX " << e[1]
+                                           << " dW " << e[2] << " db " << e[3];
+  }
+}
+
+TEST(Gelu, ForwardAndAnalyticBackwardMatchReference) {
+  const auto x = random(1000, 5, 2.0f), dy = random(1000, 6);
+  std::vector<float> y(1000), yr(1000), dx(1000), dxr(1000);
+  gelu_forward(x.data(), y.data(), 1000);
+  reference::gelu_forward(x.data(), yr.data(), 1000);
+  gelu_backward(x.data(), dy.data(), dx.data(), 1000);
+  reference::gelu_backward(x.data(), dy.data(), dxr.data(), 1000);  // a finite difference, not the same formula
+  EXPECT_LT(max_rel_error(y, yr), 1e-6) << max_rel_error(y, yr);
+  EXPECT_LT(max_rel_error(dx, dxr), 1e-4) << max_rel_error(dx, dxr);  // vs a finite difference
+}
+
+TEST(Losses, MseAndSoftmaxCrossEntropyMatchReference) {
+  const auto y = random(300, 7), t = random(300, 8);
+  std::vector<float> dy(300), dyr(300);
+  const float l = mse_loss(y.data(), t.data(), dy.data(), 300), lr = reference::mse_loss(y.data(), t.data(), dyr.data(), 300);
+  EXPECT_NEAR(l, lr, 1e-5 * lr);
+  EXPECT_LT(max_rel_error(dy, dyr), 1e-5);
+  const int B = 6, C = 10;
+  auto z = random(std::size_t(B * C), 9, 3.0f);
+  z[0] = 80.0f;  // large logits must not overflow
+  const std::vector<int> labels{0, 3, 9, 1, 1, 5};
+  std::vector<float> dz(z.size()), dzr(z.size());
+  const float ce = softmax_cross_entropy(z.data(), labels.data(), dz.data(), B, C);
+  const float cer = reference::softmax_cross_entropy(z.data(), labels.data(), dzr.data(), B, C);
+  EXPECT_TRUE(std::isfinite(ce));
+  EXPECT_NEAR(ce, cer, 1e-5 * std::fabs(cer) + 1e-6);
+  EXPECT_LT(max_rel_error(dz, dzr), 1e-5) << max_rel_error(dz, dzr);
+}
+
+TEST(Optimizers, AdamWMatchesReferenceOverSeveralSteps) {
+  const AdamWConfig c{1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f};
+  auto w = random(500, 10), wr = w;
+  std::vector<float> m(500, 0), v(500, 0), mr(500, 0), vr(500, 0);
+  for (int t = 1; t <= 10; ++t) {
+    const auto g = random(500, 100u + unsigned(t));
+    adamw_step(w.data(), g.data(), m.data(), v.data(), 500, c, t);
+    reference::adamw_step(wr.data(), g.data(), mr.data(), vr.data(), 500, c, t);
+  }
+  EXPECT_LT(max_rel_error(w, wr), 1e-5) << max_rel_error(w, wr);
+  std::vector<float> s{1, 2}, g{0.5f, -1};
+  sgd_step(s.data(), g.data(), 2, 0.1f);
+  EXPECT_FLOAT_EQ(s[0], 0.95f);
+  EXPECT_FLOAT_EQ(s[1], 2.1f);
+}
