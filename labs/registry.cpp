@@ -1,5 +1,6 @@
 // The lab registry: every lab the CLI, the visualizer and the tests can run.
 #include "labs/collectives.h"
+#include "labs/ddp.h"
 #include "labs/lab.h"
 
 namespace dtl {
@@ -13,6 +14,17 @@ const std::vector<LabInfo>& lab_registry() {
         {"op", "sum", "reduction", {"sum", "avg", "max", "min"}}},
        run_collectives_lab,
        collectives_chunk_grid},
+      {"ddp",
+       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
+       {{"variant", "bucketed", "how gradients are averaged", {"naive", "flat", "bucketed", "accumulate", "all"}},
+        {"bucket-mb", "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}},
+        {"width", "256", "hidden width of the MLP", {}},
+        {"depth", "4", "linear layers of the MLP", {}},
+        {"batch", "64", "global batch (split over ranks)", {}},
+        {"steps", "5", "training steps", {}},
+        {"micro-batches", "4", "micro-batches per step for --variant accumulate", {}}},
+       run_ddp_lab,
+       nullptr},
   };
   return labs;
 }

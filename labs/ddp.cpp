@@ -1,0 +1,245 @@
+// The DDP lab: data parallelism four ways, on the same MLP and data.
+//
+//   dtlab run ddp --variant naive|flat|bucketed|accumulate|all --ranks 4 [--bucket-mb 25] [--link pcie4]
+//
+// naive       after backward, one all-reduce per parameter tensor, one after another
+// flat        after backward, one all-reduce of the whole gradient buffer
+// bucketed    PyTorch DDP: gradients grouped into buckets in reverse layer order; each
+//             bucket's async all-reduce starts the moment its last gradient is ready during
+//             backward, so communication overlaps the rest of backward; wait before the step
+// accumulate  k micro-batches per step; the first k-1 skip communication (no_sync) and
+//             only the last one reduces, bucketed
+//
+// Every rank holds the full model and 1/P of the global batch; averaged gradients make N
+// ranks equal one rank on the global batch, which rank 0 checks against a single-process
+// reference. Memory is tagged so the report holds 16 bytes/parameter (fp32 weights, grads,
+// AdamW m and v) against what was allocated.
+#include "labs/ddp.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/measure.h"
+#include "labs/model.h"
+
+namespace dtl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+struct Settings {
+  MlpShape shape;
+  int batch = 64, steps = 5, micro = 4;
+  double bucket_mb = 25;
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+};
+
+Settings settings_of(const LabConfig& cfg, int P) {
+  Settings s;
+  s.shape.width = std::stoi(cfg.option("width"));
+  s.shape.layers = std::stoi(cfg.option("depth"));
+  s.batch = std::stoi(cfg.option("batch"));
+  s.steps = std::stoi(cfg.option("steps"));
+  s.micro = std::stoi(cfg.option("micro-batches"));
+  s.bucket_mb = std::stod(cfg.option("bucket-mb"));
+  if (s.shape.width < 1 || s.shape.layers < 1 || s.steps < 1 || s.micro < 1 || s.bucket_mb <= 0)
+    throw UsageError("--width, --depth, --steps, --micro-batches and --bucket-mb must be positive");
+  if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
+  if (cfg.option("variant") == "accumulate" && (s.batch / P) % s.micro != 0)
+    throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " + std::to_string(s.micro));
+  return s;
+}
+
+// A bucket: a contiguous range of the gradient buffer covering layers [first, last].
+struct Bucket {
+  int first_layer = 0, last_layer = 0;
+  std::size_t begin = 0, end = 0;  // floats
+};
+
+// Buckets fill in reverse layer order (the order backward produces gradients), a layer
+// at a time, closing when the capacity is reached: DDP's default of 25 MiB.
+std::vector<Bucket> make_buckets(const std::vector<LayerView>& layers, double capacity_mb) {
+  const std::size_t cap = std::size_t(capacity_mb * (1 << 20) / sizeof(float));
+  std::vector<Bucket> buckets;
+  for (int l = int(layers.size()) - 1; l >= 0; --l) {
+    const LayerView& v = layers[std::size_t(l)];
+    if (buckets.empty() || buckets.back().end - buckets.back().begin >= cap)
+      buckets.push_back({l, l, v.w_offset, v.end()});
+    Bucket& b = buckets.back();
+    b.first_layer = l;
+    b.begin = v.w_offset;  // layers are contiguous, so the bucket grows downward
+  }
+  return buckets;
+}
+
+struct StepTimes {
+  double compute = 0, exposed = 0;
+};
+
+// One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
+float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& data, int first_row, int rows,
+                 const std::string& variant, const Settings& s, int step, const std::vector<Bucket>& buckets,
+                 StepTimes& t) {
+  const int out = s.shape.out;
+  const int micro = variant == "accumulate" ? s.micro : 1;
+  const int mrows = rows / micro;
+  std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
+  std::vector<Request> pending;
+  float loss = 0;
+  const auto t0 = Clock::now();
+  for (int mb = 0; mb < micro; ++mb) {
+    const int r0 = first_row + mb * mrows;
+    const float* y = model.forward(data.x_row(r0), mrows);
+    loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
+    kernels::scale(1.0f / float(micro), dy.data(), dy.size());  // mean over the rank's rows
+    const bool last = mb == micro - 1;
+    const bool overlap = last && (variant == "bucketed" || variant == "accumulate");
+    // Launch a bucket's all-reduce as soon as its first layer (the last backward reaches) is done.
+    model.backward(dy.data(), mb > 0, overlap ? std::function<void(int)>([&](int layer) {
+      for (const Bucket& b : buckets)
+        if (b.first_layer == layer)
+          pending.push_back(comm.iall_reduce(model.grads() + b.begin, model.grads() + b.begin, b.end - b.begin, DType::f32, ReduceOp::avg));
+    }) : std::function<void(int)>{});
+  }
+  const auto t_backward = Clock::now();
+  if (variant == "naive") {
+    for (const LayerView& l : model.layers()) {  // one tensor at a time, nothing overlapped
+      comm.all_reduce(model.grads() + l.w_offset, model.grads() + l.w_offset, l.w_count(), DType::f32, ReduceOp::avg);
+      comm.all_reduce(model.grads() + l.b_offset, model.grads() + l.b_offset, std::size_t(l.out), DType::f32, ReduceOp::avg);
+    }
+  } else if (variant == "flat") {
+    comm.all_reduce(model.grads(), model.grads(), model.num_params(), DType::f32, ReduceOp::avg);
+  }
+  for (Request& r : pending) r.wait();
+  const auto t_comm = Clock::now();
+  kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+  const auto t_end = Clock::now();
+  t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
+  t.exposed += seconds(t_backward, t_comm);
+  return loss;
+}
+
+// Rank 0's reference: the same model trained by one process on the whole global batch.
+std::vector<float> single_rank_reference(const Dataset& data, const Settings& s) {
+  MemoryTracker mem(0, nullptr);
+  Mlp model(s.shape, mem, 1);
+  Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
+  Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
+  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  for (int step = 0; step < s.steps; ++step) {
+    const int r0 = step * s.batch;
+    const float* y = model.forward(data.x_row(r0), s.batch);
+    kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
+    model.backward(dy.data(), false);
+    kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+  }
+  return {model.params(), model.params() + model.num_params()};
+}
+
+// The communication time of this rank's collectives (comm-stream events since `mark`).
+double collective_seconds(Comm& comm, std::size_t mark, double* bytes) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
+  double s = 0;
+  for (std::size_t i = mark; i < log.size(); ++i)
+    if (log[i].kind == EventKind::collective && log[i].bytes > 0) {
+      s += double(log[i].end_ns - log[i].begin_ns) * 1e-9;
+      *bytes += double(log[i].bytes);
+    }
+  return s;
+}
+
+void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, const Settings& s, const Dataset& data,
+                 Report& rep) {
+  const int P = comm.size(), r = comm.rank();
+  MemoryTracker mem(comm.global_rank(), comm.trace());
+  Mlp model(s.shape, mem, 1);
+  Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
+  Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
+  const std::vector<Bucket> buckets = make_buckets(model.layers(), s.bucket_mb);
+  const int rows = s.batch / P;
+  const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
+  comm.barrier();
+  StepTimes t;
+  float first_loss = 0, last_loss = 0;
+  for (int step = 0; step < s.steps; ++step) {
+    const float loss = train_step(comm, model, m, v, data, step * s.batch + r * rows, rows, variant, s, step, buckets, t);
+    float global = loss;
+    comm.all_reduce(&global, &global, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
+    (step == 0 ? first_loss : last_loss) = global;
+    if (s.steps == 1) last_loss = global;
+  }
+  double reduced_bytes = 0;
+  const double comm_s = collective_seconds(comm, comm_mark, &reduced_bytes);
+  const double loss_bytes = 4.0 * s.steps;  // the loss all-reduces are reporting, not DDP
+  // Every rank must hold the same weights, and they must equal one rank on the global batch.
+  std::vector<float> rank0(model.params(), model.params() + model.num_params());
+  comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
+  double between = 0, vs_single = 0;
+  for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - model.params()[i])));
+  if (r == 0) {
+    const std::vector<float> ref = single_rank_reference(data, s);
+    for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - model.params()[i])));
+  }
+  const double most = max_over_ranks(comm, t.exposed) / s.steps, compute = max_over_ranks(comm, t.compute) / s.steps;
+  const double comm_per_step = max_over_ranks(comm, comm_s) / s.steps;
+  between = max_over_ranks(comm, between);
+
+  const std::string n = variant + ": ";
+  const double psi = double(model.num_params());
+  rep.add(n + "loss, first step", first_loss, std::nullopt, "");
+  rep.add(n + "loss, last step", last_loss, std::nullopt, "");
+  // fp32 sums in another order than the single process: a few ulps per step; AdamW keeps them small.
+  rep.check(n + "max weight diff vs 1 rank", vs_single, 0.0, "", 1e-5);
+  rep.check(n + "max weight diff between ranks", between, 0.0, "");
+  rep.add(n + "compute per step (slowest rank)", compute, std::nullopt, "s");
+  rep.add(n + "communication per step (all-reduce time)", comm_per_step, std::nullopt, "s");
+  rep.add(n + "exposed communication per step", most, std::nullopt, "s");
+  rep.add(n + "efficiency compute/(compute+exposed)", compute / (compute + most), std::nullopt, "");
+  rep.check(n + "gradient bytes all-reduced per rank per step", (reduced_bytes - loss_bytes) / s.steps, 4.0 * psi, "B");
+  rep.add(n + "ring bytes on the wire per rank per step, 2(P-1)/P*|grads|", 2.0 * (P - 1) / P * 4.0 * psi,
+          2.0 * (P - 1) / P * 4.0 * psi, "B");
+  rep.check(n + "param bytes per rank (4/param)", double(mem.peak(MemTag::param)), 4 * psi, "B");
+  rep.check(n + "grad bytes per rank (4/param)", double(mem.peak(MemTag::grad)), 4 * psi, "B");
+  rep.check(n + "optimizer bytes per rank (8/param: m, v)", double(mem.peak(MemTag::optimizer)), 8 * psi, "B");
+  rep.add(n + "model state bytes per parameter", double(mem.peak(MemTag::param) + mem.peak(MemTag::grad) +
+                                                        mem.peak(MemTag::optimizer)) / psi, 16.0, "B/param");
+  rep.add(n + "activation bytes per rank (peak)", double(mem.peak(MemTag::activation)), std::nullopt, "B");
+  if (variant == "bucketed" || variant == "accumulate") rep.add(n + "buckets", double(buckets.size()), std::nullopt, "");
+}
+
+}  // namespace
+
+Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
+  if (!comm.trace()) throw Error("the DDP lab measures from trace events; run it with tracing on");
+  kernels::use_one_blas_thread();
+  const Settings s = settings_of(cfg, comm.size());
+  const Dataset data = make_teacher_data(s.shape, s.batch * s.steps, 7);
+  Report rep;
+  rep.lab = "ddp";
+  rep.backend = comm.backend_name();
+  rep.ranks = comm.size();
+  rep.config = cfg.to_json();
+  const std::string variant = cfg.option("variant");
+  const std::vector<std::string> variants =
+      variant == "all" ? std::vector<std::string>{"naive", "flat", "bucketed", "accumulate"} : std::vector<std::string>{variant};
+  for (const auto& v : variants) {
+    Settings vs = s;
+    if (v == "accumulate" && (s.batch / comm.size()) % s.micro != 0) vs.micro = 1;
+    run_variant(comm, cfg, v, vs, data, rep);
+  }
+  if (variant == "all") {  // the point of bucketing: how much of naive's exposed time is left
+    const ReportRow* naive = rep.find("naive: exposed communication per step");
+    const ReportRow* bucketed = rep.find("bucketed: exposed communication per step");
+    if (naive && bucketed && naive->measured > 0)
+      rep.add("bucketed exposed / naive exposed", bucketed->measured / naive->measured, std::nullopt, "");
+  }
+  return rep;
+}
+
+}  // namespace dtl

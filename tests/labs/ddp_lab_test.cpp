@@ -1,0 +1,86 @@
+// The MLP's explicit backward against finite differences, and the DDP lab: every variant
+// on several world sizes ends with the weights of one rank on the global batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/trace/trace.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/ddp.h"
+#include "labs/model.h"
+#include "tests/test_util.h"
+
+using namespace dtl;
+
+TEST(Mlp, BackwardMatchesFiniteDifferences) {
+  MemoryTracker mem(0, nullptr);
+  const MlpShape shape{5, 7, 3, 3};
+  Mlp model(shape, mem, 3);
+  const Dataset data = make_teacher_data(shape, 4, 11);
+  std::vector<float> dy(4 * 3);
+  auto loss_at = [&]() {
+    const float* y = model.forward(data.x.data(), 4);
+    double l = 0;
+    for (std::size_t i = 0; i < dy.size(); ++i) l += (double(y[i]) - 0.3) * (double(y[i]) - 0.3);
+    return l / double(dy.size());
+  };
+  const float* y = model.forward(data.x.data(), 4);
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(2.0 * (double(y[i]) - 0.3) / double(dy.size()));
+  std::vector<int> order;
+  model.backward(dy.data(), false, [&](int l) { order.push_back(l); });
+  EXPECT_EQ(order, (std::vector<int>{2, 1, 0})) << "gradients become final from the last layer to the first";
+  const std::vector<float> analytic(model.grads(), model.grads() + model.num_params());
+  double worst = 0, scale = 1e-12;
+  for (std::size_t i = 0; i < model.num_params(); i += 3) {
+    const float keep = model.params()[i], h = 1e-2f;
+    model.params()[i] = keep + h;
+    const double up = loss_at();
+    model.params()[i] = keep - h;
+    const double down = loss_at();
+    model.params()[i] = keep;
+    worst = std::max(worst, std::fabs((up - down) / (2.0 * h) - analytic[i]));
+    scale = std::max(scale, std::fabs(double(analytic[i])));
+  }
+  EXPECT_LT(worst / scale, 2e-3) << "largest difference " << worst << " (scale " << scale << ")";
+}
+
+TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
+  const LabInfo* lab = find_lab("ddp");
+  ASSERT_NE(lab, nullptr);
+  for (int P : {1, 2, 4}) {
+    LabConfig cfg;
+    cfg.ranks = P;
+    cfg.options = {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}};
+    cfg = with_defaults(*lab, cfg);
+    Trace trace(P);
+    Report rep;
+    test::run_ranks(P, [&](Comm& c) {
+      Report r = lab->run(c, cfg);
+      if (c.rank() == 0) rep = r;
+    }, &trace);
+    EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
+    for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
+      const ReportRow* d = rep.find(std::string(v) + ": max weight diff vs 1 rank");
+      ASSERT_NE(d, nullptr) << v;
+      EXPECT_LT(d->measured, 1e-5) << v << " P=" << P << ": largest weight difference " << d->measured;
+      const ReportRow *first = rep.find(std::string(v) + ": loss, first step"), *last = rep.find(std::string(v) + ": loss, last step");
+      EXPECT_LT(last->measured, first->measured) << v << ": the loss must go down";
+    }
+    EXPECT_GT(rep.find("bucketed: buckets")->measured, 1) << "a tiny bucket size must give several buckets";
+  }
+}
+
+TEST(DdpLab, BadOptionsAreUsageErrors) {
+  const LabInfo* lab = find_lab("ddp");
+  LabConfig cfg;
+  cfg.ranks = 3;
+  cfg.options = {{"batch", "16"}};  // 16 rows do not split over 3 ranks
+  cfg = with_defaults(*lab, cfg);
+  ThreadsOptions opt;
+  opt.world_size = 3;
+  Trace trace(3);
+  opt.trace = &trace;
+  const RunResult r = run_threads(opt, [&](Comm& c) { lab->run(c, cfg); });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("divide evenly"), std::string::npos) << r.error;
+}
