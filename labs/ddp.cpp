@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
+#include "exercises/ddp.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/measure.h"
 #include "labs/model.h"
@@ -56,26 +57,12 @@ Settings settings_of(const LabConfig& cfg, int P) {
   return s;
 }
 
-// A bucket: a contiguous range of the gradient buffer covering layers [first, last].
-struct Bucket {
-  int first_layer = 0, last_layer = 0;
-  std::size_t begin = 0, end = 0;  // floats
-};
-
-// Buckets fill in reverse layer order (the order backward produces gradients), a layer
-// at a time, closing when the capacity is reached: DDP's default of 25 MiB.
-std::vector<Bucket> make_buckets(const std::vector<LayerView>& layers, double capacity_mb) {
-  const std::size_t cap = std::size_t(capacity_mb * (1 << 20) / sizeof(float));
-  std::vector<Bucket> buckets;
-  for (int l = int(layers.size()) - 1; l >= 0; --l) {
-    const LayerView& v = layers[std::size_t(l)];
-    if (buckets.empty() || buckets.back().end - buckets.back().begin >= cap)
-      buckets.push_back({l, l, v.w_offset, v.end()});
-    Bucket& b = buckets.back();
-    b.first_layer = l;
-    b.begin = v.w_offset;  // layers are contiguous, so the bucket grows downward
-  }
-  return buckets;
+// Buckets in the exercise's rule (exercises/ddp.h): reverse layer order, whole layers,
+// closed at the capacity (DDP's default 25 MiB).
+std::vector<ex::GradBucket> make_buckets(const std::vector<LayerView>& layers, double capacity_mb) {
+  std::vector<std::size_t> floats;
+  for (const LayerView& l : layers) floats.push_back(l.end() - l.w_offset);
+  return ex::assign_buckets(floats, std::size_t(capacity_mb * (1 << 20) / sizeof(float)));
 }
 
 struct StepTimes {
@@ -84,7 +71,7 @@ struct StepTimes {
 
 // One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
 float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& data, int first_row, int rows,
-                 const std::string& variant, const Settings& s, int step, const std::vector<Bucket>& buckets,
+                 const std::string& variant, const Settings& s, int step, const std::vector<ex::GradBucket>& buckets,
                  StepTimes& t) {
   const int out = s.shape.out;
   const int micro = variant == "accumulate" ? s.micro : 1;
@@ -98,25 +85,22 @@ float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& da
     const float* y = model.forward(data.x_row(r0), mrows);
     loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
     kernels::scale(1.0f / float(micro), dy.data(), dy.size());  // mean over the rank's rows
-    const bool last = mb == micro - 1;
-    const bool overlap = last && (variant == "bucketed" || variant == "accumulate");
-    // Launch a bucket's all-reduce as soon as its first layer (the last backward reaches) is done.
+    // no_sync: only the micro-batch that may synchronize launches buckets during its backward.
+    const bool overlap = ex::sync_this_micro_batch(mb, micro) && (variant == "bucketed" || variant == "accumulate");
     model.backward(dy.data(), mb > 0, overlap ? std::function<void(int)>([&](int layer) {
-      for (const Bucket& b : buckets)
-        if (b.first_layer == layer)
-          pending.push_back(comm.iall_reduce(model.grads() + b.begin, model.grads() + b.begin, b.end - b.begin, DType::f32, ReduceOp::avg));
+      ex::launch_ready_buckets(comm, model.grads(), buckets, layer, pending);
     }) : std::function<void(int)>{});
   }
   const auto t_backward = Clock::now();
   if (variant == "naive") {
     for (const LayerView& l : model.layers()) {  // one tensor at a time, nothing overlapped
-      comm.all_reduce(model.grads() + l.w_offset, model.grads() + l.w_offset, l.w_count(), DType::f32, ReduceOp::avg);
-      comm.all_reduce(model.grads() + l.b_offset, model.grads() + l.b_offset, std::size_t(l.out), DType::f32, ReduceOp::avg);
+      ex::average_gradients(comm, model.grads() + l.w_offset, l.w_count());
+      ex::average_gradients(comm, model.grads() + l.b_offset, std::size_t(l.out));
     }
   } else if (variant == "flat") {
-    comm.all_reduce(model.grads(), model.grads(), model.num_params(), DType::f32, ReduceOp::avg);
+    ex::average_gradients(comm, model.grads(), model.num_params());
   }
-  for (Request& r : pending) r.wait();
+  ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
   kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
   const auto t_end = Clock::now();
@@ -161,7 +145,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   Mlp model(s.shape, mem, 1);
   Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
   Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
-  const std::vector<Bucket> buckets = make_buckets(model.layers(), s.bucket_mb);
+  const std::vector<ex::GradBucket> buckets = make_buckets(model.layers(), s.bucket_mb);
   const int rows = s.batch / P;
   const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
   comm.barrier();

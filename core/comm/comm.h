@@ -39,20 +39,35 @@ class RequestImpl {
   virtual ~RequestImpl() = default;
   virtual void wait() = 0;
   virtual bool test() = 0;  // true once complete (also rethrows an error)
+  // The last handle is gone (often while an exception unwinds the caller's buffers):
+  // make sure the operation no longer touches them. Never throws.
+  virtual void settle() noexcept {}
 };
 
+// A handle to a pending operation. Dropping the last handle without wait() settles the
+// operation, so a rank that fails mid-communication never leaves a transfer writing into
+// memory it has already freed.
 class Request {
  public:
   Request() = default;
-  explicit Request(std::shared_ptr<RequestImpl> impl) : impl_(std::move(impl)) {}
+  explicit Request(std::shared_ptr<RequestImpl> impl) : h_(std::make_shared<Handle>(std::move(impl))) {}
   void wait() {
-    if (impl_) impl_->wait();
+    if (h_) h_->impl->wait();
   }
-  bool test() { return impl_ ? impl_->test() : true; }
-  bool valid() const { return impl_ != nullptr; }
+  bool test() { return h_ ? h_->impl->test() : true; }
+  bool valid() const { return h_ != nullptr; }
 
  private:
-  std::shared_ptr<RequestImpl> impl_;
+  struct Handle {
+    explicit Handle(std::shared_ptr<RequestImpl> i) : impl(std::move(i)) {}
+    ~Handle() {
+      if (impl) impl->settle();
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    std::shared_ptr<RequestImpl> impl;
+  };
+  std::shared_ptr<Handle> h_;
 };
 
 class Comm {

@@ -29,7 +29,8 @@ struct Exercise {
   int points;
 };
 
-// The curriculum's order: the ring first, then trees, halving-doubling, and the cost model.
+// The curriculum's order: the ring first, then trees, halving-doubling, the cost model,
+// then data parallelism (buckets, overlap, averaging, no_sync).
 constexpr Exercise kExercises[] = {
     {"naive_all_reduce", "NaiveAllReduce", 5},
     {"ring_reduce_scatter", "RingReduceScatter", 15},
@@ -40,6 +41,11 @@ constexpr Exercise kExercises[] = {
     {"tree", "TreeAllReduce", 10},
     {"rhd_all_reduce", "RhdAllReduce", 20},
     {"all_reduce_cost", "AllReduceCost", 5},
+    {"assign_buckets", "AssignBuckets", 10},
+    {"launch_ready_buckets", "LaunchReadyBuckets", 10},
+    {"wait_for_buckets", "WaitForBuckets", 5},
+    {"average_gradients", "AverageGradients", 5},
+    {"sync_this_micro_batch", "SyncThisMicroBatch", 5},
 };
 
 struct Score {

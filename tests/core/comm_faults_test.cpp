@@ -115,3 +115,24 @@ TEST(Runner, SeveralWorldsRunAtOnce) {
   });
   other.join();
 }
+
+TEST(Abort, ThrowingWithOperationsInFlightNeverTouchesFreedBuffers) {
+  // Every rank posts an async all_reduce and a receive nobody will match, on buffers that
+  // live on its stack, then some ranks throw: unwinding frees the buffers while the comm
+  // stream is still busy. Dropped requests must settle first (ASan catches it otherwise).
+  for (int P : {2, 4}) {
+    for (int round = 0; round < 20; ++round) {
+      ThreadsOptions opt;
+      opt.world_size = P;
+      const RunResult r = run_threads(opt, [round](Comm& c) {
+        std::vector<float> a(1 << 14, 1.0f), b(64, 0.0f);
+        Request ar = c.iall_reduce(a.data(), a.data(), a.size(), DType::f32, ReduceOp::sum);
+        Request rx = c.irecv(b.data(), b.size() * 4, mod(c.rank() + 1, c.size()), 99);
+        if (c.rank() % 2 == round % 2) throw std::runtime_error("fails mid-communication");
+        ar.wait();
+      });
+      EXPECT_FALSE(r.ok());
+      EXPECT_NE(r.error.find("fails mid-communication"), std::string::npos) << r.error;
+    }
+  }
+}

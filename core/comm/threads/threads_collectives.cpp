@@ -11,6 +11,7 @@
 // thread only, so every rank receives identical bits.
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "core/comm/chunking.h"
 #include "core/theory/collectives.h"
@@ -26,6 +27,31 @@ char* at(void* p, std::size_t byte_offset) { return static_cast<char*>(p) + byte
 void sync_members(Group& g, int me, const char* what) {
   g.barrier.arrive_and_wait(g.u, g.members, g.members[std::size_t(me)], Role::comm,
                             std::string(what) + " barrier (waiting for the rest of its group)");
+}
+
+// Entry: after it, members read each other's published buffers. Counted from before the
+// barrier, so no member is ever reading without being counted.
+void enter(Group& g, int me, const char* what) {
+  g.inside.fetch_add(1);
+  try {
+    sync_members(g, me, what);
+  } catch (...) {
+    g.inside.fetch_sub(1);
+    throw;
+  }
+}
+
+// Exit: nobody may reuse or free its buffers while a peer still reads them. On an abort
+// the barrier gives up at once, so wait for the members still inside (they only compute,
+// never block) before letting the caller go.
+void leave(Group& g, int me, const char* what) {
+  g.inside.fetch_sub(1);
+  try {
+    sync_members(g, me, what);
+  } catch (const Aborted&) {
+    while (g.inside.load() > 0) std::this_thread::yield();
+    throw;
+  }
 }
 
 // Chunk c of every input, combined in rank order, written to chunk c of every output
@@ -64,6 +90,7 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
   const std::uint64_t seq = collective_seq_++;
   auto req = std::make_shared<ThreadRequest>(
       u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");
+  req->collective = true;
   Trace* tr = u.trace();
   const std::uint16_t label = tr ? tr->label(name) : 0;
   if (!queue_) queue_ = u.start_worker();
@@ -98,9 +125,9 @@ Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t,
   const int me = rank_;
   return run_collective("all_reduce", n * dtype_size(t), [g, me, s, r, n, t, op] {
     g->slots[std::size_t(me)] = {s, r};
-    sync_members(*g, me, "all_reduce");
+    enter(*g, me, "all_reduce");
     reduce_chunk_to_all(*g, chunk_range(n, int(g->members.size()), me), t, op, true, 0);
-    sync_members(*g, me, "all_reduce");
+    leave(*g, me, "all_reduce");
   });
 }
 
@@ -110,10 +137,10 @@ Request ThreadsComm::ireduce(const void* s, void* r, std::size_t n, DType t, Red
   const int me = rank_;
   return run_collective("reduce", n * dtype_size(t), [g, me, s, r, n, t, op, root] {
     g->slots[std::size_t(me)] = {s, r};
-    sync_members(*g, me, "reduce");
+    enter(*g, me, "reduce");
     // Every member reduces its own chunk straight into the root's output: the work is split P ways.
     reduce_chunk_to_all(*g, chunk_range(n, int(g->members.size()), me), t, op, false, root);
-    sync_members(*g, me, "reduce");
+    leave(*g, me, "reduce");
   });
 }
 
@@ -123,12 +150,12 @@ Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DTyp
   return run_collective("reduce_scatter", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t, op] {
     const std::size_t P = g->members.size(), es = dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
-    sync_members(*g, me, "reduce_scatter");
+    enter(*g, me, "reduce_scatter");
     std::vector<const void*> inputs(P);
     for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g->slots[q].send, std::size_t(me) * n * es);
     reduce_many(r, inputs.data(), int(P), n, t, op);
     finish_average(r, n, t, op, int(P));
-    sync_members(*g, me, "reduce_scatter");
+    leave(*g, me, "reduce_scatter");
   });
 }
 
@@ -138,13 +165,13 @@ Request ThreadsComm::iall_gather(const void* s, void* r, std::size_t n, DType t)
   return run_collective("all_gather", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
     const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
-    sync_members(*g, me, "all_gather");
+    enter(*g, me, "all_gather");
     for (std::size_t q = 0; q < P; ++q) {  // pull every block into my output
       const char* src = at(g->slots[q].send, 0);
       char* dst = at(r, q * bytes);
       if (src != dst) std::memcpy(dst, src, bytes);
     }
-    sync_members(*g, me, "all_gather");
+    leave(*g, me, "all_gather");
   });
 }
 
@@ -154,9 +181,9 @@ Request ThreadsComm::ibroadcast(void* b, std::size_t n, DType t, int root) {
   const int me = rank_;
   return run_collective("broadcast", n * dtype_size(t), [g, me, b, n, t, root] {
     g->slots[std::size_t(me)] = {b, b};
-    sync_members(*g, me, "broadcast");
+    enter(*g, me, "broadcast");
     if (me != root) std::memcpy(b, g->slots[std::size_t(root)].send, n * dtype_size(t));
-    sync_members(*g, me, "broadcast");
+    leave(*g, me, "broadcast");
   });
 }
 
@@ -168,10 +195,10 @@ Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t)
   return run_collective("all_to_all", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
     const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
-    sync_members(*g, me, "all_to_all");
+    enter(*g, me, "all_to_all");
     for (std::size_t q = 0; q < P; ++q)  // block `me` of every sender lands in my slot q
       std::memcpy(at(r, q * bytes), at(g->slots[q].send, std::size_t(me) * bytes), bytes);
-    sync_members(*g, me, "all_to_all");
+    leave(*g, me, "all_to_all");
   });
 }
 

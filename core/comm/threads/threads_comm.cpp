@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace dtl::threads {
 
@@ -36,6 +37,18 @@ void ThreadRequest::wait() {
   finish_on_owner();
 }
 
+void ThreadRequest::settle() noexcept {
+  if (done_.load(std::memory_order_acquire)) return;
+  if (withdraw && withdraw()) return;  // still queued: taken back, nobody will touch the buffer
+  // Matched: the data is moving or will be (a library collective, a link in flight). Wait for
+  // it; after an abort only a copy in progress can still touch the buffer.
+  // A collective always finishes promptly (on an abort its barriers give up).
+  while (!done_.load(std::memory_order_acquire)) {
+    if (!collective && u_.aborted() && !copying.load(std::memory_order_acquire)) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 bool ThreadRequest::test() {
   if (!done_.load(std::memory_order_acquire)) {
     if (u_.aborted()) u_.throw_aborted(owner_);
@@ -59,7 +72,11 @@ namespace {
 // Moves one message and completes both requests.
 void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) {
   std::exception_ptr error;
-  if (s.bytes != r.bytes) {
+  s.req->copying.store(true);
+  r.req->copying.store(true);
+  if (u.aborted()) {  // a failed rank may have freed either buffer already
+    error = std::make_exception_ptr(Error("the world was aborted before this transfer moved"));
+  } else if (s.bytes != r.bytes) {
     error = std::make_exception_ptr(Error(
         "rank " + std::to_string(dst_g) + " posted a receive of " + std::to_string(r.bytes) + " bytes from rank " +
         std::to_string(src_g) + " (tag " + std::to_string(s.tag) + "), but the message has " +
@@ -69,6 +86,8 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   } else if (r.bytes > 0) {
     std::memcpy(r.buf, s.buf, r.bytes);
   }
+  s.req->copying.store(false);
+  r.req->copying.store(false);
   r.req->ev.flow_id = s.req->ev.flow_id;
   if (u.link().active() && !error) {
     // The data has moved; both sides learn it when the emulated link would have delivered it.
@@ -101,6 +120,25 @@ void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
 }
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " B"; }
+
+// Take a still-unmatched message out of its mailbox; false if it was matched already.
+bool withdraw_send(Group& g, int dst, const ThreadRequest* req) {
+  Mailbox& box = *g.mailboxes[std::size_t(dst)];
+  std::lock_guard lock(box.mu);
+  auto it = std::find_if(box.sends.begin(), box.sends.end(), [&](const PostedSend& p) { return p.req.get() == req; });
+  if (it == box.sends.end()) return false;
+  box.sends.erase(it);
+  return true;
+}
+
+bool withdraw_recv(Group& g, int me, const ThreadRequest* req) {
+  Mailbox& box = *g.mailboxes[std::size_t(me)];
+  std::lock_guard lock(box.mu);
+  auto it = std::find_if(box.recvs.begin(), box.recvs.end(), [&](const PostedRecv& p) { return p.req.get() == req; });
+  if (it == box.recvs.end()) return false;
+  box.recvs.erase(it);
+  return true;
+}
 
 }  // namespace
 
@@ -139,6 +177,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
   auto it = std::find_if(box.recvs.begin(), box.recvs.end(),
                          [&](const PostedRecv& r) { return r.src == rank_ && r.tag == tag; });
   if (it == box.recvs.end()) {
+    req->withdraw = [group = group_, dst, p = req.get()] { return withdraw_send(*group, dst, p); };
     box.sends.push_back(std::move(s));
     return Request(req);
   }
@@ -167,6 +206,7 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   auto it = std::find_if(box.sends.begin(), box.sends.end(),
                          [&](const PostedSend& s) { return s.src == r.src && s.tag == r.tag; });
   if (it == box.sends.end()) {
+    r.req->withdraw = [group = group_, me = rank_, p = r.req.get()] { return withdraw_recv(*group, me, p); };
     box.recvs.push_back(std::move(r));
     return handle;
   }

@@ -22,6 +22,11 @@ class ThreadRequest final : public RequestImpl {
   ThreadRequest(Universe& u, int owner, std::string what) : u_(u), owner_(owner), what_(std::move(what)) {}
   void wait() override;
   bool test() override;
+  void settle() noexcept override;
+  // While queued in a mailbox, how to take the message back out (set by the poster).
+  std::function<bool()> withdraw;
+  std::atomic<bool> copying{false};  // the data is moving right now (move_data)
+  bool collective = false;           // run by the comm stream: settle waits for it to finish
   // Called once by the completing thread. `ev` (if tracing) is appended by the owner at wait().
   void complete(std::exception_ptr error, std::int64_t end_ns);
   // Stepping mode only: record `ev` now, from the thread that moved the data. Safe because
@@ -79,6 +84,9 @@ struct Group {
     void* recv = nullptr;
   };
   std::vector<Slot> slots;
+  // Members between a collective's entry and exit barriers: they may be reading other
+  // members' buffers, so nobody leaves on an abort until this is 0.
+  std::atomic<int> inside{0};
   std::mutex split_mu;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<Group>> splits;
 };
