@@ -79,14 +79,22 @@ float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& da
   std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
   std::vector<Request> pending;
   float loss = 0;
+  // Compute spans on the main stream: the timeline shows backward overlapping the buckets.
+  Trace* tr = comm.trace();
+  const int me = comm.global_rank();
   const auto t0 = Clock::now();
   for (int mb = 0; mb < micro; ++mb) {
     const int r0 = first_row + mb * mrows;
-    const float* y = model.forward(data.x_row(r0), mrows);
+    const float* y = nullptr;
+    {
+      ScopedSpan span(tr, me, EventKind::compute, tr->label("forward"), step);
+      y = model.forward(data.x_row(r0), mrows);
+    }
     loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
     kernels::scale(1.0f / float(micro), dy.data(), dy.size());  // mean over the rank's rows
     // no_sync: only the micro-batch that may synchronize launches buckets during its backward.
     const bool overlap = ex::sync_this_micro_batch(mb, micro) && (variant == "bucketed" || variant == "accumulate");
+    ScopedSpan span(tr, me, EventKind::compute, tr->label("backward"), step);
     model.backward(dy.data(), mb > 0, overlap ? std::function<void(int)>([&](int layer) {
       ex::launch_ready_buckets(comm, model.grads(), buckets, layer, pending);
     }) : std::function<void(int)>{});
@@ -102,7 +110,10 @@ float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& da
   }
   ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
-  kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+  {
+    ScopedSpan span(tr, me, EventKind::compute, tr->label("optimizer"), step);
+    kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+  }
   const auto t_end = Clock::now();
   t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
   t.exposed += seconds(t_backward, t_comm);
@@ -166,7 +177,8 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
   double between = 0, vs_single = 0;
   for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - model.params()[i])));
-  if (r == 0) {
+  if (r == 0) {  // (the other ranks wait meanwhile: a long collective on their timelines)
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("check: 1-rank reference"));
     const std::vector<float> ref = single_rank_reference(data, s);
     for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - model.params()[i])));
   }

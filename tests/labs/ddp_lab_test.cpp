@@ -67,6 +67,23 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
       EXPECT_LT(last->measured, first->measured) << v << ": the loss must go down";
     }
     EXPECT_GT(rep.find("bucketed: buckets")->measured, 1) << "a tiny bucket size must give several buckets";
+    // The timeline's compute spans: per rank and variant, one forward, backward and optimizer
+    // span per step (accumulate: one forward and backward per micro-batch).
+    for (int r = 0; r < P; ++r) {
+      int forward = 0, backward = 0, optimizer = 0;
+      const EventLog& log = trace.log(r, kStreamMain);
+      for (std::size_t i = 0; i < log.size(); ++i) {
+        if (log[i].kind != EventKind::compute) continue;
+        const std::string name = trace.label_name(log[i].label);
+        forward += name == "forward";
+        backward += name == "backward";
+        optimizer += name == "optimizer";
+      }
+      const int micro = std::stoi(cfg.option("micro-batches"));
+      EXPECT_EQ(optimizer, 4 * 4) << "rank " << r;           // 4 steps × 4 variants
+      EXPECT_EQ(forward, 4 * 3 + 4 * micro) << "rank " << r;  // accumulate runs `micro` per step
+      EXPECT_EQ(backward, forward) << "rank " << r;
+    }
   }
 }
 
