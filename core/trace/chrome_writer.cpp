@@ -107,7 +107,7 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
     const std::string pid = std::to_string(r);
     emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":\"rank " + pid + "\"}}");
     emit("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}");
-    std::array<std::size_t, kNumMemTags> mem{};
+    MemoryByTag mem;
     for (int s = 0; s < Trace::kStreams; ++s) {
       const EventLog& log = trace.log(r, s);
       std::vector<Event> spans;
@@ -116,11 +116,10 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
         if (is_span(e.kind)) {
           spans.push_back(e);
         } else if (e.kind == EventKind::alloc || e.kind == EventKind::free) {
-          auto& cur = mem[std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1))];
-          cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - std::min<std::size_t>(cur, e.bytes);
+          mem.apply(e);
           std::string args;
           for (int t = 0; t < kNumMemTags; ++t)
-            args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem[std::size_t(t)]);
+            args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem.bytes[t]);
           emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + args + "}}");
         } else if (e.kind == EventKind::mark) {
           emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels)) + "\",\"pid\":" + pid +

@@ -53,4 +53,16 @@ struct Event {
 };
 static_assert(sizeof(Event) == 64, "Event stays one cache line");
 
+// Bytes currently allocated on one rank, by tag, updated from its alloc/free events: what
+// the trace writer's counters and the memory view both show.
+struct MemoryByTag {
+  std::uint64_t bytes[kNumMemTags] = {};
+  void apply(const Event& e) {  // ignores events that are not alloc/free
+    if (e.kind != EventKind::alloc && e.kind != EventKind::free) return;
+    const int t = e.tag < 0 ? 0 : e.tag >= kNumMemTags ? kNumMemTags - 1 : e.tag;
+    std::uint64_t& cur = bytes[t];
+    cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - (e.bytes < cur ? e.bytes : cur);
+  }
+};
+
 }  // namespace dtl

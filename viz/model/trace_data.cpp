@@ -213,15 +213,14 @@ TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::
   std::stable_sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) {
     return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
   });
-  std::array<std::vector<std::uint64_t>, kNumMemTags> current;
-  for (auto& v : current) v.assign(std::size_t(ranks), 0);
+  std::vector<MemoryByTag> current(static_cast<std::size_t>(ranks));
   t.events.reserve(sorted.size());
   for (const Event& e : sorted) {
     if (e.kind == EventKind::alloc || e.kind == EventKind::free) {
-      auto& cur = current[std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1))][std::size_t(e.rank)];
-      cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - std::min<std::uint64_t>(cur, e.bytes);
+      MemoryByTag& mem = current[std::size_t(e.rank)];
+      mem.apply(e);
       MemorySample m{e.rank, e.begin_ns, {}};
-      for (int tag = 0; tag < kNumMemTags; ++tag) m.bytes[std::size_t(tag)] = current[std::size_t(tag)][std::size_t(e.rank)];
+      for (int tag = 0; tag < kNumMemTags; ++tag) m.bytes[std::size_t(tag)] = mem.bytes[tag];
       t.memory.push_back(m);
       continue;
     }

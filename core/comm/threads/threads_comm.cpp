@@ -121,22 +121,15 @@ void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " B"; }
 
-// Take a still-unmatched message out of its mailbox; false if it was matched already.
-bool withdraw_send(Group& g, int dst, const ThreadRequest* req) {
-  Mailbox& box = *g.mailboxes[std::size_t(dst)];
+// Take a still-unmatched message out of a mailbox queue (sends or recvs); false if it
+// was matched already.
+template <typename Posted>
+bool withdraw(Mailbox& box, std::deque<Posted> Mailbox::*queue, const ThreadRequest* req) {
   std::lock_guard lock(box.mu);
-  auto it = std::find_if(box.sends.begin(), box.sends.end(), [&](const PostedSend& p) { return p.req.get() == req; });
-  if (it == box.sends.end()) return false;
-  box.sends.erase(it);
-  return true;
-}
-
-bool withdraw_recv(Group& g, int me, const ThreadRequest* req) {
-  Mailbox& box = *g.mailboxes[std::size_t(me)];
-  std::lock_guard lock(box.mu);
-  auto it = std::find_if(box.recvs.begin(), box.recvs.end(), [&](const PostedRecv& p) { return p.req.get() == req; });
-  if (it == box.recvs.end()) return false;
-  box.recvs.erase(it);
+  auto& q = box.*queue;
+  auto it = std::find_if(q.begin(), q.end(), [&](const Posted& p) { return p.req.get() == req; });
+  if (it == q.end()) return false;
+  q.erase(it);
   return true;
 }
 
@@ -177,7 +170,9 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
   auto it = std::find_if(box.recvs.begin(), box.recvs.end(),
                          [&](const PostedRecv& r) { return r.src == rank_ && r.tag == tag; });
   if (it == box.recvs.end()) {
-    req->withdraw = [group = group_, dst, p = req.get()] { return withdraw_send(*group, dst, p); };
+    req->withdraw = [group = group_, dst, p = req.get()] {
+      return withdraw(*group->mailboxes[std::size_t(dst)], &Mailbox::sends, p);
+    };
     box.sends.push_back(std::move(s));
     return Request(req);
   }
@@ -206,7 +201,9 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   auto it = std::find_if(box.sends.begin(), box.sends.end(),
                          [&](const PostedSend& s) { return s.src == r.src && s.tag == r.tag; });
   if (it == box.sends.end()) {
-    r.req->withdraw = [group = group_, me = rank_, p = r.req.get()] { return withdraw_recv(*group, me, p); };
+    r.req->withdraw = [group = group_, me = rank_, p = r.req.get()] {
+      return withdraw(*group->mailboxes[std::size_t(me)], &Mailbox::recvs, p);
+    };
     box.recvs.push_back(std::move(r));
     return handle;
   }
