@@ -24,6 +24,7 @@
 #include "core/trace/trace.h"
 #include "exercises/ddp.h"
 #include "kernels/cpu/kernels.h"
+#include "labs/compute_span.h"
 #include "labs/measure.h"
 #include "labs/model.h"
 
@@ -70,7 +71,7 @@ struct StepTimes {
 };
 
 // One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
-float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& data, int first_row, int rows,
+float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor& v, const Dataset& data, int first_row, int rows,
                  const std::string& variant, const Settings& s, int step, const std::vector<ex::GradBucket>& buckets,
                  StepTimes& t) {
   const int out = s.shape.out;
@@ -80,21 +81,19 @@ float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& da
   std::vector<Request> pending;
   float loss = 0;
   // Compute spans on the main stream: the timeline shows backward overlapping the buckets.
-  Trace* tr = comm.trace();
-  const int me = comm.global_rank();
   const auto t0 = Clock::now();
   for (int mb = 0; mb < micro; ++mb) {
     const int r0 = first_row + mb * mrows;
     const float* y = nullptr;
     {
-      ScopedSpan span(tr, me, EventKind::compute, tr->label("forward"), step);
+      ComputeSpan span(comm, cfg, "forward", step);
       y = model.forward(data.x_row(r0), mrows);
     }
     loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
     kernels::scale(1.0f / float(micro), dy.data(), dy.size());  // mean over the rank's rows
     // no_sync: only the micro-batch that may synchronize launches buckets during its backward.
     const bool overlap = ex::sync_this_micro_batch(mb, micro) && (variant == "bucketed" || variant == "accumulate");
-    ScopedSpan span(tr, me, EventKind::compute, tr->label("backward"), step);
+    ComputeSpan span(comm, cfg, "backward", step);
     model.backward(dy.data(), mb > 0, overlap ? std::function<void(int)>([&](int layer) {
       ex::launch_ready_buckets(comm, model.grads(), buckets, layer, pending);
     }) : std::function<void(int)>{});
@@ -111,7 +110,7 @@ float train_step(Comm& comm, Mlp& model, Tensor& m, Tensor& v, const Dataset& da
   ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
   {
-    ScopedSpan span(tr, me, EventKind::compute, tr->label("optimizer"), step);
+    ComputeSpan span(comm, cfg, "optimizer", step);
     kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
   }
   const auto t_end = Clock::now();
@@ -163,7 +162,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   StepTimes t;
   float first_loss = 0, last_loss = 0;
   for (int step = 0; step < s.steps; ++step) {
-    const float loss = train_step(comm, model, m, v, data, step * s.batch + r * rows, rows, variant, s, step, buckets, t);
+    const float loss = train_step(comm, cfg, model, m, v, data, step * s.batch + r * rows, rows, variant, s, step, buckets, t);
     float global = loss;
     comm.all_reduce(&global, &global, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
     (step == 0 ? first_loss : last_loss) = global;
@@ -221,6 +220,8 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   rep.backend = comm.backend_name();
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
+  if (cfg.slow_rank >= 0)  // a straggler: the others wait for it inside the all-reduces (exposed time)
+    rep.add("straggler: rank " + std::to_string(cfg.slow_rank) + " compute slowed by", cfg.slow_factor, std::nullopt, "x");
   const std::string variant = cfg.option("variant");
   const std::vector<std::string> variants =
       variant == "all" ? std::vector<std::string>{"naive", "flat", "bucketed", "accumulate"} : std::vector<std::string>{variant};

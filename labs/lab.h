@@ -25,6 +25,9 @@ struct LabConfig {
   int iters = 5;   // timed repetitions
   int warmup = 1;  // untimed repetitions first
   LinkSpec link;   // the emulated interconnect the run uses (threads backend), for predicted times
+  // --slow-rank R:FACTOR: rank R's compute spans last FACTOR times as long (a straggler).
+  int slow_rank = -1;
+  double slow_factor = 1.0;
   std::map<std::string, std::string> options;  // lab-specific, e.g. {"algo": "ring"}
 
   const std::string& option(const std::string& key) const;  // throws if the lab declared no such option

@@ -17,5 +17,7 @@ Command add_grade_command(CLI::App& app);
 
 // "RANK[:STEP]" for --inject-fault / --inject-hang; throws UsageError.
 void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step);
+// "RANK:FACTOR" for --slow-rank (FACTOR >= 1); throws UsageError.
+void parse_slow_rank(const std::string& text, int ranks, int& rank, double& factor);
 
 }  // namespace dtl::cli

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -31,6 +32,7 @@ struct RunArgs {
   double timeout_s = 60;
   int iters = 5, warmup = 1;
   std::string inject_fault, inject_hang;
+  std::string slow_rank;
   std::string link;
   double link_bw = 0, link_latency = 0;
   std::map<std::string, std::string> lab_options;
@@ -110,6 +112,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
   if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
+  if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
   cfg = with_defaults(lab, cfg);
   if (cfg.bytes < dtype_size(cfg.dtype))
     throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
@@ -190,6 +193,20 @@ void parse_rank_step(const std::string& text, const char* flag, int ranks, int& 
                      std::to_string(ranks - 1) + " exist");
 }
 
+void parse_slow_rank(const std::string& text, int ranks, int& rank, double& factor) {
+  const auto colon = text.find(':');
+  const std::string r = text.substr(0, colon), f = colon == std::string::npos ? "" : text.substr(colon + 1);
+  char* end = nullptr;
+  factor = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
+  if (r.empty() || r.find_first_not_of("0123456789") != std::string::npos || f.empty() || *end != '\0' || !(factor >= 1.0) ||
+      factor > 1000.0)
+    throw UsageError("--slow-rank '" + text + "' is not RANK:FACTOR with FACTOR between 1 and 1000, e.g. --slow-rank 1:2.5");
+  rank = std::stoi(r);
+  if (rank >= ranks)
+    throw UsageError("--slow-rank names rank " + std::to_string(rank) + ", but only ranks 0.." + std::to_string(ranks - 1) +
+                     " exist");
+}
+
 Command add_run_command(CLI::App& app) {
   CLI::App* run = app.add_subcommand("run", "Run a lab: dtlab run LAB [options] (see 'dtlab list')");
   run->allow_extras();  // so an unknown lab name reaches us and gets a clear message
@@ -209,6 +226,7 @@ Command add_run_command(CLI::App& app) {
     sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")->capture_default_str();
     sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
     sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
+    sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
     sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
     sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction");
     sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds");

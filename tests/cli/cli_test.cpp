@@ -82,7 +82,9 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "run collectives --algo butterfly", "run collectives --ranks 0",
                            "run collectives --ranks 99999999", "run collectives --frobnicate", "bench nothing",
                            "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9",
-                           "run collectives --link carrier-pigeon", "run collectives --link pcie4 --step"}) {
+                           "run collectives --link carrier-pigeon", "run collectives --link pcie4 --step",
+                           "run ddp --slow-rank 4:2", "run ddp --slow-rank 1", "run ddp --slow-rank 1:0.5",
+                           "run ddp --slow-rank x:2"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;

@@ -2,10 +2,12 @@
 // on several world sizes ends with the weights of one rank on the global batch.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "core/trace/trace.h"
 #include "kernels/cpu/kernels.h"
+#include "labs/compute_span.h"
 #include "labs/ddp.h"
 #include "labs/model.h"
 #include "tests/test_util.h"
@@ -100,4 +102,30 @@ TEST(DdpLab, BadOptionsAreUsageErrors) {
   const RunResult r = run_threads(opt, [&](Comm& c) { lab->run(c, cfg); });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error.find("divide evenly"), std::string::npos) << r.error;
+}
+
+// --slow-rank R:FACTOR: the straggler's compute spans last at least FACTOR times the work
+// inside them (sleep never ends early), the other ranks' spans are not stretched at all.
+TEST(DdpLab, SlowRankStretchesOnlyItsComputeSpans) {
+  LabConfig cfg;
+  cfg.slow_rank = 1;
+  cfg.slow_factor = 3.0;
+  Trace trace(2);
+  std::vector<double> work_ns(2);
+  test::run_ranks(2, [&](Comm& c) {
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      ComputeSpan span(c, cfg, "forward");
+      volatile double x = 0;
+      for (int i = 0; i < 2000000; ++i) x = x + 1e-9 * i;
+      work_ns[std::size_t(c.rank())] = double((std::chrono::steady_clock::now() - t0).count());
+    }
+  }, &trace);
+  for (int r = 0; r < 2; ++r) {
+    const EventLog& log = trace.log(r, kStreamMain);
+    ASSERT_EQ(log.size(), 1u);
+    const double span = double(log[0].end_ns - log[0].begin_ns), work = work_ns[std::size_t(r)];
+    if (r == 1) EXPECT_GE(span, 0.99 * 3.0 * work) << "straggler span " << span << " ns, work " << work << " ns";
+    else EXPECT_LT(span, 2.0 * work + 1e6) << "rank 0 must not be slowed: span " << span << " ns, work " << work << " ns";
+  }
 }
