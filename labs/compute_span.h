@@ -18,15 +18,21 @@ class ComputeSpan {
   ComputeSpan(Comm& comm, const LabConfig& cfg, const char* name, int step = -1)
       : factor_(comm.global_rank() == cfg.slow_rank ? cfg.slow_factor : 1.0),
         span_(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace() ? comm.trace()->label(name) : 0, step) {}
-  ~ComputeSpan() {
-    if (factor_ > 1.0) std::this_thread::sleep_for((std::chrono::steady_clock::now() - start_) * (factor_ - 1.0));
+  ~ComputeSpan() { pace(); }
+  // Stretch the work done since the last pace() now. Call it at the points where the
+  // computation hands something to others (a layer's gradients ready for a bucket), so a
+  // straggler is late at every such point, not only at the end.
+  void pace() {
+    if (factor_ <= 1.0) return;
+    std::this_thread::sleep_for((std::chrono::steady_clock::now() - last_) * (factor_ - 1.0));
+    last_ = std::chrono::steady_clock::now();
   }
   ComputeSpan(const ComputeSpan&) = delete;
   ComputeSpan& operator=(const ComputeSpan&) = delete;
 
  private:
   double factor_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
   ScopedSpan span_;  // declared last: closes after the destructor's sleep, so the stretch is inside it
 };
 

@@ -41,6 +41,12 @@ struct ThreadsOptions {
   double timeout_s = 60.0;    // watchdog: abort when no rank makes progress this long (<= 0: off)
   LinkSpec link;              // emulated interconnect (inactive: transfers at memory speed);
                               // ignored while stepping, where a person sets the pace
+  // Rank threads (the "compute streams") run at this nice level above the comm-stream
+  // threads, so a collective launched during backward gets the cores the moment it is
+  // ready, as on a GPU where NCCL runs beside the compute kernels on a high-priority
+  // stream. Without it, on a machine with fewer cores than threads, the bucketed DDP
+  // all-reduces queue behind backward and show up as exposed time. 0: equal priority.
+  int compute_nice = 10;
 };
 
 struct RunResult {

@@ -8,10 +8,43 @@ namespace {
 constexpr auto kAbortPoll = std::chrono::milliseconds(20);
 }  // namespace
 
+ThreadSpawner::ThreadSpawner() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !requests_.empty(); });
+      if (requests_.empty()) return;  // stopped
+      Request r = std::move(requests_.front());
+      requests_.pop_front();
+      r.made.set_value(std::thread(std::move(r.fn)));
+    }
+  });
+}
+
+ThreadSpawner::~ThreadSpawner() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  thread_.join();
+}
+
+std::thread ThreadSpawner::spawn(std::function<void()> fn) {
+  std::future<std::thread> made;
+  {
+    std::lock_guard lock(mu_);
+    requests_.push_back({std::move(fn), {}});
+    made = requests_.back().made.get_future();
+    cv_.notify_all();
+  }
+  return made.get();
+}
+
 Universe::Universe(const ThreadsOptions& opt)
     : size_(opt.world_size), trace_(opt.trace), gate_(opt.gate), faults_(opt.faults),
       link_(opt.gate ? LinkSpec{} : opt.link),
-      send_free_(std::size_t(opt.world_size)), recv_free_(std::size_t(opt.world_size)) {
+      send_free_(std::size_t(opt.world_size)), recv_free_(std::size_t(opt.world_size)), link_timer_(spawner_) {
   for (int i = 0; i < size_; ++i) ranks_.push_back(std::make_unique<RankState>());
 }
 
@@ -37,7 +70,7 @@ LinkTimer::~LinkTimer() {
 
 void LinkTimer::at(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
   std::lock_guard lock(mu_);
-  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  if (!thread_.joinable()) thread_ = spawner_.spawn([this] { loop(); });
   due_.emplace(when, std::move(fn));
   cv_.notify_all();
 }
@@ -156,7 +189,7 @@ void WorkQueue::push(std::function<void()> task) {
 
 std::shared_ptr<WorkQueue> Universe::start_worker() {
   auto q = std::make_shared<WorkQueue>();
-  std::thread t([q] {
+  std::thread t = spawner_.spawn([q] {
     for (;;) {
       std::function<void()> task;
       {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <future>
 #include <thread>
 #include <functional>
 #include <memory>
@@ -49,10 +50,32 @@ struct WorkQueue {
   void push(std::function<void()> task);
 };
 
+// Creates threads on a thread of its own. Linux threads inherit their creator's nice
+// level, and the rank threads run niced (ThreadsOptions::compute_nice), so the comm
+// streams and the link timer are created here, at the priority run_threads was called with.
+class ThreadSpawner {
+ public:
+  ThreadSpawner();
+  ~ThreadSpawner();
+  std::thread spawn(std::function<void()> fn);
+
+ private:
+  struct Request {
+    std::function<void()> fn;
+    std::promise<std::thread> made;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Request> requests_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 // Completes work at given times: the emulated link's transfers finish when the α-β model
 // says, not when memcpy did.
 class LinkTimer {
  public:
+  explicit LinkTimer(ThreadSpawner& spawner) : spawner_(spawner) {}
   ~LinkTimer();
   void at(std::chrono::steady_clock::time_point when, std::function<void()> fn);
 
@@ -62,6 +85,7 @@ class LinkTimer {
   std::condition_variable cv_;
   std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> due_;
   bool stop_ = false;
+  ThreadSpawner& spawner_;
   std::thread thread_;
 };
 
@@ -109,6 +133,7 @@ class Universe {
   std::string describe_blocked();
 
  private:
+  ThreadSpawner spawner_;  // first member: the threads below are made by it
   int size_;
   Trace* trace_;
   StepGate* gate_;
