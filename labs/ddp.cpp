@@ -68,7 +68,7 @@ std::vector<ex::GradBucket> make_buckets(const std::vector<LayerView>& layers, d
 }
 
 struct StepTimes {
-  double compute = 0;
+  double compute = 0, step = 0;
   std::vector<double> exposed;  // per step: from the end of backward to the optimizer
 };
 
@@ -118,24 +118,30 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor
   }
   const auto t_end = Clock::now();
   t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
+  t.step += seconds(t0, t_end);
   t.exposed.push_back(seconds(t_backward, t_comm));
   return loss;
 }
 
 // Rank 0's reference: the same model trained by one process on the whole global batch.
-std::vector<float> single_rank_reference(const Dataset& data, const Settings& s) {
+// Also times its steps (after the first), the 1-GPU baseline a speedup is measured against.
+std::vector<float> single_rank_reference(const Dataset& data, const Settings& s, double* step_seconds) {
   MemoryTracker mem(0, nullptr);
   Mlp model(s.shape, mem, 1);
   Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
   Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
   std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  const int warmup = s.steps > 1 ? 1 : 0;
+  Clock::time_point timed_from = Clock::now();
   for (int step = 0; step < s.steps; ++step) {
+    if (step == warmup) timed_from = Clock::now();
     const int r0 = step * s.batch;
     const float* y = model.forward(data.x_row(r0), s.batch);
     kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
     model.backward(dy.data(), false);
     kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
   }
+  *step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
   return {model.params(), model.params() + model.num_params()};
 }
 
@@ -184,11 +190,11 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   // Every rank must hold the same weights, and they must equal one rank on the global batch.
   std::vector<float> rank0(model.params(), model.params() + model.num_params());
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
-  double between = 0, vs_single = 0;
+  double between = 0, vs_single = 0, one_rank_step = 0;
   for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - model.params()[i])));
   if (r == 0) {  // (the other ranks wait meanwhile: a long collective on their timelines)
     ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("check: 1-rank reference"));
-    const std::vector<float> ref = single_rank_reference(data, s);
+    const std::vector<float> ref = single_rank_reference(data, s, &one_rank_step);
     for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - model.params()[i])));
   }
   // Per step, the rank that finishes backward last waits only for the communication; the
@@ -202,7 +208,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
     exposed += least[i] / timed;
     imbalance += (most_wait[i] - least[i]) / timed;
   }
-  const double compute = max_over_ranks(comm, t.compute) / timed;
+  const double compute = max_over_ranks(comm, t.compute) / timed, step_time = max_over_ranks(comm, t.step) / timed;
   const double comm_per_step = max_over_ranks(comm, comm_s) / timed;
   between = max_over_ranks(comm, between);
 
@@ -218,6 +224,10 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   rep.add(n + "exposed communication per step", exposed, std::nullopt, "s");
   rep.add(n + "waiting for slower ranks per step", imbalance, std::nullopt, "s");
   rep.add(n + "efficiency compute/(compute+exposed)", compute / (compute + exposed), std::nullopt, "");
+  rep.add(n + "step time (slowest rank)", step_time, std::nullopt, "s");
+  rep.add(n + "step time of 1 rank on the global batch", one_rank_step, std::nullopt, "s");
+  // Ideal: P. Below 1, the model is too small for this link: 1 rank is faster.
+  rep.add(n + "speedup over 1 rank", one_rank_step / step_time, double(P), "x");
   const double grad_bytes = (reduced_bytes - loss_bytes) / s.steps;
   rep.check(n + "gradient bytes all-reduced per rank per step", grad_bytes, 4.0 * psi, "B");
   // What a ring all-reduce of those bytes puts on each rank's link (the library's own

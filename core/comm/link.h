@@ -30,7 +30,13 @@ struct LinkSpec {
 const std::vector<LinkSpec>& link_presets();
 // A preset by name, or UsageError listing them.
 LinkSpec find_link(std::string_view name);
-// From the command line: a preset, or explicit bandwidth/latency (bandwidth > 0).
-LinkSpec make_link(const std::string& preset, double bandwidth_GBps, double latency_us);
+// From the command line: a preset, or explicit bandwidth/latency (bandwidth > 0), made
+// `slowdown` times slower (latency × slowdown, bandwidth ÷ slowdown; 1 = as is).
+//
+// Why slow a link down: a CPU core computes about 1000× slower than a GPU while memory
+// copies are only about 10× slower than NVLink, so on a laptop a real link makes
+// communication look free. Slowing the link by the factor the compute is slowed keeps a
+// GPU's compute-to-communication ratio, which is what the DDP milestones are about.
+LinkSpec make_link(const std::string& preset, double bandwidth_GBps, double latency_us, double slowdown = 1.0);
 
 }  // namespace dtl

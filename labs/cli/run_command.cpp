@@ -34,7 +34,7 @@ struct RunArgs {
   std::string inject_fault, inject_hang;
   std::string slow_rank;
   std::string link;
-  double link_bw = 0, link_latency = 0;
+  double link_bw = 0, link_latency = 0, link_slowdown = 1;
   std::map<std::string, std::string> lab_options;
 };
 
@@ -108,7 +108,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   cfg.warmup = a.step ? 0 : a.warmup;
   if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");
   cfg.options = a.lab_options;
-  cfg.link = make_link(a.link, a.link_bw, a.link_latency);
+  cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
   if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
@@ -230,6 +230,9 @@ Command add_run_command(CLI::App& app) {
     sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
     sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction");
     sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds");
+    sub->add_option("--link-slowdown", a.link_slowdown,
+                    "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
+                    "compute:communication ratio)");
     for (const LabOption& opt : lab.options) {
       auto* o = sub->add_option_function<std::string>(
           "--" + opt.name, [args, name = lab.name, key = opt.name](const std::string& v) { (*args)[name].lab_options[key] = v; },
