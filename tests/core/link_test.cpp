@@ -96,4 +96,11 @@ TEST(EmulatedLink, PresetsAndUsageErrors) {
   EXPECT_THROW(make_link("", 0, 5), UsageError);
   EXPECT_FALSE(make_link("", 0, 0).active());
   EXPECT_TRUE(make_link("", 3, 1).active());
+  // --link-slowdown K: K times the latency, 1/K the bandwidth, named so reports say it.
+  const LinkSpec slow = make_link("pcie4", 0, 0, 100);
+  EXPECT_DOUBLE_EQ(slow.bandwidth_GBps, 0.32);
+  EXPECT_DOUBLE_EQ(slow.latency_us, 500);
+  EXPECT_EQ(slow.name, "pcie4/100");
+  EXPECT_THROW(make_link("pcie4", 0, 0, 0.5), UsageError);
+  EXPECT_THROW(make_link("", 0, 0, 10), UsageError);  // nothing to slow down
 }
