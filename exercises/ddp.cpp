@@ -17,19 +17,20 @@ std::vector<GradBucket> assign_buckets(const std::vector<std::size_t>&, std::siz
                        "already holds >= capacity floats; a layer joins the open bucket (first_layer and begin move to it).");
 }
 
-void launch_ready_buckets(Comm&, float*, const std::vector<GradBucket>&, int, std::vector<Request>&) {
+void launch_ready_buckets(Comm&, const GradBuffer&, const std::vector<GradBucket>&, int, std::vector<Request>&) {
   throw NotImplemented("launch_ready_buckets",
-                       "for each bucket whose first_layer == layer, push comm.iall_reduce(grads + begin, grads + begin, "
-                       "end - begin, f32, avg) onto pending. Do not wait.");
+                       "for each bucket whose first_layer == layer, push comm.iall_reduce(grads.at(begin), grads.at(begin), "
+                       "end - begin, grads.dtype, avg) onto pending. Do not wait.");
 }
 
 void wait_for_buckets(std::vector<Request>&) {
   throw NotImplemented("wait_for_buckets", "call wait() on every pending request, then clear the vector.");
 }
 
-void average_gradients(Comm&, float*, std::size_t) {
+void average_gradients(Comm&, const GradBuffer&, std::size_t) {
   throw NotImplemented("average_gradients",
-                       "all_reduce with ReduceOp::sum in place, then multiply every gradient by 1/P.");
+                       "all_reduce with ReduceOp::sum in place, then multiply every gradient by 1/P "
+                       "(scale_in_place handles any dtype).");
 }
 
 bool sync_this_micro_batch(int, int) {

@@ -1,8 +1,9 @@
 // The DDP exercise API: the pieces of PyTorch's DistributedDataParallel that the DDP lab
 // (labs/ddp.cpp) calls. Built from solutions/ddp.cpp or your exercises/ddp.cpp.
 //
-// The gradient buffer is one contiguous float array; layer l owns [begin_l, end_l) and the
-// layers are laid out in forward order, so a run of consecutive layers is one range.
+// The gradient buffer is one contiguous array (float, or bf16/f16 in mixed precision);
+// layer l owns elements [begin_l, end_l) and the layers are laid out in forward order, so
+// a run of consecutive layers is one range.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,15 @@ namespace dtl::ex {
 
 struct GradBucket {
   int first_layer = 0, last_layer = 0;  // the layers it covers (first_layer <= last_layer)
-  std::size_t begin = 0, end = 0;       // its range of the gradient buffer, in floats
+  std::size_t begin = 0, end = 0;       // its range of the gradient buffer, in elements
+};
+
+// The gradient buffer: elements of `dtype` at `data`. grads.at(i) is the address of
+// element i, what `grads + i` is for a float*.
+struct GradBuffer {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  void* at(std::size_t i) const { return static_cast<std::byte*>(data) + i * dtype_size(dtype); }
 };
 
 // Exercise 8: assign layers to buckets. layer_floats[l] is layer l's gradient size in
@@ -25,18 +34,19 @@ struct GradBucket {
 std::vector<GradBucket> assign_buckets(const std::vector<std::size_t>& layer_floats, std::size_t capacity_floats);
 
 // Exercise 9: called by backward right after layer `layer`'s gradients are final. Launch
-// (comm.iall_reduce, ReduceOp::avg, in place) every bucket that this layer completes —
+// (comm.iall_reduce in the buffer's dtype, ReduceOp::avg, in place) every bucket that this layer completes —
 // backward runs last layer to first, so a bucket is complete when its first_layer is
 // done — and keep its Request in `pending`. Never wait here: backward must go on.
-void launch_ready_buckets(Comm& comm, float* grads, const std::vector<GradBucket>& buckets, int layer,
+void launch_ready_buckets(Comm& comm, const GradBuffer& grads, const std::vector<GradBucket>& buckets, int layer,
                           std::vector<Request>& pending);
 
 // Exercise 10: before the optimizer step, wait for every launched bucket; leave `pending` empty.
 void wait_for_buckets(std::vector<Request>& pending);
 
-// Exercise 11: average `n` gradients over the ranks with a SUM all-reduce and one scaling
-// by 1/P (what ReduceOp::avg does inside; naive DDP does this per tensor).
-void average_gradients(Comm& comm, float* grads, std::size_t n);
+// Exercise 11: average the first `n` gradients over the ranks with a SUM all-reduce and
+// one scaling by 1/P (what ReduceOp::avg does inside; naive DDP does this per tensor).
+// scale_in_place (core/comm/dtype.h) scales a buffer of any floating dtype.
+void average_gradients(Comm& comm, const GradBuffer& grads, std::size_t n);
 
 // Exercise 12: gradient accumulation with no_sync. Of k micro-batches per step, only the
 // last one (index k-1) may synchronize gradients; the others accumulate locally.

@@ -28,6 +28,7 @@
 #include "labs/compute_span.h"
 #include "labs/measure.h"
 #include "labs/model.h"
+#include "labs/optimizer.h"
 
 namespace dtl {
 
@@ -40,6 +41,7 @@ struct Settings {
   MlpShape shape;
   int batch = 64, steps = 5, micro = 4;
   double bucket_mb = 25;
+  DType precision = DType::f32;  // f32, or bf16/f16 for mixed precision
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
 };
 
@@ -51,6 +53,8 @@ Settings settings_of(const LabConfig& cfg, int P) {
   s.steps = std::stoi(cfg.option("steps"));
   s.micro = std::stoi(cfg.option("micro-batches"));
   s.bucket_mb = std::stod(cfg.option("bucket-mb"));
+  const std::string& p = cfg.option("precision");
+  s.precision = p == "bf16" ? DType::bf16 : p == "fp16" ? DType::f16 : DType::f32;
   if (s.shape.width < 1 || s.shape.layers < 1 || s.steps < 1 || s.micro < 1 || s.bucket_mb <= 0)
     throw UsageError("--width, --depth, --steps, --micro-batches and --bucket-mb must be positive");
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
@@ -61,10 +65,19 @@ Settings settings_of(const LabConfig& cfg, int P) {
 
 // Buckets in the exercise's rule (exercises/ddp.h): reverse layer order, whole layers,
 // closed at the capacity (DDP's default 25 MiB).
-std::vector<ex::GradBucket> make_buckets(const std::vector<LayerView>& layers, double capacity_mb) {
-  std::vector<std::size_t> floats;
-  for (const LayerView& l : layers) floats.push_back(l.end() - l.w_offset);
-  return ex::assign_buckets(floats, std::size_t(capacity_mb * (1 << 20) / sizeof(float)));
+std::vector<ex::GradBucket> make_buckets(const std::vector<LayerView>& layers, double capacity_mb, DType t) {
+  std::vector<std::size_t> elements;
+  for (const LayerView& l : layers) elements.push_back(l.end() - l.w_offset);
+  return ex::assign_buckets(elements, std::size_t(capacity_mb * (1 << 20) / double(dtype_size(t))));
+}
+
+// How far N ranks' weights may be from one rank's after the run. fp32: a few ulps.
+// Mixed precision: each rank rounds its own partial gradient to 16 bits and the sum is
+// rounded again, so gradients differ from one rank's by about a 16-bit ulp (2^-8 relative
+// for bf16). AdamW divides by sqrt(v), so where a gradient is near 0 that small difference
+// can flip the update's sign: up to 2·lr per step on such weights.
+double weight_tolerance(const Settings& s) {
+  return s.precision == DType::f32 ? 1e-5 : 2.0 * double(s.adamw.lr) * s.steps;
 }
 
 struct StepTimes {
@@ -73,7 +86,7 @@ struct StepTimes {
 };
 
 // One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
-float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor& v, const Dataset& data, int first_row, int rows,
+float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, AdamW& opt, const Dataset& data, int first_row, int rows,
                  const std::string& variant, const Settings& s, int step, const std::vector<ex::GradBucket>& buckets,
                  StepTimes& t) {
   const int out = s.shape.out;
@@ -81,6 +94,7 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor
   const int mrows = rows / micro;
   std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
   std::vector<Request> pending;
+  const ex::GradBuffer grads{model.grad_data(), model.precision()};
   float loss = 0;
   // Compute spans on the main stream: the timeline shows backward overlapping the buckets.
   const auto t0 = Clock::now();
@@ -92,29 +106,30 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor
       y = model.forward(data.x_row(r0), mrows);
     }
     loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
-    kernels::scale(1.0f / float(micro), dy.data(), dy.size());  // mean over the rank's rows
+    // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
+    kernels::scale(opt.loss_scale() / float(micro), dy.data(), dy.size());
     // no_sync: only the micro-batch that may synchronize launches buckets during its backward.
     const bool overlap = ex::sync_this_micro_batch(mb, micro) && (variant == "bucketed" || variant == "accumulate");
     ComputeSpan span(comm, cfg, "backward", step);
     model.backward(dy.data(), mb > 0, overlap ? std::function<void(int)>([&](int layer) {
       span.pace();  // a straggler's gradients are late layer by layer
-      ex::launch_ready_buckets(comm, model.grads(), buckets, layer, pending);
+      ex::launch_ready_buckets(comm, grads, buckets, layer, pending);
     }) : std::function<void(int)>{});
   }
   const auto t_backward = Clock::now();
   if (variant == "naive") {
     for (const LayerView& l : model.layers()) {  // one tensor at a time, nothing overlapped
-      ex::average_gradients(comm, model.grads() + l.w_offset, l.w_count());
-      ex::average_gradients(comm, model.grads() + l.b_offset, std::size_t(l.out));
+      ex::average_gradients(comm, {grads.at(l.w_offset), grads.dtype}, l.w_count());
+      ex::average_gradients(comm, {grads.at(l.b_offset), grads.dtype}, std::size_t(l.out));
     }
   } else if (variant == "flat") {
-    ex::average_gradients(comm, model.grads(), model.num_params());
+    ex::average_gradients(comm, grads, model.num_params());
   }
   ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
   {
     ComputeSpan span(comm, cfg, "optimizer", step);
-    kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+    opt.step();  // every rank holds the same averaged gradients, so all skip an overflow together
   }
   const auto t_end = Clock::now();
   t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
@@ -127,9 +142,8 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, Tensor& m, Tensor
 // Also times its steps (after the first), the 1-GPU baseline a speedup is measured against.
 std::vector<float> single_rank_reference(const Dataset& data, const Settings& s, double* step_seconds) {
   MemoryTracker mem(0, nullptr);
-  Mlp model(s.shape, mem, 1);
-  Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
-  Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
+  Mlp model(s.shape, mem, 1, s.precision);
+  AdamW opt(model, mem, s.adamw);
   std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
   const int warmup = s.steps > 1 ? 1 : 0;
   Clock::time_point timed_from = Clock::now();
@@ -138,11 +152,12 @@ std::vector<float> single_rank_reference(const Dataset& data, const Settings& s,
     const int r0 = step * s.batch;
     const float* y = model.forward(data.x_row(r0), s.batch);
     kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
+    kernels::scale(opt.loss_scale(), dy.data(), dy.size());
     model.backward(dy.data(), false);
-    kernels::adamw_step(model.params(), model.grads(), m.as<float>(), v.as<float>(), model.num_params(), s.adamw, step + 1);
+    opt.step();
   }
   *step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
-  return {model.params(), model.params() + model.num_params()};
+  return {opt.weights(), opt.weights() + model.num_params()};
 }
 
 // The communication time of this rank's collectives (comm-stream events since `mark`).
@@ -161,10 +176,9 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
                  Report& rep) {
   const int P = comm.size(), r = comm.rank();
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  Mlp model(s.shape, mem, 1);
-  Tensor m(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
-  Tensor v(mem, {std::int64_t(model.num_params())}, DType::f32, MemTag::optimizer);
-  const std::vector<ex::GradBucket> buckets = make_buckets(model.layers(), s.bucket_mb);
+  Mlp model(s.shape, mem, 1, s.precision);
+  AdamW opt(model, mem, s.adamw);
+  const std::vector<ex::GradBucket> buckets = make_buckets(model.layers(), s.bucket_mb, s.precision);
   const int rows = s.batch / P;
   const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
   comm.barrier();
@@ -176,7 +190,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   float first_loss = 0, last_loss = 0;
   for (int step = 0; step < s.steps; ++step) {
     if (step == warmup) timed_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
-    const float loss = train_step(comm, cfg, model, m, v, data, step * s.batch + r * rows, rows, variant, s, step, buckets,
+    const float loss = train_step(comm, cfg, model, opt, data, step * s.batch + r * rows, rows, variant, s, step, buckets,
                                   step < warmup ? warmup_times : t);
     float global = loss;
     comm.all_reduce(&global, &global, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
@@ -188,14 +202,16 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   const double comm_s = collective_seconds(comm, timed_mark, &timed_bytes);
   const double loss_bytes = 4.0 * s.steps;  // the loss all-reduces are reporting, not DDP
   // Every rank must hold the same weights, and they must equal one rank on the global batch.
-  std::vector<float> rank0(model.params(), model.params() + model.num_params());
+  // (In mixed precision: the fp32 master weights.)
+  const float* mine = opt.weights();
+  std::vector<float> rank0(mine, mine + model.num_params());
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
   double between = 0, vs_single = 0, one_rank_step = 0;
-  for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - model.params()[i])));
+  for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - mine[i])));
   if (r == 0) {  // (the other ranks wait meanwhile: a long collective on their timelines)
     ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("check: 1-rank reference"));
     const std::vector<float> ref = single_rank_reference(data, s, &one_rank_step);
-    for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - model.params()[i])));
+    for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - mine[i])));
   }
   // Per step, the rank that finishes backward last waits only for the communication; the
   // others also wait for it. So exposed communication is the smallest wait over ranks, and
@@ -216,8 +232,9 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   const double psi = double(model.num_params());
   rep.add(n + "loss, first step", first_loss, std::nullopt, "");
   rep.add(n + "loss, last step", last_loss, std::nullopt, "");
-  // fp32 sums in another order than the single process: a few ulps per step; AdamW keeps them small.
-  rep.check(n + "max weight diff vs 1 rank", vs_single, 0.0, "", 1e-5);
+  // fp32: sums in another order than the single process, a few ulps per step; AdamW keeps
+  // them small. Mixed precision: see weight_tolerance.
+  rep.check(n + "max weight diff vs 1 rank", vs_single, 0.0, "", weight_tolerance(s));
   rep.check(n + "max weight diff between ranks", between, 0.0, "");
   rep.add(n + "compute per step (slowest rank)", compute, std::nullopt, "s");
   rep.add(n + "communication per step (all-reduce time)", comm_per_step, std::nullopt, "s");
@@ -229,16 +246,21 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   // Ideal: P. Below 1, the model is too small for this link: 1 rank is faster.
   rep.add(n + "speedup over 1 rank", one_rank_step / step_time, double(P), "x");
   const double grad_bytes = (reduced_bytes - loss_bytes) / s.steps;
-  rep.check(n + "gradient bytes all-reduced per rank per step", grad_bytes, 4.0 * psi, "B");
+  const double esize = double(dtype_size(s.precision));  // 4, or 2 in mixed precision
+  rep.check(n + "gradient bytes all-reduced per rank per step", grad_bytes, esize * psi, "B");
   // What a ring all-reduce of those bytes puts on each rank's link (the library's own
   // wire is not observed here; the collectives lab measures the ring's bytes from events).
   rep.add(n + "ring wire bytes per rank per step, 2(P-1)/P x all-reduced", 2.0 * (P - 1) / P * grad_bytes,
-          2.0 * (P - 1) / P * 4.0 * psi, "B");
-  rep.check(n + "param bytes per rank (4/param)", double(mem.peak(MemTag::param)), 4 * psi, "B");
-  rep.check(n + "grad bytes per rank (4/param)", double(mem.peak(MemTag::grad)), 4 * psi, "B");
-  rep.check(n + "optimizer bytes per rank (8/param: m, v)", double(mem.peak(MemTag::optimizer)), 8 * psi, "B");
+          2.0 * (P - 1) / P * esize * psi, "B");
+  const std::string e = std::to_string(int(esize)), o = s.precision == DType::f32 ? "8/param: m, v" : "12/param: master, m, v";
+  rep.check(n + "param bytes per rank (" + e + "/param)", double(mem.peak(MemTag::param)), esize * psi, "B");
+  rep.check(n + "grad bytes per rank (" + e + "/param)", double(mem.peak(MemTag::grad)), esize * psi, "B");
+  rep.check(n + "optimizer bytes per rank (" + o + ")", double(mem.peak(MemTag::optimizer)), (16 - 2 * esize) * psi, "B");
+  if (s.precision == DType::f16)
+    rep.add(n + "steps skipped (f16 gradients overflowed; loss scale halved)", opt.skipped_steps(), std::nullopt, "");
   rep.add(n + "model state bytes per parameter", double(mem.peak(MemTag::param) + mem.peak(MemTag::grad) +
                                                         mem.peak(MemTag::optimizer)) / psi, 16.0, "B/param");
+  rep.add(n + "workspace bytes per rank (peak)", double(mem.peak(MemTag::other)), std::nullopt, "B");
   rep.add(n + "activation bytes per rank (peak)", double(mem.peak(MemTag::activation)), std::nullopt, "B");
   if (variant == "bucketed" || variant == "accumulate") rep.add(n + "buckets", double(buckets.size()), std::nullopt, "");
 }

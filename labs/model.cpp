@@ -1,5 +1,6 @@
 #include "labs/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -20,14 +21,17 @@ std::size_t param_count(const MlpShape& s) {
 }
 }  // namespace
 
-Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed)
-    : shape_(shape), mem_(mem),
-      params_(mem, {std::int64_t(param_count(shape))}, DType::f32, MemTag::param),
-      grads_(mem, {std::int64_t(param_count(shape))}, DType::f32, MemTag::grad) {
+Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision)
+    : shape_(shape), precision_(precision), mem_(mem),
+      params_(mem, {std::int64_t(param_count(shape))}, precision, MemTag::param),
+      grads_(mem, {std::int64_t(param_count(shape))}, precision, MemTag::grad) {
   if (shape.layers < 1 || shape.in < 1 || shape.width < 1 || shape.out < 1)
     throw UsageError("the MLP needs at least one layer and positive widths");
+  if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
+    throw UsageError("the MLP trains in f32, or in mixed precision with bf16 or f16");
   std::mt19937 rng(seed);
-  std::size_t offset = 0;
+  std::size_t offset = 0, largest = 0;
+  std::vector<float> init;
   for (int l = 0; l < shape.layers; ++l) {
     LayerView v;
     v.in = l == 0 ? shape.in : shape.width;
@@ -35,11 +39,40 @@ Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed)
     v.w_offset = offset;
     v.b_offset = offset + v.w_count();
     offset = v.end();
-    // Uniform(-1/√in, 1/√in), as nn.Linear initializes weights and biases.
+    // Uniform(-1/√in, 1/√in), as nn.Linear initializes weights and biases; the same
+    // draws in every precision, rounded to it.
     std::uniform_real_distribution<float> d(-1.0f / std::sqrt(float(v.in)), 1.0f / std::sqrt(float(v.in)));
-    for (std::size_t i = v.w_offset; i < v.end(); ++i) params()[i] = d(rng);
+    init.resize(v.end() - v.w_offset);
+    for (float& x : init) x = d(rng);
+    from_float(init.data(), static_cast<std::byte*>(params_.data()) + v.w_offset * params_.element_size(), precision,
+               init.size());
+    largest = std::max(largest, init.size());
     layers_.push_back(v);
   }
+  if (precision != DType::f32) {
+    wide_w_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other);
+    wide_g_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other);
+  }
+}
+
+float* Mlp::params() {
+  if (precision_ != DType::f32) throw Error("Mlp::params() as floats needs f32; use param_data() in mixed precision");
+  return params_.as<float>();
+}
+const float* Mlp::params() const {
+  if (precision_ != DType::f32) throw Error("Mlp::params() as floats needs f32; use param_data() in mixed precision");
+  return params_.as<float>();
+}
+float* Mlp::grads() {
+  if (precision_ != DType::f32) throw Error("Mlp::grads() as floats needs f32; use grad_data() in mixed precision");
+  return grads_.as<float>();
+}
+
+const float* Mlp::layer_weights(const LayerView& v) {
+  if (precision_ == DType::f32) return params_.as<float>() + v.w_offset;
+  to_float(static_cast<std::byte*>(params_.data()) + v.w_offset * params_.element_size(), precision_, wide_w_.as<float>(),
+           v.end() - v.w_offset);
+  return wide_w_.as<float>();
 }
 
 void Mlp::ensure_activations(int batch) {
@@ -64,7 +97,8 @@ const float* Mlp::forward(const float* x, int batch) {
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const LayerView& v = layers_[l];
     float* z = pre_[l].as<float>();
-    kernels::linear_forward(h, params() + v.w_offset, params() + v.b_offset, z, batch, v.in, v.out);
+    const float* w = layer_weights(v);  // the bias follows the weights
+    kernels::linear_forward(h, w, w + v.w_count(), z, batch, v.in, v.out);
     if (l + 1 < layers_.size()) {
       kernels::gelu_forward(z, post_[l].as<float>(), std::size_t(batch) * std::size_t(v.out));
       h = post_[l].as<float>();
@@ -83,8 +117,16 @@ void Mlp::backward(const float* dy, bool accumulate, const std::function<void(in
   for (int l = int(layers_.size()) - 1; l >= 0; --l) {
     const LayerView& v = layers_[std::size_t(l)];
     const float* layer_input = l == 0 ? input_ : post_[std::size_t(l - 1)].as<float>();
-    kernels::linear_backward(layer_input, params() + v.w_offset, d_out, l == 0 ? nullptr : d_in, grads() + v.w_offset,
-                             grads() + v.b_offset, B, v.in, v.out, accumulate);
+    const float* w = layer_weights(v);
+    if (precision_ == DType::f32) {
+      kernels::linear_backward(layer_input, w, d_out, l == 0 ? nullptr : d_in, grads() + v.w_offset, grads() + v.b_offset, B,
+                               v.in, v.out, accumulate);
+    } else {  // fp32 gradients of this layer, then rounded into (or added to) the 16-bit buffer
+      float* g = wide_g_.as<float>();
+      kernels::linear_backward(layer_input, w, d_out, l == 0 ? nullptr : d_in, g, g + v.w_count(), B, v.in, v.out, false);
+      from_float(g, static_cast<std::byte*>(grads_.data()) + v.w_offset * grads_.element_size(), precision_,
+                 v.end() - v.w_offset, accumulate);
+    }
     if (on_layer_ready) on_layer_ready(l);
     if (l > 0) {  // through the GELU in front of this layer
       kernels::gelu_backward(pre_[std::size_t(l - 1)].as<float>(), d_in, d_out, std::size_t(B) * std::size_t(v.in));

@@ -27,13 +27,22 @@ struct LayerView {
 class Mlp {
  public:
   // Parameters from a fixed seed (same on every rank), scaled like PyTorch's default init.
-  Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed);
+  // precision f32, or bf16/f16 for mixed precision: parameters and gradients are stored
+  // in 16 bits (2 + 2 bytes per parameter); forward and backward compute in fp32, widening
+  // one layer's weights at a time into a workspace (on a GPU, tensor cores would take the
+  // 16-bit values directly). The fp32 master copy belongs to the optimizer.
+  Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision = DType::f32);
 
   const MlpShape& shape() const { return shape_; }
+  DType precision() const { return precision_; }
   std::size_t num_params() const { return params_.numel(); }
-  float* params() { return params_.as<float>(); }
-  float* grads() { return grads_.as<float>(); }
-  const float* params() const { return params_.as<float>(); }
+  // The raw buffers, elements of precision().
+  void* param_data() { return params_.data(); }
+  void* grad_data() { return grads_.data(); }
+  // As floats: only for precision f32 (Error otherwise).
+  float* params();
+  float* grads();
+  const float* params() const;
   const std::vector<LayerView>& layers() const { return layers_; }
 
   // Forward on `batch` rows of x; keeps what backward needs. Returns the output rows.
@@ -45,7 +54,9 @@ class Mlp {
 
  private:
   void ensure_activations(int batch);
+  const float* layer_weights(const LayerView& v);  // fp32 weights and bias of one layer
   MlpShape shape_;
+  DType precision_;
   MemoryTracker& mem_;
   Tensor params_, grads_;
   std::vector<LayerView> layers_;
@@ -53,6 +64,7 @@ class Mlp {
   const float* input_ = nullptr;
   std::vector<Tensor> pre_, post_;  // per layer: before and after GELU (activations)
   Tensor dbuf_a_, dbuf_b_;          // gradient of the current layer's input and output
+  Tensor wide_w_, wide_g_;          // mixed precision: one layer's weights and gradients in fp32
 };
 
 // A regression task from a fixed random teacher MLP: inputs ~ N(0, 1), targets = teacher(x).

@@ -22,7 +22,9 @@ const std::vector<LabInfo>& lab_registry() {
         {"depth", "4", "linear layers of the MLP", {}},
         {"batch", "64", "global batch (split over ranks)", {}},
         {"steps", "5", "training steps", {}},
-        {"micro-batches", "4", "micro-batches per step for --variant accumulate", {}}},
+        {"micro-batches", "4", "micro-batches per step for --variant accumulate", {}},
+        {"precision", "fp32", "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v",
+         {"fp32", "bf16", "fp16"}}},
        run_ddp_lab,
        nullptr},
   };

@@ -18,11 +18,11 @@ std::vector<GradBucket> assign_buckets(const std::vector<std::size_t>& layer_flo
   return buckets;
 }
 
-void launch_ready_buckets(Comm& comm, float* grads, const std::vector<GradBucket>& buckets, int layer,
+void launch_ready_buckets(Comm& comm, const GradBuffer& grads, const std::vector<GradBucket>& buckets, int layer,
                           std::vector<Request>& pending) {
   for (const GradBucket& b : buckets)
     if (b.first_layer == layer)
-      pending.push_back(comm.iall_reduce(grads + b.begin, grads + b.begin, b.end - b.begin, DType::f32, ReduceOp::avg));
+      pending.push_back(comm.iall_reduce(grads.at(b.begin), grads.at(b.begin), b.end - b.begin, grads.dtype, ReduceOp::avg));
 }
 
 void wait_for_buckets(std::vector<Request>& pending) {
@@ -30,10 +30,9 @@ void wait_for_buckets(std::vector<Request>& pending) {
   pending.clear();
 }
 
-void average_gradients(Comm& comm, float* grads, std::size_t n) {
-  comm.all_reduce(grads, grads, n, DType::f32, ReduceOp::sum);
-  const float inv = 1.0f / float(comm.size());
-  for (std::size_t i = 0; i < n; ++i) grads[i] *= inv;
+void average_gradients(Comm& comm, const GradBuffer& grads, std::size_t n) {
+  comm.all_reduce(grads.data, grads.data, n, grads.dtype, ReduceOp::sum);
+  scale_in_place(grads.data, n, grads.dtype, 1.0 / comm.size());
 }
 
 bool sync_this_micro_batch(int micro_batch, int k) { return micro_batch == k - 1; }

@@ -297,4 +297,62 @@ void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d) {
   }
 }
 
+void scale_in_place(void* buf, std::size_t n, DType t, double factor) {
+  switch (t) {
+    case DType::f32: {
+      auto* p = static_cast<float*>(buf);
+      const float f = float(factor);
+      for (std::size_t i = 0; i < n; ++i) p[i] *= f;
+      return;
+    }
+    case DType::f64: {
+      auto* p = static_cast<double*>(buf);
+      for (std::size_t i = 0; i < n; ++i) p[i] *= factor;
+      return;
+    }
+    case DType::f16:
+    case DType::bf16: {
+      std::vector<float> tmp(std::min<std::size_t>(n, 4096));
+      for (std::size_t i = 0; i < n; i += tmp.size()) {  // in blocks: no full-size float copy
+        const std::size_t m = std::min(tmp.size(), n - i);
+        void* at = static_cast<std::uint16_t*>(buf) + i;
+        to_float(at, t, tmp.data(), m);
+        for (std::size_t j = 0; j < m; ++j) tmp[j] *= float(factor);
+        from_float(tmp.data(), at, t, m);
+      }
+      return;
+    }
+    default: throw UsageError("scale_in_place: " + std::string(dtype_name(t)) + " is not a floating type");
+  }
+}
+
+void to_float(const void* src, DType t, float* dst, std::size_t n) {
+  const auto* h = static_cast<const std::uint16_t*>(src);
+  switch (t) {
+    case DType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::bf16: for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(h[i]); return;
+    case DType::f16: for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_float(h[i]); return;
+    default: throw UsageError("to_float: " + std::string(dtype_name(t)) + " is not f32, f16 or bf16");
+  }
+}
+
+void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate) {
+  auto* h = static_cast<std::uint16_t*>(dst);
+  switch (t) {
+    case DType::f32: {
+      auto* f = static_cast<float*>(dst);
+      if (accumulate) for (std::size_t i = 0; i < n; ++i) f[i] += src[i];
+      else std::memcpy(dst, src, n * sizeof(float));
+      return;
+    }
+    case DType::bf16:
+      for (std::size_t i = 0; i < n; ++i) h[i] = float_to_bf16(accumulate ? bf16_to_float(h[i]) + src[i] : src[i]);
+      return;
+    case DType::f16:
+      for (std::size_t i = 0; i < n; ++i) h[i] = float_to_f16(accumulate ? f16_to_float(h[i]) + src[i] : src[i]);
+      return;
+    default: throw UsageError("from_float: " + std::string(dtype_name(t)) + " is not f32, f16 or bf16");
+  }
+}
+
 }  // namespace dtl

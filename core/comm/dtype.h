@@ -52,6 +52,15 @@ void store_fence();
 // For ReduceOp::avg: buf[i] /= divisor (integers divide with truncation). No-op otherwise.
 void finish_average(void* buf, std::size_t count, DType t, ReduceOp op, int divisor);
 
+// buf[i] *= factor for the floating types (half types widen, multiply, round back);
+// UsageError for integers. What "scale the averaged gradients by 1/P" is for any dtype.
+void scale_in_place(void* buf, std::size_t count, DType t, double factor);
+
+// Whole buffers to and from float: dst[i] = float(src[i]); and dst[i] = T(src[i]), or with
+// accumulate dst[i] = T(dst[i] + src[i]). For f32, f16 and bf16 (mixed precision).
+void to_float(const void* src, DType t, float* dst, std::size_t count);
+void from_float(const float* src, void* dst, DType t, std::size_t count, bool accumulate = false);
+
 // Conversions used by the half types and by tests.
 float bf16_to_float(std::uint16_t v);
 std::uint16_t float_to_bf16(float f);  // round to nearest even

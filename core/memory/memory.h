@@ -68,6 +68,7 @@ class Tensor {
   template <typename T> const T* as() const { return static_cast<const T*>(data_); }
   std::size_t numel() const { return numel_; }
   std::size_t bytes() const { return numel_ * dtype_size(dtype_); }
+  std::size_t element_size() const { return dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   MemTag tag() const { return tag_; }
   Device device() const { return device_; }

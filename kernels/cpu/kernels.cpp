@@ -92,6 +92,27 @@ void scale(float a, float* x, std::size_t n) {
 
 // ---- references: straightforward loops in double ------------------------------------
 
+bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtype, float* m, float* v, std::size_t n,
+                      const AdamWConfig& c, int t, float inv_scale) {
+  const std::size_t esize = dtype_size(dtype);
+  auto block_of = [&](const void* base, std::size_t i) { return static_cast<const std::byte*>(base) + i * esize; };
+  float g[4096];
+  for (std::size_t i = 0; i < n; i += 4096) {  // first pass: any overflow skips the whole step
+    const std::size_t k = std::min<std::size_t>(4096, n - i);
+    to_float(block_of(grads, i), dtype, g, k);
+    for (std::size_t j = 0; j < k; ++j)
+      if (!std::isfinite(g[j])) return false;
+  }
+  for (std::size_t i = 0; i < n; i += 4096) {
+    const std::size_t k = std::min<std::size_t>(4096, n - i);
+    to_float(block_of(grads, i), dtype, g, k);
+    for (std::size_t j = 0; j < k; ++j) g[j] *= inv_scale;
+    adamw_step(master + i, g, m + i, v + i, k, c, t);
+    from_float(master + i, static_cast<std::byte*>(params) + i * esize, dtype, k);
+  }
+  return true;
+}
+
 namespace reference {
 
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {

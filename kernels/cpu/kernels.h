@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "core/comm/dtype.h"
+
 namespace dtl::kernels {
 
 // One BLAS thread per rank: ranks are already the parallelism (call once per process).
@@ -35,6 +37,13 @@ struct AdamWConfig {
 };
 // One AdamW step (decoupled weight decay) at step t >= 1; m and v are the moments.
 void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t);
+
+// Mixed-precision AdamW: the 16-bit gradients (dtype bf16 or f16), multiplied by
+// inv_scale to undo the loss scale, update the fp32 master weights, m and v; the 16-bit
+// parameters get the master rounded. Returns false and changes nothing if a gradient is
+// inf or NaN (an fp16 loss scale that overflowed): the caller skips the step.
+bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtype, float* m, float* v, std::size_t n,
+                      const AdamWConfig& c, int t, float inv_scale);
 
 // y += a·x and x *= a: the elementwise pieces reductions and averaging use.
 void axpy(float a, const float* x, float* y, std::size_t n);

@@ -125,3 +125,31 @@ TEST(Reduce, ToAllMatchesScalarFoldForEveryOpTailAndAliasing) {
               << dtype_name(t) << " " << reduce_op_name(op) << " streaming=" << streaming << " output " << q;
       }
 }
+
+// The mixed-precision helpers: widening is exact, narrowing rounds to nearest even (with
+// accumulate: of the sum), scaling works in every floating type and refuses integers.
+TEST(HalfTypes, ToFromFloatAndScaleInPlace) {
+  const std::vector<float> x{1.0f, -2.5f, 3.0f + 1.0f / 128, 1e-3f};
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    std::vector<std::uint16_t> h(8);
+    from_float(x.data(), h.data(), t, x.size());
+    std::vector<float> back(4);
+    to_float(h.data(), t, back.data(), 4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      const float want = t == DType::f32 ? x[i] : t == DType::bf16 ? bf16_to_float(float_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
+      EXPECT_EQ(back[i], want) << dtype_name(t) << " element " << i;
+    }
+    from_float(x.data(), h.data(), t, x.size(), /*accumulate=*/true);  // now 2x, exactly (a power of two)
+    to_float(h.data(), t, back.data(), 4);
+    EXPECT_EQ(back[1], -5.0f) << dtype_name(t);
+    scale_in_place(h.data(), 4, t, 0.25);
+    to_float(h.data(), t, back.data(), 4);
+    EXPECT_EQ(back[0], 0.5f) << dtype_name(t);
+    EXPECT_EQ(back[1], -1.25f) << dtype_name(t);
+  }
+  std::vector<double> d{3.0, -1.0};
+  scale_in_place(d.data(), 2, DType::f64, 0.5);
+  EXPECT_EQ(d[0], 1.5);
+  std::int32_t i = 4;
+  EXPECT_THROW(scale_in_place(&i, 1, DType::i32, 0.5), UsageError);
+}

@@ -58,7 +58,7 @@ TEST(LaunchReadyBuckets, EachBucketStartsWhenItsLastLayerIsDone) {
       std::vector<Request> pending;
       std::size_t ready = 0;
       for (int layer = 4; layer >= 0; --layer) {  // backward: last layer first
-        ex::launch_ready_buckets(c, g.data(), buckets, layer, pending);
+        ex::launch_ready_buckets(c, {g.data(), DType::f32}, buckets, layer, pending);
         for (const auto& b : buckets) ready += b.first_layer == layer;
         if (pending.size() != ready && problem.empty())
           problem = "after layer " + std::to_string(layer) + " there should be " + std::to_string(ready) +
@@ -94,7 +94,7 @@ TEST(AverageGradients, SumThenScaleEqualsTheMean) {
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::vector<float> g(n);
         fill_crafted(g.data(), n, DType::f32, c.rank());
-        ex::average_gradients(c, g.data(), n);
+        ex::average_gradients(c, {g.data(), DType::f32}, n);
         double worst = 0;
         for (std::size_t i = 0; i < n; ++i) {
           const double mean = crafted_expected(i, P, ReduceOp::sum, DType::f32) / P;
@@ -104,6 +104,26 @@ TEST(AverageGradients, SumThenScaleEqualsTheMean) {
       });
       DTL_ASSERT_RAN(run, "P=" + std::to_string(P));
     }
+}
+
+// Mixed precision: bf16 gradients are averaged in bf16 (sum, then one rounding per
+// scaling): within a few bf16 ulps (2^-8 relative) of the mean.
+TEST(AverageGradients, Bf16GradientsAverageInBf16) {
+  for (int P : kGradedWorldSizes) {
+    const auto run = grade::run_graded(P, [&](Comm& c) {
+      const std::size_t n = 1000;
+      std::vector<std::uint16_t> g(n);
+      for (std::size_t i = 0; i < n; ++i) g[i] = float_to_bf16(float(int(i % 17) - 8 + c.rank()));  // exact in bf16
+      ex::average_gradients(c, {g.data(), DType::bf16}, n);
+      double worst = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double mean = double(int(i % 17) - 8) + (P - 1) / 2.0;
+        worst = std::max(worst, std::fabs(double(bf16_to_float(g[i])) - mean) / std::max(1.0, std::fabs(mean)));
+      }
+      EXPECT_LT(worst, 2.0 / 256) << "P=" << P << ": largest relative difference " << worst;
+    });
+    DTL_ASSERT_RAN(run, "P=" + std::to_string(P));
+  }
 }
 
 TEST(SyncThisMicroBatch, OnlyTheLastMicroBatchSynchronizes) {

@@ -90,3 +90,38 @@ TEST(Optimizers, AdamWMatchesReferenceOverSeveralSteps) {
   EXPECT_FLOAT_EQ(s[0], 0.95f);
   EXPECT_FLOAT_EQ(s[1], 2.1f);
 }
+
+// Mixed precision: 16-bit gradients (loss-scaled) update the fp32 master like the float64
+// reference AdamW on the widened, unscaled gradients; the 16-bit weights are the master
+// rounded. An inf gradient skips the step and leaves everything as it was.
+TEST(Optimizers, MixedPrecisionAdamWUpdatesTheMasterAndRoundsTheWeights) {
+  const AdamWConfig c{1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f};
+  for (dtl::DType t : {dtl::DType::bf16, dtl::DType::f16}) {
+    const std::size_t n = 5000;  // more than one 4096-element block
+    const float scale = 1024.0f;
+    auto master = random(n, 11), ref = master;
+    std::vector<std::uint16_t> params(n), grads(n);
+    std::vector<float> m(n, 0), v(n, 0), mr(n, 0), vr(n, 0), g(n), widened(n);
+    for (int step = 1; step <= 5; ++step) {
+      g = random(n, 200u + unsigned(step), scale);  // the scaled gradients, rounded to 16 bits
+      dtl::from_float(g.data(), grads.data(), t, n);
+      dtl::to_float(grads.data(), t, widened.data(), n);
+      for (auto& x : widened) x /= scale;
+      ASSERT_TRUE(adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, step, 1.0f / scale));
+      reference::adamw_step(ref.data(), widened.data(), mr.data(), vr.data(), n, c, step);
+    }
+    EXPECT_LT(max_rel_error(master, ref), 1e-5) << dtl::dtype_name(t) << ": " << max_rel_error(master, ref);
+    std::vector<float> weights(n);
+    dtl::to_float(params.data(), t, weights.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t rounded = 0;
+      dtl::from_float(&master[i], &rounded, t, 1);
+      ASSERT_EQ(params[i], rounded) << "weight " << i << " is not the master rounded";
+    }
+    // Overflow: nothing moves.
+    const auto before = master;
+    grads[4321] = t == dtl::DType::bf16 ? dtl::float_to_bf16(INFINITY) : dtl::float_to_f16(INFINITY);
+    EXPECT_FALSE(adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, 6, 1.0f / scale));
+    EXPECT_EQ(master, before);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "core/trace/trace.h"
 #include "kernels/cpu/kernels.h"
@@ -128,4 +129,44 @@ TEST(DdpLab, SlowRankStretchesOnlyItsComputeSpans) {
     if (r == 1) EXPECT_GE(span, 0.99 * 3.0 * work) << "straggler span " << span << " ns, work " << work << " ns";
     else EXPECT_LT(span, 2.0 * work + 1e6) << "rank 0 must not be slowed: span " << span << " ns, work " << work << " ns";
   }
+}
+
+// Mixed precision: every variant on 1, 2 and 4 ranks, bf16 and fp16 weights and gradients.
+// Ranks agree exactly; master weights stay within the stated tolerance of one rank's (the
+// lab checks it); the memory is 2 + 2 + 12 = 16 bytes/parameter; gradients travel in 2
+// bytes; and the loss ends within 2% of the fp32 run's.
+TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
+  const LabInfo* lab = find_lab("ddp");
+  auto run = [&](int P, const std::string& precision) {
+    LabConfig cfg;
+    cfg.ranks = P;
+    cfg.options = {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "6"},
+                   {"bucket-mb", "0.002"}, {"precision", precision}};
+    cfg = with_defaults(*lab, cfg);
+    Trace trace(P);
+    Report rep;
+    test::run_ranks(P, [&](Comm& c) {
+      Report r = lab->run(c, cfg);
+      if (c.rank() == 0) rep = r;
+    }, &trace);
+    return rep;
+  };
+  const double fp32_loss = run(1, "fp32").find("bucketed: loss, last step")->measured;
+  for (const char* precision : {"bf16", "fp16"})
+    for (int P : {1, 2, 4}) {
+      const Report rep = run(P, precision);
+      EXPECT_TRUE(rep.ok) << precision << " P=" << P << "\n" << rep.to_text();
+      for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
+        const std::string n = std::string(v) + ": ";
+        EXPECT_EQ(rep.find(n + "max weight diff between ranks")->measured, 0.0) << precision << " " << v;
+        std::printf("%s P=%d %s: max master weight diff vs 1 rank %.3g\n", precision, P, v,
+                    rep.find(n + "max weight diff vs 1 rank")->measured);
+        EXPECT_EQ(rep.find(n + "model state bytes per parameter")->measured, 16.0) << precision << " " << v;
+        const ReportRow* grads = rep.find(n + "grad bytes per rank (2/param)");
+        ASSERT_NE(grads, nullptr) << precision << " " << v;
+        EXPECT_EQ(rep.find(n + "gradient bytes all-reduced per rank per step")->measured, grads->measured);
+        const double loss = rep.find(n + "loss, last step")->measured;
+        EXPECT_NEAR(loss, fp32_loss, 0.02 * fp32_loss) << precision << " " << v << " P=" << P;
+      }
+    }
 }
