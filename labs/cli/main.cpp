@@ -4,6 +4,7 @@
 //   dtlab run collectives --algo ring --ranks 4 --bytes 64M --trace ring.json
 //   dtlab run collectives --algo ring --ranks 4 --bytes 256 --step
 //   dtlab bench all_reduce --impl library --ranks 4 -b 8 -e 256M -f 2 --json out.json
+//   dtlab bench-kernels --batch 256 --width 1024
 //   dtlab grade --exercise ring_all_reduce
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
       {"list", dtl::cli::add_list_command(app)},
       {"run", dtl::cli::add_run_command(app)},
       {"bench", dtl::cli::add_bench_command(app)},
+      {"bench-kernels", dtl::cli::add_kernels_bench_command(app)},
       {"grade", dtl::cli::add_grade_command(app)},
   };
   try {

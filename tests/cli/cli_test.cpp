@@ -138,3 +138,19 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     EXPECT_EQ(b.code, 0) << coll << b.err;
   }
 }
+
+// bench-kernels runs every kernel and reports each rate beside a positive ceiling.
+TEST(Cli, BenchKernelsReportsEveryKernelAgainstItsCeiling) {
+  const std::string path = testing::TempDir() + "kernels_" + std::to_string(getpid()) + ".json";
+  const Output o = dtlab("bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json j = json::parse(slurp(path));
+  EXPECT_GT(j["sgemm_GFLOPs"].get<double>(), 0);
+  EXPECT_GT(j["memory_GBps"].get<double>(), 0);
+  ASSERT_GE(j["kernels"].size(), 10u);
+  for (const auto& k : j["kernels"]) {
+    EXPECT_GT(k["rate"].get<double>(), 0) << k["kernel"];
+    EXPECT_GT(k["ceiling"].get<double>(), 0) << k["kernel"];
+  }
+  EXPECT_EQ(dtlab("bench-kernels --elements 12").code, 2);
+}

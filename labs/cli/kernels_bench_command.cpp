@@ -1,0 +1,171 @@
+// `dtlab bench-kernels`: how fast the training kernels run on one core (one rank's share),
+// next to the ceilings measured in the same run:
+//   GEMM-shaped kernels (linear forward/backward)  vs  a bare cblas_sgemm of the same size
+//   memory-bound kernels (GELU, AdamW, axpy, ...)   vs  the best of memcpy, a copy loop and an
+//                                                   in-place update, on prefaulted buffers
+// and how much faster each fast path is than its float64 reference (kernels::reference).
+//
+//   dtlab bench-kernels [--batch 256] [--width 1024] [--elements 16M] [--json out.json]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/util/units.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/cli/commands.h"
+
+namespace dtl::cli {
+
+namespace {
+
+struct KernelArgs {
+  int batch = 256, width = 1024;
+  std::string elements = "16M";
+  int repeats = 5;
+  std::string json_path;
+};
+
+// Best of `repeats` runs after one untimed run (which also faults the pages in).
+double best_seconds(int repeats, const std::function<void()>& fn) {
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+std::vector<float> filled(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Row {
+  std::string kernel, unit;
+  double rate = 0, ceiling = 0, vs_reference = 0;  // vs_reference 0: not measured
+};
+
+int run_kernel_bench(const KernelArgs& a) {
+  if (a.batch < 1 || a.width < 1 || a.repeats < 1) throw UsageError("--batch, --width and --repeats must be positive");
+  const std::size_t n = parse_size(a.elements, "--elements");
+  if (n < 1024) throw UsageError("--elements must be at least 1K so the memory-bound kernels leave the cache");
+  kernels::use_one_blas_thread();
+  const int B = a.batch, W = a.width;
+  const double gemm_flops = 2.0 * B * W * W;
+
+  // Ceilings: the bare BLAS call the linear kernels are built on, and memcpy.
+  auto X = filled(std::size_t(B) * W, 1), Wt = filled(std::size_t(W) * W, 2), bias = filled(static_cast<std::size_t>(W), 3);
+  std::vector<float> Y(std::size_t(B) * W), dX(std::size_t(B) * W), dW(std::size_t(W) * W), db(static_cast<std::size_t>(W));
+  const double sgemm_s = best_seconds(a.repeats, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, W, W, 1.0f, X.data(), W, Wt.data(), W, 0.0f, Y.data(), W);
+  });
+  const double blas = gemm_flops / sgemm_s * 1e-9;
+  auto src = filled(n, 4), dst = filled(n, 5);
+  // The memory ceiling: the fastest of memcpy (streams large copies past the cache), a
+  // plain copy loop, and an in-place update x[i] += 1 (no extra read-for-ownership of a
+  // destination, like scale and the in-place reductions). Bytes = what the code reads + writes.
+  const double bytes2 = 2.0 * double(n) * sizeof(float);
+  const double memcpy_GBps = bytes2 / best_seconds(a.repeats, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); }) * 1e-9;
+  const double loop_GBps = bytes2 / best_seconds(a.repeats, [&] {
+    const float* s = src.data();
+    float* d = dst.data();
+    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+  }) * 1e-9;
+  const double update_GBps = bytes2 / best_seconds(a.repeats, [&] {
+    float* d = dst.data();
+    for (std::size_t i = 0; i < n; ++i) d[i] += 1.0f;
+  }) * 1e-9;
+  const double copy_GBps = std::max({memcpy_GBps, loop_GBps, update_GBps});
+
+  std::vector<Row> rows;
+  auto gemm_row = [&](const std::string& name, double flops, const std::function<void()>& fast, const std::function<void()>& ref) {
+    const double fast_s = best_seconds(a.repeats, fast), ref_s = best_seconds(1, ref);
+    rows.push_back({name, "GFLOP/s", flops / fast_s * 1e-9, blas, ref_s / fast_s});
+  };
+  auto memory_row = [&](const std::string& name, double bytes_per_element, const std::function<void()>& fast,
+                        const std::function<void()>& ref) {
+    const double fast_s = best_seconds(a.repeats, fast);
+    const double ref_s = ref ? best_seconds(1, ref) : 0.0;
+    rows.push_back({name, "GB/s", bytes_per_element * double(n) / fast_s * 1e-9, copy_GBps, ref ? ref_s / fast_s : 0.0});
+  };
+
+  gemm_row("linear forward  Y = X*W^T + b", gemm_flops,
+           [&] { kernels::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); },
+           [&] { kernels::reference::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); });
+  gemm_row("linear backward dX, dW, db", 2 * gemm_flops,
+           [&] { kernels::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); },
+           [&] { kernels::reference::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); });
+
+  auto g = filled(n, 6), m = filled(n, 7), v = filled(n, 8);
+  for (auto& x : v) x = std::fabs(x);
+  const kernels::AdamWConfig adam{};
+  memory_row("gelu forward", 8, [&] { kernels::gelu_forward(src.data(), dst.data(), n); },
+             [&] { kernels::reference::gelu_forward(src.data(), dst.data(), n); });
+  memory_row("gelu backward", 12, [&] { kernels::gelu_backward(src.data(), g.data(), dst.data(), n); },
+             [&] { kernels::reference::gelu_backward(src.data(), g.data(), dst.data(), n); });
+  memory_row("mse loss + gradient", 12, [&] { kernels::mse_loss(src.data(), g.data(), dst.data(), n); },
+             [&] { kernels::reference::mse_loss(src.data(), g.data(), dst.data(), n); });
+  // AdamW reads w, g, m, v and writes w, m, v: 28 bytes per parameter.
+  memory_row("adamw (fp32)", 28, [&] { kernels::adamw_step(dst.data(), g.data(), m.data(), v.data(), n, adam, 1); },
+             [&] { kernels::reference::adamw_step(dst.data(), g.data(), m.data(), v.data(), n, adam, 1); });
+  std::vector<std::uint16_t> g16(n), w16(n);
+  from_float(g.data(), g16.data(), DType::bf16, n);
+  // Mixed: reads master, m, v (12 B) and bf16 g twice (4 B); writes master, m, v, bf16 w (14 B).
+  memory_row("adamw (bf16 grads, fp32 master)", 30,
+             [&] { kernels::adamw_step_mixed(dst.data(), g16.data(), w16.data(), DType::bf16, m.data(), v.data(), n, adam, 1, 1.0f); },
+             nullptr);
+  memory_row("axpy  y += a*x", 12, [&] { kernels::axpy(0.5f, src.data(), dst.data(), n); }, nullptr);
+  memory_row("scale x *= a", 8, [&] { kernels::scale(0.999f, dst.data(), n); }, nullptr);
+  memory_row("reduce_into f32 (sum)", 12, [&] { reduce_into(dst.data(), src.data(), n, DType::f32, ReduceOp::sum); }, nullptr);
+  memory_row("reduce_into bf16 (sum)", 6, [&] { reduce_into(w16.data(), g16.data(), n, DType::bf16, ReduceOp::sum); }, nullptr);
+
+  std::printf("# one core; GEMM %d x %d x %d; memory-bound kernels over %zu elements\n", B, W, W, n);
+  std::printf("# ceilings measured now: cblas_sgemm %.1f GFLOP/s; memory %.1f GB/s (read + write; memcpy %.1f, copy loop %.1f, "
+              "in-place update %.1f)\n", blas, copy_GBps, memcpy_GBps, loop_GBps, update_GBps);
+  std::printf("%-36s %10s %-8s %9s %14s\n", "kernel", "rate", "unit", "of ceiling", "vs reference");
+  for (const Row& r : rows) {
+    char ref[32] = "-";
+    if (r.vs_reference > 0) std::snprintf(ref, sizeof ref, "%.1fx faster", r.vs_reference);
+    std::printf("%-36s %10.2f %-8s %8.0f%% %14s\n", r.kernel.c_str(), r.rate, r.unit.c_str(), 100 * r.rate / r.ceiling, ref);
+  }
+  if (!a.json_path.empty()) {
+    nlohmann::json j = {{"batch", B}, {"width", W}, {"elements", n}, {"sgemm_GFLOPs", blas}, {"memory_GBps", copy_GBps}};
+    for (const Row& r : rows)
+      j["kernels"].push_back({{"kernel", r.kernel}, {"rate", r.rate}, {"unit", r.unit}, {"ceiling", r.ceiling},
+                              {"fraction_of_ceiling", r.rate / r.ceiling}, {"speedup_over_reference", r.vs_reference}});
+    std::ofstream out(a.json_path);
+    if (!out) throw UsageError("cannot write --json " + a.json_path);
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_kernels_bench_command(CLI::App& app) {
+  auto a = std::make_shared<KernelArgs>();
+  CLI::App* b = app.add_subcommand("bench-kernels", "Time the training kernels on one core next to sgemm and memcpy");
+  b->add_option("--batch", a->batch, "Rows of the linear layer's input")->capture_default_str();
+  b->add_option("--width", a->width, "Input and output width of the linear layer")->capture_default_str();
+  b->add_option("--elements", a->elements, "Elements for the memory-bound kernels (K/M/G = powers of 1024)")->capture_default_str();
+  b->add_option("--repeats", a->repeats, "Timed runs per kernel (the best is kept)")->capture_default_str();
+  b->add_option("--json", a->json_path, "Also write the results as JSON to this file");
+  return [a] { return run_kernel_bench(*a); };
+}
+
+}  // namespace dtl::cli
