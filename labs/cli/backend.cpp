@@ -1,5 +1,6 @@
 #include "labs/cli/backend.h"
 
+#include "core/comm/launch_env.h"
 #include "core/error.h"
 
 namespace dtl::cli {
@@ -8,6 +9,11 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
   Backend b;
   b.name = name;
   if (name == "threads") {
+    // Under mpirun/srun with several processes, each would run every thread rank on its own.
+    if (const auto env = detect_launch_env(); env && env->world_size > 1)
+      throw UsageError(env->launcher + " started " + std::to_string(env->world_size) +
+                       " processes, but --backend threads runs all ranks inside one process; add --backend mpi "
+                       "(one rank per process), or start a single process");
     b.ranks = requested_ranks == -1 ? 4 : requested_ranks;
     if (b.ranks < 1 || b.ranks > 4096)
       throw UsageError("--ranks must be between 1 and 4096, got " + std::to_string(b.ranks));

@@ -154,3 +154,15 @@ TEST(Cli, BenchKernelsReportsEveryKernelAgainstItsCeiling) {
   }
   EXPECT_EQ(dtlab("bench-kernels --elements 12").code, 2);
 }
+
+// Started as one of several processes (mpirun, srun, torchrun) with --backend threads:
+// each process would run every rank by itself. A usage error says what to add.
+TEST(Cli, ThreadsBackendUnderALauncherIsAUsageError) {
+  setenv("SLURM_PROCID", "0", 1);
+  setenv("SLURM_NTASKS", "4", 1);
+  const Output o = dtlab("run collectives --bytes 1K");
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_NTASKS");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("--backend mpi"), std::string::npos) << o.err;
+}
