@@ -13,6 +13,7 @@
 #include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
 #include "core/util/units.h"
+#include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
 #include "labs/lab.h"
@@ -26,6 +27,7 @@ struct RunArgs {
   std::string bytes = "1M";
   std::string dtype = "f32";
   std::string backend = "threads";
+  std::string device = "cpu";
   std::string trace_path;
   bool json = false;
   bool step = false;
@@ -98,6 +100,11 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
 
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  if (a.device == "cuda") {
+    cuda::require_devices(cuda::probe_devices());  // no GPU or no CUDA build: says so, exit 2
+    throw UsageError("--device cuda: the labs do not run on device buffers yet (the CUDA kernels are built and tested "
+                     "by tests/gpu/run.sh); use --device cpu");
+  }
   const Backend backend = Backend::choose(a.backend, a.ranks);
   LabConfig cfg;
   cfg.ranks = backend.ranks;
@@ -218,6 +225,9 @@ Command add_run_command(CLI::App& app) {
     sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
     sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
     sub->add_option("--backend", a.backend, "threads, or mpi under mpirun/srun")->capture_default_str();
+    sub->add_option("--device", a.device, "Where tensors live: cpu, or cuda (rank r on GPU r mod count)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
     sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
     sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
     sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");

@@ -166,3 +166,12 @@ TEST(Cli, ThreadsBackendUnderALauncherIsAUsageError) {
   EXPECT_EQ(o.code, 2) << o.err;
   EXPECT_NE(o.err.find("--backend mpi"), std::string::npos) << o.err;
 }
+
+// --device cuda on a machine without a GPU (or a build without CUDA): exit 2 and a message
+// that says why and what to use instead, never a crash.
+TEST(Cli, DeviceCudaWithoutAGpuIsAClearUsageError) {
+  const Output o = dtlab("run collectives --bytes 1K --device cuda");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("--device cpu"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}

@@ -1,0 +1,47 @@
+// The CUDA kernels of the labs, each the GPU twin of a CPU kernel (kernels/cpu/kernels.h,
+// core/comm/dtype.h) and held to it by tests/gpu/cuda_kernels_test.cpp. All pointers are
+// device pointers; every function launches on `stream` and returns without waiting.
+//
+//   reduce_into        dst = dst (op) src, elementwise: the reduction step of every lab
+//                      collective (ring, tree, ...) when buffers live on the GPU. Half
+//                      types widen to float, combine and round to nearest even, exactly
+//                      like the CPU path, so results are bit-identical to it.
+//   finish_average     dst /= P for ReduceOp::avg
+//   axpy, scale        y += a·x, x *= a
+//   gelu forward/back  tanh-form GELU
+//   adamw              fp32, and mixed precision (16-bit grads and weights, fp32 master)
+//   linear forward/back  through cuBLAS (row-major like nn.Linear: W is [out × in])
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "core/comm/dtype.h"
+#include "kernels/cpu/kernels.h"
+
+namespace dtl::cuda {
+
+void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op, cudaStream_t stream);
+void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int divisor, cudaStream_t stream);
+
+void axpy(float a, const float* x, float* y, std::size_t n, cudaStream_t stream);
+void scale(float a, float* x, std::size_t n, cudaStream_t stream);
+void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream);
+
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const kernels::AdamWConfig& c, int t,
+                cudaStream_t stream);
+// Mixed precision, as kernels::adamw_step_mixed: returns false (and changes nothing) when a
+// gradient is inf/NaN. Waits for `stream` once, to read the overflow flag.
+bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtype, float* m, float* v, std::size_t n,
+                      const kernels::AdamWConfig& c, int t, float inv_scale, cudaStream_t stream);
+
+// Y = X·Wᵀ + b and its backward (dX may be null; accumulate adds to dW and db).
+void linear_forward(cublasHandle_t h, const float* X, const float* W, const float* b, float* Y, int B, int I, int O,
+                    cudaStream_t stream);
+void linear_backward(cublasHandle_t h, const float* X, const float* W, const float* dY, float* dX, float* dW, float* db,
+                     int B, int I, int O, bool accumulate, cudaStream_t stream);
+
+}  // namespace dtl::cuda
