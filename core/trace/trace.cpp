@@ -1,5 +1,9 @@
 #include "core/trace/trace.h"
 
+#ifdef DTL_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -87,6 +91,8 @@ std::vector<Event> Trace::snapshot() const {
   return all;
 }
 
+// With CUDA built, each span is also an NVTX range on its thread ("forward", "backward",
+// ...), so Nsight Systems shows the lab's phases beside the GPU's kernels.
 ScopedSpan::ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t label, int step) : trace_(trace) {
   if (!trace_) return;
   ev_.rank = rank;
@@ -94,12 +100,18 @@ ScopedSpan::ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t lab
   ev_.label = label;
   ev_.step = step;
   ev_.stream = kStreamMain;
+#ifdef DTL_HAVE_NVTX
+  nvtxRangePushA(trace_->label_name(label).c_str());
+#endif
   ev_.begin_ns = trace_->now_ns();
 }
 
 ScopedSpan::~ScopedSpan() {
   if (!trace_) return;
   ev_.end_ns = trace_->now_ns();
+#ifdef DTL_HAVE_NVTX
+  nvtxRangePop();
+#endif
   trace_->record(ev_);
 }
 
