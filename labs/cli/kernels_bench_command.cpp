@@ -5,7 +5,7 @@
 //                                                   in-place update, on prefaulted buffers
 // and how much faster each fast path is than its float64 reference (kernels::reference).
 //
-//   dtlab bench-kernels [--batch 256] [--width 1024] [--elements 16M] [--json out.json]
+//   dtlab bench-kernels [--batch 256] [--width 1024] [--elements 16M] [--device cpu|cuda] [--json out.json]
 #include <cblas.h>
 
 #include <algorithm>
@@ -23,16 +23,15 @@
 #include "core/util/units.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/kernels_bench.h"
 
 namespace dtl::cli {
 
 namespace {
 
-struct KernelArgs {
-  int batch = 256, width = 1024;
-  std::string elements = "16M";
-  int repeats = 5;
-  std::string json_path;
+struct KernelArgs : KernelBenchSizes {
+  std::string elements_text = "16M";
+  std::string device = "cpu";
 };
 
 // Best of `repeats` runs after one untimed run (which also faults the pages in).
@@ -55,15 +54,10 @@ std::vector<float> filled(std::size_t n, unsigned seed) {
   return v;
 }
 
-struct Row {
-  std::string kernel, unit;
-  double rate = 0, ceiling = 0, vs_reference = 0;  // vs_reference 0: not measured
-};
+using Row = KernelBenchRow;
 
 int run_kernel_bench(const KernelArgs& a) {
-  if (a.batch < 1 || a.width < 1 || a.repeats < 1) throw UsageError("--batch, --width and --repeats must be positive");
-  const std::size_t n = parse_size(a.elements, "--elements");
-  if (n < 1024) throw UsageError("--elements must be at least 1K so the memory-bound kernels leave the cache");
+  const std::size_t n = a.elements;
   kernels::use_one_blas_thread();
   const int B = a.batch, W = a.width;
   const double gemm_flops = 2.0 * B * W * W;
@@ -134,38 +128,54 @@ int run_kernel_bench(const KernelArgs& a) {
   memory_row("reduce_into f32 (sum)", 12, [&] { reduce_into(dst.data(), src.data(), n, DType::f32, ReduceOp::sum); }, nullptr);
   memory_row("reduce_into bf16 (sum)", 6, [&] { reduce_into(w16.data(), g16.data(), n, DType::bf16, ReduceOp::sum); }, nullptr);
 
-  std::printf("# one core; GEMM %d x %d x %d; memory-bound kernels over %zu elements\n", B, W, W, n);
-  std::printf("# ceilings measured now: cblas_sgemm %.1f GFLOP/s; memory %.1f GB/s (read + write; memcpy %.1f, copy loop %.1f, "
-              "in-place update %.1f)\n", blas, copy_GBps, memcpy_GBps, loop_GBps, update_GBps);
+  char line1[160], line2[240];
+  std::snprintf(line1, sizeof line1, "one core; GEMM %d x %d x %d; memory-bound kernels over %zu elements", B, W, W, n);
+  std::snprintf(line2, sizeof line2,
+                "ceilings measured now: cblas_sgemm %.1f GFLOP/s; memory %.1f GB/s (read + write; memcpy %.1f, copy loop "
+                "%.1f, in-place update %.1f)",
+                blas, copy_GBps, memcpy_GBps, loop_GBps, update_GBps);
+  print_kernel_bench(a, {line1, line2}, rows, blas, copy_GBps, "cpu");
+  return 0;
+}
+
+}  // namespace
+
+void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string>& headlines, const std::vector<Row>& rows,
+                        double gemm_ceiling, double memory_ceiling, const std::string& device) {
+  for (const std::string& h : headlines) std::printf("# %s\n", h.c_str());
   std::printf("%-36s %10s %-8s %9s %14s\n", "kernel", "rate", "unit", "of ceiling", "vs reference");
   for (const Row& r : rows) {
     char ref[32] = "-";
     if (r.vs_reference > 0) std::snprintf(ref, sizeof ref, "%.1fx faster", r.vs_reference);
     std::printf("%-36s %10.2f %-8s %8.0f%% %14s\n", r.kernel.c_str(), r.rate, r.unit.c_str(), 100 * r.rate / r.ceiling, ref);
   }
-  if (!a.json_path.empty()) {
-    nlohmann::json j = {{"batch", B}, {"width", W}, {"elements", n}, {"sgemm_GFLOPs", blas}, {"memory_GBps", copy_GBps}};
-    for (const Row& r : rows)
-      j["kernels"].push_back({{"kernel", r.kernel}, {"rate", r.rate}, {"unit", r.unit}, {"ceiling", r.ceiling},
-                              {"fraction_of_ceiling", r.rate / r.ceiling}, {"speedup_over_reference", r.vs_reference}});
-    std::ofstream out(a.json_path);
-    if (!out) throw UsageError("cannot write --json " + a.json_path);
-    out << j.dump(2) << "\n";
-  }
-  return 0;
+  if (s.json_path.empty()) return;
+  nlohmann::json j = {{"device", device}, {"batch", s.batch}, {"width", s.width}, {"elements", s.elements},
+                      {"gemm_ceiling_GFLOPs", gemm_ceiling}, {"memory_GBps", memory_ceiling}};
+  for (const Row& r : rows)
+    j["kernels"].push_back({{"kernel", r.kernel}, {"rate", r.rate}, {"unit", r.unit}, {"ceiling", r.ceiling},
+                            {"fraction_of_ceiling", r.rate / r.ceiling}, {"speedup_over_reference", r.vs_reference}});
+  std::ofstream out(s.json_path);
+  if (!out) throw UsageError("cannot write --json " + s.json_path);
+  out << j.dump(2) << "\n";
 }
-
-}  // namespace
 
 Command add_kernels_bench_command(CLI::App& app) {
   auto a = std::make_shared<KernelArgs>();
   CLI::App* b = app.add_subcommand("bench-kernels", "Time the training kernels on one core next to sgemm and memcpy");
   b->add_option("--batch", a->batch, "Rows of the linear layer's input")->capture_default_str();
   b->add_option("--width", a->width, "Input and output width of the linear layer")->capture_default_str();
-  b->add_option("--elements", a->elements, "Elements for the memory-bound kernels (K/M/G = powers of 1024)")->capture_default_str();
+  b->add_option("--elements", a->elements_text, "Elements for the memory-bound kernels (K/M/G = powers of 1024)")
+      ->capture_default_str();
+  b->add_option("--device", a->device, "cpu (one core), or cuda (GPU 0)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   b->add_option("--repeats", a->repeats, "Timed runs per kernel (the best is kept)")->capture_default_str();
   b->add_option("--json", a->json_path, "Also write the results as JSON to this file");
-  return [a] { return run_kernel_bench(*a); };
+  return [a] {
+    a->elements = parse_size(a->elements_text, "--elements");
+    if (a->elements < 1024) throw UsageError("--elements must be at least 1K so the memory-bound kernels leave the cache");
+    if (a->batch < 1 || a->width < 1 || a->repeats < 1) throw UsageError("--batch, --width and --repeats must be positive");
+    return a->device == "cuda" ? run_cuda_kernel_bench(*a) : run_kernel_bench(*a);
+  };
 }
 
 }  // namespace dtl::cli

@@ -14,3 +14,6 @@ if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_ver
 cmake --preset gpu >/dev/null
 cmake --build --preset gpu -j"$jobs" --target cuda_kernels_test cuda_check_test dtlab
 ctest --preset gpu
+
+echo "== the kernels on the GPU, beside cublasSgemm and a device-to-device copy measured in the same run"
+build/gpu/labs/cli/dtlab bench-kernels --device cuda --batch 4096 --width 4096 --elements 256M

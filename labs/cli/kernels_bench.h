@@ -1,0 +1,31 @@
+// Shared by `dtlab bench-kernels` on the CPU (kernels_bench_command.cpp) and on a GPU
+// (kernels_bench_cuda.cpp): the sizes asked for, one result row, and the table/JSON output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtl::cli {
+
+struct KernelBenchSizes {
+  int batch = 256, width = 1024;  // the linear layer: [batch × width] · [width × width]ᵀ
+  std::size_t elements = 0;       // the memory-bound kernels
+  int repeats = 5;
+  std::string json_path;
+};
+
+struct KernelBenchRow {
+  std::string kernel, unit;
+  double rate = 0, ceiling = 0, vs_reference = 0;  // vs_reference 0: not measured
+};
+
+// Prints the table (headline lines first) and writes the JSON file when asked.
+void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string>& headlines,
+                        const std::vector<KernelBenchRow>& rows, double gemm_ceiling, double memory_ceiling,
+                        const std::string& device);
+
+// The GPU run: CUDA kernels and cuBLAS timed with CUDA events, beside cublasSgemm and a
+// device-to-device cudaMemcpy measured in the same run. UsageError without a GPU.
+int run_cuda_kernel_bench(const KernelBenchSizes& s);
+
+}  // namespace dtl::cli
