@@ -71,9 +71,11 @@ __global__ void divide_int_kernel(I* buf, std::size_t n, int d) {
     buf[i] = buf[i] / I(d);
 }
 
+// Rounded multiply, then rounded add (no fused multiply-add, which nvcc would otherwise
+// emit): the same two roundings as the CPU, so results match it bit for bit.
 __global__ void axpy_kernel(float a, const float* x, float* y, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    y[i] += a * x[i];
+    y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
 }
 
 __global__ void scale_kernel(float a, float* x, std::size_t n) {
@@ -97,6 +99,51 @@ __global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx,
     const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
     dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
   }
+}
+
+// Each thread adds its squared differences into a double total (atomicAdd on double:
+// sm_60 and later), and writes dL/dy = 2(y - t)/n.
+__global__ void mse_kernel(const float* y, const float* t, float* dy, std::size_t n, double* total) {
+  double local = 0;
+  const float k = 2.0f / float(n);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float d = y[i] - t[i];
+    local += double(d) * double(d);
+    dy[i] = k * d;
+  }
+  atomicAdd(total, local);
+}
+
+// One thread per row: max for stability, the log of the sum of exponentials, then the
+// gradient (softmax - one-hot)/B. Rows are short (C classes), so a thread walks one.
+__global__ void softmax_ce_kernel(const float* logits, const int* labels, float* dlogits, int B, int C, double* total) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= B) return;
+  const float* z = logits + std::size_t(r) * C;
+  float* dz = dlogits + std::size_t(r) * C;
+  float mx = z[0];
+  for (int c = 1; c < C; ++c) mx = fmaxf(mx, z[c]);
+  double sum = 0;
+  for (int c = 0; c < C; ++c) sum += exp(double(z[c] - mx));
+  const double log_sum = log(sum) + double(mx);
+  atomicAdd(total, log_sum - double(z[labels[r]]));
+  for (int c = 0; c < C; ++c) dz[c] = float((exp(double(z[c]) - log_sum) - (c == labels[r] ? 1.0 : 0.0)) / B);
+}
+
+// Reads back one double the kernels summed into, then frees it.
+double read_total_and_free(double* total, cudaStream_t s) {
+  double host = 0;
+  DTL_CUDA_CHECK(cudaMemcpyAsync(&host, total, sizeof(double), cudaMemcpyDeviceToHost, s));
+  DTL_CUDA_CHECK(cudaFreeAsync(total, s));
+  DTL_CUDA_CHECK(cudaStreamSynchronize(s));
+  return host;
+}
+
+double* zeroed_total(cudaStream_t s) {
+  double* total = nullptr;
+  DTL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&total), sizeof(double), s));
+  DTL_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), s));
+  return total;
 }
 
 struct AdamArgs {
@@ -203,6 +250,21 @@ void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t s) {
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t s) {
   if (n) DTL_LAUNCH(gelu_backward_kernel, n, s, x, dy, dx, n);
 }
+
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n, cudaStream_t s) {
+  double* total = zeroed_total(s);
+  if (n) DTL_LAUNCH(mse_kernel, n, s, y, target, dy, n, total);
+  return float(read_total_and_free(total, s) / double(n));
+}
+
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C, cudaStream_t s) {
+  double* total = zeroed_total(s);
+  softmax_ce_kernel<<<(B + kThreads - 1) / kThreads, kThreads, 0, s>>>(logits, labels, dlogits, B, C, total);
+  DTL_CUDA_CHECK(cudaGetLastError());
+  return float(read_total_and_free(total, s) / B);
+}
+
+void sgd_step(float* w, const float* g, std::size_t n, float lr, cudaStream_t s) { axpy(-lr, g, w, n, s); }
 
 void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const kernels::AdamWConfig& c, int t,
                 cudaStream_t s) {

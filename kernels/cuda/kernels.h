@@ -9,6 +9,8 @@
 //   finish_average     dst /= P for ReduceOp::avg
 //   axpy, scale        y += a·x, x *= a
 //   gelu forward/back  tanh-form GELU
+//   mse, softmax CE    losses and their gradients
+//   sgd                w -= lr·g
 //   adamw              fp32, and mixed precision (16-bit grads and weights, fp32 master)
 //   linear forward/back  through cuBLAS (row-major like nn.Linear: W is [out × in])
 #pragma once
@@ -31,6 +33,12 @@ void scale(float a, float* x, std::size_t n, cudaStream_t stream);
 void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream);
 
+// The losses return their value, so they wait for `stream` (once, at the end).
+float mse_loss(const float* y, const float* target, float* dy, std::size_t n, cudaStream_t stream);
+// labels: device array of B class indices in [0, C).
+float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C, cudaStream_t stream);
+
+void sgd_step(float* w, const float* g, std::size_t n, float lr, cudaStream_t stream);
 void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const kernels::AdamWConfig& c, int t,
                 cudaStream_t stream);
 // Mixed precision, as kernels::adamw_step_mixed: returns false (and changes nothing) when a

@@ -117,6 +117,39 @@ TEST_F(Cuda, ElementwiseKernelsMatchTheReferences) {
   EXPECT_EQ(d_yy.read(), yy) << "axpy and scale are exact elementwise float operations";
 }
 
+TEST_F(Cuda, LossesMatchTheReferences) {
+  const std::size_t n = 100000;
+  const auto y = random(n, 20), t = random(n, 21);
+  std::vector<float> dy(n), rdy(n);
+  DeviceBuffer<float> d_y(y), d_t(t), d_dy(dy);
+  const float loss = cuda::mse_loss(d_y.ptr, d_t.ptr, d_dy.ptr, n, nullptr);
+  const float rloss = kernels::reference::mse_loss(y.data(), t.data(), rdy.data(), n);
+  const double e = max_rel_error(d_dy.read(), rdy);
+  std::printf("mse loss %.7g vs %.7g, gradient max rel error %.3g\n", loss, rloss, e);
+  EXPECT_NEAR(loss, rloss, 1e-6 * rloss);
+  EXPECT_LT(e, 1e-6);
+
+  const int B = 333, C = 17;
+  const auto z = random(std::size_t(B) * C, 22, 3.0f);
+  std::vector<int> labels(static_cast<std::size_t>(B));
+  for (int r = 0; r < B; ++r) labels[std::size_t(r)] = (r * 7) % C;
+  std::vector<float> dz(z.size()), rdz(z.size());
+  DeviceBuffer<float> d_z(z), d_dz(dz);
+  DeviceBuffer<int> d_labels(labels);
+  const float ce = cuda::softmax_cross_entropy(d_z.ptr, d_labels.ptr, d_dz.ptr, B, C, nullptr);
+  const float rce = kernels::reference::softmax_cross_entropy(z.data(), labels.data(), rdz.data(), B, C);
+  const double ez = max_rel_error(d_dz.read(), rdz);
+  std::printf("softmax cross-entropy %.7g vs %.7g, gradient max rel error %.3g\n", ce, rce, ez);
+  EXPECT_NEAR(ce, rce, 1e-6 * rce);
+  EXPECT_LT(ez, 1e-6);
+
+  auto w = y;
+  DeviceBuffer<float> d_w(w);
+  cuda::sgd_step(d_w.ptr, d_t.ptr, n, 0.125f, nullptr);
+  kernels::sgd_step(w.data(), t.data(), n, 0.125f);
+  EXPECT_EQ(d_w.read(), w) << "sgd is one exact multiply-add per element";
+}
+
 TEST_F(Cuda, AdamWMatchesTheReferenceInFp32AndMixedPrecision) {
   const std::size_t n = 300001;
   const kernels::AdamWConfig c{1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f};
