@@ -5,6 +5,7 @@
 //   dtlab run collectives --algo ring --ranks 4 --bytes 256 --step
 //   dtlab bench all_reduce --impl library --ranks 4 -b 8 -e 256M -f 2 --json out.json
 //   dtlab bench-kernels --batch 256 --width 1024
+//   dtlab bench-step --device cuda --width 4096 --depth 8 --batch 4096
 //   dtlab grade --exercise ring_all_reduce
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
       {"run", dtl::cli::add_run_command(app)},
       {"bench", dtl::cli::add_bench_command(app)},
       {"bench-kernels", dtl::cli::add_kernels_bench_command(app)},
+      {"bench-step", dtl::cli::add_step_bench_command(app)},
       {"grade", dtl::cli::add_grade_command(app)},
   };
   try {

@@ -17,3 +17,16 @@ ctest --preset gpu
 
 echo "== the kernels on the GPU, beside cublasSgemm and a device-to-device copy measured in the same run"
 build/gpu/labs/cli/dtlab bench-kernels --device cuda --batch 4096 --width 4096 --elements 256M
+
+echo "== one rank's MLP training step: dtlab (CUDA kernels + cuBLAS) vs PyTorch eager, same model and sizes"
+size=(--width 4096 --depth 8 --batch 4096 --steps 20)
+dtlab_out=$(build/gpu/labs/cli/dtlab bench-step --device cuda "${size[@]}")
+echo "$dtlab_out"
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  torch_out=$(python3 tests/gpu/pytorch_mlp_step.py "${size[@]}")
+  echo "$torch_out"
+  awk -v d="$(awk '/^step_ms/ {print $2}' <<<"$dtlab_out")" -v t="$(awk '/^step_ms/ {print $2}' <<<"$torch_out")" \
+    'BEGIN { printf "dtlab step / PyTorch step = %.2f (below 1: dtlab is faster)\n", d / t }'
+else
+  echo "PyTorch with CUDA is not installed here: no comparison"
+fi
