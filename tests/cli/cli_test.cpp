@@ -84,7 +84,8 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9",
                            "run collectives --link carrier-pigeon", "run collectives --link pcie4 --step",
                            "run ddp --slow-rank 4:2", "run ddp --slow-rank 1", "run ddp --slow-rank 1:0.5",
-                           "run ddp --slow-rank x:2", "bench-kernels --device cuda"}) {
+                           "run ddp --slow-rank x:2", "bench-kernels --device cuda",
+                           "bench-step --device cuda", "bench-step --width 0"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
@@ -174,4 +175,12 @@ TEST(Cli, DeviceCudaWithoutAGpuIsAClearUsageError) {
   EXPECT_EQ(o.code, 2) << o.err;
   EXPECT_NE(o.err.find("--device cpu"), std::string::npos) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}
+
+// bench-step on the CPU prints the step time and the achieved rate, machine-readably.
+TEST(Cli, BenchStepPrintsStepTimeAndRate) {
+  const Output o = dtlab("bench-step --width 64 --depth 3 --batch 32 --steps 2 --warmup 1");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("step_ms "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("achieved_TFLOPs "), std::string::npos) << o.out;
 }
