@@ -11,8 +11,8 @@
 #include <random>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/session.h"
 #include "labs/cli/kernels_bench.h"
 
 namespace dtl::cli {
@@ -38,51 +38,13 @@ struct DeviceArray {
   float* f() const { return static_cast<float*>(ptr); }
 };
 
-class EventTimer {
- public:
-  explicit EventTimer(cudaStream_t s) : stream_(s) {
-    DTL_CUDA_CHECK(cudaEventCreate(&start_));
-    DTL_CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventTimer() {
-    (void)cudaEventDestroy(start_);
-    (void)cudaEventDestroy(stop_);
-  }
-  // Best time of `repeats` runs of fn on the stream, after one untimed run.
-  double best_seconds(int repeats, const std::function<void()>& fn) {
-    fn();
-    double best = 1e30;
-    for (int i = 0; i < repeats; ++i) {
-      DTL_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      fn();
-      DTL_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-      DTL_CUDA_CHECK(cudaEventSynchronize(stop_));
-      float ms = 0;
-      DTL_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-      best = std::min(best, double(ms) * 1e-3);
-    }
-    return best;
-  }
-
- private:
-  cudaStream_t stream_;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
-
 }  // namespace
 
 int run_cuda_kernel_bench(const KernelBenchSizes& s) {
-  const cuda::Devices devices = cuda::probe_devices();
-  cuda::require_devices(devices);
-  DTL_CUDA_CHECK(cudaSetDevice(0));
-  cudaDeviceProp prop{};
-  DTL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  cudaStream_t stream = nullptr;
-  DTL_CUDA_CHECK(cudaStreamCreate(&stream));
-  cublasHandle_t blas = nullptr;
-  DTL_CUBLAS_CHECK(cublasCreate(&blas));
-  DTL_CUBLAS_CHECK(cublasSetStream(blas, stream));
-  EventTimer timer(stream);
+  cuda::GpuSession gpu(0);
+  cudaStream_t stream = gpu.stream();
+  cublasHandle_t blas = gpu.blas();
+  cuda::EventTimer timer(stream);
   const int B = s.batch, W = s.width, R = s.repeats;
   const std::size_t n = s.elements;
 
@@ -125,13 +87,11 @@ int run_cuda_kernel_bench(const KernelBenchSizes& s) {
   memory_row("reduce_into bf16 (sum)", 6, [&] { cuda::reduce_into(w16.ptr, g16.ptr, n, DType::bf16, ReduceOp::sum, stream); });
 
   char line1[400], line2[200];
-  std::snprintf(line1, sizeof line1, "GPU 0: %s; GEMM %d x %d x %d; memory-bound kernels over %zu elements", prop.name, B, W,
+  std::snprintf(line1, sizeof line1, "GPU 0: %s; GEMM %d x %d x %d; memory-bound kernels over %zu elements", gpu.device_name(), B, W,
                 W, n);
   std::snprintf(line2, sizeof line2, "ceilings measured now: cublasSgemm %.1f GFLOP/s; device-to-device copy %.1f GB/s",
                 sgemm, d2d);
   print_kernel_bench(s, {line1, line2}, rows, sgemm, d2d, "cuda");
-  DTL_CUBLAS_CHECK(cublasDestroy(blas));
-  DTL_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
 }
 

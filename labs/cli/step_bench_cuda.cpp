@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/session.h"
 #include "labs/cli/step_bench.h"
 
 namespace dtl::cli {
@@ -38,15 +38,10 @@ struct Layer {
 }  // namespace
 
 int run_step_bench_cuda(const StepBenchArgs& a) {
-  cuda::require_devices(cuda::probe_devices());
-  DTL_CUDA_CHECK(cudaSetDevice(0));
-  cudaDeviceProp prop{};
-  DTL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  cudaStream_t s = nullptr;
-  DTL_CUDA_CHECK(cudaStreamCreate(&s));
-  cublasHandle_t blas = nullptr;
-  DTL_CUBLAS_CHECK(cublasCreate(&blas));
-  DTL_CUBLAS_CHECK(cublasSetStream(blas, s));
+  cuda::GpuSession gpu(0);
+  cudaStream_t s = gpu.stream();
+  cublasHandle_t blas = gpu.blas();
+  cuda::EventTimer timer(s);
 
   const int B = a.batch, in = 64, out = 64;  // the lab's MlpShape in/out
   std::vector<Layer> layers(static_cast<std::size_t>(a.depth));
@@ -106,20 +101,8 @@ int run_step_bench_cuda(const StepBenchArgs& a) {
     cuda::adamw_step(params, grads, m, v, n, adam, ++t, s);
   };
 
-  cudaEvent_t start = nullptr, stop = nullptr;
-  DTL_CUDA_CHECK(cudaEventCreate(&start));
-  DTL_CUDA_CHECK(cudaEventCreate(&stop));
-  auto time_it = [&](int reps, const auto& fn) {
-    DTL_CUDA_CHECK(cudaEventRecord(start, s));
-    for (int i = 0; i < reps; ++i) fn();
-    DTL_CUDA_CHECK(cudaEventRecord(stop, s));
-    DTL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    DTL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return double(ms) * 1e-3 / reps;
-  };
   for (int i = 0; i < a.warmup; ++i) step();
-  const double step_s = time_it(a.steps, step);
+  const double step_s = timer.mean_seconds(a.steps, step);
   // The ceiling: a hidden layer's forward GEMM, [B × W]·[W × W]ᵀ, alone, on buffers of its own.
   const int W = a.width;
   float *ga = device_floats(std::size_t(B) * std::size_t(W)), *gw = device_floats(std::size_t(W) * std::size_t(W)),
@@ -127,21 +110,17 @@ int run_step_bench_cuda(const StepBenchArgs& a) {
   const float one = 1.0f, zero = 0.0f;
   auto gemm = [&] { DTL_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, W, B, W, &one, gw, W, ga, W, &zero, gc, W)); };
   gemm();
-  const double gemm_tflops = 2.0 * B * double(W) * W / time_it(10, gemm) * 1e-12;
+  const double gemm_tflops = 2.0 * B * double(W) * W / timer.mean_seconds(10, gemm) * 1e-12;
   const double flops = mlp_step_flops(a.width, a.depth, B, in, out);
-  std::printf("device %s  width %d  depth %d  batch %d  params %zu\n", prop.name, a.width, a.depth, B, n);
+  std::printf("device %s  width %d  depth %d  batch %d  params %zu\n", gpu.device_name(), a.width, a.depth, B, n);
   std::printf("step_ms %.3f\nachieved_TFLOPs %.2f\ncublas_sgemm_TFLOPs %.2f\nfraction_of_gemm %.2f\n", step_s * 1e3,
               flops / step_s * 1e-12, gemm_tflops, flops / step_s * 1e-12 / gemm_tflops);
 
-  DTL_CUDA_CHECK(cudaEventDestroy(start));
-  DTL_CUDA_CHECK(cudaEventDestroy(stop));
   for (Layer& L : layers) {
     DTL_CUDA_CHECK(cudaFree(L.pre));
     if (L.post) DTL_CUDA_CHECK(cudaFree(L.post));
   }
   for (float* p : {params, grads, m, v, x, target, dy, d_a, d_b, ga, gw, gc}) DTL_CUDA_CHECK(cudaFree(p));
-  DTL_CUBLAS_CHECK(cublasDestroy(blas));
-  DTL_CUDA_CHECK(cudaStreamDestroy(s));
   return 0;
 }
 

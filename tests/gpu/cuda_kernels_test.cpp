@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/kernels.h"
+#include "tests/kernels/kernel_test_util.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
@@ -36,22 +37,8 @@ struct DeviceBuffer {
   }
 };
 
-std::vector<float> random(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::fabs(double(b[i])));
-  }
-  return worst / scale;
-}
+using test::max_rel_error;
+using test::random;
 
 class Cuda : public ::testing::Test {
  protected:

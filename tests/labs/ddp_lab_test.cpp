@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "core/trace/trace.h"
 #include "kernels/cpu/kernels.h"
@@ -47,20 +48,29 @@ TEST(Mlp, BackwardMatchesFiniteDifferences) {
   EXPECT_LT(worst / scale, 2e-3) << "largest difference " << worst << " (scale " << scale << ")";
 }
 
-TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
+namespace {
+// Runs the DDP lab on P thread ranks with these options; rank 0's report.
+Report run_ddp(int P, const std::map<std::string, std::string>& options, Trace& trace) {
   const LabInfo* lab = find_lab("ddp");
-  ASSERT_NE(lab, nullptr);
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.options = options;
+  cfg = with_defaults(*lab, cfg);
+  Report rep;
+  test::run_ranks(P, [&](Comm& c) {
+    Report r = lab->run(c, cfg);
+    if (c.rank() == 0) rep = r;
+  }, &trace);
+  return rep;
+}
+}  // namespace
+
+TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
+  ASSERT_NE(find_lab("ddp"), nullptr);
   for (int P : {1, 2, 4}) {
-    LabConfig cfg;
-    cfg.ranks = P;
-    cfg.options = {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}};
-    cfg = with_defaults(*lab, cfg);
     Trace trace(P);
-    Report rep;
-    test::run_ranks(P, [&](Comm& c) {
-      Report r = lab->run(c, cfg);
-      if (c.rank() == 0) rep = r;
-    }, &trace);
+    const Report rep = run_ddp(
+        P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}}, trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
     for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
       const ReportRow* d = rep.find(std::string(v) + ": max weight diff vs 1 rank");
@@ -82,7 +92,7 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
         backward += name == "backward";
         optimizer += name == "optimizer";
       }
-      const int micro = std::stoi(cfg.option("micro-batches"));
+      const int micro = 4;  // the lab's default --micro-batches
       EXPECT_EQ(optimizer, 4 * 4) << "rank " << r;           // 4 steps × 4 variants
       EXPECT_EQ(forward, 4 * 3 + 4 * micro) << "rank " << r;  // accumulate runs `micro` per step
       EXPECT_EQ(backward, forward) << "rank " << r;
@@ -136,20 +146,10 @@ TEST(DdpLab, SlowRankStretchesOnlyItsComputeSpans) {
 // lab checks it); the memory is 2 + 2 + 12 = 16 bytes/parameter; gradients travel in 2
 // bytes; and the loss ends within 2% of the fp32 run's.
 TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
-  const LabInfo* lab = find_lab("ddp");
   auto run = [&](int P, const std::string& precision) {
-    LabConfig cfg;
-    cfg.ranks = P;
-    cfg.options = {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "6"},
-                   {"bucket-mb", "0.002"}, {"precision", precision}};
-    cfg = with_defaults(*lab, cfg);
     Trace trace(P);
-    Report rep;
-    test::run_ranks(P, [&](Comm& c) {
-      Report r = lab->run(c, cfg);
-      if (c.rank() == 0) rep = r;
-    }, &trace);
-    return rep;
+    return run_ddp(P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "6"},
+                       {"bucket-mb", "0.002"}, {"precision", precision}}, trace);
   };
   const double fp32_loss = run(1, "fp32").find("bucketed: loss, last step")->measured;
   for (const char* precision : {"bf16", "fp16"})
