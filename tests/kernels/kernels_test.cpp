@@ -40,6 +40,17 @@ TEST(Gelu, ForwardAndAnalyticBackwardMatchReference) {
   reference::gelu_backward(x.data(), dy.data(), dxr.data(), 1000);  // a finite difference, not the same formula
   EXPECT_LT(max_rel_error(y, yr), 1e-6) << max_rel_error(y, yr);
   EXPECT_LT(max_rel_error(dx, dxr), 1e-4) << max_rel_error(dx, dxr);  // vs a finite difference
+  // Every x on a fine grid over [-12, 12] (past where tanh saturates): the error of the
+  // fp32 tanh form is at most a few ulps of max(1, |x|), wherever it is.
+  std::vector<float> grid;
+  for (int i = -12000; i <= 12000; ++i) grid.push_back(float(i) * 1e-3f);
+  std::vector<float> g(grid.size()), gr(grid.size());
+  gelu_forward(grid.data(), g.data(), grid.size());
+  reference::gelu_forward(grid.data(), gr.data(), grid.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < grid.size(); ++i)
+    worst = std::max(worst, std::fabs(double(g[i]) - double(gr[i])) / std::max(1.0, std::fabs(double(grid[i]))));
+  EXPECT_LT(worst, 1e-6) << "largest error relative to max(1, |x|) on the grid: " << worst;
 }
 
 TEST(Losses, MseAndSoftmaxCrossEntropyMatchReference) {
