@@ -72,6 +72,9 @@ struct LabInfo {
   std::function<Report(Comm&, const LabConfig&)> run;
   // Chunk grid the step-through draws (0: no chunk picture).
   std::function<int(const LabConfig&)> chunk_grid;
+  // The lab computes while collectives run (DDP's backward): on thread ranks its rank
+  // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
+  bool overlaps_compute = false;
 };
 
 const std::vector<LabInfo>& lab_registry();

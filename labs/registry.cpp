@@ -26,7 +26,8 @@ const std::vector<LabInfo>& lab_registry() {
         {"precision", "fp32", "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v",
          {"fp32", "bf16", "fp16"}}},
        run_ddp_lab,
-       nullptr},
+       nullptr,
+       /*overlaps_compute=*/true},
   };
   return labs;
 }

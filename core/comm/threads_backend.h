@@ -45,8 +45,10 @@ struct ThreadsOptions {
   // threads, so a collective launched during backward gets the cores the moment it is
   // ready, as on a GPU where NCCL runs beside the compute kernels on a high-priority
   // stream. Without it, on a machine with fewer cores than threads, the bucketed DDP
-  // all-reduces queue behind backward and show up as exposed time. 0: equal priority.
-  int compute_nice = 10;
+  // all-reduces queue behind backward and show up as exposed time. 0 (the default): equal
+  // priority, right for runs where ranks only communicate (benchmarks): niced ranks would
+  // just lose the cores to other programs. `dtlab run` sets 10 for labs that compute.
+  int compute_nice = 0;
 };
 
 struct RunResult {

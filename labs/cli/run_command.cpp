@@ -132,6 +132,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", P, opt.faults.hang_rank, opt.faults.hang_step);
   opt.timeout_s = a.timeout_s;
   opt.link = cfg.link;
+  opt.compute_nice = lab.overlaps_compute ? 10 : 0;
   Trace trace(P);
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);

@@ -1,7 +1,14 @@
-// A failing rank aborts its peers; a hang is turned into an explanation by the watchdog.
+// A failing rank aborts its peers; a hang is turned into an explanation by the watchdog;
+// the runner's threads run at the priorities it promises.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -135,4 +142,38 @@ TEST(Abort, ThrowingWithOperationsInFlightNeverTouchesFreedBuffers) {
       EXPECT_NE(r.error.find("fails mid-communication"), std::string::npos) << r.error;
     }
   }
+}
+
+// compute_nice: the rank threads run at that nice level, while the comm-stream threads
+// (made by the universe's spawner, not by the ranks) keep the caller's, so a collective
+// launched during compute gets the cores first. Read from /proc while both exist: exactly
+// the two rank threads are niced.
+TEST(Runner, RankThreadsAreNicedAndCommStreamsAreNot) {
+  const int base = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  ThreadsOptions opt;
+  opt.world_size = 2;
+  opt.compute_nice = std::min(base + 5, 19);
+  ASSERT_NE(opt.compute_nice, base);
+  int niced_threads = -1, all_threads = 0;
+  const RunResult r = run_threads(opt, [&](Comm& c) {
+    EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), opt.compute_nice);
+    c.barrier();  // both comm streams exist from here on (a library collective started them)
+    if (c.rank() == 0) {
+      niced_threads = 0;
+      for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream stat(task.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        std::istringstream fields(line.substr(line.rfind(')') + 2));  // after "pid (name) "
+        std::string f;
+        for (int i = 3; i <= 19; ++i) fields >> f;  // field 19: nice
+        niced_threads += std::stoi(f) == opt.compute_nice;
+        ++all_threads;
+      }
+    }
+    c.barrier();
+  });
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(niced_threads, 2) << "of " << all_threads << " threads, only the 2 rank threads should be niced";
+  EXPECT_GE(all_threads, 5) << "ranks, their comm streams, the spawner and this thread";
 }
