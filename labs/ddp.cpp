@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -45,14 +46,30 @@ struct Settings {
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
 };
 
+// A numeric lab option, or a UsageError naming it (never a bare "stoi" from deep inside).
+double number_option(const LabConfig& cfg, const std::string& name, double most) {
+  const std::string& text = cfg.option(name);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0) || v > most)
+    throw UsageError("--" + name + " '" + text + "' must be a positive number, at most " + std::to_string(long(most)));
+  return v;
+}
+
+int int_option(const LabConfig& cfg, const std::string& name, int most) {
+  const double v = number_option(cfg, name, most);
+  if (v != std::floor(v)) throw UsageError("--" + name + " must be a whole number, got " + cfg.option(name));
+  return int(v);
+}
+
 Settings settings_of(const LabConfig& cfg, int P) {
   Settings s;
-  s.shape.width = std::stoi(cfg.option("width"));
-  s.shape.layers = std::stoi(cfg.option("depth"));
-  s.batch = std::stoi(cfg.option("batch"));
-  s.steps = std::stoi(cfg.option("steps"));
-  s.micro = std::stoi(cfg.option("micro-batches"));
-  s.bucket_mb = std::stod(cfg.option("bucket-mb"));
+  s.shape.width = int_option(cfg, "width", 1 << 16);
+  s.shape.layers = int_option(cfg, "depth", 1024);
+  s.batch = int_option(cfg, "batch", 1 << 24);
+  s.steps = int_option(cfg, "steps", 1 << 20);
+  s.micro = int_option(cfg, "micro-batches", 1 << 16);
+  s.bucket_mb = number_option(cfg, "bucket-mb", 1 << 20);
   const std::string& p = cfg.option("precision");
   s.precision = p == "bf16" ? DType::bf16 : p == "fp16" ? DType::f16 : DType::f32;
   if (s.shape.width < 1 || s.shape.layers < 1 || s.steps < 1 || s.micro < 1 || s.bucket_mb <= 0)
