@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
+#include "core/util/units.h"
 #include "exercises/ddp.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/compute_span.h"
@@ -74,6 +75,11 @@ Settings settings_of(const LabConfig& cfg, int P) {
   s.precision = p == "bf16" ? DType::bf16 : p == "fp16" ? DType::f16 : DType::f32;
   if (s.shape.width < 1 || s.shape.layers < 1 || s.steps < 1 || s.micro < 1 || s.bucket_mb <= 0)
     throw UsageError("--width, --depth, --steps, --micro-batches and --bucket-mb must be positive");
+  // Every rank holds the model, its gradients and AdamW's state (16 B/parameter), plus the
+  // 1-rank reference on rank 0: on thread ranks all of it in this one process.
+  const double params = double(s.shape.width) * s.shape.width * s.shape.layers;
+  require_memory((P + 1) * (16.0 * params + 8.0 * double(s.batch) * s.shape.width * s.shape.layers),
+                 "--width, --depth or --batch (or --ranks)");
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
   if (cfg.option("variant") == "accumulate" && (s.batch / P) % s.micro != 0)
     throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " + std::to_string(s.micro));

@@ -1,6 +1,9 @@
 #include "core/util/units.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdio>
 #include <limits>
 
 #include "core/error.h"
@@ -42,6 +45,16 @@ std::string format_size(std::uint64_t b) {
   if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + "M";
   if (b >= (1ull << 10) && b % (1ull << 10) == 0) return std::to_string(b >> 10) + "K";
   return std::to_string(b);
+}
+
+void require_memory(double bytes, std::string_view what) {
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && bytes > 0.5 * have) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the machine has %.1f GB; make ", bytes * 1e-9,
+                  have * 1e-9);
+    throw UsageError(msg + std::string(what) + " smaller");
+  }
 }
 
 }  // namespace dtl

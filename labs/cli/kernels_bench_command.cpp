@@ -173,6 +173,9 @@ Command add_kernels_bench_command(CLI::App& app) {
   return [a] {
     a->elements = parse_size(a->elements_text, "--elements");
     if (a->elements < 1024) throw UsageError("--elements must be at least 1K so the memory-bound kernels leave the cache");
+    // Six float arrays of --elements and the GEMM's three matrices (host memory, also for cuda).
+    require_memory(6.0 * 4 * double(a->elements) + 4.0 * (2.0 * a->batch * a->width + double(a->width) * a->width),
+                   "--elements, --batch or --width");
     if (a->batch < 1 || a->width < 1 || a->repeats < 1) throw UsageError("--batch, --width and --repeats must be positive");
     return a->device == "cuda" ? run_cuda_kernel_bench(*a) : run_kernel_bench(*a);
   };

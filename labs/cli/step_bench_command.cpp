@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/util/units.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/step_bench.h"
@@ -58,6 +59,9 @@ Command add_step_bench_command(CLI::App& app) {
   return [a] {
     if (a->width < 1 || a->depth < 1 || a->batch < 1 || a->steps < 1 || a->warmup < 0)
       throw UsageError("--width, --depth, --batch and --steps must be positive, --warmup at least 0");
+    if (a->device == "cpu")  // 16 bytes per parameter, and two activations per layer and row
+      require_memory(16.0 * double(a->width) * a->width * a->depth + 8.0 * a->depth * double(a->batch) * a->width,
+                     "--width, --depth or --batch");
     return a->device == "cuda" ? run_step_bench_cuda(*a) : run_step_bench_cpu(*a);
   };
 }
