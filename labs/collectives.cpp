@@ -22,6 +22,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/util/units.h"
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
@@ -224,6 +225,9 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
                      " element; give at least " + std::to_string(es));
   if (!comm.trace()) throw Error("the collectives lab measures from trace events; run it with tracing on");
+  // Each rank keeps its input, the working buffer, the exact reference and the library's
+  // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
+  require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1), "--bytes (or --ranks)");
   const std::size_t count = cfg.bytes / es;
 
   Report rep;

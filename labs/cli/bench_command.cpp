@@ -106,6 +106,8 @@ int run_bench(BenchArgs& a) {
   if (link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
   const int P = backend.ranks;
   const std::size_t es = dtype_size(t);
+  // Every rank holds a send and a receive buffer of -e bytes (on thread ranks, all in here).
+  require_memory(2.0 * double(hi) * (backend.name == "threads" ? P : 1), "-e (or --ranks)");
   const bool json_only_stdout = a.json_path == "-";
   std::ostream& out = json_only_stdout ? std::cerr : std::cout;
   OpFn fn = make_op(a, coll, t, op);

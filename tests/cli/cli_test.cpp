@@ -87,7 +87,8 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "run ddp --slow-rank x:2", "bench-kernels --device cuda",
                            "bench-step --device cuda", "bench-step --width 0", "run ddp --width abc",
                            "run ddp --bucket-mb x", "run ddp --steps 99999999999", "run ddp --depth 2.5",
-                           "run ddp --width 60000", "bench-step --width 60000", "bench-kernels --elements 8G"}) {
+                           "run ddp --width 60000", "bench-step --width 60000", "bench-kernels --elements 8G",
+                           "run collectives --bytes 4096G", "bench all_reduce -b 4096G -e 4096G"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
