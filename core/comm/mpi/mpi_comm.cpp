@@ -386,7 +386,8 @@ RunResult run_mpi(const MpiOptions& opt, const std::function<void(Comm&)>& body)
       } catch (...) {
       }
     }
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    // The exit code mpirun reports: 2 for bad usage (the same on every rank), as without MPI.
+    MPI_Abort(MPI_COMM_WORLD, dynamic_cast<const UsageError*>(&e) ? 2 : 1);
   }
   finished.store(true);
   watchdog.join();
