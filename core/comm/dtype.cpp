@@ -67,11 +67,12 @@ ReduceOp parse_reduce_op(std::string_view s) {
 
 float bf16_to_float(std::uint16_t v) { return std::bit_cast<float>(std::uint32_t(v) << 16); }
 
+// Branch-free (an integer select), so loops over it vectorize.
 std::uint16_t float_to_bf16(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x40);  // keep NaN a NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-  return std::uint16_t(u >> 16);
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest, ties to even
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                      // keep NaN a NaN
+  return std::uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 float f16_to_float(std::uint16_t v) { return float(std::bit_cast<_Float16>(v)); }
@@ -102,10 +103,16 @@ void reduce_into_typed(T* __restrict dst, const T* __restrict src, std::size_t n
   }
 }
 
-// Half types: widen, combine, round back, in tiles so the float copy stays in L1.
+// Half types: widen, combine, round back. One loop per operator (the sum's vectorizes).
 template <float (*ToF)(std::uint16_t), std::uint16_t (*FromF)(float)>
 void reduce_into_half(std::uint16_t* dst, const std::uint16_t* src, std::size_t n, ReduceOp op) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = FromF(combine(ToF(dst[i]), ToF(src[i]), op));
+  if (op == ReduceOp::max) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = FromF(combine(ToF(dst[i]), ToF(src[i]), ReduceOp::max));
+  } else if (op == ReduceOp::min) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = FromF(combine(ToF(dst[i]), ToF(src[i]), ReduceOp::min));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = FromF(ToF(dst[i]) + ToF(src[i]));
+  }
 }
 
 template <typename T>
