@@ -73,8 +73,6 @@ Settings settings_of(const LabConfig& cfg, int P) {
   s.bucket_mb = number_option(cfg, "bucket-mb", 1 << 20);
   const std::string& p = cfg.option("precision");
   s.precision = p == "bf16" ? DType::bf16 : p == "fp16" ? DType::f16 : DType::f32;
-  if (s.shape.width < 1 || s.shape.layers < 1 || s.steps < 1 || s.micro < 1 || s.bucket_mb <= 0)
-    throw UsageError("--width, --depth, --steps, --micro-batches and --bucket-mb must be positive");
   // Every rank holds the model, its gradients and AdamW's state (16 B/parameter), plus the
   // 1-rank reference on rank 0: on thread ranks all of it in this one process.
   const double params = double(s.shape.width) * s.shape.width * s.shape.layers;
@@ -111,7 +109,7 @@ struct StepTimes {
 // One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
 float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, AdamW& opt, const Dataset& data, int first_row, int rows,
                  const std::string& variant, const Settings& s, int step, const std::vector<ex::GradBucket>& buckets,
-                 StepTimes& t) {
+                 StepTimes& t, std::vector<float>* gradients_after_comm) {
   const int out = s.shape.out;
   const int micro = variant == "accumulate" ? s.micro : 1;
   const int mrows = rows / micro;
@@ -150,6 +148,7 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, AdamW& opt, const
   }
   ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
+  if (gradients_after_comm) *gradients_after_comm = opt.unscaled_gradients();  // for the check
   {
     ComputeSpan span(comm, cfg, "optimizer", step);
     opt.step();  // every rank holds the same averaged gradients, so all skip an overflow together
@@ -161,13 +160,21 @@ float train_step(Comm& comm, const LabConfig& cfg, Mlp& model, AdamW& opt, const
   return loss;
 }
 
-// Rank 0's reference: the same model trained by one process on the whole global batch.
-// Also times its steps (after the first), the 1-GPU baseline a speedup is measured against.
-std::vector<float> single_rank_reference(const Dataset& data, const Settings& s, double* step_seconds) {
+// Rank 0's reference: the same model trained by one process on the whole global batch,
+// once per run (every variant must end on its weights). Also times its steps (after the
+// first): the 1-GPU baseline a speedup is measured against.
+struct OneRankReference {
+  std::vector<float> weights;         // after the last step, fp32 (mixed precision: the master)
+  std::vector<float> first_gradients;  // of the first step, loss scale divided out
+  double step_seconds = 0;
+};
+
+OneRankReference single_rank_reference(const Dataset& data, const Settings& s) {
   MemoryTracker mem(0, nullptr);
   Mlp model(s.shape, mem, 1, s.precision);
   AdamW opt(model, mem, s.adamw);
   std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  OneRankReference ref;
   const int warmup = s.steps > 1 ? 1 : 0;
   Clock::time_point timed_from = Clock::now();
   for (int step = 0; step < s.steps; ++step) {
@@ -177,26 +184,29 @@ std::vector<float> single_rank_reference(const Dataset& data, const Settings& s,
     kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
     kernels::scale(opt.loss_scale(), dy.data(), dy.size());
     model.backward(dy.data(), false);
+    if (step == 0) ref.first_gradients = opt.unscaled_gradients();
     opt.step();
   }
-  *step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
-  return {opt.weights(), opt.weights() + model.num_params()};
+  ref.step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
+  ref.weights.assign(opt.weights(), opt.weights() + model.num_params());
+  return ref;
 }
 
-// The communication time of this rank's collectives (comm-stream events since `mark`).
-double collective_seconds(Comm& comm, std::size_t mark, double* bytes) {
+// The communication time of this rank's collectives (comm-stream events since `mark`);
+// their bytes are added to *bytes when it is given.
+double collective_seconds(Comm& comm, std::size_t mark, double* bytes = nullptr) {
   const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
   double s = 0;
   for (std::size_t i = mark; i < log.size(); ++i)
     if (log[i].kind == EventKind::collective && log[i].bytes > 0) {
       s += double(log[i].end_ns - log[i].begin_ns) * 1e-9;
-      *bytes += double(log[i].bytes);
+      if (bytes) *bytes += double(log[i].bytes);
     }
   return s;
 }
 
 void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, const Settings& s, const Dataset& data,
-                 Report& rep) {
+                 const OneRankReference& reference, Report& rep) {
   const int P = comm.size(), r = comm.rank();
   MemoryTracker mem(comm.global_rank(), comm.trace());
   Mlp model(s.shape, mem, 1, s.precision);
@@ -210,31 +220,40 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   const int warmup = s.steps > 1 ? 1 : 0, timed = s.steps - warmup;
   StepTimes t, warmup_times;
   std::size_t timed_mark = comm_mark;
+  std::vector<float> first_gradients;
   float first_loss = 0, last_loss = 0;
   for (int step = 0; step < s.steps; ++step) {
     if (step == warmup) timed_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
     const float loss = train_step(comm, cfg, model, opt, data, step * s.batch + r * rows, rows, variant, s, step, buckets,
-                                  step < warmup ? warmup_times : t);
+                                  step < warmup ? warmup_times : t, step == 0 ? &first_gradients : nullptr);
     float global = loss;
     comm.all_reduce(&global, &global, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
     (step == 0 ? first_loss : last_loss) = global;
     if (s.steps == 1) last_loss = global;
   }
-  double reduced_bytes = 0, timed_bytes = 0;
+  double reduced_bytes = 0;
   collective_seconds(comm, comm_mark, &reduced_bytes);
-  const double comm_s = collective_seconds(comm, timed_mark, &timed_bytes);
+  const double comm_s = collective_seconds(comm, timed_mark);
   const double loss_bytes = 4.0 * s.steps;  // the loss all-reduces are reporting, not DDP
   // Every rank must hold the same weights, and they must equal one rank on the global batch.
   // (In mixed precision: the fp32 master weights.)
   const float* mine = opt.weights();
   std::vector<float> rank0(mine, mine + model.num_params());
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
-  double between = 0, vs_single = 0, one_rank_step = 0;
+  double between = 0, vs_single = 0;
   for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - mine[i])));
-  if (r == 0) {  // (the other ranks wait meanwhile: a long collective on their timelines)
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("check: 1-rank reference"));
-    const std::vector<float> ref = single_rank_reference(data, s, &one_rank_step);
-    for (std::size_t i = 0; i < ref.size(); ++i) vs_single = std::max(vs_single, double(std::fabs(ref[i] - mine[i])));
+  if (r == 0 && (reference.weights.size() != rank0.size() || reference.first_gradients.size() != rank0.size()))
+    throw Error("rank 0 reports, so it must hold the 1-rank reference (" + std::to_string(reference.weights.size()) +
+                " weights for a model of " + std::to_string(rank0.size()) + ")");
+  for (std::size_t i = 0; i < reference.weights.size(); ++i)
+    vs_single = std::max(vs_single, double(std::fabs(reference.weights[i] - mine[i])));
+  // The averaged gradients of the first step against one rank's on the whole batch,
+  // relative to their largest magnitude. Unlike the weights, they are not hidden by
+  // AdamW's invariance to the gradient's scale (a missing 1/P changes no update much).
+  double grad_diff = 0, grad_scale = 1e-30;
+  for (std::size_t i = 0; i < reference.first_gradients.size(); ++i) {
+    grad_diff = std::max(grad_diff, double(std::fabs(reference.first_gradients[i] - first_gradients[i])));
+    grad_scale = std::max(grad_scale, double(std::fabs(reference.first_gradients[i])));
   }
   // Per step, the rank that finishes backward last waits only for the communication; the
   // others also wait for it. So exposed communication is the smallest wait over ranks, and
@@ -259,15 +278,20 @@ void run_variant(Comm& comm, const LabConfig& cfg, const std::string& variant, c
   // them small. Mixed precision: see weight_tolerance.
   rep.check(n + "max weight diff vs 1 rank", vs_single, 0.0, "", weight_tolerance(s));
   rep.check(n + "max weight diff between ranks", between, 0.0, "");
+  // fp32: summation order, ~1e-7. 16 bits: each rank's gradient and their sum are rounded
+  // to 8 (bf16) or 11 (f16) significant bits; 2^-6 of the largest still catches any
+  // averaging mistake (a missing 1/P is off by P-1 times the value).
+  rep.check(n + "max step-1 gradient diff vs 1 rank (relative)", grad_diff / grad_scale, 0.0, "",
+            s.precision == DType::f32 ? 1e-5 : 1.0 / 64);
   rep.add(n + "compute per step (slowest rank)", compute, std::nullopt, "s");
   rep.add(n + "communication per step (all-reduce time)", comm_per_step, std::nullopt, "s");
   rep.add(n + "exposed communication per step", exposed, std::nullopt, "s");
   rep.add(n + "waiting for slower ranks per step", imbalance, std::nullopt, "s");
   rep.add(n + "efficiency compute/(compute+exposed)", compute / (compute + exposed), std::nullopt, "");
   rep.add(n + "step time (slowest rank)", step_time, std::nullopt, "s");
-  rep.add(n + "step time of 1 rank on the global batch", one_rank_step, std::nullopt, "s");
+  rep.add(n + "step time of 1 rank on the global batch", reference.step_seconds, std::nullopt, "s");
   // Ideal: P. Below 1, the model is too small for this link: 1 rank is faster.
-  rep.add(n + "speedup over 1 rank", one_rank_step / step_time, double(P), "x");
+  rep.add(n + "speedup over 1 rank", reference.step_seconds / step_time, double(P), "x");
   const double grad_bytes = (reduced_bytes - loss_bytes) / s.steps;
   const double esize = double(dtype_size(s.precision));  // 4, or 2 in mixed precision
   rep.check(n + "gradient bytes all-reduced per rank per step", grad_bytes, esize * psi, "B");
@@ -300,15 +324,20 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   rep.backend = comm.backend_name();
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
-  if (cfg.slow_rank >= 0)  // a straggler: the others wait for it inside the all-reduces (exposed time)
+  if (cfg.slow_rank >= 0)  // a straggler: the others wait for it ("waiting for slower ranks")
     rep.add("straggler: rank " + std::to_string(cfg.slow_rank) + " compute slowed by", cfg.slow_factor, std::nullopt, "x");
   const std::string variant = cfg.option("variant");
   const std::vector<std::string> variants =
       variant == "all" ? std::vector<std::string>{"naive", "flat", "bucketed", "accumulate"} : std::vector<std::string>{variant};
+  OneRankReference reference;
+  if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("1-rank reference"));
+    reference = single_rank_reference(data, s);
+  }
   for (const auto& v : variants) {
     Settings vs = s;
     if (v == "accumulate" && (s.batch / comm.size()) % s.micro != 0) vs.micro = 1;
-    run_variant(comm, cfg, v, vs, data, rep);
+    run_variant(comm, cfg, v, vs, data, reference, rep);
   }
   if (variant == "all") {  // the point of bucketing: how much of naive's exposed time is left
     const ReportRow* naive = rep.find("naive: exposed communication per step");

@@ -55,16 +55,23 @@ Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType pr
   }
 }
 
+namespace {
+void require_f32(DType precision, const char* accessor, const char* raw_accessor) {
+  if (precision != DType::f32)
+    throw Error(std::string("Mlp::") + accessor + "() as floats needs f32; in mixed precision use " + raw_accessor + "()");
+}
+}  // namespace
+
 float* Mlp::params() {
-  if (precision_ != DType::f32) throw Error("Mlp::params() as floats needs f32; use param_data() in mixed precision");
+  require_f32(precision_, "params", "param_data");
   return params_.as<float>();
 }
 const float* Mlp::params() const {
-  if (precision_ != DType::f32) throw Error("Mlp::params() as floats needs f32; use param_data() in mixed precision");
+  require_f32(precision_, "params", "param_data");
   return params_.as<float>();
 }
 float* Mlp::grads() {
-  if (precision_ != DType::f32) throw Error("Mlp::grads() as floats needs f32; use grad_data() in mixed precision");
+  require_f32(precision_, "grads", "grad_data");
   return grads_.as<float>();
 }
 

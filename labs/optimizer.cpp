@@ -40,6 +40,13 @@ bool AdamW::step() {
   return true;
 }
 
+std::vector<float> AdamW::unscaled_gradients() const {
+  std::vector<float> g(model_.num_params());
+  to_float(model_.grad_data(), model_.precision(), g.data(), g.size());
+  for (float& x : g) x /= scale_;
+  return g;
+}
+
 const float* AdamW::weights() const {
   return model_.precision() == DType::f32 ? static_cast<const Mlp&>(model_).params() : master_.as<float>();
 }

@@ -10,6 +10,8 @@
 // 0.5, growth 2 after 2000 good steps).
 #pragma once
 
+#include <vector>
+
 #include "kernels/cpu/kernels.h"
 #include "labs/model.h"
 
@@ -27,6 +29,9 @@ class AdamW {
   // mixed precision. Equivalence checks compare these.
   const float* weights() const;
   int skipped_steps() const { return skipped_; }
+  // The model's gradients as floats with the loss scale divided out: what this step will
+  // apply, comparable across precisions and world sizes.
+  std::vector<float> unscaled_gradients() const;
 
  private:
   Mlp& model_;

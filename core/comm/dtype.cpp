@@ -319,13 +319,13 @@ void scale_in_place(void* buf, std::size_t n, DType t, double factor) {
     }
     case DType::f16:
     case DType::bf16: {
-      std::vector<float> tmp(std::min<std::size_t>(n, 4096));
-      for (std::size_t i = 0; i < n; i += tmp.size()) {  // in blocks: no full-size float copy
-        const std::size_t m = std::min(tmp.size(), n - i);
+      float tmp[4096];  // in blocks on the stack: no full-size float copy, no allocation
+      for (std::size_t i = 0; i < n; i += 4096) {
+        const std::size_t m = std::min<std::size_t>(4096, n - i);
         void* at = static_cast<std::uint16_t*>(buf) + i;
-        to_float(at, t, tmp.data(), m);
+        to_float(at, t, tmp, m);
         for (std::size_t j = 0; j < m; ++j) tmp[j] *= float(factor);
-        from_float(tmp.data(), at, t, m);
+        from_float(tmp, at, t, m);
       }
       return;
     }

@@ -10,8 +10,9 @@ namespace dtl::cuda {
 GpuSession::GpuSession(int device) {
   const Devices devices = probe_devices();
   require_devices(devices);
-  DTL_CUDA_CHECK(cudaSetDevice(device_for_rank(device, devices)));
-  DTL_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_for_rank(device, devices)));
+  const int gpu = device_for_rank(device, devices);
+  DTL_CUDA_CHECK(cudaSetDevice(gpu));
+  DTL_CUDA_CHECK(cudaGetDeviceProperties(&props_, gpu));
   DTL_CUDA_CHECK(cudaStreamCreate(&stream_));
   DTL_CUBLAS_CHECK(cublasCreate(&blas_));
   DTL_CUBLAS_CHECK(cublasSetStream(blas_, stream_));

@@ -1,6 +1,7 @@
 // Reductions and half-precision conversions against plain float64 arithmetic.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -58,6 +59,11 @@ TEST(HalfTypes, RoundTripExactValuesAndRoundToNearestEven) {
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);
   EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+  // A NaN whose payload is only in the 16 bits rounding drops would become infinity if
+  // rounded like a number; it must stay a NaN. Infinities stay infinities.
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::bit_cast<float>(0x7f800001u)))));
+  EXPECT_EQ(bf16_to_float(float_to_bf16(INFINITY)), INFINITY);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(-INFINITY)), -INFINITY);
 }
 
 TEST(HalfTypes, ReductionWidensToFloat) {

@@ -57,7 +57,6 @@ TEST_F(Cuda, ReduceIntoMatchesTheCpuBitForBitForEveryTypeAndOp) {
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
       const std::size_t bytes = n * dtype_size(t);
       std::vector<unsigned char> a(bytes), b(bytes);
-      std::mt19937 rng(unsigned(t) * 10 + unsigned(op));
       const auto fa = random(n, 1), fb = random(n, 2);
       for (std::size_t i = 0; i < n; ++i) {  // values of each type from the same floats
         switch (t) {

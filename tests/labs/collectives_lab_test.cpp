@@ -4,13 +4,12 @@
 
 #include "core/trace/trace.h"
 #include "labs/collectives.h"
-#include "tests/test_util.h"
+#include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
 
 namespace {
 Report run_lab(int P, std::uint64_t bytes, std::map<std::string, std::string> opts, DType t = DType::f32) {
-  const LabInfo* lab = find_lab("collectives");
   LabConfig cfg;
   cfg.ranks = P;
   cfg.bytes = bytes;
@@ -18,14 +17,8 @@ Report run_lab(int P, std::uint64_t bytes, std::map<std::string, std::string> op
   cfg.iters = 1;
   cfg.warmup = 0;
   cfg.options = std::move(opts);
-  cfg = with_defaults(*lab, cfg);
   Trace trace(P);
-  Report report;
-  test::run_ranks(P, [&](Comm& c) {
-    Report r = lab->run(c, cfg);
-    if (c.rank() == 0) report = r;
-  }, &trace);
-  return report;
+  return test::run_lab("collectives", cfg, trace);
 }
 }  // namespace
 
