@@ -48,8 +48,9 @@ void ring_all_reduce(Comm&, BufferView, ReduceOp) {
 
 void all_reduce_by_reduce_scatter_all_gather(Comm&, BufferView, ReduceOp) {
   throw NotImplemented("all_reduce_by_reduce_scatter_all_gather",
-                       "pad the buffer to P*ceil(count/P) elements with zeros, comm.reduce_scatter it into a block "
-                       "of ceil(count/P), comm.all_gather the blocks back, and copy the first count elements out.");
+                       "pad the buffer to P*ceil(count/P) elements with zeros (a ScratchBuffer beside buf.data, "
+                       "filled with copy_bytes: it may live on a GPU), comm.reduce_scatter it into a block of "
+                       "ceil(count/P), comm.all_gather the blocks back, and copy_bytes the first count elements out.");
 }
 
 void tree_reduce(Comm&, BufferView, ReduceOp, int) {

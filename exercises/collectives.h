@@ -12,6 +12,9 @@
 //    steps as tags, and the lab counts them.
 //  * Combine received data with comm.recv_reduce (one pass, no staging copy); for
 //    ReduceOp::avg combine as a sum and divide once at the end (dtl::finish_average).
+//  * The buffer may live on a GPU (--device cuda): never read or write it from the host.
+//    Move bytes with comm's calls, dtl::copy_bytes and a dtl::ScratchBuffer for staging
+//    (core/memory/device_ops.h); finish_average works on either memory.
 //  * Annotate transfers with TransferInfo{step, first_chunk, chunk_count} so traces
 //    and the step-through can draw which chunk moved.
 #pragma once
@@ -20,6 +23,7 @@
 
 #include "core/comm/chunking.h"
 #include "core/comm/comm.h"
+#include "core/memory/device_ops.h"
 
 namespace dtl::ex {
 

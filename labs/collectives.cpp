@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "core/util/units.h"
+#include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
@@ -47,6 +48,29 @@ struct Case {
 };
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
+
+// The buffer an algorithm runs on, on the rank's device, and a host mirror when that is a
+// GPU: inputs are written on the host and uploaded, results downloaded and checked there.
+// On the host the mirror is the buffer itself.
+class LabBuffer {
+ public:
+  LabBuffer(MemoryTracker& mem, std::size_t count, DType t, Device device)
+      : tensor_(mem, {std::int64_t(count)}, t, MemTag::comm, device) {
+    if (device.kind != Device::Kind::cpu) mirror_.resize(tensor_.bytes());
+  }
+  ex::BufferView view() { return {tensor_.data(), tensor_.numel(), tensor_.dtype()}; }  // where it lives
+  ex::BufferView host() { return mirror_.empty() ? view() : ex::BufferView{mirror_.data(), tensor_.numel(), tensor_.dtype()}; }
+  void upload() {
+    if (!mirror_.empty()) copy_bytes(tensor_.data(), mirror_.data(), mirror_.size());
+  }
+  void download() {
+    if (!mirror_.empty()) copy_bytes(mirror_.data(), tensor_.data(), mirror_.size());
+  }
+
+ private:
+  Tensor tensor_;
+  std::vector<char> mirror_;
+};
 
 std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count) {
   const int P = comm.size(), r = comm.rank();
@@ -128,14 +152,15 @@ double bytes_tolerance(int P, std::size_t count, DType t) {
   return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
-void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Report& rep) {
+void run_case(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, Report& rep) {
   const int P = comm.size();
   Trace* tr = comm.trace();
-  ex::BufferView view{work.data(), work.numel(), work.dtype()};
+  const ex::BufferView view = work.view();
   const double N = double(view.bytes());
 
   // 1. One traced run: correctness, and the traffic counted from its events.
-  c.init(view);
+  c.init(work.host());
+  work.upload();
   comm.barrier();
   Traffic mine;
   const double t0 = double(tr->now_ns());
@@ -146,7 +171,8 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Rep
     mine = traffic_since(comm, mark);
   }
   const double first_run_s = max_over_ranks(comm, (double(tr->now_ns()) - t0) * 1e-9);
-  const Mismatch m = check_buffer(comm, view, c.expected);
+  work.download();
+  const Mismatch m = check_buffer(comm, work.host(), c.expected);
   const Traffic most = traffic_max(comm, mine);
 
   rep.check(c.name + ": bytes sent per rank (max)", most.bytes_sent, c.predicted.bytes_per_rank, "B",
@@ -159,7 +185,8 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Rep
   // 2. Timed runs (skipped while stepping): the slowest rank's time, median over iterations.
   std::vector<double> times;
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
-    c.init(view);
+    c.init(work.host());
+    work.upload();
     comm.barrier();
     const auto start = std::chrono::steady_clock::now();
     c.run(comm, view);
@@ -184,19 +211,23 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, Tensor& work, Rep
 void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::size_t count, Report& rep) {
   const DType t = cfg.dtype;
   const ReduceOp op = parse_reduce_op(cfg.option("op"));
-  Tensor a(mem, {std::int64_t(count)}, t, MemTag::comm), b(mem, {std::int64_t(count)}, t, MemTag::comm);
+  const Device device = rank_device(cfg, comm);
+  LabBuffer a(mem, count, t, device), b(mem, count, t, device);
+  const ex::BufferView av = a.view(), bv = b.view();
   auto differing = [&] {
+    a.download();
+    b.download();
     double n = 0;
     const std::size_t es = dtype_size(t);
     for (std::size_t i = 0; i < count; ++i)
-      n += std::memcmp(static_cast<char*>(a.data()) + i * es, static_cast<char*>(b.data()) + i * es, es) != 0;
+      n += std::memcmp(a.host().at(i), b.host().at(i), es) != 0;
     return max_over_ranks(comm, n);
   };
 
-  fill_crafted(a.data(), count, t, comm.rank());
-  std::memcpy(b.data(), a.data(), a.bytes());
-  comm.all_reduce(a.data(), a.data(), count, t, op);
-  ex::BufferView bv{b.data(), count, t};
+  fill_crafted(a.host().data, count, t, comm.rank());
+  a.upload();
+  copy_bytes(bv.data, av.data, av.bytes());
+  comm.all_reduce(av.data, av.data, count, t, op);
   ex::ring_reduce_scatter(comm, bv, op);
   const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
   finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
@@ -208,10 +239,11 @@ void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::s
   std::uniform_real_distribution<double> dist(-1, 1);
   for (std::size_t i = 0; i < count; ++i) {  // random values, stored in the lab's dtype
     const double v = dist(rng);
-    store_element(a.data(), i, t, (t == DType::i32 || t == DType::i64) ? std::round(v * 1000) : v);
+    store_element(a.host().data, i, t, (t == DType::i32 || t == DType::i64) ? std::round(v * 1000) : v);
   }
-  std::memcpy(b.data(), a.data(), a.bytes());
-  comm.all_reduce(a.data(), a.data(), count, t, op);
+  a.upload();
+  copy_bytes(bv.data, av.data, av.bytes());
+  comm.all_reduce(av.data, av.data, count, t, op);
   ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
   rep.check("identity: library all_reduce vs library all_gather(reduce_scatter(x)), random input: differing elements",
             differing(), 0, "elements");
@@ -236,7 +268,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  Tensor work(mem, {std::int64_t(count)}, cfg.dtype, MemTag::comm);
+  LabBuffer work(mem, count, cfg.dtype, rank_device(cfg, comm));
 
   for (const Case& c : make_cases(comm, cfg, count)) run_case(comm, cfg, c, work, rep);
   if (cfg.option("collective") == "all_reduce" && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/comm/launch_env.h"
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 
 namespace dtl {
 
@@ -16,10 +18,19 @@ const std::string& LabConfig::option(const std::string& key) const {
 nlohmann::json LabConfig::to_json() const {
   nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes}, {"dtype", std::string(dtype_name(dtype))},
                       {"iters", iters}, {"warmup", warmup}};
+  if (device != Device::Kind::cpu) j["device"] = "cuda";
   for (const auto& [k, v] : options) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
   if (link.active()) j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
   return j;
+}
+
+Device rank_device(const LabConfig& cfg, const Comm& comm) {
+  if (cfg.device == Device::Kind::cpu) return Device::cpu();
+  const int gpus = device_ops(Device::cuda(0)).device_count();
+  const std::optional<LaunchEnv> env = detect_launch_env();
+  const int local = env ? env->local_rank : comm.global_rank();
+  return Device::cuda(local % gpus);
 }
 
 void Report::add(std::string quantity, double measured, std::optional<double> predicted, std::string unit) {

@@ -14,6 +14,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/link.h"
+#include "core/memory/memory.h"
 
 namespace dtl {
 
@@ -22,6 +23,8 @@ struct LabConfig {
   std::uint64_t bytes = 1 << 20;
   DType dtype = DType::f32;
   std::string backend = "threads";
+  // Where the lab's buffers live: cpu, or cuda (rank r on GPU r mod count, see rank_device).
+  Device::Kind device = Device::Kind::cpu;
   int iters = 5;   // timed repetitions
   int warmup = 1;  // untimed repetitions first
   LinkSpec link;   // the emulated interconnect the run uses (threads backend), for predicted times
@@ -75,7 +78,13 @@ struct LabInfo {
   // The lab computes while collectives run (DDP's backward): on thread ranks its rank
   // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
   bool overlaps_compute = false;
+  // The lab keeps its buffers on LabConfig::device (it may run with --device cuda).
+  bool device_buffers = false;
 };
+
+// The device a rank's buffers live on: the host, or GPU (rank mod GPU count) so several
+// thread ranks may share one GPU. Under a multi-process launcher the node-local rank counts.
+Device rank_device(const LabConfig& cfg, const Comm& comm);
 
 const std::vector<LabInfo>& lab_registry();
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown

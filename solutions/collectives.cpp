@@ -4,8 +4,8 @@
 // Grade:     dtlab grade --exercise ring_all_reduce
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
+#include "core/memory/device_ops.h"
 #include "core/theory/collectives.h"
 #include "exercises/collectives.h"
 
@@ -81,11 +81,12 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
 void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op) {
   const std::size_t P = std::size_t(comm.size()), es = buf.element_size();
   const std::size_t block = (buf.count + P - 1) / P;  // pad to P equal blocks (NCCL's convention)
-  std::vector<char> padded(block * P * es, 0), mine(block * es);
-  std::memcpy(padded.data(), buf.data, buf.bytes());
+  // Staging in the buffer's own memory (host, or its GPU): copy_bytes works on either.
+  ScratchBuffer padded(block * P * es, buf.data), mine(block * es, buf.data);
+  copy_bytes(padded.data(), buf.data, buf.bytes());
   comm.reduce_scatter(padded.data(), mine.data(), block, buf.dtype, op);
   comm.all_gather(mine.data(), padded.data(), block, buf.dtype);
-  std::memcpy(buf.data, padded.data(), buf.bytes());  // drop the padding
+  copy_bytes(buf.data, padded.data(), buf.bytes());  // drop the padding
 }
 
 // ---- binomial trees ----------------------------------------------------------------

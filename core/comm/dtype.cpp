@@ -8,6 +8,7 @@
 #include <emmintrin.h>  // SSE2: baseline on x86-64
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 
 namespace dtl {
 
@@ -286,6 +287,16 @@ void store_fence() { _mm_sfence(); }
 
 void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d) {
   if (op != ReduceOp::avg || d == 1) return;
+  device_ops_for(buf).scale(buf, n, t, 0.0, d);  // the buffer may live on a GPU
+}
+
+void scale_in_place(void* buf, std::size_t n, DType t, double factor) {
+  if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+    throw UsageError("scale_in_place: " + std::string(dtype_name(t)) + " is not a floating type");
+  device_ops_for(buf).scale(buf, n, t, factor, 0);
+}
+
+void divide_on_host(void* buf, std::size_t n, DType t, int d) {
   switch (t) {
     case DType::f32: return divide(static_cast<float*>(buf), n, d);
     case DType::f64: return divide(static_cast<double*>(buf), n, d);
@@ -304,7 +315,7 @@ void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d) {
   }
 }
 
-void scale_in_place(void* buf, std::size_t n, DType t, double factor) {
+void scale_on_host(void* buf, std::size_t n, DType t, double factor) {
   switch (t) {
     case DType::f32: {
       auto* p = static_cast<float*>(buf);
@@ -329,7 +340,7 @@ void scale_in_place(void* buf, std::size_t n, DType t, double factor) {
       }
       return;
     }
-    default: throw UsageError("scale_in_place: " + std::string(dtype_name(t)) + " is not a floating type");
+    default: throw UsageError("scale: " + std::string(dtype_name(t)) + " is not a floating type");
   }
 }
 

@@ -50,11 +50,17 @@ void copy_streaming(void* dst, const void* src, std::size_t bytes);
 void store_fence();
 
 // For ReduceOp::avg: buf[i] /= divisor (integers divide with truncation). No-op otherwise.
+// The buffer may be in host or device memory (core/memory/device_ops.h).
 void finish_average(void* buf, std::size_t count, DType t, ReduceOp op, int divisor);
 
 // buf[i] *= factor for the floating types (half types widen, multiply, round back);
 // UsageError for integers. What "scale the averaged gradients by 1/P" is for any dtype.
+// The buffer may be in host or device memory.
 void scale_in_place(void* buf, std::size_t count, DType t, double factor);
+
+// The host-memory bodies of the two above (what the host's DeviceOps run).
+void divide_on_host(void* buf, std::size_t count, DType t, int divisor);
+void scale_on_host(void* buf, std::size_t count, DType t, double factor);
 
 // Whole buffers to and from float: dst[i] = float(src[i]); and dst[i] = T(src[i]), or with
 // accumulate dst[i] = T(dst[i] + src[i]). For f32, f16 and bf16 (mixed precision).

@@ -6,22 +6,17 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
 
 namespace dtl {
 
 void* MemoryTracker::allocate(std::size_t bytes, MemTag tag, Device device) {
-  if (device.kind != Device::Kind::cpu)
-    throw Error("rank " + std::to_string(rank_) + ": " + device.name() +
-                " memory needs a build with CUDA (DTL_WITH_CUDA) and a GPU; use --device cpu");
   void* p = nullptr;
-  if (bytes > 0) {
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    p = std::aligned_alloc(64, rounded);
-    if (!p)
-      throw Error("rank " + std::to_string(rank_) + ": out of host memory allocating " + std::to_string(bytes) +
-                  " bytes for " + mem_tag_name(tag) + "; use a smaller size");
-    std::memset(p, 0, rounded);  // prefault every page now, not inside a timed region
+  try {
+    p = device_ops(device).allocate(bytes, device.index);  // zeroed (host: prefaulted)
+  } catch (const Error& e) {
+    throw Error("rank " + std::to_string(rank_) + ": " + e.what() + " (" + mem_tag_name(tag) + ")");
   }
   current_[std::size_t(tag)] += bytes;
   peak_[std::size_t(tag)] = std::max(peak_[std::size_t(tag)], current_[std::size_t(tag)]);
@@ -30,8 +25,8 @@ void* MemoryTracker::allocate(std::size_t bytes, MemTag tag, Device device) {
   return p;
 }
 
-void MemoryTracker::release(void* p, std::size_t bytes, MemTag tag, Device) {
-  std::free(p);
+void MemoryTracker::release(void* p, std::size_t bytes, MemTag tag, Device device) {
+  if (p) device_ops(device).release(p);
   current_[std::size_t(tag)] -= bytes;
   record(EventKind::free, bytes, tag);
 }

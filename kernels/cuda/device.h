@@ -18,5 +18,8 @@ Devices probe_devices();
 int device_for_rank(int rank, const Devices& devices);
 // Throws UsageError with what to do when `--device cuda` cannot run here.
 void require_devices(const Devices& devices);
+// Lets this process keep buffers on GPUs: installs the CUDA DeviceOps
+// (core/memory/device_ops.h). UsageError, as require_devices, when it cannot.
+void use_cuda_memory();
 
 }  // namespace dtl::cuda

@@ -18,4 +18,6 @@ void require_devices(const Devices& devices) {
   throw UsageError("--device cuda: " + devices.problem + "; install the CUDA toolkit and rebuild, or use --device cpu");
 }
 
+void use_cuda_memory() { require_devices(probe_devices()); }  // throws: built without CUDA
+
 }  // namespace dtl::cuda

@@ -8,38 +8,11 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/elementwise.cuh"
 
 namespace dtl::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(std::size_t n) {
-  const std::size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);  // grid-stride covers the rest
-}
-
-// Loads and stores through float for the half types, as the CPU path does.
-template <typename T> struct Widen {
-  __device__ static float load(T v) { return float(v); }
-  __device__ static T store(float v) { return T(v); }
-};
-template <> struct Widen<__half> {
-  __device__ static float load(__half v) { return __half2float(v); }
-  __device__ static __half store(float v) { return __float2half_rn(v); }
-};
-template <> struct Widen<__nv_bfloat16> {
-  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
-};
-
-template <typename T>
-__device__ T combine(T a, T b, ReduceOp op) {
-  if (op == ReduceOp::max) return a > b ? a : b;
-  if (op == ReduceOp::min) return a < b ? a : b;
-  return a + b;  // sum and avg
-}
 
 template <typename T>
 __global__ void reduce_into_kernel(T* dst, const T* src, std::size_t n, ReduceOp op) {
@@ -199,11 +172,6 @@ __global__ void broadcast_bias_kernel(float* Y, const float* b, int B, int O) {
 
 }  // namespace
 
-#define DTL_LAUNCH(kernel, n, stream, ...)                                \
-  do {                                                                    \
-    kernel<<<blocks_for(n), kThreads, 0, stream>>>(__VA_ARGS__);          \
-    DTL_CUDA_CHECK(cudaGetLastError());                                   \
-  } while (0)
 
 void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op, cudaStream_t s) {
   if (n == 0) return;

@@ -7,6 +7,7 @@
 //                      types widen to float, combine and round to nearest even, exactly
 //                      like the CPU path, so results are bit-identical to it.
 //   finish_average     dst /= P for ReduceOp::avg
+//   reduce_many, scale_floating   what DeviceOps runs on a GPU (buffer_kernels.cu)
 //   axpy, scale        y += a·x, x *= a
 //   gelu forward/back  tanh-form GELU
 //   mse, softmax CE    losses and their gradients
@@ -27,6 +28,12 @@ namespace dtl::cuda {
 
 void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op, cudaStream_t stream);
 void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int divisor, cudaStream_t stream);
+// out = in0 (op) in1 (op) ... in that order, rounded after each step (core's reduce_many);
+// out may alias an input. All pointers on the stream's GPU.
+void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t n, DType t, ReduceOp op,
+                 cudaStream_t stream);
+// buf *= factor for f32 (by float(factor)), f64, f16 and bf16 (widened, rounded back).
+void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream_t stream);
 
 void axpy(float a, const float* x, float* y, std::size_t n, cudaStream_t stream);
 void scale(float a, float* x, std::size_t n, cudaStream_t stream);

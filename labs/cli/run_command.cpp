@@ -101,9 +101,13 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
   if (a.device == "cuda") {
-    cuda::require_devices(cuda::probe_devices());  // no GPU or no CUDA build: says so, exit 2
-    throw UsageError("--device cuda: the labs do not run on device buffers yet (the CUDA kernels are built and tested "
-                     "by tests/gpu/run.sh); use --device cpu");
+    if (!lab.device_buffers)
+      throw UsageError("--device cuda: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
+                       "lab runs on GPUs); use --device cpu");
+    if (a.backend == "mpi")
+      throw UsageError("--device cuda with --backend mpi: the Open MPI backend moves host buffers; use --backend threads "
+                       "(ranks sharing GPUs) or --device cpu");
+    cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
   const Backend backend = Backend::choose(a.backend, a.ranks);
   LabConfig cfg;
@@ -111,6 +115,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   cfg.bytes = parse_size(a.bytes, "--bytes");
   cfg.dtype = parse_dtype(a.dtype);
   cfg.backend = a.backend;
+  cfg.device = a.device == "cuda" ? Device::Kind::cuda : Device::Kind::cpu;
   cfg.iters = a.step ? 0 : a.iters;
   cfg.warmup = a.step ? 0 : a.warmup;
   if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");

@@ -16,6 +16,7 @@
 #include "core/comm/chunking.h"
 #include "core/theory/collectives.h"
 #include "core/comm/threads/threads_comm.h"
+#include "core/memory/device_ops.h"
 
 namespace dtl::threads {
 
@@ -67,6 +68,13 @@ void reduce_chunk_to_all(Group& g, ChunkRange c, DType t, ReduceOp op, bool to_a
     if (!to_all && int(q) != root) continue;
     outputs.push_back(at(g.slots[q].recv, c.offset * es));
     all_out_of_place = all_out_of_place && g.slots[q].recv != g.slots[q].send;
+  }
+  DeviceOps& ops = device_ops_for(inputs[0], outputs[0]);
+  if (&ops != &host_ops()) {  // on a GPU: reduce into the first output, copy to the others
+    ops.reduce_many(outputs[0], inputs.data(), int(P), c.count, t, op);
+    if (op == ReduceOp::avg) ops.scale(outputs[0], c.count, t, 0.0, int(P));
+    for (std::size_t k = 1; k < outputs.size(); ++k) ops.copy(outputs[k], outputs[0], c.count * es);
+    return;
   }
   // Out of place, streaming stores write an output line without reading it first (no
   // read-for-ownership). In place the line was just read and sits in cache: plain stores.
@@ -153,7 +161,7 @@ Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DTyp
     enter(*g, me, "reduce_scatter");
     std::vector<const void*> inputs(P);
     for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g->slots[q].send, std::size_t(me) * n * es);
-    reduce_many(r, inputs.data(), int(P), n, t, op);
+    device_ops_for(r, inputs[0]).reduce_many(r, inputs.data(), int(P), n, t, op);
     finish_average(r, n, t, op, int(P));
     leave(*g, me, "reduce_scatter");
   });
@@ -169,7 +177,7 @@ Request ThreadsComm::iall_gather(const void* s, void* r, std::size_t n, DType t)
     for (std::size_t q = 0; q < P; ++q) {  // pull every block into my output
       const char* src = at(g->slots[q].send, 0);
       char* dst = at(r, q * bytes);
-      if (src != dst) std::memcpy(dst, src, bytes);
+      if (src != dst) copy_bytes(dst, src, bytes);  // host or device memory
     }
     leave(*g, me, "all_gather");
   });
@@ -182,7 +190,7 @@ Request ThreadsComm::ibroadcast(void* b, std::size_t n, DType t, int root) {
   return run_collective("broadcast", n * dtype_size(t), [g, me, b, n, t, root] {
     g->slots[std::size_t(me)] = {b, b};
     enter(*g, me, "broadcast");
-    if (me != root) std::memcpy(b, g->slots[std::size_t(root)].send, n * dtype_size(t));
+    if (me != root) copy_bytes(b, g->slots[std::size_t(root)].send, n * dtype_size(t));
     leave(*g, me, "broadcast");
   });
 }
@@ -197,7 +205,7 @@ Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t)
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "all_to_all");
     for (std::size_t q = 0; q < P; ++q)  // block `me` of every sender lands in my slot q
-      std::memcpy(at(r, q * bytes), at(g->slots[q].send, std::size_t(me) * bytes), bytes);
+      copy_bytes(at(r, q * bytes), at(g->slots[q].send, std::size_t(me) * bytes), bytes);
     leave(*g, me, "all_to_all");
   });
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <thread>
 
+#include "core/memory/device_ops.h"
+
 namespace dtl::threads {
 
 // ---- requests ----------------------------------------------------------------------
@@ -81,10 +83,20 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
         "rank " + std::to_string(dst_g) + " posted a receive of " + std::to_string(r.bytes) + " bytes from rank " +
         std::to_string(src_g) + " (tag " + std::to_string(s.tag) + "), but the message has " +
         std::to_string(s.bytes) + " bytes; make the counts on both sides agree"));
-  } else if (r.reduce) {
-    reduce_into(r.buf, s.buf, r.bytes / dtype_size(r.dtype), r.dtype, r.op);
-  } else if (r.bytes > 0) {
-    std::memcpy(r.buf, s.buf, r.bytes);
+  } else {
+    // Host memory: memcpy and the CPU kernels; GPU memory: device-to-device copies and the
+    // CUDA reduction kernel (core/memory/device_ops.h). Both are done when the call returns.
+    DeviceOps& ops = device_ops_for(r.buf, s.buf);
+    try {
+      if (r.reduce) {
+        const void* inputs[2] = {r.buf, s.buf};
+        ops.reduce_many(r.buf, inputs, 2, r.bytes / dtype_size(r.dtype), r.dtype, r.op);
+      } else if (r.bytes > 0) {
+        ops.copy(r.buf, s.buf, r.bytes);
+      }
+    } catch (...) {
+      error = std::current_exception();  // a CUDA error fails both requests, not this thread
+    }
   }
   s.req->copying.store(false);
   r.req->copying.store(false);
