@@ -5,7 +5,8 @@
 // Prints `size count type redop | time algbw busbw #wrong` for out-of-place and in-place
 // (GB = 1e9; busbw = algbw · the collective's factor, 2(P-1)/P for all_reduce), and the
 // machine's ceiling measured in the same run: a multi-threaded memcpy's bandwidth turned
-// into the best busbw any algorithm could reach (core/theory).
+// into the best busbw any algorithm could reach (core/theory). With --device cuda the
+// buffers live on GPUs and the ceiling comes from a device-to-device copy instead.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,11 +20,13 @@
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/chrome_writer.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
+#include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
 #include "labs/crafted.h"
@@ -38,6 +41,7 @@ struct BenchArgs {
   std::string impl = "library";
   int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
   std::string backend = "threads";
+  std::string device = "cpu";
   std::string min_bytes = "32M", max_bytes = "32M";
   double factor = 2;
   int iters = 20, warmup = 5, check = 1;
@@ -65,6 +69,24 @@ double measure_memcpy_bandwidth(std::size_t bytes_per_thread) {
   return best;
 }
 
+// Bytes read + written per second by a device-to-device copy on `device`, best of several:
+// what the ranks sharing that GPU can move at most (the ceiling's bandwidth on a GPU).
+double measure_device_copy_bandwidth(Device device, std::size_t bytes) {
+  DeviceOps& ops = device_ops(device);
+  void* a = ops.allocate(bytes, device.index);
+  void* b = ops.allocate(bytes, device.index);
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ops.copy(b, a, bytes);  // returns when the copy is done
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * double(bytes) / s);
+  }
+  ops.release(a);
+  ops.release(b);
+  return best;
+}
+
 using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count)>;
 
 // The operation under test. Point-to-point algorithms work in place; their out-of-place
@@ -88,7 +110,7 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, DType t, ReduceOp op) 
                                                            : a.impl == "rhd"   ? ex::rhd_all_reduce
                                                                                : ex::naive_all_reduce;
   return [fn, t, op](Comm& c, void* s, void* r, std::size_t n) {
-    if (s != r) std::memcpy(r, s, n * dtype_size(t));
+    if (s != r) copy_bytes(r, s, n * dtype_size(t));  // host or device memory
     fn(c, ex::BufferView{r, n, t}, op);
   };
 }
@@ -111,6 +133,18 @@ int run_bench(BenchArgs& a) {
   const bool json_only_stdout = a.json_path == "-";
   std::ostream& out = json_only_stdout ? std::cerr : std::cout;
   OpFn fn = make_op(a, coll, t, op);
+  const bool on_gpu = a.device == "cuda";
+  if (on_gpu) {
+    if (a.backend != "threads")
+      throw UsageError("--device cuda: the bench runs GPU buffers on --backend threads (ranks sharing GPUs)");
+    cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
+  }
+  // Rank r's buffers: the host, or GPU r mod count. Inputs are written on the host and uploaded.
+  auto rank_device = [&](int r) { return on_gpu ? Device::cuda(r % device_ops(Device::cuda(0)).device_count()) : Device::cpu(); };
+  auto measure_bandwidth = [&] {
+    return on_gpu ? measure_device_copy_bandwidth(rank_device(0), std::size_t(256) << 20)
+                  : measure_memcpy_bandwidth(std::size_t(64) << 20);
+  };
 
   // The machine's bandwidth drifts on shared VMs: rank 0 measures it before the sweep and
   // again after every size (the other ranks wait at a barrier), and the sweep is held to
@@ -139,13 +173,17 @@ int run_bench(BenchArgs& a) {
   opt.link = link;
   RunResult result = backend.run(opt, a.trace_path, [&](Comm& comm) {
     if (comm.rank() == 0) {
-      bw = measure_memcpy_bandwidth(std::size_t(64) << 20);
-      std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  ranks %d  dtype %s  op %s\n",
-                    a.collective.c_str(), a.impl.c_str(), backend.name.c_str(), P, std::string(dtype_name(t)).c_str(),
-                    a.op.c_str());
+      bw = measure_bandwidth();
+      std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  device %s  ranks %d  dtype %s  op %s\n",
+                    a.collective.c_str(), a.impl.c_str(), backend.name.c_str(), a.device.c_str(), P,
+                    std::string(dtype_name(t)).c_str(), a.op.c_str());
       out << line;
-      std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
-                    bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), ceiling_of(bw) / 1e9);
+      if (on_gpu)
+        std::snprintf(line, sizeof line, "# device-to-device copy %.2f GB/s (read+written, GPU 0) -> ceiling busbw %.2f GB/s\n",
+                      bw / 1e9, ceiling_of(bw) / 1e9);
+      else
+        std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
+                      bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), ceiling_of(bw) / 1e9);
       out << line;
       out << "#                                              out-of-place                       in-place\n"
              "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
@@ -155,7 +193,19 @@ int run_bench(BenchArgs& a) {
     MemoryTracker mem(comm.global_rank(), nullptr);
     const std::size_t max_count = std::size_t(hi / es);
     // Preallocated and prefaulted once (MemoryTracker touches every page).
-    Tensor send(mem, {std::int64_t(max_count)}, t, MemTag::comm), recv(mem, {std::int64_t(max_count)}, t, MemTag::comm);
+    const Device dev = rank_device(comm.global_rank());
+    Tensor send(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev), recv(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev);
+    std::vector<char> host(on_gpu ? max_count * es : 0);  // the staging copy when buffers are on a GPU
+    auto fill_send = [&](std::size_t n) {
+      if (!on_gpu) return fill_crafted(send.data(), n, t, comm.rank());
+      fill_crafted(host.data(), n, t, comm.rank());
+      copy_bytes(send.data(), host.data(), n * es);
+    };
+    auto wrong_in = [&](const void* result, std::size_t n) {
+      if (!on_gpu) return compare_with_crafted(result, n, t, P, op).wrong;
+      copy_bytes(host.data(), result, n * es);
+      return compare_with_crafted(host.data(), n, t, P, op).wrong;
+    };
     for (std::uint64_t size : sizes) {
       const std::size_t total = size / es;
       const std::size_t count = split ? std::max<std::size_t>(1, total / std::size_t(P)) : total;
@@ -171,7 +221,7 @@ int run_bench(BenchArgs& a) {
           else r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * es;
         }
         if (inplace && coll == theory::Collective::all_to_all) r = recv.data();  // no in-place all_to_all
-        fill_crafted(send.data(), split ? count * std::size_t(P) : count, t, comm.rank());
+        fill_send(split ? count * std::size_t(P) : count);
         for (int i = 0; i < a.warmup; ++i) fn(comm, s, r, count);
         comm.barrier();
         const auto t0 = std::chrono::steady_clock::now();
@@ -179,9 +229,9 @@ int run_bench(BenchArgs& a) {
         const double sec = max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
         double wrong = 0;
         if (a.check && coll == theory::Collective::all_reduce) {  // one more run on fresh crafted input
-          fill_crafted(send.data(), count, t, comm.rank());
+          fill_send(count);
           fn(comm, s, r, count);
-          wrong = double(compare_with_crafted(r, count, t, P, op).wrong);
+          wrong = double(wrong_in(r, count));
           comm.all_reduce(&wrong, &wrong, 1, DType::f64, ReduceOp::sum);
         }
         const double bytes = theory::collective_bytes(coll, P, double(count * es));
@@ -201,7 +251,7 @@ int run_bench(BenchArgs& a) {
         out << line << std::flush;
         rows.push_back(json_row[0]);
         rows.push_back(json_row[1]);
-        bw = std::max(bw, measure_memcpy_bandwidth(std::size_t(64) << 20));
+        bw = std::max(bw, measure_bandwidth());
       }
       comm.barrier();
     }
@@ -253,6 +303,9 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
   b->add_option("--backend", a->backend, "threads, or mpi under mpirun/srun")->capture_default_str();
+  b->add_option("--device", a->device, "Where the buffers live: cpu, or cuda (rank r on GPU r mod count; threads backend)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
   b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
   b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();
