@@ -49,4 +49,9 @@ std::unique_ptr<Trace> merge_traces_on_root(const Trace& local);
 // Largest value of v over all processes (for reports that combine ranks).
 double mpi_max(double v);
 
+// MPI_Bcast of raw bytes over MPI_COMM_WORLD (the NCCL backend's unique id).
+void mpi_broadcast_bytes(void* buf, std::size_t bytes, int root);
+// Ends every process of the job with this exit code (MPI_Abort).
+[[noreturn]] void mpi_abort(int code);
+
 }  // namespace dtl

@@ -28,16 +28,54 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
                        " processes; drop --ranks or use mpirun -np " + std::to_string(requested_ranks));
     b.ranks = w.size;
     b.root = w.rank == 0;
+    b.multi_process = true;
     return b;
   }
-  if (name == "nccl")
-    throw UsageError("--backend nccl is not built yet (it needs CUDA and NCCL support); use --backend threads or mpi");
-  throw UsageError("unknown --backend '" + name + "'; use threads or mpi");
+  if (name == "nccl") {
+    if (!nccl_backend_built())
+      throw UsageError("this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); use "
+                       "--backend threads or mpi");
+    if (const auto env = detect_launch_env(); env && env->world_size > 1) {  // a process per GPU, id over MPI
+      if (!mpi_backend_built())
+        throw UsageError(env->launcher + " started " + std::to_string(env->world_size) +
+                         " processes, but this dtlab was built without MPI, which --backend nccl uses to share NCCL's "
+                         "unique id; install libopenmpi-dev and rebuild");
+      const MpiWorld w = mpi_init();
+      if (requested_ranks != -1 && requested_ranks != w.size)
+        throw UsageError("--ranks " + std::to_string(requested_ranks) + " but the launcher started " +
+                         std::to_string(w.size) + " processes; drop --ranks");
+      b.ranks = w.size;
+      b.root = w.rank == 0;
+      b.multi_process = true;
+      return b;
+    }
+    std::string problem;  // one process: a thread per GPU
+    const int gpus = nccl_visible_gpus(&problem);
+    if (gpus == 0)
+      throw UsageError("--backend nccl needs GPUs, and this machine has none usable (" + problem +
+                       "); use --backend threads or mpi");
+    b.ranks = requested_ranks == -1 ? gpus : requested_ranks;
+    if (b.ranks < 1 || b.ranks > gpus)
+      throw UsageError("--ranks " + std::to_string(b.ranks) + " with --backend nccl needs one GPU per rank, and this "
+                       "machine has " + std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
+                       ", start one process per GPU with mpirun/srun, or --backend threads --device cuda to share GPUs");
+    return b;
+  }
+  throw UsageError("unknown --backend '" + name + "'; use threads, mpi or nccl");
 }
 
 RunResult Backend::run(const ThreadsOptions& options, const std::string& trace_path,
                        const std::function<void(Comm&)>& body) const {
   if (name == "threads") return run_threads(options, body);
+  if (name == "nccl") {
+    NcclOptions n;
+    n.ranks = ranks;
+    n.trace = options.trace;
+    n.faults = options.faults;
+    n.timeout_s = options.timeout_s;
+    n.trace_path = trace_path;
+    return multi_process ? run_nccl_mpi(n, body) : run_nccl_threads(n, body);
+  }
   MpiOptions m;
   m.trace = options.trace;
   m.faults = options.faults;
@@ -47,7 +85,7 @@ RunResult Backend::run(const ThreadsOptions& options, const std::string& trace_p
 }
 
 std::unique_ptr<Trace> Backend::gather(const Trace& local) const {
-  if (name == "mpi") return merge_traces_on_root(local);
+  if (name == "mpi" || multi_process) return merge_traces_on_root(local);
   return nullptr;  // threads: the caller's trace already holds every rank
 }
 

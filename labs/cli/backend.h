@@ -1,4 +1,4 @@
-// Choosing the backend a command runs on (--backend threads|mpi), the same way for
+// Choosing the backend a command runs on (--backend threads|mpi|nccl), the same way for
 // `dtlab run` and `dtlab bench`.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/comm/mpi_backend.h"
+#include "core/comm/nccl_backend.h"
 #include "core/comm/threads_backend.h"
 #include "core/trace/trace.h"
 
@@ -15,11 +16,12 @@ struct Backend {
   std::string name = "threads";
   int ranks = 4;      // world size: --ranks for threads, the process count under mpirun
   bool root = true;   // this process prints and writes files (rank 0 under MPI)
+  bool multi_process = false;  // one process per rank (mpi, or nccl under mpirun/srun)
 
   // Parses --backend and resolves the world size; requested_ranks = -1 means "not given".
   static Backend choose(const std::string& name, int requested_ranks);
 
-  // Runs body on every rank (threads) or on this process's rank (mpi).
+  // Runs body on every rank (threads, nccl in one process) or on this process's rank.
   RunResult run(const ThreadsOptions& options, const std::string& trace_path,
                 const std::function<void(Comm&)>& body) const;
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/comm/launch_env.h"
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -41,7 +42,7 @@ struct BenchArgs {
   std::string impl = "library";
   int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
   std::string backend = "threads";
-  std::string device = "cpu";
+  std::string device;  // "": cpu, or cuda for --backend nccl
   std::string min_bytes = "32M", max_bytes = "32M";
   double factor = 2;
   int iters = 20, warmup = 5, check = 1;
@@ -133,14 +134,23 @@ int run_bench(BenchArgs& a) {
   const bool json_only_stdout = a.json_path == "-";
   std::ostream& out = json_only_stdout ? std::cerr : std::cout;
   OpFn fn = make_op(a, coll, t, op);
+  if (a.backend == "nccl") {  // NCCL moves GPU memory only
+    if (a.device == "cpu") throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies cuda)");
+    a.device = "cuda";
+  }
   const bool on_gpu = a.device == "cuda";
   if (on_gpu) {
-    if (a.backend != "threads")
-      throw UsageError("--device cuda: the bench runs GPU buffers on --backend threads (ranks sharing GPUs)");
+    if (a.backend == "mpi")
+      throw UsageError("--device cuda: the Open MPI backend moves host buffers; use --backend nccl, or threads (ranks "
+                       "sharing GPUs)");
     cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
-  // Rank r's buffers: the host, or GPU r mod count. Inputs are written on the host and uploaded.
-  auto rank_device = [&](int r) { return on_gpu ? Device::cuda(r % device_ops(Device::cuda(0)).device_count()) : Device::cpu(); };
+  // Rank r's buffers: the host, or GPU (node-local rank) mod count. Inputs are written on the host and uploaded.
+  const std::optional<LaunchEnv> env = detect_launch_env();
+  auto rank_device = [&](int r) {
+    if (!on_gpu) return Device::cpu();
+    return Device::cuda((env ? env->local_rank : r) % device_ops(Device::cuda(0)).device_count());
+  };
   auto measure_bandwidth = [&] {
     return on_gpu ? measure_device_copy_bandwidth(rank_device(0), std::size_t(256) << 20)
                   : measure_memcpy_bandwidth(std::size_t(64) << 20);
@@ -175,7 +185,7 @@ int run_bench(BenchArgs& a) {
     if (comm.rank() == 0) {
       bw = measure_bandwidth();
       std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  device %s  ranks %d  dtype %s  op %s\n",
-                    a.collective.c_str(), a.impl.c_str(), backend.name.c_str(), a.device.c_str(), P,
+                    a.collective.c_str(), a.impl.c_str(), backend.name.c_str(), on_gpu ? "cuda" : "cpu", P,
                     std::string(dtype_name(t)).c_str(), a.op.c_str());
       out << line;
       if (on_gpu)
@@ -302,10 +312,10 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
       ->capture_default_str();
   b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
-  b->add_option("--backend", a->backend, "threads, or mpi under mpirun/srun")->capture_default_str();
-  b->add_option("--device", a->device, "Where the buffers live: cpu, or cuda (rank r on GPU r mod count; threads backend)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
+  b->add_option("--backend", a->backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank)")->capture_default_str();
+  b->add_option("--device", a->device, "Where the buffers live: cpu (default), or cuda (rank r on GPU r mod count; "
+                                      "implied by --backend nccl)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
   b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
   b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();

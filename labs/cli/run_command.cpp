@@ -27,7 +27,7 @@ struct RunArgs {
   std::string bytes = "1M";
   std::string dtype = "f32";
   std::string backend = "threads";
-  std::string device = "cpu";
+  std::string device;  // "": cpu, or cuda for --backend nccl
   std::string trace_path;
   bool json = false;
   bool step = false;
@@ -100,6 +100,13 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
 
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
+  if (a.backend == "nccl") {  // NCCL moves GPU memory only
+    if (a.device == "cpu")
+      throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies --device cuda), or use "
+                       "--backend threads or mpi for host buffers");
+    a.device = "cuda";
+  }
   if (a.device == "cuda") {
     if (!lab.device_buffers)
       throw UsageError("--device cuda: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
@@ -109,7 +116,6 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
                        "(ranks sharing GPUs) or --device cpu");
     cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
-  const Backend backend = Backend::choose(a.backend, a.ranks);
   LabConfig cfg;
   cfg.ranks = backend.ranks;
   cfg.bytes = parse_size(a.bytes, "--bytes");
@@ -230,10 +236,11 @@ Command add_run_command(CLI::App& app) {
     sub->add_option("--ranks,-r", a.ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
     sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
     sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
-    sub->add_option("--backend", a.backend, "threads, or mpi under mpirun/srun")->capture_default_str();
-    sub->add_option("--device", a.device, "Where tensors live: cpu, or cuda (rank r on GPU r mod count)")
-        ->check(CLI::IsMember({"cpu", "cuda"}))
+    sub->add_option("--backend", a.backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank: one process, or mpirun/srun)")
         ->capture_default_str();
+    sub->add_option("--device", a.device, "Where tensors live: cpu (default), or cuda (rank r on GPU r mod count; "
+                                          "implied by --backend nccl)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
     sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
     sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kernels/cuda/device.h"
+
 using nlohmann::json;
 
 namespace {
@@ -88,7 +90,9 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "bench-step --device cuda", "bench-step --width 0", "run ddp --width abc",
                            "run ddp --bucket-mb x", "run ddp --steps 99999999999", "run ddp --depth 2.5",
                            "run ddp --width 60000", "bench-step --width 60000", "bench-kernels --elements 8G",
-                           "run collectives --bytes 4096G", "bench all_reduce -b 4096G -e 4096G"}) {
+                           "run collectives --bytes 4096G", "bench all_reduce -b 4096G -e 4096G",
+                           "run collectives --backend nccl --device cpu", "run collectives --backend mpi --device cuda",
+                           "bench all_reduce --backend mpi --device cuda", "run ddp --device cuda"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
@@ -174,10 +178,19 @@ TEST(Cli, ThreadsBackendUnderALauncherIsAUsageError) {
 // --device cuda on a machine without a GPU (or a build without CUDA): exit 2 and a message
 // that says why and what to use instead, never a crash.
 TEST(Cli, DeviceCudaWithoutAGpuIsAClearUsageError) {
-  const Output o = dtlab("run collectives --bytes 1K --device cuda");
-  EXPECT_EQ(o.code, 2) << o.err;
-  EXPECT_NE(o.err.find("--device cpu"), std::string::npos) << o.err;
-  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  if (dtl::cuda::probe_devices().count > 0) GTEST_SKIP() << "this machine has a GPU (tests/gpu covers --device cuda there)";
+  for (const char* args : {"run collectives --bytes 1K --device cuda", "bench all_reduce --device cuda -b 1K -e 1K"}) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find("--device cpu"), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+  // NCCL needs GPUs too; the message points to the backends that do not.
+  for (const char* args : {"run collectives --backend nccl", "bench all_reduce --backend nccl -b 1K -e 1K"}) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find("--backend threads"), std::string::npos) << o.err;
+  }
 }
 
 // bench-step on the CPU prints the step time and the achieved rate, machine-readably.

@@ -3,6 +3,7 @@
 // tests/gpu/cuda_device_ops_test.cpp on a real GPU).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/comm/dtype.h"
@@ -13,12 +14,19 @@
 
 namespace dtl::test {
 
+// Starts P ranks running a body (thread ranks by default; the NCCL test passes its own).
+using RankRunner = std::function<void(int P, const std::function<void(Comm&)>& body)>;
+
 // Every library collective and a ring of recv_reduce/send on crafted inputs, on `device`;
 // returns each rank's result bytes (downloaded to the host), rank by rank.
-inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, DType t, Device::Kind kind) {
+inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, DType t, Device::Kind kind,
+                                                         const RankRunner& runner = {}) {
   const std::size_t es = dtype_size(t);
   std::vector<std::vector<char>> results(static_cast<std::size_t>(P));
-  test::run_ranks(P, [&](Comm& c) {
+  const RankRunner run = runner ? runner : RankRunner([](int ranks, const std::function<void(Comm&)>& body) {
+    test::run_ranks(ranks, body);
+  });
+  run(P, [&](Comm& c) {
     MemoryTracker mem(c.rank(), nullptr);
     const Device dev =
         kind == Device::Kind::cpu ? Device::cpu() : Device::cuda(c.rank() % device_ops(Device::cuda(0)).device_count());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -341,6 +342,15 @@ MpiWorld mpi_init() {
 double mpi_max(double v) {
   DTL_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return v;
+}
+
+void mpi_broadcast_bytes(void* buf, std::size_t bytes, int root) {
+  DTL_MPI_CHECK(MPI_Bcast(buf, as_int(bytes, "broadcast"), MPI_BYTE, root, MPI_COMM_WORLD));
+}
+
+void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; if it did, do not go on
 }
 
 RunResult run_mpi(const MpiOptions& opt, const std::function<void(Comm&)>& body) {

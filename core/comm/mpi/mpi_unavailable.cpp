@@ -15,5 +15,7 @@ MpiWorld mpi_init() { unavailable(); }
 RunResult run_mpi(const MpiOptions&, const std::function<void(Comm&)>&) { unavailable(); }
 std::unique_ptr<Trace> merge_traces_on_root(const Trace&) { unavailable(); }
 double mpi_max(double) { unavailable(); }
+void mpi_broadcast_bytes(void*, std::size_t, int) { unavailable(); }
+void mpi_abort(int) { unavailable(); }
 
 }  // namespace dtl
