@@ -21,7 +21,7 @@ bash tests/viz/fuzz.sh 30
 echo "== ThreadSanitizer build of the runtime tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
-  trace_test step_gate_test link_test
+  trace_test step_gate_test link_test device_ops_test
 ctest --preset tsan
 
 echo "== exercise track: builds, and the grader gives 0 points with each stub's hint"

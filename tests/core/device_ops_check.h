@@ -3,6 +3,7 @@
 // tests/gpu/cuda_device_ops_test.cpp on a real GPU).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
