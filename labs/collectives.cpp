@@ -211,7 +211,7 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, 
 void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::size_t count, Report& rep) {
   const DType t = cfg.dtype;
   const ReduceOp op = parse_reduce_op(cfg.option("op"));
-  const Device device = rank_device(cfg, comm);
+  const Device device = rank_device(cfg.device, comm);
   LabBuffer a(mem, count, t, device), b(mem, count, t, device);
   const ex::BufferView av = a.view(), bv = b.view();
   auto differing = [&] {
@@ -268,7 +268,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  LabBuffer work(mem, count, cfg.dtype, rank_device(cfg, comm));
+  LabBuffer work(mem, count, cfg.dtype, rank_device(cfg.device, comm));
 
   for (const Case& c : make_cases(comm, cfg, count)) run_case(comm, cfg, c, work, rep);
   if (cfg.option("collective") == "all_reduce" && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);

@@ -25,8 +25,8 @@ nlohmann::json LabConfig::to_json() const {
   return j;
 }
 
-Device rank_device(const LabConfig& cfg, const Comm& comm) {
-  if (cfg.device == Device::Kind::cpu) return Device::cpu();
+Device rank_device(Device::Kind kind, const Comm& comm) {
+  if (kind == Device::Kind::cpu) return Device::cpu();
   const int gpus = device_ops(Device::cuda(0)).device_count();
   const std::optional<LaunchEnv> env = detect_launch_env();
   const int local = env ? env->local_rank : comm.global_rank();

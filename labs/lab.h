@@ -84,7 +84,7 @@ struct LabInfo {
 
 // The device a rank's buffers live on: the host, or GPU (rank mod GPU count) so several
 // thread ranks may share one GPU. Under a multi-process launcher the node-local rank counts.
-Device rank_device(const LabConfig& cfg, const Comm& comm);
+Device rank_device(Device::Kind kind, const Comm& comm);
 
 const std::vector<LabInfo>& lab_registry();
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown

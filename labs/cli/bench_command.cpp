@@ -18,7 +18,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/comm/launch_env.h"
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -31,6 +30,7 @@
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
 #include "labs/crafted.h"
+#include "labs/lab.h"
 #include "labs/measure.h"
 
 namespace dtl::cli {
@@ -145,14 +145,9 @@ int run_bench(BenchArgs& a) {
                        "sharing GPUs)");
     cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
-  // Rank r's buffers: the host, or GPU (node-local rank) mod count. Inputs are written on the host and uploaded.
-  const std::optional<LaunchEnv> env = detect_launch_env();
-  auto rank_device = [&](int r) {
-    if (!on_gpu) return Device::cpu();
-    return Device::cuda((env ? env->local_rank : r) % device_ops(Device::cuda(0)).device_count());
-  };
+  const Device::Kind device_kind = on_gpu ? Device::Kind::cuda : Device::Kind::cpu;
   auto measure_bandwidth = [&] {
-    return on_gpu ? measure_device_copy_bandwidth(rank_device(0), std::size_t(256) << 20)
+    return on_gpu ? measure_device_copy_bandwidth(Device::cuda(0), std::size_t(256) << 20)
                   : measure_memcpy_bandwidth(std::size_t(64) << 20);
   };
 
@@ -203,7 +198,7 @@ int run_bench(BenchArgs& a) {
     MemoryTracker mem(comm.global_rank(), nullptr);
     const std::size_t max_count = std::size_t(hi / es);
     // Preallocated and prefaulted once (MemoryTracker touches every page).
-    const Device dev = rank_device(comm.global_rank());
+    const Device dev = rank_device(device_kind, comm);  // inputs are written on the host and uploaded
     Tensor send(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev), recv(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev);
     std::vector<char> host(on_gpu ? max_count * es : 0);  // the staging copy when buffers are on a GPU
     auto fill_send = [&](std::size_t n) {

@@ -29,8 +29,6 @@ void require_device_ops() {
                 "(dtlab does it for --backend nccl)");
 }
 
-std::string describe(const std::exception& e) { return e.what(); }
-
 }  // namespace
 
 bool nccl_backend_built() { return true; }
@@ -81,7 +79,7 @@ RunResult run_nccl_threads(const NcclOptions& opt, const std::function<void(Comm
         comms[std::size_t(r)] = nullptr;  // the Comm owns it now
         body(*world);
       } catch (const std::exception& e) {
-        result.rank_errors[std::size_t(r)] = describe(e);
+        result.rank_errors[std::size_t(r)] = e.what();
         failures[std::size_t(r)] = std::current_exception();
         int expected = -1;
         if (!dynamic_cast<const Aborted*>(&e)) first_failed.compare_exchange_strong(expected, r);
