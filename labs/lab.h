@@ -1,11 +1,10 @@
-// What a lab is: a function run on every rank against dtl::Comm, returning a Report of
-// {quantity, measured, predicted, unit} rows, plus a registry entry (name, description,
-// options). The CLI prints the report, the visualizer overlays it, tests assert on it.
+// What a lab is: a function run on every rank against dtl::Comm, returning a Report, plus
+// a registry entry (name, description, the options it reads, its exercises). Adding a lab
+// is its folder (labs/<lab>/: the lab, its LabInfo, its report) and one line in
+// labs/registry.cpp; the CLI, `dtlab grade`, the visualizer and the tests find it there.
 #pragma once
 
 #include <functional>
-#include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,8 +14,23 @@
 #include "core/comm/comm.h"
 #include "core/comm/link.h"
 #include "core/memory/memory.h"
+#include "labs/options.h"
+#include "labs/report.h"
 
 namespace dtl {
+
+// Options of `dtlab run` that only some labs read; a lab lists the ones it uses, and the
+// others are usage errors for it. (--ranks, --backend, --trace, --json, --timeout and the
+// --link options apply to every lab.)
+enum class RunOption {
+  bytes,      // --bytes: buffer size per rank
+  dtype,      // --dtype: element type
+  iters,      // --iters, --warmup: timed and untimed repetitions
+  device,     // --device: buffers on the host or on GPUs
+  step,       // --step: terminal step-through (labs with a chunk grid)
+  faults,     // --inject-fault, --inject-hang
+  slow_rank,  // --slow-rank: a straggler
+};
 
 struct LabConfig {
   int ranks = 4;
@@ -31,55 +45,32 @@ struct LabConfig {
   // --slow-rank R:FACTOR: rank R's compute spans last FACTOR times as long (a straggler).
   int slow_rank = -1;
   double slow_factor = 1.0;
-  std::map<std::string, std::string> options;  // lab-specific, e.g. {"algo": "ring"}
+  LabOptions options;  // the lab's own, validated by with_defaults
 
-  const std::string& option(const std::string& key) const;  // throws if the lab declared no such option
   nlohmann::json to_json() const;
 };
 
-struct ReportRow {
-  std::string quantity;
-  double measured = 0;
-  std::optional<double> predicted;  // nullopt where no formula applies
-  std::string unit;
-};
-
-struct Report {
-  std::string lab;
-  std::string backend;
-  int ranks = 0;
-  nlohmann::json config = nlohmann::json::object();
-  std::vector<ReportRow> rows;
-  bool ok = true;           // every check the lab makes passed
-  std::vector<std::string> failures;  // which checks failed, in words
-
-  void add(std::string quantity, double measured, std::optional<double> predicted, std::string unit);
-  // A check: adds a row (measured vs expected) and marks the report failed if |diff| > tolerance.
-  void check(std::string quantity, double measured, double expected, std::string unit, double tolerance = 0);
-  const ReportRow* find(std::string_view quantity) const;
-  nlohmann::json to_json() const;
-  std::string to_text() const;  // aligned table for the terminal
-};
-
-struct LabOption {
-  std::string name;           // "algo" → --algo on the command line
-  std::string default_value;
-  std::string help;
-  std::vector<std::string> choices;  // empty: free text
+// An exercise a lab calls (exercises/*.h), graded by a GoogleTest suite of tests/grade.
+struct ExerciseInfo {
+  std::string id;     // the function's name, as `dtlab grade --exercise ID` takes it
+  std::string suite;  // the GoogleTest suite that grades it
+  int points = 0;
 };
 
 struct LabInfo {
   std::string name;
   std::string description;
-  std::vector<LabOption> options;
+  std::vector<RunOption> run_options;  // which of the optional run-wide options it reads
+  std::vector<OptionSpec> options;     // its own options
+  std::vector<ExerciseInfo> exercises;  // in the order a learner meets them
   std::function<Report(Comm&, const LabConfig&)> run;
   // Chunk grid the step-through draws (0: no chunk picture).
   std::function<int(const LabConfig&)> chunk_grid;
   // The lab computes while collectives run (DDP's backward): on thread ranks its rank
   // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
   bool overlaps_compute = false;
-  // The lab keeps its buffers on LabConfig::device (it may run with --device cuda).
-  bool device_buffers = false;
+
+  bool uses(RunOption o) const;
 };
 
 // The device a rank's buffers live on: the host, or GPU (rank mod GPU count) so several
@@ -88,7 +79,7 @@ Device rank_device(Device::Kind kind, const Comm& comm);
 
 const std::vector<LabInfo>& lab_registry();
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown
-// Fills unset lab options with their defaults and validates choices (UsageError).
+// Fills unset lab options with their defaults and validates them all (UsageError).
 LabConfig with_defaults(const LabInfo& lab, LabConfig cfg);
 
 }  // namespace dtl

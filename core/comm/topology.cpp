@@ -22,11 +22,11 @@ Topology::Topology(Comm& world, GridShape shape) : world_(world), shape_(shape) 
   pp_ = world.split(coord_.dp * shape.tp + coord_.tp, coord_.pp);
 }
 
-int Topology::next_stage_rank() const {
+int Topology::next_stage_world_rank() const {
   return is_last_stage() ? -1 : grid_rank(shape_, {coord_.dp, coord_.tp, coord_.pp + 1});
 }
 
-int Topology::prev_stage_rank() const {
+int Topology::prev_stage_world_rank() const {
   return is_first_stage() ? -1 : grid_rank(shape_, {coord_.dp, coord_.tp, coord_.pp - 1});
 }
 

@@ -41,8 +41,13 @@ class Topology {
 
   bool is_first_stage() const { return coord_.pp == 0; }
   bool is_last_stage() const { return coord_.pp == shape_.pp - 1; }
-  int next_stage_rank() const;  // world rank of the next pipeline stage (-1 on the last)
-  int prev_stage_rank() const;  // world rank of the previous stage (-1 on the first)
+  // The neighbouring pipeline stages, by the two numberings a lab may need: the rank in
+  // world() (what send/recv on the world communicator take) and the rank in pp_group()
+  // (which is simply the stage index). -1 past either end of the pipeline.
+  int next_stage_world_rank() const;
+  int prev_stage_world_rank() const;
+  int next_stage_group_rank() const { return is_last_stage() ? -1 : coord_.pp + 1; }
+  int prev_stage_group_rank() const { return is_first_stage() ? -1 : coord_.pp - 1; }
 
   std::string describe() const;  // "DP(2)-PP(2)-TP(2) rank 5 (dp 0, pp 1, tp 1)"
 

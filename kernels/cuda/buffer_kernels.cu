@@ -4,7 +4,7 @@
 // core/comm/dtype.cpp bit for bit: the same left-to-right order, rounded after each step.
 #include <cstdint>
 
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
 
@@ -104,6 +104,66 @@ void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream
       return;
     default: throw UsageError("scale: " + std::string(dtype_name(t)) + " is not a floating type");
   }
+}
+
+
+// ---- 16-bit storage of the model: widen to fp32 and round back (mixed precision) ----
+
+template <typename T>
+__global__ void to_float_kernel(const T* src, float* dst, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+    dst[i] = Widen<T>::load(src[i]);
+}
+
+template <typename T>  // round once, after the add, as the CPU's from_float
+__global__ void from_float_kernel(const float* src, T* dst, std::size_t n, bool accumulate) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+    dst[i] = Widen<T>::store(accumulate ? Widen<T>::load(dst[i]) + src[i] : src[i]);
+}
+
+void to_float(const void* src, DType t, float* dst, std::size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  switch (t) {
+    case DType::f32: DTL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); return;
+    case DType::f16: DTL_LAUNCH(to_float_kernel<__half>, n, s, static_cast<const __half*>(src), dst, n); return;
+    case DType::bf16:
+      DTL_LAUNCH(to_float_kernel<__nv_bfloat16>, n, s, static_cast<const __nv_bfloat16*>(src), dst, n);
+      return;
+    default: throw UsageError("to_float: " + std::string(dtype_name(t)) + " is not f32, f16 or bf16");
+  }
+}
+
+void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate, cudaStream_t s) {
+  if (n == 0) return;
+  switch (t) {
+    case DType::f32:
+      if (accumulate) DTL_LAUNCH(from_float_kernel<float>, n, s, src, static_cast<float*>(dst), n, true);
+      else DTL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+      return;
+    case DType::f16: DTL_LAUNCH(from_float_kernel<__half>, n, s, src, static_cast<__half*>(dst), n, accumulate); return;
+    case DType::bf16:
+      DTL_LAUNCH(from_float_kernel<__nv_bfloat16>, n, s, src, static_cast<__nv_bfloat16*>(dst), n, accumulate);
+      return;
+    default: throw UsageError("from_float: " + std::string(dtype_name(t)) + " is not f32, f16 or bf16");
+  }
+}
+
+__global__ void nonfinite_kernel(const float* x, std::size_t n, int* flag) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+    if (!isfinite(x[i])) *flag = 1;
+}
+
+bool all_finite(const float* x, std::size_t n, cudaStream_t s) {
+  if (n == 0) return true;
+  int* flag = nullptr;
+  DTL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&flag), sizeof(int), s));
+  DTL_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), s));
+  DTL_LAUNCH(nonfinite_kernel, n, s, x, n, flag);
+  int host = 0;
+  DTL_CUDA_CHECK(cudaMemcpyAsync(&host, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
+  DTL_CUDA_CHECK(cudaFreeAsync(flag, s));
+  DTL_CUDA_CHECK(cudaStreamSynchronize(s));
+  return host == 0;
 }
 
 }  // namespace dtl::cuda

@@ -14,32 +14,14 @@
 #include <vector>
 
 #include "core/memory/device_ops.h"
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/thread_stream.h"
 
 namespace dtl::cuda {
 
 namespace {
-
-// This thread's streams, one per GPU, destroyed when the thread ends.
-struct ThreadStreams {
-  std::map<int, cudaStream_t> by_device;
-  ~ThreadStreams() {
-    for (auto& [device, stream] : by_device) (void)cudaStreamDestroy(stream);  // at exit CUDA may be gone already
-  }
-};
-
-cudaStream_t stream_on(int device) {
-  thread_local ThreadStreams streams;
-  DTL_CUDA_CHECK(cudaSetDevice(device));
-  auto it = streams.by_device.find(device);
-  if (it != streams.by_device.end()) return it->second;
-  cudaStream_t s = nullptr;
-  DTL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  streams.by_device[device] = s;
-  return s;
-}
 
 // The GPU p is on, or -1 for host memory (pageable or pinned).
 int gpu_of(const void* p) {
@@ -61,7 +43,7 @@ class CudaOps final : public DeviceOps {
 
   void* allocate(std::size_t bytes, int index) override {
     if (bytes == 0) return nullptr;
-    const cudaStream_t s = stream_on(index);
+    const cudaStream_t s = this_thread_stream(index);
     void* p = nullptr;
     DTL_CUDA_CHECK(cudaMalloc(&p, bytes));
     DTL_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s));
@@ -78,14 +60,14 @@ class CudaOps final : public DeviceOps {
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes == 0 || dst == src) return;
     const int d = gpu_of(dst), from = gpu_of(src);
-    const cudaStream_t s = stream_on(d >= 0 ? d : std::max(from, 0));
+    const cudaStream_t s = this_thread_stream(d >= 0 ? d : std::max(from, 0));
     DTL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
   void reduce_many(void* out, const void* const* inputs, int n, std::size_t count, DType t, ReduceOp op) override {
     const int device = index_of(out);
-    const cudaStream_t s = stream_on(device);
+    const cudaStream_t s = this_thread_stream(device);
     // An input on another GPU (ranks on different GPUs) is staged on this one first: the
     // kernel reads only its own GPU's memory, peer access or not.
     std::vector<const void*> local(inputs, inputs + n);
@@ -110,7 +92,7 @@ class CudaOps final : public DeviceOps {
   }
 
   void scale(void* buf, std::size_t count, DType t, double factor, int divisor) override {
-    const cudaStream_t s = stream_on(index_of(buf));
+    const cudaStream_t s = this_thread_stream(index_of(buf));
     if (divisor > 0) cuda::finish_average(buf, count, t, ReduceOp::avg, divisor, s);
     else scale_floating(buf, count, t, factor, s);
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));

@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "core/comm/dtype.h"
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 
 namespace dtl::cuda {
 

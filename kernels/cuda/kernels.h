@@ -35,6 +35,14 @@ void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t
 // buf *= factor for f32 (by float(factor)), f64, f16 and bf16 (widened, rounded back).
 void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream_t stream);
 
+// The model's 16-bit storage: dst = float(src); dst = round(src) or round(dst + src) when
+// accumulating, rounded to nearest even exactly like dtl::to_float / from_float on the CPU.
+void to_float(const void* src, DType t, float* dst, std::size_t n, cudaStream_t stream);
+void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate, cudaStream_t stream);
+
+// True when no element is inf or NaN; waits for `stream`.
+bool all_finite(const float* x, std::size_t n, cudaStream_t stream);
+
 void axpy(float a, const float* x, float* y, std::size_t n, cudaStream_t stream);
 void scale(float a, float* x, std::size_t n, cudaStream_t stream);
 void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);

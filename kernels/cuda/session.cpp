@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/device.h"
 
 namespace dtl::cuda {

@@ -29,7 +29,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "labs/lab.h"
 #include "labs/measure.h"
 

@@ -18,35 +18,18 @@
 
 #include "core/error.h"
 #include "labs/cli/commands.h"
+#include "labs/lab.h"
 
 namespace dtl::cli {
 
 namespace {
 
-struct Exercise {
-  const char* id;     // as in exercises/*.h
-  const char* suite;  // GoogleTest suite that grades it
-  int points;
-};
-
-// The curriculum's order: the ring first, then trees, halving-doubling, the cost model,
-// then data parallelism (buckets, overlap, averaging, no_sync).
-constexpr Exercise kExercises[] = {
-    {"naive_all_reduce", "NaiveAllReduce", 5},
-    {"ring_reduce_scatter", "RingReduceScatter", 15},
-    {"ring_all_gather", "RingAllGather", 10},
-    {"ring_all_reduce", "RingAllReduce", 15},
-    {"all_reduce_by_reduce_scatter_all_gather", "AllReduceByReduceScatterAllGather", 10},
-    {"tree", "TreeBroadcast", 10},
-    {"tree", "TreeAllReduce", 10},
-    {"rhd_all_reduce", "RhdAllReduce", 20},
-    {"all_reduce_cost", "AllReduceCost", 5},
-    {"assign_buckets", "AssignBuckets", 10},
-    {"launch_ready_buckets", "LaunchReadyBuckets", 10},
-    {"wait_for_buckets", "WaitForBuckets", 5},
-    {"average_gradients", "AverageGradients", 5},
-    {"sync_this_micro_batch", "SyncThisMicroBatch", 5},
-};
+// Every lab's exercises, in the registry's order (each lab lists its own in LabInfo).
+std::vector<ExerciseInfo> all_exercises() {
+  std::vector<ExerciseInfo> all;
+  for (const LabInfo& lab : lab_registry()) all.insert(all.end(), lab.exercises.begin(), lab.exercises.end());
+  return all;
+}
 
 struct Score {
   std::string id;
@@ -67,22 +50,9 @@ std::string summarize_failure(const std::string& text) {
   return s.size() > 700 ? s.substr(0, 700) + "..." : s;
 }
 
-int run_grade(const std::string& only, const std::string& json_path) {
-#ifndef DTL_GRADE_TEST_EXE
-  throw Error("this build has no graded tests (configure with -DDTL_BUILD_TESTS=ON)");
-#else
-  bool known = only.empty();
-  std::string filter;
-  for (const Exercise& e : kExercises) {
-    if (!only.empty() && only != e.id) continue;
-    known = true;
-    filter += (filter.empty() ? "" : ":") + std::string(e.suite) + ".*";
-  }
-  if (!known) {
-    std::string ids;
-    for (const Exercise& e : kExercises) ids += (ids.empty() ? "" : " ") + std::string(e.id);
-    throw UsageError("unknown exercise '" + only + "'; use one of: " + ids);
-  }
+#ifdef DTL_GRADE_TEST_EXE
+// Runs the graded tests of `filter` and returns GoogleTest's JSON results.
+nlohmann::json run_graded_tests(const std::string& filter, const std::string& what) {
   char tmpl[] = "/tmp/dtlab-grade-XXXXXX";
   const int fd = mkstemp(tmpl);
   if (fd < 0) throw Error("cannot create a temporary file for the test results");
@@ -90,7 +60,7 @@ int run_grade(const std::string& only, const std::string& json_path) {
   const std::string results = tmpl;
   const std::string cmd = std::string("'") + DTL_GRADE_TEST_EXE + "' --gtest_filter='" + filter + "' --gtest_output=json:" +
                           results + " > /dev/null 2>&1";
-  std::cerr << "grading " << (only.empty() ? "every exercise" : only) << " (track " << DTL_TRACK_NAME << ")...\n";
+  std::cerr << "grading " << what << " (track " << DTL_TRACK_NAME << ")...\n";
   const int status = std::system(cmd.c_str());
   std::ifstream in(results);
   if (!in || (WIFEXITED(status) && WEXITSTATUS(status) > 1)) {
@@ -99,15 +69,19 @@ int run_grade(const std::string& only, const std::string& json_path) {
   }
   const nlohmann::json j = nlohmann::json::parse(in);
   std::remove(results.c_str());
+  return j;
+}
+#endif
 
+// Points per exercise: an exercise's points for each of its suites whose tests all pass.
+std::vector<Score> score(const nlohmann::json& results, const std::vector<ExerciseInfo>& exercises) {
   std::vector<Score> scores;
-  for (const Exercise& e : kExercises) {
-    if (!only.empty() && only != e.id) continue;
+  for (const ExerciseInfo& e : exercises) {
     if (scores.empty() || scores.back().id != e.id) scores.push_back(Score{e.id, 0, 0, 0, 0, {}});
     Score& s = scores.back();
     s.max_points += e.points;
     int passed = 0, total = 0;
-    for (const auto& suite : j["testsuites"]) {
+    for (const auto& suite : results["testsuites"]) {
       if (suite["name"] != e.suite) continue;
       for (const auto& t : suite["testsuite"]) {
         ++total;
@@ -119,7 +93,11 @@ int run_grade(const std::string& only, const std::string& json_path) {
     s.total += total;
     if (total > 0 && passed == total) s.points += e.points;
   }
+  return scores;
+}
 
+// Prints the table (and writes the JSON); exit code 0 when every test passed.
+int report_scores(const std::vector<Score>& scores, const std::string& track, const std::string& json_path) {
   int points = 0, max_points = 0;
   bool all = true;
   std::printf("%-42s %8s %7s  %s\n", "exercise", "tests", "points", "first failure");
@@ -132,16 +110,36 @@ int run_grade(const std::string& only, const std::string& json_path) {
   }
   std::printf("%-42s %8s %3d/%-3d  %s\n", "total", "", points, max_points, all ? "all passed" : "");
   if (!json_path.empty()) {
-    nlohmann::json out = {{"track", DTL_TRACK_NAME}, {"total_points", points}, {"max_points", max_points}, {"passed", all}};
+    nlohmann::json out = {{"track", track}, {"total_points", points}, {"max_points", max_points}, {"passed", all}};
     out["exercises"] = nlohmann::json::array();
     for (const Score& s : scores)
       out["exercises"].push_back({{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
                                   {"max_points", s.max_points}, {"messages", s.messages}});
     std::ofstream f(json_path);
-    if (!f) throw Error("cannot write '" + json_path + "'");
     f << out.dump(2) << "\n";
+    f.close();
+    if (!f) throw Error("cannot write '" + json_path + "'");
   }
   return all ? 0 : 1;
+}
+
+int run_grade(const std::string& only, const std::string& json_path) {
+#ifndef DTL_GRADE_TEST_EXE
+  (void)only;
+  (void)json_path;
+  throw Error("this build has no graded tests (configure with -DDTL_BUILD_TESTS=ON)");
+#else
+  std::vector<ExerciseInfo> chosen;
+  std::string filter, ids;
+  for (const ExerciseInfo& e : all_exercises()) {
+    if (ids.find(e.id) == std::string::npos) ids += (ids.empty() ? "" : " ") + e.id;
+    if (!only.empty() && only != e.id) continue;
+    chosen.push_back(e);
+    filter += (filter.empty() ? "" : ":") + e.suite + ".*";
+  }
+  if (chosen.empty()) throw UsageError("unknown exercise '" + only + "'; use one of: " + ids);
+  const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
+  return report_scores(score(results, chosen), DTL_TRACK_NAME, json_path);
 #endif
 }
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <random>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/session.h"
 #include "labs/cli/kernels_bench.h"

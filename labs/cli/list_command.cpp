@@ -10,11 +10,9 @@ Command add_list_command(CLI::App& app) {
   return [] {
     for (const auto& lab : lab_registry()) {
       std::cout << lab.name << "  " << lab.description << "\n";
-      for (const auto& opt : lab.options) {
-        std::string choices;
-        for (const auto& c : opt.choices) choices += (choices.empty() ? "" : "|") + c;
-        std::cout << "    --" << opt.name << " " << choices << "  (default " << opt.default_value << ")\n";
-      }
+      for (const auto& opt : lab.options)
+        std::cout << "    --" << opt.name << "  " << opt.help << ": " << opt.describe_valid() << " (default "
+                  << opt.default_value << ")\n";
     }
     return 0;
   };

@@ -16,11 +16,15 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/validators.h"
 #include "labs/lab.h"
 
 namespace dtl::cli {
 
 namespace {
+
+// The largest world --ranks accepts on thread ranks (each rank is a thread and two buffers).
+constexpr int kMaxThreadRanks = 4096;
 
 struct RunArgs {
   int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
@@ -108,7 +112,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
     a.device = "cuda";
   }
   if (a.device == "cuda") {
-    if (!lab.device_buffers)
+    if (!lab.uses(RunOption::device))
       throw UsageError("--device cuda: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
                        "lab runs on GPUs); use --device cpu");
     if (a.backend == "mpi")
@@ -125,7 +129,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   cfg.iters = a.step ? 0 : a.iters;
   cfg.warmup = a.step ? 0 : a.warmup;
   if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");
-  cfg.options = a.lab_options;
+  cfg.options = LabOptions(a.lab_options);
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
@@ -146,7 +150,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;
   Trace trace(P);
   trace.set_meta("lab", lab.name);
-  for (const auto& [k, v] : cfg.options) trace.set_meta(k, v);
+  for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(cfg.bytes));
   trace.set_meta("dtype", std::string(dtype_name(cfg.dtype)));
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
@@ -226,6 +230,81 @@ void parse_slow_rank(const std::string& text, int ranks, int& rank, double& fact
                      " exist");
 }
 
+namespace {
+
+// Options every lab takes: how many ranks and where, what to write, the watchdog, the link.
+void add_common_options(CLI::App* sub, RunArgs& a) {
+  sub->add_option("--ranks,-r", a.ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)")
+      ->check(whole_range(1, kMaxThreadRanks));
+  sub->add_option("--backend", a.backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank: one process, or mpirun/srun)")
+      ->check(CLI::IsMember({"threads", "mpi", "nccl"}))
+      ->capture_default_str();
+  sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
+  sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
+  sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")
+      ->check(finite_range(0.001, 1e6))
+      ->capture_default_str();
+  sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
+  sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
+  sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));
+  sub->add_option("--link-slowdown", a.link_slowdown,
+                  "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
+                  "compute:communication ratio)")
+      ->check(finite_range(1, 1e6));
+}
+
+// The run-wide options only some labs read (LabInfo::run_options).
+void add_run_option(CLI::App* sub, RunArgs& a, RunOption o) {
+  switch (o) {
+    case RunOption::bytes:
+      sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
+      return;
+    case RunOption::dtype:
+      sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
+      return;
+    case RunOption::iters:
+      sub->add_option("--iters", a.iters, "Timed repetitions")->check(whole_range(0, 1000000))->capture_default_str();
+      sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")->check(whole_range(0, 1000000))->capture_default_str();
+      return;
+    case RunOption::device:
+      sub->add_option("--device", a.device, "Where tensors live: cpu (default), or cuda (rank r on GPU r mod count; "
+                                            "implied by --backend nccl)")
+          ->check(CLI::IsMember({"cpu", "cuda"}));
+      return;
+    case RunOption::step:
+      sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");
+      return;
+    case RunOption::faults:
+      sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
+      sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
+      return;
+    case RunOption::slow_rank:
+      sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
+      return;
+  }
+}
+
+// The lab's own options, as text: LabOptions::validate parses them by their declared type.
+void add_lab_options(CLI::App* sub, const LabInfo& lab, RunArgs& a) {
+  for (const OptionSpec& spec : lab.options) {
+    RunArgs* args = &a;
+    sub->add_option_function<std::string>(
+        "--" + spec.name, [args, name = spec.name](const std::string& v) { args->lab_options[name] = v; },
+        spec.help + ": " + spec.describe_valid() + " (default " + spec.default_value + ")");
+  }
+}
+
+// The options this lab takes, for the message about one it does not.
+std::string option_names(const CLI::App* sub) {
+  std::string all;
+  for (const CLI::Option* o : sub->get_options())
+    if (!o->get_lnames().empty() && o->get_lnames().front().rfind("help", 0) != 0)
+      all += (all.empty() ? "--" : ", --") + o->get_lnames().front();
+  return all;
+}
+
+}  // namespace
+
 Command add_run_command(CLI::App& app) {
   CLI::App* run = app.add_subcommand("run", "Run a lab: dtlab run LAB [options] (see 'dtlab list')");
   run->allow_extras();  // so an unknown lab name reaches us and gets a clear message
@@ -233,43 +312,18 @@ Command add_run_command(CLI::App& app) {
   for (const LabInfo& lab : lab_registry()) {
     CLI::App* sub = run->add_subcommand(lab.name, lab.description);
     RunArgs& a = (*args)[lab.name];
-    sub->add_option("--ranks,-r", a.ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
-    sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
-    sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
-    sub->add_option("--backend", a.backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank: one process, or mpirun/srun)")
-        ->capture_default_str();
-    sub->add_option("--device", a.device, "Where tensors live: cpu (default), or cuda (rank r on GPU r mod count; "
-                                          "implied by --backend nccl)")
-        ->check(CLI::IsMember({"cpu", "cuda"}));
-    sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
-    sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
-    sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");
-    sub->add_option("--iters", a.iters, "Timed repetitions")->capture_default_str();
-    sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")->capture_default_str();
-    sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")->capture_default_str();
-    sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
-    sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
-    sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
-    sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
-    sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction");
-    sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds");
-    sub->add_option("--link-slowdown", a.link_slowdown,
-                    "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
-                    "compute:communication ratio)");
-    for (const LabOption& opt : lab.options) {
-      auto* o = sub->add_option_function<std::string>(
-          "--" + opt.name, [args, name = lab.name, key = opt.name](const std::string& v) { (*args)[name].lab_options[key] = v; },
-          opt.help + " (default " + opt.default_value + ")");
-      if (!opt.choices.empty()) o->check(CLI::IsMember(opt.choices));
-    }
+    add_common_options(sub, a);
+    for (RunOption o : lab.run_options) add_run_option(sub, a, o);
+    add_lab_options(sub, lab, a);
   }
   return [run, args] {
     const auto extra = run->remaining(true);  // true: include what the lab subcommand left over
     for (const LabInfo& lab : lab_registry()) {
-      if (!run->get_subcommand(lab.name)->parsed()) continue;
+      const CLI::App* sub = run->get_subcommand(lab.name);
+      if (!sub->parsed()) continue;
       if (!extra.empty())
-        throw UsageError("unknown argument '" + extra.front() + "' for lab " + lab.name + "; see 'dtlab run " + lab.name +
-                         " --help'");
+        throw UsageError("the " + lab.name + " lab has no option " + extra.front() + "; its options are " +
+                         option_names(sub) + " (see 'dtlab run " + lab.name + " --help')");
       return run_lab(lab, (*args)[lab.name]);
     }
     if (!extra.empty()) throw UsageError("unknown lab '" + extra.front() + "'; 'dtlab list' shows the labs");

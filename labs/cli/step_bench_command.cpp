@@ -1,4 +1,4 @@
-// `dtlab bench-step`: see step_bench.h. The CPU run uses the lab's own Mlp and AdamW.
+// `dtlab bench-step`: see step_bench.h. CPU and GPU run the lab's own Mlp and AdamW.
 #include <chrono>
 #include <cstdio>
 
@@ -7,8 +7,12 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/step_bench.h"
-#include "labs/model.h"
-#include "labs/optimizer.h"
+#include "labs/cli/validators.h"
+#include "core/memory/device_ops.h"
+#include "kernels/cuda/device.h"
+#include "labs/train/data.h"
+#include "labs/train/mlp.h"
+#include "labs/train/optimizer.h"
 
 namespace dtl::cli {
 
@@ -21,48 +25,68 @@ double mlp_step_flops(int width, int depth, int batch, int in, int out) {
   return 6.0 * params * batch;
 }
 
-int run_step_bench_cpu(const StepBenchArgs& a) {
+namespace {
+
+// One training step of the lab's Mlp and AdamW on `device`, timed on the wall clock (each
+// step reads its loss back, so a GPU step has finished when the clock stops).
+int run_step_bench(const StepBenchArgs& a, Device device) {
   kernels::use_one_blas_thread();
   MlpShape shape;
   shape.width = a.width;
   shape.layers = a.depth;
   MemoryTracker mem(0, nullptr);
-  Mlp model(shape, mem, 1);
-  AdamW opt(model, mem, kernels::AdamWConfig{});
-  const Dataset data = make_teacher_data(shape, a.batch, 7);
-  std::vector<float> dy(std::size_t(a.batch) * std::size_t(shape.out));
+  Mlp model(shape, mem, 1, DType::f32, device);
+  AdamW opt(whole_model(model), device, mem, kernels::AdamWConfig{});
+  const Dataset data = make_teacher_data(shape, a.batch, 7);  // on the host; uploaded once
+  Tensor x(mem, {a.batch, shape.in}, DType::f32, MemTag::activation, device);
+  Tensor target(mem, {a.batch, shape.out}, DType::f32, MemTag::activation, device);
+  Tensor dy(mem, {a.batch, shape.out}, DType::f32, MemTag::activation, device);
+  copy_bytes(x.data(), data.x.data(), x.bytes());
+  copy_bytes(target.data(), data.y.data(), target.bytes());
+  TrainOps& ops = model.ops();
   auto step = [&] {
-    const float* y = model.forward(data.x_row(0), a.batch);
-    kernels::mse_loss(y, data.y_row(0), dy.data(), dy.size());
-    model.backward(dy.data(), false);
-    opt.step();
+    const float* y = model.forward(x.as<float>(), a.batch);
+    ops.mse_loss(y, target.as<float>(), dy.as<float>(), dy.numel());
+    model.backward(dy.as<float>(), false);
+    opt.step(whole_model(model));
   };
   for (int i = 0; i < a.warmup; ++i) step();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < a.steps; ++i) step();
   const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.steps;
-  const double flops = mlp_step_flops(a.width, a.depth, a.batch, shape.in, shape.out);
-  std::printf("device cpu (one core)  width %d  depth %d  batch %d  params %zu\n", a.width, a.depth, a.batch, model.num_params());
-  std::printf("step_ms %.3f\nachieved_TFLOPs %.4f\n", step_s * 1e3, flops / step_s * 1e-12);
+  const double tflops = mlp_step_flops(a.width, a.depth, a.batch, shape.in, shape.out) / step_s * 1e-12;
+  std::printf("device %s  width %d  depth %d  batch %d  params %zu\n",
+              device.kind == Device::Kind::cpu ? "cpu (one core)" : device.name().c_str(), a.width, a.depth, a.batch,
+              model.num_params());
+  std::printf("step_ms %.3f\nachieved_TFLOPs %.4f\n", step_s * 1e3, tflops);
+  if (device.kind == Device::Kind::cuda) {
+    const double gemm = cublas_gemm_tflops(a.batch, a.width);
+    std::printf("cublas_sgemm_TFLOPs %.2f\nfraction_of_gemm %.2f\n", gemm, tflops / gemm);
+  }
   return 0;
 }
+
+}  // namespace
 
 Command add_step_bench_command(CLI::App& app) {
   auto a = std::make_shared<StepBenchArgs>();
   CLI::App* b = app.add_subcommand("bench-step", "Time one rank's training step of the MLP (cpu, or cuda vs PyTorch)");
-  b->add_option("--width", a->width, "Hidden width")->capture_default_str();
-  b->add_option("--depth", a->depth, "Linear layers")->capture_default_str();
-  b->add_option("--batch", a->batch, "Rows per step")->capture_default_str();
-  b->add_option("--steps", a->steps, "Timed steps")->capture_default_str();
-  b->add_option("--warmup", a->warmup, "Untimed steps first")->capture_default_str();
+  b->add_option("--width", a->width, "Hidden width (default: cpu 1024, cuda 4096)")->check(whole_range(1, 1 << 16));
+  b->add_option("--depth", a->depth, "Linear layers (default: cpu 4, cuda 8)")->check(whole_range(1, 1024));
+  b->add_option("--batch", a->batch, "Rows per step (default: cpu 512, cuda 4096)")->check(whole_range(1, 1 << 24));
+  b->add_option("--steps", a->steps, "Timed steps")->check(whole_range(1, 1000000))->capture_default_str();
+  b->add_option("--warmup", a->warmup, "Untimed steps first")->check(whole_range(0, 1000000))->capture_default_str();
   b->add_option("--device", a->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   return [a] {
-    if (a->width < 1 || a->depth < 1 || a->batch < 1 || a->steps < 1 || a->warmup < 0)
-      throw UsageError("--width, --depth, --batch and --steps must be positive, --warmup at least 0");
-    if (a->device == "cpu")  // 16 bytes per parameter, and two activations per layer and row
+    const bool gpu = a->device == "cuda";
+    if (a->width == 0) a->width = gpu ? 4096 : 1024;
+    if (a->depth == 0) a->depth = gpu ? 8 : 4;
+    if (a->batch == 0) a->batch = gpu ? 4096 : 512;
+    if (!gpu)  // 16 bytes per parameter, and two activations per layer and row
       require_memory(16.0 * double(a->width) * a->width * a->depth + 8.0 * a->depth * double(a->batch) * a->width,
                      "--width, --depth or --batch");
-    return a->device == "cuda" ? run_step_bench_cuda(*a) : run_step_bench_cpu(*a);
+    if (gpu) cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
+    return run_step_bench(*a, gpu ? Device::cuda(0) : Device::cpu());
   };
 }
 

@@ -10,7 +10,7 @@
 #include "core/comm/dtype.h"
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "tests/test_util.h"
 
 namespace dtl::test {

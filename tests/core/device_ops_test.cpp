@@ -13,7 +13,7 @@
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
 #include "core/trace/trace.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "labs/lab.h"
 #include "tests/core/device_ops_check.h"
 #include "tests/core/scrambled_device.h"

@@ -29,8 +29,24 @@ TEST(TopologyGroups, EachGroupHoldsTheRightRanks) {
     EXPECT_EQ(v, base + base + 1);
     if (c.rank() == 5) {
       EXPECT_EQ(topo.describe(), "DP(2)-PP(2)-TP(2) rank 5 (dp 0, pp 1, tp 1)");
-      EXPECT_EQ(topo.prev_stage_rank(), 1);
-      EXPECT_EQ(topo.next_stage_rank(), -1);
+      EXPECT_EQ(topo.prev_stage_world_rank(), 1);
+      EXPECT_EQ(topo.next_stage_world_rank(), -1);
+      EXPECT_EQ(topo.prev_stage_group_rank(), 0);
+      EXPECT_EQ(topo.next_stage_group_rank(), -1);
+    }
+    if (c.rank() == 3) {  // (pp 0, dp 1, tp 1): its next stage is world rank 7, stage 1 of its pp group
+      EXPECT_EQ(topo.next_stage_world_rank(), 7);
+      EXPECT_EQ(topo.next_stage_group_rank(), 1);
+      EXPECT_EQ(topo.prev_stage_world_rank(), -1);
+    }
+    // The group rank names the same process as the world rank: send it my world rank.
+    if (!topo.is_last_stage()) {
+      int me = c.rank();
+      topo.pp_group().send(&me, sizeof me, topo.next_stage_group_rank(), 7);
+    } else {
+      int from = -1;
+      topo.pp_group().recv(&from, sizeof from, topo.prev_stage_group_rank(), 7);
+      EXPECT_EQ(from, topo.prev_stage_world_rank());
     }
   });
 }

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 #include "kernels/cuda/device.h"
 
 using namespace dtl;

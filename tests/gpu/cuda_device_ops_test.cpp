@@ -11,7 +11,7 @@
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
 #include "kernels/cuda/device.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "tests/core/device_ops_check.h"
 #include "tests/labs/lab_test_util.h"
 

@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/kernels.h"
 #include "tests/kernels/kernel_test_util.h"
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
 

@@ -12,7 +12,7 @@
 #include "core/comm/chunking.h"
 #include "core/theory/collectives.h"
 #include "exercises/collectives.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;

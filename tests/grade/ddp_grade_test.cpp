@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "exercises/ddp.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/trace/trace.h"
-#include "labs/collectives.h"
+#include "labs/collectives/collectives_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;

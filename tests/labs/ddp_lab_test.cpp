@@ -1,5 +1,5 @@
-// The MLP's explicit backward against finite differences, and the DDP lab: every variant
-// on several world sizes ends with the weights of one rank on the global batch.
+// The DDP lab: every variant on several world sizes ends with the weights of one rank on
+// the global batch. (The model itself is tested in train_substrate_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,44 +9,11 @@
 
 #include "core/trace/trace.h"
 #include "kernels/cpu/kernels.h"
-#include "labs/compute_span.h"
-#include "labs/ddp.h"
-#include "labs/model.h"
+#include "labs/train/compute_span.h"
+#include "labs/ddp/ddp_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
-
-TEST(Mlp, BackwardMatchesFiniteDifferences) {
-  MemoryTracker mem(0, nullptr);
-  const MlpShape shape{5, 7, 3, 3};
-  Mlp model(shape, mem, 3);
-  const Dataset data = make_teacher_data(shape, 4, 11);
-  std::vector<float> dy(4 * 3);
-  auto loss_at = [&]() {
-    const float* y = model.forward(data.x.data(), 4);
-    double l = 0;
-    for (std::size_t i = 0; i < dy.size(); ++i) l += (double(y[i]) - 0.3) * (double(y[i]) - 0.3);
-    return l / double(dy.size());
-  };
-  const float* y = model.forward(data.x.data(), 4);
-  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(2.0 * (double(y[i]) - 0.3) / double(dy.size()));
-  std::vector<int> order;
-  model.backward(dy.data(), false, [&](int l) { order.push_back(l); });
-  EXPECT_EQ(order, (std::vector<int>{2, 1, 0})) << "gradients become final from the last layer to the first";
-  const std::vector<float> analytic(model.grads(), model.grads() + model.num_params());
-  double worst = 0, scale = 1e-12;
-  for (std::size_t i = 0; i < model.num_params(); i += 3) {
-    const float keep = model.params()[i], h = 1e-2f;
-    model.params()[i] = keep + h;
-    const double up = loss_at();
-    model.params()[i] = keep - h;
-    const double down = loss_at();
-    model.params()[i] = keep;
-    worst = std::max(worst, std::fabs((up - down) / (2.0 * h) - analytic[i]));
-    scale = std::max(scale, std::fabs(double(analytic[i])));
-  }
-  EXPECT_LT(worst / scale, 2e-3) << "largest difference " << worst << " (scale " << scale << ")";
-}
 
 namespace {
 Report run_ddp(int P, const std::map<std::string, std::string>& options, Trace& trace) {

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "exercises/collectives.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 
 using namespace dtl;
 

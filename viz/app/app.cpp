@@ -45,7 +45,7 @@ void App::Restart() {
   timeline.fitted = false;
   if (!session->live()) return;
   LabConfig cfg = session->config();
-  cfg.options["algo"] = kAlgos[std::clamp(c.algo, 0, 3)];
+  cfg.options.set("algo", kAlgos[std::clamp(c.algo, 0, 3)]);
   cfg.ranks = std::clamp(c.ranks, 1, 64);
   try {
     cfg.bytes = std::max<std::uint64_t>(parse_size(c.bytes, "bytes"), dtype_size(cfg.dtype));

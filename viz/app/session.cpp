@@ -20,7 +20,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
   Trace& trace = *s->trace_;
   trace.set_meta("lab", lab.name);
-  for (const auto& [k, v] : s->cfg_.options) trace.set_meta(k, v);
+  for (const auto& [k, v] : s->cfg_.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(s->cfg_.bytes));
   trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
   s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks);

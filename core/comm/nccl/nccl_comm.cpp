@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "core/comm/nccl/nccl_check.h"
+#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_request.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 
 namespace dtl::nccl {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/nccl/nccl_check.h"
+#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_comm.h"
 #include "core/trace/event.h"
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 
 namespace dtl::nccl {
 

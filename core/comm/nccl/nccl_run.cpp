@@ -10,14 +10,14 @@
 
 #include "core/comm/launch_env.h"
 #include "core/comm/mpi_backend.h"
-#include "core/comm/nccl/nccl_check.h"
+#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_comm.h"
 #include "core/comm/nccl_backend.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/trace.h"
-#include "kernels/cuda/cuda_check.h"
+#include "core/cuda/check.h"
 
 namespace dtl {
 

@@ -1,4 +1,4 @@
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 
 #include <cmath>
 

@@ -1,10 +1,11 @@
-// Every CUDA, cuBLAS and NCCL call goes through one of these macros: a failure throws
-// dtl::Error naming the call, the file and line, and the library's own error text, e.g.
-//   kernels/cuda/linear.cpp:41: cublasSgemm(...) failed: CUBLAS_STATUS_INVALID_VALUE
-// Kernel launches are followed by DTL_CUDA_CHECK(cudaGetLastError()).
+// Every CUDA runtime call goes through DTL_CUDA_CHECK: a failure throws dtl::Error naming
+// the call, the file and line, and CUDA's own error text, e.g.
+//   core/comm/nccl/nccl_run.cpp:41: cudaSetDevice(d) failed: cudaErrorInvalidDevice (invalid device ordinal)
+// Kernel launches are followed by DTL_CUDA_CHECK(cudaGetLastError()). cuBLAS has its own
+// macro (kernels/cuda/cublas_check.h) and NCCL its own (core/cuda/nccl_check.h); core/
+// includes only these headers of the CUDA toolkit, nothing from kernels/ or labs/.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -21,11 +22,6 @@ inline void check(cudaError_t e, const char* call, const char* file, int line) {
   if (e != cudaSuccess) fail(call, file, line, std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")");
 }
 
-inline void check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(call, file, line, cublasGetStatusString(s));
-}
-
 }  // namespace dtl::cuda
 
 #define DTL_CUDA_CHECK(call) ::dtl::cuda::check((call), #call, __FILE__, __LINE__)
-#define DTL_CUBLAS_CHECK(call) ::dtl::cuda::check((call), #call, __FILE__, __LINE__)

@@ -13,7 +13,7 @@
 // element by element against the exact sums; its bytes, messages and steps are measured
 // from the trace events and set beside core/theory's formulas; then it is timed.
 // Finally the lab shows AllReduce == AllGather ∘ ReduceScatter, bit for bit.
-#include "labs/collectives.h"
+#include "labs/collectives/collectives_lab.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +28,7 @@
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "exercises/collectives.h"
-#include "labs/crafted.h"
+#include "labs/collectives/crafted.h"
 #include "labs/measure.h"
 
 namespace dtl {
@@ -75,32 +75,34 @@ class LabBuffer {
 std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count) {
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
-  const ReduceOp op = parse_reduce_op(cfg.option("op"));
+  const auto op = cfg.options.choice<ReduceOp>("op");
   const double N = double(count * dtype_size(t));
-  const std::string collective = cfg.option("collective"), algo = cfg.option("algo");
+  const auto collective = cfg.options.choice<CollectiveChoice>("collective");
+  const auto algo = cfg.options.choice<AlgoChoice>("algo");
   const theory::Link link{cfg.link.alpha_s(), cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
 
   std::vector<Case> cases;
-  if (collective == "all_reduce") {
-    const std::vector<std::string> algos =
-        algo == "all" ? std::vector<std::string>{"naive", "ring", "tree", "rhd"} : std::vector<std::string>{algo};
-    for (const auto& a : algos) {
+  if (collective == CollectiveChoice::all_reduce) {
+    const std::vector<Algo> algos = algo == AlgoChoice::all ? std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd}
+                                                            : std::vector<Algo>{Algo(int(algo))};
+    for (const Algo a : algos) {
       std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
-          a == "naive" ? ex::naive_all_reduce : a == "ring" ? ex::ring_all_reduce
-                                            : a == "tree"   ? ex::tree_all_reduce
-                                                            : ex::rhd_all_reduce;
-      cases.push_back({a + " all_reduce", theory::all_reduce_cost(theory::parse_algo(a), P, N, link),
+          a == Algo::naive ? ex::naive_all_reduce : a == Algo::ring ? ex::ring_all_reduce
+                                                : a == Algo::tree   ? ex::tree_all_reduce
+                                                                    : ex::rhd_all_reduce;
+      cases.push_back({std::string(theory::algo_name(a)) + " all_reduce", theory::all_reduce_cost(a, P, N, link),
                        theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); }, crafted,
                        reduced});
     }
     return cases;
   }
-  if (collective == "reduce_scatter" || collective == "all_gather") {
-    if (algo != "ring") throw UsageError("--collective " + collective + " is built as a ring here; use --algo ring");
+  if (collective == CollectiveChoice::reduce_scatter || collective == CollectiveChoice::all_gather) {
+    if (algo != AlgoChoice::ring)
+      throw UsageError("--collective " + cfg.options.text("collective") + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
-    if (collective == "reduce_scatter") {
+    if (collective == CollectiveChoice::reduce_scatter) {
       cases.push_back({"ring reduce_scatter", theory::ring_reduce_scatter_cost(P, N, link), theory::Collective::reduce_scatter,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
@@ -121,7 +123,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
     return cases;
   }
   // broadcast from rank 0
-  if (algo != "tree") throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
+  if (algo != AlgoChoice::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
   cases.push_back({"tree broadcast", theory::tree_broadcast_cost(P, N, link), theory::Collective::broadcast,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
@@ -210,7 +212,7 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, 
 // input, and with the library collectives on random input (any input, same bits).
 void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::size_t count, Report& rep) {
   const DType t = cfg.dtype;
-  const ReduceOp op = parse_reduce_op(cfg.option("op"));
+  const auto op = cfg.options.choice<ReduceOp>("op");
   const Device device = rank_device(cfg.device, comm);
   LabBuffer a(mem, count, t, device), b(mem, count, t, device);
   const ex::BufferView av = a.view(), bv = b.view();
@@ -271,12 +273,40 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   LabBuffer work(mem, count, cfg.dtype, rank_device(cfg.device, comm));
 
   for (const Case& c : make_cases(comm, cfg, count)) run_case(comm, cfg, c, work, rep);
-  if (cfg.option("collective") == "all_reduce" && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);
+  if (cfg.options.choice<CollectiveChoice>("collective") == CollectiveChoice::all_reduce && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);
   return rep;
 }
 
 int collectives_chunk_grid(const LabConfig& cfg) {
-  return cfg.option("algo") == "rhd" ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+  return cfg.options.choice<AlgoChoice>("algo") == AlgoChoice::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+}
+
+// The choices are read as these enums by position (labs/options.h).
+static_assert(int(Algo::naive) == int(AlgoChoice::naive) && int(Algo::rhd) == int(AlgoChoice::rhd));
+static_assert(int(ReduceOp::sum) == 0 && int(ReduceOp::avg) == 1 && int(ReduceOp::max) == 2 && int(ReduceOp::min) == 3);
+
+LabInfo collectives_lab_info() {
+  return {
+      "collectives",
+      "all-reduce from point-to-point: naive, ring, binomial tree, recursive halving-doubling, vs the formulas",
+      {RunOption::bytes, RunOption::dtype, RunOption::iters, RunOption::device, RunOption::step, RunOption::faults},
+      {{"algo", OptionKind::choice, "ring", "algorithm", {"naive", "ring", "tree", "rhd", "all"}},
+       {"collective", OptionKind::choice, "all_reduce", "which collective to build",
+        {"all_reduce", "reduce_scatter", "all_gather", "broadcast"}},
+       {"op", OptionKind::choice, "sum", "reduction", {"sum", "avg", "max", "min"}}},
+      // The curriculum's order: the ring first, then trees, halving-doubling, the cost model.
+      {{"naive_all_reduce", "NaiveAllReduce", 5},
+       {"ring_reduce_scatter", "RingReduceScatter", 15},
+       {"ring_all_gather", "RingAllGather", 10},
+       {"ring_all_reduce", "RingAllReduce", 15},
+       {"all_reduce_by_reduce_scatter_all_gather", "AllReduceByReduceScatterAllGather", 10},
+       {"tree", "TreeBroadcast", 10},
+       {"tree", "TreeAllReduce", 10},
+       {"rhd_all_reduce", "RhdAllReduce", 20},
+       {"all_reduce_cost", "AllReduceCost", 5}},
+      run_collectives_lab,
+      collectives_chunk_grid,
+  };
 }
 
 }  // namespace dtl

@@ -1,6 +1,6 @@
 // DTL_NCCL_CHECK(call): every NCCL call goes through it; a failure throws dtl::Error naming
 // the call, file:line, NCCL's error string and its last-error text (what NCCL_DEBUG=WARN
-// would print). CUDA runtime calls use DTL_CUDA_CHECK from kernels/cuda/cuda_check.h.
+// would print). CUDA runtime calls use DTL_CUDA_CHECK from core/cuda/check.h.
 #pragma once
 
 #include <nccl.h>

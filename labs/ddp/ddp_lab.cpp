@@ -1,0 +1,283 @@
+// The DDP lab: data parallelism four ways, on the same MLP and data.
+//
+//   dtlab run ddp --variant naive|flat|bucketed|accumulate|all --ranks 4 [--bucket-mb 25] [--link pcie4]
+//
+// naive       after backward, one all-reduce per parameter tensor, one after another
+// flat        after backward, one all-reduce of the whole gradient buffer
+// bucketed    PyTorch DDP: gradients grouped into buckets in reverse layer order; each
+//             bucket's async all-reduce starts the moment its last gradient is ready during
+//             backward (the model's after_backward hook), so communication overlaps the rest
+//             of backward; wait before the step
+// accumulate  k micro-batches per step; the first k-1 skip communication (no_sync) and
+//             only the last one reduces, bucketed
+//
+// Every rank holds the full model and 1/P of the global batch; averaged gradients make N
+// ranks equal one rank on the global batch, which rank 0 checks against a single-process
+// reference. Memory is tagged so the report holds 16 bytes/parameter (fp32 weights, grads,
+// AdamW m and v) against what was allocated.
+#include "labs/ddp/ddp_lab.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "core/util/units.h"
+#include "exercises/ddp.h"
+#include "labs/measure.h"
+#include "labs/train/compute_span.h"
+#include "labs/train/data.h"
+#include "labs/train/optimizer.h"
+
+namespace dtl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+DdpSettings settings_of(const LabConfig& cfg, int P) {
+  DdpSettings s;
+  s.shape.width = int(cfg.options.integer("width"));
+  s.shape.layers = int(cfg.options.integer("depth"));
+  s.batch = int(cfg.options.integer("batch"));
+  s.steps = int(cfg.options.integer("steps"));
+  s.micro = int(cfg.options.integer("micro-batches"));
+  s.bucket_mb = cfg.options.number("bucket-mb");
+  const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
+  s.precision = precisions[cfg.options.choice_index("precision")];
+  // Every rank holds the model, its gradients and AdamW's state (16 B/parameter), plus the
+  // 1-rank reference on rank 0: on thread ranks all of it in this one process.
+  const double params = double(s.shape.width) * s.shape.width * s.shape.layers;
+  require_memory((P + 1) * (16.0 * params + 8.0 * double(s.batch) * s.shape.width * s.shape.layers),
+                 "--width, --depth or --batch (or --ranks)");
+  if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
+  if (cfg.options.choice<DdpVariant>("variant") == DdpVariant::accumulate && (s.batch / P) % s.micro != 0)
+    throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " + std::to_string(s.micro));
+  return s;
+}
+
+// Buckets in the exercise's rule (exercises/ddp.h): reverse layer order, whole layers,
+// closed at the capacity (DDP's default 25 MiB).
+std::vector<ex::GradBucket> make_buckets(const ParamLayout& layout, double capacity_mb, DType t) {
+  std::vector<std::size_t> elements;
+  for (int l = layout.first_layer(); l <= layout.last_layer(); ++l) elements.push_back(layout.layer_range(l).size());
+  return ex::assign_buckets(elements, std::size_t(capacity_mb * (1 << 20) / double(dtype_size(t))));
+}
+
+// The gradients as fp32 with the loss scale divided out: comparable across precisions and ranks.
+std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale) {
+  std::vector<float> g(model.num_params());
+  copy_to_host_floats(model.grad_data(), model.precision(), g);
+  for (float& x : g) x /= loss_scale;
+  return g;
+}
+
+// The fp32 weights the optimizer updates (mixed precision: its master copy), on the host.
+std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
+  std::vector<float> w(model.num_params());
+  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
+  else copy_to_host_floats(model.param_data(), model.precision(), w);
+  return w;
+}
+
+struct StepTimes {
+  double compute = 0, step = 0;
+  std::vector<double> exposed;  // per step: from the end of backward to the optimizer
+};
+
+// What one rank trains with in one variant.
+struct Trainer {
+  Mlp& model;
+  AdamW& opt;
+  LossScaler& scaler;
+  const std::vector<ex::GradBucket>& buckets;
+};
+
+// Forward and backward of `micro` micro-batches; bucketed variants launch buckets from
+// the after_backward hook of the micro-batch that may synchronize. Returns the mean loss.
+float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
+                       int micro, bool bucketed, int step, std::vector<Request>& pending) {
+  const int out = tr.model.shape().out, mrows = rows / micro;
+  std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
+  const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
+  float loss = 0;
+  for (int mb = 0; mb < micro; ++mb) {
+    const int r0 = first_row + mb * mrows;
+    const float* y = nullptr;
+    {
+      ComputeSpan span(comm, cfg, "forward", step);  // compute spans on the main stream
+      y = tr.model.forward(data.x_row(r0), mrows);
+    }
+    loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
+    // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
+    kernels::scale(tr.scaler.scale() / float(micro), dy.data(), dy.size());
+    ComputeSpan span(comm, cfg, "backward", step);
+    LayerHooks hooks;
+    if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
+      hooks.after_backward = [&](int layer) {
+        span.pace();  // a straggler's gradients are late layer by layer
+        ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
+      };
+    tr.model.backward(dy.data(), mb > 0, hooks);
+  }
+  return loss;
+}
+
+// One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
+float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
+                 DdpVariant variant, const DdpSettings& s, int step, StepTimes& t, std::vector<float>* gradients) {
+  std::vector<Request> pending;
+  const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
+  const auto t0 = Clock::now();
+  const bool bucketed = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate;
+  const float loss = forward_backward(comm, cfg, tr, data, first_row, rows, variant == DdpVariant::accumulate ? s.micro : 1,
+                                      bucketed, step, pending);
+  const auto t_backward = Clock::now();
+  if (variant == DdpVariant::naive) {  // one tensor at a time, nothing overlapped
+    for (const ParamTensor& p : tr.model.layout().tensors())
+      ex::average_gradients(comm, {grads.at(p.range.begin), grads.dtype}, p.range.size());
+  } else if (variant == DdpVariant::flat) {
+    ex::average_gradients(comm, grads, tr.model.num_params());
+  }
+  ex::wait_for_buckets(pending);
+  const auto t_comm = Clock::now();
+  if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
+  {
+    ComputeSpan span(comm, cfg, "optimizer", step);
+    // Every rank holds the same averaged gradients, so all skip an overflow together.
+    tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale()));
+  }
+  const auto t_end = Clock::now();
+  t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
+  t.step += seconds(t0, t_end);
+  t.exposed.push_back(seconds(t_backward, t_comm));
+  return loss;
+}
+
+OneRankReference single_rank_reference(const Dataset& data, const DdpSettings& s) {
+  MemoryTracker mem(0, nullptr);
+  Mlp model(s.shape, mem, 1, s.precision);
+  AdamW opt(whole_model(model), model.device(), mem, s.adamw);
+  LossScaler scaler(s.precision);
+  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  OneRankReference ref;
+  const int warmup = s.steps > 1 ? 1 : 0;
+  Clock::time_point timed_from = Clock::now();
+  for (int step = 0; step < s.steps; ++step) {
+    if (step == warmup) timed_from = Clock::now();
+    const int r0 = step * s.batch;
+    const float* y = model.forward(data.x_row(r0), s.batch);
+    kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
+    kernels::scale(scaler.scale(), dy.data(), dy.size());
+    model.backward(dy.data(), false);
+    if (step == 0) ref.first_gradients = unscaled_gradients(model, scaler.scale());
+    scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));
+  }
+  ref.step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
+  ref.weights = fp32_weights(model, opt);
+  return ref;
+}
+
+// The communication time of this rank's collectives (comm-stream events since `mark`);
+// their bytes are added to *bytes when it is given.
+double collective_seconds(Comm& comm, std::size_t mark, double* bytes = nullptr) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
+  double s = 0;
+  for (std::size_t i = mark; i < log.size(); ++i)
+    if (log[i].kind == EventKind::collective && log[i].bytes > 0) {
+      s += double(log[i].end_ns - log[i].begin_ns) * 1e-9;
+      if (bytes) *bytes += double(log[i].bytes);
+    }
+  return s;
+}
+
+void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s, const Dataset& data,
+                 const OneRankReference& reference, Report& rep) {
+  const int P = comm.size(), r = comm.rank();
+  MemoryTracker mem(comm.global_rank(), comm.trace());
+  Mlp model(s.shape, mem, 1, s.precision);
+  AdamW opt(whole_model(model), model.device(), mem, s.adamw);
+  LossScaler scaler(s.precision);
+  const std::vector<ex::GradBucket> buckets = make_buckets(model.layout(), s.bucket_mb, s.precision);
+  Trainer tr{model, opt, scaler, buckets};
+  const int rows = s.batch / P;
+  const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
+  comm.barrier();
+  // The first step touches every buffer for the first time (page faults, allocator): a
+  // warm-up, left out of the times when there is more than one step.
+  const int warmup = s.steps > 1 ? 1 : 0, timed = s.steps - warmup;
+  StepTimes t, warmup_times;
+  std::size_t timed_mark = comm_mark;
+  std::vector<float> first_gradients;
+  DdpMeasurement m;
+  for (int step = 0; step < s.steps; ++step) {
+    if (step == warmup) timed_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
+    float loss = train_step(comm, cfg, tr, data, step * s.batch + r * rows, rows, variant, s, step,
+                            step < warmup ? warmup_times : t, step == 0 ? &first_gradients : nullptr);
+    comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (s.steps == 1) m.last_loss = loss;
+  }
+  double reduced_bytes = 0;
+  collective_seconds(comm, comm_mark, &reduced_bytes);
+  m.comm = max_over_ranks(comm, collective_seconds(comm, timed_mark)) / timed;
+  m.compute = max_over_ranks(comm, t.compute) / timed;
+  m.step_time = max_over_ranks(comm, t.step) / timed;
+  m.grad_bytes_per_step = (reduced_bytes - 4.0 * s.steps) / s.steps;  // less the loss all-reduces (reporting, not DDP)
+  measure_variant(comm, m, fp32_weights(model, opt), first_gradients, reference, t.exposed, timed);
+  m.params = model.num_params();
+  m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? buckets.size() : 0;
+  m.skipped_steps = scaler.skipped_steps();
+  m.param_peak = mem.peak(MemTag::param);
+  m.grad_peak = mem.peak(MemTag::grad);
+  m.optimizer_peak = mem.peak(MemTag::optimizer);
+  m.workspace_peak = mem.peak(MemTag::other);
+  m.activation_peak = mem.peak(MemTag::activation);
+  add_ddp_rows(rep, variant, s, m, reference, P);
+}
+
+}  // namespace
+
+const char* variant_name(DdpVariant v) {
+  static const char* names[] = {"naive", "flat", "bucketed", "accumulate", "all"};
+  return names[int(v)];
+}
+
+Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
+  if (!comm.trace()) throw Error("the DDP lab measures from trace events; run it with tracing on");
+  kernels::use_one_blas_thread();
+  const DdpSettings s = settings_of(cfg, comm.size());
+  const Dataset data = make_teacher_data(s.shape, s.batch * s.steps, 7);
+  Report rep;
+  rep.lab = "ddp";
+  rep.backend = comm.backend_name();
+  rep.ranks = comm.size();
+  rep.config = cfg.to_json();
+  if (cfg.slow_rank >= 0)  // a straggler: the others wait for it ("waiting for slower ranks")
+    rep.add("straggler: rank " + std::to_string(cfg.slow_rank) + " compute slowed by", cfg.slow_factor, std::nullopt, "x");
+  const auto variant = cfg.options.choice<DdpVariant>("variant");
+  const std::vector<DdpVariant> variants =
+      variant == DdpVariant::all
+          ? std::vector<DdpVariant>{DdpVariant::naive, DdpVariant::flat, DdpVariant::bucketed, DdpVariant::accumulate}
+          : std::vector<DdpVariant>{variant};
+  OneRankReference reference;
+  if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("1-rank reference"));
+    reference = single_rank_reference(data, s);
+  }
+  for (const DdpVariant v : variants) {
+    DdpSettings vs = s;
+    if (v == DdpVariant::accumulate && (s.batch / comm.size()) % s.micro != 0) vs.micro = 1;
+    run_variant(comm, cfg, v, vs, data, reference, rep);
+  }
+  if (variant == DdpVariant::all) {  // the point of bucketing: how much of naive's exposed time is left
+    const ReportRow* naive = rep.find("naive: exposed communication per step");
+    const ReportRow* bucketed = rep.find("bucketed: exposed communication per step");
+    if (naive && bucketed && naive->measured > 0)
+      rep.add("bucketed exposed / naive exposed", bucketed->measured / naive->measured, std::nullopt, "");
+  }
+  return rep;
+}
+
+}  // namespace dtl

@@ -1,0 +1,53 @@
+// The DDP lab (see labs/ddp/ddp_lab.cpp).
+#pragma once
+
+#include <vector>
+
+#include "kernels/cpu/kernels.h"
+#include "labs/lab.h"
+#include "labs/train/mlp.h"
+
+namespace dtl {
+
+// --variant, in the order the LabInfo lists the names.
+enum class DdpVariant { naive, flat, bucketed, accumulate, all };
+const char* variant_name(DdpVariant v);
+
+// What one run trains, from the lab's options.
+struct DdpSettings {
+  MlpShape shape;
+  int batch = 64, steps = 5, micro = 4;
+  double bucket_mb = 25;
+  DType precision = DType::f32;  // f32, or bf16/f16 for mixed precision
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+};
+
+// Rank 0's reference: one process training the same model on the whole global batch.
+struct OneRankReference {
+  std::vector<float> weights;          // after the last step, fp32 (mixed precision: the master)
+  std::vector<float> first_gradients;  // of the first step, loss scale divided out
+  double step_seconds = 0;             // per step, after the first (the 1-GPU baseline)
+};
+
+// What one variant measured on this rank, combined over ranks where the report needs it.
+struct DdpMeasurement {
+  float first_loss = 0, last_loss = 0;
+  double max_vs_single = 0, max_between_ranks = 0, first_grad_rel_diff = 0;
+  double compute = 0, comm = 0, exposed = 0, imbalance = 0, step_time = 0;  // per step, seconds
+  double grad_bytes_per_step = 0;
+  std::size_t params = 0, buckets = 0;
+  int skipped_steps = 0;
+  std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0;
+};
+
+Report run_ddp_lab(Comm& comm, const LabConfig& cfg);
+LabInfo ddp_lab_info();
+// labs/ddp/ddp_report.cpp: the checks of one variant against one rank and between ranks,
+// and its exposed communication, combined over ranks (collective over comm) ...
+void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights, const std::vector<float>& first_grads,
+                     const OneRankReference& reference, const std::vector<double>& exposed, int timed);
+// ... and the report rows of one variant.
+void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeasurement& m,
+                  const OneRankReference& reference, int P);
+
+}  // namespace dtl

@@ -1,0 +1,22 @@
+// Synthetic training data with no download: a regression task from a fixed random teacher
+// MLP. Inputs ~ N(0, 1), targets = teacher(x); the same seed gives the same data on every
+// rank and every run, so N ranks can be checked against one.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "labs/train/mlp.h"
+
+namespace dtl {
+
+struct Dataset {
+  int samples = 0, in = 0, out = 0;
+  std::vector<float> x, y;  // host memory, row-major
+  const float* x_row(int i) const { return x.data() + std::size_t(i) * std::size_t(in); }
+  const float* y_row(int i) const { return y.data() + std::size_t(i) * std::size_t(out); }
+};
+
+Dataset make_teacher_data(const MlpShape& shape, int samples, std::uint32_t seed);
+
+}  // namespace dtl

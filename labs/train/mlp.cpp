@@ -1,0 +1,198 @@
+#include "labs/train/mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+
+namespace dtl {
+
+namespace {
+
+std::byte* element(void* base, std::size_t index, DType t) { return static_cast<std::byte*>(base) + index * dtype_size(t); }
+
+void validate(const MlpShape& s, DType precision, const LayerSpan& span) {
+  if (s.layers < 1 || s.in < 1 || s.width < 1 || s.out < 1)
+    throw UsageError("the MLP needs at least one layer and positive widths");
+  if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
+    throw UsageError("the MLP trains in f32, or in mixed precision with bf16 or f16");
+  const int last = span.last < 0 ? s.layers - 1 : span.last;
+  if (span.first < 0 || span.first > last || last >= s.layers)
+    throw UsageError("layers " + std::to_string(span.first) + ".." + std::to_string(last) + " are not a span of the " +
+                     std::to_string(s.layers) + "-layer MLP");
+}
+
+}  // namespace
+
+Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision, Device device, LayerSpan span)
+    : shape_(shape), precision_(precision), mem_(mem), ops_(train_ops(device)) {
+  validate(shape, precision, span);
+  first_ = span.first;
+  last_ = span.last < 0 ? shape.layers - 1 : span.last;
+  for (int l = first_; l <= last_; ++l) {
+    layout_.add(l, "weight", {out_features(l), in_features(l)});
+    layout_.add(l, "bias", {out_features(l)});
+  }
+  params_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::param, device);
+  grads_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::grad, device);
+  // Uniform(-1/√in, 1/√in), as nn.Linear initializes weights and biases. Every layer's
+  // draws are made, held or not, so a stage's layers equal the whole model's.
+  std::mt19937 rng(seed);
+  std::vector<float> init;
+  std::vector<std::byte> rounded;
+  std::size_t largest = 0;
+  for (int l = 0; l <= last_; ++l) {
+    const float bound = 1.0f / std::sqrt(float(in_features(l)));
+    std::uniform_real_distribution<float> d(-bound, bound);
+    init.resize(std::size_t(in_features(l)) * std::size_t(out_features(l)) + std::size_t(out_features(l)));
+    for (float& x : init) x = d(rng);
+    if (l < first_) continue;
+    rounded.resize(init.size() * dtype_size(precision));
+    from_float(init.data(), rounded.data(), precision, init.size());
+    copy_bytes(element(params_.data(), layout_.layer_range(l).begin, precision), rounded.data(), rounded.size());
+    largest = std::max(largest, init.size());
+  }
+  if (precision != DType::f32) {
+    wide_w_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
+    wide_g_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
+  }
+}
+
+namespace {
+void require_f32(DType precision, const char* accessor, const char* raw_accessor) {
+  if (precision != DType::f32)
+    throw Error(std::string("Mlp::") + accessor + "() as floats needs f32; in mixed precision use " + raw_accessor + "()");
+}
+}  // namespace
+
+float* Mlp::params() {
+  require_f32(precision_, "params", "param_data");
+  return params_.as<float>();
+}
+const float* Mlp::params() const {
+  require_f32(precision_, "params", "param_data");
+  return params_.as<float>();
+}
+float* Mlp::grads() {
+  require_f32(precision_, "grads", "grad_data");
+  return grads_.as<float>();
+}
+
+const float* Mlp::layer_weights(int l) {
+  const Range r = layout_.layer_range(l);  // the weight, then the bias
+  if (precision_ == DType::f32) return params_.as<float>() + r.begin;
+  ops_.to_float(element(params_.data(), r.begin, precision_), precision_, wide_w_.as<float>(), r.size());
+  return wide_w_.as<float>();
+}
+
+Activations Mlp::make_activations(int batch) {
+  if (batch < 1) throw UsageError("a forward pass needs at least one row, not " + std::to_string(batch));
+  Activations a;
+  a.batch_ = batch;
+  for (int l = first_; l <= last_; ++l) {
+    a.pre.emplace_back(mem_, std::vector<std::int64_t>{batch, out_features(l)}, DType::f32, MemTag::activation, device());
+    if (l < shape_.layers - 1)  // the last layer has no GELU
+      a.post.emplace_back(mem_, std::vector<std::int64_t>{batch, out_features(l)}, DType::f32, MemTag::activation,
+                          device());
+  }
+  return a;
+}
+
+void Mlp::ensure_workspace(int batch) {
+  int widest = in_features(first_);
+  for (int l = first_; l <= last_; ++l) widest = std::max(widest, out_features(l));
+  const std::size_t need = std::size_t(batch) * std::size_t(widest);
+  if (dz_.numel() >= need) return;
+  for (Tensor* t : {&dz_, &dbuf_a_, &dbuf_b_}) {
+    *t = Tensor();  // free first: the peak holds one set, not two
+    *t = Tensor(mem_, {std::int64_t(need)}, DType::f32, MemTag::activation, device());
+  }
+}
+
+const float* Mlp::forward_layer(int l, const float* x, Activations& acts) {
+  if (l < first_ || l > last_) throw Error("layer " + std::to_string(l) + " is not held by this model");
+  if (l == first_) acts.input = x;
+  const std::size_t n = std::size_t(acts.batch_) * std::size_t(out_features(l));
+  const float* w = layer_weights(l);
+  const std::size_t w_count = std::size_t(in_features(l)) * std::size_t(out_features(l));
+  float* z = acts.pre[std::size_t(slot(l))].as<float>();
+  ops_.linear_forward(x, w, w + w_count, z, acts.batch_, in_features(l), out_features(l));
+  if (l == shape_.layers - 1) return z;  // no activation after the last layer
+  float* y = acts.post[std::size_t(slot(l))].as<float>();
+  ops_.gelu_forward(z, y, n);
+  return y;
+}
+
+void Mlp::backward_layer(int l, const float* dy, Activations& acts, bool accumulate, float* dx) {
+  if (l < first_ || l > last_) throw Error("layer " + std::to_string(l) + " is not held by this model");
+  ensure_workspace(acts.batch_);
+  const int B = acts.batch_, in = in_features(l), out = out_features(l);
+  const float* dz = dy;
+  if (l < shape_.layers - 1) {  // through this layer's GELU: dL/dz = GELU'(z)·dL/dy
+    ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), dy, dz_.as<float>(), std::size_t(B) * std::size_t(out));
+    dz = dz_.as<float>();
+  }
+  const float* x = l == first_ ? acts.input : acts.post[std::size_t(slot(l) - 1)].as<float>();
+  const Range r = layout_.layer_range(l);
+  const std::size_t w_count = std::size_t(in) * std::size_t(out);
+  if (precision_ == DType::f32) {
+    float* g = grads_.as<float>() + r.begin;
+    ops_.linear_backward(x, layer_weights(l), dz, dx, g, g + w_count, B, in, out, accumulate);
+    return;
+  }
+  // Mixed precision: this layer's fp32 gradients, then rounded into (or added to) the 16-bit buffer.
+  float* g = wide_g_.as<float>();
+  ops_.linear_backward(x, layer_weights(l), dz, dx, g, g + w_count, B, in, out, false);
+  ops_.from_float(g, element(grads_.data(), r.begin, precision_), precision_, r.size(), accumulate);
+}
+
+namespace {
+// Device work queued so far is done before a hook sees the buffers.
+void call_hook(TrainOps& ops, const std::function<void(int)>& hook, int layer) {
+  if (!hook) return;
+  ops.synchronize();
+  hook(layer);
+}
+}  // namespace
+
+const float* Mlp::forward(const float* x, Activations& acts, const LayerHooks& hooks) {
+  const float* h = x;
+  for (int l = first_; l <= last_; ++l) {
+    call_hook(ops_, hooks.before_forward, l);
+    h = forward_layer(l, h, acts);
+    call_hook(ops_, hooks.after_forward, l);
+  }
+  return h;
+}
+
+const float* Mlp::backward(const float* dy, Activations& acts, bool accumulate, const LayerHooks& hooks, bool input_grad) {
+  ensure_workspace(acts.batch_);
+  const float* d = dy;
+  float* next = dbuf_a_.as<float>();
+  for (int l = last_; l >= first_; --l) {
+    call_hook(ops_, hooks.before_backward, l);
+    float* dx = l > first_ || input_grad ? next : nullptr;  // dX of the first layer only on request
+    backward_layer(l, d, acts, accumulate, dx);
+    call_hook(ops_, hooks.after_backward, l);
+    d = dx;
+    next = next == dbuf_a_.as<float>() ? dbuf_b_.as<float>() : dbuf_a_.as<float>();  // never the buffer just read
+  }
+  return input_grad ? d : nullptr;
+}
+
+const float* Mlp::forward(const float* x, int batch, const LayerHooks& hooks) {
+  if (own_.batch() != batch) {
+    own_ = Activations();  // free first: the peak holds one set
+    own_ = make_activations(batch);
+  }
+  return forward(x, own_, hooks);
+}
+
+const float* Mlp::backward(const float* dy, bool accumulate, const LayerHooks& hooks, bool input_grad) {
+  if (own_.batch() == 0) throw Error("Mlp::backward before a forward");
+  return backward(dy, own_, accumulate, hooks, input_grad);
+}
+
+}  // namespace dtl
