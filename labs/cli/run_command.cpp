@@ -102,33 +102,35 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
   }
 }
 
-int run_lab(const LabInfo& lab, RunArgs& a) {
-  if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
-  const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
+// Where the lab's tensors live, after --backend and --device (nccl implies cuda).
+Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
   if (a.backend == "nccl") {  // NCCL moves GPU memory only
     if (a.device == "cpu")
       throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies --device cuda), or use "
                        "--backend threads or mpi for host buffers");
+    if (!lab.uses(RunOption::device))
+      throw UsageError("--backend nccl: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
+                       "lab runs on GPUs); use --backend threads or mpi");
     a.device = "cuda";
   }
-  if (a.device == "cuda") {
-    if (!lab.uses(RunOption::device))
-      throw UsageError("--device cuda: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
-                       "lab runs on GPUs); use --device cpu");
-    if (a.backend == "mpi")
-      throw UsageError("--device cuda with --backend mpi: the Open MPI backend moves host buffers; use --backend threads "
-                       "(ranks sharing GPUs) or --device cpu");
-    cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
-  }
+  if (a.device != "cuda") return Device::Kind::cpu;
+  if (a.backend == "mpi")
+    throw UsageError("--device cuda with --backend mpi: the Open MPI backend moves host buffers; use --backend threads "
+                     "(ranks sharing GPUs) or --device cpu");
+  cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
+  return Device::Kind::cuda;
+}
+
+// The lab's configuration from the command line, validated (UsageError naming the option).
+LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   LabConfig cfg;
   cfg.ranks = backend.ranks;
   cfg.bytes = parse_size(a.bytes, "--bytes");
   cfg.dtype = parse_dtype(a.dtype);
   cfg.backend = a.backend;
-  cfg.device = a.device == "cuda" ? Device::Kind::cuda : Device::Kind::cpu;
+  cfg.device = choose_device(lab, a);
   cfg.iters = a.step ? 0 : a.iters;
   cfg.warmup = a.step ? 0 : a.warmup;
-  if (a.iters < 0 || a.warmup < 0) throw UsageError("--iters and --warmup must be >= 0");
   cfg.options = LabOptions(a.lab_options);
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
@@ -139,45 +141,32 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (cfg.bytes < dtype_size(cfg.dtype))
     throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
                      std::to_string(dtype_size(cfg.dtype)));
+  return cfg;
+}
 
-  const int P = backend.ranks;
+// How the ranks run: faults to inject, the watchdog, the link, tracing.
+ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabConfig& cfg, Trace& trace) {
   ThreadsOptions opt;
-  opt.world_size = P;
-  if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", P, opt.faults.fault_rank, opt.faults.fault_step);
-  if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", P, opt.faults.hang_rank, opt.faults.hang_step);
+  opt.world_size = cfg.ranks;
+  if (!a.inject_fault.empty())
+    parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, opt.faults.fault_rank, opt.faults.fault_step);
+  if (!a.inject_hang.empty())
+    parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, opt.faults.hang_rank, opt.faults.hang_step);
   opt.timeout_s = a.timeout_s;
   opt.link = cfg.link;
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;
-  Trace trace(P);
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(cfg.bytes));
   trace.set_meta("dtype", std::string(dtype_name(cfg.dtype)));
-  const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
-  trace.set_meta("chunks", std::to_string(chunks));
+  trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(cfg) : 0));
   opt.trace = &trace;
-  std::unique_ptr<StepGate> gate;
-  if (a.step) {
-    if (chunks < 1 || P > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
-    gate = std::make_unique<StepGate>(P);
-    opt.gate = gate.get();
-  }
+  return opt;
+}
+
+// Rank 0's side after the run: the trace, then the report or the failure.
+int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
   std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
-
-  Report report;
-  RunResult result;
-  auto body = [&](Comm& comm) {
-    Report r = lab.run(comm, cfg);
-    if (comm.rank() == 0) report = std::move(r);
-  };
-  if (gate) {
-    std::thread runner([&] { result = run_threads(opt, body); });
-    step_through(*gate, trace, chunks, human);
-    runner.join();
-  } else {
-    result = backend.run(opt, a.trace_path, body);
-  }
-
   if (result.ok()) trace.set_meta("report", report.to_json().dump());  // the visualizer's report view
   std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
   if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
@@ -198,6 +187,35 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.json) std::cout << report.to_json().dump(2) << "\n";
   else std::cout << report.to_text();
   return report.ok ? 0 : 1;
+}
+
+int run_lab(const LabInfo& lab, RunArgs& a) {
+  if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
+  const LabConfig cfg = make_config(lab, a, backend);
+  Trace trace(cfg.ranks);
+  ThreadsOptions opt = make_run_options(lab, a, cfg, trace);
+  const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
+  std::unique_ptr<StepGate> gate;
+  if (a.step) {
+    if (chunks < 1 || cfg.ranks > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
+    gate = std::make_unique<StepGate>(cfg.ranks);
+    opt.gate = gate.get();
+  }
+  Report report;
+  RunResult result;
+  auto body = [&](Comm& comm) {
+    Report r = lab.run(comm, cfg);
+    if (comm.rank() == 0) report = std::move(r);
+  };
+  if (gate) {
+    std::thread runner([&] { result = run_threads(opt, body); });
+    step_through(*gate, trace, chunks, a.json ? std::cerr : std::cout);
+    runner.join();
+  } else {
+    result = backend.run(opt, a.trace_path, body);
+  }
+  return finish_run(a, backend, trace, result, report);
 }
 
 }  // namespace
