@@ -27,6 +27,16 @@ int main(int argc, char** argv) {
       {"grade", dtl::cli::add_grade_command(app)},
   };
   try {
+    // A first word that is no command (a typo, a lab name without `run`) is named, with the commands.
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string names;
+      bool known = false;
+      for (const auto& [name, cmd] : commands) {
+        names += (names.empty() ? "" : ", ") + name;
+        known = known || name == argv[1];
+      }
+      if (!known) throw dtl::UsageError("unknown command '" + std::string(argv[1]) + "'; the commands are " + names);
+    }
     app.parse(argc, argv);
     for (const auto& [name, cmd] : commands)
       if (app.get_subcommand(name)->parsed()) return cmd();

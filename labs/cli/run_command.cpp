@@ -2,7 +2,10 @@
 // or step through it one transfer at a time (--step).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -164,16 +167,22 @@ ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabC
   return opt;
 }
 
-// Rank 0's side after the run: the trace, then the report or the failure.
-int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
-  std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
-  if (result.ok()) trace.set_meta("report", report.to_json().dump());  // the visualizer's report view
-  std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
-  if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
-  if (!a.trace_path.empty()) {
-    write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
-    human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
-  }
+// --trace names a file this process can create: found out before the run, not after it
+// (a run of minutes whose trace cannot be written would lose its report). A file that did
+// not exist is removed again.
+void check_writable(const std::string& path) {
+  if (path.empty()) return;
+  const bool existed = std::ifstream(path).good();
+  std::ofstream probe(path, std::ios::app);
+  if (!probe)
+    throw UsageError("--trace '" + path + "' cannot be written (" + std::strerror(errno) +
+                     "); give a path in an existing folder you can write to");
+  probe.close();
+  if (!existed) std::remove(path.c_str());
+}
+
+// The report, or why the run failed; the exit code.
+int report_result(const RunArgs& a, const RunResult& result, const Report& report) {
   if (!result.ok()) {
     try {  // a usage error found inside a rank (e.g. an option combination) is still a usage error
       if (result.first_failure) std::rethrow_exception(result.first_failure);
@@ -189,8 +198,31 @@ int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const Run
   return report.ok ? 0 : 1;
 }
 
+// Rank 0's side after the run: the trace, then the report or the failure. A trace that
+// cannot be written (a full disk) does not hide the report or the run's own failure.
+int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
+  std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
+  if (result.ok()) trace.set_meta("report", report.to_json().dump());  // the visualizer's report view
+  std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
+  if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
+  std::string trace_error;
+  if (!a.trace_path.empty()) {
+    try {
+      write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
+      human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
+    } catch (const std::exception& e) {
+      trace_error = e.what();
+    }
+  }
+  const int code = report_result(a, result, report);
+  if (trace_error.empty()) return code;
+  std::cerr << "dtlab: " << trace_error << "\n";
+  return code == 0 ? 1 : code;
+}
+
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  check_writable(a.trace_path);
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
   const LabConfig cfg = make_config(lab, a, backend);
   Trace trace(cfg.ranks);
@@ -220,15 +252,21 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
 
 }  // namespace
 
+namespace {
+// A whole number in [0, most] from `text`, or a UsageError naming the flag (no bare stoi).
+int whole_number(const std::string& s, const std::string& text, const char* flag, long most, const char* form) {
+  char* end = nullptr;
+  const long v = s.empty() || s.find_first_not_of("0123456789") != std::string::npos ? -1 : std::strtol(s.c_str(), &end, 10);
+  if (v < 0 || v > most)
+    throw UsageError(std::string(flag) + " '" + text + "' is not " + form + " (whole numbers, at most " + std::to_string(most) + ")");
+  return int(v);
+}
+}  // namespace
+
 void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step) {
   const auto colon = text.find(':');
-  auto number = [&](const std::string& s) {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError(std::string(flag) + " '" + text + "' is not RANK or RANK:STEP (whole numbers)");
-    return std::stoi(s);
-  };
-  rank = number(text.substr(0, colon));
-  step = colon == std::string::npos ? 0 : number(text.substr(colon + 1));
+  rank = whole_number(text.substr(0, colon), text, flag, 1 << 20, "RANK or RANK:STEP");
+  step = colon == std::string::npos ? 0 : whole_number(text.substr(colon + 1), text, flag, 1 << 30, "RANK or RANK:STEP");
   if (rank >= ranks)
     throw UsageError(std::string(flag) + " names rank " + std::to_string(rank) + ", but only ranks 0.." +
                      std::to_string(ranks - 1) + " exist");
@@ -239,10 +277,9 @@ void parse_slow_rank(const std::string& text, int ranks, int& rank, double& fact
   const std::string r = text.substr(0, colon), f = colon == std::string::npos ? "" : text.substr(colon + 1);
   char* end = nullptr;
   factor = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
-  if (r.empty() || r.find_first_not_of("0123456789") != std::string::npos || f.empty() || *end != '\0' || !(factor >= 1.0) ||
-      factor > 1000.0)
+  if (r.empty() || f.empty() || *end != '\0' || !(factor >= 1.0) || factor > 1000.0)
     throw UsageError("--slow-rank '" + text + "' is not RANK:FACTOR with FACTOR between 1 and 1000, e.g. --slow-rank 1:2.5");
-  rank = std::stoi(r);
+  rank = whole_number(r, text, "--slow-rank", 1 << 20, "RANK:FACTOR");
   if (rank >= ranks)
     throw UsageError("--slow-rank names rank " + std::to_string(rank) + ", but only ranks 0.." + std::to_string(ranks - 1) +
                      " exist");

@@ -12,7 +12,7 @@ jobs=${DTL_JOBS:-$(nproc)}
 
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; fi
 cmake --preset gpu >/dev/null
-cmake --build --preset gpu -j"$jobs" --target cuda_kernels_test cuda_device_ops_test nccl_comm_test cuda_check_test dtlab
+cmake --build --preset gpu -j"$jobs" --target cuda_kernels_test cuda_device_ops_test cuda_model_test nccl_comm_test cuda_check_test dtlab
 ctest --preset gpu
 
 echo "== the collectives lab, 4 thread ranks sharing GPU 0, buffers in device memory, every algorithm"

@@ -1,0 +1,61 @@
+// Bad command lines found by trying dtlab as a new user would: each is exit 2 with a
+// message naming what is wrong, before anything runs; a trace that cannot be written late
+// in a run does not hide the report.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/cli/cli_util.h"
+
+using dtl::test::run_dtlab;
+
+TEST(CliUsage, AnUnknownCommandIsNamedWithTheCommands) {
+  for (const char* word : {"foo", "ddp", "collectives"}) {
+    const auto o = run_dtlab(word);
+    EXPECT_EQ(o.code, 2) << word;
+    EXPECT_NE(o.err.find(std::string("unknown command '") + word + "'"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("run"), std::string::npos) << o.err;
+  }
+}
+
+TEST(CliUsage, NumbersBeyondTheirRangeAreUsageErrorsNamingTheOption) {
+  // Each was exit 1 with a bare "stoi", ran with 4 ranks, or silently disabled the watchdog.
+  const std::pair<const char*, const char*> cases[] = {
+      {"run collectives --inject-fault 99999999999", "--inject-fault"},
+      {"run collectives --inject-hang 1:99999999999", "--inject-hang"},
+      {"run ddp --slow-rank 99999999999:2", "--slow-rank"},
+      {"run collectives --ranks -1", "--ranks"},
+      {"run collectives --ranks 2147483648", "--ranks"},
+      {"run collectives --timeout 0", "--timeout"},
+      {"run collectives --timeout -3", "--timeout"},
+      {"run collectives --timeout nan", "--timeout"},
+      {"run collectives --link-bw nan", "--link-bw"},
+      {"run collectives --link-bw 10 --link-latency inf", "--link-latency"},
+      {"run ddp --link pcie4 --link-slowdown nan", "--link-slowdown"},
+      {"run ddp --width 1e30", "--width"},
+      {"run ddp --bucket-mb -1", "--bucket-mb"},
+      {"run collectives --iters -1", "--iters"},
+      {"bench-step --width 0", "--width"},
+  };
+  for (const auto& [args, option] : cases) {
+    const auto o = run_dtlab(args);
+    EXPECT_EQ(o.code, 2) << "dtlab " << args << "\n" << o.err;
+    EXPECT_NE(o.err.find(option), std::string::npos) << "dtlab " << args << " must name " << option << ":\n" << o.err;
+  }
+}
+
+TEST(CliUsage, AnUnwritableTracePathIsRefusedBeforeTheRun) {
+  const auto o = run_dtlab("run collectives --ranks 2 --bytes 1K --trace /nonexistent-folder/t.json");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("--trace"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("result:"), std::string::npos) << "nothing should have run:\n" << o.out;
+}
+
+TEST(CliUsage, ATraceThatCannotBeWrittenLateStillPrintsTheReport) {
+  // /dev/full opens fine and fails on write: the run happens, then the trace fails.
+  const auto o = run_dtlab("run collectives --ranks 2 --bytes 1K --iters 1 --trace /dev/full");
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.out.find("result: OK"), std::string::npos) << "the report is lost:\n" << o.out;
+  EXPECT_NE(o.err.find("/dev/full"), std::string::npos) << o.err;
+}
