@@ -13,6 +13,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/link.h"
+#include "core/comm/threads_backend.h"
 #include "core/memory/memory.h"
 #include "labs/options.h"
 #include "labs/report.h"
@@ -66,6 +67,9 @@ struct LabInfo {
   std::function<Report(Comm&, const LabConfig&)> run;
   // Chunk grid the step-through draws (0: no chunk picture).
   std::function<int(const LabConfig&)> chunk_grid;
+  // What --inject-fault/--inject-hang RANK:STEP count: the rank's sends (labs built from
+  // point-to-point messages), or its library collectives (DDP: its all-reduces).
+  FaultPlan::Counted faults_count = FaultPlan::Counted::sends;
   // The lab computes while collectives run (DDP's backward): on thread ranks its rank
   // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
   bool overlaps_compute = false;

@@ -25,12 +25,26 @@ namespace dtl {
 class Trace;
 class StepGate;
 
-// --inject-fault / --inject-hang: make one rank fail or go silent at its n-th send.
+// --inject-fault / --inject-hang: make one rank fail or go silent at its n-th send, or at
+// its n-th library collective for labs built on them (DDP: its n-th all-reduce).
 struct FaultPlan {
+  enum class Counted { sends, collectives };
+  Counted counted = Counted::sends;  // what the steps below count
   int fault_rank = -1;  // this rank throws...
-  int fault_step = 0;   // ...when it posts its send number fault_step (0 = first)
-  int hang_rank = -1;   // this rank stops sending...
-  int hang_step = 0;    // ...from its send number hang_step on
+  int fault_step = 0;   // ...when it posts operation number fault_step (0 = first)
+  int hang_rank = -1;   // this rank stops communicating...
+  int hang_step = 0;    // ...from its operation number hang_step on
+
+  enum class Action { none, fail, hang };
+  // What `rank` does at its n-th operation of kind `kind`.
+  Action at(Counted kind, int rank, int n) const {
+    if (kind != counted) return Action::none;
+    if (rank == fault_rank && n == fault_step) return Action::fail;
+    if (rank == hang_rank && n >= hang_step) return Action::hang;
+    return Action::none;
+  }
+  // "send #3", "all_reduce #3": the operation, for the messages.
+  static std::string operation(const char* what, int n) { return std::string(what) + " #" + std::to_string(n); }
 };
 
 struct ThreadsOptions {

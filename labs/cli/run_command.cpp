@@ -151,6 +151,7 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
 ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabConfig& cfg, Trace& trace) {
   ThreadsOptions opt;
   opt.world_size = cfg.ranks;
+  opt.faults.counted = lab.faults_count;
   if (!a.inject_fault.empty())
     parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, opt.faults.fault_rank, opt.faults.fault_step);
   if (!a.inject_hang.empty())
@@ -309,7 +310,7 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
 }
 
 // The run-wide options only some labs read (LabInfo::run_options).
-void add_run_option(CLI::App* sub, RunArgs& a, RunOption o) {
+void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) {
   switch (o) {
     case RunOption::bytes:
       sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
@@ -330,8 +331,11 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o) {
       sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");
       return;
     case RunOption::faults:
-      sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th send (0 = first)");
-      sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank stops sending from its STEP-th send on");
+    {
+      const std::string op = lab.faults_count == FaultPlan::Counted::sends ? "send" : "library collective (all-reduce, ...)";
+      sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th " + op + " (0 = first)");
+      sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank goes silent from its STEP-th " + op + " on");
+    }
       return;
     case RunOption::slow_rank:
       sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
@@ -368,7 +372,7 @@ Command add_run_command(CLI::App& app) {
     CLI::App* sub = run->add_subcommand(lab.name, lab.description);
     RunArgs& a = (*args)[lab.name];
     add_common_options(sub, a);
-    for (RunOption o : lab.run_options) add_run_option(sub, a, o);
+    for (RunOption o : lab.run_options) add_run_option(sub, a, o, lab);
     add_lab_options(sub, lab, a);
   }
   return [run, args] {

@@ -107,7 +107,7 @@ LabInfo ddp_lab_info() {
   return {
       "ddp",
       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
-      {RunOption::slow_rank},
+      {RunOption::slow_rank, RunOption::faults},
       {{"variant", OptionKind::choice, "bucketed", "how gradients are averaged",
         {"naive", "flat", "bucketed", "accumulate", "all"}},
        {"bucket-mb", OptionKind::number, "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}, 1e-6, 1 << 20},
@@ -125,6 +125,7 @@ LabInfo ddp_lab_info() {
        {"sync_this_micro_batch", "SyncThisMicroBatch", 5}},
       run_ddp_lab,
       nullptr,
+      FaultPlan::Counted::collectives,  // DDP posts no sends: faults count its all-reduces
       /*overlaps_compute=*/true,
   };
 }

@@ -59,3 +59,16 @@ TEST(CliUsage, ATraceThatCannotBeWrittenLateStillPrintsTheReport) {
   EXPECT_NE(o.out.find("result: OK"), std::string::npos) << "the report is lost:\n" << o.out;
   EXPECT_NE(o.err.find("/dev/full"), std::string::npos) << o.err;
 }
+
+TEST(CliUsage, DdpHonoursInjectedFaultsAndHangs) {
+  // It used to ignore both. DDP posts no sends, so STEP counts its library collectives.
+  // With a 5 s watchdog, peers left hanging would end in "watchdog", not in the fault.
+  const std::string small = " --ranks 4 --width 32 --depth 3 --batch 16 --steps 3 --timeout 5";
+  const auto fault = run_dtlab("run ddp --inject-fault 2:3" + small);
+  EXPECT_EQ(fault.code, 1) << fault.err;
+  EXPECT_NE(fault.err.find("rank 2 failed: injected fault on rank 2 at its all_reduce #3"), std::string::npos) << fault.err;
+  EXPECT_EQ(fault.err.find("watchdog"), std::string::npos) << "the peers were left hanging:\n" << fault.err;
+  const auto hang = run_dtlab("run ddp --inject-hang 1:2 --ranks 3 --width 32 --depth 3 --batch 12 --steps 3 --timeout 1");
+  EXPECT_EQ(hang.code, 1) << hang.err;
+  EXPECT_NE(hang.err.find("rank 1 waits nothing: it stopped communicating on purpose"), std::string::npos) << hang.err;
+}

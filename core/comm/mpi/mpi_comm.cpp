@@ -26,6 +26,7 @@ struct MpiShared {
   FaultPlan faults;
   int world_rank = 0;
   int sends_posted = 0;
+  int collectives_posted = 0;  // FaultPlan steps, when the plan counts collectives
   std::atomic<std::uint64_t> progress{0};
   std::mutex mu;
   std::string waiting_on;  // guarded by mu; read by the watchdog
@@ -147,16 +148,7 @@ class MpiComm final : public Comm {
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
-    const int n = sh_.sends_posted++;
-    if (sh_.faults.fault_rank == sh_.world_rank && n == sh_.faults.fault_step)
-      throw Error("injected fault on rank " + std::to_string(sh_.world_rank) + " at its send #" + std::to_string(n) +
-                  " (--inject-fault)");
-    if (sh_.faults.hang_rank == sh_.world_rank && n >= sh_.faults.hang_step) {
-      std::lock_guard lock(sh_.mu);
-      sh_.waiting_on = "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " (--inject-hang)";
-    }
-    while (sh_.faults.hang_rank == sh_.world_rank && n >= sh_.faults.hang_step)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the watchdog aborts the job
+    inject_faults(FaultPlan::Counted::sends, sh_.sends_posted++, "send");
     auto r = make("send to rank " + std::to_string(global_rank_of(dst)) + " tag " + std::to_string(tag), EventKind::send,
                   bytes, dst, tag, info);
     DTL_MPI_CHECK(MPI_Isend(buf, as_int(bytes, "send"), MPI_BYTE, dst, tag, comm_, &r->req));
@@ -299,7 +291,23 @@ class MpiComm final : public Comm {
     }
     return r;
   }
+  // --inject-fault / --inject-hang at this rank's n-th operation of `kind`.
+  void inject_faults(FaultPlan::Counted kind, int n, const char* what) {
+    const FaultPlan::Action act = sh_.faults.at(kind, sh_.world_rank, n);
+    if (act == FaultPlan::Action::fail)
+      throw Error("injected fault on rank " + std::to_string(sh_.world_rank) + " at its " + FaultPlan::operation(what, n) +
+                  " (--inject-fault)");
+    if (act != FaultPlan::Action::hang) return;
+    {
+      std::lock_guard lock(sh_.mu);
+      sh_.waiting_on = "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(what, n) +
+                       " (--inject-hang)";
+    }
+    for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the watchdog aborts the job
+  }
+
   std::shared_ptr<MpiRequest> collective(const char* name, std::size_t bytes, std::function<void(const MPI_Status&)> done) {
+    inject_faults(FaultPlan::Counted::collectives, sh_.collectives_posted++, name);
     auto r = std::make_shared<MpiRequest>(sh_, std::string(name) + " (" + std::to_string(bytes) + " B)");
     r->on_complete = std::move(done);
     if (sh_.trace) {

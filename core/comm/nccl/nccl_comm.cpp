@@ -68,7 +68,7 @@ class NcclComm final : public Comm {
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
-    inject_faults();
+    inject_faults(FaultPlan::Counted::sends, "send");
     // A host buffer is copied to the GPU first (stream-ordered before the send).
     std::shared_ptr<Scratch> staged;
     const void* src = buf;
@@ -199,15 +199,17 @@ class NcclComm final : public Comm {
                   ", but this group has ranks 0.." + std::to_string(size_ - 1));
   }
 
-  void inject_faults() {
-    const int n = st_.sends_posted++;
-    if (st_.faults.fault_rank == st_.world_rank && n == st_.faults.fault_step)
-      throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its send #" + std::to_string(n) +
+  // --inject-fault / --inject-hang at this rank's n-th operation of `kind`.
+  void inject_faults(FaultPlan::Counted kind, const char* what) {
+    const int n = kind == FaultPlan::Counted::sends ? st_.sends_posted++ : st_.collectives_posted++;
+    const FaultPlan::Action act = st_.faults.at(kind, st_.world_rank, n);
+    if (act == FaultPlan::Action::fail)
+      throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its " + FaultPlan::operation(what, n) +
                   " (--inject-fault)");
-    if (st_.faults.hang_rank != st_.world_rank || n < st_.faults.hang_step) return;
+    if (act != FaultPlan::Action::hang) return;
     while (!(st_.world_failed && st_.world_failed->load() >= 0))  // silent until a peer's deadline fails it
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_rank) + " stopped sending on purpose "
+    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_rank) + " stopped communicating on purpose "
                                             "(--inject-hang) and the run was aborted");
   }
 
@@ -241,6 +243,7 @@ class NcclComm final : public Comm {
   // (in-place forms keep their offsets) and copied back when it completes.
   Request collective(const char* name, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
                      std::size_t r_bytes, bool r_wanted, AfterFn after, const std::function<void(const void*, void*)>& call) {
+    inject_faults(FaultPlan::Counted::collectives, name);
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
     auto span = std::make_shared<GpuSpan>();
     auto q = std::make_shared<NcclRequest>(st_, h_, span, std::string(name) + " (" + std::to_string(trace_bytes) + " B)");

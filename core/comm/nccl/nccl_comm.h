@@ -24,6 +24,7 @@ struct RankState {
   Trace* trace = nullptr;
   FaultPlan faults;
   int sends_posted = 0;
+  int collectives_posted = 0;  // FaultPlan steps, when the plan counts collectives
   double timeout_s = 60;
   // One process: the first rank that failed, or -1 (its peers abort their waits).
   const std::atomic<int>* world_failed = nullptr;

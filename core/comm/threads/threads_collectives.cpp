@@ -95,6 +95,15 @@ ThreadsComm::~ThreadsComm() {
 Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::function<void()> body) {
   Universe& u = group_->u;
   const int me = global_rank();
+  const int n = u.rank_state(me).collectives_posted.fetch_add(1);
+  const FaultPlan::Action act = u.faults().at(FaultPlan::Counted::collectives, me, n);
+  if (act == FaultPlan::Action::fail)
+    throw Error("injected fault on rank " + std::to_string(me) + " at its " + FaultPlan::operation(name, n) +
+                " (--inject-fault)");
+  if (act == FaultPlan::Action::hang)
+    u.wait_until(me, Role::main, [] { return false; },
+                 "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
+                     " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
   auto req = std::make_shared<ThreadRequest>(
       u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");

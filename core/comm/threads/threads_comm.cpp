@@ -159,11 +159,11 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
   const int me = global_rank(), dst_g = global_rank_of(dst);
   RankState& rs = u.rank_state(me);
   const int n = rs.sends_posted.fetch_add(1);
-  const FaultPlan& f = u.faults();
-  if (f.fault_rank == me && n == f.fault_step)
+  const FaultPlan::Action act = u.faults().at(FaultPlan::Counted::sends, me, n);
+  if (act == FaultPlan::Action::fail)
     throw Error("injected fault on rank " + std::to_string(me) + " at its send #" + std::to_string(n) +
                 " (--inject-fault)");
-  if (f.hang_rank == me && n >= f.hang_step)
+  if (act == FaultPlan::Action::hang)
     u.wait_until(me, Role::main, [] { return false; },
                  "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
                      std::to_string(dst_g) + " (--inject-hang)");

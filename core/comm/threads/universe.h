@@ -35,7 +35,8 @@ struct RankState {
   std::condition_variable cv;
   std::string blocked_on[2];  // per Role; empty = running
   bool finished = false;
-  std::atomic<int> sends_posted{0};  // for FaultPlan steps
+  std::atomic<int> sends_posted{0};        // for FaultPlan steps
+  std::atomic<int> collectives_posted{0};  // likewise, when the plan counts collectives
 };
 
 // A rank's comm stream: a thread that runs its collectives in issue order, so async
