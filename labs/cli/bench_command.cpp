@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -25,6 +24,7 @@
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/chrome_writer.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
@@ -346,9 +346,7 @@ int run_bench(BenchArgs& a) {
     if (json_only_stdout) {
       std::cout << j.dump(2) << "\n";
     } else {
-      std::ofstream f(a.json_path);
-      if (!f) throw Error("cannot write '" + a.json_path + "'");
-      f << j.dump(2) << "\n";
+      write_text_file(a.json_path, j.dump(2) + "\n", "--json");
     }
   }
   return total_wrong == 0 ? 0 : 1;

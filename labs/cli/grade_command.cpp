@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/util/files.h"
 #include "labs/cli/commands.h"
 
 namespace dtl::cli {
@@ -137,9 +138,7 @@ int run_grade(const std::string& only, const std::string& json_path) {
     for (const Score& s : scores)
       out["exercises"].push_back({{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
                                   {"max_points", s.max_points}, {"messages", s.messages}});
-    std::ofstream f(json_path);
-    if (!f) throw Error("cannot write '" + json_path + "'");
-    f << out.dump(2) << "\n";
+    write_text_file(json_path, out.dump(2) + "\n", "--json");
   }
   return all ? 0 : 1;
 #endif
