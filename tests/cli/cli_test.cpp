@@ -264,3 +264,29 @@ TEST(Cli, BenchRejectsBadSweeps) {
   const Output one = dtlab("bench all_reduce -b 1K -e 1K -f 1 -n 1 -w 0");
   EXPECT_EQ(one.code, 0) << one.err;
 }
+
+// Issue 14: output that never reached a full disk is an error, not exit 0 — on standard
+// output (checked when the command has returned) and in the files dtlab writes.
+TEST(Cli, WritingToAFullDiskIsAnError) {
+  for (const char* args : {"list >/dev/full", "run collectives --ranks 2 --bytes 1K >/dev/full",
+                           "run collectives --ranks 2 --bytes 1K --json >/dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json - >/dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 4K -n 1 -w 0 >/dev/full",  // fails in rank 0's thread
+                           "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 >/dev/full"}) {  // printf
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
+    const std::string expected = "dtlab: error writing standard output: No space left on device\n";
+    EXPECT_TRUE(o.err.size() >= expected.size() && o.err.substr(o.err.size() - expected.size()) == expected)
+        << args << ": stderr should end with '" << expected << "', it is:\n" << o.err;
+  }
+  for (const char* args : {"bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json /dev/full",
+                           "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 --json /dev/full",
+                           "grade --exercise all_reduce_cost --json /dev/full",
+                           "run collectives --ranks 2 --bytes 1K --trace /dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --trace /dev/full"}) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find("'/dev/full'"), std::string::npos) << args << ": the message names the file:\n" << o.err;
+    EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << args << "\n" << o.err;
+  }
+}
