@@ -24,7 +24,8 @@ namespace dtl::ex {
 void naive_all_reduce(Comm&, BufferView, ReduceOp) {
   throw NotImplemented("naive_all_reduce",
                        "rank 0 recv_reduce()s the whole buffer from ranks 1..P-1 (tag kTagNaive + q - 1), "
-                       "divides once if op is avg (finish_average), then sends the result back to each rank.");
+                       "divides once if op is avg (finish_average), then sends the result back to each rank q "
+                       "(tag kTagNaiveBroadcast + q - 1).");
 }
 
 void ring_reduce_scatter(Comm&, BufferView, ReduceOp) {

@@ -9,7 +9,8 @@
 //  * The buffer of `count` elements is cut into P = comm.size() chunks with
 //    dtl::chunk_range(count, P, c): sizes differ by at most one element, any count works.
 //  * Each algorithm step uses its own tag: kTag<Phase> + step. The trace then shows
-//    steps as tags, and the lab counts them.
+//    steps as tags, and the lab counts them. Phases are kTagStride apart, so no two
+//    phases share a tag at any world size up to kMaxRanks (see below).
 //  * Combine received data with comm.recv_reduce (one pass, no staging copy); for
 //    ReduceOp::avg combine as a sum and divide once at the end (dtl::finish_average).
 //  * The buffer may live on a GPU (--device cuda): never read or write it from the host.
@@ -20,9 +21,11 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/comm/chunking.h"
 #include "core/comm/comm.h"
+#include "core/error.h"
 #include "core/memory/device_ops.h"
 
 namespace dtl::ex {
@@ -38,14 +41,32 @@ struct BufferView {
   void* at(std::size_t element) const { return static_cast<char*>(data) + element * element_size(); }
 };
 
+// Tags: step s of a phase is tag kTag<Phase> + s, and phase k starts at k · kTagStride.
+// A phase has at most P-1 steps (naive, ring; trees and rhd about log2 P), so with the
+// stride at kMaxRanks the phases never overlap: 200+s and 300+s did from 102 ranks on.
+inline constexpr int kMaxRanks = 4096;        // the largest world these functions support
+inline constexpr int kTagStride = kMaxRanks;  // > the most steps of any phase (P-1)
+
 enum StepTags : int {
-  kTagNaive = 100,
-  kTagRingReduceScatter = 200,
-  kTagRingAllGather = 300,
-  kTagTreeReduce = 400,
-  kTagTreeBroadcast = 500,
-  kTagRhd = 600,
+  kTagNaive = 1 * kTagStride,           // rank q -> rank 0, tag kTagNaive + q - 1
+  kTagNaiveBroadcast = 2 * kTagStride,  // rank 0 -> rank q, tag kTagNaiveBroadcast + q - 1
+  kTagRingReduceScatter = 3 * kTagStride,
+  kTagRingAllGather = 4 * kTagStride,
+  kTagTreeReduce = 5 * kTagStride,
+  kTagTreeBroadcast = 6 * kTagStride,
+  kTagRhd = 7 * kTagStride,
 };
+// MPI promises tags up to 32767 only (MPI_TAG_UB may be larger, never smaller).
+static_assert(kTagRhd + kTagStride - 1 <= 32767, "the last phase's tags must stay within MPI's guaranteed range");
+
+// Throws UsageError when a world is larger than the tag scheme above allows; the labs and
+// the bench call it before running these functions.
+inline void require_supported_world(int ranks) {
+  if (ranks > kMaxRanks)
+    throw UsageError("the collectives exercises support at most " + std::to_string(kMaxRanks) + " ranks (their tags are " +
+                     std::to_string(kTagStride) + " apart per phase), got " + std::to_string(ranks) +
+                     "; use fewer ranks");
+}
 
 // Exercise 0 (warm-up), naive all-reduce: every rank sends its whole buffer to rank 0,
 // which combines them and sends the result back. (P-1)·N bytes leave rank 0.

@@ -1,11 +1,13 @@
 #include "core/trace/binary_trace.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "core/error.h"
+#include "core/util/files.h"
 
 namespace dtl {
 
@@ -18,7 +20,8 @@ constexpr std::uint64_t kMaxStrings = 1 << 20, kMaxStringBytes = 1 << 24;
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
 void put(FILE* f, const void* p, std::size_t n, const std::string& path) {
-  if (n && std::fwrite(p, 1, n, f) != n) throw Error("writing '" + path + "' failed (disk full?)");
+  if (n && std::fwrite(p, 1, n, f) != n)
+    throw Error("writing the trace to '" + path + "' failed: " + std::strerror(errno ? errno : EIO));
 }
 void put_string(FILE* f, const std::string& s, const std::string& path) {
   const std::uint64_t n = s.size();
@@ -78,6 +81,7 @@ void write_binary_trace(const Trace& trace, const std::string& path, const std::
       const EventLog& log = trace.log(r, s);
       for (std::size_t i = 0; i < log.size(); ++i) put(f.get(), &log[i], sizeof(Event), path);
     }
+  close_written_file(f.release(), path, "the trace");  // a full disk often fails only here
 }
 
 BinaryTrace read_binary_trace(const std::string& path) {

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "core/error.h"
 #include "core/trace/binary_trace.h"
+#include "core/util/files.h"
 
 namespace dtl {
 
@@ -166,10 +166,7 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
 }
 
 void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot write the trace to '" + path + "'; check that its folder exists and is writable");
-  f << chrome_trace_json(trace, error);
-  if (!f) throw Error("writing the trace to '" + path + "' failed (disk full?)");
+  write_text_file(path, chrome_trace_json(trace, error), "the trace");
   write_binary_trace(trace, path + ".dtlt", error);  // the visualizer's fast companion
 }
 

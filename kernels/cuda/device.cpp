@@ -13,7 +13,7 @@ Devices probe_devices() {
   const cudaError_t e = cudaGetDeviceCount(&d.count);
   if (e != cudaSuccess) {  // no driver, no device, or a broken install: say which
     d.count = 0;
-    d.problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+    d.problem = std::string("cudaGetDeviceCount returned ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
     (void)cudaGetLastError();  // clear the sticky error so later calls do not report it
   } else if (d.count == 0) {
     d.problem = "cudaGetDeviceCount found no GPU";

@@ -9,9 +9,9 @@
 // buffers live on GPUs and the ceiling comes from a device-to-device copy instead.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -24,6 +24,7 @@
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/chrome_writer.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
@@ -88,11 +89,64 @@ double measure_device_copy_bandwidth(Device device, std::size_t bytes) {
   return best;
 }
 
+constexpr std::size_t kMaxSweepSizes = 1000;
+
+std::string factor_text(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", f);
+  return buf;
+}
+
+// -n, -w and -f, each checked with its valid range (nan and inf are no factor).
+void check_counts_and_factor(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi) {
+  if (a.iters < 1) throw UsageError("-n " + std::to_string(a.iters) + ": the timed iterations must be >= 1");
+  if (a.warmup < 0) throw UsageError("-w " + std::to_string(a.warmup) + ": the warm-up iterations must be >= 0");
+  if (!std::isfinite(a.factor) || (lo < hi && a.factor <= 1))
+    throw UsageError("-f " + factor_text(a.factor) + ": the step factor must be a finite number > 1 (any finite number "
+                     "when -b equals -e)");
+}
+
+// The sizes of the sweep: -b, -b·f, -b·f², ... up to -e, each rounded down to a multiple
+// of `unit` (what one run moves at least: an element, or one per rank when the collective
+// splits the buffer P ways) and never below it. `rounded` says whether any size changed.
+struct Sweep {
+  std::vector<std::uint64_t> sizes;
+  bool rounded = false;
+};
+
+Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::uint64_t unit, const std::string& unit_is) {
+  if (hi < unit)
+    throw UsageError("-e " + a.max_bytes + " is less than " + unit_is + ": the smallest valid size is " +
+                     std::to_string(unit) + " B; give -e " + std::to_string(unit) + " or more");
+  std::vector<std::uint64_t> raw;
+  for (double s = double(lo); s <= double(hi) * 1.0000001 && raw.size() <= kMaxSweepSizes; s *= a.factor) {
+    raw.push_back(s >= double(hi) ? hi : std::uint64_t(s));  // the slack above may not reach past -e
+    if (lo == hi) break;
+  }
+  if (raw.size() > kMaxSweepSizes) {
+    const double n = std::floor(std::log(double(hi) * 1.0000001 / double(lo)) / std::log(a.factor)) + 1;
+    const double min_factor = std::ceil(std::pow(double(hi) / double(lo), 1.0 / double(kMaxSweepSizes - 1)) * 1e4) / 1e4;
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "-f %s from -b %s to -e %s would be %.0f sizes, more than the %zu allowed; use -f %.4f or more, or "
+                  "a narrower -b..-e range",
+                  factor_text(a.factor).c_str(), a.min_bytes.c_str(), a.max_bytes.c_str(), n, kMaxSweepSizes, min_factor);
+    throw UsageError(msg);
+  }
+  Sweep sweep;
+  for (std::uint64_t s : raw) {
+    const std::uint64_t r = std::max(unit, s / unit * unit);
+    sweep.rounded = sweep.rounded || r != s;
+    if (sweep.sizes.empty() || sweep.sizes.back() != r) sweep.sizes.push_back(r);
+  }
+  return sweep;
+}
+
 using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count)>;
 
 // The operation under test. Point-to-point algorithms work in place; their out-of-place
 // form copies the input to the output first, as a user of them would.
-OpFn make_op(const BenchArgs& a, theory::Collective coll, DType t, ReduceOp op) {
+OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, ReduceOp op) {
   using C = theory::Collective;
   if (a.impl == "library") {
     switch (coll) {
@@ -106,6 +160,7 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, DType t, ReduceOp op) 
   }
   if (coll != C::all_reduce)
     throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
+  ex::require_supported_world(P);
   std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"    ? ex::ring_all_reduce
                                                            : a.impl == "tree"  ? ex::tree_all_reduce
                                                            : a.impl == "rhd"   ? ex::rhd_all_reduce
@@ -122,18 +177,25 @@ int run_bench(BenchArgs& a) {
   const ReduceOp op = parse_reduce_op(a.op);
   const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
   if (lo == 0 || hi < lo) throw UsageError("-b must be > 0 and <= -e");
-  if (a.factor <= 1) throw UsageError("-f must be > 1 (the size grows by this factor)");
-  if (a.iters < 1 || a.warmup < 0) throw UsageError("-n must be >= 1 and -w >= 0");
+  check_counts_and_factor(a, lo, hi);
   const Backend backend = Backend::choose(a.backend, a.ranks);
   const LinkSpec link = make_link(a.link, a.link_bw, a.link_latency);
   if (link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
   const int P = backend.ranks;
   const std::size_t es = dtype_size(t);
-  // Every rank holds a send and a receive buffer of -e bytes (on thread ranks, all in here).
-  require_memory(2.0 * double(hi) * (backend.name == "threads" ? P : 1), "-e (or --ranks)");
+  // Per-rank element counts: all_gather / reduce_scatter / all_to_all split `size` P ways.
+  const bool split = coll == theory::Collective::reduce_scatter || coll == theory::Collective::all_gather ||
+                     coll == theory::Collective::all_to_all;
+  const std::uint64_t unit = split ? es * std::uint64_t(P) : es;
+  const std::string unit_is = split ? "one " + std::string(dtype_name(t)) + " element per rank on " + std::to_string(P) + " ranks"
+                                    : "one " + std::string(dtype_name(t)) + " element";
+  const Sweep sweep = plan_sweep(a, lo, hi, unit, unit_is);
+  const std::vector<std::uint64_t>& sizes = sweep.sizes;
+  // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in here).
+  require_memory(2.0 * double(sizes.back()) * (backend.name == "threads" ? P : 1), "-e (or --ranks)");
   const bool json_only_stdout = a.json_path == "-";
   std::ostream& out = json_only_stdout ? std::cerr : std::cout;
-  OpFn fn = make_op(a, coll, t, op);
+  OpFn fn = make_op(a, coll, P, t, op);
   if (a.backend == "nccl") {  // NCCL moves GPU memory only
     if (a.device == "cpu") throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies cuda)");
     a.device = "cuda";
@@ -164,11 +226,6 @@ int run_bench(BenchArgs& a) {
   char line[256];
 
   nlohmann::json rows = nlohmann::json::array();
-  std::vector<std::uint64_t> sizes;
-  for (double s = double(lo); s <= double(hi) * 1.0000001; s *= a.factor) sizes.push_back(std::max<std::uint64_t>(es, std::uint64_t(s) / es * es));
-  // Per-rank element counts: all_gather / reduce_scatter / all_to_all split `size` P ways.
-  const bool split = coll == theory::Collective::reduce_scatter || coll == theory::Collective::all_gather ||
-                     coll == theory::Collective::all_to_all;
   std::unique_ptr<Trace> trace = a.trace_path.empty() ? nullptr : std::make_unique<Trace>(P);
 
   ThreadsOptions opt;
@@ -196,7 +253,7 @@ int run_bench(BenchArgs& a) {
     }
     comm.barrier();
     MemoryTracker mem(comm.global_rank(), nullptr);
-    const std::size_t max_count = std::size_t(hi / es);
+    const std::size_t max_count = std::size_t(sizes.back() / es);  // every size fits: sizes.back() is the largest
     // Preallocated and prefaulted once (MemoryTracker touches every page).
     const Device dev = rank_device(device_kind, comm);  // inputs are written on the host and uploaded
     Tensor send(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev), recv(mem, {std::int64_t(max_count)}, t, MemTag::comm, dev);
@@ -213,7 +270,7 @@ int run_bench(BenchArgs& a) {
     };
     for (std::uint64_t size : sizes) {
       const std::size_t total = size / es;
-      const std::size_t count = split ? std::max<std::size_t>(1, total / std::size_t(P)) : total;
+      const std::size_t count = split ? total / std::size_t(P) : total;  // >= 1: sizes are multiples of `unit`
       nlohmann::json json_row[2];
       double report[2][4] = {};
       for (int inplace = 0; inplace < 2; ++inplace) {
@@ -279,6 +336,8 @@ int run_bench(BenchArgs& a) {
                 "  #wrong total %.0f\n",
                 best_busbw, 100 * best_busbw / (ceiling / 1e9), ceiling / 1e9, bw / 1e9, total_wrong);
   out << line;
+  if (sweep.rounded)
+    out << "# note: sizes rounded to a multiple of " << unit << " B (" << unit_is << "); the size column shows what ran\n";
   if (trace) write_chrome_trace(gathered ? *gathered : *trace, a.trace_path);
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", backend.name}, {"ranks", P},
@@ -287,9 +346,7 @@ int run_bench(BenchArgs& a) {
     if (json_only_stdout) {
       std::cout << j.dump(2) << "\n";
     } else {
-      std::ofstream f(a.json_path);
-      if (!f) throw Error("cannot write '" + a.json_path + "'");
-      f << j.dump(2) << "\n";
+      write_text_file(a.json_path, j.dump(2) + "\n", "--json");
     }
   }
   return total_wrong == 0 ? 0 : 1;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/util/files.h"
 #include "labs/cli/commands.h"
 #include "labs/lab.h"
 
@@ -115,10 +116,7 @@ int report_scores(const std::vector<Score>& scores, const std::string& track, co
     for (const Score& s : scores)
       out["exercises"].push_back({{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
                                   {"max_points", s.max_points}, {"messages", s.messages}});
-    std::ofstream f(json_path);
-    f << out.dump(2) << "\n";
-    f.close();
-    if (!f) throw Error("cannot write '" + json_path + "'");
+    write_text_file(json_path, out.dump(2) + "\n", "--json");
   }
   return all ? 0 : 1;
 }

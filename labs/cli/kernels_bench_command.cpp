@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
@@ -155,9 +155,7 @@ void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string
   for (const Row& r : rows)
     j["kernels"].push_back({{"kernel", r.kernel}, {"rate", r.rate}, {"unit", r.unit}, {"ceiling", r.ceiling},
                             {"fraction_of_ceiling", r.rate / r.ceiling}, {"speedup_over_reference", r.vs_reference}});
-  std::ofstream out(s.json_path);
-  if (!out) throw UsageError("cannot write --json " + s.json_path);
-  out << j.dump(2) << "\n";
+  write_text_file(s.json_path, j.dump(2) + "\n", "--json");
 }
 
 Command add_kernels_bench_command(CLI::App& app) {

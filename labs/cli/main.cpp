@@ -9,12 +9,69 @@
 //   dtlab grade --exercise ring_all_reduce
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <streambuf>
 
 #include "core/error.h"
 #include "labs/cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// std::cout's buffer: passes everything to the one it replaces (stdout's FILE, so cout and
+// printf stay in order) and remembers errno when a write fails. Output to a full disk
+// fails at a flush, perhaps in a rank's thread; by the time main checks, errno is gone.
+class ErrnoKeepingBuf : public std::streambuf {
+ public:
+  explicit ErrnoKeepingBuf(std::streambuf* inner) : inner_(inner) {}
+  int first_error() const { return error_.load(); }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    errno = 0;
+    const int_type r = inner_->sputc(traits_type::to_char_type(c));
+    if (traits_type::eq_int_type(r, traits_type::eof())) keep(errno);
+    return r;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    errno = 0;
+    const std::streamsize r = inner_->sputn(s, n);
+    if (r < n) keep(errno);
+    return r;
+  }
+  int sync() override {
+    errno = 0;
+    const int r = inner_->pubsync();
+    if (r != 0) keep(errno);
+    return r;
+  }
+
+ private:
+  void keep(int err) {
+    int none = 0;
+    error_.compare_exchange_strong(none, err ? err : EIO);
+  }
+  std::streambuf* inner_;
+  std::atomic<int> error_{0};
+};
+
+// Flushes standard output and turns a failed write into an error and exit code 1, as
+// coreutils' close_stdout does. Returns the exit code to use.
+int finish_standard_output(int code, const ErrnoKeepingBuf& buf) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = buf.first_error() ? buf.first_error() : errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return code;
+  std::cerr << "dtlab: error writing standard output: " << std::strerror(err ? err : EIO) << "\n";
+  return 1;
+}
+
+int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
   CLI::App app{"dtlab: an interactive lab for distributed deep-learning training", "dtlab"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show the help of every subcommand");
@@ -39,12 +96,12 @@ int main(int argc, char** argv) {
     }
     app.parse(argc, argv);
     for (const auto& [name, cmd] : commands)
-      if (app.get_subcommand(name)->parsed()) return cmd();
+      if (app.get_subcommand(name)->parsed()) return finish_standard_output(cmd(), stdout_buf);
     return 0;
   } catch (const CLI::CallForHelp&) {
-    return app.exit(CLI::CallForHelp());
+    return finish_standard_output(app.exit(CLI::CallForHelp()), stdout_buf);
   } catch (const CLI::CallForAllHelp&) {
-    return app.exit(CLI::CallForAllHelp());
+    return finish_standard_output(app.exit(CLI::CallForAllHelp()), stdout_buf);
   } catch (const CLI::ParseError& e) {
     // CLI11 has printed nothing yet: say what is wrong in one line, with where to look.
     std::cerr << "dtlab: error: " << e.what() << "\n       (see 'dtlab --help' or 'dtlab <command> --help')\n";
@@ -56,4 +113,15 @@ int main(int argc, char** argv) {
     std::cerr << "dtlab: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::streambuf* const original = std::cout.rdbuf();
+  ErrnoKeepingBuf stdout_buf(original);
+  std::cout.rdbuf(&stdout_buf);
+  const int code = run_dtlab(argc, argv, stdout_buf);
+  std::cout.rdbuf(original);  // std::cout is flushed again after main returns
+  return code;
 }

@@ -200,3 +200,93 @@ TEST(Cli, BenchStepPrintsStepTimeAndRate) {
   EXPECT_NE(o.out.find("step_ms "), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("achieved_TFLOPs "), std::string::npos) << o.out;
 }
+
+// Issue 14: sizes below one element (one element per rank for all_gather, reduce_scatter,
+// all_to_all) crashed or wrote past the buffers. -e below the smallest valid size is a
+// usage error naming that size; other sizes are rounded to a multiple of it, and the
+// table's footer says so.
+TEST(Cli, BenchSizesBelowOneElementPerRankAreUsageErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"bench all_reduce -b 1 -e 1 -n 1 -w 0", "smallest valid size is 4 B"},
+      {"bench all_reduce --impl ring --ranks 3 -b 2 -e 2 -n 1 -w 0", "smallest valid size is 4 B"},
+      {"bench all_gather --ranks 4 -b 4 -e 4 -n 1 -w 0", "smallest valid size is 16 B"},
+      {"bench reduce_scatter --ranks 3 -b 8 -e 8 -n 1 -w 0 --dtype f64", "smallest valid size is 24 B"},
+      {"bench all_to_all --ranks 5 -b 1 -e 19 -n 1 -w 0", "smallest valid size is 20 B"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << ": expected '" << expected << "' in\n" << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": not a one-line message:\n" << o.err;
+  }
+}
+
+TEST(Cli, BenchRoundsSizesToWholeElementsPerRankAndSaysSo) {
+  const std::string path = testing::TempDir() + "bench_rounded_" + std::to_string(getpid()) + ".json";
+  // 3 ranks × f32 = 12 B: -b 10 runs as 12, 30 as 24, 90 as 84.
+  const Output o = dtlab("bench all_gather --ranks 3 -b 10 -e 100 -f 3 -n 1 -w 0 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# note: sizes rounded to a multiple of 12 B"), std::string::npos) << o.out;
+  const json j = json::parse(slurp(path));
+  std::vector<std::uint64_t> bytes;
+  for (const auto& row : j["rows"]) bytes.push_back(row["bytes"].get<std::uint64_t>());
+  const std::vector<std::uint64_t> expected = {12, 12, 24, 24, 84, 84};  // out-of-place and in-place per size
+  EXPECT_EQ(bytes, expected);
+  // Sizes that need no rounding get no note.
+  const Output exact = dtlab("bench all_gather --ranks 3 -b 12 -e 48 -f 2 -n 1 -w 0");
+  ASSERT_EQ(exact.code, 0) << exact.err;
+  EXPECT_EQ(exact.out.find("rounded"), std::string::npos) << exact.out;
+}
+
+// Issue 14: -f 1.0000001 swept millions of sizes; nan and inf slipped through the -f > 1
+// check. Each bad sweep is a one-line usage error naming the argument.
+TEST(Cli, BenchRejectsBadSweeps) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"bench all_reduce -b 1K -e 2K -f 1.0000001", "would be 693147"},
+      {"bench all_reduce -b 1K -e 2K -f 1.0000001", "1000"},
+      {"bench all_reduce -b 1K -e 2K -f 1", "-f"},
+      {"bench all_reduce -b 1K -e 2K -f 0.5", "-f"},
+      {"bench all_reduce -b 1K -e 2K -f nan", "-f"},
+      {"bench all_reduce -b 1K -e 1K -f nan", "-f"},
+      {"bench all_reduce -b 1K -e 2K -f inf", "-f"},
+      {"bench all_reduce -b 1K -e 1K -n -1", "-n"},
+      {"bench all_reduce -b 1K -e 1K -n 0", "-n"},
+      {"bench all_reduce -b 1K -e 1K -w -1", "-w"},
+      {"bench all_gather --ranks 4 -b 1K -e 8G", "memory"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << ": expected '" << expected << "' in\n" << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": not a one-line message:\n" << o.err;
+  }
+  // One size needs no factor.
+  const Output one = dtlab("bench all_reduce -b 1K -e 1K -f 1 -n 1 -w 0");
+  EXPECT_EQ(one.code, 0) << one.err;
+}
+
+// Issue 14: output that never reached a full disk is an error, not exit 0 — on standard
+// output (checked when the command has returned) and in the files dtlab writes.
+TEST(Cli, WritingToAFullDiskIsAnError) {
+  for (const char* args : {"list >/dev/full", "run collectives --ranks 2 --bytes 1K >/dev/full",
+                           "run collectives --ranks 2 --bytes 1K --json >/dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json - >/dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 4K -n 1 -w 0 >/dev/full",  // fails in rank 0's thread
+                           "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 >/dev/full"}) {  // printf
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
+    const std::string expected = "dtlab: error writing standard output: No space left on device\n";
+    EXPECT_TRUE(o.err.size() >= expected.size() && o.err.substr(o.err.size() - expected.size()) == expected)
+        << args << ": stderr should end with '" << expected << "', it is:\n" << o.err;
+  }
+  for (const char* args : {"bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json /dev/full",
+                           "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 --json /dev/full",
+                           "grade --exercise all_reduce_cost --json /dev/full",
+                           "run collectives --ranks 2 --bytes 1K --trace /dev/full",
+                           "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --trace /dev/full"}) {
+    const Output o = dtlab(args);
+    EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
+    EXPECT_NE(o.err.find("'/dev/full'"), std::string::npos) << args << ": the message names the file:\n" << o.err;
+    EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << args << "\n" << o.err;
+  }
+}

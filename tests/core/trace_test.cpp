@@ -4,6 +4,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+#include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
 #include "core/comm/chunking.h"
@@ -92,4 +94,23 @@ TEST(ChunkState, ReplaysReduceAndCopy) {
   s.apply(e);
   EXPECT_EQ(s.count(2, 2), 2);
   EXPECT_FALSE(s.holds(2, 2, 2));
+}
+
+// Issue 14: a full disk fails only when the file's buffer is flushed, at close; the trace
+// writers must check that too and name the path (the trace here fits in one buffer).
+TEST(ChromeTrace, WritingToAFullDiskThrowsNamingThePath) {
+  Trace t(2);
+  test::run_ranks(2, overlapping_exchange, &t);
+  for (const auto& [name, write] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"chrome", [&] { write_chrome_trace(t, "/dev/full"); }},
+           {"binary", [&] { write_binary_trace(t, "/dev/full"); }}}) {
+    std::string what = "no error";
+    try {
+      write();
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("'/dev/full'"), std::string::npos) << name << ": " << what;
+    EXPECT_NE(what.find("No space left on device"), std::string::npos) << name << ": " << what;
+  }
 }

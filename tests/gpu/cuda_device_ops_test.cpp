@@ -13,6 +13,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/collectives/crafted.h"
 #include "tests/core/device_ops_check.h"
+#include "tests/gpu/skip_without_gpu.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -21,7 +22,10 @@ namespace {
 
 class CudaDeviceOps : public ::testing::Test {
  protected:
-  void SetUp() override { cuda::use_cuda_memory(); }  // throws (fails the test) without a GPU
+  void SetUp() override {
+    DTL_SKIP_WITHOUT_GPU();
+    cuda::use_cuda_memory();
+  }
 };
 
 // A device buffer with a copy of host bytes.

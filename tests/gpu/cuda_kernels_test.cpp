@@ -14,6 +14,7 @@
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
+#include "tests/gpu/skip_without_gpu.h"
 
 using namespace dtl;
 
@@ -43,8 +44,7 @@ using test::random;
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    const cuda::Devices d = cuda::probe_devices();
-    ASSERT_GT(d.count, 0) << "the gpu tests need a GPU: " << d.problem;
+    DTL_SKIP_WITHOUT_GPU();
     DTL_CUDA_CHECK(cudaSetDevice(0));
   }
 };

@@ -13,6 +13,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/lab.h"
 #include "tests/core/device_ops_check.h"
+#include "tests/gpu/skip_without_gpu.h"
 
 using namespace dtl;
 
@@ -21,7 +22,8 @@ namespace {
 class Nccl : public ::testing::Test {
  protected:
   void SetUp() override {
-    cuda::use_cuda_memory();  // throws (fails the test) without a GPU
+    DTL_SKIP_WITHOUT_GPU();
+    cuda::use_cuda_memory();
     gpus_ = nccl_visible_gpus(nullptr);
     ASSERT_GT(gpus_, 0);
   }

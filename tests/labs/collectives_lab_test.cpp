@@ -66,3 +66,20 @@ TEST(CollectivesLab, OtherDtypesAndOps) {
       EXPECT_TRUE(r.ok) << dtype_name(t) << " " << op << "\n" << r.to_text();
     }
 }
+
+// Issue 14: the ring's phases used tags 200+s and 300+s, which overlap from 102 ranks on,
+// so the distinct-tag count came out short and the lab reported FAILED. Each algorithm's
+// measured steps must equal its formula's at hundreds of ranks too.
+TEST(CollectivesLab, StepsAreDistinctTagsAtHundredsOfRanks) {
+  for (int P : {128, 256}) {
+    const Report r = run_lab(P, 4096, {{"algo", "all"}});  // 1024 elements: P divides it
+    for (const char* algo : {"naive", "ring", "tree", "rhd"}) {
+      const ReportRow* row = r.find(std::string(algo) + " all_reduce: steps (distinct tags, max)");
+      ASSERT_NE(row, nullptr) << algo;
+      ASSERT_TRUE(row->predicted.has_value()) << algo;
+      EXPECT_EQ(row->measured, *row->predicted) << algo << " at P=" << P << ": measured " << row->measured
+                                                << " distinct tags, the formula says " << *row->predicted;
+    }
+    EXPECT_TRUE(r.ok) << "P=" << P << "\n" << r.to_text();
+  }
+}
