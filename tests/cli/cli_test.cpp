@@ -10,38 +10,13 @@
 #include <sstream>
 
 #include "kernels/cuda/device.h"
+#include "tests/cli/cli_util.h"
 
 using nlohmann::json;
 
 namespace {
-struct Output {
-  int code = -1;
-  std::string out;  // stdout (stderr goes to err)
-  std::string err;
-};
-
-Output dtlab(const std::string& args) {
-  // A file of its own per call: ctest runs these tests as parallel processes.
-  char err_template[] = "/tmp/dtlab_cli_stderr_XXXXXX";
-  const int fd = mkstemp(err_template);
-  if (fd >= 0) close(fd);
-  const std::string err_file = err_template;
-  const std::string cmd = std::string(DTLAB_EXE) + " " + args + " 2>" + err_file;
-  Output o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return o;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.out.append(buf, n);
-  const int status = pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err_file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  o.err = ss.str();
-  std::remove(err_file.c_str());
-  return o;
-}
+using Output = dtl::test::CliOutput;
+Output dtlab(const std::string& args) { return dtl::test::run_dtlab(args); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
