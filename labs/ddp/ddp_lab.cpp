@@ -46,16 +46,35 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
   s.bucket_mb = cfg.options.number("bucket-mb");
   const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
   s.precision = precisions[cfg.options.choice_index("precision")];
-  // Every rank holds the model, its gradients and AdamW's state (16 B/parameter), plus the
-  // 1-rank reference on rank 0: on thread ranks all of it in this one process.
-  const double params = double(s.shape.width) * s.shape.width * s.shape.layers;
-  require_memory((P + 1) * (16.0 * params + 8.0 * double(s.batch) * s.shape.width * s.shape.layers),
-                 "--width, --depth or --batch (or --ranks)");
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
   if (cfg.options.choice<DdpVariant>("variant") == DdpVariant::accumulate && (s.batch / P) % s.micro != 0)
     throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " + std::to_string(s.micro));
+  // On thread ranks every rank, rank 0's 1-rank reference and the data share this process:
+  // refuse before allocating anything, saying how much (not the out-of-memory killer).
+  require_memory(ddp_process_bytes(s, P), "--width, --depth, --batch or --steps (or --ranks)");
   return s;
 }
+
+}  // namespace
+
+double ddp_rank_bytes(const DdpSettings& s, int rows) {
+  const double psi = mlp_memory(s.shape, s.precision, rows).params / double(dtype_size(s.precision));
+  return mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision);
+}
+
+double ddp_process_bytes(const DdpSettings& s, int P) {
+  const int rows = s.batch / P;
+  const double psi = mlp_memory(s.shape, s.precision, rows).params / double(dtype_size(s.precision));
+  // Host copies the checks make: weights and gradients as fp32, and rank 0's copy of the weights.
+  const double checks = 3 * 4.0 * psi;
+  const double per_rank = ddp_rank_bytes(s, rows) + checks + 4.0 * rows * s.shape.out;
+  const double reference = ddp_rank_bytes(s, s.batch) + checks + 4.0 * s.batch * s.shape.out;
+  const double data = 4.0 * double(s.batch) * s.steps * (s.shape.in + s.shape.out) +
+                      mlp_memory(s.shape, DType::f32, kTeacherChunk).total();  // the teacher, chunk by chunk
+  return P * per_rank + reference + data;
+}
+
+namespace {
 
 // Buckets in the exercise's rule (exercises/ddp.h): reverse layer order, whole layers,
 // closed at the capacity (DDP's default 25 MiB).
@@ -234,6 +253,8 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   m.optimizer_peak = mem.peak(MemTag::optimizer);
   m.workspace_peak = mem.peak(MemTag::other);
   m.activation_peak = mem.peak(MemTag::activation);
+  m.total_peak = mem.peak_total();
+  m.total_estimate = ddp_rank_bytes(s, variant == DdpVariant::accumulate ? rows / s.micro : rows);
   add_ddp_rows(rep, variant, s, m, reference, P);
 }
 

@@ -37,8 +37,15 @@ struct DdpMeasurement {
   double grad_bytes_per_step = 0;
   std::size_t params = 0, buckets = 0;
   int skipped_steps = 0;
-  std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0;
+  std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0, total_peak = 0;
+  double total_estimate = 0;  // what ddp_rank_bytes predicted for this rank
 };
+
+// Bytes one rank's MemoryTracker allocates for `rows` rows per micro-batch (model, gradients,
+// AdamW, activations, workspace), and everything a run on P thread ranks holds in its one
+// process (every rank, rank 0's 1-rank reference, the data, the checks' host copies).
+double ddp_rank_bytes(const DdpSettings& s, int rows);
+double ddp_process_bytes(const DdpSettings& s, int P);
 
 Report run_ddp_lab(Comm& comm, const LabConfig& cfg);
 LabInfo ddp_lab_info();

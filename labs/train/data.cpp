@@ -1,5 +1,6 @@
 #include "labs/train/data.h"
 
+#include <algorithm>
 #include <random>
 
 namespace dtl {
@@ -15,8 +16,12 @@ Dataset make_teacher_data(const MlpShape& shape, int samples, std::uint32_t seed
   std::mt19937 rng(seed);
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& v : d.x) v = n(rng);
-  const float* y = teacher.forward(d.x.data(), samples);
-  d.y.assign(y, y + std::size_t(samples) * std::size_t(shape.out));
+  d.y.resize(std::size_t(samples) * std::size_t(shape.out));
+  for (int r0 = 0; r0 < samples; r0 += kTeacherChunk) {  // each row on its own: chunks bound the activations
+    const int rows = std::min(kTeacherChunk, samples - r0);
+    const float* y = teacher.forward(d.x_row(r0), rows);
+    std::copy(y, y + std::size_t(rows) * std::size_t(shape.out), d.y.begin() + std::ptrdiff_t(r0) * shape.out);
+  }
   return d;
 }
 

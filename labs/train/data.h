@@ -17,6 +17,9 @@ struct Dataset {
   const float* y_row(int i) const { return y.data() + std::size_t(i) * std::size_t(out); }
 };
 
+// The teacher runs kTeacherChunk rows at a time, so its activations stay small however many
+// samples are made.
+inline constexpr int kTeacherChunk = 4096;
 Dataset make_teacher_data(const MlpShape& shape, int samples, std::uint32_t seed);
 
 }  // namespace dtl

@@ -59,6 +59,15 @@ class Activations {
   std::vector<Tensor> pre, post;   // per held layer: z = x·Wᵀ + b, and GELU(z)
 };
 
+// What an Mlp allocates in its rank's MemoryTracker, by tag, with `rows` rows in flight
+// (one set of Activations and the backward workspace): for the memory check before a run
+// and the report's estimate beside the measured peak.
+struct MlpMemory {
+  double params = 0, grads = 0, activations = 0, workspace = 0;  // bytes
+  double total() const { return params + grads + activations + workspace; }
+};
+MlpMemory mlp_memory(const MlpShape& shape, DType precision, int rows, LayerSpan span = {});
+
 class Mlp {
  public:
   // Parameters from a fixed seed, the same draws on every rank and for every span, scaled as

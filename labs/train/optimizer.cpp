@@ -86,6 +86,11 @@ bool Optimizer::step(const ParamSlice& s, float inv_scale) {
   return true;
 }
 
+double adamw_state_bytes(std::size_t n, DType precision, MasterWeights master) {
+  const bool has_master = precision != DType::f32 && master == MasterWeights::keep;
+  return double(n) * (has_master ? 12.0 : 8.0);
+}
+
 AdamW::AdamW(const ParamSlice& initial, Device device, MemoryTracker& mem, const kernels::AdamWConfig& config,
              MasterWeights master)
     : Optimizer(initial, device, mem, master), config_(config),

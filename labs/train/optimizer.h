@@ -65,6 +65,10 @@ class Optimizer {
   Tensor work_w_, work_g_;  // one chunk of widened weights and gradients (16-bit only)
 };
 
+// Bytes of AdamW's state for n parameters (tag optimizer): m and v, and the fp32 master of
+// 16-bit parameters kept with MasterWeights::keep (fp32: 8n; mixed: 12n, or 8n without).
+double adamw_state_bytes(std::size_t n, DType precision, MasterWeights master = MasterWeights::keep);
+
 class AdamW final : public Optimizer {
  public:
   AdamW(const ParamSlice& initial, Device device, MemoryTracker& mem, const kernels::AdamWConfig& config,

@@ -72,3 +72,11 @@ TEST(CliUsage, DdpHonoursInjectedFaultsAndHangs) {
   EXPECT_EQ(hang.code, 1) << hang.err;
   EXPECT_NE(hang.err.find("rank 1 waits nothing: it stopped communicating on purpose"), std::string::npos) << hang.err;
 }
+
+TEST(CliUsage, ADdpRunTooLargeForTheMachineIsRefusedWithItsEstimate) {
+  // It used to be killed by the kernel: the check left out activations and the data.
+  const auto o = run_dtlab("run ddp --width 1 --depth 1 --batch 4194304");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("needs about"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--batch"), std::string::npos) << o.err;
+}

@@ -131,3 +131,18 @@ TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
       }
     }
 }
+
+TEST(DdpLab, MemoryEstimateStandsBesideTheMeasuredPeak) {
+  for (const char* precision : {"fp32", "bf16"}) {
+    Trace trace(2);
+    const Report rep = run_ddp(2, {{"variant", "all"}, {"width", "48"}, {"depth", "3"}, {"batch", "32"}, {"steps", "2"},
+                                   {"precision", precision}}, trace);
+    EXPECT_TRUE(rep.ok) << rep.to_text();
+    for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
+      const ReportRow* row = rep.find(std::string(v) + ": memory per rank: measured peak vs estimate (within 10%)");
+      ASSERT_NE(row, nullptr) << v;
+      ASSERT_TRUE(row->predicted.has_value());
+      EXPECT_NEAR(row->measured, *row->predicted, 0.1 * *row->predicted) << v << " " << precision;
+    }
+  }
+}

@@ -353,3 +353,23 @@ TEST(Optimizer, AnOverflowedF16StepChangesNothing) {
     EXPECT_EQ(opt.steps_applied(), 0);
   }
 }
+
+TEST(Mlp, MemoryEstimateEqualsWhatIsAllocated) {
+  for (DType t : {DType::f32, DType::bf16})
+    for (const LayerSpan span : {LayerSpan{0, -1}, LayerSpan{1, 2}}) {
+      MemoryTracker mem(0, nullptr);
+      const MlpShape shape{6, 10, 4, 4};
+      const int rows = 7;
+      Mlp model(shape, mem, 1, t, Device::cpu(), span);
+      const int in = model.in_features(model.first_layer()), out = model.out_features(model.last_layer());
+      std::vector<float> x(std::size_t(rows) * std::size_t(in), 0.5f), dy(std::size_t(rows) * std::size_t(out), 0.1f);
+      model.forward(x.data(), rows);
+      model.backward(dy.data(), false, {}, true);
+      const MlpMemory m = mlp_memory(shape, t, rows, span);
+      EXPECT_EQ(double(mem.peak(MemTag::param)), m.params) << dtype_name(t);
+      EXPECT_EQ(double(mem.peak(MemTag::grad)), m.grads) << dtype_name(t);
+      EXPECT_EQ(double(mem.peak(MemTag::activation)), m.activations) << dtype_name(t);
+      EXPECT_EQ(double(mem.peak(MemTag::other)), m.workspace) << dtype_name(t);
+      EXPECT_EQ(double(mem.peak_total()), m.total()) << dtype_name(t);
+    }
+}
