@@ -46,22 +46,22 @@ std::string_view reduce_op_name(ReduceOp op) {
   return "?";
 }
 
-DType parse_dtype(std::string_view s) {
+DType parse_dtype(std::string_view s, std::string_view what) {
   if (s == "f32" || s == "float" || s == "float32") return DType::f32;
   if (s == "f64" || s == "double" || s == "float64") return DType::f64;
   if (s == "i32" || s == "int32" || s == "int") return DType::i32;
   if (s == "i64" || s == "int64") return DType::i64;
   if (s == "f16" || s == "half" || s == "float16") return DType::f16;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;
-  throw UsageError("unknown dtype '" + std::string(s) + "'; use one of f32 f64 i32 i64 f16 bf16");
+  throw UsageError(std::string(what) + " '" + std::string(s) + "' is not a type; use one of f32 f64 i32 i64 f16 bf16");
 }
 
-ReduceOp parse_reduce_op(std::string_view s) {
+ReduceOp parse_reduce_op(std::string_view s, std::string_view what) {
   if (s == "sum") return ReduceOp::sum;
   if (s == "avg") return ReduceOp::avg;
   if (s == "max") return ReduceOp::max;
   if (s == "min") return ReduceOp::min;
-  throw UsageError("unknown reduction '" + std::string(s) + "'; use one of sum avg max min");
+  throw UsageError(std::string(what) + " '" + std::string(s) + "' is not a reduction; use one of sum avg max min");
 }
 
 // ---- half-precision conversions ----------------------------------------------------

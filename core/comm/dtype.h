@@ -17,8 +17,9 @@ enum class ReduceOp : std::uint8_t { sum, avg, max, min };
 std::size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);       // "float", "double", "int32", ... (nccl-tests names)
 std::string_view reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
-DType parse_dtype(std::string_view name);   // accepts "f32"/"float", ...; throws UsageError
-ReduceOp parse_reduce_op(std::string_view name);
+// Accept "f32"/"float", ... and "sum", "avg", ...; a UsageError names `what` (the option).
+DType parse_dtype(std::string_view name, std::string_view what = "--dtype");
+ReduceOp parse_reduce_op(std::string_view name, std::string_view what = "--op");
 
 // Maps a C++ element type to its DType (float -> f32, ...).
 template <typename T> constexpr DType dtype_of();

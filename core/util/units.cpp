@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <sys/resource.h>
 #include "core/util/units.h"
 
 #include <unistd.h>
@@ -48,10 +50,14 @@ std::string format_size(std::uint64_t b) {
 }
 
 void require_memory(double bytes, std::string_view what) {
-  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  // The machine's memory, or less when the process runs under an address-space limit
+  // (ulimit -v, prlimit --as): then that is what it can allocate.
+  double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) have = std::min(have, double(as.rlim_cur));
   if (have > 0 && bytes > 0.5 * have) {
     char msg[160];
-    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the machine has %.1f GB; make ", bytes * 1e-9,
+    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the process may use %.1f GB; make ", bytes * 1e-9,
                   have * 1e-9);
     throw UsageError(msg + std::string(what) + " smaller");
   }

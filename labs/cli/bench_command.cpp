@@ -30,6 +30,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/validators.h"
 #include "labs/collectives/crafted.h"
 #include "labs/lab.h"
 #include "labs/measure.h"
@@ -363,25 +364,28 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
       ->capture_default_str();
-  b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)");
-  b->add_option("--backend", a->backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank)")->capture_default_str();
+  b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)")
+      ->check(whole_range(1, 4096));
+  b->add_option("--backend", a->backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank)")
+      ->check(CLI::IsMember({"threads", "mpi", "nccl"}))
+      ->capture_default_str();
   b->add_option("--device", a->device, "Where the buffers live: cpu (default), or cuda (rank r on GPU r mod count; "
                                       "implied by --backend nccl)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
   b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
   b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();
-  b->add_option("-n,--iters", a->iters, "Timed iterations per size")->capture_default_str();
-  b->add_option("-w,--warmup_iters", a->warmup, "Untimed iterations first")->capture_default_str();
-  b->add_option("-c,--check", a->check, "Check results (0/1)")->capture_default_str();
+  b->add_option("-n,--iters", a->iters, "Timed iterations per size")->check(whole_range(1, 1000000))->capture_default_str();
+  b->add_option("-w,--warmup_iters", a->warmup, "Untimed iterations first")->check(whole_range(0, 1000000))->capture_default_str();
+  b->add_option("-c,--check", a->check, "Check results (0/1)")->check(whole_range(0, 1))->capture_default_str();
   b->add_option("--dtype,-d", a->dtype, "f32 f64 i32 i64 f16 bf16")->capture_default_str();
   b->add_option("--op,-o", a->op, "sum avg max min")->capture_default_str();
   b->add_option("--json", a->json_path, "Write the results as JSON to this file ('-': stdout, table to stderr)");
   b->add_option("--trace", a->trace_path, "Record events and write a Chrome trace (measures tracing's cost)");
-  b->add_option("--timeout", a->timeout_s, "Watchdog seconds")->capture_default_str();
+  b->add_option("--timeout", a->timeout_s, "Watchdog seconds")->check(finite_range(0.001, 1e6))->capture_default_str();
   b->add_option("--link", a->link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
-  b->add_option("--link-bw", a->link_bw, "Emulated link bandwidth, GB/s per direction");
-  b->add_option("--link-latency", a->link_latency, "Emulated link latency, microseconds");
+  b->add_option("--link-bw", a->link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
+  b->add_option("--link-latency", a->link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));
   return [a] { return run_bench(*a); };
 }
 

@@ -135,7 +135,7 @@ int run_grade(const std::string& only, const std::string& json_path) {
     chosen.push_back(e);
     filter += (filter.empty() ? "" : ":") + e.suite + ".*";
   }
-  if (chosen.empty()) throw UsageError("unknown exercise '" + only + "'; use one of: " + ids);
+  if (chosen.empty()) throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
   const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
   return report_scores(score(results, chosen), DTL_TRACK_NAME, json_path);
 #endif
@@ -149,7 +149,11 @@ Command add_grade_command(CLI::App& app) {
   auto json_path = std::make_shared<std::string>();
   g->add_option("--exercise,-x", *only, "Grade only this exercise (e.g. ring_all_reduce)");
   g->add_option("--json", *json_path, "Also write the scores as JSON to this file");
-  return [only, json_path] { return run_grade(*only, *json_path); };
+  CLI::Option* exercise = g->get_option("--exercise");
+  return [only, json_path, exercise] {
+    if (exercise->count() > 0 && only->empty()) throw UsageError("--exercise needs an exercise id, e.g. ring_all_reduce");
+    return run_grade(*only, *json_path);
+  };
 }
 
 }  // namespace dtl::cli

@@ -23,6 +23,7 @@
 #include "core/util/units.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/validators.h"
 #include "labs/cli/kernels_bench.h"
 
 namespace dtl::cli {
@@ -161,12 +162,12 @@ void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string
 Command add_kernels_bench_command(CLI::App& app) {
   auto a = std::make_shared<KernelArgs>();
   CLI::App* b = app.add_subcommand("bench-kernels", "Time the training kernels on one core next to sgemm and memcpy");
-  b->add_option("--batch", a->batch, "Rows of the linear layer's input")->capture_default_str();
-  b->add_option("--width", a->width, "Input and output width of the linear layer")->capture_default_str();
+  b->add_option("--batch", a->batch, "Rows of the linear layer's input")->check(whole_range(1, 1 << 20))->capture_default_str();
+  b->add_option("--width", a->width, "Input and output width of the linear layer")->check(whole_range(1, 1 << 16))->capture_default_str();
   b->add_option("--elements", a->elements_text, "Elements for the memory-bound kernels (K/M/G = powers of 1024)")
       ->capture_default_str();
   b->add_option("--device", a->device, "cpu (one core), or cuda (GPU 0)")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  b->add_option("--repeats", a->repeats, "Timed runs per kernel (the best is kept)")->capture_default_str();
+  b->add_option("--repeats", a->repeats, "Timed runs per kernel (the best is kept)")->check(whole_range(1, 10000))->capture_default_str();
   b->add_option("--json", a->json_path, "Also write the results as JSON to this file");
   return [a] {
     a->elements = parse_size(a->elements_text, "--elements");
