@@ -104,7 +104,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
     return finish_standard_output(app.exit(CLI::CallForAllHelp()), stdout_buf);
   } catch (const CLI::ParseError& e) {
     // CLI11 has printed nothing yet: say what is wrong in one line, with where to look.
-    std::cerr << "dtlab: error: " << e.what() << "\n       (see 'dtlab --help' or 'dtlab <command> --help')\n";
+    std::cerr << "dtlab: error: " << e.what() << " (see 'dtlab <command> --help')\n";  // one line, as every usage error
     return 2;
   } catch (const dtl::UsageError& e) {
     std::cerr << "dtlab: error: " << e.what() << "\n";

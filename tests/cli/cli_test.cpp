@@ -224,9 +224,9 @@ TEST(Cli, BenchRejectsBadSweeps) {
       {"bench all_reduce -b 1K -e 2K -f nan", "-f"},
       {"bench all_reduce -b 1K -e 1K -f nan", "-f"},
       {"bench all_reduce -b 1K -e 2K -f inf", "-f"},
-      {"bench all_reduce -b 1K -e 1K -n -1", "-n"},
-      {"bench all_reduce -b 1K -e 1K -n 0", "-n"},
-      {"bench all_reduce -b 1K -e 1K -w -1", "-w"},
+      {"bench all_reduce -b 1K -e 1K -n -1", "--iters"},  // -n's long name
+      {"bench all_reduce -b 1K -e 1K -n 0", "--iters"},
+      {"bench all_reduce -b 1K -e 1K -w -1", "--warmup_iters"},
       {"bench all_gather --ranks 4 -b 1K -e 8G", "memory"},
   };
   for (const auto& [args, expected] : cases) {
