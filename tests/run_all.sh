@@ -4,7 +4,9 @@
 #      (screenshots under Xvfb) tests
 #   2. a 30 s libFuzzer run of the visualizer's trace parser
 #   3. ThreadSanitizer build of the runtime's tests
-#   4. exercise track: it builds, and the grader gives 0 points with every stub's hint
+#   4. AddressSanitizer + UndefinedBehaviorSanitizer build: the unit and graded tests,
+#      the CLI fuzz table among them
+#   5. exercise track: it builds, and the grader gives 0 points with every stub's hint
 # Prints ctest's summary for each; exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,15 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
   trace_test step_gate_test link_test device_ops_test
 ctest --preset tsan
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build: unit and graded tests, the CLI fuzz table"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$jobs"
+# Open MPI keeps allocations for the life of the process (tests/asan/lsan.supp); ASan
+# reserves terabytes of shadow address space, so the fuzz table checks peak RSS instead
+# of an address-space limit there.
+LSAN_OPTIONS="suppressions=$PWD/tests/asan/lsan.supp:print_suppressions=0" DTL_FUZZ_NO_ADDRESS_LIMIT=1 \
+  ctest --preset asan
 
 echo "== exercise track: builds, and the grader gives 0 points with each stub's hint"
 cmake --preset student >/dev/null
