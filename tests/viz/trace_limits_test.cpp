@@ -1,6 +1,7 @@
 // Issue 14, the trace side: implausible traces are rejected naming the limit they break
 // (core/trace/trace_limits.h), what the visualizer derives stays O(events) (the chunk
-// picture's checkpoints, lanes), and the JSON reader does not care where blocks end.
+// picture's checkpoints, lanes), the JSON reader does not care where blocks end, and a
+// .dtlt companion is used only while it matches its JSON byte for byte.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -155,4 +156,53 @@ TEST(JsonReader, BlockBoundariesDoNotMatter) {
     for (std::size_t i = 0; i < d.events.size(); ++i)
       ASSERT_EQ(text(d.events[i]), text(whole.events[i])) << "event " << i << ", blocks of " << block;
   }
+}
+
+// Defect 2: the companion was trusted by timestamp. An edit that keeps the JSON's size and
+// mtime (or leaves the companion newer) must not be hidden by the stale companion.
+TEST(Companion, AnEditedJsonIsReadEvenWhenItsCompanionLooksNewer) {
+  namespace fs = std::filesystem;
+  TempFolder dir("viz_limits_companion");
+  const std::string path = dir.file("t.json");
+  write_lab_trace(path, 4, "ring", 256);
+  const std::string json = read_file(path);
+  const std::size_t at = json.find("\"lab\":\"collectives\"");
+  ASSERT_NE(at, std::string::npos);
+  std::string edited = json;
+  edited.replace(at, 19, "\"lab\":\"collectivez\"");  // same size
+  const auto mtime = fs::last_write_time(path);
+  write_file(path, edited);
+  fs::last_write_time(path, mtime);                                   // same mtime as before the edit
+  fs::last_write_time(path + ".dtlt", mtime + std::chrono::seconds(5));  // and the companion newer
+  EXPECT_EQ(load_trace(path).meta.at("lab"), "collectivez") << "the stale companion was used";
+  EXPECT_EQ(read_binary_stamp(path + ".dtlt"), stamp_of_file(path)) << "the companion was not rebuilt";
+}
+
+TEST(Companion, ARebuiltCompanionGivesWhatTheJsonGives) {
+  TempFolder dir("viz_limits_rebuilt");
+  const std::string path = dir.file("t.json");
+  write_lab_trace(path, 4, "all", 256);
+  write_file(path + ".dtlt", "stale");
+  const TraceData from_json = load_trace(path);  // rebuilds the companion
+  const TraceData from_companion = load_trace(path + ".dtlt");
+  ASSERT_EQ(from_companion.events.size(), from_json.events.size());
+  for (std::size_t i = 0; i < from_json.events.size(); ++i)
+    ASSERT_EQ(text(from_companion.events[i]), text(from_json.events[i])) << "event " << i;
+  ASSERT_EQ(from_companion.memory.size(), from_json.memory.size());
+  for (std::size_t i = 0; i < from_json.memory.size(); ++i) {
+    EXPECT_EQ(from_companion.memory[i].t_ns, from_json.memory[i].t_ns) << "sample " << i;
+    EXPECT_EQ(from_companion.memory[i].bytes, from_json.memory[i].bytes) << "sample " << i;
+  }
+  EXPECT_EQ(from_companion.labels, from_json.labels);
+  EXPECT_EQ(from_companion.ranks, from_json.ranks);
+}
+
+TEST(Companion, AMatchingCompanionIsUsed) {
+  TempFolder dir("viz_limits_matching");
+  const std::string path = dir.file("t.json");
+  write_lab_trace(path, 4, "ring", 256);
+  TraceData d = load_chrome_trace(path);
+  d.meta["lab"] = "from the companion";  // distinguishable, stamped with the JSON as it is
+  write_binary_trace(to_binary(d, stamp_of_file(path)), path + ".dtlt");
+  EXPECT_EQ(load_trace(path).meta.at("lab"), "from the companion");
 }

@@ -1,8 +1,10 @@
 #include "viz/model/trace_data.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
@@ -77,12 +79,59 @@ TraceData from_trace(const Trace& trace) {
   return from_events(trace.world_size(), trace.labels(), trace.meta(), std::move(all));
 }
 
+BinaryTrace to_binary(const TraceData& t, const ContentStamp& source) {
+  BinaryTrace b;
+  b.world_size = t.ranks;
+  b.source = source;
+  b.labels = t.labels;
+  b.meta = t.meta;
+  b.events.reserve(t.events.size() + t.memory.size());
+  b.events.assign(t.events.begin(), t.events.end());
+  std::vector<std::array<std::uint64_t, kNumMemTags>> last(std::size_t(std::max(0, t.ranks)));
+  for (const MemorySample& m : t.memory) {
+    if (m.rank < 0 || m.rank >= t.ranks) continue;
+    auto& was = last[std::size_t(m.rank)];
+    Event e;
+    e.rank = m.rank;
+    e.begin_ns = e.end_ns = m.t_ns;
+    const std::size_t before = b.events.size();
+    for (EventKind kind : {EventKind::free, EventKind::alloc})  // frees first: no false peak in between
+      for (int tag = 0; tag < kNumMemTags; ++tag) {
+        const std::uint64_t now = m.bytes[std::size_t(tag)], old = was[std::size_t(tag)];
+        if (kind == EventKind::free ? now >= old : now <= old) continue;
+        e.kind = kind;
+        e.tag = tag;
+        e.bytes = kind == EventKind::free ? old - now : now - old;
+        b.events.push_back(e);
+      }
+    if (b.events.size() == before) {  // nothing changed: keep the sample anyway
+      e.kind = EventKind::alloc;
+      e.tag = 0;
+      e.bytes = 0;
+      b.events.push_back(e);
+    }
+    was = m.bytes;
+  }
+  return b;
+}
+
 namespace {
 
 TraceData from_binary(BinaryTrace b) {
   TraceData t = from_events(b.world_size, std::move(b.labels), std::move(b.meta), std::move(b.events));
   meta_count(t, "chunks", 1, 0, trace_limits::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
   return t;
+}
+
+// The companion, if it describes exactly the JSON at `json` (else nothing: it is stale,
+// damaged, or of another version, and the caller parses the JSON instead).
+std::optional<TraceData> current_companion(const std::string& json, const std::string& companion) {
+  try {
+    if (read_binary_stamp(companion) != stamp_of_file(json)) return std::nullopt;
+    return from_binary(read_binary_trace(companion));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -92,9 +141,18 @@ TraceData load_trace(const std::string& path) {
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".dtlt") == 0) return from_binary(read_binary_trace(path));
   const std::string companion = path + ".dtlt";
   std::error_code ec;
-  if (fs::exists(companion, ec) && fs::exists(path, ec) && fs::last_write_time(companion, ec) >= fs::last_write_time(path, ec))
-    return from_binary(read_binary_trace(companion));
-  return load_chrome_trace(path);
+  const bool has_companion = fs::is_regular_file(companion, ec);
+  if (has_companion)
+    if (auto t = current_companion(path, companion)) return std::move(*t);
+  ContentStamp stamp;
+  TraceData t = load_chrome_trace(path, &stamp);
+  if (has_companion) {
+    try {
+      write_binary_trace(to_binary(t, stamp), companion);
+    } catch (const Error&) {  // read-only folder, disk full: the JSON is parsed again next time
+    }
+  }
+  return t;
 }
 
 }  // namespace dtl::viz

@@ -44,8 +44,10 @@ TraceData parse_chrome_trace_in_blocks(std::string_view json, std::size_t block)
 // Reads the file in blocks (a FIFO works); `stamp`, if given, receives its ContentStamp.
 TraceData load_chrome_trace(const std::string& path, ContentStamp* stamp = nullptr);
 
-// Opens what the user named: a .dtlt binary trace, or a .json whose .dtlt companion is
-// used when present and not older (a million events load in well under a second).
+// Opens what the user named: a .dtlt binary trace, or a .json. A .json's .dtlt companion
+// is used only when its header carries this JSON's size and hash; a stale, damaged or
+// older companion is ignored and rewritten from the JSON (best effort: a read-only folder
+// just means the JSON is parsed again next time).
 TraceData load_trace(const std::string& path);
 
 // A live run's events so far (the trace may still be growing).
@@ -53,6 +55,10 @@ TraceData from_trace(const Trace& trace);
 // The same from raw events (a binary trace): memory events become samples.
 TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::string, std::string> meta,
                       std::vector<Event> events);
+// Back to raw events, for writing a .dtlt: samples become the alloc/free events that
+// from_events turns into the same samples.
+BinaryTrace to_binary(const TraceData& t, const ContentStamp& source);
+
 // A count in the metadata ("world_size", "chunks"): absent → fallback; otherwise it must
 // be an integer in [lo, limit], or this throws a dtl::Error naming the key and the limit.
 int meta_count(const TraceData& t, const char* key, int fallback, int lo, int limit, const char* unit);
