@@ -36,12 +36,12 @@ void JsonSplitter::feed(std::string_view s) {
   offset_ += s.size();
 }
 
-// One token of the two outer levels: the object's keys, colons and commas, and the
-// array's commas. Values (and keys) are captured whole by capture().
+// One token of the object's level: its keys, colons and commas. Values (and keys) are
+// captured whole by capture(); the "traceEvents" array has its own level, step_in_array().
 std::size_t JsonSplitter::step(std::string_view s, std::size_t i) {
   const char c = s[i];
   if (is_space(c)) return i + 1;
-  const auto at = [&] { return " at byte " + std::to_string(offset_ + i); };  // for errors only
+  if (in_array_) return step_in_array(c, i);
   switch (at_) {
     case At::start:
       if (c != '{') throw Error("the trace is not a JSON object with \"traceEvents\"; is it a Chrome trace?");
@@ -54,65 +54,62 @@ std::size_t JsonSplitter::step(std::string_view s, std::size_t i) {
       }
       [[fallthrough]];
     case At::key:
-      if (c != '"') syntax("expected a key" + at());
+      if (c != '"') syntax("expected a key" + where(i));
       in_key_ = true;
       key_.clear();
-      target_ = &key_;
-      value_start_ = 0;
-      begin_value(c, false);
+      begin_value(c, key_, false);
       return i;
     case At::colon:
-      if (c != ':') syntax("expected ':' after a key" + at());
+      if (c != ':') syntax("expected ':' after a key" + where(i));
       at_ = At::value;
       return i + 1;
     case At::value:
       if (c == '[' && key_ == array_key_) {
-        if (seen_array_) syntax("a second " + array_key_ + " array" + at());
+        if (seen_array_) syntax("a second " + array_key_ + " array" + where(i));
         seen_array_ = in_array_ = true;
         at_ = At::first_element;
         return i + 1;
       }
-      if (cannot_start_value(c)) syntax("expected a value" + at());
+      if (cannot_start_value(c)) syntax("expected a value" + where(i));
       if (other_.size() > 1) other_ += ',';
       other_ += key_;
       other_ += ':';
-      target_ = &other_;
-      value_start_ = other_.size();
-      begin_value(c, false);
+      begin_value(c, other_, false);
       return i;
     case At::comma:
-      if (c != ',' && c != '}') syntax("expected ',' or '}'" + at());
+      if (c != ',' && c != '}') syntax("expected ',' or '}'" + where(i));
       at_ = c == ',' ? At::key : At::done;
       return i + 1;
-    case At::first_element:
-      if (c == ']') {
-        in_array_ = false;
-        at_ = At::comma;
-        return i + 1;
-      }
-      [[fallthrough]];
-    case At::element:
-      if (cannot_start_value(c)) syntax("expected an event" + at());
-      if (elements_ > batch_first_) batch_ += ',';
-      target_ = &batch_;
-      value_start_ = batch_.size();
-      begin_value(c, true);
-      return i;
-    case At::element_comma:
-      if (c != ',' && c != ']') syntax("expected ',' or ']' after event " + std::to_string(elements_ - 1) + at());
-      if (c == ']') {
-        flush();
-        in_array_ = false;
-      }
-      at_ = c == ',' ? At::element : At::comma;
-      return i + 1;
-    case At::done:
+    default:
       break;
   }
-  syntax("text after the end of the trace" + at());
+  syntax("text after the end of the trace" + where(i));
 }
 
-void JsonSplitter::begin_value(char c, bool element) {
+// One token of the array's level: its commas and its end.
+std::size_t JsonSplitter::step_in_array(char c, std::size_t i) {
+  const bool closes = c == ']' && at_ != At::element;  // "[]" or after an event; "[1,]" is an error
+  if (at_ == At::element_comma && c != ',' && !closes)
+    syntax("expected ',' or ']' after event " + std::to_string(elements_ - 1) + where(i));
+  if (at_ != At::element_comma && !closes) {  // an event starts here
+    if (cannot_start_value(c)) syntax("expected an event" + where(i));
+    if (elements_ > batch_first_) batch_ += ',';
+    begin_value(c, batch_, true);
+    return i;
+  }
+  if (closes) {
+    flush();
+    in_array_ = false;
+  }
+  at_ = closes ? At::comma : At::element;
+  return i + 1;
+}
+
+std::string JsonSplitter::where(std::size_t i) const { return " at byte " + std::to_string(offset_ + i); }
+
+void JsonSplitter::begin_value(char c, std::string& target, bool element) {
+  target_ = &target;
+  value_start_ = target.size();
   capturing_ = true;
   in_element_ = element;
   in_string_ = escape_ = false;

@@ -35,9 +35,11 @@ class JsonSplitter {
 
  private:
   enum class At { start, first_key, key, colon, value, comma, first_element, element, element_comma, done };
-  std::size_t step(std::string_view s, std::size_t i);  // top-level grammar, one token
+  std::size_t step(std::string_view s, std::size_t i);  // the object's grammar, one token
+  std::size_t step_in_array(char c, std::size_t i);      // the array's grammar, one token
   std::size_t capture(std::string_view s, std::size_t i);
-  void begin_value(char c, bool element);
+  void begin_value(char c, std::string& target, bool element);
+  std::string where(std::size_t i) const;  // " at byte N", for errors
   void end_value();
   void flush();  // hands out the batch
   [[noreturn]] void syntax(const std::string& what) const;
