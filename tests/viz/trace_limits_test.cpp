@@ -72,6 +72,9 @@ TEST(TraceLimits, ImplausibleTracesAreRejectedNamingTheLimit) {
       {"{\"otherData\":{\"world_size\":\"65536\"},\"traceEvents\":[]}", "not between 1 and 16384 ranks (the limit)"},
       {"{\"otherData\":{\"chunks\":\"99999\"},\"traceEvents\":[]}", "not between 0 and 32767 chunks (the limit)"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"" + std::string(2 << 20, 'x') + "\"}]}", "1048576 bytes (the limit"},
+      // Values quoted in a message stay on its one line (the fuzz found a "\n" escape).
+      {span("\"cat\":\"s\\nd\""), "unknown category 's?d'"},
+      {"{\"otherData\":{\"world_size\":\"4\\n\"},\"traceEvents\":[]}", "is '4?', not between 1 and 16384"},
   };
   for (const auto& [json, expected] : cases) {
     const std::string message = error_of([&] { parse_chrome_trace(json); });

@@ -56,7 +56,7 @@ EventKind kind_of(std::string_view cat, std::uint64_t index) {
   if (cat == "recv") return EventKind::recv;
   if (cat == "collective") return EventKind::collective;
   if (cat == "phase") return EventKind::phase;
-  bad(index, "unknown category '" + std::string(cat.substr(0, 64)) + "'");
+  bad(index, "unknown category '" + printable(cat) + "'");
 }
 
 // Optional integer argument within [lo, hi]; missing → fallback.

@@ -21,13 +21,20 @@ int TraceData::meta_int(const std::string& key, int fallback) const {
   }
 }
 
+std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string out(text.substr(0, max_chars));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 int meta_count(const TraceData& t, const char* key, int fallback, int lo, int limit, const char* unit) {
   auto it = t.meta.find(key);
   if (it == t.meta.end()) return fallback;
   char* end = nullptr;
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end != '\0' || v < lo || v > limit)
-    throw Error("the trace's metadata \"" + std::string(key) + "\" is '" + it->second.substr(0, 32) + "', not between " +
+    throw Error("the trace's metadata \"" + std::string(key) + "\" is '" + printable(it->second, 32) + "', not between " +
                 std::to_string(lo) + " and " +
                 std::to_string(limit) + " " + unit + " (the limit); the file is damaged or not written by dtlab");
   return int(v);

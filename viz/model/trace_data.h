@@ -59,6 +59,10 @@ TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::
 // from_events turns into the same samples.
 BinaryTrace to_binary(const TraceData& t, const ContentStamp& source);
 
+// Text from a trace, made fit for a one-line error message: at most max_chars, control
+// characters (a JSON "\n" escape decodes to a real newline) shown as '?'.
+std::string printable(std::string_view text, std::size_t max_chars = 64);
+
 // A count in the metadata ("world_size", "chunks"): absent → fallback; otherwise it must
 // be an integer in [lo, limit], or this throws a dtl::Error naming the key and the limit.
 int meta_count(const TraceData& t, const char* key, int fallback, int lo, int limit, const char* unit);
