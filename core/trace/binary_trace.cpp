@@ -1,5 +1,8 @@
 #include "core/trace/binary_trace.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -7,81 +10,180 @@
 #include <memory>
 
 #include "core/error.h"
-#include "core/util/files.h"
+#include "core/trace/trace_limits.h"
 
 namespace dtl {
 
 namespace {
 
+namespace lim = trace_limits;
+
 constexpr char kMagic[8] = {'D', 'T', 'L', 'T', 'R', 'A', 'C', 'E'};
-constexpr std::uint32_t kVersion = 1;
-constexpr std::uint64_t kMaxStrings = 1 << 20, kMaxStringBytes = 1 << 24;
+// 2: the header carries the JSON's ContentStamp (version 1 companions are rebuilt).
+constexpr std::uint32_t kVersion = 2;
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
-void put(FILE* f, const void* p, std::size_t n, const std::string& path) {
-  if (n && std::fwrite(p, 1, n, f) != n)
-    throw Error("writing the trace to '" + path + "' failed: " + std::strerror(errno ? errno : EIO));
-}
-void put_string(FILE* f, const std::string& s, const std::string& path) {
-  const std::uint64_t n = s.size();
-  put(f, &n, sizeof n, path);
-  put(f, s.data(), s.size(), path);
+struct Writer {
+  FILE* f;
+  const std::string& path;
+  void put(const void* p, std::size_t n) {
+    if (n && std::fwrite(p, 1, n, f) != n)
+      throw Error("writing '" + path + "' failed: " + std::strerror(errno ? errno : EIO));
+  }
+  void put_u64(std::uint64_t n) { put(&n, sizeof n); }
+  void put_string(const std::string& s) {
+    put_u64(s.size());
+    put(s.data(), s.size());
+  }
+  void header(int world_size, const ContentStamp& source, const std::vector<std::string>& labels,
+              const std::map<std::string, std::string>& meta, std::uint64_t events) {
+    put(kMagic, sizeof kMagic);
+    const std::uint32_t head[2] = {kVersion, std::uint32_t(world_size)};
+    put(head, sizeof head);
+    put_u64(source.size);
+    put_u64(source.hash);
+    put_u64(labels.size());
+    for (const auto& l : labels) put_string(l);
+    put_u64(meta.size());
+    for (const auto& [k, v] : meta) {
+      put_string(k);
+      put_string(v);
+    }
+    put_u64(events);
+  }
+};
+
+// Writes through `body` into PATH.tmp<pid>, then renames: a viewer opening the trace at the
+// same time reads the old companion or the new one, never a torn one. A path that exists
+// and is no regular file (/dev/full, a pipe) is written in place: renaming over it would
+// replace the device.
+template <class Body>
+void write_atomically(const std::string& path, Body body) {
+  struct stat st {};
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string tmp = special ? path : path + ".tmp" + std::to_string(::getpid());
+  {
+    File f(std::fopen(tmp.c_str(), "wb"), std::fclose);
+    if (!f) throw Error("cannot write '" + path + "'; check that its folder exists and is writable");
+    Writer w{f.get(), path};
+    auto discard = [&] {
+      if (!special) std::remove(tmp.c_str());
+    };
+    try {
+      body(w);
+    } catch (...) {
+      discard();
+      throw;
+    }
+    if (std::fflush(f.get()) != 0) {
+      const int err = errno ? errno : EIO;
+      discard();
+      throw Error("writing '" + path + "' failed: " + std::strerror(err));
+    }
+  }
+  if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error("cannot replace '" + path + "'; check that its folder is writable");
+  }
 }
 
 struct Reader {
   FILE* f;
   const std::string& path;
   std::uint64_t remaining;
+  [[noreturn]] void damaged(const std::string& what) const {
+    throw Error("the binary trace '" + path + "' is damaged: " + what + "; open the .json instead");
+  }
   void get(void* p, std::size_t n) {
     if (n > remaining || (n && std::fread(p, 1, n, f) != n))
       throw Error("the binary trace '" + path + "' is truncated; write it again with dtlab run ... --trace");
     remaining -= n;
   }
-  std::uint64_t count(std::uint64_t limit, const char* what) {
+  std::uint64_t u64() {
     std::uint64_t n = 0;
     get(&n, sizeof n);
-    if (n > limit) throw Error("the binary trace '" + path + "' is damaged: " + what + " count " + std::to_string(n) + " is impossible");
+    return n;
+  }
+  std::uint64_t count(std::uint64_t limit, const char* what) {
+    const std::uint64_t n = u64();
+    if (n > limit) damaged(std::string(what) + " count " + std::to_string(n) + " is beyond the limit of " + std::to_string(limit));
     return n;
   }
   std::string string() {
-    std::string s(count(kMaxStringBytes, "string length"), '\0');
-    get(s.data(), s.size());
+    const std::uint64_t n = count(lim::kMaxStringBytes, "string length");
+    if (n > remaining) get(nullptr, n);  // truncated: say so before allocating
+    std::string s(n, '\0');
+    get(s.data(), n);
     return s;
   }
 };
 
+// Opens `path` and reads through the stamp; `in` is left at the label table.
+BinaryTrace read_header(Reader& in) {
+  char magic[8];
+  in.get(magic, sizeof magic);
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw Error("'" + in.path + "' is not a dtlab binary trace");
+  std::uint32_t head[2];
+  in.get(head, sizeof head);
+  if (head[0] != kVersion)
+    throw Error("'" + in.path + "' is a binary trace of version " + std::to_string(head[0]) + "; this build reads version " +
+                std::to_string(kVersion) + " (open the .json instead)");
+  if (head[1] < 1 || head[1] > std::uint32_t(lim::kMaxRanks))
+    in.damaged("world size " + std::to_string(head[1]) + " is not between 1 and the limit of " + std::to_string(lim::kMaxRanks));
+  BinaryTrace t;
+  t.world_size = int(head[1]);
+  t.source.size = in.u64();
+  t.source.hash = in.u64();
+  return t;
+}
+
+// What is wrong with an event, or nullptr. Every field a consumer indexes or subtracts
+// with is bounded, so later code needs no checks of its own.
+const char* event_problem(const Event& e, int world_size, std::size_t labels) {
+  if (e.rank < 0 || e.rank >= world_size) return "its rank is outside the world";
+  if (e.peer < -1 || e.peer >= world_size) return "its peer is outside the world";
+  if (e.begin_ns < -lim::kMaxNanoseconds || e.end_ns > lim::kMaxNanoseconds) return "its time is beyond the limit of 1e12 us";
+  if (e.end_ns < e.begin_ns) return "it ends before it begins";
+  if (e.stream >= Trace::kStreams) return "its stream is unknown";
+  if (std::uint8_t(e.kind) > std::uint8_t(EventKind::mark)) return "its kind is unknown";
+  if (e.label >= labels) return "its label is not in the label table";
+  if (e.bytes > lim::kMaxEventBytes) return "its byte count is beyond the limit of 2^50";
+  if (e.chunk < -1 || e.chunk > lim::kMaxChunks || e.chunk_count < 0) return "its chunk or chunk count is outside 0..32767";
+  return nullptr;
+}
+
 }  // namespace
 
-void write_binary_trace(const Trace& trace, const std::string& path, const std::string& error) {
-  File f(std::fopen(path.c_str(), "wb"), std::fclose);
-  if (!f) throw Error("cannot write '" + path + "'; check that its folder exists and is writable");
-  put(f.get(), kMagic, sizeof kMagic, path);
-  const std::uint32_t header[2] = {kVersion, std::uint32_t(trace.world_size())};
-  put(f.get(), header, sizeof header, path);
-  const auto labels = trace.labels();
-  std::uint64_t n = labels.size();
-  put(f.get(), &n, sizeof n, path);
-  for (const auto& l : labels) put_string(f.get(), l, path);
+void write_binary_trace(const Trace& trace, const std::string& path, const ContentStamp& source, const std::string& error) {
   auto meta = trace.meta();
   meta["world_size"] = std::to_string(trace.world_size());
   if (!error.empty()) meta["error"] = error;
-  n = meta.size();
-  put(f.get(), &n, sizeof n, path);
-  for (const auto& [k, v] : meta) {
-    put_string(f.get(), k, path);
-    put_string(f.get(), v, path);
-  }
-  n = 0;
+  std::uint64_t n = 0;
   for (int r = 0; r < trace.world_size(); ++r)
     for (int s = 0; s < Trace::kStreams; ++s) n += trace.log(r, s).size();
-  put(f.get(), &n, sizeof n, path);
-  for (int r = 0; r < trace.world_size(); ++r)
-    for (int s = 0; s < Trace::kStreams; ++s) {
-      const EventLog& log = trace.log(r, s);
-      for (std::size_t i = 0; i < log.size(); ++i) put(f.get(), &log[i], sizeof(Event), path);
-    }
-  close_written_file(f.release(), path, "the trace");  // a full disk often fails only here
+  write_atomically(path, [&](Writer& w) {
+    w.header(trace.world_size(), source, trace.labels(), meta, n);
+    for (int r = 0; r < trace.world_size(); ++r)
+      for (int s = 0; s < Trace::kStreams; ++s) {
+        const EventLog& log = trace.log(r, s);
+        for (std::size_t i = 0; i < log.size(); ++i) w.put(&log[i], sizeof(Event));
+      }
+  });
+}
+
+void write_binary_trace(const BinaryTrace& t, const std::string& path) {
+  write_atomically(path, [&](Writer& w) {
+    w.header(t.world_size, t.source, t.labels, t.meta, t.events.size());
+    w.put(t.events.data(), t.events.size() * sizeof(Event));
+  });
+}
+
+ContentStamp read_binary_stamp(const std::string& path) {
+  File f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) throw Error("cannot open '" + path + "'; check the path");
+  Reader in{f.get(), path, 8 + 8 + 16};
+  return read_header(in).source;
 }
 
 BinaryTrace read_binary_trace(const std::string& path) {
@@ -91,31 +193,19 @@ BinaryTrace read_binary_trace(const std::string& path) {
   const long size = std::ftell(f.get());
   std::fseek(f.get(), 0, SEEK_SET);
   Reader in{f.get(), path, std::uint64_t(size < 0 ? 0 : size)};
-  char magic[8];
-  in.get(magic, sizeof magic);
-  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw Error("'" + path + "' is not a dtlab binary trace");
-  std::uint32_t header[2];
-  in.get(header, sizeof header);
-  if (header[0] != kVersion)
-    throw Error("'" + path + "' is a binary trace of version " + std::to_string(header[0]) + "; this build reads version " +
-                std::to_string(kVersion) + " (open the .json instead)");
-  if (header[1] < 1 || header[1] > 65536) throw Error("the binary trace '" + path + "' is damaged: world size " + std::to_string(header[1]));
-  BinaryTrace t;
-  t.world_size = int(header[1]);
-  for (std::uint64_t i = 0, n = in.count(kMaxStrings, "label"); i < n; ++i) t.labels.push_back(in.string());
-  for (std::uint64_t i = 0, n = in.count(kMaxStrings, "metadata"); i < n; ++i) {
+  BinaryTrace t = read_header(in);
+  for (std::uint64_t i = 0, n = in.count(lim::kMaxLabels, "label"); i < n; ++i) t.labels.push_back(in.string());
+  for (std::uint64_t i = 0, n = in.count(lim::kMaxMetaEntries, "metadata"); i < n; ++i) {
     std::string k = in.string();
     t.meta[k] = in.string();
   }
-  const std::uint64_t n = in.count(in.remaining / sizeof(Event), "event");
+  const std::uint64_t n = in.count(lim::kMaxEvents, "event");
+  if (n > in.remaining / sizeof(Event)) in.get(nullptr, n * sizeof(Event));  // truncated: no allocation first
   t.events.resize(n);
   in.get(t.events.data(), n * sizeof(Event));
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
-    const Event& e = t.events[i];
-    if (e.rank < 0 || e.rank >= t.world_size || e.peer >= t.world_size || e.end_ns < e.begin_ns || e.stream >= Trace::kStreams ||
-        std::uint8_t(e.kind) > std::uint8_t(EventKind::mark) || e.label >= t.labels.size())
-      throw Error("the binary trace '" + path + "' is damaged at event " + std::to_string(i) + "; open the .json instead");
-  }
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    if (const char* why = event_problem(t.events[i], t.world_size, t.labels.size()))
+      in.damaged("event " + std::to_string(i) + ": " + why);
   return t;
 }
 

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "core/error.h"
-#include "core/trace/binary_trace.h"
 #include "core/util/files.h"
+#include "core/trace/binary_trace.h"
 
 namespace dtl {
 
@@ -16,9 +17,10 @@ bool is_span(EventKind k) {
          k == EventKind::phase;
 }
 
-std::vector<int> assign_lanes(const std::vector<Event>& spans) {
+std::vector<int> assign_lanes(const std::vector<Event>& spans, int max_lanes) {
   std::vector<int> lane(spans.size(), 0);
   std::vector<std::vector<std::int64_t>> open_ends;  // per lane: stack of end times
+  const std::size_t cap = std::size_t(std::max(1, max_lanes));
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Event& e = spans[i];
     std::size_t l = 0;
@@ -27,7 +29,12 @@ std::vector<int> assign_lanes(const std::vector<Event>& spans) {
       while (!stack.empty() && stack.back() <= e.begin_ns) stack.pop_back();
       if (stack.empty() || e.end_ns <= stack.back()) break;  // nests (or the lane is free)
     }
-    if (l == open_ends.size()) open_ends.emplace_back();
+    if (l == open_ends.size() && l < cap) open_ends.emplace_back();
+    if (l == open_ends.size()) {  // no lane left: share the last one, keeping its stack nested
+      l = cap - 1;
+      auto& stack = open_ends[l];
+      while (!stack.empty() && stack.back() < e.end_ns) stack.pop_back();
+    }
     open_ends[l].push_back(e.end_ns);
     lane[i] = int(l);
   }
@@ -166,8 +173,10 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
 }
 
 void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error) {
-  write_text_file(path, chrome_trace_json(trace, error), "the trace");
-  write_binary_trace(trace, path + ".dtlt", error);  // the visualizer's fast companion
+  const std::string json = chrome_trace_json(trace, error);
+  write_text_file(path, json, "the trace");  // checks every write and the close (a full disk)
+  // The visualizer's fast companion, stamped with the JSON it describes.
+  write_binary_trace(trace, path + ".dtlt", stamp_of(json), error);
 }
 
 }  // namespace dtl

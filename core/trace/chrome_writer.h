@@ -17,8 +17,10 @@
 namespace dtl {
 
 // Lane for each span of one track (spans sorted by begin, ties longer first): lane 0
-// unless it would partially overlap an open span there.
-std::vector<int> assign_lanes(const std::vector<Event>& spans);
+// unless it would partially overlap an open span there. A span that fits no lane below
+// max_lanes goes to the last one, so the cost is at most spans x max_lanes (a hostile
+// trace of n staggered spans would otherwise take n lanes and n^2 time).
+std::vector<int> assign_lanes(const std::vector<Event>& spans, int max_lanes = 1 << 20);
 
 // Returns the JSON text. `error` (if not empty) is recorded in otherData, so a trace
 // written after a failure says why it ends early.

@@ -50,6 +50,7 @@ struct Event {
   std::uint8_t stream = kStreamMain;
   std::uint8_t flags = 0;
   std::uint8_t reserved = 0;
+  std::uint16_t padding = 0;  // named, so every byte is defined: a .dtlt stores Events raw
 };
 static_assert(sizeof(Event) == 64, "Event stays one cache line");
 

@@ -8,6 +8,7 @@
 #include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
+#include "core/trace/content_stamp.h"
 #include "core/comm/chunking.h"
 #include "tests/test_util.h"
 
@@ -82,6 +83,31 @@ TEST(ChromeTrace, LanesSeparatePartialOverlaps) {
   EXPECT_EQ(lanes, (std::vector<int>{0, 0, 1}));
 }
 
+TEST(ChromeTrace, LanesStopAtTheCapAndTheLastOneIsShared) {
+  std::vector<Event> spans(100);
+  for (int i = 0; i < 100; ++i) spans[std::size_t(i)].begin_ns = i, spans[std::size_t(i)].end_ns = 100 + i;  // each overlaps all before
+  const std::vector<int> lanes = assign_lanes(spans, 8);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(lanes[std::size_t(i)], std::min(i, 7)) << "span " << i;
+}
+
+TEST(ContentStamp, AnySplitGivesTheSameStampAndAnEditChangesIt) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "{\"ph\":\"X\",\"ts\":" + std::to_string(i) + "},\n";
+  const ContentStamp whole = stamp_of(text);
+  EXPECT_EQ(whole.size, text.size());
+  for (std::size_t block : {1, 3, 31, 32, 33, 4096}) {
+    ContentHasher h;
+    for (std::size_t at = 0; at < text.size(); at += block) h.update(text.data() + at, std::min(block, text.size() - at));
+    EXPECT_EQ(h.finish(), whole) << "blocks of " << block;
+  }
+  for (std::size_t at : {std::size_t(0), text.size() / 2, text.size() - 1}) {  // one bit anywhere, the tail included
+    std::string edited = text;
+    edited[at] = char(edited[at] ^ 1);
+    EXPECT_NE(stamp_of(edited).hash, whole.hash) << "a change at byte " << at << " kept the hash";
+  }
+  EXPECT_NE(stamp_of("").hash, stamp_of(std::string(1, '\0')).hash);
+}
+
 TEST(ChunkState, ReplaysReduceAndCopy) {
   ChunkState s(3, 3);
   Event e;
@@ -103,7 +129,7 @@ TEST(ChromeTrace, WritingToAFullDiskThrowsNamingThePath) {
   test::run_ranks(2, overlapping_exchange, &t);
   for (const auto& [name, write] : std::vector<std::pair<std::string, std::function<void()>>>{
            {"chrome", [&] { write_chrome_trace(t, "/dev/full"); }},
-           {"binary", [&] { write_binary_trace(t, "/dev/full"); }}}) {
+           {"binary", [&] { write_binary_trace(t, "/dev/full", ContentStamp{}); }}}) {
     std::string what = "no error";
     try {
       write();

@@ -12,6 +12,7 @@
 #include "labs/train/data.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
+#include "tests/gpu/skip_without_gpu.h"
 
 using namespace dtl;
 
@@ -70,7 +71,8 @@ TrainedModel train(Device device, DType precision) {
 }  // namespace
 
 TEST(CudaModel, TheOneModelMatchesTheCpuInFp32AndBf16) {
-  cuda::use_cuda_memory();  // throws (fails the test) without a GPU
+  DTL_SKIP_WITHOUT_GPU();
+  cuda::use_cuda_memory();
   for (DType t : {DType::f32, DType::bf16}) {
     const TrainedModel cpu = train(Device::cpu(), t), gpu = train(Device::cuda(0), t);
     // fp32: two GEMM libraries sum in different orders (~1e-6); bf16 rounds the gradients

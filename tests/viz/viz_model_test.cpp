@@ -69,6 +69,14 @@ TEST(TraceParser, HostileInputGivesClearErrorsNotCrashes) {
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"chunk\":99999999}}]}", "'chunk'"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"peer\":\"x\"}}]}", "'peer'"},
       {"{\"traceEvents\":[{\"ph\":\"C\",\"pid\":0,\"ts\":1}]}", "without \"args\""},
+      // The block reader's own grammar (viz/model/json_splitter.h).
+      {"{\"traceEvents\":[{\"ph\":\"M\",\"pid\":0},]}", "expected an event at byte 35"},
+      {"{\"traceEvents\":[{\"ph\":\"M\",\"pid\":0} {}]}", "expected ',' or ']' after event 0"},
+      {"{\"traceEvents\":[]} {}", "text after the end"},
+      {"{\"traceEvents\" []}", "expected ':' after a key"},
+      {"{\"traceEvents\":[],}", "expected a key"},
+      {"{\"a\":1 \"traceEvents\":[]}", "expected ',' or '}'"},
+      {"{\"a\":tru,\"traceEvents\":[]}", "outside \"traceEvents\""},
   };
   for (const auto& c : cases) {
     try {
@@ -78,6 +86,12 @@ TEST(TraceParser, HostileInputGivesClearErrorsNotCrashes) {
       EXPECT_NE(std::string(e.what()).find(c[1]), std::string::npos) << "input " << c[0] << "\nmessage: " << e.what();
     }
   }
+}
+
+TEST(TraceParser, WhitespaceAndEmptyArraysAreFine) {
+  EXPECT_EQ(parse_chrome_trace(" {\n \"traceEvents\" : [ ] ,\"otherData\":{\"lab\":\"x\"}}\n").meta.at("lab"), "x");
+  EXPECT_TRUE(parse_chrome_trace("{\"traceEvents\":[]}").events.empty());
+  EXPECT_EQ(parse_chrome_trace("{\"traceEvents\":[ {\"ph\":\"M\",\"pid\":2} ,\n\t{\"ph\":\"M\",\"pid\":0} ]}").ranks, 3);
 }
 
 TEST(TraceParser, SendWithoutRecvAndMissingOptionalFieldsAreFine) {

@@ -15,9 +15,12 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <thread>
 
 #include "core/error.h"
@@ -46,15 +49,67 @@ void save_screenshot(const std::string& path, int w, int h) {
     throw dtl::Error("cannot write the screenshot '" + path + "'; check that its folder exists");
 }
 
+// Ranges of the numeric options, checked while parsing (before any window or run), so a
+// bad value is a usage error (exit 2) that names the option and its range, never a
+// failure deep inside GLFW or the lab.
+constexpr long kMinWindow = 64, kMaxWindow = 8192;  // 8192² RGBA is a 256 MiB screenshot
+constexpr long kMaxLiveRanks = 64;                   // live runs step every transfer by hand
+constexpr std::uint64_t kMaxLiveBytes = 16ull << 20;  // per rank; a live run is for watching chunks move
+constexpr long kMaxFrames = 10000, kMaxStep = 1'000'000'000;
+
+CLI::Validator whole_number_in(long lo, long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+          return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + text + "'";
+        return "";
+      },
+      std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+std::string show(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+CLI::Validator number_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
+          return "must be a number from " + show(lo) + " to " + show(hi) + ", got '" + text + "'";
+        return "";
+      },
+      "");
+}
+
+CLI::Validator size_in(std::uint64_t lo, std::uint64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const std::string range = "from " + dtl::format_size(lo) + " to " + dtl::format_size(hi) + " bytes";
+        try {
+          const std::uint64_t v = dtl::parse_size(text, "the size");
+          if (v >= lo && v <= hi) return "";
+        } catch (const dtl::Error&) {
+        }
+        return "must be a size " + range + " (K/M = 1024-based), got '" + text + "'";
+      },
+      "");
+}
+
 std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
   if (!a.trace_path.empty()) return dtl::viz::Session::replay(a.trace_path);
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");
-  if (a.ranks < 1 || a.ranks > 64) throw dtl::UsageError("--ranks must be between 1 and 64 for a live run");
-  dtl::LabConfig cfg;
+  dtl::LabConfig cfg;  // --ranks and --bytes were range-checked while parsing
   cfg.ranks = a.ranks;
   cfg.bytes = dtl::parse_size(a.bytes, "--bytes");
-  if (cfg.bytes < 4) throw dtl::UsageError("--bytes must hold at least one float (4 bytes)");
+  dtl::require_memory(4.0 * double(cfg.ranks) * double(cfg.bytes), "--ranks and --bytes");  // the lab's few buffers per rank
   cfg.options = {{"algo", a.algo}, {"collective", a.collective}, {"op", a.op}};
   return dtl::viz::Session::live(*lab, cfg);
 }
@@ -74,7 +129,6 @@ void go_to_step(dtl::viz::App& app, long k) {
 
 int run(const Args& a) {
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
-  if (a.frames < 1) throw dtl::UsageError("--frames must be at least 1");
   auto session = open_session(a);  // errors in the trace surface before any window opens
 
   glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "GLFW error %d: %s\n", code, text); });
@@ -152,16 +206,20 @@ int main(int argc, char** argv) {
   cli.add_option("--algo", a.algo, "naive ring tree rhd")->check(CLI::IsMember({"naive", "ring", "tree", "rhd"}))->capture_default_str();
   cli.add_option("--collective", a.collective, "all_reduce reduce_scatter all_gather broadcast")->capture_default_str();
   cli.add_option("--op", a.op, "sum avg max min")->capture_default_str();
-  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->capture_default_str();
-  cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run (K/M = 1024-based)")->capture_default_str();
+  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(whole_number_in(1, kMaxLiveRanks))->capture_default_str();
+  cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run (K/M = 1024-based)")
+      ->check(size_in(4, kMaxLiveBytes))
+      ->capture_default_str();
   cli.add_option("--screenshot", a.screenshot, "Render, save this PNG, and exit");
-  cli.add_option("--frames", a.frames, "Frames to render before the screenshot")->capture_default_str();
-  cli.add_option("--at-step", a.at_step, "Show the state after this many transfers");
-  cli.add_option("--width", a.width, "Window width")->capture_default_str();
-  cli.add_option("--height", a.height, "Window height")->capture_default_str();
+  cli.add_option("--frames", a.frames, "Frames to render before the screenshot")
+      ->check(whole_number_in(1, kMaxFrames))
+      ->capture_default_str();
+  cli.add_option("--at-step", a.at_step, "Show the state after this many transfers")->check(whole_number_in(0, kMaxStep));
+  cli.add_option("--width", a.width, "Window width")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
+  cli.add_option("--height", a.height, "Window height")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
   cli.add_option("--view", a.view, "Show one view filling the window: ring timeline memory report")
       ->check(CLI::IsMember({"ring", "timeline", "memory", "report"}));
-  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(CLI::Range(1.0f, 1e9f));
+  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   try {
     cli.parse(argc, argv);
@@ -174,6 +232,9 @@ int main(int argc, char** argv) {
   } catch (const dtl::UsageError& e) {
     std::cerr << "dtlab-viz: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {  // the trace limits should prevent it; say what happened if not
+    std::cerr << "dtlab-viz: out of memory; the trace is too large for this machine (limits: core/trace/trace_limits.h)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "dtlab-viz: " << e.what() << "\n";
     return 1;

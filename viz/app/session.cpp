@@ -7,7 +7,7 @@ namespace dtl::viz {
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
-  s->rebuild();
+  s->index_ = index_trace(s->data_);
   return s;
 }
 
@@ -63,14 +63,7 @@ void Session::refresh() {
   if (n == seen_events_ && data_.meta.count("report") == trace_->meta().count("report")) return;
   seen_events_ = n;
   data_ = from_trace(*trace_);
-  rebuild();
-}
-
-void Session::rebuild() {
-  transfers_ = transfers_in_order(data_.events);
-  tracks_ = layout_tracks(data_);
-  chunk_timeline_ = ChunkTimeline(transfers_, std::max(1, data_.ranks), std::max(1, chunks()));
-  busy_ = BusyIndex(data_);
+  index_ = index_trace(data_);
 }
 
 bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }

@@ -12,7 +12,7 @@
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
-#include "viz/model/layout.h"
+#include "viz/model/trace_index.h"
 
 namespace dtl::viz {
 
@@ -24,11 +24,12 @@ class Session {
 
   bool live() const { return gate_ != nullptr; }
   const TraceData& data() const { return data_; }
-  const std::vector<Event>& transfers() const { return transfers_; }  // receives, in landing order
-  const std::vector<Track>& tracks() const { return tracks_; }
-  const ChunkTimeline& chunk_timeline() const { return chunk_timeline_; }
-  const BusyIndex& busy() const { return busy_; }
-  int chunks() const { return data_.meta_int("chunks", data_.ranks); }
+  const std::vector<Event>& transfers() const { return index_.transfers; }  // receives, in landing order
+  const std::vector<Track>& tracks() const { return index_.tracks; }
+  const ChunkTimeline& chunk_timeline() const { return index_.chunk_timeline; }
+  const BusyIndex& busy() const { return index_.busy; }
+  const std::vector<Edge>& edges() const { return index_.edges; }
+  int chunks() const { return chunk_grid(data_); }
 
   void refresh();           // live: take what was recorded since the last frame
   bool can_advance() const;  // live: a transfer waits at the gate
@@ -40,13 +41,8 @@ class Session {
 
  private:
   Session() = default;
-  void rebuild();  // derived views of data_: transfers and tracks
-
   TraceData data_;
-  std::vector<Event> transfers_;
-  std::vector<Track> tracks_;
-  ChunkTimeline chunk_timeline_;
-  BusyIndex busy_;
+  TraceIndex index_;  // derived from data_
   std::size_t seen_events_ = 0;
 
   // live only

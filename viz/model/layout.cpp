@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <unordered_set>
 
+#include "core/error.h"
 #include "core/trace/chrome_writer.h"
+#include "core/trace/trace_limits.h"
 
 namespace dtl::viz {
 
@@ -44,7 +48,7 @@ std::vector<Track> layout_tracks(const TraceData& t) {
     std::vector<Event> spans;
     spans.reserve(idx.size());
     for (auto i : idx) spans.push_back(t.events[i]);
-    const std::vector<int> lane = assign_lanes(spans);
+    const std::vector<int> lane = assign_lanes(spans, trace_limits::kMaxLanes);
     const int lanes = lane.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
     const std::size_t first = tracks.size();
     for (int l = 0; l < lanes; ++l) tracks.push_back(Track{key.first, key.second, l, {}, {}});
@@ -109,6 +113,17 @@ double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t
   return 1.0 - double(covered) / double(t1 - t0);
 }
 
+std::vector<Edge> edges_in_order(const std::vector<Event>& transfers) {
+  std::vector<Edge> edges;
+  std::unordered_set<std::uint64_t> seen;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const Event& e = transfers[i];
+    if (seen.insert(std::uint64_t(std::uint32_t(e.peer)) << 32 | std::uint32_t(e.rank)).second)
+      edges.push_back({i, e.peer, e.rank});
+  }
+  return edges;
+}
+
 ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int chunks, std::size_t k) {
   ChunkState s(ranks, chunks);
   for (std::size_t i = 0; i < std::min(k, transfers.size()); ++i) s.apply(transfers[i]);
@@ -170,33 +185,51 @@ double BusyIndex::idle_fraction(int rank, std::int64_t t0, std::int64_t t1) cons
   return 1.0 - double(covered_until(rank, t1) - covered_until(rank, t0)) / double(t1 - t0);
 }
 
-ChunkTimeline::ChunkTimeline(const std::vector<Event>& transfers, int ranks, int chunks) : ranks_(ranks), chunks_(chunks) {
-  ChunkState s(ranks, chunks);
-  std::vector<double> sent(std::size_t(ranks), 0.0);
+std::uint64_t chunk_picture_bytes(int ranks, int chunks) {
+  const std::uint64_t r = std::uint64_t(std::max(1, ranks)), c = std::uint64_t(std::max(1, chunks));
+  return r * c * ((r + 63) / 64) * 8;  // ChunkState: a bitset of contributors per (rank, chunk)
+}
+
+ChunkTimeline::ChunkTimeline(const std::vector<Event>& transfers, int ranks, int chunks)
+    : ranks_(std::max(1, ranks)), chunks_(std::max(1, chunks)) {
+  const std::uint64_t picture = chunk_picture_bytes(ranks_, chunks_);
+  available_ = picture <= trace_limits::kMaxChunkPictureBytes;
+  if (!available_)
+    why_ = "no chunk picture: " + std::to_string(ranks_) + " ranks x " + std::to_string(chunks_) + " chunks would need " +
+           std::to_string(picture >> 20) + " MiB, beyond the limit of " +
+           std::to_string(trace_limits::kMaxChunkPictureBytes >> 20) + " MiB";
+  // Space checkpoints so that all of them fit the budget (plus the one at the start).
+  const std::uint64_t per = (available_ ? picture : 0) + std::uint64_t(ranks_) * sizeof(double);
+  const std::uint64_t fit = std::max<std::uint64_t>(1, trace_limits::kChunkCheckpointBytes / per);
+  every_ = std::max<std::size_t>(1024, std::size_t((transfers.size() + fit - 1) / fit));
+  std::optional<ChunkState> s;
+  if (available_) s.emplace(ranks_, chunks_);
+  std::vector<double> sent(std::size_t(ranks_), 0.0);
   for (std::size_t i = 0;; ++i) {
-    if (i % kEvery == 0) {
-      states_.push_back(s);
+    if (i % every_ == 0) {
+      if (s) states_.push_back(*s);
       sent_.push_back(sent);
     }
     if (i == transfers.size()) break;
-    s.apply(transfers[i]);
-    if (transfers[i].peer >= 0 && transfers[i].peer < ranks) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+    if (s) s->apply(transfers[i]);
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
   }
 }
 
 ChunkState ChunkTimeline::state_after(const std::vector<Event>& transfers, std::size_t k) const {
   k = std::min(k, transfers.size());
-  const std::size_t c = std::min(k / kEvery, states_.size() - 1);
+  DTL_CHECK(available_, why_);
+  const std::size_t c = std::min(k / every_, states_.size() - 1);
   ChunkState s = states_[c];
-  for (std::size_t i = c * kEvery; i < k; ++i) s.apply(transfers[i]);
+  for (std::size_t i = c * every_; i < k; ++i) s.apply(transfers[i]);
   return s;
 }
 
 std::vector<double> ChunkTimeline::bytes_sent_after(const std::vector<Event>& transfers, std::size_t k) const {
   k = std::min(k, transfers.size());
-  const std::size_t c = std::min(k / kEvery, sent_.size() - 1);
+  const std::size_t c = std::min(k / every_, sent_.size() - 1);
   std::vector<double> sent = sent_[c];
-  for (std::size_t i = c * kEvery; i < k; ++i)
+  for (std::size_t i = c * every_; i < k; ++i)
     if (transfers[i].peer >= 0 && transfers[i].peer < ranks_) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
   return sent;
 }

@@ -37,7 +37,8 @@ struct Track {
   std::vector<std::int64_t> max_end;      // running max of end times (for cutting to a window)
 };
 
-// Spans grouped into tracks (rank-major, then stream, then lane); lanes keep spans nested.
+// Spans grouped into tracks (rank-major, then stream, then lane); lanes keep spans nested,
+// up to trace_limits::kMaxLanes per rank and stream.
 std::vector<Track> layout_tracks(const TraceData& t);
 
 // A box to draw: one event, or a folded run of `count` events narrower than a few pixels.
@@ -70,21 +71,41 @@ class BusyIndex {
   std::vector<std::vector<std::int64_t>> begin_, end_, before_;  // per rank: merged intervals, busy time before each
 };
 
-// Chunk pictures at any transfer k without replaying from the start: a checkpoint every
-// 1024 transfers, then at most 1023 transfers applied.
+// Chunk pictures at any transfer k without replaying from the start: checkpoints of the
+// picture, then at most one interval of transfers applied. A picture is ranks x chunks x
+// ranks bits (16 MiB for 512 ranks and 512 chunks), so checkpoints are spaced to fit
+// trace_limits::kChunkCheckpointBytes (one every 1024 transfers when they are small):
+// memory stays bounded whatever the number of transfers. Beyond kMaxChunkPictureBytes
+// there is no picture at all (available() is false; bytes sent still work).
 class ChunkTimeline {
  public:
   ChunkTimeline() = default;
   ChunkTimeline(const std::vector<Event>& transfers, int ranks, int chunks);
-  ChunkState state_after(const std::vector<Event>& transfers, std::size_t k) const;
+  bool available() const { return available_; }
+  const std::string& why_unavailable() const { return why_; }
+  std::size_t checkpoint_interval() const { return every_; }
+  ChunkState state_after(const std::vector<Event>& transfers, std::size_t k) const;  // needs available()
   std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, std::size_t k) const;
 
  private:
-  static constexpr std::size_t kEvery = 1024;
+  std::size_t every_ = 1024;
   int ranks_ = 1, chunks_ = 1;
-  std::vector<ChunkState> states_;            // after i·kEvery transfers
-  std::vector<std::vector<double>> sent_;     // bytes sent per rank after i·kEvery transfers
+  bool available_ = true;
+  std::string why_;
+  std::vector<ChunkState> states_;            // after i·every_ transfers
+  std::vector<std::vector<double>> sent_;     // bytes sent per rank after i·every_ transfers
 };
+
+// Bytes of one chunk picture of ranks x chunks.
+std::uint64_t chunk_picture_bytes(int ranks, int chunks);
+
+// A pair of ranks that exchanged data, and the first transfer between them (in landing
+// order): the ring view draws the edges with first < cursor in one pass per frame.
+struct Edge {
+  std::size_t first = 0;
+  int from = 0, to = 0;  // sender, receiver
+};
+std::vector<Edge> edges_in_order(const std::vector<Event>& transfers);
 
 // The chunk picture after the first k transfers (receives in the order data landed).
 ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int chunks, std::size_t k);
