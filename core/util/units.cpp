@@ -1,10 +1,11 @@
-#include <algorithm>
-#include <sys/resource.h>
 #include "core/util/units.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 
@@ -55,6 +56,10 @@ void require_memory(double bytes, std::string_view what) {
   double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) have = std::min(have, double(as.rlim_cur));
+  // DTL_MEMORY_LIMIT=8G: a cap of one's own (a shared machine, or a sanitizer build where
+  // an address-space limit cannot be used).
+  if (const char* cap = std::getenv("DTL_MEMORY_LIMIT"); cap && *cap)
+    have = std::min(have, double(parse_size(cap, "DTL_MEMORY_LIMIT")));
   if (have > 0 && bytes > 0.5 * have) {
     char msg[160];
     std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the process may use %.1f GB; make ", bytes * 1e-9,

@@ -3,8 +3,9 @@
 // process under an address-space limit and a time limit. Each must end with exit 0 (the
 // value was fine and the run passed) or 2 (a usage error whose message names the option)
 // — never a signal, a hang, exit 1 or more than 2 GiB. The ASan/UBSan build runs the same
-// table (tests/run_all.sh); there the address-space limit is replaced by a check of the
-// peak resident size, since ASan reserves terabytes of shadow address space.
+// table (tests/run_all.sh); there the address-space limit is left out (ASan reserves
+// terabytes of shadow address space), and DTL_MEMORY_LIMIT plus the check of each run's
+// peak resident size hold the same 2 GiB.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -79,6 +80,7 @@ Outcome run_limited(const std::vector<std::string>& args, const std::string& dir
       const rlimit as{rlim_t(kLimitBytes), rlim_t(kLimitBytes)};
       setrlimit(RLIMIT_AS, &as);
     }
+    setenv("DTL_MEMORY_LIMIT", std::to_string(kLimitBytes).c_str(), 1);  // what dtlab may plan for, ASan too
     std::vector<char*> argv{const_cast<char*>(DTLAB_EXE)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
