@@ -1,0 +1,131 @@
+// `dtlab bench`: the plan (bench_plan.h) — options checked, sizes, the operation.
+#include "labs/cli/bench_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "core/util/units.h"
+#include "exercises/collectives.h"
+#include "kernels/cuda/device.h"
+
+namespace dtl::cli {
+
+namespace {
+
+constexpr std::size_t kMaxSweepSizes = 1000;
+
+std::string factor_text(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", f);
+  return buf;
+}
+
+// -n, -w and -f, each checked with its valid range (nan and inf are no factor).
+void check_counts_and_factor(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi) {
+  if (a.iters < 1) throw UsageError("-n " + std::to_string(a.iters) + ": the timed iterations must be >= 1");
+  if (a.warmup < 0) throw UsageError("-w " + std::to_string(a.warmup) + ": the warm-up iterations must be >= 0");
+  if (!std::isfinite(a.factor) || (lo < hi && a.factor <= 1))
+    throw UsageError("-f " + factor_text(a.factor) + ": the step factor must be a finite number > 1 (any finite number "
+                     "when -b equals -e)");
+}
+
+
+Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::uint64_t unit, const std::string& unit_is) {
+  if (hi < unit)
+    throw UsageError("-e " + a.max_bytes + " is less than " + unit_is + ": the smallest valid size is " +
+                     std::to_string(unit) + " B; give -e " + std::to_string(unit) + " or more");
+  std::vector<std::uint64_t> raw;
+  for (double s = double(lo); s <= double(hi) * 1.0000001 && raw.size() <= kMaxSweepSizes; s *= a.factor) {
+    raw.push_back(s >= double(hi) ? hi : std::uint64_t(s));  // the slack above may not reach past -e
+    if (lo == hi) break;
+  }
+  if (raw.size() > kMaxSweepSizes) {
+    const double n = std::floor(std::log(double(hi) * 1.0000001 / double(lo)) / std::log(a.factor)) + 1;
+    const double min_factor = std::ceil(std::pow(double(hi) / double(lo), 1.0 / double(kMaxSweepSizes - 1)) * 1e4) / 1e4;
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "-f %s from -b %s to -e %s would be %.0f sizes, more than the %zu allowed; use -f %.4f or more, or "
+                  "a narrower -b..-e range",
+                  factor_text(a.factor).c_str(), a.min_bytes.c_str(), a.max_bytes.c_str(), n, kMaxSweepSizes, min_factor);
+    throw UsageError(msg);
+  }
+  Sweep sweep;
+  for (std::uint64_t s : raw) {
+    const std::uint64_t r = std::max(unit, s / unit * unit);
+    sweep.rounded = sweep.rounded || r != s;
+    if (sweep.sizes.empty() || sweep.sizes.back() != r) sweep.sizes.push_back(r);
+  }
+  return sweep;
+}
+
+
+// The operation under test. Point-to-point algorithms work in place; their out-of-place
+// form copies the input to the output first, as a user of them would.
+OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, ReduceOp op) {
+  using C = theory::Collective;
+  if (a.impl == "library") {
+    switch (coll) {
+      case C::all_reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
+      case C::reduce_scatter: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
+      case C::all_gather: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
+      case C::broadcast: return [t](Comm& c, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
+      case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
+      case C::all_to_all: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
+    }
+  }
+  if (coll != C::all_reduce)
+    throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
+  ex::require_supported_world(P);
+  std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"    ? ex::ring_all_reduce
+                                                           : a.impl == "tree"  ? ex::tree_all_reduce
+                                                           : a.impl == "rhd"   ? ex::rhd_all_reduce
+                                                                               : ex::naive_all_reduce;
+  return [fn, t, op](Comm& c, void* s, void* r, std::size_t n) {
+    if (s != r) copy_bytes(r, s, n * dtype_size(t));  // host or device memory
+    fn(c, ex::BufferView{r, n, t}, op);
+  };
+}
+
+
+}  // namespace
+
+BenchPlan plan_bench(BenchArgs& a) {
+  BenchPlan p;
+  p.coll = theory::parse_collective(a.collective);
+  p.t = parse_dtype(a.dtype);
+  p.op = parse_reduce_op(a.op);
+  const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
+  if (lo == 0 || hi < lo) throw UsageError("-b must be > 0 and <= -e");
+  check_counts_and_factor(a, lo, hi);
+  p.backend = Backend::choose(a.backend, a.ranks);
+  p.link = make_link(a.link, a.link_bw, a.link_latency);
+  if (p.link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
+  p.P = p.backend.ranks;
+  p.es = dtype_size(p.t);
+  p.split = p.coll == theory::Collective::reduce_scatter || p.coll == theory::Collective::all_gather ||
+            p.coll == theory::Collective::all_to_all;
+  p.unit = p.split ? p.es * std::uint64_t(p.P) : p.es;
+  p.unit_is = p.split ? "one " + std::string(dtype_name(p.t)) + " element per rank on " + std::to_string(p.P) + " ranks"
+                      : "one " + std::string(dtype_name(p.t)) + " element";
+  p.sweep = plan_sweep(a, lo, hi, p.unit, p.unit_is);
+  // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in here).
+  require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? p.P : 1), "-e (or --ranks)");
+  p.fn = make_op(a, p.coll, p.P, p.t, p.op);
+  if (a.backend == "nccl") {  // NCCL moves GPU memory only
+    if (a.device == "cpu") throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies cuda)");
+    a.device = "cuda";
+  }
+  p.on_gpu = a.device == "cuda";
+  if (p.on_gpu) {
+    if (a.backend == "mpi")
+      throw UsageError("--device cuda: the Open MPI backend moves host buffers; use --backend nccl, or threads (ranks "
+                       "sharing GPUs)");
+    cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
+  }
+  return p;
+}
+
+}  // namespace dtl::cli

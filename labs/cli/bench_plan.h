@@ -1,0 +1,66 @@
+// What `dtlab bench` decides before any rank starts: its options, the sweep of sizes
+// (rounded to whole elements per rank, at most kMaxSweepSizes), the operation under test,
+// the backend and where the buffers live. Usage errors come from here, before anything runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/comm/comm.h"
+#include "core/comm/link.h"
+#include "core/theory/collectives.h"
+#include "labs/cli/backend.h"
+
+namespace dtl::cli {
+
+struct BenchArgs {
+  std::string collective = "all_reduce";
+  std::string impl = "library";
+  int ranks = -1;  // -1: not given (threads: 4; mpi: what mpirun started)
+  std::string backend = "threads";
+  std::string device;  // "": cpu, or cuda for --backend nccl
+  std::string min_bytes = "32M", max_bytes = "32M";
+  double factor = 2;
+  int iters = 20, warmup = 5, check = 1;
+  std::string dtype = "f32", op = "sum";
+  std::string json_path, trace_path;
+  std::string link;
+  double link_bw = 0, link_latency = 0;
+  double timeout_s = 120;
+};
+
+
+// The sizes of the sweep: -b, -b·f, -b·f², ... up to -e, each rounded down to a multiple
+// of `unit` (what one run moves at least: an element, or one per rank when the collective
+// splits the buffer P ways) and never below it. `rounded` says whether any size changed.
+struct Sweep {
+  std::vector<std::uint64_t> sizes;
+  bool rounded = false;
+};
+
+using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count)>;
+
+// Everything decided before the ranks start: what runs, on which sizes, where.
+struct BenchPlan {
+  theory::Collective coll = theory::Collective::all_reduce;
+  DType t = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  Backend backend;
+  LinkSpec link;
+  int P = 1;
+  std::size_t es = 4;
+  bool split = false;        // all_gather / reduce_scatter / all_to_all split `size` P ways
+  std::uint64_t unit = 4;    // sizes are multiples of this
+  std::string unit_is;
+  Sweep sweep;
+  bool on_gpu = false;
+  OpFn fn;
+};
+
+// Validates every option (UsageError naming it) and plans the run; a.device may become
+// "cuda" (--backend nccl implies it).
+BenchPlan plan_bench(BenchArgs& a);
+
+}  // namespace dtl::cli
