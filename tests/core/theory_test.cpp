@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
+#include "core/theory/zero.h"
 
 using namespace dtl::theory;
 
@@ -67,4 +68,40 @@ TEST(Theory, NamesParseBothWays) {
   EXPECT_EQ(ceil_log2(1), 0);
   EXPECT_EQ(ceil_log2(5), 3);
   EXPECT_EQ(floor_pow2(7), 4);
+}
+
+// The curriculum's ZeRO numbers, each in the convention its seed uses.
+TEST(ZeroTheory, SeedsWorkedExamples) {
+  const double GB = 1e9;
+  // seed 002, 13B in fp16 with fp32 Adam states (12 bytes/param): (a) 156, (b) ZeRO-2 on 8 GPUs
+  // 42.25, (c) ZeRO-3 on 8 GPUs 19.5 GB per GPU.
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(13e9, 0, 1, ZeroConvention::twelve) / GB, 156.0);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(13e9, 2, 8, ZeroConvention::twelve) / GB, 42.25);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(13e9, 3, 8, ZeroConvention::twelve) / GB, 19.5);
+  // seed 002: per parameter, ZeRO-1 4 + 8/N, ZeRO-2 at N = 8: 3.25, ZeRO-3 at N = 8: 1.5.
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(1, 4, ZeroConvention::twelve).total(), 4 + 8.0 / 4);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(2, 8, ZeroConvention::twelve).total(), 3.25);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(3, 8, ZeroConvention::twelve).total(), 1.5);
+  // seed 001, 175B on 16 GPUs, 2+2+4 bytes: ZeRO-3 87.5 GB (its 1,050 GB DDP figure is params +
+  // optimizer without the gradients: 350 + 700).
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(175e9, 3, 16, ZeroConvention::eight) / GB, 87.5);
+  const ZeroBytes ddp = zero_bytes_per_param(0, 16, ZeroConvention::eight);
+  EXPECT_DOUBLE_EQ(175e9 * (ddp.params + ddp.optimizer) / GB, 1050.0);
+  // seed 003's milestone, 100M parameters on 2 GPUs, 16 bytes/param: DDP ~1.6, ZeRO-2 ~0.9,
+  // FSDP (ZeRO-3) ~0.8 GB of model state per GPU.
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(100e6, 0, 2, ZeroConvention::sixteen) / GB, 1.6);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(100e6, 2, 2, ZeroConvention::sixteen) / GB, 0.9);
+  EXPECT_DOUBLE_EQ(zero_model_state_bytes(100e6, 3, 2, ZeroConvention::sixteen) / GB, 0.8);
+  // seed 004 with K = 12: 2Ψ + 2Ψ + KΨ/N, 2Ψ + (2+K)Ψ/N, (4+K)Ψ/N.
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(1, 8, ZeroConvention::sixteen).total(), 4 + 12.0 / 8);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(2, 8, ZeroConvention::sixteen).total(), 2 + 14.0 / 8);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(3, 8, ZeroConvention::sixteen).total(), 16.0 / 8);
+  EXPECT_THROW(zero_bytes_per_param(4, 8, ZeroConvention::sixteen), dtl::UsageError);
+}
+
+TEST(ZeroTheory, CommunicationPerRankPerStep) {
+  // 2Ψ(N-1)/N for DDP and stages 1-2 (reduce-scatter + all-gather), 3Ψ(N-1)/N for stage 3.
+  for (int stage : {0, 1, 2}) EXPECT_DOUBLE_EQ(zero_comm_elements_per_rank(1000, stage, 4), 1500);
+  EXPECT_DOUBLE_EQ(zero_comm_elements_per_rank(1000, 3, 4), 2250);
+  EXPECT_DOUBLE_EQ(zero_comm_elements_per_rank(1000, 3, 1), 0);
 }
