@@ -108,7 +108,8 @@ std::string learner_message(const std::string& gtest_failure, std::size_t max_ch
   for (const std::string& line : escaped ? lines : readable_lines(lines)) {
     const std::string t = trim(line);
     if (t.empty()) continue;
-    if (!joined.empty()) joined += ' ';
+    // Lines of a multi-line report ("watchdog: ...:" then a line per rank) stay apart.
+    if (!joined.empty()) joined += joined.back() == ':' ? " " : "; ";
     joined += t;
   }
   if (shorten_not_implemented(joined)) return joined;

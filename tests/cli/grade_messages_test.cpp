@@ -35,7 +35,7 @@ TEST(GradeMessages, AnEscapedExceptionIsItsDescription) {
 TEST(GradeMessages, GoogleTestsOwnAssertionsAreReworded) {
   EXPECT_EQ(learner_message("a.cpp:3\nExpected equality of these values:\n  p.messages_sent\n    Which is: 4\n"
                             "  2 * (P - 1)\n    Which is: 6\none message per step"),
-            "is 4, expected 6 one message per step");
+            "is 4, expected 6; one message per step");
   EXPECT_EQ(learner_message("a.cpp:3\nValue of: grade::same(x)\n  Actual: false (rank 1: element 0 is 2, expected 3)\n"
                             "Expected: true\n"),
             "rank 1: element 0 is 2, expected 3");
@@ -46,7 +46,7 @@ TEST(GradeMessages, AMultiLineDeadlockReportBecomesOneLine) {
       "x.cpp:1\nFailed\nring_all_reduce on 3 ranks, 8 floats: watchdog: no rank made progress for 5 s:\n"
       "  rank 0 waits recv from rank 2 tag 12288 (8 B)\n  rank 1 waits recv from rank 0 tag 12288 (8 B)\n");
   EXPECT_EQ(m, "ring_all_reduce on 3 ranks, 8 floats: watchdog: no rank made progress for 5 s: rank 0 waits recv from "
-               "rank 2 tag 12288 (8 B) rank 1 waits recv from rank 0 tag 12288 (8 B)");
+               "rank 2 tag 12288 (8 B); rank 1 waits recv from rank 0 tag 12288 (8 B)");
   EXPECT_EQ(m.find('\n'), std::string::npos);
   EXPECT_LE(learner_message(std::string(5000, 'x'), 100).size(), 100u);
 }
