@@ -24,6 +24,18 @@ TEST(Learn, PrintsEveryLabAndEveryExerciseOfTheRegistry) {
   }
 }
 
+TEST(Learn, TakesTheExercisesInTheRegistrysOrder) {
+  const std::string out = dtlab("learn").out;
+  std::size_t last = 0;
+  for (const dtl::LabInfo& lab : dtl::lab_registry())
+    for (const dtl::ExerciseInfo& e : lab.exercises) {
+      const std::size_t at = out.find("### " + e.id);
+      ASSERT_NE(at, std::string::npos) << "no '### " << e.id << "' heading";
+      EXPECT_GE(at, last) << e.id << " comes before the exercise the registry lists before it";
+      last = at;
+    }
+}
+
 TEST(Learn, PrintsTheTextBuiltFromDocsPathMd) {
   std::ifstream in(std::string(DTL_SOURCE_DIR) + "/docs/path.md");
   ASSERT_TRUE(in) << "docs/path.md";
