@@ -6,8 +6,8 @@
 #   - prints hint N of every exercise (in the table and in the JSON),
 #   - shows none of GoogleTest's internals (file:line, "thrown in the test body", ...),
 #   - and contains no non-trivial line of solutions/*.cpp;
-# and the three levels print different text. Run by tests/run_all.sh and, in the student
-# build, by CTest (label grade).
+# and the three levels print different text. Run by tests/run_all.sh on the stubs as they
+# are in the repository (once a learner fills one in, its hint rightly disappears).
 set -euo pipefail
 dtlab=${1:?usage: check_student_grader.sh DTLAB [SOURCE_DIR]}
 src=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
