@@ -34,16 +34,22 @@ class Aborted : public Error {
   int failed_rank_;
 };
 
-// Thrown by an exercise stub the student has not written yet. The message carries
-// the exercise id and a hint; the grader prints it as the first failure.
+// Thrown by an exercise stub the student has not written yet. It names the function, the
+// exercise it belongs to (ExerciseInfo::id: `tree` covers tree_reduce, tree_broadcast and
+// tree_all_reduce) and where the hints are; the grader shows the hints itself.
 class NotImplemented : public Error {
  public:
-  NotImplemented(std::string exercise_id, const std::string& hint)
-      : Error("exercise '" + exercise_id + "' is not implemented yet. Hint: " + hint),
-        exercise_id_(std::move(exercise_id)) {}
+  explicit NotImplemented(std::string function, std::string exercise_id = {})
+      : Error(function + " is not implemented yet: replace the throw in its stub (exercises/) with your code; hints: "
+              "dtlab grade --exercise " + (exercise_id.empty() ? function : exercise_id) +
+              " --hint 1 (2 and 3 say more)"),
+        function_(std::move(function)),
+        exercise_id_(exercise_id.empty() ? function_ : std::move(exercise_id)) {}
+  const std::string& function() const { return function_; }
   const std::string& exercise_id() const { return exercise_id_; }
 
  private:
+  std::string function_;
   std::string exercise_id_;
 };
 

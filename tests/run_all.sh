@@ -6,7 +6,8 @@
 #   3. ThreadSanitizer build of the runtime's tests
 #   4. AddressSanitizer + UndefinedBehaviorSanitizer build: the unit and graded tests,
 #      the CLI fuzz table among them
-#   5. exercise track: it builds, and the grader gives 0 points with every stub's hint
+#   5. exercise track: it builds, the grader gives 0 points with every stub's hint at levels
+#      1, 2 and 3, and its output holds no line of solutions/*.cpp
 # Prints ctest's summary for each; exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,14 +38,19 @@ lsan="suppressions=$PWD/tests/asan/lsan.supp:print_suppressions=0"
 LSAN_OPTIONS="$lsan" DTL_FUZZ_NO_ADDRESS_LIMIT=1 ctest --preset asan -E "$mpi_cli_test"
 LSAN_OPTIONS="$lsan:fast_unwind_on_malloc=0" ctest --preset asan -R "$mpi_cli_test"
 
-echo "== exercise track: builds, and the grader gives 0 points with each stub's hint"
+echo "== exercise track: builds, grades 0 points, and every stub's failure comes with its hint"
 cmake --preset student >/dev/null
 cmake --build --preset student -j"$jobs" --target dtlab
 status=0
 build/student/labs/cli/dtlab grade --json build/student/grade.json || status=$?
-if [ "$status" -ne 1 ] || ! grep -q '"total_points": 0' build/student/grade.json \
-   || [ "$(grep -c 'Hint:' build/student/grade.json)" -lt 13 ]; then
-  echo "run_all: the exercise track should grade 0 points with a hint per exercise (exit $status)" >&2
+exercises=$(grep -c '"id":' build/student/grade.json || true)
+# One exercise per "id"; each failing one carries its stub's message and its level-1 hint.
+if [ "$status" -ne 1 ] || ! grep -q '"total_points": 0' build/student/grade.json || [ "$exercises" -lt 13 ] \
+   || [ "$(grep -c '"hint": "Hint 1 of 3' build/student/grade.json)" -ne "$exercises" ] \
+   || [ "$(grep -c 'is not implemented yet' build/student/grade.json)" -ne "$exercises" ]; then
+  echo "run_all: the exercise track should grade 0 points with a stub message and a hint per exercise (exit $status)" >&2
   exit 1
 fi
+# Hints 1, 2 and 3 differ, the output shows no GoogleTest internals and no solution code.
+bash tests/grade/check_student_grader.sh build/student/labs/cli/dtlab
 echo "exercise track: 0 points, every stub explains itself"

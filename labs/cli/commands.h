@@ -14,6 +14,7 @@ Command add_list_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_grade_command(CLI::App& app);
+Command add_learn_command(CLI::App& app);
 Command add_kernels_bench_command(CLI::App& app);
 Command add_step_bench_command(CLI::App& app);
 

@@ -1,11 +1,15 @@
 // `dtlab grade`: run the graded tests against this build and print a score table.
 //
-//   dtlab grade                         # every exercise
-//   dtlab grade --exercise ring_all_reduce --json score.json
+//   dtlab grade                         # every exercise, hint 1 under each failing one
+//   dtlab grade --exercise ring_all_reduce --hint 2 --json score.json
 //
 // The graded tests (CTest label `grade`) are GoogleTest suites named after the
 // exercises (RingAllReduce grades ring_all_reduce). The grader runs that binary with
 // --gtest_output=json, so it reports exactly what ctest would, and adds the points.
+// Under each failing exercise it prints the first failure as the test words it (the
+// function, the case, what differs: grade_messages.h drops GoogleTest's framing) and the
+// exercise's hint at the level asked (exercises/hints.cpp: 1 the idea, 2 the formula or
+// the indices, 3 an outline in words).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +22,10 @@
 
 #include "core/error.h"
 #include "core/util/files.h"
+#include "exercises/hints.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/grade_messages.h"
+#include "labs/cli/validators.h"
 #include "labs/lab.h"
 
 namespace dtl::cli {
@@ -35,21 +42,9 @@ std::vector<ExerciseInfo> all_exercises() {
 struct Score {
   std::string id;
   int passed = 0, total = 0, points = 0, max_points = 0;
-  std::vector<std::string> messages;
+  std::vector<std::string> messages;  // the first failure, as a learner reads it
+  bool failed() const { return total == 0 || passed < total; }
 };
-
-// The most useful line of a GoogleTest failure: a stub's hint, else the first lines.
-std::string summarize_failure(const std::string& text) {
-  const auto pos = text.find("exercise '");
-  std::string s = pos != std::string::npos ? text.substr(pos) : text;
-  const auto nl = s.find('\n');
-  if (pos == std::string::npos && nl != std::string::npos) {  // skip the "file:line" first line
-    s = s.substr(nl + 1);
-  }
-  for (auto& c : s)
-    if (c == '\n') c = ' ';
-  return s.size() > 700 ? s.substr(0, 700) + "..." : s;
-}
 
 #ifdef DTL_GRADE_TEST_EXE
 // Runs the graded tests of `filter` and returns GoogleTest's JSON results.
@@ -87,7 +82,7 @@ std::vector<Score> score(const nlohmann::json& results, const std::vector<Exerci
       for (const auto& t : suite["testsuite"]) {
         ++total;
         if (!t.contains("failures")) ++passed;
-        else if (s.messages.empty()) s.messages.push_back(summarize_failure(t["failures"][0]["failure"].get<std::string>()));
+        else if (s.messages.empty()) s.messages.push_back(learner_message(t["failures"][0]["failure"].get<std::string>()));
       }
     }
     s.passed += passed;
@@ -97,33 +92,59 @@ std::vector<Score> score(const nlohmann::json& results, const std::vector<Exerci
   return scores;
 }
 
-// Prints the table (and writes the JSON); exit code 0 when every test passed.
-int report_scores(const std::vector<Score>& scores, const std::string& track, const std::string& json_path) {
+// The hint line under a failing exercise: "Hint 1 of 3 (the idea): ...".
+std::string hint_line(const std::string& id, int level) {
+  const std::string_view hint = ex::exercise_hint(id, level);
+  if (hint.empty()) return {};
+  return "Hint " + std::to_string(level) + " of " + std::to_string(ex::kHintLevels) + " (" +
+         std::string(ex::hint_level_name(level)) + "): " + std::string(hint);
+}
+
+void write_scores_json(const std::vector<Score>& scores, const std::string& track, int hint_level, int points,
+                       int max_points, bool all, const std::string& json_path) {
+  nlohmann::json out = {{"track", track}, {"total_points", points}, {"max_points", max_points}, {"passed", all}};
+  out["hint_level"] = hint_level;
+  out["exercises"] = nlohmann::json::array();
+  for (const Score& s : scores) {
+    nlohmann::json e = {{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
+                        {"max_points", s.max_points}, {"messages", s.messages}};
+    if (s.failed() && hint_level > 0) e["hint"] = hint_line(s.id, hint_level);
+    out["exercises"].push_back(e);
+  }
+  write_text_file(json_path, out.dump(2) + "\n", "--json");
+}
+
+// Prints the table, each failing exercise followed by its first failure and its hint at
+// `hint_level` (0: none), and writes the JSON; exit code 0 when every test passed.
+int report_scores(const std::vector<Score>& scores, const std::string& track, int hint_level,
+                  const std::string& json_path) {
   int points = 0, max_points = 0;
   bool all = true;
-  std::printf("%-42s %8s %7s  %s\n", "exercise", "tests", "points", "first failure");
+  std::printf("%-42s %8s %7s\n", "exercise", "tests", "points");
   for (const Score& s : scores) {
-    std::printf("%-42s %4d/%-3d %3d/%-3d  %s\n", s.id.c_str(), s.passed, s.total, s.points, s.max_points,
-                s.messages.empty() ? "" : s.messages.front().c_str());
+    std::printf("%-42s %4d/%-3d %3d/%-3d\n", s.id.c_str(), s.passed, s.total, s.points, s.max_points);
+    if (!s.messages.empty()) std::printf("    %s\n", wrap_text(s.messages.front(), 100, 6).c_str());
+    if (s.failed() && hint_level > 0) {
+      const std::string hint = hint_line(s.id, hint_level);
+      if (!hint.empty()) std::printf("    %s\n", wrap_text(hint, 100, 6).c_str());
+    }
     points += s.points;
     max_points += s.max_points;
-    all = all && s.total > 0 && s.passed == s.total;
+    all = all && !s.failed();
   }
   std::printf("%-42s %8s %3d/%-3d  %s\n", "total", "", points, max_points, all ? "all passed" : "");
-  if (!json_path.empty()) {
-    nlohmann::json out = {{"track", track}, {"total_points", points}, {"max_points", max_points}, {"passed", all}};
-    out["exercises"] = nlohmann::json::array();
-    for (const Score& s : scores)
-      out["exercises"].push_back({{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
-                                  {"max_points", s.max_points}, {"messages", s.messages}});
-    write_text_file(json_path, out.dump(2) + "\n", "--json");
-  }
+  if (!all)
+    std::printf("\nMore help for one exercise: dtlab grade --exercise ID --hint N (1 %s, 2 %s, 3 %s).\n",
+                std::string(ex::hint_level_name(1)).c_str(), std::string(ex::hint_level_name(2)).c_str(),
+                std::string(ex::hint_level_name(3)).c_str());
+  if (!json_path.empty()) write_scores_json(scores, track, hint_level, points, max_points, all, json_path);
   return all ? 0 : 1;
 }
 
-int run_grade(const std::string& only, const std::string& json_path) {
+int run_grade(const std::string& only, int hint_level, const std::string& json_path) {
 #ifndef DTL_GRADE_TEST_EXE
   (void)only;
+  (void)hint_level;
   (void)json_path;
   throw Error("this build has no graded tests (configure with -DDTL_BUILD_TESTS=ON)");
 #else
@@ -137,7 +158,7 @@ int run_grade(const std::string& only, const std::string& json_path) {
   }
   if (chosen.empty()) throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
   const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
-  return report_scores(score(results, chosen), DTL_TRACK_NAME, json_path);
+  return report_scores(score(results, chosen), DTL_TRACK_NAME, hint_level, json_path);
 #endif
 }
 
@@ -147,12 +168,18 @@ Command add_grade_command(CLI::App& app) {
   CLI::App* g = app.add_subcommand("grade", "Grade the exercises of this build and print a score table");
   auto only = std::make_shared<std::string>();
   auto json_path = std::make_shared<std::string>();
+  auto hint_level = std::make_shared<int>(1);
   g->add_option("--exercise,-x", *only, "Grade only this exercise (e.g. ring_all_reduce)");
-  g->add_option("--json", *json_path, "Also write the scores as JSON to this file");
+  g->add_option("--hint", *hint_level,
+                "Hint level under each failing exercise: 1 the idea, 2 the formula or the indices, 3 an outline in "
+                "words; 0 none")
+      ->check(whole_range(0, ex::kHintLevels))
+      ->capture_default_str();
+  g->add_option("--json", *json_path, "Also write the scores (with each failing exercise's hint) as JSON to this file");
   CLI::Option* exercise = g->get_option("--exercise");
-  return [only, json_path, exercise] {
+  return [only, hint_level, json_path, exercise] {
     if (exercise->count() > 0 && only->empty()) throw UsageError("--exercise needs an exercise id, e.g. ring_all_reduce");
-    return run_grade(*only, *json_path);
+    return run_grade(*only, *hint_level, *json_path);
   };
 }
 

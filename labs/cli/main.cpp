@@ -6,7 +6,8 @@
 //   dtlab bench all_reduce --impl library --ranks 4 -b 8 -e 256M -f 2 --json out.json
 //   dtlab bench-kernels --batch 256 --width 1024
 //   dtlab bench-step --device cuda --width 4096 --depth 8 --batch 4096
-//   dtlab grade --exercise ring_all_reduce
+//   dtlab grade --exercise ring_all_reduce --hint 2
+//   dtlab learn
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
 #include <atomic>
@@ -82,6 +83,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       {"bench-kernels", dtl::cli::add_kernels_bench_command(app)},
       {"bench-step", dtl::cli::add_step_bench_command(app)},
       {"grade", dtl::cli::add_grade_command(app)},
+      {"learn", dtl::cli::add_learn_command(app)},
   };
   try {
     // A first word that is no command (a typo, a lab name without `run`) is named, with the commands.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <sstream>
 
 #include "core/comm/chunking.h"
 #include "core/theory/collectives.h"
@@ -37,10 +38,15 @@ std::vector<double> reference(int P, std::size_t n, ReduceOp op) {
 
 std::size_t chunk_bytes(std::size_t n, int P, int c) { return chunk_range(n, P, mod(c, P)).count * 4; }
 
-std::string where(int P, std::size_t n) { return "P=" + std::to_string(P) + " count=" + std::to_string(n); }
+// "ring_all_reduce on 4 ranks, 1003 floats", with the op when it is not a sum.
+std::string where(const std::string& fn, int P, std::size_t n, ReduceOp op = ReduceOp::sum) {
+  const std::string name = op == ReduceOp::sum ? fn : fn + " (" + std::string(reduce_op_name(op)) + ")";
+  return grade::on_case(name, P, n);
+}
+std::string rank_of(const std::string& where, int r) { return where + ", rank " + std::to_string(r); }
 
 // Runs an in-place all-reduce exercise everywhere and checks every rank's result.
-grade::GradedRun all_reduce_everywhere(int P, std::size_t n, ReduceOp op,
+grade::GradedRun all_reduce_everywhere(const std::string& name, int P, std::size_t n, ReduceOp op,
                                        const std::function<void(Comm&, ex::BufferView, ReduceOp)>& fn) {
   std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
   grade::GradedRun run = grade::run_graded(P, [&](Comm& c) {
@@ -50,8 +56,7 @@ grade::GradedRun all_reduce_everywhere(int P, std::size_t n, ReduceOp op,
   });
   if (run.error.empty()) {
     const auto want = reference(P, n, op);
-    for (int r = 0; r < P; ++r)
-      EXPECT_TRUE(grade::same_values(as_double(out[std::size_t(r)]), want, where(P, n) + " rank " + std::to_string(r)));
+    for (int r = 0; r < P; ++r) grade::expect_same(as_double(out[std::size_t(r)]), want, rank_of(where(name, P, n, op), r));
   }
   return run;
 }
@@ -63,19 +68,24 @@ grade::GradedRun all_reduce_everywhere(int P, std::size_t n, ReduceOp op,
 TEST(NaiveAllReduce, MatchesReferenceAndGoesThroughRankZero) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
-      const auto run = all_reduce_everywhere(P, n, ReduceOp::sum, ex::naive_all_reduce);
-      DTL_ASSERT_RAN(run, where(P, n));
-      EXPECT_EQ(run.ranks[0].bytes_sent, double((P - 1) * n * 4)) << where(P, n);
+      const std::string w = where("naive_all_reduce", P, n);
+      const auto run = all_reduce_everywhere("naive_all_reduce", P, n, ReduceOp::sum, ex::naive_all_reduce);
+      DTL_ASSERT_RAN(run, w);
+      const double rank0 = run.ranks[0].bytes_sent, want0 = double((P - 1) * n * 4);
+      DTL_GRADE_EXPECT(rank0 == want0) << w << ": rank 0 sent " << rank0 << " bytes, expected " << want0
+                                       << " ((P-1)·N: the result, once to every other rank)";
       for (int r = 1; r < P; ++r) {
-        EXPECT_EQ(run.ranks[std::size_t(r)].sent_to, std::set<int>{0}) << "rank " << r << " must talk only to rank 0";
-        EXPECT_EQ(run.ranks[std::size_t(r)].bytes_sent, double(n * 4));
+        const auto& p = run.ranks[std::size_t(r)];
+        DTL_GRADE_EXPECT(p.sent_to == std::set<int>{0}) << rank_of(w, r) << ": sends to ranks other than 0";
+        DTL_GRADE_EXPECT(p.bytes_sent == double(n * 4))
+            << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected " << n * 4 << " (its buffer, once)";
       }
     }
 }
 
 TEST(NaiveAllReduce, AveragesOnce) {
-  const auto run = all_reduce_everywhere(5, 100, ReduceOp::avg, ex::naive_all_reduce);
-  DTL_ASSERT_RAN(run, "avg");
+  const auto run = all_reduce_everywhere("naive_all_reduce", 5, 100, ReduceOp::avg, ex::naive_all_reduce);
+  DTL_ASSERT_RAN(run, where("naive_all_reduce", 5, 100, ReduceOp::avg));
 }
 
 // ---- exercise 1: ring reduce-scatter ---------------------------------------------------
@@ -83,20 +93,23 @@ TEST(NaiveAllReduce, AveragesOnce) {
 TEST(RingReduceScatter, OwnChunkHoldsTheFullReduction) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
+      const std::string w = where("ring_reduce_scatter", P, n);
       std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::vector<float> v = crafted(c.rank(), n);
         ex::ring_reduce_scatter(c, {v.data(), n, DType::f32}, ReduceOp::sum);
         out[std::size_t(c.rank())] = v;
       });
-      DTL_ASSERT_RAN(run, where(P, n));
+      DTL_ASSERT_RAN(run, w);
       const auto want = reference(P, n, ReduceOp::sum);
       for (int r = 0; r < P; ++r) {
         const ChunkRange mine = chunk_range(n, P, r);
-        std::vector<double> got(out[std::size_t(r)].begin() + std::ptrdiff_t(mine.offset),
-                                out[std::size_t(r)].begin() + std::ptrdiff_t(mine.offset + mine.count));
-        std::vector<double> ref(want.begin() + std::ptrdiff_t(mine.offset), want.begin() + std::ptrdiff_t(mine.offset + mine.count));
-        EXPECT_TRUE(grade::same_values(got, ref, where(P, n) + " rank " + std::to_string(r) + " chunk " + std::to_string(r)));
+        const auto from = std::ptrdiff_t(mine.offset), to = std::ptrdiff_t(mine.offset + mine.count);
+        std::vector<double> got(out[std::size_t(r)].begin() + from, out[std::size_t(r)].begin() + to);
+        std::vector<double> ref(want.begin() + from, want.begin() + to);
+        grade::expect_same(got, ref,
+                           rank_of(w, r) + ", its own chunk " + std::to_string(r) + " (elements from " +
+                               std::to_string(mine.offset) + ")");
       }
     }
 }
@@ -104,17 +117,22 @@ TEST(RingReduceScatter, OwnChunkHoldsTheFullReduction) {
 TEST(RingReduceScatter, SendsEveryChunkButItsOwnOnlyToTheRight) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
+      const std::string w = where("ring_reduce_scatter", P, n);
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::vector<float> v = crafted(c.rank(), n);
         ex::ring_reduce_scatter(c, {v.data(), n, DType::f32}, ReduceOp::sum);
       });
-      DTL_ASSERT_RAN(run, where(P, n));
+      DTL_ASSERT_RAN(run, w);
       for (int r = 0; r < P; ++r) {
         const auto& p = run.ranks[std::size_t(r)];
-        EXPECT_EQ(p.bytes_sent, double(n * 4 - chunk_bytes(n, P, r))) << where(P, n) << " rank " << r;
-        EXPECT_EQ(p.messages_sent, P - 1) << "one message per step, P-1 steps";
-        EXPECT_EQ(p.sent_to, std::set<int>{mod(r + 1, P)}) << "rank " << r << " must send only to its right neighbour";
-        EXPECT_TRUE(p.collectives.empty()) << "use point-to-point, not the library collectives";
+        const double want = double(n * 4 - chunk_bytes(n, P, r));
+        DTL_GRADE_EXPECT(p.bytes_sent == want) << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected "
+                                               << want << " (every chunk but its own, once)";
+        DTL_GRADE_EXPECT(p.messages_sent == P - 1)
+            << rank_of(w, r) << ": sent " << p.messages_sent << " messages, expected " << P - 1 << " (one per step)";
+        DTL_GRADE_EXPECT(p.sent_to == std::set<int>{mod(r + 1, P)})
+            << rank_of(w, r) << ": sends to ranks other than its right neighbour " << mod(r + 1, P);
+        DTL_GRADE_EXPECT(p.collectives.empty()) << w << ": calls a library collective; use point-to-point messages";
       }
     }
 }
@@ -124,6 +142,7 @@ TEST(RingReduceScatter, SendsEveryChunkButItsOwnOnlyToTheRight) {
 TEST(RingAllGather, EveryRankEndsWithEveryChunk) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
+      const std::string w = where("ring_all_gather", P, n);
       std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::vector<float> v(n, -1000.0f);  // only my own chunk is valid at the start
@@ -132,17 +151,20 @@ TEST(RingAllGather, EveryRankEndsWithEveryChunk) {
         ex::ring_all_gather(c, {v.data(), n, DType::f32});
         out[std::size_t(c.rank())] = v;
       });
-      DTL_ASSERT_RAN(run, where(P, n));
+      DTL_ASSERT_RAN(run, w);
       std::vector<double> want(n);
       for (int c = 0; c < P; ++c) {
         const ChunkRange cr = chunk_range(n, P, c);
         for (std::size_t i = cr.offset; i < cr.offset + cr.count; ++i) want[i] = crafted_value(c, i);
       }
       for (int r = 0; r < P; ++r) {
-        EXPECT_TRUE(grade::same_values(as_double(out[std::size_t(r)]), want, where(P, n) + " rank " + std::to_string(r)));
+        grade::expect_same(as_double(out[std::size_t(r)]), want, rank_of(w, r));
         const auto& p = run.ranks[std::size_t(r)];
-        EXPECT_EQ(p.bytes_sent, double(n * 4 - chunk_bytes(n, P, r + 1))) << where(P, n) << " rank " << r;
-        EXPECT_EQ(p.sent_to, std::set<int>{mod(r + 1, P)});
+        const double bytes = double(n * 4 - chunk_bytes(n, P, r + 1));
+        DTL_GRADE_EXPECT(p.bytes_sent == bytes) << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected "
+                                                << bytes << " (every chunk but the right neighbour's, once)";
+        DTL_GRADE_EXPECT(p.sent_to == std::set<int>{mod(r + 1, P)})
+            << rank_of(w, r) << ": sends to ranks other than its right neighbour " << mod(r + 1, P);
       }
     }
 }
@@ -152,31 +174,38 @@ TEST(RingAllGather, EveryRankEndsWithEveryChunk) {
 TEST(RingAllReduce, MatchesReferenceBitForBit) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts)
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) DTL_ASSERT_RAN(all_reduce_everywhere(P, n, op, ex::ring_all_reduce), where(P, n));
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max})
+        DTL_ASSERT_RAN(all_reduce_everywhere("ring_all_reduce", P, n, op, ex::ring_all_reduce),
+                       where("ring_all_reduce", P, n, op));
 }
 
 TEST(RingAllReduce, SendsTwoPMinusOneOverPTimesNInTwoPMinusOneSteps) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
-      const auto run = all_reduce_everywhere(P, n, ReduceOp::sum, ex::ring_all_reduce);
-      DTL_ASSERT_RAN(run, where(P, n));
+      const std::string w = where("ring_all_reduce", P, n);
+      const auto run = all_reduce_everywhere("ring_all_reduce", P, n, ReduceOp::sum, ex::ring_all_reduce);
+      DTL_ASSERT_RAN(run, w);
       for (int r = 0; r < P; ++r) {
         const auto& p = run.ranks[std::size_t(r)];
         // 2N - |chunk r| - |chunk r+1|; with P | n this is exactly 2(P-1)/P · N.
-        EXPECT_EQ(p.bytes_sent, double(2 * n * 4 - chunk_bytes(n, P, r) - chunk_bytes(n, P, r + 1))) << where(P, n) << " rank " << r;
-        if (n % std::size_t(P) == 0) {
-          EXPECT_EQ(p.bytes_sent, 2.0 * (P - 1) / P * double(n * 4));
-        }
-        EXPECT_EQ(p.messages_sent, 2 * (P - 1)) << "2(P-1) steps, one message each";
-        EXPECT_EQ(int(p.tags.size()), 2 * (P - 1)) << "one tag per step (kTagRingReduceScatter + s, kTagRingAllGather + s)";
-        EXPECT_EQ(p.sent_to, std::set<int>{mod(r + 1, P)}) << "rank " << r << " must send only to its right neighbour";
-        EXPECT_TRUE(p.collectives.empty()) << "build it from send/recv: calling a library collective does not count";
+        const double bytes = double(2 * n * 4 - chunk_bytes(n, P, r) - chunk_bytes(n, P, r + 1));
+        DTL_GRADE_EXPECT(p.bytes_sent == bytes) << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected "
+                                                << bytes << " (2(P-1)/P·N, with chunks of uneven size)";
+        DTL_GRADE_EXPECT(p.messages_sent == 2 * (P - 1)) << rank_of(w, r) << ": sent " << p.messages_sent
+                                                         << " messages, expected " << 2 * (P - 1) << " (2(P-1) steps)";
+        DTL_GRADE_EXPECT(int(p.tags.size()) == 2 * (P - 1))
+            << rank_of(w, r) << ": used " << p.tags.size() << " tags, expected " << 2 * (P - 1)
+            << " (one per step: kTagRingReduceScatter + s, kTagRingAllGather + s)";
+        DTL_GRADE_EXPECT(p.sent_to == std::set<int>{mod(r + 1, P)})
+            << rank_of(w, r) << ": sends to ranks other than its right neighbour " << mod(r + 1, P);
+        DTL_GRADE_EXPECT(p.collectives.empty()) << w << ": calls a library collective; build it from send and recv";
       }
     }
 }
 
 TEST(RingAllReduce, AverageIsDividedOnce) {
-  DTL_ASSERT_RAN(all_reduce_everywhere(4, 1003, ReduceOp::avg, ex::ring_all_reduce), "avg");
+  DTL_ASSERT_RAN(all_reduce_everywhere("ring_all_reduce", 4, 1003, ReduceOp::avg, ex::ring_all_reduce),
+                 where("ring_all_reduce", 4, 1003, ReduceOp::avg));
 }
 
 // ---- exercise 4: AllReduce == AllGather ∘ ReduceScatter -------------------------------
@@ -184,7 +213,8 @@ TEST(RingAllReduce, AverageIsDividedOnce) {
 TEST(AllReduceByReduceScatterAllGather, SameBitsAsLibraryAllReduceOnRandomInput) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
-      int differing = 0;
+      const std::string w = where("all_reduce_by_reduce_scatter_all_gather", P, n) + " of random values";
+      std::vector<std::string> differing(static_cast<std::size_t>(P));
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::mt19937 rng(7u * unsigned(c.rank()) + 1u);
         std::uniform_real_distribution<float> dist(-1, 1);
@@ -193,14 +223,18 @@ TEST(AllReduceByReduceScatterAllGather, SameBitsAsLibraryAllReduceOnRandomInput)
         b = a;
         ex::all_reduce_by_reduce_scatter_all_gather(c, {a.data(), n, DType::f32}, ReduceOp::sum);
         c.all_reduce(b.data(), b.data(), n, DType::f32, ReduceOp::sum);
-        if (std::memcmp(a.data(), b.data(), n * 4) != 0) differing = 1;
+        if (std::memcmp(a.data(), b.data(), n * 4) != 0)
+          differing[std::size_t(c.rank())] = grade::first_difference(as_double(a), as_double(b));
       });
-      DTL_ASSERT_RAN(run, where(P, n));
-      EXPECT_EQ(differing, 0) << where(P, n) << ": not bit-identical to the library all_reduce";
+      DTL_ASSERT_RAN(run, w);
+      for (int r = 0; r < P; ++r)
+        DTL_GRADE_EXPECT(differing[std::size_t(r)].empty())
+            << rank_of(w, r) << ": " << differing[std::size_t(r)] << " (comm.all_reduce's bits)";
       const auto& names = run.ranks[0].collectives;
-      EXPECT_NE(std::find(names.begin(), names.end(), "reduce_scatter"), names.end()) << "use comm.reduce_scatter";
-      EXPECT_NE(std::find(names.begin(), names.end(), "all_gather"), names.end()) << "use comm.all_gather";
-      EXPECT_EQ(std::count(names.begin(), names.end(), "all_reduce"), 1) << "only the reference may call all_reduce";
+      const auto calls = [&](const char* name) { return std::count(names.begin(), names.end(), name); };
+      DTL_GRADE_EXPECT(calls("reduce_scatter") > 0) << w << ": never calls comm.reduce_scatter";
+      DTL_GRADE_EXPECT(calls("all_gather") > 0) << w << ": never calls comm.all_gather";
+      DTL_GRADE_EXPECT(calls("all_reduce") == 1) << w << ": calls comm.all_reduce itself (only the reference may)";
     }
 }
 
@@ -222,17 +256,19 @@ TEST(TreeBroadcast, EveryRankGetsTheRootsDataInLogSteps) {
   for (int P : kGradedWorldSizes)
     for (int root : {0, P - 1}) {
       const std::size_t n = 40;
+      const std::string w = where("tree_broadcast", P, n) + " from root " + std::to_string(root);
       std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
       const auto run = grade::run_graded(P, [&](Comm& c) {
         std::vector<float> v = c.rank() == root ? crafted(root, n) : std::vector<float>(n, 0.0f);
         ex::tree_broadcast(c, {v.data(), n, DType::f32}, root);
         out[std::size_t(c.rank())] = v;
       });
-      DTL_ASSERT_RAN(run, where(P, n) + " root " + std::to_string(root));
+      DTL_ASSERT_RAN(run, w);
       for (int r = 0; r < P; ++r) {
-        EXPECT_TRUE(grade::same_values(as_double(out[std::size_t(r)]), as_double(crafted(root, n)), "rank " + std::to_string(r)));
-        const int vr = mod(r - root, P);
-        EXPECT_EQ(run.ranks[std::size_t(r)].messages_sent, children(vr, P)) << "rank " << r << " (relative " << vr << ")";
+        grade::expect_same(as_double(out[std::size_t(r)]), as_double(crafted(root, n)), rank_of(w, r));
+        const int vr = mod(r - root, P), sent = run.ranks[std::size_t(r)].messages_sent;
+        DTL_GRADE_EXPECT(sent == children(vr, P)) << rank_of(w, r) << " (relative rank " << vr << "): sent " << sent
+                                                  << " messages, expected " << children(vr, P) << " (one per child)";
       }
     }
 }
@@ -240,13 +276,17 @@ TEST(TreeBroadcast, EveryRankGetsTheRootsDataInLogSteps) {
 TEST(TreeAllReduce, MatchesReferenceWithBinomialTraffic) {
   for (int P : kGradedWorldSizes)
     for (std::size_t n : kGradedCounts) {
-      const auto run = all_reduce_everywhere(P, n, ReduceOp::sum, ex::tree_all_reduce);
-      DTL_ASSERT_RAN(run, where(P, n));
+      const std::string w = where("tree_all_reduce", P, n);
+      const auto run = all_reduce_everywhere("tree_all_reduce", P, n, ReduceOp::sum, ex::tree_all_reduce);
+      DTL_ASSERT_RAN(run, w);
       for (int r = 0; r < P; ++r) {
-        const int expected_messages = (r == 0 ? 0 : 1) + children(r, P);  // reduce to parent + broadcast to children
-        EXPECT_EQ(run.ranks[std::size_t(r)].messages_sent, expected_messages) << where(P, n) << " rank " << r;
+        const int want = (r == 0 ? 0 : 1) + children(r, P), sent = run.ranks[std::size_t(r)].messages_sent;
+        DTL_GRADE_EXPECT(sent == want) << rank_of(w, r) << ": sent " << sent << " messages, expected " << want
+                                       << " (one to its parent, one per child)";
       }
-      EXPECT_EQ(run.ranks[0].bytes_sent, double(theory::ceil_log2(P) * n * 4));
+      const double bytes = double(theory::ceil_log2(P) * n * 4);
+      DTL_GRADE_EXPECT(run.ranks[0].bytes_sent == bytes) << rank_of(w, 0) << ": sent " << run.ranks[0].bytes_sent
+                                                         << " bytes, expected " << bytes << " (ceil(log2 P)·N)";
     }
 }
 
@@ -255,22 +295,28 @@ TEST(TreeAllReduce, MatchesReferenceWithBinomialTraffic) {
 TEST(RhdAllReduce, MatchesReferenceForAnyWorldSize) {
   for (int P : {2, 3, 4, 5, 6, 7, 8})
     for (std::size_t n : kGradedCounts)
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) DTL_ASSERT_RAN(all_reduce_everywhere(P, n, op, ex::rhd_all_reduce), where(P, n));
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
+        DTL_ASSERT_RAN(all_reduce_everywhere("rhd_all_reduce", P, n, op, ex::rhd_all_reduce),
+                       where("rhd_all_reduce", P, n, op));
 }
 
 TEST(RhdAllReduce, PowerOfTwoUsesLogSteps) {
   for (int P : {2, 4, 8}) {
     const std::size_t n = 64 * std::size_t(P);
-    const auto run = all_reduce_everywhere(P, n, ReduceOp::sum, ex::rhd_all_reduce);
-    DTL_ASSERT_RAN(run, where(P, n));
+    const std::string w = where("rhd_all_reduce", P, n);
+    const auto run = all_reduce_everywhere("rhd_all_reduce", P, n, ReduceOp::sum, ex::rhd_all_reduce);
+    DTL_ASSERT_RAN(run, w);
     const int log2p = theory::ceil_log2(P);
     for (int r = 0; r < P; ++r) {
       const auto& p = run.ranks[std::size_t(r)];
-      EXPECT_EQ(p.bytes_sent, 2.0 * (P - 1) / P * double(n * 4)) << "same bytes as the ring, rank " << r;
-      EXPECT_EQ(p.messages_sent, 2 * log2p) << "2·log2 P steps, rank " << r;
+      const double bytes = 2.0 * (P - 1) / P * double(n * 4);
+      DTL_GRADE_EXPECT(p.bytes_sent == bytes) << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected "
+                                              << bytes << " (2(P-1)/P·N, as the ring)";
+      DTL_GRADE_EXPECT(p.messages_sent == 2 * log2p) << rank_of(w, r) << ": sent " << p.messages_sent
+                                                     << " messages, expected " << 2 * log2p << " (2·log2 P steps)";
       std::set<int> partners;
       for (int m = 1; m < P; m <<= 1) partners.insert(r ^ m);
-      EXPECT_EQ(p.sent_to, partners) << "partners are rank XOR 2^k";
+      DTL_GRADE_EXPECT(p.sent_to == partners) << rank_of(w, r) << ": sends to ranks other than rank XOR 2^k";
     }
   }
 }
@@ -287,19 +333,27 @@ TEST(AllReduceCost, AgreesWithTheory) {
   // GPUs at 100 GB/s; plus latency-bound and single-GPU cases.
   for (const Q& q : {Q{7e9, 2, 8, 600, 0, 0.5}, Q{100e6, 2, 16, 100, 0, 0.01}, Q{1e6, 4, 64, 25, 5, 0.001},
                      Q{1e9, 2, 1, 50, 10, 1.0}}) {
-    ex::AllReduceQuestion in{q.params, q.bpp, q.gpus, q.bw, q.lat_us, q.compute};
+    std::ostringstream w;
+    w << "all_reduce_cost for " << q.params << " parameters of " << q.bpp << " bytes on " << q.gpus << " GPUs at "
+      << q.bw << " GB/s, " << q.lat_us << " us, " << q.compute << " s of compute";
     ex::AllReduceAnswer a;
     try {
-      a = ex::all_reduce_cost(in);
+      a = ex::all_reduce_cost({q.params, q.bpp, q.gpus, q.bw, q.lat_us, q.compute});
     } catch (const std::exception& e) {
-      FAIL() << e.what();
+      FAIL() << w.str() << ": " << e.what();
     }
     const double bytes = q.params * q.bpp;
     const theory::CommCost c = theory::all_reduce_cost(theory::Algo::ring, q.gpus, bytes, {q.lat_us * 1e-6, q.bw * 1e9});
-    EXPECT_NEAR(a.bytes_sent_per_gpu, c.bytes_per_rank, 1e-9 * bytes + 1e-9) << q.gpus << " GPUs";
-    EXPECT_NEAR(a.time_s, c.time_s, 1e-9 * c.time_s + 1e-15) << q.gpus << " GPUs";
-    EXPECT_NEAR(a.efficiency, theory::comm_efficiency(q.compute, c.time_s), 1e-9) << q.gpus << " GPUs";
+    const double eff = theory::comm_efficiency(q.compute, c.time_s);
+    DTL_GRADE_EXPECT(std::fabs(a.bytes_sent_per_gpu - c.bytes_per_rank) <= 1e-9 * bytes + 1e-9)
+        << w.str() << ": bytes_sent_per_gpu is " << a.bytes_sent_per_gpu << ", expected " << c.bytes_per_rank;
+    DTL_GRADE_EXPECT(std::fabs(a.time_s - c.time_s) <= 1e-9 * c.time_s + 1e-15)
+        << w.str() << ": time_s is " << a.time_s << ", expected " << c.time_s;
+    DTL_GRADE_EXPECT(std::fabs(a.efficiency - eff) <= 1e-9)
+        << w.str() << ": efficiency is " << a.efficiency << ", expected " << eff;
   }
   // The curriculum's 7B example: about 41 ms per all-reduce.
-  EXPECT_NEAR(ex::all_reduce_cost({7e9, 2, 8, 600, 0, 0}).time_s, 0.0408, 5e-4);
+  const double t = ex::all_reduce_cost({7e9, 2, 8, 600, 0, 0}).time_s;
+  DTL_GRADE_EXPECT(std::fabs(t - 0.0408) <= 5e-4)
+      << "all_reduce_cost for 7e9 parameters of 2 bytes on 8 GPUs at 600 GB/s: time_s is " << t << ", expected about 0.0408";
 }

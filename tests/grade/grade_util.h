@@ -1,6 +1,12 @@
 // Shared machinery of the graded tests: run an exercise on N thread ranks with a
 // watchdog, check every rank's buffer against a single-process reference, and read the
 // communication pattern back from the trace events.
+//
+// `dtlab grade` shows a learner the first failure of each exercise, so every graded check
+// says what a learner can act on: the exercise function, the case and what differs
+// ("ring_all_reduce on 4 ranks, 1003 floats, rank 2: element 17 is 6, expected 10").
+// Use DTL_GRADE_EXPECT / DTL_GRADE_ASSERT and expect_same, whose failure text is that
+// message alone; the grader drops GoogleTest's framing (file:line, "Failed").
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -73,23 +80,66 @@ inline GradedRun run_graded(int P, const std::function<void(Comm&)>& body) {
   return g;
 }
 
-// Element-wise comparison with the largest difference in the message.
-inline ::testing::AssertionResult same_values(const std::vector<double>& got, const std::vector<double>& want,
-                                              const std::string& where) {
+// How graded messages name a case: "1 rank", "1003 floats",
+// "ring_all_reduce on 4 ranks, 1003 floats".
+inline std::string count_of(std::size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+inline std::string on_ranks(const std::string& function, int P) {
+  return function + " on " + count_of(std::size_t(P), "rank");
+}
+inline std::string on_case(const std::string& function, int P, std::size_t n) {
+  return on_ranks(function, P) + ", " + count_of(n, "float");
+}
+
+// A value as a learner reads it: 6, 0.5, 1e+30 (no trailing zeros).
+inline std::string plain(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Empty when got equals want element by element, else where they part:
+// "element 17 is 6, expected 10 (3 of 1003 elements differ, the largest by 4)".
+inline std::string first_difference(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size())
+    return "has " + count_of(got.size(), "element") + ", expected " + std::to_string(want.size());
   double worst = 0;
   std::size_t wrong = 0, first = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
     const double d = std::fabs(got[i] - want[i]);
-    if (d != 0 && wrong++ == 0) first = i;
+    if (!(d == 0) && wrong++ == 0) first = i;  // NaN counts as different
     worst = std::max(worst, d);
   }
-  if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << where << ": " << wrong << " of " << want.size()
-                                       << " elements differ from the reference; first at index " << first << " (got "
-                                       << got[first] << ", want " << want[first] << "), largest difference " << worst;
+  if (wrong == 0) return {};
+  std::string s = "element " + std::to_string(first) + " is " + plain(got[first]) + ", expected " + plain(want[first]);
+  if (wrong > 1)
+    s += " (" + std::to_string(wrong) + " of " + std::to_string(want.size()) + " elements differ, the largest by " +
+         plain(worst) + ")";
+  return s;
+}
+
+// Fails the current test (and goes on) when got differs from want, naming `where`.
+inline void expect_same(const std::vector<double>& got, const std::vector<double>& want, const std::string& where) {
+  const std::string d = first_difference(got, want);
+  if (!d.empty()) ADD_FAILURE() << where << ": " << d;
 }
 
 }  // namespace dtl::grade
 
-// Fails the current test with the run's error (a stub's hint, a deadlock report, ...).
-#define DTL_ASSERT_RAN(run, what) ASSERT_TRUE((run).error.empty()) << what << ": " << (run).error
+// DTL_GRADE_EXPECT(cond) << message: a graded check whose failure text is the message (the
+// grader shows it as the exercise's first failure); DTL_GRADE_ASSERT also ends the test.
+#define DTL_GRADE_EXPECT(cond) \
+  GTEST_AMBIGUOUS_ELSE_BLOCKER_ \
+  if (cond) {                   \
+  } else                        \
+    ADD_FAILURE()
+#define DTL_GRADE_ASSERT(cond) \
+  GTEST_AMBIGUOUS_ELSE_BLOCKER_ \
+  if (cond) {                   \
+  } else                        \
+    FAIL()
+
+// Fails the current test with the run's error (a stub's "not implemented yet", a deadlock
+// report naming what each rank waits on, ...), prefixed with the case.
+#define DTL_ASSERT_RAN(run, what) DTL_GRADE_ASSERT((run).error.empty()) << what << ": " << (run).error

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The student track's grader as a learner sees it, every stub still unimplemented:
+#   bash tests/grade/check_student_grader.sh build/student/labs/cli/dtlab [source dir]
+# For each hint level N = 1, 2, 3, `dtlab grade --hint N`
+#   - grades 0 points and names every exercise's stub as "... is not implemented yet",
+#   - prints hint N of every exercise (in the table and in the JSON),
+#   - shows none of GoogleTest's internals (file:line, "thrown in the test body", ...),
+#   - and contains no non-trivial line of solutions/*.cpp;
+# and the three levels print different text. Run by tests/run_all.sh on the stubs as they
+# are in the repository (once a learner fills one in, its hint rightly disappears).
+set -euo pipefail
+dtlab=${1:?usage: check_student_grader.sh DTLAB [SOURCE_DIR]}
+src=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "check_student_grader: $*" >&2; exit 1; }
+
+# Non-trivial solution lines: comments cut, whitespace squeezed, at least 10 characters,
+# no preprocessor lines, namespaces or closing braces (tests/grade/hints_test.cpp: the same).
+for f in "$src"/solutions/*.cpp; do
+  sed -e 's://.*$::' -e 's/[[:space:]]\{1,\}/ /g' -e 's/^ //' -e 's/ $//' "$f"
+done | awk 'length($0) >= 10 && !/^#/ && !/^namespace/ && !/^} /' | sort -u >"$tmp/solution_lines"
+[ "$(wc -l <"$tmp/solution_lines")" -gt 50 ] || fail "found no solution lines under $src/solutions"
+
+for level in 1 2 3; do
+  out=$tmp/out$level.txt json=$tmp/grade$level.json
+  status=0
+  "$dtlab" grade --hint "$level" --json "$json" >"$out" 2>"$tmp/err$level.txt" || status=$?
+  [ "$status" -eq 1 ] || fail "--hint $level: exit $status, expected 1 (tests fail)"
+  grep -q '"total_points": 0' "$json" || fail "--hint $level: the stubs should score 0 points"
+  exercises=$(grep -c '"id":' "$json")
+  [ "$exercises" -ge 13 ] || fail "--hint $level: $exercises exercises graded, expected at least 13"
+  for what in "Hint $level of 3" "is not implemented yet"; do
+    n=$(grep -c "$what" "$out" || true)
+    [ "$n" -eq "$exercises" ] || fail "--hint $level: '$what' on $n lines of the table, expected $exercises"
+  done
+  n=$(grep -c "\"hint\": \"Hint $level of 3" "$json" || true)
+  [ "$n" -eq "$exercises" ] || fail "--hint $level: $n hints in the JSON, expected $exercises"
+  if grep -nE '\.(cpp|h):[0-9]+|thrown in the test body|Value of:|Expected equality|Which is:|^Failed' "$out"; then
+    fail "--hint $level: GoogleTest's internals in the grader's output (above)"
+  fi
+  # The whole output as one line with single spaces, so a wrapped hint is searched whole.
+  tr '\n' ' ' <"$out" | sed -e 's/[[:space:]]\{1,\}/ /g' >"$tmp/flat$level.txt"
+  if grep -o -F -f "$tmp/solution_lines" "$tmp/flat$level.txt"; then
+    fail "--hint $level: the grader's output contains the solution's code (above)"
+  fi
+done
+cmp -s "$tmp/out1.txt" "$tmp/out2.txt" && fail "--hint 1 and --hint 2 print the same"
+cmp -s "$tmp/out2.txt" "$tmp/out3.txt" && fail "--hint 2 and --hint 3 print the same"
+cmp -s "$tmp/out1.txt" "$tmp/out3.txt" && fail "--hint 1 and --hint 3 print the same"
+echo "student grader: $exercises exercises, each named as not implemented with hints 1, 2 and 3; no solution code"
