@@ -109,13 +109,15 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
       u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");
   req->collective = true;
   Trace* tr = u.trace();
-  const std::uint16_t label = tr ? tr->label(name) : 0;
+  Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name) : std::uint16_t(0), .kind = EventKind::collective,
+           .stream = kStreamComm};
+  stamp_group(ev);
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
   const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), double(bytes),
                                                                                {u.link().alpha_s(), u.link().beta_Bps()})
                                              : 0.0;
-  queue_->push([req, body = std::move(body), tr, label, me, bytes, modeled_s, &u] {
+  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u]() mutable {
     const std::int64_t t0 = tr ? tr->now_ns() : 0;
     const auto start = std::chrono::steady_clock::now();
     std::exception_ptr error;
@@ -128,10 +130,11 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
       error = std::current_exception();
     }
     const std::int64_t t1 = tr ? tr->now_ns() : 0;
-    if (tr)
-      tr->log(me, kStreamComm)
-          .append(Event{.begin_ns = t0, .end_ns = t1, .bytes = bytes, .rank = me, .label = label,
-                        .kind = EventKind::collective, .stream = kStreamComm});
+    if (tr) {
+      ev.begin_ns = t0;
+      ev.end_ns = t1;
+      tr->log(me, kStreamComm).append(ev);
+    }
     req->complete(error, t1);
   });
   return Request(req);

@@ -175,6 +175,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
     req->ev = Event{.begin_ns = tr->now_ns(), .bytes = bytes, .flow_id = tr->next_flow_id(), .rank = me,
                     .peer = dst_g, .tag = tag, .step = info.step, .chunk = info.chunk,
                     .chunk_count = std::int16_t(info.chunk_count), .kind = EventKind::send};
+    stamp_group(req->ev);
   }
   PostedSend s{rank_, tag, buf, bytes, req};
   Mailbox& box = *group_->mailboxes[std::size_t(dst)];
@@ -206,6 +207,7 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
     r.req->ev = Event{.begin_ns = tr->now_ns(), .bytes = r.bytes, .rank = me, .peer = src_g, .tag = r.tag,
                       .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
                       .kind = EventKind::recv, .flags = std::uint8_t(r.reduce ? kFlagReduce : 0)};
+    stamp_group(r.req->ev);
   }
   Request handle(r.req);
   Mailbox& box = *group_->mailboxes[std::size_t(rank_)];
@@ -264,7 +266,9 @@ std::unique_ptr<Comm> ThreadsComm::split(int color, int key) {
     if (!slot) slot = std::make_shared<Group>(group_->u, globals);
     g = slot;
   }
-  return std::make_unique<ThreadsComm>(g, new_rank);
+  auto sub = std::make_unique<ThreadsComm>(g, new_rank);
+  sub->mark_subgroup();
+  return sub;
 }
 
 }  // namespace dtl::threads
