@@ -4,7 +4,7 @@
 
 namespace dtl {
 
-StepGate::StepGate(int n) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0) {}
+StepGate::StepGate(int n, Unit unit) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0), unit_(unit) {}
 
 bool StepGate::quiet_locked() const {
   for (std::size_t r = 0; r < blocked_.size(); ++r)

@@ -8,6 +8,14 @@
 // its own thread. So the order of transfers — and every picture drawn from it — is the
 // same on every run. The terminal step-through (`dtlab run ... --step`) and the
 // visualizer are both controllers of this one gate.
+//
+// Labs built on library collectives (DDP) step by collective instead (Unit::collectives):
+// the members of a group meet at the collective's launch and wait there, blocked, until
+// the controller releases it; then all launch it and go on computing while it runs on
+// their comm streams, so a stepped run overlaps communication with backward exactly as a
+// free one does. Point-to-point transfers then move at once. (So a launch blocks until
+// the whole group has reached it: a program whose peer needs a message this rank posts
+// only after an async collective would wait here; no current lab does.)
 #pragma once
 
 #include <condition_variable>
@@ -21,11 +29,13 @@ namespace dtl {
 
 class StepGate {
  public:
-  explicit StepGate(int world_size);
+  enum class Unit { transfers, collectives };  // what one release lets move
+  explicit StepGate(int world_size, Unit unit = Unit::transfers);
+  Unit unit() const { return unit_; }
 
   // ---- rank side (called by the threads backend) ----
-  // Queues a matched transfer. Returns false when the gate is running freely: the
-  // caller then moves the data itself, at once.
+  // Queues a matched transfer (or a collective all members have reached). Returns false
+  // when the gate is running freely: the caller then moves the data itself, at once.
   bool submit(std::uint64_t key, std::function<void()> transfer);
   void block(int rank);    // the rank is about to sleep on a request that is not done
   void unblock(int rank);  // the rank can run again (called by whoever completed its request)
@@ -52,6 +62,7 @@ class StepGate {
   std::multimap<std::uint64_t, std::function<void()>> ready_;  // by key: smallest first
   bool free_running_ = false;
   bool aborted_ = false;
+  Unit unit_;
 };
 
 }  // namespace dtl

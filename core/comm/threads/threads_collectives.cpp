@@ -105,8 +105,10 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
                  "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
                      " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
-  auto req = std::make_shared<ThreadRequest>(
-      u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");
+  const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
+  if (StepGate* gate = u.gate(); gate && gate->unit() == StepGate::Unit::collectives)
+    await_release(*gate, seq, what + ", waiting for the step gate)");
+  auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;
   Trace* tr = u.trace();
   Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name) : std::uint16_t(0), .kind = EventKind::collective,
@@ -138,6 +140,32 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
     req->complete(error, t1);
   });
   return Request(req);
+}
+
+void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::string& what) {
+  Group& g = *group_;
+  bool last = false;
+  {
+    std::lock_guard lock(g.gate_mu);
+    last = ++g.gate_arrived[seq] == int(g.members.size());
+    if (last) g.gate_arrived.erase(seq);
+  }
+  if (last) {  // the whole group is here: the collective is ready to move
+    auto release = [gp = group_, seq] {
+      {
+        std::lock_guard lock(gp->gate_mu);
+        gp->gate_released = std::max(gp->gate_released, seq + 1);
+      }
+      for (int m : gp->members) gp->u.wake(m);
+    };
+    // Smallest key first: the group with the lowest first member, then the earliest.
+    const std::uint64_t key = (std::uint64_t(g.members.front()) << 32) | (seq & 0xffffffffu);
+    if (!gate.submit(key, release)) release();  // running freely
+  }
+  group_->u.wait_until(global_rank(), Role::main, [&g, seq] {
+    std::lock_guard lock(g.gate_mu);
+    return g.gate_released > seq;
+  }, what);
 }
 
 Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
