@@ -18,11 +18,14 @@
 // only after an async collective would wait here; no current lab does.)
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace dtl {
@@ -52,9 +55,16 @@ class StepGate {
   void release_all();   // stop gating: move what waits and let the run go at full speed
   void abort();         // drop what waits; wait_quiet returns `aborted` from now on
   bool controller_waiting() const;  // ranks wait on the controller (the watchdog pauses)
+  // The times the whole world sat waiting for the controller (quiet, a step ready, not yet
+  // released): a person's thinking time, which a timeline of the run cuts out.
+  using TimePoint = std::chrono::steady_clock::time_point;
+  std::vector<std::pair<TimePoint, TimePoint>> controller_waits() const;
+  std::size_t controller_wait_count() const;  // cheap: whether there are new ones
 
  private:
   bool quiet_locked() const;
+  void note_waiting_locked();  // the world may just have started waiting for the controller
+  void end_waiting_locked();
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<char> blocked_;   // per rank: asleep on a request not yet done
@@ -63,6 +73,8 @@ class StepGate {
   bool free_running_ = false;
   bool aborted_ = false;
   Unit unit_;
+  std::optional<TimePoint> waiting_since_;
+  std::vector<std::pair<TimePoint, TimePoint>> waits_;
 };
 
 }  // namespace dtl
