@@ -242,6 +242,10 @@ TEST(DdpTrace, PerLayerSpansBucketStepsFormulaAndNoEmptyRank) {
     if (d.label(e.label) == "all_reduce" && e.bytes > 64) ++buckets, bucket_bytes.insert(e.bytes);
   }
   EXPECT_EQ(buckets, 2 * 3);
+  std::set<int> training_steps;  // a collective takes the step of its rank's compute before it
+  for (const Event& e : x.steps())
+    if (d.label(e.label) == "all_reduce" && e.bytes > 64) training_steps.insert(e.step);
+  EXPECT_EQ(training_steps, (std::set<int>{0, 1}));
   EXPECT_EQ(bucket_bytes.size(), 3u);
   // The formula: 16 B per parameter of the default MLP (64-256-256-256-64 with biases).
   const double params = 64 * 256 + 256 + 2 * (256 * 256 + 256) + 256 * 64 + 64;
@@ -293,4 +297,49 @@ TEST(EventGroup, AxisAndGroupRankSurviveJsonAndBinaryAndAreChecked) {
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("group axis"), std::string::npos) << err.what();
   }
+}
+
+TEST(TimeCuts, LeaveTheLearnersWaitsOutOfTheAxis) {
+  const TimeCuts cuts({{100, 1100}, {1500, 3500}, {1000, 1200}});  // the first two overlap: merged
+  ASSERT_EQ(cuts.ranges().size(), 2u);
+  EXPECT_EQ(cuts.ranges()[0].end, 1200);
+  EXPECT_DOUBLE_EQ(cuts.compress(50), 50);
+  EXPECT_DOUBLE_EQ(cuts.compress(600), 100);    // inside a cut: at its break
+  EXPECT_DOUBLE_EQ(cuts.compress(1300), 200);   // 1300 - 1100 cut before it
+  EXPECT_DOUBLE_EQ(cuts.compress(4000), 900);   // 4000 - 1100 - 2000
+  for (double t : {0.0, 50.0, 1300.0, 1499.0, 3600.0, 9000.0}) EXPECT_DOUBLE_EQ(cuts.expand(cuts.compress(t)), t) << t;
+  EXPECT_DOUBLE_EQ(cuts.expand(100), 100);  // a break maps to its cut's start
+  EXPECT_DOUBLE_EQ(cuts.compress(1200), 100);  // (and so does its end)
+
+  // An axis over [0, 3600] real ns, 500 without the waits, on 500 px: a pixel per run ns.
+  TimeAxis axis{0, 3600, 0, 500, &cuts};
+  EXPECT_FLOAT_EQ(axis.to_x(1300), 200);
+  EXPECT_FLOAT_EQ(axis.to_x(3600), 500);
+  EXPECT_DOUBLE_EQ(axis.to_t(200), 1300);
+  axis.zoom(2, 250);  // around compressed 250 (real 1350): 125..375 compressed
+  EXPECT_DOUBLE_EQ(axis.compress(axis.t0), 125);
+  EXPECT_DOUBLE_EQ(axis.compress(axis.t1), 375);
+}
+
+TEST(TimeCuts, ACollectiveStillRunningWhenTheWorldWentQuietIsNotCut) {
+  TraceData d;
+  d.ranks = 2;
+  d.events = {span(EventKind::collective, 0, 900, 1300), span(EventKind::compute, 1, 0, 5000)};
+  const TimeCuts cuts = learner_wait_cuts(d, {{1000, 2000}, {3000, 4000}});
+  ASSERT_EQ(cuts.ranges().size(), 2u);
+  EXPECT_EQ(cuts.ranges()[0].begin, 1300);  // the all-reduce ran to 1300: the cut starts there
+  EXPECT_EQ(cuts.ranges()[1].begin, 3000);  // compute spans (a backward waiting at the gate) do not hold it
+}
+
+TEST(Lanes, ALayersSpanGoesOnTheLaneUnderItsBackward) {
+  TraceData d;
+  d.ranks = 1;
+  d.labels = {"", "backward", "backward 1", "backward 0", "phase"};
+  d.events = {span(EventKind::phase, 0, 0, 100, 4), span(EventKind::compute, 0, 10, 90, 1),
+              span(EventKind::compute, 0, 10, 40, 2), span(EventKind::compute, 0, 50, 80, 3)};
+  const std::vector<Track> tracks = layout_tracks(d);
+  ASSERT_EQ(tracks.size(), 2u);  // the phase and backward on lane 0 (a phase is a container), the layers under
+  EXPECT_EQ(tracks[0].events.size(), 2u);
+  EXPECT_EQ(tracks[1].events.size(), 2u);
+  EXPECT_EQ(d.label(d.events[tracks[1].events[0]].label), "backward 1");
 }

@@ -1,6 +1,7 @@
 #include "viz/model/trace_index.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace dtl::viz {
 
@@ -8,8 +9,14 @@ int chunk_grid(const TraceData& d) { return std::max(1, d.meta_int("chunks", d.r
 
 std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
   std::vector<Event> out;
-  for (const Event& e : events)
-    if (e.kind == EventKind::collective && (e.group_rank >= 0 ? e.group_rank == 0 : e.rank == 0)) out.push_back(e);
+  std::unordered_map<int, int> last_step;  // per rank: the step of its latest compute span so far
+  for (const Event& e : events) {  // sorted by begin
+    if (e.kind == EventKind::compute && e.step >= 0) last_step[e.rank] = e.step;
+    if (e.kind != EventKind::collective || (e.group_rank >= 0 ? e.group_rank != 0 : e.rank != 0)) continue;
+    out.push_back(e);
+    if (out.back().step < 0)
+      if (auto it = last_step.find(e.rank); it != last_step.end()) out.back().step = it->second;
+  }
   std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
     return a.end_ns != b.end_ns ? a.end_ns < b.end_ns : a.rank < b.rank;
   });

@@ -19,10 +19,6 @@ namespace dtl::viz {
 // all-reduces). The lab says which (LabInfo::faults_count), as its live step gate does.
 enum class StepUnit { transfers, collectives };
 
-struct TimeRange {
-  std::int64_t begin = 0, end = 0;
-};
-
 struct TraceIndex {
   std::vector<Event> transfers;  // receives, in landing order
   std::vector<Event> collectives;  // one per collective of a group, in finishing order (StepUnit::collectives only)
@@ -41,7 +37,9 @@ struct TraceIndex {
 int chunk_grid(const TraceData& d);
 
 // One event per collective of a group: the one its first member recorded (group rank 0,
-// or world rank 0 for the world's), ordered by when it finished (then by rank).
+// or world rank 0 for the world's), ordered by when it finished (then by rank). A
+// collective carries no step of its own: it gets the step of its rank's latest compute
+// span before it (the training step it belongs to), so "step phase" can jump by step.
 std::vector<Event> collectives_in_order(const std::vector<Event>& events);
 
 // The span of every phase labelled kReferencePhaseLabel, or nothing.
