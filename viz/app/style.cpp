@@ -50,7 +50,7 @@ std::string human_bytes(double b) {
 }
 
 std::int64_t Frame::cursor_time() const {
-  const auto& tr = session.transfers();
+  const auto& tr = session.steps();
   if (cursor == 0 || tr.empty()) return session.data().t_begin;
   return tr[std::min(cursor, tr.size()) - 1].end_ns;
 }
