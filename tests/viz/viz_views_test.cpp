@@ -261,9 +261,11 @@ TEST(DdpTrace, PerLayerSpansBucketStepsFormulaAndNoEmptyRank) {
   const auto first_bucket = std::find_if(x.steps().begin(), x.steps().end(),
                                          [&](const Event& e) { return d.label(e.label) == "all_reduce" && e.bytes > 64; });
   ASSERT_NE(first_bucket, x.steps().end());
-  const MemoryPicture at = memory_at(d, first_bucket->end_ns);
-  for (int r = 0; r < 4; ++r)
-    EXPECT_EQ(at.now[std::size_t(r)].bytes[std::size_t(MemTag::param)], std::uint64_t(4 * params)) << "rank " << r;
+  for (const std::int64_t t : {x.steps().front().begin_ns, first_bucket->end_ns}) {  // cursor 0 (as step 1 begins), and later
+    const MemoryPicture at = memory_at(d, t);
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(at.now[std::size_t(r)].bytes[std::size_t(MemTag::param)], std::uint64_t(4 * params)) << "rank " << r << " at " << t;
+  }
 }
 
 TEST(EventGroup, AxisAndGroupRankSurviveJsonAndBinaryAndAreChecked) {

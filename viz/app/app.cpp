@@ -83,7 +83,7 @@ void App::Advance(float dt) {
     if (c.cursor < available || session->can_advance()) StepOne();
     else if (session->finished()) c.playing = false;
   }
-  if (c.cursor > available && !session->live()) c.cursor = available;
+  if (c.cursor > available && (!session->live() || session->finished())) c.cursor = available;
 }
 
 // Keyboard: space play/pause, right step, shift+right phase, left back, +/- speed, home restart.

@@ -74,22 +74,30 @@ float label_width(const std::string& text) { return ImGui::CalcTextSize(text.c_s
 
 void App::DrawRunChoices() {
   RunChoices& r = choices;
+  auto label = [](const char* name) {  // the name before its field, so each value reads after its name
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(name);
+    ImGui::SameLine(0, 4);
+  };
+  label("next run: ranks");
   ImGui::SetNextItemWidth(90);
-  ImGui::SliderInt("ranks", &r.ranks, 1, 16);
+  ImGui::SliderInt("##ranks", &r.ranks, 1, 16);
   if (r.has_bytes) {
     same_line_if_room(70 + label_width("bytes"));
+    label("bytes");
     ImGui::SetNextItemWidth(70);
-    ImGui::InputText("bytes", r.bytes, sizeof r.bytes);
+    ImGui::InputText("##bytes", r.bytes, sizeof r.bytes);
   }
   for (RunChoices::Field& f : r.fields) {
     same_line_if_room((f.choices.empty() ? 60 : 100) + label_width(f.name));
     ImGui::PushID(f.name.c_str());
+    label(f.name.c_str());
     if (f.choices.empty()) {
       ImGui::SetNextItemWidth(60);
-      ImGui::InputText(f.name.c_str(), f.text, sizeof f.text);
+      ImGui::InputText("##value", f.text, sizeof f.text);
     } else {
       ImGui::SetNextItemWidth(100);
-      if (ImGui::BeginCombo(f.name.c_str(), f.choices[std::size_t(f.choice)].c_str())) {
+      if (ImGui::BeginCombo("##value", f.choices[std::size_t(f.choice)].c_str())) {
         for (std::size_t i = 0; i < f.choices.size(); ++i)
           if (ImGui::Selectable(f.choices[i].c_str(), int(i) == f.choice)) f.choice = int(i);
         ImGui::EndCombo();

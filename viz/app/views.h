@@ -19,7 +19,7 @@ struct Frame {
   const Session& session;
   std::size_t cursor = 0;  // steps applied so far (transfers, or collectives: Session::unit)
   float anim = 1;          // 0..1: how far the step `cursor - 1` has travelled
-  std::int64_t cursor_time() const;  // when step cursor-1 landed (start of trace if none)
+  std::int64_t cursor_time() const;  // when step cursor-1 landed (cursor 0: when the first began)
 };
 
 // Colors shared by the views and their legends.
