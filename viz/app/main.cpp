@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -221,6 +222,7 @@ void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
     last = now;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (!a.screenshot.empty()) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no tooltip where Xvfb left the pointer
     ImGui::NewFrame();
     app.Frame(a.screenshot.empty() ? dt : 0.0f);
     ImGui::Render();

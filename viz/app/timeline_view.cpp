@@ -135,11 +135,10 @@ void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
     dl->AddLine(ImVec2(x, top.y + line + 6), ImVec2(x, top.y + height), IM_COL32(255, 255, 255, 18));
     dl->AddText(ImVec2(x - ImGui::CalcTextSize(t.label.c_str()).x / 2, top.y), IM_COL32(200, 200, 210, 255), t.label.c_str());
   }
-  if (axis.cuts) DrawBreaks(top, height);
 }
 
 // Each wait for the learner, cut out of the picture: a dashed line where it was.
-void TimelineView::DrawBreaks(ImVec2 top, float height) {
+void TimelineView::DrawBreaks(ImVec2 top, float height, bool hovered) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImGuiIO& io = ImGui::GetIO();
   const auto& cuts = axis.cuts->ranges();
@@ -150,8 +149,10 @@ void TimelineView::DrawBreaks(ImVec2 top, float height) {
     if (x - last < 4) continue;  // one line per few pixels
     last = x;
     for (float y = top.y; y < top.y + height; y += 8) dl->AddLine(ImVec2(x, y), ImVec2(x, y + 4), IM_COL32(170, 170, 190, 110));
-    if (std::fabs(io.MousePos.x - x) < 3 && io.MousePos.y >= top.y && io.MousePos.y < top.y + height)
-      ImGui::SetTooltip("the run waited %.2f s here for you to step (cut out of the time axis)", double(it->end - it->begin) / 1e9);
+    if (hovered && std::fabs(io.MousePos.x - x) < 3) {
+      const double waited = double(it->end - it->begin);
+      ImGui::SetTooltip("the run waited %s here for you to step (cut out of the time axis)", format_duration(waited, waited / 100, waited).c_str());
+    }
   }
 }
 
@@ -233,6 +234,7 @@ void TimelineView::Draw(const Frame& f) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
   DrawAxis(f, top, height);
+  if (axis.cuts) DrawBreaks(top, height, hovered);
   const float axis_h = ImGui::GetTextLineHeight() + 10;
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step

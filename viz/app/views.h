@@ -56,7 +56,7 @@ struct TimelineView final : Panel {
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
   void DrawAxis(const Frame& f, ImVec2 top, float height);
-  void DrawBreaks(ImVec2 top, float height);
+  void DrawBreaks(ImVec2 top, float height, bool hovered);
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
   void ColorLabels(const TraceData& d);
   ImU32 span_color(const Event& e) const;
