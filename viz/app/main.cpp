@@ -113,9 +113,11 @@ CLI::Validator size_in(std::uint64_t lo, std::uint64_t hi) {
 void add_lab_options(CLI::App& cli, Args& a) {
   std::map<std::string, std::string> help;  // option → "lab: help" of every lab declaring it
   for (const dtl::LabInfo& lab : dtl::lab_registry())
-    for (const dtl::OptionSpec& spec : lab.options)
+    for (const dtl::OptionSpec& spec : lab.options) {
+      const auto live = lab.live_options.find(spec.name);  // what a live run here starts from instead
       help[spec.name] += (help[spec.name].empty() ? "" : "; ") + lab.name + ": " + spec.help + ", " + spec.describe_valid() +
-                         " (default " + spec.default_value + ")";
+                         " (default " + (live == lab.live_options.end() ? spec.default_value : live->second + " here") + ")";
+    }
   for (const auto& [name, text] : help)
     cli.add_option_function<std::string>("--" + name, [&a, name = name](const std::string& v) { a.lab_options[name] = v; }, text);
 }
