@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/memory/memory.h"
 #include "labs/options.h"
 #include "labs/report.h"
+#include "labs/view_kind.h"
 
 namespace dtl {
 
@@ -68,11 +70,18 @@ struct LabInfo {
   // Chunk grid the step-through draws (0: no chunk picture).
   std::function<int(const LabConfig&)> chunk_grid;
   // What --inject-fault/--inject-hang RANK:STEP count: the rank's sends (labs built from
-  // point-to-point messages), or its library collectives (DDP: its all-reduces).
+  // point-to-point messages), or its library collectives (DDP: its all-reduces). It is
+  // also what one step of a live run in dtlab-viz moves (StepGate::Unit).
   FaultPlan::Counted faults_count = FaultPlan::Counted::sends;
   // The lab computes while collectives run (DDP's backward): on thread ranks its rank
   // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
   bool overlaps_compute = false;
+  // Its views in dtlab-viz, the main one first (labs/view_kind.h).
+  std::vector<ViewKind> views = {ViewKind::timeline, ViewKind::memory, ViewKind::report};
+  // Option values a live, stepped run in dtlab-viz starts from where the command line
+  // gives none, so the run's structure shows at a size one can step through (DDP: buckets
+  // small enough that the default model has several). `dtlab run` ignores them.
+  std::map<std::string, std::string> live_options;
 
   bool uses(RunOption o) const;
 };

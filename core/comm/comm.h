@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/comm/dtype.h"
+#include "core/trace/event.h"
 
 namespace dtl {
 
@@ -122,6 +123,26 @@ class Comm {
   // Ranks passing the same color form a group, ordered by (key, rank). A negative
   // color joins no group and gets nullptr. Collective over this Comm.
   virtual std::unique_ptr<Comm> split(int color, int key) = 0;
+
+  // The parallelism axis this group stands for (Topology names its dp, tp and pp groups).
+  // Events a sub-communicator records carry its axis and the rank within it.
+  void set_group_axis(GroupAxis axis) { axis_ = axis; }
+  GroupAxis group_axis() const { return axis_; }
+  bool is_subgroup() const { return subgroup_; }
+
+ protected:
+  // Backends call this on every event they record: a sub-communicator's events say
+  // which group they belong to; the world's keep axis none and group_rank -1.
+  void stamp_group(Event& e) const {
+    if (!subgroup_) return;
+    e.axis = axis_;
+    e.group_rank = std::int16_t(rank());
+  }
+  void mark_subgroup() { subgroup_ = true; }  // on what split() returns
+
+ private:
+  GroupAxis axis_ = GroupAxis::none;
+  bool subgroup_ = false;
 };
 
 }  // namespace dtl

@@ -20,6 +20,9 @@ Topology::Topology(Comm& world, GridShape shape) : world_(world), shape_(shape) 
   dp_ = world.split(coord_.pp * shape.tp + coord_.tp, coord_.dp);
   tp_ = world.split(coord_.pp * shape.dp + coord_.dp, coord_.tp);
   pp_ = world.split(coord_.dp * shape.tp + coord_.tp, coord_.pp);
+  dp_->set_group_axis(GroupAxis::dp);  // so their events say which axis they belong to
+  tp_->set_group_axis(GroupAxis::tp);
+  pp_->set_group_axis(GroupAxis::pp);
 }
 
 int Topology::next_stage_world_rank() const {

@@ -20,7 +20,8 @@ namespace lim = trace_limits;
 
 constexpr char kMagic[8] = {'D', 'T', 'L', 'T', 'R', 'A', 'C', 'E'};
 // 2: the header carries the JSON's ContentStamp (version 1 companions are rebuilt).
-constexpr std::uint32_t kVersion = 2;
+// 3: Event's last three bytes are its group (axis, rank within it), no longer padding.
+constexpr std::uint32_t kVersion = 3;
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
@@ -150,6 +151,8 @@ const char* event_problem(const Event& e, int world_size, std::size_t labels) {
   if (e.label >= labels) return "its label is not in the label table";
   if (e.bytes > lim::kMaxEventBytes) return "its byte count is beyond the limit of 2^50";
   if (e.chunk < -1 || e.chunk > lim::kMaxChunks || e.chunk_count < 0) return "its chunk or chunk count is outside 0..32767";
+  if (std::uint8_t(e.axis) >= kNumGroupAxes) return "its group axis is unknown";
+  if (e.group_rank < -1 || e.group_rank >= world_size) return "its rank within its group is outside the world";
   return nullptr;
 }
 

@@ -154,6 +154,8 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
         if (e.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(e.micro_batch);
         if (e.flags & kFlagReduce) args += ",\"reduce\":1";
         if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);
+        if (e.axis != GroupAxis::none) args += ",\"axis\":\"" + std::string(group_axis_name(e.axis)) + "\"";
+        if (e.group_rank >= 0) args += ",\"group_rank\":" + std::to_string(e.group_rank);
         emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" + escape(span_name(e, labels)) +
              "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
              ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + args + "}}");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace dtl {
 
@@ -28,6 +29,13 @@ enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, oth
 inline constexpr int kNumMemTags = 6;
 const char* mem_tag_name(MemTag t);
 
+// The parallelism axis of the group an event's communicator belongs to (Topology names
+// its dp, tp and pp groups), so timelines can group lanes by axis. none: the world, or a
+// sub-communicator no Topology named.
+enum class GroupAxis : std::uint8_t { none, dp, tp, pp };
+inline constexpr int kNumGroupAxes = 4;
+const char* group_axis_name(GroupAxis a);  // "none", "dp", "tp", "pp"
+
 // Flags on a transfer.
 enum EventFlags : std::uint8_t {
   kFlagReduce = 1,  // the receiver combined the data into its buffer (recv_reduce)
@@ -49,10 +57,13 @@ struct Event {
   EventKind kind = EventKind::mark;
   std::uint8_t stream = kStreamMain;
   std::uint8_t flags = 0;
-  std::uint8_t reserved = 0;
-  std::uint16_t padding = 0;  // named, so every byte is defined: a .dtlt stores Events raw
+  GroupAxis axis = GroupAxis::none;  // of the communicator that recorded it
+  std::int16_t group_rank = -1;      // rank within that sub-communicator (-1: the world, or no communicator)
+  // No padding: every byte is a named field, so a .dtlt that stores Events raw is defined.
 };
 static_assert(sizeof(Event) == 64, "Event stays one cache line");
+static_assert(std::is_trivially_copyable_v<Event> && std::has_unique_object_representations_v<Event>,
+              "Event is POD with no padding bytes");
 
 // Bytes currently allocated on one rank, by tag, updated from its alloc/free events: what
 // the trace writer's counters and the memory view both show.

@@ -4,7 +4,7 @@
 
 namespace dtl {
 
-StepGate::StepGate(int n) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0) {}
+StepGate::StepGate(int n, Unit unit) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0), unit_(unit) {}
 
 bool StepGate::quiet_locked() const {
   for (std::size_t r = 0; r < blocked_.size(); ++r)
@@ -12,10 +12,20 @@ bool StepGate::quiet_locked() const {
   return true;
 }
 
+void StepGate::note_waiting_locked() {
+  if (!waiting_since_ && !ready_.empty() && quiet_locked()) waiting_since_ = std::chrono::steady_clock::now();
+}
+
+void StepGate::end_waiting_locked() {
+  if (waiting_since_) waits_.push_back({*waiting_since_, std::chrono::steady_clock::now()});
+  waiting_since_.reset();
+}
+
 bool StepGate::submit(std::uint64_t key, std::function<void()> transfer) {
   std::lock_guard lock(mu_);
   if (free_running_ || aborted_) return false;
   ready_.emplace(key, std::move(transfer));
+  note_waiting_locked();
   cv_.notify_all();
   return true;
 }
@@ -23,6 +33,7 @@ bool StepGate::submit(std::uint64_t key, std::function<void()> transfer) {
 void StepGate::block(int rank) {
   std::lock_guard lock(mu_);
   blocked_[std::size_t(rank)] = 1;
+  note_waiting_locked();
   cv_.notify_all();
 }
 
@@ -34,6 +45,7 @@ void StepGate::unblock(int rank) {
 void StepGate::finish(int rank) {
   std::lock_guard lock(mu_);
   finished_[std::size_t(rank)] = 1;
+  note_waiting_locked();
   cv_.notify_all();
 }
 
@@ -61,6 +73,7 @@ void StepGate::release_one() {
   {
     std::lock_guard lock(mu_);
     if (ready_.empty() || aborted_) return;
+    end_waiting_locked();
     transfer = std::move(ready_.begin()->second);
     ready_.erase(ready_.begin());
   }
@@ -72,6 +85,7 @@ void StepGate::release_all() {
   {
     std::lock_guard lock(mu_);
     free_running_ = true;
+    end_waiting_locked();
     waiting.swap(ready_);
   }
   for (auto& [key, transfer] : waiting) transfer();
@@ -82,6 +96,16 @@ void StepGate::abort() {
   aborted_ = true;
   ready_.clear();
   cv_.notify_all();
+}
+
+std::vector<std::pair<StepGate::TimePoint, StepGate::TimePoint>> StepGate::controller_waits() const {
+  std::lock_guard lock(mu_);
+  return waits_;
+}
+
+std::size_t StepGate::controller_wait_count() const {
+  std::lock_guard lock(mu_);
+  return waits_.size();
 }
 
 bool StepGate::controller_waiting() const {

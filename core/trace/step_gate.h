@@ -8,24 +8,37 @@
 // its own thread. So the order of transfers — and every picture drawn from it — is the
 // same on every run. The terminal step-through (`dtlab run ... --step`) and the
 // visualizer are both controllers of this one gate.
+//
+// Labs built on library collectives (DDP) step by collective instead (Unit::collectives):
+// the members of a group meet at the collective's launch and wait there, blocked, until
+// the controller releases it; then all launch it and go on computing while it runs on
+// their comm streams, so a stepped run overlaps communication with backward exactly as a
+// free one does. Point-to-point transfers then move at once. (So a launch blocks until
+// the whole group has reached it: a program whose peer needs a message this rank posts
+// only after an async collective would wait here; no current lab does.)
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace dtl {
 
 class StepGate {
  public:
-  explicit StepGate(int world_size);
+  enum class Unit { transfers, collectives };  // what one release lets move
+  explicit StepGate(int world_size, Unit unit = Unit::transfers);
+  Unit unit() const { return unit_; }
 
   // ---- rank side (called by the threads backend) ----
-  // Queues a matched transfer. Returns false when the gate is running freely: the
-  // caller then moves the data itself, at once.
+  // Queues a matched transfer (or a collective all members have reached). Returns false
+  // when the gate is running freely: the caller then moves the data itself, at once.
   bool submit(std::uint64_t key, std::function<void()> transfer);
   void block(int rank);    // the rank is about to sleep on a request that is not done
   void unblock(int rank);  // the rank can run again (called by whoever completed its request)
@@ -42,9 +55,16 @@ class StepGate {
   void release_all();   // stop gating: move what waits and let the run go at full speed
   void abort();         // drop what waits; wait_quiet returns `aborted` from now on
   bool controller_waiting() const;  // ranks wait on the controller (the watchdog pauses)
+  // The times the whole world sat waiting for the controller (quiet, a step ready, not yet
+  // released): a person's thinking time, which a timeline of the run cuts out.
+  using TimePoint = std::chrono::steady_clock::time_point;
+  std::vector<std::pair<TimePoint, TimePoint>> controller_waits() const;
+  std::size_t controller_wait_count() const;  // cheap: whether there are new ones
 
  private:
   bool quiet_locked() const;
+  void note_waiting_locked();  // the world may just have started waiting for the controller
+  void end_waiting_locked();
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<char> blocked_;   // per rank: asleep on a request not yet done
@@ -52,6 +72,9 @@ class StepGate {
   std::multimap<std::uint64_t, std::function<void()>> ready_;  // by key: smallest first
   bool free_running_ = false;
   bool aborted_ = false;
+  Unit unit_;
+  std::optional<TimePoint> waiting_since_;
+  std::vector<std::pair<TimePoint, TimePoint>> waits_;
 };
 
 }  // namespace dtl

@@ -22,6 +22,16 @@ const char* mem_tag_name(MemTag t) {
   return "?";
 }
 
+const char* group_axis_name(GroupAxis a) {
+  switch (a) {
+    case GroupAxis::none: return "none";
+    case GroupAxis::dp: return "dp";
+    case GroupAxis::tp: return "tp";
+    case GroupAxis::pp: return "pp";
+  }
+  return "?";
+}
+
 EventLog::EventLog() : blocks_(new std::atomic<Event*>[kMaxBlocks]) {
   for (std::size_t i = 0; i < kMaxBlocks; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
 }

@@ -86,6 +86,11 @@ class Trace {
   std::atomic<std::uint64_t> next_flow_{1};
 };
 
+// The label of the phase span in which a lab runs its single-rank reference (the check
+// that N ranks equal one): the visualizer hides that phase unless asked (it would fill
+// the timeline), so every lab marks it with this one name.
+inline constexpr const char* kReferencePhaseLabel = "1-rank reference";
+
 // RAII span on a rank's main stream: records a `phase` (or `compute`) event on destruction.
 class ScopedSpan {
  public:

@@ -307,6 +307,7 @@ LabInfo collectives_lab_info() {
        {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
+      FaultPlan::Counted::sends, false, {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
   };
 }
 

@@ -121,24 +121,22 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
   std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   float loss = 0;
+  LayerSpans layers(comm, tr.model.shape().layers, step);  // a span per layer inside forward and backward
   for (int mb = 0; mb < micro; ++mb) {
     const int r0 = first_row + mb * mrows;
     const float* y = nullptr;
     {
       ComputeSpan span(comm, cfg, "forward", step);  // compute spans on the main stream
-      y = tr.model.forward(data.x_row(r0), mrows);
+      y = tr.model.forward(data.x_row(r0), mrows, layers.forward_hooks(span));
     }
     loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
     kernels::scale(tr.scaler.scale() / float(micro), dy.data(), dy.size());
     ComputeSpan span(comm, cfg, "backward", step);
-    LayerHooks hooks;
+    std::function<void(int)> gradients_ready;  // (a straggler's gradients are late layer by layer: paced per layer)
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
-      hooks.after_backward = [&](int layer) {
-        span.pace();  // a straggler's gradients are late layer by layer
-        ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
-      };
-    tr.model.backward(dy.data(), mb > 0, hooks);
+      gradients_ready = [&](int layer) { ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending); };
+    tr.model.backward(dy.data(), mb > 0, layers.backward_hooks(span, gradients_ready));
   }
   return loss;
 }
@@ -282,9 +280,14 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
       variant == DdpVariant::all
           ? std::vector<DdpVariant>{DdpVariant::naive, DdpVariant::flat, DdpVariant::bucketed, DdpVariant::accumulate}
           : std::vector<DdpVariant>{variant};
+  if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
+    const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
+    comm.trace()->set_meta("predicted_bytes_per_rank", std::to_string(16.0 * psi));
+    comm.trace()->set_meta("predicted_bytes_formula", "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
+  }
   OneRankReference reference;
   if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("1-rank reference"));
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
     reference = single_rank_reference(data, s);
   }
   for (const DdpVariant v : variants) {

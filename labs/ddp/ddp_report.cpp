@@ -133,6 +133,8 @@ LabInfo ddp_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,  // DDP posts no sends: faults count its all-reduces
       /*overlaps_compute=*/true,
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
   };
 }
 

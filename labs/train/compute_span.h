@@ -10,6 +10,7 @@
 #include "core/comm/comm.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
+#include "labs/train/mlp.h"
 
 namespace dtl {
 
@@ -34,6 +35,48 @@ class ComputeSpan {
   double factor_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
   ScopedSpan span_;  // declared last: closes after the destructor's sleep, so the stretch is inside it
+};
+
+// Per-layer compute spans from the model's hooks ("forward 2", "backward 2"), nested in
+// the lab's forward/backward ComputeSpan, so a timeline shows each layer's work and what
+// the lab does between layers (DDP launches a bucket's all-reduce there). Each layer's
+// share of a straggler's stretch is paced inside its span.
+class LayerSpans {
+ public:
+  LayerSpans(Comm& comm, int layers, int step) : trace_(comm.trace()), rank_(comm.global_rank()), step_(step) {
+    if (!trace_) return;
+    for (int l = 0; l < layers; ++l) {
+      forward_.push_back(trace_->label("forward " + std::to_string(l)));
+      backward_.push_back(trace_->label("backward " + std::to_string(l)));
+    }
+  }
+  LayerHooks forward_hooks(ComputeSpan& span) { return hooks(span, forward_, {}); }
+  // `after(l)` runs once layer l's span has closed (its gradients are final).
+  LayerHooks backward_hooks(ComputeSpan& span, std::function<void(int)> after = {}) {
+    LayerHooks h = hooks(span, backward_, std::move(after));
+    std::swap(h.before_forward, h.before_backward);
+    std::swap(h.after_forward, h.after_backward);
+    return h;
+  }
+
+ private:
+  // Hooks in forward's slots: open a span before the layer, close it after.
+  LayerHooks hooks(ComputeSpan& span, const std::vector<std::uint16_t>& labels, std::function<void(int)> after) {
+    LayerHooks h;
+    h.before_forward = [this](int) { begin_ = trace_ ? trace_->now_ns() : 0; };
+    h.after_forward = [this, &span, &labels, after = std::move(after)](int l) {
+      span.pace();
+      if (trace_ && l >= 0 && std::size_t(l) < labels.size())
+        trace_->record(Event{.begin_ns = begin_, .end_ns = trace_->now_ns(), .rank = rank_, .step = step_,
+                             .label = labels[std::size_t(l)], .kind = EventKind::compute});
+      if (after) after(l);
+    };
+    return h;
+  }
+  Trace* trace_;
+  int rank_, step_;
+  std::int64_t begin_ = 0;
+  std::vector<std::uint16_t> forward_, backward_;
 };
 
 }  // namespace dtl

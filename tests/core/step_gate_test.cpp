@@ -63,3 +63,45 @@ TEST(StepGate, OneTransferPerStepInTheSameOrderEveryRun) {
     EXPECT_EQ(a.order.front(), "0->1:" + std::to_string(P - 1));  // rank 0 first sends chunk P-1
   }
 }
+
+// Stepping by collectives (DDP): every rank computes up to its next collective's launch and
+// waits there; one release launches one collective on every member, and the ranks compute
+// on while it runs (the launch is async), up to the next one.
+TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
+  constexpr int P = 4, kCollectives = 3;
+  Trace trace(P);
+  StepGate gate(P, StepGate::Unit::collectives);
+  ThreadsOptions opt;
+  opt.world_size = P;
+  opt.trace = &trace;
+  opt.gate = &gate;
+  const std::uint16_t work = trace.label("work");
+  RunResult result;
+  std::vector<std::vector<float>> sums(P, std::vector<float>(kCollectives));
+  std::thread runner([&] {
+    result = run_threads(opt, [&](Comm& c) {
+      std::vector<Request> pending;
+      std::vector<float>& v = sums[std::size_t(c.rank())];
+      for (int k = 0; k < kCollectives; ++k) {
+        { ScopedSpan span(c.trace(), c.rank(), EventKind::compute, work, k); v[std::size_t(k)] = float(c.rank() + k); }
+        pending.push_back(c.iall_reduce(&v[std::size_t(k)], &v[std::size_t(k)], 1, DType::f32, ReduceOp::sum));
+      }
+      for (Request& r : pending) r.wait();
+    });
+  });
+  int releases = 0;
+  while (gate.wait_quiet() == StepGate::State::transfer_waiting) {
+    // Before release k every rank has computed k+1 times: it waits at launch k.
+    std::vector<int> computed(P, 0);
+    for (const Event& e : trace.snapshot())
+      if (e.kind == EventKind::compute) computed[std::size_t(e.rank)]++;
+    for (int r = 0; r < P; ++r) EXPECT_EQ(computed[std::size_t(r)], releases + 1) << "rank " << r << ", release " << releases;
+    gate.release_one();
+    ++releases;
+  }
+  runner.join();
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_EQ(releases, kCollectives);
+  for (int r = 0; r < P; ++r)
+    for (int k = 0; k < kCollectives; ++k) EXPECT_EQ(sums[std::size_t(r)][std::size_t(k)], float(P * (P - 1) / 2 + P * k));
+}

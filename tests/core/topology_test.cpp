@@ -1,7 +1,10 @@
 // The dp × tp × pp grid: index math and the groups it builds.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/comm/topology.h"
+#include "core/trace/trace.h"
 #include "core/error.h"
 #include "tests/test_util.h"
 
@@ -57,4 +60,36 @@ TEST(TopologyGroups, WrongWorldSizeIsAUsageError) {
   const RunResult r = run_threads(opt, [](Comm& c) { Topology t(c, {2, 2, 2}); });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error.find("needs 8 ranks"), std::string::npos) << r.error;
+}
+
+// Events carry their group: a sub-communicator's events name its axis and the rank within
+// it (so timelines can group lanes by axis); the world's keep axis none and rank -1.
+TEST(TopologyGroups, EventsCarryTheirGroupAxisAndRank) {
+  const GridShape shape{2, 2, 1};
+  Trace trace(4);
+  test::run_ranks(4, [](Comm& c) {
+    Topology topo(c, {2, 2, 1});
+    double v = 1;
+    topo.dp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+    topo.tp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+    int token = c.rank();
+    if (topo.coord().tp == 0) topo.tp_group().send(&token, sizeof token, 1, 3);
+    else topo.tp_group().recv(&token, sizeof token, 0, 3);
+  }, &trace);
+  std::map<GroupAxis, int> collectives, transfers;
+  for (const Event& e : trace.snapshot()) {
+    if (e.kind != EventKind::collective && e.kind != EventKind::send && e.kind != EventKind::recv) continue;
+    (e.kind == EventKind::collective ? collectives : transfers)[e.axis]++;
+    const GridCoord at = grid_coord(shape, e.rank);
+    switch (e.axis) {
+      case GroupAxis::none: EXPECT_EQ(e.group_rank, -1) << "rank " << e.rank; break;  // the splits' all-gathers
+      case GroupAxis::dp: EXPECT_EQ(e.group_rank, at.dp) << "rank " << e.rank; break;
+      case GroupAxis::tp: EXPECT_EQ(e.group_rank, at.tp) << "rank " << e.rank; break;
+      case GroupAxis::pp: EXPECT_EQ(e.group_rank, at.pp) << "rank " << e.rank; break;
+    }
+  }
+  EXPECT_EQ(collectives[GroupAxis::dp], 4);  // one all-reduce per rank on each axis
+  EXPECT_EQ(collectives[GroupAxis::tp], 4);
+  EXPECT_EQ(collectives[GroupAxis::none], 3 * 4);  // Topology's three splits
+  EXPECT_EQ(transfers[GroupAxis::tp], 4);  // two sends, two receives
 }

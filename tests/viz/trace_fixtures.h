@@ -13,6 +13,8 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/lab.h"
+#include "viz/model/axes.h"
+#include "viz/model/memory_model.h"
 #include "viz/model/trace_index.h"
 
 namespace dtl::test {
@@ -87,8 +89,16 @@ inline std::string load_like_the_app(const std::string& path) {
   for (std::size_t i = 0; i < x.tracks.size() && i < 256; ++i) boxes += viz::visible_boxes(d, x.tracks[i], axis, 3).size();
   double idle = 0;
   for (int r = 0; r < d.ranks && r < 256; ++r) idle += x.busy.idle_fraction(r, d.t_begin, d.t_end + 1);
+  // What the DDP views add: steps by collective, the window without the reference phase,
+  // the memory picture with its formula, and both axes.
+  const std::size_t collectives = viz::collectives_in_order(d.events).size();
+  const viz::TimeRange shown = viz::shown_range(d, x, false);
+  const std::size_t ticks = viz::time_ticks(double(shown.begin), double(shown.end) + 1, double(shown.begin), 1000, 80).size();
+  const viz::MemoryPicture mem = viz::memory_at(d, d.t_end);
+  const std::size_t mem_ticks = viz::byte_scale(mem.largest(), 5).ticks.size();
   return "loaded " + std::to_string(d.events.size()) + " events, " + std::to_string(d.ranks) + " ranks, " +
-         std::to_string(n) + " transfers, " + std::to_string(boxes) + " boxes";
+         std::to_string(n) + " transfers, " + std::to_string(collectives) + " collectives, " + std::to_string(boxes) +
+         " boxes, " + std::to_string(ticks + mem_ticks) + " ticks";
 }
 
 }  // namespace dtl::test

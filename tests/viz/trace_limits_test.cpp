@@ -52,10 +52,10 @@ std::vector<Event> ring_receives(int P) {
 // compare padding bytes).
 std::string text(const Event& e) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "kind %d rank %d stream %d [%lld, %lld] bytes %llu flow %llu peer %d tag %d step %d chunk %d+%d mb %d label %d flags %d",
+  std::snprintf(buf, sizeof buf, "kind %d rank %d stream %d [%lld, %lld] bytes %llu flow %llu peer %d tag %d step %d chunk %d+%d mb %d label %d flags %d group %s/%d",
                 int(e.kind), e.rank, int(e.stream), static_cast<long long>(e.begin_ns), static_cast<long long>(e.end_ns),
                 static_cast<unsigned long long>(e.bytes), static_cast<unsigned long long>(e.flow_id), e.peer, e.tag, e.step, e.chunk,
-                int(e.chunk_count), int(e.micro_batch), int(e.label), int(e.flags));
+                int(e.chunk_count), int(e.micro_batch), int(e.label), int(e.flags), group_axis_name(e.axis), int(e.group_rank));
   return buf;
 }
 

@@ -37,10 +37,13 @@ TEST(VizCli, NumericOptionsOutOfRangeAreUsageErrorsNamingTheRange) {
     const char* option;
     const char* range;
   } cases[] = {
-      {"--width -5", "--width", "from 64 to 8192"},          {"--width=-5", "--width", "from 64 to 8192"},
-      {"--width 0", "--width", "from 64 to 8192"},           {"--width 99999999999", "--width", "from 64 to 8192"},
-      {"--width abc", "--width", "from 64 to 8192"},         {"--height -1", "--height", "from 64 to 8192"},
-      {"--height 100000", "--height", "from 64 to 8192"},    {"--ranks 0", "--ranks", "from 1 to 64"},
+      {"--window-width -5", "--window-width", "from 64 to 8192"},
+      {"--window-width=-5", "--window-width", "from 64 to 8192"},
+      {"--window-width 0", "--window-width", "from 64 to 8192"},
+      {"--window-width 99999999999", "--window-width", "from 64 to 8192"},
+      {"--window-width abc", "--window-width", "from 64 to 8192"},
+      {"--window-height -1", "--window-height", "from 64 to 8192"},
+      {"--window-height 100000", "--window-height", "from 64 to 8192"},    {"--ranks 0", "--ranks", "from 1 to 64"},
       {"-r 65", "--ranks", "from 1 to 64"},                  {"--ranks -3", "--ranks", "from 1 to 64"},
       {"--bytes 0", "--bytes", "from 4 to 16M"},             {"--bytes 1G", "--bytes", "from 4 to 16M"},
       {"--bytes -3", "--bytes", "from 4 to 16M"},            {"--bytes 12Q", "--bytes", "from 4 to 16M"},
@@ -59,7 +62,37 @@ TEST(VizCli, NumericOptionsOutOfRangeAreUsageErrorsNamingTheRange) {
 
 // Values inside the ranges pass the parser: what fails next is the missing trace (exit 1).
 TEST(VizCli, ValuesInsideTheRangesAreAccepted) {
-  const VizRun r = viz("/nonexistent/trace.json --width 64 --height 8192 --ranks 64 --bytes 16M --zoom 1 --at-step 0 --frames 1");
+  const VizRun r = viz("/nonexistent/trace.json --window-width 64 --window-height 8192 --ranks 64 --bytes 16M --zoom 1 --at-step 0 --frames 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("cannot open the trace"), std::string::npos) << r.output;
+}
+
+// Issue 13: a live run takes the lab's own options (LabInfo::options), no hard-coded
+// --algo: each lab refuses the others' options naming its own, and validates its values.
+TEST(VizCli, EachLabTakesItsOwnOptions) {
+  const struct {
+    const char* args;
+    const char* says;
+  } refused[] = {
+      {"--lab ddp --algo ring", "the ddp lab has no option --algo; its options are --variant, --bucket-mb"},
+      {"--lab ddp --bytes 1K", "the ddp lab has no option --bytes"},
+      {"--lab collectives --variant naive", "the collectives lab has no option --variant; its options are --bytes, --algo"},
+      {"--lab collectives --width 32", "the window's size is --window-width"},
+      {"--lab ddp --variant teleport", "--variant"},
+      {"--lab ddp --width 0", "--width"},
+      {"--lab ddp --ranks 2 --batch 8 --view ring", "the ddp lab has no ring view; its views are timeline, memory, report"},
+      {"/nonexistent/trace.json --width 1280", "a trace replays as it was recorded; the window's size is --window-width"},
+  };
+  for (const auto& c : refused) {
+    const VizRun r = viz(c.args);
+    EXPECT_EQ(r.code, 2) << "dtlab-viz " << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << "dtlab-viz " << c.args << "\n" << r.output;
+  }
+  // Accepted: what fails next is the missing display (exit 1), after the run has started.
+  for (const char* ok : {"--lab ddp --ranks 2 --variant naive --width 32 --depth 3 --batch 8 --steps 2",
+                         "--lab collectives --algo tree --op max --bytes 64 --ranks 3"}) {
+    const VizRun r = viz(ok);
+    EXPECT_EQ(r.code, 1) << "dtlab-viz " << ok << "\n" << r.output;
+    EXPECT_NE(r.output.find("no display"), std::string::npos) << "dtlab-viz " << ok << "\n" << r.output;
+  }
 }

@@ -29,8 +29,9 @@ int run_bench(const std::string& path) {
   int w = 0, h = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
   App app;
-  app.session = std::move(session);
-  app.controls.cursor = app.session->transfers().size() / 2;
+  app.Open(std::move(session));
+  app.controls.cursor = app.session->steps().size() / 2;
+  auto* timeline = dynamic_cast<TimelineView*>(app.panel(ViewKind::timeline));
   std::printf("%-22s %12s %12s\n", "visible window", "median ms", "p99 ms");
   const double span = double(d.t_end - d.t_begin);
   for (double fraction : {1.0, 0.1, 0.01, 0.001, 1e-5}) {
@@ -38,10 +39,11 @@ int run_bench(const std::string& path) {
     for (int i = 0; i < 60; ++i) {
       io.DeltaTime = 1.0f / 60;
       ImGui::NewFrame();
-      if (app.timeline.fitted) {  // keep the window centered at this zoom
+      if (timeline && timeline->fitted) {  // keep the window centered at this zoom
         const double mid = double(d.t_begin) + span / 2;
-        app.timeline.axis.t0 = mid - span * fraction / 2;
-        app.timeline.axis.t1 = mid + span * fraction / 2;
+        timeline->follow = false;
+        timeline->axis.t0 = mid - span * fraction / 2;
+        timeline->axis.t1 = mid + span * fraction / 2;
       }
       const auto f0 = Clock::now();
       app.Frame(0);

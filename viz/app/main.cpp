@@ -2,9 +2,11 @@
 //
 //   dtlab-viz ring.json                                           # replay any dtlab trace
 //   dtlab-viz --lab collectives --algo ring --ranks 4 --bytes 1K  # live, step by step
+//   dtlab-viz --lab ddp --ranks 4 --variant bucketed              # live DDP, one all-reduce a step
 //   xvfb-run -a dtlab-viz ring.json --screenshot out.png --at-step 5
 //   dtlab-viz --bench big.json                                    # load time and frame cost
 //
+// A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
 // Keys: space play/pause, right arrow step, shift+right step a phase, +/- speed, home restart.
 // A plain linear loop (the ImGui example's shape): poll, new frame, draw, render, swap.
 #include <GLFW/glfw3.h>
@@ -14,12 +16,15 @@
 #include <stb/stb_image_write.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <new>
 #include <thread>
 
@@ -31,7 +36,9 @@
 namespace {
 
 struct Args {
-  std::string trace_path, lab, algo = "ring", collective = "all_reduce", op = "sum", bytes = "1K";
+  std::string trace_path, lab, bytes = "1K";
+  std::map<std::string, std::string> lab_options;  // as typed; the lab validates them
+  bool bytes_given = false;
   int ranks = 4, frames = 3, width = 1600, height = 1000;
   long at_step = -1;
   std::string screenshot, bench, view;
@@ -102,35 +109,79 @@ CLI::Validator size_in(std::uint64_t lo, std::uint64_t hi) {
       "");
 }
 
+// Every lab's own options, each once (labs may share a name): the chosen lab checks them.
+void add_lab_options(CLI::App& cli, Args& a) {
+  std::map<std::string, std::string> help;  // option → "lab: help" of every lab declaring it
+  for (const dtl::LabInfo& lab : dtl::lab_registry())
+    for (const dtl::OptionSpec& spec : lab.options) {
+      const auto live = lab.live_options.find(spec.name);  // what a live run here starts from instead
+      help[spec.name] += (help[spec.name].empty() ? "" : "; ") + lab.name + ": " + spec.help + ", " + spec.describe_valid() +
+                         " (default " + (live == lab.live_options.end() ? spec.default_value : live->second + " here") + ")";
+    }
+  for (const auto& [name, text] : help)
+    cli.add_option_function<std::string>("--" + name, [&a, name = name](const std::string& v) { a.lab_options[name] = v; }, text);
+}
+
+std::string option_names(const dtl::LabInfo& lab) {
+  std::string all = lab.uses(dtl::RunOption::bytes) ? "--bytes" : "";
+  for (const dtl::OptionSpec& spec : lab.options) all += (all.empty() ? "--" : ", --") + spec.name;
+  return all.empty() ? "none" : all;
+}
+
+// "; the window's size is --window-width": for the names dtlab-viz once used for it.
+std::string window_hint(const std::string& option) {
+  return option == "width" || option == "height" ? "; the window's size is --window-width and --window-height" : "";
+}
+
 std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
-  if (!a.trace_path.empty()) return dtl::viz::Session::replay(a.trace_path);
+  if (!a.trace_path.empty()) {
+    if (!a.lab_options.empty())
+      throw dtl::UsageError("--" + a.lab_options.begin()->first + " is an option of a live run (--lab); a trace replays as it was recorded" +
+                            window_hint(a.lab_options.begin()->first));
+    return dtl::viz::Session::replay(a.trace_path);
+  }
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");
+  auto refuse = [&](const std::string& option) {
+    throw dtl::UsageError("the " + lab->name + " lab has no option --" + option + "; its options are " + option_names(*lab) +
+                          " (see 'dtlab run " + lab->name + " --help')" + window_hint(option));
+  };
+  for (const auto& [name, value] : a.lab_options)
+    if (std::none_of(lab->options.begin(), lab->options.end(), [&](const dtl::OptionSpec& s) { return s.name == name; }))
+      refuse(name);
+  if (a.bytes_given && !lab->uses(dtl::RunOption::bytes)) refuse("bytes");
   dtl::LabConfig cfg;  // --ranks and --bytes were range-checked while parsing
   cfg.ranks = a.ranks;
   cfg.bytes = dtl::parse_size(a.bytes, "--bytes");
-  dtl::require_memory(4.0 * double(cfg.ranks) * double(cfg.bytes), "--ranks and --bytes");  // the lab's few buffers per rank
-  cfg.options = {{"algo", a.algo}, {"collective", a.collective}, {"op", a.op}};
+  if (lab->uses(dtl::RunOption::bytes))  // the lab's few buffers per rank (others check their own memory)
+    dtl::require_memory(4.0 * double(cfg.ranks) * double(cfg.bytes), "--ranks and --bytes");
+  cfg.options = dtl::LabOptions(a.lab_options);
   return dtl::viz::Session::live(*lab, cfg);
 }
 
-// --at-step K: move the cursor to transfer K (a live run is released that far first).
+// --view NAME must be one of the lab's views.
+void check_view(const dtl::viz::Session& s, const std::string& view) {
+  if (view.empty()) return;
+  for (dtl::ViewKind v : s.views())
+    if (dtl::view_kind_name(v) == view) return;
+  throw dtl::UsageError("the " + s.lab_name() + " lab has no " + view + " view; its views are " + dtl::viz::view_names(s.views()));
+}
+
+// --at-step K: move the cursor to step K (a live run is released that far first).
 void go_to_step(dtl::viz::App& app, long k) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (app.session->live() && long(app.session->transfers().size()) < k && !app.session->finished() &&
+  while (app.session->live() && long(app.session->steps().size()) < k && !app.session->finished() &&
          std::chrono::steady_clock::now() < deadline) {
     app.session->advance_one();
     app.session->refresh();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  app.controls.cursor = std::size_t(std::min<long>(k, long(app.session->transfers().size())));
+  app.controls.cursor = std::size_t(std::min<long>(k, long(app.session->steps().size())));
   app.controls.anim = 1;
 }
 
-int run(const Args& a) {
-  if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
-  auto session = open_session(a);  // errors in the trace surface before any window opens
-
+// The window and ImGui on it (GLFW + OpenGL 3.3); throws when there is no display.
+GLFWwindow* open_window(const Args& a) {
   glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "GLFW error %d: %s\n", code, text); });
   if (!glfwInit())
     throw dtl::Error("no display to open a window on; run under 'xvfb-run -a', or step in the terminal with "
@@ -151,17 +202,19 @@ int run(const Args& a) {
   ImGui::StyleColorsDark();
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
+  return window;
+}
 
-  dtl::viz::App app;
-  app.session = std::move(session);
-  app.controls.ranks = a.ranks;
-  app.solo_view = a.view;
-  app.timeline.start_zoom = a.zoom;
-  std::snprintf(app.controls.bytes, sizeof app.controls.bytes, "%s", a.bytes.c_str());
-  for (int i = 0; i < 4; ++i)
-    if (a.algo == std::array<const char*, 4>{"naive", "ring", "tree", "rhd"}[std::size_t(i)]) app.controls.algo = i;
-  if (a.at_step >= 0) go_to_step(app, a.at_step);
+void close_window(GLFWwindow* window) {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+}
 
+// The plain loop: poll, new frame, draw, render, swap (or, with --screenshot, save and stop).
+void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
   int frame = 0;
   auto last = std::chrono::steady_clock::now();
   while (!glfwWindowShouldClose(window)) {
@@ -171,6 +224,7 @@ int run(const Args& a) {
     last = now;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (!a.screenshot.empty()) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no tooltip where Xvfb left the pointer
     ImGui::NewFrame();
     app.Frame(a.screenshot.empty() ? dt : 0.0f);
     ImGui::Render();
@@ -187,12 +241,21 @@ int run(const Args& a) {
     }
     glfwSwapBuffers(window);
   }
-  app.session.reset();
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
+}
+
+int run(const Args& a) {
+  if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
+  auto session = open_session(a);  // errors in the trace surface before any window opens
+  check_view(*session, a.view);
+  GLFWwindow* window = open_window(a);
+  dtl::viz::App app;
+  app.settings.zoom = a.zoom;
+  app.solo_view = a.view;
+  app.Open(std::move(session));
+  if (a.at_step >= 0) go_to_step(app, a.at_step);
+  main_loop(window, app, a);
+  app.session.reset();  // finishes a live run before the window goes
+  close_window(window);
   return 0;
 }
 
@@ -202,27 +265,31 @@ int main(int argc, char** argv) {
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
   Args a;
   cli.add_option("trace", a.trace_path, "A trace written by dtlab run ... --trace FILE");
-  cli.add_option("--lab", a.lab, "Run this lab live instead (default collectives)");
-  cli.add_option("--algo", a.algo, "naive ring tree rhd")->check(CLI::IsMember({"naive", "ring", "tree", "rhd"}))->capture_default_str();
-  cli.add_option("--collective", a.collective, "all_reduce reduce_scatter all_gather broadcast")->capture_default_str();
-  cli.add_option("--op", a.op, "sum avg max min")->capture_default_str();
+  cli.add_option("--lab", a.lab, "Run this lab live instead (default collectives); its own options follow");
   cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(whole_number_in(1, kMaxLiveRanks))->capture_default_str();
-  cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run (K/M = 1024-based)")
+  cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run, for labs that read it (K/M = 1024-based)")
       ->check(size_in(4, kMaxLiveBytes))
       ->capture_default_str();
   cli.add_option("--screenshot", a.screenshot, "Render, save this PNG, and exit");
   cli.add_option("--frames", a.frames, "Frames to render before the screenshot")
       ->check(whole_number_in(1, kMaxFrames))
       ->capture_default_str();
-  cli.add_option("--at-step", a.at_step, "Show the state after this many transfers")->check(whole_number_in(0, kMaxStep));
-  cli.add_option("--width", a.width, "Window width")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
-  cli.add_option("--height", a.height, "Window height")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
-  cli.add_option("--view", a.view, "Show one view filling the window: ring timeline memory report")
-      ->check(CLI::IsMember({"ring", "timeline", "memory", "report"}));
+  cli.add_option("--at-step", a.at_step, "Show the state after this many steps (transfers, or collectives for DDP)")
+      ->check(whole_number_in(0, kMaxStep));
+  // (--width is the DDP lab's MLP width: the window's size has its own names)
+  cli.add_option("--window-width", a.width, "Window width")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
+  cli.add_option("--window-height", a.height, "Window height")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
+  const std::vector<dtl::ViewKind> all_views(std::begin(dtl::kAllViewKinds), std::end(dtl::kAllViewKinds));
+  std::vector<std::string> view_names;
+  for (dtl::ViewKind v : all_views) view_names.emplace_back(dtl::view_kind_name(v));
+  cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
+      ->check(CLI::IsMember(view_names));
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
+  add_lab_options(cli, a);
   try {
     cli.parse(argc, argv);
+    a.bytes_given = cli.get_option("--bytes")->count() > 0;
     return run(a);
   } catch (const CLI::CallForHelp&) {
     return cli.exit(CLI::CallForHelp());

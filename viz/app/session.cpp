@@ -4,18 +4,37 @@
 
 namespace dtl::viz {
 
+namespace {
+// Labs built on library collectives step by collective (LabInfo::faults_count says which).
+StepUnit unit_of(const LabInfo* lab) {
+  return lab && lab->faults_count == FaultPlan::Counted::collectives ? StepUnit::collectives : StepUnit::transfers;
+}
+}  // namespace
+
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
-  s->index_ = index_trace(s->data_);
+  if (auto it = s->data_.meta.find("lab"); it != s->data_.meta.end()) s->lab_ = find_lab(it->second);
+  s->unit_ = unit_of(s->lab_);
+  s->index_ = index_trace(s->data_, s->unit_);
   return s;
+}
+
+std::vector<ViewKind> Session::views() const {
+  if (lab_) return lab_->views;
+  if (!index_.transfers.empty()) return {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline};
+  return {ViewKind::timeline, ViewKind::memory, ViewKind::report};
 }
 
 std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   std::unique_ptr<Session> s(new Session());
   s->lab_ = &lab;
+  s->unit_ = unit_of(&lab);
+  s->index_.unit = s->unit_;
+  for (const auto& [name, value] : lab.live_options)  // what a stepped run starts from, unless given
+    if (!cfg.options.has(name)) cfg.options.set(name, value);
   s->cfg_ = with_defaults(lab, std::move(cfg));
-  s->cfg_.iters = 0;  // one traced run: every transfer is a step
+  s->cfg_.iters = 0;  // one traced run: every transfer (or collective) is a step
   s->cfg_.warmup = 0;
   s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
   Trace& trace = *s->trace_;
@@ -23,13 +42,15 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   for (const auto& [k, v] : s->cfg_.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(s->cfg_.bytes));
   trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
-  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks);
+  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
+                                                                                         : StepGate::Unit::transfers);
   Session* self = s.get();
   s->runner_ = std::thread([self] {
     ThreadsOptions opt;
     opt.world_size = self->cfg_.ranks;
     opt.trace = self->trace_.get();
     opt.gate = self->gate_.get();
+    opt.compute_nice = self->lab_->overlaps_compute ? 10 : 0;  // as dtlab run: collectives get the cores when ready
     Report report;
     const RunResult r = run_threads(opt, [&](Comm& c) {
       Report mine = self->lab_->run(c, self->cfg_);
@@ -60,10 +81,24 @@ void Session::refresh() {
     std::lock_guard lock(mu_);
     if (!report_json_.empty()) trace_->set_meta("report", report_json_);
   }
-  if (n == seen_events_ && data_.meta.count("report") == trace_->meta().count("report")) return;
-  seen_events_ = n;
-  data_ = from_trace(*trace_);
-  index_ = index_trace(data_);
+  const std::size_t n_waits = gate_->controller_wait_count();
+  if (n == seen_events_ && n_waits == seen_waits_ && data_.meta.count("report") == trace_->meta().count("report")) return;
+  if (n != seen_events_ || data_.meta.count("report") != trace_->meta().count("report")) {
+    seen_events_ = n;
+    data_ = from_trace(*trace_);
+    index_ = index_trace(data_, unit_);
+  }
+  const auto waits = gate_->controller_waits();
+  seen_waits_ = waits.size();
+  std::vector<TimeRange> ranges;  // on the trace's clock
+  const std::int64_t epoch = trace_->epoch_steady_ns();
+  for (const auto& [from, to] : waits) {
+    auto ns = [&](StepGate::TimePoint tp) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count() - epoch;
+    };
+    ranges.push_back({ns(from), ns(to)});
+  }
+  cuts_ = learner_wait_cuts(data_, std::move(ranges));
 }
 
 bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }
@@ -83,7 +118,7 @@ std::string Session::status() const {
   std::lock_guard lock(const_cast<std::mutex&>(mu_));
   if (done_) return error_.empty() ? "finished" : "failed: " + error_;
   switch (gate_->poll()) {
-    case StepGate::Poll::transfer_waiting: return "waiting for you: the next transfer is ready";
+    case StepGate::Poll::transfer_waiting: return std::string("waiting for you: the next ") + step_name() + " is ready";
     case StepGate::Poll::all_finished: return "finishing";
     case StepGate::Poll::aborted: return "aborted";
     default: return "running";

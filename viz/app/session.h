@@ -24,16 +24,27 @@ class Session {
 
   bool live() const { return gate_ != nullptr; }
   const TraceData& data() const { return data_; }
+  const TraceIndex& index() const { return index_; }
+  // What the learner steps through (the cursor counts these): transfers, or collectives.
+  const std::vector<Event>& steps() const { return index_.steps(); }
+  StepUnit unit() const { return index_.unit; }
+  const char* step_name() const { return unit() == StepUnit::transfers ? "transfer" : "collective"; }
+  // The lab's views (LabInfo::views); a trace of a lab this build lacks gets the ring when it
+  // holds transfers, and the timeline, memory and report.
+  std::vector<ViewKind> views() const;
+  const LabInfo* lab() const { return lab_; }  // replay: the lab the trace names, if known
   const std::vector<Event>& transfers() const { return index_.transfers; }  // receives, in landing order
   const std::vector<Track>& tracks() const { return index_.tracks; }
   const ChunkTimeline& chunk_timeline() const { return index_.chunk_timeline; }
   const BusyIndex& busy() const { return index_.busy; }
+  // Live: the waits for the learner between steps, which the timeline leaves out.
+  const TimeCuts& cuts() const { return cuts_; }
   const std::vector<Edge>& edges() const { return index_.edges; }
   int chunks() const { return chunk_grid(data_); }
 
   void refresh();           // live: take what was recorded since the last frame
-  bool can_advance() const;  // live: a transfer waits at the gate
-  void advance_one();        // live: let the next transfer move
+  bool can_advance() const;  // live: a step (transfer or collective) waits at the gate
+  void advance_one();        // live: let the next one move
   bool finished() const;
   std::string status() const;  // one line for the controls bar
   const LabConfig& config() const { return cfg_; }
@@ -43,10 +54,13 @@ class Session {
   Session() = default;
   TraceData data_;
   TraceIndex index_;  // derived from data_
-  std::size_t seen_events_ = 0;
+  TimeCuts cuts_;
+  std::size_t seen_events_ = 0, seen_waits_ = 0;
+
+  const LabInfo* lab_ = nullptr;  // live: the lab running; replay: the lab the trace names
+  StepUnit unit_ = StepUnit::transfers;
 
   // live only
-  const LabInfo* lab_ = nullptr;
   LabConfig cfg_;
   std::unique_ptr<Trace> trace_;
   std::unique_ptr<StepGate> gate_;

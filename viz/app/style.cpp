@@ -50,8 +50,9 @@ std::string human_bytes(double b) {
 }
 
 std::int64_t Frame::cursor_time() const {
-  const auto& tr = session.transfers();
-  if (cursor == 0 || tr.empty()) return session.data().t_begin;
+  const auto& tr = session.steps();
+  if (tr.empty()) return session.data().t_begin;
+  if (cursor == 0) return tr.front().begin_ns;  // before the first step: as it begins (buffers allocated)
   return tr[std::min(cursor, tr.size()) - 1].end_ns;
 }
 

@@ -1,17 +1,23 @@
-// Timeline view (the Tracy model): a track per rank, stream and lane; spans colored by
-// kind; runs narrower than a few pixels folded into one box that says how many events it
-// holds; arrows from each send to its receive; idle gaps hatched; wheel to zoom, drag to
-// pan, hover for details. Cost follows pixels: see visible_boxes() in viz/model/layout.
+// Timeline view (the Tracy model): a track per rank, stream and lane under a time axis;
+// spans colored by kind (compute by what it is: forward, backward, optimizer), a layer's
+// span on the lane under its forward or backward; runs narrower than a few pixels folded into one
+// box that says how many events it holds; arrows from each send to its receive; idle gaps
+// hatched; wheel to zoom, drag to pan, hover for details. The 1-rank reference phase is
+// hidden unless asked for. Cost follows pixels: see visible_boxes() in viz/model/layout.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "viz/app/views.h"
+#include "viz/model/axes.h"
 
 namespace dtl::viz {
 
 namespace {
 
-constexpr float kLabelWidth = 118, kRowHeight = 18, kMinBoxPx = 3;
+constexpr float kLabelWidth = 118, kRowHeight = 18, kMinBoxPx = 3, kMinTickPx = 90;
 
 const char* kind_text(EventKind k) {
   switch (k) {
@@ -24,6 +30,10 @@ const char* kind_text(EventKind k) {
   }
 }
 
+// Compute spans by their label's first word: the lab's forward, backward and optimizer.
+const ImU32 kForward = IM_COL32(110, 195, 105, 255), kBackward = IM_COL32(40, 125, 80, 255),
+            kOptimizer = IM_COL32(190, 170, 60, 255);
+
 void tooltip(const TraceData& d, const DrawBox& box) {
   ImGui::BeginTooltip();
   const Event& e = d.events[box.event];
@@ -35,6 +45,7 @@ void tooltip(const TraceData& d, const DrawBox& box) {
     ImGui::Text("rank %d, %.3f us", e.rank, double(e.end_ns - e.begin_ns) / 1e3);
     if (e.bytes) ImGui::Text("%llu bytes", static_cast<unsigned long long>(e.bytes));
     if (e.peer >= 0) ImGui::Text("%s rank %d, tag %d", e.kind == EventKind::send ? "to" : "from", e.peer, e.tag);
+    if (e.axis != GroupAxis::none || e.group_rank >= 0) ImGui::Text("%s group, rank %d in it", group_axis_name(e.axis), e.group_rank);
     if (e.step >= 0) ImGui::Text("step %d", e.step);
     if (e.chunk >= 0) ImGui::Text("chunk %d (x%d)%s", e.chunk, e.chunk_count, (e.flags & kFlagReduce) ? ", reduced" : "");
     if (e.micro_batch >= 0) ImGui::Text("micro-batch %d", e.micro_batch);
@@ -42,24 +53,53 @@ void tooltip(const TraceData& d, const DrawBox& box) {
   ImGui::EndTooltip();
 }
 
+ImU32 dimmed(ImU32 c) { return (c & 0x00ffffffu) | (IM_COL32(0, 0, 0, 80) & 0xff000000u); }
+
 }  // namespace
 
-void TimelineView::Draw(const Frame& f) {
-  const TraceData& d = f.session.data();
-  const auto& tracks = f.session.tracks();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float width = std::max(50.0f, avail.x - kLabelWidth);
-  if (!fitted && d.t_end > d.t_begin) {
-    const double pad = double(d.t_end - d.t_begin) * 0.02;
-    axis = {double(d.t_begin) - pad, double(d.t_end) + pad, origin.x + kLabelWidth, width};
-    if (start_zoom > 1) axis.zoom(start_zoom, axis.to_x(double(f.cursor_time())));
-    fitted = true;
+void TimelineView::ColorLabels(const TraceData& d) {
+  if (label_colors.size() == d.labels.size()) return;  // once per label table, not per box
+  label_colors.assign(d.labels.size(), kind_color(EventKind::compute));
+  training_labels = false;
+  for (std::size_t i = 0; i < d.labels.size(); ++i) {
+    const std::string& l = d.labels[i];
+    if (l.rfind("forward", 0) == 0) label_colors[i] = kForward;
+    else if (l.rfind("backward", 0) == 0) label_colors[i] = kBackward;
+    else if (l.rfind("optimizer", 0) == 0) label_colors[i] = kOptimizer;
+    training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
   }
-  axis.x0 = origin.x + kLabelWidth;
-  axis.width = width;
+}
 
-  // Legend and the measured idle fraction of every rank.
+ImU32 TimelineView::span_color(const Event& e) const {
+  if (e.kind != EventKind::compute) return kind_color(e.kind);
+  return e.label < label_colors.size() ? label_colors[e.label] : kind_color(e.kind);
+}
+
+void TimelineView::Fit(const Frame& f, float x0, float width) {
+  const TraceData& d = f.session.data();
+  axis.x0 = x0;
+  axis.width = width;
+  axis.cuts = f.session.cuts().empty() ? nullptr : &f.session.cuts();  // the session's: set every frame
+  if ((fitted && !follow) || d.t_end <= d.t_begin) return;
+  const TimeRange r = shown_range(d, f.session.index(), show_reference);
+  const double b = axis.compress(double(r.begin)), e = axis.compress(double(r.end)), pad = (e - b) * 0.02 + 1;
+  axis.t0 = axis.expand(b - pad);
+  axis.t1 = axis.expand(e + pad);
+  if (!fitted && start_zoom > 1) {
+    axis.zoom(start_zoom, axis.to_x(double(f.cursor_time())));
+    follow = false;
+  }
+  fitted = true;
+}
+
+// Legend, toggles and the measured idle fraction of every rank.
+void TimelineView::DrawHeader(const Frame& f) {
+  const TraceData& d = f.session.data();
+  if (training_labels) {
+    legend_swatch(kForward, "forward");
+    legend_swatch(kBackward, "backward");
+    legend_swatch(kOptimizer, "optimizer");
+  }
   legend_swatch(kind_color(EventKind::compute), "compute");
   legend_swatch(kind_color(EventKind::send), "send");
   legend_swatch(kind_color(EventKind::recv), "recv");
@@ -67,42 +107,85 @@ void TimelineView::Draw(const Frame& f) {
   legend_swatch(kind_color(EventKind::phase), "phase");
   legend_swatch(IM_COL32(200, 70, 70, 90), "idle");
   ImGui::Checkbox("arrows", &show_flows);
+  if (f.session.index().reference) {
+    ImGui::SameLine();
+    if (ImGui::Checkbox("1-rank reference", &show_reference)) follow = true;  // refit with or without it
+  }
   double idle_sum = 0;
   for (int r = 0; r < d.ranks; ++r) idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
-  ImGui::Text("idle (no compute or communication) in view, mean over ranks: %.1f%%   |   %.3f ms shown   |   wheel: zoom, drag: pan",
-              d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, (axis.t1 - axis.t0) / 1e6);
+  const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
+  ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s%s  |  wheel: zoom, drag: pan",
+              d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
+              f.session.index().reference ? "the run's start, after the 1-rank reference" : "the trace's start",
+              axis.cuts ? "; waits for you to step cut out (dashed)" : "");
+}
 
-  const ImVec2 top = ImGui::GetCursorScreenPos();
-  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y));
-  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height));
-  const bool hovered = ImGui::IsItemHovered();
-  ImGuiIO& io = ImGui::GetIO();
-  if (hovered && io.MouseWheel != 0) axis.zoom(std::pow(1.25, io.MouseWheel), io.MousePos.x);
-  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) axis.pan(io.MouseDelta.x);
-
+// The time axis: ticks labelled from the run's start (after any reference phase), and
+// faint grid lines down through the lanes.
+void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
+  const TraceData& d = f.session.data();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
+  const double origin = axis.compress(double(shown_range(d, f.session.index(), false).begin));
+  const float line = ImGui::GetTextLineHeight();
+  dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3), IM_COL32(150, 150, 160, 200));
+  // Ticks count the run's own time: the picture's (compressed) time, waits left out.
+  for (const Tick& t : time_ticks(axis.compress(axis.t0), axis.compress(axis.t1), origin, axis.width, kMinTickPx)) {
+    const float x = axis.from_compressed(t.value);
+    dl->AddLine(ImVec2(x, top.y + line), ImVec2(x, top.y + line + 6), IM_COL32(200, 200, 210, 255));
+    dl->AddLine(ImVec2(x, top.y + line + 6), ImVec2(x, top.y + height), IM_COL32(255, 255, 255, 18));
+    dl->AddText(ImVec2(x - ImGui::CalcTextSize(t.label.c_str()).x / 2, top.y), IM_COL32(200, 200, 210, 255), t.label.c_str());
+  }
+}
+
+// Each wait for the learner, cut out of the picture: a dashed line where it was.
+void TimelineView::DrawBreaks(ImVec2 top, float height, bool hovered) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImGuiIO& io = ImGui::GetIO();
+  const auto& cuts = axis.cuts->ranges();
+  auto it = std::upper_bound(cuts.begin(), cuts.end(), axis.t0, [](double t, const TimeRange& c) { return t < double(c.end); });
+  float last = -1e9f;
+  for (; it != cuts.end() && double(it->begin) <= axis.t1; ++it) {
+    const float x = axis.to_x(double(it->begin));
+    if (x - last < 4) continue;  // one line per few pixels
+    last = x;
+    for (float y = top.y; y < top.y + height; y += 8) dl->AddLine(ImVec2(x, y), ImVec2(x, y + 4), IM_COL32(170, 170, 190, 110));
+    if (hovered && std::fabs(io.MousePos.x - x) < 3) {
+      const double waited = double(it->end - it->begin);
+      ImGui::SetTooltip("the run waited %s here for you to step (cut out of the time axis)", format_duration(waited, waited / 100, waited).c_str());
+    }
+  }
+}
+
+void TimelineView::DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered) {
+  const TraceData& d = f.session.data();
+  const auto& tracks = f.session.tracks();
+  const ImGuiIO& io = ImGui::GetIO();
+  const std::int64_t now = f.cursor_time();
+  const bool dim_future = !f.session.live() && f.cursor < f.session.steps().size();  // replay: what is still to come
+  ImDrawList* dl = ImGui::GetWindowDrawList();
   std::unordered_map<std::uint64_t, ImVec2> send_at;  // flow id → where its send starts
   std::vector<std::pair<std::uint64_t, ImVec2>> recv_at;
   for (std::size_t i = 0; i < tracks.size(); ++i) {
     const Track& tr = tracks[i];
     const float y = top.y + float(i) * kRowHeight;
-    if (y > top.y + height) break;
-    if (i % 2 == 0) dl->AddRectFilled(ImVec2(top.x, y), ImVec2(top.x + avail.x, y + kRowHeight), IM_COL32(255, 255, 255, 10));
+    if (y > top.y + size.y) break;
+    if (i % 2 == 0) dl->AddRectFilled(ImVec2(top.x, y), ImVec2(top.x + size.x, y + kRowHeight), IM_COL32(255, 255, 255, 10));
     char name[64];
     std::snprintf(name, sizeof name, "rank %d %s%s", tr.rank, tr.stream == kStreamMain ? "main" : "comm",
                   tr.lane ? (" #" + std::to_string(tr.lane + 1)).c_str() : "");
     dl->AddText(ImVec2(top.x + 4, y + 2), IM_COL32(220, 220, 225, 255), name);
-    const std::vector<DrawBox> boxes = visible_boxes(d, tr, axis, kMinBoxPx);
     float last_x = axis.x0;
-    for (const DrawBox& box : boxes) {
+    for (const DrawBox& box : visible_boxes(d, tr, axis, kMinBoxPx)) {
       const Event& e = d.events[box.event];
       // Idle: a gap on a rank's first main lane with nothing running (phases are containers).
       if (tr.stream == kStreamMain && tr.lane == 0 && e.kind != EventKind::phase && box.x0 - last_x > 2)
         dl->AddRectFilled(ImVec2(last_x, y + 3), ImVec2(box.x0, y + kRowHeight - 3), IM_COL32(200, 70, 70, 60));
       if (e.kind != EventKind::phase) last_x = std::max(last_x, box.x1);
-      const ImU32 col = box.count > 1 ? IM_COL32(140, 140, 150, 255) : kind_color(e.kind);
-      dl->AddRectFilled(ImVec2(box.x0, y + 2), ImVec2(std::max(box.x1, box.x0 + 1), y + kRowHeight - 2), col, 2.0f);
+      ImU32 col = box.count > 1 ? IM_COL32(140, 140, 150, 255) : span_color(e);
+      if (dim_future && e.begin_ns > now) col = dimmed(col);
+      const ImVec2 a(box.x0, y + 2), b(std::max(box.x1, box.x0 + 1), y + kRowHeight - 2);
+      dl->AddRectFilled(a, b, col, 2.0f);
+      if (box.x1 - box.x0 > 5) dl->AddRect(a, b, IM_COL32(10, 10, 14, 160), 2.0f);  // neighbouring layers stay apart
       if (box.x1 - box.x0 > 40) {
         char text[64];
         if (box.count > 1) std::snprintf(text, sizeof text, "%u events", box.count);
@@ -126,8 +209,36 @@ void TimelineView::Draw(const Frame& f) {
     dl->AddLine(it->second, to, IM_COL32(230, 230, 240, 110), 1.0f);
     dl->AddTriangleFilled(ImVec2(to.x, to.y), ImVec2(to.x - 5, to.y - 3), ImVec2(to.x - 5, to.y + 3), IM_COL32(230, 230, 240, 160));
   }
+}
+
+void TimelineView::Draw(const Frame& f) {
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  Fit(f, origin.x + kLabelWidth, std::max(50.0f, avail.x - kLabelWidth));
+  ColorLabels(f.session.data());
+  DrawHeader(f);
+
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y));
+  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height));
+  const bool hovered = ImGui::IsItemHovered();
+  ImGuiIO& io = ImGui::GetIO();
+  if (hovered && io.MouseWheel != 0) {
+    axis.zoom(std::pow(1.25, io.MouseWheel), io.MousePos.x);
+    follow = false;
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+    axis.pan(io.MouseDelta.x);
+    follow = false;
+  }
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
+  DrawAxis(f, top, height);
+  if (axis.cuts) DrawBreaks(top, height, hovered);
+  const float axis_h = ImGui::GetTextLineHeight() + 10;
+  DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step
-  dl->AddLine(ImVec2(cx, top.y), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);
+  dl->AddLine(ImVec2(cx, top.y + axis_h), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);
   dl->PopClipRect();
 }
 

@@ -1,11 +1,14 @@
 // The views of dtlab-viz. Each is a small struct with Draw(); what they hold are view
 // settings (zoom, toggles), never lab state: everything drawn comes from the Session.
+// Which views a lab shows is its LabInfo::views; viz/app/panels.cpp maps each kind to
+// its panel, so a new view is its file, an enum value and one registry line.
 #pragma once
 
 #include <imgui.h>
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "viz/app/session.h"
 
@@ -14,9 +17,9 @@ namespace dtl::viz {
 // What every view needs this frame.
 struct Frame {
   const Session& session;
-  std::size_t cursor = 0;  // transfers applied so far (the step the learner is at)
-  float anim = 1;          // 0..1: how far the transfer `cursor - 1` has travelled
-  std::int64_t cursor_time() const;  // when transfer cursor-1 landed (start of trace if none)
+  std::size_t cursor = 0;  // steps applied so far (transfers, or collectives: Session::unit)
+  float anim = 1;          // 0..1: how far the step `cursor - 1` has travelled
+  std::int64_t cursor_time() const;  // when step cursor-1 landed (cursor 0: when the first began)
 };
 
 // Colors shared by the views and their legends.
@@ -26,24 +29,58 @@ ImU32 contribution_color(int count, int ranks);  // light (own data) → dark (a
 void legend_swatch(ImU32 color, const char* text);
 std::string human_bytes(double bytes);  // "1.5 KiB"
 
-struct RingView {
-  void Draw(const Frame& f);
+// A panel: one view, drawn into the space it is given.
+struct Panel {
+  virtual ~Panel() = default;
+  virtual void Draw(const Frame& f) = 0;
+  virtual void Restart() {}  // the run starts over (the timeline fits the new one)
 };
 
-struct TimelineView {
-  TimeAxis axis;        // the visible window (zoom and pan are view settings)
-  bool fitted = false;  // fit the whole trace on the first frame...
-  float start_zoom = 1;  // ...then zoom this much closer around the cursor (--zoom)
+struct RingView final : Panel {
+  void Draw(const Frame& f) override;
+};
+
+struct TimelineView final : Panel {
+  TimeAxis axis;          // the visible window (zoom and pan are view settings)
+  bool fitted = false;    // fit the run on the first frame...
+  bool follow = true;     // ...and keep fitting a growing live run until the user zooms or pans
+  float start_zoom = 1;   // then zoom this much closer around the cursor (--zoom)
   bool show_flows = true;
-  void Draw(const Frame& f);
+  bool show_reference = false;  // the 1-rank reference phase (hidden: it would fill the timeline)
+  std::vector<ImU32> label_colors;  // per label id: compute spans colored by what they are
+  bool training_labels = false;     // some are forward, backward or optimizer
+  void Draw(const Frame& f) override;
+  void Restart() override { fitted = false, follow = true, label_colors.clear(); }
+
+ private:
+  void Fit(const Frame& f, float x0, float width);
+  void DrawHeader(const Frame& f);
+  void DrawAxis(const Frame& f, ImVec2 top, float height);
+  void DrawBreaks(ImVec2 top, float height, bool hovered);
+  void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
+  void ColorLabels(const TraceData& d);
+  ImU32 span_color(const Event& e) const;
 };
 
-struct MemoryView {
-  void Draw(const Frame& f);
+struct MemoryView final : Panel {
+  void Draw(const Frame& f) override;
 };
 
-struct ReportView {
-  void Draw(const Frame& f);
+struct ReportView final : Panel {
+  void Draw(const Frame& f) override;
 };
+
+// The registry of view kinds → panels (viz/app/panels.cpp).
+struct PanelSettings {
+  float zoom = 1;  // --zoom: the timeline's start zoom
+};
+struct PanelKind {
+  ViewKind kind;
+  const char* title;  // the panel's heading
+  std::unique_ptr<Panel> (*make)(const PanelSettings&);
+};
+const std::vector<PanelKind>& panel_registry();
+const PanelKind* find_panel(ViewKind kind);  // nullptr: no panel draws this kind yet
+std::string view_names(const std::vector<ViewKind>& views);  // "timeline, memory, report"
 
 }  // namespace dtl::viz

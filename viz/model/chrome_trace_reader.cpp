@@ -76,6 +76,17 @@ std::int64_t arg_int(object args, const char* key, std::int64_t fallback, std::i
   return std::int64_t(d);
 }
 
+// Optional "axis": the group's parallelism axis (dp, tp, pp); missing → none.
+GroupAxis axis_of(object args, std::uint64_t index) {
+  std::string_view name;
+  element v;
+  if (args["axis"].get(v)) return GroupAxis::none;
+  if (v.get(name)) bad(index, "'axis' is not a string");
+  for (int a = 0; a < kNumGroupAxes; ++a)
+    if (name == group_axis_name(GroupAxis(a))) return GroupAxis(a);
+  bad(index, "unknown group axis '" + printable(name) + "' (allowed: none, dp, tp, pp)");
+}
+
 int rank_of(element pid_el, std::uint64_t index) {
   const double pid = number(pid_el, index, "pid");
   if (!(pid >= 0 && pid < double(lim::kMaxRanks)) || pid != std::floor(pid))
@@ -169,6 +180,8 @@ void Collector::span(object e, int rank, std::uint64_t index) {
     ev.micro_batch = std::int16_t(arg_int(args, "micro_batch", -1, -1, 32767, index));
     ev.flow_id = std::uint64_t(arg_int(args, "flow", 0, 0, INT64_MAX, index));
     ev.flags = arg_int(args, "reduce", 0, 0, 1, index) ? kFlagReduce : 0;
+    ev.axis = axis_of(args, index);
+    ev.group_rank = std::int16_t(arg_int(args, "group_rank", -1, -1, lim::kMaxRanks - 1, index));
   }
   t.events.push_back(ev);
   max_rank = std::max<std::int64_t>(max_rank, ev.peer);  // a peer is a rank of the world too

@@ -21,19 +21,108 @@ std::vector<Vec2> ring_positions(int ranks, Vec2 center, float radius) {
   return p;
 }
 
+TimeCuts::TimeCuts(std::vector<TimeRange> cuts) {
+  std::sort(cuts.begin(), cuts.end(), [](const TimeRange& a, const TimeRange& b) { return a.begin < b.begin; });
+  for (const TimeRange& c : cuts) {
+    if (c.end <= c.begin) continue;
+    if (!cuts_.empty() && c.begin <= cuts_.back().end) cuts_.back().end = std::max(cuts_.back().end, c.end);
+    else cuts_.push_back(c);
+  }
+  double total = 0;
+  for (const TimeRange& c : cuts_) {
+    before_.push_back(total);
+    total += double(c.end - c.begin);
+  }
+}
+
+double TimeCuts::compress(double t) const {
+  // The last cut starting at or before t.
+  const auto it = std::upper_bound(cuts_.begin(), cuts_.end(), t, [](double v, const TimeRange& c) { return v < double(c.begin); });
+  if (it == cuts_.begin()) return t;
+  const std::size_t i = std::size_t(it - cuts_.begin()) - 1;
+  if (t < double(cuts_[i].end)) return double(cuts_[i].begin) - before_[i];  // inside the cut: its break
+  return t - before_[i] - double(cuts_[i].end - cuts_[i].begin);
+}
+
+double TimeCuts::expand(double c) const {
+  // The last cut whose compressed position (its begin less the cut time before it) is below c.
+  std::size_t lo = 0, hi = cuts_.size();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (double(cuts_[mid].begin) - before_[mid] < c) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return c;
+  return c + before_[lo - 1] + double(cuts_[lo - 1].end - cuts_[lo - 1].begin);
+}
+
+TimeCuts learner_wait_cuts(const TraceData& t, std::vector<TimeRange> waits) {
+  // Library collectives by begin, with the running max of their ends.
+  std::vector<std::pair<std::int64_t, std::int64_t>> running;
+  for (const Event& e : t.events)
+    if (e.kind == EventKind::collective) running.push_back({e.begin_ns, e.end_ns});
+  std::sort(running.begin(), running.end());
+  for (std::size_t i = 1; i < running.size(); ++i) running[i].second = std::max(running[i].second, running[i - 1].second);
+  for (TimeRange& w : waits) {
+    const auto it = std::upper_bound(running.begin(), running.end(), std::make_pair(w.begin, INT64_MAX));
+    if (it != running.begin()) w.begin = std::min(w.end, std::max(w.begin, std::prev(it)->second));
+  }
+  return TimeCuts(std::move(waits));
+}
+
+float TimeAxis::from_compressed(double c) const {
+  const double a = compress(t0), span = std::max(1e-9, compress(t1) - a);
+  return x0 + float((c - a) / span) * width;
+}
+
+double TimeAxis::to_t(float x) const {
+  const double a = compress(t0), span = compress(t1) - a;
+  return expand(a + double(x - x0) / double(width) * span);
+}
+
+// Zoom and pan work on the picture's time (cuts left out), so a break stays a break.
 void TimeAxis::zoom(double factor, float anchor_x) {
-  const double anchor = to_t(anchor_x);
-  const double span = std::max(10.0, (t1 - t0) / factor);  // never below 10 ns
+  const double a = compress(t0), b = compress(t1);
   const double left = double(anchor_x - x0) / double(width);
-  t0 = anchor - left * span;
-  t1 = t0 + span;
+  const double anchor = a + left * (b - a);
+  const double span = std::max(10.0, (b - a) / factor);  // never below 10 ns
+  t0 = expand(anchor - left * span);
+  t1 = expand(anchor - left * span + span);
 }
 
 void TimeAxis::pan(float dx) {
-  const double dt = double(dx) / double(width) * (t1 - t0);
-  t0 -= dt;
-  t1 -= dt;
+  const double a = compress(t0), b = compress(t1);
+  const double dt = double(dx) / double(width) * (b - a);
+  t0 = expand(a - dt);
+  t1 = expand(b - dt);
 }
+
+namespace {
+
+// Compute nested in compute (a layer's backward inside "backward") goes one lane down, as
+// Tracy draws zones by depth: the lab's phases of work on one lane, their parts under it.
+// Other nesting (transfers inside a phase span) stays in the lane, drawn over it.
+// Lanes are renumbered (lane, depth) in order; depth stops at kMaxComputeDepth, and lanes
+// past trace_limits::kMaxLanes share the last one, as assign_lanes does.
+std::vector<int> nested_compute_below(const std::vector<Event>& spans, std::vector<int> lane) {
+  constexpr int kMaxComputeDepth = 3;
+  std::map<int, std::vector<std::int64_t>> open;  // per lane: ends of the compute spans open
+  std::vector<std::pair<int, int>> at(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    auto& stack = open[lane[i]];
+    while (!stack.empty() && stack.back() <= spans[i].begin_ns) stack.pop_back();
+    at[i] = {lane[i], std::min(int(stack.size()), kMaxComputeDepth)};
+    if (spans[i].kind == EventKind::compute) stack.push_back(spans[i].end_ns);
+  }
+  std::map<std::pair<int, int>, int> number;
+  for (const auto& a : at) number[a] = 0;
+  int next = 0;
+  for (auto& [key, n] : number) n = next++;
+  for (std::size_t i = 0; i < spans.size(); ++i) lane[i] = std::min(number[at[i]], trace_limits::kMaxLanes - 1);  // the cap holds
+  return lane;
+}
+
+}  // namespace
 
 std::vector<Track> layout_tracks(const TraceData& t) {
   std::map<std::pair<int, int>, std::vector<std::uint32_t>> by_stream;
@@ -48,7 +137,7 @@ std::vector<Track> layout_tracks(const TraceData& t) {
     std::vector<Event> spans;
     spans.reserve(idx.size());
     for (auto i : idx) spans.push_back(t.events[i]);
-    const std::vector<int> lane = assign_lanes(spans, trace_limits::kMaxLanes);
+    const std::vector<int> lane = nested_compute_below(spans, assign_lanes(spans, trace_limits::kMaxLanes));
     const int lanes = lane.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
     const std::size_t first = tracks.size();
     for (int l = 0; l < lanes; ++l) tracks.push_back(Track{key.first, key.second, l, {}, {}});

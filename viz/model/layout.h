@@ -20,12 +20,41 @@ struct Vec2 {
 // Rank r on a circle, rank 0 at the top, going clockwise.
 std::vector<Vec2> ring_positions(int ranks, Vec2 center, float radius);
 
-// The visible time window mapped onto [x0, x0 + width] pixels.
+struct TimeRange {
+  std::int64_t begin = 0, end = 0;
+};
+
+// Stretches of time a timeline leaves out: a live stepped run's waits for the learner
+// (seconds of thinking between sub-millisecond steps). Each becomes a thin break in the
+// picture, and the axis counts the run's own time. Sorted, merged [begin, end) ranges.
+class TimeCuts {
+ public:
+  TimeCuts() = default;
+  explicit TimeCuts(std::vector<TimeRange> cuts);
+  bool empty() const { return cuts_.empty(); }
+  const std::vector<TimeRange>& ranges() const { return cuts_; }
+  double compress(double t) const;  // t less the cut time before it (inside a cut: the cut's start)
+  double expand(double c) const;    // the real time of compressed time c (at a break: the cut's start)
+
+ private:
+  std::vector<TimeRange> cuts_;
+  std::vector<double> before_;  // cut time before cut i
+};
+
+// The learner's waits as cuts, except where a library collective was still running when
+// the world went quiet: a cut starts once that work has ended, so no work is hidden.
+TimeCuts learner_wait_cuts(const TraceData& t, std::vector<TimeRange> waits);
+
+// The visible time window mapped onto [x0, x0 + width] pixels, less any cuts.
 struct TimeAxis {
-  double t0 = 0, t1 = 1;  // ns
+  double t0 = 0, t1 = 1;  // ns: the real times at the window's edges
   float x0 = 0, width = 1;
-  float to_x(double t) const { return x0 + float((t - t0) / (t1 - t0)) * width; }
-  double to_t(float x) const { return t0 + double(x - x0) / double(width) * (t1 - t0); }
+  const TimeCuts* cuts = nullptr;  // left out of the picture (nullptr: none)
+  double compress(double t) const { return cuts ? cuts->compress(t) : t; }
+  double expand(double c) const { return cuts ? cuts->expand(c) : c; }
+  float from_compressed(double c) const;  // x of compressed time c
+  float to_x(double t) const { return from_compressed(compress(t)); }
+  double to_t(float x) const;
   void zoom(double factor, float anchor_x);  // factor > 1 zooms in around anchor_x
   void pan(float dx_pixels);                 // drag right: see earlier times
 };

@@ -1,18 +1,59 @@
 #include "viz/model/trace_index.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace dtl::viz {
 
 int chunk_grid(const TraceData& d) { return std::max(1, d.meta_int("chunks", d.ranks)); }
 
-TraceIndex index_trace(const TraceData& d) {
+std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
+  std::vector<Event> out;
+  std::unordered_map<int, int> last_step;  // per rank: the step of its latest compute span so far
+  for (const Event& e : events) {  // sorted by begin
+    if (e.kind == EventKind::compute && e.step >= 0) last_step[e.rank] = e.step;
+    if (e.kind != EventKind::collective || (e.group_rank >= 0 ? e.group_rank != 0 : e.rank != 0)) continue;
+    out.push_back(e);
+    if (out.back().step < 0)
+      if (auto it = last_step.find(e.rank); it != last_step.end()) out.back().step = it->second;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+    return a.end_ns != b.end_ns ? a.end_ns < b.end_ns : a.rank < b.rank;
+  });
+  return out;
+}
+
+std::optional<TimeRange> reference_phase(const TraceData& d) {
+  const auto label = std::find(d.labels.begin(), d.labels.end(), kReferencePhaseLabel);
+  if (label == d.labels.end()) return std::nullopt;
+  const auto id = std::uint16_t(label - d.labels.begin());
+  std::optional<TimeRange> r;
+  for (const Event& e : d.events) {
+    if (e.kind != EventKind::phase || e.label != id) continue;
+    if (!r) r = TimeRange{e.begin_ns, e.end_ns};
+    r->begin = std::min(r->begin, e.begin_ns);
+    r->end = std::max(r->end, e.end_ns);
+  }
+  return r;
+}
+
+TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference) {
+  TimeRange all{d.t_begin, d.t_end};
+  if (show_reference || !x.reference || x.reference->end >= d.t_end) return all;
+  all.begin = std::max(all.begin, x.reference->end);
+  return all;
+}
+
+TraceIndex index_trace(const TraceData& d, StepUnit unit) {
   TraceIndex x;
+  x.unit = unit;
   x.transfers = transfers_in_order(d.events);
+  if (unit == StepUnit::collectives) x.collectives = collectives_in_order(d.events);
   x.tracks = layout_tracks(d);
   x.chunk_timeline = ChunkTimeline(x.transfers, std::max(1, d.ranks), chunk_grid(d));
   x.busy = BusyIndex(d);
   x.edges = edges_in_order(x.transfers);
+  x.reference = reference_phase(d);
   return x;
 }
 

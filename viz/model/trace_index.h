@@ -6,23 +6,50 @@
 // and the 512-rank memory test all go through exactly these two calls.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "viz/model/layout.h"
 
 namespace dtl::viz {
 
+// What one step of the learner moves: a point-to-point transfer (labs built from them:
+// the collectives lab), or a library collective of a whole group (DDP's bucket
+// all-reduces). The lab says which (LabInfo::faults_count), as its live step gate does.
+enum class StepUnit { transfers, collectives };
+
 struct TraceIndex {
   std::vector<Event> transfers;  // receives, in landing order
+  std::vector<Event> collectives;  // one per collective of a group, in finishing order (StepUnit::collectives only)
+  StepUnit unit = StepUnit::transfers;
   std::vector<Track> tracks;
   ChunkTimeline chunk_timeline;
   BusyIndex busy;
   std::vector<Edge> edges;  // rank pairs that exchanged data, by first transfer
+  std::optional<TimeRange> reference;  // the single-rank reference phase (kReferencePhaseLabel), if any
+
+  // What the cursor counts: transfers, or collectives.
+  const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }
 };
 
 // The lab's chunk grid: the trace's "chunks", or one chunk per rank.
 int chunk_grid(const TraceData& d);
 
-TraceIndex index_trace(const TraceData& d);
+// One event per collective of a group: the one its first member recorded (group rank 0,
+// or world rank 0 for the world's), ordered by when it finished (then by rank). A
+// collective carries no step of its own: it gets the step of its rank's latest compute
+// span before it (the training step it belongs to), so "step phase" can jump by step.
+std::vector<Event> collectives_in_order(const std::vector<Event>& events);
+
+// The span of every phase labelled kReferencePhaseLabel, or nothing.
+std::optional<TimeRange> reference_phase(const TraceData& d);
+
+// The time the timeline fits: the whole trace, or, with the reference hidden, the run
+// after it (labs run their 1-rank reference before the ranks train, and it would fill the
+// timeline). A reference that nothing follows is not hidden.
+TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
+
+TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers);
 
 }  // namespace dtl::viz

@@ -240,7 +240,9 @@ class MpiComm final : public Comm {
     MPI_Comm sub = MPI_COMM_NULL;
     DTL_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub));
     if (sub == MPI_COMM_NULL) return nullptr;
-    return std::make_unique<MpiComm>(sub, sh_, true);
+    auto c = std::make_unique<MpiComm>(sub, sh_, true);
+    c->mark_subgroup();
+    return c;
   }
 
  private:
@@ -288,6 +290,7 @@ class MpiComm final : public Comm {
       r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .peer = global_rank_of(peer),
                     .tag = tag, .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
                     .kind = kind};
+      stamp_group(r->ev);
     }
     return r;
   }
@@ -314,6 +317,7 @@ class MpiComm final : public Comm {
       r->traced = true;
       r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .label = sh_.trace->label(name),
                     .kind = EventKind::collective, .stream = kStreamComm};
+      stamp_group(r->ev);
     }
     return r;
   }

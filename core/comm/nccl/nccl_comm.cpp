@@ -187,7 +187,9 @@ class NcclComm final : public Comm {
     for (int q : members) globals.push_back(global_rank_of(q));
     auto h = std::make_shared<Handle>();
     h->comm = sub;
-    return std::make_unique<NcclComm>(std::move(h), st_, std::move(globals));
+    auto c = std::make_unique<NcclComm>(std::move(h), st_, std::move(globals));
+    c->mark_subgroup();
+    return c;
   }
 
  private:
@@ -234,6 +236,7 @@ class NcclComm final : public Comm {
       r->ev = Event{.bytes = bytes, .flow_id = (std::uint64_t(from) << 44) ^ (std::uint64_t(to) << 24) ^ (k + 1),
                     .rank = st_.world_rank, .peer = peer_g, .tag = tag, .step = info.step, .chunk = info.chunk,
                     .chunk_count = std::int16_t(info.chunk_count), .kind = kind};
+      stamp_group(r->ev);
     }
     return r;
   }
@@ -278,6 +281,7 @@ class NcclComm final : public Comm {
       q->traced = true;
       q->ev = Event{.bytes = trace_bytes, .rank = st_.world_rank, .label = st_.trace->label(name),
                     .kind = EventKind::collective, .stream = kStreamComm};
+      stamp_group(q->ev);
     }
     return Request(q);
   }

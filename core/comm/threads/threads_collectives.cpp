@@ -105,17 +105,21 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
                  "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
                      " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
-  auto req = std::make_shared<ThreadRequest>(
-      u, me, std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B, on its comm stream)");
+  const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
+  if (StepGate* gate = u.gate(); gate && gate->unit() == StepGate::Unit::collectives)
+    await_release(*gate, seq, what + ", waiting for the step gate)");
+  auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;
   Trace* tr = u.trace();
-  const std::uint16_t label = tr ? tr->label(name) : 0;
+  Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name) : std::uint16_t(0), .kind = EventKind::collective,
+           .stream = kStreamComm};
+  stamp_group(ev);
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
   const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), double(bytes),
                                                                                {u.link().alpha_s(), u.link().beta_Bps()})
                                              : 0.0;
-  queue_->push([req, body = std::move(body), tr, label, me, bytes, modeled_s, &u] {
+  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u]() mutable {
     const std::int64_t t0 = tr ? tr->now_ns() : 0;
     const auto start = std::chrono::steady_clock::now();
     std::exception_ptr error;
@@ -128,13 +132,40 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
       error = std::current_exception();
     }
     const std::int64_t t1 = tr ? tr->now_ns() : 0;
-    if (tr)
-      tr->log(me, kStreamComm)
-          .append(Event{.begin_ns = t0, .end_ns = t1, .bytes = bytes, .rank = me, .label = label,
-                        .kind = EventKind::collective, .stream = kStreamComm});
+    if (tr) {
+      ev.begin_ns = t0;
+      ev.end_ns = t1;
+      tr->log(me, kStreamComm).append(ev);
+    }
     req->complete(error, t1);
   });
   return Request(req);
+}
+
+void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::string& what) {
+  Group& g = *group_;
+  bool last = false;
+  {
+    std::lock_guard lock(g.gate_mu);
+    last = ++g.gate_arrived[seq] == int(g.members.size());
+    if (last) g.gate_arrived.erase(seq);
+  }
+  if (last) {  // the whole group is here: the collective is ready to move
+    auto release = [gp = group_, seq] {
+      {
+        std::lock_guard lock(gp->gate_mu);
+        gp->gate_released = std::max(gp->gate_released, seq + 1);
+      }
+      for (int m : gp->members) gp->u.wake(m);
+    };
+    // Smallest key first: the group with the lowest first member, then the earliest.
+    const std::uint64_t key = (std::uint64_t(g.members.front()) << 32) | (seq & 0xffffffffu);
+    if (!gate.submit(key, release)) release();  // running freely
+  }
+  group_->u.wait_until(global_rank(), Role::main, [&g, seq] {
+    std::lock_guard lock(g.gate_mu);
+    return g.gate_released > seq;
+  }, what);
 }
 
 Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {

@@ -71,6 +71,9 @@ Group::Group(Universe& uni, std::vector<int> member_ranks)
 
 namespace {
 
+// Stepping by transfers (not by collectives: then transfers move at once, see StepGate).
+bool gates_transfers(const Universe& u) { return u.gate() && u.gate()->unit() == StepGate::Unit::transfers; }
+
 // Moves one message and completes both requests.
 void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) {
   std::exception_ptr error;
@@ -114,7 +117,7 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
   // While stepping, the picture drawn at the next quiet point must include this
   // transfer, so record the receive now (every rank is parked) rather than at its wait().
-  if (u.gate() && !error) r.req->record_now(t);
+  if (gates_transfers(u) && !error) r.req->record_now(t);
   s.req->complete(error, t);
   r.req->complete(error, t);
 }
@@ -124,7 +127,7 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
 void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
   Universe& u = g.u;
   const int src_g = g.members[std::size_t(s.src)], dst_g = g.members[std::size_t(receiver)];
-  if (StepGate* gate = u.gate()) {
+  if (StepGate* gate = u.gate(); gate && gates_transfers(u)) {
     const std::uint64_t key = (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g);
     if (gate->submit(key, [&u, src_g, dst_g, s, r]() mutable { move_data(u, src_g, dst_g, s, r); })) return;
   }
@@ -175,6 +178,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
     req->ev = Event{.begin_ns = tr->now_ns(), .bytes = bytes, .flow_id = tr->next_flow_id(), .rank = me,
                     .peer = dst_g, .tag = tag, .step = info.step, .chunk = info.chunk,
                     .chunk_count = std::int16_t(info.chunk_count), .kind = EventKind::send};
+    stamp_group(req->ev);
   }
   PostedSend s{rank_, tag, buf, bytes, req};
   Mailbox& box = *group_->mailboxes[std::size_t(dst)];
@@ -206,6 +210,7 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
     r.req->ev = Event{.begin_ns = tr->now_ns(), .bytes = r.bytes, .rank = me, .peer = src_g, .tag = r.tag,
                       .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
                       .kind = EventKind::recv, .flags = std::uint8_t(r.reduce ? kFlagReduce : 0)};
+    stamp_group(r.req->ev);
   }
   Request handle(r.req);
   Mailbox& box = *group_->mailboxes[std::size_t(rank_)];
@@ -264,7 +269,9 @@ std::unique_ptr<Comm> ThreadsComm::split(int color, int key) {
     if (!slot) slot = std::make_shared<Group>(group_->u, globals);
     g = slot;
   }
-  return std::make_unique<ThreadsComm>(g, new_rank);
+  auto sub = std::make_unique<ThreadsComm>(g, new_rank);
+  sub->mark_subgroup();
+  return sub;
 }
 
 }  // namespace dtl::threads

@@ -89,6 +89,11 @@ struct Group {
   std::atomic<int> inside{0};
   std::mutex split_mu;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<Group>> splits;
+  // Stepping by collectives: members that reached each collective (by sequence number),
+  // and how many of the group's collectives the controller has released, in order.
+  std::mutex gate_mu;
+  std::map<std::uint64_t, int> gate_arrived;
+  std::uint64_t gate_released = 0;
 };
 
 class ThreadsComm final : public Comm {
@@ -123,6 +128,8 @@ class ThreadsComm final : public Comm {
   void check_peer(int peer, const char* what) const;
   // Queues `body` on this rank's comm stream; the request completes when it returns.
   Request run_collective(const char* name, std::size_t bytes, std::function<void()> body);
+  // Stepping by collectives: wait, blocked, until the gate releases collective `seq`.
+  void await_release(StepGate& gate, std::uint64_t seq, const std::string& what);
 
   std::shared_ptr<Group> group_;
   int rank_;

@@ -1,0 +1,28 @@
+// The views a lab shows in dtlab-viz (DESIGN.md, Visualizer). A lab lists its own in its
+// LabInfo; the visualizer keeps one panel per kind (viz/app/panels.cpp) and lays out the
+// ones the lab lists, the first the largest. Header-only: viz/model uses it for layout.
+#pragma once
+
+#include <string_view>
+
+namespace dtl {
+
+enum class ViewKind {
+  ring,      // ranks on a circle, chunks moving (collectives)
+  timeline,  // a lane per rank and stream with a time axis (every lab)
+  memory,    // per-rank stacked bars by tag beside the formula's line
+  report,    // measured vs predicted
+};
+inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report};
+
+constexpr std::string_view view_kind_name(ViewKind v) {
+  switch (v) {
+    case ViewKind::ring: return "ring";
+    case ViewKind::timeline: return "timeline";
+    case ViewKind::memory: return "memory";
+    case ViewKind::report: return "report";
+  }
+  return "?";
+}
+
+}  // namespace dtl
