@@ -102,8 +102,22 @@ std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
 
 struct StepTimes {
   double compute = 0, step = 0;
-  std::vector<double> exposed;  // per step: from the end of backward to the optimizer
+  std::vector<double> exposed;  // per step: from the end of backward to the end of its communication
 };
+
+// Now, in seconds on the trace's clock (the clock of the comm stream's events).
+double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
+
+// When this rank's last collective since `mark` ended on its comm stream (0: none). The
+// comm stream stamps it when the data has moved; the rank thread waiting for it shares the
+// cores and may only see it later.
+double last_collective_end(Comm& comm, std::size_t mark) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
+  double end = 0;
+  for (std::size_t i = mark; i < log.size(); ++i)
+    if (log[i].kind == EventKind::collective && log[i].bytes > 0) end = std::max(end, double(log[i].end_ns) * 1e-9);
+  return end;
+}
 
 // What one rank trains with in one variant.
 struct Trainer {
@@ -114,9 +128,12 @@ struct Trainer {
 };
 
 // Forward and backward of `micro` micro-batches; bucketed variants launch buckets from
-// the after_backward hook of the micro-batch that may synchronize. Returns the mean loss.
+// the after_backward hook of the micro-batch that may synchronize, and note in
+// *backward_done when the last layer's gradients were ready: launching a bucket wakes the
+// comm stream, which may take the core before this thread returns from backward.
+// Returns the mean loss.
 float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
-                       int micro, bool bucketed, int step, std::vector<Request>& pending) {
+                       int micro, bool bucketed, int step, std::vector<Request>& pending, double* backward_done) {
   const int out = tr.model.shape().out, mrows = rows / micro;
   std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
@@ -136,6 +153,7 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
       hooks.after_backward = [&](int layer) {
         span.pace();  // a straggler's gradients are late layer by layer
+        *backward_done = now_s(comm);
         ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
       };
     tr.model.backward(dy.data(), mb > 0, hooks);
@@ -148,11 +166,14 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
                  DdpVariant variant, const DdpSettings& s, int step, StepTimes& t, std::vector<float>* gradients) {
   std::vector<Request> pending;
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
+  const std::size_t mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
   const auto t0 = Clock::now();
   const bool bucketed = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate;
+  double backward_done = 0;
   const float loss = forward_backward(comm, cfg, tr, data, first_row, rows, variant == DdpVariant::accumulate ? s.micro : 1,
-                                      bucketed, step, pending);
+                                      bucketed, step, pending, &backward_done);
   const auto t_backward = Clock::now();
+  if (backward_done == 0) backward_done = now_s(comm);
   if (variant == DdpVariant::naive) {  // one tensor at a time, nothing overlapped
     for (const ParamTensor& p : tr.model.layout().tensors())
       ex::average_gradients(comm, {grads.at(p.range.begin), grads.dtype}, p.range.size());
@@ -161,6 +182,8 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   }
   ex::wait_for_buckets(pending);
   const auto t_comm = Clock::now();
+  const double comm_end = last_collective_end(comm, mark);
+  const double comm_done = comm_end > 0 ? comm_end : now_s(comm);
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
   {
     ComputeSpan span(comm, cfg, "optimizer", step);
@@ -170,7 +193,7 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   const auto t_end = Clock::now();
   t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
   t.step += seconds(t0, t_end);
-  t.exposed.push_back(seconds(t_backward, t_comm));
+  t.exposed.push_back(std::max(0.0, comm_done - backward_done));
   return loss;
 }
 
