@@ -40,6 +40,7 @@ struct RunArgs {
   bool step = false;
   double timeout_s = 60;
   int iters = 5, warmup = 1;
+  int repeat = 5;
   std::string inject_fault, inject_hang;
   std::string slow_rank;
   std::string link;
@@ -134,6 +135,7 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   cfg.device = choose_device(lab, a);
   cfg.iters = a.step ? 0 : a.iters;
   cfg.warmup = a.step ? 0 : a.warmup;
+  cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
@@ -339,6 +341,11 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
       return;
     case RunOption::slow_rank:
       sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
+      return;
+    case RunOption::repeat:
+      sub->add_option("--repeat", a.repeat, "Timed runs: a timing is their median, shown with min–max")
+          ->check(whole_range(1, 1000))
+          ->capture_default_str();
       return;
   }
 }
