@@ -118,9 +118,11 @@ std::string list_table(const std::vector<const ReportRow*>& rows, std::size_t wi
   for (const ReportRow* r : rows) {
     if (r->case_id() != current) {
       current = r->case_id();
-      if (!t.rows.empty()) t.rows.push_back({""});
-      t.rows.push_back({" ", current, t.rows.empty() ? "measured" : "", t.rows.empty() ? "predicted" : "",
-                        t.rows.empty() ? "from" : ""});
+      if (t.rows.empty()) t.rows.push_back({" ", current, "measured", "predicted", "from"});  // titles once
+      else {
+        t.rows.push_back({""});
+        if (!current.empty()) t.rows.push_back({" ", current, "", "", ""});  // (rows about the whole run: no heading)
+      }
     }
     t.rows.push_back({mark(*r), r->label, measured_text(*r), predicted_text(*r), r->source});
   }

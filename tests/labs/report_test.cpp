@@ -141,6 +141,7 @@ TEST(ReportText, FitsItsWidthAndLeavesMissingPredictionsBlank) {
   rep.add("bucketed.speedup", "speedup over 1 rank", 2.2, "x").predict(4, "ideal: P×");
   rep.check("bucketed.memory", "memory per rank: peak vs estimate", 2786304, 2786304, "B", 278630.4)
       .from("model + AdamW + activations, a source long enough to wrap");
+  rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 8.4e-4, "s");  // no case: no heading
   rep.notes.push_back(std::string(150, 'n'));
   for (const int width : {100, 80}) {
     const std::string text = rep.to_text(width);
@@ -152,6 +153,7 @@ TEST(ReportText, FitsItsWidthAndLeavesMissingPredictionsBlank) {
   EXPECT_NE(line_with(text, "speedup over 1 rank").find("ideal: P×"), std::string::npos) << text;
   EXPECT_NE(line_with(text, "memory per rank").find("2.657 MiB ±10%"), std::string::npos) << text;
   EXPECT_NE(text.find("700 µs (600–1100)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n\n\n"), std::string::npos) << "no empty heading for rows about the whole run:\n" << text;
   EXPECT_NE(text.find("result: OK, 1 check passed"), std::string::npos) << text;
 }
 
