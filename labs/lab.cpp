@@ -1,16 +1,18 @@
 #include "labs/lab.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/comm/launch_env.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
 nlohmann::json LabConfig::to_json() const {
   nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes}, {"dtype", std::string(dtype_name(dtype))},
-                      {"iters", iters}, {"warmup", warmup}};
+                      {"iters", iters}, {"warmup", warmup}, {"repeat", repeat}};
   if (device != Device::Kind::cpu) j["device"] = "cuda";
   for (const auto& [k, v] : options.text()) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
@@ -24,6 +26,28 @@ Device rank_device(Device::Kind kind, const Comm& comm) {
   const std::optional<LaunchEnv> env = detect_launch_env();
   const int local = env ? env->local_rank : comm.global_rank();
   return Device::cuda(local % gpus);
+}
+
+void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& line) {
+  if (cfg.progress && comm.global_rank() == 0) cfg.progress(line);
+}
+
+Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& lab) {
+  Report rep;
+  rep.lab = lab;
+  rep.backend = comm.backend_name();
+  rep.ranks = comm.size();
+  rep.config = cfg.to_json();
+  if (cfg.link.active())
+    rep.setup.push_back("link " + cfg.link.name + ": " + format_number(cfg.link.bandwidth_GBps) + " GB/s, α " +
+                        format_number(cfg.link.latency_us) + " µs");
+  else if (comm.backend_name() == "threads")
+    rep.setup.push_back("no link emulated (memory copies)");
+  const int cores = int(std::thread::hardware_concurrency());
+  if (comm.backend_name() == "threads" && cores > 0 && comm.size() > cores)
+    rep.notes.push_back(std::to_string(comm.size()) + " ranks share " + std::to_string(cores) +
+                        " cores here: timings include waiting for a core, and vary from run to run.");
+  return rep;
 }
 
 bool LabInfo::uses(RunOption o) const {

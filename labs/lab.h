@@ -33,6 +33,7 @@ enum class RunOption {
   step,       // --step: terminal step-through (labs with a chunk grid)
   faults,     // --inject-fault, --inject-hang
   slow_rank,  // --slow-rank: a straggler
+  repeat,     // --repeat: timed runs; a timing is their median, with min–max
 };
 
 struct LabConfig {
@@ -44,14 +45,24 @@ struct LabConfig {
   Device::Kind device = Device::Kind::cpu;
   int iters = 5;   // timed repetitions
   int warmup = 1;  // untimed repetitions first
+  int repeat = 5;  // timed runs (labs declaring RunOption::repeat): timings are their median, min–max
   LinkSpec link;   // the emulated interconnect the run uses (threads backend), for predicted times
   // --slow-rank R:FACTOR: rank R's compute spans last FACTOR times as long (a straggler).
   int slow_rank = -1;
   double slow_factor = 1.0;
   LabOptions options;  // the lab's own, validated by with_defaults
+  // Where a lab says how far it has come ("bucketed: step 7 of 26"), from global rank 0;
+  // empty: nowhere. `dtlab run` prints it on stderr once a run has taken a few seconds.
+  std::function<void(const std::string&)> progress;
 
   nlohmann::json to_json() const;
 };
+
+// Tells cfg.progress how far the lab has come (global rank 0 only; a no-op without a sink).
+void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& line);
+// A report for this run: lab, backend, ranks, the config as JSON, and the header's
+// first words (the emulated link, if any); the lab adds its own setup words.
+Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& lab);
 
 // An exercise a lab calls (exercises/*.h), graded by a GoogleTest suite of tests/grade.
 struct ExerciseInfo {

@@ -1,65 +1,98 @@
 #include "labs/report.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "labs/report_format.h"
 
 namespace dtl {
 
-void Report::add(std::string quantity, double measured, std::optional<double> predicted, std::string unit) {
-  rows.push_back({std::move(quantity), measured, predicted, std::move(unit)});
+Repeated repeated(std::vector<double> runs) {
+  Repeated r;
+  if (runs.empty()) return r;
+  std::sort(runs.begin(), runs.end());
+  const std::size_t n = runs.size();
+  r.median = n % 2 ? runs[n / 2] : (runs[n / 2 - 1] + runs[n / 2]) / 2;
+  r.spread = {runs.front(), runs.back(), int(n)};
+  return r;
 }
 
-void Report::check(std::string quantity, double measured, double expected, std::string unit, double tolerance) {
-  if (!(std::fabs(measured - expected) <= tolerance)) {
+std::string ReportRow::case_id() const {
+  const auto dot = id.find('.');
+  return dot == std::string::npos ? std::string() : id.substr(0, dot);
+}
+
+std::string ReportRow::metric() const {
+  const auto dot = id.find('.');
+  return dot == std::string::npos ? id : id.substr(dot + 1);
+}
+
+bool ReportRow::passed() const {
+  return !tolerance || (predicted && std::fabs(measured - *predicted) <= *tolerance);
+}
+
+ReportRow& ReportRow::predict(double value, std::string why) {
+  predicted = value;
+  source = std::move(why);
+  return *this;
+}
+
+ReportRow& ReportRow::from(std::string why) {
+  source = std::move(why);
+  return *this;
+}
+
+ReportRow& ReportRow::over(const Repeated& r) {
+  measured = r.median;
+  spread = r.spread;
+  return *this;
+}
+
+ReportRow& Report::add(std::string id, std::string label, double measured, std::string unit) {
+  ReportRow row;
+  row.id = std::move(id);
+  row.label = std::move(label);
+  row.measured = measured;
+  row.unit = std::move(unit);
+  rows.push_back(std::move(row));
+  return rows.back();
+}
+
+ReportRow& Report::check(std::string id, std::string label, double measured, double expected, std::string unit,
+                         double tolerance) {
+  ReportRow& row = add(std::move(id), std::move(label), measured, std::move(unit));
+  row.predicted = expected;
+  row.tolerance = tolerance;
+  if (!row.passed()) {
     ok = false;
-    failures.push_back(quantity + ": measured " + std::to_string(measured) + ", expected " + std::to_string(expected));
+    failures.push_back(row.id + " (" + row.label + "): measured " + format_value(measured, row.unit) + ", expected " +
+                       format_expected(expected, tolerance, row.unit));
   }
-  add(std::move(quantity), measured, expected, std::move(unit));
+  return row;
 }
 
-const ReportRow* Report::find(std::string_view quantity) const {
+const ReportRow* Report::find(std::string_view id) const {
   for (const auto& r : rows)
-    if (r.quantity == quantity) return &r;
+    if (r.id == id) return &r;
   return nullptr;
 }
 
 nlohmann::json Report::to_json() const {
-  nlohmann::json j = {{"lab", lab}, {"backend", backend}, {"ranks", ranks}, {"config", config}, {"ok", ok}};
-  j["rows"] = nlohmann::json::array();
-  for (const auto& r : rows)
-    j["rows"].push_back({{"quantity", r.quantity}, {"measured", r.measured},
-                         {"predicted", r.predicted ? nlohmann::json(*r.predicted) : nlohmann::json(nullptr)},
-                         {"unit", r.unit}});
+  using nlohmann::json;
+  json j = {{"lab", lab}, {"backend", backend}, {"ranks", ranks}, {"config", config}, {"ok", ok},
+            {"setup", setup}, {"notes", notes}, {"columns", columns}};
+  j["rows"] = json::array();
+  for (const auto& r : rows) {
+    json row = {{"id", r.id},         {"label", r.label},   {"measured", r.measured},
+                {"unit", r.unit},     {"source", r.source},
+                {"predicted", r.predicted ? json(*r.predicted) : json(nullptr)},
+                {"tolerance", r.tolerance ? json(*r.tolerance) : json(nullptr)}};
+    if (r.is_check()) row["passed"] = r.passed();
+    if (r.spread) row["spread"] = {{"min", r.spread->min}, {"max", r.spread->max}, {"runs", r.spread->runs}};
+    j["rows"].push_back(std::move(row));
+  }
   if (!failures.empty()) j["failures"] = failures;
   return j;
-}
-
-namespace {
-std::string number(double v) {
-  char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e15)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-}  // namespace
-
-std::string Report::to_text() const {
-  std::size_t w = 8;
-  for (const auto& r : rows) w = std::max(w, r.quantity.size());
-  std::string out = "lab " + lab + " · backend " + backend + " · " + std::to_string(ranks) + " ranks\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-*s %14s %14s  %s\n", int(w), "quantity", "measured", "predicted", "unit");
-  out += line;
-  for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "  %-*s %14s %14s  %s\n", int(w), r.quantity.c_str(), number(r.measured).c_str(),
-                  r.predicted ? number(*r.predicted).c_str() : "-", r.unit.c_str());
-    out += line;
-  }
-  out += ok ? "  result: OK\n" : "  result: FAILED\n";
-  for (const auto& f : failures) out += "    " + f + "\n";
-  return out;
 }
 
 }  // namespace dtl

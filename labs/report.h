@@ -1,5 +1,14 @@
-// What a lab returns: rows of {quantity, measured, predicted, unit}, and whether every
-// check it made passed. The CLI prints it, the visualizer overlays it, tests assert on it.
+// What a lab returns: rows of figures, each measured beside what a formula predicts, and
+// whether every check the lab made passed. The CLI prints it (labs/report_text.cpp), the
+// visualizer overlays it, tests assert on it.
+//
+// A row has a stable id, "case.metric" ("bucketed.exposed_comm_per_step",
+// "ring.bytes_sent_per_rank"; a row about the whole run has no case: "one_rank_step_time").
+// Tests, JSON and the visualizer use the id; people read the label. Values are raw SI
+// (bytes, seconds, bytes/second); the terminal picks KiB, µs, GB/s.
+//
+//   rep.add("bucketed.speedup", "speedup over 1 rank", 2.1, "x").predict(4, "ideal: P×").over(runs);
+//   rep.check("ring.bytes_sent_per_rank", "bytes sent per rank (max)", sent, formula, "B").from("ring 2(P-1)/P·N");
 #pragma once
 
 #include <optional>
@@ -11,11 +20,38 @@
 
 namespace dtl {
 
+// A timing repeated over runs: the row's measured value is their median.
+struct Spread {
+  double min = 0, max = 0;
+  int runs = 0;
+};
+// The median (of an even count: the mean of the middle two) and the range of `runs`.
+// Empty: median 0, runs 0.
+struct Repeated {
+  double median = 0;
+  Spread spread;
+};
+Repeated repeated(std::vector<double> runs);
+
 struct ReportRow {
-  std::string quantity;
+  std::string id;      // "case.metric", stable
+  std::string label;   // for people; the case is shown as the section or column
   double measured = 0;
+  std::string unit;    // SI: "B", "s", "B/s", "B/param", "x" (a ratio); "" for a plain number or a count
   std::optional<double> predicted;  // nullopt where no formula applies
-  std::string unit;
+  std::string source;               // where the prediction comes from, in a word: "ideal: P×", "16 B/param"
+  std::optional<double> tolerance;  // a check: it passes while |measured - predicted| <= tolerance
+  std::optional<Spread> spread;     // a timing over several runs (measured is the median)
+
+  std::string case_id() const;  // before the first '.', or "" (a row about the whole run)
+  std::string metric() const;   // after it
+  bool is_check() const { return tolerance.has_value(); }
+  bool passed() const;          // true unless a check that failed
+
+  // Setters for the row just added (the reference is valid until the next add).
+  ReportRow& predict(double value, std::string why);
+  ReportRow& from(std::string why);  // the source of a check's expected value
+  ReportRow& over(const Repeated& r);  // measured = the median, spread = min-max
 };
 
 struct Report {
@@ -23,16 +59,20 @@ struct Report {
   std::string backend;
   int ranks = 0;
   nlohmann::json config = nlohmann::json::object();
+  std::vector<std::string> setup;    // the configuration in words, for the header: "MLP 256×4", "fp32"
+  std::vector<std::string> notes;    // lines under the table: how the timings were taken, what a figure means
+  std::vector<std::string> columns;  // cases compared side by side (a column each) when there are 2 or more
   std::vector<ReportRow> rows;
-  bool ok = true;           // every check the lab makes passed
+  bool ok = true;                     // every check the lab makes passed
   std::vector<std::string> failures;  // which checks failed, in words
 
-  void add(std::string quantity, double measured, std::optional<double> predicted, std::string unit);
+  ReportRow& add(std::string id, std::string label, double measured, std::string unit);
   // A check: adds a row (measured vs expected) and marks the report failed if |diff| > tolerance.
-  void check(std::string quantity, double measured, double expected, std::string unit, double tolerance = 0);
-  const ReportRow* find(std::string_view quantity) const;
+  ReportRow& check(std::string id, std::string label, double measured, double expected, std::string unit,
+                   double tolerance = 0);
+  const ReportRow* find(std::string_view id) const;  // by id; nullptr if there is none
   nlohmann::json to_json() const;
-  std::string to_text() const;  // aligned table for the terminal
+  std::string to_text(int width = 100) const;  // labs/report_text.cpp
 };
 
 }  // namespace dtl

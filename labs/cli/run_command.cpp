@@ -19,6 +19,8 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/progress.h"
+#include "labs/cli/step_through.h"
 #include "labs/cli/validators.h"
 #include "labs/lab.h"
 
@@ -40,70 +42,13 @@ struct RunArgs {
   bool step = false;
   double timeout_s = 60;
   int iters = 5, warmup = 1;
+  int repeat = 5;
   std::string inject_fault, inject_hang;
   std::string slow_rank;
   std::string link;
   double link_bw = 0, link_latency = 0, link_slowdown = 1;
   std::map<std::string, std::string> lab_options;
 };
-
-// Draws the chunk picture after each transfer: a row per rank, a cell per chunk with
-// how many ranks' contributions it holds ("4*" = complete).
-void print_state(std::ostream& os, const ChunkState& s) {
-  for (int r = 0; r < s.ranks(); ++r) {
-    os << "    rank " << r << (r < 10 ? "  " : " ") << "|";
-    for (int c = 0; c < s.chunks(); ++c) {
-      const int n = s.count(r, c);
-      char cell[16];
-      std::snprintf(cell, sizeof cell, "%3d%c|", n, n == s.ranks() ? '*' : ' ');
-      os << cell;
-    }
-    os << "\n";
-  }
-}
-
-void print_transfer(std::ostream& os, int index, const Event& e) {
-  os << "transfer " << index << ": rank " << e.peer << " -> rank " << e.rank << "  chunk";
-  if (e.chunk_count > 1) os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
-  else os << " " << e.chunk;
-  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step
-     << ", tag " << e.tag << ")\n";
-}
-
-// The controller side of the step gate, in the terminal. Interactive: Enter advances one
-// transfer, 'c' (or end of input) runs to the end quietly. Not a terminal: prints every step.
-void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
-  const bool interactive = isatty(STDIN_FILENO);
-  ChunkState state(trace.world_size(), chunks);
-  os << "Step-through: each cell is a chunk of a rank's buffer; the number says how many ranks'\n"
-        "contributions it holds (* = all of them).\n";
-  if (interactive) os << "Enter: next transfer · c: continue to the end without pictures\n";
-  os << "initial state:\n";
-  print_state(os, state);
-  std::size_t applied = 0;
-  bool quiet = false;
-  for (;;) {
-    const StepGate::State st = gate.wait_quiet();
-    const std::vector<Event> done = transfers_in_order(trace.snapshot());
-    for (; applied < done.size(); ++applied) {
-      state.apply(done[applied]);
-      if (!quiet) {
-        print_transfer(os, int(applied) + 1, done[applied]);
-        print_state(os, state);
-      }
-    }
-    if (st != StepGate::State::transfer_waiting) break;
-    if (interactive && !quiet) {
-      std::string line;
-      if (!std::getline(std::cin, line) || line == "c") {
-        quiet = true;
-        gate.release_all();
-        continue;
-      }
-    }
-    gate.release_one();
-  }
-}
 
 // Where the lab's tensors live, after --backend and --device (nccl implies cuda).
 Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
@@ -134,6 +79,7 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   cfg.device = choose_device(lab, a);
   cfg.iters = a.step ? 0 : a.iters;
   cfg.warmup = a.step ? 0 : a.warmup;
+  cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
@@ -225,7 +171,9 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
   check_writable(a.trace_path);
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
-  const LabConfig cfg = make_config(lab, a, backend);
+  LabConfig cfg = make_config(lab, a, backend);
+  ProgressPrinter progress(std::cerr, ProgressPrinter::quiet_from_env());
+  if (!a.step) cfg.progress = std::ref(progress);  // (stepping prints every transfer itself)
   Trace trace(cfg.ranks);
   ThreadsOptions opt = make_run_options(lab, a, cfg, trace);
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
@@ -339,6 +287,11 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
       return;
     case RunOption::slow_rank:
       sub->add_option("--slow-rank", a.slow_rank, "RANK:FACTOR: that rank computes FACTOR times slower (a straggler)");
+      return;
+    case RunOption::repeat:
+      sub->add_option("--repeat", a.repeat, "Timed runs: a timing is their median, shown with min–max")
+          ->check(whole_range(1, 1000))
+          ->capture_default_str();
       return;
   }
 }

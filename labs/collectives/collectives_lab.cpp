@@ -30,6 +30,7 @@
 #include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
 #include "labs/measure.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
@@ -37,15 +38,35 @@ namespace {
 
 using theory::Algo;
 
+// Where an algorithm's predicted figures come from (core/theory/collectives.cpp), in words.
+struct Formulas {
+  std::string bytes, messages, steps, time;
+};
+
 // One algorithm of one collective, as the lab runs it.
 struct Case {
-  std::string name;                                   // "ring all_reduce"
+  std::string name;                                   // "ring all_reduce": the trace's phase
+  std::string id;                                     // "ring": the case of the report's rows
   theory::CommCost predicted;
+  Formulas formulas;
   theory::Collective collective;
   std::function<void(Comm&, ex::BufferView)> run;     // the algorithm under test
   std::function<void(ex::BufferView)> init;           // this rank's input
   std::function<double(std::size_t)> expected;        // element i afterwards (NaN: not checked)
 };
+
+// N: the bytes per rank; P ranks; Q = 2^⌊log2 P⌋ (halving-doubling's core).
+Formulas all_reduce_formulas(Algo a, int P) {
+  switch (a) {
+    case Algo::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
+    case Algo::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
+    case Algo::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
+    case Algo::rhd:
+      if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
+      return {"2(Q-1)/Q·N + N", "2·log2 Q + 1", "2·log2 Q + 2", "α-β: halving-doubling on Q + 2 folds"};
+  }
+  return {};
+}
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
 
@@ -72,6 +93,29 @@ class LabBuffer {
   std::vector<char> mirror_;
 };
 
+// The all-reduce algorithms --algo names (all: the four side by side).
+std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, double N, const theory::Link& link) {
+  const int P = comm.size(), r = comm.rank();
+  const DType t = cfg.dtype;
+  const auto op = cfg.options.choice<ReduceOp>("op");
+  const auto algo = cfg.options.choice<AlgoChoice>("algo");
+  const std::vector<Algo> algos = algo == AlgoChoice::all ? std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd}
+                                                          : std::vector<Algo>{Algo(int(algo))};
+  std::vector<Case> cases;
+  for (const Algo a : algos) {
+    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
+        a == Algo::naive ? ex::naive_all_reduce : a == Algo::ring ? ex::ring_all_reduce
+                                              : a == Algo::tree   ? ex::tree_all_reduce
+                                                                  : ex::rhd_all_reduce;
+    const std::string algo_id(theory::algo_name(a));
+    cases.push_back({algo_id + " all_reduce", algo_id, theory::all_reduce_cost(a, P, N, link), all_reduce_formulas(a, P),
+                     theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
+                     [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
+                     [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
+  }
+  return cases;
+}
+
 std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count) {
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
@@ -80,37 +124,27 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
   const auto collective = cfg.options.choice<CollectiveChoice>("collective");
   const auto algo = cfg.options.choice<AlgoChoice>("algo");
   const theory::Link link{cfg.link.alpha_s(), cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
+  if (collective == CollectiveChoice::all_reduce) return all_reduce_cases(comm, cfg, N, link);
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
 
   std::vector<Case> cases;
-  if (collective == CollectiveChoice::all_reduce) {
-    const std::vector<Algo> algos = algo == AlgoChoice::all ? std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd}
-                                                            : std::vector<Algo>{Algo(int(algo))};
-    for (const Algo a : algos) {
-      std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
-          a == Algo::naive ? ex::naive_all_reduce : a == Algo::ring ? ex::ring_all_reduce
-                                                : a == Algo::tree   ? ex::tree_all_reduce
-                                                                    : ex::rhd_all_reduce;
-      cases.push_back({std::string(theory::algo_name(a)) + " all_reduce", theory::all_reduce_cost(a, P, N, link),
-                       theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); }, crafted,
-                       reduced});
-    }
-    return cases;
-  }
   if (collective == CollectiveChoice::reduce_scatter || collective == CollectiveChoice::all_gather) {
     if (algo != AlgoChoice::ring)
       throw UsageError("--collective " + cfg.options.text("collective") + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
+    const Formulas ring_half{"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
     if (collective == CollectiveChoice::reduce_scatter) {
-      cases.push_back({"ring reduce_scatter", theory::ring_reduce_scatter_cost(P, N, link), theory::Collective::reduce_scatter,
+      cases.push_back({"ring reduce_scatter", "ring", theory::ring_reduce_scatter_cost(P, N, link), ring_half,
+                       theory::Collective::reduce_scatter,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
                          if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
                          return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
                        }});
     } else {
-      cases.push_back({"ring all_gather", theory::ring_all_gather_cost(P, N, link), theory::Collective::all_gather,
+      cases.push_back({"ring all_gather", "ring", theory::ring_all_gather_cost(P, N, link), ring_half,
+                       theory::Collective::all_gather,
                        [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
                        [P, count](std::size_t i) {  // chunk c comes from rank c
                          for (int c = 0; c < P; ++c) {
@@ -124,7 +158,8 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
   }
   // broadcast from rank 0
   if (algo != AlgoChoice::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", theory::tree_broadcast_cost(P, N, link), theory::Collective::broadcast,
+  cases.push_back({"tree broadcast", "tree", theory::tree_broadcast_cost(P, N, link),
+                   {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"}, theory::Collective::broadcast,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
                      if (r == 0) fill_crafted(b.data, b.count, t, 0);
@@ -154,13 +189,12 @@ double bytes_tolerance(int P, std::size_t count, DType t) {
   return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
-void run_case(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, Report& rep) {
+// One traced run: correctness, and the traffic counted from its events beside the
+// formulas. Returns the slowest rank's time of it.
+double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
   const int P = comm.size();
   Trace* tr = comm.trace();
   const ex::BufferView view = work.view();
-  const double N = double(view.bytes());
-
-  // 1. One traced run: correctness, and the traffic counted from its events.
   c.init(work.host());
   work.upload();
   comm.barrier();
@@ -172,40 +206,58 @@ void run_case(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, 
     c.run(comm, view);
     mine = traffic_since(comm, mark);
   }
-  const double first_run_s = max_over_ranks(comm, (double(tr->now_ns()) - t0) * 1e-9);
+  const double seconds = max_over_ranks(comm, (double(tr->now_ns()) - t0) * 1e-9);
   work.download();
   const Mismatch m = check_buffer(comm, work.host(), c.expected);
   const Traffic most = traffic_max(comm, mine);
 
-  rep.check(c.name + ": bytes sent per rank (max)", most.bytes_sent, c.predicted.bytes_per_rank, "B",
-            bytes_tolerance(P, view.count, view.dtype));
-  rep.check(c.name + ": messages sent per rank (max)", most.messages_sent, c.predicted.messages_per_rank, "msgs");
-  rep.check(c.name + ": steps (distinct tags, max)", most.steps, c.predicted.steps, "steps");
-  rep.check(c.name + ": wrong elements vs exact reference", double(m.wrong), 0, "elements");
-  rep.add(c.name + ": largest |difference|", m.max_abs_diff, 0.0, "");
+  const std::string n = c.id + ".";
+  rep.check(n + "bytes_sent_per_rank", "bytes sent per rank (max)", most.bytes_sent, c.predicted.bytes_per_rank, "B",
+            bytes_tolerance(P, view.count, view.dtype))
+      .from(c.formulas.bytes);
+  rep.check(n + "messages_sent_per_rank", "messages sent per rank (max)", most.messages_sent,
+            c.predicted.messages_per_rank, "")
+      .from(c.formulas.messages);
+  rep.check(n + "steps", "steps (distinct tags, max)", most.steps, c.predicted.steps, "").from(c.formulas.steps);
+  rep.check(n + "wrong_elements", "wrong elements vs exact result", double(m.wrong), 0, "").from("crafted: exact");
+  rep.add(n + "max_abs_diff", "largest |difference|", m.max_abs_diff, "");
+  return seconds;
+}
 
-  // 2. Timed runs (skipped while stepping): the slowest rank's time, median over iterations.
-  std::vector<double> times;
+// Timed runs (none while stepping): the slowest rank's time of each, their median and range.
+void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, double first_run_s, Report& rep) {
+  const int P = comm.size();
+  const ex::BufferView view = work.view();
+  const double N = double(view.bytes());
+  std::vector<double> times, algbw;
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+    report_progress(comm, cfg, c.name + ": run " + std::to_string(it + 1) + " of " + std::to_string(cfg.warmup + cfg.iters));
     c.init(work.host());
     work.upload();
     comm.barrier();
     const auto start = std::chrono::steady_clock::now();
     c.run(comm, view);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (it >= cfg.warmup) times.push_back(max_over_ranks(comm, s));
+    const double slowest = max_over_ranks(comm, s);
+    if (it < cfg.warmup) continue;
+    times.push_back(slowest);
+    algbw.push_back(N / slowest);
   }
-  double t = first_run_s;
-  if (!times.empty()) {
-    std::sort(times.begin(), times.end());
-    t = times[times.size() / 2];
+  if (times.empty()) {  // the traced run is all there is
+    times.push_back(first_run_s);
+    algbw.push_back(N / first_run_s);
   }
-  const double algbw = N / t / 1e9;
+  const Repeated t = repeated(times), bw = repeated(algbw);
+  ReportRow& time = rep.add(c.id + ".time", "time (slowest rank)", 0, "s").over(t);
   // With an emulated link the α-β model predicts the time; on bare memory it has no link to model.
-  rep.add(c.name + ": time (median, slowest rank)", t,
-          cfg.link.active() ? std::optional<double>(c.predicted.time_s) : std::nullopt, "s");
-  rep.add(c.name + ": algbw", algbw, std::nullopt, "GB/s");
-  rep.add(c.name + ": busbw", algbw * theory::busbw_factor(c.collective, P), std::nullopt, "GB/s");
+  if (cfg.link.active()) time.predict(c.predicted.time_s, c.formulas.time);
+  rep.add(c.id + ".algbw", "algbw (N / time)", 0, "B/s").over(bw);
+  const double factor = theory::busbw_factor(c.collective, P);
+  Repeated bus = bw;
+  bus.median *= factor;
+  bus.spread.min *= factor;
+  bus.spread.max *= factor;
+  rep.add(c.id + ".busbw", "busbw (algbw × nccl-tests factor)", 0, "B/s").over(bus);
 }
 
 // AllReduce == AllGather(ReduceScatter(x)) twice: with the ring exercises on crafted
@@ -234,8 +286,8 @@ void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::s
   const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
   finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
   ex::ring_all_gather(comm, bv);
-  rep.check("identity: library all_reduce vs ring all_gather(reduce_scatter(x)): differing elements", differing(), 0,
-            "elements");
+  rep.check("identity.ring_pieces", "elements differing: ring AG∘RS(x) vs all_reduce(x)", differing(), 0, "")
+      .from("same bits");
 
   std::mt19937 rng(1234u + unsigned(comm.rank()));
   std::uniform_real_distribution<double> dist(-1, 1);
@@ -247,8 +299,30 @@ void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::s
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
   ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
-  rep.check("identity: library all_reduce vs library all_gather(reduce_scatter(x)), random input: differing elements",
-            differing(), 0, "elements");
+  rep.check("identity.library_pieces", "elements differing: library AG∘RS(x) vs all_reduce(x), random x", differing(),
+            0, "")
+      .from("same bits");
+}
+
+// The header's words for this run, and how to read the times.
+void describe_setup(const Comm& comm, const LabConfig& cfg, std::size_t count, Report& rep) {
+  const int P = comm.size();
+  const std::string collective = cfg.options.text("collective");
+  rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" + std::to_string(count) +
+                      " × " + std::string(dtype_name(cfg.dtype)) + ")");
+  if (collective == "all_reduce" || collective == "reduce_scatter") rep.setup.push_back("op " + cfg.options.text("op"));
+  rep.setup.push_back("algo " + cfg.options.text("algo"));
+  if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
+  const char* busbw = collective == "all_reduce" ? "2(P-1)/P" : collective == "broadcast" ? "1" : "(P-1)/P";
+  if (cfg.iters > 0)
+    rep.notes.push_back("Times: the slowest rank's, median of " + std::to_string(cfg.iters) + " runs (min–max) after " +
+                        std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
+                        " (nccl-tests); N = bytes per rank, P = ranks.");
+  const auto algo = cfg.options.choice<AlgoChoice>("algo");
+  if ((algo == AlgoChoice::rhd || algo == AlgoChoice::all) && theory::floor_pow2(P) != P)
+    rep.notes.push_back("rhd on " + std::to_string(P) + " ranks: the largest power of two, Q = " +
+                        std::to_string(theory::floor_pow2(P)) +
+                        ", halves and doubles; the other ranks fold in first and out last.");
 }
 
 }  // namespace
@@ -265,16 +339,22 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1), "--bytes (or --ranks)");
   const std::size_t count = cfg.bytes / es;
 
-  Report rep;
-  rep.lab = "collectives";
-  rep.backend = comm.backend_name();
-  rep.ranks = comm.size();
-  rep.config = cfg.to_json();
+  Report rep = start_report(comm, cfg, "collectives");
+  describe_setup(comm, cfg, count, rep);
   MemoryTracker mem(comm.global_rank(), comm.trace());
   LabBuffer work(mem, count, cfg.dtype, rank_device(cfg.device, comm));
 
-  for (const Case& c : make_cases(comm, cfg, count)) run_case(comm, cfg, c, work, rep);
-  if (cfg.options.choice<CollectiveChoice>("collective") == CollectiveChoice::all_reduce && cfg.iters > 0) check_identity(comm, cfg, mem, count, rep);
+  const std::vector<Case> cases = make_cases(comm, cfg, count);
+  if (cases.size() > 1)
+    for (const Case& c : cases) rep.columns.push_back(c.id);
+  for (const Case& c : cases) {
+    const double first_run_s = checked_run(comm, c, work, rep);
+    timed_runs(comm, cfg, c, work, first_run_s, rep);
+  }
+  if (cfg.options.choice<CollectiveChoice>("collective") == CollectiveChoice::all_reduce && cfg.iters > 0) {
+    check_identity(comm, cfg, mem, count, rep);
+    rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
+  }
   return rep;
 }
 

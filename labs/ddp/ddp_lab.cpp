@@ -42,6 +42,7 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
   s.shape.layers = int(cfg.options.integer("depth"));
   s.batch = int(cfg.options.integer("batch"));
   s.steps = int(cfg.options.integer("steps"));
+  s.repeat = cfg.repeat;
   s.micro = int(cfg.options.integer("micro-batches"));
   s.bucket_mb = cfg.options.number("bucket-mb");
   const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
@@ -69,7 +70,7 @@ double ddp_process_bytes(const DdpSettings& s, int P) {
   const double checks = 3 * 4.0 * psi;
   const double per_rank = ddp_rank_bytes(s, rows) + checks + 4.0 * rows * s.shape.out;
   const double reference = ddp_rank_bytes(s, s.batch) + checks + 4.0 * s.batch * s.shape.out;
-  const double data = 4.0 * double(s.batch) * s.steps * (s.shape.in + s.shape.out) +
+  const double data = 4.0 * double(s.batch) * s.train_steps() * (s.shape.in + s.shape.out) +
                       mlp_memory(s.shape, DType::f32, kTeacherChunk).total();  // the teacher, chunk by chunk
   return P * per_rank + reference + data;
 }
@@ -100,10 +101,27 @@ std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
   return w;
 }
 
-struct StepTimes {
-  double compute = 0, step = 0;
-  std::vector<double> exposed;  // per step: from the end of backward to the optimizer
+// Now, in seconds on the trace's clock (the clock of the comm stream's events).
+double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
+
+// This rank's collectives on its comm stream since `mark`: their time, their bytes, and
+// when the last one ended (0: none). The comm stream stamps them when the data has moved,
+// which a rank thread waiting for them may only see later (it shares the cores).
+struct CommSince {
+  double seconds = 0, bytes = 0, last_end = 0;
 };
+std::size_t comm_mark(Comm& comm) { return comm.trace()->log(comm.global_rank(), kStreamComm).size(); }
+CommSince comm_since(Comm& comm, std::size_t mark) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
+  CommSince c;
+  for (std::size_t i = mark; i < log.size(); ++i)
+    if (log[i].kind == EventKind::collective && log[i].bytes > 0) {
+      c.seconds += double(log[i].end_ns - log[i].begin_ns) * 1e-9;
+      c.bytes += double(log[i].bytes);
+      c.last_end = std::max(c.last_end, double(log[i].end_ns) * 1e-9);
+    }
+  return c;
+}
 
 // What one rank trains with in one variant.
 struct Trainer {
@@ -114,9 +132,12 @@ struct Trainer {
 };
 
 // Forward and backward of `micro` micro-batches; bucketed variants launch buckets from
-// the after_backward hook of the micro-batch that may synchronize. Returns the mean loss.
+// the after_backward hook of the micro-batch that may synchronize, and note in
+// *backward_done when the last layer's gradients were ready: launching a bucket wakes the
+// comm stream, which may take the core before this thread returns from backward.
+// Returns the mean loss.
 float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
-                       int micro, bool bucketed, int step, std::vector<Request>& pending) {
+                       int micro, bool bucketed, int step, std::vector<Request>& pending, double* backward_done) {
   const int out = tr.model.shape().out, mrows = rows / micro;
   std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
@@ -135,22 +156,29 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
     ComputeSpan span(comm, cfg, "backward", step);
     std::function<void(int)> gradients_ready;  // (a straggler's gradients are late layer by layer: paced per layer)
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
-      gradients_ready = [&](int layer) { ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending); };
+      gradients_ready = [&](int layer) {
+        *backward_done = now_s(comm);  // the last call stamps backward's real end
+        ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
+      };
     tr.model.backward(dy.data(), mb > 0, layers.backward_hooks(span, gradients_ready));
   }
   return loss;
 }
 
-// One training step of `variant` on this rank's rows. Returns the mean loss of the rows.
+// One training step of `variant` on this rank's rows: its timing and the gradient bytes
+// its collectives moved. Returns the mean loss of the rows.
 float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
-                 DdpVariant variant, const DdpSettings& s, int step, StepTimes& t, std::vector<float>* gradients) {
+                 DdpVariant variant, const DdpSettings& s, int step, StepTiming& t, double& grad_bytes,
+                 std::vector<float>* gradients) {
   std::vector<Request> pending;
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
-  const auto t0 = Clock::now();
+  const std::size_t mark = comm_mark(comm);
+  const double t0 = now_s(comm);
   const bool bucketed = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate;
+  double backward_done = 0;
   const float loss = forward_backward(comm, cfg, tr, data, first_row, rows, variant == DdpVariant::accumulate ? s.micro : 1,
-                                      bucketed, step, pending);
-  const auto t_backward = Clock::now();
+                                      bucketed, step, pending, &backward_done);
+  if (!bucketed || backward_done == 0) backward_done = now_s(comm);
   if (variant == DdpVariant::naive) {  // one tensor at a time, nothing overlapped
     for (const ParamTensor& p : tr.model.layout().tensors())
       ex::average_gradients(comm, {grads.at(p.range.begin), grads.dtype}, p.range.size());
@@ -158,31 +186,33 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
     ex::average_gradients(comm, grads, tr.model.num_params());
   }
   ex::wait_for_buckets(pending);
-  const auto t_comm = Clock::now();
+  const CommSince c = comm_since(comm, mark);
+  const double comm_done = c.last_end > 0 ? c.last_end : now_s(comm);
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
+  const double optimizer_start = now_s(comm);
   {
     ComputeSpan span(comm, cfg, "optimizer", step);
     // Every rank holds the same averaged gradients, so all skip an overflow together.
     tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale()));
   }
-  const auto t_end = Clock::now();
-  t.compute += seconds(t0, t_backward) + seconds(t_comm, t_end);
-  t.step += seconds(t0, t_end);
-  t.exposed.push_back(seconds(t_backward, t_comm));
+  const double end = now_s(comm);
+  t = {(backward_done - t0) + (end - optimizer_start), std::max(0.0, comm_done - backward_done), end - t0, c.seconds};
+  grad_bytes = c.bytes;
   return loss;
 }
 
-OneRankReference single_rank_reference(const Dataset& data, const DdpSettings& s) {
+// Rank 0 trains the same model alone on the whole global batch, step for step.
+OneRankReference single_rank_reference(Comm& comm, const LabConfig& cfg, const Dataset& data, const DdpSettings& s) {
   MemoryTracker mem(0, nullptr);
   Mlp model(s.shape, mem, 1, s.precision);
   AdamW opt(whole_model(model), model.device(), mem, s.adamw);
   LossScaler scaler(s.precision);
   std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
   OneRankReference ref;
-  const int warmup = s.steps > 1 ? 1 : 0;
-  Clock::time_point timed_from = Clock::now();
-  for (int step = 0; step < s.steps; ++step) {
-    if (step == warmup) timed_from = Clock::now();
+  std::vector<double> timed;  // every step after the warm-up step 0
+  for (int step = 0; step < s.train_steps(); ++step) {
+    report_progress(comm, cfg, "1-rank reference: step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
+    const auto t0 = Clock::now();
     const int r0 = step * s.batch;
     const float* y = model.forward(data.x_row(r0), s.batch);
     kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
@@ -190,59 +220,58 @@ OneRankReference single_rank_reference(const Dataset& data, const DdpSettings& s
     model.backward(dy.data(), false);
     if (step == 0) ref.first_gradients = unscaled_gradients(model, scaler.scale());
     scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));
+    if (step > 0) timed.push_back(seconds(t0, Clock::now()));
   }
-  ref.step_seconds = seconds(timed_from, Clock::now()) / (s.steps - warmup);
+  ref.step_seconds = repeated(run_means(timed, s.steps));
   ref.weights = fp32_weights(model, opt);
   return ref;
 }
 
-// The communication time of this rank's collectives (comm-stream events since `mark`);
-// their bytes are added to *bytes when it is given.
-double collective_seconds(Comm& comm, std::size_t mark, double* bytes = nullptr) {
-  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
-  double s = 0;
-  for (std::size_t i = mark; i < log.size(); ++i)
-    if (log[i].kind == EventKind::collective && log[i].bytes > 0) {
-      s += double(log[i].end_ns - log[i].begin_ns) * 1e-9;
-      if (bytes) *bytes += double(log[i].bytes);
-    }
-  return s;
+// Trains one variant for s.train_steps() steps on this rank: the losses, the gradients of
+// the first step, the gradient bytes per step and the timings of the timed steps.
+struct VariantRun {
+  float first_loss = 0, last_loss = 0;
+  std::vector<float> first_gradients;
+  double grad_bytes_per_step = 0;
+  std::vector<StepTiming> timed;
+};
+
+VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s, const Dataset& data,
+                         Trainer& tr) {
+  const int rows = s.batch / comm.size(), total = s.train_steps();
+  const std::string name = variant_name(variant);
+  VariantRun run;
+  comm.barrier();
+  for (int step = 0; step < total; ++step) {  // step 0 touches every buffer first: a warm-up, not timed
+    report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(total));
+    StepTiming t;
+    double bytes = 0;
+    float loss = train_step(comm, cfg, tr, data, step * s.batch + comm.rank() * rows, rows, variant, s, step, t, bytes,
+                            step == 0 ? &run.first_gradients : nullptr);
+    if (step > 0) run.timed.push_back(t);
+    run.grad_bytes_per_step += bytes;  // summed whole (exact), divided at the end
+    comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
+    (step == 0 ? run.first_loss : run.last_loss) = loss;
+  }
+  run.grad_bytes_per_step /= total;
+  return run;
 }
 
 void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s, const Dataset& data,
                  const OneRankReference& reference, Report& rep) {
-  const int P = comm.size(), r = comm.rank();
   MemoryTracker mem(comm.global_rank(), comm.trace());
   Mlp model(s.shape, mem, 1, s.precision);
   AdamW opt(whole_model(model), model.device(), mem, s.adamw);
   LossScaler scaler(s.precision);
   const std::vector<ex::GradBucket> buckets = make_buckets(model.layout(), s.bucket_mb, s.precision);
   Trainer tr{model, opt, scaler, buckets};
-  const int rows = s.batch / P;
-  const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
-  comm.barrier();
-  // The first step touches every buffer for the first time (page faults, allocator): a
-  // warm-up, left out of the times when there is more than one step.
-  const int warmup = s.steps > 1 ? 1 : 0, timed = s.steps - warmup;
-  StepTimes t, warmup_times;
-  std::size_t timed_mark = comm_mark;
-  std::vector<float> first_gradients;
+  const VariantRun run = train_variant(comm, cfg, variant, s, data, tr);
   DdpMeasurement m;
-  for (int step = 0; step < s.steps; ++step) {
-    if (step == warmup) timed_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
-    float loss = train_step(comm, cfg, tr, data, step * s.batch + r * rows, rows, variant, s, step,
-                            step < warmup ? warmup_times : t, step == 0 ? &first_gradients : nullptr);
-    comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
-    (step == 0 ? m.first_loss : m.last_loss) = loss;
-    if (s.steps == 1) m.last_loss = loss;
-  }
-  double reduced_bytes = 0;
-  collective_seconds(comm, comm_mark, &reduced_bytes);
-  m.comm = max_over_ranks(comm, collective_seconds(comm, timed_mark)) / timed;
-  m.compute = max_over_ranks(comm, t.compute) / timed;
-  m.step_time = max_over_ranks(comm, t.step) / timed;
-  m.grad_bytes_per_step = (reduced_bytes - 4.0 * s.steps) / s.steps;  // less the loss all-reduces (reporting, not DDP)
-  measure_variant(comm, m, fp32_weights(model, opt), first_gradients, reference, t.exposed, timed);
+  m.first_loss = run.first_loss;
+  m.last_loss = run.last_loss;
+  m.time = combine_timings(comm, run.timed, s.steps);
+  m.grad_bytes_per_step = run.grad_bytes_per_step;
+  measure_variant(comm, m, fp32_weights(model, opt), run.first_gradients, reference);
   m.params = model.num_params();
   m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? buckets.size() : 0;
   m.skipped_steps = scaler.skipped_steps();
@@ -252,8 +281,9 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   m.workspace_peak = mem.peak(MemTag::other);
   m.activation_peak = mem.peak(MemTag::activation);
   m.total_peak = mem.peak_total();
+  const int rows = s.batch / comm.size();
   m.total_estimate = ddp_rank_bytes(s, variant == DdpVariant::accumulate ? rows / s.micro : rows);
-  add_ddp_rows(rep, variant, s, m, reference, P);
+  add_ddp_rows(rep, variant, s, m, reference, comm.size());
 }
 
 }  // namespace
@@ -263,23 +293,20 @@ const char* variant_name(DdpVariant v) {
   return names[int(v)];
 }
 
+std::vector<DdpVariant> variants_of(const LabConfig& cfg) {
+  const auto variant = cfg.options.choice<DdpVariant>("variant");
+  if (variant != DdpVariant::all) return {variant};
+  return {DdpVariant::naive, DdpVariant::flat, DdpVariant::bucketed, DdpVariant::accumulate};
+}
+
 Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   if (!comm.trace()) throw Error("the DDP lab measures from trace events; run it with tracing on");
   kernels::use_one_blas_thread();
   const DdpSettings s = settings_of(cfg, comm.size());
-  const Dataset data = make_teacher_data(s.shape, s.batch * s.steps, 7);
-  Report rep;
-  rep.lab = "ddp";
-  rep.backend = comm.backend_name();
-  rep.ranks = comm.size();
-  rep.config = cfg.to_json();
-  if (cfg.slow_rank >= 0)  // a straggler: the others wait for it ("waiting for slower ranks")
-    rep.add("straggler: rank " + std::to_string(cfg.slow_rank) + " compute slowed by", cfg.slow_factor, std::nullopt, "x");
-  const auto variant = cfg.options.choice<DdpVariant>("variant");
-  const std::vector<DdpVariant> variants =
-      variant == DdpVariant::all
-          ? std::vector<DdpVariant>{DdpVariant::naive, DdpVariant::flat, DdpVariant::bucketed, DdpVariant::accumulate}
-          : std::vector<DdpVariant>{variant};
+  const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
+  const std::vector<DdpVariant> variants = variants_of(cfg);
+  Report rep = start_report(comm, cfg, "ddp");
+  describe_ddp_setup(rep, s, variants, cfg, std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4));
   if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
     const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
     comm.trace()->set_meta("predicted_bytes_per_rank", std::to_string(16.0 * psi));
@@ -288,18 +315,21 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   OneRankReference reference;
   if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
     ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
-    reference = single_rank_reference(data, s);
+    reference = single_rank_reference(comm, cfg, data, s);
   }
   for (const DdpVariant v : variants) {
     DdpSettings vs = s;
     if (v == DdpVariant::accumulate && (s.batch / comm.size()) % s.micro != 0) vs.micro = 1;
     run_variant(comm, cfg, v, vs, data, reference, rep);
   }
-  if (variant == DdpVariant::all) {  // the point of bucketing: how much of naive's exposed time is left
-    const ReportRow* naive = rep.find("naive: exposed communication per step");
-    const ReportRow* bucketed = rep.find("bucketed: exposed communication per step");
+  rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 0, "s").over(reference.step_seconds);
+  if (variants.size() > 1) {  // the point of bucketing: how much of naive's exposed time is left
+    for (const DdpVariant v : variants) rep.columns.push_back(variant_name(v));
+    const ReportRow* naive = rep.find("naive.exposed_comm_per_step");
+    const ReportRow* bucketed = rep.find("bucketed.exposed_comm_per_step");
     if (naive && bucketed && naive->measured > 0)
-      rep.add("bucketed exposed / naive exposed", bucketed->measured / naive->measured, std::nullopt, "");
+      rep.add("bucketed_vs_naive_exposed", "exposed: bucketed / naive",
+              bucketed->measured / naive->measured, "");
   }
   return rep;
 }

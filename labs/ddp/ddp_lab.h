@@ -13,10 +13,12 @@ namespace dtl {
 enum class DdpVariant { naive, flat, bucketed, accumulate, all };
 const char* variant_name(DdpVariant v);
 
-// What one run trains, from the lab's options.
+// What one run trains, from the lab's options: one warm-up step, then `repeat` timed runs
+// of `steps` steps each (a timing is the median over the runs, with min–max).
 struct DdpSettings {
   MlpShape shape;
-  int batch = 64, steps = 5, micro = 4;
+  int batch = 64, steps = 5, micro = 4, repeat = 5;
+  int train_steps() const { return 1 + repeat * steps; }
   double bucket_mb = 25;
   DType precision = DType::f32;  // f32, or bf16/f16 for mixed precision
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
@@ -26,14 +28,32 @@ struct DdpSettings {
 struct OneRankReference {
   std::vector<float> weights;          // after the last step, fp32 (mixed precision: the master)
   std::vector<float> first_gradients;  // of the first step, loss scale divided out
-  double step_seconds = 0;             // per step, after the first (the 1-GPU baseline)
+  Repeated step_seconds;               // per step, over the timed runs (the 1-GPU baseline)
 };
+
+// One step on one rank, in seconds: what the rank computed, how long it waited after its
+// backward for the gradients to be averaged, the whole step, and its collectives' time.
+struct StepTiming {
+  double compute = 0, wait = 0, step = 0, comm = 0;
+};
+
+// The timings of one variant, per step, combined over ranks and then over the timed runs.
+struct DdpTimings {
+  Repeated compute, comm, exposed, imbalance, step, efficiency;
+};
+// labs/ddp/ddp_timing.cpp (collective over comm): per step, the slowest rank's compute,
+// step and communication; exposed communication is the smallest wait over ranks (the rank
+// that finished backward last waits only for the communication) and the rest of the
+// largest wait is imbalance. Then the mean of each run of `steps` steps, and the median.
+DdpTimings combine_timings(Comm& comm, const std::vector<StepTiming>& timed, int steps);
+// Per-run means of per-step values: runs of `steps` consecutive values.
+std::vector<double> run_means(const std::vector<double>& per_step, int steps);
 
 // What one variant measured on this rank, combined over ranks where the report needs it.
 struct DdpMeasurement {
   float first_loss = 0, last_loss = 0;
   double max_vs_single = 0, max_between_ranks = 0, first_grad_rel_diff = 0;
-  double compute = 0, comm = 0, exposed = 0, imbalance = 0, step_time = 0;  // per step, seconds
+  DdpTimings time;
   double grad_bytes_per_step = 0;
   std::size_t params = 0, buckets = 0;
   int skipped_steps = 0;
@@ -52,9 +72,11 @@ LabInfo ddp_lab_info();
 // labs/ddp/ddp_report.cpp: the checks of one variant against one rank and between ranks,
 // and its exposed communication, combined over ranks (collective over comm) ...
 void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights, const std::vector<float>& first_grads,
-                     const OneRankReference& reference, const std::vector<double>& exposed, int timed);
-// ... and the report rows of one variant.
+                     const OneRankReference& reference);
+// ... and the report rows of one variant; the header's words and notes for the run.
 void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeasurement& m,
                   const OneRankReference& reference, int P);
+void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants, const LabConfig& cfg,
+                        std::size_t params);
 
 }  // namespace dtl

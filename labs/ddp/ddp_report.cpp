@@ -4,11 +4,12 @@
 
 #include "core/error.h"
 #include "labs/ddp/ddp_lab.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
 void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights, const std::vector<float>& first_grads,
-                     const OneRankReference& reference, const std::vector<double>& exposed, int timed) {
+                     const OneRankReference& reference) {
   // Every rank must hold the same weights, and they must equal one rank on the global batch.
   std::vector<float> rank0 = weights;
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
@@ -28,16 +29,6 @@ void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& we
     grad_scale = std::max(grad_scale, double(std::fabs(reference.first_gradients[i])));
   }
   m.first_grad_rel_diff = grad_diff / grad_scale;
-  // Per step, the rank that finishes backward last waits only for the communication; the
-  // others also wait for it. So exposed communication is the smallest wait over ranks, and
-  // the rest of the largest wait is load imbalance (a straggler, or unfair CPU sharing).
-  std::vector<double> least = exposed, most_wait = exposed;
-  comm.all_reduce(least.data(), least.data(), least.size(), DType::f64, ReduceOp::min);
-  comm.all_reduce(most_wait.data(), most_wait.data(), most_wait.size(), DType::f64, ReduceOp::max);
-  for (std::size_t i = 0; i < least.size(); ++i) {
-    m.exposed += least[i] / timed;
-    m.imbalance += (most_wait[i] - least[i]) / timed;
-  }
   comm.all_reduce(&between, &between, 1, DType::f64, ReduceOp::max);
   m.max_between_ranks = between;
 }
@@ -50,77 +41,122 @@ namespace {
 // for bf16). AdamW divides by sqrt(v), so where a gradient is near 0 that small difference
 // can flip the update's sign: up to 2·lr per step on such weights.
 double weight_tolerance(const DdpSettings& s) {
-  return s.precision == DType::f32 ? 1e-5 : 2.0 * double(s.adamw.lr) * s.steps;
+  return s.precision == DType::f32 ? 1e-5 : 2.0 * double(s.adamw.lr) * s.train_steps();
 }
 
 void add_memory_rows(Report& rep, const std::string& n, const DdpSettings& s, const DdpMeasurement& m) {
   const double psi = double(m.params);
   const double esize = double(dtype_size(s.precision));  // 4, or 2 in mixed precision
-  const std::string e = std::to_string(int(esize)), o = s.precision == DType::f32 ? "8/param: m, v" : "12/param: master, m, v";
-  rep.check(n + "param bytes per rank (" + e + "/param)", double(m.param_peak), esize * psi, "B");
-  rep.check(n + "grad bytes per rank (" + e + "/param)", double(m.grad_peak), esize * psi, "B");
-  rep.check(n + "optimizer bytes per rank (" + o + ")", double(m.optimizer_peak), (16 - 2 * esize) * psi, "B");
+  const std::string e = format_number(esize) + " B/param";
+  rep.check(n + "param_bytes", "param bytes per rank", double(m.param_peak), esize * psi, "B").from(e);
+  rep.check(n + "grad_bytes", "grad bytes per rank", double(m.grad_peak), esize * psi, "B").from(e);
+  rep.check(n + "optimizer_bytes", "optimizer bytes per rank", double(m.optimizer_peak), (16 - 2 * esize) * psi, "B")
+      .from(s.precision == DType::f32 ? "8 B/param: m, v" : "12 B/param: master, m, v");
   if (s.precision == DType::f16)
-    rep.add(n + "steps skipped (f16 gradients overflowed; loss scale halved)", m.skipped_steps, std::nullopt, "");
-  rep.add(n + "model state bytes per parameter", double(m.param_peak + m.grad_peak + m.optimizer_peak) / psi, 16.0,
-          "B/param");
-  rep.add(n + "workspace bytes per rank (peak)", double(m.workspace_peak), std::nullopt, "B");
+    rep.add(n + "skipped_steps", "steps skipped (f16 gradients overflowed; loss scale halved)", m.skipped_steps, "");
+  rep.add(n + "model_state_bytes_per_param", "model state bytes per parameter",
+          double(m.param_peak + m.grad_peak + m.optimizer_peak) / psi, "B/param")
+      .predict(16.0, s.precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
+  rep.add(n + "workspace_bytes", "workspace bytes per rank (peak)", double(m.workspace_peak), "B");
   // The estimate the run was admitted with (ddp_rank_bytes), against what was allocated.
-  rep.check(n + "memory per rank: measured peak vs estimate (within 10%)", double(m.total_peak), m.total_estimate, "B",
-            0.1 * m.total_estimate);
-  rep.add(n + "activation bytes per rank (peak)", double(m.activation_peak), std::nullopt, "B");
+  rep.check(n + "memory_peak", "memory per rank: peak vs estimate", double(m.total_peak), m.total_estimate, "B",
+            0.1 * m.total_estimate)
+      .from("model + AdamW + activations");
+  rep.add(n + "activation_bytes", "activation bytes per rank (peak)", double(m.activation_peak), "B");
+}
+
+void add_timing_rows(Report& rep, const std::string& n, const DdpMeasurement& m, const OneRankReference& reference,
+                     int P) {
+  const DdpTimings& t = m.time;
+  rep.add(n + "compute_per_step", "compute per step (slowest rank)", 0, "s").over(t.compute);
+  rep.add(n + "comm_per_step", "communication per step (all-reduce time)", 0, "s").over(t.comm);
+  rep.add(n + "exposed_comm_per_step", "exposed communication per step", 0, "s").over(t.exposed);
+  rep.add(n + "waiting_per_step", "waiting for slower ranks per step", 0, "s").over(t.imbalance);
+  rep.add(n + "efficiency", "efficiency: compute / (compute + exposed)", 0, "").over(t.efficiency);
+  rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(t.step);
+  // Ideal: P. Below 1, the model is too small for this link: 1 rank is faster. The
+  // range: the 1-rank median over the slowest and the fastest run's step.
+  Repeated speedup;
+  if (t.step.median > 0 && t.step.spread.min > 0)
+    speedup = {reference.step_seconds.median / t.step.median,
+               {reference.step_seconds.median / t.step.spread.max, reference.step_seconds.median / t.step.spread.min,
+                t.step.spread.runs}};
+  rep.add(n + "speedup", "speedup over 1 rank", 0, "x").over(speedup).predict(double(P), "ideal: P×");
 }
 
 }  // namespace
 
 void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeasurement& m,
                   const OneRankReference& reference, int P) {
-  const std::string n = std::string(variant_name(v)) + ": ";
+  const std::string n = std::string(variant_name(v)) + ".";
   const double psi = double(m.params);
-  rep.add(n + "loss, first step", m.first_loss, std::nullopt, "");
-  rep.add(n + "loss, last step", m.last_loss, std::nullopt, "");
+  const bool fp32 = s.precision == DType::f32;
+  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
   // fp32: sums in another order than the single process, a few ulps per step; AdamW keeps
   // them small. Mixed precision: see weight_tolerance.
-  rep.check(n + "max weight diff vs 1 rank", m.max_vs_single, 0.0, "", weight_tolerance(s));
-  rep.check(n + "max weight diff between ranks", m.max_between_ranks, 0.0, "");
+  rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_single, 0.0, "", weight_tolerance(s))
+      .from(fp32 ? "fp32 sum order" : "16-bit rounding");
+  rep.check(n + "weight_diff_between_ranks", "max weight diff between ranks", m.max_between_ranks, 0.0, "")
+      .from("same bits");
   // fp32: summation order; a sum of n rounded terms drifts like √n·2^-24, so the bound
   // grows with the batch (1e-5 up to ~6,000 rows). 16 bits: each rank's gradient and their
   // sum are rounded to 8 (bf16) or 11 (f16) significant bits; 2^-6 of the largest still
   // catches any averaging mistake (a missing 1/P is off by P-1 times the value).
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
-  rep.check(n + "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
-            s.precision == DType::f32 ? fp32_bound : 1.0 / 64);
-  rep.add(n + "compute per step (slowest rank)", m.compute, std::nullopt, "s");
-  rep.add(n + "communication per step (all-reduce time)", m.comm, std::nullopt, "s");
-  rep.add(n + "exposed communication per step", m.exposed, std::nullopt, "s");
-  rep.add(n + "waiting for slower ranks per step", m.imbalance, std::nullopt, "s");
-  rep.add(n + "efficiency compute/(compute+exposed)", m.compute / (m.compute + m.exposed), std::nullopt, "");
-  rep.add(n + "step time (slowest rank)", m.step_time, std::nullopt, "s");
-  rep.add(n + "step time of 1 rank on the global batch", reference.step_seconds, std::nullopt, "s");
-  // Ideal: P. Below 1, the model is too small for this link: 1 rank is faster.
-  rep.add(n + "speedup over 1 rank", reference.step_seconds / m.step_time, double(P), "x");
+  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
+            fp32 ? fp32_bound : 1.0 / 64)
+      .from(fp32 ? "√batch·2^-24" : "2^-6: 16 bits");
+  add_timing_rows(rep, n, m, reference, P);
   const double esize = double(dtype_size(s.precision));
-  rep.check(n + "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step, esize * psi, "B");
+  rep.check(n + "grad_bytes_reduced", "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step, esize * psi,
+            "B")
+      .from(format_number(esize) + " B/param");
   // What a ring all-reduce of those bytes puts on each rank's link (the library's own
   // wire is not observed here; the collectives lab measures the ring's bytes from events).
-  rep.add(n + "ring wire bytes per rank per step, 2(P-1)/P x all-reduced", 2.0 * (P - 1) / P * m.grad_bytes_per_step,
-          2.0 * (P - 1) / P * esize * psi, "B");
+  rep.add(n + "ring_wire_bytes", "ring wire bytes per rank per step", 2.0 * (P - 1) / P * m.grad_bytes_per_step, "B")
+      .predict(2.0 * (P - 1) / P * esize * psi, "ring 2(P-1)/P·N");
   add_memory_rows(rep, n, s, m);
-  if (m.buckets > 0) rep.add(n + "buckets", double(m.buckets), std::nullopt, "");
+  if (m.buckets > 0) rep.add(n + "buckets", "buckets", double(m.buckets), "");
+}
+
+void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants, const LabConfig& cfg,
+                        std::size_t params) {
+  const int P = rep.ranks;
+  char mlp[128];
+  std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers (%zu params)", s.shape.width, s.shape.layers, params);
+  rep.setup.push_back(mlp);
+  rep.setup.push_back("batch " + std::to_string(s.batch) + " (" + std::to_string(s.batch / P) + " per rank)");
+  rep.setup.push_back(s.precision == DType::f32 ? "fp32" : std::string(dtype_name(s.precision)) + " mixed precision");
+  std::string names;
+  for (const DdpVariant v : variants) names += (names.empty() ? "" : ", ") + std::string(variant_name(v));
+  rep.setup.push_back("variant " + names);
+  rep.setup.push_back("buckets ≤ " + format_number(s.bucket_mb) + " MiB");
+  if (std::find(variants.begin(), variants.end(), DdpVariant::accumulate) != variants.end())
+    rep.setup.push_back(std::to_string(s.micro) + " micro-batches (accumulate)");
+  if (cfg.slow_rank >= 0)
+    rep.setup.push_back("rank " + std::to_string(cfg.slow_rank) + " computes " + format_number(cfg.slow_factor) +
+                        "× slower");
+  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
+                      " steps (min–max), after 1 warm-up step. Exposed communication: the wait after backward of the "
+                      "rank that finished backward last; waiting for slower ranks: what the others waited on top.");
+  rep.notes.push_back("Speedup: 1 rank's step on the global batch (measured by rank 0 in this run) over this step; "
+                      "ideally P. Below 1 the model is too small for the link: 1 rank is faster.");
 }
 
 LabInfo ddp_lab_info() {
   return {
       "ddp",
       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
-      {RunOption::slow_rank, RunOption::faults},
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat},
       {{"variant", OptionKind::choice, "bucketed", "how gradients are averaged",
         {"naive", "flat", "bucketed", "accumulate", "all"}},
        {"bucket-mb", OptionKind::number, "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}, 1e-6, 1 << 20},
        {"width", OptionKind::integer, "256", "hidden width of the MLP", {}, 1, 1 << 16},
        {"depth", OptionKind::integer, "4", "linear layers of the MLP", {}, 1, 1024},
        {"batch", OptionKind::integer, "64", "global batch (split over ranks)", {}, 1, 1 << 24},
-       {"steps", OptionKind::integer, "5", "training steps", {}, 1, 1 << 20},
+       {"steps", OptionKind::integer, "5", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1,
+        1 << 20},
        {"micro-batches", OptionKind::integer, "4", "micro-batches per step for --variant accumulate", {}, 1, 1 << 16},
        {"precision", OptionKind::choice, "fp32",
         "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},

@@ -43,11 +43,15 @@ TEST(Cli, RunJsonPutsOnlyTheReportOnStdout) {
   EXPECT_TRUE(r["ok"].get<bool>());
   bool found = false;
   for (const auto& row : r["rows"]) {
-    ASSERT_TRUE(row.contains("quantity") && row.contains("measured") && row.contains("predicted") && row.contains("unit"));
-    if (row["quantity"] == "ring all_reduce: bytes sent per rank (max)") {
+    for (const char* field : {"id", "label", "measured", "predicted", "unit", "source", "tolerance"})
+      ASSERT_TRUE(row.contains(field)) << field << " missing in " << row.dump();
+    if (row["id"] == "ring.bytes_sent_per_rank") {
       found = true;
-      EXPECT_EQ(row["measured"].get<double>(), 2.0 * 3 / 4 * 65536);
+      EXPECT_EQ(row["measured"].get<double>(), 2.0 * 3 / 4 * 65536);  // raw bytes, not KiB
       EXPECT_EQ(row["predicted"].get<double>(), 2.0 * 3 / 4 * 65536);
+      EXPECT_EQ(row["unit"], "B");
+      EXPECT_EQ(row["tolerance"].get<double>(), 0.0);
+      EXPECT_EQ(row["source"], "2(P-1)/P·N");
     }
   }
   EXPECT_TRUE(found);

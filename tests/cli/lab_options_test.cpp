@@ -30,12 +30,13 @@ std::vector<Flag> flags_of(RunOption o) {
     case RunOption::step: return {{"step", false}};
     case RunOption::faults: return {{"inject-fault"}, {"inject-hang"}};
     case RunOption::slow_rank: return {{"slow-rank"}};
+    case RunOption::repeat: return {{"repeat"}};
   }
   return {};
 }
 
-const std::vector<RunOption> kAllRunOptions = {RunOption::bytes,  RunOption::dtype, RunOption::iters,    RunOption::device,
-                                               RunOption::step,   RunOption::faults, RunOption::slow_rank};
+const std::vector<RunOption> kAllRunOptions = {RunOption::bytes, RunOption::dtype,  RunOption::iters,     RunOption::device,
+                                               RunOption::step,  RunOption::faults, RunOption::slow_rank, RunOption::repeat};
 
 // Every option some lab declares or some run-wide option names, that `lab` does not take.
 std::vector<Flag> undeclared_for(const LabInfo& lab) {

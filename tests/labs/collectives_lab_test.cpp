@@ -34,17 +34,17 @@ TEST(CollectivesLab, RingSendsExactlyTheFormulasBytes) {
   for (int P : {2, 4, 8}) {
     const std::uint64_t N = 4096 * std::uint64_t(P);
     const Report r = run_lab(P, N, {{"algo", "ring"}});
-    const ReportRow* row = r.find("ring all_reduce: bytes sent per rank (max)");
+    const ReportRow* row = r.find("ring.bytes_sent_per_rank");
     ASSERT_NE(row, nullptr);
     EXPECT_EQ(row->measured, 2.0 * (P - 1) / P * double(N));
-    EXPECT_EQ(r.find("ring all_reduce: steps (distinct tags, max)")->measured, 2 * (P - 1));
+    EXPECT_EQ(r.find("ring.steps")->measured, 2 * (P - 1));
   }
 }
 
 TEST(CollectivesLab, IdentityAllReduceEqualsAllGatherOfReduceScatter) {
   for (const char* op : {"sum", "avg", "max"}) {
     const Report r = run_lab(5, 4 * 999, {{"algo", "ring"}, {"op", op}}, DType::f32);
-    const ReportRow* row = r.find("identity: library all_reduce vs ring all_gather(reduce_scatter(x)): differing elements");
+    const ReportRow* row = r.find("identity.ring_pieces");
     ASSERT_NE(row, nullptr);
     EXPECT_EQ(row->measured, 0) << op;
     EXPECT_TRUE(r.ok) << r.to_text();
@@ -74,7 +74,7 @@ TEST(CollectivesLab, StepsAreDistinctTagsAtHundredsOfRanks) {
   for (int P : {128, 256}) {
     const Report r = run_lab(P, 4096, {{"algo", "all"}});  // 1024 elements: P divides it
     for (const char* algo : {"naive", "ring", "tree", "rhd"}) {
-      const ReportRow* row = r.find(std::string(algo) + " all_reduce: steps (distinct tags, max)");
+      const ReportRow* row = r.find(std::string(algo) + ".steps");
       ASSERT_NE(row, nullptr) << algo;
       ASSERT_TRUE(row->predicted.has_value()) << algo;
       EXPECT_EQ(row->measured, *row->predicted) << algo << " at P=" << P << ": measured " << row->measured

@@ -19,6 +19,7 @@ namespace {
 Report run_ddp(int P, const std::map<std::string, std::string>& options, Trace& trace) {
   LabConfig cfg;
   cfg.ranks = P;
+  cfg.repeat = 1;  // these tests check results, not timings: one timed run of --steps after the warm-up step
   cfg.options = options;
   return test::run_lab("ddp", cfg, trace);
 }
@@ -32,15 +33,15 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
         P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}}, trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
     for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
-      const ReportRow* d = rep.find(std::string(v) + ": max weight diff vs 1 rank");
+      const ReportRow* d = rep.find(std::string(v) + ".weight_diff_vs_one_rank");
       ASSERT_NE(d, nullptr) << v;
       EXPECT_LT(d->measured, 1e-5) << v << " P=" << P << ": largest weight difference " << d->measured;
-      const ReportRow *first = rep.find(std::string(v) + ": loss, first step"), *last = rep.find(std::string(v) + ": loss, last step");
+      const ReportRow *first = rep.find(std::string(v) + ".loss_first"), *last = rep.find(std::string(v) + ".loss_last");
       EXPECT_LT(last->measured, first->measured) << v << ": the loss must go down";
     }
-    EXPECT_GT(rep.find("bucketed: buckets")->measured, 1) << "a tiny bucket size must give several buckets";
+    EXPECT_GT(rep.find("bucketed.buckets")->measured, 1) << "a tiny bucket size must give several buckets";
     // The timeline's compute spans: per rank and variant, one forward, backward and optimizer
-    // span per step (accumulate: one forward and backward per micro-batch).
+    // span per step (accumulate: one forward and backward per micro-batch); 1 warm-up step + 4.
     for (int r = 0; r < P; ++r) {
       int forward = 0, backward = 0, optimizer = 0;
       const EventLog& log = trace.log(r, kStreamMain);
@@ -51,9 +52,9 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
         backward += name == "backward";
         optimizer += name == "optimizer";
       }
-      const int micro = 4;  // the lab's default --micro-batches
-      EXPECT_EQ(optimizer, 4 * 4) << "rank " << r;           // 4 steps × 4 variants
-      EXPECT_EQ(forward, 4 * 3 + 4 * micro) << "rank " << r;  // accumulate runs `micro` per step
+      const int micro = 4, steps = 1 + 4;  // the lab's default --micro-batches; warm-up + --steps 4
+      EXPECT_EQ(optimizer, steps * 4) << "rank " << r;                // 4 variants
+      EXPECT_EQ(forward, steps * 3 + steps * micro) << "rank " << r;  // accumulate runs `micro` per step
       EXPECT_EQ(backward, forward) << "rank " << r;
     }
   }
@@ -111,22 +112,22 @@ TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
     return run_ddp(P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "6"},
                        {"bucket-mb", "0.002"}, {"precision", precision}}, trace);
   };
-  const double fp32_loss = run(1, "fp32").find("bucketed: loss, last step")->measured;
+  const double fp32_loss = run(1, "fp32").find("bucketed.loss_last")->measured;
   for (const char* precision : {"bf16", "fp16"})
     for (int P : {1, 2, 4}) {
       const Report rep = run(P, precision);
       EXPECT_TRUE(rep.ok) << precision << " P=" << P << "\n" << rep.to_text();
       for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
-        const std::string n = std::string(v) + ": ";
-        EXPECT_EQ(rep.find(n + "max weight diff between ranks")->measured, 0.0) << precision << " " << v;
+        const std::string n = std::string(v) + ".";
+        EXPECT_EQ(rep.find(n + "weight_diff_between_ranks")->measured, 0.0) << precision << " " << v;
         std::printf("%s P=%d %s: max master weight diff vs 1 rank %.3g, step-1 gradients %.3g\n", precision, P, v,
-                    rep.find(n + "max weight diff vs 1 rank")->measured,
-                    rep.find(n + "max step-1 gradient diff vs 1 rank (relative)")->measured);
-        EXPECT_EQ(rep.find(n + "model state bytes per parameter")->measured, 16.0) << precision << " " << v;
-        const ReportRow* grads = rep.find(n + "grad bytes per rank (2/param)");
+                    rep.find(n + "weight_diff_vs_one_rank")->measured,
+                    rep.find(n + "grad_diff_vs_one_rank")->measured);
+        EXPECT_EQ(rep.find(n + "model_state_bytes_per_param")->measured, 16.0) << precision << " " << v;
+        const ReportRow* grads = rep.find(n + "grad_bytes");
         ASSERT_NE(grads, nullptr) << precision << " " << v;
-        EXPECT_EQ(rep.find(n + "gradient bytes all-reduced per rank per step")->measured, grads->measured);
-        const double loss = rep.find(n + "loss, last step")->measured;
+        EXPECT_EQ(rep.find(n + "grad_bytes_reduced")->measured, grads->measured);
+        const double loss = rep.find(n + "loss_last")->measured;
         EXPECT_NEAR(loss, fp32_loss, 0.02 * fp32_loss) << precision << " " << v << " P=" << P;
       }
     }
@@ -139,7 +140,7 @@ TEST(DdpLab, MemoryEstimateStandsBesideTheMeasuredPeak) {
                                    {"precision", precision}}, trace);
     EXPECT_TRUE(rep.ok) << rep.to_text();
     for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
-      const ReportRow* row = rep.find(std::string(v) + ": memory per rank: measured peak vs estimate (within 10%)");
+      const ReportRow* row = rep.find(std::string(v) + ".memory_peak");
       ASSERT_NE(row, nullptr) << v;
       ASSERT_TRUE(row->predicted.has_value());
       EXPECT_NEAR(row->measured, *row->predicted, 0.1 * *row->predicted) << v << " " << precision;

@@ -31,7 +31,7 @@ void ReportView::Draw(const Frame& f) {
     if (!row.is_object()) continue;
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(row.value("quantity", std::string("?")).c_str());
+    ImGui::TextUnformatted(row.value("label", row.value("quantity", std::string("?"))).c_str());  // ("quantity": older traces)
     ImGui::TableNextColumn();
     ImGui::Text("%.4g", row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0);
     ImGui::TableNextColumn();
