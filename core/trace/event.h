@@ -24,9 +24,12 @@ enum class EventKind : std::uint8_t {
 // Streams a rank records on; each becomes one track (Chrome tid) per rank.
 enum Stream : std::uint8_t { kStreamMain = 0, kStreamComm = 1 };
 
-// Memory tags: what a buffer is for. The memory view stacks bars by tag.
-enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, other };
-inline constexpr int kNumMemTags = 6;
+// Memory tags: what a buffer is for. The memory view stacks bars by tag. optimizer is
+// AdamW's m and v; master the fp32 master weights of 16-bit parameters; gather ZeRO-3's
+// all-gather buffers of full parameters; comm other buffers collectives use (a ZeRO-2
+// gradient bucket being reduce-scattered). New tags go at the end: traces store the number.
+enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, other, master, gather };
+inline constexpr int kNumMemTags = 8;
 const char* mem_tag_name(MemTag t);
 
 // The parallelism axis of the group an event's communicator belongs to (Topology names

@@ -18,6 +18,8 @@ const char* mem_tag_name(MemTag t) {
     case MemTag::activation: return "activation";
     case MemTag::comm: return "comm";
     case MemTag::other: return "other";
+    case MemTag::master: return "master";
+    case MemTag::gather: return "gather";
   }
   return "?";
 }

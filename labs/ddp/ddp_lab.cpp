@@ -277,7 +277,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   m.skipped_steps = scaler.skipped_steps();
   m.param_peak = mem.peak(MemTag::param);
   m.grad_peak = mem.peak(MemTag::grad);
-  m.optimizer_peak = mem.peak(MemTag::optimizer);
+  m.optimizer_peak = mem.peak(MemTag::optimizer) + mem.peak(MemTag::master);
   m.workspace_peak = mem.peak(MemTag::other);
   m.activation_peak = mem.peak(MemTag::activation);
   m.total_peak = mem.peak_total();

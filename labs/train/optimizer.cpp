@@ -33,7 +33,7 @@ Optimizer::Optimizer(const ParamSlice& initial, Device device, MemoryTracker& me
   if (dtype_ != DType::bf16 && dtype_ != DType::f16)
     throw UsageError("the optimizers update f32, bf16 or f16 parameters, not " + std::string(dtype_name(dtype_)));
   if (master == MasterWeights::keep) {  // starts as the 16-bit weights widened
-    master_ = Tensor(mem, {std::int64_t(std::max<std::size_t>(1, count_))}, DType::f32, MemTag::optimizer, device);
+    master_ = Tensor(mem, {std::int64_t(std::max<std::size_t>(1, count_))}, DType::f32, MemTag::master, device);
     ops_.to_float(initial.params, dtype_, master_.as<float>(), count_);
     ops_.synchronize();
   }

@@ -1,6 +1,7 @@
 // The optimizers of the training labs, over any range of the flat parameter buffer: the
 // whole model (DDP), one rank's shard (ZeRO), one stage's layers (pipeline). State is
-// sized to the range and tagged `optimizer` in the rank's MemoryTracker.
+// sized to the range and tagged in the rank's MemoryTracker: m and v `optimizer`, the fp32
+// master copy `master`.
 //
 //   fp32               weights 4 + grads 4 (the model's)  + m 4 + v 4            = 16 B/param
 //   mixed, master      weights 2 + grads 2 (bf16/f16)     + master 4 + m 4 + v 4 = 16 B/param
@@ -65,7 +66,7 @@ class Optimizer {
   Tensor work_w_, work_g_;  // one chunk of widened weights and gradients (16-bit only)
 };
 
-// Bytes of AdamW's state for n parameters (tag optimizer): m and v, and the fp32 master of
+// Bytes of AdamW's state for n parameters (tags optimizer and master): m and v, and the fp32 master of
 // 16-bit parameters kept with MasterWeights::keep (fp32: 8n; mixed: 12n, or 8n without).
 double adamw_state_bytes(std::size_t n, DType precision, MasterWeights master = MasterWeights::keep);
 

@@ -330,12 +330,14 @@ TEST(Optimizer, StateIsSizedToTheRangeAndTagged) {
   AdamW whole(whole_model(model), Device::cpu(), whole_mem, {});
   const Range shard = model.layout().shard(2, 3).range;
   AdamW part(slice_of(model, shard), Device::cpu(), shard_mem, {});
-  // master, m and v: 12 bytes per parameter of the range (seed 004's K = 12)
-  EXPECT_EQ(whole_mem.peak(MemTag::optimizer), 12 * model.num_params());
-  EXPECT_EQ(shard_mem.peak(MemTag::optimizer), 12 * shard.size());
+  // master, m and v: 12 bytes per parameter of the range (seed 004's K = 12), the master tagged apart
+  EXPECT_EQ(whole_mem.peak(MemTag::optimizer), 8 * model.num_params());
+  EXPECT_EQ(whole_mem.peak(MemTag::master), 4 * model.num_params());
+  EXPECT_EQ(shard_mem.peak(MemTag::optimizer) + shard_mem.peak(MemTag::master), 12 * shard.size());
   MemoryTracker no_master_mem(0, nullptr);
   AdamW lean(whole_model(model), Device::cpu(), no_master_mem, {}, MasterWeights::none);
   EXPECT_EQ(no_master_mem.peak(MemTag::optimizer), 8 * model.num_params()) << "m and v only (seed 002's 2+2+8)";
+  EXPECT_EQ(no_master_mem.peak(MemTag::master), 0u);
 }
 
 TEST(Optimizer, AnOverflowedF16StepChangesNothing) {
