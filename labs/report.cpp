@@ -91,6 +91,11 @@ nlohmann::json Report::to_json() const {
     if (r.spread) row["spread"] = {{"min", r.spread->min}, {"max", r.spread->max}, {"runs", r.spread->runs}};
     j["rows"].push_back(std::move(row));
   }
+  j["plots"] = json::array();
+  for (const auto& p : plots)
+    j["plots"].push_back({{"id", p.id}, {"title", p.title}, {"x_label", p.x_label}, {"x_unit", p.x_unit},
+                          {"y_label", p.y_label}, {"y_unit", p.y_unit}, {"x", p.x}, {"y", p.y},
+                          {"point_labels", p.point_labels}});
   if (!failures.empty()) j["failures"] = failures;
   return j;
 }

@@ -54,6 +54,16 @@ struct ReportRow {
   ReportRow& over(const Repeated& r);  // measured = the median, spread = min-max
 };
 
+// A curve a sweep measured (ZeRO's prefetch depth: exposed all-gather time against peak
+// memory): points in raw SI units, each with its label ("depth 2"). The terminal prints
+// them as a table of rows; the visualizer's report view draws them as a line plot.
+struct ReportPlot {
+  std::string id, title;
+  std::string x_label, x_unit, y_label, y_unit;  // units as ReportRow::unit
+  std::vector<double> x, y;
+  std::vector<std::string> point_labels;  // one per point, or empty
+};
+
 struct Report {
   std::string lab;
   std::string backend;
@@ -63,6 +73,7 @@ struct Report {
   std::vector<std::string> notes;    // lines under the table: how the timings were taken, what a figure means
   std::vector<std::string> columns;  // cases compared side by side (a column each) when there are 2 or more
   std::vector<ReportRow> rows;
+  std::vector<ReportPlot> plots;     // sweeps, in JSON as "plots": [{id, title, x_label, x_unit, y_label, y_unit, x, y, point_labels}]
   bool ok = true;                     // every check the lab makes passed
   std::vector<std::string> failures;  // which checks failed, in words
 
