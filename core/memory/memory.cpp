@@ -18,15 +18,23 @@ void* MemoryTracker::allocate(std::size_t bytes, MemTag tag, Device device) {
   } catch (const Error& e) {
     throw Error("rank " + std::to_string(rank_) + ": " + e.what() + " (" + mem_tag_name(tag) + ")");
   }
-  current_[std::size_t(tag)] += bytes;
-  peak_[std::size_t(tag)] = std::max(peak_[std::size_t(tag)], current_[std::size_t(tag)]);
-  peak_total_ = std::max(peak_total_, current_total());
-  record(EventKind::alloc, bytes, tag);
+  record_use(bytes, tag);
   return p;
 }
 
 void MemoryTracker::release(void* p, std::size_t bytes, MemTag tag, Device device) {
   if (p) device_ops(device).release(p);
+  record_return(bytes, tag);
+}
+
+void MemoryTracker::record_use(std::size_t bytes, MemTag tag) {
+  current_[std::size_t(tag)] += bytes;
+  peak_[std::size_t(tag)] = std::max(peak_[std::size_t(tag)], current_[std::size_t(tag)]);
+  peak_total_ = std::max(peak_total_, current_total());
+  record(EventKind::alloc, bytes, tag);
+}
+
+void MemoryTracker::record_return(std::size_t bytes, MemTag tag) {
   current_[std::size_t(tag)] -= bytes;
   record(EventKind::free, bytes, tag);
 }

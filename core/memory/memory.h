@@ -36,6 +36,11 @@ class MemoryTracker {
   // are slow on VMs and would pollute every timing that follows).
   void* allocate(std::size_t bytes, MemTag tag, Device device);
   void release(void* p, std::size_t bytes, MemTag tag, Device device);
+  // A caching allocator's accounting (PyTorch's memory_allocated against memory_reserved):
+  // `bytes` handed out of, or given back to, memory the caller keeps reserved and reuses,
+  // counted and traced like an allocation and a free, without a new one.
+  void record_use(std::size_t bytes, MemTag tag);
+  void record_return(std::size_t bytes, MemTag tag);
 
   std::size_t current(MemTag t) const { return current_[std::size_t(t)]; }
   std::size_t peak(MemTag t) const { return peak_[std::size_t(t)]; }

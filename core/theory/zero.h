@@ -23,7 +23,17 @@ struct ZeroBytes {
   double total() const { return params + grads + optimizer; }
 };
 
+// What one parameter costs in a run, before sharding: its parameter, its gradient and its
+// optimizer state K (AdamW's m and v, and the fp32 master of 16-bit parameters). The
+// conventions are {2, 2, 12}, {2, 2, 8}, {2, 2, 4}; an fp32 run is {4, 4, 8}.
+struct ZeroPrecision {
+  double param = 2, grad = 2, optimizer = 12;
+};
+ZeroPrecision zero_precision(ZeroConvention c);
+const char* zero_convention_name(ZeroConvention c);  // "16 B (2+2+12)", ...
+
 // Throws UsageError for a stage outside 0..3 or N < 1.
+ZeroBytes zero_bytes_per_param(int stage, int N, ZeroPrecision p);
 ZeroBytes zero_bytes_per_param(int stage, int N, ZeroConvention c);
 // Model-state bytes per rank: Ψ · zero_bytes_per_param(...).total().
 double zero_model_state_bytes(double psi, int stage, int N, ZeroConvention c);

@@ -26,37 +26,51 @@ void validate(const MlpShape& s, DType precision, const LayerSpan& span) {
 
 }  // namespace
 
-Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision, Device device, LayerSpan span)
-    : shape_(shape), precision_(precision), mem_(mem), ops_(train_ops(device)) {
+Mlp::Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision, Device device, LayerSpan span,
+         MlpStorage storage)
+    : shape_(shape), precision_(precision), mem_(mem), ops_(train_ops(device)), seed_(seed), storage_(storage) {
   validate(shape, precision, span);
   first_ = span.first;
   last_ = span.last < 0 ? shape.layers - 1 : span.last;
+  std::size_t largest = 0;
   for (int l = first_; l <= last_; ++l) {
     layout_.add(l, "weight", {out_features(l), in_features(l)});
     layout_.add(l, "bias", {out_features(l)});
+    largest = std::max(largest, layout_.layer_range(l).size());
   }
-  params_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::param, device);
-  grads_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::grad, device);
+  bound_params_.assign(std::size_t(last_ - first_ + 1), nullptr);
+  bound_grads_.assign(std::size_t(last_ - first_ + 1), nullptr);
+  if (storage.params) {
+    params_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::param, device);
+    initial_params({{{0, layout_.numel()}, params_.data()}});
+  }
+  if (storage.grads) grads_ = Tensor(mem, {std::int64_t(layout_.numel())}, precision, MemTag::grad, device);
+  if (precision != DType::f32) {
+    wide_w_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
+    wide_g_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
+  }
+}
+
+void Mlp::initial_params(const std::vector<ParamPiece>& pieces) const {
   // Uniform(-1/√in, 1/√in), as nn.Linear initializes weights and biases. Every layer's
   // draws are made, held or not, so a stage's layers equal the whole model's.
-  std::mt19937 rng(seed);
+  std::mt19937 rng(seed_);
   std::vector<float> init;
   std::vector<std::byte> rounded;
-  std::size_t largest = 0;
   for (int l = 0; l <= last_; ++l) {
     const float bound = 1.0f / std::sqrt(float(in_features(l)));
     std::uniform_real_distribution<float> d(-bound, bound);
     init.resize(std::size_t(in_features(l)) * std::size_t(out_features(l)) + std::size_t(out_features(l)));
     for (float& x : init) x = d(rng);
     if (l < first_) continue;
-    rounded.resize(init.size() * dtype_size(precision));
-    from_float(init.data(), rounded.data(), precision, init.size());
-    copy_bytes(element(params_.data(), layout_.layer_range(l).begin, precision), rounded.data(), rounded.size());
-    largest = std::max(largest, init.size());
-  }
-  if (precision != DType::f32) {
-    wide_w_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
-    wide_g_ = Tensor(mem, {std::int64_t(largest)}, DType::f32, MemTag::other, device);
+    const Range layer = layout_.layer_range(l);
+    for (const ParamPiece& piece : pieces) {
+      const Range r = intersect(layer, piece.range);
+      if (r.empty()) continue;
+      rounded.resize(r.size() * dtype_size(precision_));
+      from_float(init.data() + (r.begin - layer.begin), rounded.data(), precision_, r.size());
+      copy_bytes(element(piece.dst, r.begin - piece.range.begin, precision_), rounded.data(), rounded.size());
+    }
   }
 }
 
@@ -83,25 +97,73 @@ void require_f32(DType precision, const char* accessor, const char* raw_accessor
   if (precision != DType::f32)
     throw Error(std::string("Mlp::") + accessor + "() as floats needs f32; in mixed precision use " + raw_accessor + "()");
 }
+
+void require_own(bool owned, const char* what) {
+  if (!owned) throw Error(std::string("this Mlp does not hold its ") + what + " (MlpStorage): they are bound layer by layer");
+}
 }  // namespace
 
+void* Mlp::param_data() {
+  require_own(storage_.params, "parameters");
+  return params_.data();
+}
+const void* Mlp::param_data() const {
+  require_own(storage_.params, "parameters");
+  return params_.data();
+}
+void* Mlp::grad_data() {
+  require_own(storage_.grads, "gradients");
+  return grads_.data();
+}
+const void* Mlp::grad_data() const {
+  require_own(storage_.grads, "gradients");
+  return grads_.data();
+}
 float* Mlp::params() {
   require_f32(precision_, "params", "param_data");
-  return params_.as<float>();
+  return static_cast<float*>(param_data());
 }
 const float* Mlp::params() const {
   require_f32(precision_, "params", "param_data");
-  return params_.as<float>();
+  return static_cast<const float*>(param_data());
 }
 float* Mlp::grads() {
   require_f32(precision_, "grads", "grad_data");
-  return grads_.as<float>();
+  return static_cast<float*>(grad_data());
+}
+
+namespace {
+void require_held(int l, int first, int last) {
+  if (l < first || l > last) throw Error("layer " + std::to_string(l) + " is not held by this model");
+}
+}  // namespace
+
+void Mlp::bind_layer_params(int l, const void* p) {
+  require_held(l, first_, last_);
+  bound_params_[std::size_t(slot(l))] = p;
+}
+void Mlp::bind_layer_grads(int l, void* g) {
+  require_held(l, first_, last_);
+  bound_grads_[std::size_t(slot(l))] = g;
+}
+
+const void* Mlp::layer_params(int l) const {
+  if (storage_.params) return element(const_cast<void*>(params_.data()), layout_.layer_range(l).begin, precision_);
+  const void* p = bound_params_[std::size_t(slot(l))];
+  if (!p) throw Error("layer " + std::to_string(l) + "'s parameters are not bound (a sharded model gathers them before use)");
+  return p;
+}
+void* Mlp::layer_grads(int l) {
+  if (storage_.grads) return element(grads_.data(), layout_.layer_range(l).begin, precision_);
+  void* g = bound_grads_[std::size_t(slot(l))];
+  if (!g) throw Error("layer " + std::to_string(l) + "'s gradients are not bound (a sharded model binds a bucket first)");
+  return g;
 }
 
 const float* Mlp::layer_weights(int l) {
   const Range r = layout_.layer_range(l);  // the weight, then the bias
-  if (precision_ == DType::f32) return params_.as<float>() + r.begin;
-  ops_.to_float(element(params_.data(), r.begin, precision_), precision_, wide_w_.as<float>(), r.size());
+  if (precision_ == DType::f32) return static_cast<const float*>(layer_params(l));
+  ops_.to_float(layer_params(l), precision_, wide_w_.as<float>(), r.size());
   return wide_w_.as<float>();
 }
 
@@ -130,7 +192,7 @@ void Mlp::ensure_workspace(int batch) {
 }
 
 const float* Mlp::forward_layer(int l, const float* x, Activations& acts) {
-  if (l < first_ || l > last_) throw Error("layer " + std::to_string(l) + " is not held by this model");
+  require_held(l, first_, last_);
   if (l == first_) acts.input = x;
   const std::size_t n = std::size_t(acts.batch_) * std::size_t(out_features(l));
   const float* w = layer_weights(l);
@@ -144,7 +206,7 @@ const float* Mlp::forward_layer(int l, const float* x, Activations& acts) {
 }
 
 void Mlp::backward_layer(int l, const float* dy, Activations& acts, bool accumulate, float* dx) {
-  if (l < first_ || l > last_) throw Error("layer " + std::to_string(l) + " is not held by this model");
+  require_held(l, first_, last_);
   ensure_workspace(acts.batch_);
   const int B = acts.batch_, in = in_features(l), out = out_features(l);
   const float* dz = dy;
@@ -156,14 +218,14 @@ void Mlp::backward_layer(int l, const float* dy, Activations& acts, bool accumul
   const Range r = layout_.layer_range(l);
   const std::size_t w_count = std::size_t(in) * std::size_t(out);
   if (precision_ == DType::f32) {
-    float* g = grads_.as<float>() + r.begin;
+    float* g = static_cast<float*>(layer_grads(l));
     ops_.linear_backward(x, layer_weights(l), dz, dx, g, g + w_count, B, in, out, accumulate);
     return;
   }
   // Mixed precision: this layer's fp32 gradients, then rounded into (or added to) the 16-bit buffer.
   float* g = wide_g_.as<float>();
   ops_.linear_backward(x, layer_weights(l), dz, dx, g, g + w_count, B, in, out, false);
-  ops_.from_float(g, element(grads_.data(), r.begin, precision_), precision_, r.size(), accumulate);
+  ops_.from_float(g, layer_grads(l), precision_, r.size(), accumulate);
 }
 
 namespace {

@@ -42,6 +42,21 @@ struct LayerSpan {
   int first = 0, last = -1;
 };
 
+// Which whole flat buffers the model allocates itself. ZeRO shards them: a model without
+// its own parameters reads layer l's from wherever the lab binds them (a ZeRO-3 gather
+// buffer, a padded ZeRO-1/2 buffer), one without its own gradients writes layer l's into
+// a bound buffer (a ZeRO-2 bucket that is reduce-scattered and freed).
+struct MlpStorage {
+  bool params = true, grads = true;
+};
+
+// Where some of the initial parameters go: elements `range` of the flat buffer, written
+// to `dst` (precision elements, on the model's device).
+struct ParamPiece {
+  Range range;
+  void* dst = nullptr;
+};
+
 struct LayerHooks {
   std::function<void(int layer)> before_forward, after_forward, before_backward, after_backward;
 };
@@ -73,7 +88,7 @@ class Mlp {
   // Parameters from a fixed seed, the same draws on every rank and for every span, scaled as
   // nn.Linear initializes (uniform ±1/√in), rounded to `precision`.
   Mlp(const MlpShape& shape, MemoryTracker& mem, std::uint32_t seed, DType precision = DType::f32,
-      Device device = Device::cpu(), LayerSpan span = {});
+      Device device = Device::cpu(), LayerSpan span = {}, MlpStorage storage = {});
 
   const MlpShape& shape() const { return shape_; }
   DType precision() const { return precision_; }
@@ -86,11 +101,21 @@ class Mlp {
   int out_features(int layer) const { return layer == shape_.layers - 1 ? shape_.out : shape_.width; }
   std::size_t num_params() const { return layout_.numel(); }
 
-  // The flat buffers, elements of precision().
-  void* param_data() { return params_.data(); }
-  void* grad_data() { return grads_.data(); }
-  const void* param_data() const { return params_.data(); }
-  const void* grad_data() const { return grads_.data(); }
+  // The flat buffers, elements of precision() (Error when the model does not hold them).
+  void* param_data();
+  void* grad_data();
+  const void* param_data() const;
+  const void* grad_data() const;
+  const MlpStorage& storage() const { return storage_; }
+  // Without its own buffers (MlpStorage): layer l's parameters (weight then bias, layer_range(l)
+  // elements of precision()) are read from `p`, its gradients written to `g`, until bound again.
+  // Null unbinds; using an unbound layer is an Error naming it.
+  void bind_layer_params(int l, const void* p);
+  void bind_layer_grads(int l, void* g);
+  // The initial parameters of the given ranges (the same values the model starts with when it
+  // holds its parameters), written to each piece's dst: how a ZeRO-3 rank fills its shard
+  // without ever holding the whole model.
+  void initial_params(const std::vector<ParamPiece>& pieces) const;
   // As floats: only for precision f32 (Error otherwise).
   float* params();
   float* grads();
@@ -115,6 +140,8 @@ class Mlp {
  private:
   int slot(int l) const { return l - first_; }
   const float* layer_weights(int l);  // fp32 weights then bias of layer l
+  const void* layer_params(int l) const;  // layer l's parameters, own or bound
+  void* layer_grads(int l);
   void ensure_workspace(int batch);
   MlpShape shape_;
   DType precision_;
@@ -122,7 +149,11 @@ class Mlp {
   TrainOps& ops_;
   int first_ = 0, last_ = 0;
   ParamLayout layout_;
+  std::uint32_t seed_;
+  MlpStorage storage_;
   Tensor params_, grads_;
+  std::vector<const void*> bound_params_;  // per held layer, without own parameters
+  std::vector<void*> bound_grads_;
   Activations own_;
   Tensor dz_, dbuf_a_, dbuf_b_;  // backward workspace: dL/dz and the ping-pong of dL/d(layer output)
   Tensor wide_w_, wide_g_;       // mixed precision: one layer's weights and gradients in fp32

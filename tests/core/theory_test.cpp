@@ -99,6 +99,17 @@ TEST(ZeroTheory, SeedsWorkedExamples) {
   EXPECT_THROW(zero_bytes_per_param(4, 8, ZeroConvention::sixteen), dtl::UsageError);
 }
 
+TEST(ZeroTheory, Fp32RunIsFourFourEight) {
+  // fp32 weights, grads, m, v: 16 B/param split 4+4+8, so ZeRO-1 keeps 8 + 8/N.
+  const ZeroPrecision fp32{4, 4, 8};
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(0, 4, fp32).total(), 16);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(1, 4, fp32).total(), 8 + 8.0 / 4);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(2, 4, fp32).total(), 4 + 12.0 / 4);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(3, 4, fp32).total(), 16.0 / 4);
+  EXPECT_DOUBLE_EQ(zero_bytes_per_param(2, 3, ZeroConvention::sixteen).total(),
+                   zero_bytes_per_param(2, 3, zero_precision(ZeroConvention::sixteen)).total());
+}
+
 TEST(ZeroTheory, CommunicationPerRankPerStep) {
   // 2Ψ(N-1)/N for DDP and stages 1-2 (reduce-scatter + all-gather), 3Ψ(N-1)/N for stage 3.
   for (int stage : {0, 1, 2}) EXPECT_DOUBLE_EQ(zero_comm_elements_per_rank(1000, stage, 4), 1500);
