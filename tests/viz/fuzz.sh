@@ -10,10 +10,11 @@ out=build/fuzz
 mkdir -p "$out/corpus"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
   tests/viz/trace_parser_fuzz.cpp viz/model/trace_data.cpp viz/model/chrome_trace_reader.cpp viz/model/json_splitter.cpp \
-  viz/model/layout.cpp viz/model/trace_index.cpp core/trace/trace.cpp core/trace/binary_trace.cpp \
+  viz/model/layout.cpp viz/model/trace_index.cpp viz/model/memory_model.cpp core/trace/trace.cpp core/trace/binary_trace.cpp \
   core/trace/content_stamp.cpp core/trace/chunk_state.cpp core/trace/chrome_writer.cpp core/util/files.cpp \
   -lsimdjson -o "$out/trace_parser_fuzz"
 "$dtlab" run collectives --ranks 3 --bytes 96 --iters 0 --trace "$out/corpus/seed.json" >/dev/null
 printf '{"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":1,"dur":2,"cat":"send","args":{"peer":1,"flow":3}}]}' > "$out/corpus/small.json"
 printf '{"traceEvents":[{"ph":"C","pid":0,"ts":1,"args":{"param":5}}],"otherData":{"world_size":"2"}}' > "$out/corpus/counter.json"
+printf '{"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":1,"dur":9,"cat":"phase","name":"ZeRO-1"},{"ph":"C","pid":0,"ts":2,"args":{"param":5,"gather":3}},{"ph":"C","pid":1,"ts":4,"args":{"master":7}}],"otherData":{"world_size":"2","phase_formula_bytes.ZeRO-1":"12","phase_formula_text.ZeRO-1":"4+12/N"}}' > "$out/corpus/phases.json"
 "$out/trace_parser_fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 "$out/corpus" 2>&1 | tail -3

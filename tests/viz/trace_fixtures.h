@@ -10,11 +10,14 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/lab.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 
 namespace dtl::test {
@@ -96,9 +99,16 @@ inline std::string load_like_the_app(const std::string& path) {
   const std::size_t ticks = viz::time_ticks(double(shown.begin), double(shown.end) + 1, double(shown.begin), 1000, 80).size();
   const viz::MemoryPicture mem = viz::memory_at(d, d.t_end);
   const std::size_t mem_ticks = viz::byte_scale(mem.largest(), 5).ticks.size();
+  // A run of phases with formulas (ZeRO's --stage all), and the report's plots.
+  const viz::PhaseMemories phases = viz::memory_by_phase(d);
+  std::size_t plot_ticks = 0;
+  if (auto it = d.meta.find("report"); it != d.meta.end())
+    for (const viz::Plot& p : viz::parse_report_plots(nlohmann::json::parse(it->second, nullptr, false)).plots)
+      plot_ticks += viz::plot_axis(p.x.front(), p.x.back(), p.x_unit, 5).ticks.size();
+  (void)viz::byte_scale(phases.largest(), 5);
   return "loaded " + std::to_string(d.events.size()) + " events, " + std::to_string(d.ranks) + " ranks, " +
          std::to_string(n) + " transfers, " + std::to_string(collectives) + " collectives, " + std::to_string(boxes) +
-         " boxes, " + std::to_string(ticks + mem_ticks) + " ticks";
+         " boxes, " + std::to_string(ticks + mem_ticks + plot_ticks) + " ticks";
 }
 
 }  // namespace dtl::test

@@ -1,12 +1,14 @@
 // libFuzzer target: the trace parser must answer any input with a TraceData or a
 // dtl::Error, never a crash, a hang or undefined behaviour (built with ASan + UBSan); what
-// it accepts then goes through the indexes the views use (index_trace), as in the app.
+// it accepts then goes through the indexes the views use (index_trace), as in the app,
+// and the memory view's per-phase picture (memory_by_phase, with its formula parsing).
 // Built and run by tests/viz/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "core/error.h"
+#include "viz/model/memory_model.h"
 #include "viz/model/trace_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -14,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const dtl::viz::TraceData t = dtl::viz::parse_chrome_trace(std::string_view(reinterpret_cast<const char*>(data), size));
     const dtl::viz::TraceIndex x = dtl::viz::index_trace(t);
     if (x.chunk_timeline.available()) (void)x.chunk_timeline.state_after(x.transfers, x.transfers.size() / 2);
+    (void)dtl::viz::memory_by_phase(t).largest();
   } catch (const dtl::Error&) {
   }
   return 0;

@@ -1,11 +1,15 @@
 // The views' plain-code parts added for DDP (issue 13): the time axis and the memory
 // axis, the hidden 1-rank reference phase, stepping by collectives, the memory picture
-// with the lab's formula, where each lab's views go, and a real DDP trace through them.
+// with the lab's formula, where each lab's views go, and a real DDP trace through them;
+// for ZeRO's --stage all, the memory picture per phase (tests/viz/data/zero_phases.json is
+// a synthetic trace of that shape) and the report's plots.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
@@ -16,6 +20,7 @@
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/panels.h"
+#include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 
 using namespace dtl;
@@ -156,6 +161,221 @@ TEST(MemoryPicture, BarsAtTheCursorPeaksAndTheFormula) {
   EXPECT_EQ(memory_at(d, 35).formula, 0);
   EXPECT_EQ(memory_at(d, 35).formula_text, "");
   EXPECT_EQ(memory_at(d, 35).largest(), 1000);
+}
+
+// ZeRO's `--stage all` run: one phase span per stage on every rank, a formula per phase in
+// the metadata. Rank 0 marks every phase, rank 1 all but "DDP" (it gets the phase's range).
+namespace {
+
+TraceData phased_trace() {
+  TraceData d;
+  d.ranks = 2;
+  d.labels = {"", "ZeRO-0", "ZeRO-1", "DDP", "compute"};
+  d.events = {span(EventKind::phase, 0, 100, 200, 1), span(EventKind::phase, 1, 100, 210, 1),
+              span(EventKind::phase, 0, 300, 400, 2), span(EventKind::phase, 1, 300, 400, 2),
+              span(EventKind::compute, 0, 240, 260, 2),  // the label, but not a phase: no span of ZeRO-1
+              span(EventKind::phase, 0, 450, 470, 2),    // ZeRO-1 again on rank 0: the larger peak counts
+              span(EventKind::phase, 0, 500, 600, 3)};
+  auto sample = [](int rank, std::int64_t t, std::initializer_list<std::pair<MemTag, std::uint64_t>> bytes) {
+    MemorySample m;
+    m.rank = rank, m.t_ns = t;
+    for (auto [tag, b] : bytes) m.bytes[std::size_t(tag)] = b;
+    return m;
+  };
+  using enum MemTag;
+  d.memory = {sample(0, 50, {{param, 1000}}),                                       // carried into ZeRO-0
+              sample(1, 50, {{param, 800}}),
+              sample(0, 120, {{param, 1000}, {grad, 1000}, {optimizer, 4000}}),     // rank 0's ZeRO-0 peak
+              sample(0, 150, {{param, 1000}, {grad, 1000}}),
+              sample(0, 195, {{param, 1000}, {activation, 5000}}),                  // as large, later: not chosen
+              sample(1, 205, {{param, 800}, {grad, 800}}),                          // inside rank 1's span only
+              sample(1, 215, {{param, 5000}}),                                      // after it: not counted
+              sample(0, 250, {{activation, 99999}}),                                // between phases
+              sample(0, 260, {}),
+              sample(1, 280, {{param, 300}}),                                       // rank 1 holds this through ZeRO-1
+              sample(0, 350, {{param, 500}, {optimizer, 1000}, {gather, 2000}}),
+              sample(0, 420, {{comm, 99999}}),                                      // between rank 0's two ZeRO-1 spans
+              sample(0, 440, {{param, 500}}),
+              sample(0, 460, {{param, 500}, {comm, 3200}}),                         // the second span's larger peak
+              sample(0, 480, {}),
+              sample(0, 550, {{master, 9000}}),
+              sample(1, 580, {{param, 100}})};
+  d.meta["phase_formula_bytes.ZeRO-0"] = "7000";
+  d.meta["phase_formula_text.ZeRO-0"] = "16Ψ = 16 B/param";
+  d.meta["phase_formula_bytes.ZeRO-1"] = " 4e3 ";
+  d.meta["phase_formula_bytes.DDP"] = "10000";
+  d.meta["phase_formula_bytes.ZeRO-9"] = "12x";  // malformed, and no such phase in the trace
+  d.meta["phase_formula_text.ZeRO-9"] = "never shown";
+  d.meta["predicted_bytes_per_rank"] = "1600";  // the single formula other labs use: untouched
+  d.t_begin = 50, d.t_end = 600;
+  return d;
+}
+
+}  // namespace
+
+TEST(MemoryByPhase, EachRanksBytesByTagAtItsPeakInsideEachPhaseInTimeOrder) {
+  const TraceData d = phased_trace();
+  const PhaseMemories m = memory_by_phase(d);
+  ASSERT_EQ(m.phases.size(), 4u);
+  EXPECT_EQ(m.dropped, 0u);
+  // In time order (not the metadata's alphabetical order); the phase not in the trace last.
+  EXPECT_EQ(m.phases[0].label, "ZeRO-0");
+  EXPECT_EQ(m.phases[1].label, "ZeRO-1");
+  EXPECT_EQ(m.phases[2].label, "DDP");
+  EXPECT_EQ(m.phases[3].label, "ZeRO-9");
+  const PhaseMemory& z0 = m.phases[0];
+  ASSERT_EQ(z0.at_peak.size(), 2u);
+  EXPECT_EQ(z0.peak[0], 6000u);
+  EXPECT_EQ(z0.at_peak[0].t_ns, 120);  // the first moment of the largest total
+  EXPECT_EQ(z0.at_peak[0].bytes[std::size_t(MemTag::optimizer)], 4000u);
+  EXPECT_EQ(z0.at_peak[0].bytes[std::size_t(MemTag::activation)], 0u);
+  EXPECT_EQ(z0.peak[1], 1600u);  // at 205, inside rank 1's own span (which ends at 210, not 200)
+  EXPECT_EQ(z0.at_peak[1].t_ns, 205);
+  EXPECT_EQ(z0.at_peak[1].bytes[std::size_t(MemTag::grad)], 800u);
+  EXPECT_EQ(z0.formula, 7000);
+  EXPECT_EQ(z0.formula_text, "16Ψ = 16 B/param");
+  EXPECT_EQ(z0.begin_ns, 100);
+  EXPECT_EQ(z0.end_ns, 210);
+  const PhaseMemory& z1 = m.phases[1];
+  EXPECT_EQ(z1.peak[0], 3700u);  // rank 0's second ZeRO-1 span; nothing from between its spans
+  EXPECT_EQ(z1.at_peak[0].t_ns, 460);
+  EXPECT_EQ(z1.at_peak[0].bytes[std::size_t(MemTag::comm)], 3200u);
+  EXPECT_EQ(z1.peak[1], 300u);  // no change inside the phase: what it held as the phase began
+  EXPECT_EQ(z1.at_peak[1].t_ns, 300);
+  EXPECT_EQ(z1.at_peak[1].bytes[std::size_t(MemTag::param)], 300u);
+  EXPECT_EQ(z1.formula, 4000);
+  EXPECT_EQ(z1.formula_text, "");
+  const PhaseMemory& ddp = m.phases[2];
+  EXPECT_EQ(ddp.peak[0], 9000u);
+  EXPECT_EQ(ddp.at_peak[0].bytes[std::size_t(MemTag::master)], 9000u);
+  EXPECT_EQ(ddp.peak[1], 300u);  // rank 1 marks no DDP span: the phase's range, 500..600
+  EXPECT_EQ(ddp.at_peak[1].t_ns, 500);
+  const PhaseMemory& z9 = m.phases[3];
+  EXPECT_FALSE(z9.in_trace);
+  EXPECT_EQ(z9.formula, 0);          // "12x" is no number: no line
+  EXPECT_EQ(z9.formula_text, "");    // and no text without it
+  EXPECT_EQ(z9.peak, (std::vector<std::uint64_t>{0, 0}));
+  EXPECT_EQ(m.largest(), 10000);  // DDP's formula: the shared axis reaches every panel's top
+  // The picture at the cursor is unchanged beside it.
+  EXPECT_EQ(memory_at(d, 600).formula, 1600);
+}
+
+TEST(MemoryByPhase, NoneWithoutPhaseFormulasAndBoundedWithHostileMetadata) {
+  TraceData d = phased_trace();
+  for (auto it = d.meta.begin(); it != d.meta.end();)
+    it = it->first.starts_with(kPhaseFormulaBytes) ? d.meta.erase(it) : std::next(it);
+  EXPECT_TRUE(memory_by_phase(d).phases.empty());  // a phase text alone makes no panel
+  // 1000 phases: the first kMaxMemoryPhases in time order are kept, the rest counted.
+  d = phased_trace();
+  const std::string key = kPhaseFormulaBytes;
+  for (int i = 0; i < 1000; ++i) d.meta.emplace(key + "extra " + std::to_string(i), std::string(1, '1'));
+  d.meta.emplace(key + "bad\n\x01name", std::string("1e999"));
+  const PhaseMemories m = memory_by_phase(d);
+  ASSERT_EQ(m.phases.size(), kMaxMemoryPhases);
+  EXPECT_EQ(m.dropped, 1005 - kMaxMemoryPhases);
+  EXPECT_EQ(m.phases[0].label, "ZeRO-0");
+  EXPECT_EQ(m.phases[2].label, "DDP");
+  // No ranks, no samples: panels without bars, no crash.
+  TraceData empty;
+  empty.meta[std::string(kPhaseFormulaBytes) + "ZeRO-3"] = "100";
+  const PhaseMemories e = memory_by_phase(empty);
+  ASSERT_EQ(e.phases.size(), 1u);
+  EXPECT_TRUE(e.phases[0].peak.empty());
+  EXPECT_EQ(e.largest(), 100);
+}
+
+TEST(MemoryByPhase, FormulaBytesArePlainFiniteNumbersOrIgnored) {
+  EXPECT_EQ(parse_formula_bytes("7000"), 7000);
+  EXPECT_EQ(parse_formula_bytes(" 1.5e6\t"), 1.5e6);
+  EXPECT_EQ(parse_formula_bytes("2621440.5"), 2621440.5);
+  for (const char* bad : {"", " ", "12x", "x12", "1 2", "nan", "inf", "-5", "0", "0x10", "1e400", "1e30", "+", "--1", "1e"})
+    EXPECT_EQ(parse_formula_bytes(bad), 0) << "'" << bad << "'";
+}
+
+TEST(MemoryByPhase, TheSyntheticZeroTraceShrinksFromStageToStage) {
+  const TraceData d = load_chrome_trace(std::string(DTL_SOURCE_DIR) + "/tests/viz/data/zero_phases.json");
+  const PhaseMemories m = memory_by_phase(d);
+  ASSERT_EQ(m.phases.size(), 4u);
+  const double psi = 1e6, P = 4;
+  const double formulas[] = {16 * psi, 4 * psi + 12 * psi / P, 2 * psi + 14 * psi / P, 16 * psi / P};
+  for (std::size_t s = 0; s < 4; ++s) {
+    const PhaseMemory& p = m.phases[s];
+    EXPECT_EQ(p.label, "ZeRO-" + std::to_string(s));
+    EXPECT_EQ(p.formula, formulas[s]) << p.label;
+    EXPECT_NE(p.formula_text.find("B/param"), std::string::npos) << p.label;
+    for (int r = 0; r < 4; ++r) {
+      // Each rank peaks with its activations held (1.5 MB + 0.1 MB per rank), above the formula.
+      EXPECT_GT(double(p.peak[std::size_t(r)]), p.formula) << p.label << " rank " << r;
+      EXPECT_EQ(p.at_peak[std::size_t(r)].bytes[std::size_t(MemTag::activation)], 1'500'000u + 100'000u * unsigned(r)) << p.label;
+      if (s > 0) {
+        EXPECT_LT(p.peak[std::size_t(r)], m.phases[s - 1].peak[std::size_t(r)]) << p.label << " rank " << r;
+      }
+    }
+  }
+  EXPECT_EQ(m.phases[3].at_peak[0].bytes[std::size_t(MemTag::gather)], 600'000u);  // ZeRO-3's gathered parameters
+  const ReportPlots plots = parse_report_plots(nlohmann::json::parse(d.meta.at("report")));
+  ASSERT_EQ(plots.plots.size(), 1u);
+  EXPECT_EQ(plots.plots[0].point_labels.size(), 4u);
+}
+
+TEST(ReportPlots, ReadsWellFormedPlotsAndSkipsBrokenOnesWithANote) {
+  const nlohmann::json r = nlohmann::json::parse(R"({"rows": [], "plots": [
+    {"id": "prefetch", "title": "prefetch depth", "x_label": "peak memory", "x_unit": "B", "y_label": "exposed all-gather",
+     "y_unit": "s", "x": [1048576, 1572864, 2097152], "y": [0.004, 0.0025, 0.002], "point_labels": ["depth 0", "depth 1", "depth 2"]},
+    {"id": "nolabels", "title": "no labels", "x": [1, 2], "y": [3, 4]},
+    {"id": "short", "title": "short y", "x": [1, 2, 3], "y": [1, 2]},
+    {"id": "noy", "title": "no y", "x": [1]},
+    {"id": "text", "title": "a string in x", "x": ["1"], "y": [1]},
+    {"id": "labels", "title": "two labels for three points", "x": [1, 2, 3], "y": [1, 2, 3], "point_labels": ["a", "b"]},
+    {"id": "empty", "x": [], "y": []},
+    7]})");
+  const ReportPlots p = parse_report_plots(r);
+  ASSERT_EQ(p.plots.size(), 2u);
+  const Plot& a = p.plots[0];
+  EXPECT_EQ(a.title, "prefetch depth");
+  EXPECT_EQ(a.x_unit, "B");
+  EXPECT_EQ(a.y_label, "exposed all-gather");
+  EXPECT_EQ(a.x, (std::vector<double>{1048576, 1572864, 2097152}));
+  EXPECT_EQ(a.y, (std::vector<double>{0.004, 0.0025, 0.002}));
+  EXPECT_EQ(a.point_labels, (std::vector<std::string>{"depth 0", "depth 1", "depth 2"}));
+  EXPECT_TRUE(p.plots[1].point_labels.empty());
+  const std::vector<std::string> want = {"plot 3 ('short y'): x has 3 points, y 2", "plot 4 ('no y'): no 'y' array",
+                                         "plot 5 ('a string in x'): 'x' holds a value that is not a finite number",
+                                         "plot 6 ('two labels for three points'): 2 point labels for 3 points",
+                                         "plot 7: no points", "plot 8: not an object"};
+  EXPECT_EQ(p.skipped, want);
+  // No plots (older reports), plots that are not a list, a report that is not an object.
+  EXPECT_TRUE(parse_report_plots(nlohmann::json::parse(R"({"rows": []})")).plots.empty());
+  EXPECT_EQ(parse_report_plots(nlohmann::json::parse(R"({"plots": {}})")).skipped, (std::vector<std::string>{"'plots' is not a list"}));
+  EXPECT_TRUE(parse_report_plots(nlohmann::json::parse("[1]")).plots.empty());
+  // Bounded: more than kMaxPlots plots, or points.
+  nlohmann::json many = {{"plots", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < kMaxPlots + 5; ++i) many["plots"].push_back({{"x", {1}}, {"y", {2}}});
+  const ReportPlots m = parse_report_plots(many);
+  EXPECT_EQ(m.plots.size(), kMaxPlots);
+  EXPECT_EQ(m.skipped, (std::vector<std::string>{"5 more plots not shown (the limit is 16)"}));
+  nlohmann::json big = {{"plots", {{{"x", std::vector<double>(kMaxPlotPoints + 1, 1.0)}, {"y", std::vector<double>(kMaxPlotPoints + 1, 1.0)}}}}};
+  EXPECT_EQ(parse_report_plots(big).skipped.size(), 1u);
+}
+
+TEST(ReportPlots, AxesCoverTheDataInReadableUnits) {
+  const PlotAxis b = plot_axis(1048576, 2097152 + 1000, "B", 5);
+  EXPECT_LE(b.lo, 1048576);
+  EXPECT_GE(b.hi, 2097152 + 1000);
+  EXPECT_LE(b.ticks.size(), 7u);
+  EXPECT_EQ(b.ticks.front().label, "1 MiB");
+  EXPECT_EQ(b.ticks[1].label, "1.25 MiB");
+  const PlotAxis s = plot_axis(0.002, 0.004, "s", 4);
+  EXPECT_EQ(labels(s.ticks), (std::vector<std::string>{"2 ms", "2.5 ms", "3 ms", "3.5 ms", "4 ms"}));
+  const PlotAxis one = plot_axis(3, 3, "", 4);  // a single value: a range around it
+  EXPECT_LT(one.lo, 3);
+  EXPECT_GT(one.hi, 3);
+  EXPECT_FALSE(plot_axis(0, 0, "x", 4).ticks.empty());
+  EXPECT_EQ(format_value(1.5 * 1048576, "B"), "1.5 MiB");
+  EXPECT_EQ(format_value(0.0025, "s"), "2.5 ms");
+  EXPECT_EQ(format_value(3.47e9, "B/s"), "3.47 GB/s");
+  EXPECT_EQ(format_value(12, "x"), "12 x");
+  EXPECT_EQ(format_value(7, ""), "7");
 }
 
 TEST(Panels, EachLabsViewsTileTheWindowMainViewTallest) {

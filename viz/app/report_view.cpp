@@ -1,10 +1,95 @@
 // Report view: the lab's measured vs predicted rows (from the trace's "report" metadata,
-// or from the live run once it has finished).
+// or from the live run once it has finished), and below them its plots (a sweep's curve:
+// points joined in order, each labelled, on axes in readable units; viz/model/report_plots).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "viz/app/views.h"
+#include "viz/model/report_plots.h"
 
 namespace dtl::viz {
+
+namespace {
+
+constexpr float kPlotMinWidth = 340, kPlotMinHeight = 170, kPlotMaxHeight = 360, kYAxisWidth = 72;
+
+
+// One plot in [o, o + size]: title, y label, the area with its grid, the curve, labels.
+void draw_plot(ImDrawList* dl, const Plot& p, ImVec2 o, ImVec2 size) {
+  const float line = ImGui::GetTextLineHeight();
+  const ImU32 text = IM_COL32(220, 220, 225, 255), dim = IM_COL32(170, 170, 180, 255), curve = IM_COL32(90, 200, 210, 255);
+  dl->PushClipRect(o, ImVec2(o.x + size.x, o.y + size.y), true);
+  dl->AddText(o, text, (p.title.empty() ? p.id : p.title).c_str());
+  dl->AddText(ImVec2(o.x, o.y + line + 2), dim, p.y_label.c_str());  // (the ticks carry the units)
+  const ImVec2 a(o.x + kYAxisWidth, o.y + 2 * line + 12);  // the plot area: [a.x, a.x + w] x [a.y, a.y + h]
+  const float w = std::max(40.0f, size.x - kYAxisWidth - 12), h = std::max(30.0f, size.y - (a.y - o.y) - 2 * line - 8);
+  const auto [xmin, xmax] = std::minmax_element(p.x.begin(), p.x.end());
+  const auto [ymin, ymax] = std::minmax_element(p.y.begin(), p.y.end());
+  const PlotAxis xa = plot_axis(*xmin, *xmax, p.x_unit, std::max(2, int(w / 90)));
+  const PlotAxis ya = plot_axis(*ymin, *ymax, p.y_unit, std::max(2, int(h / (2.2f * line))));
+  auto X = [&](double v) { return a.x + w * float((v - xa.lo) / (xa.hi - xa.lo)); };
+  auto Y = [&](double v) { return a.y + h - h * float((v - ya.lo) / (ya.hi - ya.lo)); };
+  for (const Tick& t : ya.ticks) {
+    const float y = Y(t.value);
+    dl->AddLine(ImVec2(a.x - 4, y), ImVec2(a.x + w, y), IM_COL32(255, 255, 255, 25));
+    const ImVec2 ts = ImGui::CalcTextSize(t.label.c_str());
+    dl->AddText(ImVec2(a.x - 8 - ts.x, y - ts.y / 2), dim, t.label.c_str());
+  }
+  for (const Tick& t : xa.ticks) {
+    const float x = X(t.value);
+    dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h + 4), IM_COL32(255, 255, 255, 25));
+    const float tw = ImGui::CalcTextSize(t.label.c_str()).x;
+    dl->AddText(ImVec2(std::clamp(x - tw / 2, o.x, a.x + w - tw), a.y + h + 5), dim, t.label.c_str());
+  }
+  dl->AddRect(a, ImVec2(a.x + w, a.y + h), IM_COL32(255, 255, 255, 90));
+  dl->AddText(ImVec2(a.x + w / 2 - ImGui::CalcTextSize(p.x_label.c_str()).x / 2, a.y + h + line + 7), dim, p.x_label.c_str());
+  for (std::size_t i = 1; i < p.x.size(); ++i) dl->AddLine(ImVec2(X(p.x[i - 1]), Y(p.y[i - 1])), ImVec2(X(p.x[i]), Y(p.y[i])), curve, 2.0f);
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  for (std::size_t i = 0; i < p.x.size(); ++i) {
+    const ImVec2 c(X(p.x[i]), Y(p.y[i]));
+    dl->AddCircleFilled(c, 4.0f, curve);
+    if (i < p.point_labels.size() && !p.point_labels[i].empty()) {  // beside the point, toward the area's middle
+      const ImVec2 ts = ImGui::CalcTextSize(p.point_labels[i].c_str());
+      const float lx = c.x + 7 + ts.x > a.x + w ? c.x - 7 - ts.x : c.x + 7;
+      const float ly = c.y - ts.y - 2 < a.y ? c.y + 3 : c.y - ts.y - 2;
+      dl->AddText(ImVec2(lx, ly), text, p.point_labels[i].c_str());
+    }
+    if (ImGui::IsWindowHovered() && std::abs(mouse.x - c.x) < 6 && std::abs(mouse.y - c.y) < 6) {
+      ImGui::BeginTooltip();
+      if (i < p.point_labels.size()) ImGui::TextUnformatted(p.point_labels[i].c_str());
+      ImGui::Text("%s: %s", p.x_label.c_str(), format_value(p.x[i], p.x_unit).c_str());
+      ImGui::Text("%s: %s", p.y_label.c_str(), format_value(p.y[i], p.y_unit).c_str());
+      ImGui::EndTooltip();
+    }
+  }
+  dl->PopClipRect();
+}
+
+// The plots side by side, as many as kPlotMinWidth allows per row, as tall as the band
+// allows (within kPlotMinHeight..kPlotMaxHeight) and at most twice as wide as tall.
+void draw_plots(const ReportPlots& plots) {
+  if (!ImGui::BeginChild("plots", ImVec2(0, 0), false)) {
+    ImGui::EndChild();
+    return;
+  }
+  for (const std::string& note : plots.skipped) ImGui::TextDisabled("plot left out: %s", note.c_str());
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float gap = 16;
+  const int n = int(plots.plots.size()), cols = std::clamp(int((avail.x + gap) / (kPlotMinWidth + gap)), 1, std::max(1, n));
+  const int rows = (n + cols - 1) / std::max(1, cols);
+  const float cell_h = std::clamp((avail.y - gap * float(rows - 1)) / float(std::max(1, rows)), kPlotMinHeight, kPlotMaxHeight);
+  const float cell_w = std::min((avail.x - gap * float(cols - 1)) / float(cols), 2 * cell_h);
+  const ImVec2 start = ImGui::GetCursorScreenPos();
+  for (int i = 0; i < n; ++i) {
+    const ImVec2 o(start.x + float(i % cols) * (cell_w + gap), start.y + float(i / cols) * (cell_h + gap));
+    draw_plot(ImGui::GetWindowDrawList(), plots.plots[std::size_t(i)], o, ImVec2(cell_w, cell_h));
+  }
+  if (n > 0) ImGui::Dummy(ImVec2(avail.x, float(rows) * (cell_h + gap)));
+  ImGui::EndChild();
+}
+
+}  // namespace
 
 void ReportView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
@@ -21,7 +106,16 @@ void ReportView::Draw(const Frame& f) {
   }
   const bool ok = r.value("ok", false);
   ImGui::TextColored(ok ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "%s", ok ? "all checks passed" : "a check failed");
-  if (!ImGui::BeginTable("report", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY)) return;
+  const ReportPlots plots = parse_report_plots(r);
+  const bool any_plots = !plots.plots.empty() || !plots.skipped.empty();
+  const float avail = ImGui::GetContentRegionAvail().y, line = ImGui::GetFrameHeightWithSpacing();
+  // The rows keep at least a few lines; the plots get one row of plots (or what is left).
+  const float plots_h = any_plots ? std::min(kPlotMinHeight + 16 + line * float(plots.skipped.size()), std::max(0.0f, avail - 6 * line)) : 0;
+  const float rows_h = any_plots ? std::min(avail - plots_h, line * (float(r["rows"].size()) + 1.5f)) : 0;
+  if (!ImGui::BeginTable("report", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY, ImVec2(0, rows_h))) {
+    if (any_plots) draw_plots(plots);
+    return;
+  }
   ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 90);
   ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 90);
@@ -41,6 +135,7 @@ void ReportView::Draw(const Frame& f) {
     ImGui::TextUnformatted(row.value("unit", std::string()).c_str());
   }
   ImGui::EndTable();
+  if (any_plots) draw_plots(plots);
 }
 
 }  // namespace dtl::viz

@@ -6,11 +6,13 @@
 
 #include <imgui.h>
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
 
 #include "viz/app/session.h"
+#include "viz/model/memory_model.h"
 
 namespace dtl::viz {
 
@@ -63,7 +65,16 @@ struct TimelineView final : Panel {
 };
 
 struct MemoryView final : Panel {
+  bool by_phase = true;  // a run with phase formulas (ZeRO's stages): one picture per phase
   void Draw(const Frame& f) override;
+  void Restart() override { phases_key_ = {}; }
+
+ private:
+  void DrawAtCursor(const Frame& f);
+  void DrawPhases(int ranks);  // phases_, as small multiples
+  const PhaseMemories& Phases(const TraceData& d);  // recomputed when the trace grows
+  PhaseMemories phases_;
+  std::array<std::size_t, 4> phases_key_{};  // the trace (address, events, samples, meta) it was made from
 };
 
 struct ReportView final : Panel {

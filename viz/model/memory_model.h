@@ -2,6 +2,11 @@
 // at the cursor's time, each rank's peak, and the lab's formula for bytes per rank from the
 // trace's metadata ("predicted_bytes_per_rank", and "predicted_bytes_formula" to name it:
 // DDP's "16 B/param x 164672 params"; ZeRO's 16 / 4+12/N / 2+14/N / 16/N bytes per param).
+//
+// A run of several phases with a formula each (ZeRO's `--stage all`: phase spans "ZeRO-0"
+// .. "ZeRO-3", meta "phase_formula_bytes.<label>" and "phase_formula_text.<label>") gets
+// one picture per phase instead: each rank's bytes by tag at its peak inside the phase,
+// drawn side by side on one byte axis so the shrinking from stage to stage shows at a glance.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +26,36 @@ struct MemoryPicture {
 };
 
 MemoryPicture memory_at(const TraceData& d, std::int64_t t);
+
+// One phase's picture: per rank, the bytes by tag at the moment its total peaked inside the
+// phase (its spans with this label; a rank without one gets the phase's whole time range).
+struct PhaseMemory {
+  std::string label;                    // the phase's label ("ZeRO-2"), made printable
+  std::int64_t begin_ns = 0, end_ns = 0;  // earliest begin, latest end over all ranks
+  bool in_trace = false;                // some rank has a span with this label
+  std::vector<MemorySample> at_peak;    // per rank: the sample at its peak (t_ns: when)
+  std::vector<std::uint64_t> peak;      // per rank: that sample's total
+  double formula = 0;                   // the formula's bytes per rank; 0: none or malformed
+  std::string formula_text;             // how the lab got it, or ""
+};
+struct PhaseMemories {
+  std::vector<PhaseMemory> phases;  // in time order (phases not in the trace last)
+  std::size_t dropped = 0;          // phases beyond kMaxMemoryPhases, not shown
+  double largest() const;           // the largest peak or formula of all: the shared axis's reach
+};
+// Small multiples side by side stay readable up to about this many; a hostile trace's 65536
+// meta keys do not become 65536 x ranks samples.
+inline constexpr std::size_t kMaxMemoryPhases = 8;
+inline constexpr const char* kPhaseFormulaBytes = "phase_formula_bytes.";
+inline constexpr const char* kPhaseFormulaText = "phase_formula_text.";
+
+// Empty when the trace's meta has no "phase_formula_bytes.*" key. O(samples x phases +
+// spans log samples).
+PhaseMemories memory_by_phase(const TraceData& d);
+
+// A byte count from the metadata: a plain decimal number (digits, optional fraction and
+// exponent, surrounding blanks), finite, > 0 and at most trace_limits::kMaxEventBytes x
+// kMaxRanks; anything else gives 0 (no formula line), never an exception.
+double parse_formula_bytes(const std::string& text);
 
 }  // namespace dtl::viz
