@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <set>
+#include <vector>
 
 #include "core/comm/comm.h"
 
@@ -24,5 +25,9 @@ Traffic traffic_since(Comm& comm, std::size_t mark);
 Traffic traffic_max(Comm& comm, const Traffic& mine);
 // Largest value over all ranks of a double (e.g. a time).
 double max_over_ranks(Comm& comm, double v);
+
+// Per-run means of per-step values: runs of `steps` consecutive values (a timing is then
+// the median of the runs, labs/report.h repeated()).
+std::vector<double> run_means(const std::vector<double>& per_step, int steps);
 
 }  // namespace dtl

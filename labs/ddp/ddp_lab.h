@@ -46,8 +46,6 @@ struct DdpTimings {
 // that finished backward last waits only for the communication) and the rest of the
 // largest wait is imbalance. Then the mean of each run of `steps` steps, and the median.
 DdpTimings combine_timings(Comm& comm, const std::vector<StepTiming>& timed, int steps);
-// Per-run means of per-step values: runs of `steps` consecutive values.
-std::vector<double> run_means(const std::vector<double>& per_step, int steps);
 
 // What one variant measured on this rank, combined over ranks where the report needs it.
 struct DdpMeasurement {

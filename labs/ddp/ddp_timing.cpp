@@ -5,19 +5,9 @@
 #include <algorithm>
 
 #include "labs/ddp/ddp_lab.h"
+#include "labs/measure.h"
 
 namespace dtl {
-
-std::vector<double> run_means(const std::vector<double>& per_step, int steps) {
-  std::vector<double> means;
-  if (steps < 1) return means;
-  for (std::size_t begin = 0; begin + std::size_t(steps) <= per_step.size(); begin += std::size_t(steps)) {
-    double sum = 0;
-    for (std::size_t i = begin; i < begin + std::size_t(steps); ++i) sum += per_step[i];
-    means.push_back(sum / steps);
-  }
-  return means;
-}
 
 namespace {
 

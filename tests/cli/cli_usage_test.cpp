@@ -37,6 +37,16 @@ TEST(CliUsage, NumbersBeyondTheirRangeAreUsageErrorsNamingTheOption) {
       {"run ddp --bucket-mb -1", "--bucket-mb"},
       {"run collectives --iters -1", "--iters"},
       {"bench-step --width 0", "--width"},
+      {"run zero --stage 4", "--stage"},
+      {"run zero --unit 0", "--unit"},
+      {"run zero --ranks 4 --batch 7", "--batch"},
+      {"run zero --bytes 1M", "--bytes"},
+      {"run zero --precision fp32 --master none", "--master"},
+      {"run zero --stage 2 --sweep prefetch", "--sweep"},
+      {"run zero --prefetch-depth 0", "--prefetch-depth"},
+      {"run zero --prefetch off --prefetch-depth 3", "--prefetch-depth"},
+      {"run zero --stage 1 --prefetch off", "--prefetch"},
+      {"run zero --stage 2 --bucket-mb 4", "--bucket-mb"},
   };
   for (const auto& [args, option] : cases) {
     const auto o = run_dtlab(args);
@@ -71,6 +81,18 @@ TEST(CliUsage, DdpHonoursInjectedFaultsAndHangs) {
   const auto hang = run_dtlab("run ddp --inject-hang 1:2 --ranks 3 --width 32 --depth 3 --batch 12 --steps 3 --timeout 1");
   EXPECT_EQ(hang.code, 1) << hang.err;
   EXPECT_NE(hang.err.find("rank 1 waits nothing: it stopped communicating on purpose"), std::string::npos) << hang.err;
+}
+
+TEST(CliUsage, ZeroHonoursInjectedFaultsAndIsRefusedWhenTooLarge) {
+  // ZeRO posts no sends either: STEP counts its collectives (reduce-scatters, all-gathers).
+  const auto fault = run_dtlab("run zero --inject-fault 1:4 --ranks 2 --width 32 --depth 3 --batch 8 --steps 2 --timeout 5");
+  EXPECT_EQ(fault.code, 1) << fault.err;
+  EXPECT_NE(fault.err.find("rank 1 failed: injected fault on rank 1"), std::string::npos) << fault.err;
+  EXPECT_EQ(fault.err.find("watchdog"), std::string::npos) << "the peers were left hanging:\n" << fault.err;
+  // The memory check runs before anything is allocated.
+  const auto big = run_dtlab("run zero --width 60000 --depth 200");
+  EXPECT_EQ(big.code, 2) << big.err;
+  EXPECT_NE(big.err.find("needs about"), std::string::npos) << big.err;
 }
 
 TEST(CliUsage, ADdpRunTooLargeForTheMachineIsRefusedWithItsEstimate) {

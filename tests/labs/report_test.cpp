@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "labs/ddp/ddp_lab.h"
+#include "labs/measure.h"
 #include "labs/report.h"
 #include "labs/report_format.h"
 

@@ -1,0 +1,62 @@
+#include "labs/zero/buffer_pool.h"
+
+#include "core/memory/device_ops.h"
+
+#include <algorithm>
+
+namespace dtl {
+
+PooledBuffer& PooledBuffer::operator=(PooledBuffer&& o) noexcept {
+  if (this == &o) return *this;
+  reset();
+  pool_ = o.pool_;
+  data_ = o.data_;
+  bytes_ = o.bytes_;
+  block_ = o.block_;
+  tag_ = o.tag_;
+  o.pool_ = nullptr;
+  o.data_ = nullptr;
+  return *this;
+}
+
+void PooledBuffer::reset() {
+  if (pool_) pool_->give_back(*this);
+  pool_ = nullptr;
+  data_ = nullptr;
+}
+
+BufferPool::~BufferPool() {
+  for (Block& b : blocks_) device_ops(device_).release(b.data);
+}
+
+PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag) {
+  // Best fit among the free blocks; a new block when none is large enough.
+  std::size_t best = blocks_.size();
+  for (std::size_t i = 0; i < blocks_.size(); ++i)
+    if (!blocks_[i].in_use && blocks_[i].bytes >= bytes && (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
+      best = i;
+  if (best == blocks_.size()) blocks_.push_back({device_ops(device_).allocate(std::max<std::size_t>(bytes, 1), device_.index), bytes, false});
+  Block& b = blocks_[best];
+  b.in_use = true;
+  mem_.record_use(bytes, tag);
+  PooledBuffer p;
+  p.pool_ = this;
+  p.data_ = b.data;
+  p.bytes_ = bytes;
+  p.block_ = best;
+  p.tag_ = tag;
+  return p;
+}
+
+void BufferPool::give_back(const PooledBuffer& p) {
+  blocks_[p.block_].in_use = false;
+  mem_.record_return(p.bytes_, p.tag_);
+}
+
+std::size_t BufferPool::reserved_bytes() const {
+  std::size_t n = 0;
+  for (const Block& b : blocks_) n += b.bytes;
+  return n;
+}
+
+}  // namespace dtl

@@ -1,0 +1,62 @@
+// A caching pool for ZeRO's short-lived buffers (stage 3's gather buffers, stage 2's
+// gradient buckets), the idea of PyTorch's caching allocator: memory is reserved once and
+// reused, so a step does not pay for fresh pages (first-touch faults are slow), while the
+// MemoryTracker counts a buffer only while it is in use — memory_allocated, not
+// memory_reserved. reserved_bytes() is the difference a real run pays on top.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/memory/memory.h"
+
+namespace dtl {
+
+class BufferPool;
+
+// A buffer in use, given back to its pool when destroyed. Move-only.
+class PooledBuffer {
+ public:
+  PooledBuffer() = default;
+  PooledBuffer(PooledBuffer&& o) noexcept { *this = std::move(o); }
+  PooledBuffer& operator=(PooledBuffer&& o) noexcept;
+  PooledBuffer(const PooledBuffer&) = delete;
+  PooledBuffer& operator=(const PooledBuffer&) = delete;
+  ~PooledBuffer() { reset(); }
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  void reset();  // give it back now
+
+ private:
+  friend class BufferPool;
+  BufferPool* pool_ = nullptr;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0, block_ = 0;
+  MemTag tag_ = MemTag::other;
+};
+
+class BufferPool {
+ public:
+  BufferPool(MemoryTracker& mem, Device device) : mem_(mem), device_(device) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+  // `bytes` bytes, counted under `tag` until the buffer is given back. The contents are
+  // whatever the block held last (zero when new): a caller that needs zeros writes them.
+  PooledBuffer acquire(std::size_t bytes, MemTag tag);
+  std::size_t reserved_bytes() const;
+
+ private:
+  friend class PooledBuffer;
+  struct Block {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    bool in_use = false;
+  };
+  void give_back(const PooledBuffer& b);
+  MemoryTracker& mem_;
+  Device device_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace dtl

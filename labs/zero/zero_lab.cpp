@@ -1,0 +1,332 @@
+// The ZeRO lab: the same model and data trained under ZeRO stages 0 (plain DDP), 1, 2 and
+// 3 (FSDP), every byte of memory and communication measured from the ranks' trace events
+// beside the curriculum's formulas (core/theory/zero.h, seeds 001–004).
+//
+//   dtlab run zero --stage 0|1|2|3|all --ranks N [--precision bf16|fp16|fp32] [--master keep|none]
+//                  [--prefetch on|off] [--prefetch-depth D] [--unit L] [--sweep prefetch] [--link nvlink4]
+//
+// How each stage holds and moves the model state: labs/zero/zero_rank.h. Every stage ends
+// with the same weights as one rank training alone on the global batch (rank 0 trains it
+// in this run), which the report checks along with the bytes.
+#include "labs/zero/zero_lab.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "core/util/units.h"
+#include "labs/measure.h"
+#include "labs/report_format.h"
+#include "labs/train/data.h"
+#include "labs/zero/zero_rank.h"
+
+namespace dtl {
+
+theory::ZeroPrecision ZeroSettings::bytes_per_param() const {
+  const double es = double(dtype_size(precision));
+  const double optimizer = precision == DType::f32 || master == MasterWeights::none ? 8 : 12;
+  return {es, es, optimizer};
+}
+
+std::string stage_case(int stage) { return "zero" + std::to_string(stage); }
+std::string stage_phase(int stage) { return "ZeRO-" + std::to_string(stage); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> stages_of(const LabConfig& cfg) {
+  const auto stage = cfg.options.choice<ZeroStage>("stage");
+  if (stage == ZeroStage::all) return {0, 1, 2, 3};
+  return {int(stage)};
+}
+
+ZeroSettings settings_of(const LabConfig& cfg, int P, const std::vector<int>& stages) {
+  ZeroSettings s;
+  s.shape.width = int(cfg.options.integer("width"));
+  s.shape.layers = int(cfg.options.integer("depth"));
+  s.batch = int(cfg.options.integer("batch"));
+  s.steps = int(cfg.options.integer("steps"));
+  s.repeat = cfg.repeat;
+  s.layers_per_unit = int(cfg.options.integer("unit"));
+  s.prefetch_depth = cfg.options.choice<Switch>("prefetch") == Switch::on ? int(cfg.options.integer("prefetch-depth")) : 0;
+  s.bucket_mb = cfg.options.number("bucket-mb");
+  const DType precisions[] = {DType::bf16, DType::f16, DType::f32};
+  s.precision = precisions[cfg.options.choice_index("precision")];
+  s.master = cfg.options.choice_index("master") == 0 ? MasterWeights::keep : MasterWeights::none;
+  s.sweep = cfg.options.choice<ZeroSweep>("sweep");
+  if (s.batch % P != 0)
+    throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
+  if (s.sweep == ZeroSweep::prefetch && std::find(stages.begin(), stages.end(), 3) == stages.end())
+    throw UsageError("--sweep prefetch sweeps stage 3's prefetch depth: run it with --stage 3 or --stage all");
+  // Options the chosen stages would not read are errors, not silently ignored (a changed
+  // default is the only sign of one given).
+  if (cfg.options.choice<Switch>("prefetch") == Switch::off && cfg.options.integer("prefetch-depth") != 1)
+    throw UsageError("--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
+  if (std::find(stages.begin(), stages.end(), 3) == stages.end() && (cfg.options.choice<Switch>("prefetch") == Switch::off ||
+                                                                   cfg.options.integer("prefetch-depth") != 1))
+    throw UsageError("--prefetch and --prefetch-depth are stage 3's (FSDP's parameter gathers): add --stage 3 or all");
+  if (std::find(stages.begin(), stages.end(), 0) == stages.end() && cfg.options.number("bucket-mb") != 25)
+    throw UsageError("--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
+                     "(set --unit): add --stage 0 or all");
+  if (s.master == MasterWeights::none && s.precision == DType::f32)
+    throw UsageError("--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
+                     "their own master: use --precision bf16 or fp16");
+  const double psi = mlp_memory(s.shape, DType::f32, 1).params / 4;
+  if (psi < P)
+    throw UsageError("the model has " + format_number(psi) + " parameters, fewer than the " + std::to_string(P) +
+                     " ranks it would be sharded over: raise --width/--depth or lower --ranks");
+  // Thread ranks share this process: refuse before allocating anything, saying how much.
+  require_memory(zero_process_bytes(s, P, int(stages.size())), "--width, --depth, --batch or --steps (or --ranks)");
+  return s;
+}
+
+}  // namespace
+
+double zero_process_bytes(const ZeroSettings& s, int P, int /*stages: run one after another, freed between*/) {
+  const int rows = s.batch / P;
+  const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
+  // A rank at its largest (stage 0 holds the whole model state) and its host copies for the
+  // checks (its pieces, rank 0's assembled copy, weights and gradients: 4 fp32 vectors).
+  const double rank = mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision, s.master);
+  const double checks = 4 * 4.0 * psi;
+  // Rank 0's references: the run's precision and, mixed, fp32 too.
+  const double one = mlp_memory(s.shape, s.precision, s.batch).total() + adamw_state_bytes(std::size_t(psi), s.precision, s.master);
+  const double fp32 = s.precision == DType::f32 ? 0 : mlp_memory(s.shape, DType::f32, s.batch).total() + 8 * psi;
+  const double data = 4.0 * double(s.batch) * s.train_steps() * (s.shape.in + s.shape.out) +
+                      mlp_memory(s.shape, DType::f32, kTeacherChunk).total();
+  return P * (rank + checks) + one + fp32 + 3 * 4.0 * psi + data;
+}
+
+namespace {
+
+// One process training on the whole global batch, as the ranks do together.
+std::vector<float> train_one_rank(const ZeroSettings& s, DType precision, const Dataset& data, std::vector<float>* first_grads,
+                                  std::vector<double>* step_seconds) {
+  MemoryTracker mem(0, nullptr);
+  Mlp model(s.shape, mem, 1, precision);
+  AdamW opt(whole_model(model), model.device(), mem, s.adamw, precision == DType::f32 ? MasterWeights::keep : s.master);
+  LossScaler scaler(precision);
+  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  for (int step = 0; step < s.train_steps(); ++step) {
+    const auto t0 = Clock::now();
+    const float* y = model.forward(data.x_row(step * s.batch), s.batch);
+    kernels::mse_loss(y, data.y_row(step * s.batch), dy.data(), dy.size());
+    kernels::scale(scaler.scale(), dy.data(), dy.size());
+    model.backward(dy.data(), false);
+    if (step == 0 && first_grads) {
+      copy_to_host_floats(model.grad_data(), precision, *first_grads = std::vector<float>(model.num_params()));
+      for (float& g : *first_grads) g /= scaler.scale();
+    }
+    scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));
+    if (step > 0 && step_seconds) step_seconds->push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::vector<float> w(model.num_params());
+  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
+  else copy_to_host_floats(model.param_data(), precision, w);
+  return w;
+}
+
+ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, const Dataset& data) {
+  ZeroReference ref;
+  if (comm.rank() != 0) return ref;
+  report_progress(comm, cfg, "1-rank reference");
+  ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+  std::vector<double> seconds;
+  ref.weights = train_one_rank(s, s.precision, data, &ref.first_gradients, &seconds);
+  ref.step_seconds = repeated(run_means(seconds, s.steps));
+  if (s.precision != DType::f32) ref.fp32_weights = train_one_rank(s, DType::f32, data, nullptr, nullptr);
+  return ref;
+}
+
+// This rank's memory over a stage, replayed from its alloc/free events.
+ZeroMemory memory_from_events(Comm& comm, std::size_t mark) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamMain);
+  ZeroMemory m;
+  std::size_t now[kNumMemTags] = {}, total = 0;
+  for (std::size_t i = mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.kind != EventKind::alloc && e.kind != EventKind::free) continue;
+    const std::size_t tag = std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1));
+    if (e.kind == EventKind::alloc) {
+      now[tag] += e.bytes;
+      total += e.bytes;
+    } else {
+      now[tag] -= e.bytes;
+      total -= e.bytes;
+    }
+    m.peak[tag] = std::max(m.peak[tag], now[tag]);
+    if (total > m.peak_total) {
+      m.peak_total = total;
+      std::copy(now, now + kNumMemTags, m.at_peak);
+    }
+  }
+  return m;
+}
+
+// Bytes this rank's collectives put on its link since `mark`, as a ring moves them (what
+// nccl-tests calls bus bytes): reduce-scatter and all-gather (P-1)/P of their buffer,
+// all-reduce 2(P-1)/P. Library collectives record their buffer's bytes
+// (core/comm/threads/threads_collectives.cpp); the ring factor is the formula's.
+double bus_bytes_since(Comm& comm, std::size_t mark) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamComm);
+  const double P = comm.size();
+  double bytes = 0;
+  for (std::size_t i = mark; i < log.size(); ++i) {
+    if (log[i].kind != EventKind::collective) continue;
+    const std::string name = comm.trace()->label_name(log[i].label);
+    bytes += (name == "all_reduce" ? 2.0 : 1.0) * double(log[i].bytes) * (P - 1) / P;
+  }
+  return bytes;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
+}
+
+struct Timed {
+  std::vector<double> step, exposed, gather;
+};
+
+// Per step: the slowest rank's step; the mean over ranks of the time waiting on communication.
+void combine_timings(Comm& comm, Timed& t, ZeroMeasurement& m, int steps) {
+  comm.all_reduce(t.step.data(), t.step.data(), t.step.size(), DType::f64, ReduceOp::max);
+  comm.all_reduce(t.exposed.data(), t.exposed.data(), t.exposed.size(), DType::f64, ReduceOp::avg);
+  comm.all_reduce(t.gather.data(), t.gather.data(), t.gather.size(), DType::f64, ReduceOp::avg);
+  m.step = repeated(run_means(t.step, steps));
+  m.exposed = repeated(run_means(t.exposed, steps));
+  m.exposed_gather = repeated(run_means(t.gather, steps));
+}
+
+// Gathers every rank's memory picture and sizes on rank 0.
+void gather_memory(Comm& comm, ZeroMeasurement& m, const ZeroMemory& mine, double exact, std::size_t reserved) {
+  std::vector<double> row;
+  row.push_back(double(mine.peak_total));
+  for (int t = 0; t < kNumMemTags; ++t) row.push_back(double(mine.peak[t]));
+  for (int t = 0; t < kNumMemTags; ++t) row.push_back(double(mine.at_peak[t]));
+  row.push_back(exact);
+  row.push_back(double(reserved));
+  std::vector<double> all(row.size() * std::size_t(comm.size()));
+  comm.all_gather(row.data(), all.data(), row.size(), DType::f64);
+  for (int r = 0; r < comm.size(); ++r) {
+    const double* v = all.data() + std::size_t(r) * row.size();
+    ZeroMemory z;
+    z.peak_total = std::size_t(v[0]);
+    for (int t = 0; t < kNumMemTags; ++t) z.peak[t] = std::size_t(v[1 + t]);
+    for (int t = 0; t < kNumMemTags; ++t) z.at_peak[t] = std::size_t(v[1 + kNumMemTags + t]);
+    m.memory.push_back(z);
+    m.exact_model_state.push_back(v[1 + 2 * kNumMemTags]);
+    m.pool_reserved.push_back(std::size_t(v[2 + 2 * kNumMemTags]));
+  }
+}
+
+ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int stage, int depth,
+                          const Dataset& data, const ZeroReference& ref, const std::vector<float>* stage0_weights,
+                          std::vector<float>* weights_out) {
+  ZeroMeasurement m;
+  m.stage = stage;
+  m.prefetch_depth = depth;
+  const std::string name = stage_phase(stage) + (s.sweep == ZeroSweep::prefetch && stage == 3 ? " depth " + std::to_string(depth) : "");
+  comm.barrier();
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  ZeroRank rank(comm, cfg, s, stage, depth);
+  const int rows = s.batch / comm.size();
+  Timed timed;
+  std::vector<float> first_grads;
+  double bus = 0;
+  for (int step = 0; step < s.train_steps(); ++step) {  // step 0 touches every buffer: a warm-up, not timed
+    report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
+    const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
+    ZeroStepTiming t;
+    float loss = rank.train_step(data, step * s.batch + comm.rank() * rows, rows, step, t);
+    bus += bus_bytes_since(comm, comm_mark);
+    if (step == 0) first_grads = rank.full_gradients();
+    if (step > 0) {
+      timed.step.push_back(t.step);
+      timed.exposed.push_back(t.exposed);
+      timed.gather.push_back(t.exposed_gather);
+    }
+    comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the global batch's loss
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+  }
+  m.bus_bytes_per_step = bus / s.train_steps();
+  combine_timings(comm, timed, m, s.steps);
+  const std::vector<float> weights = rank.full_weights();
+  if (comm.rank() == 0) {
+    m.max_vs_reference = max_abs_diff(weights, ref.weights);
+    m.max_vs_fp32 = ref.fp32_weights.empty() ? 0 : max_abs_diff(weights, ref.fp32_weights);
+    double diff = 0, scale = 1e-30;
+    for (std::size_t i = 0; i < first_grads.size(); ++i) {
+      diff = std::max(diff, double(std::fabs(first_grads[i] - ref.first_gradients[i])));
+      scale = std::max(scale, double(std::fabs(ref.first_gradients[i])));
+    }
+    m.first_grad_rel_diff = diff / scale;
+    if (weights_out) *weights_out = weights;
+    if (stage != 0 && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_diff(weights, *stage0_weights);
+  }
+  gather_memory(comm, m, memory_from_events(comm, rank.memory_mark()), rank.exact_model_state(), rank.pool_reserved());
+  m.padding = rank.units().padding();
+  m.units = int(rank.units().units.size());
+  m.skipped_steps = rank.skipped_steps();
+  return m;
+}
+
+// The memory view's formula line per stage: trace metadata keyed by the stage's phase.
+void set_formula_meta(Comm& comm, const ZeroSettings& s, int stage, double psi, const std::string& phase) {
+  if (comm.rank() != 0) return;
+  const theory::ZeroBytes b = theory::zero_bytes_per_param(stage, comm.size(), s.bytes_per_param());
+  char text[160];
+  std::snprintf(text, sizeof text, "%s + %s + %s = %.3g B/param x %.0f params", format_number(b.params).c_str(),
+                format_number(b.grads).c_str(), format_number(b.optimizer).c_str(), b.total(), psi);
+  comm.trace()->set_meta("phase_formula_bytes." + phase, std::to_string(psi * b.total()));
+  comm.trace()->set_meta("phase_formula_text." + phase, text);
+}
+
+}  // namespace
+
+Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
+  if (!comm.trace()) throw Error("the ZeRO lab measures from trace events; run it with tracing on");
+  kernels::use_one_blas_thread();
+  const std::vector<int> stages = stages_of(cfg);
+  const ZeroSettings s = settings_of(cfg, comm.size(), stages);
+  const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
+  const std::size_t psi = std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4);
+  Report rep = start_report(comm, cfg, "zero");
+  const ZeroReference ref = reference_of(comm, cfg, s, data);
+  std::vector<float> stage0;
+  std::vector<ZeroMeasurement> sweep;
+  int units = 0;
+  for (int stage : stages) {
+    const bool sweeping = stage == 3 && s.sweep == ZeroSweep::prefetch;
+    std::vector<int> depths = {s.prefetch_depth};
+    if (sweeping) {  // off, 1, 2, 4 units ahead, and the run's own depth
+      depths = {0, 1, 2, 4, s.prefetch_depth};
+      std::sort(depths.begin(), depths.end());
+      depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+    }
+    for (int depth : depths) {
+      set_formula_meta(comm, s, stage, double(psi), stage_phase(stage) + (sweeping ? " depth " + std::to_string(depth) : ""));
+      ZeroMeasurement m = run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == 0 ? &stage0 : nullptr);
+      units = m.units;
+      if (sweeping) sweep.push_back(m);
+      if (depth == s.prefetch_depth) add_zero_rows(rep, s, m, psi, comm.size());
+    }
+  }
+  describe_zero_setup(rep, s, stages, psi, units);
+  rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 0, "s").over(ref.step_seconds);
+  if (stages.size() > 1) {
+    for (int stage : stages) rep.columns.push_back(stage_case(stage));
+    const ReportRow* ddp = rep.find("zero0.step_time");
+    for (int stage : {1, 2, 3})
+      if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); ddp && r && ddp->measured > 0)
+        rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp->measured, "x");
+  }
+  if (!sweep.empty()) add_prefetch_sweep(rep, sweep);
+  return rep;
+}
+
+}  // namespace dtl

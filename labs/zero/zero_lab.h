@@ -1,0 +1,88 @@
+// The ZeRO lab (see labs/zero/zero_lab.cpp): stages 0 (plain DDP) to 3 (FSDP) on the same
+// model and data, every byte of memory and communication beside the curriculum's formulas.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/theory/zero.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/lab.h"
+#include "labs/train/mlp.h"
+#include "labs/train/optimizer.h"
+
+namespace dtl {
+
+// --stage, in the order the LabInfo lists the names ("0", "1", "2", "3", "all").
+enum class ZeroStage { ddp, optimizer_states, gradients, parameters, all };
+enum class Switch { on, off };
+enum class ZeroSweep { none, prefetch };
+
+struct ZeroSettings {
+  MlpShape shape;
+  int batch = 32, steps = 3, repeat = 3;
+  int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
+  int layers_per_unit = 1;   // --unit: layers per sharding unit
+  int prefetch_depth = 1;    // stage 3: units gathered ahead (0: --prefetch off)
+  double bucket_mb = 25;     // stage 0: DDP's all-reduce buckets
+  DType precision = DType::bf16;
+  MasterWeights master = MasterWeights::keep;
+  ZeroSweep sweep = ZeroSweep::none;
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  // What one parameter costs in this run before sharding: {2, 2, 12} mixed with a master,
+  // {2, 2, 8} without, {4, 4, 8} in fp32 (core/theory/zero.h).
+  theory::ZeroPrecision bytes_per_param() const;
+};
+
+// One step on one rank, in seconds: the whole step, the time it waited for communication
+// (all of it: exposed), and of that the wait for stage 3's parameter all-gathers.
+struct ZeroStepTiming {
+  double step = 0, exposed = 0, exposed_gather = 0;
+};
+
+// A rank's memory from its trace events (alloc/free) over one stage: the peak of each tag,
+// the peak of the total, and each tag's bytes at the moment of that peak.
+struct ZeroMemory {
+  std::size_t peak_total = 0;
+  std::size_t peak[kNumMemTags] = {};
+  std::size_t at_peak[kNumMemTags] = {};
+  std::size_t model_state() const;  // params + grads + master + optimizer (m, v), at their peaks
+};
+
+// What one stage measured, combined over ranks where the report needs it.
+struct ZeroMeasurement {
+  int stage = 0, prefetch_depth = 0;
+  float first_loss = 0, last_loss = 0;
+  double max_vs_reference = 0, max_vs_fp32 = 0, first_grad_rel_diff = 0;
+  double max_vs_stage0 = -1;          // rank 0: against stage 0's weights in this run (-1: not run)
+  Repeated step, exposed, exposed_gather;
+  double bus_bytes_per_step = 0;      // rank 0's collectives, ring bytes sent (see zero_report.cpp)
+  std::vector<ZeroMemory> memory;     // per rank (rank 0 holds all)
+  std::vector<double> exact_model_state;  // per rank: what its buffers' sizes add up to
+  std::vector<std::size_t> pool_reserved;  // per rank: bytes its buffer pool keeps
+  std::size_t padding = 0;            // elements over all ranks
+  int units = 0, skipped_steps = 0;
+};
+
+// Rank 0's references: one process training the same model on the whole global batch, in
+// the run's precision and (mixed precision) in fp32.
+struct ZeroReference {
+  std::vector<float> weights, fp32_weights, first_gradients;
+  Repeated step_seconds;
+};
+
+// Bytes the run's process needs (thread ranks share it), for the check before anything
+// is allocated.
+double zero_process_bytes(const ZeroSettings& s, int P, int stages);
+
+Report run_zero_lab(Comm& comm, const LabConfig& cfg);
+LabInfo zero_lab_info();
+
+// labs/zero/zero_report.cpp
+void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
+void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep);
+void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<int>& stages, std::size_t psi, int units);
+std::string stage_case(int stage);  // "zero0" .. "zero3": the report's case ids
+std::string stage_phase(int stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels
+
+}  // namespace dtl
