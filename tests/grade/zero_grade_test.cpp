@@ -171,7 +171,7 @@ void check_all_gather(int P, std::size_t n, DType t) {
 // ---- shard_step ----------------------------------------------------------------------------
 
 std::string step_case(std::size_t n, int rank, int world, bool sharded, DType t) {
-  return "shard_step(unit of " + std::to_string(n) + " " + std::string(dtype_name(t)) + ", rank " + std::to_string(rank) + " of " +
+  return "shard_step(a unit of " + std::to_string(n) + " " + std::string(dtype_name(t)) + " elements, rank " + std::to_string(rank) + " of " +
          std::to_string(world) + ", " + (sharded ? "stage 3: params_are_sharded" : "stages 1 and 2: the whole unit") +
          ")";
 }
