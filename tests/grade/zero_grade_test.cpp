@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -63,12 +64,20 @@ void expect_ranges(std::size_t n, const std::vector<ex::ShardRange>& want, const
 // are still missing when the grace period ends (then the last rank joins and frees them).
 class HoldBack {
  public:
-  void returned() {
-    std::lock_guard lock(mu_);
-    ++returned_;
-    cv_.notify_all();
+  // Makes the exercise's call; the ranks but the last (check_in) check in once it returned,
+  // or threw (so the last rank does not wait for a stub that has failed already).
+  Request call(bool check_in, const std::function<Request()>& exercise) {
+    try {
+      Request req = exercise();
+      if (check_in) returned();
+      return req;
+    } catch (...) {
+      if (check_in) returned();
+      throw;
+    }
   }
-  // On the last rank: how many of the `others` ranks had not returned within the grace period.
+  // On the last rank, before its call: how many of the `others` ranks had not returned
+  // within the grace period.
   int still_inside(int others) {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(1500), [&] { return returned_ == others; });
@@ -76,6 +85,12 @@ class HoldBack {
   }
 
  private:
+  void returned() {
+    std::lock_guard lock(mu_);
+    ++returned_;
+    cv_.notify_all();
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   int returned_ = 0;
@@ -113,8 +128,8 @@ double rank_offset(int r, int P) { return r < P - 1 ? double(r) : -double((P - 1
 // each rank's shard after the call and the wait, compared with the average computed here.
 void check_reduce_scatter(int P, std::size_t n, DType t) {
   const std::size_t chunk = ceil_div(n, std::size_t(P)), es = dtype_size(t);
-  const std::string w = grade::on_ranks("reduce_scatter_gradients", P) + ", a unit of " +
-                        std::to_string(n) + " " + std::string(dtype_name(t)) + " gradients (chunk " + std::to_string(chunk) + ")";
+  const std::string w = grade::on_ranks("reduce_scatter_gradients", P) + ", a unit of " + std::to_string(n) + " " +
+                        std::string(dtype_name(t)) + " gradients (chunk " + std::to_string(chunk) + ")";
   const auto run = grade::run_graded(P, [&](Comm& c) {
     const int me = c.rank();
     std::vector<std::byte> unit(std::size_t(P) * chunk * es), shard(chunk * es);
@@ -171,9 +186,9 @@ void check_all_gather(int P, std::size_t n, DType t) {
 // ---- shard_step ----------------------------------------------------------------------------
 
 std::string step_case(std::size_t n, int rank, int world, bool sharded, DType t) {
-  return "shard_step(a unit of " + std::to_string(n) + " " + std::string(dtype_name(t)) + " elements, rank " + std::to_string(rank) + " of " +
-         std::to_string(world) + ", " + (sharded ? "stage 3: params_are_sharded" : "stages 1 and 2: the whole unit") +
-         ")";
+  return "shard_step(a unit of " + std::to_string(n) + " " + std::string(dtype_name(t)) + " elements, rank " +
+         std::to_string(rank) + " of " + std::to_string(world) + ", " +
+         (sharded ? "stage 3: params_are_sharded" : "stages 1 and 2: the whole unit") + ")";
 }
 
 // Where p lies in a buffer starting at base, as a learner reads it: "element 9", or the
@@ -181,7 +196,8 @@ std::string step_case(std::size_t n, int rank, int world, bool sharded, DType t)
 std::string where_in(const void* p, const void* base, std::size_t es, const std::string& buffer) {
   if (p == nullptr) return "null";
   const auto off = static_cast<const std::byte*>(p) - static_cast<const std::byte*>(base);
-  if (off >= 0 && off % std::ptrdiff_t(es) == 0) return "element " + std::to_string(off / std::ptrdiff_t(es)) + " of " + buffer;
+  if (off >= 0 && off % std::ptrdiff_t(es) == 0)
+    return "element " + std::to_string(off / std::ptrdiff_t(es)) + " of " + buffer;
   return "byte offset " + std::to_string(off) + " from " + buffer;
 }
 
@@ -336,8 +352,9 @@ TEST(ReduceScatterGradients, ReturnsBeforeTheReduceScatterCompletes) {
   const auto run = grade::run_graded(P, [&](Comm& c) {
     std::vector<float> unit(std::size_t(P) * chunk, 1.0f), shard(chunk);
     if (c.rank() == P - 1) still_inside = hold.still_inside(P - 1);
-    Request req = ex::reduce_scatter_gradients(c, {unit.data(), DType::f32}, shard.data(), chunk);
-    if (c.rank() < P - 1) hold.returned();
+    Request req = hold.call(c.rank() < P - 1, [&] {
+      return ex::reduce_scatter_gradients(c, {unit.data(), DType::f32}, shard.data(), chunk);
+    });
     if (!req.valid())
       problems[std::size_t(c.rank())] = "returned an empty Request; return the one comm.ireduce_scatter gives";
     req.wait();
@@ -394,8 +411,8 @@ TEST(AllGatherParams, ReturnsBeforeTheAllGatherCompletes) {
   const auto run = grade::run_graded(P, [&](Comm& c) {
     std::vector<float> unit(std::size_t(P) * chunk, float(c.rank()));
     if (c.rank() == P - 1) still_inside = hold.still_inside(P - 1);
-    Request req = ex::all_gather_params(c, {unit.data(), DType::f32}, chunk);
-    if (c.rank() < P - 1) hold.returned();
+    Request req =
+        hold.call(c.rank() < P - 1, [&] { return ex::all_gather_params(c, {unit.data(), DType::f32}, chunk); });
     if (!req.valid())
       problems[std::size_t(c.rank())] = "returned an empty Request; return the one comm.iall_gather gives";
     req.wait();
@@ -461,7 +478,8 @@ TEST(UnitsToGather, AWholePassIssuesEachUnitOnceAndInTime) {
         const std::size_t ahead = std::min(order->size(), std::size_t(p + depth + 1));
         for (int u : *got) {
           DTL_GRADE_ASSERT(u >= 0 && u < int(order->size()) && !issued[std::size_t(u)])
-              << w << " is " << list(*got) << ": unit " << u << " is " << (u >= 0 && u < int(order->size()) ? "already issued" : "no unit");
+              << w << " is " << list(*got) << ": unit " << u << " is "
+              << (u >= 0 && u < int(order->size()) ? "already issued" : "no unit");
           const auto at = std::find(order->begin(), order->end(), u) - order->begin();
           DTL_GRADE_ASSERT(at >= p && std::size_t(at) < ahead)
               << w << " is " << list(*got) << ": unit " << u << " computes at position " << at
