@@ -1,33 +1,34 @@
-// Temporary solutions (replaced by the graded track's)
+// Exercises: the pieces of ZeRO / FSDP (exercises/zero.h).
+//
+// Implement them, then run the lab on your code and grade it:
+//   cmake --preset student && cmake --build --preset student -j2
+//   build/student/labs/cli/dtlab run zero --ranks 4
+//   build/student/labs/cli/dtlab grade --exercise shard_range          # --hint 1, 2 or 3 when stuck
+// The visualizer's timeline shows your reduce-scatters during backward and your all-gathers
+// after the step (stage 3: before each unit's forward and backward) on each rank's comm stream.
+#include "core/error.h"
 #include "exercises/zero.h"
-
-#include <algorithm>
 
 namespace dtl::ex {
 
-ShardRange shard_range(std::size_t n, int rank, int world) {
-  const std::size_t chunk = (n + std::size_t(world) - 1) / std::size_t(world);
-  return {chunk, std::min(std::size_t(rank) * chunk, n), std::min(std::size_t(rank + 1) * chunk, n)};
+ShardRange shard_range(std::size_t, int, int) {
+  throw NotImplemented("shard_range");
 }
 
-Request reduce_scatter_gradients(Comm& comm, const GradBuffer& unit_grads, void* shard_grads, std::size_t chunk) {
-  return comm.ireduce_scatter(unit_grads.data, shard_grads, chunk, unit_grads.dtype, ReduceOp::avg);
+Request reduce_scatter_gradients(Comm&, const GradBuffer&, void*, std::size_t) {
+  throw NotImplemented("reduce_scatter_gradients");
 }
 
-ShardStep shard_step(const GradBuffer& unit_params, bool params_are_sharded, const void* shard_grads, const ShardRange& shard) {
-  void* p = params_are_sharded ? unit_params.data : unit_params.at(shard.begin);
-  return {p, shard_grads, shard.end - shard.begin};
+ShardStep shard_step(const GradBuffer&, bool, const void*, const ShardRange&) {
+  throw NotImplemented("shard_step");
 }
 
-Request all_gather_params(Comm& comm, const GradBuffer& unit_params, std::size_t chunk) {
-  return comm.iall_gather(unit_params.at(std::size_t(comm.rank()) * chunk), unit_params.data, chunk, unit_params.dtype);
+Request all_gather_params(Comm&, const GradBuffer&, std::size_t) {
+  throw NotImplemented("all_gather_params");
 }
 
-std::vector<int> units_to_gather(const std::vector<int>& order, int position, int depth, const std::vector<bool>& issued) {
-  std::vector<int> out;
-  for (int i = position; i <= position + depth && i < int(order.size()); ++i)
-    if (!issued[std::size_t(order[std::size_t(i)])]) out.push_back(order[std::size_t(i)]);
-  return out;
+std::vector<int> units_to_gather(const std::vector<int>&, int, int, const std::vector<bool>&) {
+  throw NotImplemented("units_to_gather");
 }
 
 }  // namespace dtl::ex

@@ -34,7 +34,8 @@ struct RankPattern {
   int messages_sent = 0;
   std::set<int> sent_to;
   std::set<int> tags;
-  std::vector<std::string> collectives;  // library collectives it called (by name)
+  std::vector<std::string> collectives;        // library collectives it called (by name)
+  std::vector<std::uint64_t> collective_bytes;  // and the bytes each one's event records
 };
 
 struct GradedRun {
@@ -75,7 +76,10 @@ inline GradedRun run_graded(int P, const std::function<void(Comm&)>& body) {
     }
     const EventLog& comm = trace.log(q, kStreamComm);
     for (std::size_t i = comm_mark[std::size_t(q)]; i < comm.size(); ++i)
-      if (comm[i].kind == EventKind::collective) p.collectives.push_back(trace.label_name(comm[i].label));
+      if (comm[i].kind == EventKind::collective) {
+        p.collectives.push_back(trace.label_name(comm[i].label));
+        p.collective_bytes.push_back(comm[i].bytes);
+      }
   }
   return g;
 }
