@@ -85,19 +85,20 @@ ZeroSettings settings_of(const LabConfig& cfg, int P, const std::vector<int>& st
 
 }  // namespace
 
-double zero_process_bytes(const ZeroSettings& s, int P, int /*stages: run one after another, freed between*/) {
+double zero_process_bytes(const ZeroSettings& s, int P, int /*stages run one after another, each freed before the next*/) {
   const int rows = s.batch / P;
   const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
-  // A rank at its largest (stage 0 holds the whole model state) and its host copies for the
-  // checks (its pieces, rank 0's assembled copy, weights and gradients: 4 fp32 vectors).
-  const double rank = mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision, s.master);
-  const double checks = 4 * 4.0 * psi;
-  // Rank 0's references: the run's precision and, mixed, fp32 too.
-  const double one = mlp_memory(s.shape, s.precision, s.batch).total() + adamw_state_bytes(std::size_t(psi), s.precision, s.master);
-  const double fp32 = s.precision == DType::f32 ? 0 : mlp_memory(s.shape, DType::f32, s.batch).total() + 8 * psi;
+  auto trainer = [&](DType t, int r) {  // a model, its AdamW and activations; stage 0 holds the most
+    return mlp_memory(s.shape, t, r).total() + adamw_state_bytes(std::size_t(psi), t, t == DType::f32 ? MasterWeights::keep : s.master);
+  };
+  // Rank 0's references train first, one at a time, and keep 3 fp32 vectors (weights in the
+  // run's precision and in fp32, first gradients). Then every rank trains, with a host copy
+  // of its pieces for the checks, and rank 0 assembles weights and gradients (3 more).
+  const double references = std::max(trainer(s.precision, s.batch), s.precision == DType::f32 ? 0.0 : trainer(DType::f32, s.batch));
+  const double ranks = P * (trainer(s.precision, rows) + 4.0 * psi) + 3 * 4.0 * psi;
   const double data = 4.0 * double(s.batch) * s.train_steps() * (s.shape.in + s.shape.out) +
                       mlp_memory(s.shape, DType::f32, kTeacherChunk).total();
-  return P * (rank + checks) + one + fp32 + 3 * 4.0 * psi + data;
+  return std::max(references, ranks) + 3 * 4.0 * psi + data;
 }
 
 namespace {
@@ -189,7 +190,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 struct Timed {
-  std::vector<double> step, exposed, gather;
+  std::vector<double> step, exposed, gather, optimizer;
 };
 
 // Per step: the slowest rank's step; the mean over ranks of the time waiting on communication.
@@ -197,6 +198,8 @@ void combine_timings(Comm& comm, Timed& t, ZeroMeasurement& m, int steps) {
   comm.all_reduce(t.step.data(), t.step.data(), t.step.size(), DType::f64, ReduceOp::max);
   comm.all_reduce(t.exposed.data(), t.exposed.data(), t.exposed.size(), DType::f64, ReduceOp::avg);
   comm.all_reduce(t.gather.data(), t.gather.data(), t.gather.size(), DType::f64, ReduceOp::avg);
+  comm.all_reduce(t.optimizer.data(), t.optimizer.data(), t.optimizer.size(), DType::f64, ReduceOp::max);
+  m.optimizer = repeated(run_means(t.optimizer, steps));
   m.step = repeated(run_means(t.step, steps));
   m.exposed = repeated(run_means(t.exposed, steps));
   m.exposed_gather = repeated(run_means(t.gather, steps));
@@ -249,6 +252,7 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
       timed.step.push_back(t.step);
       timed.exposed.push_back(t.exposed);
       timed.gather.push_back(t.exposed_gather);
+      timed.optimizer.push_back(t.optimizer);
     }
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the global batch's loss
     (step == 0 ? m.first_loss : m.last_loss) = loss;
@@ -325,7 +329,7 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
       if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); ddp && r && ddp->measured > 0)
         rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp->measured, "x");
   }
-  if (!sweep.empty()) add_prefetch_sweep(rep, sweep);
+  if (!sweep.empty()) add_prefetch_sweep(rep, sweep, rep.find("zero0.step_time"));
   return rep;
 }
 

@@ -37,7 +37,7 @@ struct ZeroSettings {
 // One step on one rank, in seconds: the whole step, the time it waited for communication
 // (all of it: exposed), and of that the wait for stage 3's parameter all-gathers.
 struct ZeroStepTiming {
-  double step = 0, exposed = 0, exposed_gather = 0;
+  double step = 0, exposed = 0, exposed_gather = 0, optimizer = 0;
 };
 
 // A rank's memory from its trace events (alloc/free) over one stage: the peak of each tag,
@@ -55,7 +55,7 @@ struct ZeroMeasurement {
   float first_loss = 0, last_loss = 0;
   double max_vs_reference = 0, max_vs_fp32 = 0, first_grad_rel_diff = 0;
   double max_vs_stage0 = -1;          // rank 0: against stage 0's weights in this run (-1: not run)
-  Repeated step, exposed, exposed_gather;
+  Repeated step, exposed, exposed_gather, optimizer;
   double bus_bytes_per_step = 0;      // rank 0's collectives, ring bytes sent (see zero_report.cpp)
   std::vector<ZeroMemory> memory;     // per rank (rank 0 holds all)
   std::vector<double> exact_model_state;  // per rank: what its buffers' sizes add up to
@@ -80,7 +80,8 @@ LabInfo zero_lab_info();
 
 // labs/zero/zero_report.cpp
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
-void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep);
+// The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.
+void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, const ReportRow* stage0_step);
 void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<int>& stages, std::size_t psi, int units);
 std::string stage_case(int stage);  // "zero0" .. "zero3": the report's case ids
 std::string stage_phase(int stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels

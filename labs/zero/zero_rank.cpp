@@ -286,10 +286,12 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   const double buckets_from = now_s();
   ex::wait_for_buckets(ddp_pending_);  // stage 0 (the learner's DDP exercise 10)
   waited_ += now_s() - buckets_from;
+  const double optimizer_from = now_s();
   {
     ComputeSpan span(comm_, cfg_, "optimizer", step);
     optimizer_step();
   }
+  t.optimizer = now_s() - optimizer_from;
   if (stage_ == 1 || stage_ == 2) {  // every rank needs every parameter again
     std::vector<Request> gathers;
     for (const ZeroUnit& u : units_.units)

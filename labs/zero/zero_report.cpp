@@ -136,6 +136,7 @@ void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m,
   add_equivalence_rows(rep, n, s, m);
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
+  rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);
   if (m.stage == 3)
     rep.add(n + "exposed_allgather", "of which parameter all-gathers (prefetch " + std::to_string(m.prefetch_depth) + ")",
             0, "s")
@@ -146,7 +147,7 @@ void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m,
   add_residual_rows(rep, n, s, m, double(psi), P);
 }
 
-void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep) {
+void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, const ReportRow* stage0_step) {
   ReportPlot plot{"prefetch_sweep", "stage 3: prefetch depth, exposed all-gather time against peak memory",
                   "peak memory (rank 0)", "B", "exposed all-gather per step", "s", {}, {}, {}};
   for (const ZeroMeasurement& m : sweep) {
@@ -154,6 +155,9 @@ void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep) 
     rep.add(d + ".exposed_allgather", "exposed all-gather per step", 0, "s").over(m.exposed_gather);
     rep.add(d + ".peak_memory", "peak memory (rank 0)", double(m.memory[0].peak_total), "B");
     rep.add(d + ".gather_peak", "gather buffers at most (rank 0)", double(m.memory[0].peak[std::size_t(MemTag::gather)]), "B");
+    rep.add(d + ".step_time", "step time (slowest rank)", 0, "s").over(m.step);
+    if (stage0_step && stage0_step->measured > 0)
+      rep.add(d + ".step_vs_ddp", "step time / stage 0's", m.step.median / stage0_step->measured, "x");
     plot.x.push_back(double(m.memory[0].peak_total));
     plot.y.push_back(m.exposed_gather.median);
     plot.point_labels.push_back("depth " + std::to_string(m.prefetch_depth));
