@@ -67,7 +67,7 @@ void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings&
   rep.check(n + "model_state_bytes", "model state per rank (the rank farthest off)", worst_measured, psi * b.total(), "B",
             bound)
       .from(format_number(b.total()) + " B/param, ± padding");
-  rep.check(n + "model_state_vs_buffers", "model state: events − buffer sizes (max over ranks)", worst_exact, 0.0, "B")
+  rep.check(n + "model_state_vs_buffers", "model state: events - buffer sizes (max over ranks)", worst_exact, 0.0, "B")
       .from("exact");
   const double rank0 = double(r0.model_state());
   struct Convention {
@@ -103,7 +103,7 @@ void add_residual_rows(Report& rep, const std::string& n, const ZeroSettings& s,
   rep.add(n + "residual_activations", who + "activations", at(MemTag::activation), "B");
   rep.add(n + "residual_workspace", who + "workspace", at(MemTag::other), "B");
   rep.add(n + "residual_padding", who + "padding, uneven shards", state - formula, "B");
-  rep.check(n + "residual_total", who + "peak − formula = the rows above", double(z.peak_total) - formula,
+  rep.check(n + "residual_total", who + "peak - formula = the rows above", double(z.peak_total) - formula,
             at(MemTag::gather) + at(MemTag::comm) + at(MemTag::activation) + at(MemTag::other) + state - formula, "B")
       .from("sum of the split");
   rep.add(n + "pool_reserved", "buffer pool reserved (rank 0)", double(m.pool_reserved[0]), "B");

@@ -17,6 +17,12 @@ namespace dtl::viz {
 
 namespace {
 
+// Bars stack the model state first (what the formulas count: parameters, gradients, fp32
+// master, m and v), then what they leave out (gather and reduce buffers, activations,
+// workspace), so the formula's line meets the model state's top. Tags keep their numbers.
+constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param,  MemTag::grad, MemTag::master,     MemTag::optimizer,
+                                             MemTag::gather, MemTag::comm, MemTag::activation, MemTag::other};
+
 constexpr float kAxisWidth = 70, kMinPanelWidth = 150;
 
 // The formula's line across the bars, and beside its end (in the gutter right of the
@@ -88,7 +94,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
     const MemorySample& m = p.at_peak[std::size_t(r)];
     const float x = area.x + slot * (float(r) + 0.5f) - bar / 2;
     float y = top + h;
-    for (int tag = 0; tag < kNumMemTags; ++tag) {
+    for (MemTag t : kStackOrder) {
+      const int tag = int(t);
       const float bh = h * float(double(m.bytes[std::size_t(tag)]) / scale.top);
       if (bh <= 0) continue;
       dl->AddRectFilled(ImVec2(x, y - bh), ImVec2(x + bar, y), tag_color(tag));
@@ -138,7 +145,8 @@ void MemoryView::Draw(const Frame& f) {
     by_phase = mode == 0;
     ImGui::SameLine(0, 20);
   }
-  for (int tag = 0; tag < kNumMemTags; ++tag) {  // wrapped: a narrow panel shows all 8 tags too
+  for (MemTag t : kStackOrder) {  // wrapped: a narrow panel shows all 8 tags too
+    const int tag = int(t);
     const float need = ImGui::GetTextLineHeight() + 22 + ImGui::CalcTextSize(mem_tag_name(MemTag(tag))).x;
     if (ImGui::GetCursorPosX() + need > ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
     legend_swatch(tag_color(tag), mem_tag_name(MemTag(tag)));
@@ -194,7 +202,8 @@ void MemoryView::DrawAtCursor(const Frame& f) {
   for (int r = 0; r < P; ++r) {
     const float x = o.x + slot * (float(r) + 0.5f) - bar / 2;
     float y = o.y + h;
-    for (int tag = 0; tag < kNumMemTags; ++tag) {
+    for (MemTag t : kStackOrder) {
+      const int tag = int(t);
       const float bh = h * float(double(pic.now[std::size_t(r)].bytes[std::size_t(tag)]) / scale.top);
       if (bh <= 0) continue;
       dl->AddRectFilled(ImVec2(x, y - bh), ImVec2(x + bar, y), tag_color(tag));

@@ -110,29 +110,34 @@ void ReportView::Draw(const Frame& f) {
   const bool any_plots = !plots.plots.empty() || !plots.skipped.empty();
   const float avail = ImGui::GetContentRegionAvail().y, line = ImGui::GetFrameHeightWithSpacing();
   // The rows keep at least a few lines; the plots get one row of plots (or what is left).
-  const float plots_h = any_plots ? std::min(kPlotMinHeight + 16 + line * float(plots.skipped.size()), std::max(0.0f, avail - 6 * line)) : 0;
+  const float plots_h = any_plots ? std::min(std::clamp(0.4f * avail, kPlotMinHeight, kPlotMaxHeight) + 16 + line * float(plots.skipped.size()),
+                                             std::max(0.0f, avail - 6 * line))
+                                  : 0;
   const float rows_h = any_plots ? std::min(avail - plots_h, line * (float(r["rows"].size()) + 1.5f)) : 0;
   if (!ImGui::BeginTable("report", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY, ImVec2(0, rows_h))) {
     if (any_plots) draw_plots(plots);
     return;
   }
+  // The case (a row id's part before '.': "zero3", "prefetch2") tells apart rows with the
+  // same label; values in readable units ("43.2 MiB", "18.9 ms").
+  ImGui::TableSetupColumn("case", ImGuiTableColumnFlags_WidthFixed, 90);
   ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 90);
-  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 90);
-  ImGui::TableSetupColumn("unit", ImGuiTableColumnFlags_WidthFixed, 60);
+  ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 110);
+  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 110);
   ImGui::TableHeadersRow();
   for (const auto& row : r["rows"]) {
     if (!row.is_object()) continue;
+    const std::string id = row.value("id", std::string()), unit = row.value("unit", std::string());
     ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(id.find('.') == std::string::npos ? "" : id.substr(0, id.find('.')).c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(row.value("label", row.value("quantity", std::string("?"))).c_str());  // ("quantity": older traces)
     ImGui::TableNextColumn();
-    ImGui::Text("%.4g", row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0);
+    ImGui::TextUnformatted(format_value(row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0, unit).c_str());
     ImGui::TableNextColumn();
-    if (row.contains("predicted") && row["predicted"].is_number()) ImGui::Text("%.4g", row["predicted"].get<double>());
+    if (row.contains("predicted") && row["predicted"].is_number()) ImGui::TextUnformatted(format_value(row["predicted"].get<double>(), unit).c_str());
     else ImGui::TextUnformatted("-");
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(row.value("unit", std::string()).c_str());
   }
   ImGui::EndTable();
   if (any_plots) draw_plots(plots);
