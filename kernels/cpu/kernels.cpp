@@ -24,6 +24,7 @@ void linear_forward(const float* X, const float* W, const float* b, float* Y, in
 void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
                      bool accumulate) {
   if (dX) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0f, dY, O, W, I, 0.0f, dX, I);
+  if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dY, O, X, I, accumulate ? 1.0f : 0.0f, dW, I);
   if (!accumulate) std::fill(db, db + O, 0.0f);
   for (int r = 0; r < B; ++r)

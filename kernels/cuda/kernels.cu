@@ -281,6 +281,7 @@ void linear_backward(cublasHandle_t h, const float* X, const float* W, const flo
   DTL_CUBLAS_CHECK(cublasSetStream(h, s));
   const float one = 1.0f, zero = 0.0f;
   if (dX) DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, I, B, O, &one, W, I, dY, O, &zero, dX, I));
+  if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, X, I, dY, O, accumulate ? &one : &zero, dW, I));
   bias_grad_kernel<<<(O + kThreads - 1) / kThreads, kThreads, 0, s>>>(dY, db, B, O, accumulate);
   DTL_CUDA_CHECK(cudaGetLastError());

@@ -262,6 +262,41 @@ const float* Mlp::backward(const float* dy, Activations& acts, bool accumulate, 
   return input_grad ? d : nullptr;
 }
 
+const float* Mlp::backward_input(const float* dy, Activations& acts, const LayerHooks& hooks, bool input_grad) {
+  if (precision_ != DType::f32) throw UsageError("the split backward (zero-bubble's B and W) runs in fp32 only");
+  ensure_workspace(acts.batch_);
+  if (acts.dz.empty())
+    for (int l = first_; l <= last_; ++l)
+      acts.dz.emplace_back(mem_, std::vector<std::int64_t>{acts.batch_, out_features(l)}, DType::f32, MemTag::activation, device());
+  const float* d = dy;
+  float* next = dbuf_a_.as<float>();
+  for (int l = last_; l >= first_; --l) {
+    call_hook(ops_, hooks.before_backward, l);
+    const std::size_t n = std::size_t(acts.batch_) * std::size_t(out_features(l));
+    float* dz = acts.dz[std::size_t(slot(l))].as<float>();
+    if (l < shape_.layers - 1) ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), d, dz, n);
+    else copy_bytes(dz, d, n * sizeof(float));  // the last layer has no GELU: dL/dz = dL/dy
+    float* dx = l > first_ || input_grad ? next : nullptr;
+    if (dx) ops_.linear_backward(nullptr, layer_weights(l), dz, dx, nullptr, nullptr, acts.batch_, in_features(l), out_features(l), false);
+    call_hook(ops_, hooks.after_backward, l);
+    d = dx;
+    next = next == dbuf_a_.as<float>() ? dbuf_b_.as<float>() : dbuf_a_.as<float>();
+  }
+  return input_grad ? d : nullptr;
+}
+
+void Mlp::backward_weight(Activations& acts, bool accumulate) {
+  if (acts.dz.size() != std::size_t(last_ - first_ + 1)) throw Error("Mlp::backward_weight before backward_input");
+  for (int l = first_; l <= last_; ++l) {
+    const float* x = l == first_ ? acts.input : acts.post[std::size_t(slot(l) - 1)].as<float>();
+    float* g = static_cast<float*>(layer_grads(l));
+    const std::size_t w_count = std::size_t(in_features(l)) * std::size_t(out_features(l));
+    ops_.linear_backward(x, nullptr, acts.dz[std::size_t(slot(l))].as<float>(), nullptr, g, g + w_count, acts.batch_,
+                         in_features(l), out_features(l), accumulate);
+  }
+  ops_.synchronize();
+}
+
 const float* Mlp::forward(const float* x, int batch, const LayerHooks& hooks) {
   if (own_.batch() != batch) {
     own_ = Activations();  // free first: the peak holds one set

@@ -72,6 +72,7 @@ class Activations {
   int batch_ = 0;
   const float* input = nullptr;    // the caller's x: must outlive the backward
   std::vector<Tensor> pre, post;   // per held layer: z = x·Wᵀ + b, and GELU(z)
+  std::vector<Tensor> dz;          // per held layer: dL/dz, kept by backward_input for backward_weight
 };
 
 // What an Mlp allocates in its rank's MemoryTracker, by tag, with `rows` rows in flight
@@ -128,6 +129,13 @@ class Mlp {
   // input_grad: also compute dL/dx of the first held layer, returned (else null).
   const float* backward(const float* dy, Activations& acts, bool accumulate, const LayerHooks& hooks = {},
                         bool input_grad = false);
+  // Zero-bubble's split of backward (Qi et al. 2023), fp32 only: backward_input is B — dL/dx
+  // through the held layers, keeping each layer's dL/dz in `acts` — and backward_weight is
+  // W — the weight and bias gradients from those, any time later. Together they equal
+  // backward(). Hooks fire as in backward(); input_grad as there.
+  const float* backward_input(const float* dy, Activations& acts, const LayerHooks& hooks = {}, bool input_grad = false);
+  void backward_weight(Activations& acts, bool accumulate);
+
   // The same with activations the model keeps itself (one micro-batch in flight).
   const float* forward(const float* x, int batch, const LayerHooks& hooks = {});
   const float* backward(const float* dy, bool accumulate, const LayerHooks& hooks = {}, bool input_grad = false);

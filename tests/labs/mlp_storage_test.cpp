@@ -3,6 +3,7 @@
 // delivered piece by piece. Held to the model that owns its buffers, bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -73,4 +74,33 @@ TEST(MlpStorage, BoundLayersTrainLikeTheOwnedModel) {
       EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(MlpSplitBackward, InputThenWeightEqualsTheWholeBackwardBitForBit) {
+  // Zero-bubble's B and W, on a stage that holds layers 1..2 of 4 (so dX of its first layer
+  // is what it would send back) and on the last stage (whose last layer has no GELU).
+  for (LayerSpan span : {LayerSpan{1, 2}, LayerSpan{2, 3}}) {
+    MemoryTracker mem(0, nullptr);
+    const MlpShape shape{6, 9, 4, 4};
+    const int batch = 5, in = span.first == 0 ? shape.in : shape.width;
+    const int out = span.last == shape.layers - 1 ? shape.out : shape.width;
+    Mlp whole(shape, mem, 8, DType::f32, Device::cpu(), span);
+    Mlp split(shape, mem, 8, DType::f32, Device::cpu(), span);
+    std::vector<float> x(std::size_t(batch) * std::size_t(in)), dy(std::size_t(batch) * std::size_t(out));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.3 * double(i)));
+    for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(std::cos(0.7 * double(i))) * 0.1f;
+    Activations a = whole.make_activations(batch), b = split.make_activations(batch);
+    whole.forward(x.data(), a);
+    split.forward(x.data(), b);
+    const float* dx_whole = whole.backward(dy.data(), a, false, {}, true);
+    std::vector<float> dx1(dx_whole, dx_whole + x.size());
+    const float* dx_split = split.backward_input(dy.data(), b, {}, true);
+    EXPECT_EQ(differing_bytes(dx1.data(), dx_split, dx1.size() * 4), 0u) << "B: the input gradient";
+    split.backward_weight(b, false);
+    EXPECT_EQ(differing_bytes(whole.grad_data(), split.grad_data(), whole.num_params() * 4), 0u) << "W: the weight gradients";
+  }
+  MemoryTracker mem(0, nullptr);
+  Mlp bf16({6, 9, 4, 2}, mem, 8, DType::bf16);
+  Activations a = bf16.make_activations(2);
+  EXPECT_THROW(bf16.backward_input(nullptr, a), UsageError) << "fp32 only";
 }
