@@ -4,6 +4,7 @@
 #include "labs/collectives/collectives_lab.h"
 #include "labs/ddp/ddp_lab.h"
 #include "labs/lab.h"
+#include "labs/pipeline/pipeline_lab.h"
 #include "labs/zero/zero_lab.h"
 
 namespace dtl {
@@ -13,6 +14,7 @@ const std::vector<LabInfo>& lab_registry() {
       collectives_lab_info(),
       ddp_lab_info(),
       zero_lab_info(),
+      pipeline_lab_info(),
   };
   return labs;
 }

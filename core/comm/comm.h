@@ -32,6 +32,9 @@ struct TransferInfo {
   int step = -1;
   int chunk = -1;
   int chunk_count = 1;
+  // What the receiver waits for, in the lab's words ("for the activation of micro-batch 5
+  // from stage 1"): what the watchdog prints when it never comes. Empty: rank and tag.
+  std::string what;
 };
 
 // A pending operation. wait() blocks until it completes and rethrows its error.

@@ -47,6 +47,13 @@ TEST(CliUsage, NumbersBeyondTheirRangeAreUsageErrorsNamingTheOption) {
       {"run zero --prefetch off --prefetch-depth 3", "--prefetch-depth"},
       {"run zero --stage 1 --prefetch off", "--prefetch"},
       {"run zero --stage 2 --bucket-mb 4", "--bucket-mb"},
+      {"run pipeline --schedule 1f1b --ranks 4 --micro-batches 2 --batch 8", "micro-batches"},
+      {"run pipeline --schedule interleaved --ranks 4 --micro-batches 6 --batch 12", "multiple"},
+      {"run pipeline --ranks 4 --depth 3", "--depth"},
+      {"run pipeline --schedule 1f1b --chunks 3", "--chunks"},
+      {"run pipeline --ranks 4 --stages 2", "--stages"},
+      {"run pipeline --schedule 1f1b --compute-us 100 --weight-us 10", "--weight-us"},
+      {"run pipeline --batch 10 --micro-batches 4", "--micro-batches"},
   };
   for (const auto& [args, option] : cases) {
     const auto o = run_dtlab(args);
@@ -93,6 +100,14 @@ TEST(CliUsage, ZeroHonoursInjectedFaultsAndIsRefusedWhenTooLarge) {
   const auto big = run_dtlab("run zero --width 60000 --depth 200");
   EXPECT_EQ(big.code, 2) << big.err;
   EXPECT_NE(big.err.find("needs about"), std::string::npos) << big.err;
+}
+
+TEST(CliUsage, APipelineStageThatStopsAnsweringIsNamedByTheWatchdog) {
+  // Stage 1 hangs at its 3rd send: stage 2 waits for an activation that never comes.
+  const auto o = run_dtlab("run pipeline --ranks 4 --inject-hang 1:3 --width 16 --depth 4 --batch 8 --micro-batches 4 --timeout 2");
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.err.find("waits for the activation of micro-batch"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("from stage 1"), std::string::npos) << o.err;
 }
 
 TEST(CliUsage, ADdpRunTooLargeForTheMachineIsRefusedWithItsEstimate) {

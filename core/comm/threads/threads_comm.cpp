@@ -203,8 +203,9 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   check_peer(r.src, verb);
   Universe& u = group_->u;
   const int me = global_rank(), src_g = global_rank_of(r.src);
-  r.req = std::make_shared<ThreadRequest>(u, me, std::string(verb) + " from rank " + std::to_string(src_g) +
-                                                     " tag " + std::to_string(r.tag) + " (" + bytes_text(r.bytes) + ")");
+  const std::string plain = std::string(verb) + " from rank " + std::to_string(src_g) + " tag " + std::to_string(r.tag) +
+                            " (" + bytes_text(r.bytes) + ")";
+  r.req = std::make_shared<ThreadRequest>(u, me, info.what.empty() ? plain : info.what + " (" + plain + ")");
   if (Trace* tr = u.trace()) {
     r.req->traced = true;
     r.req->ev = Event{.begin_ns = tr->now_ns(), .bytes = r.bytes, .rank = me, .peer = src_g, .tag = r.tag,

@@ -1,0 +1,204 @@
+// The pipeline lab: the MLP's layers split over P stages (one per rank), each global batch
+// cut into M micro-batches that flow through the stages under a schedule — GPipe, 1F1B,
+// interleaved 1F1B, zero-bubble H1 (schedule.h) — activations sent forward and their
+// gradients back point to point, gradients accumulated over the micro-batches, one AdamW
+// step per stage. Every schedule ends with the weights of one rank on the global batch.
+//
+//   dtlab run pipeline --schedule gpipe|1f1b|interleaved|zb-h1|all --ranks P --micro-batches M
+//                      [--chunks v] [--depth L] [--compute-us F --backward-us B --weight-us W]
+//
+// --compute-us makes each action last a fixed time (the real compute still runs inside
+// it), so the bubble is measured on a clean timeline even on a noisy 2-core machine.
+#include "labs/pipeline/pipeline_lab.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "core/util/units.h"
+#include "exercises/pipeline.h"
+#include "labs/measure.h"
+#include "labs/pipeline/pipeline_stage.h"
+#include "labs/train/data.h"
+
+namespace dtl {
+
+namespace {
+
+using pipeline::ScheduleKind;
+
+std::vector<ScheduleKind> kinds_of(const LabConfig& cfg) {
+  const auto c = cfg.options.choice<ScheduleChoice>("schedule");
+  if (c == ScheduleChoice::all)
+    return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1};
+  return {ScheduleKind(int(c))};
+}
+
+PipelineSettings settings_of(const LabConfig& cfg, int P, const std::vector<ScheduleKind>& kinds) {
+  PipelineSettings s;
+  s.shape.width = int(cfg.options.integer("width"));
+  s.shape.layers = int(cfg.options.integer("depth"));
+  s.batch = int(cfg.options.integer("batch"));
+  s.micro_batches = int(cfg.options.integer("micro-batches"));
+  s.chunks = int(cfg.options.integer("chunks"));
+  s.steps = int(cfg.options.integer("steps"));
+  s.repeat = cfg.repeat;
+  s.forward_us = cfg.options.number("compute-us");
+  s.backward_us = cfg.options.number("backward-us");
+  s.weight_us = cfg.options.number("weight-us");
+  if (cfg.options.integer("stages") != 0 && cfg.options.integer("stages") != P)
+    throw UsageError("--stages " + std::to_string(cfg.options.integer("stages")) + " but --ranks " + std::to_string(P) +
+                     ": every rank is one stage; give --ranks " + std::to_string(cfg.options.integer("stages")));
+  const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::interleaved) != kinds.end();
+  if (!interleaved && s.chunks != 2)
+    throw UsageError("--chunks sets the model chunks per stage of --schedule interleaved; the other schedules hold one");
+  if (s.batch % s.micro_batches != 0)
+    throw UsageError("--batch " + std::to_string(s.batch) + " must divide into --micro-batches " + std::to_string(s.micro_batches));
+  if (s.forward_us <= 0 && (s.backward_us > 0 || s.weight_us > 0))
+    throw UsageError("--backward-us and --weight-us need --compute-us (the forward's time) too");
+  if (s.forward_us > 0 && s.backward_us <= 0) s.backward_us = 2 * s.forward_us;
+  const bool zb = std::find(kinds.begin(), kinds.end(), ScheduleKind::zb_h1) != kinds.end();
+  if (s.weight_us > 0 && !zb) throw UsageError("--weight-us is the W part of zero-bubble's backward: add --schedule zb-h1 or all");
+  if (s.forward_us > 0 && s.weight_us <= 0) s.weight_us = s.backward_us / 2;
+  if (s.weight_us >= s.backward_us && s.forward_us > 0)
+    throw UsageError("--weight-us must be below --backward-us: W is a part of the backward");
+  for (ScheduleKind k : kinds) {  // the configuration against each schedule's rules, before anything runs
+    const int v = k == ScheduleKind::interleaved ? s.chunks : 1;
+    pipeline::validate(k, {P, s.micro_batches, v});
+    if (s.shape.layers < P * v)
+      throw UsageError("--depth " + std::to_string(s.shape.layers) + " layers cannot fill " + std::to_string(P * v) +
+                       " (virtual) stages of " + std::string(pipeline::schedule_name(k)) + ": raise --depth or lower --ranks" +
+                       (v > 1 ? " or --chunks" : ""));
+  }
+  require_memory(P * (mlp_memory(s.shape, DType::f32, s.batch).total() * 2 + 8.0 * mlp_memory(s.shape, DType::f32, 1).params) +
+                     4.0 * s.batch * s.train_steps() * (s.shape.in + s.shape.out),
+                 "--width, --depth, --batch or --micro-batches (or --ranks)");
+  return s;
+}
+
+pipeline::Schedule schedule_of(ScheduleKind k, const PipelineSettings& s, int P) {
+  if (k != ScheduleKind::one_f_one_b) return pipeline::make_schedule(k, {P, s.micro_batches, k == ScheduleKind::interleaved ? s.chunks : 1});
+  pipeline::validate(k, {P, s.micro_batches, 1});
+  pipeline::Schedule sched{k, {P, s.micro_batches, 1}, {}};
+  for (int stage = 0; stage < P; ++stage) sched.stages.push_back(ex::one_f_one_b(P, s.micro_batches, stage));  // exercise 18
+  return sched;
+}
+
+// Rank 0 trains the whole model alone on the global batch: what every schedule must equal.
+std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& data) {
+  MemoryTracker mem(0, nullptr);
+  Mlp model(s.shape, mem, 1);
+  AdamW opt(whole_model(model), Device::cpu(), mem, s.adamw);
+  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
+  for (int step = 0; step < s.train_steps(); ++step) {
+    const float* y = model.forward(data.x_row(step * s.batch), s.batch);
+    kernels::mse_loss(y, data.y_row(step * s.batch), dy.data(), dy.size());
+    model.backward(dy.data(), false);
+    opt.step(whole_model(model));
+  }
+  return {model.params(), model.params() + model.num_params()};
+}
+
+// The whole step across stages: from the earliest start to the latest last action.
+struct StepAcross {
+  double makespan = 0, busy_sum = 0;
+  std::vector<double> busy;  // per stage
+};
+StepAcross across_stages(Comm& comm, const StageStep& r) {
+  double times[2] = {-r.begin, r.end};
+  comm.all_reduce(times, times, 2, DType::f64, ReduceOp::max);
+  std::vector<double> busy(std::size_t(comm.size()));
+  comm.all_gather(&r.busy, busy.data(), 1, DType::f64);
+  StepAcross a{times[1] + times[0], 0, busy};
+  for (double b : busy) a.busy_sum += b;
+  return a;
+}
+
+PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
+                                 const Dataset& data, const std::vector<float>& reference) {
+  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());
+  const std::string name = pipeline::schedule_name(kind);
+  comm.barrier();
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  PipelineStage stage(comm, cfg, s, sched);
+  PipelineMeasurement m;
+  m.kind = kind;
+  m.chunks = sched.config.chunks;
+  std::vector<double> step_times, bubbles;
+  std::vector<std::vector<double>> stage_busy;
+  StageStep totals;
+  for (int step = 0; step < s.train_steps(); ++step) {
+    report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
+    const StageStep r = stage.train_step(data, step);
+    const StepAcross a = across_stages(comm, r);
+    float loss = r.loss;
+    comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::sum);  // only the last stage has it
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    m.p2p_bytes_per_step += r.sent_bytes;
+    if (step == 0) continue;  // a warm-up, not timed
+    step_times.push_back(a.makespan);
+    bubbles.push_back(1 - a.busy_sum / (comm.size() * a.makespan));
+    stage_busy.push_back(a.busy);
+    totals.forward += r.forward, totals.backward += r.backward, totals.weight += r.weight;
+    totals.forwards += r.forwards, totals.backwards += r.backwards, totals.weights += r.weights;
+  }
+  comm.all_reduce(&m.p2p_bytes_per_step, &m.p2p_bytes_per_step, 1, DType::f64, ReduceOp::sum);
+  m.p2p_bytes_per_step /= s.train_steps();
+  m.step = repeated(run_means(step_times, s.steps));
+  m.bubble = repeated(run_means(bubbles, s.steps));
+  // Per stage over the timed steps: 1 − busy / step.
+  for (int st = 0; st < comm.size(); ++st) {
+    double busy = 0, span = 0;
+    for (std::size_t i = 0; i < stage_busy.size(); ++i) busy += stage_busy[i][std::size_t(st)], span += step_times[i];
+    m.stage_bubble.push_back(span > 0 ? 1 - busy / span : 0);
+  }
+  // The simulator with this run's mean action times (this stage's; the others' alike).
+  double times[3] = {totals.forward / std::max(1, totals.forwards), totals.backward / std::max(1, totals.backwards),
+                     totals.weight / std::max(1, totals.weights)};
+  comm.all_reduce(times, times, 3, DType::f64, ReduceOp::avg);
+  pipeline::ActionTimes at{times[0], kind == ScheduleKind::zb_h1 ? times[1] + times[2] : times[1],
+                           kind == ScheduleKind::zb_h1 ? times[2] : -1, 0};
+  m.simulated_bubble = pipeline::simulate(sched, at).bubble_fraction();
+  // Memory and in-flight micro-batches per stage, gathered on rank 0.
+  const double mine[2] = {double(stage.memory().peak(MemTag::activation)), double(stage.in_flight_peak())};
+  std::vector<double> all(2 * std::size_t(comm.size()));
+  comm.all_gather(mine, all.data(), 2, DType::f64);
+  for (int st = 0; st < comm.size(); ++st) {
+    m.stage_activation_peak.push_back(all[2 * std::size_t(st)]);
+    m.stage_in_flight_peak.push_back(all[2 * std::size_t(st) + 1]);
+    m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(sched, st));
+    m.predicted_in_flight.push_back(pipeline::max_in_flight(sched, st));
+    m.predicted_activation.push_back(predicted_activation_peak(s, sched, st));
+  }
+  const std::vector<float> weights = stage.weights_on_rank0();
+  if (comm.rank() == 0) {
+    double d = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) d = std::max(d, double(std::fabs(weights[i] - reference[i])));
+    m.max_vs_reference = d;
+  }
+  return m;
+}
+
+}  // namespace
+
+Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
+  if (!comm.trace()) throw Error("the pipeline lab measures from trace events; run it with tracing on");
+  kernels::use_one_blas_thread();
+  const std::vector<ScheduleKind> kinds = kinds_of(cfg);
+  const PipelineSettings s = settings_of(cfg, comm.size(), kinds);
+  const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
+  Report rep = start_report(comm, cfg, "pipeline");
+  std::vector<float> reference;
+  if (comm.rank() == 0) {
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+    reference = one_rank_weights(s, data);
+  }
+  describe_pipeline_setup(rep, s, kinds);
+  for (ScheduleKind k : kinds) add_pipeline_rows(rep, s, run_schedule(comm, cfg, s, k, data, reference), comm.size());
+  if (kinds.size() > 1)
+    for (ScheduleKind k : kinds) rep.columns.push_back(pipeline::schedule_name(k));
+  return rep;
+}
+
+}  // namespace dtl

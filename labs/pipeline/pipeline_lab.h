@@ -1,0 +1,61 @@
+// The pipeline lab (see labs/pipeline/pipeline_lab.cpp): the MLP's layers split over P
+// stages (ranks), micro-batches flowing through them under a schedule (schedule.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/kernels.h"
+#include "labs/lab.h"
+#include "labs/pipeline/schedule.h"
+#include "labs/train/mlp.h"
+
+namespace dtl {
+
+// --schedule, in the order the LabInfo lists the names.
+enum class ScheduleChoice { gpipe, one_f_one_b, interleaved, zb_h1, all };
+
+struct PipelineSettings {
+  MlpShape shape;
+  int batch = 64, micro_batches = 8, chunks = 2, steps = 2, repeat = 3;
+  int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
+  // --compute-us: emulated action times in µs (0: the real compute runs).
+  double forward_us = 0, backward_us = 0, weight_us = 0;
+  bool emulated() const { return forward_us > 0; }
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  int rows() const { return batch / micro_batches; }  // per micro-batch
+};
+
+// Layers [first, last] of virtual stage vs of P·v: L layers split as evenly as they go,
+// the first L mod (P·v) virtual stages one layer more.
+LayerSpan virtual_stage_layers(int layers, int virtual_stages, int vs);
+
+// Activation bytes (tag activation) stage `stage` holds at most under `sched`: the
+// micro-batches in flight on it, each its chunk's z and GELU(z) per layer (zb: + dL/dz, kept
+// from B to W), walked through the schedule, plus each chunk model's backward workspace.
+double predicted_activation_peak(const PipelineSettings& s, const pipeline::Schedule& sched, int stage);
+
+// What one schedule measured, combined over stages on rank 0.
+struct PipelineMeasurement {
+  pipeline::ScheduleKind kind = pipeline::ScheduleKind::one_f_one_b;
+  int chunks = 1;
+  float first_loss = 0, last_loss = 0;
+  double max_vs_reference = -1;         // -1: emulated compute, nothing to compare
+  Repeated step, bubble;                // the step (slowest stage) and the idle share of it
+  std::vector<double> stage_bubble;     // per stage: 1 − busy / step (median run)
+  std::vector<double> stage_activation_peak, stage_in_flight_peak;  // per stage
+  std::vector<int> forwards_before_backward;                        // per stage, from the schedule
+  double p2p_bytes_per_step = 0;        // sent by all stages, from events
+  double simulated_bubble = 0;          // the simulator, with the run's action times
+  std::vector<int> predicted_in_flight;  // per stage, from the schedule
+  std::vector<double> predicted_activation;  // per stage
+};
+
+Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);
+LabInfo pipeline_lab_info();
+
+// labs/pipeline/pipeline_report.cpp
+void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMeasurement& m, int P);
+void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::vector<pipeline::ScheduleKind>& kinds);
+
+}  // namespace dtl

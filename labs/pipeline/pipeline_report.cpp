@@ -1,0 +1,112 @@
+// The pipeline lab's report rows (see pipeline_lab.cpp) and its registry entry.
+#include <cmath>
+
+#include "labs/pipeline/pipeline_lab.h"
+#include "labs/report_format.h"
+
+namespace dtl {
+
+namespace {
+
+void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
+  const int M = s.micro_batches, v = m.chunks;
+  const bool zb = m.kind == pipeline::ScheduleKind::zb_h1;
+  // Idle share of the step, (P−1)/(v·M+P−1): the form the curriculum texts use.
+  rep.add(n + "bubble", "bubble: idle share of the step", 0, "").over(m.bubble);
+  ReportRow& idle = rep.rows.back();
+  if (zb) idle.predict(m.simulated_bubble, "simulator");
+  else idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
+  // Relative to the useful compute, (P−1)/(v·M): Megatron-LM's and the Ultra-Scale Playbook's form.
+  const double b = m.bubble.median;
+  rep.add(n + "bubble_vs_compute", "bubble relative to compute (idle / busy)", b < 1 ? b / (1 - b) : 0, "")
+      .predict(zb ? m.simulated_bubble / (1 - m.simulated_bubble) : pipeline::bubble_vs_compute(P, M, v),
+               zb ? "simulator" : v > 1 ? "(P-1)/(vM)" : "(P-1)/M");
+  rep.add(n + "bubble_simulated", "bubble the simulator gives for this run's action times", m.simulated_bubble, "");
+  for (int st = 0; st < P; ++st)
+    rep.add(n + "bubble_stage" + std::to_string(st), "stage " + std::to_string(st) + ": idle share", m.stage_bubble[std::size_t(st)], "");
+}
+
+void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
+  for (int st = 0; st < P; ++st) {
+    const std::string k = std::to_string(st);
+    rep.check(n + "in_flight_stage" + k, "stage " + k + ": micro-batches in flight (most)", m.stage_in_flight_peak[std::size_t(st)],
+              m.predicted_in_flight[std::size_t(st)], "")
+        .from(m.kind == pipeline::ScheduleKind::gpipe ? "M" : "schedule");
+    rep.check(n + "activation_stage" + k, "stage " + k + ": activation memory (peak)", m.stage_activation_peak[std::size_t(st)],
+              m.predicted_activation[std::size_t(st)], "B")
+        .from("in flight × per micro-batch");
+    rep.add(n + "warmup_stage" + k, "stage " + k + ": forwards before its first backward",
+            m.forwards_before_backward[std::size_t(st)], "");
+  }
+  (void)s;
+}
+
+}  // namespace
+
+void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
+  const std::string n = std::string(pipeline::schedule_name(m.kind)) + ".";
+  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
+  if (m.max_vs_reference >= 0)
+    rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_reference, 0.0, "", 1e-5)
+        .from("fp32 sum order");
+  rep.add(n + "step_time", "step time (first action to last, all stages)", 0, "s").over(m.step);
+  add_bubble_rows(rep, n, s, m, P);
+  // Every boundary between virtual stages carries each micro-batch's activation forward
+  // and its gradient back: (P·v − 1) · M · rows · width · 4 B · 2.
+  const double boundary = double(s.rows()) * s.shape.width * 4.0;
+  rep.check(n + "p2p_bytes_per_step", "bytes sent between stages per step (all)", m.p2p_bytes_per_step,
+            2.0 * (P * m.chunks - 1) * s.micro_batches * boundary, "B")
+      .from("2·M·activation per boundary");
+  add_memory_rows(rep, n, s, m, P);
+}
+
+void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::vector<pipeline::ScheduleKind>& kinds) {
+  const int P = rep.ranks;
+  char mlp[160];
+  std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers over %d stages", s.shape.width, s.shape.layers, P);
+  rep.setup.push_back(mlp);
+  rep.setup.push_back("batch " + std::to_string(s.batch) + " in " + std::to_string(s.micro_batches) + " micro-batches of " +
+                      std::to_string(s.rows()));
+  std::string names;
+  for (pipeline::ScheduleKind k : kinds) names += (names.empty() ? "" : ", ") + std::string(pipeline::schedule_name(k));
+  rep.setup.push_back("schedule " + names);
+  if (s.emulated())
+    rep.setup.push_back("actions last F " + format_number(s.forward_us) + " µs, B " + format_number(s.backward_us) +
+                        " µs (zb: B " + format_number(s.backward_us - s.weight_us) + " + W " + format_number(s.weight_us) + ")");
+  rep.notes.push_back("Bubble: 1 − Σ busy / (P · step), the step from the first stage's start to the last action's end; "
+                      "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
+                      "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; zero-bubble's is "
+                      "the simulator's with this run's F, B and W.");
+  rep.notes.push_back("Times: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
+                      " steps after 1 warm-up step." + (s.emulated() ? " Each action is stretched to its --compute-us time "
+                                                                        "(the real compute runs inside it)." : ""));
+}
+
+LabInfo pipeline_lab_info() {
+  return {
+      "pipeline",
+      "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat},
+      {{"schedule", OptionKind::choice, "1f1b", "the order each stage computes in", {"gpipe", "1f1b", "interleaved", "zb-h1", "all"}},
+       {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
+       {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},
+       {"chunks", OptionKind::integer, "2", "model chunks per stage for --schedule interleaved (v)", {}, 1, 64},
+       {"compute-us", OptionKind::number, "0", "each forward lasts this many µs (0: the real compute's time)", {}, 0, 1e7},
+       {"backward-us", OptionKind::number, "0", "each backward's µs with --compute-us (0: twice the forward)", {}, 0, 1e7},
+       {"weight-us", OptionKind::number, "0", "zb-h1: the W part of the backward, µs (0: half the backward)", {}, 0, 1e7},
+       {"width", OptionKind::integer, "128", "hidden width of the MLP", {}, 1, 1 << 16},
+       {"depth", OptionKind::integer, "8", "linear layers of the MLP (split over the stages)", {}, 1, 1024},
+       {"batch", OptionKind::integer, "64", "global batch (cut into the micro-batches)", {}, 1, 1 << 24},
+       {"steps", OptionKind::integer, "2", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1, 1 << 20}},
+      {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
+      run_pipeline_lab,
+      nullptr,
+      FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
+      /*overlaps_compute=*/false,
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {{"micro-batches", "8"}, {"compute-us", "2000"}},
+  };
+}
+
+}  // namespace dtl

@@ -1,0 +1,239 @@
+#include "labs/pipeline/pipeline_stage.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
+
+namespace dtl {
+
+namespace {
+
+enum MessageKind { kActivation = 0, kGradient = 1 };
+
+// A message's tag: what it carries, for which micro-batch, to which virtual stage.
+int message_tag(int kind, int m, int vs) { return (kind * 8192 + m) * 512 + vs; }
+
+double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
+
+bool splits_backward(pipeline::ScheduleKind k) { return k == pipeline::ScheduleKind::zb_h1; }
+
+}  // namespace
+
+LayerSpan virtual_stage_layers(int layers, int virtual_stages, int vs) {
+  const int base = layers / virtual_stages, extra = layers % virtual_stages;
+  const int first = vs * base + std::min(vs, extra);
+  return {first, first + base + (vs < extra ? 1 : 0) - 1};
+}
+
+double predicted_activation_peak(const PipelineSettings& s, const pipeline::Schedule& sched, int stage) {
+  const int P = sched.config.stages;
+  const bool zb = splits_backward(sched.kind);
+  auto out = [&](int l) { return double(l == s.shape.layers - 1 ? s.shape.out : s.shape.width); };
+  std::vector<double> per_micro_batch, workspace;
+  for (int c = 0; c < sched.config.chunks; ++c) {
+    const LayerSpan span = virtual_stage_layers(s.shape.layers, sched.virtual_stages(), c * P + stage);
+    double floats = 0, widest = span.first == 0 ? s.shape.in : s.shape.width;
+    for (int l = span.first; l <= span.last; ++l) {
+      floats += out(l) * (l < s.shape.layers - 1 ? 2 : 1) + (zb ? out(l) : 0);
+      widest = std::max(widest, out(l));
+    }
+    per_micro_batch.push_back(4.0 * s.rows() * floats);
+    workspace.push_back(3 * 4.0 * s.rows() * widest);
+  }
+  double alive = 0, peak = 0;
+  for (const pipeline::Action& a : sched.stages[std::size_t(stage)]) {
+    if (a.op == pipeline::Op::forward) peak = std::max(peak, alive += per_micro_batch[std::size_t(a.chunk)]);
+    if ((a.op == pipeline::Op::backward && !zb) || a.op == pipeline::Op::weight) alive -= per_micro_batch[std::size_t(a.chunk)];
+  }
+  for (double w : workspace) peak += w;
+  return peak;
+}
+
+PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, const pipeline::Schedule& schedule)
+    : comm_(comm), cfg_(cfg), s_(s), schedule_(schedule), P_(comm.size()), mem_(comm.global_rank(), comm.trace()) {
+  for (int c = 0; c < schedule.config.chunks; ++c) {
+    Chunk chunk;
+    chunk.virtual_stage = c * P_ + comm.rank();
+    chunk.span = virtual_stage_layers(s.shape.layers, schedule.virtual_stages(), chunk.virtual_stage);
+    // The same seed as the whole model: a stage's layers start equal to one rank's.
+    chunk.model = std::make_unique<Mlp>(s.shape, mem_, 1, DType::f32, Device::cpu(), chunk.span);
+    chunk.opt = std::make_unique<AdamW>(whole_model(*chunk.model), Device::cpu(), mem_, s.adamw);
+    chunks_.push_back(std::move(chunk));
+  }
+}
+
+void PipelineStage::record(const char* op, int m, int c, int step, double begin, double end) {
+  Trace* tr = comm_.trace();
+  tr->record(Event{.begin_ns = std::int64_t(begin * 1e9), .end_ns = std::int64_t(end * 1e9), .rank = comm_.global_rank(),
+                   .step = step, .chunk = c, .micro_batch = std::int16_t(m), .label = tr->label(op),
+                   .kind = EventKind::compute});
+}
+
+void PipelineStage::pace(double begin, double target_us) {
+  if (target_us <= 0) return;
+  const double until = begin + target_us * 1e-6;
+  const double left = until - now_s(comm_);
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+}
+
+Request PipelineStage::post_send(Tensor buffer, int m, int to_vs, int kind, int step, StageStep& rec) {
+  rec.sent_bytes += double(buffer.bytes());
+  Request r = comm_.isend(buffer.data(), buffer.bytes(), stage_of(to_vs), message_tag(kind, m, to_vs), TransferInfo{step, m, 1, {}});
+  sent_.push_back({r, std::move(buffer)});  // kept until the step ends: the send may still read it
+  return r;
+}
+
+Request PipelineStage::post_recv(Tensor& into, std::size_t floats, int m, int from_vs, int kind, int step) {
+  into = Tensor(mem_, {std::int64_t(floats)}, DType::f32, MemTag::comm);
+  const int my_vs = kind == kActivation ? from_vs + 1 : from_vs - 1;
+  const std::string what = std::string("for the ") + (kind == kActivation ? "activation" : "gradient") + " of micro-batch " +
+                           std::to_string(m) + " from stage " + std::to_string(stage_of(from_vs)) +
+                           (schedule_.config.chunks > 1 ? " (virtual stage " + std::to_string(from_vs) + ")" : "");
+  return comm_.irecv(into.data(), floats * 4, stage_of(from_vs), message_tag(kind, m, my_vs), TransferInfo{step, m, 1, what});
+}
+
+void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageStep& rec) {
+  Chunk& ch = chunks_[std::size_t(c)];
+  InFlight& f = in_flight_[{m, c}];
+  const double t0 = now_s(comm_);
+  const int row = step * s_.batch + m * s_.rows();
+  const float* x = ch.virtual_stage == 0 ? data.x_row(row) : f.input.as<float>();
+  f.acts = ch.model->make_activations(s_.rows());
+  in_flight_peak_ = std::max(in_flight_peak_, int(in_flight_.size()));
+  const float* y = ch.model->forward(x, f.acts);
+  f.output = y;
+  if (last_virtual(ch.virtual_stage)) {  // the loss, and its gradient for B; mean over the M micro-batches
+    const std::size_t n = std::size_t(s_.rows()) * std::size_t(s_.shape.out);
+    f.grad_in = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
+    loss_sum_ += ch.model->ops().mse_loss(y, data.y_row(row), f.grad_in.as<float>(), n);
+    ch.model->ops().scale(1.0f / float(s_.micro_batches), f.grad_in.as<float>(), n);
+  }
+  pace(t0, s_.forward_us);
+  const double t1 = now_s(comm_);
+  record("F", m, c, step, t0, t1);
+  rec.forward += t1 - t0;
+  rec.busy += t1 - t0;
+  ++rec.forwards;
+}
+
+void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split) {
+  Chunk& ch = chunks_[std::size_t(c)];
+  InFlight& f = in_flight_.at({m, c});
+  const double t0 = now_s(comm_);
+  const bool input_grad = ch.virtual_stage > 0;
+  const float* dx = nullptr;
+  if (split) {
+    dx = ch.model->backward_input(f.grad_in.as<float>(), f.acts, {}, input_grad);
+  } else {
+    dx = ch.model->backward(f.grad_in.as<float>(), f.acts, ch.gradients_started, {}, input_grad);
+    ch.gradients_started = true;
+  }
+  pace(t0, split ? s_.backward_us - s_.weight_us : s_.backward_us);
+  const double t1 = now_s(comm_);
+  record("B", m, c, step, t0, t1);
+  rec.backward += t1 - t0;
+  rec.busy += t1 - t0;
+  ++rec.backwards;
+  if (input_grad) {  // dX for the previous virtual stage, until the loop sends it
+    const std::size_t n = std::size_t(s_.rows()) * std::size_t(ch.model->in_features(ch.span.first));
+    dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
+    copy_bytes(dx_.data(), dx, n * 4);
+  }
+  f.grad_in = Tensor();
+  if (!split) in_flight_.erase({m, c});  // zb keeps the activations (and input) for W
+}
+
+void PipelineStage::weight(int m, int c, int step, StageStep& rec) {
+  Chunk& ch = chunks_[std::size_t(c)];
+  InFlight& f = in_flight_.at({m, c});
+  const double t0 = now_s(comm_);
+  ch.model->backward_weight(f.acts, ch.gradients_started);
+  ch.gradients_started = true;
+  pace(t0, s_.weight_us);
+  const double t1 = now_s(comm_);
+  record("W", m, c, step, t0, t1);
+  rec.weight += t1 - t0;
+  rec.busy += t1 - t0;
+  ++rec.weights;
+  in_flight_.erase({m, c});
+}
+
+ex::StageOps PipelineStage::stage_ops(const Dataset& data, int step, StageStep& rec) {
+  ex::StageOps ops;
+  const auto vs = [this](int c) { return chunks_[std::size_t(c)].virtual_stage; };
+  ops.has_previous = [vs](int c) { return vs(c) > 0; };
+  ops.has_next = [this, vs](int c) { return !last_virtual(vs(c)); };
+  ops.recv_activation = [this, vs, step](int m, int c) {
+    InFlight& f = in_flight_[{m, c}];
+    const Mlp& model = *chunks_[std::size_t(c)].model;
+    const std::size_t n = std::size_t(s_.rows()) * std::size_t(model.in_features(model.first_layer()));
+    return post_recv(f.input, n, m, vs(c) - 1, kActivation, step);
+  };
+  ops.send_activation = [this, vs, step, &rec](int m, int c) {
+    const InFlight& f = in_flight_.at({m, c});
+    const Mlp& model = *chunks_[std::size_t(c)].model;
+    const std::size_t n = std::size_t(s_.rows()) * std::size_t(model.out_features(model.last_layer()));
+    Tensor out(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
+    copy_bytes(out.data(), f.output, n * 4);
+    return post_send(std::move(out), m, vs(c) + 1, kActivation, step, rec);
+  };
+  ops.recv_gradient = [this, vs, step](int m, int c) {
+    InFlight& f = in_flight_.at({m, c});
+    const Mlp& model = *chunks_[std::size_t(c)].model;
+    const std::size_t n = std::size_t(s_.rows()) * std::size_t(model.out_features(model.last_layer()));
+    return post_recv(f.grad_in, n, m, vs(c) + 1, kGradient, step);
+  };
+  ops.send_gradient = [this, vs, step, &rec](int m, int c) {
+    if (!dx_.numel()) throw Error("send_gradient of micro-batch " + std::to_string(m) + " before its backward");
+    return post_send(std::move(dx_), m, vs(c) - 1, kGradient, step, rec);
+  };
+  ops.forward = [this, &data, step, &rec](int m, int c) { forward(data, step, m, c, rec); };
+  const bool split = splits_backward(schedule_.kind);
+  ops.backward = [this, step, &rec, split](int m, int c) { backward(m, c, step, rec, split); };
+  ops.weight = [this, step, &rec](int m, int c) { weight(m, c, step, rec); };
+  return ops;
+}
+
+StageStep PipelineStage::train_step(const Dataset& data, int step) {
+  StageStep rec;
+  loss_sum_ = 0;
+  for (Chunk& ch : chunks_) ch.gradients_started = false;
+  comm_.barrier();
+  rec.begin = now_s(comm_);
+  const ex::StageOps ops = stage_ops(data, step, rec);
+  std::vector<Request> sends;
+  ex::run_stage(schedule_.stages[std::size_t(comm_.rank())], ops, sends);  // the learner's loop (exercise 19)
+  rec.end = now_s(comm_);
+  for (Request& r : sends) r.wait();
+  for (Sent& s : sent_) s.request.wait();
+  sent_.clear();
+  if (!in_flight_.empty()) throw Error("the schedule left " + std::to_string(in_flight_.size()) + " micro-batches in flight on stage " + std::to_string(comm_.rank()));
+  {
+    ScopedSpan span(comm_.trace(), comm_.global_rank(), EventKind::compute, comm_.trace()->label("optimizer"), step);
+    for (Chunk& ch : chunks_) ch.opt->step(whole_model(*ch.model));
+  }
+  rec.loss = loss_sum_ / float(s_.micro_batches);
+  return rec;
+}
+
+std::vector<float> PipelineStage::weights_on_rank0() {
+  // The whole model's flat layout: layer l's weight and bias follow layers 0..l-1.
+  std::vector<std::size_t> offset(std::size_t(s_.shape.layers) + 1, 0);
+  for (int l = 0; l < s_.shape.layers; ++l) {
+    const std::size_t in = l == 0 ? s_.shape.in : s_.shape.width, out = l == s_.shape.layers - 1 ? s_.shape.out : s_.shape.width;
+    offset[std::size_t(l) + 1] = offset[std::size_t(l)] + in * out + out;
+  }
+  std::vector<float> mine(offset.back(), 0.0f), all(comm_.rank() == 0 ? offset.back() : 0);
+  for (Chunk& ch : chunks_) {
+    const float* p = ch.model->params();
+    std::copy(p, p + ch.model->num_params(), mine.begin() + std::ptrdiff_t(offset[std::size_t(ch.span.first)]));
+  }
+  // Each element comes from one stage (the others add 0): the sum is exact.
+  comm_.reduce(mine.data(), comm_.rank() == 0 ? all.data() : mine.data(), mine.size(), DType::f32, ReduceOp::sum, 0);
+  return all;
+}
+
+}  // namespace dtl

@@ -1,0 +1,81 @@
+// One rank of the pipeline lab: its stage's model chunks (v of them under interleaving,
+// each its own Mlp over the layers of virtual stage chunk·P + stage), the micro-batches in
+// flight on it, and the point-to-point messages between neighbouring stages. The order of
+// work is the schedule's; the loop that runs it is the learner's (exercises/pipeline.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "exercises/pipeline.h"
+#include "labs/pipeline/pipeline_lab.h"
+#include "labs/train/data.h"
+#include "labs/train/optimizer.h"
+
+namespace dtl {
+
+// What one step on this stage did: its actions' times (for busy time and the simulator),
+// its compute span, and the loss (last stage).
+struct StageStep {
+  double begin = 0, end = 0;  // seconds on the trace clock: the step's start, its last action's end
+  double busy = 0;            // Σ action times
+  double forward = 0, backward = 0, weight = 0;  // Σ per op
+  int forwards = 0, backwards = 0, weights = 0;
+  float loss = 0;             // the global batch's loss (last stage; 0 elsewhere)
+  double sent_bytes = 0;
+};
+
+class PipelineStage {
+ public:
+  PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, const pipeline::Schedule& schedule);
+  StageStep train_step(const Dataset& data, int step);
+  // Collective: the whole model's weights assembled on rank 0 (empty elsewhere).
+  std::vector<float> weights_on_rank0();
+  int in_flight_peak() const { return in_flight_peak_; }
+  MemoryTracker& memory() { return mem_; }
+
+ private:
+  struct Chunk {
+    int virtual_stage = 0;
+    LayerSpan span;
+    std::unique_ptr<Mlp> model;
+    std::unique_ptr<AdamW> opt;
+    bool gradients_started = false;  // this step: the first B (zb: W) overwrites, the rest accumulate
+  };
+  struct InFlight {  // one micro-batch on one chunk, from its F to its B (zb: W)
+    Tensor input;    // the activation received (none on the first virtual stage: the data)
+    Activations acts;
+    Tensor grad_in;  // dL/d(output): received, or the loss's on the last virtual stage
+    const float* output = nullptr;  // the forward's output, in acts
+  };
+  struct Sent {
+    Request request;
+    Tensor buffer;
+  };
+  ex::StageOps stage_ops(const Dataset& data, int step, StageStep& rec);
+  void forward(const Dataset& data, int step, int m, int c, StageStep& rec);
+  void backward(int m, int c, int step, StageStep& rec, bool split);
+  void weight(int m, int c, int step, StageStep& rec);
+  Request post_send(Tensor buffer, int m, int to_vs, int kind, int step, StageStep& rec);
+  Request post_recv(Tensor& into, std::size_t floats, int m, int from_vs, int kind, int step);
+  void record(const char* op, int m, int c, int step, double begin, double end);
+  void pace(double begin, double target_us);  // --compute-us: the action lasts target_us
+  int stage_of(int vs) const { return vs % P_; }
+  bool last_virtual(int vs) const { return vs == schedule_.virtual_stages() - 1; }
+
+  Comm& comm_;
+  const LabConfig& cfg_;
+  PipelineSettings s_;
+  const pipeline::Schedule& schedule_;
+  int P_;
+  MemoryTracker mem_;
+  std::vector<Chunk> chunks_;
+  std::map<std::pair<int, int>, InFlight> in_flight_;
+  std::vector<Sent> sent_;
+  Tensor dx_;  // the last backward's dL/dx, until the loop sends it back
+  int in_flight_peak_ = 0;
+  float loss_sum_ = 0;
+};
+
+}  // namespace dtl
