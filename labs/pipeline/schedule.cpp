@@ -1,0 +1,182 @@
+// The schedules of labs/pipeline/schedule.h as pure functions from (kind, P, M, v) to each
+// stage's ordered list of actions. Each builder follows its source's phases:
+//   gpipe        all forwards, then all backwards in micro-batch order (GPipe's AFAB, as in
+//                torch.distributed.pipelining's ScheduleGPipe)
+//   1f1b         Warm-up P − s − 1 forwards / Steady one forward, one backward / Cool-down
+//                the remaining backwards (PipeDream-Flush, Narayanan et al. 2021)
+//   interleaved  the same three phases over M·v (micro-batch, chunk) pairs, in Megatron's
+//                order: groups of P micro-batches, chunk 0 then chunk 1 ... within a group;
+//                backwards with the chunks reversed; warm-up 2(P − s − 1) + (v − 1)·P
+//   zb-h1        1F1B with B split into B and W (Qi et al. 2023, §2.1): stage s runs its
+//                first s steady steps as F B without W, so W lags B by s micro-batches and
+//                every stage holds P in flight (1F1B's peak, stage 0's); the s deferred W's
+//                run after the last B, where 1F1B's cool-down leaves stage s idle
+// The simulator is in simulator.cpp.
+#include "labs/pipeline/schedule.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace dtl::pipeline {
+
+const char* schedule_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::gpipe: return "gpipe";
+    case ScheduleKind::one_f_one_b: return "1f1b";
+    case ScheduleKind::interleaved: return "interleaved";
+    case ScheduleKind::zb_h1: return "zb-h1";
+  }
+  return "?";
+}
+
+const char* op_letter(Op op) {
+  switch (op) {
+    case Op::forward: return "F";
+    case Op::backward: return "B";
+    case Op::weight: return "W";
+  }
+  return "?";
+}
+
+void validate(ScheduleKind kind, const ScheduleConfig& c) {
+  const std::string name = schedule_name(kind);
+  const std::string P = std::to_string(c.stages), M = std::to_string(c.micro_batches),
+                    v = std::to_string(c.chunks);
+  if (c.stages < 1) throw UsageError("a pipeline needs at least one stage (P=" + P + "): raise --stages to 1 or more");
+  if (c.micro_batches < 1)
+    throw UsageError("a pipeline needs at least one micro-batch (M=" + M + "): raise --micro-batches to 1 or more");
+  if (kind == ScheduleKind::interleaved) {
+    if (c.chunks < 2)
+      throw UsageError("interleaved needs at least 2 chunks per stage (v=" + v +
+                       "): set --chunks 2 or more, or use 1f1b");
+    if (c.stages < 2)
+      throw UsageError("interleaved needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
+    if (c.micro_batches % c.stages != 0) {
+      const int up = (c.micro_batches / c.stages + 1) * c.stages;
+      throw UsageError("interleaved needs M a multiple of P (M=" + M + ", P=" + P +
+                       "): set --micro-batches to " + std::to_string(up) + " or another multiple of " + P);
+    }
+    return;
+  }
+  if (c.chunks != 1)
+    throw UsageError(name + " runs one chunk per stage (v=" + v + "): drop --chunks, or use interleaved");
+  if ((kind == ScheduleKind::one_f_one_b || kind == ScheduleKind::zb_h1) && c.micro_batches < c.stages)
+    throw UsageError(name + " needs at least as many micro-batches as stages (M=" + M + " < P=" + P +
+                     "): raise --micro-batches to " + P + " or more, or use gpipe");
+}
+
+namespace {
+
+Action F(int m, int chunk = 0) { return {Op::forward, m, chunk}; }
+Action B(int m, int chunk = 0) { return {Op::backward, m, chunk}; }
+Action W(int m) { return {Op::weight, m, 0}; }
+
+std::vector<Action> gpipe_stage(int M) {
+  std::vector<Action> a;
+  for (int m = 0; m < M; ++m) a.push_back(F(m));
+  for (int m = 0; m < M; ++m) a.push_back(B(m));
+  return a;
+}
+
+std::vector<Action> one_f_one_b_stage(int P, int M, int s) {
+  std::vector<Action> a;
+  const int warmup = std::min(P - s - 1, M);
+  int f = 0, b = 0;
+  while (f < warmup) a.push_back(F(f++));  // Warm-up
+  while (f < M) {                          // Steady: one forward, one backward
+    a.push_back(F(f++));
+    a.push_back(B(b++));
+  }
+  while (b < M) a.push_back(B(b++));  // Cool-down
+  return a;
+}
+
+std::vector<Action> zb_h1_stage(int P, int M, int s) {
+  std::vector<Action> a;
+  int f = 0, b = 0, w = 0;
+  while (f < P - s - 1) a.push_back(F(f++));  // Warm-up, as 1F1B (M ≥ P: validated)
+  for (int i = 0; i < s && f < M; ++i) {      // Steady, W deferred: the lag that lets B's
+    a.push_back(F(f++));                      // reach stage 0 early
+    a.push_back(B(b++));
+  }
+  while (f < M) {  // Steady: F B W, W of the oldest micro-batch still holding activations
+    a.push_back(F(f++));
+    a.push_back(B(b++));
+    a.push_back(W(w++));
+  }
+  while (b < M) {  // Cool-down
+    a.push_back(B(b++));
+    a.push_back(W(w++));
+  }
+  while (w < M) a.push_back(W(w++));  // the s deferred W's fill the tail
+  return a;
+}
+
+// Megatron's order of the k-th (micro-batch, chunk) on a stage: groups of P micro-batches,
+// within a group all of chunk 0, then chunk 1, ...; backwards walk the chunks last-first.
+Action interleaved_action(int k, int P, int v, bool forward) {
+  const int group = k / (P * v), in_group = k % (P * v);
+  const int chunk = in_group / P, m = group * P + in_group % P;
+  return forward ? F(m, chunk) : B(m, v - 1 - chunk);
+}
+
+std::vector<Action> interleaved_stage(int P, int M, int v, int s) {
+  const int total = M * v;
+  const int warmup = std::min(2 * (P - s - 1) + (v - 1) * P, total);
+  std::vector<Action> a;
+  int f = 0, b = 0;
+  while (f < warmup) a.push_back(interleaved_action(f++, P, v, true));  // Warm-up
+  while (f < total) {                                                   // Steady
+    a.push_back(interleaved_action(f++, P, v, true));
+    a.push_back(interleaved_action(b++, P, v, false));
+  }
+  while (b < total) a.push_back(interleaved_action(b++, P, v, false));  // Cool-down
+  return a;
+}
+
+}  // namespace
+
+Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& c) {
+  validate(kind, c);
+  Schedule sch;
+  sch.kind = kind;
+  sch.config = c;
+  const int P = c.stages, M = c.micro_batches;
+  for (int s = 0; s < P; ++s) {
+    switch (kind) {
+      case ScheduleKind::gpipe: sch.stages.push_back(gpipe_stage(M)); break;
+      case ScheduleKind::one_f_one_b: sch.stages.push_back(one_f_one_b_stage(P, M, s)); break;
+      case ScheduleKind::interleaved: sch.stages.push_back(interleaved_stage(P, M, c.chunks, s)); break;
+      case ScheduleKind::zb_h1: sch.stages.push_back(zb_h1_stage(P, M, s)); break;
+    }
+  }
+  return sch;
+}
+
+int forwards_before_first_backward(const Schedule& s, int stage) {
+  int n = 0;
+  for (const Action& a : s.stages.at(stage)) {
+    if (a.op != Op::forward) break;
+    ++n;
+  }
+  return n;
+}
+
+int max_in_flight(const Schedule& s, int stage) {
+  // A micro-batch-chunk holds activations from its F until the pass that last reads them:
+  // B, or W where the backward is split (W needs the layer inputs too).
+  const Op release = s.kind == ScheduleKind::zb_h1 ? Op::weight : Op::backward;
+  int held = 0, most = 0;
+  for (const Action& a : s.stages.at(stage)) {
+    if (a.op == Op::forward) most = std::max(most, ++held);
+    if (a.op == release) --held;
+  }
+  return most;
+}
+
+double bubble_idle_share(int P, int M, int v) { return double(P - 1) / (double(v) * M + P - 1); }
+double bubble_vs_compute(int P, int M, int v) { return double(P - 1) / (double(v) * M); }
+
+}  // namespace dtl::pipeline
