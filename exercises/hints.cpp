@@ -10,7 +10,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 18> kHints = {{
+constexpr std::array<ExerciseHints, 20> kHints = {{
     // ---- collectives (exercises/collectives.h) ----------------------------------------
     {"naive_all_reduce",
      {"Everything goes through one rank. Rank 0 collects every other rank's buffer, combines each into its own, "
@@ -217,7 +217,7 @@ constexpr std::array<ExerciseHints, 18> kHints = {{
      {"GPipe runs every forward before any backward, so a stage holds the activations of all M micro-batches. "
       "1F1B starts each micro-batch's backward as early as the pipeline allows: after a short warm-up a stage "
       "alternates one forward and one backward, so it never holds more than P - stage micro-batches, whatever M "
-      "is. The bubble stays the same as GPipe's; the memory does not grow with M.",
+      "is. The bubble stays the same as GPipe's, the memory does not grow with M.",
       "Warm-up: min(P - stage - 1, M) forwards, micro-batches 0, 1, ... Steady state: while forwards remain, one "
       "forward of the next micro-batch, then one backward of the oldest micro-batch not yet backwarded. Cool-down: "
       "the remaining backwards in order. Every action has chunk 0. The last stage has no warm-up: it alternates "
@@ -230,13 +230,13 @@ constexpr std::array<ExerciseHints, 18> kHints = {{
      {"A stage computes in the schedule's order and talks only to its neighbours: activations go forward, their "
       "gradients come back. The danger is waiting on a send: in 1F1B a stage may be sending an activation on while "
       "its neighbour is sending a gradient back, and if both wait for their send to be received, neither ever "
-      "receives. Post sends and move on; wait only for what you need to compute.",
-      "For a forward of micro-batch m on chunk c: if has_previous(c), wait for recv_activation(m, c); call "
-      "forward(m, c); if has_next(c), post send_activation(m, c) and keep its Request in sends. For a backward: if "
-      "has_next(c), wait for recv_gradient(m, c); call backward(m, c); if has_previous(c), post send_gradient(m, "
+      "receives. Post sends and move on, wait only for what you need to compute.",
+      "For a forward of micro-batch m on chunk c: if has_previous(c), wait for recv_activation(m, c), call "
+      "forward(m, c), if has_next(c), post send_activation(m, c) and keep its Request in sends. For a backward: if "
+      "has_next(c), wait for recv_gradient(m, c), call backward(m, c), if has_previous(c), post send_gradient(m, "
       "c) into sends. A weight action only calls weight(m, c).",
       "Outline: one loop over the actions, a branch per op. Each receive is posted and waited right before the "
-      "compute that needs it; each send is posted right after the compute that produced it and its request is "
+      "compute that needs it, each send is posted right after the compute that produced it and its request is "
       "appended, never waited. The lab waits for the sends after the step. The grader runs 1F1B, GPipe and "
       "interleaved schedules on 4 thread ranks with a watchdog and checks the data that arrives."}},
 }};

@@ -32,21 +32,28 @@ double predicted_activation_peak(const PipelineSettings& s, const pipeline::Sche
   const int P = sched.config.stages;
   const bool zb = splits_backward(sched.kind);
   auto out = [&](int l) { return double(l == s.shape.layers - 1 ? s.shape.out : s.shape.width); };
-  std::vector<double> per_micro_batch, workspace;
+  // Per chunk: what F allocates (z, and GELU(z) but after the model's last layer), what
+  // zb's B adds (dL/dz per layer, until W), and the backward workspace.
+  std::vector<double> forward_bytes, dz_bytes, workspace;
   for (int c = 0; c < sched.config.chunks; ++c) {
     const LayerSpan span = virtual_stage_layers(s.shape.layers, sched.virtual_stages(), c * P + stage);
-    double floats = 0, widest = span.first == 0 ? s.shape.in : s.shape.width;
+    double acts = 0, dz = 0, widest = span.first == 0 ? s.shape.in : s.shape.width;
     for (int l = span.first; l <= span.last; ++l) {
-      floats += out(l) * (l < s.shape.layers - 1 ? 2 : 1) + (zb ? out(l) : 0);
+      acts += out(l) * (l < s.shape.layers - 1 ? 2 : 1);
+      dz += out(l);
       widest = std::max(widest, out(l));
     }
-    per_micro_batch.push_back(4.0 * s.rows() * floats);
+    forward_bytes.push_back(4.0 * s.rows() * acts);
+    dz_bytes.push_back(zb ? 4.0 * s.rows() * dz : 0);
     workspace.push_back(3 * 4.0 * s.rows() * widest);
   }
   double alive = 0, peak = 0;
   for (const pipeline::Action& a : sched.stages[std::size_t(stage)]) {
-    if (a.op == pipeline::Op::forward) peak = std::max(peak, alive += per_micro_batch[std::size_t(a.chunk)]);
-    if ((a.op == pipeline::Op::backward && !zb) || a.op == pipeline::Op::weight) alive -= per_micro_batch[std::size_t(a.chunk)];
+    const std::size_t c = std::size_t(a.chunk);
+    if (a.op == pipeline::Op::forward) alive += forward_bytes[c];
+    if (a.op == pipeline::Op::backward) alive += dz_bytes[c];
+    peak = std::max(peak, alive);
+    if ((a.op == pipeline::Op::backward && !zb) || a.op == pipeline::Op::weight) alive -= forward_bytes[c] + dz_bytes[c];
   }
   for (double w : workspace) peak += w;
   return peak;

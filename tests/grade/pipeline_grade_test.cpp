@@ -92,7 +92,7 @@ namespace {
 // starts from its own output). Checks on every stage that each compute saw its input, and
 // on stage 0 the gradients that come back.
 void run_loop(int P, int M, const std::function<std::vector<Action>(int)>& order, const std::string& name) {
-  std::vector<std::string> problems(std::size_t(P));
+  std::vector<std::string> problems(static_cast<std::size_t>(P));
   const auto run = grade::run_graded(P, [&](Comm& comm) {
     const int s = comm.rank();
     std::vector<float> in(std::size_t(M), -1), out(std::size_t(M), -1), gin(std::size_t(M), -1), gout(std::size_t(M), -1);
