@@ -115,6 +115,19 @@ StepAcross across_stages(Comm& comm, const StageStep& r) {
   return a;
 }
 
+// The simulator's timeline of this schedule with this run's action times, for the
+// visualizer's side-by-side comparison (it draws it without running the simulator):
+// meta "pipeline_simulated.<schedule>" = {"stages", "micro_batches", "chunks", "makespan",
+// "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin, end], ...]}, seconds.
+void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Schedule& sched, const pipeline::Simulation& sim) {
+  nlohmann::json j = {{"stages", sched.config.stages}, {"micro_batches", sched.config.micro_batches},
+                      {"chunks", sched.config.chunks}, {"makespan", sim.makespan}, {"bubble", sim.bubble_fraction()}};
+  j["actions"] = nlohmann::json::array();
+  for (const pipeline::TimedAction& a : sim.actions)
+    j["actions"].push_back({a.stage, pipeline::op_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
+  comm.trace()->set_meta("pipeline_simulated." + name, j.dump());
+}
+
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
   const pipeline::Schedule sched = schedule_of(kind, s, comm.size());
@@ -159,7 +172,9 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   comm.all_reduce(times, times, 3, DType::f64, ReduceOp::avg);
   pipeline::ActionTimes at{times[0], kind == ScheduleKind::zb_h1 ? times[1] + times[2] : times[1],
                            kind == ScheduleKind::zb_h1 ? times[2] : -1, 0};
-  m.simulated_bubble = pipeline::simulate(sched, at).bubble_fraction();
+  const pipeline::Simulation sim = pipeline::simulate(sched, at);
+  m.simulated_bubble = sim.bubble_fraction();
+  if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim);
   // Memory and in-flight micro-batches per stage, gathered on rank 0.
   const double mine[2] = {double(stage.memory().peak(MemTag::activation)), double(stage.in_flight_peak())};
   std::vector<double> all(2 * std::size_t(comm.size()));
