@@ -87,7 +87,7 @@ LabInfo pipeline_lab_info() {
   return {
       "pipeline",
       "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
-      {RunOption::slow_rank, RunOption::faults, RunOption::repeat},
+      {RunOption::faults, RunOption::repeat},
       {{"schedule", OptionKind::choice, "1f1b", "the order each stage computes in", {"gpipe", "1f1b", "interleaved", "zb-h1", "all"}},
        {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
        {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},
