@@ -12,8 +12,10 @@ enum class ViewKind {
   timeline,  // a lane per rank and stream with a time axis (every lab)
   memory,    // per-rank stacked bars by tag beside the formula's line
   report,    // measured vs predicted
+  pipeline,  // a row per stage of F/B/W blocks and the bubble between them (pipeline)
 };
-inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report};
+inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report,
+                                             ViewKind::pipeline};
 
 constexpr std::string_view view_kind_name(ViewKind v) {
   switch (v) {
@@ -21,6 +23,7 @@ constexpr std::string_view view_kind_name(ViewKind v) {
     case ViewKind::timeline: return "timeline";
     case ViewKind::memory: return "memory";
     case ViewKind::report: return "report";
+    case ViewKind::pipeline: return "pipeline";
   }
   return "?";
 }

@@ -104,7 +104,7 @@ LabInfo pipeline_lab_info() {
       nullptr,
       FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
       /*overlaps_compute=*/false,
-      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {ViewKind::pipeline, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
   };
 }

@@ -17,6 +17,7 @@
 #include "labs/lab.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 
@@ -106,6 +107,13 @@ inline std::string load_like_the_app(const std::string& path) {
     for (const viz::Plot& p : viz::parse_report_plots(nlohmann::json::parse(it->second, nullptr, false)).plots)
       plot_ticks += viz::plot_axis(p.x.front(), p.x.back(), p.x_unit, 5).ticks.size();
   (void)viz::byte_scale(phases.largest(), 5);
+  // The pipeline view: each schedule's last complete step, the report's bubbles, the
+  // simulated timelines (a hostile trace's pipeline_simulated.* meta).
+  const viz::PipelineRuns runs = viz::pipeline_runs(d);
+  std::vector<std::string> order;
+  for (const viz::PipelineRun& r : runs.runs) (void)viz::pipeline_step(d, r).bubble, order.push_back(r.schedule);
+  (void)viz::report_bubbles(d);
+  (void)viz::simulated_pipelines(d, order);
   return "loaded " + std::to_string(d.events.size()) + " events, " + std::to_string(d.ranks) + " ranks, " +
          std::to_string(n) + " transfers, " + std::to_string(collectives) + " collectives, " + std::to_string(boxes) +
          " boxes, " + std::to_string(ticks + mem_ticks + plot_ticks) + " ticks";

@@ -2,7 +2,8 @@
 // axis, the hidden 1-rank reference phase, stepping by collectives, the memory picture
 // with the lab's formula, where each lab's views go, and a real DDP trace through them;
 // for ZeRO's --stage all, the memory picture per phase (tests/viz/data/zero_phases.json is
-// a synthetic trace of that shape) and the report's plots.
+// a synthetic trace of that shape) and the report's plots; for the pipeline lab, the
+// pipeline view's model (each schedule's steps, blocks and bubble; the simulated timelines).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,11 +16,13 @@
 #include "core/error.h"
 #include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
+#include "core/trace/trace_limits.h"
 #include "labs/lab.h"
 #include "tests/viz/trace_fixtures.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/panels.h"
+#include "viz/model/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 
@@ -565,4 +568,246 @@ TEST(Lanes, ALayersSpanGoesOnTheLaneUnderItsBackward) {
   EXPECT_EQ(tracks[0].events.size(), 2u);
   EXPECT_EQ(tracks[1].events.size(), 2u);
   EXPECT_EQ(d.label(d.events[tracks[1].events[0]].label), "backward 1");
+}
+
+// ---- pipeline view (viz/model/pipeline_model) ----------------------------------------------
+
+namespace {
+
+// Labels of the synthetic pipeline traces.
+enum : std::uint16_t { kGpipe = 1, kF, kB, kOptimizer, k1f1b, kW };
+
+Event action(int stage, std::uint16_t op, int mb, int step, std::int64_t b, std::int64_t e, int chunk = 0) {
+  Event ev = span(EventKind::compute, stage, b, e, op);
+  ev.micro_batch = std::int16_t(mb);
+  ev.step = step;
+  ev.chunk = chunk;
+  return ev;
+}
+
+// GPipe on 2 stages, 2 micro-batches, F = 100 ns, B = 200 ns, starting at `t`:
+//   stage 0: F0 F1 . . . . B0 B0 B1 B1      busy 600 of 900 each, so
+//   stage 1: .  F0 F1 B0 B0 B1 B1 . .       bubble = 1 - 1200 / (2 x 900) = 1/3 = (P-1)/(M+P-1)
+void gpipe_step(std::vector<Event>& ev, int step, std::int64_t t) {
+  ev.push_back(action(0, kF, 0, step, t, t + 100));
+  ev.push_back(action(0, kF, 1, step, t + 100, t + 200));
+  ev.push_back(action(1, kF, 0, step, t + 100, t + 200));
+  ev.push_back(action(1, kF, 1, step, t + 200, t + 300));
+  ev.push_back(action(1, kB, 0, step, t + 300, t + 500));
+  ev.push_back(action(1, kB, 1, step, t + 500, t + 700));
+  ev.push_back(action(0, kB, 0, step, t + 500, t + 700));
+  ev.push_back(action(0, kB, 1, step, t + 700, t + 900));
+  for (int r = 0; r < 2; ++r) ev.push_back(span(EventKind::compute, r, t + 950, t + 990, kOptimizer));  // not an action
+}
+
+TraceData pipeline_trace() {
+  TraceData d;
+  d.ranks = 2;
+  d.labels = {"", "gpipe", "F", "B", "optimizer", "1f1b", "W"};
+  std::vector<Event>& ev = d.events;
+  for (int r = 0; r < 2; ++r) ev.push_back(span(EventKind::phase, r, 900, 6000, kGpipe));
+  gpipe_step(ev, 0, 1000);
+  gpipe_step(ev, 1, 3000);
+  ev.push_back(action(0, kF, 0, 2, 5000, 5100));  // step 2 only began: incomplete
+  Event send = span(EventKind::send, 0, 1100, 1110);  // p2p: not an action
+  send.peer = 1;
+  ev.push_back(send);
+  // Then 1f1b with chunks (its own phase), one step, and a W: 2 stages x 1 micro-batch.
+  for (int r = 0; r < 2; ++r) ev.push_back(span(EventKind::phase, r, 7000, 8000, k1f1b));
+  ev.push_back(action(0, kF, 0, 0, 7000, 7100, 1));
+  ev.push_back(action(1, kF, 0, 0, 7100, 7200, 1));
+  ev.push_back(action(1, kB, 0, 0, 7200, 7300, 1));
+  ev.push_back(action(1, kW, 0, 0, 7300, 7400, 1));
+  ev.push_back(action(0, kB, 0, 0, 7300, 7400, 1));
+  ev.push_back(action(0, kW, 0, 0, 7400, 7500, 1));
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank; });
+  d.t_begin = 900, d.t_end = 8000;
+  d.meta["report"] = R"json({"rows": [{"id": "gpipe.bubble", "measured": 0.34, "predicted": 0.3333333333333333, "source": "(P-1)/(M+P-1)"},
+                                  {"id": "gpipe.bubble_vs_compute", "measured": 0.5, "predicted": 0.5},
+                                  {"id": "1f1b.bubble", "measured": 7, "predicted": "oops"}, 17, {"id": ".bubble"}]})json";
+  return d;
+}
+
+const char* kSimulated = R"({"stages": 2, "micro_batches": 2, "chunks": 1, "makespan": 9e-7, "bubble": 0.3333333333333333,
+  "actions": [[0, "F", 0, 0, 0.0, 1e-7], [0, "F", 1, 0, 1e-7, 2e-7], [1, "F", 0, 0, 1e-7, 2e-7], [1, "F", 1, 0, 2e-7, 3e-7],
+              [1, "B", 0, 0, 3e-7, 5e-7], [1, "B", 1, 0, 5e-7, 7e-7], [0, "B", 0, 0, 5e-7, 7e-7], [0, "B", 1, 0, 7e-7, 9e-7]]})";
+
+}  // namespace
+
+TEST(PipelineModel, EachSchedulesActionsAndItsCompleteSteps) {
+  const TraceData d = pipeline_trace();
+  const PipelineRuns runs = pipeline_runs(d);
+  ASSERT_EQ(runs.runs.size(), 2u);
+  EXPECT_EQ(runs.dropped, 0u);
+  EXPECT_EQ(runs.runs[0].schedule, "gpipe");  // in time order
+  EXPECT_EQ(runs.runs[1].schedule, "1f1b");
+  const PipelineRun& g = *runs.find("gpipe");
+  EXPECT_EQ(g.actions.size(), 17u);  // 2 steps x 8, and step 2's first F; no optimizer, no send
+  ASSERT_EQ(g.steps.size(), 3u);
+  EXPECT_TRUE(g.steps[0].complete);
+  EXPECT_TRUE(g.steps[1].complete);
+  EXPECT_FALSE(g.steps[2].complete);
+  EXPECT_EQ(g.last_complete, 1);
+  EXPECT_EQ(g.steps[1].begin_ns, 3000);
+  EXPECT_EQ(g.steps[1].end_ns, 3900);
+  EXPECT_EQ(pipeline_step_at(g, 3450), 1);
+  EXPECT_EQ(pipeline_step_at(g, 2950), -1);  // between steps (the optimizer)
+  EXPECT_EQ(runs.find("zb-h1"), nullptr);
+}
+
+TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
+  const TraceData d = pipeline_trace();
+  const PipelineRuns runs = pipeline_runs(d);
+  const PipelineStep s = pipeline_step(d, *runs.find("gpipe"));  // the last complete step: 1, not the begun 2
+  EXPECT_EQ(s.step, 1);
+  EXPECT_TRUE(s.complete);
+  EXPECT_EQ(s.stages, 2);
+  EXPECT_EQ(s.micro_batches, 2);
+  EXPECT_EQ(s.chunks, 1);
+  EXPECT_EQ(s.begin_ns, 3000);
+  EXPECT_DOUBLE_EQ(s.makespan(), 900e-9);
+  // Independent reference: 1 - (2 stages x 600 ns busy) / (2 x 900 ns) = 1/3 = (P-1)/(M+P-1).
+  EXPECT_DOUBLE_EQ(s.bubble, 1.0 / 3.0);
+  ASSERT_EQ(s.stage_idle.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.stage_idle[0], 300.0 / 900.0);
+  EXPECT_DOUBLE_EQ(s.stage_idle[1], 300.0 / 900.0);
+  ASSERT_EQ(s.blocks.size(), 8u);
+  struct Want {
+    int stage;
+    PipeOp op;
+    int mb;
+    double b, e;
+  };
+  const Want want[] = {{0, PipeOp::F, 0, 0, 100},   {0, PipeOp::F, 1, 100, 200}, {0, PipeOp::B, 0, 500, 700}, {0, PipeOp::B, 1, 700, 900},
+                       {1, PipeOp::F, 0, 100, 200}, {1, PipeOp::F, 1, 200, 300}, {1, PipeOp::B, 0, 300, 500}, {1, PipeOp::B, 1, 500, 700}};
+  for (std::size_t i = 0; i < 8; ++i) {
+    const PipeBlock& k = s.blocks[i];
+    EXPECT_EQ(k.stage, want[i].stage) << "block " << i;
+    EXPECT_EQ(k.op, want[i].op) << "block " << i;
+    EXPECT_EQ(k.micro_batch, want[i].mb) << "block " << i;
+    EXPECT_NEAR(k.begin, want[i].b * 1e-9, 1e-18) << "block " << i;
+    EXPECT_NEAR(k.end, want[i].e * 1e-9, 1e-18) << "block " << i;
+  }
+  // A step asked for by number; one not there falls back to the last complete.
+  EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 0).begin_ns, 1000);
+  EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 2).blocks.size(), 1u);
+  EXPECT_FALSE(pipeline_step(d, *runs.find("gpipe"), 2).complete);
+  EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 99).step, 1);
+  // 1f1b with W and chunk 1: chunks = 2, every stage busy 300 of 500.
+  const PipelineStep o = pipeline_step(d, *runs.find("1f1b"));
+  EXPECT_EQ(o.step, 0);
+  EXPECT_TRUE(o.complete);
+  EXPECT_EQ(o.chunks, 2);
+  EXPECT_EQ(o.blocks.size(), 6u);
+  EXPECT_DOUBLE_EQ(o.bubble, 1 - 600.0 / 1000.0);
+}
+
+TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
+  const auto rows = report_bubbles(pipeline_trace());
+  ASSERT_EQ(rows.count("gpipe"), 1u);
+  EXPECT_DOUBLE_EQ(rows.at("gpipe").predicted, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(rows.at("gpipe").measured, 0.34);
+  EXPECT_EQ(rows.at("gpipe").source, "(P-1)/(M+P-1)");
+  ASSERT_EQ(rows.count("1f1b"), 1u);  // malformed numbers: absent, not a crash
+  EXPECT_EQ(rows.at("1f1b").predicted, -1);
+  EXPECT_EQ(rows.at("1f1b").measured, -1);
+  EXPECT_EQ(rows.count(""), 0u);
+  TraceData bad;
+  bad.meta["report"] = "{\"rows\": [";
+  EXPECT_TRUE(report_bubbles(bad).empty());
+}
+
+TEST(PipelineModel, ParsesTheSimulatedTimeline) {
+  SimulatedPipeline sim;
+  std::string why;
+  ASSERT_TRUE(parse_simulated_pipeline(kSimulated, sim, why)) << why;
+  EXPECT_EQ(sim.stages, 2);
+  EXPECT_EQ(sim.micro_batches, 2);
+  EXPECT_EQ(sim.chunks, 1);
+  EXPECT_DOUBLE_EQ(sim.makespan, 9e-7);
+  EXPECT_DOUBLE_EQ(sim.bubble, 1.0 / 3.0);
+  ASSERT_EQ(sim.blocks.size(), 8u);
+  EXPECT_EQ(sim.blocks[2].stage, 0);  // sorted by (stage, begin)
+  EXPECT_EQ(sim.blocks[2].op, PipeOp::B);
+  EXPECT_DOUBLE_EQ(sim.blocks[2].begin, 5e-7);
+  ASSERT_EQ(sim.stage_idle.size(), 2u);
+  EXPECT_NEAR(sim.stage_idle[0], 1.0 / 3.0, 1e-12);  // the same step as the measured one: the same idle
+  TraceData d = pipeline_trace();
+  d.meta["pipeline_simulated.zb-h1"] = kSimulated;
+  d.meta["pipeline_simulated.gpipe"] = kSimulated;
+  const SimulatedPipelines all = simulated_pipelines(d, {"gpipe", "1f1b"});
+  ASSERT_EQ(all.runs.size(), 2u);
+  EXPECT_EQ(all.runs[0].schedule, "gpipe");  // the measured runs' order first, the rest after
+  EXPECT_EQ(all.runs[1].schedule, "zb-h1");
+  EXPECT_TRUE(all.notes.empty());
+}
+
+TEST(PipelineModel, AMalformedSimulatedTimelineIsLeftOutWithANote) {
+  const std::string good = kSimulated;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const std::size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  const std::vector<std::string> bad = {
+      "", "[]", "{", "null", good.substr(0, good.size() / 2), std::string(5000, '[') + std::string(5000, ']'),
+      with("\"stages\": 2", "\"stages\": 0"), with("\"stages\": 2", "\"stages\": 1.5"), with("\"stages\": 2", "\"stages\": 18446744073709551615"),
+      with("\"stages\": 2", "\"stages\": -3"), with("\"micro_batches\": 2", "\"micro_batches\": \"2\""), with("\"chunks\": 1", "\"chunks\": 99999"),
+      with("\"makespan\": 9e-7", "\"makespan\": -1"), with("\"makespan\": 9e-7", "\"makespan\": 1e300"), with("\"bubble\": 0.3333333333333333", "\"bubble\": 2"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[2, \"F\", 0, 0, 0.0, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"X\", 0, 0, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 2, 0, 0.0, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 1, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 2e-7, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0, 5.0]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "{\"stage\": 0}"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, [\"F\"], 0, 0, 0.0, 1e-7]"),
+      with("\"actions\": [", "\"actions\": 3, \"x\": ["),
+      // 13 actions where 2 stages x 2 micro-batches x 1 chunk x 3 ops allow 12
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0, 1e-7]" + std::string(5, ' ') +
+                                               ", [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7]"),
+  };
+  TraceData d;
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    SimulatedPipeline sim;
+    std::string why;
+    EXPECT_FALSE(parse_simulated_pipeline(bad[i], sim, why)) << "case " << i << ": " << bad[i].substr(0, 120);
+    EXPECT_FALSE(why.empty()) << "case " << i;
+    d.meta["pipeline_simulated.bad" + std::to_string(100 + i)] = bad[i];
+  }
+  d.meta["pipeline_simulated.good"] = kSimulated;
+  const SimulatedPipelines all = simulated_pipelines(d);
+  ASSERT_EQ(all.runs.size(), 1u);  // the good one survives its malformed neighbours
+  EXPECT_EQ(all.runs[0].schedule, "good");
+  EXPECT_EQ(all.notes.size(), kMaxPipelineSchedules);  // one per entry left out, bounded
+  EXPECT_NE(all.notes[0].find("pipeline_simulated.bad100: "), std::string::npos) << all.notes[0];
+  // More timelines than the view stacks: the first kMaxPipelineSchedules, and a note.
+  TraceData many;
+  for (int i = 0; i < 20; ++i) many.meta["pipeline_simulated.s" + std::to_string(10 + i)] = kSimulated;
+  const SimulatedPipelines m = simulated_pipelines(many);
+  EXPECT_EQ(m.runs.size(), kMaxPipelineSchedules);
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_EQ(m.notes[0], "12 more simulated timelines left out (the limit is 8)");
+}
+
+TEST(PipelineModel, ActionsOutsideAnyPhaseAndHostileFieldsAreHandled) {
+  TraceData d;
+  d.ranks = 2;
+  d.labels = {"", "F", "B"};
+  d.meta["schedule"] = "zb-h1";
+  d.events = {action(0, 1, 0, 0, 0, 10), action(1, 1, 0, 0, 10, 20), action(1, 2, 0, 0, 20, 40), action(0, 2, 0, 0, 40, 60),
+              action(5, 1, 0, 0, 0, 10),   // a rank beyond the trace's: ignored
+              action(0, 1, -7, 0, 60, 70)};  // a negative micro-batch: drawn as 0, makes the step incomplete
+  d.events.back().chunk = 1 << 30;
+  const PipelineRuns runs = pipeline_runs(d);
+  ASSERT_EQ(runs.runs.size(), 1u);
+  EXPECT_EQ(runs.runs[0].schedule, "zb-h1");  // a live run's schedule whose phase has not ended
+  const PipelineStep s = pipeline_step(d, runs.runs[0]);
+  EXPECT_EQ(s.step, 0);
+  EXPECT_FALSE(s.complete);  // stage 0 ran two F, stage 1 one
+  EXPECT_EQ(s.blocks.size(), 5u);
+  EXPECT_LE(s.chunks, trace_limits::kMaxChunks + 1);
+  EXPECT_GE(s.bubble, 0);
+  EXPECT_LE(s.bubble, 1);
+  TraceData empty;
+  EXPECT_TRUE(pipeline_runs(empty).runs.empty());
+  EXPECT_EQ(pipeline_step(empty, PipelineRun{}).step, -1);
 }

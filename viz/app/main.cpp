@@ -4,6 +4,7 @@
 //   dtlab-viz --lab collectives --algo ring --ranks 4 --bytes 1K  # live, step by step
 //   dtlab-viz --lab ddp --ranks 4 --variant bucketed              # live DDP, one all-reduce a step
 //   xvfb-run -a dtlab-viz ring.json --screenshot out.png --at-step 5
+//   dtlab-viz pipe.json --view pipeline [--pipeline-schedule zb-h1] [--pipeline-compare]
 //   dtlab-viz --bench big.json                                    # load time and frame cost
 //
 // A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
@@ -41,8 +42,9 @@ struct Args {
   bool bytes_given = false;
   int ranks = 4, frames = 3, width = 1600, height = 1000;
   long at_step = -1;
-  std::string screenshot, bench, view;
+  std::string screenshot, bench, view, pipeline_schedule;
   float zoom = 1;
+  bool pipeline_compare = false;
 };
 
 // Reads the back buffer before the swap (as the GL spec leaves it undefined after).
@@ -250,6 +252,8 @@ int run(const Args& a) {
   GLFWwindow* window = open_window(a);
   dtl::viz::App app;
   app.settings.zoom = a.zoom;
+  app.settings.pipeline_schedule = a.pipeline_schedule;
+  app.settings.pipeline_compare = a.pipeline_compare;
   app.solo_view = a.view;
   app.Open(std::move(session));
   if (a.at_step >= 0) go_to_step(app, a.at_step);
@@ -285,6 +289,10 @@ int main(int argc, char** argv) {
   cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
       ->check(CLI::IsMember(view_names));
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
+  cli.add_option("--pipeline-schedule", a.pipeline_schedule,
+                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
+  cli.add_flag("--pipeline-compare", a.pipeline_compare,
+               "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   add_lab_options(cli, a);
   try {

@@ -18,6 +18,13 @@ std::unique_ptr<Panel> make_timeline(const PanelSettings& s) {
   t->start_zoom = s.zoom;
   return t;
 }
+
+std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
+  auto p = std::make_unique<PipelineView>();
+  p->schedule = s.pipeline_schedule;
+  p->compare = s.pipeline_compare;
+  return p;
+}
 }  // namespace
 
 const std::vector<PanelKind>& panel_registry() {
@@ -26,6 +33,7 @@ const std::vector<PanelKind>& panel_registry() {
       {ViewKind::timeline, "Timeline", make_timeline},
       {ViewKind::memory, "Memory per rank", make<MemoryView>},
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
+      {ViewKind::pipeline, "Pipeline: stages, micro-batches and the bubble", make_pipeline},
   };
   return panels;
 }

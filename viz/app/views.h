@@ -8,11 +8,13 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "viz/app/session.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/pipeline_model.h"
 
 namespace dtl::viz {
 
@@ -81,9 +83,37 @@ struct ReportView final : Panel {
   void Draw(const Frame& f) override;
 };
 
+// A row per pipeline stage: the measured F/B/W blocks of one schedule's step, colored by
+// micro-batch, the bubble hatched; or (compare) the simulator's timelines of every
+// schedule in the trace, stacked on one time axis (viz/model/pipeline_model).
+struct PipelineView final : Panel {
+  std::string schedule;  // the measured run shown; "" until the first frame picks one
+  int step = -1;         // -1: the step at the cursor, else the last complete one
+  bool compare = false;  // the simulated timelines of every schedule instead
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}; }
+
+ private:
+  void Refresh(const TraceData& d);  // runs_, sims_, bubbles_: when the trace grows
+  const PipelineStep& StepShown(const Frame& f, const PipelineRun& run);
+  void DrawHeader(const PipelineRun* run, const PipelineStep* s);
+  void DrawMeasured(const Frame& f, const PipelineStep& s);
+  void DrawCompare();
+  PipelineRuns runs_;
+  SimulatedPipelines sims_;
+  std::map<std::string, BubbleRow> bubbles_;
+  std::array<std::size_t, 3> key_{};  // the trace (address, events, meta) they were made from
+  PipelineStep step_;                 // the step shown, kept while (schedule, step) stay
+  std::string step_schedule_;
+  int step_wanted_ = -2;
+  bool at_cursor_ = false;  // the step shown is the one the cursor is in
+};
+
 // The registry of view kinds → panels (viz/app/panels.cpp).
 struct PanelSettings {
-  float zoom = 1;  // --zoom: the timeline's start zoom
+  float zoom = 1;                 // --zoom: the timeline's start zoom
+  std::string pipeline_schedule;  // --pipeline-schedule: the pipeline view's measured run ("": 1f1b or the first)
+  bool pipeline_compare = false;  // --pipeline-compare: the pipeline view starts comparing schedules
 };
 struct PanelKind {
   ViewKind kind;
