@@ -92,7 +92,7 @@ LabInfo pipeline_lab_info() {
        {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
        {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},
        {"chunks", OptionKind::integer, "2", "model chunks per stage for --schedule interleaved (v)", {}, 1, 64},
-       {"compute-us", OptionKind::number, "0", "each forward lasts this many µs (0: the real compute's time)", {}, 0, 1e7},
+       {"compute-us", OptionKind::number, "0", "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real compute's time)", {}, 0, 1e7},
        {"backward-us", OptionKind::number, "0", "each backward's µs with --compute-us (0: twice the forward)", {}, 0, 1e7},
        {"weight-us", OptionKind::number, "0", "zb-h1: the W part of the backward, µs (0: half the backward)", {}, 0, 1e7},
        {"width", OptionKind::integer, "128", "hidden width of the MLP", {}, 1, 1 << 16},

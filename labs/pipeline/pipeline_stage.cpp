@@ -81,7 +81,8 @@ void PipelineStage::record(const char* op, int m, int c, int step, double begin,
 
 void PipelineStage::pace(double begin, double target_us) {
   if (target_us <= 0) return;
-  const double until = begin + target_us * 1e-6;
+  // --compute-us is a stage's time for one micro-batch: a chunk of v holds 1/v of its layers.
+  const double until = begin + target_us * 1e-6 / schedule_.config.chunks;
   const double left = until - now_s(comm_);
   if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
 }
