@@ -65,6 +65,21 @@ TEST(ZeroLab, EveryStageEqualsStageZeroAndOneRankOnUnevenShards) {
   }
 }
 
+TEST(ZeroLab, UnitsOfSeveralLayersShardAndGatherAsOne) {
+  // --unit 2 and 3 over 5 layers: the last unit is shorter; stage 3 gathers a unit before
+  // its first layer's forward and frees it after its last.
+  for (const char* unit : {"2", "3"}) {
+    Trace trace(3);
+    const Report rep = run_zero(3, {{"precision", "fp32"}, {"width", "37"}, {"depth", "5"}, {"batch", "12"}, {"unit", unit}}, trace);
+    EXPECT_TRUE(rep.ok) << "--unit " << unit << "\n" << rep.to_text();
+    for (int stage : {1, 2, 3}) {
+      const double d = row(rep, "zero" + std::to_string(stage) + ".weight_diff_vs_stage0");
+      std::printf("--unit %s stage %d: max |w - stage 0| %.3g\n", unit, stage, d);
+      EXPECT_LT(d, 1e-5);
+    }
+  }
+}
+
 TEST(ZeroLab, MixedPrecisionMatchesOneRankAndStaysNearFp32) {
   for (const char* precision : {"bf16", "fp16"}) {
     Trace trace(3);
