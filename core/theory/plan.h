@@ -147,7 +147,8 @@ struct Ranked {
 };
 // Every dp·tp·pp = gpus with tp ≤ gpus per node dividing it and the heads, pp dividing the
 // layers, M = global batch / (dp·b) a whole number ≥ p, ZeRO 0–3 and each recomputation;
-// those that fit, fastest first (ties: less memory first), the top `keep`.
+// those that fit, fastest first (ties: less memory first; of ZeRO stages that differ only in
+// memory, the smallest), the top `keep`.
 std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& c, int gpus, const SearchOptions& o = {});
 
 }  // namespace dtl::theory

@@ -96,7 +96,19 @@ std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int g
     if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
     return a.memory.total() < b.memory.total();
   });
-  if (fitting.size() > o.keep) fitting.resize(o.keep);
+  // A ZeRO stage that only costs memory (ZeRO-0 beside ZeRO-1: the same all-reduce) is the
+  // same configuration for speed: keep the one with less memory.
+  std::vector<Plan> distinct;
+  for (auto& candidate : fitting) {
+    const bool repeat = !distinct.empty() && [&](const Plan& above) {
+      const auto &a = above.config, &b = candidate.config;
+      return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.recompute == b.recompute &&
+             above.tokens_per_s == candidate.tokens_per_s;
+    }(distinct.back());
+    if (!repeat) distinct.push_back(std::move(candidate));
+    if (distinct.size() == o.keep) break;
+  }
+  fitting = std::move(distinct);
   std::vector<Ranked> ranked;
   for (std::size_t i = 0; i < fitting.size(); ++i)
     ranked.push_back({fitting[i], i == 0 ? std::string() : why_slower(fitting[i - 1], fitting[i])});
