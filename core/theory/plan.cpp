@@ -52,21 +52,34 @@ double ModelSpec::shape_parameters() const {
   return 12 * L * h * h + double(vocab) * h + double(seq) * h;
 }
 
-std::vector<std::string> model_preset_names() { return {"7b", "13b", "70b", "175b", "1t"}; }
+namespace {
+
+struct ModelPreset {
+  const char* name;
+  double params;
+  int layers, hidden, heads, seq, vocab;
+};
+// Nominal Ψ as the seeds count it (175B, not the shape's 174.6B); shapes: LLaMA-2 7B/13B/70B
+// (dense-attention approximation), GPT-3 175B, Megatron-LM's 1T (Narayanan et al. 2021).
+constexpr ModelPreset kModels[] = {
+    {"7b", 7e9, 32, 4096, 32, 4096, 32000},        {"13b", 13e9, 40, 5120, 40, 4096, 32000},
+    {"70b", 70e9, 80, 8192, 64, 4096, 32000},      {"175b", 175e9, 96, 12288, 96, 2048, 50257},
+    {"1t", 1e12, 128, 25600, 160, 2048, 51200},
+};
+
+}  // namespace
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : kModels) names.push_back(p.name);
+  return names;
+}
 
 ModelSpec model_preset(std::string_view name) {
-  // Nominal Ψ as the seeds count it (175B, not the shape's 174.6B); shapes: LLaMA-2 7B/13B/70B
-  // (dense-attention approximation), GPT-3 175B, Megatron-LM's 1T (Narayanan et al. 2021).
-  ModelSpec m;
-  m.name = std::string(name);
-  if (name == "7b") m.params = 7e9, m.layers = 32, m.hidden = 4096, m.heads = 32, m.seq = 4096, m.vocab = 32000;
-  else if (name == "13b") m.params = 13e9, m.layers = 40, m.hidden = 5120, m.heads = 40, m.seq = 4096, m.vocab = 32000;
-  else if (name == "70b") m.params = 70e9, m.layers = 80, m.hidden = 8192, m.heads = 64, m.seq = 4096, m.vocab = 32000;
-  else if (name == "175b") m.params = 175e9, m.layers = 96, m.hidden = 12288, m.heads = 96, m.seq = 2048, m.vocab = 50257;
-  else if (name == "1t") m.params = 1e12, m.layers = 128, m.hidden = 25600, m.heads = 160, m.seq = 2048, m.vocab = 51200;
-  else throw UsageError("unknown model '" + std::string(name) + "'; the presets are " + joined(model_preset_names()) +
-                        ", or give --params (and --layers --hidden --heads --seq --vocab)");
-  return m;
+  for (const auto& p : kModels)
+    if (name == p.name) return {p.name, p.params, p.layers, p.hidden, p.heads, p.seq, p.vocab};
+  throw UsageError("unknown model '" + std::string(name) + "'; the presets are " + joined(model_preset_names()) +
+                   ", or give --params (and --layers --hidden --heads --seq --vocab)");
 }
 
 std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb"}; }
@@ -243,10 +256,10 @@ void fill_time(Plan& out) {
   out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * out.psi + attention / 3
                                                               : p.recompute == Recompute::selective ? attention / 3
                                                                                                      : 0);
-  const double seq = m.has_shape() ? m.seq : 1;
-  out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * seq;
   const int M = p.micro_batches, P = p.pp;
   out.bubble = double(P - 1) / double(M + P - 1);
+  if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
+  out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * m.seq;
   auto& t = out.time;
   t.busy = out.hardware_flops_per_token * out.tokens_per_step /
            (double(out.cluster.gpus) * out.cluster.peak_flops * p.efficiency);
@@ -279,7 +292,7 @@ std::vector<std::string> formulas(const Plan& out) {
       "ranks: tp fastest, then dp, then pp (core/comm/topology.h); node = rank / " +
           std::to_string(out.cluster.gpus_per_node),
   };
-  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic not computed");
+  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;
 }
 

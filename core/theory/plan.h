@@ -30,6 +30,8 @@
 //                           busy·(M+p−1)/M + exposed communication (α-β per link class:
 //                           TP (M+p−1)·its collectives, PP 2·M sends (seed 002, problem 3),
 //                           DP all of it — nothing overlapped)
+// A model given by Ψ alone (no layers/hidden/heads/seq) gets its model state and DP traffic;
+// activations, TP and PP traffic, tokens and time stay 0.
 #pragma once
 
 #include <cstddef>

@@ -136,11 +136,16 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
   rep.add("memory.model_state_16", "model state under 16 B/param", mem.model_state_sixteen / 1e9, "GB").source = "2+2+12";
   rep.add("memory.model_state_12", "model state under 12 B/param", mem.model_state_twelve / 1e9, "GB").source = "2+2+8";
   rep.add("memory.model_state_8", "model state under 8 B/param", mem.model_state_eight / 1e9, "GB").source = "2+2+4";
-  rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
-          mem.activations / 1e9, "GB").source = "Korthikanti et al. 2022";
-  rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source = "s·b·h(34+5as/h)/t";
-  rep.add("memory.activations_selective", "activations, selective recomputation", mem.activations_selective / 1e9, "GB").source = "34·s·b·h/t";
-  rep.add("memory.activations_full", "activations, full recomputation", mem.activations_full / 1e9, "GB").source = "2·s·b·h/t";
+  if (pl.model.has_shape()) {  // (a model given by Ψ alone has no activations to count)
+    rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
+            mem.activations / 1e9, "GB").source = "Korthikanti et al. 2022";
+    rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source =
+        "s·b·h(34+5as/h)/t";
+    rep.add("memory.activations_selective", "activations, selective recomputation", mem.activations_selective / 1e9,
+            "GB").source = "34·s·b·h/t";
+    rep.add("memory.activations_full", "activations, full recomputation", mem.activations_full / 1e9, "GB").source =
+        "2·s·b·h/t";
+  }
   rep.add("memory.total", "total per GPU", mem.total() / 1e9, "GB");
   rep.add("memory.capacity", "GPU memory", mem.capacity / 1e9, "GB");
   rep.add("memory.headroom", mem.fits() ? "fits, to spare" : "does NOT fit, misses by", std::fabs(mem.headroom()) / 1e9, "GB");
@@ -193,7 +198,7 @@ Report plan_report(const th::Plan& pl) {
   rep.config["ledger"] = ledger;
   add_memory_rows(rep, pl);
   add_traffic_rows(rep, pl);
-  add_time_rows(rep, pl);
+  if (pl.model.has_shape()) add_time_rows(rep, pl);
   rep.notes = pl.formulas;
   return rep;
 }

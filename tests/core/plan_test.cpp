@@ -247,3 +247,14 @@ TEST(Plan, BadInputNamesTheConstraint) {
   EXPECT_THROW(th::cluster_preset("tpu"), dtl::UsageError);
   EXPECT_THROW(th::search(m, a100(0), 0), dtl::UsageError);
 }
+
+TEST(Plan, AModelGivenByItsParametersAloneGetsModelStateAndDpTrafficOnly) {
+  th::ModelSpec m;
+  m.params = 13e9;
+  const auto p = th::plan(m, a100(8), config(8, 1, 1, 2, th::ZeroConvention::twelve));
+  EXPECT_DOUBLE_EQ(p.memory.model_state(), 42.25e9);
+  EXPECT_DOUBLE_EQ(p.memory.activations, 0);
+  EXPECT_DOUBLE_EQ(p.tokens_per_step, 0);
+  EXPECT_GT(p.bytes_on(th::Axis::dp), 0);
+  EXPECT_THROW(th::search(m, a100(8), 8), dtl::UsageError);
+}
