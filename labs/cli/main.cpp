@@ -8,6 +8,7 @@
 //   dtlab bench-step --device cuda --width 4096 --depth 8 --batch 4096
 //   dtlab grade --exercise ring_all_reduce --hint 2
 //   dtlab learn
+//   dtlab plan --model 175b --cluster a100-80gb --gpus 256 --dp 8 --tp 8 --pp 4
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
 #include <atomic>
@@ -84,6 +85,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       {"bench-step", dtl::cli::add_step_bench_command(app)},
       {"grade", dtl::cli::add_grade_command(app)},
       {"learn", dtl::cli::add_learn_command(app)},
+      {"plan", dtl::cli::add_plan_command(app)},
   };
   try {
     // A first word that is no command (a typo, a lab name without `run`) is named, with the commands.

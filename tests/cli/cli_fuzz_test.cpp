@@ -121,6 +121,7 @@ const std::vector<std::pair<std::string, std::map<std::string, std::string>>> kC
     {"bench-kernels", {{"--batch", "16"}, {"--width", "32"}, {"--elements", "64K"}, {"--repeats", "1"}}},
     {"bench-step", {{"--width", "32"}, {"--depth", "2"}, {"--batch", "16"}, {"--steps", "1"}, {"--warmup", "0"}}},
     {"grade", {{"--exercise", "sync_this_micro_batch"}}},
+    {"plan", {{"--model", "7b"}, {"--dp", "8"}}},
 };
 
 const std::vector<std::string> kHostile = {"0", "-1", "2147483648", "1e30", "nan", "inf", "", "12Q", "1.0000001"};

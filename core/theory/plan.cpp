@@ -1,0 +1,328 @@
+// The planner's arithmetic; the formulas are listed in plan.h.
+#include "core/theory/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+
+namespace dtl::theory {
+
+namespace {
+
+constexpr double kBytes16 = 2;  // gradients, parameters and activations travel in 16 bits
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+Recompute parse_recompute(std::string_view name) {
+  if (name == "none") return Recompute::none;
+  if (name == "selective") return Recompute::selective;
+  if (name == "full") return Recompute::full;
+  throw UsageError("recomputation is none, selective or full, not '" + std::string(name) + "'");
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* axis_name(Axis a) { return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : "pp"; }
+
+double ModelSpec::shape_parameters() const {
+  const double L = layers, h = hidden;
+  return 12 * L * h * h + double(vocab) * h + double(seq) * h;
+}
+
+namespace {
+
+struct ModelPreset {
+  const char* name;
+  double params;
+  int layers, hidden, heads, seq, vocab;
+};
+// Nominal Ψ as the seeds count it (175B, not the shape's 174.6B); shapes: LLaMA-2 7B/13B/70B
+// (dense-attention approximation), GPT-3 175B, Megatron-LM's 1T (Narayanan et al. 2021).
+constexpr ModelPreset kModels[] = {
+    {"7b", 7e9, 32, 4096, 32, 4096, 32000},        {"13b", 13e9, 40, 5120, 40, 4096, 32000},
+    {"70b", 70e9, 80, 8192, 64, 4096, 32000},      {"175b", 175e9, 96, 12288, 96, 2048, 50257},
+    {"1t", 1e12, 128, 25600, 160, 2048, 51200},
+};
+
+}  // namespace
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : kModels) names.push_back(p.name);
+  return names;
+}
+
+ModelSpec model_preset(std::string_view name) {
+  for (const auto& p : kModels)
+    if (name == p.name) return {p.name, p.params, p.layers, p.hidden, p.heads, p.seq, p.vocab};
+  throw UsageError("unknown model '" + std::string(name) + "'; the presets are " + joined(model_preset_names()) +
+                   ", or give --params (and --layers --hidden --heads --seq --vocab)");
+}
+
+std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb"}; }
+
+ClusterSpec cluster_preset(std::string_view name) {
+  // Bandwidths as the curriculum gives them: A100 NVLink 600 GB/s (seeds 001, 002), HDR
+  // InfiniBand 200 Gb/s = 25 GB/s per GPU (seed 004); H100 NVLink 4 900 GB/s, NDR 400 Gb/s
+  // = 50 GB/s per GPU (seed 000). Latencies are typical NCCL figures, not from the seeds.
+  ClusterSpec c;
+  c.name = std::string(name);
+  if (name == "a100-80gb") {
+    c.intra = {5e-6, 600e9};
+    c.inter = {10e-6, 25e9};
+    c.peak_flops = 312e12;  // bf16 dense
+  } else if (name == "h100-80gb") {
+    c.intra = {5e-6, 900e9};
+    c.inter = {10e-6, 50e9};
+    c.peak_flops = 989e12;  // bf16 dense, SXM
+  } else {
+    throw UsageError("unknown cluster '" + std::string(name) + "'; the presets are " + joined(cluster_preset_names()));
+  }
+  return c;
+}
+
+double ring_all_reduce_seconds(int n, double bytes, Link link) {
+  if (n < 2) return 0;
+  return 2.0 * (n - 1) * link.alpha_s + 2.0 * (n - 1) / n * bytes / link.beta_Bps;
+}
+
+void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
+  auto at_least_1 = [](int v, const char* what) {
+    if (v < 1) throw UsageError(std::string(what) + " must be at least 1, not " + std::to_string(v));
+  };
+  at_least_1(p.dp, "dp");
+  at_least_1(p.tp, "tp");
+  at_least_1(p.pp, "pp");
+  at_least_1(c.gpus, "the number of GPUs (N)");
+  at_least_1(c.gpus_per_node, "GPUs per node");
+  at_least_1(p.micro_batch_size, "the micro-batch size");
+  at_least_1(p.micro_batches, "the number of micro-batches");
+  if (!(m.parameters() > 0)) throw UsageError("the model has no parameters: give --params or its shape");
+  if (long(p.dp) * p.tp * p.pp != c.gpus)
+    throw UsageError("dp·tp·pp = " + std::to_string(p.dp) + "·" + std::to_string(p.tp) + "·" + std::to_string(p.pp) +
+                     " = " + std::to_string(long(p.dp) * p.tp * p.pp) + " must equal the " + std::to_string(c.gpus) +
+                     " GPUs");
+  if (m.heads > 0 && m.heads % p.tp != 0)
+    throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.heads) +
+                     " attention heads (each TP rank computes whole heads)");
+  if (m.layers > 0 && p.pp > m.layers)
+    throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
+                     " layers: a stage needs at least one layer");
+  if (p.zero < 0 || p.zero > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(p.zero));
+  if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + num(p.efficiency));
+  if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
+    throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
+}
+
+namespace {
+
+// Where an axis' groups run: the share of their ring (pp: chain) edges that join two nodes.
+struct Span {
+  double inter_fraction = 0;
+  bool crosses_nodes = false;
+};
+
+Span axis_span(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
+  const int size = axis == Axis::dp ? p.dp : axis == Axis::tp ? p.tp : p.pp;
+  const long stride = axis == Axis::tp ? 1 : axis == Axis::dp ? p.tp : long(p.tp) * p.dp;
+  if (size < 2) return {};
+  long edges = 0, inter = 0;
+  for (long r = 0; r < c.gpus; ++r) {
+    const long coord = (r / stride) % size;
+    if (axis == Axis::pp && coord == size - 1) continue;  // a chain: no edge back to stage 0
+    const long next = coord == size - 1 ? r - stride * (size - 1) : r + stride;
+    ++edges;
+    if (r / c.gpus_per_node != next / c.gpus_per_node) ++inter;
+  }
+  return {edges ? double(inter) / double(edges) : 0.0, inter > 0};
+}
+
+// Ring reduce-scatter or all-gather of `bytes` in all over n ranks: (n−1)α + (n−1)/n·bytes/β.
+double ring_half_seconds(int n, double bytes, Link link) {
+  if (n < 2) return 0;
+  return (n - 1) * link.alpha_s + double(n - 1) / n * bytes / link.beta_Bps;
+}
+
+LedgerEntry entry(Axis axis, std::string what, int calls, double bytes_per_call, double seconds_per_call,
+                  const Span& span) {
+  LedgerEntry e;
+  e.axis = axis;
+  e.collective = std::move(what);
+  e.calls = calls;
+  e.bytes = calls * bytes_per_call;
+  e.inter_bytes = e.bytes * span.inter_fraction;
+  e.intra_bytes = e.bytes - e.inter_bytes;
+  e.crosses_nodes = span.crosses_nodes;
+  e.time_s = calls * seconds_per_call;
+  return e;
+}
+
+// ZeRO's collectives over the dp ranks (plan.h: once per step for stages 0/1, per micro-batch after).
+void add_dp_entries(Plan& out, const Span& span, Link link) {
+  const auto& p = out.config;
+  const int d = p.dp, M = p.micro_batches;
+  if (d < 2) return;
+  const double payload = out.psi / (double(p.tp) * p.pp) * kBytes16;  // this GPU's slice
+  const double half = double(d - 1) / d * payload;
+  const double t_half = ring_half_seconds(d, payload, link);
+  auto& L = out.ledger;
+  if (p.zero <= 1) {
+    L.push_back(entry(Axis::dp, "all_reduce gradients", 1, 2 * half, ring_all_reduce_seconds(d, payload, link), span));
+  } else if (p.zero == 2) {
+    L.push_back(entry(Axis::dp, "reduce_scatter gradients", M, half, t_half, span));
+    L.push_back(entry(Axis::dp, "all_gather parameters", 1, half, t_half, span));
+  } else {
+    L.push_back(entry(Axis::dp, "all_gather parameters (forward)", M, half, t_half, span));
+    L.push_back(entry(Axis::dp, "all_gather parameters (backward)", M, half, t_half, span));
+    L.push_back(entry(Axis::dp, "reduce_scatter gradients", M, half, t_half, span));
+  }
+}
+
+int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
+
+void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
+  const auto& m = out.model;
+  const auto& p = out.config;
+  if (!m.has_shape()) return;
+  const double sbh = double(m.seq) * p.micro_batch_size * m.hidden;
+  const int M = p.micro_batches;
+  if (p.tp > 1) {
+    const int per_layer = p.recompute == Recompute::full ? 6 : 4;
+    const int calls = M * layers_per_stage(m, p.pp) * per_layer;
+    const double payload = sbh * kBytes16;
+    out.ledger.push_back(entry(Axis::tp, "all_reduce activations", calls, 2.0 * (p.tp - 1) / p.tp * payload,
+                               ring_all_reduce_seconds(p.tp, payload, tp_link), tp_span));
+  }
+  if (p.pp > 1) {
+    const double message = sbh / p.tp * kBytes16;
+    const int sends = (p.pp > 2 ? 2 : 1) * M;  // a middle stage sends forward and backward
+    out.ledger.push_back(entry(Axis::pp, "send activations and gradients", sends, message,
+                               pp_link.alpha_s + message / pp_link.beta_Bps, pp_span));
+  }
+}
+
+void fill_memory(Plan& out) {
+  const auto& m = out.model;
+  const auto& p = out.config;
+  auto& mem = out.memory;
+  const double local = out.psi / (double(p.tp) * p.pp);
+  const ZeroBytes zb = zero_bytes_per_param(p.zero, p.dp, p.convention);
+  mem.params = local * zb.params;
+  mem.grads = local * zb.grads;
+  mem.optimizer = local * zb.optimizer;
+  mem.model_state_sixteen = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::sixteen);
+  mem.model_state_twelve = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::twelve);
+  mem.model_state_eight = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::eight);
+  mem.capacity = out.cluster.gpu_memory;
+  if (!m.has_shape()) return;
+  const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
+  const double held = double(layers_per_stage(m, p.pp)) * std::min(p.micro_batches, p.pp);
+  mem.activations_none = held * s * b * h * (34 + 5 * a * s / h) / t;
+  mem.activations_selective = held * s * b * h * 34 / t;
+  mem.activations_full = held * 2 * s * b * h / t;
+  mem.activations = p.recompute == Recompute::none        ? mem.activations_none
+                    : p.recompute == Recompute::selective ? mem.activations_selective
+                                                          : mem.activations_full;
+}
+
+void fill_time(Plan& out) {
+  const auto& m = out.model;
+  const auto& p = out.config;
+  const double attention = m.has_shape() ? 12.0 * m.layers * m.hidden * m.seq : 0;
+  out.model_flops_per_token = 6 * out.psi + attention;
+  out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * out.psi + attention / 3
+                                                              : p.recompute == Recompute::selective ? attention / 3
+                                                                                                     : 0);
+  const int M = p.micro_batches, P = p.pp;
+  out.bubble = double(P - 1) / double(M + P - 1);
+  if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
+  out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * m.seq;
+  auto& t = out.time;
+  t.busy = out.hardware_flops_per_token * out.tokens_per_step /
+           (double(out.cluster.gpus) * out.cluster.peak_flops * p.efficiency);
+  t.bubble = t.busy * (P - 1) / M;
+  for (const auto& e : out.ledger) {
+    if (e.axis == Axis::tp) t.tp += e.time_s * double(M + P - 1) / M;  // each slot of the pipeline waits for it
+    if (e.axis == Axis::pp) t.pp += e.time_s;
+    if (e.axis == Axis::dp) t.dp += e.time_s;
+  }
+  out.tokens_per_s = out.tokens_per_step / t.total();
+  const double peak = double(out.cluster.gpus) * out.cluster.peak_flops;
+  out.mfu = out.model_flops_per_token * out.tokens_per_s / peak;
+  out.hfu = out.hardware_flops_per_token * out.tokens_per_s / peak;
+}
+
+std::vector<std::string> formulas(const Plan& out) {
+  const auto& p = out.config;
+  std::vector<std::string> f = {
+      "model state: Ψ/(tp·pp) · " + std::string(zero_convention_name(p.convention)) + " with ZeRO-" +
+          std::to_string(p.zero) + " over dp = " + std::to_string(p.dp),
+      "activations (Korthikanti et al. 2022, TP with sequence parallelism): per layer and micro-batch "
+      "s·b·h·(34 + 5·a·s/h)/tp, selective 34·s·b·h/tp, full 2·s·b·h/tp; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
+      "DP: ZeRO-0/1 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-2 reduce-scatter per micro-batch + "
+      "all-gather; ZeRO-3 per micro-batch 2 all-gathers + reduce-scatter, (d−1)/d·2Ψ/(tp·pp) B each",
+      "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
+      "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
+      "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
+      "step: busy·(M+pp−1)/M + exposed communication (α-β, none overlapped); busy = hardware FLOPs·tokens / "
+      "(gpus·peak·" + num(p.efficiency) + ")",
+      "ranks: tp fastest, then dp, then pp (core/comm/topology.h); node = rank / " +
+          std::to_string(out.cluster.gpus_per_node),
+  };
+  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
+  return f;
+}
+
+}  // namespace
+
+double Plan::bytes_on(Axis a) const {
+  double b = 0;
+  for (const auto& e : ledger)
+    if (e.axis == a) b += e.bytes;
+  return b;
+}
+
+Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
+  validate(m, c, p);
+  Plan out;
+  out.model = m;
+  out.cluster = c;
+  out.config = p;
+  out.psi = m.parameters();
+  fill_memory(out);
+  const Span dp_span = axis_span(Axis::dp, c, p), tp_span = axis_span(Axis::tp, c, p), pp_span = axis_span(Axis::pp, c, p);
+  auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
+  add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
+  add_dp_entries(out, dp_span, link(dp_span));
+  double total = 0;
+  for (const auto& e : out.ledger) total += e.bytes;
+  for (auto& e : out.ledger) e.share = total > 0 ? e.bytes / total : 0;
+  fill_time(out);
+  out.formulas = formulas(out);
+  return out;
+}
+
+}  // namespace dtl::theory

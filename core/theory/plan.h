@@ -1,0 +1,156 @@
+// The arithmetic that decides a 3D (dp × tp × pp) configuration, as pure functions: per-GPU
+// memory by part, communication per step by axis (intra- vs inter-node), the pipeline
+// bubble, an estimated step time, tokens/s, MFU and HFU. `dtlab plan` prints it; the
+// curriculum's worked examples (seeds 000–002) are its tests (tests/core/plan_test.cpp).
+//
+// Rank order (as core/comm/topology.h, Megatron-LM): tp fastest, then dp, then pp:
+//     rank = pp_rank · (dp · tp) + dp_rank · tp + tp_rank,   node = rank / gpus_per_node
+// so a TP group stays inside a node while tp divides gpus_per_node.
+//
+// Formulas (Ψ parameters, L layers, h hidden, a heads, s sequence, b micro-batch size,
+// M micro-batches, d/t/p the dp/tp/pp sizes); every byte count is per GPU:
+//   Ψ from the shape        12·L·h² + V·h + s·h   (learned position embeddings)
+//   model state             Ψ/(t·p) · ZeRO bytes per parameter over d ranks (core/theory/zero.h)
+//   activations per layer   Korthikanti et al. 2022, 16-bit, TP with sequence parallelism
+//                           (every term divided by t):  none  s·b·h·(34 + 5·a·s/h)/t
+//                           selective  34·s·b·h/t      full (layer inputs only)  2·s·b·h/t
+//                           × ⌈L/p⌉ layers × min(M, p) micro-batches in flight (1F1B, first stage)
+//   DP traffic              ring collectives of the 16-bit gradients/parameters, Ψ/(t·p) each
+//                           ZeRO 0/1: one all-reduce per step 2(d−1)/d; ZeRO-2: a reduce-scatter
+//                           per micro-batch + one all-gather; ZeRO-3: per micro-batch two
+//                           all-gathers and a reduce-scatter, (d−1)/d each
+//   TP traffic              4 all-reduces of b·s·h elements per layer per micro-batch (2 forward,
+//                           2 backward; 6 with full recomputation), 2(t−1)/t each
+//   PP traffic              b·s·h/t elements per micro-batch per boundary, forward and backward
+//                           (the busiest, middle stage sends both)
+//   bubble                  (p−1)/(M+p−1) of the step (GPipe and 1F1B)
+//   FLOPs per token         model 6Ψ + 12·L·h·s (Narayanan et al. 2021); hardware adds the
+//                           recomputed forward: full 2Ψ + 4·L·h·s, selective 4·L·h·s
+//   step time               busy = hardware FLOPs · tokens / (gpus · peak · efficiency);
+//                           busy·(M+p−1)/M + exposed communication (α-β per link class:
+//                           TP (M+p−1)·its collectives, PP 2·M sends (seed 002, problem 3),
+//                           DP all of it — nothing overlapped)
+// A model given by Ψ alone (no layers/hidden/heads/seq) gets its model state and DP traffic;
+// activations, TP and PP traffic, tokens and time stay 0.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/theory/collectives.h"
+#include "core/theory/zero.h"
+
+namespace dtl::theory {
+
+enum class Recompute { none, selective, full };
+Recompute parse_recompute(std::string_view name);  // throws UsageError
+const char* recompute_name(Recompute r);
+
+struct ModelSpec {
+  std::string name = "custom";
+  double params = 0;  // Ψ as counted (a preset's nominal size); 0: from the shape
+  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  bool has_shape() const { return layers > 0 && hidden > 0 && heads > 0 && seq > 0; }
+  double shape_parameters() const;  // 12·L·h² + V·h + s·h
+  double parameters() const { return params > 0 ? params : shape_parameters(); }
+};
+// "7b", "13b", "70b", "175b" (GPT-3), "1t" (Megatron's 1T); throws UsageError naming them.
+ModelSpec model_preset(std::string_view name);
+std::vector<std::string> model_preset_names();
+
+struct ClusterSpec {
+  std::string name = "custom";
+  int gpus = 0, gpus_per_node = 8;
+  double gpu_memory = 80e9;  // bytes (GB = 1e9, as the curriculum counts "80 GB")
+  Link intra, inter;         // NVLink / InfiniBand, per GPU
+  double peak_flops = 312e12;
+};
+// "a100-80gb", "h100-80gb" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
+ClusterSpec cluster_preset(std::string_view name);
+std::vector<std::string> cluster_preset_names();
+
+struct ParallelConfig {
+  int dp = 1, tp = 1, pp = 1;
+  int zero = 0;  // 0 (plain DDP) .. 3, over the dp ranks
+  int micro_batch_size = 1, micro_batches = 1;
+  Recompute recompute = Recompute::none;
+  ZeroConvention convention = ZeroConvention::sixteen;
+  double efficiency = 0.5;  // achieved / peak FLOP/s of the compute
+};
+
+enum class Axis { dp, tp, pp };
+const char* axis_name(Axis a);
+
+struct Memory {
+  double params = 0, grads = 0, optimizer = 0;  // under the run's convention
+  double model_state_sixteen = 0, model_state_twelve = 0, model_state_eight = 0;
+  double activations = 0;  // under the run's recomputation
+  double activations_none = 0, activations_selective = 0, activations_full = 0;
+  double capacity = 0;
+  double model_state() const { return params + grads + optimizer; }
+  double total() const { return model_state() + activations; }
+  double headroom() const { return capacity - total(); }  // < 0: misses by that much
+  bool fits() const { return headroom() >= 0; }
+};
+
+// One line of the communication ledger: bytes one GPU sends per step for one collective.
+struct LedgerEntry {
+  Axis axis = Axis::dp;
+  std::string collective;  // "all_reduce gradients", ...
+  int calls = 0;           // per step
+  double bytes = 0;        // per GPU per step (the busiest GPU of the group)
+  double intra_bytes = 0, inter_bytes = 0;
+  double share = 0;        // of every axis' bytes together
+  bool crosses_nodes = false;
+  double time_s = 0;       // α-β time on the critical path
+};
+
+struct StepTime {
+  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0;
+  double total() const { return busy + bubble + tp + pp + dp; }
+};
+
+struct Plan {
+  ModelSpec model;
+  ClusterSpec cluster;
+  ParallelConfig config;
+  double psi = 0;
+  Memory memory;
+  std::vector<LedgerEntry> ledger;
+  double bubble = 0;  // (p−1)/(M+p−1)
+  StepTime time;
+  double tokens_per_step = 0, tokens_per_s = 0;
+  double model_flops_per_token = 0, hardware_flops_per_token = 0;
+  double mfu = 0, hfu = 0;
+  std::vector<std::string> formulas;  // the formulas used, in words
+  double bytes_on(Axis a) const;      // the ledger's bytes on one axis
+};
+
+// Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp ≠ gpus, tp not
+// dividing heads, pp > layers, ZeRO outside 0–3, efficiency outside (0, 1].
+void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
+Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
+
+// α-β time of a ring all-reduce of `bytes` over n ranks on one link: 2(n−1)α + 2(n−1)/n·bytes/β.
+double ring_all_reduce_seconds(int n, double bytes, Link link);
+
+struct SearchOptions {
+  int global_batch = 0;  // sequences per step; 0: max(512, 2·gpus)
+  int micro_batch_size = 1;
+  ZeroConvention convention = ZeroConvention::sixteen;
+  double efficiency = 0.5;
+  std::size_t keep = 10;
+};
+struct Ranked {
+  Plan plan;
+  std::string loses_because;  // why it is slower than the one above ("" for the first)
+};
+// Every dp·tp·pp = gpus with tp ≤ gpus per node dividing it and the heads, pp dividing the
+// layers, M = global batch / (dp·b) a whole number ≥ p, ZeRO 0–3 and each recomputation;
+// those that fit, fastest first (ties: less memory first; of ZeRO stages that differ only in
+// memory, the smallest), the top `keep`.
+std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& c, int gpus, const SearchOptions& o = {});
+
+}  // namespace dtl::theory

@@ -1,0 +1,118 @@
+// search(): every 3D configuration of a cluster that fits, fastest first, each with the
+// reason it loses to the one above it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+#include "core/theory/plan.h"
+
+namespace dtl::theory {
+
+namespace {
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * v);
+  return buf;
+}
+
+std::string gigabytes(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", v / 1e9);
+  return buf;
+}
+
+// The part of the step where `slower` loses most time against `faster`, in words.
+std::string why_slower(const Plan& faster, const Plan& slower) {
+  const StepTime& a = faster.time;
+  const StepTime& b = slower.time;
+  if (b.total() <= a.total() * (1 + 1e-12))
+    return "as fast, but " + gigabytes(slower.memory.total() - faster.memory.total()) + " more memory per GPU";
+  struct Part {
+    double delta;
+    std::string words;
+  };
+  auto dp_words = [&] {
+    bool inter = false;
+    for (const auto& e : slower.ledger) inter = inter || (e.axis == Axis::dp && e.crosses_nodes);
+    std::string w = std::string("more exposed ") + (inter ? "inter-node " : "") + "DP traffic";
+    if (slower.config.zero >= 2 && slower.config.zero != faster.config.zero)
+      w += " (ZeRO-" + std::to_string(slower.config.zero) + " communicates every micro-batch)";
+    return w;
+  };
+  bool tp_inter = false;
+  for (const auto& e : slower.ledger) tp_inter = tp_inter || (e.axis == Axis::tp && e.crosses_nodes);
+  const Part parts[] = {
+      {b.busy - a.busy, std::string("more recomputation (") + recompute_name(slower.config.recompute) + " vs " +
+                            recompute_name(faster.config.recompute) + ")"},
+      {b.bubble - a.bubble, "larger bubble (" + percent(slower.bubble) + " vs " + percent(faster.bubble) + ")"},
+      {b.tp - a.tp, std::string("more exposed ") + (tp_inter ? "inter-node " : "") + "TP traffic"},
+      {b.pp - a.pp, "more pipeline sends"},
+      {b.dp - a.dp, dp_words()},
+  };
+  const Part* worst = &parts[0];
+  for (const auto& p : parts)
+    if (p.delta > worst->delta) worst = &p;
+  return worst->words;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+}  // namespace
+
+std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int gpus, const SearchOptions& o) {
+  if (gpus < 1) throw UsageError("search needs at least 1 GPU (N), not " + std::to_string(gpus));
+  if (!m.has_shape()) throw UsageError("search needs the model's shape (--layers --hidden --heads --seq)");
+  ClusterSpec c = cluster;
+  c.gpus = gpus;
+  const int global_batch = o.global_batch > 0 ? o.global_batch : std::max(512, 2 * gpus);
+  std::vector<Plan> fitting;
+  for (int tp : divisors(gpus)) {
+    if (tp > c.gpus_per_node || c.gpus_per_node % tp != 0 || m.heads % tp != 0) continue;
+    for (int pp : divisors(gpus / tp)) {
+      if (m.layers % pp != 0) continue;
+      const int dp = gpus / tp / pp;
+      if (global_batch % (dp * o.micro_batch_size) != 0) continue;
+      const int M = global_batch / (dp * o.micro_batch_size);
+      if (M < pp) continue;  // 1F1B needs a micro-batch for every stage
+      for (int zero = 0; zero <= 3; ++zero) {
+        if (dp == 1 && zero > 0) continue;  // nothing to shard over
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+          ParallelConfig p{dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency};
+          Plan candidate = plan(m, c, p);
+          if (candidate.memory.fits()) fitting.push_back(std::move(candidate));
+        }
+      }
+    }
+  }
+  std::stable_sort(fitting.begin(), fitting.end(), [](const Plan& a, const Plan& b) {
+    if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
+    return a.memory.total() < b.memory.total();
+  });
+  // A ZeRO stage that only costs memory (ZeRO-0 beside ZeRO-1: the same all-reduce) is the
+  // same configuration for speed: keep the one with less memory.
+  std::vector<Plan> distinct;
+  for (auto& candidate : fitting) {
+    const bool repeat = !distinct.empty() && [&](const Plan& above) {
+      const auto &a = above.config, &b = candidate.config;
+      return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.recompute == b.recompute &&
+             above.tokens_per_s == candidate.tokens_per_s;
+    }(distinct.back());
+    if (!repeat) distinct.push_back(std::move(candidate));
+    if (distinct.size() == o.keep) break;
+  }
+  fitting = std::move(distinct);
+  std::vector<Ranked> ranked;
+  for (std::size_t i = 0; i < fitting.size(); ++i)
+    ranked.push_back({fitting[i], i == 0 ? std::string() : why_slower(fitting[i - 1], fitting[i])});
+  return ranked;
+}
+
+}  // namespace dtl::theory
