@@ -39,8 +39,9 @@ LSAN_OPTIONS="$lsan" DTL_FUZZ_NO_ADDRESS_LIMIT=1 ctest --preset asan -E "$mpi_cl
 LSAN_OPTIONS="$lsan:fast_unwind_on_malloc=0" ctest --preset asan -R "$mpi_cli_test"
 
 echo "== exercise track: builds, grades 0 points, and every stub's failure comes with its hint"
-# (CUDA off: the grader needs no GPU code, and nvcc would double this build's time)
-cmake --preset student -DDTL_WITH_CUDA=OFF >/dev/null
+# (CUDA off and -O0: the grader needs no GPU code and no speed — the stubs fail at once —
+# and both would double this build's time)
+cmake --preset student -DDTL_WITH_CUDA=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O0 -DNDEBUG" >/dev/null
 cmake --build --preset student -j"$jobs" --target dtlab
 status=0
 build/student/labs/cli/dtlab grade --json build/student/grade.json || status=$?
