@@ -69,6 +69,9 @@ struct Report {
   std::string backend;
   int ranks = 0;
   nlohmann::json config = nlohmann::json::object();
+  // The header's first words (default "LAB lab · N ranks (BACKEND)"), and the value column's
+  // title: "measured" for a lab, "estimate" for a planner that runs nothing.
+  std::string title, value_title = "measured";
   std::vector<std::string> setup;    // the configuration in words, for the header: "MLP 256×4", "fp32"
   std::vector<std::string> notes;    // lines under the table: how the timings were taken, what a figure means
   std::vector<std::string> columns;  // cases compared side by side (a column each) when there are 2 or more

@@ -112,13 +112,13 @@ std::string joined(const std::vector<std::string>& items, std::size_t width) {
 }
 
 // Every row in the order added; a heading where the case changes.
-std::string list_table(const std::vector<const ReportRow*>& rows, std::size_t width) {
+std::string list_table(const std::vector<const ReportRow*>& rows, std::size_t width, const std::string& value_title) {
   Table t{{}, {false, false, true, true, false}, {false, true, false, false, true}, {0, kKeepLabel, 0, 0, kKeepSource}};
   std::string current = "\x01";
   for (const ReportRow* r : rows) {
     if (r->case_id() != current) {
       current = r->case_id();
-      if (t.rows.empty()) t.rows.push_back({" ", current, "measured", "predicted", "from"});  // titles once
+      if (t.rows.empty()) t.rows.push_back({" ", current, value_title, "predicted", "from"});  // titles once
       else {
         t.rows.push_back({""});
         if (!current.empty()) t.rows.push_back({" ", current, "", "", ""});  // (rows about the whole run: no heading)
@@ -217,7 +217,8 @@ std::string pivot_table(const std::vector<std::string>& columns, const std::vect
 
 std::string Report::to_text(int width) const {
   const std::size_t w = std::size_t(std::max(40, width));
-  std::vector<std::string> head = {lab + " lab", std::to_string(ranks) + " ranks (" + backend + ")"};
+  std::vector<std::string> head = title.empty() ? std::vector<std::string>{lab + " lab", std::to_string(ranks) + " ranks (" + backend + ")"}
+                                                 : std::vector<std::string>{title};
   head.insert(head.end(), setup.begin(), setup.end());
   std::string out = joined(head, w) + "\n";
 
@@ -228,7 +229,7 @@ std::string Report::to_text(int width) const {
   std::vector<std::string> footnotes;
   if (!pivoted.empty()) out += pivot_table(columns, pivoted, w, footnotes);
   if (!pivoted.empty() && !listed.empty()) out += "\n";
-  if (!listed.empty()) out += list_table(listed, w);
+  if (!listed.empty()) out += list_table(listed, w, value_title);
 
   out += "\n";
   for (const std::string& n : footnotes)

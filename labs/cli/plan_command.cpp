@@ -114,6 +114,8 @@ Report header(const th::Plan& pl) {
   rep.lab = "plan";
   rep.backend = pl.cluster.name;
   rep.ranks = pl.cluster.gpus;
+  rep.title = "plan · " + std::to_string(pl.cluster.gpus) + " GPUs (" + pl.cluster.name + ")";
+  rep.value_title = "estimate";  // nothing runs: every figure is the formulas'
   const auto& m = pl.model;
   char psi[64];
   std::snprintf(psi, sizeof psi, "Ψ = %.4g billion parameters", pl.psi / 1e9);
