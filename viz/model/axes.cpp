@@ -6,9 +6,6 @@
 
 namespace dtl::viz {
 
-namespace {
-
-// `v` with `decimals` decimals, trailing zeros (and a bare point) dropped.
 std::string trimmed(double v, int decimals) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", std::clamp(decimals, 0, 9), v);
@@ -19,6 +16,8 @@ std::string trimmed(double v, int decimals) {
   }
   return s == "-0" ? "0" : s;
 }
+
+namespace {
 
 // Decimals that show a multiple of `step` exactly enough in `unit`.
 int decimals_for(double step, double unit) {

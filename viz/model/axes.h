@@ -21,6 +21,9 @@ double time_tick_step(double t0, double t1, float width_px, float min_px);
 std::vector<Tick> time_ticks(double t0, double t1, double origin, float width_px, float min_px);
 // `ns` in the unit that suits `magnitude` (ns, µs, ms, s) with the decimals `step` needs:
 // format_duration(1.5e6, 5e5, 2e6) = "1.5 ms".
+// `v` with `decimals` decimals, trailing zeros (and a bare point) dropped: "2.5", "40".
+std::string trimmed(double v, int decimals);
+
 std::string format_duration(double ns, double step, double magnitude);
 
 // The memory axis: from 0 to `top` (the first tick at or above max_bytes) in a power-of-two

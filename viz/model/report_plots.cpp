@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "viz/model/axes.h"
 #include "viz/model/trace_data.h"
 
 namespace dtl::viz {
@@ -45,17 +46,6 @@ std::string why_not(const json& p, Plot& plot) {
     for (const json& l : *it) plot.point_labels.push_back(l.is_string() ? printable(l.get<std::string>(), 24) : std::string());
   }
   return "";
-}
-
-std::string trimmed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", std::clamp(decimals, 0, 9), v);
-  std::string s = buf;
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  return s == "-0" ? "0" : s;
 }
 
 // A number with an SI prefix (bandwidths: "3.47 GB/s", as the terminal report prints them).
