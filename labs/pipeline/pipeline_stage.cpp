@@ -72,11 +72,17 @@ PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSet
   }
 }
 
-void PipelineStage::record(const char* op, int m, int c, int step, double begin, double end) {
+// An action's span in the trace (its micro-batch and chunk on the event), and its time
+// added to the step's totals: the op's and the stage's busy time.
+void PipelineStage::record(const char* op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
+                           StageStep& rec) {
   Trace* tr = comm_.trace();
   tr->record(Event{.begin_ns = std::int64_t(begin * 1e9), .end_ns = std::int64_t(end * 1e9), .rank = comm_.global_rank(),
                    .step = step, .chunk = c, .micro_batch = std::int16_t(m), .label = tr->label(op),
                    .kind = EventKind::compute});
+  op_total += end - begin;
+  rec.busy += end - begin;
+  ++op_count;
 }
 
 void PipelineStage::pace(double begin, double target_us) {
@@ -121,10 +127,7 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
   }
   pace(t0, s_.forward_us);
   const double t1 = now_s(comm_);
-  record("F", m, c, step, t0, t1);
-  rec.forward += t1 - t0;
-  rec.busy += t1 - t0;
-  ++rec.forwards;
+  record("F", m, c, step, t0, t1, rec.forward, rec.forwards, rec);
 }
 
 void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split) {
@@ -141,10 +144,7 @@ void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split)
   }
   pace(t0, split ? s_.backward_us - s_.weight_us : s_.backward_us);
   const double t1 = now_s(comm_);
-  record("B", m, c, step, t0, t1);
-  rec.backward += t1 - t0;
-  rec.busy += t1 - t0;
-  ++rec.backwards;
+  record("B", m, c, step, t0, t1, rec.backward, rec.backwards, rec);
   if (input_grad) {  // dX for the previous virtual stage, until the loop sends it
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(ch.model->in_features(ch.span.first));
     dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
@@ -162,10 +162,7 @@ void PipelineStage::weight(int m, int c, int step, StageStep& rec) {
   ch.gradients_started = true;
   pace(t0, s_.weight_us);
   const double t1 = now_s(comm_);
-  record("W", m, c, step, t0, t1);
-  rec.weight += t1 - t0;
-  rec.busy += t1 - t0;
-  ++rec.weights;
+  record("W", m, c, step, t0, t1, rec.weight, rec.weights, rec);
   in_flight_.erase({m, c});
 }
 
