@@ -1,6 +1,10 @@
 // Runs a lab on thread ranks the way `dtlab run` does, for the lab tests.
 #pragma once
 
+#include <cmath>
+#include <map>
+#include <string>
+
 #include "core/trace/trace.h"
 #include "labs/lab.h"
 #include "tests/test_util.h"
@@ -20,6 +24,24 @@ inline Report run_lab(const std::string& name, LabConfig cfg, Trace& trace) {
     if (c.rank() == 0) report = r;
   }, &trace);
   return report;
+}
+
+// The lab on P thread ranks for its results, not its timings: one timed run of 2 steps
+// (unless `options` sets --steps) after the warm-up step.
+inline Report run_for_results(const std::string& name, int P, std::map<std::string, std::string> options, Trace& trace) {
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.repeat = 1;
+  options.emplace("steps", "2");
+  cfg.options = options;
+  return run_lab(name, cfg, trace);
+}
+
+// The measured value of row `id`; fails the test (and gives NaN) when the report has none.
+inline double row(const Report& rep, const std::string& id) {
+  const ReportRow* r = rep.find(id);
+  EXPECT_NE(r, nullptr) << "no row " << id;
+  return r ? r->measured : std::nan("");
 }
 
 }  // namespace dtl::test

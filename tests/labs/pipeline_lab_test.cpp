@@ -18,19 +18,10 @@ using namespace dtl;
 namespace {
 
 Report run_pipeline(int P, std::map<std::string, std::string> options, Trace& trace) {
-  LabConfig cfg;
-  cfg.ranks = P;
-  cfg.repeat = 1;
-  options.emplace("steps", "2");
-  cfg.options = options;
-  return test::run_lab("pipeline", cfg, trace);
+  return test::run_for_results("pipeline", P, std::move(options), trace);
 }
 
-double row(const Report& rep, const std::string& id) {
-  const ReportRow* r = rep.find(id);
-  EXPECT_NE(r, nullptr) << "no row " << id;
-  return r ? r->measured : std::nan("");
-}
+using test::row;
 
 }  // namespace
 

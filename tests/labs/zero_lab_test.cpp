@@ -19,19 +19,10 @@ using namespace dtl;
 namespace {
 
 Report run_zero(int P, std::map<std::string, std::string> options, Trace& trace) {
-  LabConfig cfg;
-  cfg.ranks = P;
-  cfg.repeat = 1;  // results, not timings
-  options.emplace("steps", "2");
-  cfg.options = options;
-  return test::run_lab("zero", cfg, trace);
+  return test::run_for_results("zero", P, std::move(options), trace);
 }
 
-double row(const Report& rep, const std::string& id) {
-  const ReportRow* r = rep.find(id);
-  EXPECT_NE(r, nullptr) << "no row " << id;
-  return r ? r->measured : std::nan("");
-}
+using test::row;
 
 // Ψ of the lab's MLP: in 64 → width → ... → out 64, `depth` linear layers with biases.
 double params_of(int width, int depth) {
