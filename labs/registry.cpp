@@ -5,6 +5,7 @@
 #include "labs/ddp/ddp_lab.h"
 #include "labs/lab.h"
 #include "labs/pipeline/pipeline_lab.h"
+#include "labs/tensor_parallel/tp_lab.h"
 #include "labs/zero/zero_lab.h"
 
 namespace dtl {
@@ -15,6 +16,7 @@ const std::vector<LabInfo>& lab_registry() {
       ddp_lab_info(),
       zero_lab_info(),
       pipeline_lab_info(),
+      tensor_parallel_lab_info(),
   };
   return labs;
 }

@@ -17,8 +17,9 @@ constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 void use_one_blas_thread() { openblas_set_num_threads(1); }
 
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
-  for (int r = 0; r < B; ++r) std::copy(b, b + O, Y + std::size_t(r) * std::size_t(O));  // Y = b, then += X·Wᵀ
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, X, I, W, I, 1.0f, Y, O);
+  if (b)
+    for (int r = 0; r < B; ++r) std::copy(b, b + O, Y + std::size_t(r) * std::size_t(O));  // Y = b, then += X·Wᵀ
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, X, I, W, I, b ? 1.0f : 0.0f, Y, O);
 }
 
 void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
@@ -26,6 +27,7 @@ void linear_backward(const float* X, const float* W, const float* dY, float* dX,
   if (dX) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0f, dY, O, W, I, 0.0f, dX, I);
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dY, O, X, I, accumulate ? 1.0f : 0.0f, dW, I);
+  if (!db) return;  // a layer without a bias
   if (!accumulate) std::fill(db, db + O, 0.0f);
   for (int r = 0; r < B; ++r)
     for (int o = 0; o < O; ++o) db[o] += dY[std::size_t(r) * std::size_t(O) + std::size_t(o)];
@@ -155,7 +157,7 @@ namespace reference {
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
   for (int r = 0; r < B; ++r)
     for (int o = 0; o < O; ++o) {
-      double acc = b[o];
+      double acc = b ? b[o] : 0.0;
       for (int i = 0; i < I; ++i) acc += double(X[r * I + i]) * double(W[o * I + i]);
       Y[r * O + o] = float(acc);
     }

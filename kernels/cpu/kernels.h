@@ -18,7 +18,8 @@ void use_one_blas_thread();
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O);
 // accumulate: dW and db are added to (gradient accumulation) instead of overwritten.
 // dX null: no input gradient; dW (and db) null: the input gradient only (zero-bubble's
-// split of backward into B and W, each a call).
+// split of backward into B and W, each a call). b null in forward and db null in backward:
+// a layer without a bias (tensor parallelism's row-parallel layer on all ranks but one).
 void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
                      bool accumulate = false);
 

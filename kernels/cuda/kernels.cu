@@ -271,9 +271,9 @@ bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtyp
 void linear_forward(cublasHandle_t h, const float* X, const float* W, const float* b, float* Y, int B, int I, int O,
                     cudaStream_t s) {
   DTL_CUBLAS_CHECK(cublasSetStream(h, s));
-  DTL_LAUNCH(broadcast_bias_kernel, std::size_t(B) * O, s, Y, b, B, O);
-  const float one = 1.0f;
-  DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one, W, I, X, I, &one, Y, O));
+  if (b) DTL_LAUNCH(broadcast_bias_kernel, std::size_t(B) * O, s, Y, b, B, O);
+  const float one = 1.0f, zero = 0.0f;  // without a bias Y is overwritten
+  DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, O, B, I, &one, W, I, X, I, b ? &one : &zero, Y, O));
 }
 
 void linear_backward(cublasHandle_t h, const float* X, const float* W, const float* dY, float* dX, float* dW, float* db,
@@ -283,6 +283,7 @@ void linear_backward(cublasHandle_t h, const float* X, const float* W, const flo
   if (dX) DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, I, B, O, &one, W, I, dY, O, &zero, dX, I));
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, X, I, dY, O, accumulate ? &one : &zero, dW, I));
+  if (!db) return;  // a layer without a bias
   bias_grad_kernel<<<(O + kThreads - 1) / kThreads, kThreads, 0, s>>>(dY, db, B, O, accumulate);
   DTL_CUDA_CHECK(cudaGetLastError());
 }

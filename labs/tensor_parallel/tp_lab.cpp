@@ -1,0 +1,186 @@
+// The tensor-parallel lab: one model split Megatron-style over the T ranks of the run
+// (Shoeybi et al. 2019 §3; sequence parallelism: Korthikanti et al. 2022), trained for a
+// few AdamW steps, beside the same model on one rank.
+//
+//   dtlab run tensor_parallel --model mlp|gpt --ranks T [--sequence-parallel off|on|both]
+//                             [--layers L --hidden H --heads A --seq S --batch B --vocab V] [--link pcie4]
+//
+// What it measures, from each rank's own trace events: the collectives inside the blocks
+// per layer and pass (plain: 2 all-reduces forward, 2 backward; sequence parallel: each
+// becomes an all-gather and a reduce-scatter), their payload against b·s·h·4 bytes, the
+// ring bytes per rank per step against 4L · 2(T−1)/T · b·s·h·4, activation memory per
+// rank with and without sequence parallelism, and compute against communication time.
+// Equivalence: the loss, every gradient of the first step and the weights after --steps
+// steps equal one rank's (the same code on a 1-rank group).
+#include "labs/tensor_parallel/tp_lab.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "core/util/units.h"
+#include "labs/tensor_parallel/tp_mlp.h"
+
+namespace dtl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- which collectives a step made inside the blocks, from the trace ----
+
+struct Span {
+  std::int64_t begin, end;
+  bool forward;
+};
+
+std::vector<Span> block_spans(Trace& tr, int rank, std::size_t mark) {
+  std::vector<Span> spans;
+  const EventLog& log = tr.log(rank, kStreamMain);
+  for (std::size_t i = mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.kind != EventKind::compute) continue;
+    const std::string name = tr.label_name(e.label);
+    if (name.rfind("fwd block ", 0) == 0 || name.rfind("bwd block ", 0) == 0)
+      spans.push_back({e.begin_ns, e.end_ns, name[0] == 'f'});
+  }
+  return spans;
+}
+
+BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_t comm_mark) {
+  Trace& tr = *comm.trace();
+  const int me = comm.global_rank(), T = comm.size();
+  const std::vector<Span> spans = block_spans(tr, me, main_mark);
+  const EventLog& log = tr.log(me, kStreamComm);
+  BlockCollectives c;
+  for (std::size_t i = comm_mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.kind != EventKind::collective) continue;
+    const auto in = std::find_if(spans.begin(), spans.end(), [&](const Span& s) { return e.begin_ns >= s.begin && e.begin_ns <= s.end; });
+    if (in == spans.end()) {
+      c.outside_blocks += 1;
+      continue;
+    }
+    const std::string name = tr.label_name(e.label);
+    const bool fwd = in->forward;
+    const double share = double(T - 1) / T;  // a ring all-gather or reduce-scatter sends (T−1)/T of the vector
+    if (name == "all_reduce") (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1, c.ring_bytes += 2 * share * double(e.bytes);
+    else if (name == "all_gather") (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1, c.ring_bytes += share * double(e.bytes);
+    else if (name == "reduce_scatter") (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1, c.ring_bytes += share * double(e.bytes);
+    else c.others += 1;
+    c.largest_payload = std::max(c.largest_payload, double(e.bytes));
+    c.seconds += double(e.end_ns - e.begin_ns) * 1e-9;
+  }
+  return c;
+}
+
+// ---- the single-rank reference: the same code on a group of one ----
+
+}  // namespace
+
+OneRank one_rank_reference(Comm& comm, const TpSettings& s) {
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+  std::unique_ptr<Comm> alone = comm.split(comm.rank(), 0);
+  MemoryTracker mem(comm.global_rank(), nullptr);
+  const ex::TpGroup g{*alone, ex::TpMode::plain};
+  std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem);
+  OneRank ref;
+  for (int step = 0; step < s.steps; ++step) {
+    const float loss = model->train_step(step);
+    if (step == 0) {
+      ref.first_loss = loss;
+      for (const std::string& n : model->names()) ref.first_grads.push_back(model->full_grads(n));
+    }
+    model->adamw_step(s.adamw, step + 1);
+  }
+  for (const std::string& n : model->names()) ref.final_params.push_back(model->full_params(n));
+  return ref;
+}
+
+namespace {
+
+// Largest |a − b| / (max |b| of the tensor) over every tensor: gradients span orders of
+// magnitude from tensor to tensor, so each is held to its own scale.
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  return diff / scale;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+  return diff;
+}
+
+double peak_activation(Comm& comm, std::size_t main_mark) {
+  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamMain);
+  double cur = 0, peak = 0;
+  for (std::size_t i = main_mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.tag != int(MemTag::activation) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
+    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
+    peak = std::max(peak, cur);
+  }
+  return peak;
+}
+
+}  // namespace
+
+// One mode (plain or sequence parallel) on the T ranks: train, time, count, compare.
+TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
+  const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
+  comm.barrier();
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  const std::size_t main_mark = comm.trace()->log(comm.global_rank(), kStreamMain).size();
+  MemoryTracker mem(comm.global_rank(), comm.trace());
+  const ex::TpGroup g{comm, mode};
+  std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem);
+  TpMeasurement m;
+  m.mode = mode;
+  m.param_bytes = double(mem.peak(MemTag::param));
+  m.regions = model->regions_per_block();
+  m.regathers = model->regathers_input();
+  m.predicted_activation = model->activation_bytes();
+  m.activation_formula = model->activation_formula();
+  m.partial_replicated = model->partial_replicated_grads();
+  std::vector<double> steps, comm_s;
+  for (int step = 0; step < s.steps; ++step) {
+    report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
+    const std::size_t mm = comm.trace()->log(comm.global_rank(), kStreamMain).size();
+    const std::size_t cm = comm.trace()->log(comm.global_rank(), kStreamComm).size();
+    const auto t0 = Clock::now();
+    const float loss = model->train_step(step);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m.comm = block_collectives(comm, mm, cm);
+    if (step > 0 || s.steps == 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step == 0 && s.check) {
+      m.loss_diff = std::fabs(double(loss) - double(ref.first_loss));
+      const std::vector<std::string> names = model->names();
+      m.max_grad_rel_diff = 0;
+      for (std::size_t i = 0; i < names.size(); ++i)
+        m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(model->full_grads(names[i]), ref.first_grads[i]));
+    }
+    model->adamw_step(s.adamw, step + 1);
+  }
+  if (s.steps == 1) m.last_loss = m.first_loss;
+  if (s.check) {
+    const std::vector<std::string> names = model->names();
+    m.max_weight_diff = 0;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      m.max_weight_diff = std::max(m.max_weight_diff, max_abs_diff(model->full_params(names[i]), ref.final_params[i]));
+  }
+  m.activation_peak = peak_activation(comm, main_mark);
+  comm.all_reduce(&m.activation_peak, &m.activation_peak, 1, DType::f64, ReduceOp::max);
+  m.step = repeated(steps);
+  m.comm_time = repeated(comm_s);
+  return m;
+}
+
+}  // namespace dtl

@@ -1,0 +1,97 @@
+// The tensor-parallel lab (see tp_lab.cpp): Megatron-LM's intra-layer split of an MLP or
+// a tiny GPT over T ranks, every collective counted and sized from the trace beside the
+// curriculum's formulas (seeds 001–003), every gradient checked against one rank.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exercises/tensor_parallel.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/lab.h"
+
+namespace dtl {
+
+// --model and --sequence-parallel, in the order the LabInfo lists the names.
+enum class TpModelKind { mlp, gpt };
+enum class TpSequenceChoice { off, on, both };
+enum class TpCheck { off, on };
+
+struct TpSettings {
+  TpModelKind model = TpModelKind::mlp;
+  int layers = 2, hidden = 64, heads = 4, seq = 32, batch = 4, vocab = 64;
+  int steps = 3;
+  bool check = true;  // train the 1-rank reference and compare (off for big milestone runs)
+  std::vector<ex::TpMode> modes;  // plain and/or sequence parallel, one report column each
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  int rows() const { return batch * seq; }  // tokens per step: the b·s of the formulas
+};
+
+// The model a run drives, the same for every T: one training step's forward, loss and
+// backward on this rank's data, AdamW, and the full tensors for the equivalence checks.
+// Its forward and backward mark each block with compute spans "fwd block L" / "bwd
+// block L", which is how the lab tells the blocks' collectives from the embedding's.
+class TpModelRun {
+ public:
+  virtual ~TpModelRun() = default;
+  virtual float train_step(int step) = 0;  // the global batch's loss, the same on every rank
+  virtual void adamw_step(const kernels::AdamWConfig& c, int step) = 0;
+  virtual std::vector<std::string> names() const = 0;
+  virtual std::vector<float> full_params(const std::string& name) = 0;  // collectives over the group
+  virtual std::vector<float> full_grads(const std::string& name) = 0;
+  // Replicated parameters whose gradients each rank only has part of under sequence
+  // parallelism (LayerNorm weights, ...): their element count, all-reduced after backward.
+  virtual std::size_t partial_replicated_grads() const { return 0; }
+  // f…g regions per block (the MLP's blocks: 1; a transformer layer: attention and MLP, 2),
+  // and whether backward gathers a column layer's input again under sequence parallelism.
+  virtual int regions_per_block() const = 0;
+  virtual bool regathers_input() const = 0;
+  // The activation bytes this rank keeps for backward, and that formula in words.
+  virtual double activation_bytes() const = 0;
+  virtual std::string activation_formula() const = 0;
+};
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem);
+
+// The collectives of one step inside the blocks, from this rank's events.
+struct BlockCollectives {
+  int all_reduce_fwd = 0, all_reduce_bwd = 0, all_gather_fwd = 0, all_gather_bwd = 0;
+  int reduce_scatter_fwd = 0, reduce_scatter_bwd = 0, others = 0;
+  double largest_payload = 0;  // bytes of the biggest one (all-reduce: the buffer; AG/RS: the full vector)
+  double ring_bytes = 0;       // what a ring sends per rank for all of them: 2(T−1)/T or (T−1)/T of each
+  double seconds = 0;          // their time (synchronous: all of it exposed)
+  double outside_blocks = 0;   // collectives of the step outside the blocks (embedding, loss, LN grads)
+};
+
+struct TpMeasurement {
+  ex::TpMode mode = ex::TpMode::plain;
+  float first_loss = 0, last_loss = 0;
+  double max_grad_rel_diff = -1, max_weight_diff = -1, loss_diff = -1;  // vs 1 rank (-1: not checked)
+  BlockCollectives comm;                 // of the last step
+  double activation_peak = 0;            // bytes, this rank's MemTag::activation peak (max over ranks)
+  double param_bytes = 0;                // per rank
+  int regions = 1;                       // the model's f…g regions per block
+  bool regathers = false;
+  double predicted_activation = 0;
+  std::string activation_formula;
+  std::size_t partial_replicated = 0;
+  Repeated step, comm_time;  // a training step, and the blocks' collectives in it
+};
+
+// The single-rank reference: the same model code on a group of one, trained the same steps.
+struct OneRank {
+  float first_loss = 0;
+  std::vector<std::vector<float>> first_grads, final_params;  // by names()
+};
+OneRank one_rank_reference(Comm& comm, const TpSettings& s);
+// One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.
+TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref);
+
+Report run_tp_lab(Comm& comm, const LabConfig& cfg);
+LabInfo tensor_parallel_lab_info();
+
+// Report rows (tp_report.cpp).
+void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T);
+void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg);
+
+}  // namespace dtl

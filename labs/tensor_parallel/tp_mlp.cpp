@@ -1,0 +1,207 @@
+// The tensor-parallel MLP (tp_mlp.h): every block is the exercises' column-parallel c_fc,
+// a local GELU, and the row-parallel c_proj.
+#include "labs/tensor_parallel/tp_mlp.h"
+
+#include <random>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
+
+namespace dtl {
+
+ex::LinearMath linear_math(TrainOps& ops) {
+  ex::LinearMath m;
+  m.forward = [&ops](const float* X, const float* W, const float* b, float* Y, int rows, int in, int out) {
+    ops.linear_forward(X, W, b, Y, rows, in, out);
+  };
+  m.backward = [&ops](const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows, int in,
+                      int out, bool accumulate) { ops.linear_backward(X, W, dY, dX, dW, db, rows, in, out, accumulate); };
+  return m;
+}
+
+namespace {
+
+std::string block_name(int l, const char* what) { return "h." + std::to_string(l) + ".mlp." + what; }
+
+// The full tensor `name` of the model, the same on every rank and for every T: uniform in
+// ±1/√in as nn.Linear draws, from a generator seeded by the model's seed and the name.
+std::vector<float> full_tensor(std::uint32_t seed, const std::string& name, std::size_t n, int in) {
+  std::seed_seq seq{seed, std::uint32_t(std::hash<std::string>{}(name))};
+  std::mt19937 gen(seq);
+  std::uniform_real_distribution<float> u(-1.0f / std::sqrt(float(in)), 1.0f / std::sqrt(float(in)));
+  std::vector<float> v(n);
+  for (float& x : v) x = u(gen);
+  return v;
+}
+
+// Copies rows [s.row_begin, s.row_end) × columns [s.col_begin, s.col_end) of the full
+// [out × in] matrix into dst (row-major, as the rank holds it).
+void copy_slice(const std::vector<float>& full, int in, const ex::LinearSlice& s, float* dst) {
+  for (int r = s.row_begin; r < s.row_end; ++r)
+    for (int c = s.col_begin; c < s.col_end; ++c) *dst++ = full[std::size_t(r) * std::size_t(in) + std::size_t(c)];
+}
+
+}  // namespace
+
+TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops)
+    : shape_(shape), tp_(tp), ops_(ops), math_(linear_math(ops)), T_(tp.comm.size()), r_(tp.comm.rank()) {
+  const int h = shape.hidden;
+  ff_local_ = 4 * h / T_;
+  std::size_t n = 0;
+  for (int l = 0; l < shape.layers; ++l) {
+    Block b;
+    b.fc_w = n, n += std::size_t(ff_local_) * h;
+    b.fc_b = n, n += std::size_t(ff_local_);
+    b.proj_w = n, n += std::size_t(h) * ff_local_;
+    b.proj_b = n, n += std::size_t(h);  // every rank keeps c_proj's bias; rank 0 adds it (tp_slices)
+    blocks_.push_back(b);
+  }
+  const Device dev = ops.device();
+  params_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::param, dev);
+  grads_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::grad, dev);
+  adam_m_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::optimizer, dev);
+  adam_v_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::optimizer, dev);
+  init_params(seed);
+  const std::int64_t R = shape.rows, Rl = local_rows();
+  const bool sp = tp.mode == ex::TpMode::sequence_parallel;
+  for (int l = 0; l < shape.layers; ++l) {
+    x_.emplace_back(mem, std::vector<std::int64_t>{Rl, h}, DType::f32, MemTag::activation, dev);
+    z_.emplace_back(mem, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
+    a_.emplace_back(mem, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
+  }
+  out_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::activation, dev);
+  // Sequence parallel: c_fc's gathered input lives only while it is used, and backward
+  // gathers it again (Megatron-LM's choice: one more all-gather, 1/T of the memory).
+  if (sp) x_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
+  partial_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
+  dy_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
+  dx_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
+  dz_ = Tensor(mem, {R, ff_local_}, DType::f32, MemTag::other, dev);
+  da_ = Tensor(mem, {R, ff_local_}, DType::f32, MemTag::other, dev);
+  dres_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
+  dnext_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
+}
+
+int TpMlp::local_rows() const { return tp_.mode == ex::TpMode::sequence_parallel ? shape_.rows / T_ : shape_.rows; }
+
+void TpMlp::init_params(std::uint32_t seed) {
+  const int h = shape_.hidden, ff = 4 * h;
+  std::vector<float> host(params_.numel());
+  for (int l = 0; l < shape_.layers; ++l) {
+    const Block& b = blocks_[std::size_t(l)];
+    const ex::LinearSlice fc = ex::column_parallel_slice(ff, h, r_, T_);  // exercise tp_slices
+    const ex::LinearSlice proj = ex::row_parallel_slice(h, ff, r_, T_);
+    copy_slice(full_tensor(seed, block_name(l, "c_fc.weight"), std::size_t(ff) * h, h), h, fc, &host[b.fc_w]);
+    const std::vector<float> fc_bias = full_tensor(seed, block_name(l, "c_fc.bias"), std::size_t(ff), h);
+    std::copy(fc_bias.begin() + fc.bias_begin, fc_bias.begin() + fc.bias_end, &host[b.fc_b]);
+    copy_slice(full_tensor(seed, block_name(l, "c_proj.weight"), std::size_t(h) * ff, ff), ff, proj, &host[b.proj_w]);
+    const std::vector<float> proj_bias = full_tensor(seed, block_name(l, "c_proj.bias"), std::size_t(h), ff);
+    std::copy(proj_bias.begin(), proj_bias.end(), &host[b.proj_b]);
+  }
+  copy_bytes(params_.data(), host.data(), host.size() * sizeof(float));
+}
+
+ex::TpLinear TpMlp::fc(int l, bool with_grads) {
+  const Block& b = blocks_[std::size_t(l)];
+  float* p = params_.as<float>();
+  float* g = grads_.as<float>();
+  return {p + b.fc_w, p + b.fc_b, with_grads ? g + b.fc_w : nullptr, with_grads ? g + b.fc_b : nullptr, shape_.hidden,
+          ff_local_};
+}
+
+ex::TpLinear TpMlp::proj(int l) {
+  const Block& b = blocks_[std::size_t(l)];
+  float* p = params_.as<float>();
+  float* g = grads_.as<float>();
+  // Only rank 0 adds the bias (the g all-reduce sums the T partial outputs); every rank
+  // gets the whole dL/db.
+  return {p + b.proj_w, r_ == 0 ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
+}
+
+float TpMlp::forward_backward(const float* x, const float* target) {
+  const int R = shape_.rows, h = shape_.hidden, L = shape_.layers;
+  const std::size_t local = std::size_t(local_rows()) * std::size_t(h), ff = std::size_t(R) * std::size_t(ff_local_);
+  const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
+  // ---- forward: x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) ----
+  copy_bytes(x_[0].data(), x, local * sizeof(float));
+  Trace* tr = tp_.comm.trace();
+  const int me = tp_.comm.global_rank();
+  auto span = [&](const char* pass, int l) {
+    return ScopedSpan(tr, me, EventKind::compute, tr ? tr->label(std::string(pass) + " block " + std::to_string(l)) : 0);
+  };
+  for (int l = 0; l < L; ++l) {
+    ScopedSpan block = span("fwd", l);
+    float* next = l + 1 < L ? x_[std::size_t(l + 1)].as<float>() : out_.as<float>();
+    ex::column_parallel_forward(tp_, math_, fc(l, false), x_[std::size_t(l)].as<float>(), x_full(), z_[std::size_t(l)].as<float>(), R);
+    ops_.gelu_forward(z_[std::size_t(l)].as<float>(), a_[std::size_t(l)].as<float>(), ff);
+    ex::row_parallel_forward(tp_, math_, proj(l), a_[std::size_t(l)].as<float>(), partial_.as<float>(), next, R);
+    ops_.axpy(1.0f, x_[std::size_t(l)].as<float>(), next, local);  // the residual
+  }
+  // ---- loss: mean over all R·h elements; a rank under sequence parallelism sees 1/T of them ----
+  float loss = ops_.mse_loss(out_.as<float>(), target, dnext_.as<float>(), local);
+  if (sp) {
+    ops_.scale(1.0f / float(T_), dnext_.as<float>(), local);  // dy = 2(y − t)/(R·h), not /(R·h/T)
+    float sum = loss / float(T_);
+    tp_.comm.all_reduce(&sum, &sum, 1, DType::f32, ReduceOp::sum);
+    loss = sum;
+  }
+  // ---- backward, last block first; dnext holds dL/dx_{l+1} ----
+  for (int l = L - 1; l >= 0; --l) {
+    ScopedSpan block = span("bwd", l);
+    ex::row_parallel_backward(tp_, math_, proj(l), a_[std::size_t(l)].as<float>(), dnext_.as<float>(),
+                              dy_full_.as<float>(), da_.as<float>(), R, false);
+    ops_.gelu_backward(z_[std::size_t(l)].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
+    // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
+    const float* x_in = ex::f_forward(tp_, x_[std::size_t(l)].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
+    ex::column_parallel_backward(tp_, math_, fc(l, true), x_in, dz_.as<float>(), dx_full_.as<float>(),
+                                 dres_.as<float>(), R, false);
+    ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
+  }
+  ops_.synchronize();
+  return loss;
+}
+
+void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
+  ops_.adamw_step(params_.as<float>(), grads_.as<float>(), adam_m_.as<float>(), adam_v_.as<float>(), params_.numel(), c,
+                  step);
+  ops_.synchronize();
+}
+
+std::vector<std::string> TpMlp::names() const {
+  std::vector<std::string> n;
+  for (int l = 0; l < shape_.layers; ++l)
+    for (const char* w : {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}) n.push_back(block_name(l, w));
+  return n;
+}
+
+// All-gathers the ranks' slices of one tensor and puts them back into the full layout.
+std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {
+  const int h = shape_.hidden, ff = 4 * h;
+  int l = 0;
+  while (l < shape_.layers && name.rfind("h." + std::to_string(l) + ".", 0) != 0) ++l;
+  if (l == shape_.layers) throw Error("TpMlp has no tensor " + name);
+  const Block& b = blocks_[std::size_t(l)];
+  const bool is_fc = name.find("c_fc") != std::string::npos, is_weight = name.find("weight") != std::string::npos;
+  if (!is_fc && !is_weight) {  // c_proj's bias: the same on every rank
+    std::vector<float> v(static_cast<std::size_t>(h));
+    copy_bytes(v.data(), flat + b.proj_b, v.size() * sizeof(float));
+    return v;
+  }
+  const std::size_t n = is_weight ? std::size_t(ff_local_) * h : std::size_t(ff_local_);
+  std::vector<float> mine(n), all(n * std::size_t(T_));
+  copy_bytes(mine.data(), flat + (is_fc ? (is_weight ? b.fc_w : b.fc_b) : b.proj_w), n * sizeof(float));
+  tp_.comm.all_gather(mine.data(), all.data(), n, DType::f32);
+  if (is_fc) return all;  // column slices are consecutive rows: concatenation is the full tensor
+  std::vector<float> full(static_cast<std::size_t>(h) * std::size_t(ff));  // c_proj.weight: rank r's columns r·ff/T..
+  for (int r = 0; r < T_; ++r)
+    for (int row = 0; row < h; ++row)
+      for (int c = 0; c < ff_local_; ++c)
+        full[std::size_t(row) * ff + std::size_t(r * ff_local_ + c)] = all[std::size_t(r) * n + std::size_t(row) * ff_local_ + std::size_t(c)];
+  return full;
+}
+
+std::vector<float> TpMlp::full_params(const std::string& name) { return gather(name, params_.as<float>()); }
+std::vector<float> TpMlp::full_grads(const std::string& name) { return gather(name, grads_.as<float>()); }
+
+}  // namespace dtl

@@ -1,0 +1,61 @@
+// The models the tensor-parallel lab drives (TpModelRun): the MLP of tp_mlp.h on teacher
+// data, and the tiny GPT of labs/train/gpt.h on text.
+#include <random>
+
+#include "core/error.h"
+#include "labs/tensor_parallel/tp_lab.h"
+#include "labs/tensor_parallel/tp_mlp.h"
+
+namespace dtl {
+
+namespace {
+
+// The MLP on a regression task: inputs ~ N(0, 1) and targets 0.5·sin(3x) elementwise (a
+// smooth function every block can help fit), drawn per step from a fixed seed, the same
+// full batch on every rank; under sequence parallelism a rank takes its rows.
+class TpMlpRun final : public TpModelRun {
+ public:
+  TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
+      : s_(s), tp_(tp), model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(Device::cpu())) {}
+
+  float train_step(int step) override {
+    const std::size_t h = std::size_t(s_.hidden), rows = std::size_t(s_.rows());
+    std::mt19937 gen(1000u + std::uint32_t(step));
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    std::vector<float> x(rows * h), y(rows * h);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
+    const std::size_t first = std::size_t(tp_.comm.rank()) * std::size_t(model_.local_rows()) * h;
+    const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
+    return model_.forward_backward(x.data() + (sp ? first : 0), y.data() + (sp ? first : 0));
+  }
+  void adamw_step(const kernels::AdamWConfig& c, int step) override { model_.adamw_step(c, step); }
+  std::vector<std::string> names() const override { return model_.names(); }
+  std::vector<float> full_params(const std::string& name) override { return model_.full_params(name); }
+  std::vector<float> full_grads(const std::string& name) override { return model_.full_grads(name); }
+  int regions_per_block() const override { return 1; }
+  bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }
+  // Per block the residual input (rows/T rows under sequence parallelism, else all rows)
+  // and c_fc's output before and after GELU (all rows, 4h/T wide); the model's output.
+  double activation_bytes() const override {
+    const double R = s_.rows(), h = s_.hidden, T = tp_.comm.size();
+    const double stream = tp_.mode == ex::TpMode::sequence_parallel ? R * h / T : R * h;
+    return 4.0 * (s_.layers * (stream + 2 * R * 4 * h / T) + stream);
+  }
+  std::string activation_formula() const override {
+    return tp_.mode == ex::TpMode::sequence_parallel ? "4·bsh/T·(9L+1)" : "4·bsh·(L(1+8/T)+1)";
+  }
+
+ private:
+  TpSettings s_;
+  ex::TpGroup tp_;
+  TpMlp model_;
+};
+
+}  // namespace
+
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem) {
+  if (s.model == TpModelKind::mlp) return std::make_unique<TpMlpRun>(s, tp, mem);
+  throw UsageError("--model gpt is not built into this dtlab yet: use --model mlp");
+}
+
+}  // namespace dtl

@@ -1,0 +1,168 @@
+// The tensor-parallel lab's settings, report rows and registry entry (see tp_lab.cpp).
+#include <cmath>
+
+#include "core/error.h"
+#include "core/theory/collectives.h"
+#include "core/util/units.h"
+#include "labs/report_format.h"
+#include "labs/tensor_parallel/tp_lab.h"
+
+namespace dtl {
+
+namespace {
+
+std::string mode_name(ex::TpMode m) { return m == ex::TpMode::plain ? "tp" : "tp+sp"; }
+
+void require_divisible(int value, int by, const std::string& what, const std::string& why) {
+  if (by <= 0 || value % by != 0)
+    throw UsageError(what + " " + std::to_string(value) + " is not divisible by " + std::to_string(by) + ": " + why);
+}
+
+TpSettings settings_of(const LabConfig& cfg, int T) {
+  TpSettings s;
+  const LabOptions& o = cfg.options;
+  s.model = o.choice<TpModelKind>("model");
+  s.layers = int(o.integer("layers"));
+  s.hidden = int(o.integer("hidden"));
+  s.heads = int(o.integer("heads"));
+  s.seq = int(o.integer("seq"));
+  s.batch = int(o.integer("batch"));
+  s.vocab = int(o.integer("vocab"));
+  s.steps = int(o.integer("steps"));
+  s.check = o.choice<TpCheck>("check") == TpCheck::on;
+  if (o.integer("tp") != 0 && o.integer("tp") != T)
+    throw UsageError("--tp " + std::to_string(o.integer("tp")) + " but --ranks " + std::to_string(T) +
+                     ": every rank is one tensor-parallel rank; give --ranks " + std::to_string(o.integer("tp")));
+  const auto sp = o.choice<TpSequenceChoice>("sequence-parallel");
+  if (sp != TpSequenceChoice::on) s.modes.push_back(ex::TpMode::plain);
+  if (sp != TpSequenceChoice::off) s.modes.push_back(ex::TpMode::sequence_parallel);
+  const std::string tp = "--tp (--ranks) " + std::to_string(T);
+  require_divisible(4 * s.hidden, T, "4 × --hidden", "the MLP's 4h columns are split over " + tp);
+  if (sp != TpSequenceChoice::off) require_divisible(s.seq, T, "--seq", "sequence parallelism splits the sequence over " + tp);
+  if (s.model == TpModelKind::gpt) {
+    if (s.heads < T) throw UsageError("--heads " + std::to_string(s.heads) + " is fewer than " + tp + ": every rank needs a head");
+    require_divisible(s.heads, T, "--heads", "attention heads are split over " + tp);
+    require_divisible(s.hidden, s.heads, "--hidden", "every head gets hidden/heads features");
+    require_divisible(s.vocab, T, "--vocab", "the vocabulary rows are split over " + tp);
+  } else {
+    if (s.heads != TpSettings{}.heads || s.vocab != TpSettings{}.vocab)  // set away from their defaults
+      throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+  }
+  const double R = s.rows(), h = s.hidden;
+  const double per_rank = 4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +
+                          (s.model == TpModelKind::gpt ? 4.0 * (R * s.vocab / T + 4 * s.batch * s.seq * double(s.seq) * s.heads / T) : 0);
+  require_memory(T * per_rank * (s.check ? 2 : 1), "--layers, --hidden, --seq, --batch (or --check off)");
+  return s;
+}
+
+}  // namespace
+
+void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T) {
+  const std::string n = mode_name(m.mode) + ".";
+  const bool sp = m.mode == ex::TpMode::sequence_parallel;
+  const double L = s.layers, k = m.regions, payload = 4.0 * s.rows() * s.hidden;  // b·s·h fp32 values
+  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
+  if (m.max_grad_rel_diff >= 0) {
+    rep.check(n + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0.0, "", 1e-5).from("fp32 sum order");
+    rep.check(n + "grad_diff_vs_one_rank", "max gradient diff vs 1 rank (relative)", m.max_grad_rel_diff, 0.0, "", 1e-4)
+        .from("fp32 sum order");
+    // AdamW moves a weight by about lr·sign(g) per step whatever |g|: a gradient near zero
+    // that differs in its last bits may move it the other way, so the bound scales with lr.
+    rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0.0, "",
+              0.02 * s.adamw.lr * s.steps)
+        .from("0.02·lr per step");
+  }
+  const BlockCollectives& c = m.comm;
+  if (!sp) {
+    rep.check(n + "all_reduce_per_layer_fwd", "all-reduces per layer, forward (g)", c.all_reduce_fwd / L, k, "").from(k > 1 ? "attention + MLP" : "one g");
+    rep.check(n + "all_reduce_per_layer_bwd", "all-reduces per layer, backward (f)", c.all_reduce_bwd / L, k, "").from(k > 1 ? "attention + MLP" : "one f");
+    rep.check(n + "payload_per_collective", "bytes per all-reduce", c.largest_payload, payload, "B").from("b·s·h·4");
+  } else {
+    rep.check(n + "all_gather_per_layer_fwd", "all-gathers per layer, forward (f)", c.all_gather_fwd / L, k, "").from("f");
+    rep.check(n + "reduce_scatter_per_layer_fwd", "reduce-scatters per layer, forward (g)", c.reduce_scatter_fwd / L, k, "").from("g");
+    rep.check(n + "reduce_scatter_per_layer_bwd", "reduce-scatters per layer, backward (f)", c.reduce_scatter_bwd / L, k, "").from("f");
+    rep.check(n + "all_gather_per_layer_bwd", "all-gathers per layer, backward (g, re-gather)", c.all_gather_bwd / L,
+              k * (m.regathers ? 2 : 1), "").from(m.regathers ? "g + input again" : "g");
+    rep.check(n + "payload_per_collective", "bytes per all-gather / reduce-scatter (whole)", c.largest_payload, payload, "B").from("b·s·h·4");
+  }
+  // A ring all-reduce sends 2(T−1)/T of the buffer per rank; an all-gather or a
+  // reduce-scatter (T−1)/T: under sequence parallelism the pair costs one all-reduce.
+  const double share = double(T - 1) / T, regather = sp && m.regathers ? k * L * share * payload : 0;
+  rep.check(n + "ring_bytes_per_step", "bytes per rank per step in the blocks (ring)", c.ring_bytes,
+            2 * k * L * 2 * share * payload + regather, "B")
+      .from(regather > 0 ? "4kL·(T−1)/T·bsh·4 + re-gathers" : "2kL · 2(T−1)/T·bsh·4");
+  rep.add(n + "collectives_outside_blocks", "collectives outside the blocks (loss, embedding)", c.outside_blocks, "");
+  rep.check(n + "activation_bytes", "activation memory per rank", m.activation_peak, m.predicted_activation, "B")
+      .from(m.activation_formula);
+  rep.add(n + "param_bytes", "parameter memory per rank", m.param_bytes, "B");
+  rep.add(n + "step_time", "step time (forward + backward)", 0, "s").over(m.step);
+  rep.add(n + "comm_time", "of which the blocks' collectives", 0, "s").over(m.comm_time);
+}
+
+void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
+  char shape[200];
+  if (s.model == TpModelKind::mlp)
+    std::snprintf(shape, sizeof shape, "MLP: %d blocks h→4h→h, h = %d, %d tokens (b %d × s %d)", s.layers, s.hidden,
+                  s.rows(), s.batch, s.seq);
+  else
+    std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
+                  s.vocab, s.batch, s.seq);
+  rep.setup.push_back(shape);
+  rep.setup.push_back("T = " + std::to_string(rep.ranks) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
+  rep.notes.push_back("Megatron-LM's split: c_fc (and attention's Q, K, V by heads) column-parallel after f, c_proj "
+                      "row-parallel before g. f: identity forward, all-reduce backward; g: all-reduce forward, identity "
+                      "backward. Sequence parallel: f = all-gather / reduce-scatter, g = reduce-scatter / all-gather.");
+  if (s.model == TpModelKind::mlp)
+    rep.notes.push_back("Under sequence parallelism backward gathers c_fc's input again (Megatron-LM's choice): one more "
+                        "all-gather per block for 1/T of the residual stream's memory.");
+  rep.notes.push_back("Times: the median over the steps after the first, min–max beside it." +
+                      std::string(cfg.link.active() ? " Collectives last at least their time on the emulated link." : ""));
+}
+
+Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
+  const int T = comm.size();
+  const TpSettings s = settings_of(cfg, T);
+  Report rep = start_report(comm, cfg, "tensor_parallel");
+  describe_tp_setup(rep, s, cfg);
+  const OneRank ref = s.check ? one_rank_reference(comm, s) : OneRank{};
+  for (ex::TpMode mode : s.modes) {
+    const TpMeasurement m = run_tp_mode(comm, cfg, s, mode, ref);
+    add_tp_rows(rep, s, m, T);
+  }
+  if (s.modes.size() > 1) rep.columns = {"tp", "tp+sp"};
+  return rep;
+}
+
+LabInfo tensor_parallel_lab_info() {
+  return {
+      "tensor_parallel",
+      "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
+      {},
+      {{"model", OptionKind::choice, "mlp", "the model split over the ranks", {"mlp", "gpt"}},
+       {"tp", OptionKind::integer, "0", "tensor-parallel ranks T: every rank is one (0: as --ranks)", {}, 0, 4096},
+       {"sequence-parallel", OptionKind::choice, "off", "split LayerNorm/residual regions along the sequence", {"off", "on", "both"}},
+       {"layers", OptionKind::integer, "2", "blocks (MLP) or transformer layers (GPT), L", {}, 1, 1024},
+       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
+       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
+       {"seq", OptionKind::integer, "32", "sequence length s", {}, 1, 1 << 16},
+       {"batch", OptionKind::integer, "4", "batch b (sequences per step)", {}, 1, 1 << 16},
+       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
+       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
+       {"check", OptionKind::choice, "on", "train one rank too and compare every gradient and weight", {"off", "on"}}},
+      {{"tp_slices", "TpSlices", 5},
+       {"f_operator", "FOperator", 10},
+       {"g_operator", "GOperator", 10},
+       {"column_parallel_linear", "ColumnParallelLinear", 10},
+       {"row_parallel_linear", "RowParallelLinear", 10},
+       {"vocab_parallel_cross_entropy", "VocabParallelCrossEntropy", 15}},
+      run_tp_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,
+      /*overlaps_compute=*/false,
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {},
+  };
+}
+
+}  // namespace dtl
