@@ -206,7 +206,9 @@ namespace {
 // out for one (b, head) from double qkv, by the definition (masked keys skipped).
 void attention_head(const std::vector<double>& qkv, std::vector<double>& out, const AttentionShape& s, int b, int h) {
   const int hd = s.heads * s.head_dim, W = 3 * hd;
-  auto at = [&](int pos, int part, int i) { return qkv[std::size_t((pos * s.batch + b) * W + part * hd + h * s.head_dim + i)]; };
+  auto at = [&](int pos, int part, int i) {  // row pos·B + b; part 0, 1, 2 = Q, K, V
+    return qkv[std::size_t((pos * s.batch + b) * W + part * hd + h * s.head_dim + i)];
+  };
   for (int i = 0; i < s.seq; ++i) {
     std::vector<double> p(std::size_t(i) + 1);
     double mx = -std::numeric_limits<double>::infinity(), sum = 0;

@@ -142,7 +142,8 @@ void Gpt::embed_forward(const int* tokens) {
   const int first_row = sp_ ? rank_ * rows_local_ : 0;
   for (int j = 0; j < rows_local_; ++j) {  // row = s·B + b: position s = row / B
     const int s = (first_row + j) / c_.batch;
-    ops_.axpy(1.0f, param(kWpe) + std::size_t(s) * std::size_t(h), x0 + std::size_t(j) * std::size_t(h), std::size_t(h));
+    const std::size_t hs = std::size_t(h);
+    ops_.axpy(1.0f, param(kWpe) + std::size_t(s) * hs, x0 + std::size_t(j) * hs, hs);
   }
 }
 
@@ -154,7 +155,8 @@ void Gpt::embed_backward(const int* tokens) {
     const int s = (first_row + j) / c_.batch;
     ops_.axpy(1.0f, d + std::size_t(j) * std::size_t(h), grad(kWpe) + std::size_t(s) * std::size_t(h), std::size_t(h));
   }
-  const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), std::size_t(rows_) * std::size_t(h)) : d;
+  const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
+  const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
   ops_.embedding_backward(tokens, d_all, grad(kWte), vocab_begin(), vocab_local(), rows_, h);
 }
 
@@ -212,10 +214,12 @@ void Gpt::block_backward(int i) {
 float Gpt::head_forward(const int* targets) {
   const int h = c_.hidden, lnf = int(lnf_index());
   ops_.layernorm_forward(resid_.back().as<float>(), param(std::size_t(lnf)), param(std::size_t(lnf) + 1),
-                         lnf_out_.as<float>(), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), rows_local_, h, kLayerNormEps);
+                         lnf_out_.as<float>(), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), rows_local_, h,
+                         kLayerNormEps);
   const float* x = lnf_out_.as<float>();
   if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
-  ops_.linear_forward(x, param(kWte), zero_bias_.as<float>(), logits_.as<float>(), rows_, h, vocab_local());  // x·wteᵀ
+  // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
+  ops_.linear_forward(x, param(kWte), zero_bias_.as<float>(), logits_.as<float>(), rows_, h, vocab_local());
   if (tp_active())
     return ex::vocab_parallel_cross_entropy(tp_.comm, logits_.as<float>(), targets, rows_, vocab_local(), vocab_begin(),
                                             dlogits_.as<float>());

@@ -152,7 +152,9 @@ class Gpt {
   bool tp_active() const { return T_ > 1; }
   float* param(std::size_t index) { return params() + tensors_[index].range.begin; }
   float* grad(std::size_t index) { return grads() + tensors_[index].range.begin; }
-  std::size_t block_tensor(int block, int which) const { return 2 + std::size_t(block) * kBlockParams + std::size_t(which); }
+  std::size_t block_tensor(int block, int which) const {
+    return 2 + std::size_t(block) * kBlockParams + std::size_t(which);
+  }
   ex::TpLinear linear(int block, int weight_index);
   float run_forward(const int* tokens, const int* targets);
   void embed_forward(const int* tokens);

@@ -15,7 +15,8 @@ std::string gpt_config_problem(const GptConfig& c, int tp, ex::TpMode mode) {
     return "vocab, seq, hidden, heads, layers and batch must all be at least 1";
   if (tp < 1) return "the tensor-parallel degree must be at least 1, not " + n(tp);
   if (c.hidden % c.heads) return "hidden " + n(c.hidden) + " must be divisible by heads " + n(c.heads);
-  if (tp > c.heads) return "tensor-parallel degree " + n(tp) + " exceeds the " + n(c.heads) + " heads (a rank holds whole heads)";
+  if (tp > c.heads)
+    return "tensor-parallel degree " + n(tp) + " exceeds the " + n(c.heads) + " heads (a rank holds whole heads)";
   if (c.heads % tp) return "heads " + n(c.heads) + " must be divisible by the tensor-parallel degree " + n(tp);
   if ((4 * c.hidden) % tp) return "the MLP width 4·hidden = " + n(4 * c.hidden) + " must be divisible by " + n(tp);
   if (c.vocab % tp) return "vocab " + n(c.vocab) + " must be divisible by the tensor-parallel degree " + n(tp);

@@ -58,7 +58,8 @@ inline Rows attention(const Rows& qkv, const GptConfig& c) {
         std::vector<double> w(std::size_t(s) + 1);
         for (int t = 0; t <= s; ++t) {
           double dot = 0;
-          for (int k = 0; k < d; ++k) dot += qkv[row(s, b)][std::size_t(head * d + k)] * qkv[row(t, b)][std::size_t(h + head * d + k)];
+          for (int k = 0; k < d; ++k)  // Q of row (s, b) · K of row (t, b)
+            dot += qkv[row(s, b)][std::size_t(head * d + k)] * qkv[row(t, b)][std::size_t(h + head * d + k)];
           w[std::size_t(t)] = dot / std::sqrt(double(d));
         }
         const double mx = *std::max_element(w.begin(), w.end());
@@ -66,7 +67,8 @@ inline Rows attention(const Rows& qkv, const GptConfig& c) {
         for (double& e : w) sum += e = std::exp(e - mx);
         for (int k = 0; k < d; ++k) {
           double acc = 0;
-          for (int t = 0; t <= s; ++t) acc += w[std::size_t(t)] / sum * qkv[row(t, b)][std::size_t(2 * h + head * d + k)];
+          for (int t = 0; t <= s; ++t)  // softmax weight · V of row (t, b)
+            acc += w[std::size_t(t)] / sum * qkv[row(t, b)][std::size_t(2 * h + head * d + k)];
           out[row(s, b)][std::size_t(head * d + k)] = acc;
         }
       }
