@@ -16,6 +16,7 @@
 #include "core/comm/dtype.h"
 #include "core/memory/memory.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/transformer_kernels.h"
 
 namespace dtl {
 
@@ -38,6 +39,23 @@ class TrainOps {
   virtual void axpy(float a, const float* x, float* y, std::size_t n) = 0;  // y += a·x (residuals)
   // True when no element is inf or NaN (waits for the device).
   virtual bool all_finite(const float* x, std::size_t n) = 0;
+
+  // y += a·x (the residual stream's additions).
+  virtual void axpy(float a, const float* x, float* y, std::size_t n) = 0;
+
+  // The GPT's ops (kernels/cpu/transformer_kernels.h has the formulas). CPU only so far:
+  // the CUDA ops throw UsageError until their kernels exist. tokens are host pointers.
+  virtual void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+                                 int rows, int width, float eps) = 0;
+  virtual void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd,
+                                  const float* dy, float* dx, float* dw, float* db, int rows, int width) = 0;
+  virtual void attention_forward(const float* qkv, float* out, float* probs, const kernels::AttentionShape& s) = 0;
+  virtual void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv,
+                                  const kernels::AttentionShape& s) = 0;
+  virtual void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out,
+                                 int rows, int width) = 0;
+  virtual void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin,
+                                  int vocab_local, int rows, int width) = 0;
 
   // 16-bit storage: widen to fp32, round back (to nearest even), optionally adding.
   virtual void to_float(const void* src, DType t, float* dst, std::size_t n) = 0;

@@ -34,6 +34,30 @@ class CpuTrainOps final : public TrainOps {
     for (std::size_t i = 0; i < n; ++i) finite &= std::isfinite(x[i]);  // no early exit: vectorizes
     return finite;
   }
+  void axpy(float a, const float* x, float* y, std::size_t n) override { kernels::axpy(a, x, y, n); }
+  void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
+                         int width, float eps) override {
+    kernels::layernorm_forward(x, w, b, y, mean, rstd, rows, width, eps);
+  }
+  void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                          float* dx, float* dw, float* db, int rows, int width) override {
+    kernels::layernorm_backward(x, w, mean, rstd, dy, dx, dw, db, rows, width);
+  }
+  void attention_forward(const float* qkv, float* out, float* probs, const kernels::AttentionShape& s) override {
+    kernels::attention_forward(qkv, out, probs, s);
+  }
+  void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv,
+                          const kernels::AttentionShape& s) override {
+    kernels::attention_backward(qkv, probs, dout, dqkv, s);
+  }
+  void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
+                         int width) override {
+    kernels::embedding_forward(tokens, table, vocab_begin, vocab_local, out, rows, width);
+  }
+  void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local,
+                          int rows, int width) override {
+    kernels::embedding_backward(tokens, dout, dtable, vocab_begin, vocab_local, rows, width);
+  }
   void to_float(const void* src, DType t, float* dst, std::size_t n) override { dtl::to_float(src, t, dst, n); }
   void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate) override {
     dtl::from_float(src, dst, t, n, accumulate);

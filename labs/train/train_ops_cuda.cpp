@@ -6,8 +6,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/cuda/check.h"
+#include "core/error.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/thread_stream.h"
 #include "labs/train/train_ops.h"
@@ -53,9 +55,33 @@ class CudaTrainOps final : public TrainOps {
     return cuda::adamw_step_mixed(master, grads, params, t, m, v, n, c, step, inv_scale, stream());
   }
 
+  void axpy(float a, const float* x, float* y, std::size_t n) override { cuda::axpy(a, x, y, n, stream()); }
+
+  // The GPT's ops have no CUDA kernels yet (kernels/cpu/transformer_kernels.h has the CPU ones).
+  void layernorm_forward(const float*, const float*, const float*, float*, float*, float*, int, int, float) override {
+    not_yet("layernorm_forward");
+  }
+  void layernorm_backward(const float*, const float*, const float*, const float*, const float*, float*, float*, float*,
+                          int, int) override {
+    not_yet("layernorm_backward");
+  }
+  void attention_forward(const float*, float*, float*, const kernels::AttentionShape&) override {
+    not_yet("attention_forward");
+  }
+  void attention_backward(const float*, const float*, const float*, float*, const kernels::AttentionShape&) override {
+    not_yet("attention_backward");
+  }
+  void embedding_forward(const int*, const float*, int, int, float*, int, int) override { not_yet("embedding_forward"); }
+  void embedding_backward(const int*, const float*, float*, int, int, int, int) override {
+    not_yet("embedding_backward");
+  }
+
  private:
   cudaStream_t stream() const { return cuda::this_thread_stream(index_); }
   cublasHandle_t blas() const { return cuda::this_thread_blas(index_); }
+  [[noreturn]] static void not_yet(const char* op) {
+    throw UsageError(std::string(op) + " is not implemented on CUDA yet: run the GPT on the CPU");
+  }
   int index_;
 };
 

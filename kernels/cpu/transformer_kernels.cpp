@@ -1,0 +1,267 @@
+#include "kernels/cpu/transformer_kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace dtl::kernels {
+
+void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
+                       int width, float eps) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + std::size_t(r) * std::size_t(width);
+    float* yr = y + std::size_t(r) * std::size_t(width);
+    float sum = 0;
+    for (int i = 0; i < width; ++i) sum += xr[i];
+    const float mu = sum / float(width);
+    float var = 0;  // two passes: Σ(x − μ)² does not cancel as Σx² − nμ² would
+    for (int i = 0; i < width; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    const float rs = 1.0f / std::sqrt(var / float(width) + eps);
+    for (int i = 0; i < width; ++i) yr[i] = (xr[i] - mu) * rs * w[i] + b[i];
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                        float* dx, float* dw, float* db, int rows, int width) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + std::size_t(r) * std::size_t(width);
+    const float* dyr = dy + std::size_t(r) * std::size_t(width);
+    float* dxr = dx + std::size_t(r) * std::size_t(width);
+    const float mu = mean[r], rs = rstd[r];
+    float mean_g = 0, mean_gx = 0;  // mean(g) and mean(g·x̂), g = dy·w
+    for (int i = 0; i < width; ++i) {
+      const float xhat = (xr[i] - mu) * rs;
+      const float g = dyr[i] * w[i];
+      mean_g += g;
+      mean_gx += g * xhat;
+      dw[i] += dyr[i] * xhat;
+      db[i] += dyr[i];
+    }
+    mean_g /= float(width);
+    mean_gx /= float(width);
+    for (int i = 0; i < width; ++i) {
+      const float xhat = (xr[i] - mu) * rs;
+      dxr[i] += rs * (dyr[i] * w[i] - mean_g - xhat * mean_gx);
+    }
+  }
+}
+
+namespace {
+
+// Where one (b, head) of attention lives: row s of its Q is row s·B + b of qkv, so its
+// leading dimension is B rows of qkv (B·3·H·d floats); likewise for the output.
+struct HeadView {
+  std::size_t q = 0, k = 0, v = 0, out = 0, probs = 0;
+  int ld_qkv = 0, ld_out = 0;
+};
+
+HeadView head_view(const AttentionShape& s, int b, int h) {
+  const std::size_t hd = std::size_t(s.heads) * std::size_t(s.head_dim);
+  HeadView v;
+  v.q = std::size_t(b) * 3 * hd + std::size_t(h) * std::size_t(s.head_dim);
+  v.k = v.q + hd;
+  v.v = v.q + 2 * hd;
+  v.out = std::size_t(b) * hd + std::size_t(h) * std::size_t(s.head_dim);
+  v.probs = (std::size_t(b) * std::size_t(s.heads) + std::size_t(h)) * std::size_t(s.seq) * std::size_t(s.seq);
+  v.ld_qkv = int(std::size_t(s.batch) * 3 * hd);
+  v.ld_out = int(std::size_t(s.batch) * hd);
+  return v;
+}
+
+// Row i of the scores: softmax over keys j <= i, zeros past the diagonal (the causal mask).
+void causal_softmax_rows(float* p, int seq) {
+  for (int i = 0; i < seq; ++i) {
+    float* row = p + std::size_t(i) * std::size_t(seq);
+    const float mx = *std::max_element(row, row + i + 1);
+    float sum = 0;
+    for (int j = 0; j <= i; ++j) sum += row[j] = std::exp(row[j] - mx);
+    for (int j = 0; j <= i; ++j) row[j] /= sum;
+    std::fill(row + i + 1, row + seq, 0.0f);
+  }
+}
+
+}  // namespace
+
+void attention_forward(const float* qkv, float* out, float* probs, const AttentionShape& s) {
+  const float scale = 1.0f / std::sqrt(float(s.head_dim));
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads; ++h) {
+      const HeadView v = head_view(s, b, h);
+      float* p = probs + v.probs;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.seq, s.seq, s.head_dim, scale, qkv + v.q, v.ld_qkv,
+                  qkv + v.k, v.ld_qkv, 0.0f, p, s.seq);  // Q·Kᵀ/√d
+      causal_softmax_rows(p, s.seq);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, p, s.seq, qkv + v.v,
+                  v.ld_qkv, 0.0f, out + v.out, v.ld_out);  // P·V
+    }
+}
+
+void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv, const AttentionShape& s) {
+  const float scale = 1.0f / std::sqrt(float(s.head_dim));
+  std::vector<float> ds(std::size_t(s.seq) * std::size_t(s.seq));  // dP, then dS in place
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads; ++h) {
+      const HeadView v = head_view(s, b, h);
+      const float* p = probs + v.probs;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.seq, s.seq, s.head_dim, 1.0f, dout + v.out, v.ld_out,
+                  qkv + v.v, v.ld_qkv, 0.0f, ds.data(), s.seq);  // dP = dout·Vᵀ
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, p, s.seq, dout + v.out,
+                  v.ld_out, 0.0f, dqkv + v.v, v.ld_qkv);  // dV = Pᵀ·dout
+      for (int i = 0; i < s.seq; ++i) {  // softmax's backward, with the 1/√d of the scores folded in
+        const float* pr = p + std::size_t(i) * std::size_t(s.seq);
+        float* dr = ds.data() + std::size_t(i) * std::size_t(s.seq);
+        float dot = 0;
+        for (int j = 0; j <= i; ++j) dot += dr[j] * pr[j];
+        for (int j = 0; j < s.seq; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // P is 0 past the diagonal
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, ds.data(), s.seq,
+                  qkv + v.k, v.ld_qkv, 0.0f, dqkv + v.q, v.ld_qkv);  // dQ = dS·K
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, ds.data(), s.seq,
+                  qkv + v.q, v.ld_qkv, 0.0f, dqkv + v.k, v.ld_qkv);  // dK = dSᵀ·Q
+    }
+}
+
+void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
+                       int width) {
+  for (int r = 0; r < rows; ++r) {
+    float* o = out + std::size_t(r) * std::size_t(width);
+    const int local = tokens[r] - vocab_begin;
+    if (local >= 0 && local < vocab_local)
+      std::copy_n(table + std::size_t(local) * std::size_t(width), width, o);
+    else
+      std::fill_n(o, width, 0.0f);
+  }
+}
+
+void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
+                        int width) {
+  for (int r = 0; r < rows; ++r) {
+    const int local = tokens[r] - vocab_begin;
+    if (local < 0 || local >= vocab_local) continue;
+    const float* d = dout + std::size_t(r) * std::size_t(width);
+    float* t = dtable + std::size_t(local) * std::size_t(width);
+    for (int i = 0; i < width; ++i) t[i] += d[i];
+  }
+}
+
+// ---- references: straightforward loops in double ------------------------------------
+
+namespace reference {
+
+namespace {
+void layernorm_row(const double* x, const float* w, const float* b, double* y, int width, double eps) {
+  double mu = 0, var = 0;
+  for (int i = 0; i < width; ++i) mu += x[i];
+  mu /= width;
+  for (int i = 0; i < width; ++i) var += (x[i] - mu) * (x[i] - mu);
+  const double rs = 1.0 / std::sqrt(var / width + eps);
+  for (int i = 0; i < width; ++i) y[i] = (x[i] - mu) * rs * w[i] + b[i];
+}
+}  // namespace
+
+void layernorm_forward(const float* x, const float* w, const float* b, float* y, int rows, int width, float eps) {
+  const std::size_t n = static_cast<std::size_t>(width);
+  std::vector<double> xr(n), yr(n);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < width; ++i) xr[std::size_t(i)] = x[r * width + i];
+    layernorm_row(xr.data(), w, b, yr.data(), width, eps);
+    for (int i = 0; i < width; ++i) y[r * width + i] = float(yr[std::size_t(i)]);
+  }
+}
+
+void layernorm_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int rows,
+                        int width, float eps) {
+  // dx: central differences of the float64 forward (independent of the analytic formula).
+  // dw, db: Σ dy·x̂ and Σ dy, from that forward's normalized x (w = 1, b = 0 gives x̂).
+  const std::size_t n = static_cast<std::size_t>(width);
+  std::vector<double> xr(n), yp(n), ym(n);
+  const std::vector<float> ones(n, 1.0f), zeros(n, 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < width; ++i) xr[std::size_t(i)] = x[r * width + i];
+    layernorm_row(xr.data(), ones.data(), zeros.data(), yp.data(), width, eps);
+    for (int i = 0; i < width; ++i) {
+      dw[i] += float(dy[r * width + i] * yp[std::size_t(i)]);
+      db[i] += dy[r * width + i];
+    }
+    for (int k = 0; k < width; ++k) {
+      const double h = 1e-6, keep = xr[std::size_t(k)];
+      xr[std::size_t(k)] = keep + h;
+      layernorm_row(xr.data(), w, zeros.data(), yp.data(), width, eps);
+      xr[std::size_t(k)] = keep - h;
+      layernorm_row(xr.data(), w, zeros.data(), ym.data(), width, eps);
+      xr[std::size_t(k)] = keep;
+      double g = 0;
+      for (int i = 0; i < width; ++i) g += dy[r * width + i] * (yp[std::size_t(i)] - ym[std::size_t(i)]) / (2 * h);
+      dx[r * width + k] += float(g);
+    }
+  }
+}
+
+namespace {
+// out for one (b, head) from double qkv, by the definition (masked keys skipped).
+void attention_head(const std::vector<double>& qkv, std::vector<double>& out, const AttentionShape& s, int b, int h) {
+  const int hd = s.heads * s.head_dim, W = 3 * hd;
+  auto at = [&](int pos, int part, int i) {  // row pos·B + b; part 0, 1, 2 = Q, K, V
+    return qkv[std::size_t((pos * s.batch + b) * W + part * hd + h * s.head_dim + i)];
+  };
+  for (int i = 0; i < s.seq; ++i) {
+    std::vector<double> p(std::size_t(i) + 1);
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (int c = 0; c < s.head_dim; ++c) dot += at(i, 0, c) * at(j, 1, c);
+      p[std::size_t(j)] = dot / std::sqrt(double(s.head_dim));
+      mx = std::max(mx, p[std::size_t(j)]);
+    }
+    for (double& e : p) sum += e = std::exp(e - mx);
+    for (int c = 0; c < s.head_dim; ++c) {
+      double acc = 0;
+      for (int j = 0; j <= i; ++j) acc += p[std::size_t(j)] / sum * at(j, 2, c);
+      out[std::size_t((i * s.batch + b) * hd + h * s.head_dim + c)] = acc;
+    }
+  }
+}
+
+std::vector<double> attention_double(const std::vector<double>& qkv, const AttentionShape& s) {
+  std::vector<double> out(std::size_t(s.seq) * std::size_t(s.batch) * std::size_t(s.heads * s.head_dim));
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads; ++h) attention_head(qkv, out, s, b, h);
+  return out;
+}
+}  // namespace
+
+void attention_forward(const float* qkv, float* out, const AttentionShape& s) {
+  const std::size_t n = std::size_t(s.seq) * std::size_t(s.batch) * 3 * std::size_t(s.heads * s.head_dim);
+  const std::vector<double> out_d = attention_double(std::vector<double>(qkv, qkv + n), s);
+  for (std::size_t i = 0; i < out_d.size(); ++i) out[i] = float(out_d[i]);
+}
+
+void attention_backward(const float* qkv, const float* dout, float* dqkv, const AttentionShape& s) {
+  // Central differences of Σ dout·out in double, one qkv element at a time.
+  const std::size_t n = std::size_t(s.seq) * std::size_t(s.batch) * 3 * std::size_t(s.heads * s.head_dim);
+  std::vector<double> x(qkv, qkv + n);
+  auto objective = [&] {
+    const std::vector<double> o = attention_double(x, s);
+    double sum = 0;
+    for (std::size_t i = 0; i < o.size(); ++i) sum += double(dout[i]) * o[i];
+    return sum;
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const double h = 1e-6, keep = x[k];
+    x[k] = keep + h;
+    const double up = objective();
+    x[k] = keep - h;
+    const double down = objective();
+    x[k] = keep;
+    dqkv[k] = float((up - down) / (2 * h));
+  }
+}
+
+}  // namespace reference
+
+}  // namespace dtl::kernels

@@ -1,0 +1,276 @@
+// The GPT's forward and backward (the model and its tensor parallelism: gpt.h).
+#include "labs/train/gpt.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
+
+namespace dtl {
+
+namespace {
+constexpr float kLayerNormEps = 1e-5f;
+}
+
+// What one block's forward keeps for its backward (MemTag::activation; shapes in allocate()).
+struct Gpt::Block {
+  Tensor ln1_out, ln1_mean, ln1_rstd, qkv, probs, attn_out, resid_mid, ln2_out, ln2_mean, ln2_rstd, fc_pre, fc_act;
+};
+
+Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, Device device,
+         GptInit init)
+    : c_(config), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
+      sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)) {
+  if (device.kind != Device::Kind::cpu)
+    throw UsageError("the GPT runs on the CPU for now: its LayerNorm and attention have no CUDA kernels yet");
+  if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
+    throw UsageError("GPT on " + std::to_string(T_) + " tensor-parallel ranks: " + problem);
+  rows_ = c_.rows();
+  rows_local_ = sp_ ? rows_ / T_ : rows_;
+  // The exercises' LinearMath on this device; a rank without the bias multiplies with zeros.
+  math_.forward = [this](const float* X, const float* W, const float* b, float* Y, int rows, int in, int out) {
+    ops_.linear_forward(X, W, b ? b : zero_bias_.as<float>(), Y, rows, in, out);
+  };
+  math_.backward = [this](const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows,
+                          int in, int out, bool accumulate) {
+    ops_.linear_backward(X, W, dY, dX, dW, db ? db : db_scratch_.as<float>(), rows, in, out, accumulate);
+  };
+  build_table();
+  params_ = Tensor(mem, {std::int64_t(num_params())}, DType::f32, MemTag::param, device);
+  grads_ = Tensor(mem, {std::int64_t(num_params())}, DType::f32, MemTag::grad, device);
+  initialize(seed, init);
+  allocate();
+  if (Trace* trace = tp_.comm.trace())
+    for (int i = 0; i < c_.layers; ++i) {
+      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i)));
+      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(i)));
+    }
+}
+
+Gpt::~Gpt() = default;
+
+void Gpt::allocate() {
+  const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
+  const std::int64_t qkv = 3 * h / T, attn = h / T, fc = 4 * h / T, Vl = vocab_local();
+  const Device dev = ops_.device();
+  const auto act = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::activation, dev); };
+  const auto work = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::other, dev); };
+  for (int i = 0; i <= c_.layers; ++i) resid_.push_back(act(Rl * h));
+  for (int i = 0; i < c_.layers; ++i) {
+    Block b;
+    b.ln1_out = act(Rl * h), b.ln1_mean = act(Rl), b.ln1_rstd = act(Rl);
+    b.qkv = act(R * qkv), b.probs = act(std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq);
+    b.attn_out = act(R * attn), b.resid_mid = act(Rl * h);
+    b.ln2_out = act(Rl * h), b.ln2_mean = act(Rl), b.ln2_rstd = act(Rl);
+    b.fc_pre = act(R * fc), b.fc_act = act(R * fc);
+    blocks_.push_back(std::move(b));
+  }
+  lnf_out_ = act(Rl * h), lnf_mean_ = act(Rl), lnf_rstd_ = act(Rl);
+  logits_ = act(R * Vl), dlogits_ = act(R * Vl);
+  full_x_ = work(R * h), full_scratch_ = work(R * h), y_ = work(Rl * h);
+  dresid_ = work(Rl * h), dln_ = work(Rl * h);
+  dqkv_ = work(R * qkv), dattn_ = work(R * attn), dfc_act_ = work(R * fc), dfc_pre_ = work(R * fc);
+  zero_bias_ = work(std::max<std::int64_t>(4 * h, Vl)), db_scratch_ = work(std::max<std::int64_t>(4 * h, Vl));
+  std::memset(zero_bias_.data(), 0, zero_bias_.bytes());
+  if (sp_) sp_pack_ = work(std::int64_t(sequence_partial_numel()));
+}
+
+ex::TpLinear Gpt::linear(int block, int weight_index) {
+  // Every linear's bias follows its weight in the table.
+  const std::size_t w = block_tensor(block, weight_index), b = w + 1;
+  const GptTensor& t = tensors_[w];
+  ex::TpLinear l;
+  l.out = int(t.local_shape[0]);
+  l.in = int(t.local_shape[1]);
+  l.weight = param(w);
+  l.weight_grad = grad(w);
+  l.bias = param(b);
+  l.bias_grad = grad(b);
+  if (t.split == GptSplit::row) {  // the bias goes into the sum once: on the rank the exercise gives it to
+    const ex::LinearSlice s = ex::row_parallel_slice(int(t.full_shape[0]), int(t.full_shape[1]), rank_, T_);
+    if (s.bias_end <= s.bias_begin) l.bias = nullptr;
+  }
+  return l;
+}
+
+// ---- the four linear regions: the exercises' code when T > 1, plain GEMMs when T = 1 ----
+
+const float* Gpt::column_forward(const ex::TpLinear& l, const float* x, float* y) {
+  if (tp_active()) return ex::column_parallel_forward(tp_, math_, l, x, full_x_.as<float>(), y, rows_);
+  math_.forward(x, l.weight, l.bias, y, rows_, l.in, l.out);
+  return x;
+}
+
+void Gpt::column_backward(const ex::TpLinear& l, const float* x_local, const float* dy, float* dx) {
+  if (!tp_active()) {
+    math_.backward(x_local, l.weight, dy, dx, l.weight_grad, l.bias_grad, rows_, l.in, l.out, true);
+    return;
+  }
+  // Sequence parallel: gather the LayerNorm's output again instead of keeping all rows of it.
+  const float* x_in = ex::f_forward(tp_, x_local, full_x_.as<float>(), std::size_t(rows_) * std::size_t(l.in));
+  ex::column_parallel_backward(tp_, math_, l, x_in, dy, full_scratch_.as<float>(), dx, rows_, true);
+}
+
+void Gpt::row_forward(const ex::TpLinear& l, const float* x, float* y) {
+  if (tp_active())
+    ex::row_parallel_forward(tp_, math_, l, x, full_scratch_.as<float>(), y, rows_);
+  else
+    math_.forward(x, l.weight, l.bias, y, rows_, l.in, l.out);
+}
+
+void Gpt::row_backward(const ex::TpLinear& l, const float* x, const float* dy, float* dx) {
+  if (tp_active())
+    ex::row_parallel_backward(tp_, math_, l, x, dy, full_scratch_.as<float>(), dx, rows_, true);
+  else
+    math_.backward(x, l.weight, dy, dx, l.weight_grad, l.bias_grad, rows_, l.in, l.out, true);
+}
+
+// ---- embedding: vocab-parallel wte, then wpe on this rank's rows --------------------
+
+void Gpt::embed_forward(const int* tokens) {
+  const int h = c_.hidden;
+  float* x0 = resid_[0].as<float>();
+  if (tp_active()) {  // each rank looks up the tokens it owns (zeros for the rest); g sums them
+    float* partial = full_scratch_.as<float>();
+    ops_.embedding_forward(tokens, param(kWte), vocab_begin(), vocab_local(), partial, rows_, h);
+    ex::g_forward(tp_, partial, x0, std::size_t(rows_) * std::size_t(h));
+  } else {
+    ops_.embedding_forward(tokens, param(kWte), 0, c_.vocab, x0, rows_, h);
+  }
+  const int first_row = sp_ ? rank_ * rows_local_ : 0;
+  for (int j = 0; j < rows_local_; ++j) {  // row = s·B + b: position s = row / B
+    const int s = (first_row + j) / c_.batch;
+    const std::size_t hs = std::size_t(h);
+    ops_.axpy(1.0f, param(kWpe) + std::size_t(s) * hs, x0 + std::size_t(j) * hs, hs);
+  }
+}
+
+void Gpt::embed_backward(const int* tokens) {
+  const int h = c_.hidden;
+  const float* d = dresid_.as<float>();
+  const int first_row = sp_ ? rank_ * rows_local_ : 0;
+  for (int j = 0; j < rows_local_; ++j) {
+    const int s = (first_row + j) / c_.batch;
+    ops_.axpy(1.0f, d + std::size_t(j) * std::size_t(h), grad(kWpe) + std::size_t(s) * std::size_t(h), std::size_t(h));
+  }
+  const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
+  const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
+  ops_.embedding_backward(tokens, d_all, grad(kWte), vocab_begin(), vocab_local(), rows_, h);
+}
+
+// ---- one pre-LayerNorm block ------------------------------------------------------
+
+void Gpt::block_forward(int i) {
+  Block& a = blocks_[std::size_t(i)];
+  const int h = c_.hidden;
+  const std::size_t local_n = std::size_t(rows_local_) * std::size_t(h);
+  const auto p = [&](int which) { return param(block_tensor(i, which)); };
+  const float* x = resid_[std::size_t(i)].as<float>();
+  ops_.layernorm_forward(x, p(ln1_w), p(ln1_b), a.ln1_out.as<float>(), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
+                         rows_local_, h, kLayerNormEps);
+  column_forward(linear(i, attn_w), a.ln1_out.as<float>(), a.qkv.as<float>());
+  const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
+  ops_.attention_forward(a.qkv.as<float>(), a.attn_out.as<float>(), a.probs.as<float>(), shape);
+  row_forward(linear(i, attn_proj_w), a.attn_out.as<float>(), y_.as<float>());
+  copy_bytes(a.resid_mid.data(), x, local_n * sizeof(float));
+  ops_.axpy(1.0f, y_.as<float>(), a.resid_mid.as<float>(), local_n);  // x += attn(ln_1(x))
+
+  ops_.layernorm_forward(a.resid_mid.as<float>(), p(ln2_w), p(ln2_b), a.ln2_out.as<float>(), a.ln2_mean.as<float>(),
+                         a.ln2_rstd.as<float>(), rows_local_, h, kLayerNormEps);
+  column_forward(linear(i, fc_w), a.ln2_out.as<float>(), a.fc_pre.as<float>());
+  ops_.gelu_forward(a.fc_pre.as<float>(), a.fc_act.as<float>(), a.fc_act.numel());
+  row_forward(linear(i, mlp_proj_w), a.fc_act.as<float>(), y_.as<float>());
+  float* out = resid_[std::size_t(i) + 1].as<float>();
+  copy_bytes(out, a.resid_mid.data(), local_n * sizeof(float));
+  ops_.axpy(1.0f, y_.as<float>(), out, local_n);  // x += mlp(ln_2(x))
+}
+
+// On entry dresid_ holds dL/d(block output); on return dL/d(block input).
+void Gpt::block_backward(int i) {
+  Block& a = blocks_[std::size_t(i)];
+  const int h = c_.hidden;
+  const auto p = [&](int which) { return param(block_tensor(i, which)); };
+  const auto g = [&](int which) { return grad(block_tensor(i, which)); };
+  float* d = dresid_.as<float>();
+  row_backward(linear(i, mlp_proj_w), a.fc_act.as<float>(), d, dfc_act_.as<float>());
+  ops_.gelu_backward(a.fc_pre.as<float>(), dfc_act_.as<float>(), dfc_pre_.as<float>(), dfc_pre_.numel());
+  column_backward(linear(i, fc_w), a.ln2_out.as<float>(), dfc_pre_.as<float>(), dln_.as<float>());
+  // The residual passes d through; ln_2's backward adds its part.
+  ops_.layernorm_backward(a.resid_mid.as<float>(), p(ln2_w), a.ln2_mean.as<float>(), a.ln2_rstd.as<float>(),
+                          dln_.as<float>(), d, g(ln2_w), g(ln2_b), rows_local_, h);
+
+  row_backward(linear(i, attn_proj_w), a.attn_out.as<float>(), d, dattn_.as<float>());
+  const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
+  ops_.attention_backward(a.qkv.as<float>(), a.probs.as<float>(), dattn_.as<float>(), dqkv_.as<float>(), shape);
+  column_backward(linear(i, attn_w), a.ln1_out.as<float>(), dqkv_.as<float>(), dln_.as<float>());
+  ops_.layernorm_backward(resid_[std::size_t(i)].as<float>(), p(ln1_w), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
+                          dln_.as<float>(), d, g(ln1_w), g(ln1_b), rows_local_, h);
+}
+
+// ---- ln_f, the tied LM head and the vocab-parallel cross-entropy --------------------
+
+float Gpt::head_forward(const int* targets) {
+  const int h = c_.hidden, lnf = int(lnf_index());
+  ops_.layernorm_forward(resid_.back().as<float>(), param(std::size_t(lnf)), param(std::size_t(lnf) + 1),
+                         lnf_out_.as<float>(), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), rows_local_, h,
+                         kLayerNormEps);
+  const float* x = lnf_out_.as<float>();
+  if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
+  // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
+  ops_.linear_forward(x, param(kWte), zero_bias_.as<float>(), logits_.as<float>(), rows_, h, vocab_local());
+  if (tp_active())
+    return ex::vocab_parallel_cross_entropy(tp_.comm, logits_.as<float>(), targets, rows_, vocab_local(), vocab_begin(),
+                                            dlogits_.as<float>());
+  return kernels::softmax_cross_entropy(logits_.as<float>(), targets, dlogits_.as<float>(), rows_, c_.vocab);
+}
+
+// Right after head_forward: its input (ln_f's output over all rows) is still in place.
+void Gpt::head_backward() {
+  const int h = c_.hidden;
+  const std::size_t lnf = lnf_index();
+  const float* x = sp_ ? full_x_.as<float>() : lnf_out_.as<float>();
+  float* dx_all = full_scratch_.as<float>();
+  // dx = dlogits·wte_local (a partial sum over the vocabulary), dwte_local += dlogitsᵀ·x.
+  ops_.linear_backward(x, param(kWte), dlogits_.as<float>(), dx_all, grad(kWte), db_scratch_.as<float>(), rows_, h,
+                       vocab_local(), true);
+  const float* dln = dx_all;
+  if (tp_active()) {
+    ex::f_backward(tp_, dx_all, dln_.as<float>(), std::size_t(rows_) * std::size_t(h));
+    dln = dln_.as<float>();
+  }
+  std::memset(dresid_.data(), 0, dresid_.bytes());
+  ops_.layernorm_backward(resid_.back().as<float>(), param(lnf), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), dln,
+                          dresid_.as<float>(), grad(lnf), grad(lnf + 1), rows_local_, h);
+}
+
+// ---- the step ------------------------------------------------------------------------
+
+float Gpt::run_forward(const int* tokens, const int* targets) {
+  embed_forward(tokens);
+  Trace* trace = tp_.comm.trace();
+  for (int i = 0; i < c_.layers; ++i) {
+    ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? fwd_labels_[std::size_t(i)] : 0);
+    block_forward(i);
+  }
+  return head_forward(targets);
+}
+
+float Gpt::forward(const int* tokens, const int* targets) { return run_forward(tokens, targets); }
+
+float Gpt::forward_backward(const int* tokens, const int* targets) {
+  std::memset(grads_.data(), 0, grads_.bytes());
+  const float loss = run_forward(tokens, targets);
+  head_backward();
+  Trace* trace = tp_.comm.trace();
+  for (int i = c_.layers - 1; i >= 0; --i) {
+    ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
+    block_backward(i);
+  }
+  embed_backward(tokens);
+  all_reduce_sequence_partial_grads();
+  return loss;
+}
+
+}  // namespace dtl

@@ -1,0 +1,192 @@
+// A tiny GPT-2 (Radford et al. 2019) for the training labs, tensor-parallel from the start
+// (Megatron-LM: Shoeybi et al. 2019 §3; sequence parallelism: Korthikanti et al. 2022).
+//
+//   x = wte[token] + wpe[position]
+//   L × { x += attn(ln_1(x));  x += mlp(ln_2(x)) }         pre-LayerNorm blocks
+//   logits = ln_f(x)·wteᵀ                                   the LM head is tied to wte
+//   loss = mean over tokens of softmax cross-entropy(logits, target)
+//
+// attn: causal multi-head attention, A heads of h/A features, c_attn [3h × h] (rows: every
+// head's Q, then K, then V) and c_proj [h × h]. mlp: c_fc [4h × h], GELU (tanh), c_proj
+// [h × 4h]. Layout as nn.Linear: W [out × in], y = x·Wᵀ + b. Tensor names are GPT-2's
+// (wte, wpe, h.{i}.ln_1.weight, h.{i}.attn.c_attn.weight, ..., ln_f.bias), so a checkpoint
+// writer can hand them to PyTorch as they are.
+//
+// Token rows follow Megatron's [s, b] order, row = s·B + b, so a contiguous block of rows
+// is a block of the sequence: what sequence parallelism keeps on each rank.
+//
+// Tensor parallelism over the T ranks of `tp` (exercises/tensor_parallel.h, the learner's
+// code): rank r holds heads [r·A/T, (r+1)·A/T) — c_attn column-parallel (its Q, K and V
+// rows), attn.c_proj row-parallel — and MLP columns [r·4h/T, (r+1)·4h/T) — c_fc column-,
+// mlp.c_proj row-parallel. wte is split by vocabulary rows (vocab-parallel embedding, LM
+// head and cross-entropy). Everything else is replicated. So each block all-reduces twice
+// forward (g after both c_proj) and twice backward (f before c_attn and c_fc) over
+// rows·h floats. With TpMode::sequence_parallel the residual stream, LayerNorms and the
+// embedding output keep rows/T rows; f and g become all-gather / reduce-scatter, backward
+// gathers ln_1's and ln_2's outputs again (Megatron's choice: memory over one more gather),
+// and the replicated tensors that saw only this rank's rows (LayerNorms, wpe) get their
+// gradients summed by one all-reduce after backward. T = 1 never communicates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/memory/memory.h"
+#include "exercises/tensor_parallel.h"
+#include "labs/train/optimizer.h"
+#include "labs/train/param_layout.h"
+#include "labs/train/train_ops.h"
+
+namespace dtl {
+
+struct GptConfig {
+  int vocab = 64, seq = 16, hidden = 32, heads = 4, layers = 2, batch = 2;
+  int rows() const { return seq * batch; }  // tokens per step, R
+};
+
+// Empty when `c` can run on `tp` tensor-parallel ranks in `mode`; otherwise the first
+// constraint it breaks, in words (the lab exits with code 2 on it).
+std::string gpt_config_problem(const GptConfig& c, int tp, ex::TpMode mode);
+
+// How a tensor is cut across the tp group (exercises' column_parallel_slice / row_parallel_slice).
+enum class GptSplit : std::uint8_t {
+  replicated,   // every rank holds all of it
+  column,       // rows [r·out/T, (r+1)·out/T): c_fc weight and bias
+  qkv_column,   // the column slice of each of the Q, K and V blocks: c_attn weight and bias
+  row,          // columns [r·in/T, (r+1)·in/T): both c_proj weights
+  vocab_rows,   // rows [r·V/T, (r+1)·V/T): wte
+};
+
+struct GptTensor {
+  std::string name;                     // GPT-2's name, e.g. "h.0.attn.c_attn.weight"
+  std::vector<std::int64_t> full_shape; // in the whole model
+  std::vector<std::int64_t> local_shape;// on this rank
+  Range range;                          // this rank's elements in the flat buffers
+  GptSplit split = GptSplit::replicated;
+  // Under sequence parallelism its gradient here covers only this rank's rows: the
+  // all-reduce after backward sums it (LayerNorm weights and biases, wpe).
+  bool sequence_partial = false;
+};
+
+enum class GptBuffer { params, grads };
+
+// Initial values: weights normal(0, std) (GPT-2: 0.02), biases zero, LayerNorm weights one.
+// perturb_all (tests) also draws biases and LayerNorm parameters (1 + normal for the LN
+// weights), so a bias added twice or a LayerNorm gradient missed cannot hide behind zeros.
+struct GptInit {
+  float std = 0.02f;
+  bool perturb_all = false;
+};
+
+// Activation bytes one rank keeps (MemTag::activation), counting what this implementation
+// stores. R = S·B rows, Rl = R/T under sequence parallelism (else R), h hidden, A heads:
+//   per block  4·Rl·h        block input, ln_1 output, residual after attention, ln_2 output
+//            + 4·Rl          mean and 1/std of both LayerNorms
+//            + 12·R·h/T      q, k, v (3h/T), attention output (h/T), c_fc output and GELU (2·4h/T)
+//            + B·(A/T)·S²    softmax probabilities
+//   final      2·Rl·h + 2·Rl the last residual, ln_f's output and statistics
+//            + 2·R·V/T       logits and their gradient (vocab-parallel)
+// times 4 bytes (fp32). Only the first group shrinks with sequence parallelism: it is
+// Korthikanti et al.'s 10·sbh of the LayerNorm/residual region becoming 10·sbh/t.
+double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode);
+
+class Gpt {
+ public:
+  // Throws UsageError for a config gpt_config_problem rejects, or a device other than the CPU.
+  Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed,
+      Device device = Device::cpu(), GptInit init = {});
+  ~Gpt();
+  Gpt(const Gpt&) = delete;
+  Gpt& operator=(const Gpt&) = delete;
+
+  const GptConfig& config() const { return c_; }
+  int tp_size() const { return T_; }
+  int tp_rank() const { return rank_; }
+  bool sequence_parallel() const { return sp_; }
+  int local_rows() const { return rows_local_; }  // rows of the residual stream on this rank
+
+  // The flat buffers (fp32) and their table of named tensors, in GPT-2's order.
+  const std::vector<GptTensor>& tensors() const { return tensors_; }
+  const GptTensor& tensor(std::string_view name) const;  // Error naming it if absent
+  const ParamLayout& layout() const { return layout_; }  // layers: 0 embeddings, 1..L blocks, L+1 ln_f
+  std::size_t num_params() const { return layout_.numel(); }
+  float* params() { return params_.as<float>(); }
+  float* grads() { return grads_.as<float>(); }
+  const float* params() const { return params_.as<float>(); }
+  const float* grads() const { return grads_.as<float>(); }
+  ParamSlice whole_params() { return {params_.data(), grads_.data(), num_params(), DType::f32}; }
+
+  // tokens and targets: R = S·B token ids each, row = s·B + b, on the host.
+  // forward_backward zeroes the gradients, fills them and returns the mean loss.
+  float forward_backward(const int* tokens, const int* targets);
+  float forward(const int* tokens, const int* targets);
+
+  // The logits of the last forward, [R × V/T]: vocabulary entries [vocab_begin, +V/T).
+  const float* logits() const { return logits_.as<float>(); }
+  int vocab_local() const { return c_.vocab / T_; }
+  int vocab_begin() const { return rank_ * vocab_local(); }
+
+  // A tensor in the full model's layout, all-gathered across the tp group when it is
+  // split (a collective: every rank of the group calls it for the same name).
+  std::vector<float> full_tensor(std::string_view name, GptBuffer which = GptBuffer::params);
+  // The tensors all-reduced after backward under sequence parallelism (empty otherwise) and
+  // their element count: "the extra all-reduce of the LayerNorm weight gradients".
+  std::vector<std::string> sequence_partial_tensors() const;
+  std::size_t sequence_partial_numel() const;
+
+ private:
+  struct Block;  // one block's activations (gpt.cpp)
+  // The table: wte, wpe, then each block's tensors in this order, then ln_f's weight and bias.
+  enum BlockParam : int {
+    ln1_w, ln1_b, attn_w, attn_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, mlp_proj_w, mlp_proj_b,
+    kBlockParams
+  };
+  static constexpr std::size_t kWte = 0, kWpe = 1;
+  std::size_t lnf_index() const { return 2 + std::size_t(c_.layers) * kBlockParams; }
+  void build_table();
+  void initialize(std::uint32_t seed, const GptInit& init);
+  std::size_t full_index(const GptTensor& t, int rank, std::size_t local) const;
+  void allocate();
+  bool tp_active() const { return T_ > 1; }
+  float* param(std::size_t index) { return params() + tensors_[index].range.begin; }
+  float* grad(std::size_t index) { return grads() + tensors_[index].range.begin; }
+  std::size_t block_tensor(int block, int which) const {
+    return 2 + std::size_t(block) * kBlockParams + std::size_t(which);
+  }
+  ex::TpLinear linear(int block, int weight_index);
+  float run_forward(const int* tokens, const int* targets);
+  void embed_forward(const int* tokens);
+  void embed_backward(const int* tokens);
+  void block_forward(int i);
+  void block_backward(int i);
+  float head_forward(const int* targets);
+  void head_backward();
+  const float* column_forward(const ex::TpLinear& l, const float* x, float* y);
+  void column_backward(const ex::TpLinear& l, const float* x_local, const float* dy, float* dx);
+  void row_forward(const ex::TpLinear& l, const float* x, float* y);
+  void row_backward(const ex::TpLinear& l, const float* x, const float* dy, float* dx);
+  void all_reduce_sequence_partial_grads();
+
+  GptConfig c_;
+  ex::TpGroup tp_;
+  int T_ = 1, rank_ = 0;
+  bool sp_ = false;
+  int rows_ = 0, rows_local_ = 0;
+  MemoryTracker& mem_;
+  TrainOps& ops_;
+  ex::LinearMath math_;
+  std::vector<GptTensor> tensors_;
+  ParamLayout layout_;
+  Tensor params_, grads_;
+  std::vector<Tensor> resid_;  // the residual stream entering block i (i = L: entering ln_f), [Rl × h]
+  std::vector<Block> blocks_;
+  Tensor lnf_out_, lnf_mean_, lnf_rstd_, logits_, dlogits_;
+  // Workspace (MemTag::other): full-row buffers for f/g, the backward's gradients, a zero bias.
+  Tensor full_x_, full_scratch_, y_, dresid_, dln_, dqkv_, dattn_, dfc_act_, dfc_pre_, zero_bias_, db_scratch_,
+      sp_pack_;
+  std::vector<std::uint16_t> fwd_labels_, bwd_labels_;
+};
+
+}  // namespace dtl
