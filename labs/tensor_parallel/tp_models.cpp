@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "labs/tensor_parallel/tp_lab.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/gpt.h"
 
 namespace dtl {
 
@@ -51,11 +52,61 @@ class TpMlpRun final : public TpModelRun {
   TpMlp model_;
 };
 
+GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}; }
+
+// The tiny GPT on a next-token task: each sequence counts up from a random start by a
+// random stride modulo V (a pattern attention can pick up), drawn per step from a fixed
+// seed; targets are the next tokens. Rows are ordered [s, b] as the model takes them.
+class TpGptRun final : public TpModelRun {
+ public:
+  TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
+      : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7) {}
+
+  float train_step(int step) override {
+    const int S = s_.seq, B = s_.batch, V = s_.vocab;
+    std::mt19937 gen(2000u + std::uint32_t(step));
+    std::vector<int> tokens(std::size_t(S) * B), targets(tokens.size());
+    for (int b = 0; b < B; ++b) {
+      const int start = int(gen() % std::uint32_t(V)), stride = 1 + int(gen() % 3u);
+      for (int t = 0; t < S; ++t) {
+        tokens[std::size_t(t) * B + b] = (start + t * stride) % V;
+        targets[std::size_t(t) * B + b] = (start + (t + 1) * stride) % V;
+      }
+    }
+    return model_.forward_backward(tokens.data(), targets.data());
+  }
+  void adamw_step(const kernels::AdamWConfig& c, int step) override {
+    train_ops(Device::cpu()).adamw_step(model_.params(), model_.grads(), moments(0), moments(1), model_.num_params(), c, step);
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> n;
+    for (const GptTensor& t : model_.tensors()) n.push_back(t.name);
+    return n;
+  }
+  std::vector<float> full_params(const std::string& name) override { return model_.full_tensor(name, GptBuffer::params); }
+  std::vector<float> full_grads(const std::string& name) override { return model_.full_tensor(name, GptBuffer::grads); }
+  std::size_t partial_replicated_grads() const override { return model_.sequence_partial_numel(); }
+  int regions_per_block() const override { return 2; }  // attention and MLP
+  bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }
+  double activation_bytes() const override { return gpt_activation_bytes(gpt_config(s_), tp_.comm.size(), tp_.mode); }
+  std::string activation_formula() const override { return "labs/train/gpt.h"; }
+
+ private:
+  float* moments(int i) {  // AdamW's m and v, made on first use
+    if (m_.empty()) m_.assign(model_.num_params(), 0.0f), v_.assign(model_.num_params(), 0.0f);
+    return i == 0 ? m_.data() : v_.data();
+  }
+  TpSettings s_;
+  ex::TpGroup tp_;
+  Gpt model_;
+  std::vector<float> m_, v_;
+};
+
 }  // namespace
 
 std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem) {
   if (s.model == TpModelKind::mlp) return std::make_unique<TpMlpRun>(s, tp, mem);
-  throw UsageError("--model gpt is not built into this dtlab yet: use --model mlp");
+  return std::make_unique<TpGptRun>(s, tp, mem);
 }
 
 }  // namespace dtl

@@ -6,6 +6,7 @@
 #include "core/util/units.h"
 #include "labs/report_format.h"
 #include "labs/tensor_parallel/tp_lab.h"
+#include "labs/train/gpt.h"
 
 namespace dtl {
 
@@ -40,6 +41,10 @@ TpSettings settings_of(const LabConfig& cfg, int T) {
   require_divisible(4 * s.hidden, T, "4 × --hidden", "the MLP's 4h columns are split over " + tp);
   if (sp != TpSequenceChoice::off) require_divisible(s.seq, T, "--seq", "sequence parallelism splits the sequence over " + tp);
   if (s.model == TpModelKind::gpt) {
+    for (ex::TpMode m : s.modes) {
+      const std::string problem = gpt_config_problem(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m);
+      if (!problem.empty()) throw UsageError(problem);
+    }
     if (s.heads < T) throw UsageError("--heads " + std::to_string(s.heads) + " is fewer than " + tp + ": every rank needs a head");
     require_divisible(s.heads, T, "--heads", "attention heads are split over " + tp);
     require_divisible(s.hidden, s.heads, "--hidden", "every head gets hidden/heads features");

@@ -36,7 +36,6 @@ class TrainOps {
   // Returns the loss on the host (a GPU waits for it); dy = 2(y − t)/n.
   virtual float mse_loss(const float* y, const float* target, float* dy, std::size_t n) = 0;
   virtual void scale(float a, float* x, std::size_t n) = 0;
-  virtual void axpy(float a, const float* x, float* y, std::size_t n) = 0;  // y += a·x (residuals)
   // True when no element is inf or NaN (waits for the device).
   virtual bool all_finite(const float* x, std::size_t n) = 0;
 

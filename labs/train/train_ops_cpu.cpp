@@ -28,7 +28,6 @@ class CpuTrainOps final : public TrainOps {
     return kernels::mse_loss(y, target, dy, n);
   }
   void scale(float a, float* x, std::size_t n) override { kernels::scale(a, x, n); }
-  void axpy(float a, const float* x, float* y, std::size_t n) override { kernels::axpy(a, x, y, n); }
   bool all_finite(const float* x, std::size_t n) override {
     bool finite = true;
     for (std::size_t i = 0; i < n; ++i) finite &= std::isfinite(x[i]);  // no early exit: vectorizes

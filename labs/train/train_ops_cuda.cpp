@@ -39,7 +39,6 @@ class CudaTrainOps final : public TrainOps {
     return cuda::mse_loss(y, target, dy, n, stream());
   }
   void scale(float a, float* x, std::size_t n) override { cuda::scale(a, x, n, stream()); }
-  void axpy(float a, const float* x, float* y, std::size_t n) override { cuda::axpy(a, x, y, n, stream()); }
   bool all_finite(const float* x, std::size_t n) override { return cuda::all_finite(x, n, stream()); }
   void to_float(const void* src, DType t, float* dst, std::size_t n) override { cuda::to_float(src, t, dst, n, stream()); }
   void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate) override {
