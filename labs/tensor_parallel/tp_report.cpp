@@ -60,6 +60,31 @@ TpSettings settings_of(const LabConfig& cfg, int T) {
   return s;
 }
 
+// What the visualizer's split panel draws (meta "tp_split"): the weight matrices of one
+// block and the embedding, each with its full shape and how it is cut over the T ranks —
+// "column" (rows of W [out × in] by rank), "qkv_column" (the Q, K and V blocks each by
+// heads), "row" (columns by rank), "vocab_rows", "replicated" — and where f and g sit.
+nlohmann::json split_meta(const TpSettings& s, int T) {
+  const int h = s.hidden;
+  nlohmann::json t = nlohmann::json::array();
+  auto add = [&](const std::string& name, int rows, int cols, const char* split, const char* region) {
+    t.push_back({{"name", name}, {"rows", rows}, {"cols", cols}, {"split", split}, {"region", region}});
+  };
+  if (s.model == TpModelKind::gpt) {
+    add("wte", s.vocab, h, "vocab_rows", "embedding");
+    add("h.0.ln_1.weight", 1, h, "replicated", "attention");
+    add("h.0.attn.c_attn.weight", 3 * h, h, "qkv_column", "attention");
+    add("h.0.attn.c_proj.weight", h, h, "row", "attention");
+    add("h.0.ln_2.weight", 1, h, "replicated", "mlp");
+  }
+  add("h.0.mlp.c_fc.weight", 4 * h, h, "column", "mlp");
+  add("h.0.mlp.c_proj.weight", h, 4 * h, "row", "mlp");
+  return {{"T", T}, {"model", s.model == TpModelKind::gpt ? "gpt" : "mlp"}, {"layers", s.layers}, {"hidden", h},
+          {"heads", s.heads}, {"vocab", s.vocab}, {"rows", s.rows()}, {"tensors", t},
+          {"operators", "f before each column-parallel layer (identity forward, all-reduce backward); g after each "
+                        "row-parallel one (all-reduce forward, identity backward)"}};
+}
+
 }  // namespace
 
 void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T) {
@@ -129,6 +154,7 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   const int T = comm.size();
   const TpSettings s = settings_of(cfg, T);
   Report rep = start_report(comm, cfg, "tensor_parallel");
+  if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta("tp_split", split_meta(s, T).dump());
   describe_tp_setup(rep, s, cfg);
   const OneRank ref = s.check ? one_rank_reference(comm, s) : OneRank{};
   for (ex::TpMode mode : s.modes) {
