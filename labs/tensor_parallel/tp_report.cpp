@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
+#include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/report_format.h"
 #include "labs/tensor_parallel/tp_lab.h"
