@@ -64,6 +64,7 @@ std::uint64_t byte_count(const std::vector<std::uint64_t>& shape, DType t) {
 
 Placed add_entry(SafeTensors& st, const std::string& source, const std::string& name, const nlohmann::json& entry,
                  std::string_view data) {
+  if (name.empty()) bad(source, "a tensor has an empty name");
   if (!entry.is_object()) bad(source, "the entry of tensor '" + name + "' is not an object");
   const DType dtype = parse_format_dtype(source, name, entry.value("dtype", nlohmann::json()));
   const auto shape = parse_counts(source, name, entry.value("shape", nlohmann::json()), "shape",

@@ -123,7 +123,9 @@ TEST(SafeTensors, EveryMalformedFileGivesAClearError) {
   expect_read_error("negative_shape", craft(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
                     {"'t'", "\"shape\""});
   expect_read_error("bad_metadata", craft(R"({"__metadata__":{"step":7}})", 0), {"'step' is not a string"});
-  expect_read_error("missing", "", {"shorter"});
+  expect_read_error("empty_name", craft(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4),
+                    {"empty name"});
+  expect_read_error("empty_file", "", {"it is 0 bytes"});
   EXPECT_THROW(read_safetensors(temp_path("no_such_file")), UsageError);
 }
 
