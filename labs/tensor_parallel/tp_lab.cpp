@@ -55,6 +55,8 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
   const std::vector<Span> spans = block_spans(tr, me, main_mark);
   const EventLog& log = tr.log(me, kStreamComm);
   BlockCollectives c;
+  for (const Span& s : spans)
+    if (s.forward) c.fwd_span_seconds += double(s.end - s.begin) * 1e-9;
   for (std::size_t i = comm_mark; i < log.size(); ++i) {
     const Event& e = log[i];
     if (e.kind != EventKind::collective) continue;
@@ -72,6 +74,7 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
     else c.others += 1;
     c.largest_payload = std::max(c.largest_payload, double(e.bytes));
     c.seconds += double(e.end_ns - e.begin_ns) * 1e-9;
+    if (fwd) c.fwd_payload += double(e.bytes), c.fwd_comm_seconds += double(e.end_ns - e.begin_ns) * 1e-9;
   }
   return c;
 }

@@ -64,6 +64,9 @@ struct BlockCollectives {
   double ring_bytes = 0;       // what a ring sends per rank for all of them: 2(T−1)/T or (T−1)/T of each
   double seconds = 0;          // their time (synchronous: all of it exposed)
   double outside_blocks = 0;   // collectives of the step outside the blocks (embedding, loss, LN grads)
+  // Forward only (the curriculum's milestone counts the forward pass): the payload of the
+  // blocks' collectives, their time, and the blocks' forward spans in all (compute + them).
+  double fwd_payload = 0, fwd_comm_seconds = 0, fwd_span_seconds = 0;
 };
 
 struct TpMeasurement {
