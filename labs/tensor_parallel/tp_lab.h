@@ -93,6 +93,8 @@ OneRank one_rank_reference(Comm& comm, const TpSettings& s);
 // One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref);
 
+// The lab's options as settings for T ranks; UsageError naming the constraint a shape breaks.
+TpSettings tp_settings(const LabConfig& cfg, int T);
 Report run_tp_lab(Comm& comm, const LabConfig& cfg);
 LabInfo tensor_parallel_lab_info();
 

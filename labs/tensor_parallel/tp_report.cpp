@@ -20,7 +20,9 @@ void require_divisible(int value, int by, const std::string& what, const std::st
     throw UsageError(what + " " + std::to_string(value) + " is not divisible by " + std::to_string(by) + ": " + why);
 }
 
-TpSettings settings_of(const LabConfig& cfg, int T) {
+}  // namespace
+
+TpSettings tp_settings(const LabConfig& cfg, int T) {
   TpSettings s;
   const LabOptions& o = cfg.options;
   s.model = o.choice<TpModelKind>("model");
@@ -60,6 +62,8 @@ TpSettings settings_of(const LabConfig& cfg, int T) {
   require_memory(T * per_rank * (s.check ? 2 : 1), "--layers, --hidden, --seq, --batch (or --check off)");
   return s;
 }
+
+namespace {
 
 // What the visualizer's split panel draws (meta "tp_split"): the weight matrices of one
 // block and the embedding, each with its full shape and how it is cut over the T ranks —
@@ -131,11 +135,11 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
         .from("0.02·lr per step");
   }
   const BlockCollectives& c = m.comm;
-  if (!sp) {
+  if (T > 1 && !sp) {
     rep.check(n + "all_reduce_per_layer_fwd", "all-reduces per layer, forward (g)", c.all_reduce_fwd / L, k, "").from(k > 1 ? "attention + MLP" : "one g");
     rep.check(n + "all_reduce_per_layer_bwd", "all-reduces per layer, backward (f)", c.all_reduce_bwd / L, k, "").from(k > 1 ? "attention + MLP" : "one f");
     rep.check(n + "payload_per_collective", "bytes per all-reduce", c.largest_payload, payload, "B").from("b·s·h·4");
-  } else {
+  } else if (T > 1) {
     rep.check(n + "all_gather_per_layer_fwd", "all-gathers per layer, forward (f)", c.all_gather_fwd / L, k, "").from("f");
     rep.check(n + "reduce_scatter_per_layer_fwd", "reduce-scatters per layer, forward (g)", c.reduce_scatter_fwd / L, k, "").from("g");
     rep.check(n + "reduce_scatter_per_layer_bwd", "reduce-scatters per layer, backward (f)", c.reduce_scatter_bwd / L, k, "").from("f");
@@ -166,6 +170,7 @@ void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
     std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
                   s.vocab, s.batch, s.seq);
   rep.setup.push_back(shape);
+  if (rep.ranks == 1) rep.notes.push_back("One rank: the whole model, nothing to communicate (the rows counting collectives need T ≥ 2).");
   rep.setup.push_back("T = " + std::to_string(rep.ranks) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
   rep.notes.push_back("Megatron-LM's split: c_fc (and attention's Q, K, V by heads) column-parallel after f, c_proj "
                       "row-parallel before g. f: identity forward, all-reduce backward; g: all-reduce forward, identity "
@@ -182,7 +187,7 @@ void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
 
 Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   const int T = comm.size();
-  const TpSettings s = settings_of(cfg, T);
+  const TpSettings s = tp_settings(cfg, T);
   Report rep = start_report(comm, cfg, "tensor_parallel");
   if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta("tp_split", split_meta(s, T).dump());
   describe_tp_setup(rep, s, cfg);
@@ -190,7 +195,7 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   for (ex::TpMode mode : s.modes) {
     const TpMeasurement m = run_tp_mode(comm, cfg, s, mode, ref);
     add_tp_rows(rep, s, m, T);
-    if (mode == ex::TpMode::plain) add_forward_rows(rep, s, m, T, cfg.link);
+    if (mode == ex::TpMode::plain && T > 1) add_forward_rows(rep, s, m, T, cfg.link);
   }
   if (s.modes.size() > 1) rep.columns = {"tp", "tp+sp"};
   return rep;
