@@ -191,6 +191,7 @@ void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
 Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   const int T = comm.size();
   const TpSettings s = tp_settings(cfg, T);
+  kernels::use_one_blas_thread();  // the ranks are the parallelism
   Report rep = start_report(comm, cfg, "tensor_parallel");
   if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta("tp_split", split_meta(s, T).dump());
   describe_tp_setup(rep, s, cfg);
