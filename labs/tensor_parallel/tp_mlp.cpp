@@ -44,12 +44,16 @@ void copy_slice(const std::vector<float>& full, int in, const ex::LinearSlice& s
 
 }  // namespace
 
-TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops)
-    : shape_(shape), tp_(tp), ops_(ops), math_(linear_math(ops)), T_(tp.comm.size()), r_(tp.comm.rank()) {
+TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops,
+             BlockSpan span)
+    : shape_(shape), tp_(tp), ops_(ops), math_(linear_math(ops)), T_(tp.comm.size()), r_(tp.comm.rank()),
+      first_(span.first), last_(span.last < 0 ? shape.layers - 1 : span.last), mem_(mem) {
+  if (first_ < 0 || first_ > last_ || last_ >= shape.layers)
+    throw Error("TpMlp: blocks " + std::to_string(first_) + ".." + std::to_string(last_) + " of " + std::to_string(shape.layers));
   const int h = shape.hidden;
   ff_local_ = 4 * h / T_;
   std::size_t n = 0;
-  for (int l = 0; l < shape.layers; ++l) {
+  for (int l = first_; l <= last_; ++l) {
     Block b;
     b.fc_w = n, n += std::size_t(ff_local_) * h;
     b.fc_b = n, n += std::size_t(ff_local_);
@@ -60,20 +64,11 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   const Device dev = ops.device();
   params_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::param, dev);
   grads_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::grad, dev);
-  adam_m_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::optimizer, dev);
-  adam_v_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::optimizer, dev);
   init_params(seed);
   const std::int64_t R = shape.rows, Rl = local_rows();
-  const bool sp = tp.mode == ex::TpMode::sequence_parallel;
-  for (int l = 0; l < shape.layers; ++l) {
-    x_.emplace_back(mem, std::vector<std::int64_t>{Rl, h}, DType::f32, MemTag::activation, dev);
-    z_.emplace_back(mem, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
-    a_.emplace_back(mem, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
-  }
-  out_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::activation, dev);
   // Sequence parallel: c_fc's gathered input lives only while it is used, and backward
   // gathers it again (Megatron-LM's choice: one more all-gather, 1/T of the memory).
-  if (sp) x_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
+  if (tp.mode == ex::TpMode::sequence_parallel) x_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
   partial_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
   dy_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
   dx_full_ = Tensor(mem, {R, h}, DType::f32, MemTag::other, dev);
@@ -83,13 +78,28 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   dnext_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
 }
 
-int TpMlp::local_rows() const { return tp_.mode == ex::TpMode::sequence_parallel ? shape_.rows / T_ : shape_.rows; }
+int TpMlp::local_rows(int rows) const { return tp_.mode == ex::TpMode::sequence_parallel ? rows / T_ : rows; }
+
+TpMlpActivations TpMlp::make_activations(int rows) {
+  if (rows > shape_.rows) throw Error("TpMlp: " + std::to_string(rows) + " rows, made for " + std::to_string(shape_.rows));
+  TpMlpActivations a;
+  a.rows = rows;
+  const std::int64_t R = rows, Rl = local_rows(rows), h = shape_.hidden;
+  const Device dev = ops_.device();
+  for (int l = first_; l <= last_; ++l) {
+    a.x.emplace_back(mem_, std::vector<std::int64_t>{Rl, h}, DType::f32, MemTag::activation, dev);
+    a.z.emplace_back(mem_, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
+    a.a.emplace_back(mem_, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
+  }
+  a.out = Tensor(mem_, {Rl, h}, DType::f32, MemTag::activation, dev);
+  return a;
+}
 
 void TpMlp::init_params(std::uint32_t seed) {
   const int h = shape_.hidden, ff = 4 * h;
   std::vector<float> host(params_.numel());
-  for (int l = 0; l < shape_.layers; ++l) {
-    const Block& b = blocks_[std::size_t(l)];
+  for (int l = first_; l <= last_; ++l) {
+    const Block& b = blocks_[std::size_t(l - first_)];
     const ex::LinearSlice fc = ex::column_parallel_slice(ff, h, r_, T_);  // exercise tp_slices
     const ex::LinearSlice proj = ex::row_parallel_slice(h, ff, r_, T_);
     copy_slice(full_tensor(seed, block_name(l, "c_fc.weight"), std::size_t(ff) * h, h), h, fc, &host[b.fc_w]);
@@ -102,16 +112,16 @@ void TpMlp::init_params(std::uint32_t seed) {
   copy_bytes(params_.data(), host.data(), host.size() * sizeof(float));
 }
 
-ex::TpLinear TpMlp::fc(int l, bool with_grads) {
-  const Block& b = blocks_[std::size_t(l)];
+ex::TpLinear TpMlp::fc(int slot, bool with_grads) {
+  const Block& b = blocks_[std::size_t(slot)];
   float* p = params_.as<float>();
   float* g = grads_.as<float>();
   return {p + b.fc_w, p + b.fc_b, with_grads ? g + b.fc_w : nullptr, with_grads ? g + b.fc_b : nullptr, shape_.hidden,
           ff_local_};
 }
 
-ex::TpLinear TpMlp::proj(int l) {
-  const Block& b = blocks_[std::size_t(l)];
+ex::TpLinear TpMlp::proj(int slot) {
+  const Block& b = blocks_[std::size_t(slot)];
   float* p = params_.as<float>();
   float* g = grads_.as<float>();
   // Only rank 0 adds the bias (the g all-reduce sums the T partial outputs); every rank
@@ -119,50 +129,73 @@ ex::TpLinear TpMlp::proj(int l) {
   return {p + b.proj_w, r_ == 0 ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
 }
 
-float TpMlp::forward_backward(const float* x, const float* target) {
-  const int R = shape_.rows, h = shape_.hidden, L = shape_.layers;
-  const std::size_t local = std::size_t(local_rows()) * std::size_t(h), ff = std::size_t(R) * std::size_t(ff_local_);
-  const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
-  // ---- forward: x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) ----
-  copy_bytes(x_[0].data(), x, local * sizeof(float));
-  Trace* tr = tp_.comm.trace();
-  const int me = tp_.comm.global_rank();
-  auto span = [&](const char* pass, int l) {
-    return ScopedSpan(tr, me, EventKind::compute, tr ? tr->label(std::string(pass) + " block " + std::to_string(l)) : 0);
-  };
-  for (int l = 0; l < L; ++l) {
-    ScopedSpan block = span("fwd", l);
-    float* next = l + 1 < L ? x_[std::size_t(l + 1)].as<float>() : out_.as<float>();
-    ex::column_parallel_forward(tp_, math_, fc(l, false), x_[std::size_t(l)].as<float>(), x_full(), z_[std::size_t(l)].as<float>(), R);
-    ops_.gelu_forward(z_[std::size_t(l)].as<float>(), a_[std::size_t(l)].as<float>(), ff);
-    ex::row_parallel_forward(tp_, math_, proj(l), a_[std::size_t(l)].as<float>(), partial_.as<float>(), next, R);
-    ops_.axpy(1.0f, x_[std::size_t(l)].as<float>(), next, local);  // the residual
+namespace {
+ScopedSpan block_span(Comm& comm, const char* pass, int block) {
+  Trace* tr = comm.trace();
+  return ScopedSpan(tr, comm.global_rank(), EventKind::compute,
+                    tr ? tr->label(std::string(pass) + " block " + std::to_string(block)) : 0);
+}
+}  // namespace
+
+// x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) for the held blocks.
+const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
+  const int R = acts.rows, n = last_ - first_ + 1;
+  const std::size_t local = std::size_t(local_rows(R)) * std::size_t(shape_.hidden);
+  copy_bytes(acts.x[0].data(), x, local * sizeof(float));
+  for (int i = 0; i < n; ++i) {
+    const std::size_t k = std::size_t(i);
+    ScopedSpan span = block_span(tp_.comm, "fwd", first_ + i);
+    float* next = i + 1 < n ? acts.x[k + 1].as<float>() : acts.out.as<float>();
+    ex::column_parallel_forward(tp_, math_, fc(i, false), acts.x[k].as<float>(), x_full(), acts.z[k].as<float>(), R);
+    ops_.gelu_forward(acts.z[k].as<float>(), acts.a[k].as<float>(), std::size_t(R) * std::size_t(ff_local_));
+    ex::row_parallel_forward(tp_, math_, proj(i), acts.a[k].as<float>(), partial_.as<float>(), next, R);
+    ops_.axpy(1.0f, acts.x[k].as<float>(), next, local);  // the residual
   }
-  // ---- loss: mean over all R·h elements; a rank under sequence parallelism sees 1/T of them ----
-  float loss = ops_.mse_loss(out_.as<float>(), target, dnext_.as<float>(), local);
-  if (sp) {
+  ops_.synchronize();
+  return acts.out.as<float>();
+}
+
+const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accumulate) {
+  const int R = acts.rows, h = shape_.hidden;
+  const std::size_t local = std::size_t(local_rows(R)) * std::size_t(h), ff = std::size_t(R) * std::size_t(ff_local_);
+  if (dy != dnext_.as<float>()) copy_bytes(dnext_.data(), dy, local * sizeof(float));
+  for (int i = last_ - first_; i >= 0; --i) {  // dnext holds dL/dx_{l+1}
+    const std::size_t k = std::size_t(i);
+    ScopedSpan span = block_span(tp_.comm, "bwd", first_ + i);
+    ex::row_parallel_backward(tp_, math_, proj(i), acts.a[k].as<float>(), dnext_.as<float>(), dy_full_.as<float>(),
+                              da_.as<float>(), R, accumulate);
+    ops_.gelu_backward(acts.z[k].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
+    // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
+    const float* x_in = ex::f_forward(tp_, acts.x[k].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
+    ex::column_parallel_backward(tp_, math_, fc(i, true), x_in, dz_.as<float>(), dx_full_.as<float>(), dres_.as<float>(),
+                                 R, accumulate);
+    ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
+  }
+  ops_.synchronize();
+  return dnext_.as<float>();
+}
+
+float TpMlp::forward_backward(const float* x, const float* target) {
+  if (own_.rows == 0) own_ = make_activations(shape_.rows);
+  const std::size_t local = std::size_t(local_rows()) * std::size_t(shape_.hidden);
+  const float* y = forward(x, own_);
+  // Loss: the mean over all R·h elements; a rank under sequence parallelism sees 1/T of them.
+  float loss = ops_.mse_loss(y, target, dnext_.as<float>(), local);
+  if (tp_.mode == ex::TpMode::sequence_parallel) {
     ops_.scale(1.0f / float(T_), dnext_.as<float>(), local);  // dy = 2(y − t)/(R·h), not /(R·h/T)
     float sum = loss / float(T_);
     tp_.comm.all_reduce(&sum, &sum, 1, DType::f32, ReduceOp::sum);
     loss = sum;
   }
-  // ---- backward, last block first; dnext holds dL/dx_{l+1} ----
-  for (int l = L - 1; l >= 0; --l) {
-    ScopedSpan block = span("bwd", l);
-    ex::row_parallel_backward(tp_, math_, proj(l), a_[std::size_t(l)].as<float>(), dnext_.as<float>(),
-                              dy_full_.as<float>(), da_.as<float>(), R, false);
-    ops_.gelu_backward(z_[std::size_t(l)].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
-    // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
-    const float* x_in = ex::f_forward(tp_, x_[std::size_t(l)].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
-    ex::column_parallel_backward(tp_, math_, fc(l, true), x_in, dz_.as<float>(), dx_full_.as<float>(),
-                                 dres_.as<float>(), R, false);
-    ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
-  }
-  ops_.synchronize();
+  backward(dnext_.as<float>(), own_, false);
   return loss;
 }
 
 void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
+  if (adam_m_.numel() == 0) {
+    adam_m_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
+    adam_v_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
+  }
   ops_.adamw_step(params_.as<float>(), grads_.as<float>(), adam_m_.as<float>(), adam_v_.as<float>(), params_.numel(), c,
                   step);
   ops_.synchronize();
@@ -170,7 +203,7 @@ void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
 
 std::vector<std::string> TpMlp::names() const {
   std::vector<std::string> n;
-  for (int l = 0; l < shape_.layers; ++l)
+  for (int l = first_; l <= last_; ++l)
     for (const char* w : {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}) n.push_back(block_name(l, w));
   return n;
 }
@@ -178,10 +211,10 @@ std::vector<std::string> TpMlp::names() const {
 // All-gathers the ranks' slices of one tensor and puts them back into the full layout.
 std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {
   const int h = shape_.hidden, ff = 4 * h;
-  int l = 0;
-  while (l < shape_.layers && name.rfind("h." + std::to_string(l) + ".", 0) != 0) ++l;
-  if (l == shape_.layers) throw Error("TpMlp has no tensor " + name);
-  const Block& b = blocks_[std::size_t(l)];
+  int l = first_;
+  while (l <= last_ && name.rfind("h." + std::to_string(l) + ".", 0) != 0) ++l;
+  if (l > last_) throw Error("TpMlp (blocks " + std::to_string(first_) + ".." + std::to_string(last_) + ") has no tensor " + name);
+  const Block& b = blocks_[std::size_t(l - first_)];
   const bool is_fc = name.find("c_fc") != std::string::npos, is_weight = name.find("weight") != std::string::npos;
   if (!is_fc && !is_weight) {  // c_proj's bias: the same on every rank
     std::vector<float> v(static_cast<std::size_t>(h));

@@ -24,7 +24,22 @@ namespace dtl {
 
 struct TpMlpShape {
   int hidden = 64, layers = 2;
-  int rows = 32;  // tokens per step: batch × sequence
+  int rows = 32;  // tokens per step (the most per call): batch × sequence
+};
+
+// Blocks first..last of the model (inclusive; last = -1: through the last): a pipeline
+// stage holds a span.
+struct BlockSpan {
+  int first = 0, last = -1;
+};
+
+// What one forward keeps for its backward (one per micro-batch in flight), tagged
+// activation: per held block the residual input (this rank's rows), z = c_fc(x) and
+// GELU(z) (all rows, 4h/T wide); and the output.
+struct TpMlpActivations {
+  int rows = 0;
+  std::vector<Tensor> x, z, a;
+  Tensor out;
 };
 
 // Binds the exercises' local arithmetic to a device's TrainOps.
@@ -32,7 +47,8 @@ ex::LinearMath linear_math(TrainOps& ops);
 
 class TpMlp {
  public:
-  TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops);
+  TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops,
+        BlockSpan span = {});
 
   // Forward, loss, backward (gradients overwritten); x and target are this rank's rows of
   // the full [rows × h] input and target (all rows, or its slice under sequence
@@ -40,20 +56,33 @@ class TpMlp {
   float forward_backward(const float* x, const float* target);
   void adamw_step(const kernels::AdamWConfig& c, int step);
 
+  // The pieces, for a pipeline stage: activations for `rows` rows (≤ shape.rows); forward
+  // of the held blocks from this rank's rows of x (kept until backward), returning the
+  // output's; backward from dL/d(output), adding to the gradients when `accumulate`,
+  // returning dL/dx of the first held block's input (this rank's rows).
+  TpMlpActivations make_activations(int rows);
+  const float* forward(const float* x, TpMlpActivations& acts);
+  const float* backward(const float* dy, TpMlpActivations& acts, bool accumulate);
+  float* params() { return params_.as<float>(); }
+  float* grads() { return grads_.as<float>(); }
+  int first_block() const { return first_; }
+  int last_block() const { return last_; }
+
   // The full model's tensors (a collective over the group): "h.{i}.mlp.c_fc.weight", ...,
   // in the order of names(); for the equivalence checks.
   std::vector<std::string> names() const;
   std::vector<float> full_params(const std::string& name);
   std::vector<float> full_grads(const std::string& name);
   std::size_t local_params() const { return params_.numel(); }
-  int local_rows() const;  // rows of the residual stream on this rank
+  int local_rows() const { return local_rows(shape_.rows); }  // rows of the residual stream on this rank
+  int local_rows(int rows) const;
 
  private:
   struct Block {
     std::size_t fc_w, fc_b, proj_w, proj_b;  // offsets into the flat buffers
   };
-  ex::TpLinear fc(int l, bool with_grads);
-  ex::TpLinear proj(int l);
+  ex::TpLinear fc(int slot, bool with_grads);
+  ex::TpLinear proj(int slot);
   std::vector<float> gather(const std::string& name, const float* flat);
   void init_params(std::uint32_t seed);
 
@@ -61,14 +90,13 @@ class TpMlp {
   ex::TpGroup tp_;
   TrainOps& ops_;
   ex::LinearMath math_;
-  int T_ = 1, r_ = 0, ff_local_ = 0;
-  std::vector<Block> blocks_;
-  Tensor params_, grads_, adam_m_, adam_v_;
-  // Kept for backward, per block: the residual input (this rank's rows), z = c_fc(x) and
-  // GELU(z) (all rows, 4h/T wide).
-  std::vector<Tensor> x_, z_, a_;
+  int T_ = 1, r_ = 0, ff_local_ = 0, first_ = 0, last_ = 0;
+  MemoryTracker& mem_;
+  std::vector<Block> blocks_;  // the held blocks, by slot (block first_ + slot)
+  Tensor params_, grads_, adam_m_, adam_v_;  // AdamW's moments made on its first step
+  TpMlpActivations own_;                     // forward_backward's
   float* x_full() { return x_full_.numel() ? x_full_.as<float>() : nullptr; }
-  Tensor x_full_, out_, partial_, dy_full_, dz_, da_, dx_full_, dres_, dnext_;
+  Tensor x_full_, partial_, dy_full_, dz_, da_, dx_full_, dres_, dnext_;
 };
 
 }  // namespace dtl
