@@ -6,6 +6,7 @@
 #include "labs/lab.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/tensor_parallel/tp_lab.h"
+#include "labs/grid/grid_lab.h"
 #include "labs/zero/zero_lab.h"
 
 namespace dtl {
@@ -17,6 +18,7 @@ const std::vector<LabInfo>& lab_registry() {
       zero_lab_info(),
       pipeline_lab_info(),
       tensor_parallel_lab_info(),
+      grid_lab_info(),
   };
   return labs;
 }

@@ -1,0 +1,162 @@
+// The grid lab: the MLP's blocks trained on a dp × tp × pp grid of ranks (Topology:
+// tensor-parallel ranks neighbours, then data-parallel, then pipeline stages, as
+// Megatron-LM numbers them), ZeRO-1 optionally on the data axis.
+//
+//   dtlab run grid --dp D --tp T --pp P [--zero 0|1] [--micro-batches M] [--schedule 1f1b|gpipe]
+//                  [--layers L --hidden H --seq S --batch B] [--ranks D·T·P]
+//
+// Each stage holds L/P blocks, each block split Megatron-style over the tp group; M
+// micro-batches of the dp replica's rows flow through the stages (the learner's 1F1B and
+// stage loop); the gradients are summed over the dp group. Every configuration ends with
+// the weights of one rank training the whole model on the global batch (checked), and the
+// report counts each axis's bytes from the events of its group.
+#include "labs/grid/grid_lab.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "core/util/units.h"
+#include "labs/grid/grid_rank.h"
+
+namespace dtl {
+
+void fill_global_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y);
+
+StageBlocks stage_blocks(int layers, int stages, int stage) {
+  const int base = layers / stages, extra = layers % stages;
+  const int first = stage * base + std::min(stage, extra);
+  return {first, first + base + (stage < extra ? 1 : 0) - 1};
+}
+
+namespace {
+
+// One rank trains the whole model (a group of one) on the global batch: the reference.
+std::vector<std::vector<float>> one_rank_weights(Comm& world, const GridSettings& s, const std::vector<std::string>& names) {
+  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
+  std::unique_ptr<Comm> alone = world.split(world.rank(), 0);
+  MemoryTracker mem(world.global_rank(), nullptr);
+  TpMlp model({s.hidden, s.layers, s.global_rows()}, {*alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
+  std::vector<float> x, y;
+  for (int step = 0; step < s.steps; ++step) {
+    fill_global_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
+    model.forward_backward(x.data(), y.data());
+    model.adamw_step(s.adamw, step + 1);
+  }
+  std::vector<std::vector<float>> w;
+  for (const std::string& n : names) w.push_back(model.full_params(n));
+  return w;
+}
+
+// This rank's bytes per axis since the marks, from its own events.
+AxisBytes axis_bytes(Comm& world, std::size_t main_mark, std::size_t comm_mark, const GridShape& g) {
+  Trace& tr = *world.trace();
+  const int me = world.global_rank();
+  AxisBytes b;
+  const EventLog& comm = tr.log(me, kStreamComm);
+  for (std::size_t i = comm_mark; i < comm.size(); ++i) {
+    const Event& e = comm[i];
+    if (e.kind != EventKind::collective || (e.axis != GroupAxis::dp && e.axis != GroupAxis::tp)) continue;
+    const double N = e.axis == GroupAxis::dp ? g.dp : g.tp, share = (N - 1) / N;
+    const std::string name = tr.label_name(e.label);
+    const double sent = name == "all_reduce" ? 2 * share * double(e.bytes) : share * double(e.bytes);
+    (e.axis == GroupAxis::dp ? b.dp : b.tp) += sent;
+  }
+  const EventLog& main = tr.log(me, kStreamMain);
+  for (std::size_t i = main_mark; i < main.size(); ++i)
+    if (main[i].kind == EventKind::send && main[i].axis == GroupAxis::pp) b.pp += double(main[i].bytes);
+  return b;
+}
+
+// What the formulas say this rank sends per step on each axis.
+AxisBytes predicted_bytes(const GridSettings& s, const Topology& topo, const GridRank& r) {
+  const double T = s.grid.tp, D = s.grid.dp, M = s.micro_batches, act = 4.0 * s.micro_rows() * s.hidden;
+  AxisBytes b;
+  // tp: per micro-batch and block, g's all-reduce forward and f's backward.
+  b.tp = r.blocks().count() * M * 2 * 2 * (T - 1) / T * act;
+  // pp: each micro-batch's activation to the next stage, its gradient to the previous one.
+  b.pp = M * act * ((topo.is_last_stage() ? 0 : 1) + (topo.is_first_stage() ? 0 : 1));
+  // dp: an all-reduce of the stage's gradients; ZeRO-1 a reduce-scatter and an all-gather of
+  // the padded D·chunk elements — the same bytes.
+  const double n = s.zero == GridZero::none ? double(r.local_params()) : D * double(r.zero_chunk());
+  b.dp = 2 * (D - 1) / D * n * 4;
+  if (topo.is_last_stage()) b.dp += 2 * (D - 1) / D * 8;  // and the last stage's loss (one double) summed over dp
+  return b;
+}
+
+double peak_of(Comm& world, std::size_t mark, MemTag tag) {
+  const EventLog& log = world.trace()->log(world.global_rank(), kStreamMain);
+  double cur = 0, peak = 0;
+  for (std::size_t i = mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.tag != int(tag) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
+    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
+    peak = std::max(peak, cur);
+  }
+  return peak;
+}
+
+// The idle share of the pipeline this rank is in: 1 − Σ busy / (P · (last end − first start)).
+double bubble_of(Topology& topo, const GridRank& r) {
+  Comm& pp = topo.pp_group();
+  double span[2] = {-r.begin(), r.end()}, busy = r.busy();
+  pp.all_reduce(span, span, 2, DType::f64, ReduceOp::max);
+  pp.all_reduce(&busy, &busy, 1, DType::f64, ReduceOp::sum);
+  const double makespan = span[0] + span[1];
+  return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
+}
+
+}  // namespace
+
+GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s) {
+  Topology topo(world, s.grid);
+  const std::size_t main_mark = world.trace()->log(world.global_rank(), kStreamMain).size();
+  MemoryTracker mem(world.global_rank(), world.trace());
+  GridRank rank(topo, s, mem);
+  GridMeasurement m;
+  std::vector<double> steps;
+  for (int step = 0; step < s.steps; ++step) {
+    report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
+    const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();
+    const std::size_t cm = world.trace()->log(world.global_rank(), kStreamComm).size();
+    world.barrier();
+    const double t0 = double(world.trace()->now_ns()) * 1e-9;
+    const float loss = rank.step(step);
+    if (step > 0 || s.steps == 1) steps.push_back(double(world.trace()->now_ns()) * 1e-9 - t0);
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    m.mine.bytes = axis_bytes(world, mm, cm, s.grid);  // the last step's
+  }
+  if (s.steps == 1) m.last_loss = m.first_loss;
+  GridRankFigures& f = m.mine;
+  f.predicted = predicted_bytes(s, topo, rank);
+  m.bubble = bubble_of(topo, rank);
+  f.param_bytes = peak_of(world, main_mark, MemTag::param);
+  f.grad_bytes = peak_of(world, main_mark, MemTag::grad);
+  f.optimizer_bytes = peak_of(world, main_mark, MemTag::optimizer);
+  f.activation_peak = peak_of(world, main_mark, MemTag::activation);
+  const int nb = rank.blocks().count(), T = s.grid.tp, R = s.micro_rows(), h = s.hidden;
+  const std::size_t opt_elems = s.zero == GridZero::none ? rank.local_params() : rank.zero_chunk();
+  f.predicted_optimizer = 8.0 * double(opt_elems);  // AdamW's m and v, fp32
+  // Per micro-batch in flight: each block's input (R·h) and c_fc's output before and after
+  // GELU (2·R·4h/T), and the stage's output; the schedule says how many are in flight.
+  const double per_micro_batch = 4.0 * (nb * (double(R) * h + 2.0 * R * 4 * h / T) + double(R) * h);
+  f.predicted_activation = per_micro_batch * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  m.step = repeated(steps);
+  if (s.check) {
+    std::vector<std::string> names = rank.model().names();
+    const std::vector<std::vector<float>> ref = one_rank_weights(world, s, names);
+    m.max_weight_diff = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::vector<float> w = rank.model().full_params(names[i]);
+      for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = std::max(m.max_weight_diff, double(std::fabs(w[k] - ref[i][k])));
+    }
+    world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
+  }
+  static_assert(sizeof(GridRankFigures) == 12 * sizeof(double), "GridRankFigures is gathered as doubles");
+  m.ranks.resize(std::size_t(world.size()));
+  world.all_gather(&m.mine, m.ranks.data(), 12, DType::f64);
+  return m;
+}
+
+}  // namespace dtl

@@ -1,0 +1,68 @@
+// The grid lab (see grid_lab.cpp): data, tensor and pipeline parallelism on one dp × tp × pp
+// grid of ranks (Topology), ZeRO-1 optionally on the data axis — the curriculum's "3D
+// parallelism" (seeds 001, 002, 004) run for real, every byte counted per axis.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/comm/topology.h"
+#include "kernels/cpu/kernels.h"
+#include "labs/lab.h"
+#include "labs/pipeline/schedule.h"
+
+namespace dtl {
+
+// --schedule and --zero, in the order the LabInfo lists the names.
+enum class GridSchedule { gpipe, one_f_one_b };
+enum class GridZero { none, optimizer_states };
+enum class GridCheck { off, on };
+
+struct GridSettings {
+  GridShape grid;
+  GridZero zero = GridZero::none;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  int layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4, steps = 3;
+  bool check = true;
+  kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
+  int global_rows() const { return batch * seq; }                              // G: tokens per step
+  int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
+};
+
+// Blocks [first, last] of pipeline stage `stage` of P: L/P each, the first L mod P one more.
+struct StageBlocks {
+  int first = 0, last = 0;
+  int count() const { return last - first + 1; }
+};
+StageBlocks stage_blocks(int layers, int stages, int stage);
+
+// Bytes this rank sent per step by axis, from its events: the ring bytes of its dp and tp
+// collectives (2(N−1)/N of an all-reduce's buffer, (N−1)/N of an all-gather's or a
+// reduce-scatter's whole vector) and the pp point-to-point sends.
+struct AxisBytes {
+  double dp = 0, tp = 0, pp = 0;
+};
+
+// What one rank measured and what the formulas say for it.
+struct GridRankFigures {
+  AxisBytes bytes, predicted;  // per step
+  double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_peak = 0;  // peaks, by tag
+  double predicted_optimizer = 0, predicted_activation = 0;
+};
+
+struct GridMeasurement {
+  float first_loss = 0, last_loss = 0;
+  double max_weight_diff = -1;  // against one rank, max over ranks (-1: not checked)
+  double bubble = 0;            // idle share of the step, 1 − Σ busy / (P·step), rank 0's pipeline
+  Repeated step;
+  GridRankFigures mine;
+  std::vector<GridRankFigures> ranks;  // every rank's, in world order (run_grid_lab gathers them)
+};
+
+GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s);
+GridSettings grid_settings(const LabConfig& cfg, int ranks);
+Report run_grid_lab(Comm& comm, const LabConfig& cfg);
+LabInfo grid_lab_info();
+void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m);
+
+}  // namespace dtl

@@ -1,0 +1,157 @@
+// A grid rank's step (grid_rank.h).
+#include "labs/grid/grid_rank.h"
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
+#include "exercises/pipeline.h"
+#include "exercises/zero.h"
+
+namespace dtl {
+
+namespace {
+
+constexpr int kGradientTag = 1 << 20;  // pp tags: micro-batch m's activation m, its gradient this + m
+
+std::unique_ptr<TpMlp> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b) {
+  const ex::TpGroup tp{topo.tp_group(), ex::TpMode::plain};
+  return std::make_unique<TpMlp>(TpMlpShape{s.hidden, s.layers, s.micro_rows()}, tp, mem, 7, train_ops(Device::cpu()),
+                                 BlockSpan{b.first, b.last});
+}
+
+Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag) {
+  return Tensor(mem, {std::int64_t(rows), std::int64_t(width)}, DType::f32, tag, Device::cpu());
+}
+
+}  // namespace
+
+// The global batch of a step: x ~ N(0, 1), target 0.5·sin(3x), the same on every rank
+// (tp_models.cpp's MLP task); rows [d·G/D, (d+1)·G/D) are data-parallel rank d's.
+void fill_global_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y) {
+  std::mt19937 gen(1000u + std::uint32_t(step));
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  x.resize(elements), y.resize(elements);
+  for (std::size_t i = 0; i < elements; ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
+}
+
+GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
+    : topo_(topo), s_(s), mem_(mem), blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
+      model_(make_stage(topo, s, mem, blocks_)),
+      schedule_(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1})) {
+  const int M = s.micro_batches, R = s.micro_rows(), h = s.hidden;
+  acts_.resize(std::size_t(M));
+  for (int m = 0; m < M; ++m) {
+    if (!topo.is_first_stage()) input_.push_back(rows_tensor(mem, R, h, MemTag::comm));
+    if (!topo.is_last_stage()) output_.push_back(rows_tensor(mem, R, h, MemTag::comm));
+    grad_in_.push_back(rows_tensor(mem, R, h, MemTag::comm));  // from the next stage, or the loss's
+    if (!topo.is_first_stage()) grad_out_.push_back(rows_tensor(mem, R, h, MemTag::comm));
+  }
+  if (s.zero == GridZero::optimizer_states) {
+    const std::size_t n = model_->local_params(), D = std::size_t(s.grid.dp);
+    chunk_ = (n + D - 1) / D;
+    padded_ = Tensor(mem, {std::int64_t(D * chunk_)}, DType::f32, MemTag::comm, Device::cpu());  // zeroed: the padding stays 0
+    shard_grads_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::grad, Device::cpu());
+    adam_m_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, Device::cpu());
+    adam_v_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, Device::cpu());
+  }
+}
+
+double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 1e-9; }
+
+void GridRank::forward(int m) {
+  const double t0 = now();
+  const int R = s_.micro_rows(), h = s_.hidden;
+  const std::size_t elems = std::size_t(R) * std::size_t(h);
+  const std::size_t first_row = std::size_t(topo_.coord().dp) * std::size_t(R) * std::size_t(s_.micro_batches) + std::size_t(m) * R;
+  const float* x = topo_.is_first_stage() ? x_.data() + first_row * std::size_t(h) : input_[std::size_t(m)].as<float>();
+  acts_[std::size_t(m)] = model_->make_activations(R);
+  const float* y = model_->forward(x, acts_[std::size_t(m)]);
+  if (topo_.is_last_stage()) {
+    // The loss is the mean over the global batch's G·h values: this micro-batch's mean
+    // (mse_loss over R·h) weighs R/G = 1/(D·M), and so does its dL/dy.
+    float* dy = grad_in_[std::size_t(m)].as<float>();
+    const float part = kernels::mse_loss(y, y_.data() + first_row * std::size_t(h), dy, elems);
+    const float weight = 1.0f / float(s_.grid.dp * s_.micro_batches);
+    kernels::scale(weight, dy, elems);
+    loss_ += double(part) * weight;
+  } else {
+    copy_bytes(output_[std::size_t(m)].data(), y, elems * sizeof(float));  // acts may be freed before the send is done
+  }
+  busy_ += now() - t0;
+}
+
+void GridRank::backward(int m) {
+  const double t0 = now();
+  const std::size_t elems = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden);
+  // The first backward of the step writes the gradients, the others add to them.
+  const float* dx = model_->backward(grad_in_[std::size_t(m)].as<float>(), acts_[std::size_t(m)], backwards_done_++ > 0);
+  if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, elems * sizeof(float));
+  acts_[std::size_t(m)] = TpMlpActivations{};  // freed: what 1F1B saves over GPipe
+  busy_ += now() - t0;
+}
+
+float GridRank::step(int step) {
+  fill_global_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
+  loss_ = 0, busy_ = 0, backwards_done_ = 0;
+  Comm& pp = topo_.pp_group();
+  const int stage = topo_.coord().pp;
+  const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
+  auto what = [&](const char* thing, int m, int from) {
+    return TransferInfo{-1, -1, 1, std::string(thing) + " of micro-batch " + std::to_string(m) + " from stage " + std::to_string(from)};
+  };
+  ex::StageOps ops;
+  ops.has_previous = [&](int) { return !topo_.is_first_stage(); };
+  ops.has_next = [&](int) { return !topo_.is_last_stage(); };
+  ops.recv_activation = [&](int m, int) { return pp.irecv(input_[std::size_t(m)].data(), bytes, stage - 1, m, what("the activation", m, stage - 1)); };
+  ops.send_activation = [&](int m, int) { return pp.isend(output_[std::size_t(m)].data(), bytes, stage + 1, m); };
+  ops.recv_gradient = [&](int m, int) {
+    return pp.irecv(grad_in_[std::size_t(m)].data(), bytes, stage + 1, kGradientTag + m, what("the gradient", m, stage + 1));
+  };
+  ops.send_gradient = [&](int m, int) { return pp.isend(grad_out_[std::size_t(m)].data(), bytes, stage - 1, kGradientTag + m); };
+  ops.forward = [&](int m, int) { forward(m); };
+  ops.backward = [&](int m, int) { backward(m); };
+  ops.weight = [](int, int) { throw Error("the grid lab's schedules have no W actions"); };
+  std::vector<Request> sends;
+  begin_ = now();
+  ex::run_stage(schedule_.stages[std::size_t(stage)], ops, sends);  // exercise 19
+  for (Request& r : sends) r.wait();
+  end_ = now();
+  sync_and_step(step + 1);
+  // The loss lives on the last stage's ranks (the same on its tp ranks): summed over the
+  // dp replicas there, then the largest over the world hands it to everyone.
+  double loss = loss_;
+  if (topo_.is_last_stage()) topo_.dp_group().all_reduce(&loss, &loss, 1, DType::f64, ReduceOp::sum);
+  topo_.world().all_reduce(&loss, &loss, 1, DType::f64, ReduceOp::max);
+  return float(loss);
+}
+
+void GridRank::sync_and_step(int t) {
+  if (s_.zero == GridZero::optimizer_states) return zero1_step(t);
+  // Plain data parallelism: every replica's gradient summed (each micro-batch's dL/dy is
+  // already weighted 1/(D·M)), then the same AdamW step everywhere.
+  topo_.dp_group().all_reduce(model_->grads(), model_->grads(), model_->local_params(), DType::f32, ReduceOp::sum);
+  model_->adamw_step(s_.adamw, t);
+}
+
+// ZeRO-1 on the data axis: reduce-scatter the padded gradients, AdamW on this rank's shard
+// only (its moments are 1/D of the plain ones), all-gather the updated parameters.
+void GridRank::zero1_step(int t) {
+  Comm& dp = topo_.dp_group();
+  const std::size_t n = model_->local_params();
+  const ex::ShardRange shard = ex::shard_range(n, dp.rank(), dp.size());  // exercise 13
+  float* padded = padded_.as<float>();
+  copy_bytes(padded, model_->grads(), n * sizeof(float));
+  dp.reduce_scatter(padded, shard_grads_.data(), chunk_, DType::f32, ReduceOp::sum);
+  float* params = model_->params();
+  train_ops(Device::cpu()).adamw_step(params + shard.begin, shard_grads_.as<float>(), adam_m_.as<float>(),
+                                      adam_v_.as<float>(), shard.end - shard.begin, s_.adamw, t);
+  float* mine = padded + std::size_t(dp.rank()) * chunk_;
+  copy_bytes(mine, params + shard.begin, (shard.end - shard.begin) * sizeof(float));
+  dp.all_gather(mine, padded, chunk_, DType::f32);  // in place: this rank's chunk is the input
+  copy_bytes(params, padded, n * sizeof(float));
+}
+
+}  // namespace dtl

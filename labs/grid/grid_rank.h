@@ -1,0 +1,60 @@
+// One rank of the grid lab: pipeline stage coord.pp of the MLP's blocks, split over its
+// tensor-parallel group, one of the data-parallel replicas. A step runs the schedule's F
+// and B actions through the learner's stage loop (exercises/pipeline.h), then syncs the
+// gradients over the dp group (all-reduce, or ZeRO-1's reduce-scatter, shard step and
+// all-gather) and steps AdamW.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "labs/grid/grid_lab.h"
+#include "labs/tensor_parallel/tp_mlp.h"
+
+namespace dtl {
+
+class GridRank {
+ public:
+  GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem);
+
+  // One training step on the global batch of step `step`; returns its loss (every rank).
+  float step(int step);
+  // Busy seconds of this rank's F and B actions in the last step, and its first action's
+  // start and last action's end (trace clock, seconds).
+  double busy() const { return busy_; }
+  double begin() const { return begin_; }
+  double end() const { return end_; }
+
+  TpMlp& model() { return *model_; }
+  const StageBlocks& blocks() const { return blocks_; }
+  std::size_t local_params() const { return model_->local_params(); }
+  std::size_t zero_chunk() const { return chunk_; }  // ZeRO-1: elements of this rank's shard
+
+ private:
+  void forward(int m);
+  void backward(int m);
+  void sync_and_step(int t);
+  void zero1_step(int t);
+  double now() const;
+
+  Topology& topo_;
+  GridSettings s_;
+  MemoryTracker& mem_;
+  StageBlocks blocks_;
+  std::unique_ptr<TpMlp> model_;
+  pipeline::Schedule schedule_;
+  // Per micro-batch of the step: the activations kept for backward, the inputs received,
+  // the outputs and input gradients sent (kept until their sends are done), dL/dy on the
+  // last stage.
+  std::vector<TpMlpActivations> acts_;
+  std::vector<Tensor> input_, output_, grad_in_, grad_out_;
+  std::vector<float> x_, y_;  // the global batch of this step (host)
+  int backwards_done_ = 0;
+  double loss_ = 0, busy_ = 0, begin_ = 0, end_ = 0;
+  // ZeRO-1: the padded gradients and parameters (D·chunk), this rank's gradient shard and
+  // its AdamW moments.
+  std::size_t chunk_ = 0;
+  Tensor padded_, shard_grads_, adam_m_, adam_v_;
+};
+
+}  // namespace dtl

@@ -1,0 +1,157 @@
+// The grid lab's settings, report rows and registry entry (see grid_lab.cpp).
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "labs/grid/grid_lab.h"
+#include "labs/report_format.h"
+
+namespace dtl {
+
+GridSettings grid_settings(const LabConfig& cfg, int ranks) {
+  const LabOptions& o = cfg.options;
+  GridSettings s;
+  s.grid = {int(o.integer("dp")), int(o.integer("tp")), int(o.integer("pp"))};
+  s.zero = o.choice<GridZero>("zero");
+  s.schedule = o.choice<GridSchedule>("schedule") == GridSchedule::gpipe ? pipeline::ScheduleKind::gpipe
+                                                                          : pipeline::ScheduleKind::one_f_one_b;
+  s.layers = int(o.integer("layers"));
+  s.hidden = int(o.integer("hidden"));
+  s.seq = int(o.integer("seq"));
+  s.batch = int(o.integer("batch"));
+  s.micro_batches = int(o.integer("micro-batches"));
+  s.steps = int(o.integer("steps"));
+  s.check = o.choice<GridCheck>("check") == GridCheck::on;
+  const std::string grid = "dp " + std::to_string(s.grid.dp) + " × tp " + std::to_string(s.grid.tp) + " × pp " + std::to_string(s.grid.pp);
+  if (s.grid.size() != ranks)
+    throw UsageError("the grid " + grid + " needs " + std::to_string(s.grid.size()) + " ranks, but --ranks is " +
+                     std::to_string(ranks) + ": make --ranks the product dp·tp·pp");
+  if ((4 * s.hidden) % s.grid.tp != 0)
+    throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + std::to_string(s.grid.tp) +
+                     ": the MLP's 4h columns are split over the tp group");
+  if (s.layers < s.grid.pp)
+    throw UsageError("--layers " + std::to_string(s.layers) + " cannot fill --pp " + std::to_string(s.grid.pp) +
+                     " stages: every stage needs a block; raise --layers or lower --pp");
+  if (s.global_rows() % (s.grid.dp * s.micro_batches) != 0)
+    throw UsageError("--batch × --seq = " + std::to_string(s.global_rows()) + " tokens do not divide into --dp " +
+                     std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) + " equal micro-batches");
+  pipeline::validate(s.schedule, {s.grid.pp, s.micro_batches, 1});
+  return s;
+}
+
+namespace {
+
+std::string axis_name(int i) { return i == 0 ? "dp" : i == 1 ? "tp" : "pp"; }
+double axis_of(const AxisBytes& b, int i) { return i == 0 ? b.dp : i == 1 ? b.tp : b.pp; }
+
+void add_bytes_rows(Report& rep, const GridMeasurement& m) {
+  const char* formula[] = {"2(D−1)/D·4Ψ + loss", "4·nb·M·(T−1)/T·4Rh", "M·4Rh each way"};
+  double worst = 0;
+  for (int a = 0; a < 3; ++a) {
+    std::size_t top = 0;  // the rank that sends the most on this axis
+    for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+      if (axis_of(m.ranks[r].bytes, a) > axis_of(m.ranks[top].bytes, a)) top = r;
+      worst = std::max(worst, std::fabs(axis_of(m.ranks[r].bytes, a) - axis_of(m.ranks[r].predicted, a)));
+    }
+    rep.add("grid." + axis_name(a) + "_bytes", axis_name(a) + " bytes per step (rank " + std::to_string(top) + ": most)",
+            axis_of(m.ranks[top].bytes, a), "B")
+        .predict(axis_of(m.ranks[top].predicted, a), formula[a]);
+  }
+  rep.check("grid.bytes_vs_formula", "bytes: largest |measured − formula| (all ranks, axes)", worst, 0.0, "B").from("exact");
+}
+
+void add_memory_rows(Report& rep, const GridMeasurement& m) {
+  double opt_diff = 0, act_diff = 0, most_act = 0, most_opt = 0;
+  for (const GridRankFigures& f : m.ranks) {
+    opt_diff = std::max(opt_diff, std::fabs(f.optimizer_bytes - f.predicted_optimizer));
+    act_diff = std::max(act_diff, std::fabs(f.activation_peak - f.predicted_activation));
+    most_act = std::max(most_act, f.activation_peak), most_opt = std::max(most_opt, f.optimizer_bytes);
+  }
+  const GridRankFigures& r0 = m.ranks[0];
+  rep.add("grid.param_bytes", "rank 0: parameters", r0.param_bytes, "B");
+  rep.add("grid.grad_bytes", "rank 0: gradients (+ ZeRO-1's shard)", r0.grad_bytes, "B");
+  rep.add("grid.optimizer_bytes", "optimizer state, most on a rank", most_opt, "B");
+  rep.check("grid.optimizer_vs_formula", "optimizer: largest |measured − formula| (all ranks)", opt_diff, 0.0, "B")
+      .from("8·Ψ_rank (ZeRO-1: /D)");
+  rep.add("grid.activation_bytes", "activations, most on a rank (peak)", most_act, "B");
+  rep.check("grid.activation_vs_formula", "activations: largest |measured − formula| (all ranks)", act_diff, 0.0, "B")
+      .from("in flight × per m-batch");
+}
+
+}  // namespace
+
+void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
+  rep.add("grid.loss_first", "loss, first step", m.first_loss, "");
+  rep.add("grid.loss_last", "loss, last step", m.last_loss, "");
+  if (m.max_weight_diff >= 0)
+    rep.check("grid.weight_diff_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0.0, "",
+              0.02 * s.adamw.lr * s.steps)
+        .from("0.02·lr per step");
+  add_bytes_rows(rep, m);
+  add_memory_rows(rep, m);
+  const int P = s.grid.pp, M = s.micro_batches;
+  rep.add("grid.bubble", "pipeline bubble: idle share of the step", m.bubble, "")
+      .predict(double(P - 1) / (M + P - 1), "(P−1)/(M+P−1)");
+  rep.add("grid.step_time", "step time", 0, "s").over(m.step);
+}
+
+namespace {
+
+void describe(Report& rep, const GridSettings& s) {
+  char text[200];
+  std::snprintf(text, sizeof text, "DP(%d)-TP(%d)-PP(%d)%s · MLP %d blocks h %d · %d tokens/step in %d micro-batches",
+                s.grid.dp, s.grid.tp, s.grid.pp, s.zero == GridZero::optimizer_states ? " + ZeRO-1" : "", s.layers,
+                s.hidden, s.global_rows(), s.micro_batches);
+  rep.setup.push_back(text);
+  rep.setup.push_back(std::string(pipeline::schedule_name(s.schedule)) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
+  rep.notes.push_back("Ranks: tp fastest, then dp, then pp (Megatron-LM): rank = pp·(D·T) + dp·T + tp. Bytes per axis are "
+                      "what each rank's dp and tp collectives send on a ring and its pp sends, from its own events.");
+  rep.notes.push_back("Ψ_stage: the parameters a rank holds (its stage's blocks, 1/T of each). R = tokens / (D·M) per "
+                      "micro-batch. ZeRO-1 pads Ψ_stage to D·⌈Ψ_stage/D⌉.");
+}
+
+}  // namespace
+
+Report run_grid_lab(Comm& comm, const LabConfig& cfg) {
+  if (!comm.trace()) throw Error("the grid lab measures from trace events; run it with tracing on");
+  const GridSettings s = grid_settings(cfg, comm.size());
+  kernels::use_one_blas_thread();
+  if (comm.rank() == 0)
+    comm.trace()->set_meta("grid", "{\"dp\":" + std::to_string(s.grid.dp) + ",\"tp\":" + std::to_string(s.grid.tp) +
+                                       ",\"pp\":" + std::to_string(s.grid.pp) + "}");
+  Report rep = start_report(comm, cfg, "grid");
+  describe(rep, s);
+  const GridMeasurement m = run_grid(comm, cfg, s);
+  add_grid_rows(rep, s, m);
+  return rep;
+}
+
+LabInfo grid_lab_info() {
+  return {
+      "grid",
+      "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
+      {},
+      {{"dp", OptionKind::integer, "2", "data-parallel replicas D", {}, 1, 4096},
+       {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},
+       {"pp", OptionKind::integer, "2", "pipeline stages P", {}, 1, 4096},
+       {"zero", OptionKind::choice, "0", "ZeRO stage on the data axis", {"0", "1"}},
+       {"schedule", OptionKind::choice, "1f1b", "pipeline schedule", {"gpipe", "1f1b"}},
+       {"micro-batches", OptionKind::integer, "4", "micro-batches per step M", {}, 1, 4096},
+       {"layers", OptionKind::integer, "4", "MLP blocks (h → 4h → h), split over the stages", {}, 1, 1024},
+       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
+       {"seq", OptionKind::integer, "16", "sequence length s", {}, 1, 1 << 16},
+       {"batch", OptionKind::integer, "8", "global batch (sequences per step)", {}, 1, 1 << 16},
+       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
+       {"check", OptionKind::choice, "on", "train one rank too and compare the weights", {"off", "on"}}},
+      {},
+      run_grid_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,
+      /*overlaps_compute=*/false,
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {},
+  };
+}
+
+}  // namespace dtl
