@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/grid/grid_lab.h"
+#include "core/util/units.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -23,6 +24,12 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   s.micro_batches = int(o.integer("micro-batches"));
   s.steps = int(o.integer("steps"));
   s.check = o.choice<GridCheck>("check") == GridCheck::on;
+  if (s.grid.dp == 0) {  // as many replicas as the ranks hold
+    if (ranks % (s.grid.tp * s.grid.pp) != 0)
+      throw UsageError("--ranks " + std::to_string(ranks) + " is not a multiple of tp·pp = " + std::to_string(s.grid.tp * s.grid.pp) +
+                       ": give --dp, or --ranks a multiple of tp·pp (the product dp·tp·pp)");
+    s.grid.dp = ranks / (s.grid.tp * s.grid.pp);
+  }
   const std::string grid = "dp " + std::to_string(s.grid.dp) + " × tp " + std::to_string(s.grid.tp) + " × pp " + std::to_string(s.grid.pp);
   if (s.grid.size() != ranks)
     throw UsageError("the grid " + grid + " needs " + std::to_string(s.grid.size()) + " ranks, but --ranks is " +
@@ -37,6 +44,12 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
     throw UsageError("--batch × --seq = " + std::to_string(s.global_rows()) + " tokens do not divide into --dp " +
                      std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) + " equal micro-batches");
   pipeline::validate(s.schedule, {s.grid.pp, s.micro_batches, 1});
+  // Before anything is allocated: every rank's stage (params, grads, AdamW: 16 B per
+  // parameter; M micro-batches of activations) and, with --check on, the 1-rank model.
+  const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
+  const double rank_bytes = 16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
+  const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
+  require_memory(ranks * (rank_bytes + reference), "--layers, --hidden, --batch, --seq (or --check off)");
   return s;
 }
 
@@ -132,7 +145,7 @@ LabInfo grid_lab_info() {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
       {},
-      {{"dp", OptionKind::integer, "2", "data-parallel replicas D", {}, 1, 4096},
+      {{"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
        {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},
        {"pp", OptionKind::integer, "2", "pipeline stages P", {}, 1, 4096},
        {"zero", OptionKind::choice, "0", "ZeRO stage on the data axis", {"0", "1"}},

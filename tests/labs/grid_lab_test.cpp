@@ -54,7 +54,8 @@ TEST(GridLab, BadGridsAreUsageErrorsNamingTheConstraint) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
   };
-  expect_usage(4, {}, "product dp·tp·pp");
+  expect_usage(4, {{"dp", "2"}}, "product dp·tp·pp");
+  expect_usage(6, {}, "multiple of tp·pp");
   expect_usage(8, {{"hidden", "3"}, {"tp", "8"}, {"dp", "1"}, {"pp", "1"}}, "--tp");
   expect_usage(8, {{"pp", "8"}, {"dp", "1"}, {"tp", "1"}, {"layers", "4"}}, "--layers");
   expect_usage(8, {{"batch", "3"}, {"seq", "1"}}, "micro-batches");
