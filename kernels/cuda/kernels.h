@@ -14,6 +14,10 @@
 //   sgd                w -= lr·g
 //   adamw              fp32, and mixed precision (16-bit grads and weights, fp32 master)
 //   linear forward/back  through cuBLAS (row-major like nn.Linear: W is [out × in])
+//   the GPT's ops      LayerNorm, causal multi-head attention (cuBLAS + softmax kernels),
+//                      vocab-parallel embedding (transformer_kernels.cu), the twins of
+//                      kernels/cpu/transformer_kernels.h with the same arguments and the
+//                      same add-or-overwrite rules; tests/gpu/cuda_transformer_test.cpp
 #pragma once
 
 #include <cublas_v2.h>
@@ -23,6 +27,7 @@
 
 #include "core/comm/dtype.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/transformer_kernels.h"
 
 namespace dtl::cuda {
 
@@ -66,5 +71,31 @@ void linear_forward(cublasHandle_t h, const float* X, const float* W, const floa
                     cudaStream_t stream);
 void linear_backward(cublasHandle_t h, const float* X, const float* W, const float* dY, float* dX, float* dW, float* db,
                      int B, int I, int O, bool accumulate, cudaStream_t stream);
+
+// ---- the GPT's ops (transformer_kernels.cu) -------------------------------------------
+// As kernels::layernorm_forward / _backward: y, mean, rstd written; dx, dw, db ADDED to.
+// Launch: one block of 256 threads per row (block reductions through warp shuffles); dw
+// and db from a second kernel, blocks of 32 columns × 8 row groups, no atomics.
+void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
+                       int width, float eps, cudaStream_t stream);
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                        float* dx, float* dw, float* db, int rows, int width, cudaStream_t stream);
+// As kernels::attention_forward / _backward (out and probs written; dqkv overwritten).
+// GEMMs through cublasSgemmStridedBatched on `h` (bound to `stream` here), the (b, head)
+// pairs batched over the larger of batch and heads; the causal softmax and its backward one
+// warp per S-long row. attention_backward needs `scratch` of
+// attention_backward_scratch_floats(s) floats on the device (the caller's workspace).
+void attention_forward(cublasHandle_t h, const float* qkv, float* out, float* probs, const kernels::AttentionShape& s,
+                       cudaStream_t stream);
+std::size_t attention_backward_scratch_floats(const kernels::AttentionShape& s);
+void attention_backward(cublasHandle_t h, const float* qkv, const float* probs, const float* dout, float* dqkv,
+                        float* scratch, const kernels::AttentionShape& s, cudaStream_t stream);
+// As kernels::embedding_forward / _backward, tokens a DEVICE array of `rows` ids. out is
+// written (zeros for tokens outside this rank's slice); dtable is added to with atomicAdd,
+// so repeated tokens sum in a run-dependent order (not bitwise deterministic).
+void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
+                       int width, cudaStream_t stream);
+void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
+                        int width, cudaStream_t stream);
 
 }  // namespace dtl::cuda

@@ -2,7 +2,6 @@
 #include "labs/train/gpt.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -23,8 +22,6 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
          GptInit init)
     : c_(config), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
       sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)) {
-  if (device.kind != Device::Kind::cpu)
-    throw UsageError("the GPT runs on the CPU for now: its LayerNorm and attention have no CUDA kernels yet");
   if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
     throw UsageError("GPT on " + std::to_string(T_) + " tensor-parallel ranks: " + problem);
   rows_ = c_.rows();
@@ -73,7 +70,7 @@ void Gpt::allocate() {
   dresid_ = work(Rl * h), dln_ = work(Rl * h);
   dqkv_ = work(R * qkv), dattn_ = work(R * attn), dfc_act_ = work(R * fc), dfc_pre_ = work(R * fc);
   zero_bias_ = work(std::max<std::int64_t>(4 * h, Vl)), db_scratch_ = work(std::max<std::int64_t>(4 * h, Vl));
-  std::memset(zero_bias_.data(), 0, zero_bias_.bytes());
+  ops_.zero(zero_bias_.as<float>(), zero_bias_.numel());
   if (sp_) sp_pack_ = work(std::int64_t(sequence_partial_numel()));
 }
 
@@ -220,10 +217,23 @@ float Gpt::head_forward(const int* targets) {
   if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
   // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
   ops_.linear_forward(x, param(kWte), zero_bias_.as<float>(), logits_.as<float>(), rows_, h, vocab_local());
-  if (tp_active())
-    return ex::vocab_parallel_cross_entropy(tp_.comm, logits_.as<float>(), targets, rows_, vocab_local(), vocab_begin(),
-                                            dlogits_.as<float>());
-  return kernels::softmax_cross_entropy(logits_.as<float>(), targets, dlogits_.as<float>(), rows_, c_.vocab);
+  // The cross-entropy runs on the host (targets are host ids, and the vocab-parallel one is
+  // the learner's host code): on a GPU the logits come over and dlogits go back, R·V/T
+  // floats each way per step.
+  const bool on_host = ops_.device().kind == Device::Kind::cpu;
+  const std::size_t n = std::size_t(rows_) * std::size_t(vocab_local());
+  if (!on_host) {
+    host_logits_.resize(n);
+    host_dlogits_.resize(n);
+    copy_bytes(host_logits_.data(), logits_.data(), n * sizeof(float));  // waits for the LM head
+  }
+  const float* logits = on_host ? logits_.as<float>() : host_logits_.data();
+  float* dlogits = on_host ? dlogits_.as<float>() : host_dlogits_.data();
+  const float loss = tp_active() ? ex::vocab_parallel_cross_entropy(tp_.comm, logits, targets, rows_, vocab_local(),
+                                                                    vocab_begin(), dlogits)
+                                 : kernels::softmax_cross_entropy(logits, targets, dlogits, rows_, c_.vocab);
+  if (!on_host) copy_bytes(dlogits_.data(), host_dlogits_.data(), n * sizeof(float));
+  return loss;
 }
 
 // Right after head_forward: its input (ln_f's output over all rows) is still in place.
@@ -240,7 +250,7 @@ void Gpt::head_backward() {
     ex::f_backward(tp_, dx_all, dln_.as<float>(), std::size_t(rows_) * std::size_t(h));
     dln = dln_.as<float>();
   }
-  std::memset(dresid_.data(), 0, dresid_.bytes());
+  ops_.zero(dresid_.as<float>(), dresid_.numel());
   ops_.layernorm_backward(resid_.back().as<float>(), param(lnf), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), dln,
                           dresid_.as<float>(), grad(lnf), grad(lnf + 1), rows_local_, h);
 }
@@ -260,7 +270,7 @@ float Gpt::run_forward(const int* tokens, const int* targets) {
 float Gpt::forward(const int* tokens, const int* targets) { return run_forward(tokens, targets); }
 
 float Gpt::forward_backward(const int* tokens, const int* targets) {
-  std::memset(grads_.data(), 0, grads_.bytes());
+  ops_.zero(grads(), num_params());
   const float loss = run_forward(tokens, targets);
   head_backward();
   Trace* trace = tp_.comm.trace();

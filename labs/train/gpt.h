@@ -94,7 +94,9 @@ double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode);
 
 class Gpt {
  public:
-  // Throws UsageError for a config gpt_config_problem rejects, or a device other than the CPU.
+  // Throws UsageError for a config gpt_config_problem rejects. On a GPU (Device::cuda) every
+  // op runs there but the cross-entropy, on the host (head_forward); tokens and targets
+  // stay host arrays.
   Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed,
       Device device = Device::cpu(), GptInit init = {});
   ~Gpt();
@@ -187,6 +189,7 @@ class Gpt {
   Tensor full_x_, full_scratch_, y_, dresid_, dln_, dqkv_, dattn_, dfc_act_, dfc_pre_, zero_bias_, db_scratch_,
       sp_pack_;
   std::vector<std::uint16_t> fwd_labels_, bwd_labels_;
+  std::vector<float> host_logits_, host_dlogits_;  // on a GPU: the cross-entropy's host copies
 };
 
 }  // namespace dtl

@@ -2,9 +2,10 @@
 // group, the deterministic initialization (the same full model whatever T), gathering a
 // tensor back into the full layout, and the activation-memory prediction.
 #include <cmath>
-#include <cstring>
+#include <vector>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -117,7 +118,7 @@ bool ends_with(const std::string& s, std::string_view tail) {
 }  // namespace
 
 void Gpt::initialize(std::uint32_t seed, const GptInit& init) {
-  float* p = params();
+  std::vector<float> p(num_params());  // drawn on the host, then copied to the device
   for (std::size_t t = 0; t < tensors_.size(); ++t) {
     const GptTensor& g = tensors_[t];
     const bool layer_norm = g.name.find(".ln_") != std::string::npos || g.name.rfind("ln_", 0) == 0;
@@ -130,6 +131,7 @@ void Gpt::initialize(std::uint32_t seed, const GptInit& init) {
       p[g.range.begin + i] = float(base + noise);
     }
   }
+  copy_bytes(params(), p.data(), p.size() * sizeof(float));
 }
 
 std::vector<float> Gpt::full_tensor(std::string_view name, GptBuffer which) {
@@ -140,14 +142,14 @@ std::vector<float> Gpt::full_tensor(std::string_view name, GptBuffer which) {
   for (std::int64_t d : t.full_shape) full_n *= std::size_t(d);
   std::vector<float> full(full_n);
   if (t.split == GptSplit::replicated) {
-    std::memcpy(full.data(), src, n * sizeof(float));
+    copy_bytes(full.data(), src, n * sizeof(float));
     return full;
   }
   std::vector<float> gathered(n * std::size_t(T_));
   if (tp_active())
     tp_.comm.all_gather(src, gathered.data(), n, DType::f32);
   else
-    std::memcpy(gathered.data(), src, n * sizeof(float));
+    copy_bytes(gathered.data(), src, n * sizeof(float));
   for (int q = 0; q < T_; ++q)
     for (std::size_t i = 0; i < n; ++i) full[full_index(t, q, i)] = gathered[std::size_t(q) * n + i];
   return full;
@@ -175,14 +177,14 @@ void Gpt::all_reduce_sequence_partial_grads() {
   std::size_t at = 0;
   for (const GptTensor& t : tensors_)
     if (t.sequence_partial) {
-      std::memcpy(pack + at, grads() + t.range.begin, t.range.size() * sizeof(float));
+      copy_bytes(pack + at, grads() + t.range.begin, t.range.size() * sizeof(float));
       at += t.range.size();
     }
   tp_.comm.all_reduce(pack, pack, at, DType::f32, ReduceOp::sum);
   at = 0;
   for (const GptTensor& t : tensors_)
     if (t.sequence_partial) {
-      std::memcpy(grads() + t.range.begin, pack + at, t.range.size() * sizeof(float));
+      copy_bytes(grads() + t.range.begin, pack + at, t.range.size() * sizeof(float));
       at += t.range.size();
     }
 }

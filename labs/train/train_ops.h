@@ -41,9 +41,12 @@ class TrainOps {
 
   // y += a·x (the residual stream's additions).
   virtual void axpy(float a, const float* x, float* y, std::size_t n) = 0;
+  // x = 0 (every bit zero, whatever x held: not scale(0), which keeps a NaN).
+  virtual void zero(float* x, std::size_t n) = 0;
 
-  // The GPT's ops (kernels/cpu/transformer_kernels.h has the formulas). CPU only so far:
-  // the CUDA ops throw UsageError until their kernels exist. tokens are host pointers.
+  // The GPT's ops (kernels/cpu/transformer_kernels.h has the formulas; kernels/cuda/
+  // transformer_kernels.cu the GPU twins). tokens are HOST pointers on every device: the
+  // CUDA ops copy them to the device on the ops' stream (rows ints) before the kernel.
   virtual void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                                  int rows, int width, float eps) = 0;
   virtual void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd,

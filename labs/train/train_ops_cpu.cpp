@@ -1,4 +1,5 @@
 // TrainOps on the host: the OpenBLAS GEMMs and vectorized loops of kernels/cpu.
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -34,6 +35,7 @@ class CpuTrainOps final : public TrainOps {
     return finite;
   }
   void axpy(float a, const float* x, float* y, std::size_t n) override { kernels::axpy(a, x, y, n); }
+  void zero(float* x, std::size_t n) override { std::fill_n(x, n, 0.0f); }
   void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
                          int width, float eps) override {
     kernels::layernorm_forward(x, w, b, y, mean, rstd, rows, width, eps);

@@ -6,10 +6,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
 
 #include "core/cuda/check.h"
-#include "core/error.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/thread_stream.h"
 #include "labs/train/train_ops.h"
@@ -17,6 +15,23 @@
 namespace dtl {
 
 namespace {
+
+// Device scratch of one thread on one GPU: the attention backward's dP/dS and the
+// embedding's token ids, one buffer used by one call at a time (the stream orders them).
+// Per thread because one CudaTrainOps serves every thread rank of a GPU, each on its own
+// stream. Allocated with cudaMalloc on first use and when a call needs more (never per
+// call in steady state: the GPT asks for the same sizes every step), freed when the
+// thread ends (unchecked: at process exit CUDA may be gone already).
+struct Workspace {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+};
+struct ThreadWorkspaces {
+  std::map<int, Workspace> by_device;
+  ~ThreadWorkspaces() {
+    for (auto& [device, w] : by_device) (void)cudaFree(w.ptr);
+  }
+};
 
 class CudaTrainOps final : public TrainOps {
  public:
@@ -56,30 +71,64 @@ class CudaTrainOps final : public TrainOps {
 
   void axpy(float a, const float* x, float* y, std::size_t n) override { cuda::axpy(a, x, y, n, stream()); }
 
-  // The GPT's ops have no CUDA kernels yet (kernels/cpu/transformer_kernels.h has the CPU ones).
-  void layernorm_forward(const float*, const float*, const float*, float*, float*, float*, int, int, float) override {
-    not_yet("layernorm_forward");
+  void zero(float* x, std::size_t n) override {
+    if (n) DTL_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream()));
   }
-  void layernorm_backward(const float*, const float*, const float*, const float*, const float*, float*, float*, float*,
-                          int, int) override {
-    not_yet("layernorm_backward");
+
+  // The GPT's ops: kernels/cuda/transformer_kernels.cu.
+  void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
+                         int width, float eps) override {
+    cuda::layernorm_forward(x, w, b, y, mean, rstd, rows, width, eps, stream());
   }
-  void attention_forward(const float*, float*, float*, const kernels::AttentionShape&) override {
-    not_yet("attention_forward");
+  void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                          float* dx, float* dw, float* db, int rows, int width) override {
+    cuda::layernorm_backward(x, w, mean, rstd, dy, dx, dw, db, rows, width, stream());
   }
-  void attention_backward(const float*, const float*, const float*, float*, const kernels::AttentionShape&) override {
-    not_yet("attention_backward");
+  void attention_forward(const float* qkv, float* out, float* probs, const kernels::AttentionShape& s) override {
+    cuda::attention_forward(blas(), qkv, out, probs, s, stream());
   }
-  void embedding_forward(const int*, const float*, int, int, float*, int, int) override { not_yet("embedding_forward"); }
-  void embedding_backward(const int*, const float*, float*, int, int, int, int) override {
-    not_yet("embedding_backward");
+  void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv,
+                          const kernels::AttentionShape& s) override {
+    float* scratch = static_cast<float*>(workspace(cuda::attention_backward_scratch_floats(s) * sizeof(float)));
+    cuda::attention_backward(blas(), qkv, probs, dout, dqkv, scratch, s, stream());
+  }
+  // tokens are host ids (train_ops.h): copied into the workspace, then looked up there.
+  void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
+                         int width) override {
+    cuda::embedding_forward(device_tokens(tokens, rows), table, vocab_begin, vocab_local, out, rows, width, stream());
+  }
+  void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local,
+                          int rows, int width) override {
+    cuda::embedding_backward(device_tokens(tokens, rows), dout, dtable, vocab_begin, vocab_local, rows, width,
+                             stream());
   }
 
  private:
   cudaStream_t stream() const { return cuda::this_thread_stream(index_); }
   cublasHandle_t blas() const { return cuda::this_thread_blas(index_); }
-  [[noreturn]] static void not_yet(const char* op) {
-    throw UsageError(std::string(op) + " is not implemented on CUDA yet: run the GPT on the CPU");
+  // This thread's workspace on this GPU, at least `bytes` long (see ThreadWorkspaces).
+  void* workspace(std::size_t bytes) {
+    thread_local ThreadWorkspaces spaces;
+    const cudaStream_t s = stream();  // selects the device too
+    Workspace& w = spaces.by_device[index_];
+    if (w.bytes < bytes) {
+      DTL_CUDA_CHECK(cudaStreamSynchronize(s));  // earlier calls on the stream may still use the old one
+      if (w.ptr) DTL_CUDA_CHECK(cudaFree(w.ptr));
+      w.ptr = nullptr;
+      w.bytes = 0;
+      DTL_CUDA_CHECK(cudaMalloc(&w.ptr, bytes));
+      w.bytes = bytes;
+    }
+    return w.ptr;
+  }
+  // The host token ids in the workspace, copied on the stream. From pageable memory the
+  // copy is staged before cudaMemcpyAsync returns, so the caller may reuse `tokens` at once.
+  const int* device_tokens(const int* tokens, int rows) {
+    if (rows <= 0) return nullptr;
+    const std::size_t bytes = std::size_t(rows) * sizeof(int);
+    int* d = static_cast<int*>(workspace(bytes));
+    DTL_CUDA_CHECK(cudaMemcpyAsync(d, tokens, bytes, cudaMemcpyHostToDevice, stream()));
+    return d;
   }
   int index_;
 };

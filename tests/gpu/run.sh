@@ -12,7 +12,7 @@ jobs=${DTL_JOBS:-$(nproc)}
 
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; fi
 cmake --preset gpu >/dev/null
-cmake --build --preset gpu -j"$jobs" --target cuda_kernels_test cuda_device_ops_test cuda_model_test nccl_comm_test cuda_check_test dtlab
+cmake --build --preset gpu -j"$jobs" --target cuda_kernels_test cuda_transformer_test cuda_device_ops_test cuda_model_test nccl_comm_test cuda_check_test dtlab
 ctest --preset gpu
 
 echo "== the collectives lab, 4 thread ranks sharing GPU 0, buffers in device memory, every algorithm"
@@ -25,6 +25,10 @@ build/gpu/labs/cli/dtlab bench all_reduce --device cuda --ranks 4 --impl ring -b
 echo "== the NCCL backend, one process, a rank per GPU ($(nvidia-smi -L 2>/dev/null | wc -l) here): lab, then ncclAllReduce beside the copy ceiling"
 build/gpu/labs/cli/dtlab run collectives --backend nccl --algo all --bytes 64M --iters 5 --trace "${OUT:-/tmp}/nccl_collectives.json"
 build/gpu/labs/cli/dtlab bench all_reduce --backend nccl -b 1M -e 256M -f 4
+
+echo "== the GPT on the GPU: its CUDA kernels against the CPU's, then one rank's forward+backward against the CPU model"
+echo "   (the tensor-parallel lab itself runs on the CPU only; it has no --device)"
+build/gpu/tests/cuda_transformer_test
 
 echo "== the kernels on the GPU, beside cublasSgemm and a device-to-device copy measured in the same run"
 build/gpu/labs/cli/dtlab bench-kernels --device cuda --batch 4096 --width 4096 --elements 256M
