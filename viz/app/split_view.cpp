@@ -108,7 +108,8 @@ void legend(int T) {
   for (int r = 0; r < std::min(T, 16); ++r) legend_swatch(rank_color(r), ("rank " + std::to_string(r)).c_str());
   if (T > 16) ImGui::TextDisabled("... (colors repeat)"), ImGui::SameLine(0, 14);
   legend_swatch(kEvery, "every rank");
-  ImGui::TextDisabled("f: identity fwd / all-reduce bwd   g: all-reduce fwd / identity bwd (hover)");
+  ImGui::NewLine();
+  ImGui::TextDisabled("f: identity forward, all-reduce backward \xc2\xb7 g: all-reduce forward, identity backward (hover one)");
 }
 
 }  // namespace
@@ -150,7 +151,7 @@ void SplitView::DrawMatrices() {
   for (const SplitMatrix& m : model_.matrices)
     label_w.push_back(std::max(ImGui::CalcTextSize(m.name.c_str()).x, ImGui::CalcTextSize(shape_text(m).c_str()).x));
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
-  const Rect area{start.x, start.y + 4, avail.x, std::max(40.0f, avail.y - 8)};
+  const Rect area{start.x + 16, start.y + 4, std::max(40.0f, avail.x - 20), std::max(40.0f, avail.y - 8)};  // room for a lit marker's halo
   const SplitLayout g = layout_split(model_, area, label_w, 2 * line + 6, kGap);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   for (std::size_t i = 0; i < g.matrices.size(); ++i) {  // the activation line through every slot, end to end

@@ -63,8 +63,8 @@ void TimelineView::ColorLabels(const TraceData& d) {
   training_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
     const std::string& l = d.labels[i];
-    if (l.rfind("forward", 0) == 0) label_colors[i] = kForward;
-    else if (l.rfind("backward", 0) == 0) label_colors[i] = kBackward;
+    if (l.rfind("forward", 0) == 0 || l.rfind("fwd ", 0) == 0) label_colors[i] = kForward;  // "fwd block 1": tensor parallel
+    else if (l.rfind("backward", 0) == 0 || l.rfind("bwd ", 0) == 0) label_colors[i] = kBackward;
     else if (l.rfind("optimizer", 0) == 0) label_colors[i] = kOptimizer;
     training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
   }
