@@ -166,7 +166,8 @@ void SplitView::DrawMatrices() {
     const SplitMarker& mk = model_.markers[k];
     const bool lit = moment_.marker == int(k);
     const float y = g.spine[mk.matrix], x = g.marker_x[k], half = kGap / 2 + 16;
-    if (lit) arrow(dl, moment_.forward ? x - half : x + half, moment_.forward ? x + half : x - half, y, kHighlight, 3.0f);
+    const bool rightward = moment_.forward || moment_.regather;  // a re-gather runs f's forward again
+    if (lit) arrow(dl, rightward ? x - half : x + half, rightward ? x + half : x - half, y, kHighlight, 3.0f);
     draw_marker(dl, mk, ImVec2(x, y), lit);
   }
   ImGui::Dummy(avail);
