@@ -13,9 +13,10 @@ enum class ViewKind {
   memory,    // per-rank stacked bars by tag beside the formula's line
   report,    // measured vs predicted
   pipeline,  // a row per stage of F/B/W blocks and the bubble between them (pipeline)
+  split,     // which rank holds which slice of each weight matrix, f and g (tensor_parallel)
 };
 inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report,
-                                             ViewKind::pipeline};
+                                             ViewKind::pipeline, ViewKind::split};
 
 constexpr std::string_view view_kind_name(ViewKind v) {
   switch (v) {
@@ -24,6 +25,7 @@ constexpr std::string_view view_kind_name(ViewKind v) {
     case ViewKind::memory: return "memory";
     case ViewKind::report: return "report";
     case ViewKind::pipeline: return "pipeline";
+    case ViewKind::split: return "split";
   }
   return "?";
 }

@@ -231,7 +231,7 @@ LabInfo tensor_parallel_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {ViewKind::split, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
   };
 }

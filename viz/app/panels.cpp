@@ -34,6 +34,7 @@ const std::vector<PanelKind>& panel_registry() {
       {ViewKind::memory, "Memory per rank", make<MemoryView>},
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
       {ViewKind::pipeline, "Pipeline: stages, micro-batches and the bubble", make_pipeline},
+      {ViewKind::split, "Tensor parallel: who holds which slice", make<SplitView>},
   };
   return panels;
 }

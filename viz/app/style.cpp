@@ -25,6 +25,14 @@ ImU32 tag_color(int tag) {
   return colors[std::clamp(tag, 0, int(std::size(colors)) - 1)];
 }
 
+// Tableau 10 without its yellow (the cursor's) and grey (what every rank holds); repeats after 8.
+ImU32 rank_color(int rank) {
+  static const ImU32 colors[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255), IM_COL32(118, 183, 178, 255),
+                                 IM_COL32(225, 87, 89, 255),   IM_COL32(89, 161, 79, 255),  IM_COL32(176, 122, 161, 255),
+                                 IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255)};
+  return colors[std::size_t(std::max(rank, 0)) % std::size(colors)];
+}
+
 ImU32 contribution_color(int count, int ranks) {
   const float f = ranks <= 1 ? 1.0f : float(count - 1) / float(ranks - 1);  // 0: own data only, 1: complete
   const int r = int(225 - 190 * f), g = int(240 - 110 * f), b = int(225 - 175 * f);

@@ -63,8 +63,8 @@ void TimelineView::ColorLabels(const TraceData& d) {
   training_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
     const std::string& l = d.labels[i];
-    if (l.rfind("forward", 0) == 0) label_colors[i] = kForward;
-    else if (l.rfind("backward", 0) == 0) label_colors[i] = kBackward;
+    if (l.rfind("forward", 0) == 0 || l.rfind("fwd ", 0) == 0) label_colors[i] = kForward;  // "fwd block 1": tensor parallel
+    else if (l.rfind("backward", 0) == 0 || l.rfind("bwd ", 0) == 0) label_colors[i] = kBackward;
     else if (l.rfind("optimizer", 0) == 0) label_colors[i] = kOptimizer;
     training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
   }
@@ -173,7 +173,8 @@ void TimelineView::DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hover
     char name[64];
     std::snprintf(name, sizeof name, "rank %d %s%s", tr.rank, tr.stream == kStreamMain ? "main" : "comm",
                   tr.lane ? (" #" + std::to_string(tr.lane + 1)).c_str() : "");
-    dl->AddText(ImVec2(top.x + 4, y + 2), IM_COL32(220, 220, 225, 255), name);
+    dl->AddRectFilled(ImVec2(top.x + 3, y + 4), ImVec2(top.x + 7, y + kRowHeight - 4), rank_color(tr.rank));  // the rank's own color
+    dl->AddText(ImVec2(top.x + 10, y + 2), IM_COL32(220, 220, 225, 255), name);
     float last_x = axis.x0;
     for (const DrawBox& box : visible_boxes(d, tr, axis, kMinBoxPx)) {
       const Event& e = d.events[box.event];

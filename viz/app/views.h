@@ -15,6 +15,7 @@
 #include "viz/app/session.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/pipeline_model.h"
+#include "viz/model/split_model.h"
 
 namespace dtl::viz {
 
@@ -29,6 +30,7 @@ struct Frame {
 // Colors shared by the views and their legends.
 ImU32 kind_color(EventKind k);
 ImU32 tag_color(int mem_tag);
+ImU32 rank_color(int rank);  // a rank's own color: the timeline's lane swatch, the split view's bands
 ImU32 contribution_color(int count, int ranks);  // light (own data) → dark (all ranks' data)
 void legend_swatch(ImU32 color, const char* text);
 std::string human_bytes(double bytes);  // "1.5 KiB"
@@ -107,6 +109,22 @@ struct PipelineView final : Panel {
   std::string step_schedule_;
   int step_wanted_ = -2;
   bool at_cursor_ = false;  // the step shown is the one the cursor is in
+};
+
+// Tensor parallel: the weight matrices of one block cut into the slices each rank holds,
+// f and g on the activation line, the collective at the cursor named and lit up
+// (viz/model/split_model).
+struct SplitView final : Panel {
+  void Draw(const Frame& f) override;
+  void Restart() override { model_key_ = {}, moment_key_ = {}; }
+
+ private:
+  void Refresh(const Frame& f);  // model_ when the meta changes, moment_ when the cursor moves
+  void DrawMatrices();
+  SplitModel model_;
+  TpMoment moment_;
+  std::array<std::size_t, 2> model_key_{};   // the trace (address, tp_split's size) it was made from
+  std::array<std::size_t, 3> moment_key_{};  // (address, events, cursor)
 };
 
 // The registry of view kinds → panels (viz/app/panels.cpp).
