@@ -19,11 +19,32 @@ double late_train_loss(const GptTrainingLog& log) {
   return std::accumulate(log.train_loss.end() - std::ptrdiff_t(k), log.train_loss.end(), 0.0) / double(k);
 }
 
+// At most `limit` points: consecutive groups of steps become their mean (the visualizer
+// draws a plot of up to 4096 points; a long run's curve needs far fewer to read).
+ReportPlot thinned(ReportPlot p, std::size_t limit) {
+  const std::size_t n = p.x.size(), group = (n + limit - 1) / std::max<std::size_t>(limit, 1);
+  if (group <= 1) return p;
+  const auto mean = [](const std::vector<double>& v, std::size_t begin, std::size_t end) {
+    return std::accumulate(v.begin() + std::ptrdiff_t(begin), v.begin() + std::ptrdiff_t(end), 0.0) / double(end - begin);
+  };
+  std::vector<double> x, y;
+  for (std::size_t begin = 0; begin < n; begin += group) {
+    const std::size_t end = std::min(n, begin + group);
+    x.push_back(mean(p.x, begin, end));
+    y.push_back(mean(p.y, begin, end));
+  }
+  p.x = std::move(x), p.y = std::move(y);
+  p.title += " (mean of every " + std::to_string(group) + ")";
+  return p;
+}
+
 void add_curves(Report& rep, const GptTrainingLog& log) {
-  rep.plots.push_back({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "",
-                       log.train_step, log.train_loss, {}});
-  rep.plots.push_back({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)", "step",
-                       "", "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}});
+  rep.plots.push_back(thinned({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "",
+                               log.train_step, log.train_loss, {}},
+                              1000));
+  rep.plots.push_back(thinned({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)",
+                               "step", "", "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}},
+                              1000));
   if (log.train_loss.empty()) return;
   // Up to 80 columns of marks, so the chart and its labels fit in the report's 100.
   const int columns = int(std::min<std::size_t>(80, std::max<std::size_t>(log.train_step.size(), 8)));
