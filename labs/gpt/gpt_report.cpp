@@ -51,7 +51,8 @@ void add_curves(Report& rep, const GptTrainingLog& log) {
   rep.notes.push_back("Loss (nats per character) against the training step:");
   for (const std::string& line : text_chart({{"train (mean per column)", "•", log.train_step, log.train_loss},
                                              {"held-out", "◆", log.held_out_step, log.held_out_loss}},
-                                            "step", columns, 10))
+                                            "step", columns, 10,
+                                            *std::max_element(log.held_out_loss.begin(), log.held_out_loss.end())))
     rep.notes.push_back(line);
 }
 

@@ -9,6 +9,7 @@
 //         0       step       300
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@ struct ChartSeries {
 // `rows` lines of `columns` marks between a y-axis and an x-axis, then the axis labels and
 // a legend line. A column shows the mean y of each series' points in its x range; a later
 // series draws over an earlier one. Every line is at most columns + 8 characters wide.
+// The y axis ends at the data's largest value or at y_top, whichever is lower; values above
+// are drawn on the top row (one early spike would otherwise flatten the whole curve).
 std::vector<std::string> text_chart(const std::vector<ChartSeries>& series, const std::string& x_label, int columns,
-                                    int rows);
+                                    int rows, double y_top = INFINITY);
 
 }  // namespace dtl

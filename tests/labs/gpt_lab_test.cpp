@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/util/safetensors.h"
 #include "labs/gpt/gpt_lab.h"
+#include "labs/gpt/loss_chart.h"
 #include "labs/train/text_corpus.h"
 #include "tests/labs/lab_test_util.h"
 
@@ -140,4 +141,16 @@ TEST(GptLab, ASampleOfAnyBytesIsPrintableAndValidJson) {
     EXPECT_EQ(text.find('\n'), std::string::npos);
   }
   EXPECT_EQ(printable_text("é\n\xC3"), "é↵?");  // a whole character, a newline, a cut one
+}
+
+TEST(LossChart, PlacesEachSeriesAndSurvivesASpikeAndNaN) {
+  const std::vector<std::string> chart = text_chart({{"train", "•", {1, 2, 3, 4}, {4.0, 9.0, NAN, 1.0}},
+                                                     {"held-out", "◆", {0, 4}, {4.0, 2.0}}},
+                                                    "step", 8, 5, 4.0);
+  ASSERT_EQ(chart.size(), 8u);  // 5 rows, the axis, its labels, the legend
+  EXPECT_EQ(chart[0].rfind("4.00 ┤◆", 0), 0u) << chart[0];  // the top is 4 (y_top), not the spike's 9
+  EXPECT_NE(chart[4].find("1.00 ┤"), std::string::npos) << chart[4];
+  EXPECT_NE(chart[4].find("•"), std::string::npos) << "step 4's train loss 1 on the bottom row: " << chart[4];
+  EXPECT_NE(chart[7].find("◆ held-out"), std::string::npos) << chart[7];
+  for (const std::string& line : chart) std::printf("%s\n", line.c_str());
 }
