@@ -134,6 +134,13 @@ TEST(GptCheckpoint, AWrongShapeIsRefusedNamingTheTensorAndBothShapes) {
 TEST(GptCheckpoint, AMissingOrExtraTensorOrOtherHeadsAreRefused) {
   const std::string extra = load_error([](SafeTensors& c) { c.add("h.2.ln_1.weight", {32}, std::vector<float>(32)); });
   EXPECT_NE(extra.find("'h.2.ln_1.weight'"), std::string::npos) << extra;
+  const std::string missing = load_error([](SafeTensors& c) {
+    SafeTensors without;
+    for (const auto& [name, t] : c.tensors())
+      if (name != "h.1.ln_2.bias") without.add(name, t.dtype, t.shape, t.bytes.data());
+    c = without;
+  });
+  EXPECT_NE(missing.find("'h.1.ln_2.bias'"), std::string::npos) << missing;
   const std::string heads = load_error([](SafeTensors& c) { c.metadata()["n_head"] = std::to_string(2 * kConfig.heads); });
   EXPECT_NE(heads.find("n_head is 8"), std::string::npos) << heads;
   EXPECT_EQ(load_error([](SafeTensors&) {}), "") << "the model's own checkpoint loads";
