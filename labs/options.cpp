@@ -35,6 +35,8 @@ double parse_value(const OptionSpec& spec, const std::string& text) {
         if (spec.choices[i] == text) return double(i);
       throw bad();
     }
+    case OptionKind::path:  // any text names a file; opening it is where a bad one fails
+      return 0;
     case OptionKind::bytes:
       v = double(parse_size(text, "--" + spec.name));
       break;
@@ -56,6 +58,7 @@ double parse_value(const OptionSpec& spec, const std::string& text) {
 std::string OptionSpec::describe_valid() const {
   switch (kind) {
     case OptionKind::choice: return "one of: " + list(choices);
+    case OptionKind::path: return "a file path";
     case OptionKind::integer: return "a whole number from " + plain(min) + " to " + plain(max);
     case OptionKind::number: return "a number from " + plain(min) + " to " + plain(max);
     case OptionKind::bytes:

@@ -24,6 +24,7 @@ enum class OptionKind {
   number,   // a finite real number in [min, max]
   bytes,    // a size: 4096, 64K, 1.5M, 2G (powers of 1024), in [min, max] bytes
   choice,   // one of `choices`
+  path,     // a file name, read with text(); "" (the usual default) means none
 };
 
 struct OptionSpec {

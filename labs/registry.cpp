@@ -3,6 +3,7 @@
 // line here.
 #include "labs/collectives/collectives_lab.h"
 #include "labs/ddp/ddp_lab.h"
+#include "labs/gpt/gpt_lab.h"
 #include "labs/lab.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/tensor_parallel/tp_lab.h"
@@ -17,6 +18,7 @@ const std::vector<LabInfo>& lab_registry() {
       ddp_lab_info(),
       zero_lab_info(),
       pipeline_lab_info(),
+      gpt_lab_info(),
       tensor_parallel_lab_info(),
       grid_lab_info(),
   };

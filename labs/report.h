@@ -73,7 +73,8 @@ struct Report {
   // title: "measured" for a lab, "estimate" for a planner that runs nothing.
   std::string title, value_title = "measured";
   std::vector<std::string> setup;    // the configuration in words, for the header: "MLP 256×4", "fp32"
-  std::vector<std::string> notes;    // lines under the table: how the timings were taken, what a figure means
+  std::vector<std::string> notes;    // lines under the table: how the timings were taken, what a figure means;
+                                     // one that fits the width is printed as written (spaces kept: charts)
   std::vector<std::string> columns;  // cases compared side by side (a column each) when there are 2 or more
   std::vector<ReportRow> rows;
   std::vector<ReportPlot> plots;     // sweeps, in JSON as "plots": [{id, title, x_label, x_unit, y_label, y_unit, x, y, point_labels}]

@@ -234,8 +234,13 @@ std::string Report::to_text(int width) const {
   out += "\n";
   for (const std::string& n : footnotes)
     for (const std::string& l : wrap(n, w)) out += l + "\n";
-  for (const std::string& n : notes)
+  for (const std::string& n : notes) {
+    if (display_width(n) <= w && n.find('\n') == std::string::npos) {  // as written: a chart's columns stay put
+      out += n + "\n";
+      continue;
+    }
     for (const std::string& l : wrap(n, w)) out += l + "\n";
+  }
   int checks = 0;
   for (const ReportRow& r : rows) checks += r.is_check();
   const std::string of_checks = std::to_string(checks) + (checks == 1 ? " check" : " checks");

@@ -133,6 +133,9 @@ class Gpt {
   // A tensor in the full model's layout, all-gathered across the tp group when it is
   // split (a collective: every rank of the group calls it for the same name).
   std::vector<float> full_tensor(std::string_view name, GptBuffer which = GptBuffer::params);
+  // The other way: this rank's slice of `full` (the whole tensor, full_shape's elements)
+  // becomes its parameters. Local, no communication. Error when the count does not fit.
+  void set_full_tensor(std::string_view name, const std::vector<float>& full);
   // The tensors all-reduced after backward under sequence parallelism (empty otherwise) and
   // their element count: "the extra all-reduce of the LayerNorm weight gradients".
   std::vector<std::string> sequence_partial_tensors() const;

@@ -155,6 +155,17 @@ std::vector<float> Gpt::full_tensor(std::string_view name, GptBuffer which) {
   return full;
 }
 
+void Gpt::set_full_tensor(std::string_view name, const std::vector<float>& full) {
+  const GptTensor& t = tensor(name);
+  std::size_t full_n = 1;
+  for (std::int64_t d : t.full_shape) full_n *= std::size_t(d);
+  if (full.size() != full_n)
+    throw Error("set_full_tensor(\"" + t.name + "\"): " + std::to_string(full.size()) + " values, the tensor has " +
+                std::to_string(full_n));
+  float* dst = params() + t.range.begin;
+  for (std::size_t i = 0; i < t.range.size(); ++i) dst[i] = full[full_index(t, rank_, i)];
+}
+
 std::vector<std::string> Gpt::sequence_partial_tensors() const {
   std::vector<std::string> names;
   if (!sp_) return names;

@@ -89,7 +89,7 @@ std::size_t TextCorpus::split_end(Split split) const {
 }
 
 TokenBatch TextCorpus::batch(Split split, std::uint64_t step, int batch_size, int seq_len, std::uint64_t seed,
-                             Shard shard) const {
+                             BatchShard shard) const {
   if (batch_size <= 0 || seq_len <= 0)
     throw UsageError("a text batch needs B > 0 and S > 0 (got B " + std::to_string(batch_size) + ", S " +
                      std::to_string(seq_len) + ")");

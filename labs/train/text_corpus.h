@@ -12,9 +12,9 @@
 // consecutive tokens whose starts hash from (seed, step, column), so any rank computes any
 // step's batch without state:
 //   tensor parallel — every rank calls with the same arguments and gets the same batch;
-//   data parallel   — rank r of P passes Shard{r, P}: the P ranks together draw B·P windows
+//   data parallel   — rank r of P passes BatchShard{r, P}: the P ranks together draw B·P windows
 //                     and rank r keeps columns r·B .. r·B+B-1 (disjoint samples; together
-//                     exactly the batch of one rank with B·P and Shard{0, 1}).
+//                     exactly the batch of one rank with B·P and BatchShard{0, 1}).
 // The held-out split is the last 10% of the tokens; no window of one split reads a token
 // (input or target) of the other.
 #pragma once
@@ -35,7 +35,7 @@ enum class Vocab { bytes, chars };
 enum class Split { train, held_out };
 
 // Which part of a data-parallel batch this rank draws: rank `rank` of `ranks`.
-struct Shard {
+struct BatchShard {
   int rank = 0, ranks = 1;
 };
 
@@ -70,7 +70,7 @@ class TextCorpus {
   // Batch `step` of `split` (see the top of this file); UsageError when B or S is not
   // positive, the shard is invalid, or the split is shorter than S+1 tokens.
   TokenBatch batch(Split split, std::uint64_t step, int batch_size, int seq_len, std::uint64_t seed,
-                   Shard shard = {}) const;
+                   BatchShard shard = {}) const;
 
  private:
   Vocab vocab_;

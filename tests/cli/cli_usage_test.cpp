@@ -3,6 +3,8 @@
 // in a run does not hide the report.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -116,4 +118,20 @@ TEST(CliUsage, ADdpRunTooLargeForTheMachineIsRefusedWithItsEstimate) {
   EXPECT_EQ(o.code, 2) << o.err;
   EXPECT_NE(o.err.find("needs about"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("--batch"), std::string::npos) << o.err;
+}
+
+TEST(CliUsage, AGptCheckpointThatDoesNotFitIsExit2NamingTheTensor) {
+  const std::string path = testing::TempDir() + "/cli_usage_gpt_" + std::to_string(::getpid()) + ".safetensors";
+  const std::string tiny = " --ranks 1 --layers 1 --hidden 32 --heads 2 --seq 16 --batch 2";
+  ASSERT_EQ(run_dtlab("run gpt --steps 0" + tiny + " --save " + path).code, 0);
+  const auto narrow = run_dtlab("run gpt --steps 0 --ranks 1 --layers 1 --hidden 16 --heads 2 --seq 16 --batch 2 --load " + path);
+  EXPECT_EQ(narrow.code, 2) << narrow.err;
+  EXPECT_NE(narrow.err.find("tensor 'wte'"), std::string::npos) << narrow.err;
+  const auto absent = run_dtlab("run gpt --steps 0" + tiny + " --load /nonexistent-folder/g.safetensors");
+  EXPECT_EQ(absent.code, 2) << absent.err;
+  EXPECT_NE(absent.err.find("/nonexistent-folder/g.safetensors"), std::string::npos) << absent.err;
+  const auto unwritable = run_dtlab("run gpt --steps 1" + tiny + " --save /nonexistent-folder/g.safetensors");
+  EXPECT_EQ(unwritable.code, 2) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("--save"), std::string::npos) << unwritable.err;
+  std::remove(path.c_str());
 }

@@ -88,6 +88,7 @@ TEST(LabOptions, EveryDeclaredOptionIsListedInTheLabsHelp) {
 TEST(LabOptions, ValuesOutsideTheDeclaredRangeNameTheOptionAndTheRange) {
   for (const LabInfo& lab : lab_registry())
     for (const OptionSpec& s : lab.options) {
+      if (s.kind == OptionKind::path) continue;  // any text is a file name; opening it is the check
       std::vector<std::string> bad = {"", "nan", "12Q"};
       if (s.kind != OptionKind::choice) {
         bad.push_back(std::to_string(s.max * 2 + 1));

@@ -63,14 +63,14 @@ TEST(TextCorpus, BatchesAreDeterministicAndShardsTileTheWholeBatch) {
   // Data parallel: ranks 0..2 of 3 with B=4 each are the 12 columns of one B=12 batch.
   const TokenBatch whole = c.batch(Split::train, 7, 12, 16, 1234);
   for (int r = 0; r < 3; ++r) {
-    const TokenBatch part = c.batch(Split::train, 7, 4, 16, 1234, Shard{r, 3});
+    const TokenBatch part = c.batch(Split::train, 7, 4, 16, 1234, BatchShard{r, 3});
     for (int b = 0; b < 4; ++b) {
       EXPECT_EQ(part.starts[std::size_t(b)], whole.starts[std::size_t(r * 4 + b)]);
       for (int s = 0; s < 16; ++s) EXPECT_EQ(part.token(s, b), whole.token(s, r * 4 + b));
     }
   }
-  EXPECT_EQ(a.starts, c.batch(Split::train, 7, 4, 16, 1234, Shard{0, 3}).starts);  // rank 0 = the unsharded batch
-  EXPECT_THROW(c.batch(Split::train, 0, 4, 16, 1, Shard{3, 3}), UsageError);
+  EXPECT_EQ(a.starts, c.batch(Split::train, 7, 4, 16, 1234, BatchShard{0, 3}).starts);  // rank 0 = the unsharded batch
+  EXPECT_THROW(c.batch(Split::train, 0, 4, 16, 1, BatchShard{3, 3}), UsageError);
   EXPECT_THROW(c.batch(Split::train, 0, 0, 16, 1), UsageError);
   EXPECT_THROW(TextCorpus("short", Vocab::bytes).batch(Split::train, 0, 1, 8, 1), UsageError);
 }

@@ -1,0 +1,120 @@
+// The GPT lab's run (gpt_lab.h): build the model on the tp group, load a checkpoint if
+// asked, train with AdamW while measuring the held-out loss, save, sample.
+#include "labs/gpt/gpt_lab.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/util/safetensors.h"
+#include "labs/train/gpt_checkpoint.h"
+#include "labs/train/optimizer.h"
+
+namespace dtl {
+
+GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& corpus) {
+  const LabOptions& o = cfg.options;
+  GptLabSettings s;
+  s.model = GptConfig{corpus.vocab_size(), int(o.integer("seq")),    int(o.integer("hidden")),
+                      int(o.integer("heads")), int(o.integer("layers")), int(o.integer("batch"))};
+  s.steps = int(o.integer("steps"));
+  s.eval_every = int(o.integer("eval-every"));
+  s.seed = std::uint32_t(o.integer("seed"));
+  s.adamw.lr = float(o.number("lr"));
+  s.save = o.text("save");
+  s.load = o.text("load");
+  const std::string problem = gpt_config_problem(s.model, T, ex::TpMode::plain);
+  if (!problem.empty())
+    throw UsageError("gpt lab on --ranks " + std::to_string(T) + " (tensor-parallel degree): " + problem +
+                     " (the character vocabulary has " + std::to_string(corpus.vocab_size()) + " entries)");
+  return s;
+}
+
+namespace {
+
+// The mean loss over the held-out batches, forward only.
+double held_out_loss(Gpt& model, const TextCorpus& corpus, const GptLabSettings& s) {
+  double sum = 0;
+  for (int i = 0; i < kHeldOutBatches; ++i) {
+    const TokenBatch b = corpus.batch(Split::held_out, std::uint64_t(i), s.model.batch, s.model.seq, s.seed);
+    sum += model.forward(b.tokens.data(), b.targets.data());
+  }
+  return sum / kHeldOutBatches;
+}
+
+void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, const TextCorpus& corpus,
+           const GptLabSettings& s, GptTrainingLog& log) {
+  AdamW opt(model.whole_params(), Device::cpu(), mem, s.adamw);
+  const auto evaluate = [&](int step) {
+    log.held_out_step.push_back(step);
+    log.held_out_loss.push_back(held_out_loss(model, corpus, s));
+  };
+  evaluate(0);
+  double seconds = 0;
+  for (int step = 1; step <= s.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
+    const float loss = model.forward_backward(b.tokens.data(), b.targets.data());
+    opt.step(model.whole_params());
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log.train_step.push_back(step);
+    log.train_loss.push_back(loss);
+    if (step % s.eval_every == 0 || step == s.steps) evaluate(step);
+    if (step % 10 == 0 || step == s.steps) {
+      char line[96];
+      std::snprintf(line, sizeof line, "step %d of %d: train loss %.3f", step, s.steps, double(loss));
+      report_progress(comm, cfg, line);
+    }
+  }
+  log.train_seconds = seconds;
+}
+
+// Rank 0 writes; every rank learns whether it could, so none waits for a file that failed.
+void save_checkpoint(Comm& comm, Gpt& model, const GptLabSettings& s) {
+  const SafeTensors ckpt = gpt_checkpoint(model, {{"step", std::to_string(s.steps)}, {"lab", "gpt"}});
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      write_safetensors(s.save, ckpt);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  float failed = error.empty() ? 0.0f : 1.0f;
+  comm.all_reduce(&failed, &failed, 1, DType::f32, ReduceOp::sum);
+  if (failed > 0) throw UsageError("--save: " + (error.empty() ? "rank 0 could not write " + s.save : error));
+}
+
+// Every element of the full model once (replicated tensors are on every rank).
+std::size_t full_param_count(const Gpt& model) {
+  std::size_t n = 0;
+  for (const GptTensor& t : model.tensors()) {
+    std::size_t e = 1;
+    for (std::int64_t d : t.full_shape) e *= std::size_t(d);
+    n += e;
+  }
+  return n;
+}
+
+}  // namespace
+
+Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
+  kernels::use_one_blas_thread();  // OpenBLAS's own threads spin against the ranks (10× slower on a busy 2-core box)
+  const TextCorpus corpus = TextCorpus::shipped(Vocab::chars);
+  const GptLabSettings s = gpt_lab_settings(cfg, comm.size(), corpus);
+  MemoryTracker mem(comm.global_rank(), comm.trace());
+  Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed);
+  if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
+
+  GptTrainingLog log;
+  train(comm, cfg, model, mem, corpus, s, log);
+  if (!s.save.empty()) save_checkpoint(comm, model, s);
+  log.prompt = "The ring all-reduce ";
+  log.sample = sample_text(model, comm, corpus, log.prompt, 80, 0.8f, s.seed);
+
+  Report rep = start_report(comm, cfg, "gpt");
+  describe_gpt_setup(rep, s, corpus, full_param_count(model));
+  add_gpt_rows(rep, s, log);
+  return rep;
+}
+
+}  // namespace dtl

@@ -1,0 +1,129 @@
+// The GPT lab's report rows, curves, chart and registry entry (gpt_lab.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "labs/gpt/gpt_lab.h"
+#include "labs/gpt/loss_chart.h"
+
+namespace dtl {
+
+namespace {
+
+// A check against uniform guessing needs a mean, not one noisy batch: the last tenth of
+// the steps (at least 1, at most 20).
+double late_train_loss(const GptTrainingLog& log) {
+  const std::size_t n = log.train_loss.size(), k = std::clamp<std::size_t>(n / 10, 1, 20);
+  if (n == 0) return NAN;
+  return std::accumulate(log.train_loss.end() - std::ptrdiff_t(k), log.train_loss.end(), 0.0) / double(k);
+}
+
+// At most `limit` points: consecutive groups of steps become their mean (the visualizer
+// draws a plot of up to 4096 points; a long run's curve needs far fewer to read).
+ReportPlot thinned(ReportPlot p, std::size_t limit) {
+  const std::size_t n = p.x.size(), group = (n + limit - 1) / std::max<std::size_t>(limit, 1);
+  if (group <= 1) return p;
+  const auto mean = [](const std::vector<double>& v, std::size_t begin, std::size_t end) {
+    return std::accumulate(v.begin() + std::ptrdiff_t(begin), v.begin() + std::ptrdiff_t(end), 0.0) / double(end - begin);
+  };
+  std::vector<double> x, y;
+  for (std::size_t begin = 0; begin < n; begin += group) {
+    const std::size_t end = std::min(n, begin + group);
+    x.push_back(mean(p.x, begin, end));
+    y.push_back(mean(p.y, begin, end));
+  }
+  p.x = std::move(x), p.y = std::move(y);
+  p.title += " (mean of every " + std::to_string(group) + ")";
+  return p;
+}
+
+void add_curves(Report& rep, const GptTrainingLog& log) {
+  rep.plots.push_back(thinned({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "",
+                               log.train_step, log.train_loss, {}},
+                              1000));
+  rep.plots.push_back(thinned({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)",
+                               "step", "", "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}},
+                              1000));
+  if (log.train_loss.empty()) return;
+  // Up to 80 columns of marks, so the chart and its labels fit in the report's 100.
+  const int columns = int(std::min<std::size_t>(80, std::max<std::size_t>(log.train_step.size(), 8)));
+  rep.notes.push_back("Loss (nats per character) against the training step:");
+  for (const std::string& line : text_chart({{"train (mean per column)", "•", log.train_step, log.train_loss},
+                                             {"held-out", "◆", log.held_out_step, log.held_out_loss}},
+                                            "step", columns, 10,
+                                            *std::max_element(log.held_out_loss.begin(), log.held_out_loss.end())))
+    rep.notes.push_back(line);
+}
+
+}  // namespace
+
+void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& corpus, std::size_t params) {
+  const GptConfig& c = s.model;
+  char text[200];
+  std::snprintf(text, sizeof text, "GPT: %d layers, h %d, %d heads, %zu parameters", c.layers, c.hidden, c.heads, params);
+  rep.setup.push_back(text);
+  std::snprintf(text, sizeof text, "%zu characters of dtlab's docs, vocabulary %d (%d used)", corpus.tokens().size(),
+                corpus.vocab_size(), corpus.symbols_used());
+  rep.setup.push_back(text);
+  std::snprintf(text, sizeof text, "b %d × s %d, %d AdamW steps, lr %g", c.batch, c.seq, s.steps, double(s.adamw.lr));
+  rep.setup.push_back(text);
+  rep.setup.push_back("T = " + std::to_string(rep.ranks) + " (tensor parallel), fp32");
+  if (!s.load.empty()) rep.setup.push_back("from " + s.load);
+  rep.add("params", "parameters", double(params), "");
+  rep.config["text_sources"] = std::string(shipped_text_sources());
+}
+
+void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log) {
+  const double uniform = std::log(double(s.model.vocab));  // the loss of guessing every character equally
+  if (!log.train_loss.empty()) {
+    rep.add("train.loss_first", "train loss, step 1", log.train_loss.front(), "").predict(uniform, "log V: uniform");
+    rep.add("train.loss_last", "train loss, last step", log.train_loss.back(), "");
+    // Below uniform guessing by a nat: at least the characters' frequencies were learned
+    // (their entropy in the docs is about 3.5 nats; uniform is log V ≈ 4.8).
+    rep.check("train.loss_late", "train loss, mean of the last steps", late_train_loss(log), 0.0, "", uniform - 1.0)
+        .from("≤ log V − 1 nat");
+    const double tokens = double(log.train_loss.size()) * s.model.rows();
+    rep.add("train.tokens_per_s", "training throughput (characters/s)", tokens / log.train_seconds, "");
+    rep.add("train.seconds", "training time (forward, backward, AdamW)", log.train_seconds, "s");
+  }
+  rep.add("held_out.loss_first", "held-out loss, before training", log.held_out_loss.front(), "");
+  rep.add("held_out.loss_last", "held-out loss, after training", log.held_out_loss.back(), "");
+  if (!log.train_loss.empty())
+    rep.check("held_out.loss_ratio", "held-out loss, after / before", log.held_out_loss.back() / log.held_out_loss.front(),
+              0.0, "", 0.9)
+        .from("the model learned");
+  add_curves(rep, log);
+  rep.notes.push_back("Sample (temperature 0.8, seed " + std::to_string(s.seed) + "): \"" + log.prompt + "\" → \"" +
+                      printable_text(log.sample) + "\"");
+  rep.notes.push_back("Held-out: the last 10% of the text, " + std::to_string(kHeldOutBatches) +
+                      " fixed batches, every " + std::to_string(s.eval_every) + " steps. Loss in nats per character.");
+}
+
+LabInfo gpt_lab_info() {
+  return {
+      "gpt",
+      "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
+      {},
+      {{"layers", OptionKind::integer, "2", "transformer layers L", {}, 1, 64},
+       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 4096},
+       {"heads", OptionKind::integer, "4", "attention heads (divisible by --ranks)", {}, 1, 256},
+       {"seq", OptionKind::integer, "64", "characters per sequence s", {}, 2, 4096},
+       {"batch", OptionKind::integer, "8", "sequences per step b", {}, 1, 4096},
+       {"steps", OptionKind::integer, "300", "AdamW steps (0: evaluate and sample only)", {}, 0, 1 << 20},
+       {"lr", OptionKind::number, "3e-3", "AdamW learning rate (constant)", {}, 0, 1},
+       {"eval-every", OptionKind::integer, "25", "steps between held-out evaluations", {}, 1, 1 << 20},
+       {"seed", OptionKind::integer, "1", "initialization, batches and sampling", {}, 0, 1 << 30},
+       {"save", OptionKind::path, "", "write the trained model here (safetensors, docs/checkpoints.md)", {}, 0, 0},
+       {"load", OptionKind::path, "", "start from this checkpoint (names and shapes must fit)", {}, 0, 0}},
+      {},
+      run_gpt_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,
+      /*overlaps_compute=*/false,
+      {ViewKind::report, ViewKind::timeline, ViewKind::memory},
+      {{"steps", "60"}},
+  };
+}
+
+}  // namespace dtl
