@@ -12,6 +12,13 @@ namespace dtl::viz {
 
 namespace {
 
+std::string expected_text(double expected, double tolerance, const std::string& unit) {
+  if (tolerance <= 0) return format_value(expected, unit);
+  if (expected == 0) return "<= " + format_value(tolerance, unit);  // (the font has no ≤)
+  return format_value(expected, unit) + " \u00b1" + format_value(tolerance, unit);
+}
+
+
 constexpr float kPlotMinWidth = 340, kPlotMinHeight = 170, kPlotMaxHeight = 360, kYAxisWidth = 72;
 
 
@@ -136,7 +143,10 @@ void ReportView::Draw(const Frame& f) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_value(row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0, unit).c_str());
     ImGui::TableNextColumn();
-    if (row.contains("predicted") && row["predicted"].is_number()) ImGui::TextUnformatted(format_value(row["predicted"].get<double>(), unit).c_str());
+    // A check shows its bound as the terminal does ("≤ 1e-5", "4 ±2%"); a prediction its value.
+    const double tolerance = row.contains("tolerance") && row["tolerance"].is_number() ? row["tolerance"].get<double>() : 0.0;
+    if (row.contains("predicted") && row["predicted"].is_number())
+      ImGui::TextUnformatted(expected_text(row["predicted"].get<double>(), tolerance, unit).c_str());
     else ImGui::TextUnformatted("-");
   }
   ImGui::EndTable();
