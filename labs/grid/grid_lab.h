@@ -24,6 +24,7 @@ struct GridSettings {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4, steps = 3;
   bool check = true;
+  double compute_us = 0;  // > 0: every F lasts this long, every B twice (labs/pipeline's --compute-us)
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
   int global_rows() const { return batch * seq; }                              // G: tokens per step
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank

@@ -1,8 +1,10 @@
 // A grid rank's step (grid_rank.h).
 #include "labs/grid/grid_rank.h"
 
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -59,6 +61,13 @@ GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
   }
 }
 
+// --compute-us: the action lasts `units` × compute_us from t0 (a sleep, which frees the core).
+void GridRank::pace(double t0, int units) const {
+  if (s_.compute_us <= 0) return;
+  const double left = t0 + units * s_.compute_us * 1e-6 - now();
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+}
+
 double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 1e-9; }
 
 void GridRank::forward(int m) {
@@ -80,6 +89,7 @@ void GridRank::forward(int m) {
   } else {
     copy_bytes(output_[std::size_t(m)].data(), y, elems * sizeof(float));  // acts may be freed before the send is done
   }
+  pace(t0, 1);
   busy_ += now() - t0;
 }
 
@@ -90,6 +100,7 @@ void GridRank::backward(int m) {
   const float* dx = model_->backward(grad_in_[std::size_t(m)].as<float>(), acts_[std::size_t(m)], backwards_done_++ > 0);
   if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, elems * sizeof(float));
   acts_[std::size_t(m)] = TpMlpActivations{};  // freed: what 1F1B saves over GPipe
+  pace(t0, 2);
   busy_ += now() - t0;
 }
 

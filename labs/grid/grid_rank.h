@@ -36,6 +36,7 @@ class GridRank {
   void sync_and_step(int t);
   void zero1_step(int t);
   double now() const;
+  void pace(double t0, int units) const;
 
   Topology& topo_;
   GridSettings s_;
