@@ -3,6 +3,7 @@
 // whole GPT's forward+backward on the GPU against the same model on the CPU: the loss and
 // every gradient. Each comparison prints its largest difference relative to the CPU
 // tensor's scale (max|gpu − cpu| / max|cpu|). Skips, with the reason, without a GPU.
+#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,13 +51,7 @@ using test::random;
 
 constexpr double kTol = 1e-5;  // fp32 against fp32: summation order only
 
-std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(0, vocab - 1);
-  std::vector<int> t(static_cast<std::size_t>(n));
-  for (int& v : t) v = d(rng);
-  return t;
-}
+using dtl::test::random_tokens;
 
 class CudaTransformer : public ::testing::Test {
  protected:

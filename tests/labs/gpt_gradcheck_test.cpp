@@ -2,6 +2,7 @@
 // (gpt_reference.h): the loss, and every parameter element's analytic fp32 gradient
 // against central finite differences of the float64 loss. The transformer kernels'
 // fast paths against their float64 twins.
+#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,13 +21,7 @@ using namespace dtl;
 
 namespace {
 
-std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(0, vocab - 1);
-  std::vector<int> t(static_cast<std::size_t>(n));
-  for (int& v : t) v = d(rng);
-  return t;
-}
+using dtl::test::random_tokens;
 
 std::vector<float> random_floats(std::size_t n, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

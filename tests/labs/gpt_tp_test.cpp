@@ -2,6 +2,7 @@
 // without sequence parallelism, against the single-rank model: the loss, every full
 // gradient, and the weights after three AdamW steps; the collectives one step issues;
 // the activation memory against its prediction.
+#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,13 +26,7 @@ namespace {
 const GptConfig kConfig{.vocab = 16, .seq = 8, .hidden = 16, .heads = 4, .layers = 2, .batch = 2};
 const GptInit kInit{.std = 0.2f, .perturb_all = true};
 
-std::vector<int> random_tokens(int n, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(0, vocab - 1);
-  std::vector<int> t(static_cast<std::size_t>(n));
-  for (int& v : t) v = d(rng);
-  return t;
-}
+using dtl::test::random_tokens;
 
 using Named = std::map<std::string, std::vector<float>>;
 
