@@ -160,6 +160,9 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
             2 * k * L * 2 * share * payload + regather, "B")
       .from(regather > 0 ? "4kL·(T−1)/T·bsh·4 + re-gathers" : "2kL · 2(T−1)/T·bsh·4");
   rep.add(n + "collectives_outside_blocks", "collectives outside the blocks (loss, embedding)", c.outside_blocks, "");
+  if (sp && m.partial_replicated > 0)  // the extra all-reduce sequence parallelism needs
+    rep.add(n + "sequence_partial_grads", "LayerNorm + wpe gradients all-reduced (bytes)", 4.0 * double(m.partial_replicated), "B")
+        .predict(4.0 * ((4.0 * s.layers + 2) * s.hidden + double(s.seq) * s.hidden), "((4L+2)h + s·h)·4");
   rep.check(n + "activation_bytes", "activation memory per rank", m.activation_peak, m.predicted_activation, "B")
       .from(m.activation_formula);
   rep.add(n + "param_bytes", "parameter memory per rank", m.param_bytes, "B");
@@ -181,6 +184,12 @@ void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
   rep.notes.push_back("Megatron-LM's split: c_fc (and attention's Q, K, V by heads) column-parallel after f, c_proj "
                       "row-parallel before g. f: identity forward, all-reduce backward; g: all-reduce forward, identity "
                       "backward. Sequence parallel: f = all-gather / reduce-scatter, g = reduce-scatter / all-gather.");
+  rep.notes.push_back("Counterparts: g's forward all-reduce after c_proj is f's backward all-reduce before c_fc (or "
+                      "c_attn), the same b·s·h values; under sequence parallelism each forward all-gather (f) has a "
+                      "backward reduce-scatter and each forward reduce-scatter (g) a backward all-gather.");
+  if (s.model == TpModelKind::gpt)
+    rep.notes.push_back("Sequence parallelism: each rank's LayerNorms and position embedding see only its s/T positions, "
+                        "so their gradients are partial sums: one all-reduce of them after backward (the row above).");
   if (s.model == TpModelKind::mlp)
     rep.notes.push_back("Under sequence parallelism backward gathers c_fc's input again (Megatron-LM's choice): one more "
                         "all-gather per block for 1/T of the residual stream's memory.");
