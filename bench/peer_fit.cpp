@@ -93,7 +93,7 @@ void print_alpha_beta(std::ostream& out, const Results& r) {
   const Measured m = measured_times(r);
   if (m.empty()) return;
   out << "α–β fitted by least squares of relative error to time = steps·α + critical-path bytes·β "
-         "(core/theory/collectives.h's formulas for naive, tree, ring, rhd; in-place times, one sweep each). Joint: one α and β for "
+         "(core/theory/collectives.h's formulas for naive, tree, ring, rhd; in-place times, median over the repeats). Joint: one α and β for "
          "all four algorithms, as the curriculum's model claims; alone: each algorithm fitted by itself (its formula's shape only)\n\n";
   for (const auto& [backend, by_p] : m)
     for (const auto& [P, by_algo] : by_p) {

@@ -4,7 +4,9 @@
 #     (library, ring), Open MPI's MPI_Allreduce (bench/mpi_allreduce.cpp), torch gloo
 #     (bench/torch_allreduce.py); repeats interleaved, ratios paired repeat by repeat;
 #   - the DDP step on the lab's MLP: dtlab threads and mpi vs PyTorch DDP gloo (bench/torch_ddp.py);
-#   - ceilings with their derivation, α–β fitted to the naive/tree/ring/rhd sweeps, tracing's cost.
+#   - ceilings with their derivation, α–β fitted to the naive/tree/ring/rhd sweeps, tracing's cost;
+#   - PyTorch DDP's own profiler trace (build/peers/torch-ddp-trace.json; open it in dtlab-viz)
+#     with its overlapped and exposed communication.
 #
 #   bash bench/peers.sh                 # sizes 1K 16K 256K 4M 64M, 3 repeats (a few minutes)
 #   bash bench/peers.sh --full          # 1K ... 256M in steps of 2
@@ -103,4 +105,9 @@ done
   echo "load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   "$build/bench/dtl-peers-report" "$out" ${plot_dir:+--plot-dir "$plot_dir"}
+  if [ -x "$build/viz/dtlab-viz" ] && [ -f "$out/torch-ddp-trace.json" ]; then
+    echo
+    echo "PyTorch DDP, 2 ranks, rank 0's torch.profiler trace of 2 steps (dtlab-viz --overlap $out/torch-ddp-trace.json):"
+    "$build/viz/dtlab-viz" --overlap "$out/torch-ddp-trace.json"
+  fi
 } | tee "$out/report.md"

@@ -102,11 +102,14 @@ void draw_frame(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
 
 void draw_markers(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
   const int x0 = kLeft, x1 = c.width() - kRight, y0 = kTop, y1 = c.height() - kBottom;
-  int stacked = 0;  // labels stack upwards, so lines at the same height keep both readable
+  std::vector<int> used;  // label rows taken: lines close together (or equal) keep every label readable
   for (const Marker& m : ch.horizontal) {
     const double py = y.px(m.at);
     c.line(x0, py, x1, py, m.color, 2, m.dashed ? 8 : 0);
-    c.text(x0 + 6, int(py) - 18 - 18 * stacked++, m.label, m.color);
+    int ty = int(py) + 6;  // below the line, right-aligned
+    while (std::any_of(used.begin(), used.end(), [&](int u) { return std::abs(u - ty) < 18; })) ty += 18;
+    used.push_back(ty);
+    c.text(x1 - 6 - Canvas::text_width(m.label), ty, m.label, m.color);
   }
   int row = 0;
   for (const Marker& m : ch.vertical) {
