@@ -16,7 +16,7 @@ namespace {
 // busbw vs size on P ranks, one line per implementation, with the two ceilings.
 bool plot_busbw(const Results& r, int P, const std::string& path) {
   plot::LineChart ch;
-  ch.title = "all-reduce busbw vs size, " + std::to_string(P) + " ranks, median of repeats";
+  ch.title = "all-reduce busbw, " + std::to_string(P) + " ranks, median of repeats";
   ch.x_label = "bytes per rank";
   ch.y_label = "busbw (GB/s)";
   int i = 0;
@@ -32,11 +32,11 @@ bool plot_busbw(const Results& r, int P, const std::string& path) {
   const auto lib = r.all_reduce.find("threads-library");
   if (lib != r.all_reduce.end() && lib->second.count(P)) {
     const double bw = lib->second.at(P).memory_GBps;
-    const std::string from = ", sizes >= " + bytes_label(lib->second.at(P).ceiling_min_bytes);
+    ch.title += "; ceilings apply from " + bytes_label(lib->second.at(P).ceiling_min_bytes);
     ch.horizontal.push_back({theory::all_reduce_ceiling_busbw(theory::Transport::shared_address_space, P, bw),
-                             "ceiling, threads: (P-1)/P^2 * BW" + from, {200, 0, 0}, true});
+                             "ceiling, threads", {200, 0, 0}, true});
     ch.horizontal.push_back({theory::all_reduce_ceiling_busbw(theory::Transport::mpi_shared_memory, P, bw),
-                             "ceiling, processes: BW/(2P)" + from, {120, 120, 120}, true});
+                             "ceiling, processes", {120, 120, 120}, true});
   }
   plot::write_chart_png(ch, path);
   return true;

@@ -102,14 +102,9 @@ void draw_frame(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
 
 void draw_markers(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
   const int x0 = kLeft, x1 = c.width() - kRight, y0 = kTop, y1 = c.height() - kBottom;
-  std::vector<int> used;  // label rows taken: lines close together (or equal) keep every label readable
-  for (const Marker& m : ch.horizontal) {
+  for (const Marker& m : ch.horizontal) {  // labelled in the legend (draw_series)
     const double py = y.px(m.at);
     c.line(x0, py, x1, py, m.color, 2, m.dashed ? 8 : 0);
-    int ty = int(py) + 6;  // below the line, right-aligned
-    while (std::any_of(used.begin(), used.end(), [&](int u) { return std::abs(u - ty) < 18; })) ty += 18;
-    used.push_back(ty);
-    c.text(x1 - 6 - Canvas::text_width(m.label), ty, m.label, m.color);
   }
   int row = 0;
   for (const Marker& m : ch.vertical) {
@@ -120,6 +115,12 @@ void draw_markers(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) 
   }
 }
 
+void legend_entry(Canvas& c, int row, const std::string& name, Rgb color, bool dashed) {
+  const int lx = c.width() - kRight + 16, ly = kTop + 22 * row;
+  c.line(lx, ly + 7, lx + 28, ly + 7, color, 3, dashed ? 7 : 0);
+  c.text(lx + 36, ly, name, kInk);
+}
+
 void draw_series(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
   int row = 0;
   for (const Series& s : ch.series) {
@@ -127,10 +128,9 @@ void draw_series(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
       if (i > 0) c.line(x.px(s.x[i - 1]), y.px(s.y[i - 1]), x.px(s.x[i]), y.px(s.y[i]), s.color, 3, s.dashed ? 7 : 0);
       if (s.markers) c.fill_rect(int(x.px(s.x[i])) - 4, int(y.px(s.y[i])) - 4, int(x.px(s.x[i])) + 5, int(y.px(s.y[i])) + 5, s.color);
     }
-    const int lx = c.width() - kRight + 16, ly = kTop + 22 * row++;
-    c.line(lx, ly + 7, lx + 28, ly + 7, s.color, 3, s.dashed ? 7 : 0);
-    c.text(lx + 36, ly, s.name, kInk);
+    legend_entry(c, row++, s.name, s.color, s.dashed);
   }
+  for (const Marker& m : ch.horizontal) legend_entry(c, row++, m.label, m.color, m.dashed);
 }
 
 }  // namespace

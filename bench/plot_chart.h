@@ -18,7 +18,7 @@ struct Series {
   bool dashed = false, markers = true;
 };
 
-struct Marker {  // a horizontal (at y) or vertical (at x) line across the plot
+struct Marker {  // a horizontal (at y; named in the legend) or vertical (at x; named beside it) line
   double at = 0;
   std::string label;
   Rgb color;
