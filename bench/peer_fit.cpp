@@ -67,6 +67,19 @@ void print_crossovers(std::ostream& out, const std::map<Algo, std::map<double, d
     }
 }
 
+// A sweep on an emulated link (dtlab bench --link-bw/--link-latency) knows the α and β
+// the fit should find.
+void print_emulated_link(std::ostream& out, const Results& r, const std::string& backend, int P) {
+  for (const auto& [key, by_p] : r.fit)
+    if (key.rfind(backend + "-", 0) == 0 && by_p.count(P) && by_p.at(P).link_GBps > 0) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  (the emulated link: α = %.2f µs, 1/β = %.2f GB/s)\n", by_p.at(P).link_latency_us,
+                    by_p.at(P).link_GBps);
+      out << line;
+      return;
+    }
+}
+
 // One algorithm's worst error under the joint fit, and its own fit.
 void print_algo_fit(std::ostream& out, Algo a, int P, const std::map<double, double>& times, const theory::AlphaBetaFit& joint) {
   double worst = 0;
@@ -103,6 +116,7 @@ void print_alpha_beta(std::ostream& out, const Results& r) {
                     backend.c_str(), P, f.alpha_s * 1e6, 1e-9 / f.beta_s_per_byte, 100 * f.rms_rel_error,
                     100 * f.max_rel_error, f.max_rel_error <= 0.2 ? "within" : "over");
       out << line;
+      print_emulated_link(out, r, backend, P);
       for (const auto& [a, times] : by_algo) print_algo_fit(out, a, P, times, f);
       print_crossovers(out, by_algo, P, f);
     }

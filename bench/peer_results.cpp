@@ -53,6 +53,10 @@ void add_sweep(Sweep& s, const nlohmann::json& j, bool inplace) {
     s.busbw_GBps[bytes].push_back(r.at("busbw_GBps").get<double>());
     s.time_s[bytes].push_back(r.at("time_us").get<double>() * 1e-6);
   }
+  if (j.contains("link")) {
+    s.link_latency_us = j["link"].value("latency_us", 0.0);
+    s.link_GBps = j["link"].value("bandwidth_GBps", 0.0);
+  }
   if (j.contains("memory_GBps")) {
     const auto& m = j["memory_GBps"];
     for (const char* k : {"read", "write", "copy", "triad"}) s.memory_GBps = std::max(s.memory_GBps, m.value(k, 0.0));

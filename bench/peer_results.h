@@ -27,6 +27,7 @@ struct Sweep {
   std::map<double, std::vector<double>> busbw_GBps, time_s;
   double memory_GBps = 0;       // the best memory bandwidth any repeat measured (dtlab only)
   double ceiling_min_bytes = 0;  // below this the memory ceiling does not apply
+  double link_latency_us = 0, link_GBps = 0;  // the emulated link the sweep ran on (0: none)
 };
 
 struct Results {

@@ -62,6 +62,7 @@ std::map<int, std::vector<double>> sizes_by_ranks(const Results& r) {
 }  // namespace
 
 void print_all_reduce_table(std::ostream& out, const Results& r) {
+  if (r.all_reduce.empty()) return;
   out << "All-reduce bus bandwidth, GB/s (float sum, out of place; median [min–max] over repeats; "
          "ratios paired repeat by repeat)\n\n| ranks | size |";
   for (const Impl& i : all_reduce_impls()) out << " " << i.name << " |";

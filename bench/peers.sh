@@ -61,10 +61,12 @@ all_reduce_round() {  # $1 ranks, $2 repeat: every implementation once, side by 
   fi
 }
 
-fit_round() {  # $1 repeat: the sweeps α–β is fitted to (their in-place rows)
+fit_round() {  # $1 repeat: the sweeps α–β is fitted to (their in-place rows); "link": threads on an emulated link
   local fit=(-b 1K -e 16M -f 4 -n 8 -w 2) algo
   for algo in naive tree ring rhd; do
     "$dtlab" bench all_reduce --impl $algo --ranks 4 "${fit[@]}" --json "$out/fit-threads-$algo-p4-r$1.json" >/dev/null
+    "$dtlab" bench all_reduce --impl $algo --ranks 4 "${fit[@]}" --link-bw 1 --link-latency 20 \
+      --json "$out/fit-link-$algo-p4-r$1.json" >/dev/null  # emulated: α = 20 µs, β = 1/(1 GB/s)
     if [ $have_mpi = 1 ]; then
       "${mpirun[@]}" -np 4 "$dtlab" bench all_reduce --backend mpi --impl $algo "${fit[@]}" --json "$out/fit-mpi-$algo-p4-r$1.json" >/dev/null
     fi

@@ -46,7 +46,7 @@ void write_plots(const Results& r, const std::string& dir, std::ostream& out) {
   for (int P : {2, 4})
     if (plot_busbw(r, P, dir + "/peers-busbw-" + std::to_string(P) + "-ranks.png"))
       out << "wrote " << dir << "/peers-busbw-" << P << "-ranks.png\n";
-  for (const char* backend : {"threads", "mpi"})
+  for (const char* backend : {"threads", "mpi", "link"})
     if (plot_alpha_beta(r, backend, 4, dir + "/peers-alpha-beta-" + backend + ".png"))
       out << "wrote " << dir << "/peers-alpha-beta-" << backend << ".png\n";
 }

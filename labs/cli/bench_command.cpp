@@ -190,6 +190,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
                                          {"triad", bw.triad / 1e9}, {"threads", bw.threads}}},
                         {"ceiling_busbw_GBps", bench_ceiling_busbw(p, bw) / 1e9},
                         {"ceiling_min_bytes", ceiling_min_bytes(p.P)}, {"ceiling_share", share}, {"rows", rows}};
+    if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
     if (a.json_path == "-") std::cout << j.dump(2) << "\n";
     else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
   }
