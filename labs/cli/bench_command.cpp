@@ -67,10 +67,16 @@ MemoryBandwidth device_copy_bandwidth(Device device, std::size_t bytes) {
   return bw;
 }
 
-// Each of the P probe threads gets arrays of 256 MiB / P, at least 4 and at most 32 MiB:
-// together far larger than the caches, and at most 768 MiB for the three arrays.
-std::size_t probe_bytes_per_thread(int P) {
-  return std::clamp<std::size_t>((std::size_t(256) << 20) / std::size_t(P), std::size_t(4) << 20, std::size_t(32) << 20);
+// As many probe threads as ranks (at most 64, or 2 per core where there are more cores:
+// beyond that threads add only scheduling), each with arrays of 256 MiB / threads, at
+// least 256 KiB and at most 32 MiB: together far larger than the caches, and at most
+// 768 MiB for the three arrays.
+int probe_threads(int P) {
+  return std::min(P, std::max(64, 2 * int(std::thread::hardware_concurrency())));
+}
+std::size_t probe_bytes_per_thread(int threads) {
+  return std::clamp<std::size_t>((std::size_t(256) << 20) / std::size_t(threads), std::size_t(256) << 10,
+                                 std::size_t(32) << 20);
 }
 
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const MemoryBandwidth& bw) {
@@ -203,12 +209,12 @@ int run_bench(BenchArgs& a) {
   std::unique_ptr<MemoryBandwidthProbe> probe;  // made on first use, by rank 0
   auto measure_bandwidth = [&] {
     if (p.on_gpu) return device_copy_bandwidth(Device::cuda(0), std::size_t(256) << 20);
-    if (!probe) probe = std::make_unique<MemoryBandwidthProbe>(p.P, probe_bytes_per_thread(p.P));
+    if (!probe) probe = std::make_unique<MemoryBandwidthProbe>(probe_threads(p.P), probe_bytes_per_thread(probe_threads(p.P)));
     return probe->measure();
   };
   // The machine's bandwidth drifts on shared VMs: rank 0 measures it before the sweep and
-  // again after every size (the other ranks wait at a barrier), and the sweep is held to
-  // the best seen.
+  // again after every size the ceiling applies to (the other ranks wait at a barrier), and
+  // the sweep is held to the best seen.
   MemoryBandwidth bw;
   nlohmann::json rows = nlohmann::json::array();
   std::unique_ptr<Trace> trace = a.trace_path.empty() ? nullptr : std::make_unique<Trace>(p.P);
@@ -227,7 +233,7 @@ int run_bench(BenchArgs& a) {
         print_row(out, a, p, row);
         rows.push_back(row.json[0]);
         rows.push_back(row.json[1]);
-        bw.keep_best(measure_bandwidth());
+        if (size >= ceiling_min_bytes(p.P) || p.on_gpu) bw.keep_best(measure_bandwidth());  // where it bounds
       }
       comm.barrier();
     }
