@@ -137,10 +137,6 @@ double collective_bytes(Collective c, int P, double count_bytes) {
   }
 }
 
-double shared_memory_all_reduce_ceiling_busbw(int P, double bw) { return double(P - 1) / (double(P) * P) * bw; }
-
-double shared_memory_ring_ceiling_busbw(int P, double bw) { return 2.0 * bw / (5.0 * P); }
-
 double library_collective_time(std::string_view name, int P, double bytes, Link link) {
   if (P <= 1 || link.beta_Bps <= 0) return 0;
   const double a = link.alpha_s, b = link.beta_Bps;

@@ -55,13 +55,7 @@ double busbw_factor(Collective c, int P);
 // all_reduce/broadcast/reduce, the full P·count vector for reduce_scatter/all_gather/all_to_all.
 double collective_bytes(Collective c, int P, double count_bytes);
 
-// Ceilings for P ranks sharing one memory whose multi-threaded copy moves BW bytes/s
-// (read + written). The library all-reduce must read every input and write every output
-// once: 2·P·N bytes → busbw_max = (P-1)/P² · BW. The ring over point-to-point moves
-// 5(P-1)·N bytes (each reduce-scatter step reads 2 chunks and writes 1, each all-gather
-// step reads 1 and writes 1) → busbw_max = 2·BW / (5P).
-double shared_memory_all_reduce_ceiling_busbw(int P, double bw);
-double shared_memory_ring_ceiling_busbw(int P, double bw);
+// Ceilings (the least traffic of an all-reduce over memory bandwidth): ceiling.h.
 
 // What a library collective named like Comm's ("all_reduce", "reduce_scatter",
 // "all_gather", "broadcast", "reduce", "all_to_all", "barrier") costs on `link`, with the

@@ -4,9 +4,9 @@
 //
 // Prints `size count type redop | time algbw busbw #wrong` for out-of-place and in-place
 // (GB = 1e9; busbw = algbw · the collective's factor, 2(P-1)/P for all_reduce), and the
-// machine's ceiling measured in the same run: a multi-threaded memcpy's bandwidth turned
-// into the best busbw any algorithm could reach (core/theory). With --device cuda the
-// buffers live on GPUs and the ceiling comes from a device-to-device copy instead.
+// all-reduce's ceiling measured in the same run: the least memory traffic it must cause
+// over the memory bandwidth of P threads at once (bench_ceiling.h). With --device cuda the
+// buffers live on GPUs and the bandwidth comes from a device-to-device copy instead.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,7 +29,9 @@
 #include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
+#include "labs/cli/bench_ceiling.h"
 #include "labs/cli/bench_plan.h"
+#include "labs/cli/memory_bandwidth.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/validators.h"
 #include "labs/collectives/crafted.h"
@@ -39,23 +41,6 @@
 namespace dtl::cli {
 
 namespace {
-
-// Bytes moved per second by `threads` threads each copying its own prefaulted buffer
-// (read + written), best of several rounds.
-double measure_memcpy_bandwidth(std::size_t bytes_per_thread) {
-  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::vector<char>> src(n, std::vector<char>(bytes_per_thread, 1)), dst(n, std::vector<char>(bytes_per_thread, 0));
-  double best = 0;
-  for (int round = 0; round < 5; ++round) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> ts;
-    for (unsigned i = 0; i < n; ++i) ts.emplace_back([&, i] { std::memcpy(dst[i].data(), src[i].data(), bytes_per_thread); });
-    for (auto& t : ts) t.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, 2.0 * double(n) * double(bytes_per_thread) / s);
-  }
-  return best;
-}
 
 // Bytes read + written per second by a device-to-device copy on `device`, best of several:
 // what the ranks sharing that GPU can move at most (the ceiling's bandwidth on a GPU).
@@ -75,25 +60,34 @@ double measure_device_copy_bandwidth(Device device, std::size_t bytes) {
   return best;
 }
 
-// busbw is normalized to a link's bandwidth: on an emulated link that is the ceiling.
-double ceiling_of(const BenchArgs& a, const BenchPlan& p, double copy_bw) {
-  if (p.link.active()) return p.link.beta_Bps();
-  return a.impl == "library" ? theory::shared_memory_all_reduce_ceiling_busbw(p.P, copy_bw)
-                             : theory::shared_memory_ring_ceiling_busbw(p.P, copy_bw);
+MemoryBandwidth device_copy_bandwidth(Device device, std::size_t bytes) {
+  MemoryBandwidth bw;
+  bw.copy = measure_device_copy_bandwidth(device, bytes);
+  bw.threads = 1;
+  return bw;
 }
 
-void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, double bw) {
+// As many probe threads as ranks (at most 64, or 2 per core where there are more cores:
+// beyond that threads add only scheduling), each with arrays of 256 MiB / threads, at
+// least 256 KiB and at most 32 MiB: together far larger than the caches, and at most
+// 768 MiB for the three arrays.
+int probe_threads(int P) {
+  return std::min(P, std::max(64, 2 * int(std::thread::hardware_concurrency())));
+}
+std::size_t probe_bytes_per_thread(int threads) {
+  return std::clamp<std::size_t>((std::size_t(256) << 20) / std::size_t(threads), std::size_t(256) << 10,
+                                 std::size_t(32) << 20);
+}
+
+void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const MemoryBandwidth& bw) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  device %s  ranks %d  dtype %s  op %s\n",
                 a.collective.c_str(), a.impl.c_str(), p.backend.name.c_str(), p.on_gpu ? "cuda" : "cpu", p.P,
                 std::string(dtype_name(p.t)).c_str(), a.op.c_str());
   out << line;
-  if (p.on_gpu)
-    std::snprintf(line, sizeof line, "# device-to-device copy %.2f GB/s (read+written, GPU 0) -> ceiling busbw %.2f GB/s\n",
-                  bw / 1e9, ceiling_of(a, p, bw) / 1e9);
-  else
-    std::snprintf(line, sizeof line, "# memcpy bandwidth %.2f GB/s (read+written, %u threads) -> ceiling busbw %.2f GB/s\n",
-                  bw / 1e9, std::max(1u, std::thread::hardware_concurrency()), ceiling_of(a, p, bw) / 1e9);
+  std::snprintf(line, sizeof line, "# %s %.2f GB/s (%d threads at once) -> ceiling busbw %.2f GB/s\n",
+                p.on_gpu ? "device-to-device copy" : "memory bandwidth", bw.best() / 1e9, bw.threads,
+                bench_ceiling_busbw(p, bw) / 1e9);
   out << line;
   out << "#                                              out-of-place                       in-place\n"
          "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
@@ -186,27 +180,23 @@ void print_row(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const 
 }
 
 // Rank 0 after the sweep: the footer against the ceiling, the trace, the JSON.
-int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const nlohmann::json& rows, double bw,
-                 Trace* trace) {
-  const double ceiling = ceiling_of(a, p, bw);
-  double best_busbw = 0, total_wrong = 0;
-  for (const auto& r : rows) {
-    best_busbw = std::max(best_busbw, r["busbw_GBps"].get<double>());
-    total_wrong += r["wrong"].get<double>();
-  }
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "# best busbw %.2f GB/s = %.0f%% of the ceiling %.2f GB/s (best memcpy %.2f GB/s seen during the run);"
-                "  #wrong total %.0f\n",
-                best_busbw, 100 * best_busbw / (ceiling / 1e9), ceiling / 1e9, bw / 1e9, total_wrong);
-  out << line;
+int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const nlohmann::json& rows,
+                 const MemoryBandwidth& bw, Trace* trace) {
+  double total_wrong = 0;
+  for (const auto& r : rows) total_wrong += r["wrong"].get<double>();
+  const double share = print_ceiling_footer(out, p, bw, rows);
+  out << "# #wrong total " << total_wrong << "\n";
   if (p.sweep.rounded)
     out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
   if (trace) write_chrome_trace(*trace, a.trace_path);
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", p.backend.name}, {"ranks", p.P},
-                        {"dtype", std::string(dtype_name(p.t))}, {"op", a.op}, {"memcpy_GBps", bw / 1e9},
-                        {"ceiling_busbw_GBps", ceiling / 1e9}, {"rows", rows}};
+                        {"dtype", std::string(dtype_name(p.t))}, {"op", a.op}, {"traced", trace != nullptr},
+                        {"memory_GBps", {{"read", bw.read / 1e9}, {"write", bw.write / 1e9}, {"copy", bw.copy / 1e9},
+                                         {"triad", bw.triad / 1e9}, {"threads", bw.threads}}},
+                        {"ceiling_busbw_GBps", bench_ceiling_busbw(p, bw) / 1e9},
+                        {"ceiling_min_bytes", ceiling_min_bytes(p.P)}, {"ceiling_share", share}, {"rows", rows}};
+    if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
     if (a.json_path == "-") std::cout << j.dump(2) << "\n";
     else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
   }
@@ -216,14 +206,16 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
 int run_bench(BenchArgs& a) {
   const BenchPlan p = plan_bench(a);
   std::ostream& out = a.json_path == "-" ? std::cerr : std::cout;  // --json -: stdout holds only JSON
+  std::unique_ptr<MemoryBandwidthProbe> probe;  // made on first use, by rank 0
   auto measure_bandwidth = [&] {
-    return p.on_gpu ? measure_device_copy_bandwidth(Device::cuda(0), std::size_t(256) << 20)
-                    : measure_memcpy_bandwidth(std::size_t(64) << 20);
+    if (p.on_gpu) return device_copy_bandwidth(Device::cuda(0), std::size_t(256) << 20);
+    if (!probe) probe = std::make_unique<MemoryBandwidthProbe>(probe_threads(p.P), probe_bytes_per_thread(probe_threads(p.P)));
+    return probe->measure();
   };
   // The machine's bandwidth drifts on shared VMs: rank 0 measures it before the sweep and
-  // again after every size (the other ranks wait at a barrier), and the sweep is held to
-  // the best seen.
-  double bw = 0;
+  // again after every size the ceiling applies to (the other ranks wait at a barrier), and
+  // the sweep is held to the best seen.
+  MemoryBandwidth bw;
   nlohmann::json rows = nlohmann::json::array();
   std::unique_ptr<Trace> trace = a.trace_path.empty() ? nullptr : std::make_unique<Trace>(p.P);
   ThreadsOptions opt;
@@ -241,7 +233,7 @@ int run_bench(BenchArgs& a) {
         print_row(out, a, p, row);
         rows.push_back(row.json[0]);
         rows.push_back(row.json[1]);
-        bw = std::max(bw, measure_bandwidth());
+        if (size >= ceiling_min_bytes(p.P) || p.on_gpu) bw.keep_best(measure_bandwidth());  // where it bounds
       }
       comm.barrier();
     }

@@ -57,11 +57,6 @@ TEST(Theory, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(busbw_factor(Collective::reduce, 4), 1.0);
 }
 
-TEST(Theory, SharedMemoryCeilings) {
-  EXPECT_DOUBLE_EQ(shared_memory_all_reduce_ceiling_busbw(4, 16e9), 3e9);  // (P-1)/P²·BW
-  EXPECT_DOUBLE_EQ(shared_memory_ring_ceiling_busbw(4, 16e9), 1.6e9);      // 2·BW/(5P)
-}
-
 TEST(Theory, NamesParseBothWays) {
   for (Algo a : {Algo::naive, Algo::ring, Algo::tree, Algo::rhd}) EXPECT_EQ(parse_algo(algo_name(a)), a);
   EXPECT_THROW(parse_algo("butterfly"), dtl::UsageError);

@@ -33,6 +33,7 @@
 #include "core/util/units.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
+#include "viz/model/comm_overlap.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ struct Args {
   long at_step = -1;
   std::string screenshot, bench, view, pipeline_schedule;
   float zoom = 1;
-  bool pipeline_compare = false;
+  bool pipeline_compare = false, overlap = false;
 };
 
 // Reads the back buffer before the swap (as the GL spec leaves it undefined after).
@@ -247,6 +248,11 @@ void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
 
 int run(const Args& a) {
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
+  if (a.overlap) {  // the report's figures, for dtlab's traces and torch.profiler's alike
+    if (a.trace_path.empty()) throw dtl::UsageError("--overlap needs a trace file");
+    std::cout << dtl::viz::describe_overlap(dtl::viz::comm_overlap(dtl::viz::load_trace(a.trace_path)));
+    return 0;
+  }
   auto session = open_session(a);  // errors in the trace surface before any window opens
   check_view(*session, a.view);
   GLFWwindow* window = open_window(a);
@@ -293,6 +299,9 @@ int main(int argc, char** argv) {
                  "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
   cli.add_flag("--pipeline-compare", a.pipeline_compare,
                "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
+  cli.add_flag("--overlap", a.overlap,
+               "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
+               "torch.profiler Chrome trace) and exit (no window)");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   add_lab_options(cli, a);
   try {

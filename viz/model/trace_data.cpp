@@ -4,10 +4,12 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
+#include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
 
@@ -143,9 +145,31 @@ std::optional<TraceData> current_companion(const std::string& json, const std::s
 
 }  // namespace
 
+namespace {
+
+// A torch.profiler trace (torch_trace.h), read whole: such files are small (one profiled
+// window), and one over 1 GiB is refused rather than read.
+std::optional<TraceData> load_if_torch_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(std::size_t(in.gcount()));
+  if (!looks_like_torch_trace(head)) return std::nullopt;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > (std::uintmax_t(1) << 30)) throw Error("the torch profiler trace '" + path + "' is larger than 1 GiB (the limit)");
+  std::string text(size, '\0');
+  in.seekg(0);
+  in.read(text.data(), std::streamsize(size));
+  return parse_torch_trace(text);
+}
+
+}  // namespace
+
 TraceData load_trace(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".dtlt") == 0) return from_binary(read_binary_trace(path));
+  if (auto torch = load_if_torch_trace(path)) return std::move(*torch);
   const std::string companion = path + ".dtlt";
   std::error_code ec;
   const bool has_companion = fs::is_regular_file(companion, ec);

@@ -4,8 +4,8 @@
 // share of the work reading the others' buffers directly, and meets them again before
 // anyone may touch its buffers. For all_reduce, member r owns chunk r: it reads chunk r
 // of all P inputs once and writes the result into chunk r of all P outputs once. That is
-// 2·P·N bytes of memory traffic for the whole world, the least any algorithm can move,
-// so the bound is busbw_max = (P-1)/P² · memcpy bandwidth (see core/theory).
+// 2·P·N bytes of memory traffic for the whole world, the least any algorithm can move
+// (the ceiling in core/theory/ceiling.h).
 //
 // Reductions always combine inputs in rank order 0..P-1 and each chunk is reduced by one
 // thread only, so every rank receives identical bits.

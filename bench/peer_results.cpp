@@ -1,0 +1,108 @@
+#include "bench/peer_results.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace dtl::peers {
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.min = v.front(), s.max = v.back(), s.n = int(n);
+  return s;
+}
+
+std::string bytes_label(double bytes) {
+  const char* units[] = {"B", "K", "M", "G"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3g%s", bytes, units[u]);
+  return s;
+}
+
+namespace {
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    throw Error("bench results: " + p.string() + " is not valid JSON (" + e.what() + ")");
+  }
+}
+
+// The out-of-place (or in-place) rows appended to `s` as one more repeat.
+void add_sweep(Sweep& s, const nlohmann::json& j, bool inplace) {
+  for (const auto& r : j.at("rows")) {
+    if (r.value("inplace", false) != inplace) continue;
+    const double bytes = r.at("bytes").get<double>();
+    s.busbw_GBps[bytes].push_back(r.at("busbw_GBps").get<double>());
+    s.time_s[bytes].push_back(r.at("time_us").get<double>() * 1e-6);
+  }
+  if (j.contains("link")) {
+    s.link_latency_us = j["link"].value("latency_us", 0.0);
+    s.link_GBps = j["link"].value("bandwidth_GBps", 0.0);
+  }
+  if (j.contains("memory_GBps")) {
+    const auto& m = j["memory_GBps"];
+    for (const char* k : {"read", "write", "copy", "triad"}) s.memory_GBps = std::max(s.memory_GBps, m.value(k, 0.0));
+    s.ceiling_min_bytes = j.value("ceiling_min_bytes", 0.0);
+  }
+}
+
+// dtlab's lab report (bucketed.step_time: median and spread over runs) or torch_ddp.py's
+// list of runs.
+Stats ddp_steps(const nlohmann::json& j) {
+  if (j.contains("step_s")) return stats_of(j["step_s"].get<std::vector<double>>());
+  for (const auto& r : j.at("rows"))
+    if (r.at("id") == "bucketed.step_time") {
+      Stats s{r.at("measured").get<double>(), 0, 0, 1};
+      s.min = s.max = s.median;
+      if (r.contains("spread")) s.min = r["spread"]["min"], s.max = r["spread"]["max"], s.n = r["spread"]["runs"];
+      return s;
+    }
+  throw Error("bench results: no bucketed.step_time row in a dtlab DDP report");
+}
+
+}  // namespace
+
+Results load_results(const std::string& dir) {
+  Results res;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());  // repeats in order: r1, r2, ...
+  const std::regex sweep_re("(ar|fit|trace)-(.+)-p([0-9]+)(-r[0-9]+)?\\.json"), ddp_re("ddp-(.+)-p([0-9]+)\\.json");
+  for (const auto& f : files) {
+    const std::string name = f.filename().string();
+    std::smatch m;
+    if (name == "skipped.txt") {
+      std::ifstream in(f);
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty()) res.skipped.push_back(line);
+    } else if (std::regex_match(name, m, sweep_re)) {
+      auto& family = m[1] == "ar" ? res.all_reduce : m[1] == "fit" ? res.fit : res.trace;
+      // The α–β sweeps are fitted in place: out of place, a point-to-point algorithm first
+      // copies its input to the output, a cost outside the curriculum's formulas.
+      add_sweep(family[m[2]][std::stoi(m[3])], read_json(f), m[1] == "fit");
+    } else if (std::regex_match(name, m, ddp_re)) {
+      res.ddp[m[1]][std::stoi(m[2])] = ddp_steps(read_json(f));
+    }
+  }
+  return res;
+}
+
+}  // namespace dtl::peers

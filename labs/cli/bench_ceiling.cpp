@@ -1,0 +1,80 @@
+#include "labs/cli/bench_ceiling.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/theory/ceiling.h"
+
+namespace dtl::cli {
+
+namespace {
+
+theory::Transport transport_of(const BenchPlan& p) {
+  return p.backend.name == "mpi" ? theory::Transport::mpi_shared_memory : theory::Transport::shared_address_space;
+}
+
+// The kernel's view (sysfs) first: inside a VM glibc's sysconf reports the host's whole L3
+// from CPUID (384 MiB on the 2-vCPU EPYC VM this was written on, where sysfs says 32 MiB).
+std::uint64_t last_level_cache_bytes() {
+  for (const char* index : {"index3", "index2"}) {
+    std::ifstream in(std::string("/sys/devices/system/cpu/cpu0/cache/") + index + "/size");
+    std::uint64_t kib = 0;
+    char unit = 0;
+    if (in >> kib >> unit && unit == 'K') return kib << 10;
+  }
+  const long llc = std::max(sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE));
+  return llc > 0 ? std::uint64_t(llc) : std::uint64_t(32) << 20;  // unknown: assume a large one
+}
+
+void print_derivation(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw) {
+  char line[400];
+  const theory::Transport t = transport_of(p);
+  std::snprintf(line, sizeof line,
+                "# ceiling: memory bandwidth with %d threads at once, GB/s: read %.2f  write %.2f  copy %.2f  "
+                "triad %.2f -> BW = the largest, %.2f\n",
+                bw.threads, bw.read / 1e9, bw.write / 1e9, bw.copy / 1e9, bw.triad / 1e9, bw.best() / 1e9);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "# ceiling: %s: least traffic %s; time >= traffic/BW, busbw = N/time·2(P-1)/P -> %.2f GB/s "
+                "(sizes >= %llu B per rank, larger than the caches)\n",
+                std::string(theory::transport_name(t)).c_str(), std::string(theory::all_reduce_traffic_formula(t)).c_str(),
+                bench_ceiling_busbw(p, bw) / 1e9, static_cast<unsigned long long>(ceiling_min_bytes(p.P)));
+  out << line;
+}
+
+}  // namespace
+
+double bench_ceiling_busbw(const BenchPlan& p, const MemoryBandwidth& bw) {
+  if (p.link.active()) return p.link.beta_Bps();  // busbw is normalized to a link's bandwidth
+  if (p.coll != theory::Collective::all_reduce) return 0;
+  return theory::all_reduce_ceiling_busbw(transport_of(p), p.P, bw.best());
+}
+
+std::uint64_t ceiling_min_bytes(int P) { return 4 * last_level_cache_bytes() / (2 * std::uint64_t(std::max(1, P))); }
+
+double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows) {
+  const double ceiling = bench_ceiling_busbw(p, bw) / 1e9;
+  if (ceiling <= 0) {
+    out << "# no ceiling derived for " << theory::collective_name(p.coll) << " (all_reduce only)\n";
+    return 0;
+  }
+  if (!p.link.active()) print_derivation(out, p, bw);
+  double worst = 0;
+  for (const auto& r : rows) {
+    if (!p.link.active() && r["bytes"].get<std::uint64_t>() < ceiling_min_bytes(p.P)) continue;
+    worst = std::max(worst, r["busbw_GBps"].get<double>() / ceiling);
+  }
+  char line[256];
+  if (worst == 0) std::snprintf(line, sizeof line, "# ceiling %.2f GB/s: no row is large enough for it to apply\n", ceiling);
+  else
+    std::snprintf(line, sizeof line, "# best busbw where the ceiling applies = %.0f%% of the ceiling %.2f GB/s%s\n",
+                  100 * worst, ceiling, worst > 1 ? "  CEILING BUG: a measured run exceeds its bound" : "");
+  out << line;
+  return worst;
+}
+
+}  // namespace dtl::cli

@@ -1,0 +1,31 @@
+// `dtlab bench`'s ceiling: the least memory traffic of an all-reduce (core/theory/
+// ceiling.h) over the memory bandwidth measured with as many threads as ranks
+// (memory_bandwidth.h), or an emulated link's bandwidth. It bounds sizes whose data is
+// far larger than the last-level cache; smaller ones run from cache and are not bounded
+// by it (the footer says which rows it applies to). The footer prints the derivation.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "labs/cli/bench_plan.h"
+#include "labs/cli/memory_bandwidth.h"
+
+namespace dtl::cli {
+
+// The busbw no all-reduce of this plan may exceed at memory bandwidth `bw` (0 when no
+// ceiling is derived: collectives other than all_reduce).
+double bench_ceiling_busbw(const BenchPlan& p, const MemoryBandwidth& bw);
+
+// The smallest all-reduce size (bytes per rank) the memory ceiling applies to: all P
+// inputs and outputs together at least 4× the last-level cache.
+std::uint64_t ceiling_min_bytes(int P);
+
+// Footer lines: the measured bandwidths, the traffic formula, the ceiling, and each
+// applicable row's share of it; a row over 100 % is called a ceiling bug. Returns the
+// largest share (0 if no row applies).
+double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows);
+
+}  // namespace dtl::cli

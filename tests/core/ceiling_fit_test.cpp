@@ -1,0 +1,79 @@
+// The all-reduce ceiling (core/theory/ceiling.h) and the α–β fit (alpha_beta_fit.h) on
+// crafted numbers: hand-derived traffic, and measurements made from known α and β.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/theory/alpha_beta_fit.h"
+#include "core/theory/ceiling.h"
+
+using namespace dtl::theory;
+
+TEST(Ceiling, ThreadsTrafficIsEveryInputReadAndEveryOutputWritten) {
+  EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::shared_address_space, 4, 1e6), 8e6);  // 2·P·N
+  EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::shared_address_space, 1, 1e6), 0);
+  // busbw_max = N / (2PN/BW) · 2(P-1)/P = (P-1)/P² · BW
+  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::shared_address_space, 4, 16e9), 3e9);
+  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::shared_address_space, 2, 16e9), 4e9);
+}
+
+TEST(Ceiling, MpiTrafficCopiesEveryReceivedByte) {
+  // 4(P-1)·N: 2(P-1)/P·N received by each of P ranks, each byte read and written once.
+  EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 4, 1e6), 12e6);
+  EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 2, 1e6), 4e6);  // = threads' 2PN
+  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::mpi_shared_memory, 4, 16e9), 2e9);      // BW / (2P)
+}
+
+// A ceiling is a bound: an all-reduce that moves exactly its least traffic at the
+// measured bandwidth lands at 100 %, and one that moves any more lands below it.
+TEST(Ceiling, AnAllReduceMovingItsLeastTrafficReachesExactlyTheCeiling) {
+  for (Transport t : {Transport::shared_address_space, Transport::mpi_shared_memory})
+    for (int P : {2, 3, 4, 8}) {
+      const double N = 64e6, bw = 20e9;
+      const double fastest_time = all_reduce_min_traffic_bytes(t, P, N) / bw;
+      const double busbw = N / fastest_time * 2.0 * (P - 1) / P;
+      EXPECT_NEAR(busbw / all_reduce_ceiling_busbw(t, P, bw), 1.0, 1e-12) << P;
+      const double ring_time = 5.0 * (P - 1) * N / bw;  // the point-to-point ring's traffic
+      EXPECT_LE(N / ring_time * 2.0 * (P - 1) / P, all_reduce_ceiling_busbw(t, P, bw) * (1 + 1e-12)) << P;
+    }
+}
+
+namespace {
+std::vector<TimedRun> runs_from(double alpha, double beta, int P, double noise) {
+  std::vector<TimedRun> runs;
+  int i = 0;
+  for (Algo a : {Algo::ring, Algo::tree, Algo::rhd, Algo::naive})
+    for (double N = 1024; N <= 64e6; N *= 8, ++i) {
+      const double t = alpha * latency_steps(a, P, N) + beta * critical_bytes(a, P, N);
+      runs.push_back({a, P, N, t * (1 + (i % 2 ? noise : -noise))});
+    }
+  return runs;
+}
+}  // namespace
+
+TEST(AlphaBetaFit, RecoversTheAlphaAndBetaThatMadeTheTimes) {
+  const AlphaBetaFit f = fit_alpha_beta(runs_from(5e-6, 1.0 / 10e9, 4, 0));
+  EXPECT_NEAR(f.alpha_s, 5e-6, 1e-12);
+  EXPECT_NEAR(f.beta_s_per_byte * 10e9, 1.0, 1e-9);
+  EXPECT_LT(f.max_rel_error, 1e-9);
+  const AlphaBetaFit noisy = fit_alpha_beta(runs_from(5e-6, 1.0 / 10e9, 4, 0.1));
+  EXPECT_GT(noisy.max_rel_error, 0.05);  // ±10 % noise shows in the error ...
+  EXPECT_LT(noisy.max_rel_error, 0.2);   // ... without wrecking the fit
+  EXPECT_NEAR(noisy.alpha_s, 5e-6, 1e-6);
+}
+
+TEST(AlphaBetaFit, NeedsTwoPositiveRuns) {
+  EXPECT_THROW(fit_alpha_beta({{Algo::ring, 4, 1e3, 1e-5}}), dtl::UsageError);
+  EXPECT_THROW(fit_alpha_beta({{Algo::ring, 4, 1e3, 1e-5}, {Algo::ring, 4, 1e6, 0}}), dtl::UsageError);
+}
+
+TEST(AlphaBetaFit, RingBeatsTreeAboveTheCrossover) {
+  // P = 4: ring 6 steps and 1.5·N bytes, tree 4 steps and 4·N: equal at N = 2α/(2.5β).
+  const Link link{10e-6, 1e9};
+  const auto n = predicted_crossover(Algo::ring, Algo::tree, 4, link);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_NEAR(*n, 2 * 10e-6 / 2.5 * 1e9, 1e-6);
+  EXPECT_FALSE(predicted_crossover(Algo::tree, Algo::ring, 4, link).has_value());  // tree never wins at large N
+  EXPECT_FALSE(predicted_crossover(Algo::ring, Algo::rhd, 4, link).has_value());   // rhd: fewer steps, same bytes
+}

@@ -1,0 +1,70 @@
+// torch.profiler traces in the visualizer's model (viz/model/torch_trace.h) and the
+// overlap figures (comm_overlap.h): crafted traces with hand-computed answers, and a trace
+// bench/torch_ddp.py recorded (PyTorch DDP over gloo, 2 ranks, rank 0 profiled).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "viz/model/comm_overlap.h"
+#include "viz/model/torch_trace.h"
+
+using namespace dtl::viz;
+
+namespace {
+std::string span(const char* name, int tid, int ts, int dur) {
+  return std::string(R"({"name": ")") + name + R"(", "ph": "X", "ts": )" + std::to_string(ts) + R"(, "dur": )" +
+         std::to_string(dur) + R"(, "tid": )" + std::to_string(tid) + R"(, "pid": "CPU functions", "args": {}})";
+}
+}  // namespace
+
+// The legacy layout: one process, the main thread computes, gloo's worker communicates.
+TEST(TorchTrace, LegacyLayoutOutermostSpansAndLanes) {
+  const std::string json = "[" + span("DistributedDataParallel.forward", 1, 0, 100) + "," + span("aten::addmm", 1, 10, 40) +
+                           "," + span("autograd::engine::evaluate_function: AddmmBackward0", 1, 100, 200) + "," +
+                           span("gloo:all_reduce", 2, 250, 150) + "," + span("gloo:all_reduce", 2, 260, 10) + "]";
+  ASSERT_TRUE(looks_like_torch_trace(json));
+  const TraceData t = parse_torch_trace(json);
+  EXPECT_EQ(t.ranks, 1);
+  ASSERT_EQ(t.events.size(), 3u);  // the two nested spans are inside outer ones
+  EXPECT_EQ(t.events[2].kind, dtl::EventKind::collective);
+  EXPECT_EQ(t.events[2].stream, dtl::kStreamComm);
+  EXPECT_EQ(t.label(t.events[2].label), "gloo:all_reduce");
+  EXPECT_EQ(t.events[0].kind, dtl::EventKind::compute);
+  const RankOverlap o = comm_overlap(t).at(0);
+  EXPECT_DOUBLE_EQ(o.compute_s, 300e-6);
+  EXPECT_DOUBLE_EQ(o.comm_s, 150e-6);
+  EXPECT_DOUBLE_EQ(o.overlapped_s, 50e-6);  // 250..300
+  EXPECT_DOUBLE_EQ(o.exposed_s, 100e-6);
+}
+
+TEST(TorchTrace, KinetoLayoutTakesItsRankFromDistributedInfo) {
+  const std::string json = R"({"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": 1, "world_size": 2},
+    "traceEvents": [)" + span("aten::mm", 7, 5, 10) + "]}";
+  ASSERT_TRUE(looks_like_torch_trace(json));
+  const TraceData t = parse_torch_trace(json);
+  EXPECT_EQ(t.ranks, 2);
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.events[0].rank, 1);
+  EXPECT_EQ(t.meta.at("source"), "torch.profiler");
+}
+
+TEST(TorchTrace, DtlabTracesAreNotMistakenForTorch) {
+  EXPECT_FALSE(looks_like_torch_trace(R"({"otherData": {"lab": "ddp"}, "traceEvents": [)"));
+  EXPECT_THROW(parse_torch_trace("[" + span("x", 1, 0, -5) + "]"), dtl::Error);  // negative duration
+  EXPECT_THROW(parse_torch_trace("[{"), dtl::Error);
+}
+
+TEST(TorchTrace, RecordedPytorchDdpRun) {
+  const TraceData t = load_trace(std::string(DTL_SOURCE_DIR) + "/tests/viz/data/torch_ddp_trace.json");
+  EXPECT_EQ(t.ranks, 1);
+  int collectives = 0;
+  for (const dtl::Event& e : t.events) collectives += e.kind == dtl::EventKind::collective;
+  EXPECT_GT(collectives, 0);
+  const RankOverlap o = comm_overlap(t).at(0);
+  EXPECT_GT(o.compute_s, 0);
+  EXPECT_GT(o.comm_s, 0);
+  EXPECT_LE(o.overlapped_s, o.comm_s);
+  EXPECT_NEAR(o.overlapped_s + o.exposed_s, o.comm_s, 1e-12);
+  std::cout << describe_overlap(comm_overlap(t));
+}
