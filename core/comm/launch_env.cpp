@@ -15,9 +15,13 @@ struct Convention {
 
 // In order of precedence: inside an srun job step started by mpirun, mpirun's own
 // numbering is the one the processes were started with.
+//
+// Slurm's size is the step's, SLURM_STEP_NUM_TASKS, which only srun sets: an sbatch
+// script also has SLURM_PROCID=0 and SLURM_NTASKS (the job's task count), and dtlab run
+// from the script itself is one process, not rank 0 of SLURM_NTASKS.
 constexpr Convention kConventions[] = {
     {"open-mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
 };
 

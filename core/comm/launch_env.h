@@ -1,6 +1,7 @@
 // Where a process sits in a job, from the launcher's environment, the way cluster users
 // expect: Open MPI's mpirun (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK), Slurm's srun
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) or torchrun-style variables (RANK,
+// (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID: a job step's, not an sbatch
+// script's, which has SLURM_PROCID and SLURM_NTASKS too) or torchrun-style variables (RANK,
 // WORLD_SIZE, LOCAL_RANK), checked in that order. The NCCL backend picks its GPU by the
 // local rank; the CLI uses it to catch `mpirun -np 4 dtlab ... --backend threads`.
 #pragma once

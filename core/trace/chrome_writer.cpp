@@ -74,10 +74,13 @@ std::string escape(const std::string& s) {
   return out;
 }
 
-// Microseconds with nanosecond precision, as Chrome's "ts" expects.
+// Microseconds with nanosecond precision, as Chrome's "ts" expects. Times before the
+// epoch happen (under mpirun or srun, ranks record their buffers' allocs before the
+// trace's epoch): -2818222 ns is "-2818.222", not "-2818.-222", which no parser reads.
 std::string us(std::int64_t ns) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+  const unsigned long long a = ns < 0 ? 0ULL - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+  std::snprintf(buf, sizeof buf, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
   return buf;
 }
 

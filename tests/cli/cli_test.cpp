@@ -146,10 +146,10 @@ TEST(Cli, BenchKernelsReportsEveryKernelAgainstItsCeiling) {
 // each process would run every rank by itself. A usage error says what to add.
 TEST(Cli, ThreadsBackendUnderALauncherIsAUsageError) {
   setenv("SLURM_PROCID", "0", 1);
-  setenv("SLURM_NTASKS", "4", 1);
+  setenv("SLURM_STEP_NUM_TASKS", "4", 1);  // srun -n 4
   const Output o = dtlab("run collectives --bytes 1K");
   unsetenv("SLURM_PROCID");
-  unsetenv("SLURM_NTASKS");
+  unsetenv("SLURM_STEP_NUM_TASKS");
   EXPECT_EQ(o.code, 2) << o.err;
   EXPECT_NE(o.err.find("--backend mpi"), std::string::npos) << o.err;
 }

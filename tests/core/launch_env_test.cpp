@@ -27,7 +27,8 @@ TEST(LaunchEnv, EachLauncherConvention) {
   EXPECT_EQ(ompi->rank, 3);
   EXPECT_EQ(ompi->world_size, 8);
   EXPECT_EQ(ompi->local_rank, 1);
-  auto slurm = detect({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "5"}});
+  // What srun gives each task of `srun -n 16` (seen on a real slurmd, 22.05).
+  auto slurm = detect({{"SLURM_PROCID", "5"}, {"SLURM_STEP_NUM_TASKS", "16"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "5"}});
   ASSERT_TRUE(slurm);
   EXPECT_EQ(slurm->launcher, "slurm");
   EXPECT_EQ(slurm->rank, 5);
@@ -39,10 +40,27 @@ TEST(LaunchEnv, EachLauncherConvention) {
 }
 
 TEST(LaunchEnv, OpenMpiWinsInsideASlurmJob) {
-  auto env = detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
+  auto env = detect({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
   ASSERT_TRUE(env);
   EXPECT_EQ(env->launcher, "open-mpi");
   EXPECT_EQ(env->rank, 2);
+}
+
+// `sbatch -n 4 job.sh`: the script itself runs with SLURM_PROCID=0, SLURM_NTASKS=4 and
+// SLURM_LOCALID=0 but no job step (seen on a real slurmd, 22.05). A dtlab it starts
+// directly is one process (threads backend, or one process per GPU), not rank 0 of 4.
+TEST(LaunchEnv, AnSbatchScriptIsNotAJobStep) {
+  EXPECT_FALSE(detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NPROCS", "4"}, {"SLURM_LOCALID", "0"},
+                       {"SLURM_JOB_ID", "1"}})
+                   .has_value());
+  // srun inside that script: the step's size, not the job's.
+  auto step = detect({{"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"},
+                      {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_ID", "1"}});
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->launcher, "slurm");
+  EXPECT_EQ(step->rank, 1);
+  EXPECT_EQ(step->world_size, 2);
+  EXPECT_EQ(step->local_rank, 1);
 }
 
 TEST(LaunchEnv, BadValuesAreUsageErrors) {

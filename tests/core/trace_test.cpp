@@ -74,6 +74,27 @@ TEST(ChromeTrace, IsWellFormedAndJoinsEverySendToItsRecv) {
   }
 }
 
+TEST(ChromeTrace, TimesBeforeTheEpochAreNegativeNumbers) {
+  Trace trace(1);
+  for (const std::int64_t ns : {-2818222LL, -500LL, -1000LL, 0LL, 1500LL}) {
+    Event e;
+    e.kind = EventKind::alloc;
+    e.begin_ns = e.end_ns = ns;
+    e.bytes = 64;
+    trace.record(e);
+  }
+  const json j = json::parse(chrome_trace_json(trace));  // "-2818.-222" used to throw here
+  std::vector<double> ts;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "C") ts.push_back(e["ts"]);
+  ASSERT_EQ(ts.size(), std::size_t(5));
+  EXPECT_DOUBLE_EQ(ts[0], -2818.222);
+  EXPECT_DOUBLE_EQ(ts[1], -0.5);
+  EXPECT_DOUBLE_EQ(ts[2], -1.0);
+  EXPECT_DOUBLE_EQ(ts[3], 0.0);
+  EXPECT_DOUBLE_EQ(ts[4], 1.5);
+}
+
 TEST(ChromeTrace, LanesSeparatePartialOverlaps) {
   std::vector<Event> spans(3);
   spans[0].begin_ns = 0, spans[0].end_ns = 10;
