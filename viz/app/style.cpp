@@ -19,12 +19,12 @@ ImU32 kind_color(EventKind k) {
 }
 
 // Apart from the kinds' hues (send blue, receive orange, collective purple) and the
-// cursor's yellow: cyan, magenta, amber.
+// cursor's yellow and the optimizer's olive: cyan, magenta, coral.
 ImU32 axis_color(GroupAxis a) {
   switch (a) {
     case GroupAxis::dp: return IM_COL32(70, 200, 235, 255);
     case GroupAxis::tp: return IM_COL32(230, 80, 175, 255);
-    case GroupAxis::pp: return IM_COL32(235, 175, 40, 255);
+    case GroupAxis::pp: return IM_COL32(255, 115, 85, 255);
     case GroupAxis::none: break;
   }
   return IM_COL32(200, 200, 200, 255);

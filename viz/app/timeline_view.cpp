@@ -82,24 +82,27 @@ void TimelineView::DrawHeader(const Frame& f) {
   legend_swatch(kind_color(EventKind::phase), "phase");
   legend_swatch(IM_COL32(200, 70, 70, 90), "idle");
   ImGui::Checkbox("arrows", &show_flows);
-  if (!grid_.empty()) {
+
+  if (f.session.index().reference) {
     ImGui::SameLine();
+    if (ImGui::Checkbox("1-rank reference", &show_reference)) follow = true;  // refit with or without it
+  }
+  if (!grid_.empty()) {  // a grid run: lanes by (pp, dp, tp), stage × replica groups folded
     ImGui::Checkbox("group by axis", &grouping.by_axis);
     if (grouping.by_axis) {
       ImGui::SameLine();
       if (ImGui::Checkbox("fold groups", &grouping.fold_default)) grouping.toggled.clear();
     }
-  }
-  if (f.session.index().reference) {
-    ImGui::SameLine();
-    if (ImGui::Checkbox("1-rank reference", &show_reference)) follow = true;  // refit with or without it
+    ImGui::SameLine(0, 20);
   }
   double idle_sum = 0;
   for (int r = 0; r < d.ranks; ++r) idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
+  const auto& ref = f.session.index().reference;
+  const bool ref_first = ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
   ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s%s  |  wheel: zoom, drag: pan",
               d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              f.session.index().reference ? "the run's start, after the 1-rank reference" : "the trace's start",
+              !ref ? "the trace's start" : ref_first ? "the run's start, after the 1-rank reference" : "the run's start (the 1-rank reference after it hidden)",
               axis.cuts ? "; waits for you to step cut out (dashed)" : "");
 }
 

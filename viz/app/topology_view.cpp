@@ -33,9 +33,9 @@ void legend(const GridModel& m) {
   const GridShape& s = m.shape;
   ImGui::Text("DP(%d) \xc3\x97 TP(%d) \xc3\x97 PP(%d) = %d ranks \xc2\xb7 rank = pp\xc2\xb7(dp\xc2\xb7tp) + dp\xc2\xb7tp + tp%s", s.dp, s.tp, s.pp,
               s.size(), m.gpus_per_node ? (" \xc2\xb7 " + std::to_string(m.gpus_per_node) + " GPUs per node (dashed)").c_str() : "");
-  legend_swatch(axis_color(GroupAxis::dp), "dp group: same tp, pp (gradient all-reduce)");
-  legend_swatch(axis_color(GroupAxis::tp), "tp group: same dp, pp (f / g)");
-  legend_swatch(axis_color(GroupAxis::pp), "pp group: same dp, tp (stage sends)");
+  legend_swatch(axis_color(GroupAxis::dp), "dp group (same tp, pp): gradients");
+  legend_swatch(axis_color(GroupAxis::tp), "tp group (same dp, pp): f, g");
+  legend_swatch(axis_color(GroupAxis::pp), "pp group (same dp, tp): stage sends");
   ImGui::NewLine();
 }
 
@@ -92,6 +92,18 @@ void draw_nodes(ImDrawList* dl, const GridModel& m, const GridLayout& g, float p
     }
 }
 
+// The pp group as the activations travel: an arrow from each stage's cell to the next one's.
+void draw_pp_path(ImDrawList* dl, const GridShape& s, const GridLayout& g, int rank) {
+  const std::vector<int> path = grid_group(s, rank, GroupAxis::pp);
+  const ImU32 col = axis_color(GroupAxis::pp);
+  for (std::size_t i = 1; i < path.size(); ++i) {
+    const Rect &a = g.cells[std::size_t(path[i - 1])], &b = g.cells[std::size_t(path[i])];
+    const ImVec2 from(a.x + a.w + 2, a.y + a.h / 4), to(b.x - 3, b.y + b.h / 4);  // above the replicas' names
+    dl->AddLine(from, to, col, 1.5f);
+    dl->AddTriangleFilled(to, ImVec2(to.x - 7, to.y - 4), ImVec2(to.x - 7, to.y + 4), col);
+  }
+}
+
 }  // namespace
 
 void TopologyView::Draw(const Frame& f) {
@@ -130,10 +142,12 @@ void TopologyView::Draw(const Frame& f) {
   }
   if (model_.gpus_per_node) draw_nodes(dl, model_, g, pad);
   for (int r = 0; r < model_.ranks(); ++r) draw_cell(dl, g.cells[std::size_t(r)], r, bits[std::size_t(r)], r == lit);
+  if (lit >= 0) draw_pp_path(dl, model_.shape, g, lit);
   if (under >= 0) tooltip(model_, under);
-  else if (lit >= 0) {  // pinned: say what is lit where the pointer would be
-    const Rect& c = g.cells[std::size_t(lit)];
-    ImGui::SetNextWindowPos(ImVec2(c.x + c.w + 8, c.y + c.h + 4));
+  else if (lit >= 0) {  // pinned: say what is lit under the grid, below its column
+    const Rect& col = g.stages[std::size_t(model_.coord(lit).pp)];
+    const bool right_half = col.x + col.w / 2 > area.x + area.w / 2;
+    ImGui::SetNextWindowPos(ImVec2(right_half ? col.x + col.w : col.x, col.y + col.h + 10), 0, ImVec2(right_half ? 1.0f : 0.0f, 0.0f));
     tooltip(model_, lit);
   }
   ImGui::Dummy(avail);

@@ -96,7 +96,7 @@ GridLayout layout_grid(const GridShape& s, Rect area, float header_h, float gap,
     const float side = std::min((col_w - 2 * pad - cg * float(k - 1)) / float(k), (box_h - 2 * pad - cg * float(rows - 1)) / float(rows));
     if (side > g.cell) g.cell = side, per_row = k;
   }
-  g.cell = std::clamp(g.cell, 1.0f, 56.0f);
+  g.cell = std::clamp(g.cell, 1.0f, 96.0f);
   const int rows = (s.tp + per_row - 1) / per_row;
   const float inner_w = float(per_row) * g.cell + cg * float(per_row - 1), inner_h = float(rows) * g.cell + cg * float(rows - 1);
   const float rep_w = inner_w + 2 * pad, rep_h = inner_h + 2 * pad;
