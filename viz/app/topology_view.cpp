@@ -88,7 +88,11 @@ void draw_nodes(ImDrawList* dl, const GridModel& m, const GridLayout& g, float p
         const Rect& c = g.cells[std::size_t(r)];
         a = ImVec2(std::min(a.x, c.x), std::min(a.y, c.y)), b = ImVec2(std::max(b.x, c.x + c.w), std::max(b.y, c.y + c.h));
       }
-      dashed_rect(dl, ImVec2(a.x - pad * 0.6f, a.y - pad * 0.6f), ImVec2(b.x + pad * 0.6f, b.y + pad * 0.6f), kNode);
+      const float out = pad + 4;  // outside the replica boxes (12 px apart)
+      dashed_rect(dl, ImVec2(a.x - out, a.y - out), ImVec2(b.x + out, b.y + out), kNode);
+      const std::string name = "node " + std::to_string(node);
+      if (b.y - a.y > 2 * ImGui::GetTextLineHeight())
+        dl->AddText(ImVec2(b.x + out + 4, a.y - out), kNode, name.c_str());
     }
 }
 
