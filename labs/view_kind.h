@@ -14,9 +14,10 @@ enum class ViewKind {
   report,    // measured vs predicted
   pipeline,  // a row per stage of F/B/W blocks and the bubble between them (pipeline)
   split,     // which rank holds which slice of each weight matrix, f and g (tensor_parallel)
+  topology,  // the dp × tp × pp grid of ranks and the groups each belongs to (grid)
 };
 inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report,
-                                             ViewKind::pipeline, ViewKind::split};
+                                             ViewKind::pipeline, ViewKind::split, ViewKind::topology};
 
 constexpr std::string_view view_kind_name(ViewKind v) {
   switch (v) {
@@ -26,6 +27,7 @@ constexpr std::string_view view_kind_name(ViewKind v) {
     case ViewKind::report: return "report";
     case ViewKind::pipeline: return "pipeline";
     case ViewKind::split: return "split";
+    case ViewKind::topology: return "topology";
   }
   return "?";
 }

@@ -167,7 +167,7 @@ LabInfo grid_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {ViewKind::topology, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
   };
 }

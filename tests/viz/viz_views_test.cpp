@@ -118,6 +118,11 @@ TEST(ReferencePhase, IsHiddenByDefaultAndShownOnRequest) {
   d.labels[1] = kReferencePhaseLabel;
   d.events[0].end_ns = 9600;
   EXPECT_EQ(shown_range(d, index_trace(d), false).begin, 0);
+  // The grid lab runs its reference after the ranks train: the run before it is shown.
+  d.events[0].begin_ns = 9000;
+  const TimeRange before = shown_range(d, index_trace(d), false);
+  EXPECT_EQ(before.begin, 0);
+  EXPECT_EQ(before.end, 9000);
 }
 
 TEST(StepsByCollective, OneStepPerGroupCollectiveInFinishingOrder) {

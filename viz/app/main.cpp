@@ -5,6 +5,7 @@
 //   dtlab-viz --lab ddp --ranks 4 --variant bucketed              # live DDP, one all-reduce a step
 //   xvfb-run -a dtlab-viz ring.json --screenshot out.png --at-step 5
 //   dtlab-viz pipe.json --view pipeline [--pipeline-schedule zb-h1] [--pipeline-compare]
+//   dtlab-viz grid.json --view topology [--highlight-rank 5]
 //   dtlab-viz --bench big.json                                    # load time and frame cost
 //
 // A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
@@ -30,6 +31,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/trace/trace_limits.h"
 #include "core/util/units.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
@@ -46,6 +48,7 @@ struct Args {
   std::string screenshot, bench, view, pipeline_schedule;
   float zoom = 1;
   bool pipeline_compare = false, overlap = false;
+  int highlight_rank = -1;
 };
 
 // Reads the back buffer before the swap (as the GL spec leaves it undefined after).
@@ -260,6 +263,7 @@ int run(const Args& a) {
   app.settings.zoom = a.zoom;
   app.settings.pipeline_schedule = a.pipeline_schedule;
   app.settings.pipeline_compare = a.pipeline_compare;
+  app.settings.highlight_rank = a.highlight_rank;
   app.solo_view = a.view;
   app.Open(std::move(session));
   if (a.at_step >= 0) go_to_step(app, a.at_step);
@@ -302,6 +306,9 @@ int main(int argc, char** argv) {
   cli.add_flag("--overlap", a.overlap,
                "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
                "torch.profiler Chrome trace) and exit (no window)");
+  cli.add_option("--highlight-rank", a.highlight_rank,
+                 "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)")
+      ->check(whole_number_in(0, dtl::trace_limits::kMaxRanks - 1));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   add_lab_options(cli, a);
   try {

@@ -19,6 +19,12 @@ std::unique_ptr<Panel> make_timeline(const PanelSettings& s) {
   return t;
 }
 
+std::unique_ptr<Panel> make_topology(const PanelSettings& s) {
+  auto t = std::make_unique<TopologyView>();
+  t->pinned = s.highlight_rank;
+  return t;
+}
+
 std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
   auto p = std::make_unique<PipelineView>();
   p->schedule = s.pipeline_schedule;
@@ -35,6 +41,7 @@ const std::vector<PanelKind>& panel_registry() {
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
       {ViewKind::pipeline, "Pipeline: stages, micro-batches and the bubble", make_pipeline},
       {ViewKind::split, "Tensor parallel: who holds which slice", make<SplitView>},
+      {ViewKind::topology, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology},
   };
   return panels;
 }

@@ -18,6 +18,18 @@ ImU32 kind_color(EventKind k) {
   }
 }
 
+// Apart from the kinds' hues (send blue, receive orange, collective purple) and the
+// cursor's yellow and the optimizer's olive: cyan, magenta, coral.
+ImU32 axis_color(GroupAxis a) {
+  switch (a) {
+    case GroupAxis::dp: return IM_COL32(70, 200, 235, 255);
+    case GroupAxis::tp: return IM_COL32(230, 80, 175, 255);
+    case GroupAxis::pp: return IM_COL32(255, 115, 85, 255);
+    case GroupAxis::none: break;
+  }
+  return IM_COL32(200, 200, 200, 255);
+}
+
 ImU32 tag_color(int tag) {
   static const ImU32 colors[] = {IM_COL32(60, 120, 220, 255), IM_COL32(240, 150, 40, 255), IM_COL32(150, 90, 200, 255),
                                  IM_COL32(80, 170, 90, 255),  IM_COL32(90, 200, 210, 255), IM_COL32(160, 160, 160, 255),

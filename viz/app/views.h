@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "viz/app/session.h"
+#include "viz/model/grid_model.h"
+#include "viz/model/lane_groups.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/pipeline_model.h"
 #include "viz/model/split_model.h"
@@ -46,6 +48,8 @@ struct RingView final : Panel {
   void Draw(const Frame& f) override;
 };
 
+struct LaneFlows;  // the send → receive arrows of a frame (timeline_lanes.cpp)
+
 struct TimelineView final : Panel {
   TimeAxis axis;          // the visible window (zoom and pan are view settings)
   bool fitted = false;    // fit the run on the first frame...
@@ -55,8 +59,11 @@ struct TimelineView final : Panel {
   bool show_reference = false;  // the 1-rank reference phase (hidden: it would fill the timeline)
   std::vector<ImU32> label_colors;  // per label id: compute spans colored by what they are
   bool training_labels = false;     // some are forward, backward or optimizer
+  LaneGrouping grouping;            // lanes by (pp, dp, tp), folded groups (on by default with meta "grid")
+  bool grouping_set = false;        // grouping's defaults were taken from the trace
+  std::size_t first_row = 0;        // rows scrolled past (wheel over the lane names)
   void Draw(const Frame& f) override;
-  void Restart() override { fitted = false, follow = true, label_colors.clear(); }
+  void Restart() override { fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0; }
 
  private:
   void Fit(const Frame& f, float x0, float width);
@@ -66,6 +73,16 @@ struct TimelineView final : Panel {
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
   void ColorLabels(const TraceData& d);
   ImU32 span_color(const Event& e) const;
+  // timeline_lanes.cpp: the rows (tracks, group headers, folded groups) and how they draw
+  void GroupLanes(const Frame& f);  // rows_ when the tracks, the grid or the folding change
+  void DrawGroupRow(const Frame& f, const LaneRow& row, float x0, float y, float w, bool hovered);
+  void DrawTrack(const Frame& f, std::size_t track, float x0, float y, bool hovered, LaneFlows& flows);
+  float RowHeight(const LaneRow& row) const;
+  float LabelWidth() const;  // wider when grouped: "stage 0 · replica 1"
+  GridModel grid_;
+  std::size_t grid_key_ = 0;  // the meta "grid" it was made from (its size + 1; 0: none)
+  std::vector<LaneRow> rows_;
+  std::array<std::size_t, 5> rows_key_{};  // (trace address, tracks, by_axis, fold default, toggles' hash)
 };
 
 struct MemoryView final : Panel {
@@ -127,11 +144,27 @@ struct SplitView final : Panel {
   std::array<std::size_t, 3> moment_key_{};  // (address, events, cursor)
 };
 
+// The grid of ranks (viz/model/grid_model): pipeline stages as columns, dp replicas stacked
+// in each, a replica's tp ranks side by side, labelled with their world rank. Hovering a
+// rank (or --highlight-rank) outlines its dp, tp and pp groups in the axis colors.
+struct TopologyView final : Panel {
+  int pinned = -1;  // a rank highlighted without the pointer (--highlight-rank), -1: none
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}; }
+
+ private:
+  GridModel model_;
+  std::array<std::size_t, 3> key_{};  // the trace (address, grid meta's size, gpus_per_node's size)
+};
+
+ImU32 axis_color(GroupAxis a);  // dp, tp, pp: the topology's outlines and the timeline's transfers
+
 // The registry of view kinds → panels (viz/app/panels.cpp).
 struct PanelSettings {
   float zoom = 1;                 // --zoom: the timeline's start zoom
   std::string pipeline_schedule;  // --pipeline-schedule: the pipeline view's measured run ("": 1f1b or the first)
   bool pipeline_compare = false;  // --pipeline-compare: the pipeline view starts comparing schedules
+  int highlight_rank = -1;        // --highlight-rank: the topology view lights this rank's groups
 };
 struct PanelKind {
   ViewKind kind;

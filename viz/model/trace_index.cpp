@@ -39,8 +39,11 @@ std::optional<TimeRange> reference_phase(const TraceData& d) {
 
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference) {
   TimeRange all{d.t_begin, d.t_end};
-  if (show_reference || !x.reference || x.reference->end >= d.t_end) return all;
-  all.begin = std::max(all.begin, x.reference->end);
+  if (show_reference || !x.reference) return all;
+  const std::int64_t before = x.reference->begin - d.t_begin, after = d.t_end - x.reference->end;
+  if (before <= 0 && after <= 0) return all;
+  if (after >= before) all.begin = std::max(all.begin, x.reference->end);
+  else all.end = std::min(all.end, x.reference->begin);
   return all;
 }
 

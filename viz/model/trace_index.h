@@ -45,9 +45,10 @@ std::vector<Event> collectives_in_order(const std::vector<Event>& events);
 // The span of every phase labelled kReferencePhaseLabel, or nothing.
 std::optional<TimeRange> reference_phase(const TraceData& d);
 
-// The time the timeline fits: the whole trace, or, with the reference hidden, the run
-// after it (labs run their 1-rank reference before the ranks train, and it would fill the
-// timeline). A reference that nothing follows is not hidden.
+// The time the timeline fits: the whole trace, or, with the reference hidden, the run on
+// the longer side of it: after it (most labs run their 1-rank reference before the ranks
+// train, and it would fill the timeline) or before it (the grid lab checks afterwards).
+// A reference that fills the trace is not hidden.
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
 
 TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers);
