@@ -1,6 +1,6 @@
 // The step simulation (labs/simulate/cluster_sim.h) against hand computations: a step with
 // no pipeline is compute + TP + DP; uniform stages give the bubble (P−1)/(M+P−1); 1F1B with a
-// message cost c takes (M+P−1)(F+B) + 2(P−1)c; 16,384 GPUs cost one timeline per stage.
+// message cost c adds 2(P−1)c to one micro-batch's trip; 16,384 GPUs cost one timeline per stage.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,7 +23,8 @@ sim::Workload small(int dp, int tp, int pp, int M) {
   const dtl::theory::Link link{10e-6, 1e9};
   w.tp_route = sim::route(tp, 1, 8, link, link, sim::CommAlgo::ring);
   w.dp_route = sim::route(dp, tp, 8, link, link, sim::CommAlgo::ring);
-  w.pp_route = sim::route(pp, long(dp) * tp, 8, link, link, sim::CommAlgo::ring);
+  const dtl::theory::Link free{0, 1e9};  // pp_bytes 0 on it: messages between stages cost nothing
+  w.pp_route = sim::route(pp, long(dp) * tp, 8, free, free, sim::CommAlgo::ring);
   return w;
 }
 
@@ -51,11 +52,15 @@ TEST(ClusterSim, UniformStagesGiveTheClassicBubble) {
     }
 }
 
-TEST(ClusterSim, MessagesBetweenStagesAddTwicePerBoundary) {
-  sim::Workload w = small(1, 1, 4, 8);
-  w.pp_bytes = 1e6;  // c = 10 µs + 1 ms
+TEST(ClusterSim, OneMicroBatchCrossesEveryBoundaryTwice) {
+  // One micro-batch goes forward through P stages and back: P(F + B) + 2(P − 1)c.
+  sim::Workload w = small(1, 1, 4, 1);
+  w.schedule = dtl::pipeline::ScheduleKind::gpipe;
+  w.pp_bytes = 1e6;
+  const dtl::theory::Link link{10e-6, 1e9};
+  w.pp_route = sim::route(4, 1, 8, link, link, sim::CommAlgo::ring);
   const double c = 10e-6 + 1e-3, F = 4e-3, B = 8e-3;
-  EXPECT_NEAR(sim::simulate_step(w).step_s, (8 + 4 - 1) * (F + B) + 2 * (4 - 1) * c, 1e-9);
+  EXPECT_NEAR(sim::simulate_step(w).step_s, 4 * (F + B) + 2 * (4 - 1) * c, 1e-9);
 }
 
 TEST(ClusterSim, SixteenThousandGpusCostOneTimelinePerStage) {
