@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -21,8 +22,9 @@
 
 namespace dtl::cli {
 
-// The largest error of the last `dtlab simulate --calibrate` on the development machine.
-constexpr double kCalibrationErrorPct = 15;
+// The largest error of `dtlab simulate --calibrate` over three runs on the development machine
+// (2 cores shared with other builds): the simulation under-predicts by 6–41 %, mostly noise.
+constexpr double kCalibrationErrorPct = 41;  // 3 runs, 2026-11-23: largest errors 27, 41, 11 % (load 1.5–6)
 
 const Calibration& last_calibration() {
   // Measured on the development machine (2 shared cores), see README "Simulating a cluster".
@@ -40,13 +42,21 @@ struct Case {
   sim::GridShapeSpec g;
 };
 
+// This dtlab's path (a shell given /proc/self/exe would run itself).
+std::string self_path() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find this dtlab's path to run the grid lab: " + ec.message());
+  return p.string();
+}
+
 // The grid lab's step time (median over its steps), run as `dtlab run grid ... --json`.
 double measured_step(const sim::GridShapeSpec& g, const std::string& link) {
-  char cmd[512];
+  char cmd[1024];
   std::snprintf(cmd, sizeof cmd,
-                "/proc/self/exe run grid --ranks %d --dp %d --tp %d --pp %d --layers %d --hidden %d --seq %d --batch %d "
+                "'%s' run grid --ranks %d --dp %d --tp %d --pp %d --layers %d --hidden %d --seq %d --batch %d "
                 "--micro-batches %d --steps %d --check off %s%s --json 2>/dev/null",
-                g.dp * g.tp * g.pp, g.dp, g.tp, g.pp, g.layers, g.hidden, g.seq, g.batch, g.micro_batches, kSteps,
+                self_path().c_str(), g.dp * g.tp * g.pp, g.dp, g.tp, g.pp, g.layers, g.hidden, g.seq, g.batch, g.micro_batches, kSteps,
                 link.empty() ? "" : "--link-slowdown 100 --link ", link.c_str());
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd, "r"), pclose);
   if (!pipe) throw Error(std::string("could not start: ") + cmd);

@@ -152,6 +152,7 @@ void close_step(const Workload& w, int stage, StageTimeline& tl, double last_act
   const double bytes = w.dp_bytes[std::size_t(stage)];
   if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes);
   if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes);
+  if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8);
   tl.end = at;
   for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
 }

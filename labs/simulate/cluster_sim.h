@@ -60,6 +60,7 @@ struct Workload {
   double pp_bytes = 0;                              // per message between stages
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
   double flops_per_s = 1;                           // achieved, per GPU
+  double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   AxisRoute tp_route, dp_route, pp_route;
   double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
   int gpus() const { return dp * tp * pp; }

@@ -67,6 +67,8 @@ Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double fl
   w.tp_route = route(g.tp, 1, one_node, link, link, CommAlgo::ring);
   w.dp_route = route(g.dp, g.tp, one_node, link, link, CommAlgo::ring);
   w.pp_route = route(g.pp, long(g.tp) * g.dp, one_node, link, link, CommAlgo::ring);
+  // The lab sums the loss over dp (last stage) and takes its max over the world: two 8-byte all-reduces.
+  w.step_extra_s = w.dp_route.all_reduce(8) + route(w.gpus(), 1, one_node, link, link, CommAlgo::ring).all_reduce(8);
   w.tokens_per_step = rows_total;
   w.model_flops_per_step = grid_step_flops(g);
   w.peak_flops_per_gpu = flops_per_s;

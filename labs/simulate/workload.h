@@ -15,7 +15,8 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
 
 // The grid lab's MLP (labs/grid): `layers` blocks h → 4h → h (8h² + 5h parameters), fp32,
 // R = batch·seq / (dp·M) rows per micro-batch, one TP all-reduce per block forward and one
-// backward, every rank on one emulated link (α, β), `flops_per_s` measured on this machine.
+// backward, the loss's two 8-byte all-reduces (dp, world) at the end, every rank on one
+// emulated link (α, β), `flops_per_s` measured on this machine.
 struct GridShapeSpec {
   int dp = 1, tp = 1, pp = 1, layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4;
 };
