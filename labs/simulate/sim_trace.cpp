@@ -52,7 +52,7 @@ std::vector<int> default_trace_ranks(const Workload& w) {
   std::vector<int> v;
   for (int s = 0; s < w.pp; ++s) v.push_back(s * w.dp * w.tp);  // one pipeline: dp 0, tp 0
   for (int d = 1; d < w.dp && int(v.size()) < kMaxTraceRanks; ++d) v.push_back(d * w.tp);  // rank 0's DP group
-  return sorted_unique(v);
+  return v;  // pipeline first (trace ranks 0..P−1 are its stages), each rank once (d ≥ 1 is no stage's rank)
 }
 
 std::vector<int> parse_trace_ranks(std::string_view text, const Workload& w) {

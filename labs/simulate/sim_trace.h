@@ -16,7 +16,7 @@ namespace dtl::sim {
 inline constexpr int kMaxTraceRanks = 256;  // each traced rank costs two event logs
 
 // One pipeline across every stage (dp 0, tp 0) plus the data-parallel group of rank 0 (up
-// to kMaxTraceRanks in all); every rank when the cluster has at most 64 GPUs.
+// to kMaxTraceRanks in all), the pipeline first; every rank when the cluster has at most 64 GPUs.
 std::vector<int> default_trace_ranks(const Workload& w);
 // "default", "all", or a list of ranks and ranges ("0,8,16-23"); throws UsageError naming
 // a rank that does not exist, or a subset larger than kMaxTraceRanks.
