@@ -9,6 +9,7 @@
 //   dtlab grade --exercise ring_all_reduce --hint 2
 //   dtlab learn
 //   dtlab plan --model 175b --cluster a100-80gb --gpus 256 --dp 8 --tp 8 --pp 4
+//   dtlab simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --trace sim.json
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
 #include <atomic>
@@ -86,6 +87,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       {"grade", dtl::cli::add_grade_command(app)},
       {"learn", dtl::cli::add_learn_command(app)},
       {"plan", dtl::cli::add_plan_command(app)},
+      {"simulate", dtl::cli::add_simulate_command(app)},
   };
   try {
     // A first word that is no command (a typo, a lab name without `run`) is named, with the commands.

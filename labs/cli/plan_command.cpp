@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/theory/plan.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/plan_options.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
 
@@ -21,81 +22,6 @@ namespace dtl::cli {
 namespace {
 
 namespace th = dtl::theory;
-
-struct PlanArgs {
-  std::string model = "175b", params, cluster = "a100-80gb", gpu_memory;
-  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = -1;
-  int gpus = 0, gpus_per_node = 0, search = 0, global_batch = 0;
-  double intra_bw = 0, inter_bw = 0, intra_us = -1, inter_us = -1, peak_tflops = 0;
-  int dp = 1, tp = 1, pp = 1, zero = 0, micro_batch_size = 1, micro_batches = 32;  // M 32: the seeds' bubble examples
-  std::string recompute = "none", convention = "16";
-  double efficiency = 0.5;
-  bool json = false;
-};
-
-// "175e9", "175B", "1.2T", "13G": a count with an optional K/M/G/B/T suffix (powers of 1000).
-double parse_count(const std::string& text, const char* what, bool bytes) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string rest = used ? text.substr(used) : text;
-  if (bytes && !rest.empty() && (rest.back() == 'B' || rest.back() == 'b') && rest.size() > 1) rest.pop_back();
-  double scale = 1;
-  if (rest == "K" || rest == "k") scale = 1e3;
-  else if (rest == "M") scale = 1e6;
-  else if (rest == "G" || (!bytes && rest == "B")) scale = 1e9;
-  else if (rest == "T") scale = 1e12;
-  else if (!rest.empty()) used = 0;
-  if (used == 0 || !std::isfinite(v) || v <= 0)
-    throw UsageError(std::string(what) + " '" + text + "' is not a positive number (suffixes K, M, G, T: powers of 1000)");
-  return v * scale;
-}
-
-th::ZeroConvention parse_convention(const std::string& text) {
-  if (text == "16") return th::ZeroConvention::sixteen;
-  if (text == "12") return th::ZeroConvention::twelve;
-  if (text == "8") return th::ZeroConvention::eight;
-  throw UsageError("--convention is 16, 12 or 8 bytes per parameter, not '" + text + "'");
-}
-
-// A preset's UsageError with the option it came from in front ("--model: unknown model ...").
-template <class F>
-auto with_option(const char* option, F&& f) {
-  try {
-    return f();
-  } catch (const UsageError& e) {
-    throw UsageError(std::string(option) + ": " + e.what());
-  }
-}
-
-th::ModelSpec model_from(const PlanArgs& a) {
-  th::ModelSpec m;
-  if (a.params.empty()) m = with_option("--model", [&] { return th::model_preset(a.model); });
-  else m.params = parse_count(a.params, "--params", false);
-  if (a.layers) m.layers = a.layers;
-  if (a.hidden) m.hidden = a.hidden;
-  if (a.heads) m.heads = a.heads;
-  if (a.seq) m.seq = a.seq;
-  if (a.vocab >= 0) m.vocab = a.vocab;
-  return m;
-}
-
-th::ClusterSpec cluster_from(const PlanArgs& a) {
-  th::ClusterSpec c = with_option("--cluster", [&] { return th::cluster_preset(a.cluster); });
-  c.gpus = a.gpus ? a.gpus : a.dp * a.tp * a.pp;
-  if (a.gpus_per_node) c.gpus_per_node = a.gpus_per_node;
-  if (!a.gpu_memory.empty()) c.gpu_memory = parse_count(a.gpu_memory, "--gpu-memory", true);
-  if (a.intra_bw > 0) c.intra.beta_Bps = a.intra_bw * 1e9;
-  if (a.inter_bw > 0) c.inter.beta_Bps = a.inter_bw * 1e9;
-  if (a.intra_us >= 0) c.intra.alpha_s = a.intra_us * 1e-6;
-  if (a.inter_us >= 0) c.inter.alpha_s = a.inter_us * 1e-6;
-  if (a.peak_tflops > 0) c.peak_flops = a.peak_tflops * 1e12;
-  return c;
-}
 
 std::string gb(double bytes) {
   char buf[32];
@@ -240,36 +166,7 @@ std::string text_without_result(const Report& rep) {
 Command add_plan_command(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* p = app.add_subcommand("plan", "Plan a 3D (dp×tp×pp) run on a cluster: memory, traffic, bubble, step time");
-  p->add_option("--model", a->model, "Preset: 7b 13b 70b 175b 1t")->capture_default_str();
-  p->add_option("--params", a->params, "Parameters instead of a preset (175e9, 175B, 1.2T)");
-  p->add_option("--layers", a->layers, "Transformer layers L")->check(whole_range(1, 100000));
-  p->add_option("--hidden", a->hidden, "Hidden size h")->check(whole_range(1, 10000000));
-  p->add_option("--heads", a->heads, "Attention heads a")->check(whole_range(1, 100000));
-  p->add_option("--seq", a->seq, "Sequence length s")->check(whole_range(1, 100000000));
-  p->add_option("--vocab", a->vocab, "Vocabulary V")->check(whole_range(0, 100000000));
-  p->add_option("--cluster", a->cluster, "Preset: a100-80gb h100-80gb")->capture_default_str();
-  p->add_option("--gpus", a->gpus, "GPUs N (default dp·tp·pp)")->check(whole_range(1, 10000000));
-  p->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (preset: 8)")->check(whole_range(1, 1024));
-  p->add_option("--gpu-memory", a->gpu_memory, "Memory per GPU (80G = 80e9 bytes, as the curriculum's 80 GB)");
-  p->add_option("--intra-bw", a->intra_bw, "Intra-node bandwidth per GPU, GB/s")->check(finite_range(1e-6, 1e9));
-  p->add_option("--inter-bw", a->inter_bw, "Inter-node bandwidth per GPU, GB/s")->check(finite_range(1e-6, 1e9));
-  p->add_option("--intra-latency", a->intra_us, "Intra-node latency α, µs")->check(finite_range(0, 1e9));
-  p->add_option("--inter-latency", a->inter_us, "Inter-node latency α, µs")->check(finite_range(0, 1e9));
-  p->add_option("--peak-tflops", a->peak_tflops, "Peak TFLOP/s per GPU")->check(finite_range(1e-6, 1e9));
-  p->add_option("--dp", a->dp, "Data-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--tp", a->tp, "Tensor-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--pp", a->pp, "Pipeline stages")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--zero", a->zero, "ZeRO stage over dp, 0-3")->check(whole_range(0, 3))->capture_default_str();
-  p->add_option("--micro-batch-size", a->micro_batch_size, "Sequences per micro-batch b")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--micro-batches", a->micro_batches, "Micro-batches per step M")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--recompute", a->recompute, "none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
-  p->add_option("--convention", a->convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
-      ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
-  p->add_option("--efficiency", a->efficiency, "Achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
-      ->capture_default_str();
+  add_plan_options(p, *a);
   p->add_option("--search", a->search, "Rank every configuration of N GPUs that fits (ignores --dp --tp --pp --zero)")
       ->check(whole_range(1, 10000000));
   p->add_option("--global-batch", a->global_batch, "With --search: sequences per step (default max(512, 2N))")
@@ -287,9 +184,7 @@ Command add_plan_command(CLI::App& app) {
       o.efficiency = a->efficiency;
       rep = search_report(m, c, a->search, o);
     } else {
-      th::ParallelConfig cfg{a->dp, a->tp, a->pp, a->zero, a->micro_batch_size, a->micro_batches,
-                             th::parse_recompute(a->recompute), parse_convention(a->convention), a->efficiency};
-      rep = plan_report(th::plan(m, c, cfg));
+      rep = plan_report(th::plan(m, c, config_from(*a)));
     }
     if (a->json) std::cout << rep.to_json().dump(2) << "\n";
     else std::cout << text_without_result(rep);

@@ -99,6 +99,9 @@ struct Simulation {
 // Runs each stage's actions in order, each as soon as its inputs (above) have arrived.
 // Throws Error naming the stage and the action it waits for if the schedule deadlocks.
 Simulation simulate(const Schedule& s, const ActionTimes& t);
+// The same with each stage's own durations (stages of unequal depth; t[s].p2p is the time a
+// message into stage s takes). Used by `dtlab simulate` (labs/simulate/cluster_sim.h).
+Simulation simulate(const Schedule& s, const std::vector<ActionTimes>& t);
 
 // The curriculum's two forms of the bubble (seeds 001–003):
 //   idle share of the step   (P−1)/(M+P−1)        P = 8, M = 32: 17.9 %

@@ -83,10 +83,11 @@ double duration(const Action& a, const Schedule& s, const ActionTimes& t) {
 }
 
 // Places stage st's next action if its inputs are placed; returns whether it did.
-bool place_next(const Schedule& s, const ActionTimes& t, int st, std::vector<size_t>& next,
+bool place_next(const Schedule& s, const std::vector<ActionTimes>& times, int st, std::vector<size_t>& next,
                 std::vector<double>& free_at, EndTimes& ends, Simulation& sim) {
   const int P = s.config.stages, V = s.virtual_stages();
   const Action& a = s.stages[st][next[st]];
+  const ActionTimes& t = times[size_t(st)];
   const int vs = a.chunk * P + st;
   double start = free_at[st];
   for (const Input& in : inputs_of(a, vs, V)) {
@@ -115,7 +116,13 @@ double Simulation::bubble_fraction() const {
 }
 
 Simulation simulate(const Schedule& s, const ActionTimes& t) {
+  return simulate(s, std::vector<ActionTimes>(size_t(s.config.stages), t));
+}
+
+Simulation simulate(const Schedule& s, const std::vector<ActionTimes>& t) {
   const int P = s.config.stages;
+  DTL_CHECK(int(t.size()) == P, "simulate needs one ActionTimes per stage: " + std::to_string(t.size()) + " for P=" +
+                                    std::to_string(P));
   DTL_CHECK(int(s.stages.size()) == P, "schedule has " + std::to_string(s.stages.size()) + " stage lists for P=" +
                                            std::to_string(P));
   for (int st = 0; st < P; ++st)

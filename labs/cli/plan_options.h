@@ -1,0 +1,32 @@
+// The model, cluster and configuration options `dtlab plan` and `dtlab simulate` share, and
+// how they become the planner's ModelSpec, ClusterSpec and ParallelConfig (core/theory/plan.h).
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/theory/plan.h"
+
+namespace dtl::cli {
+
+struct PlanArgs {
+  std::string model = "175b", params, cluster = "a100-80gb", gpu_memory;
+  int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = -1;
+  int gpus = 0, gpus_per_node = 0, search = 0, global_batch = 0;
+  double intra_bw = 0, inter_bw = 0, intra_us = -1, inter_us = -1, peak_tflops = 0;
+  int dp = 1, tp = 1, pp = 1, zero = 0, micro_batch_size = 1, micro_batches = 32;  // M 32: the seeds' bubble examples
+  std::string recompute = "none", convention = "16";
+  double efficiency = 0.5;
+  bool json = false;
+};
+
+// Registers --model .. --efficiency on `p` (not --search, --global-batch, --json).
+void add_plan_options(CLI::App* p, PlanArgs& a);
+
+theory::ModelSpec model_from(const PlanArgs& a);
+theory::ClusterSpec cluster_from(const PlanArgs& a);
+theory::ParallelConfig config_from(const PlanArgs& a);
+theory::ZeroConvention parse_convention(const std::string& text);  // throws UsageError
+
+}  // namespace dtl::cli

@@ -1,0 +1,196 @@
+// The step simulation (cluster_sim.h): the pipeline simulator times each stage's F/B list
+// with action durations built from the layers' compute and TP all-reduces, then each stage's
+// timeline is expanded into spans and closed with its DP collectives.
+#include "labs/simulate/cluster_sim.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace dtl::sim {
+
+CommAlgo parse_comm_algo(std::string_view name) {
+  if (name == "ring") return CommAlgo::ring;
+  if (name == "tree") return CommAlgo::tree;
+  if (name == "hierarchical") return CommAlgo::hierarchical;
+  throw UsageError("--algo is ring, tree or hierarchical, not '" + std::string(name) + "'");
+}
+
+const char* comm_algo_name(CommAlgo a) {
+  switch (a) {
+    case CommAlgo::ring: return "ring";
+    case CommAlgo::tree: return "tree";
+    case CommAlgo::hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+namespace {
+
+// Ring reduce-scatter or all-gather of a whole vector of `bytes`: (n−1)α + (n−1)/n·bytes/β.
+double ring_half(int n, double bytes, theory::Link l) {
+  return n < 2 ? 0 : (n - 1) * l.alpha_s + double(n - 1) / n * bytes / l.beta_Bps;
+}
+
+bool hierarchy_helps(const AxisRoute& r) { return r.algo == CommAlgo::hierarchical && r.crosses_nodes() && r.per_node > 1; }
+
+}  // namespace
+
+double AxisRoute::all_reduce(double bytes) const {
+  if (size < 2) return 0;
+  if (algo == CommAlgo::tree) return theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
+  if (!hierarchy_helps(*this)) return 2 * ring_half(size, bytes, slowest());
+  // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
+  const int k = per_node, nodes = size / per_node;
+  return 2 * ring_half(k, bytes, intra) + 2 * ring_half(nodes, bytes / k, inter);
+}
+
+double AxisRoute::reduce_scatter(double bytes) const {
+  if (size < 2) return 0;
+  if (!hierarchy_helps(*this)) return ring_half(size, bytes, slowest());
+  const int k = per_node, nodes = size / per_node;
+  return ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
+}
+
+double AxisRoute::all_gather(double bytes) const { return reduce_scatter(bytes); }  // the same ring, reversed
+
+std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
+  std::string s = std::string(axis) + ": " + std::to_string(size) + " ranks, ";
+  if (size < 2) return s + "no communication";
+  if (!crosses_nodes()) s += "inside one node (NVLink)";
+  else if (per_node == 1) s += "one per node (InfiniBand)";
+  else s += std::to_string(per_node) + " per node over " + std::to_string(size / per_node) + " nodes (NVLink + InfiniBand)";
+  if (point_to_point) return s + ", point-to-point between neighbouring stages";
+  const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
+  return s + ", " + comm_algo_name(shown) + (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
+}
+
+AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, theory::Link inter, CommAlgo algo) {
+  AxisRoute r;
+  r.size = size;
+  r.intra = intra;
+  r.inter = inter;
+  r.algo = algo;
+  r.per_node = 0;
+  for (long i = 0; i < size; ++i) r.per_node += (i * stride) / gpus_per_node == 0 ? 1 : 0;
+  return r;
+}
+
+std::vector<int> split_layers(int layers, int stages) {
+  std::vector<int> out(std::size_t(stages), layers / stages);
+  for (int s = 0; s < layers % stages; ++s) ++out[std::size_t(s)];
+  return out;
+}
+
+namespace {
+
+// The communication a ZeRO stage adds around each action (cluster_sim.h).
+double zero_before(const Workload& w, int stage) {
+  return w.zero == 3 ? w.dp_route.all_gather(w.dp_bytes[std::size_t(stage)]) : 0;
+}
+double zero_after_backward(const Workload& w, int stage) {
+  return w.zero >= 2 ? w.dp_route.reduce_scatter(w.dp_bytes[std::size_t(stage)]) : 0;
+}
+
+double layer_seconds(const Workload& w, pipeline::Op op) {
+  const bool fwd = op == pipeline::Op::forward;
+  const double compute = (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
+  return compute + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes);
+}
+
+pipeline::ActionTimes stage_times(const Workload& w, int stage) {
+  const int L = w.stage_layers[std::size_t(stage)];
+  pipeline::ActionTimes t;
+  t.forward = zero_before(w, stage) + L * layer_seconds(w, pipeline::Op::forward);
+  t.backward = zero_before(w, stage) + L * layer_seconds(w, pipeline::Op::backward) + zero_after_backward(w, stage);
+  t.p2p = w.pp_route.send(w.pp_bytes);
+  return t;
+}
+
+void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m, double bytes) {
+  tl.spans.push_back({at, at + seconds, kind, std::move(label), axis, m, bytes});
+  at += seconds;
+  double& bucket = kind == SpanKind::compute ? tl.compute : axis == 't' ? tl.tp : axis == 'p' ? tl.pp : tl.dp;
+  bucket += seconds;
+}
+
+// One F or B action, layer by layer, starting at `at`.
+void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl) {
+  const bool fwd = a.action.op == pipeline::Op::forward;
+  const int m = a.action.micro_batch, L = w.stage_layers[std::size_t(stage)];
+  tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0});
+  double at = a.begin;
+  const double ag = zero_before(w, stage);
+  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, w.dp_bytes[std::size_t(stage)]);
+  const double compute = (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
+  const double tp = w.tp_route.all_reduce(w.tp_bytes);
+  const int first_layer = [&] {
+    int f = 0;
+    for (int s = 0; s < stage; ++s) f += w.stage_layers[std::size_t(s)];
+    return f;
+  }();
+  for (int i = 0; i < L; ++i) {
+    const int layer = fwd ? first_layer + i : first_layer + L - 1 - i;
+    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m, 0);
+    for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
+      add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes);
+  }
+  const double rs = fwd ? 0 : zero_after_backward(w, stage);
+  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, w.dp_bytes[std::size_t(stage)]);
+  const bool sends = fwd ? stage + 1 < w.pp : stage > 0;
+  if (sends) {
+    double send_at = a.end;
+    add(tl, send_at, w.pp_route.send(w.pp_bytes), SpanKind::send, fwd ? "send activation" : "send gradient", 'p', m,
+        w.pp_bytes);
+  }
+}
+
+// The stage's DP collectives once its last backward is done (ZeRO-0/1 all-reduce, ZeRO-2 all-gather).
+void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end) {
+  double at = last_action_end;
+  const double bytes = w.dp_bytes[std::size_t(stage)];
+  if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes);
+  if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes);
+  if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8);
+  tl.end = at;
+  for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
+}
+
+void check(const Workload& w) {
+  if (w.pp < 1 || int(w.stage_layers.size()) != w.pp || int(w.dp_bytes.size()) != w.pp)
+    throw UsageError("the workload needs one layer count and one gradient size per stage");
+  for (int L : w.stage_layers)
+    if (L < 1) throw UsageError("every pipeline stage needs at least one layer");
+  if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
+}
+
+}  // namespace
+
+SimResult simulate_step(const Workload& w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check(w);
+  const pipeline::Schedule schedule = pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, 1});
+  std::vector<pipeline::ActionTimes> times;
+  for (int s = 0; s < w.pp; ++s) times.push_back(stage_times(w, s));
+  const pipeline::Simulation pipe = pipeline::simulate(schedule, times);
+  SimResult r;
+  r.stages.resize(std::size_t(w.pp));
+  std::vector<double> last_end(std::size_t(w.pp), 0.0);
+  for (const pipeline::TimedAction& a : pipe.actions) {
+    expand_action(w, a.stage, a, r.stages[std::size_t(a.stage)]);
+    last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
+  }
+  for (int s = 0; s < w.pp; ++s) {
+    close_step(w, s, r.stages[std::size_t(s)], last_end[std::size_t(s)]);
+    r.step_s = std::max(r.step_s, r.stages[std::size_t(s)].end);
+  }
+  r.pipeline_bubble = pipe.bubble_fraction();
+  r.tokens_per_s = r.step_s > 0 ? w.tokens_per_step / r.step_s : 0;
+  const double peak = double(w.gpus()) * w.peak_flops_per_gpu;
+  r.mfu = r.step_s > 0 && peak > 0 ? w.model_flops_per_step / (r.step_s * peak) : 0;
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace dtl::sim

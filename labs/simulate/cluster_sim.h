@@ -1,0 +1,98 @@
+// `dtlab simulate`: a discrete-event simulation of one training step on a cluster too large
+// to run here, in the same event schema as a real run (core/trace/event.h).
+//
+//   compute     each layer's forward and backward for one micro-batch: FLOPs / (peak · efficiency)
+//   TP          the all-reduces inside each layer (Megatron's f and g), blocking, on the TP link
+//   PP          the pipeline schedule's F/B order (labs/pipeline/schedule.h, 1F1B by default),
+//               timed by the pipeline simulator; a message between stages costs α + bytes/β
+//   DP          at the end of the step: the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
+//               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
+//               all-gathers before each forward and backward and reduce-scatter after it
+//   links       per axis: NVLink when the group lies in one node, InfiniBand when it spans
+//               nodes (rank order tp fastest, then dp, then pp: core/theory/plan.h);
+//               ring, binomial tree, or hierarchical (ring in the node, ring across nodes)
+//
+// Ranks that behave alike are computed once: every dp replica and tp rank of a stage runs
+// the same timeline, so a step costs one pipeline simulation of P stages, whatever the
+// number of GPUs. Nothing overlaps (communication is on the critical path, as in the
+// planner), and every step is the same, so step k starts at k · step time.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/theory/collectives.h"
+#include "labs/pipeline/schedule.h"
+
+namespace dtl::sim {
+
+enum class CommAlgo { ring, tree, hierarchical };
+CommAlgo parse_comm_algo(std::string_view name);  // throws UsageError
+const char* comm_algo_name(CommAlgo a);
+
+// How one axis' groups communicate, read from the group that holds rank 0.
+struct AxisRoute {
+  int size = 1;      // ranks in the group
+  int per_node = 1;  // of them in one node
+  theory::Link intra, inter;
+  CommAlgo algo = CommAlgo::ring;
+  bool crosses_nodes() const { return per_node < size; }
+  theory::Link slowest() const { return crosses_nodes() ? inter : intra; }
+  double all_reduce(double bytes) const;      // bytes: the vector each rank holds
+  double reduce_scatter(double bytes) const;  // bytes: the whole vector
+  double all_gather(double bytes) const;      // bytes: the whole vector
+  double send(double bytes) const { return size < 2 ? 0 : slowest().alpha_s + bytes / slowest().beta_Bps; }
+  std::string describe(const char* axis, bool point_to_point = false) const;
+};
+
+// group of `size` ranks `stride` apart starting at rank 0, `gpus_per_node` per node.
+AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, theory::Link inter, CommAlgo algo);
+
+// One step's work on one GPU of each stage (every figure per GPU, per micro-batch).
+struct Workload {
+  int dp = 1, tp = 1, pp = 1, zero = 0, micro_batches = 1;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  std::vector<int> stage_layers;  // layers on each stage (size pp)
+  double layer_forward_flops = 0, layer_backward_flops = 0;
+  int tp_calls_forward = 2, tp_calls_backward = 2;  // all-reduces per layer
+  double tp_bytes = 0;                              // per all-reduce
+  double pp_bytes = 0;                              // per message between stages
+  std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
+  double flops_per_s = 1;                           // achieved, per GPU
+  double step_extra_s = 0;                          // small collectives at the step's end (the loss)
+  AxisRoute tp_route, dp_route, pp_route;
+  double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
+  int gpus() const { return dp * tp * pp; }
+};
+// Layers on each of P stages: L/P each, the first L mod P one more (as the grid lab splits).
+std::vector<int> split_layers(int layers, int stages);
+
+enum class SpanKind { compute, collective, send, action, step };
+struct Span {
+  double begin = 0, end = 0;  // seconds from the step's start
+  SpanKind kind = SpanKind::compute;
+  std::string label;  // "F", "B", "layer 3 forward", "all_reduce", ...
+  char axis = 0;      // 'd', 't', 'p' for communication
+  int micro_batch = -1;
+  double bytes = 0;
+};
+
+struct StageTimeline {
+  std::vector<Span> spans;  // in time order of their start
+  double end = 0;           // the stage's last span ends
+  double compute = 0, tp = 0, pp = 0, dp = 0;  // seconds spent in each
+};
+
+struct SimResult {
+  std::vector<StageTimeline> stages;  // the distinct timelines: one per stage
+  double step_s = 0;
+  double pipeline_bubble = 0;  // idle share of the pipeline part (pipeline::Simulation)
+  double tokens_per_s = 0, mfu = 0;
+  double elapsed_s = 0;  // how long the simulation itself took
+};
+
+// Throws UsageError for a workload the schedule cannot run (e.g. 1F1B with M < P).
+SimResult simulate_step(const Workload& w);
+
+}  // namespace dtl::sim

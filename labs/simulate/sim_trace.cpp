@@ -1,0 +1,146 @@
+// Writing a simulated step as a trace (sim_trace.h).
+#include "labs/simulate/sim_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/trace/chrome_writer.h"
+#include "core/trace/trace.h"
+
+namespace dtl::sim {
+
+namespace {
+
+struct Coord {
+  int pp, dp, tp;
+};
+Coord coord_of(const Workload& w, int rank) {  // tp fastest, then dp, then pp
+  return {rank / (w.dp * w.tp), (rank / w.tp) % w.dp, rank % w.tp};
+}
+
+std::vector<int> sorted_unique(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+int parse_rank(std::string_view text, const Workload& w) {
+  int v = 0;
+  bool ok = !text.empty() && text.size() < 10;
+  for (char ch : text) ok = ok && ch >= '0' && ch <= '9', v = ok ? v * 10 + (ch - '0') : v;
+  if (!ok) throw UsageError("--ranks-in-trace: '" + std::string(text) + "' is not a rank (use default, all, or 0,8,16-23)");
+  if (v >= w.gpus())
+    throw UsageError("--ranks-in-trace: rank " + std::to_string(v) + " does not exist; the cluster has ranks 0-" +
+                     std::to_string(w.gpus() - 1));
+  return v;
+}
+
+std::uint16_t axis_group_rank(const Coord& c, char axis) {
+  return std::uint16_t(axis == 't' ? c.tp : axis == 'd' ? c.dp : c.pp);
+}
+
+GroupAxis group_axis(char axis) {
+  return axis == 't' ? GroupAxis::tp : axis == 'd' ? GroupAxis::dp : axis == 'p' ? GroupAxis::pp : GroupAxis::none;
+}
+
+}  // namespace
+
+std::vector<int> default_trace_ranks(const Workload& w) {
+  if (w.gpus() <= 64) return parse_trace_ranks("all", w);
+  std::vector<int> v;
+  for (int s = 0; s < w.pp; ++s) v.push_back(s * w.dp * w.tp);  // one pipeline: dp 0, tp 0
+  for (int d = 1; d < w.dp && int(v.size()) < kMaxTraceRanks; ++d) v.push_back(d * w.tp);  // rank 0's DP group
+  return v;  // pipeline first (trace ranks 0..P−1 are its stages), each rank once (d ≥ 1 is no stage's rank)
+}
+
+std::vector<int> parse_trace_ranks(std::string_view text, const Workload& w) {
+  if (text == "default") return default_trace_ranks(w);
+  std::vector<int> v;
+  if (text == "all") {
+    if (w.gpus() > kMaxTraceRanks)
+      throw UsageError("--ranks-in-trace all: " + std::to_string(w.gpus()) + " ranks, more than the " +
+                       std::to_string(kMaxTraceRanks) + " a trace holds; name a subset (0,8,16-23) or use default");
+    for (int r = 0; r < w.gpus(); ++r) v.push_back(r);
+    return v;
+  }
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, comma - at);
+    const std::size_t dash = item.find('-');
+    const int lo = parse_rank(item.substr(0, dash), w);
+    const int hi = dash == std::string_view::npos ? lo : parse_rank(item.substr(dash + 1), w);
+    if (hi < lo) throw UsageError("--ranks-in-trace: the range '" + std::string(item) + "' runs backwards");
+    if (hi - lo >= kMaxTraceRanks || v.size() + std::size_t(hi - lo) >= std::size_t(kMaxTraceRanks))
+      throw UsageError("--ranks-in-trace names more than " + std::to_string(kMaxTraceRanks) + " ranks");
+    for (int r = lo; r <= hi; ++r) v.push_back(r);
+    at = comma + 1;
+  }
+  return sorted_unique(v);
+}
+
+namespace {
+
+std::int64_t ns(double seconds) { return std::int64_t(std::llround(seconds * 1e9)); }
+
+void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_t offset, int step, int peer,
+                 std::uint16_t label) {
+  Event e;
+  e.begin_ns = offset + ns(s.begin);
+  e.end_ns = offset + ns(s.end);
+  e.bytes = std::uint64_t(s.bytes);
+  e.rank = index;
+  e.step = step;
+  e.micro_batch = std::int16_t(s.micro_batch);
+  e.label = label;
+  e.axis = group_axis(s.axis);
+  if (s.axis) e.group_rank = std::int16_t(axis_group_rank(c, s.axis));
+  switch (s.kind) {
+    case SpanKind::action:
+    case SpanKind::compute: e.kind = EventKind::compute; break;
+    case SpanKind::collective: e.kind = EventKind::collective; break;
+    case SpanKind::send: e.kind = EventKind::send, e.stream = kStreamComm, e.peer = peer; break;
+    case SpanKind::step: e.kind = EventKind::phase; break;
+  }
+  t.record(e);
+}
+
+}  // namespace
+
+void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
+                     const std::string& path, const std::map<std::string, std::string>& meta) {
+  Trace trace(int(ranks.size()));
+  std::map<int, int> index_of;
+  for (std::size_t i = 0; i < ranks.size(); ++i) index_of[ranks[i]] = int(i);
+  nlohmann::json who = nlohmann::json::array();
+  const std::uint16_t step_label = trace.label(pipeline::schedule_name(w.schedule));
+  std::map<std::string, std::uint16_t> labels;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const Coord c = coord_of(w, ranks[i]);
+    who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
+    const StageTimeline& tl = r.stages[std::size_t(c.pp)];
+    for (int step = 0; step < steps; ++step) {
+      const std::int64_t offset = ns(r.step_s * step);
+      record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
+      for (const Span& s : tl.spans) {
+        auto [it, fresh] = labels.try_emplace(s.label, 0);
+        if (fresh) it->second = trace.label(s.label);
+        int peer = -1;
+        if (s.kind == SpanKind::send) {
+          const int to = ranks[i] + (s.label == "send activation" ? 1 : -1) * w.dp * w.tp;
+          if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
+        }
+        record_span(trace, int(i), c, s, offset, step, peer, it->second);
+      }
+    }
+  }
+  trace.set_meta("lab", "simulate");
+  trace.set_meta("simulated", "true");
+  trace.set_meta("schedule", pipeline::schedule_name(w.schedule));
+  trace.set_meta("simulated_ranks", who.dump());
+  for (const auto& [k, v] : meta) trace.set_meta(k, v);
+  write_chrome_trace(trace, path);
+}
+
+}  // namespace dtl::sim

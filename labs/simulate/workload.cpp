@@ -1,0 +1,78 @@
+// Workloads for the step simulation (workload.h).
+#include "labs/simulate/workload.h"
+
+#include "core/error.h"
+
+namespace dtl::sim {
+
+namespace {
+
+constexpr double kBytes16 = 2;  // 16-bit activations and gradients, as the planner counts them
+constexpr double kBytes32 = 4;  // the grid lab trains in fp32
+
+}  // namespace
+
+Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo) {
+  const auto& m = p.model;
+  const auto& c = p.cluster;
+  const auto& cfg = p.config;
+  if (!m.has_shape())
+    throw UsageError("simulate needs the model's shape (--layers --hidden --heads --seq), not only --params");
+  Workload w;
+  w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
+  w.schedule = schedule;
+  w.stage_layers = split_layers(m.layers, cfg.pp);
+  const double tokens_mb = double(cfg.micro_batch_size) * m.seq;
+  const double forward_per_token = p.model_flops_per_token / 3;
+  w.layer_forward_flops = forward_per_token / m.layers * tokens_mb / cfg.tp;
+  w.layer_backward_flops = (p.hardware_flops_per_token - forward_per_token) / m.layers * tokens_mb / cfg.tp;
+  w.tp_calls_forward = 2;
+  w.tp_calls_backward = cfg.recompute == theory::Recompute::full ? 4 : 2;
+  const double sbh = tokens_mb * m.hidden;
+  w.tp_bytes = sbh * kBytes16;
+  w.pp_bytes = sbh / cfg.tp * kBytes16;
+  for (int L : w.stage_layers) w.dp_bytes.push_back(p.psi * L / m.layers / cfg.tp * kBytes16);
+  w.flops_per_s = c.peak_flops * cfg.efficiency;
+  const int gpn = c.gpus_per_node;
+  w.tp_route = route(cfg.tp, 1, gpn, c.intra, c.inter, algo);
+  w.dp_route = route(cfg.dp, cfg.tp, gpn, c.intra, c.inter, algo);
+  w.pp_route = route(cfg.pp, long(cfg.tp) * cfg.dp, gpn, c.intra, c.inter, algo);
+  w.tokens_per_step = p.tokens_per_step;
+  w.model_flops_per_step = p.model_flops_per_token * p.tokens_per_step;
+  w.peak_flops_per_gpu = c.peak_flops;
+  return w;
+}
+
+double grid_step_flops(const GridShapeSpec& g) {
+  const double h = g.hidden;
+  return 3 * 2 * 8 * h * h * g.layers * double(g.batch) * g.seq;
+}
+
+Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double flops_per_s) {
+  const int rows_total = g.batch * g.seq;
+  if (g.dp < 1 || g.tp < 1 || g.pp < 1 || rows_total % (g.dp * g.micro_batches) != 0)
+    throw UsageError("the grid's batch·seq must split evenly over dp · micro-batches");
+  Workload w;
+  w.dp = g.dp, w.tp = g.tp, w.pp = g.pp, w.micro_batches = g.micro_batches;
+  w.stage_layers = split_layers(g.layers, g.pp);
+  const double h = g.hidden, R = double(rows_total) / (g.dp * g.micro_batches);
+  w.layer_forward_flops = 2 * 8 * h * h * R / g.tp;
+  w.layer_backward_flops = 2 * w.layer_forward_flops;
+  w.tp_calls_forward = w.tp_calls_backward = 1;
+  w.tp_bytes = R * h * kBytes32;
+  w.pp_bytes = R * h * kBytes32;
+  for (int L : w.stage_layers) w.dp_bytes.push_back(L * (8 * h * h / g.tp + 5 * h) * kBytes32);
+  w.flops_per_s = flops_per_s;
+  const int one_node = g.dp * g.tp * g.pp;  // thread ranks share one emulated link class
+  w.tp_route = route(g.tp, 1, one_node, link, link, CommAlgo::ring);
+  w.dp_route = route(g.dp, g.tp, one_node, link, link, CommAlgo::ring);
+  w.pp_route = route(g.pp, long(g.tp) * g.dp, one_node, link, link, CommAlgo::ring);
+  // The lab sums the loss over dp (last stage) and takes its max over the world: two 8-byte all-reduces.
+  w.step_extra_s = w.dp_route.all_reduce(8) + route(w.gpus(), 1, one_node, link, link, CommAlgo::ring).all_reduce(8);
+  w.tokens_per_step = rows_total;
+  w.model_flops_per_step = grid_step_flops(g);
+  w.peak_flops_per_gpu = flops_per_s;
+  return w;
+}
+
+}  // namespace dtl::sim

@@ -1,0 +1,27 @@
+// The work `dtlab simulate` times (cluster_sim.h), built from a plan (a transformer on a
+// cluster preset) or from a grid-lab configuration (the MLP on thread ranks, for calibration).
+#pragma once
+
+#include "core/theory/plan.h"
+#include "labs/simulate/cluster_sim.h"
+
+namespace dtl::sim {
+
+// A transformer as the planner counts it (core/theory/plan.h): model FLOPs per token 6Ψ +
+// 12·L·h·s spread evenly over the layers, one third forward; the backward adds the
+// recomputed forward; 16-bit activations and gradients; TP 2 all-reduces per layer forward
+// and 2 backward (4 with full recomputation); peak × efficiency per GPU.
+Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo);
+
+// The grid lab's MLP (labs/grid): `layers` blocks h → 4h → h (8h² + 5h parameters), fp32,
+// R = batch·seq / (dp·M) rows per micro-batch, one TP all-reduce per block forward and one
+// backward, the loss's two 8-byte all-reduces (dp, world) at the end, every rank on one
+// emulated link (α, β), `flops_per_s` measured on this machine.
+struct GridShapeSpec {
+  int dp = 1, tp = 1, pp = 1, layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4;
+};
+Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double flops_per_s);
+// FLOPs one step of that MLP costs in all (forward 2·8h² per row and block, backward twice that).
+double grid_step_flops(const GridShapeSpec& g);
+
+}  // namespace dtl::sim

@@ -1,0 +1,53 @@
+// `dtlab simulate` as a user runs it: a report marked simulated with its calibration error,
+// a trace of the chosen ranks in the event schema, and bad input → exit 2 naming the rule.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_util.h"
+
+using dtl::test::run_dtlab;
+
+TEST(SimulateCli, SmallClusterPrintsASimulatedReportAndWritesATrace) {
+  const std::string path = testing::TempDir() + "/sim_small.json";
+  const auto o = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --micro-batches 8 --trace " + path + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["lab"], "simulate");
+  bool step = false;
+  for (const auto& row : j["rows"]) step = step || (row["id"] == "sim.step" && row["measured"].get<double>() > 0);
+  EXPECT_TRUE(step) << o.out;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto trace = nlohmann::json::parse(text.str());
+  EXPECT_EQ(trace["otherData"]["simulated"], "true");
+  EXPECT_EQ(trace["otherData"]["world_size"], "16");  // 16 GPUs: every rank traced
+  EXPECT_NE(text.str().find("all_reduce activations"), std::string::npos);
+  std::remove(path.c_str());
+  std::remove((path + ".dtlt").c_str());
+}
+
+TEST(SimulateCli, TextReportSaysSimulatedAndTheCalibrationError) {
+  const auto o = run_dtlab("simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --micro-batches 64");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const char* want : {"simulated", "distinct timelines", "calibration", "step time", "tokens/s", "MFU"})
+    EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
+}
+
+TEST(SimulateCli, BadInputIsExitTwoNamingTheRule) {
+  const auto ghost = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --ranks-in-trace 0,16 --trace /dev/null");
+  EXPECT_EQ(ghost.code, 2) << ghost.out;
+  EXPECT_NE(ghost.err.find("rank 16 does not exist"), std::string::npos) << ghost.err;
+  for (const char* args : {"simulate --model 175b --gpus 256 --dp 3 --tp 8 --pp 4",
+                           "simulate --model 7b --dp 1 --pp 8 --micro-batches 4", "simulate --params 7e9 --dp 2",
+                           "simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --ranks-in-trace all"}) {
+    const auto bad = run_dtlab(args);
+    EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
+  }
+}

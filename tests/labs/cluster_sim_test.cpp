@@ -1,0 +1,94 @@
+// The step simulation (labs/simulate/cluster_sim.h) against hand computations: a step with
+// no pipeline is compute + TP + DP; uniform stages give the bubble (P−1)/(M+P−1); 1F1B with a
+// message cost c adds 2(P−1)c to one micro-batch's trip; 16,384 GPUs cost one timeline per stage.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/error.h"
+#include "labs/simulate/sim_trace.h"
+#include "labs/simulate/workload.h"
+
+namespace sim = dtl::sim;
+
+namespace {
+
+sim::Workload small(int dp, int tp, int pp, int M) {
+  sim::Workload w;
+  w.dp = dp, w.tp = tp, w.pp = pp, w.micro_batches = M;
+  w.stage_layers = sim::split_layers(4 * pp, pp);
+  w.layer_forward_flops = 1e9, w.layer_backward_flops = 2e9, w.flops_per_s = 1e12;  // 1 ms, 2 ms per layer
+  w.tp_bytes = 1e6, w.pp_bytes = 0;
+  w.dp_bytes.assign(std::size_t(pp), 8e6);
+  const dtl::theory::Link link{10e-6, 1e9};
+  w.tp_route = sim::route(tp, 1, 8, link, link, sim::CommAlgo::ring);
+  w.dp_route = sim::route(dp, tp, 8, link, link, sim::CommAlgo::ring);
+  const dtl::theory::Link free{0, 1e9};  // pp_bytes 0 on it: messages between stages cost nothing
+  w.pp_route = sim::route(pp, long(dp) * tp, 8, free, free, sim::CommAlgo::ring);
+  return w;
+}
+
+}  // namespace
+
+TEST(ClusterSim, StepWithoutPipelineIsComputePlusTpPlusDp) {
+  const sim::Workload w = small(2, 2, 1, 3);
+  // per layer: forward 1 ms + 2 TP all-reduces, backward 2 ms + 2; 4 layers, 3 micro-batches
+  const double tp = 2 * 1 * 10e-6 + 2.0 * 1 / 2 * 1e6 / 1e9;  // ring over 2: 2(n−1)α + 2(n−1)/n·N/β
+  const double dp = 2 * 1 * 10e-6 + 2.0 * 1 / 2 * 8e6 / 1e9;
+  const double hand = 3 * 4 * (1e-3 + 2e-3 + 4 * tp) + dp;
+  const sim::SimResult r = sim::simulate_step(w);
+  EXPECT_NEAR(r.step_s, hand, 1e-12) << "simulated " << r.step_s << " hand " << hand;
+  EXPECT_NEAR(r.stages[0].tp, 3 * 4 * 4 * tp, 1e-12);
+  EXPECT_NEAR(r.stages[0].dp, dp, 1e-12);
+}
+
+TEST(ClusterSim, UniformStagesGiveTheClassicBubble) {
+  for (int P : {2, 4, 8})
+    for (int M : {8, 16, 32}) {
+      const sim::SimResult r = sim::simulate_step(small(1, 1, P, M));
+      const double want = double(P - 1) / (M + P - 1);
+      EXPECT_NEAR(r.pipeline_bubble, want, 1e-9) << "P " << P << " M " << M;
+      EXPECT_NEAR(r.step_s, (M + P - 1) * 4 * 3e-3, 1e-9) << "P " << P << " M " << M;
+    }
+}
+
+TEST(ClusterSim, OneMicroBatchCrossesEveryBoundaryTwice) {
+  // One micro-batch goes forward through P stages and back: P(F + B) + 2(P − 1)c.
+  sim::Workload w = small(1, 1, 4, 1);
+  w.schedule = dtl::pipeline::ScheduleKind::gpipe;
+  w.pp_bytes = 1e6;
+  const dtl::theory::Link link{10e-6, 1e9};
+  w.pp_route = sim::route(4, 1, 8, link, link, sim::CommAlgo::ring);
+  const double c = 10e-6 + 1e-3, F = 4e-3, B = 8e-3;
+  EXPECT_NEAR(sim::simulate_step(w).step_s, 4 * (F + B) + 2 * (4 - 1) * c, 1e-9);
+}
+
+TEST(ClusterSim, SixteenThousandGpusCostOneTimelinePerStage) {
+  sim::Workload w = small(128, 8, 16, 64);
+  const auto t0 = std::chrono::steady_clock::now();
+  const sim::SimResult r = sim::simulate_step(w);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(w.gpus(), 16384);
+  EXPECT_EQ(r.stages.size(), 16u);
+  EXPECT_LT(s, 10.0) << "a release build takes well under 1 s";
+  EXPECT_EQ(sim::default_trace_ranks(w).size(), 16u + 127u);  // one pipeline + rank 0's DP group
+}
+
+TEST(ClusterSim, TraceRanksThatDoNotExistAreRefused) {
+  const sim::Workload w = small(2, 2, 2, 4);
+  EXPECT_EQ(sim::parse_trace_ranks("0,3-5", w), (std::vector<int>{0, 3, 4, 5}));
+  EXPECT_THROW(sim::parse_trace_ranks("8", w), dtl::UsageError);
+  EXPECT_THROW(sim::parse_trace_ranks("5-2", w), dtl::UsageError);
+  EXPECT_THROW(sim::parse_trace_ranks("x", w), dtl::UsageError);
+  EXPECT_THROW(sim::parse_trace_ranks("all", small(128, 8, 16, 64)), dtl::UsageError);
+}
+
+TEST(ClusterSim, RoutesSayWhichLinkEachAxisUses) {
+  const dtl::theory::Link nv{5e-6, 600e9}, ib{10e-6, 25e9};
+  EXPECT_FALSE(sim::route(8, 1, 8, nv, ib, sim::CommAlgo::ring).crosses_nodes());  // tp 8 in a node
+  const sim::AxisRoute dp = sim::route(16, 4, 8, nv, ib, sim::CommAlgo::hierarchical);  // tp 4: 2 dp ranks per node
+  EXPECT_EQ(dp.per_node, 2);
+  EXPECT_TRUE(dp.crosses_nodes());
+  const sim::AxisRoute flat = sim::route(16, 4, 8, nv, ib, sim::CommAlgo::ring);
+  EXPECT_LT(dp.all_reduce(1e9), flat.all_reduce(1e9));  // half the bytes cross the slow link
+}
