@@ -177,7 +177,7 @@ TEST(PipelineSimulator, DeadlockNamesStageAndAction) {
   s.stages[1] = {{Op::backward, 0, 0}, {Op::forward, 0, 0}, {Op::forward, 1, 0}, {Op::backward, 1, 0}};
   s.stages[0] = {{Op::forward, 0, 0}, {Op::forward, 1, 0}, {Op::backward, 1, 0}, {Op::backward, 0, 0}};
   try {
-    simulate(s, {});
+    simulate(s, ActionTimes{});
     FAIL() << "expected a deadlock";
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -212,7 +212,7 @@ TEST(PipelineBubble, CurriculumNumbers) {
   EXPECT_NEAR(p4, 3.0 / 35, 1e-12);
   EXPECT_NEAR(std::round(1000 * p4) / 10, 8.6, 1e-9);
   // Seed 002: P = 8, M = 32 → 7/39 = 17.9 % of the step, 7/32 = 21.9 % of the compute.
-  const Simulation s8 = simulate(make_schedule(ScheduleKind::one_f_one_b, {8, 32, 1}), {});
+  const Simulation s8 = simulate(make_schedule(ScheduleKind::one_f_one_b, {8, 32, 1}), ActionTimes{});
   const double idle = s8.bubble_fraction();
   double busy = 0;
   for (double b : s8.busy) busy += b;
