@@ -3,7 +3,7 @@
 #   1. release build, solutions track: dtlab, dtlab-viz and the tests that need a release
 #      build — viz (screenshots under Xvfb), mpi (mpirun -np 2 and 4, srun on a one-node
 #      Slurm cluster), slow
-#   2. a 20 s libFuzzer run of the visualizer's trace parser
+#   2. a 10 s libFuzzer run of the visualizer's trace parser
 #   3. ThreadSanitizer build of the runtime's tests
 #   4. AddressSanitizer + UndefinedBehaviorSanitizer build: every other test — the unit and
 #      graded tests, the CLI fuzz table among them (each test is built and run once:
@@ -20,8 +20,8 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs" --target ci_release_tests
 ctest --preset release -L "viz|mpi|screenshot|slow"
 
-echo "== fuzzing the trace parser (20 s)"
-bash tests/viz/fuzz.sh 20
+echo "== fuzzing the trace parser (10 s)"
+bash tests/viz/fuzz.sh 10
 
 echo "== ThreadSanitizer build of the runtime tests"
 cmake --preset tsan >/dev/null
