@@ -1,5 +1,7 @@
 #include "labs/measure.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/trace/trace.h"
 
@@ -31,6 +33,20 @@ Traffic traffic_since(Comm& comm, std::size_t mark) {
   return t;
 }
 
+double peak_bytes_since(Comm& comm, std::size_t mark, MemTag tag) {
+  Trace* tr = comm.trace();
+  if (!tr) throw Error("measuring memory needs tracing on (the lab runner always enables it)");
+  const EventLog& log = tr->log(comm.global_rank(), kStreamMain);
+  double cur = 0, peak = 0;
+  for (std::size_t i = mark; i < log.size(); ++i) {
+    const Event& e = log[i];
+    if (e.tag != int(tag) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
+    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
+    peak = std::max(peak, cur);
+  }
+  return peak;
+}
+
 Traffic traffic_max(Comm& comm, const Traffic& mine) {
   double v[3] = {mine.bytes_sent, mine.messages_sent, mine.steps};
   comm.all_reduce(v, v, 3, DType::f64, ReduceOp::max);
@@ -39,6 +55,26 @@ Traffic traffic_max(Comm& comm, const Traffic& mine) {
   t.messages_sent = v[1];
   t.steps = v[2];
   return t;
+}
+
+void broadcast_tensors(Comm& comm, std::vector<std::vector<float>>& tensors, int root) {
+  std::int64_t count = std::int64_t(tensors.size());
+  comm.broadcast(&count, 1, DType::i64, root);
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < tensors.size(); ++i) sizes[i] = std::int64_t(tensors[i].size());
+  comm.broadcast(sizes.data(), sizes.size(), DType::i64, root);
+  std::vector<float> flat;
+  for (const std::vector<float>& t : tensors) flat.insert(flat.end(), t.begin(), t.end());
+  std::size_t total = 0;
+  for (std::int64_t n : sizes) total += std::size_t(n);
+  flat.resize(total);
+  comm.broadcast(flat.data(), total, DType::f32, root);
+  tensors.resize(std::size_t(count));
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    tensors[i].assign(flat.begin() + std::ptrdiff_t(at), flat.begin() + std::ptrdiff_t(at + std::size_t(sizes[i])));
+    at += std::size_t(sizes[i]);
+  }
 }
 
 double max_over_ranks(Comm& comm, double v) {

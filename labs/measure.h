@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/trace/event.h"
 
 namespace dtl {
 
@@ -23,6 +24,12 @@ std::size_t traffic_mark(Comm& comm);
 Traffic traffic_since(Comm& comm, std::size_t mark);
 // The largest bytes/messages/steps over all ranks (a collective over comm).
 Traffic traffic_max(Comm& comm, const Traffic& mine);
+// The most bytes of tag `tag` this rank held at once after `mark` (its alloc/free events
+// since then; what was allocated before the mark is not counted).
+double peak_bytes_since(Comm& comm, std::size_t mark, MemTag tag);
+// Root's tensors on every rank, in three broadcasts whatever their number (the count, the
+// sizes, the elements): how a reference that one rank computed reaches the others.
+void broadcast_tensors(Comm& comm, std::vector<std::vector<float>>& tensors, int root);
 // Largest value over all ranks of a double (e.g. a time).
 double max_over_ranks(Comm& comm, double v);
 

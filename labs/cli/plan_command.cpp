@@ -153,14 +153,6 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
   return rep;
 }
 
-// Report::to_text ends with "result: OK, 0 checks passed": a plan checks nothing, so that line goes.
-std::string text_without_result(const Report& rep) {
-  std::string text = rep.to_text();
-  const auto at = text.rfind("result: ");
-  if (at != std::string::npos) text.erase(at);
-  return text;
-}
-
 }  // namespace
 
 Command add_plan_command(CLI::App& app) {

@@ -116,4 +116,11 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
       ->capture_default_str();
 }
 
+std::string text_without_result(const Report& rep) {
+  std::string text = rep.to_text();
+  const auto at = text.rfind("result: ");
+  if (at != std::string::npos) text.erase(at);
+  return text;
+}
+
 }  // namespace dtl::cli

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/theory/plan.h"
+#include "labs/report.h"
 
 namespace dtl::cli {
 
@@ -28,5 +29,8 @@ theory::ModelSpec model_from(const PlanArgs& a);
 theory::ClusterSpec cluster_from(const PlanArgs& a);
 theory::ParallelConfig config_from(const PlanArgs& a);
 theory::ZeroConvention parse_convention(const std::string& text);  // throws UsageError
+// Report::to_text ends with "result: OK, 0 checks passed": a plan or a simulation checks
+// nothing, so that line goes.
+std::string text_without_result(const Report& rep);
 
 }  // namespace dtl::cli

@@ -85,13 +85,6 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   return rep;
 }
 
-std::string text_without_result(const Report& rep) {
-  std::string text = rep.to_text();
-  const auto at = text.rfind("result: ");
-  if (at != std::string::npos) text.erase(at);
-  return text;
-}
-
 int run_simulate(const SimulateArgs& a) {
   if (a.calibrate) return run_calibration(a.calibrate_link, a.plan.json);
   const th::ClusterSpec c = cluster_from(a.plan);

@@ -19,10 +19,9 @@
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/grid/grid_rank.h"
+#include "labs/measure.h"
 
 namespace dtl {
-
-void fill_global_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y);
 
 StageBlocks stage_blocks(int layers, int stages, int stage) {
   const int base = layers / stages, extra = layers % stages;
@@ -32,20 +31,25 @@ StageBlocks stage_blocks(int layers, int stages, int stage) {
 
 namespace {
 
-// One rank trains the whole model (a group of one) on the global batch: the reference.
-std::vector<std::vector<float>> one_rank_weights(Comm& world, const GridSettings& s, const std::vector<std::string>& names) {
+// Rank 0 trains the whole model (a group of one) on the global batch, the reference; every
+// rank gets its final weights, by tp_mlp_names(0, L − 1).
+std::vector<std::vector<float>> one_rank_weights(Comm& world, const GridSettings& s) {
   ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
-  std::unique_ptr<Comm> alone = world.split(world.rank(), 0);
-  MemoryTracker mem(world.global_rank(), nullptr);
-  TpMlp model({s.hidden, s.layers, s.global_rows()}, {*alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
-  std::vector<float> x, y;
-  for (int step = 0; step < s.steps; ++step) {
-    fill_global_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
-    model.forward_backward(x.data(), y.data());
-    model.adamw_step(s.adamw, step + 1);
+  const std::vector<std::string> names = tp_mlp_names(0, s.layers - 1);
+  std::vector<std::vector<float>> w(names.size());
+  std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
+  if (alone) {
+    MemoryTracker mem(world.global_rank(), nullptr);
+    TpMlp model({s.hidden, s.layers, s.global_rows()}, {*alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
+    std::vector<float> x, y;
+    for (int step = 0; step < s.steps; ++step) {
+      mlp_task_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
+      model.forward_backward(x.data(), y.data());
+      model.adamw_step(s.adamw, step + 1);
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) w[i] = model.full_params(names[i]);
   }
-  std::vector<std::vector<float>> w;
-  for (const std::string& n : names) w.push_back(model.full_params(n));
+  broadcast_tensors(world, w, 0);
   return w;
 }
 
@@ -85,18 +89,6 @@ AxisBytes predicted_bytes(const GridSettings& s, const Topology& topo, const Gri
   return b;
 }
 
-double peak_of(Comm& world, std::size_t mark, MemTag tag) {
-  const EventLog& log = world.trace()->log(world.global_rank(), kStreamMain);
-  double cur = 0, peak = 0;
-  for (std::size_t i = mark; i < log.size(); ++i) {
-    const Event& e = log[i];
-    if (e.tag != int(tag) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
-    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
-    peak = std::max(peak, cur);
-  }
-  return peak;
-}
-
 // The idle share of the pipeline this rank is in: 1 − Σ busy / (P · (last end − first start)).
 double bubble_of(Topology& topo, const GridRank& r) {
   Comm& pp = topo.pp_group();
@@ -131,10 +123,10 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   GridRankFigures& f = m.mine;
   f.predicted = predicted_bytes(s, topo, rank);
   m.bubble = bubble_of(topo, rank);
-  f.param_bytes = peak_of(world, main_mark, MemTag::param);
-  f.grad_bytes = peak_of(world, main_mark, MemTag::grad);
-  f.optimizer_bytes = peak_of(world, main_mark, MemTag::optimizer);
-  f.activation_peak = peak_of(world, main_mark, MemTag::activation);
+  f.param_bytes = peak_bytes_since(world, main_mark, MemTag::param);
+  f.grad_bytes = peak_bytes_since(world, main_mark, MemTag::grad);
+  f.optimizer_bytes = peak_bytes_since(world, main_mark, MemTag::optimizer);
+  f.activation_peak = peak_bytes_since(world, main_mark, MemTag::activation);
   const int nb = rank.blocks().count(), T = s.grid.tp, R = s.micro_rows(), h = s.hidden;
   const std::size_t opt_elems = s.zero == GridZero::none ? rank.local_params() : rank.zero_chunk();
   f.predicted_optimizer = 8.0 * double(opt_elems);  // AdamW's m and v, fp32
@@ -144,12 +136,14 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   f.predicted_activation = per_micro_batch * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
   m.step = repeated(steps);
   if (s.check) {
-    std::vector<std::string> names = rank.model().names();
-    const std::vector<std::vector<float>> ref = one_rank_weights(world, s, names);
+    const std::vector<std::vector<float>> ref = one_rank_weights(world, s);
+    const std::vector<std::string> names = rank.model().names();
+    const std::size_t first = tp_mlp_names(0, rank.blocks().first - 1).size();  // the tensors of earlier stages
     m.max_weight_diff = 0;
     for (std::size_t i = 0; i < names.size(); ++i) {
       const std::vector<float> w = rank.model().full_params(names[i]);
-      for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = std::max(m.max_weight_diff, double(std::fabs(w[k] - ref[i][k])));
+      const std::vector<float>& r = ref[first + i];  // the same tensor in the whole model
+      for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = std::max(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
     }
     world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
   }

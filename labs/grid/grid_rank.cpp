@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <thread>
 
 #include "core/error.h"
@@ -29,15 +28,6 @@ Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag) {
 }
 
 }  // namespace
-
-// The global batch of a step: x ~ N(0, 1), target 0.5·sin(3x), the same on every rank
-// (tp_models.cpp's MLP task); rows [d·G/D, (d+1)·G/D) are data-parallel rank d's.
-void fill_global_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y) {
-  std::mt19937 gen(1000u + std::uint32_t(step));
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  x.resize(elements), y.resize(elements);
-  for (std::size_t i = 0; i < elements; ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
-}
 
 GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
     : topo_(topo), s_(s), mem_(mem), blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
@@ -105,7 +95,7 @@ void GridRank::backward(int m) {
 }
 
 float GridRank::step(int step) {
-  fill_global_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
+  mlp_task_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
   loss_ = 0, busy_ = 0, backwards_done_ = 0;
   Comm& pp = topo_.pp_group();
   const int stage = topo_.coord().pp;

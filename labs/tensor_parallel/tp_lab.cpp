@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
+#include "labs/measure.h"
 #include "labs/tensor_parallel/tp_mlp.h"
 
 namespace dtl {
@@ -83,22 +84,33 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
 
 }  // namespace
 
+// Rank 0 trains the model on a group of its own; the others receive what it found.
 OneRank one_rank_reference(Comm& comm, const TpSettings& s) {
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
-  std::unique_ptr<Comm> alone = comm.split(comm.rank(), 0);
-  MemoryTracker mem(comm.global_rank(), nullptr);
-  const ex::TpGroup g{*alone, ex::TpMode::plain};
-  std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem);
+  std::unique_ptr<Comm> alone = comm.split(comm.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
   OneRank ref;
-  for (int step = 0; step < s.steps; ++step) {
-    const float loss = model->train_step(step);
-    if (step == 0) {
-      ref.first_loss = loss;
-      for (const std::string& n : model->names()) ref.first_grads.push_back(model->full_grads(n));
+  if (alone) {
+    MemoryTracker mem(comm.global_rank(), nullptr);
+    std::unique_ptr<TpModelRun> model = make_tp_model(s, {*alone, ex::TpMode::plain}, mem);
+    for (int step = 0; step < s.steps; ++step) {
+      const float loss = model->train_step(step);
+      if (step == 0) {
+        ref.first_loss = loss;
+        for (const std::string& n : model->names()) ref.first_grads.push_back(model->full_grads(n));
+      }
+      model->adamw_step(s.adamw, step + 1);
     }
-    model->adamw_step(s.adamw, step + 1);
+    for (const std::string& n : model->names()) ref.final_params.push_back(model->full_params(n));
   }
-  for (const std::string& n : model->names()) ref.final_params.push_back(model->full_params(n));
+  // One list to send: the loss, then the gradients, then the weights.
+  std::vector<std::vector<float>> all{{ref.first_loss}};
+  all.insert(all.end(), ref.first_grads.begin(), ref.first_grads.end());
+  all.insert(all.end(), ref.final_params.begin(), ref.final_params.end());
+  broadcast_tensors(comm, all, 0);
+  const std::size_t n = (all.size() - 1) / 2;
+  ref.first_loss = all[0][0];
+  ref.first_grads.assign(all.begin() + 1, all.begin() + 1 + std::ptrdiff_t(n));
+  ref.final_params.assign(all.begin() + 1 + std::ptrdiff_t(n), all.end());
   return ref;
 }
 
@@ -119,18 +131,6 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0;
   for (std::size_t i = 0; i < b.size(); ++i) diff = std::max(diff, double(std::fabs(a[i] - b[i])));
   return diff;
-}
-
-double peak_activation(Comm& comm, std::size_t main_mark) {
-  const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamMain);
-  double cur = 0, peak = 0;
-  for (std::size_t i = main_mark; i < log.size(); ++i) {
-    const Event& e = log[i];
-    if (e.tag != int(MemTag::activation) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
-    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
-    peak = std::max(peak, cur);
-  }
-  return peak;
 }
 
 }  // namespace
@@ -179,7 +179,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     for (std::size_t i = 0; i < names.size(); ++i)
       m.max_weight_diff = std::max(m.max_weight_diff, max_abs_diff(model->full_params(names[i]), ref.final_params[i]));
   }
-  m.activation_peak = peak_activation(comm, main_mark);
+  m.activation_peak = peak_bytes_since(comm, main_mark, MemTag::activation);
   comm.all_reduce(&m.activation_peak, &m.activation_peak, 1, DType::f64, ReduceOp::max);
   m.step = repeated(steps);
   m.comm_time = repeated(comm_s);

@@ -2,6 +2,7 @@
 // a local GELU, and the row-parallel c_proj.
 #include "labs/tensor_parallel/tp_mlp.h"
 
+#include <cmath>
 #include <random>
 
 #include "core/error.h"
@@ -9,6 +10,13 @@
 #include "core/trace/trace.h"
 
 namespace dtl {
+
+void mlp_task_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y) {
+  std::mt19937 gen(1000u + std::uint32_t(step));
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  x.resize(elements), y.resize(elements);
+  for (std::size_t i = 0; i < elements; ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
+}
 
 ex::LinearMath linear_math(TrainOps& ops) {
   ex::LinearMath m;
@@ -65,6 +73,12 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   params_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::param, dev);
   grads_ = Tensor(mem, {std::int64_t(n)}, DType::f32, MemTag::grad, dev);
   init_params(seed);
+  if (Trace* trace = tp.comm.trace())  // interned once, not on every block
+    for (int l = first_; l <= last_; ++l) {
+      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(l)));
+      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(l)));
+    }
+  fwd_labels_.resize(blocks_.size()), bwd_labels_.resize(blocks_.size());  // 0 without a trace
   const std::int64_t R = shape.rows, Rl = local_rows();
   // Sequence parallel: c_fc's gathered input lives only while it is used, and backward
   // gathers it again (Megatron-LM's choice: one more all-gather, 1/T of the memory).
@@ -76,6 +90,11 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   da_ = Tensor(mem, {R, ff_local_}, DType::f32, MemTag::other, dev);
   dres_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
   dnext_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
+}
+
+// "fwd block L" / "bwd block L": how the lab tells the blocks' collectives from the rest.
+ScopedSpan TpMlp::block_span(std::uint16_t label) {
+  return ScopedSpan(tp_.comm.trace(), tp_.comm.global_rank(), EventKind::compute, label);
 }
 
 int TpMlp::local_rows(int rows) const { return tp_.mode == ex::TpMode::sequence_parallel ? rows / T_ : rows; }
@@ -129,14 +148,6 @@ ex::TpLinear TpMlp::proj(int slot) {
   return {p + b.proj_w, r_ == 0 ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
 }
 
-namespace {
-ScopedSpan block_span(Comm& comm, const char* pass, int block) {
-  Trace* tr = comm.trace();
-  return ScopedSpan(tr, comm.global_rank(), EventKind::compute,
-                    tr ? tr->label(std::string(pass) + " block " + std::to_string(block)) : 0);
-}
-}  // namespace
-
 // x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) for the held blocks.
 const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
   const int R = acts.rows, n = last_ - first_ + 1;
@@ -144,7 +155,7 @@ const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
   copy_bytes(acts.x[0].data(), x, local * sizeof(float));
   for (int i = 0; i < n; ++i) {
     const std::size_t k = std::size_t(i);
-    ScopedSpan span = block_span(tp_.comm, "fwd", first_ + i);
+    ScopedSpan span = block_span(fwd_labels_[k]);
     float* next = i + 1 < n ? acts.x[k + 1].as<float>() : acts.out.as<float>();
     ex::column_parallel_forward(tp_, math_, fc(i, false), acts.x[k].as<float>(), x_full(), acts.z[k].as<float>(), R);
     ops_.gelu_forward(acts.z[k].as<float>(), acts.a[k].as<float>(), std::size_t(R) * std::size_t(ff_local_));
@@ -161,7 +172,7 @@ const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accum
   if (dy != dnext_.as<float>()) copy_bytes(dnext_.data(), dy, local * sizeof(float));
   for (int i = last_ - first_; i >= 0; --i) {  // dnext holds dL/dx_{l+1}
     const std::size_t k = std::size_t(i);
-    ScopedSpan span = block_span(tp_.comm, "bwd", first_ + i);
+    ScopedSpan span = block_span(bwd_labels_[k]);
     ex::row_parallel_backward(tp_, math_, proj(i), acts.a[k].as<float>(), dnext_.as<float>(), dy_full_.as<float>(),
                               da_.as<float>(), R, accumulate);
     ops_.gelu_backward(acts.z[k].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
@@ -201,12 +212,14 @@ void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
   ops_.synchronize();
 }
 
-std::vector<std::string> TpMlp::names() const {
+std::vector<std::string> tp_mlp_names(int first, int last) {
   std::vector<std::string> n;
-  for (int l = first_; l <= last_; ++l)
+  for (int l = first; l <= last; ++l)
     for (const char* w : {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}) n.push_back(block_name(l, w));
   return n;
 }
+
+std::vector<std::string> TpMlp::names() const { return tp_mlp_names(first_, last_); }
 
 // All-gathers the ranks' slices of one tensor and puts them back into the full layout.
 std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {

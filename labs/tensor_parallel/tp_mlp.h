@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/trace/trace.h"
 #include "exercises/tensor_parallel.h"
 #include "labs/train/train_ops.h"
 
@@ -41,6 +42,14 @@ struct TpMlpActivations {
   std::vector<Tensor> x, z, a;
   Tensor out;
 };
+
+// The MLP's regression task, the same for every T and every grid: `elements` inputs
+// x ~ N(0, 1) and targets 0.5·sin(3x) elementwise (a smooth function every block can help
+// fit), drawn for training step `step` from a fixed seed, the same on every rank.
+void mlp_task_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y);
+
+// The full model's tensor names of blocks first..last, in order: "h.{l}.mlp.c_fc.weight", ...
+std::vector<std::string> tp_mlp_names(int first, int last);
 
 // Binds the exercises' local arithmetic to a device's TrainOps.
 ex::LinearMath linear_math(TrainOps& ops);
@@ -85,6 +94,7 @@ class TpMlp {
   ex::TpLinear proj(int slot);
   std::vector<float> gather(const std::string& name, const float* flat);
   void init_params(std::uint32_t seed);
+  ScopedSpan block_span(std::uint16_t label);
 
   TpMlpShape shape_;
   ex::TpGroup tp_;
@@ -93,6 +103,7 @@ class TpMlp {
   int T_ = 1, r_ = 0, ff_local_ = 0, first_ = 0, last_ = 0;
   MemoryTracker& mem_;
   std::vector<Block> blocks_;  // the held blocks, by slot (block first_ + slot)
+  std::vector<std::uint16_t> fwd_labels_, bwd_labels_;  // per slot
   Tensor params_, grads_, adam_m_, adam_v_;  // AdamW's moments made on its first step
   TpMlpActivations own_;                     // forward_backward's
   float* x_full() { return x_full_.numel() ? x_full_.as<float>() : nullptr; }

@@ -11,9 +11,8 @@ namespace dtl {
 
 namespace {
 
-// The MLP on a regression task: inputs ~ N(0, 1) and targets 0.5·sin(3x) elementwise (a
-// smooth function every block can help fit), drawn per step from a fixed seed, the same
-// full batch on every rank; under sequence parallelism a rank takes its rows.
+// The MLP on its regression task (mlp_task_batch), the same full batch on every rank; under
+// sequence parallelism a rank takes its rows.
 class TpMlpRun final : public TpModelRun {
  public:
   TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
@@ -21,10 +20,8 @@ class TpMlpRun final : public TpModelRun {
 
   float train_step(int step) override {
     const std::size_t h = std::size_t(s_.hidden), rows = std::size_t(s_.rows());
-    std::mt19937 gen(1000u + std::uint32_t(step));
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    std::vector<float> x(rows * h), y(rows * h);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
+    std::vector<float> x, y;
+    mlp_task_batch(step, rows * h, x, y);
     const std::size_t first = std::size_t(tp_.comm.rank()) * std::size_t(model_.local_rows()) * h;
     const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
     return model_.forward_backward(x.data() + (sp ? first : 0), y.data() + (sp ? first : 0));

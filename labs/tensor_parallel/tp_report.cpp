@@ -46,12 +46,9 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   if (s.model == TpModelKind::gpt) {
     for (ex::TpMode m : s.modes) {
       const std::string problem = gpt_config_problem(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m);
-      if (!problem.empty()) throw UsageError(problem);
+      if (!problem.empty())  // the model's own rules (labs/train/gpt.h), in its words
+        throw UsageError("--model gpt on " + tp + ": " + problem + "; change --heads, --hidden, --vocab, --seq or --ranks");
     }
-    if (s.heads < T) throw UsageError("--heads " + std::to_string(s.heads) + " is fewer than " + tp + ": every rank needs a head");
-    require_divisible(s.heads, T, "--heads", "attention heads are split over " + tp);
-    require_divisible(s.hidden, s.heads, "--hidden", "every head gets hidden/heads features");
-    require_divisible(s.vocab, T, "--vocab", "the vocabulary rows are split over " + tp);
   } else {
     if (s.heads != TpSettings{}.heads || s.vocab != TpSettings{}.vocab)  // set away from their defaults
       throw UsageError("--heads and --vocab are GPT options: add --model gpt");

@@ -18,6 +18,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
 #include "labs/train/gpt.h"
+#include "tests/gpu/device_buffer.h"
 #include "tests/gpu/skip_without_gpu.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/test_util.h"
@@ -26,25 +27,7 @@ using namespace dtl;
 
 namespace {
 
-// A device buffer holding a copy of `host`; read() waits for the device and brings it back.
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(const std::vector<T>& host) : n(host.size()) {
-    DTL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr), n * sizeof(T) + 1));
-    DTL_CUDA_CHECK(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { (void)cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<T> read() const {
-    std::vector<T> host(n);
-    DTL_CUDA_CHECK(cudaDeviceSynchronize());
-    DTL_CUDA_CHECK(cudaMemcpy(host.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
+using test::DeviceBuffer;
 
 using test::max_rel_error;
 using test::random;
