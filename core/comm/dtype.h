@@ -68,6 +68,12 @@ void scale_on_host(void* buf, std::size_t count, DType t, double factor);
 void to_float(const void* src, DType t, float* dst, std::size_t count);
 void from_float(const float* src, void* dst, DType t, std::size_t count, bool accumulate = false);
 
+// Element i of a flat buffer of type t (host or device address arithmetic only).
+inline std::byte* element(void* base, std::size_t i, DType t) { return static_cast<std::byte*>(base) + i * dtype_size(t); }
+inline const std::byte* element(const void* base, std::size_t i, DType t) {
+  return static_cast<const std::byte*>(base) + i * dtype_size(t);
+}
+
 // Conversions used by the half types and by tests.
 float bf16_to_float(std::uint16_t v);
 std::uint16_t float_to_bf16(float f);  // round to nearest even

@@ -21,6 +21,8 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   s.seed = std::uint32_t(o.integer("seed"));
   s.adamw.lr = float(o.number("lr"));
   s.save = o.text("save");
+  const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
+  s.precision = precisions[o.choice_index("precision")];
   s.load = o.text("load");
   const std::string problem = gpt_config_problem(s.model, T, ex::TpMode::plain);
   if (!problem.empty())
@@ -43,7 +45,8 @@ double held_out_loss(Gpt& model, const TextCorpus& corpus, const GptLabSettings&
 
 void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, const TextCorpus& corpus,
            const GptLabSettings& s, GptTrainingLog& log) {
-  AdamW opt(model.whole_params(), Device::cpu(), mem, s.adamw);
+  AdamW opt(model.whole_params(), Device::cpu(), mem, s.adamw);  // mixed precision: with the fp32 master
+  LossScaler scaler(s.precision);                                  // fp16 only; a fixed 1 otherwise
   const auto evaluate = [&](int step) {
     log.held_out_step.push_back(step);
     log.held_out_loss.push_back(held_out_loss(model, corpus, s));
@@ -53,8 +56,8 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   for (int step = 1; step <= s.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
-    const float loss = model.forward_backward(b.tokens.data(), b.targets.data());
-    opt.step(model.whole_params());
+    const float loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
+    scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);
@@ -66,6 +69,16 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
     }
   }
   log.train_seconds = seconds;
+  log.skipped_steps = scaler.skipped_steps();
+}
+
+void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& log) {
+  log.param_bytes = double(mem.peak(MemTag::param));
+  log.grad_bytes = double(mem.peak(MemTag::grad));
+  log.optimizer_bytes = double(mem.peak(MemTag::optimizer) + mem.peak(MemTag::master));
+  log.activation_bytes = double(mem.peak(MemTag::activation));
+  log.predicted_activation = gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain);
+  log.local_params = model.num_params();
 }
 
 // Rank 0 writes; every rank learns whether it could, so none waits for a file that failed.
@@ -102,11 +115,12 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   const TextCorpus corpus = TextCorpus::shipped(Vocab::chars);
   const GptLabSettings s = gpt_lab_settings(cfg, comm.size(), corpus);
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed);
+  Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed, Device::cpu(), {}, s.precision);
   if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
 
   GptTrainingLog log;
   train(comm, cfg, model, mem, corpus, s, log);
+  record_memory(mem, model, log);
   if (!s.save.empty()) save_checkpoint(comm, model, s);
   log.prompt = "The ring all-reduce ";
   log.sample = sample_text(model, comm, corpus, log.prompt, 80, 0.8f, s.seed);
@@ -114,6 +128,7 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   Report rep = start_report(comm, cfg, "gpt");
   describe_gpt_setup(rep, s, corpus, full_param_count(model));
   add_gpt_rows(rep, s, log);
+  add_gpt_memory_rows(rep, s, log);
   return rep;
 }
 

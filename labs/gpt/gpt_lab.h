@@ -29,6 +29,7 @@ struct GptLabSettings {
   int steps = 300, eval_every = 25;
   std::uint32_t seed = 1;  // initialization, batches and sampling
   std::string save, load;  // checkpoint paths; "" for none
+  DType precision = DType::f32;  // --precision: fp32, or bf16/fp16 mixed precision (labs/train/gpt.h)
   // eps 1e-5 as in the tensor-parallel lab (tp_lab.h): gradients that are rounding noise
   // (attention's K bias) must not become lr-sized steps that differ with T.
   kernels::AdamWConfig adamw{3e-3f, 0.9f, 0.95f, 1e-5f, 0.0f};
@@ -40,6 +41,10 @@ struct GptTrainingLog {
   std::vector<double> held_out_step, held_out_loss;  // step 0 = before training
   double train_seconds = 0;                          // the training steps only (rank 0's clock)
   std::string prompt, sample;                        // the sample continues the prompt
+  int skipped_steps = 0;                             // fp16: steps whose gradients overflowed
+  // Rank 0's peak bytes by tag, its parameter count (its slice) and its activation prediction.
+  double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, predicted_activation = 0;
+  std::size_t local_params = 0;
 };
 
 // The held-out batches every evaluation averages over: the same ones each time, so the
@@ -63,5 +68,6 @@ std::string printable_text(std::string_view bytes);
 // The report (gpt_report.cpp).
 void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& corpus, std::size_t params);
 void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log);
+void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log);
 
 }  // namespace dtl

@@ -6,6 +6,7 @@
 
 #include "labs/gpt/gpt_lab.h"
 #include "labs/gpt/loss_chart.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
@@ -68,7 +69,10 @@ void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& 
   rep.setup.push_back(text);
   std::snprintf(text, sizeof text, "b %d × s %d, %d AdamW steps, lr %g", c.batch, c.seq, s.steps, double(s.adamw.lr));
   rep.setup.push_back(text);
-  rep.setup.push_back("T = " + std::to_string(rep.ranks) + " (tensor parallel), fp32");
+  rep.setup.push_back("T = " + std::to_string(rep.ranks) + " (tensor parallel), " +
+                      (s.precision == DType::f32 ? std::string("fp32")
+                                                 : std::string(s.precision == DType::bf16 ? "bf16" : "fp16") +
+                                                       " mixed precision, fp32 master"));
   if (!s.load.empty()) rep.setup.push_back("from " + s.load);
   rep.add("params", "parameters", double(params), "");
   rep.config["text_sources"] = std::string(shipped_text_sources());
@@ -100,6 +104,25 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
                       " fixed batches, every " + std::to_string(s.eval_every) + " steps. Loss in nats per character.");
 }
 
+// Rank 0's model state against the bytes-per-parameter formula (seed 001: mixed-precision
+// AdamW keeps 2 + 2 + 12 = 16 B/param; fp32 4 + 4 + 8, also 16), and its activations
+// against gpt_activation_bytes (labs/train/gpt.h), which counts what the model stores.
+void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log) {
+  const double psi = double(log.local_params), esize = double(dtype_size(s.precision));
+  const std::string e = format_number(esize) + " B/param";
+  rep.check("memory.param_bytes", "param bytes, rank 0", log.param_bytes, esize * psi, "B").from(e);
+  rep.check("memory.grad_bytes", "grad bytes, rank 0", log.grad_bytes, esize * psi, "B").from(e);
+  rep.check("memory.optimizer_bytes", "optimizer bytes, rank 0", log.optimizer_bytes, (16 - 2 * esize) * psi, "B")
+      .from(s.precision == DType::f32 ? "8 B/param: m, v" : "12 B/param: master, m, v");
+  rep.add("memory.model_state_bytes_per_param", "model state bytes per parameter",
+          (log.param_bytes + log.grad_bytes + log.optimizer_bytes) / psi, "B/param")
+      .predict(16.0, s.precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
+  rep.check("memory.activation_bytes", "activation bytes, rank 0", log.activation_bytes, log.predicted_activation, "B")
+      .from("gpt_activation_bytes");
+  if (s.precision == DType::f16)
+    rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
+}
+
 LabInfo gpt_lab_info() {
   return {
       "gpt",
@@ -115,7 +138,9 @@ LabInfo gpt_lab_info() {
        {"eval-every", OptionKind::integer, "25", "steps between held-out evaluations", {}, 1, 1 << 20},
        {"seed", OptionKind::integer, "1", "initialization, batches and sampling", {}, 0, 1 << 30},
        {"save", OptionKind::path, "", "write the trained model here (safetensors, docs/checkpoints.md)", {}, 0, 0},
-       {"load", OptionKind::path, "", "start from this checkpoint (names and shapes must fit)", {}, 0, 0}},
+       {"load", OptionKind::path, "", "start from this checkpoint (names and shapes must fit)", {}, 0, 0},
+       {"precision", OptionKind::choice, "fp32",
+        "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},
       {},
       run_gpt_lab,
       nullptr,

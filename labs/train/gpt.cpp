@@ -19,9 +19,12 @@ struct Gpt::Block {
 };
 
 Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, Device device,
-         GptInit init)
+         GptInit init, DType precision)
     : c_(config), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
-      sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)) {
+      sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)),
+      precision_(precision) {
+  if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
+    throw UsageError("the GPT runs in fp32, or mixed precision with bf16 or fp16 parameters");
   if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
     throw UsageError("GPT on " + std::to_string(T_) + " tensor-parallel ranks: " + problem);
   rows_ = c_.rows();
@@ -35,10 +38,11 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
     ops_.linear_backward(X, W, dY, dX, dW, db ? db : db_scratch_.as<float>(), rows, in, out, accumulate);
   };
   build_table();
-  params_ = Tensor(mem, {std::int64_t(num_params())}, DType::f32, MemTag::param, device);
-  grads_ = Tensor(mem, {std::int64_t(num_params())}, DType::f32, MemTag::grad, device);
+  params_ = Tensor(mem, {std::int64_t(num_params())}, precision_, MemTag::param, device);
+  grads_ = Tensor(mem, {std::int64_t(num_params())}, precision_, MemTag::grad, device);
   initialize(seed, init);
   allocate();
+  allocate_windows();
   if (Trace* trace = tp_.comm.trace())
     for (int i = 0; i < c_.layers; ++i) {
       fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i)));
@@ -71,7 +75,7 @@ void Gpt::allocate() {
   dqkv_ = work(R * qkv), dattn_ = work(R * attn), dfc_act_ = work(R * fc), dfc_pre_ = work(R * fc);
   zero_bias_ = work(std::max<std::int64_t>(4 * h, Vl)), db_scratch_ = work(std::max<std::int64_t>(4 * h, Vl));
   ops_.zero(zero_bias_.as<float>(), zero_bias_.numel());
-  if (sp_) sp_pack_ = work(std::int64_t(sequence_partial_numel()));
+  if (sp_) sp_pack_ = Tensor(mem_, {std::int64_t(sequence_partial_numel())}, precision_, MemTag::other, dev);
 }
 
 ex::TpLinear Gpt::linear(int block, int weight_index) {
@@ -258,10 +262,12 @@ void Gpt::head_backward() {
 // ---- the step ------------------------------------------------------------------------
 
 float Gpt::run_forward(const int* tokens, const int* targets) {
+  widen_edges();
   embed_forward(tokens);
   Trace* trace = tp_.comm.trace();
   for (int i = 0; i < c_.layers; ++i) {
     ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? fwd_labels_[std::size_t(i)] : 0);
+    widen_block(i);
     block_forward(i);
   }
   return head_forward(targets);
@@ -269,16 +275,22 @@ float Gpt::run_forward(const int* tokens, const int* targets) {
 
 float Gpt::forward(const int* tokens, const int* targets) { return run_forward(tokens, targets); }
 
-float Gpt::forward_backward(const int* tokens, const int* targets) {
-  ops_.zero(grads(), num_params());
+float Gpt::forward_backward(const int* tokens, const int* targets, float loss_scale) {
+  // fp32 accumulates into the zeroed buffer; mixed precision writes every layer's rounded
+  // gradients once (each window is zeroed before its layer's backward).
+  if (!mixed()) ops_.zero(grads(), num_params());
   const float loss = run_forward(tokens, targets);
+  if (loss_scale != 1.0f) ops_.scale(loss_scale, dlogits_.as<float>(), dlogits_.numel());
   head_backward();
   Trace* trace = tp_.comm.trace();
   for (int i = c_.layers - 1; i >= 0; --i) {
     ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
+    begin_block_backward(i);
     block_backward(i);
+    narrow_block_grads(i);
   }
   embed_backward(tokens);
+  narrow_edge_grads();
   all_reduce_sequence_partial_grads();
   return loss;
 }

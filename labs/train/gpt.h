@@ -26,6 +26,15 @@
 // gathers ln_1's and ln_2's outputs again (Megatron's choice: memory over one more gather),
 // and the replicated tensors that saw only this rank's rows (LayerNorms, wpe) get their
 // gradients summed by one all-reduce after backward. T = 1 never communicates.
+//
+// Precision: fp32, or mixed (bf16/f16 parameters and gradients, 2 + 2 bytes per parameter,
+// the optimizer's fp32 master, m and v: 2 + 2 + 12 = 16 B/param, Micikevicius et al. 2018).
+// Mixed precision computes in fp32 as the MLP does (labs/train/mlp.h): before a block runs,
+// its parameters are widened into an fp32 window; after its backward, its fp32 gradients
+// are rounded once into the 16-bit buffer. The embeddings and ln_f are used at both ends of
+// the step (the tied head needs wte after the last block), so their window stays for the
+// whole step and wte's gradient — embedding plus head — is summed in fp32 before rounding.
+// Activations stay fp32. The sequence-parallel gradient all-reduce runs in the 16-bit type.
 #pragma once
 
 #include <cstdint>
@@ -97,8 +106,9 @@ class Gpt {
   // Throws UsageError for a config gpt_config_problem rejects. On a GPU (Device::cuda) every
   // op runs there but the cross-entropy, on the host (head_forward); tokens and targets
   // stay host arrays.
+  // `precision`: f32, or bf16/f16 for mixed precision (above).
   Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed,
-      Device device = Device::cpu(), GptInit init = {});
+      Device device = Device::cpu(), GptInit init = {}, DType precision = DType::f32);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -107,22 +117,25 @@ class Gpt {
   int tp_size() const { return T_; }
   int tp_rank() const { return rank_; }
   bool sequence_parallel() const { return sp_; }
+  DType precision() const { return precision_; }
   int local_rows() const { return rows_local_; }  // rows of the residual stream on this rank
 
-  // The flat buffers (fp32) and their table of named tensors, in GPT-2's order.
+  // The flat buffers (elements of precision()) and their table of named tensors, in GPT-2's order.
   const std::vector<GptTensor>& tensors() const { return tensors_; }
   const GptTensor& tensor(std::string_view name) const;  // Error naming it if absent
   const ParamLayout& layout() const { return layout_; }  // layers: 0 embeddings, 1..L blocks, L+1 ln_f
   std::size_t num_params() const { return layout_.numel(); }
-  float* params() { return params_.as<float>(); }
-  float* grads() { return grads_.as<float>(); }
-  const float* params() const { return params_.as<float>(); }
-  const float* grads() const { return grads_.as<float>(); }
-  ParamSlice whole_params() { return {params_.data(), grads_.data(), num_params(), DType::f32}; }
+  // As floats: fp32 only (Error in mixed precision: use whole_params() or full_tensor()).
+  float* params();
+  float* grads();
+  const float* params() const;
+  const float* grads() const;
+  ParamSlice whole_params() { return {params_.data(), grads_.data(), num_params(), precision_}; }
 
   // tokens and targets: R = S·B token ids each, row = s·B + b, on the host.
-  // forward_backward zeroes the gradients, fills them and returns the mean loss.
-  float forward_backward(const int* tokens, const int* targets);
+  // forward_backward zeroes the gradients, fills them and returns the mean loss. The
+  // gradients are of loss_scale × loss (f16's loss scaling: LossScaler, optimizer.h).
+  float forward_backward(const int* tokens, const int* targets, float loss_scale = 1.0f);
   float forward(const int* tokens, const int* targets);
 
   // The logits of the last forward, [R × V/T]: vocabulary entries [vocab_begin, +V/T).
@@ -155,8 +168,23 @@ class Gpt {
   std::size_t full_index(const GptTensor& t, int rank, std::size_t local) const;
   void allocate();
   bool tp_active() const { return T_ > 1; }
-  float* param(std::size_t index) { return params() + tensors_[index].range.begin; }
-  float* grad(std::size_t index) { return grads() + tensors_[index].range.begin; }
+  bool mixed() const { return precision_ != DType::f32; }
+  int layer_of(std::size_t index) const {  // the layout's layer of tensor `index`
+    if (index < 2) return 0;
+    return index >= lnf_index() ? c_.layers + 1 : 1 + int((index - 2) / kBlockParams);
+  }
+  // Tensor `index` as fp32: in the flat buffers, or (mixed precision) in its layer's window.
+  float* param(std::size_t index);
+  float* grad(std::size_t index);
+  // Mixed precision's windows (gpt_precision.cpp); each does nothing in fp32.
+  void allocate_windows();
+  void widen_edges();                // embeddings and ln_f, for the whole step; their gradients zeroed
+  void widen_block(int i);           // block i's parameters
+  void begin_block_backward(int i);  // widen_block, and block i's fp32 gradients zeroed
+  void narrow_block_grads(int i);    // block i's fp32 gradients rounded into the 16-bit buffer
+  void narrow_edge_grads();
+  void store_floats(Range r, const float* values);  // elements r of the parameters, from fp32
+  std::vector<float> load_floats(Range r, GptBuffer which) const;  // and back, on the host
   std::size_t block_tensor(int block, int which) const {
     return 2 + std::size_t(block) * kBlockParams + std::size_t(which);
   }
@@ -184,7 +212,11 @@ class Gpt {
   ex::LinearMath math_;
   std::vector<GptTensor> tensors_;
   ParamLayout layout_;
+  DType precision_ = DType::f32;
   Tensor params_, grads_;
+  // Mixed precision (MemTag::other): layers 0 and L+1 in fp32 for the step, then one block.
+  Tensor edge_w_, edge_g_, block_w_, block_g_;
+  int widened_block_ = -1;
   std::vector<Tensor> resid_;  // the residual stream entering block i (i = L: entering ln_f), [Rl × h]
   std::vector<Block> blocks_;
   Tensor lnf_out_, lnf_mean_, lnf_rstd_, logits_, dlogits_;

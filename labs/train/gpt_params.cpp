@@ -131,25 +131,22 @@ void Gpt::initialize(std::uint32_t seed, const GptInit& init) {
       p[g.range.begin + i] = float(base + noise);
     }
   }
-  copy_bytes(params(), p.data(), p.size() * sizeof(float));
+  store_floats({0, num_params()}, p.data());  // rounded to the model's precision
 }
 
 std::vector<float> Gpt::full_tensor(std::string_view name, GptBuffer which) {
   const GptTensor& t = tensor(name);
-  const float* src = (which == GptBuffer::params ? params() : grads()) + t.range.begin;
+  const std::vector<float> local = load_floats(t.range, which);
   const std::size_t n = t.range.size();
   std::size_t full_n = 1;
   for (std::int64_t d : t.full_shape) full_n *= std::size_t(d);
+  if (t.split == GptSplit::replicated) return local;
   std::vector<float> full(full_n);
-  if (t.split == GptSplit::replicated) {
-    copy_bytes(full.data(), src, n * sizeof(float));
-    return full;
-  }
   std::vector<float> gathered(n * std::size_t(T_));
   if (tp_active())
-    tp_.comm.all_gather(src, gathered.data(), n, DType::f32);
+    tp_.comm.all_gather(local.data(), gathered.data(), n, DType::f32);
   else
-    copy_bytes(gathered.data(), src, n * sizeof(float));
+    gathered = local;
   for (int q = 0; q < T_; ++q)
     for (std::size_t i = 0; i < n; ++i) full[full_index(t, q, i)] = gathered[std::size_t(q) * n + i];
   return full;
@@ -162,8 +159,9 @@ void Gpt::set_full_tensor(std::string_view name, const std::vector<float>& full)
   if (full.size() != full_n)
     throw Error("set_full_tensor(\"" + t.name + "\"): " + std::to_string(full.size()) + " values, the tensor has " +
                 std::to_string(full_n));
-  float* dst = params() + t.range.begin;
-  for (std::size_t i = 0; i < t.range.size(); ++i) dst[i] = full[full_index(t, rank_, i)];
+  std::vector<float> mine(t.range.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = full[full_index(t, rank_, i)];
+  store_floats(t.range, mine.data());
 }
 
 std::vector<std::string> Gpt::sequence_partial_tensors() const {
@@ -182,20 +180,23 @@ std::size_t Gpt::sequence_partial_numel() const {
 }
 
 void Gpt::all_reduce_sequence_partial_grads() {
-  // One all-reduce for all of them: packed, summed, unpacked.
+  // One all-reduce for all of them, in the gradients' own type: packed, summed, unpacked.
   if (!sp_) return;
-  float* pack = sp_pack_.as<float>();
+  void* pack = sp_pack_.data();
+  const std::size_t element_bytes = dtype_size(precision_);
   std::size_t at = 0;
   for (const GptTensor& t : tensors_)
     if (t.sequence_partial) {
-      copy_bytes(pack + at, grads() + t.range.begin, t.range.size() * sizeof(float));
+      copy_bytes(element(pack, at, precision_), element(grads_.data(), t.range.begin, precision_),
+                 t.range.size() * element_bytes);
       at += t.range.size();
     }
-  tp_.comm.all_reduce(pack, pack, at, DType::f32, ReduceOp::sum);
+  tp_.comm.all_reduce(pack, pack, at, precision_, ReduceOp::sum);
   at = 0;
   for (const GptTensor& t : tensors_)
     if (t.sequence_partial) {
-      copy_bytes(grads() + t.range.begin, pack + at, t.range.size() * sizeof(float));
+      copy_bytes(element(grads_.data(), t.range.begin, precision_), element(pack, at, precision_),
+                 t.range.size() * element_bytes);
       at += t.range.size();
     }
 }

@@ -11,8 +11,6 @@ namespace dtl {
 
 namespace {
 
-std::byte* element(void* base, std::size_t index, DType t) { return static_cast<std::byte*>(base) + index * dtype_size(t); }
-
 void validate(const MlpShape& s, DType precision, const LayerSpan& span) {
   if (s.layers < 1 || s.in < 1 || s.width < 1 || s.out < 1)
     throw UsageError("the MLP needs at least one layer and positive widths");

@@ -12,10 +12,6 @@ constexpr std::size_t kChunk = std::size_t(1) << 16;  // elements widened at a t
 constexpr float kInitialF16Scale = 65536.0f;          // 2^16
 constexpr int kGrowthInterval = 2000;
 
-std::byte* element(void* base, std::size_t i, DType t) { return static_cast<std::byte*>(base) + i * dtype_size(t); }
-const std::byte* element(const void* base, std::size_t i, DType t) {
-  return static_cast<const std::byte*>(base) + i * dtype_size(t);
-}
 
 }  // namespace
 
