@@ -24,7 +24,8 @@ namespace {
 
 const GptConfig kConfig{.vocab = 16, .seq = 8, .hidden = 16, .heads = 4, .layers = 2, .batch = 2};
 const GptInit kInit{.std = 0.2f, .perturb_all = true};
-using Named = std::map<std::string, std::vector<float>>;
+using test::Named;
+using test::worst_relative;
 
 struct Result {
   float loss = 0;
@@ -69,21 +70,6 @@ Result run_fp32(const Named& weights) {
     for (const GptTensor& t : model.tensors()) r.grads[t.name] = model.full_tensor(t.name, GptBuffer::grads);
   });
   return r;
-}
-
-// Largest |a − b| of a tensor relative to the largest |b| of it, over all tensors; names the worst.
-double worst_relative(const Named& got, const Named& want, std::string& worst_name) {
-  double worst = 0;
-  for (const auto& [name, w] : want) {
-    const std::vector<float>& g = got.at(name);
-    double diff = 0, scale = 1e-12;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      diff = std::max(diff, std::fabs(double(g[i]) - double(w[i])));
-      scale = std::max(scale, std::fabs(double(w[i])));
-    }
-    if (diff / scale >= worst) worst = diff / scale, worst_name = name;
-  }
-  return worst;
 }
 
 // The unit roundoff u of the 16-bit type (2^-8 for bf16's 8-bit significand, 2^-11 for

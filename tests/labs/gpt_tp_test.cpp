@@ -28,7 +28,8 @@ const GptInit kInit{.std = 0.2f, .perturb_all = true};
 
 using dtl::test::random_tokens;
 
-using Named = std::map<std::string, std::vector<float>>;
+using test::Named;
+using test::worst_relative;
 
 struct TpRun {
   float loss = 0;
@@ -60,21 +61,6 @@ TpRun run(int T, ex::TpMode mode) {
     if (comm.rank() == 0) result = {loss, std::move(grads), std::move(params)};
   });
   return result;
-}
-
-// Largest |a − b| over all tensors, relative to the largest |b| of that tensor; names the worst.
-double worst_relative(const Named& got, const Named& want, std::string& worst_name) {
-  double worst = 0;
-  for (const auto& [name, w] : want) {
-    const std::vector<float>& g = got.at(name);
-    double diff = 0, scale = 1e-12;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      diff = std::max(diff, std::fabs(double(g[i]) - double(w[i])));
-      scale = std::max(scale, std::fabs(double(w[i])));
-    }
-    if (diff / scale >= worst) worst = diff / scale, worst_name = name;
-  }
-  return worst;
 }
 
 const char* mode_name(ex::TpMode m) { return m == ex::TpMode::sequence_parallel ? "sequence-parallel" : "plain"; }
