@@ -13,20 +13,16 @@ namespace {
 constexpr float kLayerNormEps = 1e-5f;
 }
 
-// What one block's forward keeps for its backward (MemTag::activation; shapes in allocate()).
-struct Gpt::Block {
-  Tensor ln1_out, ln1_mean, ln1_rstd, qkv, probs, attn_out, resid_mid, ln2_out, ln2_mean, ln2_rstd, fc_pre, fc_act;
-};
-
 Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, Device device,
-         GptInit init, DType precision)
-    : c_(config), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
+         GptInit init, DType precision, GptSpan span)
+    : c_(config), span_(span), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
       sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)),
       precision_(precision) {
   if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
     throw UsageError("the GPT runs in fp32, or mixed precision with bf16 or fp16 parameters");
   if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
     throw UsageError("GPT on " + std::to_string(T_) + " tensor-parallel ranks: " + problem);
+  check_span();  // fills in span_.last
   rows_ = c_.rows();
   rows_local_ = sp_ ? rows_ / T_ : rows_;
   // The exercises' LinearMath on this device; a rank without the bias multiplies with zeros.
@@ -41,7 +37,7 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
   params_ = Tensor(mem, {std::int64_t(num_params())}, precision_, MemTag::param, device);
   grads_ = Tensor(mem, {std::int64_t(num_params())}, precision_, MemTag::grad, device);
   initialize(seed, init);
-  allocate();
+  allocate_workspace();
   allocate_windows();
   if (Trace* trace = tp_.comm.trace())
     for (int i = 0; i < c_.layers; ++i) {
@@ -52,24 +48,13 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
 
 Gpt::~Gpt() = default;
 
-void Gpt::allocate() {
+// The workspace every forward and backward shares (MemTag::other): full-row buffers for f
+// and g, the backward's gradients, a zero bias. The activations: make_activations().
+void Gpt::allocate_workspace() {
   const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
   const std::int64_t qkv = 3 * h / T, attn = h / T, fc = 4 * h / T, Vl = vocab_local();
   const Device dev = ops_.device();
-  const auto act = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::activation, dev); };
   const auto work = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::other, dev); };
-  for (int i = 0; i <= c_.layers; ++i) resid_.push_back(act(Rl * h));
-  for (int i = 0; i < c_.layers; ++i) {
-    Block b;
-    b.ln1_out = act(Rl * h), b.ln1_mean = act(Rl), b.ln1_rstd = act(Rl);
-    b.qkv = act(R * qkv), b.probs = act(std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq);
-    b.attn_out = act(R * attn), b.resid_mid = act(Rl * h);
-    b.ln2_out = act(Rl * h), b.ln2_mean = act(Rl), b.ln2_rstd = act(Rl);
-    b.fc_pre = act(R * fc), b.fc_act = act(R * fc);
-    blocks_.push_back(std::move(b));
-  }
-  lnf_out_ = act(Rl * h), lnf_mean_ = act(Rl), lnf_rstd_ = act(Rl);
-  logits_ = act(R * Vl), dlogits_ = act(R * Vl);
   full_x_ = work(R * h), full_scratch_ = work(R * h), y_ = work(Rl * h);
   dresid_ = work(Rl * h), dln_ = work(Rl * h);
   dqkv_ = work(R * qkv), dattn_ = work(R * attn), dfc_act_ = work(R * fc), dfc_pre_ = work(R * fc);
@@ -130,15 +115,15 @@ void Gpt::row_backward(const ex::TpLinear& l, const float* x, const float* dy, f
 
 // ---- embedding: vocab-parallel wte, then wpe on this rank's rows --------------------
 
-void Gpt::embed_forward(const int* tokens) {
+void Gpt::embed_forward(const int* tokens, GptActivations& a) {
   const int h = c_.hidden;
-  float* x0 = resid_[0].as<float>();
+  float* x0 = a.resid[0].as<float>();
   if (tp_active()) {  // each rank looks up the tokens it owns (zeros for the rest); g sums them
     float* partial = full_scratch_.as<float>();
-    ops_.embedding_forward(tokens, param(kWte), vocab_begin(), vocab_local(), partial, rows_, h);
+    ops_.embedding_forward(tokens, param(wte_), vocab_begin(), vocab_local(), partial, rows_, h);
     ex::g_forward(tp_, partial, x0, std::size_t(rows_) * std::size_t(h));
   } else {
-    ops_.embedding_forward(tokens, param(kWte), 0, c_.vocab, x0, rows_, h);
+    ops_.embedding_forward(tokens, param(wte_), 0, c_.vocab, x0, rows_, h);
   }
   const int first_row = sp_ ? rank_ * rows_local_ : 0;
   for (int j = 0; j < rows_local_; ++j) {  // row = s·B + b: position s = row / B
@@ -158,17 +143,18 @@ void Gpt::embed_backward(const int* tokens) {
   }
   const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
   const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
-  ops_.embedding_backward(tokens, d_all, grad(kWte), vocab_begin(), vocab_local(), rows_, h);
+  ops_.embedding_backward(tokens, d_all, grad(wte_), vocab_begin(), vocab_local(), rows_, h);
 }
 
 // ---- one pre-LayerNorm block ------------------------------------------------------
 
-void Gpt::block_forward(int i) {
-  Block& a = blocks_[std::size_t(i)];
+void Gpt::block_forward(int i, GptActivations& acts) {
+  const std::size_t k = std::size_t(i - span_.first);  // its slot in the stage
+  GptBlockActivations& a = acts.blocks[k];
   const int h = c_.hidden;
   const std::size_t local_n = std::size_t(rows_local_) * std::size_t(h);
   const auto p = [&](int which) { return param(block_tensor(i, which)); };
-  const float* x = resid_[std::size_t(i)].as<float>();
+  const float* x = acts.resid[k].as<float>();
   ops_.layernorm_forward(x, p(ln1_w), p(ln1_b), a.ln1_out.as<float>(), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
                          rows_local_, h, kLayerNormEps);
   column_forward(linear(i, attn_w), a.ln1_out.as<float>(), a.qkv.as<float>());
@@ -183,14 +169,15 @@ void Gpt::block_forward(int i) {
   column_forward(linear(i, fc_w), a.ln2_out.as<float>(), a.fc_pre.as<float>());
   ops_.gelu_forward(a.fc_pre.as<float>(), a.fc_act.as<float>(), a.fc_act.numel());
   row_forward(linear(i, mlp_proj_w), a.fc_act.as<float>(), y_.as<float>());
-  float* out = resid_[std::size_t(i) + 1].as<float>();
+  float* out = acts.resid[k + 1].as<float>();
   copy_bytes(out, a.resid_mid.data(), local_n * sizeof(float));
   ops_.axpy(1.0f, y_.as<float>(), out, local_n);  // x += mlp(ln_2(x))
 }
 
 // On entry dresid_ holds dL/d(block output); on return dL/d(block input).
-void Gpt::block_backward(int i) {
-  Block& a = blocks_[std::size_t(i)];
+void Gpt::block_backward(int i, GptActivations& acts) {
+  const std::size_t k = std::size_t(i - span_.first);
+  GptBlockActivations& a = acts.blocks[k];
   const int h = c_.hidden;
   const auto p = [&](int which) { return param(block_tensor(i, which)); };
   const auto g = [&](int which) { return grad(block_tensor(i, which)); };
@@ -206,21 +193,21 @@ void Gpt::block_backward(int i) {
   const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
   ops_.attention_backward(a.qkv.as<float>(), a.probs.as<float>(), dattn_.as<float>(), dqkv_.as<float>(), shape);
   column_backward(linear(i, attn_w), a.ln1_out.as<float>(), dqkv_.as<float>(), dln_.as<float>());
-  ops_.layernorm_backward(resid_[std::size_t(i)].as<float>(), p(ln1_w), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
+  ops_.layernorm_backward(acts.resid[k].as<float>(), p(ln1_w), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
                           dln_.as<float>(), d, g(ln1_w), g(ln1_b), rows_local_, h);
 }
 
 // ---- ln_f, the tied LM head and the vocab-parallel cross-entropy --------------------
 
-float Gpt::head_forward(const int* targets) {
+float Gpt::head_forward(const int* targets, GptActivations& a) {
   const int h = c_.hidden, lnf = int(lnf_index());
-  ops_.layernorm_forward(resid_.back().as<float>(), param(std::size_t(lnf)), param(std::size_t(lnf) + 1),
-                         lnf_out_.as<float>(), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), rows_local_, h,
+  ops_.layernorm_forward(a.resid.back().as<float>(), param(std::size_t(lnf)), param(std::size_t(lnf) + 1),
+                         a.lnf_out.as<float>(), a.lnf_mean.as<float>(), a.lnf_rstd.as<float>(), rows_local_, h,
                          kLayerNormEps);
-  const float* x = lnf_out_.as<float>();
+  const float* x = a.lnf_out.as<float>();
   if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
   // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
-  ops_.linear_forward(x, param(kWte), zero_bias_.as<float>(), logits_.as<float>(), rows_, h, vocab_local());
+  ops_.linear_forward(x, param(wte_), zero_bias_.as<float>(), a.logits.as<float>(), rows_, h, vocab_local());
   // The cross-entropy runs on the host (targets are host ids, and the vocab-parallel one is
   // the learner's host code): on a GPU the logits come over and dlogits go back, R·V/T
   // floats each way per step.
@@ -229,25 +216,25 @@ float Gpt::head_forward(const int* targets) {
   if (!on_host) {
     host_logits_.resize(n);
     host_dlogits_.resize(n);
-    copy_bytes(host_logits_.data(), logits_.data(), n * sizeof(float));  // waits for the LM head
+    copy_bytes(host_logits_.data(), a.logits.data(), n * sizeof(float));  // waits for the LM head
   }
-  const float* logits = on_host ? logits_.as<float>() : host_logits_.data();
-  float* dlogits = on_host ? dlogits_.as<float>() : host_dlogits_.data();
+  const float* logits = on_host ? a.logits.as<float>() : host_logits_.data();
+  float* dlogits = on_host ? a.dlogits.as<float>() : host_dlogits_.data();
   const float loss = tp_active() ? ex::vocab_parallel_cross_entropy(tp_.comm, logits, targets, rows_, vocab_local(),
                                                                     vocab_begin(), dlogits)
                                  : kernels::softmax_cross_entropy(logits, targets, dlogits, rows_, c_.vocab);
-  if (!on_host) copy_bytes(dlogits_.data(), host_dlogits_.data(), n * sizeof(float));
+  if (!on_host) copy_bytes(a.dlogits.data(), host_dlogits_.data(), n * sizeof(float));
   return loss;
 }
 
 // Right after head_forward: its input (ln_f's output over all rows) is still in place.
-void Gpt::head_backward() {
+void Gpt::head_backward(GptActivations& a) {
   const int h = c_.hidden;
   const std::size_t lnf = lnf_index();
-  const float* x = sp_ ? full_x_.as<float>() : lnf_out_.as<float>();
+  const float* x = sp_ ? full_x_.as<float>() : a.lnf_out.as<float>();
   float* dx_all = full_scratch_.as<float>();
   // dx = dlogits·wte_local (a partial sum over the vocabulary), dwte_local += dlogitsᵀ·x.
-  ops_.linear_backward(x, param(kWte), dlogits_.as<float>(), dx_all, grad(kWte), db_scratch_.as<float>(), rows_, h,
+  ops_.linear_backward(x, param(wte_), a.dlogits.as<float>(), dx_all, grad(wte_), db_scratch_.as<float>(), rows_, h,
                        vocab_local(), true);
   const float* dln = dx_all;
   if (tp_active()) {
@@ -255,22 +242,39 @@ void Gpt::head_backward() {
     dln = dln_.as<float>();
   }
   ops_.zero(dresid_.as<float>(), dresid_.numel());
-  ops_.layernorm_backward(resid_.back().as<float>(), param(lnf), lnf_mean_.as<float>(), lnf_rstd_.as<float>(), dln,
+  ops_.layernorm_backward(a.resid.back().as<float>(), param(lnf), a.lnf_mean.as<float>(), a.lnf_rstd.as<float>(), dln,
                           dresid_.as<float>(), grad(lnf), grad(lnf + 1), rows_local_, h);
 }
 
 // ---- the step ------------------------------------------------------------------------
 
 float Gpt::run_forward(const int* tokens, const int* targets) {
+  if (!whole()) throw Error("Gpt: forward and forward_backward run the whole model; a pipeline stage runs forward_stage");
+  if (own_.resid.empty()) own_ = make_activations();
   widen_edges();
-  embed_forward(tokens);
+  embed_forward(tokens, own_);
+  forward_blocks(own_);
+  return head_forward(targets, own_);
+}
+
+void Gpt::forward_blocks(GptActivations& a) {
   Trace* trace = tp_.comm.trace();
-  for (int i = 0; i < c_.layers; ++i) {
+  for (int i = span_.first; i <= span_.last; ++i) {
     ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? fwd_labels_[std::size_t(i)] : 0);
     widen_block(i);
-    block_forward(i);
+    block_forward(i, a);
   }
-  return head_forward(targets);
+}
+
+// On entry dresid_ holds dL/d(the last held block's output); on return dL/d(the first's input).
+void Gpt::backward_blocks(GptActivations& a) {
+  Trace* trace = tp_.comm.trace();
+  for (int i = span_.last; i >= span_.first; --i) {
+    ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
+    begin_block_backward(i);
+    block_backward(i, a);
+    narrow_block_grads(i);
+  }
 }
 
 float Gpt::forward(const int* tokens, const int* targets) { return run_forward(tokens, targets); }
@@ -280,15 +284,9 @@ float Gpt::forward_backward(const int* tokens, const int* targets, float loss_sc
   // gradients once (each window is zeroed before its layer's backward).
   if (!mixed()) ops_.zero(grads(), num_params());
   const float loss = run_forward(tokens, targets);
-  if (loss_scale != 1.0f) ops_.scale(loss_scale, dlogits_.as<float>(), dlogits_.numel());
-  head_backward();
-  Trace* trace = tp_.comm.trace();
-  for (int i = c_.layers - 1; i >= 0; --i) {
-    ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
-    begin_block_backward(i);
-    block_backward(i);
-    narrow_block_grads(i);
-  }
+  if (loss_scale != 1.0f) ops_.scale(loss_scale, own_.dlogits.as<float>(), own_.dlogits.numel());
+  head_backward(own_);
+  backward_blocks(own_);
   embed_backward(tokens);
   narrow_edge_grads();
   all_reduce_sequence_partial_grads();

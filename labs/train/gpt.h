@@ -35,6 +35,13 @@
 // the step (the tied head needs wte after the last block), so their window stays for the
 // whole step and wte's gradient — embedding plus head — is summed in fp32 before rounding.
 // Activations stay fp32. The sequence-parallel gradient all-reduce runs in the 16-bit type.
+//
+// Pipeline stages (the grid lab, gpt_stage.cpp): a GptSpan makes the model hold blocks
+// first..last only, the embeddings on the first stage, ln_f and the LM head on the last.
+// The head is tied to wte, so a last stage without the embeddings keeps its own copy of
+// wte, drawn identical (Megatron-LM's "word embeddings" on the last stage); whoever runs
+// the pipeline sums the two copies' gradients (the grid lab's embedding group). Each
+// micro-batch in flight has its own GptActivations; forward_stage / backward_stage run one.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +84,14 @@ struct GptTensor {
   // Under sequence parallelism its gradient here covers only this rank's rows: the
   // all-reduce after backward sums it (LayerNorm weights and biases, wpe).
   bool sequence_partial = false;
+  std::size_t id = 0;  // its index in the whole model's table: which random stream initializes it
+};
+
+// The part of the model one pipeline stage holds (see the top of this file); the default
+// is the whole model. last = -1: through the last block.
+struct GptSpan {
+  int first = 0, last = -1;
+  bool embedding = true, head = true;  // wte and wpe; ln_f and the tied head (with wte)
 };
 
 enum class GptBuffer { params, grads };
@@ -99,21 +114,41 @@ struct GptInit {
 //            + 2·R·V/T       logits and their gradient (vocab-parallel)
 // times 4 bytes (fp32). Only the first group shrinks with sequence parallelism: it is
 // Korthikanti et al.'s 10·sbh of the LayerNorm/residual region becoming 10·sbh/t.
-double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode);
+// For a pipeline stage (span): its blocks, and the final group only on the stage with the
+// head; a stage without it keeps its output instead, Rl·h.
+double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {});
+
+// What one block's forward keeps for its backward (MemTag::activation; shapes in
+// make_activations(), gpt_stage.cpp).
+struct GptBlockActivations {
+  Tensor ln1_out, ln1_mean, ln1_rstd, qkv, probs, attn_out, resid_mid, ln2_out, ln2_mean, ln2_rstd, fc_pre, fc_act;
+};
+
+// One micro-batch's activations: the residual stream entering each held block (resid[k]:
+// block first + k; resid.back(): the stage's output, or ln_f's input), the blocks', and on
+// the stage with the head ln_f's output and statistics, the logits and their gradient.
+struct GptActivations {
+  std::vector<Tensor> resid;
+  std::vector<GptBlockActivations> blocks;
+  Tensor lnf_out, lnf_mean, lnf_rstd, logits, dlogits;
+};
 
 class Gpt {
  public:
   // Throws UsageError for a config gpt_config_problem rejects. On a GPU (Device::cuda) every
   // op runs there but the cross-entropy, on the host (head_forward); tokens and targets
   // stay host arrays.
-  // `precision`: f32, or bf16/f16 for mixed precision (above).
+  // `precision`: f32, or bf16/f16 for mixed precision (above). `span`: a pipeline stage's
+  // part (fp32 and without sequence parallelism unless it is the whole model).
   Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed,
-      Device device = Device::cpu(), GptInit init = {}, DType precision = DType::f32);
+      Device device = Device::cpu(), GptInit init = {}, DType precision = DType::f32, GptSpan span = {});
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
   const GptConfig& config() const { return c_; }
+  const GptSpan& span() const { return span_; }  // last filled in
+  int held_blocks() const { return span_.last - span_.first + 1; }
   int tp_size() const { return T_; }
   int tp_rank() const { return rank_; }
   bool sequence_parallel() const { return sp_; }
@@ -123,7 +158,9 @@ class Gpt {
   // The flat buffers (elements of precision()) and their table of named tensors, in GPT-2's order.
   const std::vector<GptTensor>& tensors() const { return tensors_; }
   const GptTensor& tensor(std::string_view name) const;  // Error naming it if absent
-  const ParamLayout& layout() const { return layout_; }  // layers: 0 embeddings, 1..L blocks, L+1 ln_f
+  // Layers: 0 embeddings, 1..L blocks, L+1 ln_f (and a head stage's copy of wte); a stage
+  // holds a sub-range, keeping the numbers.
+  const ParamLayout& layout() const { return layout_; }
   std::size_t num_params() const { return layout_.numel(); }
   // As floats: fp32 only (Error in mixed precision: use whole_params() or full_tensor()).
   float* params();
@@ -138,8 +175,26 @@ class Gpt {
   float forward_backward(const int* tokens, const int* targets, float loss_scale = 1.0f);
   float forward(const int* tokens, const int* targets);
 
+  // As a pipeline stage (forward_backward and forward need the whole model). Activations
+  // for one micro-batch of config().rows() rows, kept until its backward.
+  GptActivations make_activations();
+  // Forward of one micro-batch through the held part: the first stage embeds `tokens`, the
+  // others start from `x`, the previous stage's output [rows × h]. Returns the stage's
+  // output (a.resid.back()), or on the head's stage nullptr after ln_f, the head and the
+  // loss over `targets` (into *loss), whose gradient it scales by `loss_scale` (the
+  // micro-batch's share of the global mean).
+  const float* forward_stage(const int* tokens, const float* x, const int* targets, GptActivations& a, float* loss,
+                             float loss_scale);
+  // Its backward: from `dy` = dL/d(output) (ignored on the head's stage: from its loss),
+  // adding to the gradients; `tokens` again on the first stage. Returns dL/dx of the
+  // stage's input [rows × h] (nullptr on the first stage), valid until the next call.
+  const float* backward_stage(const int* tokens, const float* dy, GptActivations& a);
+  void zero_grads();
+  // The index in tensors() of wte (the embedding's, or the head's copy), or npos if not held.
+  std::size_t wte_index() const { return wte_; }
+
   // The logits of the last forward, [R × V/T]: vocabulary entries [vocab_begin, +V/T).
-  const float* logits() const { return logits_.as<float>(); }
+  const float* logits() const { return own_.logits.as<float>(); }
   int vocab_local() const { return c_.vocab / T_; }
   int vocab_begin() const { return rank_ * vocab_local(); }
 
@@ -155,14 +210,18 @@ class Gpt {
   std::size_t sequence_partial_numel() const;
 
  private:
-  struct Block;  // one block's activations (gpt.cpp)
-  // The table: wte, wpe, then each block's tensors in this order, then ln_f's weight and bias.
+  // The table: wte, wpe, then each block's tensors in this order, then ln_f's weight and
+  // bias. A stage's table holds its part in the same order (a head stage without the
+  // embeddings: its copy of wte after ln_f).
   enum BlockParam : int {
     ln1_w, ln1_b, attn_w, attn_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, mlp_proj_w, mlp_proj_b,
     kBlockParams
   };
-  static constexpr std::size_t kWte = 0, kWpe = 1;
-  std::size_t lnf_index() const { return 2 + std::size_t(c_.layers) * kBlockParams; }
+  static constexpr std::size_t kWpe = 1, kNone = std::size_t(-1);
+  std::size_t blocks_begin() const { return span_.embedding ? 2 : 0; }  // the first held block's first tensor
+  std::size_t lnf_index() const { return blocks_begin() + std::size_t(held_blocks()) * kBlockParams; }
+  bool whole() const { return span_.embedding && span_.head && held_blocks() == c_.layers; }
+  void check_span();
   void build_table();
   void initialize(std::uint32_t seed, const GptInit& init);
   std::size_t full_index(const GptTensor& t, int rank, std::size_t local) const;
@@ -170,8 +229,9 @@ class Gpt {
   bool tp_active() const { return T_ > 1; }
   bool mixed() const { return precision_ != DType::f32; }
   int layer_of(std::size_t index) const {  // the layout's layer of tensor `index`
-    if (index < 2) return 0;
-    return index >= lnf_index() ? c_.layers + 1 : 1 + int((index - 2) / kBlockParams);
+    if (index < blocks_begin()) return 0;
+    if (index >= lnf_index()) return c_.layers + 1;
+    return 1 + span_.first + int((index - blocks_begin()) / kBlockParams);
   }
   // Tensor `index` as fp32: in the flat buffers, or (mixed precision) in its layer's window.
   float* param(std::size_t index);
@@ -185,17 +245,21 @@ class Gpt {
   void narrow_edge_grads();
   void store_floats(Range r, const float* values);  // elements r of the parameters, from fp32
   std::vector<float> load_floats(Range r, GptBuffer which) const;  // and back, on the host
-  std::size_t block_tensor(int block, int which) const {
-    return 2 + std::size_t(block) * kBlockParams + std::size_t(which);
+  std::size_t block_tensor(int block, int which) const {  // block: the model's number, first..last
+    return blocks_begin() + std::size_t(block - span_.first) * kBlockParams + std::size_t(which);
   }
   ex::TpLinear linear(int block, int weight_index);
+  void allocate_workspace();
+  void require_stage_use(const char* what) const;
   float run_forward(const int* tokens, const int* targets);
-  void embed_forward(const int* tokens);
+  void forward_blocks(GptActivations& a);   // the held blocks, first to last
+  void backward_blocks(GptActivations& a);  // and back
+  void embed_forward(const int* tokens, GptActivations& a);
   void embed_backward(const int* tokens);
-  void block_forward(int i);
-  void block_backward(int i);
-  float head_forward(const int* targets);
-  void head_backward();
+  void block_forward(int i, GptActivations& a);
+  void block_backward(int i, GptActivations& a);
+  float head_forward(const int* targets, GptActivations& a);
+  void head_backward(GptActivations& a);
   const float* column_forward(const ex::TpLinear& l, const float* x, float* y);
   void column_backward(const ex::TpLinear& l, const float* x_local, const float* dy, float* dx);
   void row_forward(const ex::TpLinear& l, const float* x, float* y);
@@ -203,6 +267,8 @@ class Gpt {
   void all_reduce_sequence_partial_grads();
 
   GptConfig c_;
+  GptSpan span_;
+  std::size_t wte_ = 0;  // wte_index()
   ex::TpGroup tp_;
   int T_ = 1, rank_ = 0;
   bool sp_ = false;
@@ -217,9 +283,7 @@ class Gpt {
   // Mixed precision (MemTag::other): layers 0 and L+1 in fp32 for the step, then one block.
   Tensor edge_w_, edge_g_, block_w_, block_g_;
   int widened_block_ = -1;
-  std::vector<Tensor> resid_;  // the residual stream entering block i (i = L: entering ln_f), [Rl × h]
-  std::vector<Block> blocks_;
-  Tensor lnf_out_, lnf_mean_, lnf_rstd_, logits_, dlogits_;
+  GptActivations own_;  // forward_backward's and forward's, made on their first use
   // Workspace (MemTag::other): full-row buffers for f/g, the backward's gradients, a zero bias.
   Tensor full_x_, full_scratch_, y_, dresid_, dln_, dqkv_, dattn_, dfc_act_, dfc_pre_, zero_bias_, db_scratch_,
       sp_pack_;

@@ -26,43 +26,57 @@ std::string gpt_config_problem(const GptConfig& c, int tp, ex::TpMode mode) {
   return {};
 }
 
-double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode) {
+double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span) {
   // The formula and what each term is: gpt.h, above the declaration.
   const double T = tp, R = c.rows(), h = c.hidden, S = c.seq, B = c.batch, A = c.heads, V = c.vocab;
   const double Rl = mode == ex::TpMode::sequence_parallel && tp > 1 ? R / T : R;
   const double per_block = 4 * Rl * h + 4 * Rl + 12 * R * h / T + B * (A / T) * S * S;
-  const double final_part = 2 * Rl * h + 2 * Rl + 2 * R * V / T;
-  return 4.0 * (c.layers * per_block + final_part);
+  const double final_part = span.head ? 2 * Rl * h + 2 * Rl + 2 * R * V / T : Rl * h;
+  const int blocks = (span.last < 0 ? c.layers - 1 : span.last) - span.first + 1;
+  return 4.0 * (blocks * per_block + final_part);
 }
 
+// The tensors of the held part, in the whole model's order; `id` counts every tensor of
+// the whole model, held or not, so a stage draws the same values as the whole model.
 void Gpt::build_table() {
   const std::int64_t V = c_.vocab, S = c_.seq, h = c_.hidden, T = T_;
-  const auto add = [&](int layer, std::string name, std::vector<std::int64_t> full, std::vector<std::int64_t> local,
-                       GptSplit split, bool sequence_partial) {
-    const ParamTensor& p = layout_.add(layer, name, local);
-    tensors_.push_back({std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial});
+  std::size_t id = 0;
+  const auto add = [&](bool held, int layer, std::string name, std::vector<std::int64_t> full,
+                       std::vector<std::int64_t> local, GptSplit split, bool sequence_partial) {
+    if (held) {
+      const ParamTensor& p = layout_.add(layer, name, local);
+      tensors_.push_back({std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial, id});
+    }
+    ++id;
   };
-  add(0, "wte", {V, h}, {V / T, h}, GptSplit::vocab_rows, false);
-  add(0, "wpe", {S, h}, {S, h}, GptSplit::replicated, true);
+  add(span_.embedding, 0, "wte", {V, h}, {V / T, h}, GptSplit::vocab_rows, false);
+  add(span_.embedding, 0, "wpe", {S, h}, {S, h}, GptSplit::replicated, true);
   for (int i = 0; i < c_.layers; ++i) {
+    const bool held = i >= span_.first && i <= span_.last;
     const std::string p = "h." + std::to_string(i) + ".";
     const auto layer_norm = [&](const std::string& ln) {
-      add(i + 1, p + ln + ".weight", {h}, {h}, GptSplit::replicated, true);
-      add(i + 1, p + ln + ".bias", {h}, {h}, GptSplit::replicated, true);
+      add(held, i + 1, p + ln + ".weight", {h}, {h}, GptSplit::replicated, true);
+      add(held, i + 1, p + ln + ".bias", {h}, {h}, GptSplit::replicated, true);
     };
     layer_norm("ln_1");
-    add(i + 1, p + "attn.c_attn.weight", {3 * h, h}, {3 * h / T, h}, GptSplit::qkv_column, false);
-    add(i + 1, p + "attn.c_attn.bias", {3 * h}, {3 * h / T}, GptSplit::qkv_column, false);
-    add(i + 1, p + "attn.c_proj.weight", {h, h}, {h, h / T}, GptSplit::row, false);
-    add(i + 1, p + "attn.c_proj.bias", {h}, {h}, GptSplit::replicated, false);  // rank 0 adds it, all update it
+    add(held, i + 1, p + "attn.c_attn.weight", {3 * h, h}, {3 * h / T, h}, GptSplit::qkv_column, false);
+    add(held, i + 1, p + "attn.c_attn.bias", {3 * h}, {3 * h / T}, GptSplit::qkv_column, false);
+    add(held, i + 1, p + "attn.c_proj.weight", {h, h}, {h, h / T}, GptSplit::row, false);
+    add(held, i + 1, p + "attn.c_proj.bias", {h}, {h}, GptSplit::replicated, false);  // rank 0 adds it, all update it
     layer_norm("ln_2");
-    add(i + 1, p + "mlp.c_fc.weight", {4 * h, h}, {4 * h / T, h}, GptSplit::column, false);
-    add(i + 1, p + "mlp.c_fc.bias", {4 * h}, {4 * h / T}, GptSplit::column, false);
-    add(i + 1, p + "mlp.c_proj.weight", {h, 4 * h}, {h, 4 * h / T}, GptSplit::row, false);
-    add(i + 1, p + "mlp.c_proj.bias", {h}, {h}, GptSplit::replicated, false);
+    add(held, i + 1, p + "mlp.c_fc.weight", {4 * h, h}, {4 * h / T, h}, GptSplit::column, false);
+    add(held, i + 1, p + "mlp.c_fc.bias", {4 * h}, {4 * h / T}, GptSplit::column, false);
+    add(held, i + 1, p + "mlp.c_proj.weight", {h, 4 * h}, {h, 4 * h / T}, GptSplit::row, false);
+    add(held, i + 1, p + "mlp.c_proj.bias", {h}, {h}, GptSplit::replicated, false);
   }
-  add(c_.layers + 1, "ln_f.weight", {h}, {h}, GptSplit::replicated, true);
-  add(c_.layers + 1, "ln_f.bias", {h}, {h}, GptSplit::replicated, true);
+  add(span_.head, c_.layers + 1, "ln_f.weight", {h}, {h}, GptSplit::replicated, true);
+  add(span_.head, c_.layers + 1, "ln_f.bias", {h}, {h}, GptSplit::replicated, true);
+  wte_ = span_.embedding ? 0 : kNone;
+  if (span_.head && !span_.embedding) {  // the tied head's own copy (gpt.h), drawn as wte: id 0
+    wte_ = tensors_.size();
+    id = 0;
+    add(true, c_.layers + 1, "wte", {V, h}, {V / T, h}, GptSplit::vocab_rows, false);
+  }
 }
 
 const GptTensor& Gpt::tensor(std::string_view name) const {
@@ -127,7 +141,7 @@ void Gpt::initialize(std::uint32_t seed, const GptInit& init) {
     const double base = layer_norm && !bias ? 1.0 : 0.0;
     const bool draw = is_weight_matrix || init.perturb_all;
     for (std::size_t i = 0; i < g.range.size(); ++i) {
-      const double noise = draw ? init.std * normal_draw(seed, t, full_index(g, rank_, i)) : 0.0;
+      const double noise = draw ? init.std * normal_draw(seed, g.id, full_index(g, rank_, i)) : 0.0;
       p[g.range.begin + i] = float(base + noise);
     }
   }

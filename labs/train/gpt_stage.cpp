@@ -1,0 +1,87 @@
+// The GPT as a pipeline stage (gpt.h, "Pipeline stages"): the span it holds, one set of
+// activations per micro-batch in flight, and the forward and backward of one micro-batch
+// through the held part. The kernels, the tensor-parallel regions and the table are the
+// whole model's (gpt.cpp, gpt_params.cpp); only where a micro-batch enters and leaves differs.
+#include <string>
+
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+#include "labs/train/gpt.h"
+
+namespace dtl {
+
+void Gpt::check_span() {
+  if (span_.last < 0) span_.last = c_.layers - 1;
+  const auto n = [](int v) { return std::to_string(v); };
+  if (span_.first < 0 || span_.first > span_.last || span_.last >= c_.layers)
+    throw UsageError("a GPT stage holds blocks " + n(span_.first) + ".." + n(span_.last) + " of a model with " +
+                     n(c_.layers) + ": give a non-empty range inside 0.." + n(c_.layers - 1));
+  if (whole()) return;
+  if (precision_ != DType::f32)
+    throw UsageError("a GPT pipeline stage runs in fp32 (mixed precision's windows assume the whole model)");
+  if (sp_)
+    throw UsageError("a GPT pipeline stage runs without sequence parallelism (its head's backward would need the "
+                     "gathered ln_f output of a micro-batch long gone)");
+}
+
+void Gpt::require_stage_use(const char* what) const {
+  if (mixed() || sp_)
+    throw Error(std::string("Gpt::") + what + " runs in fp32 without sequence parallelism; use forward_backward");
+}
+
+GptActivations Gpt::make_activations() {
+  const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
+  const std::int64_t qkv = 3 * h / T, attn = h / T, fc = 4 * h / T, Vl = vocab_local();
+  const Device dev = ops_.device();
+  const auto act = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::activation, dev); };
+  GptActivations a;
+  for (int k = 0; k <= held_blocks(); ++k) a.resid.push_back(act(Rl * h));  // each block's input, then the output
+  for (int k = 0; k < held_blocks(); ++k) {
+    GptBlockActivations b;
+    b.ln1_out = act(Rl * h), b.ln1_mean = act(Rl), b.ln1_rstd = act(Rl);
+    b.qkv = act(R * qkv), b.probs = act(std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq);
+    b.attn_out = act(R * attn), b.resid_mid = act(Rl * h);
+    b.ln2_out = act(Rl * h), b.ln2_mean = act(Rl), b.ln2_rstd = act(Rl);
+    b.fc_pre = act(R * fc), b.fc_act = act(R * fc);
+    a.blocks.push_back(std::move(b));
+  }
+  if (span_.head) {
+    a.lnf_out = act(Rl * h), a.lnf_mean = act(Rl), a.lnf_rstd = act(Rl);
+    a.logits = act(R * Vl), a.dlogits = act(R * Vl);
+  }
+  return a;
+}
+
+void Gpt::zero_grads() {
+  require_stage_use("zero_grads");
+  ops_.zero(grads(), num_params());
+}
+
+const float* Gpt::forward_stage(const int* tokens, const float* x, const int* targets, GptActivations& a, float* loss,
+                                float loss_scale) {
+  require_stage_use("forward_stage");
+  if (span_.embedding)
+    embed_forward(tokens, a);
+  else
+    copy_bytes(a.resid[0].data(), x, std::size_t(rows_local_) * std::size_t(c_.hidden) * sizeof(float));
+  forward_blocks(a);
+  if (!span_.head) return a.resid.back().as<float>();
+  *loss = head_forward(targets, a);
+  // The gradient of loss_scale × this micro-batch's mean: its share of the step's loss.
+  if (loss_scale != 1.0f) ops_.scale(loss_scale, a.dlogits.as<float>(), a.dlogits.numel());
+  return nullptr;
+}
+
+const float* Gpt::backward_stage(const int* tokens, const float* dy, GptActivations& a) {
+  require_stage_use("backward_stage");
+  if (span_.head)
+    head_backward(a);  // leaves dL/d(ln_f's input) in dresid_
+  else
+    copy_bytes(dresid_.data(), dy, std::size_t(rows_local_) * std::size_t(c_.hidden) * sizeof(float));
+  backward_blocks(a);
+  if (!span_.embedding) return dresid_.as<float>();
+  embed_backward(tokens);
+  return nullptr;
+}
+
+}  // namespace dtl
