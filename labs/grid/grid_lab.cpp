@@ -1,11 +1,13 @@
-// The grid lab: the MLP's blocks trained on a dp × tp × pp grid of ranks (Topology:
-// tensor-parallel ranks neighbours, then data-parallel, then pipeline stages, as
-// Megatron-LM numbers them), ZeRO-1 optionally on the data axis.
+// The grid lab: the MLP's blocks or the tiny GPT trained on a dp × tp × pp grid of ranks
+// (Topology: tensor-parallel ranks neighbours, then data-parallel, then pipeline stages,
+// as Megatron-LM numbers them), ZeRO-1 optionally on the data axis.
 //
 //   dtlab run grid --dp D --tp T --pp P [--zero 0|1] [--micro-batches M] [--schedule 1f1b|gpipe]
-//                  [--layers L --hidden H --seq S --batch B] [--ranks D·T·P]
+//                  [--model mlp|gpt] [--layers L --hidden H --seq S --batch B] [--heads A --vocab V]
+//                  [--ranks D·T·P]
 //
-// Each stage holds L/P blocks, each block split Megatron-style over the tp group; M
+// Each stage holds L/P blocks (grid_stage.h; the GPT's first stage also its embeddings,
+// its last ln_f and the tied head), each block split Megatron-style over the tp group; M
 // micro-batches of the dp replica's rows flow through the stages (the learner's 1F1B and
 // stage loop); the gradients are summed over the dp group. Every configuration ends with
 // the weights of one rank training the whole model on the global batch (checked), and the
@@ -19,6 +21,7 @@
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/grid/grid_rank.h"
+#include "labs/grid/grid_stage.h"
 #include "labs/measure.h"
 
 namespace dtl {
@@ -32,25 +35,16 @@ StageBlocks stage_blocks(int layers, int stages, int stage) {
 namespace {
 
 // Rank 0 trains the whole model (a group of one) on the global batch, the reference; every
-// rank gets its final weights, by tp_mlp_names(0, L − 1).
-std::vector<std::vector<float>> one_rank_weights(Comm& world, const GridSettings& s) {
+// rank gets its losses and final weights, in the whole model's order (GridStage::whole_indices).
+OneRankRun one_rank_reference(Comm& world, const GridSettings& s) {
   ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
-  const std::vector<std::string> names = tp_mlp_names(0, s.layers - 1);
-  std::vector<std::vector<float>> w(names.size());
+  OneRankRun run;
   std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
-  if (alone) {
-    MemoryTracker mem(world.global_rank(), nullptr);
-    TpMlp model({s.hidden, s.layers, s.global_rows()}, {*alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
-    std::vector<float> x, y;
-    for (int step = 0; step < s.steps; ++step) {
-      mlp_task_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
-      model.forward_backward(x.data(), y.data());
-      model.adamw_step(s.adamw, step + 1);
-    }
-    for (std::size_t i = 0; i < names.size(); ++i) w[i] = model.full_params(names[i]);
-  }
-  broadcast_tensors(world, w, 0);
-  return w;
+  if (alone) run = s.model == GridModel::gpt ? train_gpt_one_rank(*alone, s) : train_mlp_one_rank(*alone, s);
+  broadcast_tensors(world, run.weights, 0);
+  run.losses.resize(std::size_t(s.steps));
+  world.broadcast(run.losses.data(), run.losses.size(), DType::f32, 0);
+  return run;
 }
 
 // This rank's bytes per axis since the marks, from its own events.
@@ -61,11 +55,12 @@ AxisBytes axis_bytes(Comm& world, std::size_t main_mark, std::size_t comm_mark, 
   const EventLog& comm = tr.log(me, kStreamComm);
   for (std::size_t i = comm_mark; i < comm.size(); ++i) {
     const Event& e = comm[i];
-    if (e.kind != EventKind::collective || (e.axis != GroupAxis::dp && e.axis != GroupAxis::tp)) continue;
-    const double N = e.axis == GroupAxis::dp ? g.dp : g.tp, share = (N - 1) / N;
+    if (e.kind != EventKind::collective || e.axis == GroupAxis::none) continue;
+    // The pp axis's only collective in a step is the GPT's embedding group: a pair.
+    const double N = e.axis == GroupAxis::dp ? g.dp : e.axis == GroupAxis::tp ? g.tp : 2, share = (N - 1) / N;
     const std::string name = tr.label_name(e.label);
     const double sent = name == "all_reduce" ? 2 * share * double(e.bytes) : share * double(e.bytes);
-    (e.axis == GroupAxis::dp ? b.dp : b.tp) += sent;
+    (e.axis == GroupAxis::dp ? b.dp : e.axis == GroupAxis::tp ? b.tp : b.embedding) += sent;
   }
   const EventLog& main = tr.log(me, kStreamMain);
   for (std::size_t i = main_mark; i < main.size(); ++i)
@@ -74,11 +69,12 @@ AxisBytes axis_bytes(Comm& world, std::size_t main_mark, std::size_t comm_mark, 
 }
 
 // What the formulas say this rank sends per step on each axis.
-AxisBytes predicted_bytes(const GridSettings& s, const Topology& topo, const GridRank& r) {
-  const double T = s.grid.tp, D = s.grid.dp, M = s.micro_batches, act = 4.0 * s.micro_rows() * s.hidden;
+AxisBytes predicted_bytes(const GridSettings& s, const Topology& topo, GridRank& r) {
+  const double D = s.grid.dp, M = s.micro_batches, act = 4.0 * s.micro_rows() * s.hidden;
   AxisBytes b;
-  // tp: per micro-batch and block, g's all-reduce forward and f's backward.
-  b.tp = r.blocks().count() * M * 2 * 2 * (T - 1) / T * act;
+  // tp: the model's all-reduces per micro-batch (grid_stage.h); the GPT's tied embedding.
+  b.tp = M * r.model().tp_bytes_per_micro_batch();
+  b.embedding = r.model().embedding_bytes();
   // pp: each micro-batch's activation to the next stage, its gradient to the previous one.
   b.pp = M * act * ((topo.is_last_stage() ? 0 : 1) + (topo.is_first_stage() ? 0 : 1));
   // dp: an all-reduce of the stage's gradients; ZeRO-1 a reduce-scatter and an all-gather of
@@ -99,6 +95,25 @@ double bubble_of(Topology& topo, const GridRank& r) {
   return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
 }
 
+// The largest difference of any loss and any held weight (all-gathered over the tp group)
+// from one rank's, over all ranks.
+void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, const std::vector<float>& losses,
+                           GridMeasurement& m) {
+  const OneRankRun one = one_rank_reference(world, s);
+  m.max_loss_diff = 0;
+  for (std::size_t step = 0; step < losses.size(); ++step)
+    m.max_loss_diff = std::max(m.max_loss_diff, double(std::fabs(losses[step] - one.losses[step])));
+  const std::vector<std::string> names = rank.model().names();
+  const std::vector<std::size_t> whole = rank.model().whole_indices();
+  m.max_weight_diff = 0;
+  for (std::size_t i = 0; i < names.size(); ++i) {  // the GPT's last stage: its copy of wte too
+    const std::vector<float> w = rank.model().full_params(names[i]);
+    const std::vector<float>& r = one.weights[whole[i]];  // the same tensor in the whole model
+    for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = std::max(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
+  }
+  world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
+}
+
 }  // namespace
 
 GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s) {
@@ -108,6 +123,7 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   GridRank rank(topo, s, mem);
   GridMeasurement m;
   std::vector<double> steps;
+  std::vector<float> losses;
   for (int step = 0; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();
@@ -117,6 +133,7 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
     const float loss = rank.step(step);
     if (step > 0 || s.steps == 1) steps.push_back(double(world.trace()->now_ns()) * 1e-9 - t0);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
+    losses.push_back(loss);
     m.mine.bytes = axis_bytes(world, mm, cm, s.grid);  // the last step's
   }
   if (s.steps == 1) m.last_loss = m.first_loss;
@@ -127,29 +144,17 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   f.grad_bytes = peak_bytes_since(world, main_mark, MemTag::grad);
   f.optimizer_bytes = peak_bytes_since(world, main_mark, MemTag::optimizer);
   f.activation_peak = peak_bytes_since(world, main_mark, MemTag::activation);
-  const int nb = rank.blocks().count(), T = s.grid.tp, R = s.micro_rows(), h = s.hidden;
   const std::size_t opt_elems = s.zero == GridZero::none ? rank.local_params() : rank.zero_chunk();
   f.predicted_optimizer = 8.0 * double(opt_elems);  // AdamW's m and v, fp32
-  // Per micro-batch in flight: each block's input (R·h) and c_fc's output before and after
-  // GELU (2·R·4h/T), and the stage's output; the schedule says how many are in flight.
-  const double per_micro_batch = 4.0 * (nb * (double(R) * h + 2.0 * R * 4 * h / T) + double(R) * h);
-  f.predicted_activation = per_micro_batch * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  // One micro-batch's activations (the model's count), times as many as the schedule
+  // keeps in flight.
+  f.predicted_activation = rank.model().activation_bytes() * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
   m.step = repeated(steps);
-  if (s.check) {
-    const std::vector<std::vector<float>> ref = one_rank_weights(world, s);
-    const std::vector<std::string> names = rank.model().names();
-    const std::size_t first = tp_mlp_names(0, rank.blocks().first - 1).size();  // the tensors of earlier stages
-    m.max_weight_diff = 0;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const std::vector<float> w = rank.model().full_params(names[i]);
-      const std::vector<float>& r = ref[first + i];  // the same tensor in the whole model
-      for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = std::max(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
-    }
-    world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
-  }
-  static_assert(sizeof(GridRankFigures) == 12 * sizeof(double), "GridRankFigures is gathered as doubles");
+  if (s.check) compare_with_one_rank(world, s, rank, losses, m);
+  constexpr std::size_t kDoubles = sizeof(GridRankFigures) / sizeof(double);
+  static_assert(sizeof(GridRankFigures) == kDoubles * sizeof(double), "GridRankFigures is gathered as doubles");
   m.ranks.resize(std::size_t(world.size()));
-  world.all_gather(&m.mine, m.ranks.data(), 12, DType::f64);
+  world.all_gather(&m.mine, m.ranks.data(), kDoubles, DType::f64);
   return m;
 }
 

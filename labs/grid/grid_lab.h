@@ -13,21 +13,25 @@
 
 namespace dtl {
 
-// --schedule and --zero, in the order the LabInfo lists the names.
+// --model, --schedule and --zero, in the order the LabInfo lists the names.
+enum class GridModel { mlp, gpt };
 enum class GridSchedule { gpipe, one_f_one_b };
 enum class GridZero { none, optimizer_states };
 enum class GridCheck { off, on };
 
 struct GridSettings {
+  GridModel model = GridModel::mlp;
   GridShape grid;
   GridZero zero = GridZero::none;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4, steps = 3;
+  int heads = 4, vocab = 64;  // the GPT's
   bool check = true;
   double compute_us = 0;  // > 0: every F lasts this long, every B twice (labs/pipeline's --compute-us)
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
   int global_rows() const { return batch * seq; }                              // G: tokens per step
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
+  int micro_sequences() const { return batch / (grid.dp * micro_batches); }     // the GPT's: whole sequences
 };
 
 // Blocks [first, last] of pipeline stage `stage` of P: L/P each, the first L mod P one more.
@@ -39,9 +43,10 @@ StageBlocks stage_blocks(int layers, int stages, int stage);
 
 // Bytes this rank sent per step by axis, from its events: the ring bytes of its dp and tp
 // collectives (2(N−1)/N of an all-reduce's buffer, (N−1)/N of an all-gather's or a
-// reduce-scatter's whole vector) and the pp point-to-point sends.
+// reduce-scatter's whole vector) and the pp point-to-point sends; apart, the GPT's tied
+// embedding's all-reduce between the first and the last stage (a pp-axis collective).
 struct AxisBytes {
-  double dp = 0, tp = 0, pp = 0;
+  double dp = 0, tp = 0, pp = 0, embedding = 0;
 };
 
 // What one rank measured and what the formulas say for it.
@@ -54,6 +59,7 @@ struct GridRankFigures {
 struct GridMeasurement {
   float first_loss = 0, last_loss = 0;
   double max_weight_diff = -1;  // against one rank, max over ranks (-1: not checked)
+  double max_loss_diff = -1;    // against one rank, the largest over the steps (-1: not checked)
   double bubble = 0;            // idle share of the step, 1 − Σ busy / (P·step), rank 0's pipeline
   Repeated step;
   GridRankFigures mine;

@@ -10,6 +10,7 @@
 #include "core/trace/trace.h"
 #include "exercises/pipeline.h"
 #include "exercises/zero.h"
+#include "labs/train/train_ops.h"
 
 namespace dtl {
 
@@ -17,10 +18,8 @@ namespace {
 
 constexpr int kGradientTag = 1 << 20;  // pp tags: micro-batch m's activation m, its gradient this + m
 
-std::unique_ptr<TpMlp> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b) {
-  const ex::TpGroup tp{topo.tp_group(), ex::TpMode::plain};
-  return std::make_unique<TpMlp>(TpMlpShape{s.hidden, s.layers, s.micro_rows()}, tp, mem, 7, train_ops(Device::cpu()),
-                                 BlockSpan{b.first, b.last});
+std::unique_ptr<GridStage> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b) {
+  return s.model == GridModel::gpt ? make_grid_gpt_stage(topo, s, mem, b) : make_grid_mlp_stage(topo, s, mem, b);
 }
 
 Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag) {
@@ -34,7 +33,6 @@ GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
       model_(make_stage(topo, s, mem, blocks_)),
       schedule_(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1})) {
   const int M = s.micro_batches, R = s.micro_rows(), h = s.hidden;
-  acts_.resize(std::size_t(M));
   for (int m = 0; m < M; ++m) {
     if (!topo.is_first_stage()) input_.push_back(rows_tensor(mem, R, h, MemTag::comm));
     if (!topo.is_last_stage()) output_.push_back(rows_tensor(mem, R, h, MemTag::comm));
@@ -62,41 +60,26 @@ double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 
 
 void GridRank::forward(int m) {
   const double t0 = now();
-  const int R = s_.micro_rows(), h = s_.hidden;
-  const std::size_t elems = std::size_t(R) * std::size_t(h);
-  const std::size_t first_row = std::size_t(topo_.coord().dp) * std::size_t(R) * std::size_t(s_.micro_batches) + std::size_t(m) * R;
-  const float* x = topo_.is_first_stage() ? x_.data() + first_row * std::size_t(h) : input_[std::size_t(m)].as<float>();
-  acts_[std::size_t(m)] = model_->make_activations(R);
-  const float* y = model_->forward(x, acts_[std::size_t(m)]);
-  if (topo_.is_last_stage()) {
-    // The loss is the mean over the global batch's G·h values: this micro-batch's mean
-    // (mse_loss over R·h) weighs R/G = 1/(D·M), and so does its dL/dy.
-    float* dy = grad_in_[std::size_t(m)].as<float>();
-    const float part = kernels::mse_loss(y, y_.data() + first_row * std::size_t(h), dy, elems);
-    const float weight = 1.0f / float(s_.grid.dp * s_.micro_batches);
-    kernels::scale(weight, dy, elems);
-    loss_ += double(part) * weight;
-  } else {
-    copy_bytes(output_[std::size_t(m)].data(), y, elems * sizeof(float));  // acts may be freed before the send is done
-  }
+  const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
+  const float* x = topo_.is_first_stage() ? nullptr : input_[std::size_t(m)].as<float>();
+  const float* y = model_->forward(m, x, grad_in_[std::size_t(m)].as<float>(), loss_);
+  if (!topo_.is_last_stage()) copy_bytes(output_[std::size_t(m)].data(), y, bytes);  // acts may be freed before the send is done
   pace(t0, 1);
   busy_ += now() - t0;
 }
 
 void GridRank::backward(int m) {
   const double t0 = now();
-  const std::size_t elems = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden);
-  // The first backward of the step writes the gradients, the others add to them.
-  const float* dx = model_->backward(grad_in_[std::size_t(m)].as<float>(), acts_[std::size_t(m)], backwards_done_++ > 0);
-  if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, elems * sizeof(float));
-  acts_[std::size_t(m)] = TpMlpActivations{};  // freed: what 1F1B saves over GPipe
+  const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
+  const float* dx = model_->backward(m, grad_in_[std::size_t(m)].as<float>());
+  if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, bytes);
   pace(t0, 2);
   busy_ += now() - t0;
 }
 
 float GridRank::step(int step) {
-  mlp_task_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
-  loss_ = 0, busy_ = 0, backwards_done_ = 0;
+  model_->begin_step(step);
+  loss_ = 0, busy_ = 0;
   Comm& pp = topo_.pp_group();
   const int stage = topo_.coord().pp;
   const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
@@ -120,6 +103,7 @@ float GridRank::step(int step) {
   ex::run_stage(schedule_.stages[std::size_t(stage)], ops, sends);  // exercise 19
   for (Request& r : sends) r.wait();
   end_ = now();
+  model_->after_backward();
   sync_and_step(step + 1);
   // The loss lives on the last stage's ranks (the same on its tp ranks): summed over the
   // dp replicas there, then the largest over the world hands it to everyone.

@@ -1,5 +1,6 @@
-// One rank of the grid lab: pipeline stage coord.pp of the MLP's blocks, split over its
-// tensor-parallel group, one of the data-parallel replicas. A step runs the schedule's F
+// One rank of the grid lab: pipeline stage coord.pp of the model's blocks (grid_stage.h:
+// the MLP's or the GPT's), split over its tensor-parallel group, one of the data-parallel
+// replicas. A step runs the schedule's F
 // and B actions through the learner's stage loop (exercises/pipeline.h), then syncs the
 // gradients over the dp group (all-reduce, or ZeRO-1's reduce-scatter, shard step and
 // all-gather) and steps AdamW.
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "labs/grid/grid_lab.h"
-#include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/grid/grid_stage.h"
 
 namespace dtl {
 
@@ -25,7 +26,7 @@ class GridRank {
   double begin() const { return begin_; }
   double end() const { return end_; }
 
-  TpMlp& model() { return *model_; }
+  GridStage& model() { return *model_; }
   const StageBlocks& blocks() const { return blocks_; }
   std::size_t local_params() const { return model_->local_params(); }
   std::size_t zero_chunk() const { return chunk_; }  // ZeRO-1: elements of this rank's shard
@@ -42,15 +43,12 @@ class GridRank {
   GridSettings s_;
   MemoryTracker& mem_;
   StageBlocks blocks_;
-  std::unique_ptr<TpMlp> model_;
+  std::unique_ptr<GridStage> model_;
   pipeline::Schedule schedule_;
-  // Per micro-batch of the step: the activations kept for backward, the inputs received,
-  // the outputs and input gradients sent (kept until their sends are done), dL/dy on the
-  // last stage.
-  std::vector<TpMlpActivations> acts_;
+  // Per micro-batch of the step: the inputs received, the outputs and input gradients
+  // sent (kept until their sends are done), the gradients received (on the last stage:
+  // the MLP's dL/dy from its loss).
   std::vector<Tensor> input_, output_, grad_in_, grad_out_;
-  std::vector<float> x_, y_;  // the global batch of this step (host)
-  int backwards_done_ = 0;
   double loss_ = 0, busy_ = 0, begin_ = 0, end_ = 0;
   // ZeRO-1: the padded gradients and parameters (D·chunk), this rank's gradient shard and
   // its AdamW moments.

@@ -7,20 +7,73 @@
 #include "labs/grid/grid_lab.h"
 #include "core/util/units.h"
 #include "labs/report_format.h"
+#include "labs/train/gpt.h"
 
 namespace dtl {
+
+namespace {
+
+// The model's own constraints on the grid, each a UsageError naming it.
+void check_model(const GridSettings& s) {
+  const std::string n_tp = std::to_string(s.grid.tp);
+  if (s.model == GridModel::mlp) {
+    if (s.heads != GridSettings{}.heads || s.vocab != GridSettings{}.vocab)  // set away from their defaults
+      throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+    if ((4 * s.hidden) % s.grid.tp != 0)
+      throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + n_tp +
+                       ": the MLP's 4h columns are split over the tp group");
+    if (s.global_rows() % (s.grid.dp * s.micro_batches) != 0)
+      throw UsageError("--batch × --seq = " + std::to_string(s.global_rows()) + " tokens do not divide into --dp " +
+                       std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) +
+                       " equal micro-batches");
+    return;
+  }
+  // The GPT's micro-batches are whole sequences (attention runs within a sequence).
+  if (s.batch % (s.grid.dp * s.micro_batches) != 0)
+    throw UsageError("--batch " + std::to_string(s.batch) + " sequences do not divide into --dp " +
+                     std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) +
+                     " micro-batches of whole sequences");
+  const GptConfig micro{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
+  if (const std::string problem = gpt_config_problem(micro, s.grid.tp, ex::TpMode::plain); !problem.empty())
+    throw UsageError("--model gpt on --tp " + n_tp + ": " + problem + "; change --heads, --hidden, --vocab or --tp");
+}
+
+// Before anything is allocated, what the run holds on all ranks together: every rank's
+// stage (params, grads, AdamW: 16 B per parameter; M micro-batches of activations) and,
+// with --check on, the 1-rank model.
+double estimated_bytes(const GridSettings& s, int ranks) {
+  const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
+  if (s.model == GridModel::mlp) {
+    const double rank_bytes = 16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
+    const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
+    return ranks * (rank_bytes + reference);
+  }
+  const double embeddings = (s.vocab + s.seq) * h, block = 12 * h * h + 13 * h;
+  const GptConfig micro{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
+  const GptSpan most{0, int(blocks) - 1, true, true};  // a stage with both ends: an upper bound
+  const double rank_bytes = 16 * (blocks * block + embeddings) / T +
+                            s.micro_batches * gpt_activation_bytes(micro, s.grid.tp, ex::TpMode::plain, most) + 8 * G * h;
+  const GptConfig whole{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch};
+  const double reference = s.check ? 16 * (s.layers * block + embeddings) + gpt_activation_bytes(whole, 1, ex::TpMode::plain) : 0;
+  return ranks * (rank_bytes + reference);
+}
+
+}  // namespace
 
 GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   const LabOptions& o = cfg.options;
   GridSettings s;
+  s.model = o.choice<GridModel>("model");
   s.grid = {int(o.integer("dp")), int(o.integer("tp")), int(o.integer("pp"))};
   s.zero = o.choice<GridZero>("zero");
   s.schedule = o.choice<GridSchedule>("schedule") == GridSchedule::gpipe ? pipeline::ScheduleKind::gpipe
                                                                           : pipeline::ScheduleKind::one_f_one_b;
   s.layers = int(o.integer("layers"));
   s.hidden = int(o.integer("hidden"));
+  s.heads = int(o.integer("heads"));
   s.seq = int(o.integer("seq"));
   s.batch = int(o.integer("batch"));
+  s.vocab = int(o.integer("vocab"));
   s.micro_batches = int(o.integer("micro-batches"));
   s.steps = int(o.integer("steps"));
   s.compute_us = o.number("compute-us");
@@ -35,34 +88,29 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   if (s.grid.size() != ranks)
     throw UsageError("the grid " + grid + " needs " + std::to_string(s.grid.size()) + " ranks, but --ranks is " +
                      std::to_string(ranks) + ": make --ranks the product dp·tp·pp");
-  if ((4 * s.hidden) % s.grid.tp != 0)
-    throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + std::to_string(s.grid.tp) +
-                     ": the MLP's 4h columns are split over the tp group");
   if (s.layers < s.grid.pp)
     throw UsageError("--layers " + std::to_string(s.layers) + " cannot fill --pp " + std::to_string(s.grid.pp) +
                      " stages: every stage needs a block; raise --layers or lower --pp");
-  if (s.global_rows() % (s.grid.dp * s.micro_batches) != 0)
-    throw UsageError("--batch × --seq = " + std::to_string(s.global_rows()) + " tokens do not divide into --dp " +
-                     std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) + " equal micro-batches");
+  check_model(s);
   pipeline::validate(s.schedule, {s.grid.pp, s.micro_batches, 1});
-  // Before anything is allocated: every rank's stage (params, grads, AdamW: 16 B per
-  // parameter; M micro-batches of activations) and, with --check on, the 1-rank model.
-  const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
-  const double rank_bytes = 16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
-  const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
-  require_memory(ranks * (rank_bytes + reference), "--layers, --hidden, --batch, --seq (or --check off)");
+  require_memory(estimated_bytes(s, ranks), "--layers, --hidden, --batch, --seq (or --check off)");
   return s;
 }
 
 namespace {
 
-std::string axis_name(int i) { return i == 0 ? "dp" : i == 1 ? "tp" : "pp"; }
-double axis_of(const AxisBytes& b, int i) { return i == 0 ? b.dp : i == 1 ? b.tp : b.pp; }
+// Axes 0..2 are dp, tp, pp; 3 is the GPT's embedding group (its own row, P > 1 only).
+std::string axis_name(int i) { return i == 0 ? "dp" : i == 1 ? "tp" : i == 2 ? "pp" : "embedding"; }
+double axis_of(const AxisBytes& b, int i) { return i == 0 ? b.dp : i == 1 ? b.tp : i == 2 ? b.pp : b.embedding; }
 
-void add_bytes_rows(Report& rep, const GridMeasurement& m) {
-  const char* formula[] = {"2(D−1)/D·4Ψ + loss", "4·nb·M·(T−1)/T·4Rh", "M·4Rh each way"};
+void add_bytes_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
+  const bool gpt = s.model == GridModel::gpt;
+  const char* formula[] = {"2(D−1)/D·4Ψ + loss",
+                           gpt ? "M·(4·nb + ends)·2(T−1)/T·4Rh + CE" : "4·nb·M·(T−1)/T·4Rh",
+                           "M·4Rh each way", "4·Vh/T: wte's gradient, first ↔ last stage"};
+  const int axes = gpt && s.grid.pp > 1 ? 4 : 3;
   double worst = 0;
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < axes; ++a) {
     std::size_t top = 0;  // the rank that sends the most on this axis
     for (std::size_t r = 0; r < m.ranks.size(); ++r) {
       if (axis_of(m.ranks[r].bytes, a) > axis_of(m.ranks[top].bytes, a)) top = r;
@@ -98,11 +146,14 @@ void add_memory_rows(Report& rep, const GridMeasurement& m) {
 void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
   rep.add("grid.loss_first", "loss, first step", m.first_loss, "");
   rep.add("grid.loss_last", "loss, last step", m.last_loss, "");
+  if (m.max_loss_diff >= 0)
+    rep.check("grid.loss_diff_vs_one_rank", "max loss diff vs 1 rank, any step", m.max_loss_diff, 0.0, "", 1e-5)
+        .from("fp32 sums in another order");
   if (m.max_weight_diff >= 0)
     rep.check("grid.weight_diff_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0.0, "",
               0.02 * s.adamw.lr * s.steps)
         .from("0.02·lr per step");
-  add_bytes_rows(rep, m);
+  add_bytes_rows(rep, s, m);
   add_memory_rows(rep, m);
   const int P = s.grid.pp, M = s.micro_batches;
   rep.add("grid.bubble", "pipeline bubble: idle share of the step", m.bubble, "")
@@ -112,11 +163,32 @@ void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m)
 
 namespace {
 
+void add_gpt_notes(Report& rep, const GridSettings& s) {
+  rep.notes.push_back("GPT: micro-batches of " + std::to_string(s.micro_sequences()) + " whole sequences (B/(D·M)); "
+                      "the first stage also holds wte and wpe, the last ln_f and the LM head. tp per micro-batch: 4 "
+                      "all-reduces of R·h per layer, one more on each end stage (embedding g, head f), 3 of R floats "
+                      "for the vocab-parallel cross-entropy.");
+  if (s.grid.pp > 1)
+    rep.notes.push_back("Tied head (Megatron-LM's embedding group): the last stage keeps its own copy of wte, drawn "
+                        "identical; after backward the first and last stage of each pipeline all-reduce its gradient, "
+                        "so both copies take the same step (row 'embedding bytes').");
+}
+
+std::string model_text(const GridSettings& s) {
+  char text[120];
+  if (s.model == GridModel::mlp)
+    std::snprintf(text, sizeof text, "MLP %d blocks h %d", s.layers, s.hidden);
+  else
+    std::snprintf(text, sizeof text, "GPT %d layers h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
+                  s.vocab, s.batch, s.seq);
+  return text;
+}
+
 void describe(Report& rep, const GridSettings& s) {
-  char text[200];
-  std::snprintf(text, sizeof text, "DP(%d)-TP(%d)-PP(%d)%s · MLP %d blocks h %d · %d tokens/step in %d micro-batches",
-                s.grid.dp, s.grid.tp, s.grid.pp, s.zero == GridZero::optimizer_states ? " + ZeRO-1" : "", s.layers,
-                s.hidden, s.global_rows(), s.micro_batches);
+  char text[240];
+  std::snprintf(text, sizeof text, "DP(%d)-TP(%d)-PP(%d)%s · %s · %d tokens/step in %d micro-batches", s.grid.dp,
+                s.grid.tp, s.grid.pp, s.zero == GridZero::optimizer_states ? " + ZeRO-1" : "", model_text(s).c_str(),
+                s.global_rows(), s.micro_batches);
   rep.setup.push_back(text);
   rep.setup.push_back(std::string(pipeline::schedule_name(s.schedule)) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
   rep.notes.push_back("Ranks: tp fastest, then dp, then pp (Megatron-LM): rank = pp·(D·T) + dp·T + tp. Bytes per axis are "
@@ -126,6 +198,7 @@ void describe(Report& rep, const GridSettings& s) {
                         "runs inside): the bubble on a clean timeline, however many ranks share the cores.");
   rep.notes.push_back("Ψ_stage: the parameters a rank holds (its stage's blocks, 1/T of each). R = tokens / (D·M) per "
                       "micro-batch. ZeRO-1 pads Ψ_stage to D·⌈Ψ_stage/D⌉.");
+  if (s.model == GridModel::gpt) add_gpt_notes(rep, s);
 }
 
 }  // namespace
@@ -149,16 +222,19 @@ LabInfo grid_lab_info() {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
       {},
-      {{"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
+      {{"model", OptionKind::choice, "mlp", "the model on the grid", {"mlp", "gpt"}},
+       {"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
        {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},
        {"pp", OptionKind::integer, "2", "pipeline stages P", {}, 1, 4096},
        {"zero", OptionKind::choice, "0", "ZeRO stage on the data axis", {"0", "1"}},
        {"schedule", OptionKind::choice, "1f1b", "pipeline schedule", {"gpipe", "1f1b"}},
        {"micro-batches", OptionKind::integer, "4", "micro-batches per step M", {}, 1, 4096},
-       {"layers", OptionKind::integer, "4", "MLP blocks (h → 4h → h), split over the stages", {}, 1, 1024},
+       {"layers", OptionKind::integer, "4", "MLP blocks (h → 4h → h) or GPT layers, split over the stages", {}, 1, 1024},
        {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
+       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
        {"seq", OptionKind::integer, "16", "sequence length s", {}, 1, 1 << 16},
        {"batch", OptionKind::integer, "8", "global batch (sequences per step)", {}, 1, 1 << 16},
+       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
        {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
        {"compute-us", OptionKind::number, "0", "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)", {}, 0, 1e7},
        {"check", OptionKind::choice, "on", "train one rank too and compare the weights", {"off", "on"}}},

@@ -1,10 +1,9 @@
 // The models the tensor-parallel lab drives (TpModelRun): the MLP of tp_mlp.h on teacher
 // data, and the tiny GPT of labs/train/gpt.h on text.
-#include <random>
-
 #include "core/error.h"
 #include "labs/tensor_parallel/tp_lab.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/data.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -51,25 +50,16 @@ class TpMlpRun final : public TpModelRun {
 
 GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}; }
 
-// The tiny GPT on a next-token task: each sequence counts up from a random start by a
-// random stride modulo V (a pattern attention can pick up), drawn per step from a fixed
-// seed; targets are the next tokens. Rows are ordered [s, b] as the model takes them.
+// The tiny GPT on the counting task of labs/train/data.h (next tokens of sequences that
+// count up by a random stride), rows ordered [s, b] as the model takes them.
 class TpGptRun final : public TpModelRun {
  public:
   TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
       : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7) {}
 
   float train_step(int step) override {
-    const int S = s_.seq, B = s_.batch, V = s_.vocab;
-    std::mt19937 gen(2000u + std::uint32_t(step));
-    std::vector<int> tokens(std::size_t(S) * B), targets(tokens.size());
-    for (int b = 0; b < B; ++b) {
-      const int start = int(gen() % std::uint32_t(V)), stride = 1 + int(gen() % 3u);
-      for (int t = 0; t < S; ++t) {
-        tokens[std::size_t(t) * B + b] = (start + t * stride) % V;
-        targets[std::size_t(t) * B + b] = (start + (t + 1) * stride) % V;
-      }
-    }
+    std::vector<int> tokens, targets;
+    counting_batch(step, s_.seq, s_.batch, s_.vocab, tokens, targets);
     return model_.forward_backward(tokens.data(), targets.data());
   }
   void adamw_step(const kernels::AdamWConfig& c, int step) override {

@@ -25,4 +25,17 @@ Dataset make_teacher_data(const MlpShape& shape, int samples, std::uint32_t seed
   return d;
 }
 
+void counting_batch(int step, int seq, int batch, int vocab, std::vector<int>& tokens, std::vector<int>& targets) {
+  std::mt19937 gen(2000u + std::uint32_t(step));
+  tokens.resize(std::size_t(seq) * std::size_t(batch));
+  targets.resize(tokens.size());
+  for (int b = 0; b < batch; ++b) {
+    const int start = int(gen() % std::uint32_t(vocab)), stride = 1 + int(gen() % 3u);
+    for (int t = 0; t < seq; ++t) {
+      tokens[std::size_t(t) * std::size_t(batch) + std::size_t(b)] = (start + t * stride) % vocab;
+      targets[std::size_t(t) * std::size_t(batch) + std::size_t(b)] = (start + (t + 1) * stride) % vocab;
+    }
+  }
+}
+
 }  // namespace dtl

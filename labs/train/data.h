@@ -22,4 +22,10 @@ struct Dataset {
 inline constexpr int kTeacherChunk = 4096;
 Dataset make_teacher_data(const MlpShape& shape, int samples, std::uint32_t seed);
 
+// The GPT's synthetic next-token task (the tensor-parallel and grid labs): each of `batch`
+// sequences counts up from a random start by a random stride 1..3 modulo `vocab` (a
+// pattern attention can pick up), drawn for training step `step` from a fixed seed;
+// targets are the next tokens. Laid out [seq][batch] (row s·batch + b), as the GPT takes them.
+void counting_batch(int step, int seq, int batch, int vocab, std::vector<int>& tokens, std::vector<int>& targets);
+
 }  // namespace dtl

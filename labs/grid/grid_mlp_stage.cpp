@@ -1,0 +1,108 @@
+// The grid lab's MLP stage (grid_stage.h): blocks first..last of the tensor-parallel MLP
+// (labs/tensor_parallel/tp_mlp.h) on its regression task, a mean-squared error on the last
+// stage.
+#include <algorithm>
+
+#include "core/memory/device_ops.h"
+#include "labs/grid/grid_stage.h"
+#include "labs/tensor_parallel/tp_mlp.h"
+
+namespace dtl {
+
+namespace {
+
+class GridMlpStage final : public GridStage {
+ public:
+  GridMlpStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b)
+      : topo_(topo), s_(s), blocks_(b),
+        model_({s.hidden, s.layers, s.micro_rows()}, {topo.tp_group(), ex::TpMode::plain}, mem, 7,
+               train_ops(Device::cpu()), BlockSpan{b.first, b.last}),
+        acts_(std::size_t(s.micro_batches)) {}
+
+  void begin_step(int step) override {
+    mlp_task_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
+    backwards_done_ = 0;
+  }
+
+  const float* forward(int m, const float* x, float* dy, double& loss) override {
+    const int R = s_.micro_rows(), h = s_.hidden;
+    const std::size_t elems = std::size_t(R) * std::size_t(h);
+    // This dp replica's M micro-batches are consecutive rows of the global batch.
+    const std::size_t first_row = std::size_t(topo_.coord().dp * s_.micro_batches + m) * std::size_t(R);
+    if (topo_.is_first_stage()) x = x_.data() + first_row * std::size_t(h);
+    acts_[std::size_t(m)] = model_.make_activations(R);
+    const float* y = model_.forward(x, acts_[std::size_t(m)]);
+    if (topo_.is_last_stage()) {
+      // The loss is the mean over the global batch's G·h values: this micro-batch's mean
+      // (mse_loss over R·h) weighs R/G = 1/(D·M), and so does its dL/dy.
+      const float part = kernels::mse_loss(y, y_.data() + first_row * std::size_t(h), dy, elems);
+      const float weight = 1.0f / float(s_.grid.dp * s_.micro_batches);
+      kernels::scale(weight, dy, elems);
+      loss += double(part) * weight;
+    }
+    return y;
+  }
+
+  const float* backward(int m, const float* dy) override {
+    // The first backward of the step writes the gradients, the others add to them.
+    const float* dx = model_.backward(dy, acts_[std::size_t(m)], backwards_done_++ > 0);
+    acts_[std::size_t(m)] = TpMlpActivations{};  // freed: what 1F1B saves over GPipe
+    return topo_.is_first_stage() ? nullptr : dx;
+  }
+
+  float* params() override { return model_.params(); }
+  float* grads() override { return model_.grads(); }
+  std::size_t local_params() const override { return model_.local_params(); }
+  void adamw_step(const kernels::AdamWConfig& c, int t) override { model_.adamw_step(c, t); }
+
+  std::vector<std::string> names() const override { return model_.names(); }
+  std::vector<std::size_t> whole_indices() const override {  // 4 tensors per block, blocks in order
+    std::vector<std::size_t> at(names().size());
+    for (std::size_t i = 0; i < at.size(); ++i) at[i] = 4 * std::size_t(blocks_.first) + i;
+    return at;
+  }
+  std::vector<float> full_params(const std::string& name) override { return model_.full_params(name); }
+
+  // Per micro-batch: each block's input (R·h) and c_fc's output before and after GELU
+  // (2·R·4h/T), and the stage's output.
+  double activation_bytes() const override {
+    const double R = s_.micro_rows(), h = s_.hidden, T = s_.grid.tp;
+    return 4.0 * (blocks_.count() * (R * h + 2.0 * R * 4 * h / T) + R * h);
+  }
+  // Per block g's all-reduce forward and f's backward, of R·h floats each.
+  double tp_bytes_per_micro_batch() const override {
+    const double T = s_.grid.tp;
+    return blocks_.count() * 2 * 2 * (T - 1) / T * 4.0 * s_.micro_rows() * s_.hidden;
+  }
+
+ private:
+  Topology& topo_;
+  GridSettings s_;
+  StageBlocks blocks_;
+  TpMlp model_;
+  std::vector<TpMlpActivations> acts_;  // per micro-batch, from its forward to its backward
+  std::vector<float> x_, y_;            // the global batch of this step (host)
+  int backwards_done_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b) {
+  return std::make_unique<GridMlpStage>(topo, s, mem, b);
+}
+
+OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s) {
+  MemoryTracker mem(alone.global_rank(), nullptr);
+  TpMlp model({s.hidden, s.layers, s.global_rows()}, {alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
+  OneRankRun run;
+  std::vector<float> x, y;
+  for (int step = 0; step < s.steps; ++step) {
+    mlp_task_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
+    run.losses.push_back(model.forward_backward(x.data(), y.data()));
+    model.adamw_step(s.adamw, step + 1);
+  }
+  for (const std::string& name : model.names()) run.weights.push_back(model.full_params(name));
+  return run;
+}
+
+}  // namespace dtl

@@ -1,0 +1,64 @@
+// The model a grid rank holds: its pipeline stage's blocks of the MLP (grid_mlp_stage.cpp)
+// or of the tiny GPT (grid_gpt_stage.cpp), split over its tp group. GridRank (grid_rank.h)
+// runs the schedule, the sends between stages and the dp sync; a stage only runs one
+// micro-batch forward or backward, and says what the formulas expect of it. Between
+// stages both models pass [R × h] floats, R = the micro-batch's rows.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "labs/grid/grid_lab.h"
+
+namespace dtl {
+
+class GridStage {
+ public:
+  virtual ~GridStage() = default;
+
+  // A new step: draw its global batch (the same on every rank), forget the last step's.
+  virtual void begin_step(int step) = 0;
+  // Micro-batch m forward through the held blocks, from `x` (the previous stage's output;
+  // ignored on the first stage). Returns the output, valid until the next call. On the
+  // last stage: adds the micro-batch's share of the step's loss to `loss` and leaves
+  // dL/d(output) where its backward reads it — `dy` ([R × h]) if the model needs it.
+  virtual const float* forward(int m, const float* x, float* dy, double& loss) = 0;
+  // Its backward from dy = dL/d(output), adding to the gradients; returns dL/dx of the
+  // stage's input (nullptr on the first stage), valid until the next call.
+  virtual const float* backward(int m, const float* dy) = 0;
+  // After every backward of the step, before the dp sync (the GPT's tied embedding).
+  virtual void after_backward() {}
+
+  virtual float* params() = 0;
+  virtual float* grads() = 0;
+  virtual std::size_t local_params() const = 0;
+  virtual void adamw_step(const kernels::AdamWConfig& c, int t) = 0;  // AdamW over all of local_params()
+
+  // The held tensors (full_params: all-gathered over the tp group, a collective) and each
+  // one's index in the whole model's list of tensors (train_one_rank's order).
+  virtual std::vector<std::string> names() const = 0;
+  virtual std::vector<std::size_t> whole_indices() const = 0;
+  virtual std::vector<float> full_params(const std::string& name) = 0;
+
+  // What the formulas say: the activation bytes one micro-batch in flight keeps, the
+  // bytes the tp group's collectives send per micro-batch (ring: 2(T−1)/T of each
+  // all-reduce), and per step the tied embedding's gradient all-reduce.
+  virtual double activation_bytes() const = 0;
+  virtual double tp_bytes_per_micro_batch() const = 0;
+  virtual double embedding_bytes() const { return 0; }
+};
+
+std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b);
+std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b);
+
+// The reference: one rank (a group of one) trains the whole model on the global batch for
+// s.steps steps; its loss at each step and its final tensors in the whole model's order.
+struct OneRankRun {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> weights;
+};
+OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s);
+OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s);
+
+}  // namespace dtl
