@@ -40,7 +40,7 @@ OneRankRun one_rank_reference(Comm& world, const GridSettings& s) {
   ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
   OneRankRun run;
   std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
-  if (alone) run = s.model == GridModel::gpt ? train_gpt_one_rank(*alone, s) : train_mlp_one_rank(*alone, s);
+  if (alone) run = s.model == GridModelKind::gpt ? train_gpt_one_rank(*alone, s) : train_mlp_one_rank(*alone, s);
   broadcast_tensors(world, run.weights, 0);
   run.losses.resize(std::size_t(s.steps));
   world.broadcast(run.losses.data(), run.losses.size(), DType::f32, 0);

@@ -14,13 +14,13 @@
 namespace dtl {
 
 // --model, --schedule and --zero, in the order the LabInfo lists the names.
-enum class GridModel { mlp, gpt };
+enum class GridModelKind { mlp, gpt };
 enum class GridSchedule { gpipe, one_f_one_b };
 enum class GridZero { none, optimizer_states };
 enum class GridCheck { off, on };
 
 struct GridSettings {
-  GridModel model = GridModel::mlp;
+  GridModelKind model = GridModelKind::mlp;
   GridShape grid;
   GridZero zero = GridZero::none;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;

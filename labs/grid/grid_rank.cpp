@@ -19,7 +19,7 @@ namespace {
 constexpr int kGradientTag = 1 << 20;  // pp tags: micro-batch m's activation m, its gradient this + m
 
 std::unique_ptr<GridStage> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b) {
-  return s.model == GridModel::gpt ? make_grid_gpt_stage(topo, s, mem, b) : make_grid_mlp_stage(topo, s, mem, b);
+  return s.model == GridModelKind::gpt ? make_grid_gpt_stage(topo, s, mem, b) : make_grid_mlp_stage(topo, s, mem, b);
 }
 
 Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag) {

@@ -16,7 +16,7 @@ namespace {
 // The model's own constraints on the grid, each a UsageError naming it.
 void check_model(const GridSettings& s) {
   const std::string n_tp = std::to_string(s.grid.tp);
-  if (s.model == GridModel::mlp) {
+  if (s.model == GridModelKind::mlp) {
     if (s.heads != GridSettings{}.heads || s.vocab != GridSettings{}.vocab)  // set away from their defaults
       throw UsageError("--heads and --vocab are GPT options: add --model gpt");
     if ((4 * s.hidden) % s.grid.tp != 0)
@@ -43,7 +43,7 @@ void check_model(const GridSettings& s) {
 // with --check on, the 1-rank model.
 double estimated_bytes(const GridSettings& s, int ranks) {
   const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
-  if (s.model == GridModel::mlp) {
+  if (s.model == GridModelKind::mlp) {
     const double rank_bytes = 16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
     const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
     return ranks * (rank_bytes + reference);
@@ -63,7 +63,7 @@ double estimated_bytes(const GridSettings& s, int ranks) {
 GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   const LabOptions& o = cfg.options;
   GridSettings s;
-  s.model = o.choice<GridModel>("model");
+  s.model = o.choice<GridModelKind>("model");
   s.grid = {int(o.integer("dp")), int(o.integer("tp")), int(o.integer("pp"))};
   s.zero = o.choice<GridZero>("zero");
   s.schedule = o.choice<GridSchedule>("schedule") == GridSchedule::gpipe ? pipeline::ScheduleKind::gpipe
@@ -104,10 +104,10 @@ std::string axis_name(int i) { return i == 0 ? "dp" : i == 1 ? "tp" : i == 2 ? "
 double axis_of(const AxisBytes& b, int i) { return i == 0 ? b.dp : i == 1 ? b.tp : i == 2 ? b.pp : b.embedding; }
 
 void add_bytes_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
-  const bool gpt = s.model == GridModel::gpt;
+  const bool gpt = s.model == GridModelKind::gpt;
   const char* formula[] = {"2(D−1)/D·4Ψ + loss",
-                           gpt ? "M·(4·nb + ends)·2(T−1)/T·4Rh + CE" : "4·nb·M·(T−1)/T·4Rh",
-                           "M·4Rh each way", "4·Vh/T: wte's gradient, first ↔ last stage"};
+                           gpt ? "M·(4nb+ends)·2(T−1)/T·4Rh + CE" : "4·nb·M·(T−1)/T·4Rh",
+                           "M·4Rh each way", "wte's grad 4·Vh/T"};
   const int axes = gpt && s.grid.pp > 1 ? 4 : 3;
   double worst = 0;
   for (int a = 0; a < axes; ++a) {
@@ -164,8 +164,9 @@ void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m)
 namespace {
 
 void add_gpt_notes(Report& rep, const GridSettings& s) {
-  rep.notes.push_back("GPT: micro-batches of " + std::to_string(s.micro_sequences()) + " whole sequences (B/(D·M)); "
-                      "the first stage also holds wte and wpe, the last ln_f and the LM head. tp per micro-batch: 4 "
+  const int b = s.micro_sequences();
+  rep.notes.push_back("GPT: a micro-batch is b = B/(D·M) = " + std::to_string(b) + (b == 1 ? " whole sequence" : " whole sequences") +
+                      "; the first stage also holds wte and wpe, the last ln_f and the LM head. tp per micro-batch: 4 "
                       "all-reduces of R·h per layer, one more on each end stage (embedding g, head f), 3 of R floats "
                       "for the vocab-parallel cross-entropy.");
   if (s.grid.pp > 1)
@@ -176,7 +177,7 @@ void add_gpt_notes(Report& rep, const GridSettings& s) {
 
 std::string model_text(const GridSettings& s) {
   char text[120];
-  if (s.model == GridModel::mlp)
+  if (s.model == GridModelKind::mlp)
     std::snprintf(text, sizeof text, "MLP %d blocks h %d", s.layers, s.hidden);
   else
     std::snprintf(text, sizeof text, "GPT %d layers h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
@@ -198,7 +199,7 @@ void describe(Report& rep, const GridSettings& s) {
                         "runs inside): the bubble on a clean timeline, however many ranks share the cores.");
   rep.notes.push_back("Ψ_stage: the parameters a rank holds (its stage's blocks, 1/T of each). R = tokens / (D·M) per "
                       "micro-batch. ZeRO-1 pads Ψ_stage to D·⌈Ψ_stage/D⌉.");
-  if (s.model == GridModel::gpt) add_gpt_notes(rep, s);
+  if (s.model == GridModelKind::gpt) add_gpt_notes(rep, s);
 }
 
 }  // namespace
