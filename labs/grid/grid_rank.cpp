@@ -36,7 +36,8 @@ GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
   for (int m = 0; m < M; ++m) {
     if (!topo.is_first_stage()) input_.push_back(rows_tensor(mem, R, h, MemTag::comm));
     if (!topo.is_last_stage()) output_.push_back(rows_tensor(mem, R, h, MemTag::comm));
-    grad_in_.push_back(rows_tensor(mem, R, h, MemTag::comm));  // from the next stage, or the loss's
+    // From the next stage, or on the last the MLP's loss gradient (the GPT's stays with its logits).
+    grad_in_.push_back(rows_tensor(mem, R, h, MemTag::comm));
     if (!topo.is_first_stage()) grad_out_.push_back(rows_tensor(mem, R, h, MemTag::comm));
   }
   if (s.zero == GridZero::optimizer_states) {

@@ -17,9 +17,9 @@ namespace {
 
 constexpr int kLayers = 4, kHidden = 32, kHeads = 4, kSeq = 8, kVocab = 64, kBatch = 16, kMicro = 4;
 
-std::map<std::string, std::string> gpt_options(int dp, int tp, int pp, const char* zero) {
+std::map<std::string, std::string> gpt_options(int dp, int tp, int pp, const char* zero, const char* schedule) {
   return {{"model", "gpt"}, {"dp", std::to_string(dp)}, {"tp", std::to_string(tp)}, {"pp", std::to_string(pp)},
-          {"zero", zero}, {"layers", std::to_string(kLayers)}, {"hidden", std::to_string(kHidden)},
+          {"zero", zero}, {"schedule", schedule}, {"layers", std::to_string(kLayers)}, {"hidden", std::to_string(kHidden)},
           {"heads", std::to_string(kHeads)}, {"seq", std::to_string(kSeq)}, {"vocab", std::to_string(kVocab)},
           {"batch", std::to_string(kBatch)}, {"micro-batches", std::to_string(kMicro)}, {"steps", "3"}};
 }
@@ -54,13 +54,16 @@ TEST(GridGpt, EveryGridEndsWithOneRanksLossAndWeightsAndTheFormulasBytes) {
   struct Case {
     int dp, tp, pp;
     const char* zero;
+    const char* schedule = "1f1b";
   };
-  for (const Case& c : {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"}, Case{2, 2, 2, "1"}}) {
+  // GPipe keeps all M micro-batches' activations at once: each needs its own set.
+  for (const Case& c : {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"}, Case{2, 2, 2, "1"},
+                        Case{1, 2, 4, "0", "gpipe"}}) {
     Trace trace(8);
-    const Report rep = dtl::test::run_for_results("grid", 8, gpt_options(c.dp, c.tp, c.pp, c.zero), trace);
+    const Report rep = dtl::test::run_for_results("grid", 8, gpt_options(c.dp, c.tp, c.pp, c.zero, c.schedule), trace);
     const Expected e = expected_bytes(c.dp, c.tp, c.pp);
-    std::printf("GPT dp %d × tp %d × pp %d, ZeRO-%s: max diff vs 1 rank: loss %.2e, weights %.2e; bytes off the "
-                "formula %.0f B\n", c.dp, c.tp, c.pp, c.zero, row(rep, "grid.loss_diff_vs_one_rank"),
+    std::printf("GPT dp %d × tp %d × pp %d, ZeRO-%s, %s: max diff vs 1 rank: loss %.2e, weights %.2e; bytes off the "
+                "formula %.0f B\n", c.dp, c.tp, c.pp, c.zero, c.schedule, row(rep, "grid.loss_diff_vs_one_rank"),
                 row(rep, "grid.weight_diff_vs_one_rank"), row(rep, "grid.bytes_vs_formula"));
     // fp32 sums in another order (per micro-batch, per rank): a few ulps of weights near 1
     // after 3 steps of lr 1e-3; a wrong gradient would be off by a share of lr.
