@@ -123,6 +123,14 @@ void print_alpha_beta(std::ostream& out, const Results& r) {
   out << "\n";
 }
 
+std::optional<theory::AlphaBetaFit> collective_fit(const Results& r, const std::string& backend, int P) {
+  const Measured m = measured_times(r);
+  if (!m.count(backend) || !m.at(backend).count(P)) return std::nullopt;
+  const auto runs = runs_of(m.at(backend).at(P), P);
+  if (runs.size() < 2) return std::nullopt;
+  return theory::fit_alpha_beta(runs);
+}
+
 bool plot_alpha_beta(const Results& r, const std::string& backend, int P, const std::string& path) {
   const Measured m = measured_times(r);
   if (!m.count(backend) || !m.at(backend).count(P)) return false;

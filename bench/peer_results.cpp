@@ -26,7 +26,7 @@ Stats stats_of(std::vector<double> v) {
 std::string bytes_label(double bytes) {
   const char* units[] = {"B", "K", "M", "G"};
   int u = 0;
-  while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
+  while (bytes >= 999.5 && u < 3) bytes /= 1024, ++u;  // never "1e+03K": 1019K is 0.996M
   char s[32];
   std::snprintf(s, sizeof s, "%.3g%s", bytes, units[u]);
   return s;
@@ -64,18 +64,39 @@ void add_sweep(Sweep& s, const nlohmann::json& j, bool inplace) {
   }
 }
 
+// A report row's median and its min–max over runs.
+Stats stats_of_row(const nlohmann::json& r) {
+  Stats s{r.at("measured").get<double>(), 0, 0, 1};
+  s.min = s.max = s.median;
+  if (r.contains("spread")) s.min = r["spread"]["min"], s.max = r["spread"]["max"], s.n = r["spread"]["runs"];
+  return s;
+}
+
 // dtlab's lab report (bucketed.step_time: median and spread over runs) or torch_ddp.py's
 // list of runs.
 Stats ddp_steps(const nlohmann::json& j) {
   if (j.contains("step_s")) return stats_of(j["step_s"].get<std::vector<double>>());
   for (const auto& r : j.at("rows"))
-    if (r.at("id") == "bucketed.step_time") {
-      Stats s{r.at("measured").get<double>(), 0, 0, 1};
-      s.min = s.max = s.median;
-      if (r.contains("spread")) s.min = r["spread"]["min"], s.max = r["spread"]["max"], s.n = r["spread"]["runs"];
-      return s;
-    }
+    if (r.at("id") == "bucketed.step_time") return stats_of_row(r);
   throw Error("bench results: no bucketed.step_time row in a dtlab DDP report");
+}
+
+// dtlab's DDP lab report (`dtlab run ddp --json`) as one point of the scaling chart.
+DdpPoint ddp_point(const nlohmann::json& j) {
+  DdpPoint d;
+  bool step = false;
+  for (const auto& r : j.at("rows")) {
+    const std::string id = r.at("id");
+    if (id == "bucketed.step_time") d.step_s = stats_of_row(r), step = true;
+    else if (id == "one_rank_step_time") d.one_rank_s = stats_of_row(r);
+    else if (id == "bucketed.grad_bytes_reduced") d.grad_bytes = r.at("measured").get<double>();
+  }
+  if (!step) throw Error("bench results: no bucketed.step_time row in a dtlab DDP report");
+  if (j.contains("config") && j["config"].contains("link")) {
+    const auto& l = j["config"]["link"];
+    d.link_name = l.value("name", ""), d.link_latency_us = l.value("latency_us", 0.0), d.link_GBps = l.value("bandwidth_GBps", 0.0);
+  }
+  return d;
 }
 
 }  // namespace
@@ -85,7 +106,8 @@ Results load_results(const std::string& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
   std::sort(files.begin(), files.end());  // repeats in order: r1, r2, ...
-  const std::regex sweep_re("(ar|fit|trace)-(.+)-p([0-9]+)(-r[0-9]+)?\\.json"), ddp_re("ddp-(.+)-p([0-9]+)\\.json");
+  const std::regex sweep_re("(ar|fit|trace|p2p)-(.+)-p([0-9]+)(-r[0-9]+)?\\.json"), ddp_re("ddp-(.+)-p([0-9]+)\\.json"),
+      scaling_re("ddpscale-(.+)-p([0-9]+)\\.json");
   for (const auto& f : files) {
     const std::string name = f.filename().string();
     std::smatch m;
@@ -94,12 +116,14 @@ Results load_results(const std::string& dir) {
       for (std::string line; std::getline(in, line);)
         if (!line.empty()) res.skipped.push_back(line);
     } else if (std::regex_match(name, m, sweep_re)) {
-      auto& family = m[1] == "ar" ? res.all_reduce : m[1] == "fit" ? res.fit : res.trace;
+      auto& family = m[1] == "ar" ? res.all_reduce : m[1] == "fit" ? res.fit : m[1] == "p2p" ? res.p2p : res.trace;
       // The α–β sweeps are fitted in place: out of place, a point-to-point algorithm first
       // copies its input to the output, a cost outside the curriculum's formulas.
       add_sweep(family[m[2]][std::stoi(m[3])], read_json(f), m[1] == "fit");
     } else if (std::regex_match(name, m, ddp_re)) {
       res.ddp[m[1]][std::stoi(m[2])] = ddp_steps(read_json(f));
+    } else if (std::regex_match(name, m, scaling_re)) {
+      res.ddp_scaling[m[1]][std::stoi(m[2])] = ddp_point(read_json(f));
     }
   }
   return res;

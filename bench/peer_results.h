@@ -4,7 +4,11 @@
 //                           the memory bandwidth its ceiling came from
 //   fit-BACKEND-ALGO-pP.json a dtlab sweep of one point-to-point algorithm, for the α–β fit
 //                           (its in-place rows; every other file's out-of-place rows)
+//   p2p-BACKEND-pP-rK.json  a dtlab bench ping_pong sweep (rows: bytes, time_us one way), for
+//                           the point-to-point α–β fit
 //   ddp-LABEL-pP.json       a DDP step: dtlab's report (bucketed.step_time) or torch_ddp.py's
+//   ddpscale-LINK-pP.json   dtlab's DDP lab on thread ranks on an emulated link (or none),
+//                           for the step time vs ranks and link
 //   trace-on|off-pP-rK.json the same sweep with tracing on and off
 //   skipped.txt             "peer: why" for every peer that did not run
 #pragma once
@@ -30,11 +34,22 @@ struct Sweep {
   double link_latency_us = 0, link_GBps = 0;  // the emulated link the sweep ran on (0: none)
 };
 
+// One run of the DDP lab for the scaling chart: its step, the 1-rank step it measured on
+// the global batch, the gradient bytes each rank all-reduces, and the link it ran on.
+struct DdpPoint {
+  Stats step_s, one_rank_s;
+  double grad_bytes = 0;
+  std::string link_name;                      // "" when no link was emulated
+  double link_latency_us = 0, link_GBps = 0;  // 0: none
+};
+
 struct Results {
   std::map<std::string, std::map<int, Sweep>> all_reduce;          // label → P → sweep
   std::map<std::string, std::map<int, Sweep>> fit;                 // "threads-ring" → P → sweep
   std::map<std::string, std::map<int, Stats>> ddp;                 // label → P → step seconds over runs
   std::map<std::string, std::map<int, Sweep>> trace;               // "on"/"off" → P → sweep
+  std::map<std::string, std::map<int, Sweep>> p2p;                 // "threads" → P → ping-pong sweep
+  std::map<std::string, std::map<int, DdpPoint>> ddp_scaling;      // link label → P → run
   std::vector<std::string> skipped;
 };
 

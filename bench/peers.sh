@@ -4,7 +4,10 @@
 #     (library, ring), Open MPI's MPI_Allreduce (bench/mpi_allreduce.cpp), torch gloo
 #     (bench/torch_allreduce.py); repeats interleaved, ratios paired repeat by repeat;
 #   - the DDP step on the lab's MLP: dtlab threads and mpi vs PyTorch DDP gloo (bench/torch_ddp.py);
-#   - ceilings with their derivation, α–β fitted to the naive/tree/ring/rhd sweeps, tracing's cost;
+#   - ceilings with their derivation, α–β fitted to the naive/tree/ring/rhd sweeps and to a
+#     point-to-point ping-pong (dtlab bench ping_pong) per backend, with the ring all-reduce
+#     the ping-pong's α–β predicts against the one measured; tracing's cost;
+#   - the DDP step vs ranks (1, 2, 4) and link (none, pcie4, eth100, pcie4 slowed 100×);
 #   - PyTorch DDP's own profiler trace (build/peers/torch-ddp-trace.json; open it in dtlab-viz)
 #     with its overlapped and exposed communication.
 #
@@ -62,7 +65,13 @@ all_reduce_round() {  # $1 ranks, $2 repeat: every implementation once, side by 
 }
 
 fit_round() {  # $1 repeat: the sweeps α–β is fitted to (their in-place rows); "link": threads on an emulated link
-  local fit=(-b 1K -e 16M -f 4 -n 8 -w 2) algo
+  local fit=(-b 1K -e 16M -f 4 -n 8 -w 2) p2p=(-b 1K -e 64M -f 4 -n 8 -w 2) algo
+  # point-to-point: ranks 0 and 1 ping-pong, one way = round trip / 2
+  "$dtlab" bench ping_pong --ranks 2 "${p2p[@]}" --json "$out/p2p-threads-p2-r$1.json" >/dev/null
+  "$dtlab" bench ping_pong --ranks 2 "${p2p[@]}" --link-bw 1 --link-latency 20 --json "$out/p2p-link-p2-r$1.json" >/dev/null
+  if [ $have_mpi = 1 ]; then
+    "${mpirun[@]}" -np 2 "$dtlab" bench ping_pong --backend mpi "${p2p[@]}" --json "$out/p2p-mpi-p2-r$1.json" >/dev/null
+  fi
   for algo in naive tree ring rhd; do
     "$dtlab" bench all_reduce --impl $algo --ranks 4 "${fit[@]}" --json "$out/fit-threads-$algo-p4-r$1.json" >/dev/null
     "$dtlab" bench all_reduce --impl $algo --ranks 4 "${fit[@]}" --link-bw 1 --link-latency 20 \
@@ -78,7 +87,7 @@ for r in $(seq 1 "$repeats"); do
     echo "peers: all-reduce, $P ranks, repeat $r of $repeats" >&2
     all_reduce_round "$P" "$r"
   done
-  echo "peers: α–β sweeps (naive, tree, ring, rhd; 4 ranks), repeat $r" >&2
+  echo "peers: α–β sweeps (ping-pong, 2 ranks; naive, tree, ring, rhd, 4 ranks), repeat $r" >&2
   fit_round "$r"
   echo "peers: tracing off and on, 4 ranks, 64M, repeat $r" >&2
   for t in off on; do
@@ -99,6 +108,18 @@ for P in 2 4; do
     "$python" bench/torch_ddp.py --ranks "$P" --width 512 --depth 4 --batch 256 --steps 4 "${profile[@]}" \
       --json "$out/ddp-pytorch-p$P.json"
   fi
+done
+
+echo "peers: DDP step vs ranks and link (threads)" >&2
+for link in none pcie4 eth100 pcie4/100; do  # NAME or NAME/SLOWDOWN (--link-slowdown)
+  case $link in
+    none) how=() ;;
+    */*) how=(--link "${link%/*}" --link-slowdown "${link#*/}") ;;
+    *) how=(--link "$link") ;;
+  esac
+  for P in 1 2 4; do
+    "$dtlab" run ddp --ranks "$P" "${ddp[@]}" "${how[@]}" --json >"$out/ddpscale-${link/\//x}-p$P.json"
+  done
 done
 
 {

@@ -4,7 +4,9 @@
 #include <string>
 
 #include "bench/peer_fit.h"
+#include "bench/peer_p2p.h"
 #include "bench/peer_results.h"
+#include "bench/peer_scaling.h"
 #include "bench/peer_tables.h"
 #include "bench/plot_chart.h"
 #include "core/error.h"
@@ -49,6 +51,8 @@ void write_plots(const Results& r, const std::string& dir, std::ostream& out) {
   for (const char* backend : {"threads", "mpi", "link"})
     if (plot_alpha_beta(r, backend, 4, dir + "/peers-alpha-beta-" + backend + ".png"))
       out << "wrote " << dir << "/peers-alpha-beta-" << backend << ".png\n";
+  if (plot_point_to_point(r, dir + "/peers-p2p-fit.png")) out << "wrote " << dir << "/peers-p2p-fit.png\n";
+  if (plot_ddp_scaling(r, dir + "/peers-ddp-scaling.png")) out << "wrote " << dir << "/peers-ddp-scaling.png\n";
 }
 
 }  // namespace
@@ -57,8 +61,10 @@ int report(const std::string& dir, const std::string& plot_dir, std::ostream& ou
   const Results r = load_results(dir);
   print_all_reduce_table(out, r);
   print_ddp_table(out, r);
+  print_ddp_scaling(out, r);
   print_ceilings(out, r);
   print_alpha_beta(out, r);
+  print_point_to_point(out, r);
   print_tracing(out, r);
   for (const std::string& s : r.skipped) out << "skipped: " << s << "\n";
   if (!plot_dir.empty()) write_plots(r, plot_dir, out);

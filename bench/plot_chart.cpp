@@ -81,7 +81,7 @@ std::vector<double> ticks(const Axis& a, bool powers_of_two, int most) {
 
 void draw_frame(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
   const int x0 = kLeft, x1 = c.width() - kRight, y0 = kTop, y1 = c.height() - kBottom;
-  for (double v : ticks(x, !ch.x_tick, 10)) {
+  for (double v : ch.x_ticks.empty() ? ticks(x, !ch.x_tick, 10) : ch.x_ticks) {
     const double px = x.px(v);
     c.line(px, y0, px, y1, kGrid, 1);
     const std::string s = ch.x_tick ? ch.x_tick(v) : size_label(v);

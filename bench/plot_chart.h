@@ -31,6 +31,7 @@ struct LineChart {
   std::vector<Series> series;
   std::vector<Marker> horizontal, vertical;
   std::function<std::string(double)> x_tick = nullptr;  // default: 1K, 64K, 1M, ...
+  std::vector<double> x_ticks;                          // where the x ticks go (default: chosen to fit)
 };
 
 // The i-th colour of a palette that stays apart on white.

@@ -43,6 +43,20 @@ AlphaBetaFit solve(const std::vector<Row>& rows) {
   return f;
 }
 
+// The fit and its errors over the rows of `samples` (each with a time_s).
+template <class Sample>
+AlphaBetaFit fit_rows(const std::vector<Sample>& samples, const std::vector<Row>& rows) {
+  AlphaBetaFit f = solve(rows);
+  double sum_sq = 0;
+  for (const Sample& s : samples) {
+    const double e = fit_error(f, s);
+    f.max_rel_error = std::max(f.max_rel_error, std::abs(e));
+    sum_sq += e * e;
+  }
+  f.rms_rel_error = std::sqrt(sum_sq / double(samples.size()));
+  return f;
+}
+
 }  // namespace
 
 double fit_error(const AlphaBetaFit& f, const TimedRun& r) {
@@ -57,15 +71,21 @@ AlphaBetaFit fit_alpha_beta(const std::vector<TimedRun>& runs) {
     if (!(r.time_s > 0) || r.P < 2) throw UsageError("an α–β fit needs positive times on 2 or more ranks");
     rows.push_back(row_of(r));
   }
-  AlphaBetaFit f = solve(rows);
-  double sum_sq = 0;
-  for (const TimedRun& r : runs) {
-    const double e = fit_error(f, r);
-    f.max_rel_error = std::max(f.max_rel_error, std::abs(e));
-    sum_sq += e * e;
+  return fit_rows(runs, rows);
+}
+
+double fit_error(const AlphaBetaFit& f, const TimedMessage& m) {
+  return (f.alpha_s + f.beta_s_per_byte * m.bytes - m.time_s) / m.time_s;
+}
+
+AlphaBetaFit fit_point_to_point(const std::vector<TimedMessage>& messages) {
+  if (messages.size() < 2) throw UsageError("an α–β fit needs at least two timed messages");
+  std::vector<Row> rows;
+  for (const TimedMessage& m : messages) {
+    if (!(m.time_s > 0) || !(m.bytes >= 0)) throw UsageError("an α–β fit needs positive times and sizes >= 0");
+    rows.push_back({1.0 / m.time_s, m.bytes / m.time_s});  // [1/t, n/t] · [α, β] ≈ 1
   }
-  f.rms_rel_error = std::sqrt(sum_sq / double(runs.size()));
-  return f;
+  return fit_rows(messages, rows);
 }
 
 std::optional<double> predicted_crossover(Algo a, Algo b, int P, Link link) {

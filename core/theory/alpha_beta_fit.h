@@ -36,6 +36,18 @@ AlphaBetaFit fit_alpha_beta(const std::vector<TimedRun>& runs);
 // Relative error of the fitted model on one run: (predicted - measured) / measured.
 double fit_error(const AlphaBetaFit& f, const TimedRun& r);
 
+// One point-to-point message of `bytes`, one way (a ping-pong's round trip / 2): the
+// curriculum's time = α + bytes·β with nothing else in it.
+struct TimedMessage {
+  double bytes = 0;
+  double time_s = 0;  // measured
+};
+
+// The same least squares of relative error over messages (at least two, of different
+// sizes); α and β kept >= 0 as above.
+AlphaBetaFit fit_point_to_point(const std::vector<TimedMessage>& messages);
+double fit_error(const AlphaBetaFit& f, const TimedMessage& m);
+
 // The size N > 0 where `a` and `b` take the same time under `link` (a is faster above it
 // when a has more steps and fewer bytes), or nullopt when one is never slower.
 std::optional<double> predicted_crossover(Algo a, Algo b, int P, Link link);

@@ -1,6 +1,7 @@
 // `dtlab bench COLLECTIVE`: nccl-tests' sweep, on thread ranks.
 //
 //   dtlab bench all_reduce --impl library --ranks 4 -b 8 -e 256M -f 2 --json out.json
+//   dtlab bench ping_pong --ranks 2 -b 1K -e 64M -f 4      # point-to-point (bench_ping_pong.cpp)
 //
 // Prints `size count type redop | time algbw busbw #wrong` for out-of-place and in-place
 // (GB = 1e9; busbw = algbw · the collective's factor, 2(P-1)/P for all_reduce), and the
@@ -205,6 +206,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
 
 int run_bench(BenchArgs& a) {
   const BenchPlan p = plan_bench(a);
+  if (p.ping_pong) return run_ping_pong(a, p);
   std::ostream& out = a.json_path == "-" ? std::cerr : std::cout;  // --json -: stdout holds only JSON
   std::unique_ptr<MemoryBandwidthProbe> probe;  // made on first use, by rank 0
   auto measure_bandwidth = [&] {
@@ -252,8 +254,10 @@ int run_bench(BenchArgs& a) {
 Command add_bench_command(CLI::App& app) {
   CLI::App* b = app.add_subcommand("bench", "Sweep a collective's sizes, nccl-tests style");
   auto a = std::make_shared<BenchArgs>();
-  b->add_option("collective", a->collective, "all_reduce reduce_scatter all_gather broadcast reduce all_to_all")
-      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"}))
+  b->add_option("collective", a->collective,
+                "all_reduce reduce_scatter all_gather broadcast reduce all_to_all, or ping_pong (send/recv between "
+                "ranks 0 and 1; one way = round trip / 2)")
+      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "ping_pong"}))
       ->capture_default_str();
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))

@@ -89,12 +89,23 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, Reduce
   };
 }
 
+// ping_pong's own rules: no algorithm, no reduction, host buffers, 2 ranks unless told.
+void plan_ping_pong(BenchArgs& a) {
+  if (a.impl != "library")
+    throw UsageError("--impl " + a.impl + ": ping_pong is one send and one receive, there is no algorithm to choose");
+  if (a.backend == "nccl" || a.device == "cuda")
+    throw UsageError("ping_pong moves host buffers: use --backend threads or mpi, without --device cuda");
+  if (!a.trace_path.empty()) throw UsageError("--trace: ping_pong records no trace; trace an all_reduce sweep instead");
+  if (a.ranks == -1 && a.backend == "threads") a.ranks = 2;
+}
 
 }  // namespace
 
 BenchPlan plan_bench(BenchArgs& a) {
   BenchPlan p;
-  p.coll = theory::parse_collective(a.collective);
+  p.ping_pong = a.collective == "ping_pong";
+  if (p.ping_pong) plan_ping_pong(a);
+  p.coll = p.ping_pong ? theory::Collective::broadcast : theory::parse_collective(a.collective);  // ping_pong: unused
   p.t = parse_dtype(a.dtype);
   p.op = parse_reduce_op(a.op);
   const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
@@ -111,6 +122,11 @@ BenchPlan plan_bench(BenchArgs& a) {
   p.unit_is = p.split ? "one " + std::string(dtype_name(p.t)) + " element per rank on " + std::to_string(p.P) + " ranks"
                       : "one " + std::string(dtype_name(p.t)) + " element";
   p.sweep = plan_sweep(a, lo, hi, p.unit, p.unit_is);
+  if (p.ping_pong) {
+    if (p.P < 2) throw UsageError("ping_pong needs at least 2 ranks (" + std::to_string(p.P) + " given)");
+    require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? 2 : 1), "-e");
+    return p;  // ranks 0 and 1 hold a send and a receive buffer each
+  }
   // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in here).
   require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? p.P : 1), "-e (or --ranks)");
   p.fn = make_op(a, p.coll, p.P, p.t, p.op);

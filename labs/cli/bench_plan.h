@@ -56,11 +56,16 @@ struct BenchPlan {
   std::string unit_is;
   Sweep sweep;
   bool on_gpu = false;
+  bool ping_pong = false;  // `dtlab bench ping_pong`: send/recv between ranks 0 and 1, no fn
   OpFn fn;
 };
 
 // Validates every option (UsageError naming it) and plans the run; a.device may become
 // "cuda" (--backend nccl implies it).
 BenchPlan plan_bench(BenchArgs& a);
+
+// `dtlab bench ping_pong` (bench_ping_pong.cpp): the point-to-point sweep, one way =
+// round trip / 2. Returns the exit code.
+int run_ping_pong(const BenchArgs& a, const BenchPlan& p);
 
 }  // namespace dtl::cli

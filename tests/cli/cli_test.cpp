@@ -71,7 +71,9 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "run ddp --width 60000", "bench-step --width 60000", "bench-kernels --elements 8G",
                            "run collectives --bytes 4096G", "bench all_reduce -b 4096G -e 4096G",
                            "run collectives --backend nccl --device cpu", "run collectives --backend mpi --device cuda",
-                           "bench all_reduce --backend mpi --device cuda", "run ddp --device cuda"}) {
+                           "bench all_reduce --backend mpi --device cuda", "run ddp --device cuda",
+                           "bench ping_pong --impl ring", "bench ping_pong --ranks 1", "bench ping_pong --device cuda",
+                           "bench ping_pong --backend nccl"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
@@ -124,6 +126,31 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     const Output b = dtlab(std::string("bench ") + coll + " --ranks 3 -b 96 -e 96 -n 1 -w 0");
     EXPECT_EQ(b.code, 0) << coll << b.err;
   }
+}
+
+// The point-to-point sweep the α–β fit needs: one way = round trip / 2, data checked,
+// nccl-tests' row fields; ranks beyond 0 and 1 only wait; on an emulated link a message
+// takes at least its α + N·β.
+TEST(Cli, BenchPingPongTimesOneWayAndChecksTheData) {
+  const std::string path = testing::TempDir() + "ping_pong_" + std::to_string(getpid()) + ".json";
+  const Output o = dtlab("bench ping_pong -b 1K -e 64K -f 8 -n 3 -w 1 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("one-way"), std::string::npos) << o.out;
+  const json j = json::parse(slurp(path));
+  EXPECT_EQ(j["collective"], "ping_pong");
+  EXPECT_EQ(j["ranks"], 2);  // the default for ping_pong
+  ASSERT_EQ(j["rows"].size(), 3u);  // 1K, 8K, 64K
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["wrong"].get<double>(), 0);
+    EXPECT_NEAR(row["time_us"].get<double>() * 2, row["round_trip_us"].get<double>(), 1e-6);
+    EXPECT_FALSE(row["inplace"].get<bool>());
+  }
+  EXPECT_EQ(dtlab("bench ping_pong --ranks 3 -b 4K -e 4K -n 2 -w 0").code, 0);
+  const Output link = dtlab("bench ping_pong -b 64K -e 64K -n 2 -w 0 --link-bw 1 --link-latency 100 --json " + path);
+  ASSERT_EQ(link.code, 0) << link.err;
+  const json l = json::parse(slurp(path));
+  EXPECT_GE(l["rows"][0]["time_us"].get<double>(), 100 + 65.536) << link.out;  // α + N/β at least
+  EXPECT_EQ(l["link"]["latency_us"], 100);
 }
 
 // bench-kernels runs every kernel and reports each rate beside a positive ceiling.

@@ -77,3 +77,39 @@ TEST(AlphaBetaFit, RingBeatsTreeAboveTheCrossover) {
   EXPECT_FALSE(predicted_crossover(Algo::tree, Algo::ring, 4, link).has_value());  // tree never wins at large N
   EXPECT_FALSE(predicted_crossover(Algo::ring, Algo::rhd, 4, link).has_value());   // rhd: fewer steps, same bytes
 }
+
+// Point-to-point: one-way times made from α + n·β give α and β back exactly; ±10 %
+// alternating noise shows in the error but moves α and β only a little.
+TEST(AlphaBetaFit, PointToPointRecoversTheLinkThatMadeTheTimes) {
+  const double alpha = 20e-6, beta = 1.0 / 1e9;
+  std::vector<TimedMessage> exact, noisy;
+  int i = 0;
+  for (double n = 1024; n <= 64e6; n *= 4, ++i) {
+    exact.push_back({n, alpha + n * beta});
+    noisy.push_back({n, (alpha + n * beta) * (1 + (i % 2 ? 0.1 : -0.1))});
+  }
+  const AlphaBetaFit f = fit_point_to_point(exact);
+  EXPECT_NEAR(f.alpha_s, alpha, 1e-12);
+  EXPECT_NEAR(f.beta_s_per_byte / beta, 1.0, 1e-9);
+  EXPECT_LT(f.max_rel_error, 1e-9);
+  EXPECT_NEAR(fit_error(f, TimedMessage{4096, 2 * (alpha + 4096 * beta)}), -0.5, 1e-9);  // half the measured time
+  const AlphaBetaFit n = fit_point_to_point(noisy);
+  EXPECT_GT(n.max_rel_error, 0.05);
+  EXPECT_LT(n.max_rel_error, 0.2);
+  EXPECT_NEAR(n.alpha_s / alpha, 1.0, 0.15);
+  EXPECT_NEAR(n.beta_s_per_byte / beta, 1.0, 0.15);
+  // The ring all-reduce it predicts: 2(P-1)·α + 2(P-1)/P·N·β.
+  EXPECT_NEAR(all_reduce_cost(Algo::ring, 4, 1e6, f.link()).time_s, 6 * alpha + 1.5e6 * beta, 1e-12);
+}
+
+TEST(AlphaBetaFit, PointToPointPinsANegativeTermToZero) {
+  // Pure bandwidth, then pure latency: the other term must come out 0, not negative.
+  const AlphaBetaFit bw = fit_point_to_point({{1e3, 1e-6 * 0.9}, {1e6, 1e-3}, {1e7, 1e-2}});
+  EXPECT_GE(bw.alpha_s, 0);
+  EXPECT_NEAR(bw.beta_s_per_byte, 1e-9, 1e-10);
+  const AlphaBetaFit lat = fit_point_to_point({{1e3, 5e-6}, {1e6, 4.9e-6}});
+  EXPECT_GE(lat.beta_s_per_byte, 0);
+  EXPECT_NEAR(lat.alpha_s, 5e-6, 2e-7);
+  EXPECT_THROW(fit_point_to_point({{1e3, 1e-5}}), dtl::UsageError);
+  EXPECT_THROW(fit_point_to_point({{1e3, 1e-5}, {1e6, 0}}), dtl::UsageError);
+}
