@@ -229,20 +229,19 @@ void fill_memory(Plan& out) {
   const auto& p = out.config;
   auto& mem = out.memory;
   const double local = out.psi / (double(p.tp) * p.pp);
-  const ZeroBytes zb = zero_bytes_per_param(p.zero, p.dp, p.convention);
-  mem.params = local * zb.params;
-  mem.grads = local * zb.grads;
-  mem.optimizer = local * zb.optimizer;
+  mem = rank_model_state(local, p.zero, p.dp, zero_precision(p.convention));
   mem.model_state_sixteen = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::sixteen);
   mem.model_state_twelve = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::twelve);
   mem.model_state_eight = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::eight);
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
   const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
-  const double held = double(layers_per_stage(m, p.pp)) * std::min(p.micro_batches, p.pp);
-  mem.activations_none = held * s * b * h * (34 + 5 * a * s / h) / t;
-  mem.activations_selective = held * s * b * h * 34 / t;
-  mem.activations_full = held * 2 * s * b * h / t;
+  auto held = [&](double layer_bytes) {
+    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
+  };
+  mem.activations_none = held(s * b * h * (34 + 5 * a * s / h) / t);
+  mem.activations_selective = held(s * b * h * 34 / t);
+  mem.activations_full = held(2 * s * b * h / t);
   mem.activations = p.recompute == Recompute::none        ? mem.activations_none
                     : p.recompute == Recompute::selective ? mem.activations_selective
                                                           : mem.activations_full;
@@ -297,6 +296,19 @@ std::vector<std::string> formulas(const Plan& out) {
 }
 
 }  // namespace
+
+Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision precision) {
+  const ZeroBytes zb = zero_bytes_per_param(zero, dp, precision);
+  Memory mem;
+  mem.params = rank_params * zb.params;
+  mem.grads = rank_params * zb.grads;
+  mem.optimizer = rank_params * zb.optimizer;
+  return mem;
+}
+
+double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp) {
+  return layer_bytes * stage_layers * std::min(micro_batches, pp);
+}
 
 double Plan::bytes_on(Axis a) const {
   double b = 0;

@@ -128,6 +128,18 @@ struct Plan {
   double bytes_on(Axis a) const;      // the ledger's bytes on one axis
 };
 
+// The planner's memory per GPU from what one GPU holds, for a model that is not a
+// transformer given by its shape (plan() below uses both; the grid lab compares its MLP
+// with them, labs/grid/grid_planner.cpp):
+//   model state   rank_params (Ψ/(tp·pp) for an evenly split model) · the bytes per parameter
+//                 of `precision` ({4, 4, 8} in fp32), ZeRO `zero` over `dp` ranks (zero.h)
+//   activations   layer_bytes per layer and micro-batch (a transformer: Korthikanti's
+//                 s·b·h·(34 + 5·a·s/h)/t) × layers on the stage × min(M, pp) micro-batches in
+//                 flight (1F1B's first stage)
+// The first sets params, grads and optimizer only.
+Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision precision);
+double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp);
+
 // Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp ≠ gpus, tp not
 // dividing heads, pp > layers, ZeRO outside 0–3, efficiency outside (0, 1].
 void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);

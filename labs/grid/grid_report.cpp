@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/grid/grid_lab.h"
+#include "labs/grid/grid_planner.h"
 #include "core/util/units.h"
 #include "labs/report_format.h"
 #include "labs/train/gpt.h"
@@ -159,6 +160,7 @@ void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m)
   rep.add("grid.bubble", "pipeline bubble: idle share of the step", m.bubble, "")
       .predict(double(P - 1) / (M + P - 1), "(P−1)/(M+P−1)");
   rep.add("grid.step_time", "step time", 0, "s").over(m.step);
+  add_planner_memory_rows(rep, s, m);  // a section of its own: memory by tag vs dtlab plan's model
 }
 
 namespace {
