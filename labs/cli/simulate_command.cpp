@@ -32,6 +32,8 @@ struct SimulateArgs {
   int steps = 2;
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
   bool calibrate = false;
+  CalibrationOptions calibration;
+  std::string calibrate_compute_from = "unlinked-run";
 };
 
 pipeline::ScheduleKind parse_schedule(const std::string& name) {
@@ -86,7 +88,12 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
 }
 
 int run_simulate(const SimulateArgs& a) {
-  if (a.calibrate) return run_calibration(a.calibrate_link, a.plan.json);
+  if (a.calibrate) {
+    CalibrationOptions o = a.calibration;
+    o.link = a.calibrate_link, o.json = a.plan.json;
+    o.compute = a.calibrate_compute_from == "same-run" ? CalibrationCompute::same_run : CalibrationCompute::unlinked_run;
+    return run_calibration(o);
+  }
   const th::ClusterSpec c = cluster_from(a.plan);
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
   const sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo));
@@ -126,6 +133,15 @@ Command add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
   p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
+  p->add_option("--calibrate-compute-us", a->calibration.compute_us,
+                "With --calibrate: run the grid lab with --compute-us F (each F lasts at least F µs; 0: the real compute)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  p->add_option("--calibrate-compute-from", a->calibrate_compute_from,
+                "With --calibrate: the compute fed to the simulator, from a run without the link (a prediction) or "
+                "from the measured run itself (communication and schedule predicted)")
+      ->check(CLI::IsMember({"unlinked-run", "same-run"}))->capture_default_str();
+  p->add_option("--calibrate-repeat", a->calibration.repeat, "With --calibrate: calibrations per shape (median and range)")
+      ->check(whole_range(1, 100))->capture_default_str();
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
   return [a] { return run_simulate(*a); };
 }

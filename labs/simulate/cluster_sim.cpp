@@ -39,18 +39,18 @@ bool hierarchy_helps(const AxisRoute& r) { return r.algo == CommAlgo::hierarchic
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
-  if (algo == CommAlgo::tree) return theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
-  if (!hierarchy_helps(*this)) return 2 * ring_half(size, bytes, slowest());
+  if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
+  if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
   const int k = per_node, nodes = size / per_node;
-  return 2 * ring_half(k, bytes, intra) + 2 * ring_half(nodes, bytes / k, inter);
+  return call_overhead_s + 2 * ring_half(k, bytes, intra) + 2 * ring_half(nodes, bytes / k, inter);
 }
 
 double AxisRoute::reduce_scatter(double bytes) const {
   if (size < 2) return 0;
-  if (!hierarchy_helps(*this)) return ring_half(size, bytes, slowest());
+  if (!hierarchy_helps(*this)) return call_overhead_s + ring_half(size, bytes, slowest());
   const int k = per_node, nodes = size / per_node;
-  return ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
+  return call_overhead_s + ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
 }
 
 double AxisRoute::all_gather(double bytes) const { return reduce_scatter(bytes); }  // the same ring, reversed
@@ -93,17 +93,29 @@ double zero_after_backward(const Workload& w, int stage) {
   return w.zero >= 2 ? w.dp_route.reduce_scatter(w.dp_bytes[std::size_t(stage)]) : 0;
 }
 
-double layer_seconds(const Workload& w, pipeline::Op op) {
+// One layer's compute on `stage`: measured seconds when the workload has them, else FLOPs / rate.
+double compute_seconds(const Workload& w, int stage, bool fwd) {
+  const std::vector<double>& measured = fwd ? w.stage_layer_forward_s : w.stage_layer_backward_s;
+  if (!measured.empty()) return measured[std::size_t(stage)];
+  return (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
+}
+
+double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
   const bool fwd = op == pipeline::Op::forward;
-  const double compute = (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
-  return compute + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes);
+  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes);
+}
+
+// The grid lab's --compute-us: the action lasts at least the floor (F) or twice it (B).
+double floored(const Workload& w, bool fwd, double seconds) {
+  return std::max(seconds, (fwd ? 1 : 2) * w.action_floor_s);
 }
 
 pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   const int L = w.stage_layers[std::size_t(stage)];
   pipeline::ActionTimes t;
-  t.forward = zero_before(w, stage) + L * layer_seconds(w, pipeline::Op::forward);
-  t.backward = zero_before(w, stage) + L * layer_seconds(w, pipeline::Op::backward) + zero_after_backward(w, stage);
+  t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, pipeline::Op::forward));
+  t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, pipeline::Op::backward)) +
+               zero_after_backward(w, stage);
   t.p2p = w.pp_route.send(w.pp_bytes);
   return t;
 }
@@ -111,7 +123,11 @@ pipeline::ActionTimes stage_times(const Workload& w, int stage) {
 void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m, double bytes) {
   tl.spans.push_back({at, at + seconds, kind, std::move(label), axis, m, bytes});
   at += seconds;
-  double& bucket = kind == SpanKind::compute ? tl.compute : axis == 't' ? tl.tp : axis == 'p' ? tl.pp : tl.dp;
+  double& bucket = kind == SpanKind::compute ? tl.compute
+                   : kind == SpanKind::host  ? tl.host
+                   : axis == 't'             ? tl.tp
+                   : axis == 'p'             ? tl.pp
+                                             : tl.dp;
   bucket += seconds;
 }
 
@@ -123,7 +139,7 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   double at = a.begin;
   const double ag = zero_before(w, stage);
   if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, w.dp_bytes[std::size_t(stage)]);
-  const double compute = (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
+  const double compute = compute_seconds(w, stage, fwd);
   const double tp = w.tp_route.all_reduce(w.tp_bytes);
   const int first_layer = [&] {
     int f = 0;
@@ -136,6 +152,8 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
       add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes);
   }
+  const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
+  if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
   if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, w.dp_bytes[std::size_t(stage)]);
   const bool sends = fwd ? stage + 1 < w.pp : stage > 0;
@@ -152,6 +170,7 @@ void close_step(const Workload& w, int stage, StageTimeline& tl, double last_act
   const double bytes = w.dp_bytes[std::size_t(stage)];
   if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes);
   if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes);
+  if (!w.stage_host_s.empty()) add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, "optimizer and host work", 0, -1, 0);
   if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8);
   tl.end = at;
   for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
@@ -163,6 +182,9 @@ void check(const Workload& w) {
   for (int L : w.stage_layers)
     if (L < 1) throw UsageError("every pipeline stage needs at least one layer");
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
+  for (const std::vector<double>* v : {&w.stage_layer_forward_s, &w.stage_layer_backward_s, &w.stage_host_s})
+    if (!v->empty() && int(v->size()) != w.pp)
+      throw UsageError("measured layer and host times need one value per pipeline stage");
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 //   DP          at the end of the step: the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
 //               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
 //               all-gathers before each forward and backward and reduce-scatter after it
+//   host        (calibration only) each stage's measured optimizer and host work once per step,
+//               after its DP collectives; and the grid lab's --compute-us floor on F and B
 //   links       per axis: NVLink when the group lies in one node, InfiniBand when it spans
 //               nodes (rank order tp fastest, then dp, then pp: core/theory/plan.h);
 //               ring, binomial tree, or hierarchical (ring in the node, ring across nodes)
@@ -37,12 +39,15 @@ struct AxisRoute {
   int per_node = 1;  // of them in one node
   theory::Link intra, inter;
   CommAlgo algo = CommAlgo::ring;
+  // What the backend adds to every call beyond α-β, once per collective or send (0 on a
+  // cluster; on thread ranks the measured wake-ups of the threads that carry it).
+  double call_overhead_s = 0;
   bool crosses_nodes() const { return per_node < size; }
   theory::Link slowest() const { return crosses_nodes() ? inter : intra; }
   double all_reduce(double bytes) const;      // bytes: the vector each rank holds
   double reduce_scatter(double bytes) const;  // bytes: the whole vector
   double all_gather(double bytes) const;      // bytes: the whole vector
-  double send(double bytes) const { return size < 2 ? 0 : slowest().alpha_s + bytes / slowest().beta_Bps; }
+  double send(double bytes) const { return size < 2 ? 0 : call_overhead_s + slowest().alpha_s + bytes / slowest().beta_Bps; }
   std::string describe(const char* axis, bool point_to_point = false) const;
 };
 
@@ -61,6 +66,10 @@ struct Workload {
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
+  // Measured instead of modeled, for the calibration on thread ranks (labs/cli/simulate_calibrate.cpp):
+  std::vector<double> stage_layer_forward_s, stage_layer_backward_s;  // per stage, s per layer call; empty: FLOPs / rate
+  std::vector<double> stage_host_s;  // per stage, once per step after its DP collectives (optimizer, host work); empty: none
+  double action_floor_s = 0;         // the grid lab's --compute-us: an F lasts at least this, a B twice
   AxisRoute tp_route, dp_route, pp_route;
   double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
   int gpus() const { return dp * tp * pp; }
@@ -68,7 +77,7 @@ struct Workload {
 // Layers on each of P stages: L/P each, the first L mod P one more (as the grid lab splits).
 std::vector<int> split_layers(int layers, int stages);
 
-enum class SpanKind { compute, collective, send, action, step };
+enum class SpanKind { compute, collective, send, action, step, host };  // host: optimizer, host work, --compute-us's wait
 struct Span {
   double begin = 0, end = 0;  // seconds from the step's start
   SpanKind kind = SpanKind::compute;
@@ -81,7 +90,7 @@ struct Span {
 struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
-  double compute = 0, tp = 0, pp = 0, dp = 0;  // seconds spent in each
+  double compute = 0, tp = 0, pp = 0, dp = 0, host = 0;  // seconds spent in each
 };
 
 struct SimResult {

@@ -98,7 +98,8 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
   if (s.axis) e.group_rank = std::int16_t(axis_group_rank(c, s.axis));
   switch (s.kind) {
     case SpanKind::action:
-    case SpanKind::compute: e.kind = EventKind::compute; break;
+    case SpanKind::compute:
+    case SpanKind::host: e.kind = EventKind::compute; break;
     case SpanKind::collective: e.kind = EventKind::collective; break;
     case SpanKind::send: e.kind = EventKind::send, e.stream = kStreamComm, e.peer = peer; break;
     case SpanKind::step: e.kind = EventKind::phase; break;

@@ -48,7 +48,7 @@ double grid_step_flops(const GridShapeSpec& g) {
   return 3 * 2 * 8 * h * h * g.layers * double(g.batch) * g.seq;
 }
 
-Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double flops_per_s) {
+Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, const GridTiming& t) {
   const int rows_total = g.batch * g.seq;
   if (g.dp < 1 || g.tp < 1 || g.pp < 1 || rows_total % (g.dp * g.micro_batches) != 0)
     throw UsageError("the grid's batch·seq must split evenly over dp · micro-batches");
@@ -61,17 +61,27 @@ Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double fl
   w.tp_calls_forward = w.tp_calls_backward = 1;
   w.tp_bytes = R * h * kBytes32;
   w.pp_bytes = R * h * kBytes32;
-  for (int L : w.stage_layers) w.dp_bytes.push_back(L * (8 * h * h / g.tp + 5 * h) * kBytes32);
-  w.flops_per_s = flops_per_s;
+  // A rank's gradients: c_fc's weight and bias and c_proj's weight split over tp, c_proj's bias whole.
+  for (int L : w.stage_layers) w.dp_bytes.push_back(L * (8 * h * h / g.tp + 4 * h / g.tp + h) * kBytes32);
+  const bool measured = !t.block_forward_s.empty();
+  w.flops_per_s = measured ? 1.0 : t.flops_per_s;  // (unused with measured block times; check() wants > 0)
+  if (measured) w.stage_layer_forward_s = t.block_forward_s, w.stage_layer_backward_s = t.block_backward_s;
+  w.stage_host_s = t.host_s;
+  w.action_floor_s = t.compute_us * 1e-6;
   const int one_node = g.dp * g.tp * g.pp;  // thread ranks share one emulated link class
-  w.tp_route = route(g.tp, 1, one_node, link, link, CommAlgo::ring);
-  w.dp_route = route(g.dp, g.tp, one_node, link, link, CommAlgo::ring);
-  w.pp_route = route(g.pp, long(g.tp) * g.dp, one_node, link, link, CommAlgo::ring);
+  auto on_link = [&](int size, long stride) {
+    AxisRoute r = route(size, stride, one_node, link, link, CommAlgo::ring);
+    r.call_overhead_s = t.call_overhead_s;
+    return r;
+  };
+  w.tp_route = on_link(g.tp, 1);
+  w.dp_route = on_link(g.dp, g.tp);
+  w.pp_route = on_link(g.pp, long(g.tp) * g.dp);
   // The lab sums the loss over dp (last stage) and takes its max over the world: two 8-byte all-reduces.
-  w.step_extra_s = w.dp_route.all_reduce(8) + route(w.gpus(), 1, one_node, link, link, CommAlgo::ring).all_reduce(8);
+  w.step_extra_s = w.dp_route.all_reduce(8) + on_link(w.gpus(), 1).all_reduce(8);
   w.tokens_per_step = rows_total;
   w.model_flops_per_step = grid_step_flops(g);
-  w.peak_flops_per_gpu = flops_per_s;
+  w.peak_flops_per_gpu = w.flops_per_s;  // (the calibration reads no MFU)
   return w;
 }
 

@@ -16,11 +16,21 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
 // The grid lab's MLP (labs/grid): `layers` blocks h → 4h → h (8h² + 5h parameters), fp32,
 // R = batch·seq / (dp·M) rows per micro-batch, one TP all-reduce per block forward and one
 // backward, the loss's two 8-byte all-reduces (dp, world) at the end, every rank on one
-// emulated link (α, β), `flops_per_s` measured on this machine.
+// emulated link (α, β).
 struct GridShapeSpec {
   int dp = 1, tp = 1, pp = 1, layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4;
 };
-Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, double flops_per_s);
+// How that grid's compute is timed on this machine.
+struct GridTiming {
+  double flops_per_s = 0;  // every block's FLOPs at this rate (measured on one rank)...
+  // ...or, when given, seconds per block call on each stage, measured on the same thread
+  // ranks (the same contention for the cores) without the emulated link
+  std::vector<double> block_forward_s, block_backward_s;
+  std::vector<double> host_s;   // per stage, per step: the optimizer and host work, measured (empty: none)
+  double call_overhead_s = 0;   // per collective or send beyond α-β: the threads backend's wake-ups, measured
+  double compute_us = 0;        // the lab's --compute-us: an F lasts at least this many µs, a B twice
+};
+Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, const GridTiming& t);
 // FLOPs one step of that MLP costs in all (forward 2·8h² per row and block, backward twice that).
 double grid_step_flops(const GridShapeSpec& g);
 

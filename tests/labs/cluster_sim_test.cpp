@@ -92,3 +92,41 @@ TEST(ClusterSim, RoutesSayWhichLinkEachAxisUses) {
   const sim::AxisRoute flat = sim::route(16, 4, 8, nv, ib, sim::CommAlgo::ring);
   EXPECT_LT(dp.all_reduce(1e9), flat.all_reduce(1e9));  // half the bytes cross the slow link
 }
+
+// The calibration's inputs (labs/cli/simulate_calibrate.cpp): measured seconds per layer call
+// instead of FLOPs / rate, the host work per step, the grid lab's --compute-us floor, and the
+// backend's cost per call — each against a hand computation.
+TEST(ClusterSim, MeasuredLayerTimesAndHostWorkReplaceTheFlopModel) {
+  sim::Workload w = small(1, 1, 1, 3);
+  w.stage_layer_forward_s = {2e-3}, w.stage_layer_backward_s = {5e-3}, w.stage_host_s = {1e-3};
+  const sim::SimResult r = sim::simulate_step(w);
+  const double hand = 3 * 4 * (2e-3 + 5e-3) + 1e-3;  // 3 micro-batches × 4 layers, then the optimizer
+  EXPECT_NEAR(r.step_s, hand, 1e-12) << "simulated " << r.step_s << " hand " << hand;
+  EXPECT_NEAR(r.stages[0].host, 1e-3, 1e-12);
+  w.stage_host_s = {1e-3, 2e-3};  // one per stage, and there is one stage
+  EXPECT_THROW(sim::simulate_step(w), dtl::UsageError);
+}
+
+TEST(ClusterSim, ComputeFloorPacesEveryActionAsTheGridLabDoes) {
+  // --compute-us 10000: F lasts 10 ms (its 4 layers compute 4 ms), B 20 ms (8 ms): on 2 uniform
+  // stages with free messages the step is (M + P − 1)·(F + B).
+  sim::Workload w = small(1, 1, 2, 4);
+  w.action_floor_s = 10e-3;
+  const sim::SimResult r = sim::simulate_step(w);
+  EXPECT_NEAR(r.step_s, (4 + 2 - 1) * 30e-3, 1e-9);
+  EXPECT_NEAR(r.stages[0].compute, 4 * 4 * 3e-3, 1e-12);                    // the layers' own compute
+  EXPECT_NEAR(r.stages[0].host, 4 * (30e-3 - 4 * 3e-3), 1e-12);            // the paced rest of each F and B
+  w.action_floor_s = 1e-3;  // below the compute: no effect
+  EXPECT_NEAR(sim::simulate_step(w).step_s, (4 + 2 - 1) * 4 * 3e-3, 1e-9);
+}
+
+TEST(ClusterSim, CallOverheadIsPaidOncePerCollectiveAndSend) {
+  const dtl::theory::Link link{500e-6, 0.32e9};
+  sim::AxisRoute r = sim::route(2, 1, 8, link, link, sim::CommAlgo::ring);
+  const double ring = 2 * 500e-6 + 2.0 * 1 / 2 * 32768 / 0.32e9, send = 500e-6 + 32768 / 0.32e9;
+  EXPECT_NEAR(r.all_reduce(32768), ring, 1e-15);
+  r.call_overhead_s = 80e-6;
+  EXPECT_NEAR(r.all_reduce(32768), ring + 80e-6, 1e-15);
+  EXPECT_NEAR(r.send(32768), send + 80e-6, 1e-15);
+  EXPECT_NEAR(r.reduce_scatter(32768), 500e-6 + 0.5 * 32768 / 0.32e9 + 80e-6, 1e-15);
+}
