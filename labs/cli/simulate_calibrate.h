@@ -17,9 +17,11 @@
 
 namespace dtl::cli {
 
-// The figure every simulated report carries: the largest error the last calibration found.
+// The figure every simulated report carries: the step-time error of the last benchmark's
+// predictions (compute from a run without the link), median and largest over its shapes and
+// repeats.
 struct Calibration {
-  double max_error_pct;
+  double median_error_pct, max_error_pct;
   const char* date;
   const char* command;
 };
@@ -30,7 +32,10 @@ const Calibration& last_calibration();
 //   same_run      the block spans and host work of the very run it predicts, so only the
 //                 communication, the waits and the schedule are predicted — what stays when
 //                 other work on this machine makes any earlier measurement of compute stale
-enum class CalibrationCompute { unlinked_run, same_run };
+//   flop_rate     the model before: the whole MLP's FLOPs over a 1-rank run's step time, one
+//                 rate for every block, no host work, no cost per call (for comparison)
+enum class CalibrationCompute { unlinked_run, same_run, flop_rate };
+const char* calibration_compute_name(CalibrationCompute c);  // "unlinked-run", "same-run", "flop-rate"
 
 struct CalibrationOptions {
   CalibrationCompute compute = CalibrationCompute::unlinked_run;

@@ -45,8 +45,8 @@ pipeline::ScheduleKind parse_schedule(const std::string& name) {
 std::string calibration_words() {
   const Calibration& c = last_calibration();
   char buf[256];
-  std::snprintf(buf, sizeof buf, "±%.0f %% (largest step-time error vs the grid lab, %s: %s)", c.max_error_pct, c.date,
-                c.command);
+  std::snprintf(buf, sizeof buf, "±%.0f %% median, %.0f %% largest (step-time error of predictions vs the grid lab, %s: %s)",
+                c.median_error_pct, c.max_error_pct, c.date, c.command);
   return buf;
 }
 
@@ -91,7 +91,8 @@ int run_simulate(const SimulateArgs& a) {
   if (a.calibrate) {
     CalibrationOptions o = a.calibration;
     o.link = a.calibrate_link, o.json = a.plan.json;
-    o.compute = a.calibrate_compute_from == "same-run" ? CalibrationCompute::same_run : CalibrationCompute::unlinked_run;
+    for (CalibrationCompute c : {CalibrationCompute::unlinked_run, CalibrationCompute::same_run, CalibrationCompute::flop_rate})
+      if (a.calibrate_compute_from == calibration_compute_name(c)) o.compute = c;
     return run_calibration(o);
   }
   const th::ClusterSpec c = cluster_from(a.plan);
@@ -137,9 +138,9 @@ Command add_simulate_command(CLI::App& app) {
                 "With --calibrate: run the grid lab with --compute-us F (each F lasts at least F µs; 0: the real compute)")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str();
   p->add_option("--calibrate-compute-from", a->calibrate_compute_from,
-                "With --calibrate: the compute fed to the simulator, from a run without the link (a prediction) or "
-                "from the measured run itself (communication and schedule predicted)")
-      ->check(CLI::IsMember({"unlinked-run", "same-run"}))->capture_default_str();
+                "With --calibrate: the compute fed to the simulator, from a run without the link (a prediction), "
+                "from the measured run itself (communication and schedule predicted), or one FLOP rate (the model before)")
+      ->check(CLI::IsMember({"unlinked-run", "same-run", "flop-rate"}))->capture_default_str();
   p->add_option("--calibrate-repeat", a->calibration.repeat, "With --calibrate: calibrations per shape (median and range)")
       ->check(whole_range(1, 100))->capture_default_str();
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
