@@ -1,8 +1,9 @@
 // `dtlab simulate --calibrate`: how far the simulator is from a real run on this machine.
 //
-// For each grid shape it runs the grid lab twice (`dtlab run grid ... --trace --json`):
-//   1. without the emulated link, on the same thread ranks: what each block call computes
-//      for and the optimizer and host work per step (labs/simulate/grid_profile.h);
+// For each grid shape it runs the grid lab (`dtlab run grid ... --trace --json`):
+//   1. without the emulated link, on the same thread ranks, just before and just after (2),
+//      averaged: what each block call computes for and the optimizer and host work per step
+//      (labs/simulate/grid_profile.h) — the load on this machine drifts between runs;
 //   2. with the link (a preset slowed 100×): the step time to predict.
 // and measures what the threads backend adds to each call on the link beyond α-β (thread
 // wake-ups around the link's timed wait, the kernel's timer slack): 2 ranks all-reducing 8 B.
@@ -28,7 +29,7 @@ struct Calibration {
 const Calibration& last_calibration();
 
 // Where the simulator's compute comes from (its communication always comes from α-β):
-//   unlinked_run  a run of the same shape without the link, just before: a prediction
+//   unlinked_run  runs of the same shape without the link, just before and after: a prediction
 //   same_run      the block spans and host work of the very run it predicts, so only the
 //                 communication, the waits and the schedule are predicted — what stays when
 //                 other work on this machine makes any earlier measurement of compute stale
