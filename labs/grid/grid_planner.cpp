@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/theory/plan.h"
+#include "labs/train/gpt.h"
 
 namespace dtl {
 
@@ -51,30 +52,52 @@ double worst_model_state(const GridSettings& s, const GridMeasurement& m) {
   return worst;
 }
 
-void add_activation_row(Report& rep, const GridSettings& s, const GridMeasurement& m) {
+// Activation bytes per layer and micro-batch (what the planner multiplies by its layers and
+// micro-batches in flight) and what rank 0 holds besides, per micro-batch in flight.
+struct ActivationMap {
+  double layer_bytes = 0, rank0_extra = 0;
+};
+
+ActivationMap activation_map(const GridSettings& s) {
   const double h = s.hidden, T = s.grid.tp, R = s.micro_rows();
+  if (s.model == GridModelKind::mlp)  // x, c_fc's output before and after GELU; the stage's output
+    return {4 * (R * h + 2 * R * 4 * h / T), 4 * R * h};
+  // The GPT's own count (labs/train/gpt.h, gpt_activation_bytes): one block, and rank 0's end
+  // part — its output to the next stage, or with P = 1 the head's.
+  const GptConfig c{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
+  const StageBlocks b = stage_blocks(s.layers, s.grid.pp, 0);
+  const double one_block = gpt_activation_bytes(c, s.grid.tp, ex::TpMode::plain, {0, 0, true, false}) - 4 * R * h;
+  const double rank0 = gpt_activation_bytes(c, s.grid.tp, ex::TpMode::plain, {b.first, b.last, true, s.grid.pp == 1});
+  return {one_block, rank0 - b.count() * one_block};
+}
+
+void add_activation_row(Report& rep, const GridSettings& s, const GridMeasurement& m) {
   const int P = s.grid.pp, M = s.micro_batches;
-  const double layer_bytes = 4 * (R * h + 2 * R * 4 * h / T);  // x, c_fc's output before and after GELU
+  const ActivationMap a = activation_map(s);
   const int first_stage_layers = stage_blocks(s.layers, P, 0).count();  // ⌈L/P⌉, as the planner counts
-  const double planner = th::activations_in_flight(layer_bytes, first_stage_layers, M, P);
-  const double outputs = 4 * R * h * std::min(M, P);  // the stage's output per micro-batch in flight
+  const double planner = th::activations_in_flight(a.layer_bytes, first_stage_layers, M, P);
+  const double extra = a.rank0_extra * std::min(M, P);
   if (s.schedule == pipeline::ScheduleKind::one_f_one_b) {
-    rep.check("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak,
-              planner + outputs, "B")
-        .from("⌈L/P⌉·min(M,P)·block + out");
+    rep.check("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, planner + extra, "B")
+        .from("planner's + out (note)");
   } else {  // GPipe keeps all M micro-batches: the planner's min(M, P) does not apply
     rep.add("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, "B")
-        .predict(planner + outputs, "1F1B's; GPipe keeps M");
+        .predict(planner + extra, "1F1B's; GPipe keeps M");
   }
 }
 
-// How the MLP maps onto the planner's transformer model (grid_planner.h), under the rows.
+// How the model maps onto the planner's transformer model (grid_planner.h), under the rows.
 std::string planner_note(const GridSettings& s, long long psi_rank0) {
+  const bool mlp = s.model == GridModelKind::mlp;
   std::string n = "Planner: dtlab plan's memory model (rank_model_state, activations_in_flight) in fp32, 4+4+8 B per "
-                  "parameter, fed Ψ_rank = the rank's blocks × (8h²/T + 4h/T + h) (rank 0: " + std::to_string(psi_rank0) +
-                  ") for its Ψ/(tp·pp), and an MLP block's 4(Rh + 8Rh/T) activation bytes per layer and micro-batch "
-                  "for its transformer formula; it counts ⌈L/P⌉ layers × min(M,P) micro-batches in flight (1F1B, "
-                  "first stage). The lab also holds the stage's output (out = 4Rh per micro-batch in flight)";
+                  "parameter, fed Ψ_rank = the parameters the rank holds (rank 0: " + std::to_string(psi_rank0) +
+                  (mlp ? "; blocks × (8h²/T + 4h/T + h)" : "; blocks × (12h²/T + 7h/T + 6h), + Vh/T + sh on the first "
+                                                           "stage, + 2h (+ Vh/T, the head's wte) on the last") +
+                  ") for its Ψ/(tp·pp), and " +
+                  (mlp ? "an MLP block's 4(Rh + 8Rh/T)" : "the fp32 GPT's count (gpt.h)") +
+                  " activation bytes per layer and micro-batch for its transformer formula (Korthikanti's, 16-bit); "
+                  "it counts ⌈L/P⌉ layers × min(M,P) micro-batches in flight (1F1B, first stage). The lab also "
+                  "holds rank 0's output to the next stage (out = 4Rh per micro-batch in flight; with P = 1 the head's)";
   if (s.zero == GridZero::optimizer_states)
     n += " and ZeRO-1's reduce-scatter shard of the gradients (RS shard = 4⌈Ψ_rank/D⌉; the planner keeps ZeRO-1's "
          "gradients whole and counts no buffer); its AdamW shard is padded to ⌈Ψ_rank/D⌉ elements (< 8 B more)";
@@ -84,8 +107,16 @@ std::string planner_note(const GridSettings& s, long long psi_rank0) {
 }  // namespace
 
 double grid_rank_params(const GridSettings& s, int rank) {
-  const double h = s.hidden, T = s.grid.tp;
-  return stage_blocks(s.layers, s.grid.pp, stage_of(s, rank)).count() * (8 * h * h / T + 4 * h / T + h);
+  const double h = s.hidden, T = s.grid.tp, V = s.vocab, S = s.seq;
+  const int stage = stage_of(s, rank);
+  const double blocks = stage_blocks(s.layers, s.grid.pp, stage).count();
+  if (s.model == GridModelKind::mlp) return blocks * (8 * h * h / T + 4 * h / T + h);
+  // GPT block: ln_1, ln_2 (2h each); c_attn 3h²/T + 3h/T, attn.c_proj h²/T + h, c_fc 4h²/T + 4h/T,
+  // mlp.c_proj 4h²/T + h (c_proj biases on every tp rank). Ends: wte (V/T rows) and wpe; ln_f
+  // and, on a last stage that is not also the first, its own copy of the tied wte.
+  const bool first = stage == 0, last = stage == s.grid.pp - 1;
+  return blocks * (12 * h * h / T + 7 * h / T + 6 * h) + (first ? V * h / T + S * h : 0) +
+         (last ? 2 * h + (first ? 0 : V * h / T) : 0);
 }
 
 void add_planner_memory_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
