@@ -59,6 +59,32 @@ double wrong_elements(const void* sent, const void* back, std::size_t count, std
   return wrong;
 }
 
+// One size's line of the table, and its JSON row (rank 0).
+nlohmann::json print_row(std::ostream& out, const BenchPlan& p, std::uint64_t bytes, double rtt, double wrong) {
+  const std::size_t count = bytes / p.es;
+  const double one_way = rtt / 2, algbw = double(bytes) / one_way / 1e9;
+  char line[200];
+  std::snprintf(line, sizeof line, "%12llu  %12zu  %8s  %8.2f  %10.2f  %6.2f  %6.0f\n",
+                static_cast<unsigned long long>(bytes), count, std::string(dtype_name(p.t)).c_str(), one_way * 1e6,
+                rtt * 1e6, algbw, wrong);
+  out << line << std::flush;
+  return {{"bytes", bytes},         {"count", count},           {"inplace", false},      {"time_us", one_way * 1e6},
+          {"round_trip_us", rtt * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw}, {"wrong", wrong}};
+}
+
+void write_footer_and_json(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const nlohmann::json& rows,
+                           double total_wrong) {
+  out << "# #wrong total " << total_wrong << "\n";
+  if (p.sweep.rounded)
+    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
+  if (a.json_path.empty()) return;
+  nlohmann::json j = {{"collective", "ping_pong"}, {"impl", "send_recv"}, {"backend", p.backend.name},
+                      {"ranks", p.P},             {"dtype", std::string(dtype_name(p.t))}, {"rows", rows}};
+  if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
+  if (a.json_path == "-") std::cout << j.dump(2) << "\n";
+  else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
+}
+
 }  // namespace
 
 int run_ping_pong(const BenchArgs& a, const BenchPlan& p) {
@@ -95,15 +121,7 @@ int run_ping_pong(const BenchArgs& a, const BenchPlan& p) {
         if (comm.rank() == 0) wrong = wrong_elements(send.data(), recv.data(), count, p.es);
       }
       if (comm.rank() == 0) {
-        const double one_way = rtt / 2;
-        char line[200];
-        std::snprintf(line, sizeof line, "%12llu  %12zu  %8s  %8.2f  %10.2f  %6.2f  %6.0f\n",
-                      static_cast<unsigned long long>(bytes), count, std::string(dtype_name(p.t)).c_str(), one_way * 1e6,
-                      rtt * 1e6, double(bytes) / one_way / 1e9, wrong);
-        out << line << std::flush;
-        rows.push_back({{"bytes", bytes}, {"count", count}, {"inplace", false}, {"time_us", one_way * 1e6},
-                        {"round_trip_us", rtt * 1e6}, {"algbw_GBps", double(bytes) / one_way / 1e9},
-                        {"busbw_GBps", double(bytes) / one_way / 1e9}, {"wrong", wrong}});
+        rows.push_back(print_row(out, p, bytes, rtt, wrong));
         total_wrong += wrong;
       }
       comm.barrier();
@@ -114,16 +132,7 @@ int run_ping_pong(const BenchArgs& a, const BenchPlan& p) {
     return 1;
   }
   if (!p.backend.root) return 0;  // under MPI, rank 0 reports
-  out << "# #wrong total " << total_wrong << "\n";
-  if (p.sweep.rounded)
-    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
-  if (!a.json_path.empty()) {
-    nlohmann::json j = {{"collective", "ping_pong"}, {"impl", "send_recv"}, {"backend", p.backend.name},
-                        {"ranks", p.P},             {"dtype", std::string(dtype_name(p.t))}, {"rows", rows}};
-    if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
-    if (a.json_path == "-") std::cout << j.dump(2) << "\n";
-    else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
-  }
+  write_footer_and_json(out, a, p, rows, total_wrong);
   return total_wrong == 0 ? 0 : 1;
 }
 
