@@ -85,6 +85,8 @@ void LabOptions::validate(const std::string& lab, const std::vector<OptionSpec>&
                      (names.empty() ? std::string(" (it takes no lab options)") : "; its options are " + list(names)) +
                      " (see 'dtlab run " + lab + " --help')");
   }
+  if (parsed_.empty())  // the first validation: what is in text_ now came from the user
+    for (const auto& [name, value] : text_) given_.insert(name);
   parsed_.clear();
   for (const OptionSpec& s : specs) {
     auto it = text_.find(s.name);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,9 @@ class LabOptions {
 
   void set(const std::string& name, std::string text) { text_[name] = std::move(text); }
   bool has(std::string_view name) const { return text_.find(std::string(name)) != text_.end(); }
+  // Whether the user gave it (validate() fills in the defaults of the rest): for options
+  // one mode of a lab uses and another refuses, even when given at their default value.
+  bool given(std::string_view name) const { return given_.count(name) > 0; }
   const std::map<std::string, std::string>& text() const { return text_; }
   const std::string& text(std::string_view name) const;
 
@@ -65,6 +69,7 @@ class LabOptions {
   const double& parsed(std::string_view name) const;
   std::map<std::string, std::string> text_;
   std::map<std::string, double, std::less<>> parsed_;  // integers, numbers, byte counts, choice indices
+  std::set<std::string, std::less<>> given_;           // the names in text_ before the first validate()
 };
 
 }  // namespace dtl

@@ -18,8 +18,6 @@ namespace {
 void check_model(const GridSettings& s) {
   const std::string n_tp = std::to_string(s.grid.tp);
   if (s.model == GridModelKind::mlp) {
-    if (s.heads != GridSettings{}.heads || s.vocab != GridSettings{}.vocab)  // set away from their defaults
-      throw UsageError("--heads and --vocab are GPT options: add --model gpt");
     if ((4 * s.hidden) % s.grid.tp != 0)
       throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + n_tp +
                        ": the MLP's 4h columns are split over the tp group");
@@ -65,6 +63,8 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   const LabOptions& o = cfg.options;
   GridSettings s;
   s.model = o.choice<GridModelKind>("model");
+  if (s.model == GridModelKind::mlp && (o.given("heads") || o.given("vocab")))
+    throw UsageError("--heads and --vocab are GPT options: add --model gpt");
   s.grid = {int(o.integer("dp")), int(o.integer("tp")), int(o.integer("pp"))};
   s.zero = o.choice<GridZero>("zero");
   s.schedule = o.choice<GridSchedule>("schedule") == GridSchedule::gpipe ? pipeline::ScheduleKind::gpipe

@@ -50,8 +50,7 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
         throw UsageError("--model gpt on " + tp + ": " + problem + "; change --heads, --hidden, --vocab, --seq or --ranks");
     }
   } else {
-    if (s.heads != TpSettings{}.heads || s.vocab != TpSettings{}.vocab)  // set away from their defaults
-      throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+    if (o.given("heads") || o.given("vocab")) throw UsageError("--heads and --vocab are GPT options: add --model gpt");
   }
   const double R = s.rows(), h = s.hidden;
   const double per_rank = 4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +

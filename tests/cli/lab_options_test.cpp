@@ -108,3 +108,18 @@ TEST(LabOptions, ValuesOutsideTheDeclaredRangeNameTheOptionAndTheRange) {
       }
     }
 }
+
+// given() tells what the user typed from what validate() filled in, even at the default
+// value, and a second validate() (a copy revalidated) does not turn defaults into "given".
+TEST(LabOptions, GivenMeansTypedEvenAtTheDefaultValue) {
+  const LabInfo* lab = find_lab("grid");
+  ASSERT_NE(lab, nullptr);
+  LabConfig cfg;
+  cfg.options.set("heads", "4");  // the default value, typed
+  LabConfig validated = with_defaults(*lab, cfg);
+  EXPECT_TRUE(validated.options.given("heads"));
+  EXPECT_FALSE(validated.options.given("vocab"));
+  EXPECT_TRUE(validated.options.has("vocab"));  // filled in, readable
+  validated = with_defaults(*lab, validated);
+  EXPECT_FALSE(validated.options.given("vocab"));
+}

@@ -103,4 +103,5 @@ TEST(GridGpt, BadShapesAreUsageErrorsNamingTheConstraint) {
   expect_usage({{"model", "gpt"}, {"batch", "4"}}, "micro-batches of whole sequences");
   expect_usage({{"model", "gpt"}, {"vocab", "63"}}, "vocab 63 must be divisible");
   expect_usage({{"heads", "8"}}, "GPT options: add --model gpt");
+  expect_usage({{"vocab", "64"}}, "GPT options: add --model gpt");  // given at its default: still refused
 }

@@ -85,6 +85,7 @@ TEST(TensorParallelLab, BadShapesAreUsageErrorsNamingTheConstraint) {
   expect_usage(4, {{"model", "gpt"}, {"heads", "2"}, {"hidden", "32"}}, "heads");
   expect_usage(4, {{"sequence-parallel", "on"}, {"seq", "6"}}, "seq");
   expect_usage(2, {{"heads", "8"}}, "--model gpt");
+  expect_usage(2, {{"heads", "4"}}, "--model gpt");  // given at its default: still refused
   expect_usage(2, {{"tp", "4"}}, "--ranks");
 }
 

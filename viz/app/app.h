@@ -26,6 +26,10 @@ struct RunChoices {
     std::vector<std::string> choices;  // empty: typed as text
     int choice = 0;
     char text[32] = "";
+    // The lab's default, and whether a field left at it is passed on: not when the lab has
+    // no live override for it, so it does not count as given (LabOptions::given).
+    std::string default_value;
+    bool has_live_override = false;
   };
   int ranks = 4;
   bool has_bytes = false;  // the lab reads --bytes

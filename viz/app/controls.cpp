@@ -19,6 +19,8 @@ void RunChoices::Load(const LabInfo& lab, const LabConfig& cfg) {
     Field f;
     f.name = spec.name;
     f.choices = spec.choices;
+    f.default_value = spec.default_value;
+    f.has_live_override = lab.live_options.count(spec.name) > 0;
     const std::string value = cfg.options.has(spec.name) ? cfg.options.text(spec.name) : spec.default_value;
     const auto it = std::find(f.choices.begin(), f.choices.end(), value);
     f.choice = it == f.choices.end() ? 0 : int(it - f.choices.begin());
@@ -30,9 +32,15 @@ void RunChoices::Load(const LabInfo& lab, const LabConfig& cfg) {
 LabConfig RunChoices::Apply(LabConfig cfg) const {
   cfg.ranks = std::clamp(ranks, 1, 64);
   if (has_bytes) cfg.bytes = std::max<std::uint64_t>(parse_size(bytes, "bytes"), dtype_size(cfg.dtype));
+  // A field at the lab's default is left out, so it does not count as given: a lab may
+  // refuse an option its mode does not use even at its default value (LabOptions::given).
+  // Fields with a live override are always passed, or the override would come back.
   LabOptions options;
-  for (const Field& f : fields)
-    options.set(f.name, f.choices.empty() ? std::string(f.text) : f.choices[std::size_t(std::clamp(f.choice, 0, int(f.choices.size()) - 1))]);
+  for (const Field& f : fields) {
+    const std::string value =
+        f.choices.empty() ? std::string(f.text) : f.choices[std::size_t(std::clamp(f.choice, 0, int(f.choices.size()) - 1))];
+    if (value != f.default_value || f.has_live_override) options.set(f.name, value);
+  }
   cfg.options = options;
   return cfg;
 }
