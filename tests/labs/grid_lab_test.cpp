@@ -59,4 +59,6 @@ TEST(GridLab, BadGridsAreUsageErrorsNamingTheConstraint) {
   expect_usage(8, {{"hidden", "3"}, {"tp", "8"}, {"dp", "1"}, {"pp", "1"}}, "--tp");
   expect_usage(8, {{"pp", "8"}, {"dp", "1"}, {"tp", "1"}, {"layers", "4"}}, "--layers");
   expect_usage(8, {{"batch", "3"}, {"seq", "1"}}, "micro-batches");
+  // 65536 × 65536 tokens wrap the int count to 0: a run of nan losses that passed every check.
+  expect_usage(2, {{"batch", "65536"}, {"seq", "65536"}, {"tp", "1"}}, "tokens per step");
 }
