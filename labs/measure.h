@@ -2,6 +2,8 @@
 // second set of counters), then combined over ranks.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <set>
 #include <vector>
@@ -36,5 +38,17 @@ double max_over_ranks(Comm& comm, double v);
 // Per-run means of per-step values: runs of `steps` consecutive values (a timing is then
 // the median of the runs, labs/report.h repeated()).
 std::vector<double> run_means(const std::vector<double>& per_step, int steps);
+
+// The larger of `worst` and a difference `d`; a NaN difference (a NaN loss, weight or
+// gradient) counts as infinite, so a check against a reference fails: std::max(worst, NaN)
+// returns worst, and a run gone to NaN would read "max diff 0 ✓".
+inline double larger_difference(double worst, double d) { return std::isnan(d) ? INFINITY : std::max(worst, d); }
+
+// Largest |a[i] − b[i]| over the common length, NaN-aware (larger_difference).
+inline double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = larger_difference(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
 
 }  // namespace dtl

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "labs/measure.h"
+
 namespace dtl {
 
 double crafted_value(int rank, std::size_t i) { return double(std::int64_t((rank * 7 + i * 13) % 15) - 7); }
@@ -52,7 +54,7 @@ Mismatch compare_with_crafted(const void* buf, std::size_t count, DType t, int P
   for (std::size_t i = 0; i < count; ++i) {
     const double d = std::fabs(element_as_double(buf, i, t) - crafted_expected(i, P, op, t));
     if (d != 0) ++m.wrong;
-    m.max_abs_diff = std::max(m.max_abs_diff, d);
+    m.max_abs_diff = larger_difference(m.max_abs_diff, d);
   }
   return m;
 }

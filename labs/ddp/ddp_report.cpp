@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "labs/ddp/ddp_lab.h"
+#include "labs/measure.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -14,18 +15,18 @@ void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& we
   std::vector<float> rank0 = weights;
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
   double between = 0;
-  for (std::size_t i = 0; i < rank0.size(); ++i) between = std::max(between, double(std::fabs(rank0[i] - weights[i])));
+  for (std::size_t i = 0; i < rank0.size(); ++i) between = larger_difference(between, double(std::fabs(rank0[i] - weights[i])));
   if (comm.rank() == 0 && (reference.weights.size() != weights.size() || reference.first_gradients.size() != weights.size()))
     throw Error("rank 0 reports, so it must hold the 1-rank reference (" + std::to_string(reference.weights.size()) +
                 " weights for a model of " + std::to_string(weights.size()) + ")");
   for (std::size_t i = 0; i < reference.weights.size(); ++i)
-    m.max_vs_single = std::max(m.max_vs_single, double(std::fabs(reference.weights[i] - weights[i])));
+    m.max_vs_single = larger_difference(m.max_vs_single, double(std::fabs(reference.weights[i] - weights[i])));
   // The averaged gradients of the first step against one rank's on the whole batch,
   // relative to their largest magnitude. Unlike the weights, they are not hidden by
   // AdamW's invariance to the gradient's scale (a missing 1/P changes no update much).
   double grad_diff = 0, grad_scale = 1e-30;
   for (std::size_t i = 0; i < reference.first_gradients.size(); ++i) {
-    grad_diff = std::max(grad_diff, double(std::fabs(reference.first_gradients[i] - first_grads[i])));
+    grad_diff = larger_difference(grad_diff, double(std::fabs(reference.first_gradients[i] - first_grads[i])));
     grad_scale = std::max(grad_scale, double(std::fabs(reference.first_gradients[i])));
   }
   m.first_grad_rel_diff = grad_diff / grad_scale;

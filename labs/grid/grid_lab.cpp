@@ -95,10 +95,6 @@ double bubble_of(Topology& topo, const GridRank& r) {
   return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
 }
 
-// The larger of `worst` and a difference `d`; a NaN difference (a NaN loss or weight) counts
-// as infinite, so the check fails (std::max and the max all-reduce would drop it).
-double worse(double worst, double d) { return std::isnan(d) ? INFINITY : std::max(worst, d); }
-
 // The largest difference of any loss and any held weight (all-gathered over the tp group)
 // from one rank's, over all ranks.
 void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, const std::vector<float>& losses,
@@ -106,14 +102,14 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
   const OneRankRun one = one_rank_reference(world, s);
   m.max_loss_diff = 0;
   for (std::size_t step = 0; step < losses.size(); ++step)
-    m.max_loss_diff = worse(m.max_loss_diff, double(std::fabs(losses[step] - one.losses[step])));
+    m.max_loss_diff = larger_difference(m.max_loss_diff, double(std::fabs(losses[step] - one.losses[step])));
   const std::vector<std::string> names = rank.model().names();
   const std::vector<std::size_t> whole = rank.model().whole_indices();
   m.max_weight_diff = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {  // the GPT's last stage: its copy of wte too
     const std::vector<float> w = rank.model().full_params(names[i]);
     const std::vector<float>& r = one.weights[whole[i]];  // the same tensor in the whole model
-    for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = worse(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
+    for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = larger_difference(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
   }
   world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }

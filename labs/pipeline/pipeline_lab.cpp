@@ -188,9 +188,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   }
   const std::vector<float> weights = stage.weights_on_rank0();
   if (comm.rank() == 0) {
-    double d = 0;
-    for (std::size_t i = 0; i < weights.size(); ++i) d = std::max(d, double(std::fabs(weights[i] - reference[i])));
-    m.max_vs_reference = d;
+    m.max_vs_reference = max_abs_difference(weights, reference);
   }
   return m;
 }

@@ -121,17 +121,12 @@ namespace {
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, scale = 1e-30;
   for (std::size_t i = 0; i < b.size(); ++i) {
-    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    diff = larger_difference(diff, double(std::fabs(a[i] - b[i])));
     scale = std::max(scale, double(std::fabs(b[i])));
   }
   return diff / scale;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) diff = std::max(diff, double(std::fabs(a[i] - b[i])));
-  return diff;
-}
 
 }  // namespace
 
@@ -177,7 +172,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     const std::vector<std::string> names = model->names();
     m.max_weight_diff = 0;
     for (std::size_t i = 0; i < names.size(); ++i)
-      m.max_weight_diff = std::max(m.max_weight_diff, max_abs_diff(model->full_params(names[i]), ref.final_params[i]));
+      m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(model->full_params(names[i]), ref.final_params[i]));
   }
   m.activation_peak = peak_bytes_since(comm, main_mark, MemTag::activation);
   comm.all_reduce(&m.activation_peak, &m.activation_peak, 1, DType::f64, ReduceOp::max);

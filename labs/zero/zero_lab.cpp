@@ -183,12 +183,6 @@ double bus_bytes_since(Comm& comm, std::size_t mark) {
   return bytes;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
-  return d;
-}
-
 struct Timed {
   std::vector<double> step, exposed, gather, optimizer;
 };
@@ -261,16 +255,16 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   combine_timings(comm, timed, m, s.steps);
   const std::vector<float> weights = rank.full_weights();
   if (comm.rank() == 0) {
-    m.max_vs_reference = max_abs_diff(weights, ref.weights);
-    m.max_vs_fp32 = ref.fp32_weights.empty() ? 0 : max_abs_diff(weights, ref.fp32_weights);
+    m.max_vs_reference = max_abs_difference(weights, ref.weights);
+    m.max_vs_fp32 = ref.fp32_weights.empty() ? 0 : max_abs_difference(weights, ref.fp32_weights);
     double diff = 0, scale = 1e-30;
     for (std::size_t i = 0; i < first_grads.size(); ++i) {
-      diff = std::max(diff, double(std::fabs(first_grads[i] - ref.first_gradients[i])));
+      diff = larger_difference(diff, double(std::fabs(first_grads[i] - ref.first_gradients[i])));
       scale = std::max(scale, double(std::fabs(ref.first_gradients[i])));
     }
     m.first_grad_rel_diff = diff / scale;
     if (weights_out) *weights_out = weights;
-    if (stage != 0 && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_diff(weights, *stage0_weights);
+    if (stage != 0 && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_difference(weights, *stage0_weights);
   }
   gather_memory(comm, m, memory_from_events(comm, rank.memory_mark()), rank.exact_model_state(), rank.pool_reserved());
   m.padding = rank.units().padding();

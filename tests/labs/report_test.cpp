@@ -3,6 +3,8 @@
 // a `--variant all` run side by side.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <sstream>
 
 #include "labs/ddp/ddp_lab.h"
@@ -181,4 +183,16 @@ TEST(ReportText, CasesOfColumnsAreOneTableWithAColumnEach) {
   EXPECT_NE(predicted.find("100 B"), std::string::npos) << text;
   EXPECT_NE(predicted.find("90 B"), std::string::npos) << text;
   EXPECT_NE(line_with(text, "step time of 1 rank").find("1 ms"), std::string::npos) << "listed below:\n" << text;
+}
+
+// A run gone to NaN must fail its checks against a reference: std::max(worst, NaN) keeps
+// worst, so every lab's "largest difference" goes through larger_difference.
+TEST(Measure, ANanDifferenceCountsAsInfinite) {
+  EXPECT_EQ(dtl::larger_difference(0.5, 0.25), 0.5);
+  EXPECT_EQ(dtl::larger_difference(0.5, 2.0), 2.0);
+  EXPECT_TRUE(std::isinf(dtl::larger_difference(0.5, NAN)));
+  const std::vector<float> ref = {1, 2, 3}, same = {1, 2, 3.5f}, gone = {1, NAN, 3};
+  EXPECT_EQ(dtl::max_abs_difference(same, ref), 0.5);
+  EXPECT_TRUE(std::isinf(dtl::max_abs_difference(gone, ref)));
+  EXPECT_TRUE(std::isinf(dtl::max_abs_difference(ref, gone)));
 }
