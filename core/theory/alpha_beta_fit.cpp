@@ -34,12 +34,13 @@ AlphaBetaFit solve(const std::vector<Row>& rows) {
   }
   AlphaBetaFit f;
   const double det = s11 * s22 - s12 * s12;
-  if (std::abs(det) > 1e-12 * s11 * s22) {
+  const bool solved = std::abs(det) > 1e-12 * s11 * s22;  // not when the rows are (nearly) collinear
+  if (solved) {
     f.alpha_s = (b1 * s22 - b2 * s12) / det;
     f.beta_s_per_byte = (s11 * b2 - s12 * b1) / det;
   }
-  if (f.alpha_s < 0 || det == 0) f = {0, s22 > 0 ? b2 / s22 : 0};
-  if (f.beta_s_per_byte < 0) f = {s11 > 0 ? b1 / s11 : 0, 0};
+  if (f.alpha_s < 0 || !solved) f = {0, s22 > 0 ? b2 / s22 : 0};
+  if (f.beta_s_per_byte < 0 || !(f.alpha_s > 0 || f.beta_s_per_byte > 0)) f = {s11 > 0 ? b1 / s11 : 0, 0};
   return f;
 }
 

@@ -93,6 +93,7 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, Reduce
 void plan_ping_pong(BenchArgs& a) {
   if (a.impl != "library")
     throw UsageError("--impl " + a.impl + ": ping_pong is one send and one receive, there is no algorithm to choose");
+  if (a.op != "sum") throw UsageError("--op " + a.op + ": ping_pong sends the bytes back unchanged, there is nothing to reduce");
   if (a.backend == "nccl" || a.device == "cuda")
     throw UsageError("ping_pong moves host buffers: use --backend threads or mpi, without --device cuda");
   if (!a.trace_path.empty()) throw UsageError("--trace: ping_pong records no trace; trace an all_reduce sweep instead");

@@ -119,6 +119,20 @@ int run_simulate(const SimulateArgs& a) {
   return 0;
 }
 
+// --calibrate runs its own grid shapes on this machine: every other option but --json would be
+// ignored, and the --calibrate-* options mean nothing without it.
+void check_calibrate_options(const CLI::App* p, bool calibrate) {
+  for (const CLI::Option* o : p->get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    const std::string name = o->get_lnames().front();
+    if (name == "json" || name == "calibrate") continue;
+    const bool calibration_option = name.rfind("calibrate-", 0) == 0;
+    if (calibrate && !calibration_option)
+      throw UsageError("--" + name + ": --calibrate runs its own grid shapes; it takes only --calibrate-* options and --json");
+    if (!calibrate && calibration_option) throw UsageError("--" + name + " needs --calibrate");
+  }
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& app) {
@@ -144,7 +158,10 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--calibrate-repeat", a->calibration.repeat, "With --calibrate: calibrations per shape (median and range)")
       ->check(whole_range(1, 100))->capture_default_str();
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
-  return [a] { return run_simulate(*a); };
+  return [a, p] {
+    check_calibrate_options(p, a->calibrate);
+    return run_simulate(*a);
+  };
 }
 
 }  // namespace dtl::cli

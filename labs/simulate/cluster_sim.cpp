@@ -33,7 +33,11 @@ double ring_half(int n, double bytes, theory::Link l) {
   return n < 2 ? 0 : (n - 1) * l.alpha_s + double(n - 1) / n * bytes / l.beta_Bps;
 }
 
-bool hierarchy_helps(const AxisRoute& r) { return r.algo == CommAlgo::hierarchical && r.crosses_nodes() && r.per_node > 1; }
+// Only when every node holds the same share of the group (size / per_node nodes of per_node
+// each); otherwise (a stride that does not divide the node) the group is treated as one ring.
+bool hierarchy_helps(const AxisRoute& r) {
+  return r.algo == CommAlgo::hierarchical && r.crosses_nodes() && r.per_node > 1 && r.size % r.per_node == 0;
+}
 
 }  // namespace
 
@@ -60,7 +64,9 @@ std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
   if (size < 2) return s + "no communication";
   if (!crosses_nodes()) s += "inside one node (NVLink)";
   else if (per_node == 1) s += "one per node (InfiniBand)";
-  else s += std::to_string(per_node) + " per node over " + std::to_string(size / per_node) + " nodes (NVLink + InfiniBand)";
+  else
+    s += (size % per_node ? "up to " : "") + std::to_string(per_node) + " per node over " +
+         std::to_string((size + per_node - 1) / per_node) + " nodes (NVLink + InfiniBand)";
   if (point_to_point) return s + ", point-to-point between neighbouring stages";
   const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
   return s + ", " + comm_algo_name(shown) + (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");

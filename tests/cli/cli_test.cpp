@@ -73,7 +73,7 @@ TEST(Cli, BadInputIsUsageErrorTwo) {
                            "run collectives --backend nccl --device cpu", "run collectives --backend mpi --device cuda",
                            "bench all_reduce --backend mpi --device cuda", "run ddp --device cuda",
                            "bench ping_pong --impl ring", "bench ping_pong --ranks 1", "bench ping_pong --device cuda",
-                           "bench ping_pong --backend nccl"}) {
+                           "bench ping_pong --backend nccl", "bench ping_pong --op max"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;

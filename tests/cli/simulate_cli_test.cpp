@@ -51,3 +51,13 @@ TEST(SimulateCli, BadInputIsExitTwoNamingTheRule) {
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
   }
 }
+
+TEST(SimulateCli, CalibrateOptionsNeedCalibrateAndCalibrateTakesNoOtherOptions) {
+  for (const char* args : {"simulate --calibrate-repeat 3", "simulate --calibrate-link nvlink4",
+                           "simulate --model 7b --calibrate-compute-us 5", "simulate --calibrate-compute-from same-run",
+                           "simulate --calibrate --model 175b", "simulate --calibrate --trace /dev/null",
+                           "simulate --calibrate --calibrate-repeat 2 --dp 2", "simulate --calibrate --schedule gpipe"}) {
+    const auto bad = run_dtlab(args);  // exits before any grid run
+    EXPECT_EQ(bad.code, 2) << args << "\n" << bad.out << bad.err;
+  }
+}

@@ -113,3 +113,11 @@ TEST(AlphaBetaFit, PointToPointPinsANegativeTermToZero) {
   EXPECT_THROW(fit_point_to_point({{1e3, 1e-5}}), dtl::UsageError);
   EXPECT_THROW(fit_point_to_point({{1e3, 1e-5}, {1e6, 0}}), dtl::UsageError);
 }
+
+TEST(AlphaBetaFit, PointToPointOfOneSizeStillFitsTheTimes) {  // collinear rows: one term alone
+  for (double bytes : {0.0, 1e3}) {
+    const AlphaBetaFit f = fit_point_to_point({{bytes, 1e-5}, {bytes, 1.2e-5}});
+    EXPECT_GT(f.alpha_s + f.beta_s_per_byte * bytes, 0.9e-5) << bytes;
+    EXPECT_LT(f.max_rel_error, 0.15) << bytes;
+  }
+}

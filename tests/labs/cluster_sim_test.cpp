@@ -130,3 +130,14 @@ TEST(ClusterSim, CallOverheadIsPaidOncePerCollectiveAndSend) {
   EXPECT_NEAR(r.send(32768), send + 80e-6, 1e-15);
   EXPECT_NEAR(r.reduce_scatter(32768), 500e-6 + 0.5 * 32768 / 0.32e9 + 80e-6, 1e-15);
 }
+
+TEST(ClusterSim, HierarchicalNeedsWholeNodesElseOneRing) {
+  // dp 3 with stride 4 on 8-GPU nodes: ranks 0, 4 in node 0, rank 8 in node 1.
+  const dtl::theory::Link nv{1e-6, 100e9}, ib{10e-6, 10e9};
+  const sim::AxisRoute r = sim::route(3, 4, 8, nv, ib, sim::CommAlgo::hierarchical);
+  ASSERT_TRUE(r.crosses_nodes());
+  const double bytes = 1e9;
+  const double ring = 2 * 2 * (ib.alpha_s + bytes / 3 / ib.beta_Bps);  // 2 (n−1)(α + N/(nβ)), n = 3, on IB
+  EXPECT_NEAR(r.all_reduce(bytes), ring, 1e-9 * ring);
+  EXPECT_NE(r.describe("dp").find("over 2 nodes"), std::string::npos) << r.describe("dp");
+}
