@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
@@ -91,6 +92,19 @@ std::vector<double> run_means(const std::vector<double>& per_step, int steps) {
     means.push_back(sum / steps);
   }
   return means;
+}
+
+void add_model_state_rows(Report& rep, const std::string& prefix, const std::string& whose, DType precision,
+                          const ModelStateBytes& m) {
+  const double esize = double(dtype_size(precision));  // 4, or 2 in mixed precision
+  const std::string e = format_number(esize) + " B/param";
+  rep.check(prefix + "param_bytes", "param bytes" + whose, m.param_bytes, esize * m.params, "B").from(e);
+  rep.check(prefix + "grad_bytes", "grad bytes" + whose, m.grad_bytes, esize * m.params, "B").from(e);
+  rep.check(prefix + "optimizer_bytes", "optimizer bytes" + whose, m.optimizer_bytes, (16 - 2 * esize) * m.params, "B")
+      .from(precision == DType::f32 ? "8 B/param: m, v" : "12 B/param: master, m, v");
+  rep.add(prefix + "model_state_bytes_per_param", "model state bytes per parameter",
+          (m.param_bytes + m.grad_bytes + m.optimizer_bytes) / m.params, "B/param")
+      .predict(16.0, precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
 }
 
 }  // namespace dtl

@@ -10,6 +10,7 @@
 
 #include "core/comm/comm.h"
 #include "core/trace/event.h"
+#include "labs/report.h"
 
 namespace dtl {
 
@@ -34,6 +35,16 @@ double peak_bytes_since(Comm& comm, std::size_t mark, MemTag tag);
 void broadcast_tensors(Comm& comm, std::vector<std::vector<float>>& tensors, int root);
 // Largest value over all ranks of a double (e.g. a time).
 double max_over_ranks(Comm& comm, double v);
+
+// Model-state rows by tag against the bytes-per-parameter formula (seed 001: AdamW keeps
+// 4 + 4 + 8 B/param in fp32 and 2 + 2 + 12 in mixed precision, both 16): `params` the rank's
+// parameter count, the bytes its peaks by tag; ids `prefix`param_bytes, ...; labels end in
+// `whose` ("per rank", ", rank 0").
+struct ModelStateBytes {
+  double params = 0, param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;  // optimizer: m, v (+ master)
+};
+void add_model_state_rows(Report& rep, const std::string& prefix, const std::string& whose, DType precision,
+                          const ModelStateBytes& m);
 
 // Per-run means of per-step values: runs of `steps` consecutive values (a timing is then
 // the median of the runs, labs/report.h repeated()).

@@ -46,18 +46,10 @@ double weight_tolerance(const DdpSettings& s) {
 }
 
 void add_memory_rows(Report& rep, const std::string& n, const DdpSettings& s, const DdpMeasurement& m) {
-  const double psi = double(m.params);
-  const double esize = double(dtype_size(s.precision));  // 4, or 2 in mixed precision
-  const std::string e = format_number(esize) + " B/param";
-  rep.check(n + "param_bytes", "param bytes per rank", double(m.param_peak), esize * psi, "B").from(e);
-  rep.check(n + "grad_bytes", "grad bytes per rank", double(m.grad_peak), esize * psi, "B").from(e);
-  rep.check(n + "optimizer_bytes", "optimizer bytes per rank", double(m.optimizer_peak), (16 - 2 * esize) * psi, "B")
-      .from(s.precision == DType::f32 ? "8 B/param: m, v" : "12 B/param: master, m, v");
+  add_model_state_rows(rep, n, " per rank", s.precision,
+                       {double(m.params), double(m.param_peak), double(m.grad_peak), double(m.optimizer_peak)});
   if (s.precision == DType::f16)
     rep.add(n + "skipped_steps", "steps skipped (f16 gradients overflowed; loss scale halved)", m.skipped_steps, "");
-  rep.add(n + "model_state_bytes_per_param", "model state bytes per parameter",
-          double(m.param_peak + m.grad_peak + m.optimizer_peak) / psi, "B/param")
-      .predict(16.0, s.precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
   rep.add(n + "workspace_bytes", "workspace bytes per rank (peak)", double(m.workspace_peak), "B");
   // The estimate the run was admitted with (ddp_rank_bytes), against what was allocated.
   rep.check(n + "memory_peak", "memory per rank: peak vs estimate", double(m.total_peak), m.total_estimate, "B",

@@ -6,6 +6,7 @@
 
 #include "labs/gpt/gpt_lab.h"
 #include "labs/gpt/loss_chart.h"
+#include "labs/measure.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -108,15 +109,8 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
 // AdamW keeps 2 + 2 + 12 = 16 B/param; fp32 4 + 4 + 8, also 16), and its activations
 // against gpt_activation_bytes (labs/train/gpt.h), which counts what the model stores.
 void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log) {
-  const double psi = double(log.local_params), esize = double(dtype_size(s.precision));
-  const std::string e = format_number(esize) + " B/param";
-  rep.check("memory.param_bytes", "param bytes, rank 0", log.param_bytes, esize * psi, "B").from(e);
-  rep.check("memory.grad_bytes", "grad bytes, rank 0", log.grad_bytes, esize * psi, "B").from(e);
-  rep.check("memory.optimizer_bytes", "optimizer bytes, rank 0", log.optimizer_bytes, (16 - 2 * esize) * psi, "B")
-      .from(s.precision == DType::f32 ? "8 B/param: m, v" : "12 B/param: master, m, v");
-  rep.add("memory.model_state_bytes_per_param", "model state bytes per parameter",
-          (log.param_bytes + log.grad_bytes + log.optimizer_bytes) / psi, "B/param")
-      .predict(16.0, s.precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
+  add_model_state_rows(rep, "memory.", ", rank 0", s.precision,
+                       {double(log.local_params), log.param_bytes, log.grad_bytes, log.optimizer_bytes});
   rep.check("memory.activation_bytes", "activation bytes, rank 0", log.activation_bytes, log.predicted_activation, "B")
       .from("gpt_activation_bytes");
   if (s.precision == DType::f16)
