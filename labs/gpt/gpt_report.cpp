@@ -7,7 +7,6 @@
 #include "labs/gpt/gpt_lab.h"
 #include "labs/gpt/loss_chart.h"
 #include "labs/measure.h"
-#include "labs/report_format.h"
 
 namespace dtl {
 
