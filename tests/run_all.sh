@@ -34,11 +34,15 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs" --target ci_sanitized_tests
 # ASan reserves terabytes of shadow address space, so the fuzz table checks peak RSS and
 # DTL_MEMORY_LIMIT instead of an address-space limit there. The one test that starts Open
-# MPI runs apart, with the slow unwinder its leak suppressions need (tests/asan/lsan.supp).
+# MPI runs apart, with the slow unwinder its leak suppressions need (tests/asan/lsan.supp),
+# and without scanning thread-local storage: GCC 12's leak checker can read a dynamic-TLS
+# entry of Open MPI's plugins as a bogus range and crash its own tracer ("Tracer caught
+# signal 11" after "DTLS ... at 0x5395"), seen here on every run for a while, then not.
+# Not scanning TLS removes roots, so it can only report more leaks, never hide one.
 mpi_cli_test='^Cli\.BadInputIsUsageErrorTwo$'
 lsan="suppressions=$PWD/tests/asan/lsan.supp:print_suppressions=0"
 LSAN_OPTIONS="$lsan" DTL_FUZZ_NO_ADDRESS_LIMIT=1 ctest --preset asan -E "$mpi_cli_test"
-LSAN_OPTIONS="$lsan:fast_unwind_on_malloc=0" ctest --preset asan -R "$mpi_cli_test"
+LSAN_OPTIONS="$lsan:fast_unwind_on_malloc=0:use_tls=0" ctest --preset asan -R "$mpi_cli_test"
 
 echo "== exercise track: builds, grades 0 points, and every stub's failure comes with its hint"
 # (CUDA off and -O0: the grader needs no GPU code and no speed — the stubs fail at once —
