@@ -47,7 +47,7 @@ TEST(DeviceOps, TheStandInCatchesHostAccess) {
 
 TEST(DeviceOps, ThreadsBackendOnDeviceBuffersMatchesHostBitForBit) {
   test::ScrambledDeviceScope scope;
-  for (DType t : {DType::f32, DType::bf16, DType::i32, DType::f64})
+  for (DType t : {DType::f32, DType::bf16, DType::i32, DType::i64, DType::f64})
     for (int P : {1, 3, 4}) {
       const auto host = test::run_all_operations(P, 37, t, Device::Kind::cpu);
       const long reductions_before = scope.ops.reductions;

@@ -162,6 +162,11 @@ TEST_F(CudaTransformer, EmbeddingForwardAndBackwardMatchTheCpuForEveryVocabSlice
 // The whole GPT, one rank: forward_backward on the GPU against the CPU from the same seed.
 // The GPU's GEMMs go through the thread's cuBLAS handle in its default math mode (fp32, no
 // TF32 unless NVIDIA_TF32_OVERRIDE says otherwise), so ~1e-6 per op, compounding over layers.
+// Bound: 5e-4 of each tensor's largest gradient. Measured on an H100 (2026-11-24): 1.5e-6 and
+// 5.9e-6 for the two small shapes, 1.4e-4 for the 256-wide one (init std 0.3 saturates its
+// softmaxes: loss 15.9 against ln 256 = 5.5, so fp32 reordering is amplified). A wrong index
+// or a dropped term in a kernel moves a gradient by 1e-2 of its scale or more.
+constexpr double kGptGradTol = 5e-4;
 TEST(CudaGpt, ForwardBackwardMatchesTheCpuLossAndEveryGradient) {
   DTL_SKIP_WITHOUT_GPU();
   cuda::use_cuda_memory();
@@ -207,7 +212,7 @@ TEST(CudaGpt, ForwardBackwardMatchesTheCpuLossAndEveryGradient) {
         worst = e;
         worst_name = cpu.names[i];
       }
-      EXPECT_LT(e, 1e-4) << cpu.names[i];
+      EXPECT_LT(e, kGptGradTol) << cpu.names[i];
     }
     std::printf("  largest gradient difference %.2e (%s) over %zu tensors\n", worst, worst_name.c_str(),
                 cpu.names.size());
