@@ -13,7 +13,7 @@ namespace dtl {
 nlohmann::json LabConfig::to_json() const {
   nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes}, {"dtype", std::string(dtype_name(dtype))},
                       {"iters", iters}, {"warmup", warmup}, {"repeat", repeat}};
-  if (device != Device::Kind::cpu) j["device"] = "cuda";
+  if (device != Device::Kind::cpu) j["device"] = device_ops(Device::cuda(0)).name();  // cuda, or standin
   for (const auto& [k, v] : options.text()) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
   if (link.active()) j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
@@ -43,6 +43,8 @@ Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& l
                         format_number(cfg.link.latency_us) + " µs");
   else if (comm.backend_name() == "threads")
     rep.setup.push_back("no link emulated (memory copies)");
+  if (cfg.device != Device::Kind::cpu && device_ops(Device::cuda(0)).name() == "standin")
+    rep.setup.push_back("on the stand-in device (a GPU's rules on the CPU; timings are not a GPU's)");
   const int cores = int(std::thread::hardware_concurrency());
   if (comm.backend_name() == "threads" && cores > 0 && comm.size() > cores)
     rep.notes.push_back(std::to_string(comm.size()) + " ranks share " + std::to_string(cores) +

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
 #include "labs/report_format.h"
 
@@ -92,6 +93,16 @@ std::vector<double> run_means(const std::vector<double>& per_step, int steps) {
     means.push_back(sum / steps);
   }
   return means;
+}
+
+double device_vs_tracker_bytes(Comm& comm, const MemoryTracker& mem, Device device, double cached) {
+  const double held = double(device_ops(device).bytes_allocated_by_this_thread());
+  return max_over_ranks(comm, std::fabs(held - double(mem.current_total()) - cached));
+}
+
+void add_device_memory_check(Report& rep, const std::string& prefix, double difference) {
+  rep.check(prefix + "device_vs_tracker_bytes", "device allocator - tracker (max over ranks)", difference, 0.0, "B")
+      .from("the device's own count");
 }
 
 void add_model_state_rows(Report& rep, const std::string& prefix, const std::string& whose, DType precision,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/memory/memory.h"
 #include "core/trace/event.h"
 #include "labs/report.h"
 
@@ -45,6 +46,15 @@ struct ModelStateBytes {
 };
 void add_model_state_rows(Report& rep, const std::string& prefix, const std::string& whose, DType precision,
                           const ModelStateBytes& m);
+
+// The device's own count against the tracker: what this rank's thread holds from its
+// device's allocator (DeviceOps::bytes_allocated_by_this_thread: cudaMalloc'd, the stand-in's,
+// or the host's) minus what its MemoryTracker says is allocated, minus `cached` (bytes a
+// caching pool holds while no tensor uses them). 0 when every buffer the lab allocates goes
+// through its tracker; the largest |difference| over ranks (a collective over comm).
+double device_vs_tracker_bytes(Comm& comm, const MemoryTracker& mem, Device device, double cached = 0);
+// Its row: a check against 0, exact.
+void add_device_memory_check(Report& rep, const std::string& prefix, double difference);
 
 // Per-run means of per-step values: runs of `steps` consecutive values (a timing is then
 // the median of the runs, labs/report.h repeated()).

@@ -22,9 +22,15 @@ class HostOps final : public DeviceOps {
     void* p = std::aligned_alloc(64, rounded);
     if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes; use a smaller size");
     std::memset(p, 0, rounded);  // prefault every page now, not inside a timed region
+    ledger_.add(p, bytes);
     return p;
   }
-  void release(void* p) noexcept override { std::free(p); }
+  void release(void* p) noexcept override {
+    ledger_.remove(p);
+    std::free(p);
+  }
+  std::size_t bytes_allocated_by_this_thread() const override { return ledger_.of_this_thread(); }
+  void synchronize_this_thread() override {}
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
   }
@@ -36,14 +42,42 @@ class HostOps final : public DeviceOps {
     if (divisor > 0) divide_on_host(buf, count, t, divisor);
     else scale_on_host(buf, count, t, factor);
   }
+
+ private:
+  AllocationLedger ledger_;
 };
 
 HostOps g_host;
+thread_local char t_thread_mark;  // its address names the calling thread in a ledger
 std::atomic<DeviceOps*> g_cuda{nullptr};
 
 }  // namespace
 
 DeviceOps& host_ops() { return g_host; }
+
+void AllocationLedger::add(const void* p, std::size_t bytes) {
+  if (!p) return;
+  std::lock_guard lock(mu_);
+  blocks_[p] = {bytes, &t_thread_mark};
+  by_thread_[&t_thread_mark] += bytes;
+}
+
+void AllocationLedger::remove(const void* p) {
+  if (!p) return;
+  std::lock_guard lock(mu_);
+  const auto it = blocks_.find(p);
+  if (it == blocks_.end()) return;
+  auto owner = by_thread_.find(it->second.thread);
+  owner->second -= it->second.bytes;  // a block freed by another thread still leaves its allocator's count
+  if (owner->second == 0) by_thread_.erase(owner);
+  blocks_.erase(it);
+}
+
+std::size_t AllocationLedger::of_this_thread() const {
+  std::lock_guard lock(mu_);
+  const auto it = by_thread_.find(&t_thread_mark);
+  return it == by_thread_.end() ? 0 : it->second;
+}
 
 DeviceOps* install_cuda_ops(DeviceOps* ops) { return g_cuda.exchange(ops); }
 DeviceOps* cuda_ops() { return g_cuda.load(); }
@@ -71,6 +105,10 @@ ScratchBuffer::ScratchBuffer(std::size_t bytes, const void* like)
 
 ScratchBuffer::~ScratchBuffer() {
   if (data_) ops_->release(data_);
+}
+
+void wait_for_device_work_of_this_thread() {
+  if (DeviceOps* c = g_cuda.load(std::memory_order_acquire)) c->synchronize_this_thread();
 }
 
 void copy_bytes(void* dst, const void* src, std::size_t bytes) {

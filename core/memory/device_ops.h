@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/comm/dtype.h"
@@ -48,6 +50,31 @@ class DeviceOps {
   // buf[i] *= factor (floating types), or buf[i] /= divisor when divisor > 0 (any type,
   // integers truncate): the two ways a sum becomes an average.
   virtual void scale(void* buf, std::size_t count, DType t, double factor, int divisor) = 0;
+
+  // The bytes of this kind's memory that the calling thread allocated through these ops and
+  // that are still allocated: the device's own count, which a rank's MemoryTracker must
+  // match (every lab buffer goes through the tracker; scratch space is freed before a check).
+  virtual std::size_t bytes_allocated_by_this_thread() const = 0;
+
+  // Waits until the device work the calling thread queued (its streams) has finished.
+  virtual void synchronize_this_thread() = 0;
+};
+
+// Which thread allocated which live block, for bytes_allocated_by_this_thread().
+class AllocationLedger {
+ public:
+  void add(const void* p, std::size_t bytes);
+  void remove(const void* p);
+  std::size_t of_this_thread() const;
+
+ private:
+  struct Entry {
+    std::size_t bytes;
+    const void* thread;
+  };
+  mutable std::mutex mu_;
+  std::map<const void*, Entry> blocks_;
+  std::map<const void*, std::size_t> by_thread_;
 };
 
 // Memcpy and the CPU kernels.
@@ -83,6 +110,12 @@ class ScratchBuffer {
   void* data_;
   std::size_t bytes_;
 };
+
+// Before a backend lets another thread (a comm stream, a peer rank, NCCL's stream) read or
+// write a buffer, the kernels this thread queued that produce or use it must be done: every
+// backend calls this when an operation is posted, as a GPU framework orders its
+// communication stream after the compute stream. A no-op without device memory.
+void wait_for_device_work_of_this_thread();
 
 // Convenience: copy `bytes` between any two buffers (host or device, either direction).
 void copy_bytes(void* dst, const void* src, std::size_t bytes);

@@ -28,8 +28,9 @@ enum Stream : std::uint8_t { kStreamMain = 0, kStreamComm = 1 };
 // AdamW's m and v; master the fp32 master weights of 16-bit parameters; gather ZeRO-3's
 // all-gather buffers of full parameters; comm other buffers collectives use (a ZeRO-2
 // gradient bucket being reduce-scattered). New tags go at the end: traces store the number.
-enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, other, master, gather };
-inline constexpr int kNumMemTags = 8;
+// data: a batch's inputs and targets (and the loss gradient) on the rank's device.
+enum class MemTag : std::uint8_t { param, grad, optimizer, activation, comm, other, master, gather, data };
+inline constexpr int kNumMemTags = 9;
 const char* mem_tag_name(MemTag t);
 
 // The parallelism axis of the group an event's communicator belongs to (Topology names

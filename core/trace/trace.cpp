@@ -20,6 +20,7 @@ const char* mem_tag_name(MemTag t) {
     case MemTag::other: return "other";
     case MemTag::master: return "master";
     case MemTag::gather: return "gather";
+    case MemTag::data: return "data";
   }
   return "?";
 }

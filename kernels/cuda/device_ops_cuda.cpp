@@ -48,10 +48,12 @@ class CudaOps final : public DeviceOps {
     DTL_CUDA_CHECK(cudaMalloc(&p, bytes));
     DTL_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s));
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));
+    ledger_.add(p, bytes);
     return p;
   }
 
   void release(void* p) noexcept override {
+    ledger_.remove(p);
     const cudaError_t e = cudaFree(p);
     if (e != cudaSuccess)  // cannot throw from here (destructors); say it
       std::fprintf(stderr, "dtlab: cudaFree failed: %s (%s)\n", cudaGetErrorName(e), cudaGetErrorString(e));
@@ -98,8 +100,12 @@ class CudaOps final : public DeviceOps {
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
+  std::size_t bytes_allocated_by_this_thread() const override { return ledger_.of_this_thread(); }
+  void synchronize_this_thread() override { synchronize_this_thread_streams(); }
+
  private:
   int count_;
+  AllocationLedger ledger_;
 };
 
 }  // namespace

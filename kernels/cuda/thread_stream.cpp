@@ -37,6 +37,10 @@ cudaStream_t this_thread_stream(int device) {
   return s;
 }
 
+void synchronize_this_thread_streams() {
+  for (auto& [device, stream] : queues().streams) DTL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 cublasHandle_t this_thread_blas(int device) {
   const cudaStream_t s = this_thread_stream(device);
   auto& blas = queues().blas;

@@ -13,5 +13,7 @@ namespace dtl::cuda {
 cudaStream_t this_thread_stream(int device);
 // A cuBLAS handle bound to this_thread_stream(device).
 cublasHandle_t this_thread_blas(int device);
+// Waits for every stream of the calling thread (each GPU it used).
+void synchronize_this_thread_streams();
 
 }  // namespace dtl::cuda

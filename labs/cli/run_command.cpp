@@ -23,6 +23,7 @@
 #include "labs/cli/step_through.h"
 #include "labs/cli/validators.h"
 #include "labs/lab.h"
+#include "labs/train/train_ops.h"
 
 namespace dtl::cli {
 
@@ -50,22 +51,23 @@ struct RunArgs {
   std::map<std::string, std::string> lab_options;
 };
 
-// Where the lab's tensors live, after --backend and --device (nccl implies cuda).
+// Where the lab's tensors live, after --backend and --device (nccl implies cuda). The
+// stand-in device takes the GPU code path: its memory is Device::Kind::cuda memory.
 Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
   if (a.backend == "nccl") {  // NCCL moves GPU memory only
-    if (a.device == "cpu")
-      throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies --device cuda), or use "
-                       "--backend threads or mpi for host buffers");
+    if (a.device == "cpu" || a.device == "standin")
+      throw UsageError("--backend nccl moves GPU memory; drop --device " + a.device +
+                       " (nccl implies --device cuda), or use --backend threads for --device " + a.device);
     if (!lab.uses(RunOption::device))
-      throw UsageError("--backend nccl: the " + lab.name + " lab keeps its tensors on the host for now (the collectives "
-                       "lab runs on GPUs); use --backend threads or mpi");
+      throw UsageError("--backend nccl: the " + lab.name + " lab has no device path; use --backend threads or mpi");
     a.device = "cuda";
   }
-  if (a.device != "cuda") return Device::Kind::cpu;
+  if (a.device != "cuda" && a.device != "standin") return Device::Kind::cpu;
   if (a.backend == "mpi")
-    throw UsageError("--device cuda with --backend mpi: the Open MPI backend moves host buffers; use --backend threads "
-                     "(ranks sharing GPUs) or --device cpu");
-  cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
+    throw UsageError("--device " + a.device + " with --backend mpi: the Open MPI backend moves host buffers; use "
+                     "--backend threads (ranks sharing devices), --backend nccl, or --device cpu");
+  if (a.device == "standin") use_standin_device();  // a GPU's rules on the CPU: no GPU needed
+  else cuda::use_cuda_memory();                     // no GPU or no CUDA build: says so, exit 2
   return Device::Kind::cuda;
 }
 
@@ -271,9 +273,11 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
       sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")->check(whole_range(0, 1000000))->capture_default_str();
       return;
     case RunOption::device:
-      sub->add_option("--device", a.device, "Where tensors live: cpu (default), or cuda (rank r on GPU r mod count; "
-                                            "implied by --backend nccl)")
-          ->check(CLI::IsMember({"cpu", "cuda"}));
+      sub->add_option("--device", a.device,
+                      "Where tensors live: cpu (default); cuda (rank r on GPU r mod count; implied by --backend "
+                      "nccl); standin (a CPU stand-in for a GPU: memory the host cannot read, work on streams, "
+                      "two devices; runs the GPU code path without a GPU)")
+          ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
       return;
     case RunOption::step:
       sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");

@@ -27,14 +27,14 @@
 #include "labs/measure.h"
 #include "labs/train/compute_span.h"
 #include "labs/train/data.h"
+#include "labs/train/device_batch.h"
 #include "labs/train/optimizer.h"
+#include "labs/train/reference.h"
 
 namespace dtl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 DdpSettings settings_of(const LabConfig& cfg, int P) {
   DdpSettings s;
@@ -60,7 +60,8 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
 
 double ddp_rank_bytes(const DdpSettings& s, int rows) {
   const double psi = mlp_memory(s.shape, s.precision, rows).params / double(dtype_size(s.precision));
-  return mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision);
+  return mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision) +
+         DeviceBatch::bytes(s.shape.in, s.shape.out, rows);
 }
 
 double ddp_process_bytes(const DdpSettings& s, int P) {
@@ -129,6 +130,7 @@ struct Trainer {
   AdamW& opt;
   LossScaler& scaler;
   const std::vector<ex::GradBucket>& buckets;
+  DeviceBatch& batch;  // the micro-batch's rows on the model's device
 };
 
 // Forward and backward of `micro` micro-batches; bucketed variants launch buckets from
@@ -138,21 +140,19 @@ struct Trainer {
 // Returns the mean loss.
 float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
                        int micro, bool bucketed, int step, std::vector<Request>& pending, double* backward_done) {
-  const int out = tr.model.shape().out, mrows = rows / micro;
-  std::vector<float> dy(std::size_t(mrows) * std::size_t(out));
+  const int mrows = rows / micro;
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   float loss = 0;
   LayerSpans layers(comm, tr.model.shape().layers, step);  // a span per layer inside forward and backward
   for (int mb = 0; mb < micro; ++mb) {
-    const int r0 = first_row + mb * mrows;
+    tr.batch.load(data, first_row + mb * mrows, mrows);
     const float* y = nullptr;
     {
       ComputeSpan span(comm, cfg, "forward", step);  // compute spans on the main stream
-      y = tr.model.forward(data.x_row(r0), mrows, layers.forward_hooks(span));
+      y = tr.model.forward(tr.batch.x(), mrows, layers.forward_hooks(span));
     }
-    loss += kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size()) / float(micro);
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
-    kernels::scale(tr.scaler.scale() / float(micro), dy.data(), dy.size());
+    loss += tr.batch.mse_loss(tr.model.ops(), y, tr.scaler.scale() / float(micro)) / float(micro);
     ComputeSpan span(comm, cfg, "backward", step);
     std::function<void(int)> gradients_ready;  // (a straggler's gradients are late layer by layer: paced per layer)
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
@@ -160,7 +160,7 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
         *backward_done = now_s(comm);  // the last call stamps backward's real end
         ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
       };
-    tr.model.backward(dy.data(), mb > 0, layers.backward_hooks(span, gradients_ready));
+    tr.model.backward(tr.batch.dy(), mb > 0, layers.backward_hooks(span, gradients_ready));
   }
   return loss;
 }
@@ -201,29 +201,18 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   return loss;
 }
 
-// Rank 0 trains the same model alone on the whole global batch, step for step.
+// Rank 0 trains the same model alone on the whole global batch, step for step, on its device.
 OneRankReference single_rank_reference(Comm& comm, const LabConfig& cfg, const Dataset& data, const DdpSettings& s) {
-  MemoryTracker mem(0, nullptr);
-  Mlp model(s.shape, mem, 1, s.precision);
-  AdamW opt(whole_model(model), model.device(), mem, s.adamw);
-  LossScaler scaler(s.precision);
-  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
-  OneRankReference ref;
-  std::vector<double> timed;  // every step after the warm-up step 0
-  for (int step = 0; step < s.train_steps(); ++step) {
+  const auto progress = [&](int step) {
     report_progress(comm, cfg, "1-rank reference: step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
-    const auto t0 = Clock::now();
-    const int r0 = step * s.batch;
-    const float* y = model.forward(data.x_row(r0), s.batch);
-    kernels::mse_loss(y, data.y_row(r0), dy.data(), dy.size());
-    kernels::scale(scaler.scale(), dy.data(), dy.size());
-    model.backward(dy.data(), false);
-    if (step == 0) ref.first_gradients = unscaled_gradients(model, scaler.scale());
-    scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));
-    if (step > 0) timed.push_back(seconds(t0, Clock::now()));
-  }
-  ref.step_seconds = repeated(run_means(timed, s.steps));
-  ref.weights = fp32_weights(model, opt);
+  };
+  MlpReferenceRun run = train_mlp_reference(
+      {s.shape, s.precision, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)}, data,
+      progress);
+  OneRankReference ref;
+  ref.weights = std::move(run.weights);
+  ref.first_gradients = std::move(run.first_gradients);
+  ref.step_seconds = repeated(run_means(run.step_seconds, s.steps));
   return ref;
 }
 
@@ -260,13 +249,16 @@ VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, c
 void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s, const Dataset& data,
                  const OneRankReference& reference, Report& rep) {
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  Mlp model(s.shape, mem, 1, s.precision);
+  Mlp model(s.shape, mem, 1, s.precision, rank_device(cfg.device, comm));
   AdamW opt(whole_model(model), model.device(), mem, s.adamw);
   LossScaler scaler(s.precision);
   const std::vector<ex::GradBucket> buckets = make_buckets(model.layout(), s.bucket_mb, s.precision);
-  Trainer tr{model, opt, scaler, buckets};
+  const int micro_rows = s.batch / comm.size() / (variant == DdpVariant::accumulate ? s.micro : 1);
+  DeviceBatch batch(mem, model.device(), s.shape.in, s.shape.out, micro_rows);
+  Trainer tr{model, opt, scaler, buckets, batch};
   const VariantRun run = train_variant(comm, cfg, variant, s, data, tr);
   DdpMeasurement m;
+  m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device());
   m.first_loss = run.first_loss;
   m.last_loss = run.last_loss;
   m.time = combine_timings(comm, run.timed, s.steps);

@@ -57,6 +57,7 @@ struct DdpMeasurement {
   int skipped_steps = 0;
   std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0, total_peak = 0;
   double total_estimate = 0;  // what ddp_rank_bytes predicted for this rank
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
 };
 
 // Bytes one rank's MemoryTracker allocates for `rows` rows per micro-batch (model, gradients,

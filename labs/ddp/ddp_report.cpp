@@ -56,6 +56,7 @@ void add_memory_rows(Report& rep, const std::string& n, const DdpSettings& s, co
             0.1 * m.total_estimate)
       .from("model + AdamW + activations");
   rep.add(n + "activation_bytes", "activation bytes per rank (peak)", double(m.activation_peak), "B");
+  add_device_memory_check(rep, n, m.device_vs_tracker);
 }
 
 void add_timing_rows(Report& rep, const std::string& n, const DdpMeasurement& m, const OneRankReference& reference,
@@ -141,7 +142,7 @@ LabInfo ddp_lab_info() {
   return {
       "ddp",
       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
-      {RunOption::slow_rank, RunOption::faults, RunOption::repeat},
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
       {{"variant", OptionKind::choice, "bucketed", "how gradients are averaged",
         {"naive", "flat", "bucketed", "accumulate", "all"}},
        {"bucket-mb", OptionKind::number, "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}, 1e-6, 1 << 20},

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/util/safetensors.h"
+#include "labs/measure.h"
 #include "labs/train/gpt_checkpoint.h"
 #include "labs/train/optimizer.h"
 
@@ -45,7 +46,7 @@ double held_out_loss(Gpt& model, const TextCorpus& corpus, const GptLabSettings&
 
 void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, const TextCorpus& corpus,
            const GptLabSettings& s, GptTrainingLog& log) {
-  AdamW opt(model.whole_params(), Device::cpu(), mem, s.adamw);  // mixed precision: with the fp32 master
+  AdamW opt(model.whole_params(), model.device(), mem, s.adamw);  // mixed precision: with the fp32 master
   LossScaler scaler(s.precision);                                  // fp16 only; a fixed 1 otherwise
   const auto evaluate = [&](int step) {
     log.held_out_step.push_back(step);
@@ -70,6 +71,7 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   }
   log.train_seconds = seconds;
   log.skipped_steps = scaler.skipped_steps();
+  log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device());  // the optimizer still alive
 }
 
 void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& log) {
@@ -115,7 +117,7 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   const TextCorpus corpus = TextCorpus::shipped(Vocab::chars);
   const GptLabSettings s = gpt_lab_settings(cfg, comm.size(), corpus);
   MemoryTracker mem(comm.global_rank(), comm.trace());
-  Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed, Device::cpu(), {}, s.precision);
+  Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed, rank_device(cfg.device, comm), {}, s.precision);
   if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
 
   GptTrainingLog log;

@@ -45,6 +45,7 @@ struct GptTrainingLog {
   // Rank 0's peak bytes by tag, its parameter count (its slice) and its activation prediction.
   double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, predicted_activation = 0;
   std::size_t local_params = 0;
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
 };
 
 // The held-out batches every evaluation averages over: the same ones each time, so the

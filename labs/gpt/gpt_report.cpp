@@ -112,6 +112,7 @@ void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTraining
                        {double(log.local_params), log.param_bytes, log.grad_bytes, log.optimizer_bytes});
   rep.check("memory.activation_bytes", "activation bytes, rank 0", log.activation_bytes, log.predicted_activation, "B")
       .from("gpt_activation_bytes");
+  add_device_memory_check(rep, "memory.", log.device_vs_tracker);
   if (s.precision == DType::f16)
     rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
 }
@@ -120,7 +121,7 @@ LabInfo gpt_lab_info() {
   return {
       "gpt",
       "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
-      {},
+      {RunOption::device},
       {{"layers", OptionKind::integer, "2", "transformer layers L", {}, 1, 64},
        {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 4096},
        {"heads", OptionKind::integer, "4", "attention heads (divisible by --ranks)", {}, 1, 256},

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/memory/device_ops.h"
 #include "labs/gpt/gpt_lab.h"
 
 namespace dtl {
@@ -18,7 +19,7 @@ std::vector<float> full_logits_row(Gpt& model, Comm& comm, int pos) {
   const float* row = model.logits() + std::size_t(pos) * std::size_t(B) * std::size_t(Vl);
   std::vector<float> full(std::size_t(Vl) * std::size_t(model.tp_size()));
   if (model.tp_size() > 1) comm.all_gather(row, full.data(), std::size_t(Vl), DType::f32);
-  else std::copy(row, row + Vl, full.begin());
+  else copy_bytes(full.data(), row, std::size_t(Vl) * sizeof(float));  // the logits may live on a GPU
   return full;
 }
 

@@ -21,6 +21,7 @@
 #include "labs/grid/grid_stage.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/optimizer.h"
 
 namespace dtl {
 
@@ -44,10 +45,9 @@ std::unique_ptr<Comm> embedding_group(Topology& topo) {
 
 class GridGptStage final : public GridStage {
  public:
-  GridGptStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b)
+  GridGptStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b, Device device)
       : topo_(topo), s_(s), blocks_(b),
-        model_(micro_config(s), {topo.tp_group(), ex::TpMode::plain}, mem, 7, Device::cpu(), {}, DType::f32,
-               span_of(topo, b)),
+        model_(micro_config(s), {topo.tp_group(), ex::TpMode::plain}, mem, 7, device, {}, DType::f32, span_of(topo, b)),
         embedding_(embedding_group(topo)), mem_(mem), acts_(std::size_t(s.micro_batches)),
         tokens_(std::size_t(s.micro_batches)), targets_(std::size_t(s.micro_batches)) {}
 
@@ -102,10 +102,12 @@ class GridGptStage final : public GridStage {
   std::size_t local_params() const override { return model_.num_params(); }
   void adamw_step(const kernels::AdamWConfig& c, int t) override {
     if (adam_m_.numel() == 0) {  // made on the first step, as the MLP's (ZeRO-1 never makes them)
-      adam_m_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, Device::cpu());
-      adam_v_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, Device::cpu());
+      adam_m_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
+      adam_v_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
     }
-    train_ops(Device::cpu()).adamw_step(params(), grads(), adam_m_.as<float>(), adam_v_.as<float>(), local_params(), c, t);
+    TrainOps& ops = train_ops(model_.device());
+    ops.adamw_step(params(), grads(), adam_m_.as<float>(), adam_v_.as<float>(), local_params(), c, t);
+    ops.synchronize();
   }
 
   std::vector<std::string> names() const override {
@@ -152,21 +154,21 @@ class GridGptStage final : public GridStage {
 
 }  // namespace
 
-std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b) {
-  return std::make_unique<GridGptStage>(topo, s, mem, b);
+std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b,
+                                               Device device) {
+  return std::make_unique<GridGptStage>(topo, s, mem, b, device);
 }
 
-OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s) {
+OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s, Device device) {
   MemoryTracker mem(alone.global_rank(), nullptr);
-  Gpt model(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, {alone, ex::TpMode::plain}, mem, 7);
-  std::vector<float> m(model.num_params(), 0.0f), v(model.num_params(), 0.0f);
+  Gpt model(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, {alone, ex::TpMode::plain}, mem, 7, device);
+  AdamW opt(model.whole_params(), device, mem, s.adamw);  // steps 1, 2, ...
   OneRankRun run;
   std::vector<int> tokens, targets;
   for (int step = 0; step < s.steps; ++step) {
     counting_batch(step, s.seq, s.batch, s.vocab, tokens, targets);
     run.losses.push_back(model.forward_backward(tokens.data(), targets.data()));
-    train_ops(Device::cpu()).adamw_step(model.params(), model.grads(), m.data(), v.data(), model.num_params(), s.adamw,
-                                        step + 1);
+    opt.step(model.whole_params());
   }
   for (const GptTensor& t : model.tensors()) run.weights.push_back(model.full_tensor(t.name));
   return run;

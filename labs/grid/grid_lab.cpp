@@ -36,11 +36,11 @@ namespace {
 
 // Rank 0 trains the whole model (a group of one) on the global batch, the reference; every
 // rank gets its losses and final weights, in the whole model's order (GridStage::whole_indices).
-OneRankRun one_rank_reference(Comm& world, const GridSettings& s) {
+OneRankRun one_rank_reference(Comm& world, const GridSettings& s, Device device) {
   ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
   OneRankRun run;
   std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
-  if (alone) run = s.model == GridModelKind::gpt ? train_gpt_one_rank(*alone, s) : train_mlp_one_rank(*alone, s);
+  if (alone) run = s.model == GridModelKind::gpt ? train_gpt_one_rank(*alone, s, device) : train_mlp_one_rank(*alone, s, device);
   broadcast_tensors(world, run.weights, 0);
   run.losses.resize(std::size_t(s.steps));
   world.broadcast(run.losses.data(), run.losses.size(), DType::f32, 0);
@@ -98,8 +98,8 @@ double bubble_of(Topology& topo, const GridRank& r) {
 // The largest difference of any loss and any held weight (all-gathered over the tp group)
 // from one rank's, over all ranks.
 void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, const std::vector<float>& losses,
-                           GridMeasurement& m) {
-  const OneRankRun one = one_rank_reference(world, s);
+                           GridMeasurement& m, Device device) {
+  const OneRankRun one = one_rank_reference(world, s, device);
   m.max_loss_diff = 0;
   for (std::size_t step = 0; step < losses.size(); ++step)
     m.max_loss_diff = larger_difference(m.max_loss_diff, double(std::fabs(losses[step] - one.losses[step])));
@@ -120,7 +120,8 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   Topology topo(world, s.grid);
   const std::size_t main_mark = world.trace()->log(world.global_rank(), kStreamMain).size();
   MemoryTracker mem(world.global_rank(), world.trace());
-  GridRank rank(topo, s, mem);
+  const Device device = rank_device(cfg.device, world);
+  GridRank rank(topo, s, mem, device);
   GridMeasurement m;
   std::vector<double> steps;
   std::vector<float> losses;
@@ -150,7 +151,8 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   // keeps in flight.
   f.predicted_activation = rank.model().activation_bytes() * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
   m.step = repeated(steps);
-  if (s.check) compare_with_one_rank(world, s, rank, losses, m);
+  m.device_vs_tracker = device_vs_tracker_bytes(world, mem, device);
+  if (s.check) compare_with_one_rank(world, s, rank, losses, m, device);
   constexpr std::size_t kDoubles = sizeof(GridRankFigures) / sizeof(double);
   static_assert(sizeof(GridRankFigures) == kDoubles * sizeof(double), "GridRankFigures is gathered as doubles");
   m.ranks.resize(std::size_t(world.size()));

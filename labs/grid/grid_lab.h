@@ -61,6 +61,7 @@ struct GridMeasurement {
   double max_weight_diff = -1;  // against one rank, max over ranks (-1: not checked)
   double max_loss_diff = -1;    // against one rank, the largest over the steps (-1: not checked)
   double bubble = 0;            // idle share of the step, 1 − Σ busy / (P·step), rank 0's pipeline
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
   Repeated step;
   GridRankFigures mine;
   std::vector<GridRankFigures> ranks;  // every rank's, in world order (run_grid_lab gathers them)

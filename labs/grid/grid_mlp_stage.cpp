@@ -13,11 +13,13 @@ namespace {
 
 class GridMlpStage final : public GridStage {
  public:
-  GridMlpStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b)
-      : topo_(topo), s_(s), blocks_(b),
-        model_({s.hidden, s.layers, s.micro_rows()}, {topo.tp_group(), ex::TpMode::plain}, mem, 7,
-               train_ops(Device::cpu()), BlockSpan{b.first, b.last}),
-        acts_(std::size_t(s.micro_batches)) {}
+  GridMlpStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b, Device device)
+      : topo_(topo), s_(s), blocks_(b), ops_(train_ops(device)),
+        model_({s.hidden, s.layers, s.micro_rows()}, {topo.tp_group(), ex::TpMode::plain}, mem, 7, ops_,
+               BlockSpan{b.first, b.last}),
+        acts_(std::size_t(s.micro_batches)),
+        target_(mem, {std::int64_t(topo.is_last_stage() ? s.micro_rows() * s.hidden : 0)}, DType::f32, MemTag::data,
+                device) {}
 
   void begin_step(int step) override {
     mlp_task_batch(step, std::size_t(s_.global_rows()) * std::size_t(s_.hidden), x_, y_);
@@ -29,15 +31,17 @@ class GridMlpStage final : public GridStage {
     const std::size_t elems = std::size_t(R) * std::size_t(h);
     // This dp replica's M micro-batches are consecutive rows of the global batch.
     const std::size_t first_row = std::size_t(topo_.coord().dp * s_.micro_batches + m) * std::size_t(R);
+    // The first stage's input rows come from the host: forward copies them to the device.
     if (topo_.is_first_stage()) x = x_.data() + first_row * std::size_t(h);
     acts_[std::size_t(m)] = model_.make_activations(R);
     const float* y = model_.forward(x, acts_[std::size_t(m)]);
     if (topo_.is_last_stage()) {
       // The loss is the mean over the global batch's G·h values: this micro-batch's mean
       // (mse_loss over R·h) weighs R/G = 1/(D·M), and so does its dL/dy.
-      const float part = kernels::mse_loss(y, y_.data() + first_row * std::size_t(h), dy, elems);
+      copy_bytes(target_.data(), y_.data() + first_row * std::size_t(h), elems * sizeof(float));
+      const float part = ops_.mse_loss(y, target_.as<float>(), dy, elems);
       const float weight = 1.0f / float(s_.grid.dp * s_.micro_batches);
-      kernels::scale(weight, dy, elems);
+      ops_.scale(weight, dy, elems);
       loss += double(part) * weight;
     }
     return y;
@@ -79,26 +83,32 @@ class GridMlpStage final : public GridStage {
   Topology& topo_;
   GridSettings s_;
   StageBlocks blocks_;
+  TrainOps& ops_;  // the rank's device
   TpMlp model_;
   std::vector<TpMlpActivations> acts_;  // per micro-batch, from its forward to its backward
   std::vector<float> x_, y_;            // the global batch of this step (host)
+  Tensor target_;                       // the last stage: a micro-batch's targets on the device
   int backwards_done_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b) {
-  return std::make_unique<GridMlpStage>(topo, s, mem, b);
+std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b,
+                                               Device device) {
+  return std::make_unique<GridMlpStage>(topo, s, mem, b, device);
 }
 
-OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s) {
+OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s, Device device) {
   MemoryTracker mem(alone.global_rank(), nullptr);
-  TpMlp model({s.hidden, s.layers, s.global_rows()}, {alone, ex::TpMode::plain}, mem, 7, train_ops(Device::cpu()));
+  TpMlp model({s.hidden, s.layers, s.global_rows()}, {alone, ex::TpMode::plain}, mem, 7, train_ops(device));
+  const std::size_t n = std::size_t(s.global_rows()) * std::size_t(s.hidden);
+  Tensor target(mem, {std::int64_t(n)}, DType::f32, MemTag::data, device);
   OneRankRun run;
   std::vector<float> x, y;
   for (int step = 0; step < s.steps; ++step) {
-    mlp_task_batch(step, std::size_t(s.global_rows()) * std::size_t(s.hidden), x, y);
-    run.losses.push_back(model.forward_backward(x.data(), y.data()));
+    mlp_task_batch(step, n, x, y);
+    copy_bytes(target.data(), y.data(), n * sizeof(float));
+    run.losses.push_back(model.forward_backward(x.data(), target.as<float>()));
     model.adamw_step(s.adamw, step + 1);
   }
   for (const std::string& name : model.names()) run.weights.push_back(model.full_params(name));

@@ -18,35 +18,37 @@ namespace {
 
 constexpr int kGradientTag = 1 << 20;  // pp tags: micro-batch m's activation m, its gradient this + m
 
-std::unique_ptr<GridStage> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b) {
-  return s.model == GridModelKind::gpt ? make_grid_gpt_stage(topo, s, mem, b) : make_grid_mlp_stage(topo, s, mem, b);
+std::unique_ptr<GridStage> make_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, const StageBlocks& b,
+                                      Device device) {
+  return s.model == GridModelKind::gpt ? make_grid_gpt_stage(topo, s, mem, b, device)
+                                       : make_grid_mlp_stage(topo, s, mem, b, device);
 }
 
-Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag) {
-  return Tensor(mem, {std::int64_t(rows), std::int64_t(width)}, DType::f32, tag, Device::cpu());
+Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag, Device device) {
+  return Tensor(mem, {std::int64_t(rows), std::int64_t(width)}, DType::f32, tag, device);
 }
 
 }  // namespace
 
-GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem)
-    : topo_(topo), s_(s), mem_(mem), blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
-      model_(make_stage(topo, s, mem, blocks_)),
+GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem, Device device)
+    : topo_(topo), s_(s), mem_(mem), device_(device), blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
+      model_(make_stage(topo, s, mem, blocks_, device)),
       schedule_(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1})) {
   const int M = s.micro_batches, R = s.micro_rows(), h = s.hidden;
   for (int m = 0; m < M; ++m) {
-    if (!topo.is_first_stage()) input_.push_back(rows_tensor(mem, R, h, MemTag::comm));
-    if (!topo.is_last_stage()) output_.push_back(rows_tensor(mem, R, h, MemTag::comm));
+    if (!topo.is_first_stage()) input_.push_back(rows_tensor(mem, R, h, MemTag::comm, device));
+    if (!topo.is_last_stage()) output_.push_back(rows_tensor(mem, R, h, MemTag::comm, device));
     // From the next stage, or on the last the MLP's loss gradient (the GPT's stays with its logits).
-    grad_in_.push_back(rows_tensor(mem, R, h, MemTag::comm));
-    if (!topo.is_first_stage()) grad_out_.push_back(rows_tensor(mem, R, h, MemTag::comm));
+    grad_in_.push_back(rows_tensor(mem, R, h, MemTag::comm, device));
+    if (!topo.is_first_stage()) grad_out_.push_back(rows_tensor(mem, R, h, MemTag::comm, device));
   }
   if (s.zero == GridZero::optimizer_states) {
     const std::size_t n = model_->local_params(), D = std::size_t(s.grid.dp);
     chunk_ = (n + D - 1) / D;
-    padded_ = Tensor(mem, {std::int64_t(D * chunk_)}, DType::f32, MemTag::comm, Device::cpu());  // zeroed: the padding stays 0
-    shard_grads_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::grad, Device::cpu());
-    adam_m_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, Device::cpu());
-    adam_v_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, Device::cpu());
+    padded_ = Tensor(mem, {std::int64_t(D * chunk_)}, DType::f32, MemTag::comm, device);  // zeroed: the padding stays 0
+    shard_grads_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::grad, device);
+    adam_m_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, device);
+    adam_v_ = Tensor(mem, {std::int64_t(chunk_)}, DType::f32, MemTag::optimizer, device);
   }
 }
 
@@ -132,7 +134,7 @@ void GridRank::zero1_step(int t) {
   copy_bytes(padded, model_->grads(), n * sizeof(float));
   dp.reduce_scatter(padded, shard_grads_.data(), chunk_, DType::f32, ReduceOp::sum);
   float* params = model_->params();
-  train_ops(Device::cpu()).adamw_step(params + shard.begin, shard_grads_.as<float>(), adam_m_.as<float>(),
+  train_ops(device_).adamw_step(params + shard.begin, shard_grads_.as<float>(), adam_m_.as<float>(),
                                       adam_v_.as<float>(), shard.end - shard.begin, s_.adamw, t);
   float* mine = padded + std::size_t(dp.rank()) * chunk_;
   copy_bytes(mine, params + shard.begin, (shard.end - shard.begin) * sizeof(float));

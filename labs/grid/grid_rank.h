@@ -16,7 +16,8 @@ namespace dtl {
 
 class GridRank {
  public:
-  GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem);
+  // The rank's tensors live on `device` (rank_device: the host, or its GPU).
+  GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem, Device device);
 
   // One training step on the global batch of step `step`; returns its loss (every rank).
   float step(int step);
@@ -42,6 +43,7 @@ class GridRank {
   Topology& topo_;
   GridSettings s_;
   MemoryTracker& mem_;
+  Device device_;
   StageBlocks blocks_;
   std::unique_ptr<GridStage> model_;
   pipeline::Schedule schedule_;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/grid/grid_lab.h"
+#include "labs/measure.h"
 #include "labs/grid/grid_planner.h"
 #include "core/util/units.h"
 #include "labs/report_format.h"
@@ -146,6 +147,7 @@ void add_memory_rows(Report& rep, const GridMeasurement& m) {
   rep.add("grid.activation_bytes", "activations, most on a rank (peak)", most_act, "B");
   rep.check("grid.activation_vs_formula", "activations: worst rank vs formula", act_diff, 0.0, "B")
       .from("in flight × one");
+  add_device_memory_check(rep, "grid.", m.device_vs_tracker);
 }
 
 }  // namespace
@@ -230,7 +232,7 @@ LabInfo grid_lab_info() {
   return {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
-      {},
+      {RunOption::device},
       {{"model", OptionKind::choice, "mlp", "the model on the grid", {"mlp", "gpt"}},
        {"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
        {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},

@@ -49,8 +49,11 @@ class GridStage {
   virtual double embedding_bytes() const { return 0; }
 };
 
-std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b);
-std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b);
+// On `device`: the model, its optimizer state and the batch's rows copied there each step.
+std::unique_ptr<GridStage> make_grid_mlp_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b,
+                                               Device device);
+std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b,
+                                               Device device);
 
 // The reference: one rank (a group of one) trains the whole model on the global batch for
 // s.steps steps; its loss at each step and its final tensors in the whole model's order.
@@ -58,7 +61,7 @@ struct OneRankRun {
   std::vector<float> losses;
   std::vector<std::vector<float>> weights;
 };
-OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s);
-OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s);
+OneRankRun train_mlp_one_rank(Comm& alone, const GridSettings& s, Device device);
+OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s, Device device);
 
 }  // namespace dtl

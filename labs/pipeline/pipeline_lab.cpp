@@ -21,6 +21,7 @@
 #include "labs/measure.h"
 #include "labs/pipeline/pipeline_stage.h"
 #include "labs/train/data.h"
+#include "labs/train/reference.h"
 
 namespace dtl {
 
@@ -85,19 +86,11 @@ pipeline::Schedule schedule_of(ScheduleKind k, const PipelineSettings& s, int P)
   return sched;
 }
 
-// Rank 0 trains the whole model alone on the global batch: what every schedule must equal.
-std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& data) {
-  MemoryTracker mem(0, nullptr);
-  Mlp model(s.shape, mem, 1);
-  AdamW opt(whole_model(model), Device::cpu(), mem, s.adamw);
-  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
-  for (int step = 0; step < s.train_steps(); ++step) {
-    const float* y = model.forward(data.x_row(step * s.batch), s.batch);
-    kernels::mse_loss(y, data.y_row(step * s.batch), dy.data(), dy.size());
-    model.backward(dy.data(), false);
-    opt.step(whole_model(model));
-  }
-  return {model.params(), model.params() + model.num_params()};
+// Rank 0 trains the whole model alone on the global batch, on its device: what every
+// schedule must equal.
+std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& data, Device device) {
+  return train_mlp_reference({s.shape, DType::f32, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), device}, data)
+      .weights;
 }
 
 // The whole step across stages: from the earliest start to the latest last action.
@@ -156,6 +149,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     totals.forward += r.forward, totals.backward += r.backward, totals.weight += r.weight;
     totals.forwards += r.forwards, totals.backwards += r.backwards, totals.weights += r.weights;
   }
+  m.device_vs_tracker = device_vs_tracker_bytes(comm, stage.memory(), stage.device());
   comm.all_reduce(&m.p2p_bytes_per_step, &m.p2p_bytes_per_step, 1, DType::f64, ReduceOp::sum);
   m.p2p_bytes_per_step /= s.train_steps();
   m.step = repeated(run_means(step_times, s.steps));
@@ -205,7 +199,7 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   std::vector<float> reference;
   if (comm.rank() == 0) {
     ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
-    reference = one_rank_weights(s, data);
+    reference = one_rank_weights(s, data, rank_device(cfg.device, comm));
   }
   describe_pipeline_setup(rep, s, kinds);
   for (ScheduleKind k : kinds) add_pipeline_rows(rep, s, run_schedule(comm, cfg, s, k, data, reference), comm.size());

@@ -49,6 +49,7 @@ struct PipelineMeasurement {
   double simulated_bubble = 0;          // the simulator, with the run's action times
   std::vector<int> predicted_in_flight;  // per stage, from the schedule
   std::vector<double> predicted_activation;  // per stage
+  double device_vs_tracker = 0;              // the device's own count - the tracker (largest over stages)
 };
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);

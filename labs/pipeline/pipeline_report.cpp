@@ -1,6 +1,7 @@
 // The pipeline lab's report rows (see pipeline_lab.cpp) and its registry entry.
 #include <cmath>
 
+#include "labs/measure.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/report_format.h"
 
@@ -38,6 +39,7 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
     rep.add(n + "warmup_stage" + k, "stage " + k + ": forwards before its first backward",
             m.forwards_before_backward[std::size_t(st)], "");
   }
+  add_device_memory_check(rep, n, m.device_vs_tracker);
   (void)s;
 }
 
@@ -87,7 +89,7 @@ LabInfo pipeline_lab_info() {
   return {
       "pipeline",
       "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
-      {RunOption::faults, RunOption::repeat},
+      {RunOption::faults, RunOption::repeat, RunOption::device},
       {{"schedule", OptionKind::choice, "1f1b", "the order each stage computes in", {"gpipe", "1f1b", "interleaved", "zb-h1", "all"}},
        {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
        {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},

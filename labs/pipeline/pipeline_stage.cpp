@@ -60,14 +60,15 @@ double predicted_activation_peak(const PipelineSettings& s, const pipeline::Sche
 }
 
 PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, const pipeline::Schedule& schedule)
-    : comm_(comm), cfg_(cfg), s_(s), schedule_(schedule), P_(comm.size()), mem_(comm.global_rank(), comm.trace()) {
+    : comm_(comm), cfg_(cfg), s_(s), schedule_(schedule), P_(comm.size()), device_(rank_device(cfg.device, comm)),
+      mem_(comm.global_rank(), comm.trace()) {
   for (int c = 0; c < schedule.config.chunks; ++c) {
     Chunk chunk;
     chunk.virtual_stage = c * P_ + comm.rank();
     chunk.span = virtual_stage_layers(s.shape.layers, schedule.virtual_stages(), chunk.virtual_stage);
     // The same seed as the whole model: a stage's layers start equal to one rank's.
-    chunk.model = std::make_unique<Mlp>(s.shape, mem_, 1, DType::f32, Device::cpu(), chunk.span);
-    chunk.opt = std::make_unique<AdamW>(whole_model(*chunk.model), Device::cpu(), mem_, s.adamw);
+    chunk.model = std::make_unique<Mlp>(s.shape, mem_, 1, DType::f32, device_, chunk.span);
+    chunk.opt = std::make_unique<AdamW>(whole_model(*chunk.model), device_, mem_, s.adamw);
     chunks_.push_back(std::move(chunk));
   }
 }
@@ -101,7 +102,7 @@ Request PipelineStage::post_send(Tensor buffer, int m, int to_vs, int kind, int 
 }
 
 Request PipelineStage::post_recv(Tensor& into, std::size_t floats, int m, int from_vs, int kind, int step) {
-  into = Tensor(mem_, {std::int64_t(floats)}, DType::f32, MemTag::comm);
+  into = Tensor(mem_, {std::int64_t(floats)}, DType::f32, MemTag::comm, device_);
   const int my_vs = kind == kActivation ? from_vs + 1 : from_vs - 1;
   const std::string what = std::string("for the ") + (kind == kActivation ? "activation" : "gradient") + " of micro-batch " +
                            std::to_string(m) + " from stage " + std::to_string(stage_of(from_vs)) +
@@ -109,20 +110,29 @@ Request PipelineStage::post_recv(Tensor& into, std::size_t floats, int m, int fr
   return comm_.irecv(into.data(), floats * 4, stage_of(from_vs), message_tag(kind, m, my_vs), TransferInfo{step, m, 1, what});
 }
 
+Tensor PipelineStage::rows_on_device(const float* host_rows, int width) {
+  const std::size_t n = std::size_t(s_.rows()) * std::size_t(width);
+  Tensor t(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
+  copy_bytes(t.data(), host_rows, n * sizeof(float));
+  return t;
+}
+
 void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageStep& rec) {
   Chunk& ch = chunks_[std::size_t(c)];
   InFlight& f = in_flight_[{m, c}];
   const double t0 = now_s(comm_);
   const int row = step * s_.batch + m * s_.rows();
-  const float* x = ch.virtual_stage == 0 ? data.x_row(row) : f.input.as<float>();
+  if (ch.virtual_stage == 0) f.input = rows_on_device(data.x_row(row), s_.shape.in);  // the data: the first input
+  const float* x = f.input.as<float>();
   f.acts = ch.model->make_activations(s_.rows());
   in_flight_peak_ = std::max(in_flight_peak_, int(in_flight_.size()));
   const float* y = ch.model->forward(x, f.acts);
   f.output = y;
   if (last_virtual(ch.virtual_stage)) {  // the loss, and its gradient for B; mean over the M micro-batches
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(s_.shape.out);
-    f.grad_in = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
-    loss_sum_ += ch.model->ops().mse_loss(y, data.y_row(row), f.grad_in.as<float>(), n);
+    f.grad_in = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
+    const Tensor target = rows_on_device(data.y_row(row), s_.shape.out);
+    loss_sum_ += ch.model->ops().mse_loss(y, target.as<float>(), f.grad_in.as<float>(), n);
     ch.model->ops().scale(1.0f / float(s_.micro_batches), f.grad_in.as<float>(), n);
   }
   pace(t0, s_.forward_us);
@@ -147,7 +157,7 @@ void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split)
   record("B", m, c, step, t0, t1, rec.backward, rec.backwards, rec);
   if (input_grad) {  // dX for the previous virtual stage, until the loop sends it
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(ch.model->in_features(ch.span.first));
-    dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
+    dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
     copy_bytes(dx_.data(), dx, n * 4);
   }
   f.grad_in = Tensor();
@@ -181,7 +191,7 @@ ex::StageOps PipelineStage::stage_ops(const Dataset& data, int step, StageStep& 
     const InFlight& f = in_flight_.at({m, c});
     const Mlp& model = *chunks_[std::size_t(c)].model;
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(model.out_features(model.last_layer()));
-    Tensor out(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm);
+    Tensor out(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
     copy_bytes(out.data(), f.output, n * 4);
     return post_send(std::move(out), m, vs(c) + 1, kActivation, step, rec);
   };
@@ -233,8 +243,9 @@ std::vector<float> PipelineStage::weights_on_rank0() {
   }
   std::vector<float> mine(offset.back(), 0.0f), all(comm_.rank() == 0 ? offset.back() : 0);
   for (Chunk& ch : chunks_) {
-    const float* p = ch.model->params();
-    std::copy(p, p + ch.model->num_params(), mine.begin() + std::ptrdiff_t(offset[std::size_t(ch.span.first)]));
+    std::vector<float> p(ch.model->num_params());
+    copy_to_host_floats(ch.model->param_data(), DType::f32, p);  // from the stage's device
+    std::copy(p.begin(), p.end(), mine.begin() + std::ptrdiff_t(offset[std::size_t(ch.span.first)]));
   }
   // Each element comes from one stage (the others add 0): the sum is exact.
   comm_.reduce(mine.data(), comm_.rank() == 0 ? all.data() : mine.data(), mine.size(), DType::f32, ReduceOp::sum, 0);

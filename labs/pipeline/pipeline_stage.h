@@ -34,6 +34,7 @@ class PipelineStage {
   std::vector<float> weights_on_rank0();
   int in_flight_peak() const { return in_flight_peak_; }
   MemoryTracker& memory() { return mem_; }
+  Device device() const { return device_; }
 
  private:
   struct Chunk {
@@ -63,6 +64,8 @@ class PipelineStage {
               StageStep& rec);
   void pace(double begin, double target_us);  // --compute-us: the action lasts target_us
   int stage_of(int vs) const { return vs % P_; }
+  // A micro-batch's rows of the data set (inputs or targets), copied to the stage's device.
+  Tensor rows_on_device(const float* host_rows, int width);
   bool last_virtual(int vs) const { return vs == schedule_.virtual_stages() - 1; }
 
   Comm& comm_;
@@ -70,6 +73,7 @@ class PipelineStage {
   PipelineSettings s_;
   const pipeline::Schedule& schedule_;
   int P_;
+  Device device_;  // where the stage's chunks compute
   MemoryTracker mem_;
   std::vector<Chunk> chunks_;
   std::map<std::pair<int, int>, InFlight> in_flight_;

@@ -85,13 +85,13 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
 }  // namespace
 
 // Rank 0 trains the model on a group of its own; the others receive what it found.
-OneRank one_rank_reference(Comm& comm, const TpSettings& s) {
+OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
   std::unique_ptr<Comm> alone = comm.split(comm.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
   OneRank ref;
   if (alone) {
     MemoryTracker mem(comm.global_rank(), nullptr);
-    std::unique_ptr<TpModelRun> model = make_tp_model(s, {*alone, ex::TpMode::plain}, mem);
+    std::unique_ptr<TpModelRun> model = make_tp_model(s, {*alone, ex::TpMode::plain}, mem, device);
     for (int step = 0; step < s.steps; ++step) {
       const float loss = model->train_step(step);
       if (step == 0) {
@@ -138,7 +138,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   const std::size_t main_mark = comm.trace()->log(comm.global_rank(), kStreamMain).size();
   MemoryTracker mem(comm.global_rank(), comm.trace());
   const ex::TpGroup g{comm, mode};
-  std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem);
+  std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem, rank_device(cfg.device, comm));
   TpMeasurement m;
   m.mode = mode;
   m.param_bytes = double(mem.peak(MemTag::param));
@@ -174,6 +174,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     for (std::size_t i = 0; i < names.size(); ++i)
       m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(model->full_params(names[i]), ref.final_params[i]));
   }
+  m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm));
   m.activation_peak = peak_bytes_since(comm, main_mark, MemTag::activation);
   comm.all_reduce(&m.activation_peak, &m.activation_peak, 1, DType::f64, ReduceOp::max);
   m.step = repeated(steps);

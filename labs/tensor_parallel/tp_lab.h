@@ -54,7 +54,8 @@ class TpModelRun {
   virtual double activation_bytes() const = 0;
   virtual std::string activation_formula() const = 0;
 };
-std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem);
+// On `device` (the rank's: rank_device), the batch's rows copied there each step.
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device);
 
 // The collectives of one step inside the blocks, from this rank's events.
 struct BlockCollectives {
@@ -73,6 +74,7 @@ struct TpMeasurement {
   ex::TpMode mode = ex::TpMode::plain;
   float first_loss = 0, last_loss = 0;
   double max_grad_rel_diff = -1, max_weight_diff = -1, loss_diff = -1;  // vs 1 rank (-1: not checked)
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
   BlockCollectives comm;                 // of the last step
   double activation_peak = 0;            // bytes, this rank's MemTag::activation peak (max over ranks)
   double param_bytes = 0;                // per rank
@@ -89,7 +91,7 @@ struct OneRank {
   float first_loss = 0;
   std::vector<std::vector<float>> first_grads, final_params;  // by names()
 };
-OneRank one_rank_reference(Comm& comm, const TpSettings& s);
+OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device);
 // One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref);
 

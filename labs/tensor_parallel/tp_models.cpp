@@ -1,10 +1,12 @@
 // The models the tensor-parallel lab drives (TpModelRun): the MLP of tp_mlp.h on teacher
 // data, and the tiny GPT of labs/train/gpt.h on text.
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "labs/tensor_parallel/tp_lab.h"
 #include "labs/tensor_parallel/tp_mlp.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/optimizer.h"
 
 namespace dtl {
 
@@ -14,8 +16,10 @@ namespace {
 // sequence parallelism a rank takes its rows.
 class TpMlpRun final : public TpModelRun {
  public:
-  TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
-      : s_(s), tp_(tp), model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(Device::cpu())) {}
+  TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
+      : s_(s), tp_(tp), model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(device)),
+        x_(mem, {std::int64_t(model_.local_rows()) * s.hidden}, DType::f32, MemTag::data, device),
+        y_(mem, {std::int64_t(model_.local_rows()) * s.hidden}, DType::f32, MemTag::data, device) {}
 
   float train_step(int step) override {
     const std::size_t h = std::size_t(s_.hidden), rows = std::size_t(s_.rows());
@@ -23,7 +27,9 @@ class TpMlpRun final : public TpModelRun {
     mlp_task_batch(step, rows * h, x, y);
     const std::size_t first = std::size_t(tp_.comm.rank()) * std::size_t(model_.local_rows()) * h;
     const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
-    return model_.forward_backward(x.data() + (sp ? first : 0), y.data() + (sp ? first : 0));
+    copy_bytes(x_.data(), x.data() + (sp ? first : 0), x_.bytes());  // this rank's rows onto its device
+    copy_bytes(y_.data(), y.data() + (sp ? first : 0), y_.bytes());
+    return model_.forward_backward(x_.as<float>(), y_.as<float>());
   }
   void adamw_step(const kernels::AdamWConfig& c, int step) override { model_.adamw_step(c, step); }
   std::vector<std::string> names() const override { return model_.names(); }
@@ -46,6 +52,7 @@ class TpMlpRun final : public TpModelRun {
   TpSettings s_;
   ex::TpGroup tp_;
   TpMlp model_;
+  Tensor x_, y_;  // this rank's rows of the batch on its device
 };
 
 GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}; }
@@ -54,17 +61,17 @@ GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.
 // count up by a random stride), rows ordered [s, b] as the model takes them.
 class TpGptRun final : public TpModelRun {
  public:
-  TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem)
-      : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7) {}
+  TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
+      : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7, device),
+        opt_(model_.whole_params(), device, mem, s.adamw) {}
 
   float train_step(int step) override {
     std::vector<int> tokens, targets;
     counting_batch(step, s_.seq, s_.batch, s_.vocab, tokens, targets);
     return model_.forward_backward(tokens.data(), targets.data());
   }
-  void adamw_step(const kernels::AdamWConfig& c, int step) override {
-    train_ops(Device::cpu()).adamw_step(model_.params(), model_.grads(), moments(0), moments(1), model_.num_params(), c, step);
-  }
+  // AdamW with the lab's settings (s.adamw), its step count its own (1, 2, ...).
+  void adamw_step(const kernels::AdamWConfig&, int) override { opt_.step(model_.whole_params()); }
   std::vector<std::string> names() const override {
     std::vector<std::string> n;
     for (const GptTensor& t : model_.tensors()) n.push_back(t.name);
@@ -79,21 +86,17 @@ class TpGptRun final : public TpModelRun {
   std::string activation_formula() const override { return "labs/train/gpt.h"; }
 
  private:
-  float* moments(int i) {  // AdamW's m and v, made on first use
-    if (m_.empty()) m_.assign(model_.num_params(), 0.0f), v_.assign(model_.num_params(), 0.0f);
-    return i == 0 ? m_.data() : v_.data();
-  }
   TpSettings s_;
   ex::TpGroup tp_;
   Gpt model_;
-  std::vector<float> m_, v_;
+  AdamW opt_;
 };
 
 }  // namespace
 
-std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem) {
-  if (s.model == TpModelKind::mlp) return std::make_unique<TpMlpRun>(s, tp, mem);
-  return std::make_unique<TpGptRun>(s, tp, mem);
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device) {
+  if (s.model == TpModelKind::mlp) return std::make_unique<TpMlpRun>(s, tp, mem, device);
+  return std::make_unique<TpGptRun>(s, tp, mem, device);
 }
 
 }  // namespace dtl

@@ -7,6 +7,7 @@
 #include "core/util/units.h"
 #include "labs/report_format.h"
 #include "labs/tensor_parallel/tp_lab.h"
+#include "labs/measure.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -162,6 +163,7 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
   rep.check(n + "activation_bytes", "activation memory per rank", m.activation_peak, m.predicted_activation, "B")
       .from(m.activation_formula);
   rep.add(n + "param_bytes", "parameter memory per rank", m.param_bytes, "B");
+  add_device_memory_check(rep, n, m.device_vs_tracker);
   rep.add(n + "step_time", "step time (forward + backward)", 0, "s").over(m.step);
   rep.add(n + "comm_time", "of which the blocks' collectives", 0, "s").over(m.comm_time);
 }
@@ -200,7 +202,7 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   Report rep = start_report(comm, cfg, "tensor_parallel");
   if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta("tp_split", split_meta(s, T).dump());
   describe_tp_setup(rep, s, cfg);
-  const OneRank ref = s.check ? one_rank_reference(comm, s) : OneRank{};
+  const OneRank ref = s.check ? one_rank_reference(comm, s, rank_device(cfg.device, comm)) : OneRank{};
   for (ex::TpMode mode : s.modes) {
     const TpMeasurement m = run_tp_mode(comm, cfg, s, mode, ref);
     add_tp_rows(rep, s, m, T);
@@ -214,7 +216,7 @@ LabInfo tensor_parallel_lab_info() {
   return {
       "tensor_parallel",
       "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
-      {},
+      {RunOption::device},
       {{"model", OptionKind::choice, "mlp", "the model split over the ranks", {"mlp", "gpt"}},
        {"tp", OptionKind::integer, "0", "tensor-parallel ranks T: every rank is one (0: as --ranks)", {}, 0, 4096},
        {"sequence-parallel", OptionKind::choice, "off", "split LayerNorm/residual regions along the sequence", {"off", "on", "both"}},

@@ -153,6 +153,7 @@ class Gpt {
   int tp_rank() const { return rank_; }
   bool sequence_parallel() const { return sp_; }
   DType precision() const { return precision_; }
+  Device device() const { return ops_.device(); }
   int local_rows() const { return rows_local_; }  // rows of the residual stream on this rank
 
   // The flat buffers (elements of precision()) and their table of named tensors, in GPT-2's order.

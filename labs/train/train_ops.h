@@ -75,9 +75,17 @@ class TrainOps {
 // and reports read; `out` holds as many elements as are copied.
 void copy_to_host_floats(const void* src, DType t, std::vector<float>& out);
 
-// The ops for a device: the CPU's always; a GPU's when this build has CUDA and a GPU is
+// The ops for a device: the CPU's always; the stand-in's when it is installed as the
+// device (core/memory/standin_device.h); a GPU's when this build has CUDA and a GPU is
 // present (UsageError saying so otherwise).
 TrainOps& train_ops(Device device);
+
+// The stand-in device's ops (labs/train/train_ops_standin.cpp), and whether the stand-in
+// is the installed device memory right now.
+TrainOps& standin_train_ops(int index);
+bool standin_device_installed();
+// `--device standin`: the stand-in becomes this process's device memory.
+void use_standin_device();
 
 #if DTL_HAVE_CUDA
 // The GPU ops of GPU `index` (labs/train/train_ops_cuda.cpp, built with CUDA only).

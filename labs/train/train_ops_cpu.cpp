@@ -85,6 +85,7 @@ void copy_to_host_floats(const void* src, DType t, std::vector<float>& out) {
 TrainOps& train_ops(Device device) {
   static CpuTrainOps cpu;
   if (device.kind == Device::Kind::cpu) return cpu;
+  if (standin_device_installed()) return standin_train_ops(device.index);
 #if DTL_HAVE_CUDA
   return cuda_train_ops(device.index);
 #else

@@ -20,6 +20,7 @@
 #include "labs/measure.h"
 #include "labs/report_format.h"
 #include "labs/train/data.h"
+#include "labs/train/reference.h"
 #include "labs/zero/zero_rank.h"
 
 namespace dtl {
@@ -103,31 +104,10 @@ double zero_process_bytes(const ZeroSettings& s, int P, int /*stages run one aft
 
 namespace {
 
-// One process training on the whole global batch, as the ranks do together.
-std::vector<float> train_one_rank(const ZeroSettings& s, DType precision, const Dataset& data, std::vector<float>* first_grads,
-                                  std::vector<double>* step_seconds) {
-  MemoryTracker mem(0, nullptr);
-  Mlp model(s.shape, mem, 1, precision);
-  AdamW opt(whole_model(model), model.device(), mem, s.adamw, precision == DType::f32 ? MasterWeights::keep : s.master);
-  LossScaler scaler(precision);
-  std::vector<float> dy(std::size_t(s.batch) * std::size_t(s.shape.out));
-  for (int step = 0; step < s.train_steps(); ++step) {
-    const auto t0 = Clock::now();
-    const float* y = model.forward(data.x_row(step * s.batch), s.batch);
-    kernels::mse_loss(y, data.y_row(step * s.batch), dy.data(), dy.size());
-    kernels::scale(scaler.scale(), dy.data(), dy.size());
-    model.backward(dy.data(), false);
-    if (step == 0 && first_grads) {
-      copy_to_host_floats(model.grad_data(), precision, *first_grads = std::vector<float>(model.num_params()));
-      for (float& g : *first_grads) g /= scaler.scale();
-    }
-    scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));
-    if (step > 0 && step_seconds) step_seconds->push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  std::vector<float> w(model.num_params());
-  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
-  else copy_to_host_floats(model.param_data(), precision, w);
-  return w;
+// One process training on the whole global batch on rank 0's device, as the ranks do together.
+MlpReferenceRun train_one_rank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, DType precision, const Dataset& data) {
+  return train_mlp_reference({s.shape, precision, s.master, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)},
+                             data);
 }
 
 ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, const Dataset& data) {
@@ -135,10 +115,11 @@ ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings&
   if (comm.rank() != 0) return ref;
   report_progress(comm, cfg, "1-rank reference");
   ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
-  std::vector<double> seconds;
-  ref.weights = train_one_rank(s, s.precision, data, &ref.first_gradients, &seconds);
-  ref.step_seconds = repeated(run_means(seconds, s.steps));
-  if (s.precision != DType::f32) ref.fp32_weights = train_one_rank(s, DType::f32, data, nullptr, nullptr);
+  MlpReferenceRun run = train_one_rank(comm, cfg, s, s.precision, data);
+  ref.weights = std::move(run.weights);
+  ref.first_gradients = std::move(run.first_gradients);
+  ref.step_seconds = repeated(run_means(run.step_seconds, s.steps));
+  if (s.precision != DType::f32) ref.fp32_weights = train_one_rank(comm, cfg, s, DType::f32, data).weights;
   return ref;
 }
 
@@ -252,6 +233,8 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
     (step == 0 ? m.first_loss : m.last_loss) = loss;
   }
   m.bus_bytes_per_step = bus / s.train_steps();
+  // Between steps no pooled buffer is in use: the pool's reserve is all the device holds beyond the tracker.
+  m.device_vs_tracker = device_vs_tracker_bytes(comm, rank.memory(), rank.device(), double(rank.pool_reserved()));
   combine_timings(comm, timed, m, s.steps);
   const std::vector<float> weights = rank.full_weights();
   if (comm.rank() == 0) {

@@ -61,6 +61,7 @@ struct ZeroMeasurement {
   std::vector<double> exact_model_state;  // per rank: what its buffers' sizes add up to
   std::vector<std::size_t> pool_reserved;  // per rank: bytes its buffer pool keeps
   std::size_t padding = 0;            // elements over all ranks
+  double device_vs_tracker = 0;       // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
 };
 

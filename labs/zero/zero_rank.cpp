@@ -38,7 +38,8 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int 
       model_(s.shape, mem_, 1, s.precision, rank_device(cfg.device, comm), {}, storage_of(stage)),
       units_(make_zero_units(model_.layout(), s.layers_per_unit, comm.rank(), comm.size())),
       es_(dtype_size(s.precision)),
-      scaler_(s.precision) {
+      scaler_(s.precision),
+      batch_(mem_, model_.device(), s.shape.in, s.shape.out, s.batch / comm.size()) {
   const Device dev = model_.device();
   const auto n = [](std::size_t count) { return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))}; };
   if (stage_ == 0) {
@@ -250,30 +251,17 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   const double t0 = now_s();
   std::fill(issued_.begin(), issued_.end(), false);
   const float* y = nullptr;
-  const float* x = data.x_row(first_row);
-  const float* target = data.y_row(first_row);
-  if (model_.device().kind != Device::Kind::cpu) {  // the rows onto the rank's GPU
-    const std::size_t xn = std::size_t(rows) * std::size_t(s_.shape.in), yn = std::size_t(rows) * std::size_t(s_.shape.out);
-    if (x_dev_.numel() < xn) x_dev_ = Tensor(mem_, {std::int64_t(xn)}, DType::f32, MemTag::activation, model_.device());
-    if (y_dev_.numel() < yn) y_dev_ = Tensor(mem_, {std::int64_t(yn)}, DType::f32, MemTag::activation, model_.device());
-    copy_bytes(x_dev_.data(), x, xn * 4);
-    copy_bytes(y_dev_.data(), target, yn * 4);
-    x = x_dev_.as<float>();
-    target = y_dev_.as<float>();
-  }
+  batch_.load(data, first_row, rows);  // the rows onto the rank's device
   LayerSpans layers(comm_, s_.shape.layers, step);
   {
     ComputeSpan span(comm_, cfg_, "forward", step);
     LayerHooks h = forward_hooks(), spans = layers.forward_hooks(span);
-    y = model_.forward(x, rows,
+    y = model_.forward(batch_.x(), rows,
                        {[&](int l) { if (h.before_forward) h.before_forward(l); spans.before_forward(l); },
                         [&](int l) { spans.after_forward(l); if (h.after_forward) h.after_forward(l); }, {}, {}});
   }
-  const std::size_t n = std::size_t(rows) * std::size_t(s_.shape.out);
-  if (dy_.numel() < n) dy_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::activation, model_.device());
-  float* dy = dy_.as<float>();
-  const float loss = model_.ops().mse_loss(y, target, dy, n);
-  model_.ops().scale(scaler_.scale(), dy, n);
+  const float loss = batch_.mse_loss(model_.ops(), y, scaler_.scale());
+  float* dy = batch_.dy();
   std::fill(issued_.begin(), issued_.end(), false);
   {
     ComputeSpan span(comm_, cfg_, "backward", step);

@@ -21,6 +21,7 @@
 
 #include "exercises/ddp.h"
 #include "labs/train/data.h"
+#include "labs/train/device_batch.h"
 #include "labs/zero/buffer_pool.h"
 #include "labs/zero/zero_lab.h"
 #include "labs/zero/zero_units.h"
@@ -40,6 +41,8 @@ class ZeroRank {
   double exact_model_state() const;
   const ZeroUnits& units() const { return units_; }
   std::size_t pool_reserved() const { return pool_.reserved_bytes(); }
+  const MemoryTracker& memory() const { return mem_; }
+  Device device() const { return model_.device(); }
   int skipped_steps() const { return scaler_.skipped_steps(); }
   std::size_t memory_mark() const;  // where this stage's memory events begin in the trace
 
@@ -84,7 +87,7 @@ class ZeroRank {
   std::deque<Reduction> reducing_;
   std::vector<PooledBuffer> open_buckets_;
   double waited_ = 0, waited_gather_ = 0;
-  Tensor dy_, x_dev_, y_dev_;
+  DeviceBatch batch_;  // this rank's rows on its device
 };
 
 }  // namespace dtl

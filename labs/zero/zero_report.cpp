@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "labs/measure.h"
 #include "labs/report_format.h"
 #include "labs/zero/zero_lab.h"
 
@@ -101,12 +102,16 @@ void add_residual_rows(Report& rep, const std::string& n, const ZeroSettings& s,
   rep.add(n + "residual_gather", who + "gather buffers", at(MemTag::gather), "B");
   rep.add(n + "residual_buckets", who + "reduce buckets", at(MemTag::comm), "B");
   rep.add(n + "residual_activations", who + "activations", at(MemTag::activation), "B");
+  rep.add(n + "residual_data", who + "the batch (inputs, targets, dL/dy)", at(MemTag::data), "B");
   rep.add(n + "residual_workspace", who + "workspace", at(MemTag::other), "B");
   rep.add(n + "residual_padding", who + "padding, uneven shards", state - formula, "B");
   rep.check(n + "residual_total", who + "peak - formula = the rows above", double(z.peak_total) - formula,
-            at(MemTag::gather) + at(MemTag::comm) + at(MemTag::activation) + at(MemTag::other) + state - formula, "B")
+            at(MemTag::gather) + at(MemTag::comm) + at(MemTag::activation) + at(MemTag::data) + at(MemTag::other) + state -
+                formula,
+            "B")
       .from("sum of the split");
   rep.add(n + "pool_reserved", "buffer pool reserved (rank 0)", double(m.pool_reserved[0]), "B");
+  add_device_memory_check(rep, n, m.device_vs_tracker);
 }
 
 void add_comm_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, double psi,

@@ -16,7 +16,7 @@
 #include "labs/collectives/crafted.h"
 #include "labs/lab.h"
 #include "tests/core/device_ops_check.h"
-#include "tests/core/scrambled_device.h"
+#include "core/memory/standin_device.h"
 #include "tests/labs/lab_test_util.h"
 #include "tests/test_util.h"
 
@@ -34,7 +34,7 @@ TEST(DeviceOps, HostIsTheDefaultAndOwnsEverything) {
 
 TEST(DeviceOps, TheStandInCatchesHostAccess) {
   // The control for every test below: reading device memory from the host gives garbage.
-  test::ScrambledDeviceScope scope;
+  StandInDeviceScope scope;
   MemoryTracker mem(0, nullptr);
   Tensor t(mem, {4}, DType::f32, MemTag::comm, Device::cuda(0));
   const float ones[4] = {1, 1, 1, 1};
@@ -46,7 +46,7 @@ TEST(DeviceOps, TheStandInCatchesHostAccess) {
 }
 
 TEST(DeviceOps, ThreadsBackendOnDeviceBuffersMatchesHostBitForBit) {
-  test::ScrambledDeviceScope scope;
+  StandInDeviceScope scope;
   for (DType t : {DType::f32, DType::bf16, DType::i32, DType::i64, DType::f64})
     for (int P : {1, 3, 4}) {
       const auto host = test::run_all_operations(P, 37, t, Device::Kind::cpu);
@@ -61,7 +61,7 @@ TEST(DeviceOps, ThreadsBackendOnDeviceBuffersMatchesHostBitForBit) {
 }
 
 TEST(DeviceOps, ScratchBufferLivesBesideItsBuffer) {
-  test::ScrambledDeviceScope scope;
+  StandInDeviceScope scope;
   MemoryTracker mem(0, nullptr);
   Tensor t(mem, {8}, DType::f32, MemTag::comm, Device::cuda(1));
   ScratchBuffer s(32, t.data()), h(32, nullptr);
@@ -71,7 +71,7 @@ TEST(DeviceOps, ScratchBufferLivesBesideItsBuffer) {
 }
 
 TEST(DeviceOps, CollectivesLabRunsOnDeviceBuffers) {
-  test::ScrambledDeviceScope scope;
+  StandInDeviceScope scope;
   for (DType t : {DType::f32, DType::bf16})
     for (int P : {2, 3, 4})
       for (const char* op : {"sum", "avg"}) {

@@ -37,6 +37,14 @@ fi
 # Every step runs even when one before it failed; the script's status says whether any did.
 failures=0
 step() { "$@" || { echo "FAILED (exit $?): $*"; failures=$((failures + 1)); }; }
+# The same, printing only a report's checks that failed, its verdict and the named rows.
+lab_step() {
+  local out; out=$(mktemp)
+  "$@" >"$out" 2>&1; local code=$?
+  grep -E "✗|result:|rror|device allocator|max weight diff|step time|speedup" "$out"
+  [ "$code" -eq 0 ] || { echo "FAILED (exit $code): $*"; failures=$((failures + 1)); }
+  rm -f "$out"
+}
 
 echo "== the collectives lab, 4 thread ranks sharing GPU 0, buffers in device memory, every algorithm"
 step $dtlab run collectives --device cuda --ranks 4 --algo all --bytes 64M --iters 5
@@ -49,12 +57,42 @@ echo "== the NCCL backend, one process, a rank per GPU ($(nvidia-smi -L 2>/dev/n
 step $dtlab run collectives --backend nccl --algo all --bytes 64M --iters 5 --trace "${OUT:-/tmp}/nccl_collectives.json"
 step $dtlab bench all_reduce --backend nccl -b 1M -e 256M -f 4
 
-echo "== the ZeRO lab, every stage, 2 thread ranks sharing GPU 0"
-step $dtlab run zero --device cuda --ranks 2 --stage all
+echo "== every training lab with --device cuda on 1, 2 and 4 thread ranks sharing the GPU(s), then --backend nccl"
+# A lab's arguments for R ranks (the grid needs dp·tp·pp = R; one pipeline stage has no interleaving).
+lab_args() {
+  local lab=$1 r=$2
+  case $lab in
+    ddp) echo "--variant all --precision fp32" ;;
+    ddp-bf16) echo "--variant bucketed --precision bf16" ;;
+    zero) echo "--stage all" ;;
+    pipeline) if [ "$r" -ge 2 ]; then echo "--schedule all"; else echo "--schedule 1f1b"; fi ;;
+    tp-mlp) echo "--model mlp --sequence-parallel both" ;;
+    tp-gpt) echo "--model gpt --sequence-parallel both --layers 2 --hidden 64 --heads 4 --seq 32 --batch 4" ;;
+    grid-mlp) case $r in 1) echo "--tp 1 --pp 1" ;; 2) echo "--tp 1 --pp 2" ;; *) echo "--tp 2 --pp 2" ;; esac ;;
+    grid-gpt) case $r in 1) echo "--model gpt --tp 1 --pp 1" ;; 2) echo "--model gpt --tp 2 --pp 1" ;; *) echo "--model gpt --tp 2 --pp 2 --zero 1" ;; esac ;;
+    gpt) echo "--steps 100" ;;
+  esac
+}
+lab_name() { case $1 in ddp-bf16) echo ddp ;; tp-*) echo tensor_parallel ;; grid-*) echo grid ;; *) echo "$1" ;; esac; }
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+for lab in ddp ddp-bf16 zero pipeline tp-mlp tp-gpt grid-mlp grid-gpt gpt; do
+  for r in 1 2 4; do
+    echo "-- $lab, $r thread ranks, --device cuda"
+    # shellcheck disable=SC2046
+    lab_step $dtlab run "$(lab_name $lab)" --device cuda --ranks "$r" $(lab_args $lab "$r")
+  done
+  r=$gpus
+  [ "$lab" = grid-mlp ] || [ "$lab" = grid-gpt ] && [ "$r" -ne 1 ] && [ "$r" -ne 2 ] && [ "$r" -ne 4 ] && continue
+  echo "-- $lab, --backend nccl on $r GPU(s)"
+  # shellcheck disable=SC2046
+  lab_step $dtlab run "$(lab_name $lab)" --backend nccl --ranks "$r" $(lab_args $lab "$r")
+done
+echo "-- NCCL refuses two ranks on one GPU: a usage error (exit 2) that says what to do"
+$dtlab run ddp --backend nccl --ranks $((gpus + 1)); code=$?
+if [ "$code" -ne 2 ]; then echo "FAILED: expected exit 2, got $code"; failures=$((failures + 1)); fi
 
 echo "== the GPT on the GPU: its CUDA kernels against the CPU's, then one rank's forward+backward against the CPU model"
-echo "   (the tensor-parallel lab itself runs on the CPU only; it has no --device)"
-step $bin/cuda_transformer_test
+[ -n "${DTL_GPU_PREBUILT:-}" ] || step $bin/cuda_transformer_test  # (prebuilt: it ran with the test programs above)
 
 echo "== the kernels on the GPU, beside cublasSgemm and a device-to-device copy measured in the same run"
 step $dtlab bench-kernels --device cuda --batch 4096 --width 4096 --elements 256M

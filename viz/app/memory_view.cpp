@@ -20,8 +20,8 @@ namespace {
 // Bars stack the model state first (what the formulas count: parameters, gradients, fp32
 // master, m and v), then what they leave out (gather and reduce buffers, activations,
 // workspace), so the formula's line meets the model state's top. Tags keep their numbers.
-constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param,  MemTag::grad, MemTag::master,     MemTag::optimizer,
-                                             MemTag::gather, MemTag::comm, MemTag::activation, MemTag::other};
+constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param, MemTag::grad,       MemTag::master, MemTag::optimizer, MemTag::gather,
+                                             MemTag::comm,  MemTag::activation, MemTag::data,   MemTag::other};
 
 constexpr float kAxisWidth = 70, kMinPanelWidth = 150;
 

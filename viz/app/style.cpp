@@ -33,7 +33,8 @@ ImU32 axis_color(GroupAxis a) {
 ImU32 tag_color(int tag) {
   static const ImU32 colors[] = {IM_COL32(60, 120, 220, 255), IM_COL32(240, 150, 40, 255), IM_COL32(150, 90, 200, 255),
                                  IM_COL32(80, 170, 90, 255),  IM_COL32(90, 200, 210, 255), IM_COL32(160, 160, 160, 255),
-                                 IM_COL32(200, 80, 150, 255), IM_COL32(230, 210, 60, 255)};  // master, gather
+                                 IM_COL32(200, 80, 150, 255), IM_COL32(230, 210, 60, 255),  // master, gather
+                                 IM_COL32(120, 100, 70, 255)};                              // data
   return colors[std::clamp(tag, 0, int(std::size(colors)) - 1)];
 }
 

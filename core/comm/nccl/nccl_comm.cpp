@@ -222,6 +222,7 @@ class NcclComm final : public Comm {
 
   // A point-to-point operation joins the pending group; it reaches NCCL at the first wait.
   std::shared_ptr<NcclRequest> p2p(EventKind kind, void* buf, std::size_t bytes, int peer, int tag, TransferInfo info) {
+    wait_for_device_work_of_this_thread();  // NCCL's stream is not the compute stream: order them here
     if (!pending_ || pending_->launched) pending_ = std::make_shared<PendingGroup>();
     pending_->ops.push_back({kind == EventKind::send, buf, bytes, peer});
     const int peer_g = global_rank_of(peer);
@@ -247,6 +248,7 @@ class NcclComm final : public Comm {
   Request collective(const char* name, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
                      std::size_t r_bytes, bool r_wanted, AfterFn after, const std::function<void(const void*, void*)>& call) {
     inject_faults(FaultPlan::Counted::collectives, name);
+    wait_for_device_work_of_this_thread();  // the kernels that wrote s (or use r) are done first
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
     auto span = std::make_shared<GpuSpan>();
     auto q = std::make_shared<NcclRequest>(st_, h_, span, std::string(name) + " (" + std::to_string(trace_bytes) + " B)");

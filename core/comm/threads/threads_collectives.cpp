@@ -93,6 +93,7 @@ ThreadsComm::~ThreadsComm() {
 }
 
 Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::function<void()> body) {
+  wait_for_device_work_of_this_thread();  // the comm stream reads what this thread's kernels wrote
   Universe& u = group_->u;
   const int me = global_rank();
   const int n = u.rank_state(me).collectives_posted.fetch_add(1);

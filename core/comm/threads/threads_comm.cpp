@@ -158,6 +158,7 @@ void ThreadsComm::check_peer(int peer, const char* what) const {
 
 Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) {
   check_peer(dst, "send");
+  wait_for_device_work_of_this_thread();  // the receiver's thread may copy buf at once
   Universe& u = group_->u;
   const int me = global_rank(), dst_g = global_rank_of(dst);
   RankState& rs = u.rank_state(me);
@@ -201,6 +202,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
 
 Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb) {
   check_peer(r.src, verb);
+  wait_for_device_work_of_this_thread();  // the sender's thread may write (or reduce into) the buffer at once
   Universe& u = group_->u;
   const int me = global_rank(), src_g = global_rank_of(r.src);
   const std::string plain = std::string(verb) + " from rank " + std::to_string(src_g) + " tag " + std::to_string(r.tag) +

@@ -1,0 +1,38 @@
+#include "labs/train/reference.h"
+
+#include <chrono>
+
+#include "labs/train/device_batch.h"
+
+namespace dtl {
+
+MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& data,
+                                    const std::function<void(int step)>& on_step) {
+  using Clock = std::chrono::steady_clock;
+  MemoryTracker mem(0, nullptr);
+  Mlp model(c.shape, mem, 1, c.precision, c.device);
+  AdamW opt(whole_model(model), c.device, mem, c.adamw, c.precision == DType::f32 ? MasterWeights::keep : c.master);
+  LossScaler scaler(c.precision);
+  DeviceBatch batch(mem, c.device, c.shape.in, c.shape.out, c.batch);
+  MlpReferenceRun run;
+  for (int step = 0; step < c.steps; ++step) {
+    if (on_step) on_step(step);
+    const auto t0 = Clock::now();
+    batch.load(data, step * c.batch, c.batch);
+    batch.mse_loss(model.ops(), model.forward(batch.x(), c.batch), scaler.scale());
+    model.backward(batch.dy(), false);
+    if (step == 0) {
+      run.first_gradients.resize(model.num_params());
+      copy_to_host_floats(model.grad_data(), c.precision, run.first_gradients);
+      for (float& g : run.first_gradients) g /= scaler.scale();
+    }
+    scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));  // returns when the device is done
+    if (step > 0) run.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  run.weights.resize(model.num_params());
+  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, run.weights);
+  else copy_to_host_floats(model.param_data(), c.precision, run.weights);
+  return run;
+}
+
+}  // namespace dtl
