@@ -13,7 +13,7 @@ namespace dtl {
 nlohmann::json LabConfig::to_json() const {
   nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes}, {"dtype", std::string(dtype_name(dtype))},
                       {"iters", iters}, {"warmup", warmup}, {"repeat", repeat}};
-  if (device != Device::Kind::cpu) j["device"] = device_ops(Device::cuda(0)).name();  // cuda, or standin
+  if (device != Device::Kind::cpu) j["device"] = device_meta(*this);
   for (const auto& [k, v] : options.text()) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
   if (link.active()) j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
@@ -26,6 +26,10 @@ Device rank_device(Device::Kind kind, const Comm& comm) {
   const std::optional<LaunchEnv> env = detect_launch_env();
   const int local = env ? env->local_rank : comm.global_rank();
   return Device::cuda(local % gpus);
+}
+
+std::string device_meta(const LabConfig& cfg) {
+  return cfg.device == Device::Kind::cpu ? "cpu" : device_ops(Device::cuda(0)).name();  // cuda, or standin
 }
 
 void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& line) {
@@ -43,7 +47,7 @@ Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& l
                         format_number(cfg.link.latency_us) + " µs");
   else if (comm.backend_name() == "threads")
     rep.setup.push_back("no link emulated (memory copies)");
-  if (cfg.device != Device::Kind::cpu && device_ops(Device::cuda(0)).name() == "standin")
+  if (device_meta(cfg) == "standin")
     rep.setup.push_back("on the stand-in device (a GPU's rules on the CPU; timings are not a GPU's)");
   const int cores = int(std::thread::hardware_concurrency());
   if (comm.backend_name() == "threads" && cores > 0 && comm.size() > cores)

@@ -100,6 +100,9 @@ struct LabInfo {
 // The device a rank's buffers live on: the host, or GPU (rank mod GPU count) so several
 // thread ranks may share one GPU. Under a multi-process launcher the node-local rank counts.
 Device rank_device(Device::Kind kind, const Comm& comm);
+// Where a run's tensors live, in words for reports and the trace's "device" metadata:
+// "cpu", "cuda", or "standin" (the stand-in device).
+std::string device_meta(const LabConfig& cfg);
 
 const std::vector<LabInfo>& lab_registry();
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown

@@ -55,6 +55,12 @@ std::atomic<DeviceOps*> g_cuda{nullptr};
 
 DeviceOps& host_ops() { return g_host; }
 
+void DeviceOps::reduce_many_to(void* const* outputs, int n_outputs, const void* const* inputs, int n_inputs,
+                               std::size_t count, DType t, ReduceOp op) {
+  reduce_many(outputs[0], inputs, n_inputs, count, t, op);
+  for (int k = 1; k < n_outputs; ++k) copy(outputs[k], outputs[0], count * dtype_size(t));
+}
+
 void AllocationLedger::add(const void* p, std::size_t bytes) {
   if (!p) return;
   std::lock_guard lock(mu_);

@@ -47,6 +47,10 @@ class DeviceOps {
   // alias an input. All buffers in this kind's memory.
   virtual void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t,
                            ReduceOp op) = 0;
+  // The same result into every one of `n_outputs` buffers (an all-reduce's chunk to every
+  // rank). This default reduces into the first and copies; a device may do it in one pass.
+  virtual void reduce_many_to(void* const* outputs, int n_outputs, const void* const* inputs, int n_inputs,
+                              std::size_t count, DType t, ReduceOp op);
   // buf[i] *= factor (floating types), or buf[i] /= divisor when divisor > 0 (any type,
   // integers truncate): the two ways a sum becomes an average.
   virtual void scale(void* buf, std::size_t count, DType t, double factor, int divisor) = 0;

@@ -151,6 +151,22 @@ void embedding_backward(const int* tokens, const float* dout, float* dtable, int
 
 // ---- references: straightforward loops in double ------------------------------------
 
+void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) {
+  for (int j = 0; j < rows; ++j) {  // row by row, the order the GPT's gradcheck was written against
+    const float* t = table + std::size_t(j / rows_per_position) * std::size_t(width);
+    float* xr = x + std::size_t(j) * std::size_t(width);
+    for (int i = 0; i < width; ++i) xr[i] += t[i];
+  }
+}
+
+void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) {
+  for (int j = 0; j < rows; ++j) {
+    const float* d = dx + std::size_t(j) * std::size_t(width);
+    float* t = dtable + std::size_t(j / rows_per_position) * std::size_t(width);
+    for (int i = 0; i < width; ++i) t[i] += d[i];
+  }
+}
+
 namespace reference {
 
 namespace {

@@ -47,6 +47,12 @@ void embedding_forward(const int* tokens, const float* table, int vocab_begin, i
 void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
                         int width);
 
+// Learned positions over rows laid out [s][b]: row j holds position j / rows_per_position
+// (rows_per_position = B sequences). Forward x[j] += table[j / B]; backward
+// dtable[p] += Σ of the B rows of position p. `table` starts at the first row's position.
+void position_forward(const float* table, float* x, int rows, int width, int rows_per_position);
+void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position);
+
 namespace reference {
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, int rows, int width, float eps);
 void layernorm_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int rows,

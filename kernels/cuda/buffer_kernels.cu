@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/cuda/check.h"
+#include "core/error.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
 
@@ -26,6 +27,29 @@ __global__ void reduce_many_kernel(T* out, Inputs in, int n_in, std::size_t n, R
     T acc = static_cast<const T*>(in.p[0])[i];
     for (int k = 1; k < n_in; ++k) acc = combine(acc, static_cast<const T*>(in.p[k])[i], op);
     out[i] = acc;
+  }
+}
+
+// The same result written to every output: all inputs of element i are read before any
+// output of element i is written, by one thread, so outputs may alias inputs.
+struct Outputs {
+  void* p[kMaxInputs];
+};
+template <typename T>
+__global__ void reduce_to_all_kernel(Outputs out, int n_out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    T acc = static_cast<const T*>(in.p[0])[i];
+    for (int k = 1; k < n_in; ++k) acc = combine(acc, static_cast<const T*>(in.p[k])[i], op);
+    for (int k = 0; k < n_out; ++k) static_cast<T*>(out.p[k])[i] = acc;
+  }
+}
+template <typename H>
+__global__ void reduce_to_all_half_kernel(Outputs out, int n_out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    H acc = static_cast<const H*>(in.p[0])[i];
+    for (int k = 1; k < n_in; ++k)
+      acc = Widen<H>::store(combine(Widen<H>::load(acc), Widen<H>::load(static_cast<const H*>(in.p[k])[i]), op));
+    for (int k = 0; k < n_out; ++k) static_cast<H*>(out.p[k])[i] = acc;
   }
 }
 
@@ -91,6 +115,27 @@ void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t
   }
   DTL_CUDA_CHECK(cudaMemcpyAsync(out, acc, bytes, cudaMemcpyDeviceToDevice, s));
   DTL_CUDA_CHECK(cudaFreeAsync(acc, s));
+}
+
+void reduce_many_to(void* const* outputs, int n_outputs, const void* const* inputs, int n_inputs, std::size_t n,
+                    DType t, ReduceOp op, cudaStream_t s) {
+  if (n == 0 || n_inputs < 1 || n_outputs < 1) return;
+  if (n_inputs > kMaxInputs || n_outputs > kMaxInputs)
+    throw Error("reduce_many_to: at most " + std::to_string(kMaxInputs) + " inputs and outputs per launch");
+  Inputs in{};
+  Outputs out{};
+  for (int k = 0; k < n_inputs; ++k) in.p[k] = inputs[k];
+  for (int k = 0; k < n_outputs; ++k) out.p[k] = outputs[k];
+  switch (t) {
+    case DType::f32: DTL_LAUNCH(reduce_to_all_kernel<float>, n, s, out, n_outputs, in, n_inputs, n, op); return;
+    case DType::f64: DTL_LAUNCH(reduce_to_all_kernel<double>, n, s, out, n_outputs, in, n_inputs, n, op); return;
+    case DType::i32: DTL_LAUNCH(reduce_to_all_kernel<std::int32_t>, n, s, out, n_outputs, in, n_inputs, n, op); return;
+    case DType::i64: DTL_LAUNCH(reduce_to_all_kernel<long long>, n, s, out, n_outputs, in, n_inputs, n, op); return;
+    case DType::f16: DTL_LAUNCH(reduce_to_all_half_kernel<__half>, n, s, out, n_outputs, in, n_inputs, n, op); return;
+    case DType::bf16:
+      DTL_LAUNCH(reduce_to_all_half_kernel<__nv_bfloat16>, n, s, out, n_outputs, in, n_inputs, n, op);
+      return;
+  }
 }
 
 void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream_t s) {

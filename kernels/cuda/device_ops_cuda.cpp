@@ -93,6 +93,19 @@ class CudaOps final : public DeviceOps {
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
+  // One kernel when every buffer is on one GPU (at most 32 of each): 2·P·N bytes moved.
+  void reduce_many_to(void* const* outputs, int n_out, const void* const* inputs, int n_in, std::size_t count, DType t,
+                      ReduceOp op) override {
+    const int device = index_of(outputs[0]);
+    bool one_gpu = n_out <= 32 && n_in <= 32;
+    for (int k = 0; k < n_in && one_gpu; ++k) one_gpu = gpu_of(inputs[k]) == device;
+    for (int k = 0; k < n_out && one_gpu; ++k) one_gpu = gpu_of(outputs[k]) == device;
+    if (!one_gpu) return DeviceOps::reduce_many_to(outputs, n_out, inputs, n_in, count, t, op);
+    const cudaStream_t s = this_thread_stream(device);
+    cuda::reduce_many_to(outputs, n_out, inputs, n_in, count, t, op, s);
+    DTL_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
   void scale(void* buf, std::size_t count, DType t, double factor, int divisor) override {
     const cudaStream_t s = this_thread_stream(index_of(buf));
     if (divisor > 0) cuda::finish_average(buf, count, t, ReduceOp::avg, divisor, s);

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda/cublas_check.h"
@@ -87,20 +88,38 @@ __global__ void mse_kernel(const float* y, const float* t, float* dy, std::size_
   atomicAdd(total, local);
 }
 
-// One thread per row: max for stability, the log of the sum of exponentials, then the
-// gradient (softmax - one-hot)/B. Rows are short (C classes), so a thread walks one.
+// A block's threads combine their values; every thread gets the result.
+template <typename T, typename Op>
+__device__ T block_all_reduce(T v, Op op, T* shared) {
+  for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = shared[0];
+  for (int w = 1; w < warps; ++w) v = op(v, shared[w]);
+  __syncthreads();  // shared is free again for the next reduction
+  return v;
+}
+
+// One block per row (a vocabulary is long: 32k-50k classes): the max for stability, the
+// log of the sum of exponentials (in double, as the CPU's), then the gradient
+// (softmax − one-hot)/B, each pass strided over the row's C classes.
 __global__ void softmax_ce_kernel(const float* logits, const int* labels, float* dlogits, int B, int C, double* total) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= B) return;
+  __shared__ float shared_max[32];
+  __shared__ double shared_sum[32];
+  const int r = blockIdx.x;
   const float* z = logits + std::size_t(r) * C;
   float* dz = dlogits + std::size_t(r) * C;
-  float mx = z[0];
-  for (int c = 1; c < C; ++c) mx = fmaxf(mx, z[c]);
+  float mx = -INFINITY;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) mx = fmaxf(mx, z[c]);
+  mx = block_all_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, shared_max);
   double sum = 0;
-  for (int c = 0; c < C; ++c) sum += exp(double(z[c] - mx));
+  for (int c = threadIdx.x; c < C; c += blockDim.x) sum += exp(double(z[c] - mx));
+  sum = block_all_reduce(sum, [](double a, double b) { return a + b; }, shared_sum);
   const double log_sum = log(sum) + double(mx);
-  atomicAdd(total, log_sum - double(z[labels[r]]));
-  for (int c = 0; c < C; ++c) dz[c] = float((exp(double(z[c]) - log_sum) - (c == labels[r] ? 1.0 : 0.0)) / B);
+  if (threadIdx.x == 0) atomicAdd(total, log_sum - double(z[labels[r]]));
+  for (int c = threadIdx.x; c < C; c += blockDim.x)
+    dz[c] = float((exp(double(z[c]) - log_sum) - (c == labels[r] ? 1.0 : 0.0)) / B);
 }
 
 // Reads back one double the kernels summed into, then frees it.
@@ -154,12 +173,33 @@ __global__ void adamw_mixed_kernel(float* master, const H* g, H* params, float* 
     params[i] = Widen<H>::store(adam_update(master[i], Widen<H>::load(g[i]) * inv_scale, m[i], v[i], a));
 }
 
-// db[o] = Σ_rows dY[r][o] (+ db[o] when accumulating): one thread per column.
-__global__ void bias_grad_kernel(const float* dY, float* db, int B, int O, bool accumulate) {
+// db[o] = Σ_rows dY[r][o] (+ db[o] when accumulating), in two stages so every SM has work
+// (a 768-wide layer has 3 blocks of columns): block (x, y) sums chunk y's rows of 32
+// columns — a warp reads 32 consecutive floats of a row, 8 warps every 8th row, meeting in
+// shared memory — into partial[y][o]; then one thread per column adds the chunks in order.
+// No atomics: deterministic.
+constexpr int kBiasCols = 32, kBiasRowSplit = 8, kBiasRowsPerChunk = 64;
+
+__global__ void bias_grad_partial_kernel(const float* dY, float* partial, int B, int O) {
+  __shared__ float sums[kBiasRowSplit][kBiasCols + 1];
+  const int o = blockIdx.x * kBiasCols + threadIdx.x;
+  const int first = blockIdx.y * kBiasRowsPerChunk, last = min(B, first + kBiasRowsPerChunk);
+  float s = 0;
+  if (o < O)
+    for (int r = first + int(threadIdx.y); r < last; r += kBiasRowSplit) s += dY[std::size_t(r) * O + o];
+  sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || o >= O) return;
+  float t = 0;
+  for (int k = 0; k < kBiasRowSplit; ++k) t += sums[k][threadIdx.x];
+  partial[std::size_t(blockIdx.y) * O + o] = t;
+}
+
+__global__ void bias_grad_finish_kernel(const float* partial, float* db, int chunks, int O, bool accumulate) {
   const int o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= O) return;
   float s = accumulate ? db[o] : 0.0f;
-  for (int r = 0; r < B; ++r) s += dY[std::size_t(r) * O + o];
+  for (int k = 0; k < chunks; ++k) s += partial[std::size_t(k) * O + o];
   db[o] = s;
 }
 
@@ -227,7 +267,7 @@ float mse_loss(const float* y, const float* target, float* dy, std::size_t n, cu
 
 float softmax_cross_entropy(const float* logits, const int* labels, float* dlogits, int B, int C, cudaStream_t s) {
   double* total = zeroed_total(s);
-  softmax_ce_kernel<<<(B + kThreads - 1) / kThreads, kThreads, 0, s>>>(logits, labels, dlogits, B, C, total);
+  if (B > 0) softmax_ce_kernel<<<B, kThreads, 0, s>>>(logits, labels, dlogits, B, C, total);
   DTL_CUDA_CHECK(cudaGetLastError());
   return float(read_total_and_free(total, s) / B);
 }
@@ -284,8 +324,15 @@ void linear_backward(cublasHandle_t h, const float* X, const float* W, const flo
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, X, I, dY, O, accumulate ? &one : &zero, dW, I));
   if (!db) return;  // a layer without a bias
-  bias_grad_kernel<<<(O + kThreads - 1) / kThreads, kThreads, 0, s>>>(dY, db, B, O, accumulate);
+  const int chunks = std::max(1, (B + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk);
+  float* partial = nullptr;
+  DTL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), std::size_t(chunks) * O * sizeof(float), s));
+  const dim3 block(kBiasCols, kBiasRowSplit), grid(unsigned((O + kBiasCols - 1) / kBiasCols), unsigned(chunks));
+  bias_grad_partial_kernel<<<grid, block, 0, s>>>(dY, partial, B, O);
   DTL_CUDA_CHECK(cudaGetLastError());
+  bias_grad_finish_kernel<<<(O + kThreads - 1) / kThreads, kThreads, 0, s>>>(partial, db, chunks, O, accumulate);
+  DTL_CUDA_CHECK(cudaGetLastError());
+  DTL_CUDA_CHECK(cudaFreeAsync(partial, s));
 }
 
 }  // namespace dtl::cuda

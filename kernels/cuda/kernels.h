@@ -37,6 +37,11 @@ void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int divisor,
 // out may alias an input. All pointers on the stream's GPU.
 void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t n, DType t, ReduceOp op,
                  cudaStream_t stream);
+// Every outputs[k] = in0 (op) in1 (op) ..., in one pass: each input read once, each output
+// written once (the threads backend's all_reduce: 2·P·N bytes, the least possible).
+// At most 32 inputs and 32 outputs; outputs may alias inputs.
+void reduce_many_to(void* const* outputs, int n_outputs, const void* const* inputs, int n_inputs, std::size_t n,
+                    DType t, ReduceOp op, cudaStream_t s);
 // buf *= factor for f32 (by float(factor)), f64, f16 and bf16 (widened, rounded back).
 void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream_t stream);
 
@@ -95,6 +100,9 @@ void attention_backward(cublasHandle_t h, const float* qkv, const float* probs, 
 // so repeated tokens sum in a run-dependent order (not bitwise deterministic).
 void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
                        int width, cudaStream_t stream);
+// As kernels::position_forward / _backward (the GPT's wpe), one launch each.
+void position_forward(const float* table, float* x, int rows, int width, int rows_per_position, cudaStream_t s);
+void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position, cudaStream_t s);
 void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
                         int width, cudaStream_t stream);
 

@@ -89,18 +89,22 @@ __global__ void layernorm_backward_dx_kernel(const float* x, const float* w, con
   }
 }
 
-// dw[i] += Σ_rows dy·x̂,  db[i] += Σ_rows dy. Block (32, 8): threadIdx.x a column (a warp
-// reads 32 consecutive floats of a row), threadIdx.y every 8th row; the 8 partial sums of
-// a column meet in shared memory and one thread adds them. No atomics: deterministic.
-constexpr int kColTile = 32, kRowSplit = 8;
+// dw[i] += Σ_rows dy·x̂,  db[i] += Σ_rows dy, in two stages so every SM has work (a
+// 768-wide LayerNorm has only 24 column tiles): block (x, y) sums the rows of chunk y for
+// 32 columns — threadIdx.x a column (a warp reads 32 consecutive floats of a row),
+// threadIdx.y every 8th row, the 8 partial sums meeting in shared memory — into
+// partial[y][col]; then one thread per column adds the chunks in order. No atomics:
+// deterministic.
+constexpr int kColTile = 32, kRowSplit = 8, kRowsPerChunk = 64;
 
-__global__ void layernorm_backward_dwdb_kernel(const float* x, const float* mean, const float* rstd, const float* dy,
-                                               float* dw, float* db, int rows, int width) {
+__global__ void layernorm_dwdb_partial_kernel(const float* x, const float* mean, const float* rstd, const float* dy,
+                                              float* pw, float* pb, int rows, int width) {
   __shared__ float sw[kRowSplit][kColTile + 1], sb[kRowSplit][kColTile + 1];
   const int col = blockIdx.x * kColTile + threadIdx.x;
+  const int first = blockIdx.y * kRowsPerChunk, last = min(rows, first + kRowsPerChunk);
   float aw = 0, ab = 0;
   if (col < width)
-    for (int r = threadIdx.y; r < rows; r += kRowSplit) {
+    for (int r = first + int(threadIdx.y); r < last; r += kRowSplit) {
       const std::size_t at = std::size_t(r) * std::size_t(width) + std::size_t(col);
       aw += dy[at] * ((x[at] - mean[r]) * rstd[r]);
       ab += dy[at];
@@ -114,8 +118,40 @@ __global__ void layernorm_backward_dwdb_kernel(const float* x, const float* mean
     tw += sw[k][threadIdx.x];
     tb += sb[k][threadIdx.x];
   }
-  dw[col] += tw;
-  db[col] += tb;
+  pw[std::size_t(blockIdx.y) * width + col] = tw;
+  pb[std::size_t(blockIdx.y) * width + col] = tb;
+}
+
+// out[c] += Σ_k partial[k][c] over the chunks, in chunk order.
+__global__ void add_partial_columns_kernel(const float* partial, float* out, int chunks, int width) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= width) return;
+  float s = 0;
+  for (int k = 0; k < chunks; ++k) s += partial[std::size_t(k) * width + c];
+  out[c] += s;
+}
+
+// x[j][c] += table[j / rows_per_position][c]
+__global__ void position_forward_kernel(const float* table, float* x, int rows, int width, int rows_per_position) {
+  const std::size_t n = std::size_t(rows) * std::size_t(width);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t row = i / std::size_t(width), col = i % std::size_t(width);
+    x[i] += table[(row / std::size_t(rows_per_position)) * std::size_t(width) + col];
+  }
+}
+
+// dtable[p][c] += dx[p·B][c] + dx[p·B + 1][c] + ..., one thread per (p, c), rows in order
+// (the CPU's order, so both give the same bits).
+__global__ void position_backward_kernel(const float* dx, float* dtable, int positions, int rows, int width,
+                                         int rows_per_position) {
+  const std::size_t n = std::size_t(positions) * std::size_t(width);
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const int p = int(i / std::size_t(width)), col = int(i % std::size_t(width));
+    float s = dtable[i];
+    for (int r = p * rows_per_position; r < min(rows, (p + 1) * rows_per_position); ++r)
+      s += dx[std::size_t(r) * std::size_t(width) + std::size_t(col)];
+    dtable[i] = s;
+  }
 }
 
 // ---- attention ----------------------------------------------------------------------
@@ -269,9 +305,18 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
   if (rows <= 0 || width <= 0) return;
   layernorm_backward_dx_kernel<<<unsigned(rows), kRowThreads, 0, s>>>(x, w, mean, rstd, dy, dx, width);
   DTL_CUDA_CHECK(cudaGetLastError());
-  const dim3 block(kColTile, kRowSplit), grid(unsigned((width + kColTile - 1) / kColTile));
-  layernorm_backward_dwdb_kernel<<<grid, block, 0, s>>>(x, mean, rstd, dy, dw, db, rows, width);
+  const int chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  float* partial = nullptr;  // [2][chunks][width]: dw's, then db's
+  DTL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), 2 * std::size_t(chunks) * width * sizeof(float), s));
+  float* pb = partial + std::size_t(chunks) * width;
+  const dim3 block(kColTile, kRowSplit), grid(unsigned((width + kColTile - 1) / kColTile), unsigned(chunks));
+  layernorm_dwdb_partial_kernel<<<grid, block, 0, s>>>(x, mean, rstd, dy, partial, pb, rows, width);
   DTL_CUDA_CHECK(cudaGetLastError());
+  const unsigned col_blocks = unsigned((width + kThreads - 1) / kThreads);
+  add_partial_columns_kernel<<<col_blocks, kThreads, 0, s>>>(partial, dw, chunks, width);
+  add_partial_columns_kernel<<<col_blocks, kThreads, 0, s>>>(pb, db, chunks, width);
+  DTL_CUDA_CHECK(cudaGetLastError());
+  DTL_CUDA_CHECK(cudaFreeAsync(partial, s));
 }
 
 std::size_t attention_backward_scratch_floats(const kernels::AttentionShape& s) {
@@ -357,6 +402,18 @@ void embedding_forward(const int* tokens, const float* table, int vocab_begin, i
                        int width, cudaStream_t s) {
   const std::size_t n = std::size_t(rows > 0 ? rows : 0) * std::size_t(width > 0 ? width : 0);
   if (n) DTL_LAUNCH(embedding_forward_kernel, n, s, tokens, table, vocab_begin, vocab_local, out, rows, width);
+}
+
+void position_forward(const float* table, float* x, int rows, int width, int rows_per_position, cudaStream_t s) {
+  const std::size_t n = std::size_t(rows > 0 ? rows : 0) * std::size_t(width > 0 ? width : 0);
+  if (n) DTL_LAUNCH(position_forward_kernel, n, s, table, x, rows, width, rows_per_position);
+}
+
+void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position, cudaStream_t s) {
+  if (rows <= 0 || width <= 0) return;
+  const int positions = (rows + rows_per_position - 1) / rows_per_position;
+  const std::size_t n = std::size_t(positions) * std::size_t(width);
+  DTL_LAUNCH(position_backward_kernel, n, s, dx, dtable, positions, rows, width, rows_per_position);
 }
 
 void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,

@@ -110,6 +110,7 @@ ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabC
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(cfg.bytes));
+  trace.set_meta("device", device_meta(cfg));
   trace.set_meta("dtype", std::string(dtype_name(cfg.dtype)));
   trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(cfg) : 0));
   opt.trace = &trace;

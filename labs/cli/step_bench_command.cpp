@@ -1,6 +1,8 @@
 // `dtlab bench-step`: see step_bench.h. CPU and GPU run the lab's own Mlp and AdamW.
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <vector>
 
 #include "core/error.h"
 #include "core/util/units.h"
@@ -70,15 +72,31 @@ int run_step_bench(const StepBenchArgs& a, Device device) {
 
 Command add_step_bench_command(CLI::App& app) {
   auto a = std::make_shared<StepBenchArgs>();
-  CLI::App* b = app.add_subcommand("bench-step", "Time one rank's training step of the MLP (cpu, or cuda vs PyTorch)");
+  CLI::App* b = app.add_subcommand("bench-step", "Time one rank's training step of the MLP or the GPT (cpu, or cuda vs PyTorch)");
   b->add_option("--width", a->width, "Hidden width (default: cpu 1024, cuda 4096)")->check(whole_range(1, 1 << 16));
   b->add_option("--depth", a->depth, "Linear layers (default: cpu 4, cuda 8)")->check(whole_range(1, 1024));
   b->add_option("--batch", a->batch, "Rows per step (default: cpu 512, cuda 4096)")->check(whole_range(1, 1 << 24));
   b->add_option("--steps", a->steps, "Timed steps")->check(whole_range(1, 1000000))->capture_default_str();
   b->add_option("--warmup", a->warmup, "Untimed steps first")->check(whole_range(0, 1000000))->capture_default_str();
   b->add_option("--device", a->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  return [a] {
+  const std::map<std::string, StepModel> models{{"mlp", StepModel::mlp}, {"gpt", StepModel::gpt}};
+  b->add_option("--model", a->model, "mlp (the labs' MLP), or gpt (the tiny GPT's code at GPT-2 small's size on cuda)")
+      ->transform(CLI::CheckedTransformer(models, CLI::ignore_case));
+  b->add_option("--layers", a->layers, "GPT: transformer layers")->check(whole_range(1, 1024));
+  b->add_option("--hidden", a->hidden, "GPT: hidden size")->check(whole_range(1, 1 << 16));
+  b->add_option("--heads", a->heads, "GPT: attention heads")->check(whole_range(1, 1024));
+  b->add_option("--seq", a->seq, "GPT: tokens per sequence")->check(whole_range(1, 1 << 16));
+  b->add_option("--vocab", a->vocab, "GPT: vocabulary entries")->check(whole_range(1, 1 << 20));
+  return [a, b] {
     const bool gpu = a->device == "cuda";
+    // An option of the other model would have no effect: refuse it.
+    const std::vector<std::string> mlp_only = {"--width", "--depth"};
+    const std::vector<std::string> gpt_only = {"--layers", "--hidden", "--heads", "--seq", "--vocab"};
+    for (const std::string& o : a->model == StepModel::gpt ? mlp_only : gpt_only)
+      if (b->count(o) > 0)
+        throw UsageError(o + " belongs to --model " + (a->model == StepModel::gpt ? "mlp" : "gpt") +
+                         "; drop it or change --model");
+    if (a->model == StepModel::gpt) return run_gpt_step_bench(*a, gpu);
     if (a->width == 0) a->width = gpu ? 4096 : 1024;
     if (a->depth == 0) a->depth = gpu ? 8 : 4;
     if (a->batch == 0) a->batch = gpu ? 4096 : 512;

@@ -125,22 +125,17 @@ void Gpt::embed_forward(const int* tokens, GptActivations& a) {
   } else {
     ops_.embedding_forward(tokens, param(wte_), 0, c_.vocab, x0, rows_, h);
   }
-  const int first_row = sp_ ? rank_ * rows_local_ : 0;
-  for (int j = 0; j < rows_local_; ++j) {  // row = s·B + b: position s = row / B
-    const int s = (first_row + j) / c_.batch;
-    const std::size_t hs = std::size_t(h);
-    ops_.axpy(1.0f, param(kWpe) + std::size_t(s) * hs, x0 + std::size_t(j) * hs, hs);
-  }
+  // Row = s·B + b: position s = row / B. This rank's rows start at a whole position (under
+  // sequence parallelism seq divides by T), first_row / B.
+  const int first_position = (sp_ ? rank_ * rows_local_ : 0) / c_.batch;
+  ops_.position_forward(param(kWpe) + std::size_t(first_position) * std::size_t(h), x0, rows_local_, h, c_.batch);
 }
 
 void Gpt::embed_backward(const int* tokens) {
   const int h = c_.hidden;
   const float* d = dresid_.as<float>();
-  const int first_row = sp_ ? rank_ * rows_local_ : 0;
-  for (int j = 0; j < rows_local_; ++j) {
-    const int s = (first_row + j) / c_.batch;
-    ops_.axpy(1.0f, d + std::size_t(j) * std::size_t(h), grad(kWpe) + std::size_t(s) * std::size_t(h), std::size_t(h));
-  }
+  const int first_position = (sp_ ? rank_ * rows_local_ : 0) / c_.batch;
+  ops_.position_backward(d, grad(kWpe) + std::size_t(first_position) * std::size_t(h), rows_local_, h, c_.batch);
   const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
   const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
   ops_.embedding_backward(tokens, d_all, grad(wte_), vocab_begin(), vocab_local(), rows_, h);
@@ -208,9 +203,10 @@ float Gpt::head_forward(const int* targets, GptActivations& a) {
   if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
   // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
   ops_.linear_forward(x, param(wte_), zero_bias_.as<float>(), a.logits.as<float>(), rows_, h, vocab_local());
-  // The cross-entropy runs on the host (targets are host ids, and the vocab-parallel one is
-  // the learner's host code): on a GPU the logits come over and dlogits go back, R·V/T
-  // floats each way per step.
+  // One rank: the device's cross-entropy kernel. Vocab-parallel: the learner's host code
+  // (exercise vocab_parallel_cross_entropy), so on a GPU the logits come over and dlogits
+  // go back, R·V/T floats each way per step.
+  if (!tp_active()) return ops_.softmax_cross_entropy(a.logits.as<float>(), targets, a.dlogits.as<float>(), rows_, c_.vocab);
   const bool on_host = ops_.device().kind == Device::Kind::cpu;
   const std::size_t n = std::size_t(rows_) * std::size_t(vocab_local());
   if (!on_host) {
@@ -220,9 +216,8 @@ float Gpt::head_forward(const int* targets, GptActivations& a) {
   }
   const float* logits = on_host ? a.logits.as<float>() : host_logits_.data();
   float* dlogits = on_host ? a.dlogits.as<float>() : host_dlogits_.data();
-  const float loss = tp_active() ? ex::vocab_parallel_cross_entropy(tp_.comm, logits, targets, rows_, vocab_local(),
-                                                                    vocab_begin(), dlogits)
-                                 : kernels::softmax_cross_entropy(logits, targets, dlogits, rows_, c_.vocab);
+  const float loss =
+      ex::vocab_parallel_cross_entropy(tp_.comm, logits, targets, rows_, vocab_local(), vocab_begin(), dlogits);
   if (!on_host) copy_bytes(a.dlogits.data(), host_dlogits_.data(), n * sizeof(float));
   return loss;
 }

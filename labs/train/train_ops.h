@@ -58,6 +58,13 @@ class TrainOps {
                                  int rows, int width) = 0;
   virtual void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin,
                                   int vocab_local, int rows, int width) = 0;
+  // Learned positions (the GPT's wpe), rows laid out [s][b]: x[j] += table[j / rows_per_position];
+  // backward dtable[p] += the sum of position p's rows (kernels/cpu/transformer_kernels.h).
+  virtual void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) = 0;
+  virtual void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) = 0;
+  // The mean cross-entropy of softmax(logits) [rows × vocab] against `targets` (HOST ids,
+  // as tokens), returned on the host; dlogits = (softmax − one-hot)/rows.
+  virtual float softmax_cross_entropy(const float* logits, const int* targets, float* dlogits, int rows, int vocab) = 0;
 
   // 16-bit storage: widen to fp32, round back (to nearest even), optionally adding.
   virtual void to_float(const void* src, DType t, float* dst, std::size_t n) = 0;

@@ -59,6 +59,15 @@ class CpuTrainOps final : public TrainOps {
                           int rows, int width) override {
     kernels::embedding_backward(tokens, dout, dtable, vocab_begin, vocab_local, rows, width);
   }
+  void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) override {
+    kernels::position_forward(table, x, rows, width, rows_per_position);
+  }
+  void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) override {
+    kernels::position_backward(dx, dtable, rows, width, rows_per_position);
+  }
+  float softmax_cross_entropy(const float* logits, const int* targets, float* dlogits, int rows, int vocab) override {
+    return kernels::softmax_cross_entropy(logits, targets, dlogits, rows, vocab);
+  }
   void to_float(const void* src, DType t, float* dst, std::size_t n) override { dtl::to_float(src, t, dst, n); }
   void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate) override {
     dtl::from_float(src, dst, t, n, accumulate);

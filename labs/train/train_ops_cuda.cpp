@@ -102,6 +102,15 @@ class CudaTrainOps final : public TrainOps {
     cuda::embedding_backward(device_tokens(tokens, rows), dout, dtable, vocab_begin, vocab_local, rows, width,
                              stream());
   }
+  void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) override {
+    cuda::position_forward(table, x, rows, width, rows_per_position, stream());
+  }
+  void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) override {
+    cuda::position_backward(dx, dtable, rows, width, rows_per_position, stream());
+  }
+  float softmax_cross_entropy(const float* logits, const int* targets, float* dlogits, int rows, int vocab) override {
+    return cuda::softmax_cross_entropy(logits, device_tokens(targets, rows), dlogits, rows, vocab, stream());
+  }
 
  private:
   cudaStream_t stream() const { return cuda::this_thread_stream(index_); }

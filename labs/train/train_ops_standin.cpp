@@ -118,6 +118,26 @@ class StandInTrainOps final : public TrainOps {
     launch("embedding_backward", {in(dout, n, "dout"), out(dtable, std::size_t(vocab_local) * std::size_t(width), "dtable")},
            [=](auto& h) { cpu().embedding_backward(ids->data(), f(h[0]), f(h[1]), vocab_begin, vocab_local, rows, width); });
   }
+  void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) override {
+    const std::size_t n = std::size_t(rows) * std::size_t(width);
+    const std::size_t positions = (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
+    launch("position_forward", {in(table, positions * std::size_t(width), "table"), out(x, n, "x")},
+           [=](auto& h) { cpu().position_forward(f(h[0]), f(h[1]), rows, width, rows_per_position); });
+  }
+  void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) override {
+    const std::size_t n = std::size_t(rows) * std::size_t(width);
+    const std::size_t positions = (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
+    launch("position_backward", {in(dx, n, "dx"), out(dtable, positions * std::size_t(width), "dtable")},
+           [=](auto& h) { cpu().position_backward(f(h[0]), f(h[1]), rows, width, rows_per_position); });
+  }
+  float softmax_cross_entropy(const float* logits, const int* targets, float* dlogits, int rows, int vocab) override {
+    const std::vector<int> ids(targets, targets + rows);  // host ids, as tokens
+    const std::size_t n = std::size_t(rows) * std::size_t(vocab);
+    float loss = 0;
+    launch_and_wait("softmax_cross_entropy", {in(logits, n, "logits"), out(dlogits, n, "dlogits")},
+                    [&](auto& h) { loss = cpu().softmax_cross_entropy(f(h[0]), ids.data(), f(h[1]), rows, vocab); });
+    return loss;
+  }
   void to_float(const void* src, DType t, float* dst, std::size_t n) override {
     launch("to_float", {{src, n * dtype_size(t), false, "src"}, out(dst, n, "dst")},
            [=](auto& h) { cpu().to_float(h[0], t, f(h[1]), n); });

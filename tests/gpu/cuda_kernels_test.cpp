@@ -100,19 +100,21 @@ TEST_F(Cuda, LossesMatchTheReferences) {
   EXPECT_NEAR(loss, rloss, 1e-6 * rloss);
   EXPECT_LT(e, 1e-6);
 
-  const int B = 333, C = 17;
-  const auto z = random(std::size_t(B) * C, 22, 3.0f);
-  std::vector<int> labels(static_cast<std::size_t>(B));
-  for (int r = 0; r < B; ++r) labels[std::size_t(r)] = (r * 7) % C;
-  std::vector<float> dz(z.size()), rdz(z.size());
-  DeviceBuffer<float> d_z(z), d_dz(dz);
-  DeviceBuffer<int> d_labels(labels);
-  const float ce = cuda::softmax_cross_entropy(d_z.ptr, d_labels.ptr, d_dz.ptr, B, C, nullptr);
-  const float rce = kernels::reference::softmax_cross_entropy(z.data(), labels.data(), rdz.data(), B, C);
-  const double ez = max_rel_error(d_dz.read(), rdz);
-  std::printf("softmax cross-entropy %.7g vs %.7g, gradient max rel error %.3g\n", ce, rce, ez);
-  EXPECT_NEAR(ce, rce, 1e-6 * rce);
-  EXPECT_LT(ez, 1e-6);
+  // Short rows (fewer classes than a block's threads) and a vocabulary-sized one.
+  for (const auto& [B, C] : {std::pair{333, 17}, std::pair{24, 50257}}) {
+    const auto z = random(std::size_t(B) * std::size_t(C), 22, 3.0f);
+    std::vector<int> labels(static_cast<std::size_t>(B));
+    for (int r = 0; r < B; ++r) labels[std::size_t(r)] = (r * 7919) % C;
+    std::vector<float> dz(z.size()), rdz(z.size());
+    DeviceBuffer<float> d_z(z), d_dz(dz);
+    DeviceBuffer<int> d_labels(labels);
+    const float ce = cuda::softmax_cross_entropy(d_z.ptr, d_labels.ptr, d_dz.ptr, B, C, nullptr);
+    const float rce = kernels::reference::softmax_cross_entropy(z.data(), labels.data(), rdz.data(), B, C);
+    const double ez = max_rel_error(d_dz.read(), rdz);
+    std::printf("softmax cross-entropy %d x %d: %.7g vs %.7g, gradient max rel error %.3g\n", B, C, ce, rce, ez);
+    EXPECT_NEAR(ce, rce, 1e-6 * rce);
+    EXPECT_LT(ez, 1e-6);
+  }
 
   auto w = y;
   DeviceBuffer<float> d_w(w);
@@ -164,7 +166,10 @@ TEST_F(Cuda, AdamWMatchesTheReferenceInFp32AndMixedPrecision) {
 }
 
 TEST_F(Cuda, LinearThroughCublasMatchesTheReference) {
-  const int B = 37, I = 129, O = 65;  // odd sizes: no layout mistake can hide
+  // Odd sizes: no layout mistake can hide; 37 rows are one chunk of the bias gradient's
+  // column sums, 1000 rows 16 of them (the last one partial).
+  for (const int B : {37, 1000}) {
+  const int I = 129, O = 65;
   const auto X = random(std::size_t(B) * I, 8), W = random(std::size_t(O) * I, 9), b = random(std::size_t(O), 10),
              dY = random(std::size_t(B) * O, 11);
   std::vector<float> Y(std::size_t(B) * O), dX(std::size_t(B) * I), dW(std::size_t(O) * I, 0.5f), db(std::size_t(O), 0.5f);
@@ -188,4 +193,5 @@ TEST_F(Cuda, LinearThroughCublasMatchesTheReference) {
   EXPECT_LT(edW, 1e-5);
   EXPECT_LT(edb, 1e-5);
   DTL_CUBLAS_CHECK(cublasDestroy(h));
+  }
 }

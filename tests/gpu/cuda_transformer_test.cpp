@@ -60,7 +60,8 @@ std::string attention_name(const kernels::AttentionShape& s) {
 
 TEST_F(CudaTransformer, LayerNormForwardAndBackwardMatchTheCpu) {
   // Widths below, at and above one block (256 threads), odd row counts.
-  const int shapes[][2] = {{1, 32}, {37, 129}, {64, 256}, {5, 1000}, {300, 96}};
+  // {rows, width}: 4096 × 768 is GPT-2 small's, 64 chunks of the dw/db column sums.
+  const int shapes[][2] = {{1, 32}, {37, 129}, {64, 256}, {5, 1000}, {300, 96}, {4096, 768}};
   const float eps = 1e-5f;
   unsigned seed = 1;
   for (const auto& shape : shapes) {
@@ -128,6 +129,26 @@ TEST_F(CudaTransformer, AttentionForwardAndBackwardMatchTheCpu) {
         for (int j = i + 1; j < s.seq; ++j)
           nonzero_masked += got_probs[(pair * std::size_t(s.seq) + std::size_t(i)) * std::size_t(s.seq) + std::size_t(j)] != 0.0f;
     EXPECT_EQ(nonzero_masked, 0u) << attention_name(s);
+  }
+}
+
+// The learned positions: the same bits as the CPU (the backward adds each position's rows
+// in order), for B = 1 and for B sequences sharing a position.
+TEST_F(CudaTransformer, PositionsMatchTheCpuBitForBit) {
+  for (const int B : {1, 3, 8}) {
+    const int positions = 37, rows = positions * B, width = 65;
+    const auto table = random(std::size_t(positions) * width, 5), x0 = random(std::size_t(rows) * width, 6),
+               dx = random(std::size_t(rows) * width, 7), dtable0 = random(table.size(), 8);
+    std::vector<float> x = x0, dtable = dtable0;
+    kernels::position_forward(table.data(), x.data(), rows, width, B);
+    kernels::position_backward(dx.data(), dtable.data(), rows, width, B);
+    DeviceBuffer<float> d_table(table), d_x(x0), d_dx(dx), d_dtable(dtable0);
+    cuda::position_forward(d_table.ptr, d_x.ptr, rows, width, B, nullptr);
+    cuda::position_backward(d_dx.ptr, d_dtable.ptr, rows, width, B, nullptr);
+    EXPECT_EQ(d_x.read(), x) << "B " << B;
+    EXPECT_EQ(d_dtable.read(), dtable) << "B " << B;
+    std::printf("positions B=%d: forward %s, backward %s\n", B, d_x.read() == x ? "exact" : "DIFFERS",
+                d_dtable.read() == dtable ? "exact" : "DIFFERS");
   }
 }
 

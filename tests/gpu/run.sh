@@ -97,18 +97,26 @@ echo "== the GPT on the GPU: its CUDA kernels against the CPU's, then one rank's
 echo "== the kernels on the GPU, beside cublasSgemm and a device-to-device copy measured in the same run"
 step $dtlab bench-kernels --device cuda --batch 4096 --width 4096 --elements 256M
 
-echo "== one rank's MLP training step: dtlab (CUDA kernels + cuBLAS) vs PyTorch eager, same model and sizes"
-size=(--width 4096 --depth 8 --batch 4096 --steps 20)
-dtlab_out=$(step $dtlab bench-step --device cuda "${size[@]}")
-echo "$dtlab_out"
-if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  torch_out=$(python3 tests/gpu/pytorch_mlp_step.py "${size[@]}")
+# dtlab's step and PyTorch eager's on the same model and sizes: both outputs, then the ratio.
+compare_step() {
+  local what=$1 script=$2; shift 2
+  local dtlab_out torch_out
+  dtlab_out=$(step $dtlab bench-step --device cuda "$@")
+  echo "$dtlab_out"
+  if ! python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    echo "PyTorch with CUDA is not installed here: no comparison"
+    return
+  fi
+  torch_out=$(python3 "$script" "${@:3}")  # (the first two arguments are --model X)
   echo "$torch_out"
   awk -v d="$(awk '/^step_ms/ {print $2}' <<<"$dtlab_out")" -v t="$(awk '/^step_ms/ {print $2}' <<<"$torch_out")" \
-    'BEGIN { printf "dtlab step / PyTorch step = %.2f (below 1: dtlab is faster)\n", d / t }'
-else
-  echo "PyTorch with CUDA is not installed here: no comparison"
-fi
+      -v w="$what" 'BEGIN { printf "%s: dtlab step / PyTorch step = %.2f (below 1: dtlab is faster)\n", w, d / t }'
+}
+echo "== one rank's MLP training step: dtlab (CUDA kernels + cuBLAS) vs PyTorch eager, same model and sizes"
+compare_step MLP tests/gpu/pytorch_mlp_step.py --model mlp --width 4096 --depth 8 --batch 4096 --steps 20
+echo "== one rank's GPT training step (GPT-2 small's shape): dtlab vs PyTorch eager, same model and sizes"
+compare_step GPT tests/gpu/pytorch_gpt_step.py --model gpt --layers 12 --hidden 768 --heads 12 --seq 512 --batch 8 \
+  --vocab 32768 --steps 10
 
 echo "steps failed: $failures"
 [ "$failures" -eq 0 ]

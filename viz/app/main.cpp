@@ -3,6 +3,7 @@
 //   dtlab-viz ring.json                                           # replay any dtlab trace
 //   dtlab-viz --lab collectives --algo ring --ranks 4 --bytes 1K  # live, step by step
 //   dtlab-viz --lab ddp --ranks 4 --variant bucketed              # live DDP, one all-reduce a step
+//   dtlab-viz --lab zero --ranks 2 --device cuda                  # live, tensors on the GPU
 //   xvfb-run -a dtlab-viz ring.json --screenshot out.png --at-step 5
 //   dtlab-viz pipe.json --view pipeline [--pipeline-schedule zb-h1] [--pipeline-compare]
 //   dtlab-viz grid.json --view topology [--highlight-rank 5]
@@ -33,6 +34,8 @@
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/units.h"
+#include "kernels/cuda/device.h"
+#include "labs/train/train_ops.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
 #include "viz/model/comm_overlap.h"
@@ -40,7 +43,7 @@
 namespace {
 
 struct Args {
-  std::string trace_path, lab, bytes = "1K";
+  std::string trace_path, lab, bytes = "1K", device;
   std::map<std::string, std::string> lab_options;  // as typed; the lab validates them
   bool bytes_given = false;
   int ranks = 4, frames = 3, width = 1600, height = 1000;
@@ -139,11 +142,22 @@ std::string window_hint(const std::string& option) {
   return option == "width" || option == "height" ? "; the window's size is --window-width and --window-height" : "";
 }
 
+// --device: where the live lab's tensors live (its memory view then shows device memory).
+dtl::Device::Kind choose_device(const dtl::LabInfo& lab, const std::string& device) {
+  if (device.empty() || device == "cpu") return dtl::Device::Kind::cpu;
+  if (!lab.uses(dtl::RunOption::device))
+    throw dtl::UsageError("the " + lab.name + " lab has no device path (--device); drop --device");
+  if (device == "standin") dtl::use_standin_device();  // a GPU's rules on the CPU
+  else dtl::cuda::use_cuda_memory();                   // no GPU or no CUDA build: says so, exit 2
+  return dtl::Device::Kind::cuda;
+}
+
 std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
   if (!a.trace_path.empty()) {
     if (!a.lab_options.empty())
       throw dtl::UsageError("--" + a.lab_options.begin()->first + " is an option of a live run (--lab); a trace replays as it was recorded" +
                             window_hint(a.lab_options.begin()->first));
+    if (!a.device.empty()) throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
     return dtl::viz::Session::replay(a.trace_path);
   }
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
@@ -162,6 +176,7 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
   if (lab->uses(dtl::RunOption::bytes))  // the lab's few buffers per rank (others check their own memory)
     dtl::require_memory(4.0 * double(cfg.ranks) * double(cfg.bytes), "--ranks and --bytes");
   cfg.options = dtl::LabOptions(a.lab_options);
+  cfg.device = choose_device(*lab, a.device);
   return dtl::viz::Session::live(*lab, cfg);
 }
 
@@ -280,6 +295,10 @@ int main(int argc, char** argv) {
   Args a;
   cli.add_option("trace", a.trace_path, "A trace written by dtlab run ... --trace FILE");
   cli.add_option("--lab", a.lab, "Run this lab live instead (default collectives); its own options follow");
+  cli.add_option("--device", a.device,
+                 "A live lab's tensors: cpu (default), cuda (the GPUs; the memory view shows device memory), or "
+                 "standin (the CPU stand-in for a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
   cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(whole_number_in(1, kMaxLiveRanks))->capture_default_str();
   cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run, for labs that read it (K/M = 1024-based)")
       ->check(size_in(4, kMaxLiveBytes))

@@ -41,6 +41,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   trace.set_meta("lab", lab.name);
   for (const auto& [k, v] : s->cfg_.options.text()) trace.set_meta(k, v);
   trace.set_meta("bytes", std::to_string(s->cfg_.bytes));
+  trace.set_meta("device", device_meta(s->cfg_));
   trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
   s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
                                                                                          : StepGate::Unit::transfers);

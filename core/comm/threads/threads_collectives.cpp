@@ -70,9 +70,11 @@ void reduce_chunk_to_all(Group& g, ChunkRange c, DType t, ReduceOp op, bool to_a
     all_out_of_place = all_out_of_place && g.slots[q].recv != g.slots[q].send;
   }
   DeviceOps& ops = device_ops_for(inputs[0], outputs[0]);
-  if (&ops != &host_ops()) {  // on a GPU: reduce into the first output, copy to the others
-    ops.reduce_many(outputs[0], inputs.data(), int(P), c.count, t, op);
-    if (op == ReduceOp::avg) ops.scale(outputs[0], c.count, t, 0.0, int(P));
+  if (&ops != &host_ops()) {  // on a GPU
+    if (op != ReduceOp::avg)  // one pass: every input read once, every output written once
+      return ops.reduce_many_to(outputs.data(), int(outputs.size()), inputs.data(), int(P), c.count, t, op);
+    ops.reduce_many(outputs[0], inputs.data(), int(P), c.count, t, op);  // avg: the sum, one division, then copies
+    ops.scale(outputs[0], c.count, t, 0.0, int(P));
     for (std::size_t k = 1; k < outputs.size(); ++k) ops.copy(outputs[k], outputs[0], c.count * es);
     return;
   }
