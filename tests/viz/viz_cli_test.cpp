@@ -82,6 +82,8 @@ TEST(VizCli, EachLabTakesItsOwnOptions) {
       {"--lab ddp --width 0", "--width"},
       {"--lab ddp --ranks 2 --batch 8 --view ring", "the ddp lab has no ring view; its views are timeline, memory, report"},
       {"/nonexistent/trace.json --width 1280", "a trace replays as it was recorded; the window's size is --window-width"},
+      {"/nonexistent/trace.json --device standin", "--device is an option of a live run (--lab)"},
+      {"--lab zero --device tpu", "--device"},
   };
   for (const auto& c : refused) {
     const VizRun r = viz(c.args);
@@ -90,7 +92,8 @@ TEST(VizCli, EachLabTakesItsOwnOptions) {
   }
   // Accepted: what fails next is the missing display (exit 1), after the run has started.
   for (const char* ok : {"--lab ddp --ranks 2 --variant naive --width 32 --depth 3 --batch 8 --steps 2",
-                         "--lab collectives --algo tree --op max --bytes 64 --ranks 3"}) {
+                         "--lab collectives --algo tree --op max --bytes 64 --ranks 3",
+                         "--lab zero --ranks 2 --device standin --width 32 --depth 3 --batch 8 --steps 1"}) {
     const VizRun r = viz(ok);
     EXPECT_EQ(r.code, 1) << "dtlab-viz " << ok << "\n" << r.output;
     EXPECT_NE(r.output.find("no display"), std::string::npos) << "dtlab-viz " << ok << "\n" << r.output;

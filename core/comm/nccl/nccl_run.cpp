@@ -116,7 +116,16 @@ RunResult run_nccl_mpi(const NcclOptions& opt, const std::function<void(Comm&)>&
     throw UsageError("rank " + std::to_string(w.rank) + ": --backend nccl needs a GPU, and this node has none usable (" +
                      problem + ")");
   const std::optional<LaunchEnv> env = detect_launch_env();
-  const int gpu = (env ? env->local_rank : w.rank) % gpus;  // one GPU per process on its node
+  const int local = env ? env->local_rank : w.rank;
+  // NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected"): say
+  // so before it does, with what to do instead.
+  if (local >= gpus)
+    throw UsageError("rank " + std::to_string(w.rank) + " is process " + std::to_string(local + 1) +
+                     " on its node, which has " + std::to_string(gpus) + " GPU(s): NCCL needs one GPU per rank; start at "
+                     "most " + std::to_string(gpus) + " processes per node (mpirun --map-by ppr:" + std::to_string(gpus) +
+                     ":node, srun --ntasks-per-node " + std::to_string(gpus) + "), or share GPUs with --backend threads "
+                     "--device cuda");
+  const int gpu = local;  // one GPU per process on its node
 
   ncclUniqueId id{};
   if (w.rank == 0) DTL_NCCL_CHECK(ncclGetUniqueId(&id));
