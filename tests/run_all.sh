@@ -26,7 +26,7 @@ bash tests/viz/fuzz.sh 10
 echo "== ThreadSanitizer build of the runtime tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
-  trace_test step_gate_test link_test device_ops_test
+  trace_test step_gate_test link_test device_ops_test standin_device_test
 ctest --preset tsan
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build: unit and graded tests, the CLI fuzz table"
