@@ -53,6 +53,45 @@ TEST(Abort, PeersBlockedInACollectiveAreReleased) {
   EXPECT_EQ(r.failed_rank, 3);
 }
 
+// A rank fails before its first collective while a peer has several queued: the peer's
+// comm stream leaves the first by the abort, and must leave the next ones the same way.
+// (Its one arrival used to count for the next barrier, which then completed without the
+// failed rank and read its empty slot: SIGSEGV, found by `run zero --stage 1
+// --inject-fault 1:1`.) Every collective kind that reads its peers' buffers.
+TEST(Abort, QueuedCollectivesOfAFailedGroupNeverReadItsBuffers) {
+  using Post = Request (*)(Comm&, std::vector<float>&, std::vector<float>&);
+  const Post posts[] = {
+      [](Comm& c, std::vector<float>& in, std::vector<float>& out) {
+        return c.ireduce_scatter(in.data(), out.data(), out.size(), DType::f32, ReduceOp::sum);
+      },
+      [](Comm& c, std::vector<float>& in, std::vector<float>& out) {
+        return c.iall_gather(out.data(), in.data(), out.size(), DType::f32);
+      },
+      [](Comm& c, std::vector<float>& in, std::vector<float>&) {
+        return c.iall_reduce(in.data(), in.data(), in.size(), DType::f32, ReduceOp::sum);
+      },
+      [](Comm& c, std::vector<float>& in, std::vector<float>& out) {
+        return c.iall_to_all(in.data(), out.data(), out.size() / 2, DType::f32);
+      },
+  };
+  for (const Post post : posts)
+    for (int round = 0; round < 10; ++round) {
+      ThreadsOptions opt;
+      opt.world_size = 2;
+      const auto t0 = Clock::now();
+      const RunResult r = run_threads(opt, [post](Comm& c) {
+        if (c.rank() == 1) throw dtl::Error("rank 1 fails before its first collective");
+        std::vector<float> in(64, 1.0f), out(32, 0.0f);
+        std::vector<Request> queued;
+        for (int k = 0; k < 4; ++k) queued.push_back(post(c, in, out));
+        for (Request& q : queued) q.wait();
+      });
+      EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.0);
+      EXPECT_EQ(r.failed_rank, 1);
+      EXPECT_NE(r.rank_errors[0].find("rank 1 failed"), std::string::npos) << r.rank_errors[0];
+    }
+}
+
 TEST(Watchdog, ExplainsWhatEachRankWaitsOn) {
   ThreadsOptions opt;
   opt.world_size = 3;

@@ -241,7 +241,12 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
   std::uint64_t my_generation = 0;
   bool last = false;
   {
+    // After an abort nobody passes, and the last arrival checks too: a member that left an
+    // earlier barrier by the abort must never complete a later one for the others, who
+    // would then read its published buffers (a comm worker running the next queued
+    // collective of a failed rank's group did: a null slot, SIGSEGV).
     std::lock_guard lock(mu_);
+    if (u.aborted()) u.throw_aborted(g);
     my_generation = generation_;
     if (++arrived_ == n_) {
       arrived_ = 0;
@@ -254,10 +259,16 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
     for (int m : members) u.wake(m);
     return;
   }
-  u.wait_until(g, role, [&] {
+  try {
+    u.wait_until(g, role, [&] {
+      std::lock_guard lock(mu_);
+      return generation_ != my_generation;
+    }, what);
+  } catch (...) {  // left by the abort: take the arrival back, so no later barrier counts it
     std::lock_guard lock(mu_);
-    return generation_ != my_generation;
-  }, what);
+    if (generation_ == my_generation) --arrived_;
+    throw;
+  }
 }
 
 }  // namespace dtl::threads
