@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -295,4 +296,31 @@ TEST(Cli, WritingToAFullDiskIsAnError) {
     EXPECT_NE(o.err.find("'/dev/full'"), std::string::npos) << args << ": the message names the file:\n" << o.err;
     EXPECT_NE(o.err.find("No space left on device"), std::string::npos) << args << "\n" << o.err;
   }
+}
+
+// Issue 31 (2): thread ranks the process cannot hold. Refused before any thread starts,
+// with the most that fit (the runner used to die in std::terminate when the system would
+// not make a thread: `ulimit -v 4000000; dtlab run collectives --ranks 128`).
+TEST(Cli, MoreThreadRanksThanTheProcessCanHoldIsAUsageError) {
+  const auto limited = [](const std::string& limit, const std::string& args) {
+    return dtl::test::run_dtlab_shell("bash -c '" + limit + "; exec " + std::string(DTLAB_EXE) + " " + args + "'");
+  };
+  // A thread-count limit (ulimit -u): 1000 ranks are 2000 threads.
+  const Output u = limited("ulimit -S -u 1000", "run collectives --ranks 1000 --bytes 4 --iters 1");
+  EXPECT_EQ(u.code, 2) << u.err;
+  EXPECT_NE(u.err.find("more than this user's limit of 1000 (ulimit -u); use --ranks"), std::string::npos) << u.err;
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no ulimit -v here";
+#else
+  // An address-space limit (ulimit -v): the stacks must fit; the message gives the most that do.
+  const Output v = limited("ulimit -S -v 3000000", "run collectives --ranks 256 --bytes 4 --iters 1");
+  EXPECT_EQ(v.code, 2) << v.err;
+  EXPECT_NE(v.err.find("leaves room for about"), std::string::npos) << v.err;
+  const auto at = v.err.find("use --ranks ");
+  ASSERT_NE(at, std::string::npos) << v.err;
+  const int fit = std::atoi(v.err.c_str() + at + 12);
+  EXPECT_GT(fit, 0) << v.err;
+  const Output ok = limited("ulimit -S -v 3000000", "run collectives --ranks " + std::to_string(fit) + " --bytes 4 --iters 1");
+  EXPECT_EQ(ok.code, 0) << "the figure it gave does not run: " << ok.err;
+#endif
 }

@@ -17,13 +17,14 @@ struct CliOutput {
   std::string err;   // stderr
 };
 
-inline CliOutput run_dtlab(const std::string& args) {
+// A shell command line (a limit set first, say), with its stderr kept apart.
+inline CliOutput run_dtlab_shell(const std::string& command) {
   // A file of its own per call: ctest runs tests as parallel processes.
   char err_template[] = "/tmp/dtlab_cli_stderr_XXXXXX";
   const int fd = mkstemp(err_template);
   if (fd >= 0) close(fd);
   const std::string err_file = err_template;
-  const std::string cmd = std::string(DTLAB_EXE) + " " + args + " 2>" + err_file;
+  const std::string cmd = "(" + command + ") 2>" + err_file;
   CliOutput o;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return o;
@@ -39,5 +40,7 @@ inline CliOutput run_dtlab(const std::string& args) {
   std::remove(err_file.c_str());
   return o;
 }
+
+inline CliOutput run_dtlab(const std::string& args) { return run_dtlab_shell(std::string(DTLAB_EXE) + " " + args); }
 
 }  // namespace dtl::test

@@ -6,12 +6,67 @@
 //   "rank 1 waits recv from rank 0 tag 3 (256 B)".
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "core/comm/threads/threads_comm.h"
 
 namespace dtl {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The process's address space in use now (/proc/self/statm's first field), 0 if unknown.
+double address_space_in_use() {
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0;
+  if (!(statm >> pages)) return 0;
+  return pages * double(sysconf(_SC_PAGE_SIZE));
+}
+
+// A thread rank is two threads, the rank and its comm stream, each with a stack
+// (RLIMIT_STACK, 8 MiB by default) reserved in the address space, and malloc gives each
+// new thread an arena of its own (64 MiB reserved) until there are 8 per core. Under an
+// address-space limit (ulimit -v) they must fit in what is left; a thread-count limit
+// (ulimit -u) counts every thread. Refused before any thread starts, with the most that fit.
+void require_thread_room(int P) {
+  rlimit stack{};
+  const double stack_bytes =
+      getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY ? double(stack.rlim_cur) : 8 * kMiB;
+  const double threads = 2.0 * P;
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const double left = double(as.rlim_cur) - address_space_in_use();
+    const double max_arenas = 8.0 * std::max(1u, std::thread::hardware_concurrency());
+    const auto need = [&](int p) {  // stacks (+ a guard page and bookkeeping, rounded up) and arenas
+      return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB;
+    };
+    int fit = P;
+    while (fit > 0 && need(fit) > left) --fit;
+    if (P > fit) {
+      char msg[320];
+      std::snprintf(msg, sizeof msg,
+                    "--ranks %d needs %d threads (a rank and its comm stream each), %.0f MiB of stack each, and "
+                    "this process's address-space limit (ulimit -v) leaves room for about %d ranks; use --ranks %d "
+                    "or fewer, raise the limit, or use --backend mpi",
+                    P, 2 * P, stack_bytes / kMiB, fit, std::max(fit, 1));
+      throw UsageError(msg);
+    }
+  }
+  rlimit nproc{};
+  if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY && threads > double(nproc.rlim_cur))
+    throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) + " threads, more than this "
+                     "user's limit of " + std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
+                     std::to_string(std::max<long>(1, long(nproc.rlim_cur) / 2 - 8)) + " or fewer, or --backend mpi");
+}
+
+}  // namespace
 
 RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)>& body) {
   constexpr int kMaxRanks = 4096;
@@ -22,6 +77,7 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
     throw UsageError("the trace was made for " + std::to_string(opt.trace->world_size()) + " ranks, not " +
                      std::to_string(opt.world_size));
 
+  require_thread_room(opt.world_size);
   threads::Universe universe(opt);
   std::vector<int> all(std::size_t(opt.world_size));
   for (int i = 0; i < opt.world_size; ++i) all[std::size_t(i)] = i;
@@ -33,7 +89,9 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
   std::mutex first_failure_mu;
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(opt.world_size));
-  for (int r = 0; r < opt.world_size; ++r) {
+  std::string start_failure;  // the system would not make another thread
+  for (int r = 0; r < opt.world_size && start_failure.empty(); ++r) {
+    try {
     threads.emplace_back([&, r] {
       // Linux nices one thread when given its thread id. Raising a nice level needs no
       // privilege; if it still fails the run goes on at equal priority.
@@ -65,6 +123,12 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
       universe.note_progress();
       running.fetch_sub(1);
     });
+    } catch (const std::system_error& e) {  // the ranks already started stop at the abort
+      start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() + "): " +
+                      std::to_string(r) + " of " + std::to_string(opt.world_size) + " rank threads fit in this process";
+      universe.abort(r, start_failure);
+      running.fetch_sub(opt.world_size - r);  // those never started never finish
+    }
   }
 
   // Watchdog loop: runs until every rank has returned and every comm stream is idle.
@@ -87,6 +151,8 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
   }
   for (auto& t : threads) t.join();
   universe.join_workers();
+  if (!start_failure.empty())
+    throw UsageError(start_failure + "; use fewer --ranks (each is a thread and a comm stream), or --backend mpi");
 
   if (universe.aborted()) {
     result.failed_rank = universe.failed_rank();

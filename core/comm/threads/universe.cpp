@@ -1,5 +1,7 @@
 #include "core/comm/threads/universe.h"
 
+#include <system_error>
+
 namespace dtl::threads {
 
 namespace {
@@ -16,7 +18,11 @@ ThreadSpawner::ThreadSpawner() {
       if (requests_.empty()) return;  // stopped
       Request r = std::move(requests_.front());
       requests_.pop_front();
-      r.made.set_value(std::thread(std::move(r.fn)));
+      try {  // a thread the system will not make (EAGAIN) is the caller's error, not this loop's
+        r.made.set_value(std::thread(std::move(r.fn)));
+      } catch (...) {
+        r.made.set_exception(std::current_exception());
+      }
     }
   });
 }
@@ -189,7 +195,21 @@ void WorkQueue::push(std::function<void()> task) {
 
 std::shared_ptr<WorkQueue> Universe::start_worker() {
   auto q = std::make_shared<WorkQueue>();
-  std::thread t = spawner_.spawn([q] {
+  std::thread t;
+  try {
+    t = spawner_.spawn(worker_loop(q));
+  } catch (const std::system_error& e) {
+    throw UsageError(std::string("could not start a comm stream thread (") + e.what() +
+                     "): the process has no room for more threads (each rank has one per group it talks in); run "
+                     "fewer --ranks, or raise the limits (ulimit -v, ulimit -u)");
+  }
+  std::lock_guard lock(workers_mu_);
+  workers_.emplace_back(q, std::move(t));
+  return q;
+}
+
+std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) {
+  return [q] {
     for (;;) {
       std::function<void()> task;
       {
@@ -204,10 +224,7 @@ std::shared_ptr<WorkQueue> Universe::start_worker() {
       std::lock_guard lock(q->mu);
       q->busy = false;
     }
-  });
-  std::lock_guard lock(workers_mu_);
-  workers_.emplace_back(q, std::move(t));
-  return q;
+  };
 }
 
 void Universe::stop_workers() {

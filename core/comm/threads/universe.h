@@ -134,6 +134,7 @@ class Universe {
   std::string describe_blocked();
 
  private:
+  static std::function<void()> worker_loop(std::shared_ptr<WorkQueue> q);  // a comm stream's body
   ThreadSpawner spawner_;  // first member: the threads below are made by it
   int size_;
   Trace* trace_;
