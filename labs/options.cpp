@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "core/error.h"
 #include "core/util/units.h"
@@ -106,5 +107,13 @@ std::int64_t LabOptions::integer(std::string_view name) const { return std::int6
 double LabOptions::number(std::string_view name) const { return parsed(name); }
 std::uint64_t LabOptions::bytes(std::string_view name) const { return std::uint64_t(parsed(name)); }
 int LabOptions::choice_index(std::string_view name) const { return int(parsed(name)); }
+
+int tokens_per_step(std::int64_t batch, std::int64_t seq) {
+  const std::int64_t tokens = batch * seq;  // each at most 2^24: no overflow in 64 bits
+  if (tokens > std::numeric_limits<int>::max())
+    throw UsageError("--batch " + std::to_string(batch) + " × --seq " + std::to_string(seq) + " = " +
+                     std::to_string(tokens) + " tokens per step, more than the labs count (2³¹ − 1): lower --batch or --seq");
+  return int(tokens);
+}
 
 }  // namespace dtl

@@ -72,4 +72,8 @@ class LabOptions {
   std::set<std::string, std::less<>> given_;           // the names in text_ before the first validate()
 };
 
+// --batch × --seq, the tokens of a step, which the labs count in an int: a UsageError
+// quoting both when the product does not fit (it used to wrap to 0 or a negative size).
+int tokens_per_step(std::int64_t batch, std::int64_t seq);
+
 }  // namespace dtl

@@ -180,8 +180,10 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
 void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error) {
   const std::string json = chrome_trace_json(trace, error);
   write_text_file(path, json, "the trace");  // checks every write and the close (a full disk)
-  // The visualizer's fast companion, stamped with the JSON it describes.
-  write_binary_trace(trace, path + ".dtlt", stamp_of(json), error);
+  // The visualizer's fast companion, stamped with the JSON it describes, beside a file
+  // (a trace sent to /dev/stdout or a pipe has no "beside": no /dev/stdout.dtlt).
+  const bool special = path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;  // /dev/stdout → a file too
+  if (!special && is_regular_file(path)) write_binary_trace(trace, path + ".dtlt", stamp_of(json), error);
 }
 
 }  // namespace dtl

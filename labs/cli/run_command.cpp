@@ -15,6 +15,7 @@
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
@@ -117,20 +118,6 @@ ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabC
   return opt;
 }
 
-// --trace names a file this process can create: found out before the run, not after it
-// (a run of minutes whose trace cannot be written would lose its report). A file that did
-// not exist is removed again.
-void check_writable(const std::string& path) {
-  if (path.empty()) return;
-  const bool existed = std::ifstream(path).good();
-  std::ofstream probe(path, std::ios::app);
-  if (!probe)
-    throw UsageError("--trace '" + path + "' cannot be written (" + std::strerror(errno) +
-                     "); give a path in an existing folder you can write to");
-  probe.close();
-  if (!existed) std::remove(path.c_str());
-}
-
 // The report, or why the run failed; the exit code.
 int report_result(const RunArgs& a, const RunResult& result, const Report& report) {
   if (!result.ok()) {
@@ -172,7 +159,10 @@ int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const Run
 
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
-  check_writable(a.trace_path);
+  require_writable_file(a.trace_path, "--trace");  // before the run, not after it
+  if (a.json && !a.trace_path.empty() && !is_regular_file(a.trace_path) && a.trace_path.rfind("/dev/std", 0) == 0)
+    throw UsageError("--trace " + a.trace_path + " with --json would mix the trace into the report on stdout; give "
+                     "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
   LabConfig cfg = make_config(lab, a, backend);
   ProgressPrinter progress(std::cerr, ProgressPrinter::quiet_from_env());

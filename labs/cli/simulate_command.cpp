@@ -19,6 +19,7 @@
 #include "labs/cli/validators.h"
 #include "labs/report.h"
 #include "labs/simulate/sim_trace.h"
+#include "core/util/files.h"
 #include "labs/simulate/workload.h"
 
 namespace dtl::cli {
@@ -99,6 +100,7 @@ int run_simulate(const SimulateArgs& a) {
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
   const sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo));
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
+  require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()));
   if (!a.trace.empty()) {

@@ -48,8 +48,11 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
   const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
   s.precision = precisions[cfg.options.choice_index("precision")];
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
-  if (cfg.options.choice<DdpVariant>("variant") == DdpVariant::accumulate && (s.batch / P) % s.micro != 0)
-    throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " + std::to_string(s.micro));
+  const DdpVariant variant = cfg.options.choice<DdpVariant>("variant");
+  const bool accumulates = variant == DdpVariant::accumulate || variant == DdpVariant::all;
+  if (accumulates && (s.batch / P) % s.micro != 0)  // (--variant all used to run accumulate with 1, silently)
+    throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " +
+                     std::to_string(s.micro) + " for the accumulate variant; change --micro-batches, --batch or --ranks");
   // On thread ranks every rank, rank 0's 1-rank reference and the data share this process:
   // refuse before allocating anything, saying how much (not the out-of-memory killer).
   require_memory(ddp_process_bytes(s, P), "--width, --depth, --batch or --steps (or --ranks)");
@@ -309,11 +312,7 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
     ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
     reference = single_rank_reference(comm, cfg, data, s);
   }
-  for (const DdpVariant v : variants) {
-    DdpSettings vs = s;
-    if (v == DdpVariant::accumulate && (s.batch / comm.size()) % s.micro != 0) vs.micro = 1;
-    run_variant(comm, cfg, v, vs, data, reference, rep);
-  }
+  for (const DdpVariant v : variants) run_variant(comm, cfg, v, s, data, reference, rep);
   rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 0, "s").over(reference.step_seconds);
   if (variants.size() > 1) {  // the point of bucketing: how much of naive's exposed time is left
     for (const DdpVariant v : variants) rep.columns.push_back(variant_name(v));

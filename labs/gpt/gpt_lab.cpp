@@ -5,7 +5,9 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/util/files.h"
 #include "core/util/safetensors.h"
+#include "core/util/units.h"
 #include "labs/measure.h"
 #include "labs/train/gpt_checkpoint.h"
 #include "labs/train/optimizer.h"
@@ -22,9 +24,13 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   s.seed = std::uint32_t(o.integer("seed"));
   s.adamw.lr = float(o.number("lr"));
   s.save = o.text("save");
+  require_writable_file(s.save, "--save");  // before minutes of training, not after
   const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
   s.precision = precisions[o.choice_index("precision")];
   s.load = o.text("load");
+  // A device (/dev/zero never ends) or a file larger than memory is refused before reading it.
+  if (!s.load.empty())
+    require_memory(2.0 * double(require_readable_file(s.load, "--load", UINTMAX_MAX)), "--load's checkpoint");
   const std::string problem = gpt_config_problem(s.model, T, ex::TpMode::plain);
   if (!problem.empty())
     throw UsageError("gpt lab on --ranks " + std::to_string(T) + " (tensor-parallel degree): " + problem +

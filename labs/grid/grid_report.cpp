@@ -20,10 +20,7 @@ namespace {
 // The model's own constraints on the grid, each a UsageError naming it.
 void check_model(const GridSettings& s) {
   const std::string n_tp = std::to_string(s.grid.tp);
-  // Tokens per step are counted in an int (GridSettings::global_rows): past it they wrap.
-  if (std::int64_t(s.batch) * s.seq > std::numeric_limits<int>::max())
-    throw UsageError("--batch × --seq = " + std::to_string(std::int64_t(s.batch) * s.seq) +
-                     " tokens per step are more than the lab counts (2³¹ − 1): lower --batch or --seq");
+  tokens_per_step(s.batch, s.seq);  // counted in an int (GridSettings::global_rows)
   if (s.model == GridModelKind::mlp) {
     if ((4 * s.hidden) % s.grid.tp != 0)
       throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + n_tp +

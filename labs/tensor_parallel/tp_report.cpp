@@ -16,9 +16,9 @@ namespace {
 
 std::string mode_name(ex::TpMode m) { return m == ex::TpMode::plain ? "tp" : "tp+sp"; }
 
+// `what` names the value as the user gave it ("--seq 30", "4 × --hidden 64 = 256").
 void require_divisible(int value, int by, const std::string& what, const std::string& why) {
-  if (by <= 0 || value % by != 0)
-    throw UsageError(what + " " + std::to_string(value) + " is not divisible by " + std::to_string(by) + ": " + why);
+  if (by <= 0 || value % by != 0) throw UsageError(what + " is not divisible by " + std::to_string(by) + ": " + why);
 }
 
 }  // namespace
@@ -32,6 +32,7 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   s.heads = int(o.integer("heads"));
   s.seq = int(o.integer("seq"));
   s.batch = int(o.integer("batch"));
+  tokens_per_step(s.batch, s.seq);  // TpSettings::rows() counts them in an int
   s.vocab = int(o.integer("vocab"));
   s.steps = int(o.integer("steps"));
   s.check = o.choice<TpCheck>("check") == TpCheck::on;
@@ -42,8 +43,10 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   if (sp != TpSequenceChoice::on) s.modes.push_back(ex::TpMode::plain);
   if (sp != TpSequenceChoice::off) s.modes.push_back(ex::TpMode::sequence_parallel);
   const std::string tp = "--tp (--ranks) " + std::to_string(T);
-  require_divisible(4 * s.hidden, T, "4 × --hidden", "the MLP's 4h columns are split over " + tp);
-  if (sp != TpSequenceChoice::off) require_divisible(s.seq, T, "--seq", "sequence parallelism splits the sequence over " + tp);
+  require_divisible(4 * s.hidden, T, "4 × --hidden " + std::to_string(s.hidden) + " = " + std::to_string(4 * s.hidden),
+                    "the MLP's 4h columns are split over " + tp);
+  if (sp != TpSequenceChoice::off)
+    require_divisible(s.seq, T, "--seq " + std::to_string(s.seq), "sequence parallelism splits the sequence over " + tp);
   if (s.model == TpModelKind::gpt) {
     for (ex::TpMode m : s.modes) {
       const std::string problem = gpt_config_problem(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m);

@@ -1,6 +1,8 @@
 // Saving and loading the GPT's parameters (gpt_checkpoint.h).
 #include "labs/train/gpt_checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -45,7 +47,14 @@ void load_gpt_checkpoint(Gpt& model, const SafeTensors& ckpt) {
                        " is not in the model (a checkpoint of more layers?)");
   }
   std::vector<std::vector<float>> values;  // all checked before any is copied
-  for (const GptTensor& t : model.tensors()) values.push_back(ckpt.require_floats(t.name, t.full_shape));
+  for (const GptTensor& t : model.tensors()) {
+    values.push_back(ckpt.require_floats(t.name, t.full_shape));
+    // A NaN or infinite weight trains into NaN (a run of such a file read "all checks passed").
+    const auto bad = std::find_if(values.back().begin(), values.back().end(), [](float v) { return !std::isfinite(v); });
+    if (bad != values.back().end())
+      throw UsageError(ckpt.source() + ": tensor '" + t.name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinite value") +
+                       " at element " + std::to_string(bad - values.back().begin()) + "; this checkpoint cannot be trained from");
+  }
   for (std::size_t i = 0; i < values.size(); ++i) model.set_full_tensor(model.tensors()[i].name, values[i]);
 }
 

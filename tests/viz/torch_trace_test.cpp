@@ -3,6 +3,8 @@
 // bench/torch_ddp.py recorded (PyTorch DDP over gloo, 2 ranks, rank 0 profiled).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "core/error.h"
@@ -53,6 +55,21 @@ TEST(TorchTrace, DtlabTracesAreNotMistakenForTorch) {
   EXPECT_FALSE(looks_like_torch_trace(R"({"otherData": {"lab": "ddp"}, "traceEvents": [)"));
   EXPECT_THROW(parse_torch_trace("[" + span("x", 1, 0, -5) + "]"), dtl::Error);  // negative duration
   EXPECT_THROW(parse_torch_trace("[{"), dtl::Error);
+}
+
+// Issue 31 (7): a file shorter than the 4096 bytes read to recognize it was refused as
+// "not valid JSON" (the stream's end-of-file state kept the seek back from working).
+TEST(TorchTrace, AShortFileLoads) {
+  const std::string json = "[" + span("aten::mm", 1, 0, 100) + "," + span("gloo:all_reduce", 2, 50, 20) + "]";
+  ASSERT_LT(json.size(), 4096u);
+  const std::string path = ::testing::TempDir() + "short_torch_trace.json";
+  {
+    std::ofstream(path) << json;
+  }
+  const TraceData t = load_trace(path);
+  EXPECT_EQ(t.meta.at("source"), "torch.profiler");
+  EXPECT_EQ(t.events.size(), 2u);
+  std::remove(path.c_str());
 }
 
 TEST(TorchTrace, RecordedPytorchDdpRun) {

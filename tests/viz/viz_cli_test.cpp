@@ -60,10 +60,11 @@ TEST(VizCli, NumericOptionsOutOfRangeAreUsageErrorsNamingTheRange) {
   }
 }
 
-// Values inside the ranges pass the parser: what fails next is the missing trace (exit 1).
+// Values inside the ranges pass the parser: what fails next is the missing trace (bad
+// input: exit 2, as dtlab's).
 TEST(VizCli, ValuesInsideTheRangesAreAccepted) {
   const VizRun r = viz("/nonexistent/trace.json --window-width 64 --window-height 8192 --ranks 64 --bytes 16M --zoom 1 --at-step 0 --frames 1");
-  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot open the trace"), std::string::npos) << r.output;
 }
 

@@ -150,6 +150,29 @@ TEST(Layout, FoldsSubPixelRunsAndCountsTheirEvents) {
   EXPECT_NEAR(boxes.back().x1 - boxes.back().x0, 100, 1e-3);
 }
 
+// Issue 31 (8): 100k threads of a torch trace running at once share the last lane; each
+// was a box of its own, drawn over the others (2.4 GB and 2 minutes for one screenshot).
+// A box inside the one before it joins that one's count.
+TEST(Layout, WideSpansInsideTheBoxBeforeJoinIt) {
+  TraceData d;
+  d.ranks = 1;
+  for (int i = 0; i < 10000; ++i) {  // all at once, more than the lanes: they share the last
+    Event e;
+    e.kind = EventKind::compute;
+    e.begin_ns = i % 3;  // starting within a pixel of each other
+    e.end_ns = 10000 - i % 5;
+    d.events.push_back(e);
+  }
+  const auto tracks = layout_tracks(d);
+  const TimeAxis axis{0, 10000, 0, 300};
+  std::size_t boxes = 0;
+  std::uint32_t total = 0;
+  for (const Track& t : tracks)
+    for (const auto& b : visible_boxes(d, t, axis, 3)) ++boxes, total += b.count;
+  EXPECT_EQ(total, 10000u);  // every span accounted for
+  EXPECT_LE(boxes, tracks.size() * 3) << "a box per span: " << boxes;
+}
+
 TEST(Layout, LanesKeepOverlappingSpansApart) {
   TraceData d = parse_chrome_trace(chrome_trace_json(ring_trace()));
   for (const Track& t : layout_tracks(d)) {

@@ -158,7 +158,13 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
       throw dtl::UsageError("--" + a.lab_options.begin()->first + " is an option of a live run (--lab); a trace replays as it was recorded" +
                             window_hint(a.lab_options.begin()->first));
     if (!a.device.empty()) throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
-    return dtl::viz::Session::replay(a.trace_path);
+    try {
+      return dtl::viz::Session::replay(a.trace_path);
+    } catch (const dtl::UsageError&) {
+      throw;
+    } catch (const dtl::Error& e) {  // a file that is not a trace is bad input, as in dtlab: exit 2
+      throw dtl::UsageError(e.what());
+    }
   }
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");

@@ -159,8 +159,10 @@ std::optional<TraceData> load_if_torch_trace(const std::string& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec || size > (std::uintmax_t(1) << 30)) throw Error("the torch profiler trace '" + path + "' is larger than 1 GiB (the limit)");
   std::string text(size, '\0');
+  in.clear();  // a file shorter than the head hit its end: clear eofbit/failbit, or seekg does nothing
   in.seekg(0);
   in.read(text.data(), std::streamsize(size));
+  text.resize(std::size_t(in.gcount()));
   return parse_torch_trace(text);
 }
 

@@ -44,11 +44,17 @@ void ThreadRequest::settle() noexcept {
   if (withdraw && withdraw()) return;  // still queued: taken back, nobody will touch the buffer
   // Matched: the data is moving or will be (a library collective, a link in flight). Wait for
   // it; after an abort only a copy in progress can still touch the buffer.
-  // A collective always finishes promptly (on an abort its barriers give up).
+  // A collective always finishes promptly (on an abort its barriers give up). While
+  // stepping, the transfer may sit in the step gate: this rank counts as waiting, so the
+  // controller sees a quiet world and moves it (a rank unwinding from an injected fault
+  // used to look busy, and the run hung until the watchdog).
+  StepGate* gate = u_.gate();
+  if (gate) gate->block(owner_);
   while (!done_.load(std::memory_order_acquire)) {
-    if (!collective && u_.aborted() && !copying.load(std::memory_order_acquire)) return;
+    if (!collective && u_.aborted() && !copying.load(std::memory_order_acquire)) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  if (gate) gate->unblock(owner_);
 }
 
 bool ThreadRequest::test() {
