@@ -105,6 +105,15 @@ void add_device_memory_check(Report& rep, const std::string& prefix, double diff
       .from("the device's own count");
 }
 
+double sixteen_bit_gradient_bound(DType precision, int ranks) {
+  const double u = std::ldexp(1.0, precision == DType::f16 ? -11 : -8);
+  return std::max(4.0, double(ranks) + 2.0) * u;
+}
+
+std::string sixteen_bit_gradient_formula(DType precision) {
+  return precision == DType::f16 ? "(N+2)·2^-11" : "(N+2)·2^-8";
+}
+
 void add_model_state_rows(Report& rep, const std::string& prefix, const std::string& whose, DType precision,
                           const ModelStateBytes& m) {
   const double esize = double(dtype_size(precision));  // 4, or 2 in mixed precision

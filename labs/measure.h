@@ -56,6 +56,15 @@ double device_vs_tracker_bytes(Comm& comm, const MemoryTracker& mem, Device devi
 // Its row: a check against 0, exact.
 void add_device_memory_check(Report& rep, const std::string& prefix, double difference);
 
+// The largest relative difference, to the tensor's largest value, a 16-bit gradient
+// averaged over N ranks may show against one rank's: each rank rounds its gradient once,
+// the reduction rounds after each of its N−1 additions, the division and the reference
+// once more: (N + 2)·u, u = 2^-8 (bf16) or 2^-11 (f16), never below 4u. (It was 2^-6 for
+// every N, which 48 bf16 ranks exceed by rounding alone.) A missing or doubled 1/N is off
+// by (N−1)/N of the value, far above it.
+double sixteen_bit_gradient_bound(DType precision, int ranks);
+std::string sixteen_bit_gradient_formula(DType precision);  // "(N+2)·2^-8"
+
 // Per-run means of per-step values: runs of `steps` consecutive values (a timing is then
 // the median of the runs, labs/report.h repeated()).
 std::vector<double> run_means(const std::vector<double>& per_step, int steps);

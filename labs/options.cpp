@@ -87,7 +87,8 @@ void LabOptions::validate(const std::string& lab, const std::vector<OptionSpec>&
                      " (see 'dtlab run " + lab + " --help')");
   }
   if (parsed_.empty())  // the first validation: what is in text_ now came from the user
-    for (const auto& [name, value] : text_) given_.insert(name);
+    for (const auto& [name, value] : text_)
+      if (!chosen_.count(name)) given_.insert(name);
   parsed_.clear();
   for (const OptionSpec& s : specs) {
     auto it = text_.find(s.name);

@@ -47,6 +47,11 @@ class LabOptions {
   LabOptions(std::initializer_list<std::pair<const std::string, std::string>> text) : text_(text) {}
 
   void set(const std::string& name, std::string text) { text_[name] = std::move(text); }
+  // A value the program chose, not the user (dtlab-viz's live defaults): used, but not given().
+  void set_default(const std::string& name, std::string text) {
+    text_[name] = std::move(text);
+    chosen_.insert(name);
+  }
   bool has(std::string_view name) const { return text_.find(std::string(name)) != text_.end(); }
   // Whether the user gave it (validate() fills in the defaults of the rest): for options
   // one mode of a lab uses and another refuses, even when given at their default value.
@@ -70,6 +75,7 @@ class LabOptions {
   std::map<std::string, std::string> text_;
   std::map<std::string, double, std::less<>> parsed_;  // integers, numbers, byte counts, choice indices
   std::set<std::string, std::less<>> given_;           // the names in text_ before the first validate()
+  std::set<std::string, std::less<>> chosen_;          // set_default's: in text_, never given
 };
 
 // --batch × --seq, the tokens of a step, which the labs count in an int: a UsageError

@@ -43,6 +43,20 @@ struct FaultPlan {
     if (rank == hang_rank && n >= hang_step) return Action::hang;
     return Action::none;
   }
+  // A fault or hang the run ended without (its rank made fewer operations): the UsageError
+  // to throw, naming the rank's count, or "" when every planned one fired. (It used to end
+  // "OK", the fault silently a no-op: `--ranks 1 --inject-fault 0:0` sends nothing.)
+  std::string unfired(int rank, int operations_made) const {
+    const bool fault = rank == fault_rank && operations_made <= fault_step;
+    const bool hang = rank == hang_rank && operations_made <= hang_step;
+    if (!fault && !hang) return {};
+    const char* what = counted == Counted::sends ? "sends" : "library collectives";
+    const std::string head = std::string(fault ? "--inject-fault " : "--inject-hang ") + std::to_string(rank) + ":" +
+                             std::to_string(fault ? fault_step : hang_step) + " never fired: rank " + std::to_string(rank);
+    if (operations_made == 0) return head + " made no " + what + " in this run; choose a rank that does";
+    return head + " made " + std::to_string(operations_made) + " " + what + " in this run; give a STEP below " +
+           std::to_string(operations_made);
+  }
   // "send #3", "all_reduce #3": the operation, for the messages.
   static std::string operation(const char* what, int n) { return std::string(what) + " #" + std::to_string(n); }
 };

@@ -50,6 +50,13 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
   const DdpVariant variant = cfg.options.choice<DdpVariant>("variant");
   const bool accumulates = variant == DdpVariant::accumulate || variant == DdpVariant::all;
+  // Options the chosen variant would not read are errors, not silently ignored.
+  if (cfg.options.given("micro-batches") && !accumulates)
+    throw UsageError("--micro-batches splits a step for --variant accumulate (or all); --variant " +
+                     std::string(variant_name(variant)) + " runs one batch per step: drop it or change --variant");
+  if (cfg.options.given("bucket-mb") && (variant == DdpVariant::naive || variant == DdpVariant::flat))
+    throw UsageError("--bucket-mb sizes the buckets of --variant bucketed and accumulate; --variant " +
+                     std::string(variant_name(variant)) + " has none: drop it or change --variant");
   if (accumulates && (s.batch / P) % s.micro != 0)  // (--variant all used to run accumulate with 1, silently)
     throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " +
                      std::to_string(s.micro) + " for the accumulate variant; change --micro-batches, --batch or --ranks");

@@ -95,12 +95,12 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
       .from("same bits");
   // fp32: summation order; a sum of n rounded terms drifts like √n·2^-24, so the bound
   // grows with the batch (1e-5 up to ~6,000 rows). 16 bits: each rank's gradient and their
-  // sum are rounded to 8 (bf16) or 11 (f16) significant bits; 2^-6 of the largest still
-  // catches any averaging mistake (a missing 1/P is off by P-1 times the value).
+  // sum are rounded to 8 (bf16) or 11 (f16) significant bits, the sum once per addition
+  // (labs/measure.h: sixteen_bit_gradient_bound).
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
   rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
-            fp32 ? fp32_bound : 1.0 / 64)
-      .from(fp32 ? "√batch·2^-24" : "2^-6: 16 bits");
+            fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
+      .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
   add_timing_rows(rep, n, m, reference, P);
   const double esize = double(dtype_size(s.precision));
   rep.check(n + "grad_bytes_reduced", "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step, esize * psi,

@@ -44,6 +44,29 @@ std::vector<int> stages_of(const LabConfig& cfg) {
   return {int(stage)};
 }
 
+// Options the chosen stages would not read are errors, not silently ignored, at any value.
+void require_zero_options_apply(const LabOptions& o, const ZeroSettings& s, const std::vector<int>& stages) {
+  const auto runs = [&](int stage) { return std::find(stages.begin(), stages.end(), stage) != stages.end(); };
+  if (o.choice<Switch>("prefetch") == Switch::off && o.given("prefetch-depth"))
+    throw UsageError("--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
+  if (!runs(3) && (o.given("prefetch") || o.given("prefetch-depth")))
+    throw UsageError("--prefetch and --prefetch-depth are stage 3's (FSDP's parameter gathers): add --stage 3 or all");
+  if (!runs(0) && o.given("bucket-mb"))
+    throw UsageError("--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
+                     "(set --unit): add --stage 0 or all");
+  if (stages == std::vector<int>{0} && o.given("unit"))
+    throw UsageError("--unit groups layers into ZeRO's sharding units; stage 0 (DDP) shards nothing: add --stage 1, 2, 3 "
+                     "or all");
+  if (s.layers_per_unit > s.shape.layers)
+    throw UsageError("--unit " + std::to_string(s.layers_per_unit) + " is more layers than the model's --depth " +
+                     std::to_string(s.shape.layers) + ": give at most " + std::to_string(s.shape.layers));
+  const int units = (s.shape.layers + s.layers_per_unit - 1) / s.layers_per_unit;
+  if (o.given("prefetch-depth") && s.prefetch_depth > units - 1)
+    throw UsageError("--prefetch-depth " + std::to_string(s.prefetch_depth) + " gathers more units ahead than there are: the " +
+                     "model has " + std::to_string(units) + " units, so at most " + std::to_string(std::max(units - 1, 0)) +
+                     " can be ahead of the one computing");
+}
+
 ZeroSettings settings_of(const LabConfig& cfg, int P, const std::vector<int>& stages) {
   ZeroSettings s;
   s.shape.width = int(cfg.options.integer("width"));
@@ -64,14 +87,7 @@ ZeroSettings settings_of(const LabConfig& cfg, int P, const std::vector<int>& st
     throw UsageError("--sweep prefetch sweeps stage 3's prefetch depth: run it with --stage 3 or --stage all");
   // Options the chosen stages would not read are errors, not silently ignored (a changed
   // default is the only sign of one given).
-  if (cfg.options.choice<Switch>("prefetch") == Switch::off && cfg.options.integer("prefetch-depth") != 1)
-    throw UsageError("--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
-  if (std::find(stages.begin(), stages.end(), 3) == stages.end() && (cfg.options.choice<Switch>("prefetch") == Switch::off ||
-                                                                   cfg.options.integer("prefetch-depth") != 1))
-    throw UsageError("--prefetch and --prefetch-depth are stage 3's (FSDP's parameter gathers): add --stage 3 or all");
-  if (std::find(stages.begin(), stages.end(), 0) == stages.end() && cfg.options.number("bucket-mb") != 25)
-    throw UsageError("--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
-                     "(set --unit): add --stage 0 or all");
+  require_zero_options_apply(cfg.options, s, stages);
   if (s.master == MasterWeights::none && s.precision == DType::f32)
     throw UsageError("--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
                      "their own master: use --precision bf16 or fp16");

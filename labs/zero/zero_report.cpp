@@ -19,7 +19,7 @@ double weight_tolerance(const ZeroSettings& s) {
   return s.precision == DType::f32 ? 1e-5 : 2.0 * double(s.adamw.lr) * s.train_steps();
 }
 
-void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m) {
+void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, int P) {
   const bool fp32 = s.precision == DType::f32;
   rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
@@ -35,8 +35,8 @@ void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings&
   // A missing 1/N hides in AdamW's weights (it is invariant to the gradient's scale), not here.
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
   rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
-            fp32 ? fp32_bound : 1.0 / 64)
-      .from(fp32 ? "√batch·2^-24" : "2^-6: 16 bits");
+            fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
+      .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
   if (s.precision == DType::f16)
     rep.add(n + "skipped_steps", "steps skipped (f16 overflow; loss scale halved)", m.skipped_steps, "");
 }
@@ -138,7 +138,7 @@ std::size_t ZeroMemory::model_state() const {
 
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P) {
   const std::string n = stage_case(m.stage) + ".";
-  add_equivalence_rows(rep, n, s, m);
+  add_equivalence_rows(rep, n, s, m, P);
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
   rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);

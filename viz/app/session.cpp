@@ -32,7 +32,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   s->unit_ = unit_of(&lab);
   s->index_.unit = s->unit_;
   for (const auto& [name, value] : lab.live_options)  // what a stepped run starts from, unless given
-    if (!cfg.options.has(name)) cfg.options.set(name, value);
+    if (!cfg.options.has(name)) cfg.options.set_default(name, value);
   s->cfg_ = with_defaults(lab, std::move(cfg));
   s->cfg_.iters = 0;  // one traced run: every transfer (or collective) is a step
   s->cfg_.warmup = 0;

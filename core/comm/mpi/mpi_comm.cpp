@@ -359,6 +359,9 @@ RunResult run_mpi(const MpiOptions& opt, const std::function<void(Comm&)>& body)
   try {
     MpiComm world(MPI_COMM_WORLD, sh, false);
     body(world);
+    // A planned fault this rank never reached is a usage error here too (threads: runner.cpp).
+    const int made = opt.faults.counted == FaultPlan::Counted::sends ? sh.sends_posted : sh.collectives_posted;
+    if (const std::string why = opt.faults.unfired(w.rank, made); !why.empty()) throw UsageError(why);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dtlab: rank %d failed: %s\ndtlab: aborting every rank (MPI_Abort)\n", w.rank, e.what());
     if (opt.trace && !opt.trace_path.empty()) {  // what this rank recorded up to the failure

@@ -153,6 +153,13 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
   universe.join_workers();
   if (!start_failure.empty())
     throw UsageError(start_failure + "; use fewer --ranks (each is a thread and a comm stream), or --backend mpi");
+  if (!universe.aborted())
+    for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
+      if (r < 0 || r >= opt.world_size) continue;
+      const threads::RankState& rs = universe.rank_state(r);
+      const int made = opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
+      if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
+    }
 
   if (universe.aborted()) {
     result.failed_rank = universe.failed_rank();
