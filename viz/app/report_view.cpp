@@ -96,6 +96,17 @@ void draw_plots(const ReportPlots& plots) {
   ImGui::EndChild();
 }
 
+// A field of the trace's report, or `fallback` when it is missing or of another type: a
+// hand-edited report ("ok": "yes") used to stop the view with nlohmann's type_error 302.
+bool bool_field(const nlohmann::json& j, const char* key, bool fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+std::string text_field(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 }  // namespace
 
 void ReportView::Draw(const Frame& f) {
@@ -111,7 +122,7 @@ void ReportView::Draw(const Frame& f) {
     ImGui::TextUnformatted("the report in this trace is damaged");
     return;
   }
-  const bool ok = r.value("ok", false);
+  const bool ok = bool_field(r, "ok", false);
   ImGui::TextColored(ok ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "%s", ok ? "all checks passed" : "a check failed");
   const ReportPlots plots = parse_report_plots(r);
   const bool any_plots = !plots.plots.empty() || !plots.skipped.empty();
@@ -134,12 +145,12 @@ void ReportView::Draw(const Frame& f) {
   ImGui::TableHeadersRow();
   for (const auto& row : r["rows"]) {
     if (!row.is_object()) continue;
-    const std::string id = row.value("id", std::string()), unit = row.value("unit", std::string());
+    const std::string id = text_field(row, "id", ""), unit = text_field(row, "unit", "");
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(id.find('.') == std::string::npos ? "" : id.substr(0, id.find('.')).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(row.value("label", row.value("quantity", std::string("?"))).c_str());  // ("quantity": older traces)
+    ImGui::TextUnformatted(text_field(row, "label", text_field(row, "quantity", "?")).c_str());  // ("quantity": older traces)
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(format_value(row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0, unit).c_str());
     ImGui::TableNextColumn();
