@@ -265,6 +265,10 @@ class MpiComm final : public Comm {
       sh_.waiting_on = "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(what, n) +
                        " (--inject-hang)";
     }
+    // Said now: whichever process's watchdog ends the job first names only what it waits on,
+    // and the others' lines may never be printed (MPI_Abort), so the silent rank speaks first.
+    std::fprintf(stderr, "dtlab: rank %d stops communicating on purpose before its %s (--inject-hang); the watchdog "
+                 "ends the job after --timeout\n", sh_.world_rank, FaultPlan::operation(what, n).c_str());
     for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the watchdog aborts the job
   }
 
