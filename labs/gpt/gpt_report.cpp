@@ -121,7 +121,7 @@ LabInfo gpt_lab_info() {
   return {
       "gpt",
       "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
-      {RunOption::device},
+      {RunOption::device, RunOption::faults},
       {{"layers", OptionKind::integer, "2", "transformer layers L", {}, 1, 64},
        {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 4096},
        {"heads", OptionKind::integer, "4", "attention heads (divisible by --ranks)", {}, 1, 256},

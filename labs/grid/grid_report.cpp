@@ -229,7 +229,7 @@ LabInfo grid_lab_info() {
   return {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
-      {RunOption::device},
+      {RunOption::device, RunOption::faults},
       {{"model", OptionKind::choice, "mlp", "the model on the grid", {"mlp", "gpt"}},
        {"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
        {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},

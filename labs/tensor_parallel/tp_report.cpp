@@ -219,7 +219,7 @@ LabInfo tensor_parallel_lab_info() {
   return {
       "tensor_parallel",
       "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
-      {RunOption::device},
+      {RunOption::device, RunOption::faults},
       {{"model", OptionKind::choice, "mlp", "the model split over the ranks", {"mlp", "gpt"}},
        {"tp", OptionKind::integer, "0", "tensor-parallel ranks T: every rank is one (0: as --ranks)", {}, 0, 4096},
        {"sequence-parallel", OptionKind::choice, "off", "split LayerNorm/residual regions along the sequence", {"off", "on", "both"}},
