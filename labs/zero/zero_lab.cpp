@@ -268,6 +268,7 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   gather_memory(comm, m, memory_from_events(comm, rank.memory_mark()), rank.exact_model_state(), rank.pool_reserved());
   m.padding = rank.units().padding();
   m.units = int(rank.units().units.size());
+  m.buckets = rank.bucket_count();
   m.skipped_steps = rank.skipped_steps();
   return m;
 }

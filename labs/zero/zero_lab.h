@@ -63,6 +63,7 @@ struct ZeroMeasurement {
   std::size_t padding = 0;            // elements over all ranks
   double device_vs_tracker = 0;       // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
+  std::size_t buckets = 0;            // stage 0: DDP's all-reduce buckets (--bucket-mb)
 };
 
 // Rank 0's references: one process training the same model on the whole global batch, in

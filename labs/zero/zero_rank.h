@@ -42,6 +42,7 @@ class ZeroRank {
   const ZeroUnits& units() const { return units_; }
   std::size_t pool_reserved() const { return pool_.reserved_bytes(); }
   const MemoryTracker& memory() const { return mem_; }
+  std::size_t bucket_count() const { return ddp_buckets_.size(); }  // stage 0: DDP's all-reduce buckets
   Device device() const { return model_.device(); }
   int skipped_steps() const { return scaler_.skipped_steps(); }
   std::size_t memory_mark() const;  // where this stage's memory events begin in the trace

@@ -139,6 +139,7 @@ std::size_t ZeroMemory::model_state() const {
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P) {
   const std::string n = stage_case(m.stage) + ".";
   add_equivalence_rows(rep, n, s, m, P);
+  if (m.stage == 0) rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
   rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);
