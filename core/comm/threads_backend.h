@@ -61,6 +61,10 @@ struct FaultPlan {
   static std::string operation(const char* what, int n) { return std::string(what) + " #" + std::to_string(n); }
 };
 
+// The malloc arenas dtlab's programs allow (mallopt M_ARENA_MAX in their main): each is
+// 64 MiB of address space, and thread ranks would otherwise get up to 8 per core.
+inline constexpr int kMallocArenas = 4;
+
 struct ThreadsOptions {
   int world_size = 1;
   Trace* trace = nullptr;     // where events go (null: tracing off)

@@ -12,6 +12,8 @@
 //   dtlab simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --trace sim.json
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
+#include <malloc.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <streambuf>
 
+#include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "labs/cli/commands.h"
 
@@ -124,6 +127,10 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Thread ranks are threads: glibc would give each one a malloc arena of its own (64 MiB of
+  // address space each, up to 8 per core) until an address-space limit is spent on arenas,
+  // and OpenBLAS then spins on mmap failing. A few shared arenas serve the ranks as well.
+  mallopt(M_ARENA_MAX, dtl::kMallocArenas);
   std::streambuf* const original = std::cout.rdbuf();
   ErrnoKeepingBuf stdout_buf(original);
   std::cout.rdbuf(&stdout_buf);

@@ -35,6 +35,12 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   if (!problem.empty())
     throw UsageError("gpt lab on --ranks " + std::to_string(T) + " (tensor-parallel degree): " + problem +
                      " (the character vocabulary has " + std::to_string(corpus.vocab_size()) + " entries)");
+  // Thread ranks share this process: the model state (16 B/param over all ranks) and each
+  // rank's activations and as much workspace again, refused before anything is allocated.
+  const GptConfig& c = s.model;
+  const double h = c.hidden, params = c.layers * 12.0 * h * h + (double(c.vocab) + c.seq) * h;
+  require_memory(16.0 * params + 2.0 * T * gpt_activation_bytes(c, T, ex::TpMode::plain),
+                 "--layers, --hidden, --seq or --batch");
   return s;
 }
 

@@ -244,7 +244,7 @@ LabInfo grid_lab_info() {
        {"batch", OptionKind::integer, "8", "global batch (sequences per step)", {}, 1, 1 << 16},
        {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
        {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
-       {"compute-us", OptionKind::number, "0", "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)", {}, 0, 1e7},
+       {"compute-us", OptionKind::number, "0", "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)", {}, 0, 1e5},
        {"check", OptionKind::choice, "on", "train one rank too and compare the weights", {"off", "on"}}},
       {},
       run_grid_lab,

@@ -19,11 +19,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "labs/lab.h"
 #include "tests/cli/cli_util.h"
 
 namespace {
@@ -173,6 +175,91 @@ void run_all(std::vector<Case>& cases, bool limit_as) {
 }
 
 }  // namespace
+
+// Combinations: two and three options of one lab at once (from the lab's own table,
+// LabInfo::options), each at a value drawn from its valid range's ends, its choices and the
+// hostile ones, on a small run of the lab. Seeded: the same table every run.
+const std::map<std::string, std::vector<std::string>> kLabBase = {
+    {"collectives", {"--ranks", "2", "--bytes", "4K", "--iters", "1", "--warmup", "0", "--timeout", "5"}},
+    {"ddp", {"--ranks", "2", "--width", "16", "--depth", "2", "--batch", "8", "--steps", "1", "--repeat", "1", "--timeout", "5"}},
+    {"zero", {"--ranks", "2", "--width", "16", "--depth", "3", "--batch", "8", "--steps", "1", "--repeat", "1", "--timeout", "5"}},
+    {"pipeline", {"--ranks", "2", "--width", "16", "--depth", "4", "--batch", "8", "--micro-batches", "4", "--steps", "1",
+                  "--repeat", "1", "--timeout", "5"}},
+    {"tensor_parallel", {"--ranks", "2", "--layers", "1", "--hidden", "16", "--seq", "8", "--batch", "2", "--timeout", "5"}},
+    {"grid", {"--ranks", "4", "--layers", "2", "--hidden", "16", "--seq", "8", "--batch", "4", "--steps", "1", "--timeout", "5"}},
+    {"gpt", {"--ranks", "1", "--layers", "1", "--hidden", "16", "--seq", "8", "--batch", "2", "--steps", "2", "--timeout", "5"}},
+};
+
+std::vector<std::string> values_of(const dtl::OptionSpec& o) {
+  std::vector<std::string> v = {"-1", "nan", "1e30"};  // (fewer hostile ones than alone: most combinations should run)
+  if (o.kind == dtl::OptionKind::choice) v.insert(v.end(), o.choices.begin(), o.choices.end());
+  if (o.kind == dtl::OptionKind::integer || o.kind == dtl::OptionKind::number || o.kind == dtl::OptionKind::bytes) {
+    char buf[64];
+    for (double x : {o.min, o.max, o.min + 1, o.max + 1}) {
+      std::snprintf(buf, sizeof buf, "%.17g", x);
+      v.push_back(buf);
+    }
+  }
+  v.push_back(o.default_value);
+  return v;
+}
+
+std::vector<Case> combination_cases(int per_lab) {
+  std::mt19937 rng(20261124);
+  std::vector<Case> cases;
+  for (const dtl::LabInfo& lab : dtl::lab_registry()) {
+    const auto base = kLabBase.find(lab.name);
+    EXPECT_NE(base, kLabBase.end()) << "the combination fuzz has no small base run of the lab " << lab.name;
+    if (base == kLabBase.end() || lab.options.size() < 2) continue;
+    for (int k = 0; k < per_lab; ++k) {
+      std::vector<std::size_t> picked;
+      const std::size_t n = 2 + std::size_t(k % 2);  // two options, then three
+      while (picked.size() < std::min(n, lab.options.size())) {
+        const std::size_t i = rng() % lab.options.size();
+        if (std::find(picked.begin(), picked.end(), i) == picked.end()) picked.push_back(i);
+      }
+      std::vector<std::string> args = {"run", lab.name};
+      std::vector<std::string> fuzzed;
+      for (std::size_t i : picked) fuzzed.push_back("--" + lab.options[i].name);
+      for (std::size_t j = 0; j < base->second.size(); j += 2)  // the base, less the fuzzed options
+        if (std::find(fuzzed.begin(), fuzzed.end(), base->second[j]) == fuzzed.end())
+          args.insert(args.end(), {base->second[j], base->second[j + 1]});
+      for (std::size_t i : picked) {
+        const std::vector<std::string> values = values_of(lab.options[i]);
+        args.insert(args.end(), {"--" + lab.options[i].name, values[rng() % values.size()]});
+      }
+      Option o;
+      o.names = fuzzed;
+      cases.push_back({args, o, {}});
+    }
+  }
+  return cases;
+}
+
+TEST(CliFuzz, CombinationsOfEachLabsOptionsEndCleanly) {
+  const bool limit_as = std::getenv("DTL_FUZZ_NO_ADDRESS_LIMIT") == nullptr;  // set under ASan
+  std::vector<Case> cases = combination_cases(24);
+  run_all(cases, limit_as);
+  int usage_errors = 0;
+  for (const Case& c : cases) {
+    const Outcome& o = c.outcome;
+    std::string line = "dtlab";
+    for (const auto& a : c.args) line += " '" + a + "'";
+    EXPECT_FALSE(o.timed_out) << line << ": still running after " << kTimeLimitS << " s";
+    EXPECT_EQ(o.signal, 0) << line << ": killed by signal " << o.signal << "\n" << o.err;
+    EXPECT_LE(o.peak_bytes, kLimitBytes) << line << ": peak " << o.peak_bytes << " B";
+    // 0: ran and passed; 2: refused, saying why; 1: ran and a check of the lab failed at
+    // these settings (a report, not a crash: its stderr names the failed check).
+    const bool failed_check = o.code == 1 && o.err.find("dtlab: the run failed") == std::string::npos;
+    EXPECT_TRUE(o.code == 0 || o.code == 2 || failed_check) << line << ": exit " << o.code << "\n" << o.err;
+    if (o.code != 2) continue;
+    ++usage_errors;
+    EXPECT_NE(o.err.find("dtlab: error:"), std::string::npos) << line << "\n" << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << line << ": one line, saying what to do\n" << o.err;
+  }
+  std::printf("%zu combinations, %d usage errors\n", cases.size(), usage_errors);
+  EXPECT_GE(cases.size(), 150u);
+}
 
 TEST(CliFuzz, HostileValuesForEveryDeclaredOptionEndCleanly) {
   const bool limit_as = std::getenv("DTL_FUZZ_NO_ADDRESS_LIMIT") == nullptr;  // set under ASan

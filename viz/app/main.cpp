@@ -18,6 +18,8 @@
 #include <imgui_impl_opengl3.h>
 #include <stb/stb_image_write.h>
 
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -31,6 +33,7 @@
 #include <new>
 #include <thread>
 
+#include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/units.h"
@@ -297,6 +300,7 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mallopt(M_ARENA_MAX, dtl::kMallocArenas);  // live runs are thread ranks: as dtlab's main
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
   Args a;
   cli.add_option("trace", a.trace_path, "A trace written by dtlab run ... --trace FILE");

@@ -2,7 +2,8 @@
 //
 // The calling thread is the watchdog: every 20 ms it checks whether any rank or comm
 // stream made progress (a transfer or collective completed). After `timeout_s` without
-// progress it aborts the world with a description of what every rank waits on, e.g.
+// progress while every live rank waits on communication (a rank that computes is slow, not
+// stuck), it aborts the world with a description of what every rank waits on, e.g.
 //   "rank 1 waits recv from rank 0 tag 3 (256 B)".
 #include <sys/resource.h>
 #include <unistd.h>
@@ -31,8 +32,8 @@ double address_space_in_use() {
 }
 
 // A thread rank is two threads, the rank and its comm stream, each with a stack
-// (RLIMIT_STACK, 8 MiB by default) reserved in the address space, and malloc gives each
-// new thread an arena of its own (64 MiB reserved) until there are 8 per core. Under an
+// (RLIMIT_STACK, 8 MiB by default) reserved in the address space, and malloc gives new
+// threads arenas of their own (64 MiB reserved each, kMallocArenas at most). Under an
 // address-space limit (ulimit -v) they must fit in what is left; a thread-count limit
 // (ulimit -u) counts every thread. Refused before any thread starts, with the most that fit.
 void require_thread_room(int P) {
@@ -43,7 +44,7 @@ void require_thread_room(int P) {
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const double left = double(as.rlim_cur) - address_space_in_use();
-    const double max_arenas = 8.0 * std::max(1u, std::thread::hardware_concurrency());
+    const double max_arenas = kMallocArenas + 1;  // (mallopt in main; the main arena is one more)
     const auto need = [&](int p) {  // stacks (+ a guard page and bookkeeping, rounded up) and arenas
       return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB;
     };
@@ -140,7 +141,9 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
     const std::uint64_t p = universe.progress();
     const auto now = std::chrono::steady_clock::now();
     const bool paused_by_learner = opt.gate && opt.gate->controller_waiting();
-    if (p != last_progress || paused_by_learner || universe.aborted()) {
+    // A rank computing longer than --timeout (a big step, an emulated --compute-us) is not
+    // a hang: only a world where every live rank waits on communication is.
+    if (p != last_progress || paused_by_learner || universe.aborted() || universe.any_rank_computing()) {
       last_progress = p;
       last_change = now;
     } else if (opt.timeout_s > 0 && std::chrono::duration<double>(now - last_change).count() > opt.timeout_s) {

@@ -187,6 +187,15 @@ std::string Universe::describe_blocked() {
   return out;
 }
 
+bool Universe::any_rank_computing() {
+  for (int g = 0; g < size_; ++g) {
+    RankState& rs = rank_state(g);
+    std::lock_guard lock(rs.mu);
+    if (!rs.finished && rs.blocked_on[0].empty()) return true;
+  }
+  return false;
+}
+
 void WorkQueue::push(std::function<void()> task) {
   std::lock_guard lock(mu);
   tasks.push_back(std::move(task));

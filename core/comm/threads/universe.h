@@ -132,6 +132,9 @@ class Universe {
 
   // "rank 0: waits recv from rank 3 tag 0 | rank 1: finished | ..." for the watchdog.
   std::string describe_blocked();
+  // Whether some rank that has not finished is computing (its main thread not waiting on a
+  // request): then the run is slow, not stuck, and the watchdog waits for it.
+  bool any_rank_computing();
 
  private:
   static std::function<void()> worker_loop(std::shared_ptr<WorkQueue> q);  // a comm stream's body
