@@ -26,6 +26,7 @@
 #include "exercises/ddp.h"
 #include "labs/measure.h"
 #include "labs/train/compute_span.h"
+#include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/optimizer.h"
@@ -87,14 +88,6 @@ double ddp_process_bytes(const DdpSettings& s, int P) {
 }
 
 namespace {
-
-// Buckets in the exercise's rule (exercises/ddp.h): reverse layer order, whole layers,
-// closed at the capacity (DDP's default 25 MiB).
-std::vector<ex::GradBucket> make_buckets(const ParamLayout& layout, double capacity_mb, DType t) {
-  std::vector<std::size_t> elements;
-  for (int l = layout.first_layer(); l <= layout.last_layer(); ++l) elements.push_back(layout.layer_range(l).size());
-  return ex::assign_buckets(elements, std::size_t(capacity_mb * (1 << 20) / double(dtype_size(t))));
-}
 
 // The gradients as fp32 with the loss scale divided out: comparable across precisions and ranks.
 std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale) {
@@ -262,7 +255,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   Mlp model(s.shape, mem, 1, s.precision, rank_device(cfg.device, comm));
   AdamW opt(whole_model(model), model.device(), mem, s.adamw);
   LossScaler scaler(s.precision);
-  const std::vector<ex::GradBucket> buckets = make_buckets(model.layout(), s.bucket_mb, s.precision);
+  const std::vector<ex::GradBucket> buckets = layer_buckets(model.layout(), s.bucket_mb, s.precision);
   const int micro_rows = s.batch / comm.size() / (variant == DdpVariant::accumulate ? s.micro : 1);
   DeviceBatch batch(mem, model.device(), s.shape.in, s.shape.out, micro_rows);
   Trainer tr{model, opt, scaler, buckets, batch};

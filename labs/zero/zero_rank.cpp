@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
+#include "labs/train/buckets.h"
 #include "labs/train/compute_span.h"
 
 namespace dtl {
@@ -16,13 +17,6 @@ namespace {
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 MlpStorage storage_of(int stage) { return stage == 0 ? MlpStorage{} : MlpStorage{false, false}; }
-
-// Stage 0's all-reduce buckets: DDP's rule (exercises/ddp.h), whole layers in reverse order.
-std::vector<ex::GradBucket> ddp_buckets(const ParamLayout& layout, double capacity_mb, DType t) {
-  std::vector<std::size_t> elements;
-  for (int l = layout.first_layer(); l <= layout.last_layer(); ++l) elements.push_back(layout.layer_range(l).size());
-  return ex::assign_buckets(elements, std::size_t(capacity_mb * (1 << 20) / double(dtype_size(t))));
-}
 
 }  // namespace
 
@@ -44,7 +38,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int 
   const auto n = [](std::size_t count) { return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))}; };
   if (stage_ == 0) {
     opts_.push_back(std::make_unique<AdamW>(whole_model(model_), dev, mem_, s.adamw, s.master));
-    ddp_buckets_ = ddp_buckets(model_.layout(), s.bucket_mb, s.precision);
+    ddp_buckets_ = layer_buckets(model_.layout(), s.bucket_mb, s.precision);  // stage 0 is DDP
     return;
   }
   // Parameters: the padded whole (stages 1, 2) or this rank's chunks (stage 3), filled with
