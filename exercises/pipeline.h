@@ -1,6 +1,6 @@
 // The pipeline exercise API: the two pieces of a pipeline-parallel runtime that the
 // pipeline lab (labs/pipeline/) calls. Built from solutions/pipeline.cpp or your
-// exercises/pipeline.cpp. Schedules are data (labs/pipeline/schedule.h): each stage's
+// exercises/pipeline.cpp. Schedules are data (core/theory/schedule.h): each stage's
 // ordered list of F (forward), B (backward) and W (weight-gradient) actions.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl::ex {
 

@@ -126,22 +126,70 @@ void tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
 
 // ---- recursive halving-doubling (Rabenseifner) -------------------------------------
 
-void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
-  const int P = comm.size(), r = comm.rank();
-  if (P == 1) return;
-  const int core = theory::floor_pow2(P), extra = P - core;
-  const std::size_t es = buf.element_size();
-  // Segment i of the core's grid of `core` chunks; [lo, hi) is a run of segments.
-  auto elems = [&](int lo, int hi) {
+namespace {
+
+// The core's grid: `core` segments of the buffer; [lo, hi) is a run of segments.
+struct RhdGrid {
+  const BufferView& buf;
+  int core, extra;
+  ChunkRange elems(int lo, int hi) const {
     const ChunkRange a = chunk_range(buf.count, core, lo);
     const std::size_t end = hi == core ? buf.count : chunk_range(buf.count, core, hi).offset;
     return ChunkRange{a.offset, end - a.offset};
-  };
-  auto real_rank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-  int step = 0;
+  }
+  int real_rank(int v) const { return v < extra ? 2 * v + 1 : v + extra; }  // virtual rank → rank
+};
 
+// Reduce-scatter by recursive halving: keep half of my range, send the other half. Returns
+// my segments [lo, hi), fully reduced.
+std::pair<int, int> rhd_halving(Comm& comm, const RhdGrid& g, int vr, ReduceOp op, int& step) {
+  const BufferView& buf = g.buf;
+  int lo = 0, hi = g.core;
+  for (int mask = g.core / 2; mask >= 1; mask /= 2, ++step) {
+    const int partner = g.real_rank(vr ^ mask), mid = (lo + hi) / 2;
+    const bool upper = vr & mask;
+    const int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
+    const int give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
+    const ChunkRange keep = g.elems(keep_lo, keep_hi), give = g.elems(give_lo, give_hi);
+    Request rx = comm.irecv_reduce(buf.at(keep.offset), keep.count, buf.dtype, op, partner, kTagRhd + step,
+                                   {step, keep_lo, keep_hi - keep_lo});
+    Request tx = comm.isend(buf.at(give.offset), give.count * buf.element_size(), partner, kTagRhd + step,
+                            {step, give_lo, give_hi - give_lo});
+    rx.wait();
+    tx.wait();
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  return {lo, hi};
+}
+
+// All-gather by recursive doubling: swap my range for my partner's, then both are mine.
+void rhd_doubling(Comm& comm, const RhdGrid& g, int vr, int lo, int hi, int& step) {
+  const BufferView& buf = g.buf;
+  const std::size_t es = buf.element_size();
+  for (int mask = 1; mask < g.core; mask *= 2, ++step) {
+    const int partner = g.real_rank(vr ^ mask), width = hi - lo;
+    const int other_lo = (vr & mask) ? lo - width : hi;
+    const ChunkRange have = g.elems(lo, hi), want = g.elems(other_lo, other_lo + width);
+    Request rx = comm.irecv(buf.at(want.offset), want.count * es, partner, kTagRhd + step, {step, other_lo, width});
+    Request tx = comm.isend(buf.at(have.offset), have.count * es, partner, kTagRhd + step, {step, lo, width});
+    rx.wait();
+    tx.wait();
+    lo = std::min(lo, other_lo);
+    hi = lo + 2 * width;
+  }
+}
+
+}  // namespace
+
+void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  const int P = comm.size(), r = comm.rank();
+  if (P == 1) return;
+  const RhdGrid g{buf, theory::floor_pow2(P), P - theory::floor_pow2(P)};
+  const int core = g.core, extra = g.extra;
+  int step = 0;
   // Pre-step: the first 2·extra ranks pair up; even ones hand their data to the odd one.
-  int vr = r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra;
+  const int vr = r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra;
   if (extra > 0) {
     if (r < 2 * extra && r % 2 == 0)
       comm.send(buf.data, buf.bytes(), r + 1, kTagRhd + step, {step, 0, core});
@@ -149,43 +197,14 @@ void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
       comm.recv_reduce(buf.data, buf.count, buf.dtype, op, r - 1, kTagRhd + step, {step, 0, core});
     ++step;
   }
-
   if (vr >= 0) {
-    // Reduce-scatter by recursive halving: keep half of my range, send the other half.
-    int lo = 0, hi = core;
-    for (int mask = core / 2; mask >= 1; mask /= 2, ++step) {
-      const int partner = real_rank(vr ^ mask), mid = (lo + hi) / 2;
-      const bool upper = vr & mask;
-      const int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
-      const int give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
-      const ChunkRange keep = elems(keep_lo, keep_hi), give = elems(give_lo, give_hi);
-      Request rx = comm.irecv_reduce(buf.at(keep.offset), keep.count, buf.dtype, op, partner, kTagRhd + step,
-                                     {step, keep_lo, keep_hi - keep_lo});
-      Request tx = comm.isend(buf.at(give.offset), give.count * es, partner, kTagRhd + step,
-                              {step, give_lo, give_hi - give_lo});
-      rx.wait();
-      tx.wait();
-      lo = keep_lo;
-      hi = keep_hi;
-    }
-    const ChunkRange mine = elems(lo, hi);  // segment vr, fully reduced
+    const auto [lo, hi] = rhd_halving(comm, g, vr, op, step);
+    const ChunkRange mine = g.elems(lo, hi);  // segment vr, fully reduced
     finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);
-    // All-gather by recursive doubling: swap my range for my partner's, then both are mine.
-    for (int mask = 1; mask < core; mask *= 2, ++step) {
-      const int partner = real_rank(vr ^ mask), width = hi - lo;
-      const int other_lo = (vr & mask) ? lo - width : hi;
-      const ChunkRange have = elems(lo, hi), want = elems(other_lo, other_lo + width);
-      Request rx = comm.irecv(buf.at(want.offset), want.count * es, partner, kTagRhd + step, {step, other_lo, width});
-      Request tx = comm.isend(buf.at(have.offset), have.count * es, partner, kTagRhd + step, {step, lo, width});
-      rx.wait();
-      tx.wait();
-      lo = std::min(lo, other_lo);
-      hi = lo + 2 * width;
-    }
+    rhd_doubling(comm, g, vr, lo, hi, step);
   } else {
     step += 2 * theory::ceil_log2(core);
   }
-
   // Post-step: odd ranks of the pairs return the result to their even partner.
   if (extra > 0 && r < 2 * extra) {
     if (r % 2)

@@ -21,6 +21,7 @@
 
 #include "core/comm/dtype.h"
 #include "core/trace/event.h"
+#include "core/trace/vocab.h"
 
 namespace dtl {
 

@@ -15,10 +15,18 @@
 #include <string>
 #include <string_view>
 
+#include "core/trace/vocab.h"
+
 namespace dtl::theory {
 
 enum class Algo { naive, ring, tree, rhd };
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all };
+
+// The trace vocabulary's names for them (core/trace/vocab.h).
+inline CollectiveKind collective_kind(Collective c) { return CollectiveKind(int(c) + 1); }
+inline AlgorithmKind algorithm_kind(Algo a) { return AlgorithmKind(int(a) + 2); }
+static_assert(CollectiveKind(int(Collective::all_to_all) + 1) == CollectiveKind::all_to_all);
+static_assert(AlgorithmKind(int(Algo::rhd) + 2) == AlgorithmKind::rhd);
 
 Algo parse_algo(std::string_view name);  // throws UsageError
 std::string_view algo_name(Algo a);
@@ -63,6 +71,13 @@ double collective_bytes(Collective c, int P, double count_bytes);
 // all_gather (P-1)α + (P-1)/P·N/β with N the full vector; broadcast and reduce pipelined
 // (P-1)α + N/β; all_to_all (P-1)α + (P-1)/P·N/β; barrier 2⌈log2 P⌉α.
 double library_collective_time(std::string_view name, int P, double bytes, Link link);
+
+// Bytes a rank puts on its link for one library collective of `bytes` over N ranks, as a
+// ring moves them (nccl-tests' bus bytes, with the buffer the event records): all_reduce
+// 2(N-1)/N, every other collective (N-1)/N.
+inline double ring_bus_bytes(CollectiveKind c, double N, double bytes) {
+  return (c == CollectiveKind::all_reduce ? 2.0 : 1.0) * (N - 1) / N * bytes;
+}
 
 // Time of a ring all-reduce of `bytes` over P ranks on `link`, and the efficiency
 // compute / (compute + communication) the curriculum uses for data parallelism.

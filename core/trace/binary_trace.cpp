@@ -21,7 +21,9 @@ namespace lim = trace_limits;
 constexpr char kMagic[8] = {'D', 'T', 'L', 'T', 'R', 'A', 'C', 'E'};
 // 2: the header carries the JSON's ContentStamp (version 1 companions are rebuilt).
 // 3: Event's last three bytes are its group (axis, rank within it), no longer padding.
-constexpr std::uint32_t kVersion = 3;
+// 4: each label carries its typed Role.
+constexpr std::uint32_t kVersion = 4;
+constexpr std::uint8_t kNoSchedule = 0xff;
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
@@ -37,15 +39,26 @@ struct Writer {
     put_u64(s.size());
     put(s.data(), s.size());
   }
+  void role(const Role& r) {
+    const std::uint8_t small[7] = {std::uint8_t(r.collective), std::uint8_t(r.algorithm), std::uint8_t(r.part),
+                                   std::uint8_t(r.pass), r.schedule ? std::uint8_t(*r.schedule) : kNoSchedule,
+                                   std::uint8_t(r.zero_stage), std::uint8_t(r.prefetch)};
+    const std::int16_t wide[2] = {r.block, r.bucket};
+    put(small, sizeof small);
+    put(wide, sizeof wide);
+  }
   void header(int world_size, const ContentStamp& source, const std::vector<std::string>& labels,
-              const std::map<std::string, std::string>& meta, std::uint64_t events) {
+              const std::vector<Role>& roles, const std::map<std::string, std::string>& meta, std::uint64_t events) {
     put(kMagic, sizeof kMagic);
     const std::uint32_t head[2] = {kVersion, std::uint32_t(world_size)};
     put(head, sizeof head);
     put_u64(source.size);
     put_u64(source.hash);
     put_u64(labels.size());
-    for (const auto& l : labels) put_string(l);
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      put_string(labels[i]);
+      role(i < roles.size() ? roles[i] : Role{});
+    }
     put_u64(meta.size());
     for (const auto& [k, v] : meta) {
       put_string(k);
@@ -118,6 +131,23 @@ struct Reader {
     get(s.data(), n);
     return s;
   }
+  Role role() {
+    std::uint8_t small[7];
+    std::int16_t wide[2];
+    get(small, sizeof small);
+    get(wide, sizeof wide);
+    if (small[0] > std::uint8_t(CollectiveKind::barrier) || small[1] > std::uint8_t(AlgorithmKind::rhd) ||
+        small[2] > std::uint8_t(RunPart::reference) || small[3] > std::uint8_t(Pass::optimizer) ||
+        (small[4] != kNoSchedule && small[4] > std::uint8_t(ScheduleKind::zb_h1)))
+      damaged("a label's role names an unknown kind");
+    const auto stage = std::int8_t(small[5]), prefetch = std::int8_t(small[6]);
+    if (stage < -1 || stage > 3 || prefetch < -1 || prefetch > 64 || wide[0] < -1 || wide[1] < -1)
+      damaged("a label's role has a stage, prefetch depth, block or bucket out of range");
+    Role r{.collective = CollectiveKind(small[0]), .algorithm = AlgorithmKind(small[1]), .part = RunPart(small[2]),
+           .pass = Pass(small[3]), .zero_stage = stage, .prefetch = prefetch, .block = wide[0], .bucket = wide[1]};
+    if (small[4] != kNoSchedule) r.schedule = ScheduleKind(small[4]);
+    return r;
+  }
 };
 
 // Opens `path` and reads through the stamp; `in` is left at the label table.
@@ -166,7 +196,7 @@ void write_binary_trace(const Trace& trace, const std::string& path, const Conte
   for (int r = 0; r < trace.world_size(); ++r)
     for (int s = 0; s < Trace::kStreams; ++s) n += trace.log(r, s).size();
   write_atomically(path, [&](Writer& w) {
-    w.header(trace.world_size(), source, trace.labels(), meta, n);
+    w.header(trace.world_size(), source, trace.labels(), trace.roles(), meta, n);
     for (int r = 0; r < trace.world_size(); ++r)
       for (int s = 0; s < Trace::kStreams; ++s) {
         const EventLog& log = trace.log(r, s);
@@ -177,7 +207,7 @@ void write_binary_trace(const Trace& trace, const std::string& path, const Conte
 
 void write_binary_trace(const BinaryTrace& t, const std::string& path) {
   write_atomically(path, [&](Writer& w) {
-    w.header(t.world_size, t.source, t.labels, t.meta, t.events.size());
+    w.header(t.world_size, t.source, t.labels, t.roles, t.meta, t.events.size());
     w.put(t.events.data(), t.events.size() * sizeof(Event));
   });
 }
@@ -197,7 +227,10 @@ BinaryTrace read_binary_trace(const std::string& path) {
   std::fseek(f.get(), 0, SEEK_SET);
   Reader in{f.get(), path, std::uint64_t(size < 0 ? 0 : size)};
   BinaryTrace t = read_header(in);
-  for (std::uint64_t i = 0, n = in.count(lim::kMaxLabels, "label"); i < n; ++i) t.labels.push_back(in.string());
+  for (std::uint64_t i = 0, n = in.count(lim::kMaxLabels, "label"); i < n; ++i) {
+    t.labels.push_back(in.string());
+    t.roles.push_back(in.role());
+  }
   for (std::uint64_t i = 0, n = in.count(lim::kMaxMetaEntries, "metadata"); i < n; ++i) {
     std::string k = in.string();
     t.meta[k] = in.string();

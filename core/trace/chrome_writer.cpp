@@ -93,33 +93,41 @@ std::string span_name(const Event& e, const std::vector<std::string>& labels) {
   }
 }
 
-}  // namespace
+// Builds the JSON of one trace, track by track.
+class ChromeJson {
+ public:
+  explicit ChromeJson(const Trace& trace) : trace_(trace), labels_(trace.labels()), roles_(trace.roles()) {}
 
-std::string chrome_trace_json(const Trace& trace, const std::string& error) {
-  const std::vector<std::string> labels = trace.labels();
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"otherData\":{";
-  bool first = true;
-  for (const auto& [k, v] : trace.meta()) {
-    out += (first ? "\"" : ",\"") + escape(k) + "\":\"" + escape(v) + "\"";
-    first = false;
+  std::string build(const std::string& error) {
+    out_ = "{\"displayTimeUnit\":\"ns\",\"otherData\":{";
+    bool first = true;
+    for (const auto& [k, v] : trace_.meta()) {
+      out_ += (first ? "\"" : ",\"") + escape(k) + "\":\"" + escape(v) + "\"";
+      first = false;
+    }
+    out_ += std::string(first ? "" : ",") + "\"world_size\":\"" + std::to_string(trace_.world_size()) + "\"";
+    if (!error.empty()) out_ += ",\"error\":\"" + escape(error) + "\"";
+    out_ += "},\"traceEvents\":[\n";
+    for (int r = 0; r < trace_.world_size(); ++r) rank(r);
+    out_ += "\n]}\n";
+    return std::move(out_);
   }
-  out += std::string(first ? "" : ",") + "\"world_size\":\"" + std::to_string(trace.world_size()) + "\"";
-  if (!error.empty()) out += ",\"error\":\"" + escape(error) + "\"";
-  out += "},\"traceEvents\":[\n";
-  bool first_event = true;
-  auto emit = [&](const std::string& obj) {
-    if (!first_event) out += ",\n";
-    out += obj;
-    first_event = false;
-  };
 
-  for (int r = 0; r < trace.world_size(); ++r) {
+ private:
+  void emit(const std::string& obj) {
+    if (!first_event_) out_ += ",\n";
+    out_ += obj;
+    first_event_ = false;
+  }
+
+  // A rank's process, its memory counters and instants, then each stream's spans in lanes.
+  void rank(int r) {
     const std::string pid = std::to_string(r);
     emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":\"rank " + pid + "\"}}");
     emit("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}");
     MemoryByTag mem;
     for (int s = 0; s < Trace::kStreams; ++s) {
-      const EventLog& log = trace.log(r, s);
+      const EventLog& log = trace_.log(r, s);
       std::vector<Event> spans;
       for (std::size_t i = 0; i < log.size(); ++i) {
         const Event& e = log[i];
@@ -132,50 +140,68 @@ std::string chrome_trace_json(const Trace& trace, const std::string& error) {
             args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem.bytes[t]);
           emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + args + "}}");
         } else if (e.kind == EventKind::mark) {
-          emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels)) + "\",\"pid\":" + pid +
+          emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels_)) + "\",\"pid\":" + pid +
                ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + "}");
         }
       }
-      std::stable_sort(spans.begin(), spans.end(), [](const Event& a, const Event& b) {
-        return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns > b.end_ns;
-      });
-      const std::vector<int> lanes = assign_lanes(spans);
-      const int n_lanes = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;
-      for (int l = 0; l < n_lanes; ++l) {
-        std::string name = s == kStreamMain ? "main" : "comm stream";
-        if (l > 0) name += " #" + std::to_string(l + 1);
-        emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(s * 1000 + l) +
-             ",\"args\":{\"name\":\"" + name + "\"}}");
-      }
-      for (std::size_t i = 0; i < spans.size(); ++i) {
-        const Event& e = spans[i];
-        const std::string tid = std::to_string(s * 1000 + lanes[i]);
-        std::string args = "\"bytes\":" + std::to_string(e.bytes);
-        if (e.peer >= 0) args += ",\"peer\":" + std::to_string(e.peer) + ",\"tag\":" + std::to_string(e.tag);
-        if (e.step >= 0) args += ",\"step\":" + std::to_string(e.step);
-        if (e.chunk >= 0) args += ",\"chunk\":" + std::to_string(e.chunk) + ",\"chunk_count\":" + std::to_string(e.chunk_count);
-        if (e.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(e.micro_batch);
-        if (e.flags & kFlagReduce) args += ",\"reduce\":1";
-        if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);
-        if (e.axis != GroupAxis::none) args += ",\"axis\":\"" + std::string(group_axis_name(e.axis)) + "\"";
-        if (e.group_rank >= 0) args += ",\"group_rank\":" + std::to_string(e.group_rank);
-        emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" + escape(span_name(e, labels)) +
-             "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
-             ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + args + "}}");
-        // Flow arrows: start inside the send span, finish inside the receive span.
-        if (e.flow_id && (e.kind == EventKind::send || e.kind == EventKind::recv)) {
-          const bool start = e.kind == EventKind::send;
-          const std::int64_t at = start ? e.begin_ns : std::max(e.begin_ns, e.end_ns - 1);
-          emit(std::string("{\"ph\":\"") + (start ? "s" : "f") + "\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" +
-               std::to_string(e.flow_id) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(at) +
-               (start ? "" : ",\"bp\":\"e\"") + "}");
-        }
+      stream_spans(pid, s, std::move(spans));
+    }
+  }
+
+  // A stream's spans, nested into lanes (Chrome's tids s·1000 + lane), with flow arrows.
+  void stream_spans(const std::string& pid, int s, std::vector<Event> spans) {
+    std::stable_sort(spans.begin(), spans.end(), [](const Event& a, const Event& b) {
+      return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.end_ns > b.end_ns;
+    });
+    const std::vector<int> lanes = assign_lanes(spans);
+    const int n_lanes = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;
+    for (int l = 0; l < n_lanes; ++l) {
+      std::string name = s == kStreamMain ? "main" : "comm stream";
+      if (l > 0) name += " #" + std::to_string(l + 1);
+      emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(s * 1000 + l) +
+           ",\"args\":{\"name\":\"" + name + "\"}}");
+    }
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const Event& e = spans[i];
+      const std::string tid = std::to_string(s * 1000 + lanes[i]);
+      emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" + escape(span_name(e, labels_)) +
+           "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
+           ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + span_args(e) + "}}");
+      // Flow arrows: start inside the send span, finish inside the receive span.
+      if (e.flow_id && (e.kind == EventKind::send || e.kind == EventKind::recv)) {
+        const bool start = e.kind == EventKind::send;
+        const std::int64_t at = start ? e.begin_ns : std::max(e.begin_ns, e.end_ns - 1);
+        emit(std::string("{\"ph\":\"") + (start ? "s" : "f") + "\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" +
+             std::to_string(e.flow_id) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(at) +
+             (start ? "" : ",\"bp\":\"e\"") + "}");
       }
     }
   }
-  out += "\n]}\n";
-  return out;
-}
+
+  std::string span_args(const Event& e) const {
+    std::string args = "\"bytes\":" + std::to_string(e.bytes);
+    if (e.peer >= 0) args += ",\"peer\":" + std::to_string(e.peer) + ",\"tag\":" + std::to_string(e.tag);
+    if (e.step >= 0) args += ",\"step\":" + std::to_string(e.step);
+    if (e.chunk >= 0) args += ",\"chunk\":" + std::to_string(e.chunk) + ",\"chunk_count\":" + std::to_string(e.chunk_count);
+    if (e.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(e.micro_batch);
+    if (e.flags & kFlagReduce) args += ",\"reduce\":1";
+    if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);
+    if (e.axis != GroupAxis::none) args += ",\"axis\":\"" + std::string(group_axis_name(e.axis)) + "\"";
+    if (e.group_rank >= 0) args += ",\"group_rank\":" + std::to_string(e.group_rank);
+    if (e.label < roles_.size()) args += role_json_members(roles_[e.label]);  // the label's typed role (vocab.h)
+    return args;
+  }
+
+  const Trace& trace_;
+  const std::vector<std::string> labels_;
+  const std::vector<Role> roles_;
+  std::string out_;
+  bool first_event_ = true;
+};
+
+}  // namespace
+
+std::string chrome_trace_json(const Trace& trace, const std::string& error) { return ChromeJson(trace).build(error); }
 
 void write_chrome_trace(const Trace& trace, const std::string& path, const std::string& error) {
   const std::string json = chrome_trace_json(trace, error);

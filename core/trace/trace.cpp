@@ -61,15 +61,27 @@ Trace::Trace(int world_size) : world_size_(world_size), epoch_(std::chrono::stea
   logs_.reserve(std::size_t(world_size) * kStreams);
   for (int i = 0; i < world_size * kStreams; ++i) logs_.push_back(std::make_unique<EventLog>());
   labels_.push_back("");  // id 0 = no label
+  roles_.push_back({});
 }
 
-std::uint16_t Trace::label(std::string_view name) {
+std::uint16_t Trace::label(std::string_view name, const Role& role) {
   std::lock_guard lock(mu_);
   for (std::size_t i = 0; i < labels_.size(); ++i)
-    if (labels_[i] == name) return std::uint16_t(i);
+    if (labels_[i] == name && roles_[i] == role) return std::uint16_t(i);
   DTL_CHECK(labels_.size() < 65535, "too many distinct trace labels");
   labels_.emplace_back(name);
+  roles_.push_back(role);
   return std::uint16_t(labels_.size() - 1);
+}
+
+Role Trace::label_role(std::uint16_t id) const {
+  std::lock_guard lock(mu_);
+  return id < roles_.size() ? roles_[id] : Role{};
+}
+
+std::vector<Role> Trace::roles() const {
+  std::lock_guard lock(mu_);
+  return roles_;
 }
 
 std::string Trace::label_name(std::uint16_t id) const {

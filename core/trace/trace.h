@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/trace/event.h"
+#include "core/trace/vocab.h"
 
 namespace dtl {
 
@@ -58,16 +59,20 @@ class Trace {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(epoch_.time_since_epoch()).count();
   }
 
-  // Interned labels ("ring all-reduce", "reduce-scatter", ...). Thread-safe; call it
-  // once per label and keep the id, not on every event.
-  std::uint16_t label(std::string_view name);
+  // Interned labels: words for people ("ring all-reduce", "fwd block 3") with the typed
+  // Role programs read (core/trace/vocab.h); one id per distinct (name, role). Thread-safe;
+  // call it once per label and keep the id, not on every event.
+  std::uint16_t label(std::string_view name, const Role& role = {});
   std::string label_name(std::uint16_t id) const;
+  Role label_role(std::uint16_t id) const;  // an empty Role for an unknown id
   std::vector<std::string> labels() const;
+  std::vector<Role> roles() const;  // parallel to labels()
 
   std::uint64_t next_flow_id() { return next_flow_.fetch_add(1, std::memory_order_relaxed); }
 
   // Free-form run metadata written into the trace ("lab", "algo", "chunks", ...).
   void set_meta(const std::string& key, const std::string& value);
+  void set_meta(MetaKey key, const std::string& value) { set_meta(meta_key_name(key), value); }
   std::map<std::string, std::string> meta() const;
 
   // Every event recorded so far, sorted by (begin, rank). For writers and reports.
@@ -82,14 +87,16 @@ class Trace {
   std::vector<std::unique_ptr<EventLog>> logs_;
   mutable std::mutex mu_;  // guards labels_ and meta_ (cold path)
   std::vector<std::string> labels_;
+  std::vector<Role> roles_;  // parallel to labels_
   std::map<std::string, std::string> meta_;
   std::atomic<std::uint64_t> next_flow_{1};
 };
 
-// The label of the phase span in which a lab runs its single-rank reference (the check
-// that N ranks equal one): the visualizer hides that phase unless asked (it would fill
-// the timeline), so every lab marks it with this one name.
+// The phase span in which a lab runs its single-rank reference (the check that N ranks
+// equal one): the visualizer hides it unless asked (it would fill the timeline); it finds
+// it by its role (RunPart::reference), these words are what a learner reads.
 inline constexpr const char* kReferencePhaseLabel = "1-rank reference";
+inline constexpr Role kReferenceRole{.part = RunPart::reference};
 
 // RAII span on a rank's main stream: records a `phase` (or `compute`) event on destruction.
 class ScopedSpan {

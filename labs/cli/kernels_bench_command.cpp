@@ -57,55 +57,39 @@ std::vector<float> filled(std::size_t n, unsigned seed) {
 
 using Row = KernelBenchRow;
 
-int run_kernel_bench(const KernelArgs& a) {
-  const std::size_t n = a.elements;
-  kernels::use_one_blas_thread();
-  const int B = a.batch, W = a.width;
-  const double gemm_flops = 2.0 * B * W * W;
-
-  // Ceilings: the bare BLAS call the linear kernels are built on, and memcpy.
-  auto X = filled(std::size_t(B) * W, 1), Wt = filled(std::size_t(W) * W, 2), bias = filled(static_cast<std::size_t>(W), 3);
-  std::vector<float> Y(std::size_t(B) * W), dX(std::size_t(B) * W), dW(std::size_t(W) * W), db(static_cast<std::size_t>(W));
-  const double sgemm_s = best_seconds(a.repeats, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, W, W, 1.0f, X.data(), W, Wt.data(), W, 0.0f, Y.data(), W);
-  });
-  const double blas = gemm_flops / sgemm_s * 1e-9;
-  auto src = filled(n, 4), dst = filled(n, 5);
-  // The memory ceiling: the fastest of memcpy (streams large copies past the cache), a
-  // plain copy loop, and an in-place update x[i] += 1 (no extra read-for-ownership of a
-  // destination, like scale and the in-place reductions). Bytes = what the code reads + writes.
+// The memory ceiling: the fastest of memcpy (streams large copies past the cache), a plain
+// copy loop, and an in-place update x[i] += 1 (no extra read-for-ownership of a
+// destination, like scale and the in-place reductions). Bytes = what the code reads + writes.
+struct MemoryCeiling {
+  double memcpy_GBps = 0, loop_GBps = 0, update_GBps = 0;
+  double best() const { return std::max({memcpy_GBps, loop_GBps, update_GBps}); }
+};
+MemoryCeiling memory_ceiling(int repeats, const std::vector<float>& src, std::vector<float>& dst) {
+  const std::size_t n = src.size();
   const double bytes2 = 2.0 * double(n) * sizeof(float);
-  const double memcpy_GBps = bytes2 / best_seconds(a.repeats, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); }) * 1e-9;
-  const double loop_GBps = bytes2 / best_seconds(a.repeats, [&] {
+  MemoryCeiling c;
+  c.memcpy_GBps = bytes2 / best_seconds(repeats, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); }) * 1e-9;
+  c.loop_GBps = bytes2 / best_seconds(repeats, [&] {
     const float* s = src.data();
     float* d = dst.data();
     for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
   }) * 1e-9;
-  const double update_GBps = bytes2 / best_seconds(a.repeats, [&] {
+  c.update_GBps = bytes2 / best_seconds(repeats, [&] {
     float* d = dst.data();
     for (std::size_t i = 0; i < n; ++i) d[i] += 1.0f;
   }) * 1e-9;
-  const double copy_GBps = std::max({memcpy_GBps, loop_GBps, update_GBps});
+  return c;
+}
 
-  std::vector<Row> rows;
-  auto gemm_row = [&](const std::string& name, double flops, const std::function<void()>& fast, const std::function<void()>& ref) {
-    const double fast_s = best_seconds(a.repeats, fast), ref_s = best_seconds(1, ref);
-    rows.push_back({name, "GFLOP/s", flops / fast_s * 1e-9, blas, ref_s / fast_s});
-  };
+// The memory-bound kernels over n elements, each beside the memory ceiling and its reference.
+void memory_rows(const KernelArgs& a, std::vector<float>& src, std::vector<float>& dst, double copy_GBps, std::vector<Row>& rows) {
+  const std::size_t n = a.elements;
   auto memory_row = [&](const std::string& name, double bytes_per_element, const std::function<void()>& fast,
                         const std::function<void()>& ref) {
     const double fast_s = best_seconds(a.repeats, fast);
     const double ref_s = ref ? best_seconds(1, ref) : 0.0;
     rows.push_back({name, "GB/s", bytes_per_element * double(n) / fast_s * 1e-9, copy_GBps, ref ? ref_s / fast_s : 0.0});
   };
-
-  gemm_row("linear forward  Y = X*W^T + b", gemm_flops,
-           [&] { kernels::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); },
-           [&] { kernels::reference::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); });
-  gemm_row("linear backward dX, dW, db", 2 * gemm_flops,
-           [&] { kernels::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); },
-           [&] { kernels::reference::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); });
-
   auto g = filled(n, 6), m = filled(n, 7), v = filled(n, 8);
   for (auto& x : v) x = std::fabs(x);
   const kernels::AdamWConfig adam{};
@@ -128,14 +112,42 @@ int run_kernel_bench(const KernelArgs& a) {
   memory_row("scale x *= a", 8, [&] { kernels::scale(0.999f, dst.data(), n); }, nullptr);
   memory_row("reduce_into f32 (sum)", 12, [&] { reduce_into(dst.data(), src.data(), n, DType::f32, ReduceOp::sum); }, nullptr);
   memory_row("reduce_into bf16 (sum)", 6, [&] { reduce_into(w16.data(), g16.data(), n, DType::bf16, ReduceOp::sum); }, nullptr);
+}
+
+int run_kernel_bench(const KernelArgs& a) {
+  kernels::use_one_blas_thread();
+  const int B = a.batch, W = a.width;
+  const double gemm_flops = 2.0 * B * W * W;
+  // Ceilings: the bare BLAS call the linear kernels are built on, and memcpy.
+  auto X = filled(std::size_t(B) * W, 1), Wt = filled(std::size_t(W) * W, 2), bias = filled(static_cast<std::size_t>(W), 3);
+  std::vector<float> Y(std::size_t(B) * W), dX(std::size_t(B) * W), dW(std::size_t(W) * W), db(static_cast<std::size_t>(W));
+  const double sgemm_s = best_seconds(a.repeats, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, W, W, 1.0f, X.data(), W, Wt.data(), W, 0.0f, Y.data(), W);
+  });
+  const double blas = gemm_flops / sgemm_s * 1e-9;
+  auto src = filled(a.elements, 4), dst = filled(a.elements, 5);
+  const MemoryCeiling mem = memory_ceiling(a.repeats, src, dst);
+
+  std::vector<Row> rows;
+  auto gemm_row = [&](const std::string& name, double flops, const std::function<void()>& fast, const std::function<void()>& ref) {
+    const double fast_s = best_seconds(a.repeats, fast), ref_s = best_seconds(1, ref);
+    rows.push_back({name, "GFLOP/s", flops / fast_s * 1e-9, blas, ref_s / fast_s});
+  };
+  gemm_row("linear forward  Y = X*W^T + b", gemm_flops,
+           [&] { kernels::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); },
+           [&] { kernels::reference::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W); });
+  gemm_row("linear backward dX, dW, db", 2 * gemm_flops,
+           [&] { kernels::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); },
+           [&] { kernels::reference::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); });
+  memory_rows(a, src, dst, mem.best(), rows);
 
   char line1[160], line2[240];
-  std::snprintf(line1, sizeof line1, "one core; GEMM %d x %d x %d; memory-bound kernels over %zu elements", B, W, W, n);
+  std::snprintf(line1, sizeof line1, "one core; GEMM %d x %d x %d; memory-bound kernels over %zu elements", B, W, W, a.elements);
   std::snprintf(line2, sizeof line2,
                 "ceilings measured now: cblas_sgemm %.1f GFLOP/s; memory %.1f GB/s (read + write; memcpy %.1f, copy loop "
                 "%.1f, in-place update %.1f)",
-                blas, copy_GBps, memcpy_GBps, loop_GBps, update_GBps);
-  print_kernel_bench(a, {line1, line2}, rows, blas, copy_GBps, "cpu");
+                blas, mem.best(), mem.memcpy_GBps, mem.loop_GBps, mem.update_GBps);
+  print_kernel_bench(a, {line1, line2}, rows, blas, mem.best(), "cpu");
   return 0;
 }
 

@@ -108,12 +108,12 @@ ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabC
   opt.timeout_s = a.timeout_s;
   opt.link = cfg.link;
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;
-  trace.set_meta("lab", lab.name);
+  trace.set_meta(MetaKey::lab, lab.name);
   for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
-  trace.set_meta("bytes", std::to_string(cfg.bytes));
-  trace.set_meta("device", device_meta(cfg));
-  trace.set_meta("dtype", std::string(dtype_name(cfg.dtype)));
-  trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(cfg) : 0));
+  trace.set_meta(MetaKey::bytes, std::to_string(cfg.bytes));
+  trace.set_meta(MetaKey::device, device_meta(cfg));
+  trace.set_meta(MetaKey::dtype, std::string(dtype_name(cfg.dtype)));
+  trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(cfg) : 0));
   opt.trace = &trace;
   return opt;
 }
@@ -139,7 +139,7 @@ int report_result(const RunArgs& a, const RunResult& result, const Report& repor
 // cannot be written (a full disk) does not hide the report or the run's own failure.
 int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
   std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
-  if (result.ok()) trace.set_meta("report", report.to_json().dump());  // the visualizer's report view
+  if (result.ok()) trace.set_meta(MetaKey::report, report.to_json().dump());  // the visualizer's report view
   std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
   if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
   std::string trace_error;

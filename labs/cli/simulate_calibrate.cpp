@@ -112,7 +112,7 @@ GridRun run_grid(const sim::GridShapeSpec& g, const std::string& link, double co
       if (row.value("id", "") == "grid.step_time") run.step_s = row.value("measured", 0.0);
   if (!(run.step_s > 0)) throw Error(std::string("the grid run gave no step time: ") + cmd);
   const BinaryTrace t = read_binary_trace(trace + ".dtlt");
-  run.profile = sim::profile_grid_events(t.events, t.labels, g);
+  run.profile = sim::profile_grid_events(t.events, t.roles, g);
   std::filesystem::remove(trace);
   std::filesystem::remove(trace + ".dtlt");
   return run;

@@ -50,6 +50,7 @@ struct Case {
   theory::CommCost predicted;
   Formulas formulas;
   theory::Collective collective;
+  theory::Algo algorithm;
   std::function<void(Comm&, ex::BufferView)> run;     // the algorithm under test
   std::function<void(ex::BufferView)> init;           // this rank's input
   std::function<double(std::size_t)> expected;        // element i afterwards (NaN: not checked)
@@ -109,7 +110,7 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, double N, c
                                                                   : ex::rhd_all_reduce;
     const std::string algo_id(theory::algo_name(a));
     cases.push_back({algo_id + " all_reduce", algo_id, theory::all_reduce_cost(a, P, N, link), all_reduce_formulas(a, P),
-                     theory::Collective::all_reduce, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
+                     theory::Collective::all_reduce, a, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
                      [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
   }
@@ -136,7 +137,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
     const Formulas ring_half{"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
     if (collective == CollectiveChoice::reduce_scatter) {
       cases.push_back({"ring reduce_scatter", "ring", theory::ring_reduce_scatter_cost(P, N, link), ring_half,
-                       theory::Collective::reduce_scatter,
+                       theory::Collective::reduce_scatter, Algo::ring,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
                          if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
@@ -144,7 +145,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
                        }});
     } else {
       cases.push_back({"ring all_gather", "ring", theory::ring_all_gather_cost(P, N, link), ring_half,
-                       theory::Collective::all_gather,
+                       theory::Collective::all_gather, Algo::ring,
                        [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
                        [P, count](std::size_t i) {  // chunk c comes from rank c
                          for (int c = 0; c < P; ++c) {
@@ -159,7 +160,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
   // broadcast from rank 0
   if (algo != AlgoChoice::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
   cases.push_back({"tree broadcast", "tree", theory::tree_broadcast_cost(P, N, link),
-                   {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"}, theory::Collective::broadcast,
+                   {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"}, theory::Collective::broadcast, Algo::tree,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
                      if (r == 0) fill_crafted(b.data, b.count, t, 0);
@@ -201,7 +202,9 @@ double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
   Traffic mine;
   const double t0 = double(tr->now_ns());
   {
-    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name));
+    const Role role{.collective = theory::collective_kind(c.collective), .algorithm = theory::algorithm_kind(c.algorithm),
+                    .part = RunPart::timed};
+    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name, role));
     const std::size_t mark = traffic_mark(comm);
     c.run(comm, view);
     mine = traffic_since(comm, mark);

@@ -151,12 +151,12 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
     tr.batch.load(data, first_row + mb * mrows, mrows);
     const float* y = nullptr;
     {
-      ComputeSpan span(comm, cfg, "forward", step);  // compute spans on the main stream
+      ComputeSpan span(comm, cfg, Pass::forward, step);  // compute spans on the main stream
       y = tr.model.forward(tr.batch.x(), mrows, layers.forward_hooks(span));
     }
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
     loss += tr.batch.mse_loss(tr.model.ops(), y, tr.scaler.scale() / float(micro)) / float(micro);
-    ComputeSpan span(comm, cfg, "backward", step);
+    ComputeSpan span(comm, cfg, Pass::backward, step);
     std::function<void(int)> gradients_ready;  // (a straggler's gradients are late layer by layer: paced per layer)
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
       gradients_ready = [&](int layer) {
@@ -194,7 +194,7 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
   const double optimizer_start = now_s(comm);
   {
-    ComputeSpan span(comm, cfg, "optimizer", step);
+    ComputeSpan span(comm, cfg, Pass::optimizer, step);
     // Every rank holds the same averaged gradients, so all skip an overflow together.
     tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale()));
   }
@@ -304,12 +304,12 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   describe_ddp_setup(rep, s, variants, cfg, std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4));
   if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
     const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
-    comm.trace()->set_meta("predicted_bytes_per_rank", std::to_string(16.0 * psi));
-    comm.trace()->set_meta("predicted_bytes_formula", "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
+    comm.trace()->set_meta(MetaKey::predicted_bytes_per_rank, std::to_string(16.0 * psi));
+    comm.trace()->set_meta(MetaKey::predicted_bytes_formula, "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
   }
   OneRankReference reference;
   if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
     reference = single_rank_reference(comm, cfg, data, s);
   }
   for (const DdpVariant v : variants) run_variant(comm, cfg, v, s, data, reference, rep);

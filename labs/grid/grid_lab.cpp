@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/grid/grid_rank.h"
@@ -37,7 +38,7 @@ namespace {
 // Rank 0 trains the whole model (a group of one) on the global batch, the reference; every
 // rank gets its losses and final weights, in the whole model's order (GridStage::whole_indices).
 OneRankRun one_rank_reference(Comm& world, const GridSettings& s, Device device) {
-  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel));
+  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel, kReferenceRole));
   OneRankRun run;
   std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
   if (alone) run = s.model == GridModelKind::gpt ? train_gpt_one_rank(*alone, s, device) : train_mlp_one_rank(*alone, s, device);
@@ -57,9 +58,8 @@ AxisBytes axis_bytes(Comm& world, std::size_t main_mark, std::size_t comm_mark, 
     const Event& e = comm[i];
     if (e.kind != EventKind::collective || e.axis == GroupAxis::none) continue;
     // The pp axis's only collective in a step is the GPT's embedding group: a pair.
-    const double N = e.axis == GroupAxis::dp ? g.dp : e.axis == GroupAxis::tp ? g.tp : 2, share = (N - 1) / N;
-    const std::string name = tr.label_name(e.label);
-    const double sent = name == "all_reduce" ? 2 * share * double(e.bytes) : share * double(e.bytes);
+    const double N = e.axis == GroupAxis::dp ? g.dp : e.axis == GroupAxis::tp ? g.tp : 2;
+    const double sent = theory::ring_bus_bytes(tr.label_role(e.label).collective, N, double(e.bytes));
     (e.axis == GroupAxis::dp ? b.dp : e.axis == GroupAxis::tp ? b.tp : b.embedding) += sent;
   }
   const EventLog& main = tr.log(me, kStreamMain);

@@ -9,7 +9,7 @@
 #include "core/comm/topology.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl {
 

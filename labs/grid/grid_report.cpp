@@ -216,7 +216,7 @@ Report run_grid_lab(Comm& comm, const LabConfig& cfg) {
   const GridSettings s = grid_settings(cfg, comm.size());
   kernels::use_one_blas_thread();
   if (comm.rank() == 0)
-    comm.trace()->set_meta("grid", "{\"dp\":" + std::to_string(s.grid.dp) + ",\"tp\":" + std::to_string(s.grid.tp) +
+    comm.trace()->set_meta(MetaKey::grid, "{\"dp\":" + std::to_string(s.grid.dp) + ",\"tp\":" + std::to_string(s.grid.tp) +
                                        ",\"pp\":" + std::to_string(s.grid.pp) + "}");
   Report rep = start_report(comm, cfg, "grid");
   describe(rep, s);

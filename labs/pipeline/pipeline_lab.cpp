@@ -118,7 +118,35 @@ void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Sc
   j["actions"] = nlohmann::json::array();
   for (const pipeline::TimedAction& a : sim.actions)
     j["actions"].push_back({a.stage, pipeline::op_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
-  comm.trace()->set_meta("pipeline_simulated." + name, j.dump());
+  comm.trace()->set_meta(meta_key_name(MetaKey::pipeline_simulated, name), j.dump());
+}
+
+// The simulator with this run's mean action times (this stage's; the others' alike): the
+// bubble the schedule would have with exactly these times, and its timeline in the trace.
+double simulated_bubble(Comm& comm, const pipeline::Schedule& sched, const StageStep& totals, const std::string& name) {
+  double times[3] = {totals.forward / std::max(1, totals.forwards), totals.backward / std::max(1, totals.backwards),
+                     totals.weight / std::max(1, totals.weights)};
+  comm.all_reduce(times, times, 3, DType::f64, ReduceOp::avg);
+  const bool split = sched.kind == ScheduleKind::zb_h1;  // B and W measured apart; the simulator's B is their sum
+  const pipeline::ActionTimes at{times[0], split ? times[1] + times[2] : times[1], split ? times[2] : -1, 0};
+  const pipeline::Simulation sim = pipeline::simulate(sched, at);
+  if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim);
+  return sim.bubble_fraction();
+}
+
+// Memory and in-flight micro-batches per stage, gathered on rank 0, beside the schedule's.
+void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::Schedule& sched, PipelineStage& stage,
+                         PipelineMeasurement& m) {
+  const double mine[2] = {double(stage.memory().peak(MemTag::activation)), double(stage.in_flight_peak())};
+  std::vector<double> all(2 * std::size_t(comm.size()));
+  comm.all_gather(mine, all.data(), 2, DType::f64);
+  for (int st = 0; st < comm.size(); ++st) {
+    m.stage_activation_peak.push_back(all[2 * std::size_t(st)]);
+    m.stage_in_flight_peak.push_back(all[2 * std::size_t(st) + 1]);
+    m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(sched, st));
+    m.predicted_in_flight.push_back(pipeline::max_in_flight(sched, st));
+    m.predicted_activation.push_back(predicted_activation_peak(s, sched, st));
+  }
 }
 
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
@@ -126,7 +154,8 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   const pipeline::Schedule sched = schedule_of(kind, s, comm.size());
   const std::string name = pipeline::schedule_name(kind);
   comm.barrier();
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
+                   comm.trace()->label(name, Role{.part = RunPart::timed, .schedule = kind}));
   PipelineStage stage(comm, cfg, s, sched);
   PipelineMeasurement m;
   m.kind = kind;
@@ -160,26 +189,8 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     for (std::size_t i = 0; i < stage_busy.size(); ++i) busy += stage_busy[i][std::size_t(st)], span += step_times[i];
     m.stage_bubble.push_back(span > 0 ? 1 - busy / span : 0);
   }
-  // The simulator with this run's mean action times (this stage's; the others' alike).
-  double times[3] = {totals.forward / std::max(1, totals.forwards), totals.backward / std::max(1, totals.backwards),
-                     totals.weight / std::max(1, totals.weights)};
-  comm.all_reduce(times, times, 3, DType::f64, ReduceOp::avg);
-  pipeline::ActionTimes at{times[0], kind == ScheduleKind::zb_h1 ? times[1] + times[2] : times[1],
-                           kind == ScheduleKind::zb_h1 ? times[2] : -1, 0};
-  const pipeline::Simulation sim = pipeline::simulate(sched, at);
-  m.simulated_bubble = sim.bubble_fraction();
-  if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim);
-  // Memory and in-flight micro-batches per stage, gathered on rank 0.
-  const double mine[2] = {double(stage.memory().peak(MemTag::activation)), double(stage.in_flight_peak())};
-  std::vector<double> all(2 * std::size_t(comm.size()));
-  comm.all_gather(mine, all.data(), 2, DType::f64);
-  for (int st = 0; st < comm.size(); ++st) {
-    m.stage_activation_peak.push_back(all[2 * std::size_t(st)]);
-    m.stage_in_flight_peak.push_back(all[2 * std::size_t(st) + 1]);
-    m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(sched, st));
-    m.predicted_in_flight.push_back(pipeline::max_in_flight(sched, st));
-    m.predicted_activation.push_back(predicted_activation_peak(s, sched, st));
-  }
+  m.simulated_bubble = simulated_bubble(comm, sched, totals, name);
+  gather_stage_memory(comm, s, sched, stage, m);
   const std::vector<float> weights = stage.weights_on_rank0();
   if (comm.rank() == 0) {
     m.max_vs_reference = max_abs_difference(weights, reference);
@@ -198,7 +209,7 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   Report rep = start_report(comm, cfg, "pipeline");
   std::vector<float> reference;
   if (comm.rank() == 0) {
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
     reference = one_rank_weights(s, data, rank_device(cfg.device, comm));
   }
   describe_pipeline_setup(rep, s, kinds);

@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {

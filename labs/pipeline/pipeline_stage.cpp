@@ -75,11 +75,11 @@ PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSet
 
 // An action's span in the trace (its micro-batch and chunk on the event), and its time
 // added to the step's totals: the op's and the stage's busy time.
-void PipelineStage::record(const char* op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
+void PipelineStage::record(pipeline::Op op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
                            StageStep& rec) {
   Trace* tr = comm_.trace();
   tr->record(Event{.begin_ns = std::int64_t(begin * 1e9), .end_ns = std::int64_t(end * 1e9), .rank = comm_.global_rank(),
-                   .step = step, .chunk = c, .micro_batch = std::int16_t(m), .label = tr->label(op),
+                   .step = step, .chunk = c, .micro_batch = std::int16_t(m), .label = tr->label(pipeline::op_letter(op), Role{.pass = pipeline::pass_of(op)}),
                    .kind = EventKind::compute});
   op_total += end - begin;
   rec.busy += end - begin;
@@ -137,7 +137,7 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
   }
   pace(t0, s_.forward_us);
   const double t1 = now_s(comm_);
-  record("F", m, c, step, t0, t1, rec.forward, rec.forwards, rec);
+  record(pipeline::Op::forward, m, c, step, t0, t1, rec.forward, rec.forwards, rec);
 }
 
 void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split) {
@@ -154,7 +154,7 @@ void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split)
   }
   pace(t0, split ? s_.backward_us - s_.weight_us : s_.backward_us);
   const double t1 = now_s(comm_);
-  record("B", m, c, step, t0, t1, rec.backward, rec.backwards, rec);
+  record(pipeline::Op::backward, m, c, step, t0, t1, rec.backward, rec.backwards, rec);
   if (input_grad) {  // dX for the previous virtual stage, until the loop sends it
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(ch.model->in_features(ch.span.first));
     dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
@@ -172,7 +172,7 @@ void PipelineStage::weight(int m, int c, int step, StageStep& rec) {
   ch.gradients_started = true;
   pace(t0, s_.weight_us);
   const double t1 = now_s(comm_);
-  record("W", m, c, step, t0, t1, rec.weight, rec.weights, rec);
+  record(pipeline::Op::weight, m, c, step, t0, t1, rec.weight, rec.weights, rec);
   in_flight_.erase({m, c});
 }
 
@@ -227,7 +227,7 @@ StageStep PipelineStage::train_step(const Dataset& data, int step) {
   sent_.clear();
   if (!in_flight_.empty()) throw Error("the schedule left " + std::to_string(in_flight_.size()) + " micro-batches in flight on stage " + std::to_string(comm_.rank()));
   {
-    ScopedSpan span(comm_.trace(), comm_.global_rank(), EventKind::compute, comm_.trace()->label("optimizer"), step);
+    ScopedSpan span(comm_.trace(), comm_.global_rank(), EventKind::compute, comm_.trace()->label(pass_name(Pass::optimizer), Role{.pass = Pass::optimizer}), step);
     for (Chunk& ch : chunks_) ch.opt->step(whole_model(*ch.model));
   }
   rec.loss = loss_sum_ / float(s_.micro_batches);

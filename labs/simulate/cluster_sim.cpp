@@ -126,8 +126,9 @@ pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   return t;
 }
 
-void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m, double bytes) {
-  tl.spans.push_back({at, at + seconds, kind, std::move(label), axis, m, bytes});
+void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m, double bytes,
+         Role role = {}) {
+  tl.spans.push_back({at, at + seconds, kind, std::move(label), axis, m, bytes, role});
   at += seconds;
   double& bucket = kind == SpanKind::compute ? tl.compute
                    : kind == SpanKind::host  ? tl.host
@@ -141,10 +142,12 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
 void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl) {
   const bool fwd = a.action.op == pipeline::Op::forward;
   const int m = a.action.micro_batch, L = w.stage_layers[std::size_t(stage)];
-  tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0});
+  const Pass pass = fwd ? Pass::forward : Pass::backward;
+  tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0, Role{.pass = pass}});
+  const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
-  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, w.dp_bytes[std::size_t(stage)]);
+  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, w.dp_bytes[std::size_t(stage)], all_gather);
   const double compute = compute_seconds(w, stage, fwd);
   const double tp = w.tp_route.all_reduce(w.tp_bytes);
   const int first_layer = [&] {
@@ -154,19 +157,22 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   }();
   for (int i = 0; i < L; ++i) {
     const int layer = fwd ? first_layer + i : first_layer + L - 1 - i;
-    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m, 0);
+    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m, 0,
+        Role{.pass = pass, .block = std::int16_t(layer)});
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
-      add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes);
+      add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes,
+          library_collective_role(CollectiveKind::all_reduce));
   }
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
-  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, w.dp_bytes[std::size_t(stage)]);
+  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, w.dp_bytes[std::size_t(stage)],
+                  library_collective_role(CollectiveKind::reduce_scatter));
   const bool sends = fwd ? stage + 1 < w.pp : stage > 0;
   if (sends) {
     double send_at = a.end;
     add(tl, send_at, w.pp_route.send(w.pp_bytes), SpanKind::send, fwd ? "send activation" : "send gradient", 'p', m,
-        w.pp_bytes);
+        w.pp_bytes, Role{.pass = pass});
   }
 }
 
@@ -174,10 +180,14 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
 void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end) {
   double at = last_action_end;
   const double bytes = w.dp_bytes[std::size_t(stage)];
-  if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes);
-  if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes);
-  if (!w.stage_host_s.empty()) add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, "optimizer and host work", 0, -1, 0);
-  if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8);
+  if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes,
+                                 library_collective_role(CollectiveKind::all_reduce));
+  if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
+                                 library_collective_role(CollectiveKind::all_gather));
+  if (!w.stage_host_s.empty()) add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, "optimizer and host work", 0, -1, 0,
+                                    Role{.pass = Pass::optimizer});
+  if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8,
+                                 library_collective_role(CollectiveKind::all_reduce));
   tl.end = at;
   for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
 }

@@ -3,7 +3,7 @@
 //
 //   compute     each layer's forward and backward for one micro-batch: FLOPs / (peak · efficiency)
 //   TP          the all-reduces inside each layer (Megatron's f and g), blocking, on the TP link
-//   PP          the pipeline schedule's F/B order (labs/pipeline/schedule.h, 1F1B by default),
+//   PP          the pipeline schedule's F/B order (core/theory/schedule.h, 1F1B by default),
 //               timed by the pipeline simulator; a message between stages costs α + bytes/β
 //   DP          at the end of the step: the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
 //               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/theory/collectives.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl::sim {
 
@@ -85,6 +85,7 @@ struct Span {
   char axis = 0;      // 'd', 't', 'p' for communication
   int micro_batch = -1;
   double bytes = 0;
+  Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
 };
 
 struct StageTimeline {

@@ -43,17 +43,20 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+const Role& role_of(const Event& e, const std::vector<Role>& roles) {
+  static const Role none;
+  return e.label < roles.size() ? roles[e.label] : none;
+}
 
-std::vector<RankEvents> by_rank(const std::vector<Event>& events, const std::vector<std::string>& labels, int ranks) {
+std::vector<RankEvents> by_rank(const std::vector<Event>& events, const std::vector<Role>& roles, int ranks) {
   std::vector<RankEvents> out(std::size_t(ranks), RankEvents{});
-  auto label = [&](const Event& e) { return e.label < labels.size() ? labels[e.label] : std::string(); };
   for (const Event& e : events) {
     if (e.rank < 0 || e.rank >= ranks) continue;
     RankEvents& r = out[std::size_t(e.rank)];
     if (e.kind == EventKind::collective && e.stream == kStreamComm) r.comm.push_back(e);
-    const std::string name = e.kind == EventKind::compute ? label(e) : "";
-    if (starts_with(name, "fwd block") || starts_with(name, "bwd block")) r.blocks.push_back({e, name[0] == 'f'});
+    const Role& role = role_of(e, roles);
+    if (e.kind == EventKind::compute && role.block >= 0 && (role.pass == Pass::forward || role.pass == Pass::backward))
+      r.blocks.push_back({e, role.pass == Pass::forward});
   }
   const auto by_begin = [](const Event& a, const Event& b) { return a.begin_ns < b.begin_ns; };
   for (RankEvents& r : out) {
@@ -64,10 +67,10 @@ std::vector<RankEvents> by_rank(const std::vector<Event>& events, const std::vec
 }
 
 // The steps between the second barrier and the last one.
-std::vector<Window> step_windows(const RankEvents& r, const std::vector<std::string>& labels) {
+std::vector<Window> step_windows(const RankEvents& r, const std::vector<Role>& roles) {
   std::vector<const Event*> barriers;
   for (const Event& e : r.comm)
-    if (e.label < labels.size() && labels[e.label] == "barrier") barriers.push_back(&e);
+    if (role_of(e, roles).collective == CollectiveKind::barrier) barriers.push_back(&e);
   std::vector<Window> w;
   for (std::size_t i = 1; i + 1 < barriers.size(); ++i) w.push_back({barriers[i]->end_ns, barriers[i + 1]->begin_ns});
   return w;
@@ -81,8 +84,8 @@ double block_compute(const RankEvents& r, const Event& block) {
   return s;
 }
 
-bool is_loss_all_reduce(const Event& e, const std::vector<std::string>& labels) {  // the world's, 8 bytes
-  return e.axis == GroupAxis::none && e.bytes == 8 && e.label < labels.size() && labels[e.label] == "all_reduce";
+bool is_loss_all_reduce(const Event& e, const std::vector<Role>& roles) {  // the world's, 8 bytes
+  return e.axis == GroupAxis::none && e.bytes == 8 && role_of(e, roles).collective == CollectiveKind::all_reduce;
 }
 
 // AdamW: after the first dp collective of more than 8 bytes, until the next collective begins.
@@ -129,14 +132,14 @@ double stage_block_seconds(const std::vector<RankEvents>& ranks, const std::vect
   return median(per_step);
 }
 
-StepPhases phases_of(const RankEvents& r, const Window& w, const std::vector<std::string>& labels) {
+StepPhases phases_of(const RankEvents& r, const Window& w, const std::vector<Role>& roles) {
   StepPhases p;
   for (const Block& b : r.blocks)
     if (w.holds(b.span)) p.compute += block_compute(r, b.span);
   for (const Event& c : r.comm) {
     if (!w.holds(c)) continue;
     if (c.axis == GroupAxis::tp) p.tp += seconds(c);
-    if (c.axis == GroupAxis::dp || is_loss_all_reduce(c, labels)) p.dp += seconds(c);
+    if (c.axis == GroupAxis::dp || is_loss_all_reduce(c, roles)) p.dp += seconds(c);
   }
   p.rest = w.seconds() - p.compute - p.tp - p.dp;
   return p;
@@ -144,12 +147,12 @@ StepPhases phases_of(const RankEvents& r, const Window& w, const std::vector<std
 
 }  // namespace
 
-GridProfile profile_grid_events(const std::vector<Event>& events, const std::vector<std::string>& labels,
+GridProfile profile_grid_events(const std::vector<Event>& events, const std::vector<Role>& roles,
                                 const GridShapeSpec& g) {
   const int D = g.dp, T = g.tp, P = g.pp, N = D * T * P;
-  const std::vector<RankEvents> ranks = by_rank(events, labels, N);
+  const std::vector<RankEvents> ranks = by_rank(events, roles, N);
   std::vector<std::vector<Window>> windows;
-  for (const RankEvents& r : ranks) windows.push_back(step_windows(r, labels));
+  for (const RankEvents& r : ranks) windows.push_back(step_windows(r, roles));
   const std::vector<Window>& w0 = windows[0];
   if (w0.empty()) throw Error("the grid run's trace has fewer than 3 step barriers: run at least 3 steps");
   GridProfile p;
@@ -175,7 +178,7 @@ GridProfile profile_grid_events(const std::vector<Event>& events, const std::vec
   }
   std::vector<double> compute, tp, dp, rest;
   for (const Window& w : w0) {
-    const StepPhases ph = phases_of(ranks[0], w, labels);
+    const StepPhases ph = phases_of(ranks[0], w, roles);
     compute.push_back(ph.compute), tp.push_back(ph.tp), dp.push_back(ph.dp), rest.push_back(ph.rest);
   }
   p.rank0 = {median(compute), median(tp), median(dp), median(rest)};

@@ -37,7 +37,7 @@ struct GridProfile {
 };
 
 // Throws dtl::Error when the events hold fewer than 3 step barriers or no block spans.
-GridProfile profile_grid_events(const std::vector<Event>& events, const std::vector<std::string>& labels,
+GridProfile profile_grid_events(const std::vector<Event>& events, const std::vector<Role>& roles,
                                 const GridShapeSpec& g);
 
 }  // namespace dtl::sim

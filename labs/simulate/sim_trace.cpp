@@ -115,8 +115,8 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
   std::map<int, int> index_of;
   for (std::size_t i = 0; i < ranks.size(); ++i) index_of[ranks[i]] = int(i);
   nlohmann::json who = nlohmann::json::array();
-  const std::uint16_t step_label = trace.label(pipeline::schedule_name(w.schedule));
-  std::map<std::string, std::uint16_t> labels;
+  const std::uint16_t step_label =
+      trace.label(pipeline::schedule_name(w.schedule), Role{.part = RunPart::timed, .schedule = w.schedule});
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const Coord c = coord_of(w, ranks[i]);
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
@@ -125,21 +125,19 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
       const std::int64_t offset = ns(r.step_s * step);
       record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
       for (const Span& s : tl.spans) {
-        auto [it, fresh] = labels.try_emplace(s.label, 0);
-        if (fresh) it->second = trace.label(s.label);
         int peer = -1;
-        if (s.kind == SpanKind::send) {
-          const int to = ranks[i] + (s.label == "send activation" ? 1 : -1) * w.dp * w.tp;
+        if (s.kind == SpanKind::send) {  // activations go to the next stage, gradients to the one before
+          const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
-        record_span(trace, int(i), c, s, offset, step, peer, it->second);
+        record_span(trace, int(i), c, s, offset, step, peer, trace.label(s.label, s.role));
       }
     }
   }
-  trace.set_meta("lab", "simulate");
-  trace.set_meta("simulated", "true");
-  trace.set_meta("schedule", pipeline::schedule_name(w.schedule));
-  trace.set_meta("simulated_ranks", who.dump());
+  trace.set_meta(MetaKey::lab, "simulate");
+  trace.set_meta(MetaKey::simulated, "true");
+  trace.set_meta(MetaKey::schedule, pipeline::schedule_name(w.schedule));
+  trace.set_meta(MetaKey::simulated_ranks, who.dump());
   for (const auto& [k, v] : meta) trace.set_meta(k, v);
   write_chrome_trace(trace, path);
 }

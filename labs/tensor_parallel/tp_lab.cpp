@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/measure.h"
@@ -43,9 +44,9 @@ std::vector<Span> block_spans(Trace& tr, int rank, std::size_t mark) {
   for (std::size_t i = mark; i < log.size(); ++i) {
     const Event& e = log[i];
     if (e.kind != EventKind::compute) continue;
-    const std::string name = tr.label_name(e.label);
-    if (name.rfind("fwd block ", 0) == 0 || name.rfind("bwd block ", 0) == 0)
-      spans.push_back({e.begin_ns, e.end_ns, name[0] == 'f'});
+    const Role role = tr.label_role(e.label);
+    if (role.block >= 0 && (role.pass == Pass::forward || role.pass == Pass::backward))
+      spans.push_back({e.begin_ns, e.end_ns, role.pass == Pass::forward});
   }
   return spans;
 }
@@ -66,13 +67,14 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
       c.outside_blocks += 1;
       continue;
     }
-    const std::string name = tr.label_name(e.label);
+    const CollectiveKind kind = tr.label_role(e.label).collective;
     const bool fwd = in->forward;
-    const double share = double(T - 1) / T;  // a ring all-gather or reduce-scatter sends (T−1)/T of the vector
-    if (name == "all_reduce") (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1, c.ring_bytes += 2 * share * double(e.bytes);
-    else if (name == "all_gather") (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1, c.ring_bytes += share * double(e.bytes);
-    else if (name == "reduce_scatter") (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1, c.ring_bytes += share * double(e.bytes);
+    if (kind == CollectiveKind::all_reduce) (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1;
+    else if (kind == CollectiveKind::all_gather) (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1;
+    else if (kind == CollectiveKind::reduce_scatter) (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1;
     else c.others += 1;
+    if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::all_gather || kind == CollectiveKind::reduce_scatter)
+      c.ring_bytes += theory::ring_bus_bytes(kind, T, double(e.bytes));
     c.largest_payload = std::max(c.largest_payload, double(e.bytes));
     c.seconds += double(e.end_ns - e.begin_ns) * 1e-9;
     if (fwd) c.fwd_payload += double(e.bytes), c.fwd_comm_seconds += double(e.end_ns - e.begin_ns) * 1e-9;
@@ -86,7 +88,7 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
 
 // Rank 0 trains the model on a group of its own; the others receive what it found.
 OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
   std::unique_ptr<Comm> alone = comm.split(comm.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
   OneRank ref;
   if (alone) {
@@ -134,7 +136,7 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
   comm.barrier();
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name, Role{.part = RunPart::timed}));
   const std::size_t main_mark = comm.trace()->log(comm.global_rank(), kStreamMain).size();
   MemoryTracker mem(comm.global_rank(), comm.trace());
   const ex::TpGroup g{comm, mode};

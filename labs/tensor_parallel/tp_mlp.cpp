@@ -75,8 +75,8 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   init_params(seed);
   if (Trace* trace = tp.comm.trace())  // interned once, not on every block
     for (int l = first_; l <= last_; ++l) {
-      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(l)));
-      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(l)));
+      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
+      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
     }
   fwd_labels_.resize(blocks_.size()), bwd_labels_.resize(blocks_.size());  // 0 without a trace
   const std::int64_t R = shape.rows, Rl = local_rows();

@@ -203,7 +203,7 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   const TpSettings s = tp_settings(cfg, T);
   kernels::use_one_blas_thread();  // the ranks are the parallelism
   Report rep = start_report(comm, cfg, "tensor_parallel");
-  if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta("tp_split", split_meta(s, T).dump());
+  if (comm.trace() && comm.rank() == 0) comm.trace()->set_meta(MetaKey::tp_split, split_meta(s, T).dump());
   describe_tp_setup(rep, s, cfg);
   const OneRank ref = s.check ? one_rank_reference(comm, s, rank_device(cfg.device, comm)) : OneRank{};
   for (ex::TpMode mode : s.modes) {

@@ -16,9 +16,11 @@ namespace dtl {
 
 class ComputeSpan {
  public:
-  ComputeSpan(Comm& comm, const LabConfig& cfg, const char* name, int step = -1)
+  // Labelled with the pass's name ("forward", "backward", "optimizer") and its role.
+  ComputeSpan(Comm& comm, const LabConfig& cfg, Pass pass, int step = -1)
       : factor_(comm.global_rank() == cfg.slow_rank ? cfg.slow_factor : 1.0),
-        span_(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace() ? comm.trace()->label(name) : 0, step) {}
+        span_(comm.trace(), comm.global_rank(), EventKind::compute,
+              comm.trace() ? comm.trace()->label(pass_name(pass), Role{.pass = pass}) : 0, step) {}
   ~ComputeSpan() { pace(); }
   // Stretch the work done since the last pace() now. Call it at the points where the
   // computation hands something to others (a layer's gradients ready for a bucket), so a
@@ -46,8 +48,8 @@ class LayerSpans {
   LayerSpans(Comm& comm, int layers, int step) : trace_(comm.trace()), rank_(comm.global_rank()), step_(step) {
     if (!trace_) return;
     for (int l = 0; l < layers; ++l) {
-      forward_.push_back(trace_->label("forward " + std::to_string(l)));
-      backward_.push_back(trace_->label("backward " + std::to_string(l)));
+      forward_.push_back(trace_->label("forward " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
+      backward_.push_back(trace_->label("backward " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
     }
   }
   LayerHooks forward_hooks(ComputeSpan& span) { return hooks(span, forward_, {}); }

@@ -41,8 +41,8 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
   allocate_windows();
   if (Trace* trace = tp_.comm.trace())
     for (int i = 0; i < c_.layers; ++i) {
-      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i)));
-      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(i)));
+      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i), Role{.pass = Pass::forward, .block = std::int16_t(i)}));
+      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(i), Role{.pass = Pass::backward, .block = std::int16_t(i)}));
     }
 }
 

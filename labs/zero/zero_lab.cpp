@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/measure.h"
@@ -33,6 +34,11 @@ theory::ZeroPrecision ZeroSettings::bytes_per_param() const {
 
 std::string stage_case(int stage) { return "zero" + std::to_string(stage); }
 std::string stage_phase(int stage) { return "ZeRO-" + std::to_string(stage); }
+
+// What a stage's phase span is, for the viewer (its words are stage_phase's).
+Role phase_role(int stage, bool sweeping, int depth) {
+  return Role{.part = RunPart::timed, .zero_stage = std::int8_t(stage), .prefetch = std::int8_t(sweeping ? depth : -1)};
+}
 
 namespace {
 
@@ -130,7 +136,7 @@ ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings&
   ZeroReference ref;
   if (comm.rank() != 0) return ref;
   report_progress(comm, cfg, "1-rank reference");
-  ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel));
+  ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
   MlpReferenceRun run = train_one_rank(comm, cfg, s, s.precision, data);
   ref.weights = std::move(run.weights);
   ref.first_gradients = std::move(run.first_gradients);
@@ -174,8 +180,7 @@ double bus_bytes_since(Comm& comm, std::size_t mark) {
   double bytes = 0;
   for (std::size_t i = mark; i < log.size(); ++i) {
     if (log[i].kind != EventKind::collective) continue;
-    const std::string name = comm.trace()->label_name(log[i].label);
-    bytes += (name == "all_reduce" ? 2.0 : 1.0) * double(log[i].bytes) * (P - 1) / P;
+    bytes += theory::ring_bus_bytes(comm.trace()->label_role(log[i].label).collective, P, double(log[i].bytes));
   }
   return bytes;
 }
@@ -224,9 +229,10 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   ZeroMeasurement m;
   m.stage = stage;
   m.prefetch_depth = depth;
-  const std::string name = stage_phase(stage) + (s.sweep == ZeroSweep::prefetch && stage == 3 ? " depth " + std::to_string(depth) : "");
+  const bool sweeping = s.sweep == ZeroSweep::prefetch && stage == 3;
+  const std::string name = stage_phase(stage) + (sweeping ? " depth " + std::to_string(depth) : "");
   comm.barrier();
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name, phase_role(stage, sweeping, depth)));
   ZeroRank rank(comm, cfg, s, stage, depth);
   const int rows = s.batch / comm.size();
   Timed timed;
@@ -273,15 +279,15 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   return m;
 }
 
-// The memory view's formula line per stage: trace metadata keyed by the stage's phase.
-void set_formula_meta(Comm& comm, const ZeroSettings& s, int stage, double psi, const std::string& phase) {
+// The memory view's formula line per stage: trace metadata keyed by the stage's phase role.
+void set_formula_meta(Comm& comm, const ZeroSettings& s, int stage, double psi, const Role& phase) {
   if (comm.rank() != 0) return;
   const theory::ZeroBytes b = theory::zero_bytes_per_param(stage, comm.size(), s.bytes_per_param());
   char text[160];
   std::snprintf(text, sizeof text, "%s + %s + %s = %.3g B/param x %.0f params", format_number(b.params).c_str(),
                 format_number(b.grads).c_str(), format_number(b.optimizer).c_str(), b.total(), psi);
-  comm.trace()->set_meta("phase_formula_bytes." + phase, std::to_string(psi * b.total()));
-  comm.trace()->set_meta("phase_formula_text." + phase, text);
+  comm.trace()->set_meta(meta_key_name(MetaKey::phase_formula_bytes, role_key(phase)), std::to_string(psi * b.total()));
+  comm.trace()->set_meta(meta_key_name(MetaKey::phase_formula_text, role_key(phase)), text);
 }
 
 }  // namespace
@@ -307,7 +313,7 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
       depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
     }
     for (int depth : depths) {
-      set_formula_meta(comm, s, stage, double(psi), stage_phase(stage) + (sweeping ? " depth " + std::to_string(depth) : ""));
+      set_formula_meta(comm, s, stage, double(psi), phase_role(stage, sweeping, depth));
       ZeroMeasurement m = run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == 0 ? &stage0 : nullptr);
       units = m.units;
       if (sweeping) sweep.push_back(m);

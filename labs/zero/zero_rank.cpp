@@ -248,7 +248,7 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   batch_.load(data, first_row, rows);  // the rows onto the rank's device
   LayerSpans layers(comm_, s_.shape.layers, step);
   {
-    ComputeSpan span(comm_, cfg_, "forward", step);
+    ComputeSpan span(comm_, cfg_, Pass::forward, step);
     LayerHooks h = forward_hooks(), spans = layers.forward_hooks(span);
     y = model_.forward(batch_.x(), rows,
                        {[&](int l) { if (h.before_forward) h.before_forward(l); spans.before_forward(l); },
@@ -258,7 +258,7 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   float* dy = batch_.dy();
   std::fill(issued_.begin(), issued_.end(), false);
   {
-    ComputeSpan span(comm_, cfg_, "backward", step);
+    ComputeSpan span(comm_, cfg_, Pass::backward, step);
     LayerHooks h = backward_hooks(), spans = layers.backward_hooks(span);
     model_.backward(dy, false,
                     {{}, {}, [&](int l) { if (h.before_backward) h.before_backward(l); spans.before_backward(l); },
@@ -270,7 +270,7 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   waited_ += now_s() - buckets_from;
   const double optimizer_from = now_s();
   {
-    ComputeSpan span(comm_, cfg_, "optimizer", step);
+    ComputeSpan span(comm_, cfg_, Pass::optimizer, step);
     optimizer_step();
   }
   t.optimizer = now_s() - optimizer_from;

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/theory/plan.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace th = dtl::theory;
 
@@ -155,7 +155,7 @@ TEST(Plan, Seed002TensorParallelTrafficNinetySixLayers) {
 }
 
 // Seed 001: M = 32, P = 4 → 3/35 = 8.6 %; seed 002: P = 8, M = 32 → 7/39 = 17.9 %. The pipeline
-// lab's own formula (labs/pipeline/schedule.h) is the reference.
+// lab's own formula (core/theory/schedule.h) is the reference.
 TEST(Plan, BubbleMatchesTheSeedsAndThePipelineLab) {
   const auto m = th::model_preset("70b");
   const auto four = th::plan(m, a100(4), config(1, 1, 4, 0, th::ZeroConvention::sixteen, 32));

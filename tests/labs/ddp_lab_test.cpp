@@ -85,7 +85,7 @@ TEST(DdpLab, SlowRankStretchesOnlyItsComputeSpans) {
   std::vector<double> work_ns(2);
   test::run_ranks(2, [&](Comm& c) {
     {
-      ComputeSpan span(c, cfg, "forward");
+      ComputeSpan span(c, cfg, Pass::forward);
       const auto t0 = std::chrono::steady_clock::now();  // inside the span: a lower bound on what it stretches
       volatile double x = 0;
       for (int i = 0; i < 2000000; ++i) x = x + 1e-9 * i;

@@ -15,8 +15,13 @@ namespace {
 
 constexpr std::int64_t kUs = 1000;  // ns
 
+// The label table's roles (what the profile reads; a label's words are not).
 enum Label : std::uint16_t { kNone, kBarrier, kAllReduce, kFwd, kBwd };
-const std::vector<std::string> kLabels = {"", "barrier", "all_reduce", "fwd block 0", "bwd block 0"};
+const std::vector<Role> kLabels = {{},
+                                   library_collective_role(CollectiveKind::barrier),
+                                   library_collective_role(CollectiveKind::all_reduce),
+                                   Role{.pass = Pass::forward, .block = 0},
+                                   Role{.pass = Pass::backward, .block = 0}};
 
 Event span(int rank, EventKind kind, Label label, std::int64_t begin_us, std::int64_t end_us, GroupAxis axis = GroupAxis::none,
            std::uint64_t bytes = 0) {

@@ -1,4 +1,4 @@
-// Pipeline schedules (labs/pipeline/schedule.h): hand-written gold tables and validate's
+// Pipeline schedules (core/theory/schedule.h): hand-written gold tables and validate's
 // messages. Properties over many (P, M, v) and the curriculum's bubble numbers from the
 // simulator are in pipeline_simulator_test.cpp (same executable).
 //
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl::pipeline {
 namespace {

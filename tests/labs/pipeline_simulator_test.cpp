@@ -1,4 +1,4 @@
-// Pipeline schedules and their simulator (labs/pipeline/schedule.h) over many (P, M, v):
+// Pipeline schedules and their simulator (core/theory/schedule.h) over many (P, M, v):
 // every action once and in order, dependencies kept under uniform and random times, the
 // activations in flight, and the curriculum's bubble numbers (seeds 001–003) measured by
 // the simulator with F = 1, B = 2, p2p = 0. Gold tables: pipeline_schedule_test.cpp.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl::pipeline {
 namespace {

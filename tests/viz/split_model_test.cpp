@@ -179,6 +179,12 @@ Crafted crafted(const std::vector<std::string>& fwd, const std::vector<std::stri
   Crafted c;
   c.d.ranks = 2;
   c.d.labels = {"", "fwd block 1", "bwd block 1", "all_reduce", "all_gather", "reduce_scatter"};
+  c.d.roles = {{},
+               Role{.pass = Pass::forward, .block = 1},
+               Role{.pass = Pass::backward, .block = 1},
+               library_collective_role(CollectiveKind::all_reduce),
+               library_collective_role(CollectiveKind::all_gather),
+               library_collective_role(CollectiveKind::reduce_scatter)};
   auto label = [&](const std::string& n) { return std::uint16_t(std::find(c.d.labels.begin(), c.d.labels.end(), n) - c.d.labels.begin()); };
   std::vector<Event> ev;
   auto block = [&](std::uint16_t l, std::int64_t t0, const std::vector<std::string>& names) {

@@ -158,6 +158,7 @@ inline std::vector<HostileCase> structural_cases(const std::string& base) {
 }
 
 // The .dtlt companion's layout, found by walking it (see core/trace/binary_trace.h).
+inline constexpr std::size_t kDtltRoleBytes = 11;
 struct DtltLayout {
   std::size_t labels = 32, meta = 0, event_count = 0, events = 0;
 };
@@ -173,7 +174,11 @@ inline DtltLayout dtlt_layout(const std::string& b) {
     for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size()));
     return std::min(at, b.size());
   };
-  l.meta = skip_strings(l.labels + 8, u64(l.labels));
+  auto skip_labels = [&](std::size_t at, std::uint64_t n) {  // each: a string and its 11-byte Role
+    for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size())) + kDtltRoleBytes;
+    return std::min(at, b.size());
+  };
+  l.meta = skip_labels(l.labels + 8, u64(l.labels));
   l.event_count = skip_strings(l.meta + 8, 2 * u64(l.meta));
   l.events = l.event_count + 8;
   return l;
@@ -201,6 +206,8 @@ inline std::vector<HostileCase> binary_cases(const std::string& base) {
   for (std::uint64_t n : {std::uint64_t(1) << 20, std::uint64_t(1) << 60, ~std::uint64_t(0)}) {
     poke("dtlt label count " + std::to_string(n), l.labels, &n, 8);
     poke("dtlt first label length " + std::to_string(n), l.labels + 8, &n, 8);
+    const std::uint8_t unknown = std::uint8_t(n >> 56 | 0x80);  // label 0 is "": its role follows its length
+    poke("dtlt first label's role kind " + std::to_string(unknown), l.labels + 16, &unknown, 1);
     poke("dtlt meta count " + std::to_string(n), l.meta, &n, 8);
     poke("dtlt event count " + std::to_string(n), l.event_count, &n, 8);
   }

@@ -102,6 +102,7 @@ TEST(ReferencePhase, IsHiddenByDefaultAndShownOnRequest) {
   TraceData d;
   d.ranks = 2;
   d.labels = {"", kReferencePhaseLabel, "backward"};
+  d.roles = {{}, kReferenceRole, Role{.pass = Pass::backward}};
   d.events = {span(EventKind::phase, 0, 0, 9000, 1), span(EventKind::collective, 1, 100, 9100),
               span(EventKind::compute, 0, 9050, 9500, 2), span(EventKind::compute, 1, 9150, 9600, 2)};
   d.t_begin = 0, d.t_end = 9600;
@@ -113,9 +114,9 @@ TEST(ReferencePhase, IsHiddenByDefaultAndShownOnRequest) {
   EXPECT_EQ(hidden.end, 9600);
   EXPECT_EQ(shown.begin, 0);
   // A trace without one, or one where nothing follows the reference, shows everything.
-  d.labels[1] = "warm-up";
+  d.roles[1] = Role{.part = RunPart::setup};  // (the words do not matter: the role does)
   EXPECT_EQ(shown_range(d, index_trace(d), false).begin, 0);
-  d.labels[1] = kReferencePhaseLabel;
+  d.roles[1] = kReferenceRole;
   d.events[0].end_ns = 9600;
   EXPECT_EQ(shown_range(d, index_trace(d), false).begin, 0);
   // The grid lab runs its reference after the ranks train: the run before it is shown.
@@ -179,6 +180,8 @@ TraceData phased_trace() {
   TraceData d;
   d.ranks = 2;
   d.labels = {"", "ZeRO-0", "ZeRO-1", "DDP", "compute"};
+  // The phases are found by their roles; the metadata is keyed by role_key (the words differ).
+  d.roles = {{}, Role{.zero_stage = 0}, Role{.zero_stage = 1}, Role{.part = RunPart::timed}, {}};
   d.events = {span(EventKind::phase, 0, 100, 200, 1), span(EventKind::phase, 1, 100, 210, 1),
               span(EventKind::phase, 0, 300, 400, 2), span(EventKind::phase, 1, 300, 400, 2),
               span(EventKind::compute, 0, 240, 260, 2),  // the label, but not a phase: no span of ZeRO-1
@@ -208,12 +211,12 @@ TraceData phased_trace() {
               sample(0, 480, {}),
               sample(0, 550, {{master, 9000}}),
               sample(1, 580, {{param, 100}})};
-  d.meta["phase_formula_bytes.ZeRO-0"] = "7000";
-  d.meta["phase_formula_text.ZeRO-0"] = "16Ψ = 16 B/param";
-  d.meta["phase_formula_bytes.ZeRO-1"] = " 4e3 ";
-  d.meta["phase_formula_bytes.DDP"] = "10000";
-  d.meta["phase_formula_bytes.ZeRO-9"] = "12x";  // malformed, and no such phase in the trace
-  d.meta["phase_formula_text.ZeRO-9"] = "never shown";
+  d.meta["phase_formula_bytes.zero_stage=0"] = "7000";
+  d.meta["phase_formula_text.zero_stage=0"] = "16Ψ = 16 B/param";
+  d.meta["phase_formula_bytes.zero_stage=1"] = " 4e3 ";
+  d.meta["phase_formula_bytes.part=timed"] = "10000";
+  d.meta["phase_formula_bytes.zero_stage=3,prefetch=9"] = "12x";  // malformed, and no such phase in the trace
+  d.meta["phase_formula_text.zero_stage=3,prefetch=9"] = "never shown";
   d.meta["predicted_bytes_per_rank"] = "1600";  // the single formula other labs use: untouched
   d.t_begin = 50, d.t_end = 600;
   return d;
@@ -230,7 +233,7 @@ TEST(MemoryByPhase, EachRanksBytesByTagAtItsPeakInsideEachPhaseInTimeOrder) {
   EXPECT_EQ(m.phases[0].label, "ZeRO-0");
   EXPECT_EQ(m.phases[1].label, "ZeRO-1");
   EXPECT_EQ(m.phases[2].label, "DDP");
-  EXPECT_EQ(m.phases[3].label, "ZeRO-9");
+  EXPECT_EQ(m.phases[3].label, "zero_stage=3,prefetch=9");  // no span: its key
   const PhaseMemory& z0 = m.phases[0];
   ASSERT_EQ(z0.at_peak.size(), 2u);
   EXPECT_EQ(z0.peak[0], 6000u);
@@ -271,11 +274,11 @@ TEST(MemoryByPhase, EachRanksBytesByTagAtItsPeakInsideEachPhaseInTimeOrder) {
 TEST(MemoryByPhase, NoneWithoutPhaseFormulasAndBoundedWithHostileMetadata) {
   TraceData d = phased_trace();
   for (auto it = d.meta.begin(); it != d.meta.end();)
-    it = it->first.starts_with(kPhaseFormulaBytes) ? d.meta.erase(it) : std::next(it);
+    it = it->first.starts_with(meta_key_name(MetaKey::phase_formula_bytes)) ? d.meta.erase(it) : std::next(it);
   EXPECT_TRUE(memory_by_phase(d).phases.empty());  // a phase text alone makes no panel
   // 1000 phases: the first kMaxMemoryPhases in time order are kept, the rest counted.
   d = phased_trace();
-  const std::string key = kPhaseFormulaBytes;
+  const std::string key = meta_key_name(MetaKey::phase_formula_bytes, "");
   for (int i = 0; i < 1000; ++i) d.meta.emplace(key + "extra " + std::to_string(i), std::string(1, '1'));
   d.meta.emplace(key + "bad\n\x01name", std::string("1e999"));
   const PhaseMemories m = memory_by_phase(d);
@@ -285,7 +288,7 @@ TEST(MemoryByPhase, NoneWithoutPhaseFormulasAndBoundedWithHostileMetadata) {
   EXPECT_EQ(m.phases[2].label, "DDP");
   // No ranks, no samples: panels without bars, no crash.
   TraceData empty;
-  empty.meta[std::string(kPhaseFormulaBytes) + "ZeRO-3"] = "100";
+  empty.meta[meta_key_name(MetaKey::phase_formula_bytes, "zero_stage=3")] = "100";
   const PhaseMemories e = memory_by_phase(empty);
   ASSERT_EQ(e.phases.size(), 1u);
   EXPECT_TRUE(e.phases[0].peak.empty());
@@ -609,6 +612,13 @@ TraceData pipeline_trace() {
   TraceData d;
   d.ranks = 2;
   d.labels = {"", "gpipe", "F", "B", "optimizer", "1f1b", "W"};
+  d.roles = {{},
+             Role{.part = RunPart::timed, .schedule = ScheduleKind::gpipe},
+             Role{.pass = Pass::forward},
+             Role{.pass = Pass::backward},
+             Role{.pass = Pass::optimizer},
+             Role{.part = RunPart::timed, .schedule = ScheduleKind::one_f_one_b},
+             Role{.pass = Pass::weight}};
   std::vector<Event>& ev = d.events;
   for (int r = 0; r < 2; ++r) ev.push_back(span(EventKind::phase, r, 900, 6000, kGpipe));
   gpipe_step(ev, 0, 1000);
@@ -797,6 +807,7 @@ TEST(PipelineModel, ActionsOutsideAnyPhaseAndHostileFieldsAreHandled) {
   TraceData d;
   d.ranks = 2;
   d.labels = {"", "F", "B"};
+  d.roles = {{}, Role{.pass = Pass::forward}, Role{.pass = Pass::backward}};
   d.meta["schedule"] = "zb-h1";
   d.events = {action(0, 1, 0, 0, 0, 10), action(1, 1, 0, 0, 10, 20), action(1, 2, 0, 0, 20, 40), action(0, 2, 0, 0, 40, 60),
               action(5, 1, 0, 0, 0, 10),   // a rank beyond the trace's: ignored

@@ -297,6 +297,28 @@ int run(const Args& a) {
   return 0;
 }
 
+// What the window shows and where it starts: a view, a zoom, the pipeline view's run, the
+// topology's highlighted rank; and the modes without a window (--overlap, --bench).
+void add_view_options(CLI::App& cli, Args& a) {
+  const std::vector<dtl::ViewKind> all_views(std::begin(dtl::kAllViewKinds), std::end(dtl::kAllViewKinds));
+  std::vector<std::string> view_names;
+  for (dtl::ViewKind v : all_views) view_names.emplace_back(dtl::view_kind_name(v));
+  cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
+      ->check(CLI::IsMember(view_names));
+  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
+  cli.add_option("--pipeline-schedule", a.pipeline_schedule,
+                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
+  cli.add_flag("--pipeline-compare", a.pipeline_compare,
+               "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
+  cli.add_flag("--overlap", a.overlap,
+               "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
+               "torch.profiler Chrome trace) and exit (no window)");
+  cli.add_option("--highlight-rank", a.highlight_rank,
+                 "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)")
+      ->check(whole_number_in(0, dtl::trace_limits::kMaxRanks - 1));
+  cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -322,23 +344,7 @@ int main(int argc, char** argv) {
   // (--width is the DDP lab's MLP width: the window's size has its own names)
   cli.add_option("--window-width", a.width, "Window width")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
   cli.add_option("--window-height", a.height, "Window height")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
-  const std::vector<dtl::ViewKind> all_views(std::begin(dtl::kAllViewKinds), std::end(dtl::kAllViewKinds));
-  std::vector<std::string> view_names;
-  for (dtl::ViewKind v : all_views) view_names.emplace_back(dtl::view_kind_name(v));
-  cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
-      ->check(CLI::IsMember(view_names));
-  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
-  cli.add_option("--pipeline-schedule", a.pipeline_schedule,
-                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
-  cli.add_flag("--pipeline-compare", a.pipeline_compare,
-               "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
-  cli.add_flag("--overlap", a.overlap,
-               "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
-               "torch.profiler Chrome trace) and exit (no window)");
-  cli.add_option("--highlight-rank", a.highlight_rank,
-                 "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)")
-      ->check(whole_number_in(0, dtl::trace_limits::kMaxRanks - 1));
-  cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
+  add_view_options(cli, a);
   add_lab_options(cli, a);
   try {
     cli.parse(argc, argv);

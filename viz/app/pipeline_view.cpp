@@ -231,7 +231,7 @@ void PipelineView::Draw(const Frame& f) {
   // 1f1b, else the first in the trace.
   const PipelineRun* run = runs_.find(schedule);
   if (!run && !runs_.runs.empty()) {
-    run = runs_.find("1f1b") ? runs_.find("1f1b") : &runs_.runs.front();
+    run = runs_.find(ScheduleKind::one_f_one_b) ? runs_.find(ScheduleKind::one_f_one_b) : &runs_.runs.front();
     schedule = run->schedule;
   }
   const PipelineStep* s = run ? &StepShown(f, *run) : nullptr;

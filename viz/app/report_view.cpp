@@ -111,7 +111,7 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
 
 void ReportView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
-  auto it = d.meta.find("report");
+  auto it = d.meta.find(meta_key_name(MetaKey::report));
   if (it == d.meta.end()) {
     ImGui::TextWrapped("%s", f.session.live() ? "The report appears when the run finishes (step to the end, or press Play)."
                                               : "This trace carries no report (traces from dtlab run include one).");

@@ -141,7 +141,7 @@ void RingView::Draw(const Frame& f) {
   }
   double most = 0;
   for (double s : sent) most = std::max(most, s);
-  const double N = std::atof(d.meta.count("bytes") ? d.meta.at("bytes").c_str() : "0");
+  const double N = std::atof(d.meta_of(MetaKey::bytes) ? d.meta_of(MetaKey::bytes)->c_str() : "0");
   ImGui::Text("most sent by one rank: %s   ring formula 2(P-1)/P*N = %s", human_bytes(most).c_str(),
               human_bytes(theory::all_reduce_cost(theory::Algo::ring, P, N).bytes_per_rank).c_str());
   if (!timeline.available()) ImGui::TextDisabled("%s", timeline.why_unavailable().c_str());

@@ -14,7 +14,7 @@ StepUnit unit_of(const LabInfo* lab) {
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
-  if (auto it = s->data_.meta.find("lab"); it != s->data_.meta.end()) s->lab_ = find_lab(it->second);
+  if (auto it = s->data_.meta.find(meta_key_name(MetaKey::lab)); it != s->data_.meta.end()) s->lab_ = find_lab(it->second);
   s->unit_ = unit_of(s->lab_);
   s->index_ = index_trace(s->data_, s->unit_);
   return s;
@@ -38,11 +38,11 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   s->cfg_.warmup = 0;
   s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
   Trace& trace = *s->trace_;
-  trace.set_meta("lab", lab.name);
+  trace.set_meta(MetaKey::lab, lab.name);
   for (const auto& [k, v] : s->cfg_.options.text()) trace.set_meta(k, v);
-  trace.set_meta("bytes", std::to_string(s->cfg_.bytes));
-  trace.set_meta("device", device_meta(s->cfg_));
-  trace.set_meta("chunks", std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
+  trace.set_meta(MetaKey::bytes, std::to_string(s->cfg_.bytes));
+  trace.set_meta(MetaKey::device, device_meta(s->cfg_));
+  trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
   s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
                                                                                          : StepGate::Unit::transfers);
   Session* self = s.get();
@@ -80,11 +80,11 @@ void Session::refresh() {
     for (int s = 0; s < Trace::kStreams; ++s) n += trace_->log(r, s).size();
   {
     std::lock_guard lock(mu_);
-    if (!report_json_.empty()) trace_->set_meta("report", report_json_);
+    if (!report_json_.empty()) trace_->set_meta(MetaKey::report, report_json_);
   }
   const std::size_t n_waits = gate_->controller_wait_count();
-  if (n == seen_events_ && n_waits == seen_waits_ && data_.meta.count("report") == trace_->meta().count("report")) return;
-  if (n != seen_events_ || data_.meta.count("report") != trace_->meta().count("report")) {
+  if (n == seen_events_ && n_waits == seen_waits_ && data_.meta.count(meta_key_name(MetaKey::report)) == trace_->meta().count(meta_key_name(MetaKey::report))) return;
+  if (n != seen_events_ || data_.meta.count(meta_key_name(MetaKey::report)) != trace_->meta().count(meta_key_name(MetaKey::report))) {
     seen_events_ = n;
     data_ = from_trace(*trace_);
     index_ = index_trace(data_, unit_);
@@ -115,7 +115,7 @@ bool Session::finished() const {
 }
 
 std::string Session::status() const {
-  if (!live()) return data_.meta.count("error") ? "trace of a failed run: " + data_.meta.at("error") : "replay";
+  if (!live()) return data_.meta_of(MetaKey::error) ? "trace of a failed run: " + *data_.meta_of(MetaKey::error) : "replay";
   std::lock_guard lock(const_cast<std::mutex&>(mu_));
   if (done_) return error_.empty() ? "finished" : "failed: " + error_;
   switch (gate_->poll()) {

@@ -40,6 +40,7 @@ void tooltip(const TraceData& d, const DrawBox& box) {
   } else {
     const std::string name = d.label(e.label);
     ImGui::Text("%s%s%s", kind_text(e.kind), name.empty() ? "" : ": ", name.c_str());
+    if (const std::string what = role_key(d.role(e)); !what.empty()) ImGui::TextDisabled("%s", what.c_str());  // its typed role
     ImGui::Text("rank %d, %.3f us", e.rank, double(e.end_ns - e.begin_ns) / 1e3);
     if (e.bytes) ImGui::Text("%llu bytes", static_cast<unsigned long long>(e.bytes));
     if (e.peer >= 0) ImGui::Text("%s rank %d, tag %d", e.kind == EventKind::send ? "to" : "from", e.peer, e.tag);

@@ -30,10 +30,10 @@ void TimelineView::ColorLabels(const TraceData& d) {
   label_colors.assign(d.labels.size(), kind_color(EventKind::compute));
   training_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
-    const std::string& l = d.labels[i];
-    if (l.rfind("forward", 0) == 0 || l.rfind("fwd ", 0) == 0) label_colors[i] = kForward;  // "fwd block 1": tensor parallel
-    else if (l.rfind("backward", 0) == 0 || l.rfind("bwd ", 0) == 0) label_colors[i] = kBackward;
-    else if (l.rfind("optimizer", 0) == 0) label_colors[i] = kOptimizer;
+    const Pass pass = d.role(std::uint16_t(i)).pass;  // a layer's, a block's, a pipeline action's
+    if (pass == Pass::forward) label_colors[i] = kForward;
+    else if (pass == Pass::backward || pass == Pass::weight) label_colors[i] = kBackward;
+    else if (pass == Pass::optimizer) label_colors[i] = kOptimizer;
     training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
   }
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
@@ -87,6 +88,33 @@ GroupAxis axis_of(object args, std::uint64_t index) {
   bad(index, "unknown group axis '" + printable(name) + "' (allowed: none, dp, tp, pp)");
 }
 
+// An optional typed role member ("pass": "forward"), parsed by `parse` (vocab.h).
+template <class Enum, class Parse>
+std::optional<Enum> role_member(object args, const char* key, Parse parse, std::uint64_t index) {
+  element v;
+  if (args[key].get(v)) return std::nullopt;
+  std::string_view name;
+  if (v.get(name)) bad(index, std::string("'") + key + "' is not a string");
+  const std::optional<Enum> e = parse(name);
+  if (!e) bad(index, std::string("unknown '") + key + "' '" + printable(name) + "' (core/trace/vocab.h lists the names)");
+  return e;
+}
+
+// The label's typed role from the span's args (core/trace/vocab.h's role_json_members).
+Role role_of(object args, std::uint64_t index) {
+  Role r;
+  r.collective = role_member<CollectiveKind>(args, "collective", parse_collective_kind, index).value_or(CollectiveKind::none);
+  r.algorithm = role_member<AlgorithmKind>(args, "algorithm", parse_algorithm_kind, index).value_or(AlgorithmKind::none);
+  r.part = role_member<RunPart>(args, "part", parse_run_part, index).value_or(RunPart::none);
+  r.pass = role_member<Pass>(args, "pass", parse_pass, index).value_or(Pass::none);
+  r.schedule = role_member<ScheduleKind>(args, "schedule", parse_schedule_kind, index);
+  r.zero_stage = std::int8_t(arg_int(args, "zero_stage", -1, 0, 3, index));
+  r.prefetch = std::int8_t(arg_int(args, "prefetch", -1, 0, 64, index));
+  r.block = std::int16_t(arg_int(args, "block", -1, 0, 32767, index));
+  r.bucket = std::int16_t(arg_int(args, "bucket", -1, 0, 32767, index));
+  return r;
+}
+
 int rank_of(element pid_el, std::uint64_t index) {
   const double pid = number(pid_el, index, "pid");
   if (!(pid >= 0 && pid < double(lim::kMaxRanks)) || pid != std::floor(pid))
@@ -98,7 +126,7 @@ int rank_of(element pid_el, std::uint64_t index) {
 // Collects events batch by batch; the splitter feeds it.
 struct Collector {
   TraceData t;
-  std::map<std::string, std::uint16_t, std::less<>> label_ids;
+  std::map<std::pair<std::string, std::string>, std::uint16_t, std::less<>> label_ids;  // (name, role_key)
   std::int64_t max_rank = -1;
   simdjson::dom::parser parser;
 
@@ -106,7 +134,7 @@ struct Collector {
   void item(element item, std::uint64_t index);
   void span(object e, int rank, std::uint64_t index);
   void counter(object e, int rank, std::uint64_t index);
-  std::uint16_t label_of(std::string_view name, std::uint64_t index);
+  std::uint16_t label_of(std::string_view name, const Role& role, std::uint64_t index);
   void count_one(std::uint64_t index) {
     if (t.events.size() + t.memory.size() >= lim::kMaxEvents)
       bad(index, "the trace holds more than " + std::to_string(lim::kMaxEvents) + " events (the limit); trace fewer ranks or --iters");
@@ -141,12 +169,14 @@ void Collector::item(element item, std::uint64_t index) {
   max_rank = std::max<std::int64_t>(max_rank, rank);
 }
 
-std::uint16_t Collector::label_of(std::string_view name, std::uint64_t index) {
-  auto it = label_ids.find(name);
+std::uint16_t Collector::label_of(std::string_view name, const Role& role, std::uint64_t index) {
+  std::pair<std::string, std::string> key{std::string(name), role_key(role)};
+  auto it = label_ids.find(key);
   if (it != label_ids.end()) return it->second;
   if (t.labels.size() >= lim::kMaxLabels) bad(index, "more than " + std::to_string(lim::kMaxLabels) + " distinct names (the limit)");
-  it = label_ids.emplace(std::string(name), std::uint16_t(t.labels.size())).first;
+  it = label_ids.emplace(std::move(key), std::uint16_t(t.labels.size())).first;
   t.labels.emplace_back(name);
+  t.roles.push_back(role);
   return it->second;
 }
 
@@ -168,9 +198,11 @@ void Collector::span(object e, int rank, std::uint64_t index) {
   std::string_view cat, name;
   if (e["cat"].get(cat)) bad(index, "has no \"cat\"");
   ev.kind = kind_of(cat, index);
-  if (!e["name"].get(name) && ev.kind != EventKind::send && ev.kind != EventKind::recv) ev.label = label_of(name, index);
+  const bool named = !e["name"].get(name) && ev.kind != EventKind::send && ev.kind != EventKind::recv;
+  Role role;
   object args;
   if (!e["args"].get(args)) {
+    role = role_of(args, index);
     ev.bytes = std::uint64_t(arg_int(args, "bytes", 0, 0, std::int64_t(lim::kMaxEventBytes), index));
     ev.peer = int(arg_int(args, "peer", -1, -1, lim::kMaxRanks - 1, index));
     ev.tag = int(arg_int(args, "tag", 0, INT32_MIN, INT32_MAX, index));
@@ -183,6 +215,7 @@ void Collector::span(object e, int rank, std::uint64_t index) {
     ev.axis = axis_of(args, index);
     ev.group_rank = std::int16_t(arg_int(args, "group_rank", -1, -1, lim::kMaxRanks - 1, index));
   }
+  if (named) ev.label = label_of(name, role, index);
   t.events.push_back(ev);
   max_rank = std::max<std::int64_t>(max_rank, ev.peer);  // a peer is a rank of the world too
 }
@@ -220,8 +253,8 @@ TraceData finish(Collector& c, const std::string& other) {
   TraceData t = std::move(c.t);
   read_meta(t, other);
   t.ranks = int(c.max_rank + 1);
-  t.ranks = std::max(t.ranks, meta_count(t, "world_size", t.ranks, 1, lim::kMaxRanks, "ranks"));
-  meta_count(t, "chunks", 1, 0, lim::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
+  t.ranks = std::max(t.ranks, meta_count(t, meta_key_name(MetaKey::world_size), t.ranks, 1, lim::kMaxRanks, "ranks"));
+  meta_count(t, meta_key_name(MetaKey::chunks), 1, 0, lim::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
   std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
     return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
   });
@@ -239,6 +272,7 @@ template <class NextBlock>
 TraceData read(NextBlock next) {
   auto c = std::make_unique<Collector>();
   c->t.labels.push_back("");
+  c->t.roles.push_back({});
   JsonSplitter splitter("traceEvents", {lim::kMaxJsonEventBytes, lim::kMaxJsonOtherBytes, kBatchBytes},
                         [&](const std::string& json, std::uint64_t first) { c->batch(json, first); });
   for (std::string_view block = next(); !block.empty(); block = next()) splitter.feed(block);

@@ -23,8 +23,8 @@
 
 namespace dtl::viz {
 
-inline constexpr const char* kGridMeta = "grid";
-inline constexpr const char* kGpusPerNodeMeta = "gpus_per_node";
+inline const char* const kGridMeta = meta_key_name(MetaKey::grid);
+inline const char* const kGpusPerNodeMeta = meta_key_name(MetaKey::gpus_per_node);
 
 struct GridModel {
   GridShape shape;

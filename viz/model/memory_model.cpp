@@ -31,12 +31,12 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t) {
     pic.peak[std::size_t(m.rank)] = std::max(pic.peak[std::size_t(m.rank)], total);
     if (m.t_ns <= t) pic.now[std::size_t(m.rank)] = m;
   }
-  if (auto it = d.meta.find("predicted_bytes_per_rank"); it != d.meta.end()) {
-    const double v = std::strtod(it->second.c_str(), nullptr);
+  if (const std::string* v_text = d.meta_of(MetaKey::predicted_bytes_per_rank)) {
+    const double v = std::strtod(v_text->c_str(), nullptr);
     if (std::isfinite(v) && v > 0) pic.formula = v;
   }
-  if (auto it = d.meta.find("predicted_bytes_formula"); it != d.meta.end() && pic.formula > 0)
-    pic.formula_text = printable(it->second, 80);
+  if (const std::string* text = d.meta_of(MetaKey::predicted_bytes_formula); text && pic.formula > 0)
+    pic.formula_text = printable(*text, 80);
   return pic;
 }
 
@@ -85,37 +85,37 @@ std::vector<Span> merged(std::vector<Span> s) {
 
 }  // namespace
 
-PhaseMemories memory_by_phase(const TraceData& d) {
-  PhaseMemories out;
-  const std::size_t P = std::size_t(std::max(0, d.ranks));
-  const std::string bytes_key = kPhaseFormulaBytes, text_key = kPhaseFormulaText;
-  // The phases the metadata names, with their formulas, and their labels' ids.
-  std::unordered_map<std::string_view, std::uint16_t> label_id;
-  for (std::size_t id = 1; id < d.labels.size(); ++id) label_id.emplace(d.labels[id], std::uint16_t(id));
+namespace {
+
+// The phases the metadata names ("phase_formula_bytes.<role key>"), with their formulas; and
+// for every label whose role has that key, the phase's index (-1: none).
+std::vector<PhaseMemory> named_phases(const TraceData& d, std::vector<int>& phase_of_label) {
+  const std::string bytes_key = meta_key_name(MetaKey::phase_formula_bytes, ""),
+                    text_key = meta_key_name(MetaKey::phase_formula_text, "");
+  std::unordered_map<std::string, int> phase_of_key;
   std::vector<PhaseMemory> named;
-  std::vector<int> phase_of_label(d.labels.size(), -1);
   for (auto it = d.meta.lower_bound(bytes_key); it != d.meta.end() && it->first.starts_with(bytes_key); ++it) {
-    const std::string raw = it->first.substr(bytes_key.size());
-    if (auto id = label_id.find(raw); id != label_id.end()) phase_of_label[id->second] = int(named.size());
+    const std::string key = it->first.substr(bytes_key.size());
+    phase_of_key.emplace(key, int(named.size()));
     PhaseMemory& p = named.emplace_back();
-    p.label = printable(raw, 40);
+    p.label = printable(key, 40);  // until a span of the phase gives its words
     p.formula = parse_formula_bytes(it->second);
-    if (auto t = d.meta.find(text_key + raw); t != d.meta.end() && p.formula > 0) p.formula_text = printable(t->second, 80);
+    if (auto t = d.meta.find(text_key + key); t != d.meta.end() && p.formula > 0) p.formula_text = printable(t->second, 80);
   }
-  if (named.empty()) return out;
-  auto phase_of = [&](const Event& e) {
-    const bool ok = e.kind == EventKind::phase && e.label < phase_of_label.size() && e.rank >= 0 && std::size_t(e.rank) < P;
-    return ok ? phase_of_label[e.label] : -1;
-  };
-  // When each phase ran (over all ranks); then the first kMaxMemoryPhases in time order.
-  for (const Event& e : d.events) {
-    const int k = phase_of(e);
-    if (k < 0) continue;
-    PhaseMemory& p = named[std::size_t(k)];
-    p.begin_ns = p.in_trace ? std::min(p.begin_ns, e.begin_ns) : e.begin_ns;
-    p.end_ns = p.in_trace ? std::max(p.end_ns, e.end_ns) : e.end_ns;
-    p.in_trace = true;
+  phase_of_label.assign(d.labels.size(), -1);
+  for (std::size_t id = 1; id < d.labels.size(); ++id) {
+    const Role& role = d.role(std::uint16_t(id));
+    if (role.empty()) continue;
+    if (auto k = phase_of_key.find(role_key(role)); k != phase_of_key.end()) {
+      phase_of_label[id] = k->second;
+      named[std::size_t(k->second)].label = printable(d.labels[id], 40);
+    }
   }
+  return named;
+}
+
+// The first kMaxMemoryPhases phases in time order (those not in the trace last).
+void keep_in_time_order(std::vector<PhaseMemory> named, PhaseMemories& out, std::vector<int>& slot) {
   std::vector<std::size_t> order(named.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -123,51 +123,85 @@ PhaseMemories memory_by_phase(const TraceData& d) {
     return x.in_trace != y.in_trace ? x.in_trace : x.in_trace && x.begin_ns < y.begin_ns;
   });
   if (order.size() > kMaxMemoryPhases) out.dropped = order.size() - kMaxMemoryPhases, order.resize(kMaxMemoryPhases);
-  std::vector<int> slot(named.size(), -1);  // named index → index in out.phases
+  slot.assign(named.size(), -1);  // named index → index in out.phases
   for (std::size_t i = 0; i < order.size(); ++i) {
     slot[order[i]] = int(i);
     out.phases.push_back(std::move(named[order[i]]));
   }
-  // The kept phases' spans per rank.
+}
+
+// Each rank's samples in time order (d.memory is sorted by time): a counting sort by rank.
+// Rank r's are of_rank[first[r] .. first[r+1]).
+struct SamplesByRank {
+  std::vector<std::size_t> first, of_rank;
+};
+SamplesByRank samples_by_rank(const TraceData& d, std::size_t P) {
+  SamplesByRank s;
+  s.first.assign(P + 1, 0);
+  for (const MemorySample& m : d.memory)
+    if (m.rank >= 0 && std::size_t(m.rank) < P) ++s.first[std::size_t(m.rank) + 1];
+  for (std::size_t r = 0; r < P; ++r) s.first[r + 1] += s.first[r];
+  s.of_rank.resize(s.first[P]);
+  std::vector<std::size_t> next(s.first.begin(), s.first.end() - 1);
+  for (std::size_t i = 0; i < d.memory.size(); ++i)
+    if (const int r = d.memory[i].rank; r >= 0 && std::size_t(r) < P) s.of_rank[next[std::size_t(r)]++] = i;
+  return s;
+}
+
+// Rank r's peak inside `own` spans of phase p: the bytes held as each span begins (the
+// last sample at or before it), then every change inside it; the first moment of the
+// largest total wins.
+void peak_in_spans(const TraceData& d, const SamplesByRank& s, std::size_t r, const std::vector<Span>& own, PhaseMemory& p) {
+  MemorySample& best = p.at_peak[r];
+  bool found = false;
+  auto consider = [&](const MemorySample& m, std::int64_t at) {
+    const std::uint64_t t = total(m);
+    if (found && t <= p.peak[r]) return;
+    best = m, best.t_ns = at, p.peak[r] = t, found = true;
+  };
+  const auto b = s.of_rank.begin() + std::ptrdiff_t(s.first[r]), e = s.of_rank.begin() + std::ptrdiff_t(s.first[r + 1]);
+  for (const Span& span : own) {
+    auto it = std::upper_bound(b, e, span.begin, [&](std::int64_t t, std::size_t i) { return t < d.memory[i].t_ns; });
+    consider(it != b ? d.memory[*(it - 1)] : MemorySample{int(r), span.begin, {}}, span.begin);
+    for (; it != e && d.memory[*it].t_ns <= span.end; ++it) consider(d.memory[*it], d.memory[*it].t_ns);
+  }
+}
+
+}  // namespace
+
+PhaseMemories memory_by_phase(const TraceData& d) {
+  PhaseMemories out;
+  const std::size_t P = std::size_t(std::max(0, d.ranks));
+  std::vector<int> phase_of_label;
+  std::vector<PhaseMemory> named = named_phases(d, phase_of_label);
+  if (named.empty()) return out;
+  auto phase_of = [&](const Event& e) {
+    const bool ok = e.kind == EventKind::phase && e.label < phase_of_label.size() && e.rank >= 0 && std::size_t(e.rank) < P;
+    return ok ? phase_of_label[e.label] : -1;
+  };
+  for (const Event& e : d.events) {  // when each phase ran, over all ranks
+    const int k = phase_of(e);
+    if (k < 0) continue;
+    PhaseMemory& p = named[std::size_t(k)];
+    p.begin_ns = p.in_trace ? std::min(p.begin_ns, e.begin_ns) : e.begin_ns;
+    p.end_ns = p.in_trace ? std::max(p.end_ns, e.end_ns) : e.end_ns;
+    p.in_trace = true;
+  }
+  std::vector<int> slot;
+  keep_in_time_order(std::move(named), out, slot);
   std::vector<std::vector<std::vector<Span>>> spans(out.phases.size(), std::vector<std::vector<Span>>(P));
-  for (const Event& e : d.events)
+  for (const Event& e : d.events)  // the kept phases' spans per rank
     if (const int k = phase_of(e); k >= 0 && slot[std::size_t(k)] >= 0)
       spans[std::size_t(slot[std::size_t(k)])][std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
-  // Each rank's samples in time order (d.memory is sorted by time): a counting sort by rank.
-  std::vector<std::size_t> first(P + 1, 0), of_rank;
-  for (const MemorySample& m : d.memory)
-    if (m.rank >= 0 && std::size_t(m.rank) < P) ++first[std::size_t(m.rank) + 1];
-  for (std::size_t r = 0; r < P; ++r) first[r + 1] += first[r];
-  of_rank.resize(first[P]);
-  {
-    std::vector<std::size_t> next(first.begin(), first.end() - 1);
-    for (std::size_t i = 0; i < d.memory.size(); ++i)
-      if (const int r = d.memory[i].rank; r >= 0 && std::size_t(r) < P) of_rank[next[std::size_t(r)]++] = i;
-  }
+  const SamplesByRank samples = samples_by_rank(d, P);
   for (std::size_t k = 0; k < out.phases.size(); ++k) {
     PhaseMemory& p = out.phases[k];
     p.at_peak.resize(P);
     p.peak.assign(P, 0);
     for (std::size_t r = 0; r < P; ++r) p.at_peak[r].rank = int(r);
     if (!p.in_trace) continue;
-    for (std::size_t r = 0; r < P; ++r) {
-      MemorySample& best = p.at_peak[r];
-      bool found = false;
-      auto consider = [&](const MemorySample& m, std::int64_t at) {
-        const std::uint64_t t = total(m);
-        if (found && t <= p.peak[r]) return;  // the first moment of the largest total wins
-        best = m, best.t_ns = at, p.peak[r] = t, found = true;
-      };
-      const auto b = of_rank.begin() + std::ptrdiff_t(first[r]), e = of_rank.begin() + std::ptrdiff_t(first[r + 1]);
-      const std::vector<Span> own = spans[k][r].empty() ? std::vector<Span>{{p.begin_ns, p.end_ns}} : merged(std::move(spans[k][r]));
-      for (const Span& s : own) {
-        // The bytes held as the span begins (the last sample at or before it), then every
-        // change inside it.
-        auto it = std::upper_bound(b, e, s.begin, [&](std::int64_t t, std::size_t i) { return t < d.memory[i].t_ns; });
-        consider(it != b ? d.memory[*(it - 1)] : MemorySample{int(r), s.begin, {}}, s.begin);
-        for (; it != e && d.memory[*it].t_ns <= s.end; ++it) consider(d.memory[*it], d.memory[*it].t_ns);
-      }
-    }
+    for (std::size_t r = 0; r < P; ++r)
+      peak_in_spans(d, samples, r, spans[k][r].empty() ? std::vector<Span>{{p.begin_ns, p.end_ns}} : merged(std::move(spans[k][r])), p);
   }
   return out;
 }

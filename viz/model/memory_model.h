@@ -3,8 +3,9 @@
 // trace's metadata ("predicted_bytes_per_rank", and "predicted_bytes_formula" to name it:
 // DDP's "16 B/param x 164672 params"; ZeRO's 16 / 4+12/N / 2+14/N / 16/N bytes per param).
 //
-// A run of several phases with a formula each (ZeRO's `--stage all`: phase spans "ZeRO-0"
-// .. "ZeRO-3", meta "phase_formula_bytes.<label>" and "phase_formula_text.<label>") gets
+// A run of several phases with a formula each (ZeRO's `--stage all`: phase spans of roles
+// zero_stage 0 .. 3, meta "phase_formula_bytes.<role key>" and "phase_formula_text.<role
+// key>", the key core/trace/vocab.h's role_key, "zero_stage=2") gets
 // one picture per phase instead: each rank's bytes by tag at its peak inside the phase,
 // drawn side by side on one byte axis so the shrinking from stage to stage shows at a glance.
 #pragma once
@@ -28,11 +29,11 @@ struct MemoryPicture {
 MemoryPicture memory_at(const TraceData& d, std::int64_t t);
 
 // One phase's picture: per rank, the bytes by tag at the moment its total peaked inside the
-// phase (its spans with this label; a rank without one gets the phase's whole time range).
+// phase (its spans of this role; a rank without one gets the phase's whole time range).
 struct PhaseMemory {
-  std::string label;                    // the phase's label ("ZeRO-2"), made printable
+  std::string label;                    // the phase's label ("ZeRO-2"), made printable (its role key if no span has it)
   std::int64_t begin_ns = 0, end_ns = 0;  // earliest begin, latest end over all ranks
-  bool in_trace = false;                // some rank has a span with this label
+  bool in_trace = false;                // some rank has a span of this role
   std::vector<MemorySample> at_peak;    // per rank: the sample at its peak (t_ns: when)
   std::vector<std::uint64_t> peak;      // per rank: that sample's total
   double formula = 0;                   // the formula's bytes per rank; 0: none or malformed
@@ -46,8 +47,6 @@ struct PhaseMemories {
 // Small multiples side by side stay readable up to about this many; a hostile trace's 65536
 // meta keys do not become 65536 x ranks samples.
 inline constexpr std::size_t kMaxMemoryPhases = 8;
-inline constexpr const char* kPhaseFormulaBytes = "phase_formula_bytes.";
-inline constexpr const char* kPhaseFormulaText = "phase_formula_text.";
 
 // Empty when the trace's meta has no "phase_formula_bytes.*" key. O(samples x phases +
 // spans log samples).

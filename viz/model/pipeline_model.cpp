@@ -7,6 +7,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/theory/schedule.h"
 #include "core/trace/trace_limits.h"
 
 namespace dtl::viz {
@@ -16,10 +17,11 @@ namespace {
 constexpr std::uint32_t kNoPhase = 0x10000;  // a key beyond every uint16 label id
 constexpr std::size_t kMaxBubbleRows = 64;
 
-// The lab's schedule names: where phases nest, the schedule's phase is the one that counts.
-bool schedule_name(std::string_view s) { return s == "gpipe" || s == "1f1b" || s == "interleaved" || s == "zb-h1"; }
-
-int op_index(std::string_view label) { return label == "F" ? 0 : label == "B" ? 1 : label == "W" ? 2 : -1; }
+// An action's op from its label's role: F 0, B 1, W 2; -1: not an action.
+int op_index(const Role& role) {
+  const std::optional<pipeline::Op> op = pipeline::op_of(role.pass);
+  return op ? int(*op) : -1;
+}
 
 struct PhaseSpan {
   std::int64_t begin, end;
@@ -28,32 +30,30 @@ struct PhaseSpan {
 
 double share(double v) { return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 0.0; }
 
-}  // namespace
-
-const PipelineRun* PipelineRuns::find(std::string_view schedule) const {
-  for (const PipelineRun& r : runs)
-    if (r.schedule == schedule) return &r;
-  return nullptr;
+// A new run for the phase `key` (a label id, or kNoPhase: the meta's --schedule).
+PipelineRun new_run(const TraceData& d, std::uint32_t key) {
+  PipelineRun r;
+  if (key != kNoPhase) r.kind = d.role(std::uint16_t(key)).schedule;
+  else if (const std::string* s = d.meta_of(MetaKey::schedule)) r.kind = parse_schedule_kind(*s);  // a live run's own
+  if (r.kind) r.schedule = schedule_kind_name(*r.kind);
+  else if (key != kNoPhase) r.schedule = printable(d.label(std::uint16_t(key)), 40);
+  if (r.schedule.empty()) r.schedule = "pipeline";
+  return r;
 }
 
-PipelineRuns pipeline_runs(const TraceData& d) {
-  PipelineRuns out;
+// Each action to its schedule: the innermost phase around it on its rank (a schedule's
+// phase wins), looking back over a few phases only, so a hostile trace's nesting costs nothing.
+void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRuns& out) {
   const std::size_t P = std::size_t(std::max(0, d.ranks));
-  std::vector<std::int8_t> op_of_label(d.labels.size(), -1);
-  for (std::size_t id = 1; id < d.labels.size(); ++id) op_of_label[id] = std::int8_t(op_index(d.labels[id]));
-  auto is_action = [&](const Event& e) {
-    return e.kind == EventKind::compute && e.stream == kStreamMain && e.label < op_of_label.size() && op_of_label[e.label] >= 0 &&
-           e.rank >= 0 && std::size_t(e.rank) < P;
-  };
   std::vector<std::vector<PhaseSpan>> phases(P);  // per rank, by begin (events are sorted by begin)
   for (const Event& e : d.events)
     if (e.kind == EventKind::phase && e.rank >= 0 && std::size_t(e.rank) < P) phases[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns, e.label});
-  // Each action to its schedule: the innermost phase around it on its rank (a schedule's
-  // name wins), looking back over a few phases only, so a hostile trace's nesting costs nothing.
   std::unordered_map<std::uint32_t, int> run_of_key;  // phase label (or kNoPhase) → run, -1: dropped
   for (std::size_t i = 0; i < d.events.size(); ++i) {
     const Event& e = d.events[i];
-    if (!is_action(e)) continue;
+    const bool action = e.kind == EventKind::compute && e.stream == kStreamMain && e.label < op_of_label.size() &&
+                        op_of_label[e.label] >= 0 && e.rank >= 0 && std::size_t(e.rank) < P;
+    if (!action) continue;
     const auto& ps = phases[std::size_t(e.rank)];
     auto it = std::upper_bound(ps.begin(), ps.end(), e.begin_ns, [](std::int64_t t, const PhaseSpan& p) { return t < p.begin; });
     std::uint32_t key = kNoPhase;
@@ -61,7 +61,7 @@ PipelineRuns pipeline_runs(const TraceData& d) {
       --it;
       if (it->end < e.end_ns) continue;
       if (key == kNoPhase) key = it->label;
-      if (schedule_name(d.label(it->label))) {
+      if (d.role(it->label).schedule) {
         key = it->label;
         break;
       }
@@ -73,59 +73,80 @@ PipelineRuns pipeline_runs(const TraceData& d) {
         continue;
       }
       slot->second = int(out.runs.size());
-      PipelineRun& r = out.runs.emplace_back();
-      if (key != kNoPhase) r.schedule = printable(d.label(std::uint16_t(key)), 40);
-      else if (auto s = d.meta.find("schedule"); s != d.meta.end() && s->second != "all") r.schedule = printable(s->second, 40);
-      if (r.schedule.empty()) r.schedule = "pipeline";
+      out.runs.push_back(new_run(d, key));
     }
     if (slot->second >= 0) out.runs[std::size_t(slot->second)].actions.push_back(i);
   }
-  // Steps: a step is complete when every stage ran the fullest stage's count of F, as many
-  // B, and W none or as many (zero-bubble splits B into B and W).
-  for (PipelineRun& r : out.runs) {
-    std::stable_sort(r.actions.begin(), r.actions.end(), [&](std::size_t a, std::size_t b) {
-      const Event &x = d.events[a], &y = d.events[b];
-      return x.step != y.step ? x.step < y.step : x.rank < y.rank;  // (stable: by begin within a stage)
-    });
-    struct Count {
-      int step, stage;
-      std::array<std::int64_t, 3> ops;
-    };
-    std::vector<Count> counts;
-    std::int64_t fullest = 0;
-    for (std::size_t i : r.actions) {
-      const Event& e = d.events[i];
-      if (counts.empty() || counts.back().step != e.step || counts.back().stage != e.rank) counts.push_back({e.step, e.rank, {}});
-      fullest = std::max(fullest, ++counts.back().ops[std::size_t(op_of_label[e.label])]);
-    }
-    std::size_t a = 0;  // walks r.actions beside counts
-    for (std::size_t c = 0; c < counts.size();) {
-      PipeStepRange s{counts[c].step, 0, 0, true};
-      std::size_t stages = 0;
-      bool first = true;
-      for (; c < counts.size() && counts[c].step == s.step; ++c, ++stages) {
-        const auto& n = counts[c].ops;
-        s.complete = s.complete && n[0] == fullest && n[1] == fullest && (n[2] == 0 || n[2] == fullest);
-      }
-      for (; a < r.actions.size() && d.events[r.actions[a]].step == s.step; ++a) {
-        const Event& e = d.events[r.actions[a]];
-        s.begin_ns = first ? e.begin_ns : std::min(s.begin_ns, e.begin_ns);
-        s.end_ns = first ? e.end_ns : std::max(s.end_ns, e.end_ns);
-        first = false;
-      }
-      s.complete = s.complete && stages == P;
-      if (s.complete) r.last_complete = s.step;
-      r.steps.push_back(s);
-    }
+}
+
+// Steps: a step is complete when every stage ran the fullest stage's count of F, as many
+// B, and W none or as many (zero-bubble splits B into B and W).
+void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRun& r) {
+  const std::size_t P = std::size_t(std::max(0, d.ranks));
+  std::stable_sort(r.actions.begin(), r.actions.end(), [&](std::size_t a, std::size_t b) {
+    const Event &x = d.events[a], &y = d.events[b];
+    return x.step != y.step ? x.step < y.step : x.rank < y.rank;  // (stable: by begin within a stage)
+  });
+  struct Count {
+    int step, stage;
+    std::array<std::int64_t, 3> ops;
+  };
+  std::vector<Count> counts;
+  std::int64_t fullest = 0;
+  for (std::size_t i : r.actions) {
+    const Event& e = d.events[i];
+    if (counts.empty() || counts.back().step != e.step || counts.back().stage != e.rank) counts.push_back({e.step, e.rank, {}});
+    fullest = std::max(fullest, ++counts.back().ops[std::size_t(op_of_label[e.label])]);
   }
+  std::size_t a = 0;  // walks r.actions beside counts
+  for (std::size_t c = 0; c < counts.size();) {
+    PipeStepRange s{counts[c].step, 0, 0, true};
+    std::size_t stages = 0;
+    bool first = true;
+    for (; c < counts.size() && counts[c].step == s.step; ++c, ++stages) {
+      const auto& n = counts[c].ops;
+      s.complete = s.complete && n[0] == fullest && n[1] == fullest && (n[2] == 0 || n[2] == fullest);
+    }
+    for (; a < r.actions.size() && d.events[r.actions[a]].step == s.step; ++a) {
+      const Event& e = d.events[r.actions[a]];
+      s.begin_ns = first ? e.begin_ns : std::min(s.begin_ns, e.begin_ns);
+      s.end_ns = first ? e.end_ns : std::max(s.end_ns, e.end_ns);
+      first = false;
+    }
+    s.complete = s.complete && stages == P;
+    if (s.complete) r.last_complete = s.step;
+    r.steps.push_back(s);
+  }
+}
+
+}  // namespace
+
+const PipelineRun* PipelineRuns::find(std::string_view schedule) const {
+  for (const PipelineRun& r : runs)
+    if (r.schedule == schedule) return &r;
+  return nullptr;
+}
+
+const PipelineRun* PipelineRuns::find(ScheduleKind kind) const {
+  for (const PipelineRun& r : runs)
+    if (r.kind == kind) return &r;
+  return nullptr;
+}
+
+PipelineRuns pipeline_runs(const TraceData& d) {
+  PipelineRuns out;
+  std::vector<std::int8_t> op_of_label(d.labels.size(), -1);
+  for (std::size_t id = 1; id < d.labels.size(); ++id) op_of_label[id] = std::int8_t(op_index(d.role(std::uint16_t(id))));
+  assign_actions(d, op_of_label, out);
+  for (PipelineRun& r : out.runs) find_steps(d, op_of_label, r);
   return out;
 }
 
 std::map<std::string, BubbleRow> report_bubbles(const TraceData& d) {
   std::map<std::string, BubbleRow> out;
-  const auto it = d.meta.find("report");
-  if (it == d.meta.end()) return out;
-  const nlohmann::json r = nlohmann::json::parse(it->second, nullptr, false);
+  const std::string* report = d.meta_of(MetaKey::report);
+  if (!report) return out;
+  const nlohmann::json r = nlohmann::json::parse(*report, nullptr, false);
   if (!r.is_object() || !r.contains("rows") || !r["rows"].is_array()) return out;
   const std::string suffix = ".bubble";
   for (const auto& row : r["rows"]) {
@@ -178,7 +199,7 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
     const Event& ev = d.events[*it];
     PipeBlock k;
     k.stage = ev.rank;
-    k.op = PipeOp(op_index(d.label(ev.label)));
+    k.op = PipeOp(op_index(d.role(ev)));
     k.micro_batch = std::max<int>(0, ev.micro_batch);
     k.chunk = std::clamp<int>(ev.chunk, 0, trace_limits::kMaxChunks);
     k.begin = double(ev.begin_ns - out.begin_ns) * 1e-9;
@@ -276,7 +297,8 @@ bool parse_simulated_pipeline(std::string_view json, SimulatedPipeline& out, std
     double b = 0, e = 0;
     if (!a.is_array() || a.size() != 6) return why = at + "not [stage, op, micro-batch, chunk, begin, end]", false;
     if (!whole_in(a[0], 0, out.stages - 1, stage)) return why = at + "stage not in 0.." + std::to_string(out.stages - 1), false;
-    const int op = a[1].is_string() ? op_index(a[1].get_ref<const std::string&>()) : -1;
+    const std::optional<pipeline::Op> parsed = a[1].is_string() ? pipeline::parse_op_letter(a[1].get_ref<const std::string&>()) : std::nullopt;
+    const int op = parsed ? int(*parsed) : -1;
     if (op < 0) return why = at + "op is not \"F\", \"B\" or \"W\"", false;
     if (!whole_in(a[2], 0, out.micro_batches - 1, mb)) return why = at + "micro-batch not in 0.." + std::to_string(out.micro_batches - 1), false;
     if (!whole_in(a[3], 0, out.chunks - 1, chunk)) return why = at + "chunk not in 0.." + std::to_string(out.chunks - 1), false;

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +46,8 @@ struct PipeStepRange {
 
 // One schedule's measured actions.
 struct PipelineRun {
-  std::string schedule;              // the phase's label, made printable
+  std::optional<ScheduleKind> kind;  // the schedule phase's role; none: a phase of no schedule
+  std::string schedule;              // its name ("1f1b": the report's rows and the simulated runs use it), else the phase's label
   std::vector<std::size_t> actions;  // indices into TraceData::events, sorted by (step, stage, begin)
   std::vector<PipeStepRange> steps;  // ascending
   int last_complete = -1;            // the last complete step, -1: none
@@ -53,7 +55,8 @@ struct PipelineRun {
 struct PipelineRuns {
   std::vector<PipelineRun> runs;  // in time order
   std::size_t dropped = 0;        // schedules beyond kMaxPipelineSchedules, not shown
-  const PipelineRun* find(std::string_view schedule) const;
+  const PipelineRun* find(std::string_view schedule) const;  // by PipelineRun::schedule
+  const PipelineRun* find(ScheduleKind kind) const;
 };
 
 // A run of `--schedule all` holds four; a hostile trace's 65535 phase labels do not become
@@ -100,7 +103,7 @@ struct SimulatedPipelines {
   std::vector<SimulatedPipeline> runs;  // those named in `order` first, in that order; then by name
   std::vector<std::string> notes;       // one line per entry left out: "pipeline_simulated.x: action 3: stage 9 is not in 0..3"
 };
-inline constexpr const char* kPipelineSimulated = "pipeline_simulated.";
+inline const std::string kPipelineSimulated = meta_key_name(MetaKey::pipeline_simulated, "");
 // Each simulated timeline holds stages x micro-batches x chunks x 3 actions; beyond this
 // one is left out with a note (4096 micro-batches on 21 stages).
 inline constexpr std::size_t kMaxSimulatedActions = std::size_t(1) << 18;

@@ -63,7 +63,7 @@ struct SplitModel {
   int marker_of(char op, std::string_view region) const;
 };
 
-inline constexpr const char* kTpSplitMeta = "tp_split";
+inline const char* const kTpSplitMeta = meta_key_name(MetaKey::tp_split);
 inline constexpr int kMaxSplitRanks = 4096;      // the lab's --tp limit
 inline constexpr std::size_t kMaxSplitTensors = 64;
 

@@ -1,8 +1,8 @@
 // Which Megatron operator (f or g, of which region) a collective of the tensor-parallel
 // lab's trace is (split_model.h, tp_moment). The lab records its blocks as compute spans
-// "fwd block L" / "bwd block L" on each rank's main stream and the collectives on the comm
-// stream (labs/tensor_parallel/tp_lab.cpp counts them the same way: by the block span a
-// collective begins in).
+// of role {pass forward or backward, block L} on each rank's main stream and the
+// collectives on the comm stream (labs/tensor_parallel/tp_lab.cpp counts them the same
+// way: by the block span a collective begins in).
 #include <algorithm>
 
 #include "viz/model/split_model.h"
@@ -16,13 +16,9 @@ const Event* block_at(const TraceData& d, int rank, std::int64_t t, int& layer, 
   for (const Event& e : d.events) {
     if (e.begin_ns > t) break;  // sorted by begin
     if (e.rank != rank || e.kind != EventKind::compute || e.stream != kStreamMain || e.end_ns < t) continue;
-    const std::string name = d.label(e.label);
-    const bool fwd = name.rfind("fwd block ", 0) == 0;
-    if (!fwd && name.rfind("bwd block ", 0) != 0) continue;
-    const std::string number = name.substr(10);
-    if (number.empty() || number.size() > 7 || !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    layer = std::stoi(number), forward = fwd;
+    const Role& role = d.role(e);
+    if (role.block < 0 || (role.pass != Pass::forward && role.pass != Pass::backward)) continue;
+    layer = role.block, forward = role.pass == Pass::forward;
     return &e;
   }
   return nullptr;
@@ -42,14 +38,14 @@ void classify(const std::vector<const Event*>& in_block, const Event* target, co
   std::size_t region = 0;
   int gathers = 0;  // all-gathers seen in this region (sequence parallel backward)
   for (const Event* c : in_block) {
-    const std::string name = d.label(c->label);
+    const CollectiveKind kind = d.role(*c).collective;
     char op = 0;
     bool regather = false, next_region = false;
-    if (name == "all_reduce") op = out.forward ? 'g' : 'f', next_region = true;
-    else if (name == "all_gather" && out.forward) op = 'f';
-    else if (name == "reduce_scatter" && out.forward) op = 'g', next_region = true;
-    else if (name == "all_gather") op = gathers == 0 ? 'g' : 'f', regather = gathers > 0, ++gathers;
-    else if (name == "reduce_scatter") op = 'f', next_region = true;
+    if (kind == CollectiveKind::all_reduce) op = out.forward ? 'g' : 'f', next_region = true;
+    else if (kind == CollectiveKind::all_gather && out.forward) op = 'f';
+    else if (kind == CollectiveKind::reduce_scatter && out.forward) op = 'g', next_region = true;
+    else if (kind == CollectiveKind::all_gather) op = gathers == 0 ? 'g' : 'f', regather = gathers > 0, ++gathers;
+    else if (kind == CollectiveKind::reduce_scatter) op = 'f', next_region = true;
     if (c == target) {
       out.op = region < order.size() ? op : 0;
       out.region = region < order.size() ? order[region] : "";

@@ -142,7 +142,7 @@ TraceData to_trace_data(const std::vector<Span>& spans, int world) {
     t.t_begin = t.events.front().begin_ns;
     for (const Event& e : t.events) t.t_end = std::max(t.t_end, e.end_ns);
   }
-  t.meta["source"] = "torch.profiler";
+  t.meta[meta_key_name(MetaKey::source)] = "torch.profiler";
   return t;
 }
 

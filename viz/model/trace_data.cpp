@@ -42,11 +42,17 @@ int meta_count(const TraceData& t, const char* key, int fallback, int lo, int li
   return int(v);
 }
 
-TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::string, std::string> meta,
-                      std::vector<Event> events) {
+const std::string* TraceData::meta_of(MetaKey key) const {
+  const auto it = meta.find(meta_key_name(key));
+  return it == meta.end() ? nullptr : &it->second;
+}
+
+TraceData from_events(int ranks, std::vector<std::string> labels, std::vector<Role> roles,
+                      std::map<std::string, std::string> meta, std::vector<Event> events) {
   TraceData t;
   t.ranks = ranks;
   t.labels = std::move(labels);
+  t.roles = std::move(roles);
   t.meta = std::move(meta);
   // Sorted in place and compacted: the events are the largest thing a trace holds, so
   // they are never copied (a 512-rank trace has 4.2M of them, 268 MB).
@@ -85,7 +91,7 @@ TraceData from_trace(const Trace& trace) {
       const std::size_t n = log.size();
       for (std::size_t i = 0; i < n; ++i) all.push_back(log[i]);
     }
-  return from_events(trace.world_size(), trace.labels(), trace.meta(), std::move(all));
+  return from_events(trace.world_size(), trace.labels(), trace.roles(), trace.meta(), std::move(all));
 }
 
 BinaryTrace to_binary(const TraceData& t, const ContentStamp& source) {
@@ -93,6 +99,7 @@ BinaryTrace to_binary(const TraceData& t, const ContentStamp& source) {
   b.world_size = t.ranks;
   b.source = source;
   b.labels = t.labels;
+  b.roles = t.roles;
   b.meta = t.meta;
   b.events.reserve(t.events.size() + t.memory.size());
   b.events.assign(t.events.begin(), t.events.end());
@@ -127,8 +134,8 @@ BinaryTrace to_binary(const TraceData& t, const ContentStamp& source) {
 namespace {
 
 TraceData from_binary(BinaryTrace b) {
-  TraceData t = from_events(b.world_size, std::move(b.labels), std::move(b.meta), std::move(b.events));
-  meta_count(t, "chunks", 1, 0, trace_limits::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
+  TraceData t = from_events(b.world_size, std::move(b.labels), std::move(b.roles), std::move(b.meta), std::move(b.events));
+  meta_count(t, meta_key_name(MetaKey::chunks), 1, 0, trace_limits::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
   return t;
 }
 

@@ -25,12 +25,20 @@ struct MemorySample {
 struct TraceData {
   int ranks = 0;
   std::vector<Event> events;          // spans and instants, sorted by (begin, rank)
-  std::vector<std::string> labels;    // label id → text (0 = none)
+  std::vector<std::string> labels;    // label id → text (0 = none): words for people
+  std::vector<Role> roles;            // label id → what it stands for (core/trace/vocab.h): what views read
   std::map<std::string, std::string> meta;  // lab, algo, chunks, report (JSON), error, ...
   std::vector<MemorySample> memory;   // sorted by time
   std::int64_t t_begin = 0, t_end = 0;
 
   std::string label(std::uint16_t id) const { return id < labels.size() ? labels[id] : std::string(); }
+  const Role& role(std::uint16_t id) const {
+    static const Role none;
+    return id < roles.size() ? roles[id] : none;
+  }
+  const Role& role(const Event& e) const { return role(e.label); }
+  // A metadata value, or nullptr.
+  const std::string* meta_of(MetaKey key) const;
   int meta_int(const std::string& key, int fallback) const;
 };
 
@@ -53,8 +61,8 @@ TraceData load_trace(const std::string& path);
 // A live run's events so far (the trace may still be growing).
 TraceData from_trace(const Trace& trace);
 // The same from raw events (a binary trace): memory events become samples.
-TraceData from_events(int ranks, std::vector<std::string> labels, std::map<std::string, std::string> meta,
-                      std::vector<Event> events);
+TraceData from_events(int ranks, std::vector<std::string> labels, std::vector<Role> roles,
+                      std::map<std::string, std::string> meta, std::vector<Event> events);
 // Back to raw events, for writing a .dtlt: samples become the alloc/free events that
 // from_events turns into the same samples.
 BinaryTrace to_binary(const TraceData& t, const ContentStamp& source);

@@ -5,7 +5,7 @@
 
 namespace dtl::viz {
 
-int chunk_grid(const TraceData& d) { return std::max(1, d.meta_int("chunks", d.ranks)); }
+int chunk_grid(const TraceData& d) { return std::max(1, d.meta_int(meta_key_name(MetaKey::chunks), d.ranks)); }
 
 std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
   std::vector<Event> out;
@@ -24,12 +24,9 @@ std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
 }
 
 std::optional<TimeRange> reference_phase(const TraceData& d) {
-  const auto label = std::find(d.labels.begin(), d.labels.end(), kReferencePhaseLabel);
-  if (label == d.labels.end()) return std::nullopt;
-  const auto id = std::uint16_t(label - d.labels.begin());
   std::optional<TimeRange> r;
   for (const Event& e : d.events) {
-    if (e.kind != EventKind::phase || e.label != id) continue;
+    if (e.kind != EventKind::phase || d.role(e).part != RunPart::reference) continue;
     if (!r) r = TimeRange{e.begin_ns, e.end_ns};
     r->begin = std::min(r->begin, e.begin_ns);
     r->end = std::max(r->end, e.end_ns);

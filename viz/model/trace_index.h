@@ -27,7 +27,7 @@ struct TraceIndex {
   ChunkTimeline chunk_timeline;
   BusyIndex busy;
   std::vector<Edge> edges;  // rank pairs that exchanged data, by first transfer
-  std::optional<TimeRange> reference;  // the single-rank reference phase (kReferencePhaseLabel), if any
+  std::optional<TimeRange> reference;  // the single-rank reference phase (role part reference), if any
 
   // What the cursor counts: transfers, or collectives.
   const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }
@@ -42,7 +42,7 @@ int chunk_grid(const TraceData& d);
 // span before it (the training step it belongs to), so "step phase" can jump by step.
 std::vector<Event> collectives_in_order(const std::vector<Event>& events);
 
-// The span of every phase labelled kReferencePhaseLabel, or nothing.
+// The span of every phase of role part reference (kReferenceRole), or nothing.
 std::optional<TimeRange> reference_phase(const TraceData& d);
 
 // The time the timeline fits: the whole trace, or, with the reference hidden, the run on

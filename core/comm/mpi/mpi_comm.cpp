@@ -146,7 +146,7 @@ class MpiComm final : public Comm {
  public:
 
   Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
-    auto q = collective("all_reduce", n * dtype_size(t), average_on_completion(r, n, t, op));
+    auto q = collective(CollectiveKind::all_reduce, n * dtype_size(t), average_on_completion(r, n, t, op));
     DTL_MPI_CHECK(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, as_int(n, "all_reduce"), mpi_type(t), mpi_op(t, op), comm_, &q->req));
     return Request(q);
   }
@@ -156,7 +156,7 @@ class MpiComm final : public Comm {
     const bool overlaps = r >= s && static_cast<const char*>(r) < static_cast<const char*>(s) + bytes * std::size_t(size_);
     auto staging = overlaps ? std::make_shared<std::vector<char>>(bytes) : nullptr;
     void* out = staging ? staging->data() : r;
-    auto q = collective("reduce_scatter", bytes * std::size_t(size_), [staging, r, bytes, n, t, op, p = size_](const MPI_Status&) {
+    auto q = collective(CollectiveKind::reduce_scatter, bytes * std::size_t(size_), [staging, r, bytes, n, t, op, p = size_](const MPI_Status&) {
       if (staging) std::memcpy(r, staging->data(), bytes);
       finish_average(r, n, t, op, p);
     });
@@ -165,19 +165,19 @@ class MpiComm final : public Comm {
   }
   Request iall_gather(const void* s, void* r, std::size_t n, DType t) override {
     const bool in_place = s == static_cast<char*>(r) + std::size_t(rank_) * n * dtype_size(t);  // same convention as MPI
-    auto q = collective("all_gather", n * dtype_size(t) * std::size_t(size_), nullptr);
+    auto q = collective(CollectiveKind::all_gather, n * dtype_size(t) * std::size_t(size_), nullptr);
     DTL_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : s, as_int(n, "all_gather"), mpi_type(t), r, int(n), mpi_type(t), comm_, &q->req));
     return Request(q);
   }
   Request ibroadcast(void* b, std::size_t n, DType t, int root) override {
     check_peer(root, "broadcast root");
-    auto q = collective("broadcast", n * dtype_size(t), nullptr);
+    auto q = collective(CollectiveKind::broadcast, n * dtype_size(t), nullptr);
     DTL_MPI_CHECK(MPI_Ibcast(b, as_int(n, "broadcast"), mpi_type(t), root, comm_, &q->req));
     return Request(q);
   }
   Request ireduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op, int root) override {
     check_peer(root, "reduce root");
-    auto q = collective("reduce", n * dtype_size(t),
+    auto q = collective(CollectiveKind::reduce, n * dtype_size(t),
                         rank_ == root ? average_on_completion(r, n, t, op) : std::function<void(const MPI_Status&)>{});
     const void* send = (s == r && rank_ == root) ? MPI_IN_PLACE : s;
     DTL_MPI_CHECK(MPI_Ireduce(send, r, as_int(n, "reduce"), mpi_type(t), mpi_op(t, op), root, comm_, &q->req));
@@ -185,12 +185,12 @@ class MpiComm final : public Comm {
   }
   Request iall_to_all(const void* s, void* r, std::size_t n, DType t) override {
     if (s == r && size_ > 1) throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
-    auto q = collective("all_to_all", n * dtype_size(t) * std::size_t(size_), nullptr);
+    auto q = collective(CollectiveKind::all_to_all, n * dtype_size(t) * std::size_t(size_), nullptr);
     DTL_MPI_CHECK(MPI_Ialltoall(s, as_int(n, "all_to_all"), mpi_type(t), r, int(n), mpi_type(t), comm_, &q->req));
     return Request(q);
   }
   Request ibarrier() override {
-    auto q = collective("barrier", 0, nullptr);
+    auto q = collective(CollectiveKind::barrier, 0, nullptr);
     DTL_MPI_CHECK(MPI_Ibarrier(comm_, &q->req));
     return Request(q);
   }
@@ -272,13 +272,14 @@ class MpiComm final : public Comm {
     for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the watchdog aborts the job
   }
 
-  std::shared_ptr<MpiRequest> collective(const char* name, std::size_t bytes, std::function<void(const MPI_Status&)> done) {
+  std::shared_ptr<MpiRequest> collective(CollectiveKind kind, std::size_t bytes, std::function<void(const MPI_Status&)> done) {
+    const char* name = collective_kind_name(kind);
     inject_faults(FaultPlan::Counted::collectives, sh_.collectives_posted++, name);
     auto r = std::make_shared<MpiRequest>(sh_, std::string(name) + " (" + std::to_string(bytes) + " B)");
     r->on_complete = std::move(done);
     if (sh_.trace) {
       r->traced = true;
-      r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .label = sh_.trace->label(name),
+      r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .label = sh_.trace->label(name, library_collective_role(kind)),
                     .kind = EventKind::collective, .stream = kStreamComm};
       stamp_group(r->ev);
     }

@@ -114,20 +114,20 @@ class NcclComm final : public Comm {
 
   Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     const std::size_t b = n * dtype_size(t);
-    return collective("all_reduce", b, s, b, r, b, true, average(n, t, op), [&](const void* ds, void* dr) {
+    return collective(CollectiveKind::all_reduce, b, s, b, r, b, true, average(n, t, op), [&](const void* ds, void* dr) {
       DTL_NCCL_CHECK(ncclAllReduce(ds, dr, n, nccl_type(t), nccl_op(op), h_->comm, st_.stream));
     });
   }
   Request ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     const std::size_t b = n * dtype_size(t);
-    return collective("reduce_scatter", b * std::size_t(size_), s, b * std::size_t(size_), r, b, true, average(n, t, op),
+    return collective(CollectiveKind::reduce_scatter, b * std::size_t(size_), s, b * std::size_t(size_), r, b, true, average(n, t, op),
                       [&](const void* ds, void* dr) {
                         DTL_NCCL_CHECK(ncclReduceScatter(ds, dr, n, nccl_type(t), nccl_op(op), h_->comm, st_.stream));
                       });
   }
   Request iall_gather(const void* s, void* r, std::size_t n, DType t) override {
     const std::size_t b = n * dtype_size(t);
-    return collective("all_gather", b * std::size_t(size_), s, b, r, b * std::size_t(size_), true, {},
+    return collective(CollectiveKind::all_gather, b * std::size_t(size_), s, b, r, b * std::size_t(size_), true, {},
                       [&](const void* ds, void* dr) {
                         DTL_NCCL_CHECK(ncclAllGather(ds, dr, n, nccl_type(t), h_->comm, st_.stream));
                       });
@@ -135,7 +135,7 @@ class NcclComm final : public Comm {
   Request ibroadcast(void* buf, std::size_t n, DType t, int root) override {
     check_peer(root, "broadcast root");
     const std::size_t b = n * dtype_size(t);
-    return collective("broadcast", b, buf, b, buf, b, true, {}, [&](const void* ds, void* dr) {
+    return collective(CollectiveKind::broadcast, b, buf, b, buf, b, true, {}, [&](const void* ds, void* dr) {
       DTL_NCCL_CHECK(ncclBroadcast(ds, dr, n, nccl_type(t), root, h_->comm, st_.stream));
     });
   }
@@ -143,7 +143,7 @@ class NcclComm final : public Comm {
     check_peer(root, "reduce root");
     const std::size_t b = n * dtype_size(t);
     const bool root_here = rank_ == root;
-    return collective("reduce", b, s, b, r, b, root_here, root_here ? average(n, t, op) : AfterFn{},
+    return collective(CollectiveKind::reduce, b, s, b, r, b, root_here, root_here ? average(n, t, op) : AfterFn{},
                       [&](const void* ds, void* dr) {
                         DTL_NCCL_CHECK(ncclReduce(ds, dr, n, nccl_type(t), nccl_op(op), root, h_->comm, st_.stream));
                       });
@@ -152,7 +152,7 @@ class NcclComm final : public Comm {
     if (s == r && size_ > 1)
       throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
     const std::size_t b = n * dtype_size(t), total = b * std::size_t(size_);
-    return collective("all_to_all", total, s, total, r, total, true, {}, [&](const void* ds, void* dr) {
+    return collective(CollectiveKind::all_to_all, total, s, total, r, total, true, {}, [&](const void* ds, void* dr) {
       DTL_NCCL_CHECK(ncclGroupStart());  // every pair exchanges its block: one group of sends and receives
       for (int q = 0; q < size_; ++q) {
         DTL_NCCL_CHECK(ncclSend(static_cast<const char*>(ds) + std::size_t(q) * b, b, ncclUint8, q, h_->comm, st_.stream));
@@ -164,7 +164,7 @@ class NcclComm final : public Comm {
   Request ibarrier() override {
     auto token = std::make_shared<Scratch>(sizeof(float), st_.stream);  // an all-reduce of one value
     DTL_CUDA_CHECK(cudaMemsetAsync(token->p, 0, sizeof(float), st_.stream));
-    return collective("barrier", 0, token->p, sizeof(float), token->p, sizeof(float), false, [token](void*) {},
+    return collective(CollectiveKind::barrier, 0, token->p, sizeof(float), token->p, sizeof(float), false, [token](void*) {},
                       [&](const void* ds, void* dr) {
                         DTL_NCCL_CHECK(ncclAllReduce(ds, dr, 1, ncclFloat32, ncclSum, h_->comm, st_.stream));
                       });
@@ -245,8 +245,9 @@ class NcclComm final : public Comm {
   // A library collective, launched now (after any pending point-to-point, to keep program
   // order). Host buffers are staged through one device buffer laid out like the caller's
   // (in-place forms keep their offsets) and copied back when it completes.
-  Request collective(const char* name, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
+  Request collective(CollectiveKind kind, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
                      std::size_t r_bytes, bool r_wanted, AfterFn after, const std::function<void(const void*, void*)>& call) {
+    const char* name = collective_kind_name(kind);
     inject_faults(FaultPlan::Counted::collectives, name);
     wait_for_device_work_of_this_thread();  // the kernels that wrote s (or use r) are done first
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
@@ -281,7 +282,7 @@ class NcclComm final : public Comm {
     };
     if (st_.trace) {
       q->traced = true;
-      q->ev = Event{.bytes = trace_bytes, .rank = st_.world_rank, .label = st_.trace->label(name),
+      q->ev = Event{.bytes = trace_bytes, .rank = st_.world_rank, .label = st_.trace->label(name, library_collective_role(kind)),
                     .kind = EventKind::collective, .stream = kStreamComm};
       stamp_group(q->ev);
     }

@@ -45,8 +45,8 @@ int nccl_visible_gpus(std::string* problem) {
   return n;
 }
 
-RunResult run_nccl_threads(const NcclOptions& opt, const std::function<void(Comm&)>& body) {
-  require_device_ops();
+// The rank count a one-process NCCL run uses: --ranks, or every GPU; one GPU per rank.
+int nccl_thread_ranks(const NcclOptions& opt) {
   std::string problem;
   const int gpus = nccl_visible_gpus(&problem);
   if (gpus == 0) throw UsageError("--backend nccl needs GPUs, and this machine has none usable (" + problem + ")");
@@ -55,6 +55,12 @@ RunResult run_nccl_threads(const NcclOptions& opt, const std::function<void(Comm
     throw UsageError("--ranks " + std::to_string(P) + " with --backend nccl needs one GPU per rank, and this process sees " +
                      std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
                      ", or --backend threads to share GPUs between ranks");
+  return P;
+}
+
+RunResult run_nccl_threads(const NcclOptions& opt, const std::function<void(Comm&)>& body) {
+  require_device_ops();
+  const int P = nccl_thread_ranks(opt);
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(P), nullptr);
   std::vector<int> devices(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) devices[std::size_t(r)] = r;

@@ -70,9 +70,85 @@ void require_thread_room(int P) {
                      std::to_string(std::max<long>(1, long(nproc.rlim_cur) / 2 - 8)) + " or fewer, or --backend mpi");
 }
 
-}  // namespace
+// What the rank threads share with the watchdog.
+struct RankThreads {
+  const ThreadsOptions& opt;
+  threads::Universe& universe;
+  std::shared_ptr<threads::Group> world;
+  RunResult& result;
+  std::atomic<int> running;
+  std::mutex first_failure_mu;
 
-RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)>& body) {
+  // Rank r's thread: the lab's body on its Comm; a failure aborts the world (the first one's
+  // exception is kept to rethrow), then the rank is marked finished.
+  void run_rank(int r, const std::function<void(Comm&)>& body) {
+    // Linux nices one thread when given its thread id. Raising a nice level needs no
+    // privilege; if it still fails the run goes on at equal priority.
+    if (opt.compute_nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), opt.compute_nice);
+    {
+      threads::ThreadsComm comm(world, r);
+      try {
+        body(comm);
+      } catch (const Aborted& e) {
+        result.rank_errors[std::size_t(r)] = e.what();
+      } catch (const std::exception& e) {
+        result.rank_errors[std::size_t(r)] = e.what();
+        {
+          std::lock_guard lock(first_failure_mu);
+          if (!result.first_failure) result.first_failure = std::current_exception();
+        }
+        universe.abort(r, e.what());
+      } catch (...) {
+        result.rank_errors[std::size_t(r)] = "unknown exception";
+        universe.abort(r, "unknown exception");
+      }
+    }
+    {
+      threads::RankState& rs = universe.rank_state(r);
+      std::lock_guard lock(rs.mu);
+      rs.finished = true;
+    }
+    if (opt.gate) opt.gate->finish(r);
+    universe.note_progress();
+    running.fetch_sub(1);
+  }
+
+  // Runs until every rank has returned and every comm stream is idle; after --timeout
+  // without progress while no rank computes, aborts the world saying what each waits on.
+  void watch() {
+    std::uint64_t last_progress = universe.progress();
+    auto last_change = std::chrono::steady_clock::now();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (running.load() == 0 && (universe.aborted() || universe.workers_idle())) break;
+      const std::uint64_t p = universe.progress();
+      const auto now = std::chrono::steady_clock::now();
+      const bool paused_by_learner = opt.gate && opt.gate->controller_waiting();
+      // A rank computing longer than --timeout (a big step, an emulated --compute-us) is not
+      // a hang: only a world where every live rank waits on communication is.
+      if (p != last_progress || paused_by_learner || universe.aborted() || universe.any_rank_computing()) {
+        last_progress = p;
+        last_change = now;
+      } else if (opt.timeout_s > 0 && std::chrono::duration<double>(now - last_change).count() > opt.timeout_s) {
+        result.watchdog_fired = true;
+        universe.abort(-1, "no rank made progress for " + std::to_string(int(opt.timeout_s)) + " s (--timeout):\n  " +
+                               universe.describe_blocked());
+      }
+    }
+  }
+
+  // A fault or hang asked for a rank that never got that far is an option without effect.
+  void require_faults_fired() const {
+    for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
+      if (r < 0 || r >= opt.world_size) continue;
+      const threads::RankState& rs = universe.rank_state(r);
+      const int made = opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
+      if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
+    }
+  }
+};
+
+void require_valid(const ThreadsOptions& opt) {
   constexpr int kMaxRanks = 4096;
   if (opt.world_size < 1 || opt.world_size > kMaxRanks)
     throw UsageError("--ranks must be between 1 and " + std::to_string(kMaxRanks) + " for the threads backend, got " +
@@ -80,93 +156,38 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
   if (opt.trace && opt.trace->world_size() != opt.world_size)
     throw UsageError("the trace was made for " + std::to_string(opt.trace->world_size()) + " ranks, not " +
                      std::to_string(opt.world_size));
-
   require_thread_room(opt.world_size);
+}
+
+}  // namespace
+
+RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)>& body) {
+  require_valid(opt);
   threads::Universe universe(opt);
   std::vector<int> all(std::size_t(opt.world_size));
   for (int i = 0; i < opt.world_size; ++i) all[std::size_t(i)] = i;
-  auto world = std::make_shared<threads::Group>(universe, all);
-
   RunResult result;
   result.rank_errors.resize(std::size_t(opt.world_size));
-  std::atomic<int> running{opt.world_size};
-  std::mutex first_failure_mu;
+  RankThreads ranks{opt, universe, std::make_shared<threads::Group>(universe, all), result, {opt.world_size}, {}};
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(opt.world_size));
   std::string start_failure;  // the system would not make another thread
   for (int r = 0; r < opt.world_size && start_failure.empty(); ++r) {
     try {
-    threads.emplace_back([&, r] {
-      // Linux nices one thread when given its thread id. Raising a nice level needs no
-      // privilege; if it still fails the run goes on at equal priority.
-      if (opt.compute_nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), opt.compute_nice);
-      {
-        threads::ThreadsComm comm(world, r);
-        try {
-          body(comm);
-        } catch (const Aborted& e) {
-          result.rank_errors[std::size_t(r)] = e.what();
-        } catch (const std::exception& e) {
-          result.rank_errors[std::size_t(r)] = e.what();
-          {
-            std::lock_guard lock(first_failure_mu);
-            if (!result.first_failure) result.first_failure = std::current_exception();
-          }
-          universe.abort(r, e.what());
-        } catch (...) {
-          result.rank_errors[std::size_t(r)] = "unknown exception";
-          universe.abort(r, "unknown exception");
-        }
-      }
-      {
-        threads::RankState& rs = universe.rank_state(r);
-        std::lock_guard lock(rs.mu);
-        rs.finished = true;
-      }
-      if (opt.gate) opt.gate->finish(r);
-      universe.note_progress();
-      running.fetch_sub(1);
-    });
+      threads.emplace_back([&ranks, &body, r] { ranks.run_rank(r, body); });
     } catch (const std::system_error& e) {  // the ranks already started stop at the abort
       start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() + "): " +
                       std::to_string(r) + " of " + std::to_string(opt.world_size) + " rank threads fit in this process";
       universe.abort(r, start_failure);
-      running.fetch_sub(opt.world_size - r);  // those never started never finish
+      ranks.running.fetch_sub(opt.world_size - r);  // those never started never finish
     }
   }
-
-  // Watchdog loop: runs until every rank has returned and every comm stream is idle.
-  std::uint64_t last_progress = universe.progress();
-  auto last_change = std::chrono::steady_clock::now();
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (running.load() == 0 && (universe.aborted() || universe.workers_idle())) break;
-    const std::uint64_t p = universe.progress();
-    const auto now = std::chrono::steady_clock::now();
-    const bool paused_by_learner = opt.gate && opt.gate->controller_waiting();
-    // A rank computing longer than --timeout (a big step, an emulated --compute-us) is not
-    // a hang: only a world where every live rank waits on communication is.
-    if (p != last_progress || paused_by_learner || universe.aborted() || universe.any_rank_computing()) {
-      last_progress = p;
-      last_change = now;
-    } else if (opt.timeout_s > 0 && std::chrono::duration<double>(now - last_change).count() > opt.timeout_s) {
-      result.watchdog_fired = true;
-      universe.abort(-1, "no rank made progress for " + std::to_string(int(opt.timeout_s)) + " s (--timeout):\n  " +
-                             universe.describe_blocked());
-    }
-  }
+  ranks.watch();
   for (auto& t : threads) t.join();
   universe.join_workers();
   if (!start_failure.empty())
     throw UsageError(start_failure + "; use fewer --ranks (each is a thread and a comm stream), or --backend mpi");
-  if (!universe.aborted())
-    for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
-      if (r < 0 || r >= opt.world_size) continue;
-      const threads::RankState& rs = universe.rank_state(r);
-      const int made = opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
-      if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
-    }
-
+  if (!universe.aborted()) ranks.require_faults_fired();
   if (universe.aborted()) {
     result.failed_rank = universe.failed_rank();
     result.error = result.failed_rank >= 0

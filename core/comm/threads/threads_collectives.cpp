@@ -94,7 +94,8 @@ ThreadsComm::~ThreadsComm() {
   }
 }
 
-Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::function<void()> body) {
+Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body) {
+  const char* name = collective_kind_name(kind);
   wait_for_device_work_of_this_thread();  // the comm stream reads what this thread's kernels wrote
   Universe& u = group_->u;
   const int me = global_rank();
@@ -114,7 +115,7 @@ Request ThreadsComm::run_collective(const char* name, std::size_t bytes, std::fu
   auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;
   Trace* tr = u.trace();
-  Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name) : std::uint16_t(0), .kind = EventKind::collective,
+  Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name, library_collective_role(kind)) : std::uint16_t(0), .kind = EventKind::collective,
            .stream = kStreamComm};
   stamp_group(ev);
   if (!queue_) queue_ = u.start_worker();
@@ -174,7 +175,7 @@ void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::st
 Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
   auto g = group_;
   const int me = rank_;
-  return run_collective("all_reduce", n * dtype_size(t), [g, me, s, r, n, t, op] {
+  return run_collective(CollectiveKind::all_reduce, n * dtype_size(t), [g, me, s, r, n, t, op] {
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "all_reduce");
     reduce_chunk_to_all(*g, chunk_range(n, int(g->members.size()), me), t, op, true, 0);
@@ -186,7 +187,7 @@ Request ThreadsComm::ireduce(const void* s, void* r, std::size_t n, DType t, Red
   check_peer(root, "reduce root");
   auto g = group_;
   const int me = rank_;
-  return run_collective("reduce", n * dtype_size(t), [g, me, s, r, n, t, op, root] {
+  return run_collective(CollectiveKind::reduce, n * dtype_size(t), [g, me, s, r, n, t, op, root] {
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "reduce");
     // Every member reduces its own chunk straight into the root's output: the work is split P ways.
@@ -198,7 +199,7 @@ Request ThreadsComm::ireduce(const void* s, void* r, std::size_t n, DType t, Red
 Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
   auto g = group_;
   const int me = rank_;
-  return run_collective("reduce_scatter", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t, op] {
+  return run_collective(CollectiveKind::reduce_scatter, n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t, op] {
     const std::size_t P = g->members.size(), es = dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "reduce_scatter");
@@ -213,7 +214,7 @@ Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DTyp
 Request ThreadsComm::iall_gather(const void* s, void* r, std::size_t n, DType t) {
   auto g = group_;
   const int me = rank_;
-  return run_collective("all_gather", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
+  return run_collective(CollectiveKind::all_gather, n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
     const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "all_gather");
@@ -230,7 +231,7 @@ Request ThreadsComm::ibroadcast(void* b, std::size_t n, DType t, int root) {
   check_peer(root, "broadcast root");
   auto g = group_;
   const int me = rank_;
-  return run_collective("broadcast", n * dtype_size(t), [g, me, b, n, t, root] {
+  return run_collective(CollectiveKind::broadcast, n * dtype_size(t), [g, me, b, n, t, root] {
     g->slots[std::size_t(me)] = {b, b};
     enter(*g, me, "broadcast");
     if (me != root) copy_bytes(b, g->slots[std::size_t(root)].send, n * dtype_size(t));
@@ -243,7 +244,7 @@ Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t)
     throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
   auto g = group_;
   const int me = rank_;
-  return run_collective("all_to_all", n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
+  return run_collective(CollectiveKind::all_to_all, n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t] {
     const std::size_t P = g->members.size(), bytes = n * dtype_size(t);
     g->slots[std::size_t(me)] = {s, r};
     enter(*g, me, "all_to_all");
@@ -256,7 +257,7 @@ Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t)
 Request ThreadsComm::ibarrier() {
   auto g = group_;
   const int me = rank_;
-  return run_collective("barrier", 0, [g, me] { sync_members(*g, me, "barrier"); });
+  return run_collective(CollectiveKind::barrier, 0, [g, me] { sync_members(*g, me, "barrier"); });
 }
 
 }  // namespace dtl::threads

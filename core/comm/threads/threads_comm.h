@@ -127,7 +127,7 @@ class ThreadsComm final : public Comm {
   Request post_recv(PostedRecv r, TransferInfo info, const char* verb);
   void check_peer(int peer, const char* what) const;
   // Queues `body` on this rank's comm stream; the request completes when it returns.
-  Request run_collective(const char* name, std::size_t bytes, std::function<void()> body);
+  Request run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body);
   // Stepping by collectives: wait, blocked, until the gate releases collective `seq`.
   void await_release(StepGate& gate, std::uint64_t seq, const std::string& what);
 

@@ -1,5 +1,5 @@
 # Writes zero_phases.json beside it: a synthetic trace shaped like the ZeRO lab's `--stage all`
-# run (4 ranks, phase spans ZeRO-0..3, memory counters by tag, phase_formula_bytes/_text meta, a
+# run (4 ranks, phase spans ZeRO-0..3 of roles zero_stage 0..3, memory counters by tag, phase_formula_bytes/_text meta, a
 # report with one plot), for viz_views_test and for looking at the memory and report views:
 #   python3 tests/viz/data/make_zero_phases.py
 #   xvfb-run -a build/release/viz/dtlab-viz tests/viz/data/zero_phases.json --view memory --screenshot memory.png
@@ -22,9 +22,10 @@ for r in range(P):
 for s in range(4):
   t0 = 1000 + s * 120_000  # µs
   for r in range(P):
-    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0,"dur":100_000,"cat":"phase","name":f"ZeRO-{s}"})
-    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0+10_000,"dur":30_000,"cat":"compute","name":"forward"})
-    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0+40_000,"dur":40_000,"cat":"compute","name":"backward"})
+    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0,"dur":100_000,"cat":"phase","name":f"ZeRO-{s}",
+               "args":{"part":"timed","zero_stage":s}})
+    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0+10_000,"dur":30_000,"cat":"compute","name":"forward","args":{"pass":"forward"}})
+    ev.append({"ph":"X","pid":r,"tid":0,"ts":t0+40_000,"dur":40_000,"cat":"compute","name":"backward","args":{"pass":"backward"}})
     state = dict.fromkeys(tags, 0)
     def c(t):
       ev.append({"ph":"C","pid":r,"tid":0,"ts":t,"name":"memory (bytes)","args":dict(state)})
@@ -45,7 +46,7 @@ report = {"lab":"zero","backend":"threads","ranks":P,"ok":True,"setup":["synthet
             "y":[0.0042, 0.0021, 0.0012, 0.0011],"point_labels":["depth 0","depth 1","depth 2","depth 4"]}]}
 meta = {"world_size": str(P), "lab_note": "synthetic fixture for the memory view's per-phase pictures", "report": json.dumps(report)}
 for s in range(4):
-  meta[f"phase_formula_bytes.ZeRO-{s}"] = str(formula[s])
-  meta[f"phase_formula_text.ZeRO-{s}"] = text[s]
+  meta[f"phase_formula_bytes.part=timed,zero_stage={s}"] = str(formula[s])  # keyed by the phase's role (vocab.h's role_key)
+  meta[f"phase_formula_text.part=timed,zero_stage={s}"] = text[s]
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "zero_phases.json"), "w") as f:
   json.dump({"traceEvents": ev, "otherData": meta}, f, ensure_ascii=False, separators=(",", ":"))

@@ -1,4 +1,4 @@
-// The schedules of labs/pipeline/schedule.h as pure functions from (kind, P, M, v) to each
+// The schedules of core/theory/schedule.h as pure functions from (kind, P, M, v) to each
 // stage's ordered list of actions. Each builder follows its source's phases:
 //   gpipe        all forwards, then all backwards in micro-batch order (GPipe's AFAB, as in
 //                torch.distributed.pipelining's ScheduleGPipe)
@@ -11,8 +11,8 @@
 //                first s steady steps as F B without W, so W lags B by s micro-batches and
 //                every stage holds P in flight (1F1B's peak, stage 0's); the s deferred W's
 //                run after the last B, where 1F1B's cool-down leaves stage s idle
-// The simulator is in simulator.cpp.
-#include "labs/pipeline/schedule.h"
+// The simulator is in schedule_simulator.cpp.
+#include "core/theory/schedule.h"
 
 #include <algorithm>
 #include <string>
@@ -21,15 +21,7 @@
 
 namespace dtl::pipeline {
 
-const char* schedule_name(ScheduleKind k) {
-  switch (k) {
-    case ScheduleKind::gpipe: return "gpipe";
-    case ScheduleKind::one_f_one_b: return "1f1b";
-    case ScheduleKind::interleaved: return "interleaved";
-    case ScheduleKind::zb_h1: return "zb-h1";
-  }
-  return "?";
-}
+const char* schedule_name(ScheduleKind k) { return schedule_kind_name(k); }
 
 const char* op_letter(Op op) {
   switch (op) {
@@ -38,6 +30,12 @@ const char* op_letter(Op op) {
     case Op::weight: return "W";
   }
   return "?";
+}
+
+std::optional<Op> parse_op_letter(std::string_view letter) {
+  for (Op op : {Op::forward, Op::backward, Op::weight})
+    if (letter == op_letter(op)) return op;
+  return std::nullopt;
 }
 
 void validate(ScheduleKind kind, const ScheduleConfig& c) {

@@ -23,16 +23,30 @@
 // returns the timeline and its bubble: used by the lab, the planner and the tests.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/trace/vocab.h"
 
 namespace dtl::pipeline {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1 };
+using ScheduleKind = dtl::ScheduleKind;     // core/trace/vocab.h: the trace's vocabulary names them too
 const char* schedule_name(ScheduleKind k);  // "gpipe", "1f1b", "interleaved", "zb-h1"
 
 enum class Op { forward, backward, weight };  // F, B (input gradient; full backward unless zb), W
 const char* op_letter(Op op);                 // "F", "B", "W"
+std::optional<Op> parse_op_letter(std::string_view letter);  // the reverse (nullopt: none of them)
+// The trace's Pass of an action: forward, backward, weight.
+inline Pass pass_of(Op op) { return op == Op::forward ? Pass::forward : op == Op::backward ? Pass::backward : Pass::weight; }
+// The reverse: an action's op from a trace span's Pass (nullopt: not F, B or W).
+inline std::optional<Op> op_of(Pass p) {
+  if (p == Pass::forward) return Op::forward;
+  if (p == Pass::backward) return Op::backward;
+  if (p == Pass::weight) return Op::weight;
+  return std::nullopt;
+}
 
 struct Action {
   Op op = Op::forward;

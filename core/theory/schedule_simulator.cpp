@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "labs/pipeline/schedule.h"
+#include "core/theory/schedule.h"
 
 namespace dtl::pipeline {
 

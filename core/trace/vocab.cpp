@@ -1,0 +1,101 @@
+#include "core/trace/vocab.h"
+
+#include <array>
+#include <iterator>
+
+namespace dtl {
+
+namespace {
+
+constexpr std::array kCollectiveNames = {"", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "barrier"};
+constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", "rhd"};
+constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
+constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer"};
+constexpr std::array kScheduleNames = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+constexpr std::array kMetaKeyNames = {"lab",
+                                      "world_size",
+                                      "chunks",
+                                      "bytes",
+                                      "dtype",
+                                      "device",
+                                      "schedule",
+                                      "report",
+                                      "error",
+                                      "source",
+                                      "grid",
+                                      "gpus_per_node",
+                                      "tp_split",
+                                      "simulated",
+                                      "simulated_ranks",
+                                      "predicted_bytes_per_rank",
+                                      "predicted_bytes_formula",
+                                      "phase_formula_bytes",
+                                      "phase_formula_text",
+                                      "pipeline_simulated"};
+static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::pipeline_simulated) + 1, "one name per MetaKey");
+
+template <class Enum, std::size_t N>
+const char* name_in(const std::array<const char*, N>& names, Enum e) {
+  const auto i = std::size_t(e);
+  return i < N ? names[i] : "?";
+}
+
+template <class Enum, std::size_t N>
+std::optional<Enum> parse_in(const std::array<const char*, N>& names, std::string_view s) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (s == names[i]) return Enum(i);
+  return std::nullopt;
+}
+
+void member(std::string& out, const char* key, std::string_view value) {
+  out += ",\"";
+  out += key;
+  out += "\":\"";
+  out += value;  // every name above is plain ASCII without quotes
+  out += '"';
+}
+
+void member(std::string& out, const char* key, int value) { out += ",\"" + std::string(key) + "\":" + std::to_string(value); }
+
+}  // namespace
+
+const char* collective_kind_name(CollectiveKind c) { return name_in(kCollectiveNames, c); }
+const char* algorithm_kind_name(AlgorithmKind a) { return name_in(kAlgorithmNames, a); }
+const char* run_part_name(RunPart p) { return name_in(kRunPartNames, p); }
+const char* pass_name(Pass p) { return name_in(kPassNames, p); }
+const char* schedule_kind_name(ScheduleKind s) { return name_in(kScheduleNames, s); }
+std::optional<CollectiveKind> parse_collective_kind(std::string_view s) { return parse_in<CollectiveKind>(kCollectiveNames, s); }
+std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s) { return parse_in<AlgorithmKind>(kAlgorithmNames, s); }
+std::optional<RunPart> parse_run_part(std::string_view s) { return parse_in<RunPart>(kRunPartNames, s); }
+std::optional<Pass> parse_pass(std::string_view s) { return parse_in<Pass>(kPassNames, s); }
+std::optional<ScheduleKind> parse_schedule_kind(std::string_view s) { return parse_in<ScheduleKind>(kScheduleNames, s); }
+
+std::string role_json_members(const Role& r) {
+  std::string out;
+  if (r.collective != CollectiveKind::none) member(out, "collective", collective_kind_name(r.collective));
+  if (r.algorithm != AlgorithmKind::none) member(out, "algorithm", algorithm_kind_name(r.algorithm));
+  if (r.part != RunPart::none) member(out, "part", run_part_name(r.part));
+  if (r.pass != Pass::none) member(out, "pass", pass_name(r.pass));
+  if (r.schedule) member(out, "schedule", schedule_kind_name(*r.schedule));
+  if (r.zero_stage >= 0) member(out, "zero_stage", r.zero_stage);
+  if (r.prefetch >= 0) member(out, "prefetch", r.prefetch);
+  if (r.block >= 0) member(out, "block", r.block);
+  if (r.bucket >= 0) member(out, "bucket", r.bucket);
+  return out;
+}
+
+std::string role_key(const Role& r) {
+  std::string members = role_json_members(r), out;
+  for (char c : members) {  // `,"zero_stage":2` → `zero_stage=2`, members joined by ','
+    if (c == '"') continue;
+    out += c == ':' ? '=' : c;
+  }
+  return out.empty() ? out : out.substr(1);
+}
+
+const char* meta_key_name(MetaKey k) { return name_in(kMetaKeyNames, k); }
+std::string meta_key_name(MetaKey prefix, std::string_view suffix) {
+  return std::string(meta_key_name(prefix)) + "." + std::string(suffix);
+}
+
+}  // namespace dtl

@@ -1,0 +1,97 @@
+// The typed vocabulary that labs, traces and the visualizer share: what a span or a
+// collective *is* (which collective, which algorithm, which part of the run, F/B/W, which
+// pipeline schedule or ZeRO stage, which block or bucket), and every trace metadata key.
+//
+// A trace label is words for people ("fwd block 3", "ZeRO-2", "ring all-reduce"); its Role
+// is what programs read. The two travel together in the label table (Trace::label(name,
+// role)), in the Chrome JSON's "args" and in the .dtlt, so a view asks
+// `role.pass == Pass::forward`, never whether a label starts with "fwd". Renaming a label
+// changes a picture's words, never its logic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dtl {
+
+// A library collective (Comm's calls), or none.
+enum class CollectiveKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier };
+// How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
+enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd };
+// Which part of a run a span belongs to: the timed steps are what reports measure; the
+// one-rank reference and the checks are there to prove them (the viewer hides the
+// reference unless asked: it would fill the timeline).
+enum class RunPart : std::uint8_t { none, setup, timed, check, reference };
+// The work of a training step: forward (F), backward (B: the input gradient, or the whole
+// backward unless a zero-bubble schedule splits it), weight gradient (W), optimizer.
+enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer };
+// Pipeline schedules (core/theory/schedule.h has their rules).
+enum class ScheduleKind : std::uint8_t { gpipe, one_f_one_b, interleaved, zb_h1 };
+
+// What a label stands for. Unset fields are none/-1; a span usually sets one or two.
+struct Role {
+  CollectiveKind collective = CollectiveKind::none;
+  AlgorithmKind algorithm = AlgorithmKind::none;
+  RunPart part = RunPart::none;
+  Pass pass = Pass::none;
+  std::optional<ScheduleKind> schedule;  // a pipeline run's phase span
+  std::int8_t zero_stage = -1;           // a ZeRO run's phase span: 0 (DDP) .. 3
+  std::int8_t prefetch = -1;             //   and, in a sweep of ZeRO-3's prefetch depth, the depth (0..64)
+  std::int16_t block = -1;               // the layer / transformer block a compute span covers
+  std::int16_t bucket = -1;              // a gradient bucket's index
+  bool operator==(const Role&) const = default;
+  bool empty() const { return *this == Role{}; }
+};
+
+// What a backend's library collective event stands for.
+inline Role library_collective_role(CollectiveKind c) { return Role{.collective = c, .algorithm = AlgorithmKind::library}; }
+
+const char* collective_kind_name(CollectiveKind c);  // "all_reduce", ..., "barrier" ("" for none)
+const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd"
+const char* run_part_name(RunPart p);                // "setup", "timed", "check", "reference"
+const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer"
+const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
+// The reverse, for readers of traces (nullopt: not a name of that enum; "" is none).
+std::optional<CollectiveKind> parse_collective_kind(std::string_view s);
+std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s);
+std::optional<RunPart> parse_run_part(std::string_view s);
+std::optional<Pass> parse_pass(std::string_view s);
+std::optional<ScheduleKind> parse_schedule_kind(std::string_view s);
+
+// The Role as Chrome-trace "args" members: `,"collective":"all_reduce","block":3` (empty
+// for an empty Role). The reader (viz/model/chrome_trace_reader.cpp) reads the same keys.
+std::string role_json_members(const Role& r);
+// A short key naming the Role's typed fields ("zero_stage=2", "schedule=1f1b"): what
+// metadata about one phase of a run is keyed by (MetaKey::phase_formula_bytes).
+std::string role_key(const Role& r);
+
+// Every key of a trace's metadata (Trace::set_meta, the JSON's otherData, the .dtlt).
+enum class MetaKey : std::uint8_t {
+  lab,                       // the lab's name
+  world_size,                // ranks
+  chunks,                    // the chunk grid's size (0: none)
+  bytes,                     // the collectives lab's buffer per rank
+  dtype,                     // its element type
+  device,                    // where tensors lived: cpu, cuda, standin
+  schedule,                  // the pipeline lab's --schedule
+  report,                    // the run's report, as JSON
+  error,                     // why a run failed
+  source,                    // a merged trace's origin
+  grid,                      // the grid lab's dp×tp×pp, as JSON
+  gpus_per_node,             // ranks r / gpus_per_node share a node (the topology view)
+  tp_split,                  // the tensor-parallel split picture, as JSON
+  simulated,                 // dtlab simulate's trace: what it simulated
+  simulated_ranks,           //   and how many ranks
+  predicted_bytes_per_rank,  // the memory formula for every rank
+  predicted_bytes_formula,   //   in words
+  phase_formula_bytes,       // prefix: + "." + role_key(phase's role): that phase's formula
+  phase_formula_text,        //   in words
+  pipeline_simulated,        // prefix: + "." + schedule name: the simulator's timeline, JSON
+};
+const char* meta_key_name(MetaKey k);
+// A prefixed key's full name: "phase_formula_bytes.zero_stage=2".
+std::string meta_key_name(MetaKey prefix, std::string_view suffix);
+
+}  // namespace dtl
