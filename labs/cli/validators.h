@@ -1,11 +1,15 @@
-// CLI11 validators for numbers: finite and in range. CLI11's own Range lets NaN through
+// CLI11 validators for numbers and sizes: finite and in range (dtlab's and dtlab-viz's). CLI11's own Range lets NaN through
 // (every comparison with NaN is false), and a watchdog of `nan` seconds is no watchdog.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "core/error.h"
+#include "core/util/units.h"
 
 namespace dtl::cli {
 
@@ -38,6 +42,21 @@ inline CLI::Validator whole_range(long long lo, long long hi) {
         return std::string();
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A size (4096, 64K, 1.5M, 2G: powers of 1024) from lo to hi bytes.
+inline CLI::Validator size_range(std::uint64_t lo, std::uint64_t hi) {
+  const std::string range = "a size from " + format_size(lo) + " to " + format_size(hi) + " (K/M/G = 1024-based)";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) {
+        try {
+          const std::uint64_t v = parse_size(text, "the size");
+          if (v >= lo && v <= hi) return std::string();
+        } catch (const Error&) {
+        }
+        return "'" + text + "' is not " + range;
+      },
+      "SIZE in [" + format_size(lo) + ", " + format_size(hi) + "]");
 }
 
 }  // namespace dtl::cli

@@ -38,6 +38,7 @@
 #include "core/trace/trace_limits.h"
 #include "core/util/units.h"
 #include "kernels/cuda/device.h"
+#include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
@@ -75,51 +76,6 @@ constexpr long kMinWindow = 64, kMaxWindow = 8192;  // 8192² RGBA is a 256 MiB 
 constexpr long kMaxLiveRanks = 64;                   // live runs step every transfer by hand
 constexpr std::uint64_t kMaxLiveBytes = 16ull << 20;  // per rank; a live run is for watching chunks move
 constexpr long kMaxFrames = 10000, kMaxStep = 1'000'000'000;
-
-CLI::Validator whole_number_in(long lo, long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        const long long v = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-          return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + text + "'";
-        return "";
-      },
-      std::to_string(lo) + ".." + std::to_string(hi));
-}
-
-std::string show(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-CLI::Validator number_in(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
-          return "must be a number from " + show(lo) + " to " + show(hi) + ", got '" + text + "'";
-        return "";
-      },
-      "");
-}
-
-CLI::Validator size_in(std::uint64_t lo, std::uint64_t hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        const std::string range = "from " + dtl::format_size(lo) + " to " + dtl::format_size(hi) + " bytes";
-        try {
-          const std::uint64_t v = dtl::parse_size(text, "the size");
-          if (v >= lo && v <= hi) return "";
-        } catch (const dtl::Error&) {
-        }
-        return "must be a size " + range + " (K/M = 1024-based), got '" + text + "'";
-      },
-      "");
-}
 
 // Every lab's own options, each once (labs may share a name): the chosen lab checks them.
 void add_lab_options(CLI::App& cli, Args& a) {
@@ -305,7 +261,7 @@ void add_view_options(CLI::App& cli, Args& a) {
   for (dtl::ViewKind v : all_views) view_names.emplace_back(dtl::view_kind_name(v));
   cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
       ->check(CLI::IsMember(view_names));
-  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(number_in(1, 1e9));
+  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(dtl::cli::finite_range(1, 1e9));
   cli.add_option("--pipeline-schedule", a.pipeline_schedule,
                  "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
   cli.add_flag("--pipeline-compare", a.pipeline_compare,
@@ -315,7 +271,7 @@ void add_view_options(CLI::App& cli, Args& a) {
                "torch.profiler Chrome trace) and exit (no window)");
   cli.add_option("--highlight-rank", a.highlight_rank,
                  "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)")
-      ->check(whole_number_in(0, dtl::trace_limits::kMaxRanks - 1));
+      ->check(dtl::cli::whole_range(0, dtl::trace_limits::kMaxRanks - 1));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
 }
 
@@ -331,19 +287,19 @@ int main(int argc, char** argv) {
                  "A live lab's tensors: cpu (default), cuda (the GPUs; the memory view shows device memory), or "
                  "standin (the CPU stand-in for a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
-  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(whole_number_in(1, kMaxLiveRanks))->capture_default_str();
+  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(dtl::cli::whole_range(1, kMaxLiveRanks))->capture_default_str();
   cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run, for labs that read it (K/M = 1024-based)")
-      ->check(size_in(4, kMaxLiveBytes))
+      ->check(dtl::cli::size_range(4, kMaxLiveBytes))
       ->capture_default_str();
   cli.add_option("--screenshot", a.screenshot, "Render, save this PNG, and exit");
   cli.add_option("--frames", a.frames, "Frames to render before the screenshot")
-      ->check(whole_number_in(1, kMaxFrames))
+      ->check(dtl::cli::whole_range(1, kMaxFrames))
       ->capture_default_str();
   cli.add_option("--at-step", a.at_step, "Show the state after this many steps (transfers, or collectives for DDP)")
-      ->check(whole_number_in(0, kMaxStep));
+      ->check(dtl::cli::whole_range(0, kMaxStep));
   // (--width is the DDP lab's MLP width: the window's size has its own names)
-  cli.add_option("--window-width", a.width, "Window width")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
-  cli.add_option("--window-height", a.height, "Window height")->check(whole_number_in(kMinWindow, kMaxWindow))->capture_default_str();
+  cli.add_option("--window-width", a.width, "Window width")->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))->capture_default_str();
+  cli.add_option("--window-height", a.height, "Window height")->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))->capture_default_str();
   add_view_options(cli, a);
   add_lab_options(cli, a);
   try {
