@@ -325,4 +325,34 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+LabInfo ddp_lab_info() {
+  return {
+      "ddp",
+      "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
+      {{"variant", OptionKind::choice, "bucketed", "how gradients are averaged",
+        {"naive", "flat", "bucketed", "accumulate", "all"}},
+       {"bucket-mb", OptionKind::number, "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}, 1e-6, 1 << 20},
+       {"width", OptionKind::integer, "256", "hidden width of the MLP", {}, 1, 1 << 16},
+       {"depth", OptionKind::integer, "4", "linear layers of the MLP", {}, 1, 1024},
+       {"batch", OptionKind::integer, "64", "global batch (split over ranks)", {}, 1, 1 << 24},
+       {"steps", OptionKind::integer, "5", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1,
+        1 << 20},
+       {"micro-batches", OptionKind::integer, "4", "micro-batches per step for --variant accumulate", {}, 1, 1 << 16},
+       {"precision", OptionKind::choice, "fp32",
+        "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},
+      {{"assign_buckets", "AssignBuckets", 10},
+       {"launch_ready_buckets", "LaunchReadyBuckets", 10},
+       {"wait_for_buckets", "WaitForBuckets", 5},
+       {"average_gradients", "AverageGradients", 5},
+       {"sync_this_micro_batch", "SyncThisMicroBatch", 5}},
+      run_ddp_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,  // DDP posts no sends: faults count its all-reduces
+      /*overlaps_compute=*/true,
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
+  };
+}
+
 }  // namespace dtl

@@ -117,32 +117,5 @@ void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTraining
     rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
 }
 
-LabInfo gpt_lab_info() {
-  return {
-      "gpt",
-      "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
-      {RunOption::device, RunOption::faults},
-      {{"layers", OptionKind::integer, "2", "transformer layers L", {}, 1, 64},
-       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 4096},
-       {"heads", OptionKind::integer, "4", "attention heads (divisible by --ranks)", {}, 1, 256},
-       {"seq", OptionKind::integer, "64", "characters per sequence s", {}, 2, 4096},
-       {"batch", OptionKind::integer, "8", "sequences per step b", {}, 1, 4096},
-       {"steps", OptionKind::integer, "300", "AdamW steps (0: evaluate and sample only)", {}, 0, 1 << 20},
-       {"lr", OptionKind::number, "3e-3", "AdamW learning rate (constant)", {}, 0, 1},
-       {"eval-every", OptionKind::integer, "25", "steps between held-out evaluations", {}, 1, 1 << 20},
-       {"seed", OptionKind::integer, "1", "initialization, batches and sampling", {}, 0, 1 << 30},
-       {"save", OptionKind::path, "", "write the trained model here (safetensors, docs/checkpoints.md)", {}, 0, 0},
-       {"load", OptionKind::path, "", "start from this checkpoint (names and shapes must fit)", {}, 0, 0},
-       {"precision", OptionKind::choice, "fp32",
-        "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},
-      {},
-      run_gpt_lab,
-      nullptr,
-      FaultPlan::Counted::collectives,
-      /*overlaps_compute=*/false,
-      {ViewKind::report, ViewKind::timeline, ViewKind::memory},
-      {{"steps", "60"}},
-  };
-}
 
 }  // namespace dtl

@@ -160,4 +160,35 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   return m;
 }
 
+LabInfo grid_lab_info() {
+  return {
+      "grid",
+      "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
+      {RunOption::device, RunOption::faults},
+      {{"model", OptionKind::choice, "mlp", "the model on the grid", {"mlp", "gpt"}},
+       {"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
+       {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},
+       {"pp", OptionKind::integer, "2", "pipeline stages P", {}, 1, 4096},
+       {"zero", OptionKind::choice, "0", "ZeRO stage on the data axis", {"0", "1"}},
+       {"schedule", OptionKind::choice, "1f1b", "pipeline schedule", {"gpipe", "1f1b"}},
+       {"micro-batches", OptionKind::integer, "4", "micro-batches per step M", {}, 1, 4096},
+       {"layers", OptionKind::integer, "4", "MLP blocks (h → 4h → h) or GPT layers, split over the stages", {}, 1, 1024},
+       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
+       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
+       {"seq", OptionKind::integer, "16", "sequence length s", {}, 1, 1 << 16},
+       {"batch", OptionKind::integer, "8", "global batch (sequences per step)", {}, 1, 1 << 16},
+       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
+       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
+       {"compute-us", OptionKind::number, "0", "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)", {}, 0, 1e5},
+       {"check", OptionKind::choice, "on", "train one rank too and compare the weights", {"off", "on"}}},
+      {},
+      run_grid_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,
+      /*overlaps_compute=*/false,
+      {ViewKind::topology, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {},
+  };
+}
+
 }  // namespace dtl

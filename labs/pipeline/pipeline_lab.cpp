@@ -219,4 +219,30 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+LabInfo pipeline_lab_info() {
+  return {
+      "pipeline",
+      "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
+      {RunOption::faults, RunOption::repeat, RunOption::device},
+      {{"schedule", OptionKind::choice, "1f1b", "the order each stage computes in", {"gpipe", "1f1b", "interleaved", "zb-h1", "all"}},
+       {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
+       {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},
+       {"chunks", OptionKind::integer, "2", "model chunks per stage for --schedule interleaved (v)", {}, 1, 64},
+       {"compute-us", OptionKind::number, "0", "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real compute's time)", {}, 0, 1e5},
+       {"backward-us", OptionKind::number, "0", "each backward's µs with --compute-us (0: twice the forward)", {}, 0, 2e5},
+       {"weight-us", OptionKind::number, "0", "zb-h1: the W part of the backward, µs (0: half the backward)", {}, 0, 2e5},
+       {"width", OptionKind::integer, "128", "hidden width of the MLP", {}, 1, 1 << 16},
+       {"depth", OptionKind::integer, "8", "linear layers of the MLP (split over the stages)", {}, 1, 1024},
+       {"batch", OptionKind::integer, "64", "global batch (cut into the micro-batches)", {}, 1, 1 << 24},
+       {"steps", OptionKind::integer, "2", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1, 1 << 20}},
+      {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
+      run_pipeline_lab,
+      nullptr,
+      FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
+      /*overlaps_compute=*/false,
+      {ViewKind::pipeline, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {{"micro-batches", "8"}, {"compute-us", "2000"}},
+  };
+}
+
 }  // namespace dtl

@@ -215,35 +215,5 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
-LabInfo tensor_parallel_lab_info() {
-  return {
-      "tensor_parallel",
-      "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
-      {RunOption::device, RunOption::faults},
-      {{"model", OptionKind::choice, "mlp", "the model split over the ranks", {"mlp", "gpt"}},
-       {"tp", OptionKind::integer, "0", "tensor-parallel ranks T: every rank is one (0: as --ranks)", {}, 0, 4096},
-       {"sequence-parallel", OptionKind::choice, "off", "split LayerNorm/residual regions along the sequence", {"off", "on", "both"}},
-       {"layers", OptionKind::integer, "2", "blocks (MLP) or transformer layers (GPT), L", {}, 1, 1024},
-       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
-       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
-       {"seq", OptionKind::integer, "32", "sequence length s", {}, 1, 1 << 16},
-       {"batch", OptionKind::integer, "4", "batch b (sequences per step)", {}, 1, 1 << 16},
-       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
-       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
-       {"check", OptionKind::choice, "on", "train one rank too and compare every gradient and weight", {"off", "on"}}},
-      {{"tp_slices", "TpSlices", 5},
-       {"f_operator", "FOperator", 10},
-       {"g_operator", "GOperator", 10},
-       {"column_parallel_linear", "ColumnParallelLinear", 10},
-       {"row_parallel_linear", "RowParallelLinear", 10},
-       {"vocab_parallel_cross_entropy", "VocabParallelCrossEntropy", 15}},
-      run_tp_lab,
-      nullptr,
-      FaultPlan::Counted::collectives,
-      /*overlaps_compute=*/false,
-      {ViewKind::split, ViewKind::timeline, ViewKind::memory, ViewKind::report},
-      {},
-  };
-}
 
 }  // namespace dtl

@@ -196,41 +196,5 @@ void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<i
                       "collective.");
 }
 
-LabInfo zero_lab_info() {
-  return {
-      "zero",
-      "ZeRO stages 0 (DDP), 1, 2, 3 (FSDP): sharded optimizer state, gradients, parameters; memory and bytes vs formulas",
-      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
-      {{"stage", OptionKind::choice, "all", "what is sharded: 0 nothing (DDP), 1 optimizer, 2 + gradients, 3 + parameters",
-        {"0", "1", "2", "3", "all"}},
-       {"precision", OptionKind::choice, "bf16",
-        "bf16/fp16 mixed (16-bit params and grads, fp32 master, m, v) or fp32", {"bf16", "fp16", "fp32"}},
-       {"master", OptionKind::choice, "keep", "mixed precision: keep an fp32 master (16 B/param) or not (12 B/param)",
-        {"keep", "none"}},
-       {"prefetch", OptionKind::choice, "on", "stage 3: all-gather the next units while one computes", {"on", "off"}},
-       {"prefetch-depth", OptionKind::integer, "1", "stage 3: units gathered ahead with --prefetch on", {}, 1, 64},
-       {"unit", OptionKind::integer, "1", "layers per sharding unit (1: every layer its own, as FSDP per module)", {}, 1,
-        1024},
-       {"bucket-mb", OptionKind::number, "25", "stage 0: DDP's all-reduce bucket capacity in MiB", {}, 1e-6, 1 << 20},
-       {"sweep", OptionKind::choice, "none", "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)",
-        {"none", "prefetch"}},
-       {"width", OptionKind::integer, "512", "hidden width of the MLP", {}, 1, 1 << 16},
-       {"depth", OptionKind::integer, "6", "linear layers of the MLP", {}, 1, 1024},
-       {"batch", OptionKind::integer, "32", "global batch (split over ranks)", {}, 1, 1 << 24},
-       {"steps", OptionKind::integer, "3", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1,
-        1 << 20}},
-      {{"shard_range", "ShardRange", 5},
-       {"reduce_scatter_gradients", "ReduceScatterGradients", 10},
-       {"shard_step", "ShardStep", 5},
-       {"all_gather_params", "AllGatherParams", 10},
-       {"units_to_gather", "UnitsToGather", 10}},
-      run_zero_lab,
-      nullptr,
-      FaultPlan::Counted::collectives,  // ZeRO posts no sends: faults count its collectives
-      /*overlaps_compute=*/true,
-      {ViewKind::memory, ViewKind::timeline, ViewKind::report},
-      {{"steps", "1"}, {"width", "256"}},
-  };
-}
 
 }  // namespace dtl
