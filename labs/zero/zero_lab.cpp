@@ -324,12 +324,15 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 0, "s").over(ref.step_seconds);
   if (stages.size() > 1) {
     for (int stage : stages) rep.columns.push_back(stage_case(stage));
-    const ReportRow* ddp = rep.find("zero0.step_time");
+    // By value: rep.add grows the rows, so a pointer into them would dangle.
+    const ReportRow* ddp_row = rep.find("zero0.step_time");
+    const double ddp = ddp_row ? ddp_row->measured : 0;
     for (int stage : {1, 2, 3})
-      if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); ddp && r && ddp->measured > 0)
-        rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp->measured, "x");
+      if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); r && ddp > 0)
+        rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp, "x");
   }
-  if (!sweep.empty()) add_prefetch_sweep(rep, sweep, rep.find("zero0.step_time"));
+  const ReportRow* stage0_step = rep.find("zero0.step_time");  // by value below: the rows grow
+  if (!sweep.empty()) add_prefetch_sweep(rep, sweep, stage0_step ? stage0_step->measured : 0);
   return rep;
 }
 

@@ -83,7 +83,7 @@ LabInfo zero_lab_info();
 // labs/zero/zero_report.cpp
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.
-void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, const ReportRow* stage0_step);
+void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, double stage0_step);
 void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<int>& stages, std::size_t psi, int units);
 std::string stage_case(int stage);  // "zero0" .. "zero3": the report's case ids
 std::string stage_phase(int stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels

@@ -153,7 +153,7 @@ void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m,
   add_residual_rows(rep, n, s, m, double(psi), P);
 }
 
-void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, const ReportRow* stage0_step) {
+void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, double stage0_step) {
   ReportPlot plot{"prefetch_sweep", "stage 3: prefetch depth, exposed all-gather time against peak memory",
                   "peak memory (rank 0)", "B", "exposed all-gather per step", "s", {}, {}, {}};
   for (const ZeroMeasurement& m : sweep) {
@@ -162,8 +162,7 @@ void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, 
     rep.add(d + ".peak_memory", "peak memory (rank 0)", double(m.memory[0].peak_total), "B");
     rep.add(d + ".gather_peak", "gather buffers at most (rank 0)", double(m.memory[0].peak[std::size_t(MemTag::gather)]), "B");
     rep.add(d + ".step_time", "step time (slowest rank)", 0, "s").over(m.step);
-    if (stage0_step && stage0_step->measured > 0)
-      rep.add(d + ".step_vs_ddp", "step time / stage 0's", m.step.median / stage0_step->measured, "x");
+    if (stage0_step > 0) rep.add(d + ".step_vs_ddp", "step time / stage 0's", m.step.median / stage0_step, "x");
     plot.x.push_back(double(m.memory[0].peak_total));
     plot.y.push_back(m.exposed_gather.median);
     plot.point_labels.push_back("depth " + std::to_string(m.prefetch_depth));
