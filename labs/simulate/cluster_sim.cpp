@@ -5,26 +5,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "core/error.h"
 
 namespace dtl::sim {
 
+namespace {
+constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical"};  // in CommAlgo's order
+}  // namespace
+
 CommAlgo parse_comm_algo(std::string_view name) {
-  if (name == "ring") return CommAlgo::ring;
-  if (name == "tree") return CommAlgo::tree;
-  if (name == "hierarchical") return CommAlgo::hierarchical;
+  for (std::size_t i = 0; i < std::size(kCommAlgoNames); ++i)
+    if (name == kCommAlgoNames[i]) return CommAlgo(i);
   throw UsageError("--algo is ring, tree or hierarchical, not '" + std::string(name) + "'");
 }
 
-const char* comm_algo_name(CommAlgo a) {
-  switch (a) {
-    case CommAlgo::ring: return "ring";
-    case CommAlgo::tree: return "tree";
-    case CommAlgo::hierarchical: return "hierarchical";
-  }
-  return "?";
-}
+const char* comm_algo_name(CommAlgo a) { return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?"; }
 
 namespace {
 

@@ -2,8 +2,11 @@
 // a local GELU, and the row-parallel c_proj.
 #include "labs/tensor_parallel/tp_mlp.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <random>
+#include <utility>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -212,10 +215,22 @@ void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
   ops_.synchronize();
 }
 
+namespace {
+
+// A block's four tensors, in names()' order: what each is, and its name in the checkpoint.
+enum class MlpTensor { fc_weight, fc_bias, proj_weight, proj_bias };
+constexpr std::pair<MlpTensor, const char*> kBlockTensors[] = {{MlpTensor::fc_weight, "c_fc.weight"},
+                                                                {MlpTensor::fc_bias, "c_fc.bias"},
+                                                                {MlpTensor::proj_weight, "c_proj.weight"},
+                                                                {MlpTensor::proj_bias, "c_proj.bias"}};
+constexpr std::size_t kTensorsPerBlock = std::size(kBlockTensors);
+
+}  // namespace
+
 std::vector<std::string> tp_mlp_names(int first, int last) {
   std::vector<std::string> n;
   for (int l = first; l <= last; ++l)
-    for (const char* w : {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}) n.push_back(block_name(l, w));
+    for (const auto& [which, tensor] : kBlockTensors) n.push_back(block_name(l, tensor));
   return n;
 }
 
@@ -224,12 +239,17 @@ std::vector<std::string> TpMlp::names() const { return tp_mlp_names(first_, last
 // All-gathers the ranks' slices of one tensor and puts them back into the full layout.
 std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {
   const int h = shape_.hidden, ff = 4 * h;
-  int l = first_;
-  while (l <= last_ && name.rfind("h." + std::to_string(l) + ".", 0) != 0) ++l;
-  if (l > last_) throw Error("TpMlp (blocks " + std::to_string(first_) + ".." + std::to_string(last_) + ") has no tensor " + name);
-  const Block& b = blocks_[std::size_t(l - first_)];
-  const bool is_fc = name.find("c_fc") != std::string::npos, is_weight = name.find("weight") != std::string::npos;
-  if (!is_fc && !is_weight) {  // c_proj's bias: the same on every rank
+  // Which tensor: the name's place in names() gives its block and its kind (no parsing of it).
+  const std::vector<std::string> all_names = names();
+  const auto at = std::find(all_names.begin(), all_names.end(), name);
+  if (at == all_names.end())
+    throw Error("TpMlp (blocks " + std::to_string(first_) + ".." + std::to_string(last_) + ") has no tensor " + name);
+  const std::size_t index = std::size_t(at - all_names.begin());
+  const Block& b = blocks_[index / kTensorsPerBlock];
+  const MlpTensor which = kBlockTensors[index % kTensorsPerBlock].first;
+  const bool is_fc = which == MlpTensor::fc_weight || which == MlpTensor::fc_bias;
+  const bool is_weight = which == MlpTensor::fc_weight || which == MlpTensor::proj_weight;
+  if (which == MlpTensor::proj_bias) {  // the same on every rank
     std::vector<float> v(static_cast<std::size_t>(h));
     copy_bytes(v.data(), flat + b.proj_b, v.size() * sizeof(float));
     return v;
