@@ -117,6 +117,9 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
   nlohmann::json who = nlohmann::json::array();
   const std::uint16_t step_label =
       trace.label(pipeline::schedule_name(w.schedule), Role{.part = RunPart::timed, .schedule = w.schedule});
+  std::vector<std::vector<std::uint16_t>> span_labels(r.stages.size());  // per stage: its spans' label ids, interned once
+  for (std::size_t st = 0; st < r.stages.size(); ++st)
+    for (const Span& s : r.stages[st].spans) span_labels[st].push_back(trace.label(s.label, s.role));
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const Coord c = coord_of(w, ranks[i]);
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
@@ -124,13 +127,14 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
     for (int step = 0; step < steps; ++step) {
       const std::int64_t offset = ns(r.step_s * step);
       record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
-      for (const Span& s : tl.spans) {
+      for (std::size_t k = 0; k < tl.spans.size(); ++k) {
+        const Span& s = tl.spans[k];
         int peer = -1;
         if (s.kind == SpanKind::send) {  // activations go to the next stage, gradients to the one before
           const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
-        record_span(trace, int(i), c, s, offset, step, peer, trace.label(s.label, s.role));
+        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k]);
       }
     }
   }

@@ -141,6 +141,18 @@ struct Case {
   Outcome outcome;
 };
 
+// The command line of a case, after checking that it ended by itself, within its time and
+// memory (no hang, no signal, no runaway allocation).
+std::string expect_ended(const Case& c) {
+  const Outcome& o = c.outcome;
+  std::string line = "dtlab";
+  for (const auto& a : c.args) line += " '" + a + "'";
+  EXPECT_FALSE(o.timed_out) << line << ": still running after " << kTimeLimitS << " s";
+  EXPECT_EQ(o.signal, 0) << line << ": killed by signal " << o.signal << "\n" << o.err;
+  EXPECT_LE(o.peak_bytes, kLimitBytes) << line << ": peak " << o.peak_bytes << " B";
+  return line;
+}
+
 std::vector<Case> fuzz_cases() {
   std::vector<Case> cases;
   for (const auto& [command, base] : kCommands) {
@@ -243,11 +255,7 @@ TEST(CliFuzz, CombinationsOfEachLabsOptionsEndCleanly) {
   int usage_errors = 0;
   for (const Case& c : cases) {
     const Outcome& o = c.outcome;
-    std::string line = "dtlab";
-    for (const auto& a : c.args) line += " '" + a + "'";
-    EXPECT_FALSE(o.timed_out) << line << ": still running after " << kTimeLimitS << " s";
-    EXPECT_EQ(o.signal, 0) << line << ": killed by signal " << o.signal << "\n" << o.err;
-    EXPECT_LE(o.peak_bytes, kLimitBytes) << line << ": peak " << o.peak_bytes << " B";
+    const std::string line = expect_ended(c);
     // 0: ran and passed; 2: refused, saying why; 1: ran and a check of the lab failed at
     // these settings (a report, not a crash: its stderr names the failed check).
     const bool failed_check = o.code == 1 && o.err.find("dtlab: the run failed") == std::string::npos;
@@ -268,11 +276,7 @@ TEST(CliFuzz, HostileValuesForEveryDeclaredOptionEndCleanly) {
   int usage_errors = 0;
   for (const Case& c : cases) {
     const Outcome& o = c.outcome;
-    std::string line = "dtlab";
-    for (const auto& a : c.args) line += " '" + a + "'";
-    EXPECT_FALSE(o.timed_out) << line << ": still running after " << kTimeLimitS << " s";
-    EXPECT_EQ(o.signal, 0) << line << ": killed by signal " << o.signal << "\n" << o.err;
-    EXPECT_LE(o.peak_bytes, kLimitBytes) << line << ": peak " << o.peak_bytes << " B";
+    const std::string line = expect_ended(c);
     // --inject-fault/--inject-hang exist to make a run fail: exit 1 naming the fault is their success.
     const bool injected = o.code == 1 && (o.err.find("injected fault") != std::string::npos ||
                                           o.err.find("on purpose") != std::string::npos);

@@ -14,6 +14,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from step_timer import seconds_per_step  # beside this script (its folder is on sys.path)
+
 
 class Block(torch.nn.Module):
     def __init__(self, h, heads, flash):
@@ -70,15 +72,7 @@ def time_step(a, flash):
         opt.step()
         return loss.item()
 
-    for _ in range(a.warmup):
-        step()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(a.steps):
-        step()
-    stop.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(stop) / 1e3 / a.steps
+    return seconds_per_step(step, a.warmup, a.steps)
 
 
 def main():

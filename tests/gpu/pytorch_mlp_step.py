@@ -8,6 +8,8 @@ import argparse
 
 import torch
 
+from step_timer import seconds_per_step  # beside this script (its folder is on sys.path)
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -36,15 +38,7 @@ def main():
         opt.step()
         return loss.item()
 
-    for _ in range(a.warmup):
-        step()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(a.steps):
-        step()
-    stop.record()
-    torch.cuda.synchronize()
-    step_s = start.elapsed_time(stop) / 1e3 / a.steps
+    step_s = seconds_per_step(step, a.warmup, a.steps)
     macs = sum(dims[i] * dims[i + 1] for i in range(a.depth))
     print(f"pytorch {torch.__version__}  width {a.width}  depth {a.depth}  batch {a.batch}")
     print(f"step_ms {step_s * 1e3:.3f}")

@@ -147,3 +147,23 @@ TEST(Vocabulary, LabTracesCarryTheRolesTheViewerReads) {
     EXPECT_TRUE(has(pp, [&](const Role& r) { return r.schedule == ScheduleKind(s); })) << schedule_kind_name(ScheduleKind(s));
   EXPECT_TRUE(has(pp, [](const Role& r) { return r.pass == Pass::weight; }));  // zb-h1's W
 }
+
+// One name under many roles (a hostile trace, or a model of many blocks): each role keeps its
+// own label id, read back exactly, without a scan per event over the name's roles.
+TEST(Vocabulary, OneNameUnderManyRolesKeepsEachRole) {
+  constexpr int kBlocks = 20000;
+  std::string json = R"({"traceEvents":[)";
+  for (int b = 0; b < kBlocks; ++b)
+    json += std::string(b ? "," : "") + R"({"ph":"X","cat":"compute","name":"block","pid":0,"tid":0,"ts":)" + std::to_string(b) +
+            R"(,"dur":1,"args":{"pass":")" + (b % 2 ? "backward" : "forward") + R"(","block":)" + std::to_string(b) + "}}";
+  json += "]}";
+  const TraceData d = parse_chrome_trace(json);
+  ASSERT_EQ(d.events.size(), std::size_t(kBlocks));
+  EXPECT_EQ(d.labels.size(), std::size_t(kBlocks) + 1);  // "" and one per (name, role)
+  int wrong = 0;
+  for (const Event& e : d.events) {
+    const int b = int(e.begin_ns / 1000);
+    wrong += d.role(e).block != b || d.role(e).pass != (b % 2 ? Pass::backward : Pass::forward);
+  }
+  EXPECT_EQ(wrong, 0);
+}

@@ -115,6 +115,15 @@ Role role_of(object args, std::uint64_t index) {
   return r;
 }
 
+// A Role as one number, equal exactly when the Roles are (every field as read above is in
+// range: enums below 16, stage and prefetch below 255, block and bucket below 32768).
+std::uint64_t role_code(const Role& r) {
+  return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
+         std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
+         std::uint64_t(r.zero_stage + 1) << 20 | std::uint64_t(r.prefetch + 1) << 24 | std::uint64_t(r.block + 1) << 32 |
+         std::uint64_t(r.bucket + 1) << 48;
+}
+
 int rank_of(element pid_el, std::uint64_t index) {
   const double pid = number(pid_el, index, "pid");
   if (!(pid >= 0 && pid < double(lim::kMaxRanks)) || pid != std::floor(pid))
@@ -126,7 +135,8 @@ int rank_of(element pid_el, std::uint64_t index) {
 // Collects events batch by batch; the splitter feeds it.
 struct Collector {
   TraceData t;
-  std::map<std::pair<std::string, std::string>, std::uint16_t, std::less<>> label_ids;  // (name, role_key)
+  // name → role's code → label id: two lookups, however many roles a hostile trace gives a name.
+  std::map<std::string, std::map<std::uint64_t, std::uint16_t>, std::less<>> label_ids;
   std::int64_t max_rank = -1;
   simdjson::dom::parser parser;
 
@@ -170,14 +180,16 @@ void Collector::item(element item, std::uint64_t index) {
 }
 
 std::uint16_t Collector::label_of(std::string_view name, const Role& role, std::uint64_t index) {
-  std::pair<std::string, std::string> key{std::string(name), role_key(role)};
-  auto it = label_ids.find(key);
-  if (it != label_ids.end()) return it->second;
+  auto it = label_ids.find(name);
+  if (it == label_ids.end()) it = label_ids.emplace(std::string(name), std::map<std::uint64_t, std::uint16_t>{}).first;
+  const std::uint64_t code = role_code(role);
+  if (const auto known = it->second.find(code); known != it->second.end()) return known->second;
   if (t.labels.size() >= lim::kMaxLabels) bad(index, "more than " + std::to_string(lim::kMaxLabels) + " distinct names (the limit)");
-  it = label_ids.emplace(std::move(key), std::uint16_t(t.labels.size())).first;
+  const auto id = std::uint16_t(t.labels.size());
+  it->second.emplace(code, id);
   t.labels.emplace_back(name);
   t.roles.push_back(role);
-  return it->second;
+  return id;
 }
 
 void Collector::span(object e, int rank, std::uint64_t index) {
