@@ -160,7 +160,8 @@ int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const Run
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
   require_writable_file(a.trace_path, "--trace");  // before the run, not after it
-  if (a.json && !a.trace_path.empty() && !is_regular_file(a.trace_path) && a.trace_path.rfind("/dev/std", 0) == 0)
+  // (/dev/stdout is a regular file when stdout is redirected to one: refused all the same)
+  if (a.json && !a.trace_path.empty() && a.trace_path.rfind("/dev/std", 0) == 0)
     throw UsageError("--trace " + a.trace_path + " with --json would mix the trace into the report on stdout; give "
                      "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU

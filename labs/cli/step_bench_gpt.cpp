@@ -47,8 +47,7 @@ int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
   kernels::use_one_blas_thread();
   const GptConfig c = config_of(a, gpu);
   // Weights, gradients, AdamW's m and v (16 B/param) and the activations, before allocating.
-  const double params = c.layers * 12.0 * c.hidden * c.hidden + double(c.vocab + c.seq) * c.hidden;
-  if (!gpu) require_memory(16 * params + gpt_activation_bytes(c, 1, ex::TpMode::plain), "--layers, --hidden, --seq, --batch or --vocab");
+  if (!gpu) require_memory(16 * gpt_approx_params(c) + gpt_activation_bytes(c, 1, ex::TpMode::plain), "--layers, --hidden, --seq, --batch or --vocab");
   if (gpu) cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   const Device device = gpu ? Device::cuda(0) : Device::cpu();
   double step_s = 0;

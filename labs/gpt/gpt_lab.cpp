@@ -38,8 +38,7 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   // Thread ranks share this process: the model state (16 B/param over all ranks) and each
   // rank's activations and as much workspace again, refused before anything is allocated.
   const GptConfig& c = s.model;
-  const double h = c.hidden, params = c.layers * 12.0 * h * h + (double(c.vocab) + c.seq) * h;
-  require_memory(16.0 * params + 2.0 * T * gpt_activation_bytes(c, T, ex::TpMode::plain),
+  require_memory(16.0 * gpt_approx_params(c) + 2.0 * T * gpt_activation_bytes(c, T, ex::TpMode::plain),
                  "--layers, --hidden, --seq or --batch");
   return s;
 }

@@ -111,10 +111,15 @@ Request PipelineStage::post_recv(Tensor& into, std::size_t floats, int m, int fr
 }
 
 Tensor PipelineStage::rows_on_device(const float* host_rows, int width) {
-  const std::size_t n = std::size_t(s_.rows()) * std::size_t(width);
-  Tensor t(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
-  copy_bytes(t.data(), host_rows, n * sizeof(float));
+  Tensor t;
+  rows_on_device(host_rows, width, t);
   return t;
+}
+
+void PipelineStage::rows_on_device(const float* host_rows, int width, Tensor& into) {
+  const std::size_t n = std::size_t(s_.rows()) * std::size_t(width);
+  if (into.numel() != n) into = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::data, device_);
+  copy_bytes(into.data(), host_rows, n * sizeof(float));
 }
 
 void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageStep& rec) {
@@ -131,8 +136,8 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
   if (last_virtual(ch.virtual_stage)) {  // the loss, and its gradient for B; mean over the M micro-batches
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(s_.shape.out);
     f.grad_in = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
-    const Tensor target = rows_on_device(data.y_row(row), s_.shape.out);
-    loss_sum_ += ch.model->ops().mse_loss(y, target.as<float>(), f.grad_in.as<float>(), n);
+    rows_on_device(data.y_row(row), s_.shape.out, target_);
+    loss_sum_ += ch.model->ops().mse_loss(y, target_.as<float>(), f.grad_in.as<float>(), n);
     ch.model->ops().scale(1.0f / float(s_.micro_batches), f.grad_in.as<float>(), n);
   }
   pace(t0, s_.forward_us);

@@ -65,7 +65,10 @@ class PipelineStage {
   void pace(double begin, double target_us);  // --compute-us: the action lasts target_us
   int stage_of(int vs) const { return vs % P_; }
   // A micro-batch's rows of the data set (inputs or targets), copied to the stage's device.
+  // A micro-batch's rows of the data (MemTag::data) on the stage's device: a new tensor, or
+  // `into` when given (reused: the last stage's targets, needed only for the loss).
   Tensor rows_on_device(const float* host_rows, int width);
+  void rows_on_device(const float* host_rows, int width, Tensor& into);
   bool last_virtual(int vs) const { return vs == schedule_.virtual_stages() - 1; }
 
   Comm& comm_;
@@ -79,6 +82,7 @@ class PipelineStage {
   std::map<std::pair<int, int>, InFlight> in_flight_;
   std::vector<Sent> sent_;
   Tensor dx_;  // the last backward's dL/dx, until the loop sends it back
+  Tensor target_;  // the last stage's targets of the micro-batch being forwarded
   int in_flight_peak_ = 0;
   float loss_sum_ = 0;
 };

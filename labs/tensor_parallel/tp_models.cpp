@@ -18,7 +18,6 @@ class TpMlpRun final : public TpModelRun {
  public:
   TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
       : s_(s), tp_(tp), model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(device)),
-        x_(mem, {std::int64_t(model_.local_rows()) * s.hidden}, DType::f32, MemTag::data, device),
         y_(mem, {std::int64_t(model_.local_rows()) * s.hidden}, DType::f32, MemTag::data, device) {}
 
   float train_step(int step) override {
@@ -27,9 +26,8 @@ class TpMlpRun final : public TpModelRun {
     mlp_task_batch(step, rows * h, x, y);
     const std::size_t first = std::size_t(tp_.comm.rank()) * std::size_t(model_.local_rows()) * h;
     const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
-    copy_bytes(x_.data(), x.data() + (sp ? first : 0), x_.bytes());  // this rank's rows onto its device
-    copy_bytes(y_.data(), y.data() + (sp ? first : 0), y_.bytes());
-    return model_.forward_backward(x_.as<float>(), y_.as<float>());
+    copy_bytes(y_.data(), y.data() + (sp ? first : 0), y_.bytes());  // this rank's targets onto its device
+    return model_.forward_backward(x.data() + (sp ? first : 0), y_.as<float>());  // (forward copies x to the device)
   }
   void adamw_step(const kernels::AdamWConfig& c, int step) override { model_.adamw_step(c, step); }
   std::vector<std::string> names() const override { return model_.names(); }
@@ -52,7 +50,7 @@ class TpMlpRun final : public TpModelRun {
   TpSettings s_;
   ex::TpGroup tp_;
   TpMlp model_;
-  Tensor x_, y_;  // this rank's rows of the batch on its device
+  Tensor y_;  // this rank's rows of the targets on its device
 };
 
 GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}; }

@@ -118,6 +118,13 @@ struct GptInit {
 // head; a stage without it keeps its output instead, Rl·h.
 double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {});
 
+// Parameters, near enough for memory plans: 12·h² per block (QKV, projection, c_fc, c_proj)
+// and the token and position tables (V + S)·h; biases and LayerNorms (13·h a block) left out.
+inline double gpt_approx_params(const GptConfig& c) {
+  const double h = c.hidden;
+  return c.layers * 12.0 * h * h + (double(c.vocab) + c.seq) * h;
+}
+
 // What one block's forward keeps for its backward (MemTag::activation; shapes in
 // make_activations(), gpt_stage.cpp).
 struct GptBlockActivations {

@@ -11,7 +11,6 @@
 #include "labs/zero/zero_lab.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
@@ -42,7 +41,6 @@ Role phase_role(int stage, bool sweeping, int depth) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 std::vector<int> stages_of(const LabConfig& cfg) {
   const auto stage = cfg.options.choice<ZeroStage>("stage");
@@ -322,17 +320,16 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   }
   describe_zero_setup(rep, s, stages, psi, units);
   rep.add("one_rank_step_time", "step time of 1 rank on the global batch", 0, "s").over(ref.step_seconds);
+  // Stage 0's step time by value: rep.add grows the rows, so a pointer into them would dangle.
+  const ReportRow* ddp_row = rep.find("zero0.step_time");
+  const double ddp = ddp_row ? ddp_row->measured : 0;
   if (stages.size() > 1) {
     for (int stage : stages) rep.columns.push_back(stage_case(stage));
-    // By value: rep.add grows the rows, so a pointer into them would dangle.
-    const ReportRow* ddp_row = rep.find("zero0.step_time");
-    const double ddp = ddp_row ? ddp_row->measured : 0;
     for (int stage : {1, 2, 3})
       if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); r && ddp > 0)
         rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp, "x");
   }
-  const ReportRow* stage0_step = rep.find("zero0.step_time");  // by value below: the rows grow
-  if (!sweep.empty()) add_prefetch_sweep(rep, sweep, stage0_step ? stage0_step->measured : 0);
+  if (!sweep.empty()) add_prefetch_sweep(rep, sweep, ddp);
   return rep;
 }
 

@@ -136,10 +136,9 @@ void MemoryView::Draw(const Frame& f) {
     ImGui::TextWrapped("No memory events in this run yet (labs allocate through MemoryTracker; each allocation shows here).");
     return;
   }
-  const auto device = d.meta.find(meta_key_name(MetaKey::device));  // where the lab's tensors lived
-  if (device != d.meta.end() && device->second != "cpu")
-    ImGui::Text("device memory (%s): what each rank allocated on its %s", device->second.c_str(),
-                device->second == "cuda" ? "GPU" : "stand-in device");
+  const std::string* device = d.meta_of(MetaKey::device);  // where the lab's tensors lived
+  if (device && *device != "cpu")
+    ImGui::Text("device memory (%s): what each rank allocated on its %s", device->c_str(), *device == "cuda" ? "GPU" : "stand-in device");
   const bool phased = !Phases(d).phases.empty();
   if (phased) {
     int mode = by_phase ? 0 : 1;

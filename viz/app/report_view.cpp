@@ -111,13 +111,13 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
 
 void ReportView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
-  auto it = d.meta.find(meta_key_name(MetaKey::report));
-  if (it == d.meta.end()) {
+  const std::string* report = d.meta_of(MetaKey::report);
+  if (!report) {
     ImGui::TextWrapped("%s", f.session.live() ? "The report appears when the run finishes (step to the end, or press Play)."
                                               : "This trace carries no report (traces from dtlab run include one).");
     return;
   }
-  const nlohmann::json r = nlohmann::json::parse(it->second, nullptr, false);
+  const nlohmann::json r = nlohmann::json::parse(*report, nullptr, false);
   if (r.is_discarded() || !r.contains("rows") || !r["rows"].is_array()) {
     ImGui::TextUnformatted("the report in this trace is damaged");
     return;

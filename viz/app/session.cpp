@@ -14,7 +14,7 @@ StepUnit unit_of(const LabInfo* lab) {
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
-  if (auto it = s->data_.meta.find(meta_key_name(MetaKey::lab)); it != s->data_.meta.end()) s->lab_ = find_lab(it->second);
+  if (const std::string* lab = s->data_.meta_of(MetaKey::lab)) s->lab_ = find_lab(*lab);
   s->unit_ = unit_of(s->lab_);
   s->index_ = index_trace(s->data_, s->unit_);
   return s;
