@@ -96,7 +96,9 @@ std::string span_name(const Event& e, const std::vector<std::string>& labels) {
 // Builds the JSON of one trace, track by track.
 class ChromeJson {
  public:
-  explicit ChromeJson(const Trace& trace) : trace_(trace), labels_(trace.labels()), roles_(trace.roles()) {}
+  explicit ChromeJson(const Trace& trace) : trace_(trace), labels_(trace.labels()) {
+    for (const Role& r : trace.roles()) role_members_.push_back(role_json_members(r));  // once per label, not per span
+  }
 
   std::string build(const std::string& error) {
     out_ = "{\"displayTimeUnit\":\"ns\",\"otherData\":{";
@@ -188,13 +190,13 @@ class ChromeJson {
     if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);
     if (e.axis != GroupAxis::none) args += ",\"axis\":\"" + std::string(group_axis_name(e.axis)) + "\"";
     if (e.group_rank >= 0) args += ",\"group_rank\":" + std::to_string(e.group_rank);
-    if (e.label < roles_.size()) args += role_json_members(roles_[e.label]);  // the label's typed role (vocab.h)
+    if (e.label < role_members_.size()) args += role_members_[e.label];  // the label's typed role (vocab.h)
     return args;
   }
 
   const Trace& trace_;
   const std::vector<std::string> labels_;
-  const std::vector<Role> roles_;
+  std::vector<std::string> role_members_;  // per label: its role as "args" members
   std::string out_;
   bool first_event_ = true;
 };

@@ -62,16 +62,21 @@ Trace::Trace(int world_size) : world_size_(world_size), epoch_(std::chrono::stea
   for (int i = 0; i < world_size * kStreams; ++i) logs_.push_back(std::make_unique<EventLog>());
   labels_.push_back("");  // id 0 = no label
   roles_.push_back({});
+  label_ids_[""][role_code({})] = 0;
 }
 
 std::uint16_t Trace::label(std::string_view name, const Role& role) {
   std::lock_guard lock(mu_);
-  for (std::size_t i = 0; i < labels_.size(); ++i)
-    if (labels_[i] == name && roles_[i] == role) return std::uint16_t(i);
+  auto by_name = label_ids_.find(name);
+  if (by_name == label_ids_.end()) by_name = label_ids_.emplace(std::string(name), std::map<std::uint64_t, std::uint16_t>{}).first;
+  const std::uint64_t code = role_code(role);
+  if (const auto known = by_name->second.find(code); known != by_name->second.end()) return known->second;
   DTL_CHECK(labels_.size() < 65535, "too many distinct trace labels");
+  const auto id = std::uint16_t(labels_.size());
+  by_name->second.emplace(code, id);
   labels_.emplace_back(name);
   roles_.push_back(role);
-  return std::uint16_t(labels_.size() - 1);
+  return id;
 }
 
 Role Trace::label_role(std::uint16_t id) const {

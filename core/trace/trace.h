@@ -88,6 +88,7 @@ class Trace {
   mutable std::mutex mu_;  // guards labels_ and meta_ (cold path)
   std::vector<std::string> labels_;
   std::vector<Role> roles_;  // parallel to labels_
+  std::map<std::string, std::map<std::uint64_t, std::uint16_t>, std::less<>> label_ids_;  // name → role_code → id
   std::map<std::string, std::string> meta_;
   std::atomic<std::uint64_t> next_flow_{1};
 };

@@ -84,6 +84,13 @@ std::string role_json_members(const Role& r) {
   return out;
 }
 
+std::uint64_t role_code(const Role& r) {
+  return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
+         std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
+         std::uint64_t(std::uint8_t(r.zero_stage + 1)) << 20 | std::uint64_t(std::uint8_t(r.prefetch + 1)) << 24 |
+         std::uint64_t(std::uint16_t(r.block + 1)) << 32 | std::uint64_t(std::uint16_t(r.bucket + 1)) << 48;
+}
+
 std::string role_key(const Role& r) {
   std::string members = role_json_members(r), out;
   for (char c : members) {  // `,"zero_stage":2` → `zero_stage=2`, members joined by ','

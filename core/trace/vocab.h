@@ -63,6 +63,10 @@ std::optional<ScheduleKind> parse_schedule_kind(std::string_view s);
 // The Role as Chrome-trace "args" members: `,"collective":"all_reduce","block":3` (empty
 // for an empty Role). The reader (viz/model/chrome_trace_reader.cpp) reads the same keys.
 std::string role_json_members(const Role& r);
+// A Role as one number, equal exactly when the Roles are: what label tables index by
+// (every field in its range: enums below 16, stage and prefetch below 255, block and bucket
+// below 32768).
+std::uint64_t role_code(const Role& r);
 // A short key naming the Role's typed fields ("zero_stage=2", "schedule=1f1b"): what
 // metadata about one phase of a run is keyed by (MetaKey::phase_formula_bytes).
 std::string role_key(const Role& r);

@@ -283,8 +283,9 @@ TEST(CliFuzz, HostileValuesForEveryDeclaredOptionEndCleanly) {
     EXPECT_TRUE(o.code == 0 || o.code == 2 || injected) << line << ": exit " << o.code << "\n" << o.err;
     const std::string& value = c.args.back();
     const bool not_a_number = value.empty() || value == "nan" || value == "inf" || value == "12Q";
-    if (c.option.numeric && not_a_number)
+    if (c.option.numeric && not_a_number) {
       EXPECT_EQ(o.code, 2) << line << ": a number option accepted '" << value << "'\n" << o.err;
+    }
     if (o.code != 2) continue;
     ++usage_errors;
     bool named = false;

@@ -115,15 +115,6 @@ Role role_of(object args, std::uint64_t index) {
   return r;
 }
 
-// A Role as one number, equal exactly when the Roles are (every field as read above is in
-// range: enums below 16, stage and prefetch below 255, block and bucket below 32768).
-std::uint64_t role_code(const Role& r) {
-  return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
-         std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
-         std::uint64_t(r.zero_stage + 1) << 20 | std::uint64_t(r.prefetch + 1) << 24 | std::uint64_t(r.block + 1) << 32 |
-         std::uint64_t(r.bucket + 1) << 48;
-}
-
 int rank_of(element pid_el, std::uint64_t index) {
   const double pid = number(pid_el, index, "pid");
   if (!(pid >= 0 && pid < double(lim::kMaxRanks)) || pid != std::floor(pid))

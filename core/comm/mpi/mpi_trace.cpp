@@ -104,10 +104,12 @@ std::vector<Event> receive_from(int r, std::int64_t offset, Trace& merged) {
   DTL_MPI_CHECK(MPI_Recv(labels.data(), int(labels.size()), MPI_CHAR, r, kTagLabels, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   DTL_MPI_CHECK(MPI_Recv(roles.data(), int(roles.size() * sizeof(Role)), MPI_BYTE, r, kTagRoles, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   const std::vector<std::string> names = split_labels(labels);
+  std::vector<std::uint16_t> merged_id(names.size());  // rank r's label id → the merged table's, once per label
+  for (std::size_t i = 0; i < names.size(); ++i) merged_id[i] = merged.label(names[i], i < roles.size() ? roles[i] : Role{});
   for (Event& e : evs) {
     e.begin_ns -= offset;
     e.end_ns -= offset;
-    e.label = e.label < names.size() ? merged.label(names[e.label], e.label < roles.size() ? roles[e.label] : Role{}) : 0;
+    e.label = e.label < merged_id.size() ? merged_id[e.label] : 0;
   }
   return evs;
 }
@@ -150,7 +152,11 @@ std::unique_ptr<Trace> merge_traces_on_root(const Trace& local) {
   for (const auto& [k, v] : local.meta()) merged->set_meta(k, v);
   std::vector<std::vector<Event>> per_rank(static_cast<std::size_t>(P));
   per_rank[0] = mine;
-  for (Event& e : per_rank[0]) e.label = merged->label(local.label_name(e.label), local.label_role(e.label));
+  const std::vector<std::string> names = local.labels();
+  const std::vector<Role> roles = local.roles();
+  std::vector<std::uint16_t> merged_id(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) merged_id[i] = merged->label(names[i], roles[i]);
+  for (Event& e : per_rank[0]) e.label = e.label < merged_id.size() ? merged_id[e.label] : 0;
   for (int r = 1; r < P; ++r) per_rank[std::size_t(r)] = receive_from(r, offsets[std::size_t(r)], *merged);
   join_flows(per_rank);
   for (auto& evs : per_rank)

@@ -26,7 +26,7 @@ const char* at(const void* p, std::size_t byte_offset) { return static_cast<cons
 char* at(void* p, std::size_t byte_offset) { return static_cast<char*>(p) + byte_offset; }
 
 void sync_members(Group& g, int me, const char* what) {
-  g.barrier.arrive_and_wait(g.u, g.members, g.members[std::size_t(me)], Role::comm,
+  g.barrier.arrive_and_wait(g.u, g.members, g.members[std::size_t(me)], Waiter::comm,
                             std::string(what) + " barrier (waiting for the rest of its group)");
 }
 
@@ -105,7 +105,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
     throw Error("injected fault on rank " + std::to_string(me) + " at its " + FaultPlan::operation(name, n) +
                 " (--inject-fault)");
   if (act == FaultPlan::Action::hang)
-    u.wait_until(me, Role::main, [] { return false; },
+    u.wait_until(me, Waiter::main, [] { return false; },
                  "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
                      " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
@@ -166,7 +166,7 @@ void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::st
     const std::uint64_t key = (std::uint64_t(g.members.front()) << 32) | (seq & 0xffffffffu);
     if (!gate.submit(key, release)) release();  // running freely
   }
-  group_->u.wait_until(global_rank(), Role::main, [&g, seq] {
+  group_->u.wait_until(global_rank(), Waiter::main, [&g, seq] {
     std::lock_guard lock(g.gate_mu);
     return g.gate_released > seq;
   }, what);

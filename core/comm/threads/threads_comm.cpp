@@ -35,7 +35,7 @@ void ThreadRequest::finish_on_owner() {
 }
 
 void ThreadRequest::wait() {
-  u_.wait_until(owner_, Role::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
+  u_.wait_until(owner_, Waiter::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
   finish_on_owner();
 }
 
@@ -174,7 +174,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
     throw Error("injected fault on rank " + std::to_string(me) + " at its send #" + std::to_string(n) +
                 " (--inject-fault)");
   if (act == FaultPlan::Action::hang)
-    u.wait_until(me, Role::main, [] { return false; },
+    u.wait_until(me, Waiter::main, [] { return false; },
                  "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
                      std::to_string(dst_g) + " (--inject-hang)");
 

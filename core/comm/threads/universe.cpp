@@ -133,12 +133,12 @@ void Universe::throw_aborted(int me) const {
   throw Aborted(failed, "rank " + std::to_string(me) + " stopped because " + who + ": " + abort_reason());
 }
 
-void Universe::wait_until(int g, Role role, const std::function<bool()>& done, const std::string& what) {
+void Universe::wait_until(int g, Waiter role, const std::function<bool()>& done, const std::string& what) {
   if (done()) return;
   RankState& rs = rank_state(g);
   std::unique_lock lock(rs.mu);
   rs.blocked_on[int(role)] = what;
-  const bool gated = gate_ && role == Role::main;
+  const bool gated = gate_ && role == Waiter::main;
   while (!done()) {
     if (aborted()) {
       rs.blocked_on[int(role)].clear();
@@ -262,7 +262,7 @@ void Universe::join_workers() {
   workers_.clear();
 }
 
-void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Role role,
+void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Waiter role,
                                    const std::string& what) {
   std::uint64_t my_generation = 0;
   bool last = false;

@@ -27,13 +27,14 @@
 
 namespace dtl::threads {
 
-// Which thread of a rank is waiting: its own (main) or its collective worker (comm).
-enum class Role { main = 0, comm = 1 };
+// Which thread of a rank is waiting: its own (main) or its collective worker (comm). (Not the
+// trace vocabulary's dtl::Role.)
+enum class Waiter { main = 0, comm = 1 };
 
 struct RankState {
   std::mutex mu;  // guards the strings and pairs with cv
   std::condition_variable cv;
-  std::string blocked_on[2];  // per Role; empty = running
+  std::string blocked_on[2];  // per Waiter; empty = running
   bool finished = false;
   std::atomic<int> sends_posted{0};        // for FaultPlan steps
   std::atomic<int> collectives_posted{0};  // likewise, when the plan counts collectives
@@ -118,7 +119,7 @@ class Universe {
 
   // Blocks rank g's `role` thread until done() is true; `what` is shown by the
   // watchdog ("recv from rank 0 tag 3"). Throws Aborted when the world aborts.
-  void wait_until(int g, Role role, const std::function<bool()>& done, const std::string& what);
+  void wait_until(int g, Waiter role, const std::function<bool()>& done, const std::string& what);
   // Sleeps until `when` (precisely, unlike wait_until's polling), still stopping on abort.
   void sleep_until(int g, std::chrono::steady_clock::time_point when);
   // Wake rank g's waiters after changing what their done() reads.
@@ -162,7 +163,7 @@ class GroupBarrier {
  public:
   explicit GroupBarrier(int n) : n_(n) {}
   // `members` are the group's global ranks (the ones to wake).
-  void arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Role role, const std::string& what);
+  void arrive_and_wait(Universe& u, const std::vector<int>& members, int g, Waiter role, const std::string& what);
 
  private:
   int n_;
