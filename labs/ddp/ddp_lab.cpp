@@ -89,22 +89,6 @@ double ddp_process_bytes(const DdpSettings& s, int P) {
 
 namespace {
 
-// The gradients as fp32 with the loss scale divided out: comparable across precisions and ranks.
-std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale) {
-  std::vector<float> g(model.num_params());
-  copy_to_host_floats(model.grad_data(), model.precision(), g);
-  for (float& x : g) x /= loss_scale;
-  return g;
-}
-
-// The fp32 weights the optimizer updates (mixed precision: its master copy), on the host.
-std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
-  std::vector<float> w(model.num_params());
-  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
-  else copy_to_host_floats(model.param_data(), model.precision(), w);
-  return w;
-}
-
 // Now, in seconds on the trace's clock (the clock of the comm stream's events).
 double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
 

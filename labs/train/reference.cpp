@@ -6,6 +6,20 @@
 
 namespace dtl {
 
+std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale) {
+  std::vector<float> g(model.num_params());
+  copy_to_host_floats(model.grad_data(), model.precision(), g);
+  for (float& x : g) x /= loss_scale;
+  return g;
+}
+
+std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
+  std::vector<float> w(model.num_params());
+  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
+  else copy_to_host_floats(model.param_data(), model.precision(), w);
+  return w;
+}
+
 MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& data,
                                     const std::function<void(int step)>& on_step) {
   using Clock = std::chrono::steady_clock;
@@ -21,17 +35,11 @@ MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& 
     batch.load(data, step * c.batch, c.batch);
     batch.mse_loss(model.ops(), model.forward(batch.x(), c.batch), scaler.scale());
     model.backward(batch.dy(), false);
-    if (step == 0) {
-      run.first_gradients.resize(model.num_params());
-      copy_to_host_floats(model.grad_data(), c.precision, run.first_gradients);
-      for (float& g : run.first_gradients) g /= scaler.scale();
-    }
+    if (step == 0) run.first_gradients = unscaled_gradients(model, scaler.scale());
     scaler.update(opt.step(whole_model(model), 1.0f / scaler.scale()));  // returns when the device is done
     if (step > 0) run.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  run.weights.resize(model.num_params());
-  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, run.weights);
-  else copy_to_host_floats(model.param_data(), c.precision, run.weights);
+  run.weights = fp32_weights(model, opt);
   return run;
 }
 

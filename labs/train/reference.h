@@ -30,6 +30,11 @@ struct MlpReferenceRun {
 };
 
 // Trains it; `on_step(step)` is called before each step (progress lines).
+// The gradients as fp32 with the loss scale divided out: comparable across precisions and ranks.
+std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale);
+// The fp32 weights the optimizer updates (mixed precision: its master copy), on the host.
+std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt);
+
 MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& data,
                                     const std::function<void(int step)>& on_step = {});
 
