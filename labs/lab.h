@@ -93,6 +93,9 @@ struct LabInfo {
   // gives none, so the run's structure shows at a size one can step through (DDP: buckets
   // small enough that the default model has several). `dtlab run` ignores them.
   std::map<std::string, std::string> live_options;
+  // Validated options parsed into the lab's settings and written back as text, by its
+  // option table (labs/option_table.h): how the tests see that every flag round-trips.
+  std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
 
   bool uses(RunOption o) const;
 };

@@ -5,8 +5,8 @@
 //   {"width", OptionKind::integer, "256", "hidden width of the MLP", {}, 1, 65536}
 //   {"variant", OptionKind::choice, "bucketed", "how gradients are averaged", {"naive", "flat", ...}}
 //
-// A choice is read as the lab's enum: its names are listed in the enum's order, and
-// `options.choice<DdpVariant>("variant")` returns the enum value of the name given.
+// A lab declares its options in an OptionTable (labs/option_table.h), which binds each to
+// a field of the lab's settings and pairs each choice's names with its enum values.
 #pragma once
 
 #include <cstdint>
@@ -63,14 +63,16 @@ class LabOptions {
   // and its valid range for a bad value, or listing the lab's options for an unknown name.
   void validate(const std::string& lab, const std::vector<OptionSpec>& specs);
 
-  // Typed reads (Error if the lab declared no such option: a bug in the lab, not the user's).
+ private:
+  // Typed reads, by the lab's option table only (labs/option_table.h): a lab reads its
+  // settings struct, never an option by name. (Error if the lab declared no such option.)
+  template <typename Options>
+  friend class OptionTable;
   std::int64_t integer(std::string_view name) const;
   double number(std::string_view name) const;  // also integer and bytes options
   std::uint64_t bytes(std::string_view name) const;
-  template <typename Enum> Enum choice(std::string_view name) const { return static_cast<Enum>(choice_index(name)); }
   int choice_index(std::string_view name) const;
 
- private:
   const double& parsed(std::string_view name) const;
   std::map<std::string, std::string> text_;
   std::map<std::string, double, std::less<>> parsed_;  // integers, numbers, byte counts, choice indices

@@ -29,6 +29,7 @@
 #include "core/trace/trace.h"
 #include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
+#include "labs/collectives/lab_buffer.h"
 #include "labs/measure.h"
 #include "labs/report_format.h"
 
@@ -37,6 +38,15 @@ namespace dtl {
 namespace {
 
 using theory::Algo;
+
+const EnumNames<std::optional<Algo>> kAlgoNames = {
+    {Algo::naive, "naive"}, {Algo::ring, "ring"}, {Algo::tree, "tree"}, {Algo::rhd, "rhd"}, {std::nullopt, "all"}};
+const EnumNames<CollectiveChoice> kCollectiveNames = {{CollectiveChoice::all_reduce, "all_reduce"},
+                                                      {CollectiveChoice::reduce_scatter, "reduce_scatter"},
+                                                      {CollectiveChoice::all_gather, "all_gather"},
+                                                      {CollectiveChoice::broadcast, "broadcast"}};
+const EnumNames<ReduceOp> kOpNames = {{ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
+
 
 // Where an algorithm's predicted figures come from (core/theory/collectives.cpp), in words.
 struct Formulas {
@@ -71,37 +81,14 @@ Formulas all_reduce_formulas(Algo a, int P) {
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
 
-// The buffer an algorithm runs on, on the rank's device, and a host mirror when that is a
-// GPU: inputs are written on the host and uploaded, results downloaded and checked there.
-// On the host the mirror is the buffer itself.
-class LabBuffer {
- public:
-  LabBuffer(MemoryTracker& mem, std::size_t count, DType t, Device device)
-      : tensor_(mem, {std::int64_t(count)}, t, MemTag::comm, device) {
-    if (device.kind != Device::Kind::cpu) mirror_.resize(tensor_.bytes());
-  }
-  ex::BufferView view() { return {tensor_.data(), tensor_.numel(), tensor_.dtype()}; }  // where it lives
-  ex::BufferView host() { return mirror_.empty() ? view() : ex::BufferView{mirror_.data(), tensor_.numel(), tensor_.dtype()}; }
-  void upload() {
-    if (!mirror_.empty()) copy_bytes(tensor_.data(), mirror_.data(), mirror_.size());
-  }
-  void download() {
-    if (!mirror_.empty()) copy_bytes(mirror_.data(), tensor_.data(), mirror_.size());
-  }
-
- private:
-  Tensor tensor_;
-  std::vector<char> mirror_;
-};
-
 // The all-reduce algorithms --algo names (all: the four side by side).
-std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, double N, const theory::Link& link) {
+std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, double N,
+                                   const theory::Link& link) {
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
-  const auto op = cfg.options.choice<ReduceOp>("op");
-  const auto algo = cfg.options.choice<AlgoChoice>("algo");
-  const std::vector<Algo> algos = algo == AlgoChoice::all ? std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd}
-                                                          : std::vector<Algo>{Algo(int(algo))};
+  const ReduceOp op = s.op;
+  const std::vector<Algo> algos =
+      s.algo ? std::vector<Algo>{*s.algo} : std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd};
   std::vector<Case> cases;
   for (const Algo a : algos) {
     std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
@@ -117,22 +104,21 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, double N, c
   return cases;
 }
 
-std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count) {
+std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count) {
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
-  const auto op = cfg.options.choice<ReduceOp>("op");
+  const ReduceOp op = s.op;
   const double N = double(count * dtype_size(t));
-  const auto collective = cfg.options.choice<CollectiveChoice>("collective");
-  const auto algo = cfg.options.choice<AlgoChoice>("algo");
+  const CollectiveChoice collective = s.collective;
   const theory::Link link{cfg.link.alpha_s(), cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
-  if (collective == CollectiveChoice::all_reduce) return all_reduce_cases(comm, cfg, N, link);
+  if (collective == CollectiveChoice::all_reduce) return all_reduce_cases(comm, cfg, s, N, link);
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
 
   std::vector<Case> cases;
   if (collective == CollectiveChoice::reduce_scatter || collective == CollectiveChoice::all_gather) {
-    if (algo != AlgoChoice::ring)
-      throw UsageError("--collective " + cfg.options.text("collective") + " is built as a ring here; use --algo ring");
+    if (s.algo != Algo::ring)
+      throw UsageError("--collective " + name_of(kCollectiveNames, collective) + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
     const Formulas ring_half{"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
     if (collective == CollectiveChoice::reduce_scatter) {
@@ -158,7 +144,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, std::size_t count
     return cases;
   }
   // broadcast from rank 0
-  if (algo != AlgoChoice::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
+  if (s.algo != Algo::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
   cases.push_back({"tree broadcast", "tree", theory::tree_broadcast_cost(P, N, link),
                    {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"}, theory::Collective::broadcast, Algo::tree,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
@@ -265,9 +251,8 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
 
 // AllReduce == AllGather(ReduceScatter(x)) twice: with the ring exercises on crafted
 // input, and with the library collectives on random input (any input, same bits).
-void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::size_t count, Report& rep) {
+void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker& mem, std::size_t count, Report& rep) {
   const DType t = cfg.dtype;
-  const auto op = cfg.options.choice<ReduceOp>("op");
   const Device device = rank_device(cfg.device, comm);
   LabBuffer a(mem, count, t, device), b(mem, count, t, device);
   const ex::BufferView av = a.view(), bv = b.view();
@@ -308,21 +293,23 @@ void check_identity(Comm& comm, const LabConfig& cfg, MemoryTracker& mem, std::s
 }
 
 // The header's words for this run, and how to read the times.
-void describe_setup(const Comm& comm, const LabConfig& cfg, std::size_t count, Report& rep) {
+void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count, Report& rep) {
   const int P = comm.size();
-  const std::string collective = cfg.options.text("collective");
+  const std::string collective = name_of(kCollectiveNames, s.collective);
   rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" + std::to_string(count) +
                       " × " + std::string(dtype_name(cfg.dtype)) + ")");
-  if (collective == "all_reduce" || collective == "reduce_scatter") rep.setup.push_back("op " + cfg.options.text("op"));
-  rep.setup.push_back("algo " + cfg.options.text("algo"));
+  if (s.collective == CollectiveChoice::all_reduce || s.collective == CollectiveChoice::reduce_scatter)
+    rep.setup.push_back("op " + name_of(kOpNames, s.op));
+  rep.setup.push_back("algo " + name_of(kAlgoNames, s.algo));
   if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
-  const char* busbw = collective == "all_reduce" ? "2(P-1)/P" : collective == "broadcast" ? "1" : "(P-1)/P";
+  const char* busbw = s.collective == CollectiveChoice::all_reduce  ? "2(P-1)/P"
+                      : s.collective == CollectiveChoice::broadcast ? "1"
+                                                                    : "(P-1)/P";
   if (cfg.iters > 0)
     rep.notes.push_back("Times: the slowest rank's, median of " + std::to_string(cfg.iters) + " runs (min–max) after " +
                         std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
                         " (nccl-tests); N = bytes per rank, P = ranks.");
-  const auto algo = cfg.options.choice<AlgoChoice>("algo");
-  if ((algo == AlgoChoice::rhd || algo == AlgoChoice::all) && theory::floor_pow2(P) != P)
+  if ((!s.algo || s.algo == Algo::rhd) && theory::floor_pow2(P) != P)
     rep.notes.push_back("rhd on " + std::to_string(P) + " ranks: the largest power of two, Q = " +
                         std::to_string(theory::floor_pow2(P)) +
                         ", halves and doubles; the other ranks fold in first and out last.");
@@ -331,6 +318,7 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, std::size_t count, R
 }  // namespace
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
+  const CollectivesSettings s = collectives_option_table().parse(cfg.options);
   const std::size_t es = dtype_size(cfg.dtype);
   if (cfg.bytes < es)
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
@@ -343,41 +331,46 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   const std::size_t count = cfg.bytes / es;
 
   Report rep = start_report(comm, cfg, "collectives");
-  describe_setup(comm, cfg, count, rep);
+  describe_setup(comm, cfg, s, count, rep);
   MemoryTracker mem(comm.global_rank(), comm.trace());
   LabBuffer work(mem, count, cfg.dtype, rank_device(cfg.device, comm));
 
-  const std::vector<Case> cases = make_cases(comm, cfg, count);
+  const std::vector<Case> cases = make_cases(comm, cfg, s, count);
   if (cases.size() > 1)
     for (const Case& c : cases) rep.columns.push_back(c.id);
   for (const Case& c : cases) {
     const double first_run_s = checked_run(comm, c, work, rep);
     timed_runs(comm, cfg, c, work, first_run_s, rep);
   }
-  if (cfg.options.choice<CollectiveChoice>("collective") == CollectiveChoice::all_reduce && cfg.iters > 0) {
-    check_identity(comm, cfg, mem, count, rep);
+  if (s.collective == CollectiveChoice::all_reduce && cfg.iters > 0) {
+    check_identity(comm, cfg, s.op, mem, count, rep);
     rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
   }
   return rep;
 }
 
 int collectives_chunk_grid(const LabConfig& cfg) {
-  return cfg.options.choice<AlgoChoice>("algo") == AlgoChoice::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+  return collectives_option_table().parse(cfg.options).algo == Algo::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
 }
 
-// The choices are read as these enums by position (labs/options.h).
-static_assert(int(Algo::naive) == int(AlgoChoice::naive) && int(Algo::rhd) == int(AlgoChoice::rhd));
-static_assert(int(ReduceOp::sum) == 0 && int(ReduceOp::avg) == 1 && int(ReduceOp::max) == 2 && int(ReduceOp::min) == 3);
+const OptionTable<CollectivesSettings>& collectives_option_table() {
+  static const OptionTable<CollectivesSettings> table = [] {
+    OptionTable<CollectivesSettings> t;
+    t.choice("algo", &CollectivesSettings::algo, Algo::ring, kAlgoNames, "algorithm")
+        .choice("collective", &CollectivesSettings::collective, CollectiveChoice::all_reduce, kCollectiveNames,
+                "which collective to build")
+        .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction");
+    return t;
+  }();
+  return table;
+}
 
 LabInfo collectives_lab_info() {
   return {
       "collectives",
       "all-reduce from point-to-point: naive, ring, binomial tree, recursive halving-doubling, vs the formulas",
       {RunOption::bytes, RunOption::dtype, RunOption::iters, RunOption::device, RunOption::step, RunOption::faults},
-      {{"algo", OptionKind::choice, "ring", "algorithm", {"naive", "ring", "tree", "rhd", "all"}},
-       {"collective", OptionKind::choice, "all_reduce", "which collective to build",
-        {"all_reduce", "reduce_scatter", "all_gather", "broadcast"}},
-       {"op", OptionKind::choice, "sum", "reduction", {"sum", "avg", "max", "min"}}},
+      collectives_option_table().specs(),
       // The curriculum's order: the ring first, then trees, halving-doubling, the cost model.
       {{"naive_all_reduce", "NaiveAllReduce", 5},
        {"ring_reduce_scatter", "RingReduceScatter", 15},
@@ -391,6 +384,7 @@ LabInfo collectives_lab_info() {
       run_collectives_lab,
       collectives_chunk_grid,
       FaultPlan::Counted::sends, false, {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
+      collectives_option_table().read_back(),
   };
 }
 

@@ -1,15 +1,24 @@
 // The collectives lab (see labs/collectives/collectives_lab.cpp).
 #pragma once
 
+#include <optional>
+
+#include "core/theory/collectives.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 
 namespace dtl {
 
-// --algo and --collective, in the order the LabInfo lists their names. The single
-// algorithms are theory::Algo's values, in the same order.
-enum class AlgoChoice { naive, ring, tree, rhd, all };
+// --collective.
 enum class CollectiveChoice { all_reduce, reduce_scatter, all_gather, broadcast };
-// --op names sum, avg, max, min: ReduceOp's order.
+
+// The lab's options, typed (collectives_option_table() binds each flag to its field).
+struct CollectivesSettings {
+  std::optional<theory::Algo> algo = theory::Algo::ring;  // --algo: one algorithm, or none for all of them
+  CollectiveChoice collective = CollectiveChoice::all_reduce;
+  ReduceOp op = ReduceOp::sum;
+};
+const OptionTable<CollectivesSettings>& collectives_option_table();
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg);
 int collectives_chunk_grid(const LabConfig& cfg);

@@ -31,6 +31,7 @@
 #include "labs/train/device_batch.h"
 #include "labs/train/optimizer.h"
 #include "labs/train/reference.h"
+#include "labs/shared_options.h"
 
 namespace dtl {
 
@@ -38,24 +39,17 @@ namespace {
 
 
 DdpSettings settings_of(const LabConfig& cfg, int P) {
-  DdpSettings s;
-  s.shape.width = int(cfg.options.integer("width"));
-  s.shape.layers = int(cfg.options.integer("depth"));
-  s.batch = int(cfg.options.integer("batch"));
-  s.steps = int(cfg.options.integer("steps"));
+  const OptionTable<DdpSettings>& table = ddp_option_table();
+  DdpSettings s = table.parse(cfg.options);
   s.repeat = cfg.repeat;
-  s.micro = int(cfg.options.integer("micro-batches"));
-  s.bucket_mb = cfg.options.number("bucket-mb");
-  const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
-  s.precision = precisions[cfg.options.choice_index("precision")];
   if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
-  const DdpVariant variant = cfg.options.choice<DdpVariant>("variant");
+  const DdpVariant variant = s.variant;
   const bool accumulates = variant == DdpVariant::accumulate || variant == DdpVariant::all;
   // Options the chosen variant would not read are errors, not silently ignored.
-  if (cfg.options.given("micro-batches") && !accumulates)
+  if (table.given(cfg.options, &DdpSettings::micro) && !accumulates)
     throw UsageError("--micro-batches splits a step for --variant accumulate (or all); --variant " +
                      std::string(variant_name(variant)) + " runs one batch per step: drop it or change --variant");
-  if (cfg.options.given("bucket-mb") && (variant == DdpVariant::naive || variant == DdpVariant::flat))
+  if (table.given(cfg.options, &DdpSettings::bucket_mb) && (variant == DdpVariant::naive || variant == DdpVariant::flat))
     throw UsageError("--bucket-mb sizes the buckets of --variant bucketed and accumulate; --variant " +
                      std::string(variant_name(variant)) + " has none: drop it or change --variant");
   if (accumulates && (s.batch / P) % s.micro != 0)  // (--variant all used to run accumulate with 1, silently)
@@ -267,14 +261,20 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
 
 }  // namespace
 
+const EnumNames<DdpVariant> kVariantNames = {{DdpVariant::naive, "naive"},
+                                             {DdpVariant::flat, "flat"},
+                                             {DdpVariant::bucketed, "bucketed"},
+                                             {DdpVariant::accumulate, "accumulate"},
+                                             {DdpVariant::all, "all"}};
+
 const char* variant_name(DdpVariant v) {
-  static const char* names[] = {"naive", "flat", "bucketed", "accumulate", "all"};
-  return names[int(v)];
+  for (const auto& n : kVariantNames)
+    if (n.value == v) return n.name;
+  return "?";
 }
 
-std::vector<DdpVariant> variants_of(const LabConfig& cfg) {
-  const auto variant = cfg.options.choice<DdpVariant>("variant");
-  if (variant != DdpVariant::all) return {variant};
+std::vector<DdpVariant> variants_of(const DdpSettings& s) {
+  if (s.variant != DdpVariant::all) return {s.variant};
   return {DdpVariant::naive, DdpVariant::flat, DdpVariant::bucketed, DdpVariant::accumulate};
 }
 
@@ -283,7 +283,7 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   kernels::use_one_blas_thread();
   const DdpSettings s = settings_of(cfg, comm.size());
   const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
-  const std::vector<DdpVariant> variants = variants_of(cfg);
+  const std::vector<DdpVariant> variants = variants_of(s);
   Report rep = start_report(comm, cfg, "ddp");
   describe_ddp_setup(rep, s, variants, cfg, std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4));
   if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
@@ -309,22 +309,26 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+const OptionTable<DdpSettings>& ddp_option_table() {
+  static const OptionTable<DdpSettings> table = [] {
+    OptionTable<DdpSettings> t;
+    t.choice("variant", &DdpSettings::variant, DdpVariant::bucketed, kVariantNames, "how gradients are averaged")
+        .number("bucket-mb", &DdpSettings::bucket_mb, 25.0, 1e-6, 1 << 20, "bucket capacity in MiB (PyTorch DDP's default is 25)");
+    add_mlp_rows(t, {.width = 256, .depth = 4, .batch = 64, .steps = 5});
+    t.integer("micro-batches", &DdpSettings::micro, 4, 1, 1 << 16, "micro-batches per step for --variant accumulate")
+        .choice("precision", &DdpSettings::precision, DType::f32, kPrecisionNames,
+                "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v");
+    return t;
+  }();
+  return table;
+}
+
 LabInfo ddp_lab_info() {
   return {
       "ddp",
       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
       {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
-      {{"variant", OptionKind::choice, "bucketed", "how gradients are averaged",
-        {"naive", "flat", "bucketed", "accumulate", "all"}},
-       {"bucket-mb", OptionKind::number, "25", "bucket capacity in MiB (PyTorch DDP's default is 25)", {}, 1e-6, 1 << 20},
-       {"width", OptionKind::integer, "256", "hidden width of the MLP", {}, 1, 1 << 16},
-       {"depth", OptionKind::integer, "4", "linear layers of the MLP", {}, 1, 1024},
-       {"batch", OptionKind::integer, "64", "global batch (split over ranks)", {}, 1, 1 << 24},
-       {"steps", OptionKind::integer, "5", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1,
-        1 << 20},
-       {"micro-batches", OptionKind::integer, "4", "micro-batches per step for --variant accumulate", {}, 1, 1 << 16},
-       {"precision", OptionKind::choice, "fp32",
-        "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},
+      ddp_option_table().specs(),
       {{"assign_buckets", "AssignBuckets", 10},
        {"launch_ready_buckets", "LaunchReadyBuckets", 10},
        {"wait_for_buckets", "WaitForBuckets", 5},
@@ -336,6 +340,7 @@ LabInfo ddp_lab_info() {
       /*overlaps_compute=*/true,
       {ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
+      ddp_option_table().read_back(),
   };
 }
 

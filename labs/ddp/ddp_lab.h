@@ -5,17 +5,19 @@
 
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
 
-// --variant, in the order the LabInfo lists the names.
+// --variant: how gradients are averaged, or all four one after another.
 enum class DdpVariant { naive, flat, bucketed, accumulate, all };
 const char* variant_name(DdpVariant v);
 
 // What one run trains, from the lab's options: one warm-up step, then `repeat` timed runs
 // of `steps` steps each (a timing is the median over the runs, with min–max).
 struct DdpSettings {
+  DdpVariant variant = DdpVariant::bucketed;
   MlpShape shape;
   int batch = 64, steps = 5, micro = 4, repeat = 5;
   int train_steps() const { return 1 + repeat * steps; }
@@ -23,6 +25,8 @@ struct DdpSettings {
   DType precision = DType::f32;  // f32, or bf16/f16 for mixed precision
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
 };
+// The lab's options, each bound to its field of DdpSettings.
+const OptionTable<DdpSettings>& ddp_option_table();
 
 // Rank 0's reference: one process training the same model on the whole global batch.
 struct OneRankReference {

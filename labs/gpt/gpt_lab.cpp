@@ -9,25 +9,16 @@
 #include "core/util/safetensors.h"
 #include "core/util/units.h"
 #include "labs/measure.h"
+#include "labs/shared_options.h"
 #include "labs/train/gpt_checkpoint.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
 
 GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& corpus) {
-  const LabOptions& o = cfg.options;
-  GptLabSettings s;
-  s.model = GptConfig{corpus.vocab_size(), int(o.integer("seq")),    int(o.integer("hidden")),
-                      int(o.integer("heads")), int(o.integer("layers")), int(o.integer("batch"))};
-  s.steps = int(o.integer("steps"));
-  s.eval_every = int(o.integer("eval-every"));
-  s.seed = std::uint32_t(o.integer("seed"));
-  s.adamw.lr = float(o.number("lr"));
-  s.save = o.text("save");
+  GptLabSettings s = gpt_option_table().parse(cfg.options);
+  s.model.vocab = corpus.vocab_size();
   require_writable_file(s.save, "--save");  // before minutes of training, not after
-  const DType precisions[] = {DType::f32, DType::bf16, DType::f16};
-  s.precision = precisions[o.choice_index("precision")];
-  s.load = o.text("load");
   // A device (/dev/zero never ends) or a file larger than memory is refused before reading it.
   if (!s.load.empty())
     require_memory(2.0 * double(require_readable_file(s.load, "--load", UINTMAX_MAX)), "--load's checkpoint");
@@ -145,24 +136,34 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+const OptionTable<GptLabSettings>& gpt_option_table() {
+  static const OptionTable<GptLabSettings> table = [] {
+    using S = GptLabSettings;
+    OptionTable<S> t;
+    t.integer("layers", [](S& s) -> int& { return s.model.layers; }, 2, 1, 64, "transformer layers L")
+        .integer("hidden", [](S& s) -> int& { return s.model.hidden; }, 64, 1, 4096, "hidden size h")
+        .integer("heads", [](S& s) -> int& { return s.model.heads; }, 4, 1, 256, "attention heads (divisible by --ranks)")
+        .integer("seq", [](S& s) -> int& { return s.model.seq; }, 64, 2, 4096, "characters per sequence s")
+        .integer("batch", [](S& s) -> int& { return s.model.batch; }, 8, 1, 4096, "sequences per step b")
+        .integer("steps", &S::steps, 300, 0, 1 << 20, "AdamW steps (0: evaluate and sample only)")
+        .number("lr", [](S& s) -> float& { return s.adamw.lr; }, 3e-3f, 0, 1, "AdamW learning rate (constant)")
+        .integer("eval-every", &S::eval_every, 25, 1, 1 << 20, "steps between held-out evaluations")
+        .integer("seed", &S::seed, 1u, 0, 1 << 30, "initialization, batches and sampling")
+        .path("save", &S::save, "write the trained model here (safetensors, docs/checkpoints.md)")
+        .path("load", &S::load, "start from this checkpoint (names and shapes must fit)")
+        .choice("precision", &S::precision, DType::f32, kPrecisionNames,
+                "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v");
+    return t;
+  }();
+  return table;
+}
+
 LabInfo gpt_lab_info() {
   return {
       "gpt",
       "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
       {RunOption::device, RunOption::faults},
-      {{"layers", OptionKind::integer, "2", "transformer layers L", {}, 1, 64},
-       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 4096},
-       {"heads", OptionKind::integer, "4", "attention heads (divisible by --ranks)", {}, 1, 256},
-       {"seq", OptionKind::integer, "64", "characters per sequence s", {}, 2, 4096},
-       {"batch", OptionKind::integer, "8", "sequences per step b", {}, 1, 4096},
-       {"steps", OptionKind::integer, "300", "AdamW steps (0: evaluate and sample only)", {}, 0, 1 << 20},
-       {"lr", OptionKind::number, "3e-3", "AdamW learning rate (constant)", {}, 0, 1},
-       {"eval-every", OptionKind::integer, "25", "steps between held-out evaluations", {}, 1, 1 << 20},
-       {"seed", OptionKind::integer, "1", "initialization, batches and sampling", {}, 0, 1 << 30},
-       {"save", OptionKind::path, "", "write the trained model here (safetensors, docs/checkpoints.md)", {}, 0, 0},
-       {"load", OptionKind::path, "", "start from this checkpoint (names and shapes must fit)", {}, 0, 0},
-       {"precision", OptionKind::choice, "fp32",
-        "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v", {"fp32", "bf16", "fp16"}}},
+      gpt_option_table().specs(),
       {},
       run_gpt_lab,
       nullptr,
@@ -170,6 +171,7 @@ LabInfo gpt_lab_info() {
       /*overlaps_compute=*/false,
       {ViewKind::report, ViewKind::timeline, ViewKind::memory},
       {{"steps", "60"}},
+      gpt_option_table().read_back(),
   };
 }
 

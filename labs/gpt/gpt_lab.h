@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 #include "labs/train/gpt.h"
 #include "labs/train/text_corpus.h"
 
@@ -34,6 +35,8 @@ struct GptLabSettings {
   // (attention's K bias) must not become lr-sized steps that differ with T.
   kernels::AdamWConfig adamw{3e-3f, 0.9f, 0.95f, 1e-5f, 0.0f};
 };
+// The lab's options, each bound to its field of GptLabSettings.
+const OptionTable<GptLabSettings>& gpt_option_table();
 
 // The losses of one run, in nats per character, and what the run measured.
 struct GptTrainingLog {

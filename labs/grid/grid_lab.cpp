@@ -24,6 +24,7 @@
 #include "labs/grid/grid_rank.h"
 #include "labs/grid/grid_stage.h"
 #include "labs/measure.h"
+#include "labs/shared_options.h"
 
 namespace dtl {
 
@@ -160,27 +161,38 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   return m;
 }
 
+const OptionTable<GridSettings>& grid_option_table() {
+  static const OptionTable<GridSettings> table = [] {
+    OptionTable<GridSettings> t;
+    using ScheduleKind = pipeline::ScheduleKind;
+    t.choice("model", &GridSettings::model, GridModelKind::mlp, {{GridModelKind::mlp, "mlp"}, {GridModelKind::gpt, "gpt"}},
+             "the model on the grid")
+        .integer("dp", [](GridSettings& s) -> int& { return s.grid.dp; }, 0, 0, 4096,
+                 "data-parallel replicas D (0: --ranks / (tp·pp))")
+        .integer("tp", [](GridSettings& s) -> int& { return s.grid.tp; }, 2, 1, 4096, "tensor-parallel ranks per stage T")
+        .integer("pp", [](GridSettings& s) -> int& { return s.grid.pp; }, 2, 1, 4096, "pipeline stages P")
+        .choice("zero", &GridSettings::zero, GridZero::none, {{GridZero::none, "0"}, {GridZero::optimizer_states, "1"}},
+                "ZeRO stage on the data axis")
+        .choice("schedule", &GridSettings::schedule, ScheduleKind::one_f_one_b,
+                {{ScheduleKind::gpipe, "gpipe"}, {ScheduleKind::one_f_one_b, "1f1b"}}, "pipeline schedule")
+        .integer("micro-batches", &GridSettings::micro_batches, 4, 1, 4096, "micro-batches per step M");
+    add_block_rows(t, {.layers = 4, .hidden = 64, .heads = 4, .seq = 16, .batch = 8, .vocab = 64, .steps = 3,
+                       .layers_help = "MLP blocks (h → 4h → h) or GPT layers, split over the stages",
+                       .batch_help = "global batch (sequences per step)"});
+    t.number("compute-us", &GridSettings::compute_us, 0.0, 0, 1e5,
+             "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)")
+        .choice("check", &GridSettings::check, true, kOnOffNames, "train one rank too and compare the weights");
+    return t;
+  }();
+  return table;
+}
+
 LabInfo grid_lab_info() {
   return {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
       {RunOption::device, RunOption::faults},
-      {{"model", OptionKind::choice, "mlp", "the model on the grid", {"mlp", "gpt"}},
-       {"dp", OptionKind::integer, "0", "data-parallel replicas D (0: --ranks / (tp·pp))", {}, 0, 4096},
-       {"tp", OptionKind::integer, "2", "tensor-parallel ranks per stage T", {}, 1, 4096},
-       {"pp", OptionKind::integer, "2", "pipeline stages P", {}, 1, 4096},
-       {"zero", OptionKind::choice, "0", "ZeRO stage on the data axis", {"0", "1"}},
-       {"schedule", OptionKind::choice, "1f1b", "pipeline schedule", {"gpipe", "1f1b"}},
-       {"micro-batches", OptionKind::integer, "4", "micro-batches per step M", {}, 1, 4096},
-       {"layers", OptionKind::integer, "4", "MLP blocks (h → 4h → h) or GPT layers, split over the stages", {}, 1, 1024},
-       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
-       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
-       {"seq", OptionKind::integer, "16", "sequence length s", {}, 1, 1 << 16},
-       {"batch", OptionKind::integer, "8", "global batch (sequences per step)", {}, 1, 1 << 16},
-       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
-       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
-       {"compute-us", OptionKind::number, "0", "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)", {}, 0, 1e5},
-       {"check", OptionKind::choice, "on", "train one rank too and compare the weights", {"off", "on"}}},
+      grid_option_table().specs(),
       {},
       run_grid_lab,
       nullptr,
@@ -188,6 +200,7 @@ LabInfo grid_lab_info() {
       /*overlaps_compute=*/false,
       {ViewKind::topology, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
+      grid_option_table().read_back(),
   };
 }
 

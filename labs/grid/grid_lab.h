@@ -9,16 +9,17 @@
 #include "core/comm/topology.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 #include "core/theory/schedule.h"
 
 namespace dtl {
 
-// --model, --schedule and --zero, in the order the LabInfo lists the names.
+// --model and --zero.
 enum class GridModelKind { mlp, gpt };
-enum class GridSchedule { gpipe, one_f_one_b };
 enum class GridZero { none, optimizer_states };
-enum class GridCheck { off, on };
 
+// The lab's options, typed (grid_option_table() binds each flag to its field), and what
+// the run derives from them.
 struct GridSettings {
   GridModelKind model = GridModelKind::mlp;
   GridShape grid;
@@ -33,6 +34,7 @@ struct GridSettings {
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
   int micro_sequences() const { return batch / (grid.dp * micro_batches); }     // the GPT's: whole sequences
 };
+const OptionTable<GridSettings>& grid_option_table();
 
 // Blocks [first, last] of pipeline stage `stage` of P: L/P each, the first L mod P one more.
 struct StageBlocks {

@@ -64,25 +64,11 @@ double estimated_bytes(const GridSettings& s, int ranks) {
 }  // namespace
 
 GridSettings grid_settings(const LabConfig& cfg, int ranks) {
-  const LabOptions& o = cfg.options;
-  GridSettings s;
-  s.model = o.choice<GridModelKind>("model");
-  if (s.model == GridModelKind::mlp && (o.given("heads") || o.given("vocab")))
+  const OptionTable<GridSettings>& table = grid_option_table();
+  GridSettings s = table.parse(cfg.options);
+  if (s.model == GridModelKind::mlp &&
+      (table.given(cfg.options, &GridSettings::heads) || table.given(cfg.options, &GridSettings::vocab)))
     throw UsageError("--heads and --vocab are GPT options: add --model gpt");
-  s.grid = {int(o.integer("dp")), int(o.integer("tp")), int(o.integer("pp"))};
-  s.zero = o.choice<GridZero>("zero");
-  s.schedule = o.choice<GridSchedule>("schedule") == GridSchedule::gpipe ? pipeline::ScheduleKind::gpipe
-                                                                          : pipeline::ScheduleKind::one_f_one_b;
-  s.layers = int(o.integer("layers"));
-  s.hidden = int(o.integer("hidden"));
-  s.heads = int(o.integer("heads"));
-  s.seq = int(o.integer("seq"));
-  s.batch = int(o.integer("batch"));
-  s.vocab = int(o.integer("vocab"));
-  s.micro_batches = int(o.integer("micro-batches"));
-  s.steps = int(o.integer("steps"));
-  s.compute_us = o.number("compute-us");
-  s.check = o.choice<GridCheck>("check") == GridCheck::on;
   if (s.grid.dp == 0) {  // as many replicas as the ranks hold
     if (ranks % (s.grid.tp * s.grid.pp) != 0)
       throw UsageError("--ranks " + std::to_string(ranks) + " is not a multiple of tp·pp = " + std::to_string(s.grid.tp * s.grid.pp) +

@@ -20,6 +20,7 @@
 #include "exercises/pipeline.h"
 #include "labs/measure.h"
 #include "labs/pipeline/pipeline_stage.h"
+#include "labs/shared_options.h"
 #include "labs/train/data.h"
 #include "labs/train/reference.h"
 
@@ -29,28 +30,24 @@ namespace {
 
 using pipeline::ScheduleKind;
 
-std::vector<ScheduleKind> kinds_of(const LabConfig& cfg) {
-  const auto c = cfg.options.choice<ScheduleChoice>("schedule");
-  if (c == ScheduleChoice::all)
-    return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1};
-  return {ScheduleKind(int(c))};
+std::vector<ScheduleKind> kinds_of(const PipelineSettings& s) {
+  switch (s.schedule) {
+    case ScheduleChoice::gpipe: return {ScheduleKind::gpipe};
+    case ScheduleChoice::one_f_one_b: return {ScheduleKind::one_f_one_b};
+    case ScheduleChoice::interleaved: return {ScheduleKind::interleaved};
+    case ScheduleChoice::zb_h1: return {ScheduleKind::zb_h1};
+    case ScheduleChoice::all: break;
+  }
+  return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1};
 }
 
-PipelineSettings settings_of(const LabConfig& cfg, int P, const std::vector<ScheduleKind>& kinds) {
-  PipelineSettings s;
-  s.shape.width = int(cfg.options.integer("width"));
-  s.shape.layers = int(cfg.options.integer("depth"));
-  s.batch = int(cfg.options.integer("batch"));
-  s.micro_batches = int(cfg.options.integer("micro-batches"));
-  s.chunks = int(cfg.options.integer("chunks"));
-  s.steps = int(cfg.options.integer("steps"));
+PipelineSettings settings_of(const LabConfig& cfg, int P) {
+  PipelineSettings s = pipeline_option_table().parse(cfg.options);
   s.repeat = cfg.repeat;
-  s.forward_us = cfg.options.number("compute-us");
-  s.backward_us = cfg.options.number("backward-us");
-  s.weight_us = cfg.options.number("weight-us");
-  if (cfg.options.integer("stages") != 0 && cfg.options.integer("stages") != P)
-    throw UsageError("--stages " + std::to_string(cfg.options.integer("stages")) + " but --ranks " + std::to_string(P) +
-                     ": every rank is one stage; give --ranks " + std::to_string(cfg.options.integer("stages")));
+  const std::vector<ScheduleKind> kinds = kinds_of(s);
+  if (s.stages != 0 && s.stages != P)
+    throw UsageError("--stages " + std::to_string(s.stages) + " but --ranks " + std::to_string(P) +
+                     ": every rank is one stage; give --ranks " + std::to_string(s.stages));
   const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::interleaved) != kinds.end();
   if (!interleaved && s.chunks != 2)
     throw UsageError("--chunks sets the model chunks per stage of --schedule interleaved; the other schedules hold one");
@@ -203,8 +200,8 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   if (!comm.trace()) throw Error("the pipeline lab measures from trace events; run it with tracing on");
   kernels::use_one_blas_thread();
-  const std::vector<ScheduleKind> kinds = kinds_of(cfg);
-  const PipelineSettings s = settings_of(cfg, comm.size(), kinds);
+  const PipelineSettings s = settings_of(cfg, comm.size());
+  const std::vector<ScheduleKind> kinds = kinds_of(s);
   const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
   Report rep = start_report(comm, cfg, "pipeline");
   std::vector<float> reference;
@@ -219,22 +216,37 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+const OptionTable<PipelineSettings>& pipeline_option_table() {
+  static const OptionTable<PipelineSettings> table = [] {
+    OptionTable<PipelineSettings> t;
+    t.choice("schedule", &PipelineSettings::schedule, ScheduleChoice::one_f_one_b,
+             {{ScheduleChoice::gpipe, "gpipe"}, {ScheduleChoice::one_f_one_b, "1f1b"},
+              {ScheduleChoice::interleaved, "interleaved"}, {ScheduleChoice::zb_h1, "zb-h1"}, {ScheduleChoice::all, "all"}},
+             "the order each stage computes in")
+        .integer("stages", &PipelineSettings::stages, 0, 0, 4096, "pipeline stages: every rank is one (0: as --ranks)")
+        .integer("micro-batches", &PipelineSettings::micro_batches, 8, 1, 4096, "micro-batches per step (M)")
+        .integer("chunks", &PipelineSettings::chunks, 2, 1, 64, "model chunks per stage for --schedule interleaved (v)")
+        .number("compute-us", &PipelineSettings::forward_us, 0.0, 0, 1e5,
+                "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real compute's "
+                "time)")
+        .number("backward-us", &PipelineSettings::backward_us, 0.0, 0, 2e5,
+                "each backward's µs with --compute-us (0: twice the forward)")
+        .number("weight-us", &PipelineSettings::weight_us, 0.0, 0, 2e5,
+                "zb-h1: the W part of the backward, µs (0: half the backward)");
+    add_mlp_rows(t, {.width = 128, .depth = 8, .batch = 64, .steps = 2,
+                     .depth_help = "linear layers of the MLP (split over the stages)",
+                     .batch_help = "global batch (cut into the micro-batches)"});
+    return t;
+  }();
+  return table;
+}
+
 LabInfo pipeline_lab_info() {
   return {
       "pipeline",
       "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
       {RunOption::faults, RunOption::repeat, RunOption::device},
-      {{"schedule", OptionKind::choice, "1f1b", "the order each stage computes in", {"gpipe", "1f1b", "interleaved", "zb-h1", "all"}},
-       {"stages", OptionKind::integer, "0", "pipeline stages: every rank is one (0: as --ranks)", {}, 0, 4096},
-       {"micro-batches", OptionKind::integer, "8", "micro-batches per step (M)", {}, 1, 4096},
-       {"chunks", OptionKind::integer, "2", "model chunks per stage for --schedule interleaved (v)", {}, 1, 64},
-       {"compute-us", OptionKind::number, "0", "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real compute's time)", {}, 0, 1e5},
-       {"backward-us", OptionKind::number, "0", "each backward's µs with --compute-us (0: twice the forward)", {}, 0, 2e5},
-       {"weight-us", OptionKind::number, "0", "zb-h1: the W part of the backward, µs (0: half the backward)", {}, 0, 2e5},
-       {"width", OptionKind::integer, "128", "hidden width of the MLP", {}, 1, 1 << 16},
-       {"depth", OptionKind::integer, "8", "linear layers of the MLP (split over the stages)", {}, 1, 1024},
-       {"batch", OptionKind::integer, "64", "global batch (cut into the micro-batches)", {}, 1, 1 << 24},
-       {"steps", OptionKind::integer, "2", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1, 1 << 20}},
+      pipeline_option_table().specs(),
       {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
       run_pipeline_lab,
       nullptr,
@@ -242,6 +254,7 @@ LabInfo pipeline_lab_info() {
       /*overlaps_compute=*/false,
       {ViewKind::pipeline, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
+      pipeline_option_table().read_back(),
   };
 }
 

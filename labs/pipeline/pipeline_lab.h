@@ -7,15 +7,20 @@
 
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 #include "core/theory/schedule.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
 
-// --schedule, in the order the LabInfo lists the names.
+// --schedule: one schedule, or all four.
 enum class ScheduleChoice { gpipe, one_f_one_b, interleaved, zb_h1, all };
 
+// The lab's options, typed (pipeline_option_table() binds each flag to its field), and
+// what the run derives from them.
 struct PipelineSettings {
+  ScheduleChoice schedule = ScheduleChoice::one_f_one_b;
+  int stages = 0;  // --stages: 0, or --ranks again (every rank is one stage)
   MlpShape shape;
   int batch = 64, micro_batches = 8, chunks = 2, steps = 2, repeat = 3;
   int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
@@ -25,6 +30,7 @@ struct PipelineSettings {
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
   int rows() const { return batch / micro_batches; }  // per micro-batch
 };
+const OptionTable<PipelineSettings>& pipeline_option_table();
 
 // Layers [first, last] of virtual stage vs of P·v: L layers split as evenly as they go,
 // the first L mod (P·v) virtual stages one layer more.

@@ -23,6 +23,7 @@
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/measure.h"
+#include "labs/shared_options.h"
 #include "labs/tensor_parallel/tp_mlp.h"
 
 namespace dtl {
@@ -184,22 +185,30 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   return m;
 }
 
+const OptionTable<TpSettings>& tp_option_table() {
+  static const OptionTable<TpSettings> table = [] {
+    OptionTable<TpSettings> t;
+    t.choice("model", &TpSettings::model, TpModelKind::mlp, {{TpModelKind::mlp, "mlp"}, {TpModelKind::gpt, "gpt"}},
+             "the model split over the ranks")
+        .integer("tp", &TpSettings::tp, 0, 0, 4096, "tensor-parallel ranks T: every rank is one (0: as --ranks)")
+        .choice("sequence-parallel", &TpSettings::sequence_parallel, TpSequenceChoice::off,
+                {{TpSequenceChoice::off, "off"}, {TpSequenceChoice::on, "on"}, {TpSequenceChoice::both, "both"}},
+                "split LayerNorm/residual regions along the sequence");
+    add_block_rows(t, {.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .batch = 4, .vocab = 64, .steps = 3,
+                       .layers_help = "blocks (MLP) or transformer layers (GPT), L",
+                       .batch_help = "batch b (sequences per step)"});
+    t.choice("check", &TpSettings::check, true, kOnOffNames, "train one rank too and compare every gradient and weight");
+    return t;
+  }();
+  return table;
+}
+
 LabInfo tensor_parallel_lab_info() {
   return {
       "tensor_parallel",
       "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
       {RunOption::device, RunOption::faults},
-      {{"model", OptionKind::choice, "mlp", "the model split over the ranks", {"mlp", "gpt"}},
-       {"tp", OptionKind::integer, "0", "tensor-parallel ranks T: every rank is one (0: as --ranks)", {}, 0, 4096},
-       {"sequence-parallel", OptionKind::choice, "off", "split LayerNorm/residual regions along the sequence", {"off", "on", "both"}},
-       {"layers", OptionKind::integer, "2", "blocks (MLP) or transformer layers (GPT), L", {}, 1, 1024},
-       {"hidden", OptionKind::integer, "64", "hidden size h", {}, 1, 1 << 16},
-       {"heads", OptionKind::integer, "4", "attention heads (GPT)", {}, 1, 1024},
-       {"seq", OptionKind::integer, "32", "sequence length s", {}, 1, 1 << 16},
-       {"batch", OptionKind::integer, "4", "batch b (sequences per step)", {}, 1, 1 << 16},
-       {"vocab", OptionKind::integer, "64", "vocabulary V (GPT)", {}, 2, 1 << 20},
-       {"steps", OptionKind::integer, "3", "training steps (AdamW)", {}, 1, 1 << 20},
-       {"check", OptionKind::choice, "on", "train one rank too and compare every gradient and weight", {"off", "on"}}},
+      tp_option_table().specs(),
       {{"tp_slices", "TpSlices", 5},
        {"f_operator", "FOperator", 10},
        {"g_operator", "GOperator", 10},
@@ -212,6 +221,7 @@ LabInfo tensor_parallel_lab_info() {
       /*overlaps_compute=*/false,
       {ViewKind::split, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
+      tp_option_table().read_back(),
   };
 }
 

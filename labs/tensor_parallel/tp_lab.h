@@ -10,16 +10,20 @@
 #include "exercises/tensor_parallel.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 
 namespace dtl {
 
-// --model and --sequence-parallel, in the order the LabInfo lists the names.
+// --model and --sequence-parallel.
 enum class TpModelKind { mlp, gpt };
 enum class TpSequenceChoice { off, on, both };
-enum class TpCheck { off, on };
 
+// The lab's options, typed (tp_option_table() binds each flag to its field), and what the
+// run derives from them.
 struct TpSettings {
   TpModelKind model = TpModelKind::mlp;
+  int tp = 0;  // --tp: 0, or --ranks again (every rank is one tensor-parallel rank)
+  TpSequenceChoice sequence_parallel = TpSequenceChoice::off;
   int layers = 2, hidden = 64, heads = 4, seq = 32, batch = 4, vocab = 64;
   int steps = 3;
   bool check = true;  // train the 1-rank reference and compare (off for big milestone runs)
@@ -30,6 +34,7 @@ struct TpSettings {
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
   int rows() const { return batch * seq; }  // tokens per step: the b·s of the formulas
 };
+const OptionTable<TpSettings>& tp_option_table();
 
 // The model a run drives, the same for every T: one training step's forward, loss and
 // backward on this rank's data, AdamW, and the full tensors for the equivalence checks.

@@ -24,22 +24,13 @@ void require_divisible(int value, int by, const std::string& what, const std::st
 }  // namespace
 
 TpSettings tp_settings(const LabConfig& cfg, int T) {
-  TpSettings s;
-  const LabOptions& o = cfg.options;
-  s.model = o.choice<TpModelKind>("model");
-  s.layers = int(o.integer("layers"));
-  s.hidden = int(o.integer("hidden"));
-  s.heads = int(o.integer("heads"));
-  s.seq = int(o.integer("seq"));
-  s.batch = int(o.integer("batch"));
+  const OptionTable<TpSettings>& table = tp_option_table();
+  TpSettings s = table.parse(cfg.options);
   tokens_per_step(s.batch, s.seq);  // TpSettings::rows() counts them in an int
-  s.vocab = int(o.integer("vocab"));
-  s.steps = int(o.integer("steps"));
-  s.check = o.choice<TpCheck>("check") == TpCheck::on;
-  if (o.integer("tp") != 0 && o.integer("tp") != T)
-    throw UsageError("--tp " + std::to_string(o.integer("tp")) + " but --ranks " + std::to_string(T) +
-                     ": every rank is one tensor-parallel rank; give --ranks " + std::to_string(o.integer("tp")));
-  const auto sp = o.choice<TpSequenceChoice>("sequence-parallel");
+  if (s.tp != 0 && s.tp != T)
+    throw UsageError("--tp " + std::to_string(s.tp) + " but --ranks " + std::to_string(T) +
+                     ": every rank is one tensor-parallel rank; give --ranks " + std::to_string(s.tp));
+  const TpSequenceChoice sp = s.sequence_parallel;
   if (sp != TpSequenceChoice::on) s.modes.push_back(ex::TpMode::plain);
   if (sp != TpSequenceChoice::off) s.modes.push_back(ex::TpMode::sequence_parallel);
   const std::string tp = "--tp (--ranks) " + std::to_string(T);
@@ -54,7 +45,7 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
         throw UsageError("--model gpt on " + tp + ": " + problem + "; change --heads, --hidden, --vocab, --seq or --ranks");
     }
   } else {
-    if (o.given("heads") || o.given("vocab")) throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+    if (table.given(cfg.options, &TpSettings::heads) || table.given(cfg.options, &TpSettings::vocab)) throw UsageError("--heads and --vocab are GPT options: add --model gpt");
   }
   const double R = s.rows(), h = s.hidden;
   const double per_rank = 4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +

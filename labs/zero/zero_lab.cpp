@@ -19,6 +19,7 @@
 #include "core/util/units.h"
 #include "labs/measure.h"
 #include "labs/report_format.h"
+#include "labs/shared_options.h"
 #include "labs/train/data.h"
 #include "labs/train/reference.h"
 #include "labs/zero/zero_rank.h"
@@ -31,67 +32,64 @@ theory::ZeroPrecision ZeroSettings::bytes_per_param() const {
   return {es, es, optimizer};
 }
 
-std::string stage_case(int stage) { return "zero" + std::to_string(stage); }
-std::string stage_phase(int stage) { return "ZeRO-" + std::to_string(stage); }
+std::string stage_case(ZeroStage stage) { return "zero" + std::to_string(stage_number(stage)); }
+std::string stage_phase(ZeroStage stage) { return "ZeRO-" + std::to_string(stage_number(stage)); }
 
 // What a stage's phase span is, for the viewer (its words are stage_phase's).
-Role phase_role(int stage, bool sweeping, int depth) {
-  return Role{.part = RunPart::timed, .zero_stage = std::int8_t(stage), .prefetch = std::int8_t(sweeping ? depth : -1)};
+Role phase_role(ZeroStage stage, bool sweeping, int depth) {
+  return Role{.part = RunPart::timed, .zero_stage = std::int8_t(stage_number(stage)), .prefetch = std::int8_t(sweeping ? depth : -1)};
 }
 
 namespace {
 
 
-std::vector<int> stages_of(const LabConfig& cfg) {
-  const auto stage = cfg.options.choice<ZeroStage>("stage");
-  if (stage == ZeroStage::all) return {0, 1, 2, 3};
-  return {int(stage)};
+std::vector<ZeroStage> stages_of(const ZeroSettings& s) {
+  switch (s.stage) {
+    case ZeroStageChoice::ddp: return {ZeroStage::ddp};
+    case ZeroStageChoice::optimizer_states: return {ZeroStage::optimizer_states};
+    case ZeroStageChoice::gradients: return {ZeroStage::gradients};
+    case ZeroStageChoice::parameters: return {ZeroStage::parameters};
+    case ZeroStageChoice::all: break;
+  }
+  return {ZeroStage::ddp, ZeroStage::optimizer_states, ZeroStage::gradients, ZeroStage::parameters};
 }
 
 // Options the chosen stages would not read are errors, not silently ignored, at any value.
-void require_zero_options_apply(const LabOptions& o, const ZeroSettings& s, const std::vector<int>& stages) {
-  const auto runs = [&](int stage) { return std::find(stages.begin(), stages.end(), stage) != stages.end(); };
-  if (o.choice<Switch>("prefetch") == Switch::off && o.given("prefetch-depth"))
+void require_zero_options_apply(const LabOptions& o, const ZeroSettings& s, const std::vector<ZeroStage>& stages) {
+  const OptionTable<ZeroSettings>& t = zero_option_table();
+  const auto runs = [&](ZeroStage stage) { return std::find(stages.begin(), stages.end(), stage) != stages.end(); };
+  if (!s.prefetch && t.given(o, &ZeroSettings::prefetch_depth))
     throw UsageError("--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
-  if (!runs(3) && (o.given("prefetch") || o.given("prefetch-depth")))
+  if (!runs(ZeroStage::parameters) && (t.given(o, &ZeroSettings::prefetch) || t.given(o, &ZeroSettings::prefetch_depth)))
     throw UsageError("--prefetch and --prefetch-depth are stage 3's (FSDP's parameter gathers): add --stage 3 or all");
-  if (!runs(0) && o.given("bucket-mb"))
+  if (!runs(ZeroStage::ddp) && t.given(o, &ZeroSettings::bucket_mb))
     throw UsageError("--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
                      "(set --unit): add --stage 0 or all");
-  if (stages == std::vector<int>{0} && o.given("unit"))
+  if (stages == std::vector<ZeroStage>{ZeroStage::ddp} && t.given(o, &ZeroSettings::layers_per_unit))
     throw UsageError("--unit groups layers into ZeRO's sharding units; stage 0 (DDP) shards nothing: add --stage 1, 2, 3 "
                      "or all");
   if (s.layers_per_unit > s.shape.layers)
     throw UsageError("--unit " + std::to_string(s.layers_per_unit) + " is more layers than the model's --depth " +
                      std::to_string(s.shape.layers) + ": give at most " + std::to_string(s.shape.layers));
   const int units = (s.shape.layers + s.layers_per_unit - 1) / s.layers_per_unit;
-  if (o.given("prefetch-depth") && s.prefetch_depth > units - 1)
+  if (t.given(o, &ZeroSettings::prefetch_depth) && s.prefetch_depth > units - 1)
     throw UsageError("--prefetch-depth " + std::to_string(s.prefetch_depth) + " gathers more units ahead than there are: the " +
                      "model has " + std::to_string(units) + " units, so at most " + std::to_string(std::max(units - 1, 0)) +
                      " can be ahead of the one computing");
 }
 
-ZeroSettings settings_of(const LabConfig& cfg, int P, const std::vector<int>& stages) {
-  ZeroSettings s;
-  s.shape.width = int(cfg.options.integer("width"));
-  s.shape.layers = int(cfg.options.integer("depth"));
-  s.batch = int(cfg.options.integer("batch"));
-  s.steps = int(cfg.options.integer("steps"));
+ZeroSettings settings_of(const LabConfig& cfg, int P) {
+  ZeroSettings s = zero_option_table().parse(cfg.options);
   s.repeat = cfg.repeat;
-  s.layers_per_unit = int(cfg.options.integer("unit"));
-  s.prefetch_depth = cfg.options.choice<Switch>("prefetch") == Switch::on ? int(cfg.options.integer("prefetch-depth")) : 0;
-  s.bucket_mb = cfg.options.number("bucket-mb");
-  const DType precisions[] = {DType::bf16, DType::f16, DType::f32};
-  s.precision = precisions[cfg.options.choice_index("precision")];
-  s.master = cfg.options.choice_index("master") == 0 ? MasterWeights::keep : MasterWeights::none;
-  s.sweep = cfg.options.choice<ZeroSweep>("sweep");
+  const std::vector<ZeroStage> stages = stages_of(s);
   if (s.batch % P != 0)
     throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
-  if (s.sweep == ZeroSweep::prefetch && std::find(stages.begin(), stages.end(), 3) == stages.end())
+  if (s.sweep == ZeroSweep::prefetch && std::find(stages.begin(), stages.end(), ZeroStage::parameters) == stages.end())
     throw UsageError("--sweep prefetch sweeps stage 3's prefetch depth: run it with --stage 3 or --stage all");
   // Options the chosen stages would not read are errors, not silently ignored (a changed
   // default is the only sign of one given).
   require_zero_options_apply(cfg.options, s, stages);
+  if (!s.prefetch) s.prefetch_depth = 0;
   if (s.master == MasterWeights::none && s.precision == DType::f32)
     throw UsageError("--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
                      "their own master: use --precision bf16 or fp16");
@@ -221,13 +219,13 @@ void gather_memory(Comm& comm, ZeroMeasurement& m, const ZeroMemory& mine, doubl
   }
 }
 
-ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int stage, int depth,
+ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroStage stage, int depth,
                           const Dataset& data, const ZeroReference& ref, const std::vector<float>* stage0_weights,
                           std::vector<float>* weights_out) {
   ZeroMeasurement m;
   m.stage = stage;
   m.prefetch_depth = depth;
-  const bool sweeping = s.sweep == ZeroSweep::prefetch && stage == 3;
+  const bool sweeping = s.sweep == ZeroSweep::prefetch && shards_params(stage);
   const std::string name = stage_phase(stage) + (sweeping ? " depth " + std::to_string(depth) : "");
   comm.barrier();
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name, phase_role(stage, sweeping, depth)));
@@ -267,7 +265,7 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
     }
     m.first_grad_rel_diff = diff / scale;
     if (weights_out) *weights_out = weights;
-    if (stage != 0 && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_difference(weights, *stage0_weights);
+    if (stage != ZeroStage::ddp && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_difference(weights, *stage0_weights);
   }
   gather_memory(comm, m, memory_from_events(comm, rank.memory_mark()), rank.exact_model_state(), rank.pool_reserved());
   m.padding = rank.units().padding();
@@ -278,9 +276,9 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
 }
 
 // The memory view's formula line per stage: trace metadata keyed by the stage's phase role.
-void set_formula_meta(Comm& comm, const ZeroSettings& s, int stage, double psi, const Role& phase) {
+void set_formula_meta(Comm& comm, const ZeroSettings& s, ZeroStage stage, double psi, const Role& phase) {
   if (comm.rank() != 0) return;
-  const theory::ZeroBytes b = theory::zero_bytes_per_param(stage, comm.size(), s.bytes_per_param());
+  const theory::ZeroBytes b = theory::zero_bytes_per_param(stage_number(stage), comm.size(), s.bytes_per_param());
   char text[160];
   std::snprintf(text, sizeof text, "%s + %s + %s = %.3g B/param x %.0f params", format_number(b.params).c_str(),
                 format_number(b.grads).c_str(), format_number(b.optimizer).c_str(), b.total(), psi);
@@ -293,8 +291,8 @@ void set_formula_meta(Comm& comm, const ZeroSettings& s, int stage, double psi, 
 Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   if (!comm.trace()) throw Error("the ZeRO lab measures from trace events; run it with tracing on");
   kernels::use_one_blas_thread();
-  const std::vector<int> stages = stages_of(cfg);
-  const ZeroSettings s = settings_of(cfg, comm.size(), stages);
+  const ZeroSettings s = settings_of(cfg, comm.size());
+  const std::vector<ZeroStage> stages = stages_of(s);
   const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
   const std::size_t psi = std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4);
   Report rep = start_report(comm, cfg, "zero");
@@ -302,8 +300,8 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   std::vector<float> stage0;
   std::vector<ZeroMeasurement> sweep;
   int units = 0;
-  for (int stage : stages) {
-    const bool sweeping = stage == 3 && s.sweep == ZeroSweep::prefetch;
+  for (ZeroStage stage : stages) {
+    const bool sweeping = shards_params(stage) && s.sweep == ZeroSweep::prefetch;
     std::vector<int> depths = {s.prefetch_depth};
     if (sweeping) {  // off, 1, 2, 4 units ahead, and the run's own depth
       depths = {0, 1, 2, 4, s.prefetch_depth};
@@ -312,7 +310,7 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
     }
     for (int depth : depths) {
       set_formula_meta(comm, s, stage, double(psi), phase_role(stage, sweeping, depth));
-      ZeroMeasurement m = run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == 0 ? &stage0 : nullptr);
+      ZeroMeasurement m = run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == ZeroStage::ddp ? &stage0 : nullptr);
       units = m.units;
       if (sweeping) sweep.push_back(m);
       if (depth == s.prefetch_depth) add_zero_rows(rep, s, m, psi, comm.size());
@@ -324,8 +322,8 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   const ReportRow* ddp_row = rep.find("zero0.step_time");
   const double ddp = ddp_row ? ddp_row->measured : 0;
   if (stages.size() > 1) {
-    for (int stage : stages) rep.columns.push_back(stage_case(stage));
-    for (int stage : {1, 2, 3})
+    for (ZeroStage stage : stages) rep.columns.push_back(stage_case(stage));
+    for (ZeroStage stage : {ZeroStage::optimizer_states, ZeroStage::gradients, ZeroStage::parameters})
       if (const ReportRow* r = rep.find(stage_case(stage) + ".step_time"); r && ddp > 0)
         rep.add(stage_case(stage) + ".step_vs_ddp", "step time / stage 0's", r->measured / ddp, "x");
   }
@@ -333,29 +331,37 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+const OptionTable<ZeroSettings>& zero_option_table() {
+  static const OptionTable<ZeroSettings> table = [] {
+    OptionTable<ZeroSettings> t;
+    t.choice("stage", &ZeroSettings::stage, ZeroStageChoice::all,
+             {{ZeroStageChoice::ddp, "0"}, {ZeroStageChoice::optimizer_states, "1"}, {ZeroStageChoice::gradients, "2"},
+              {ZeroStageChoice::parameters, "3"}, {ZeroStageChoice::all, "all"}},
+             "what is sharded: 0 nothing (DDP), 1 optimizer, 2 + gradients, 3 + parameters")
+        .choice("precision", &ZeroSettings::precision, DType::bf16, kPrecisionNames,
+                "bf16/fp16 mixed (16-bit params and grads, fp32 master, m, v) or fp32")
+        .choice("master", &ZeroSettings::master, MasterWeights::keep,
+                {{MasterWeights::keep, "keep"}, {MasterWeights::none, "none"}},
+                "mixed precision: keep an fp32 master (16 B/param) or not (12 B/param)")
+        .choice("prefetch", &ZeroSettings::prefetch, true, kOnOffNames, "stage 3: all-gather the next units while one computes")
+        .integer("prefetch-depth", &ZeroSettings::prefetch_depth, 1, 1, 64, "stage 3: units gathered ahead with --prefetch on")
+        .integer("unit", &ZeroSettings::layers_per_unit, 1, 1, 1024,
+                 "layers per sharding unit (1: every layer its own, as FSDP per module)")
+        .number("bucket-mb", &ZeroSettings::bucket_mb, 25.0, 1e-6, 1 << 20, "stage 0: DDP's all-reduce bucket capacity in MiB")
+        .choice("sweep", &ZeroSettings::sweep, ZeroSweep::none, {{ZeroSweep::none, "none"}, {ZeroSweep::prefetch, "prefetch"}},
+                "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)");
+    add_mlp_rows(t, {.width = 512, .depth = 6, .batch = 32, .steps = 3});
+    return t;
+  }();
+  return table;
+}
+
 LabInfo zero_lab_info() {
   return {
       "zero",
       "ZeRO stages 0 (DDP), 1, 2, 3 (FSDP): sharded optimizer state, gradients, parameters; memory and bytes vs formulas",
       {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
-      {{"stage", OptionKind::choice, "all", "what is sharded: 0 nothing (DDP), 1 optimizer, 2 + gradients, 3 + parameters",
-        {"0", "1", "2", "3", "all"}},
-       {"precision", OptionKind::choice, "bf16",
-        "bf16/fp16 mixed (16-bit params and grads, fp32 master, m, v) or fp32", {"bf16", "fp16", "fp32"}},
-       {"master", OptionKind::choice, "keep", "mixed precision: keep an fp32 master (16 B/param) or not (12 B/param)",
-        {"keep", "none"}},
-       {"prefetch", OptionKind::choice, "on", "stage 3: all-gather the next units while one computes", {"on", "off"}},
-       {"prefetch-depth", OptionKind::integer, "1", "stage 3: units gathered ahead with --prefetch on", {}, 1, 64},
-       {"unit", OptionKind::integer, "1", "layers per sharding unit (1: every layer its own, as FSDP per module)", {}, 1,
-        1024},
-       {"bucket-mb", OptionKind::number, "25", "stage 0: DDP's all-reduce bucket capacity in MiB", {}, 1e-6, 1 << 20},
-       {"sweep", OptionKind::choice, "none", "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)",
-        {"none", "prefetch"}},
-       {"width", OptionKind::integer, "512", "hidden width of the MLP", {}, 1, 1 << 16},
-       {"depth", OptionKind::integer, "6", "linear layers of the MLP", {}, 1, 1024},
-       {"batch", OptionKind::integer, "32", "global batch (split over ranks)", {}, 1, 1 << 24},
-       {"steps", OptionKind::integer, "3", "timed training steps per run (--repeat runs, after 1 warm-up step)", {}, 1,
-        1 << 20}},
+      zero_option_table().specs(),
       {{"shard_range", "ShardRange", 5},
        {"reduce_scatter_gradients", "ReduceScatterGradients", 10},
        {"shard_step", "ShardStep", 5},
@@ -367,6 +373,7 @@ LabInfo zero_lab_info() {
       /*overlaps_compute=*/true,
       {ViewKind::memory, ViewKind::timeline, ViewKind::report},
       {{"steps", "1"}, {"width", "256"}},
+      zero_option_table().read_back(),
   };
 }
 

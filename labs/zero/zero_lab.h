@@ -8,22 +8,36 @@
 #include "core/theory/zero.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
+#include "labs/option_table.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
 
-// --stage, in the order the LabInfo lists the names ("0", "1", "2", "3", "all").
-enum class ZeroStage { ddp, optimizer_states, gradients, parameters, all };
-enum class Switch { on, off };
+// One of ZeRO's stages (core/theory/zero.h): what each rank keeps only its 1/N shard of.
+// The code asks what a stage does (shards_params), never which number it is.
+enum class ZeroStage : std::uint8_t { ddp = 0, optimizer_states = 1, gradients = 2, parameters = 3 };
+inline int stage_number(ZeroStage s) { return int(s); }  // the curriculum's 0..3
+inline bool shards_optimizer(ZeroStage s) { return s != ZeroStage::ddp; }        // 1-3: master, m, v
+inline bool shards_gradients(ZeroStage s) { return s >= ZeroStage::gradients; }  // 2, 3: a bucket per unit, freed once reduced
+inline bool shards_params(ZeroStage s) { return s == ZeroStage::parameters; }    // 3 (FSDP): gathered before each use
+// 1, 2: every rank holds every parameter, so the updated shards are all-gathered after the step.
+inline bool gathers_after_step(ZeroStage s) { return shards_optimizer(s) && !shards_params(s); }
+
+// --stage: one of ZeRO's stages, or all four.
+enum class ZeroStageChoice { ddp, optimizer_states, gradients, parameters, all };
 enum class ZeroSweep { none, prefetch };
 
+// The lab's options, typed (zero_option_table() binds each flag to its field), and what
+// the run derives from them.
 struct ZeroSettings {
+  ZeroStageChoice stage = ZeroStageChoice::all;
   MlpShape shape;
   int batch = 32, steps = 3, repeat = 3;
   int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
   int layers_per_unit = 1;   // --unit: layers per sharding unit
-  int prefetch_depth = 1;    // stage 3: units gathered ahead (0: --prefetch off)
+  bool prefetch = true;      // --prefetch: stage 3 gathers ahead
+  int prefetch_depth = 1;    // stage 3: units gathered ahead (0 after parsing when --prefetch off)
   double bucket_mb = 25;     // stage 0: DDP's all-reduce buckets
   DType precision = DType::bf16;
   MasterWeights master = MasterWeights::keep;
@@ -33,6 +47,7 @@ struct ZeroSettings {
   // {2, 2, 8} without, {4, 4, 8} in fp32 (core/theory/zero.h).
   theory::ZeroPrecision bytes_per_param() const;
 };
+const OptionTable<ZeroSettings>& zero_option_table();
 
 // One step on one rank, in seconds: the whole step, the time it waited for communication
 // (all of it: exposed), and of that the wait for stage 3's parameter all-gathers.
@@ -51,7 +66,8 @@ struct ZeroMemory {
 
 // What one stage measured, combined over ranks where the report needs it.
 struct ZeroMeasurement {
-  int stage = 0, prefetch_depth = 0;
+  ZeroStage stage = ZeroStage::ddp;
+  int prefetch_depth = 0;
   float first_loss = 0, last_loss = 0;
   double max_vs_reference = 0, max_vs_fp32 = 0, first_grad_rel_diff = 0;
   double max_vs_stage0 = -1;          // rank 0: against stage 0's weights in this run (-1: not run)
@@ -84,8 +100,8 @@ LabInfo zero_lab_info();
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.
 void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, double stage0_step);
-void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<int>& stages, std::size_t psi, int units);
-std::string stage_case(int stage);  // "zero0" .. "zero3": the report's case ids
-std::string stage_phase(int stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels
+void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi, int units);
+std::string stage_case(ZeroStage stage);  // "zero0" .. "zero3": the report's case ids
+std::string stage_phase(ZeroStage stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels
 
 }  // namespace dtl

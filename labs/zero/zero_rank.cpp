@@ -16,11 +16,12 @@ namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-MlpStorage storage_of(int stage) { return stage == 0 ? MlpStorage{} : MlpStorage{false, false}; }
+// Stage 0 trains the model's own buffers; stages 1-3 bind the model to theirs.
+MlpStorage storage_of(ZeroStage stage) { return shards_optimizer(stage) ? MlpStorage{false, false} : MlpStorage{}; }
 
 }  // namespace
 
-ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int stage, int prefetch_depth)
+ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroStage stage, int prefetch_depth)
     : comm_(comm),
       cfg_(cfg),
       s_(s),
@@ -36,7 +37,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int 
       batch_(mem_, model_.device(), s.shape.in, s.shape.out, s.batch / comm.size()) {
   const Device dev = model_.device();
   const auto n = [](std::size_t count) { return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))}; };
-  if (stage_ == 0) {
+  if (!shards_optimizer(stage_)) {
     opts_.push_back(std::make_unique<AdamW>(whole_model(model_), dev, mem_, s.adamw, s.master));
     ddp_buckets_ = layer_buckets(model_.layout(), s.bucket_mb, s.precision);  // stage 0 is DDP
     return;
@@ -44,7 +45,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int 
   // Parameters: the padded whole (stages 1, 2) or this rank's chunks (stage 3), filled with
   // the model's initial values piece by piece; the padding stays zero.
   std::vector<ParamPiece> pieces;
-  if (stage_ < 3) {
+  if (!shards_params(stage_)) {
     full_params_ = Tensor(mem_, n(units_.padded_numel), s.precision, MemTag::param, dev);
     for (const ZeroUnit& u : units_.units) pieces.push_back({u.range, at(full_params_.data(), u.padded_begin)});
   } else {
@@ -53,18 +54,18 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int 
       pieces.push_back({{u.range.begin + u.own.begin, u.range.begin + u.own.end}, at(shard_params_.data(), u.shard_begin)});
   }
   model_.initial_params(pieces);
-  if (stage_ == 1) full_grads_ = Tensor(mem_, n(units_.padded_numel), s.precision, MemTag::grad, dev);
+  if (!shards_gradients(stage_)) full_grads_ = Tensor(mem_, n(units_.padded_numel), s.precision, MemTag::grad, dev);
   else shard_grads_ = Tensor(mem_, n(units_.shard_numel), s.precision, MemTag::grad, dev);
   for (const ZeroUnit& u : units_.units) {
-    if (stage_ < 3) {  // the model reads its parameters from the padded whole, and stage 1 writes gradients there
+    if (!shards_params(stage_)) {  // the model reads its parameters from the padded whole, and stage 1 writes gradients there
       for (int l = u.first_layer; l <= u.last_layer; ++l) {
         const std::size_t off = u.padded_begin + (model_.layout().layer_range(l).begin - u.range.begin);
         model_.bind_layer_params(l, at(full_params_.data(), off));
-        if (stage_ == 1) model_.bind_layer_grads(l, at(full_grads_.data(), off));
+        if (!shards_gradients(stage_)) model_.bind_layer_grads(l, at(full_grads_.data(), off));
       }
     }
     // The optimizer of this rank's real elements of the unit (its state sized to them).
-    const ex::ShardStep st = ex::shard_step({unit_params(u), s.precision}, stage_ == 3, unit_shard_grads(u), u.own);
+    const ex::ShardStep st = ex::shard_step({unit_params(u), s.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
     opts_.push_back(st.count ? std::make_unique<AdamW>(ParamSlice{st.params, st.grads, st.count, s.precision}, dev, mem_,
                                                        s.adamw, s.master)
                              : nullptr);
@@ -81,12 +82,12 @@ std::size_t ZeroRank::memory_mark() const { return mark_; }
 void* ZeroRank::at(void* base, std::size_t i) const { return static_cast<std::byte*>(base) + i * es_; }
 
 void* ZeroRank::unit_params(const ZeroUnit& u) {
-  return stage_ == 3 ? at(shard_params_.data(), u.shard_begin) : at(full_params_.data(), u.padded_begin);
+  return shards_params(stage_) ? at(shard_params_.data(), u.shard_begin) : at(full_params_.data(), u.padded_begin);
 }
 
 void* ZeroRank::unit_shard_grads(const ZeroUnit& u) {
   // Stage 1 reduce-scatters in place: the rank's chunk of the padded whole.
-  if (stage_ == 1) return at(full_grads_.data(), u.padded_begin + std::size_t(comm_.rank()) * u.chunk);
+  if (!shards_gradients(stage_)) return at(full_grads_.data(), u.padded_begin + std::size_t(comm_.rank()) * u.chunk);
   return at(shard_grads_.data(), u.shard_begin);
 }
 
@@ -139,7 +140,7 @@ void ZeroRank::open_bucket(const ZeroUnit& u) {
 void ZeroRank::reduce_unit(const ZeroUnit& u) {
   const std::size_t index = std::size_t(&u - units_.units.data());
   Reduction r;
-  if (stage_ == 1) {
+  if (!shards_gradients(stage_)) {
     void* unit_grads = at(full_grads_.data(), u.padded_begin);
     r.request = ex::reduce_scatter_gradients(comm_, {unit_grads, s_.precision}, unit_shard_grads(u), u.chunk);
   } else {
@@ -161,7 +162,7 @@ void ZeroRank::wait_reductions(std::size_t keep) {
 
 LayerHooks ZeroRank::forward_hooks() {
   LayerHooks h;
-  if (stage_ != 3) return h;
+  if (!shards_params(stage_)) return h;
   h.before_forward = [this](int l) {
     const ZeroUnit& u = units_.unit_of_layer(l);
     if (l != u.first_layer) return;
@@ -178,7 +179,7 @@ LayerHooks ZeroRank::forward_hooks() {
 
 LayerHooks ZeroRank::backward_hooks() {
   LayerHooks h;
-  if (stage_ == 0) {
+  if (!shards_optimizer(stage_)) {
     h.after_backward = [this](int l) {
       ex::launch_ready_buckets(comm_, {model_.grad_data(), s_.precision}, ddp_buckets_, l, ddp_pending_);
     };
@@ -187,18 +188,18 @@ LayerHooks ZeroRank::backward_hooks() {
   h.before_backward = [this](int l) {
     const ZeroUnit& u = units_.unit_of_layer(l);
     if (l != u.last_layer) return;
-    if (stage_ == 3) {
+    if (shards_params(stage_)) {
       const int U = int(units_.units.size());
       std::vector<int> order(std::size_t(U), 0);
       for (int i = 0; i < U; ++i) order[std::size_t(i)] = U - 1 - i;
       gather_for(order, U - 1 - int(&u - units_.units.data()));
     }
-    if (stage_ >= 2) open_bucket(u);
+    if (shards_gradients(stage_)) open_bucket(u);
   };
   h.after_backward = [this](int l) {
     const ZeroUnit& u = units_.unit_of_layer(l);
     if (l != u.first_layer) return;
-    if (stage_ == 3) release_gather(u);
+    if (shards_params(stage_)) release_gather(u);
     reduce_unit(u);
   };
   return h;
@@ -223,7 +224,7 @@ bool ZeroRank::gradients_finite_everywhere() {
 
 void ZeroRank::optimizer_step() {
   const float inv_scale = 1.0f / scaler_.scale();
-  if (stage_ == 0) {
+  if (!shards_optimizer(stage_)) {
     scaler_.update(opts_[0]->step(whole_model(model_), inv_scale));
     return;
   }
@@ -234,7 +235,7 @@ void ZeroRank::optimizer_step() {
   for (std::size_t i = 0; i < units_.units.size(); ++i) {
     if (!opts_[i]) continue;
     const ZeroUnit& u = units_.units[i];
-    const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, stage_ == 3, unit_shard_grads(u), u.own);
+    const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
     opts_[i]->step({st.params, st.grads, st.count, s_.precision}, inv_scale);
   }
   scaler_.update(true);
@@ -274,7 +275,7 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
     optimizer_step();
   }
   t.optimizer = now_s() - optimizer_from;
-  if (stage_ == 1 || stage_ == 2) {  // every rank needs every parameter again
+  if (gathers_after_step(stage_)) {  // every rank needs every parameter again
     std::vector<Request> gathers;
     for (const ZeroUnit& u : units_.units)
       gathers.push_back(ex::all_gather_params(comm_, {at(full_params_.data(), u.padded_begin), s_.precision}, u.chunk));
@@ -305,7 +306,7 @@ void place(std::vector<float>& full, std::size_t at, const void* src, DType t, s
 
 std::vector<float> ZeroRank::full_weights() {
   std::vector<float> mine(units_.numel, 0.0f);
-  if (stage_ == 0) {
+  if (!shards_optimizer(stage_)) {
     if (comm_.rank() == 0) {
       if (opts_[0]->master()) place(mine, 0, opts_[0]->master(), DType::f32, units_.numel);
       else place(mine, 0, model_.param_data(), s_.precision, units_.numel);
@@ -314,7 +315,7 @@ std::vector<float> ZeroRank::full_weights() {
     for (std::size_t i = 0; i < units_.units.size(); ++i) {
       if (!opts_[i]) continue;
       const ZeroUnit& u = units_.units[i];
-      const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, stage_ == 3, unit_shard_grads(u), u.own);
+      const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
       if (opts_[i]->master()) place(mine, u.range.begin + u.own.begin, opts_[i]->master(), DType::f32, st.count);
       else place(mine, u.range.begin + u.own.begin, st.params, s_.precision, st.count);
     }
@@ -324,7 +325,7 @@ std::vector<float> ZeroRank::full_weights() {
 
 std::vector<float> ZeroRank::full_gradients() {
   std::vector<float> mine(units_.numel, 0.0f);
-  if (stage_ == 0) {
+  if (!shards_optimizer(stage_)) {
     if (comm_.rank() == 0) place(mine, 0, model_.grad_data(), s_.precision, units_.numel);
   } else {
     for (const ZeroUnit& u : units_.units)
@@ -338,16 +339,15 @@ std::vector<float> ZeroRank::full_gradients() {
 double ZeroRank::exact_model_state() const {
   const double es = double(es_);
   auto state = [&](std::size_t n) { return adamw_state_bytes(n, s_.precision, s_.master); };
-  if (stage_ == 0) return 2 * es * double(units_.numel) + state(units_.numel);
+  if (!shards_optimizer(stage_)) return 2 * es * double(units_.numel) + state(units_.numel);
   double optimizer = 0;
   for (const ZeroUnit& u : units_.units)
     if (u.own.end > u.own.begin) optimizer += state(u.own.end - u.own.begin);
   const double padded = double(units_.padded_numel), shard = double(units_.shard_numel);
-  switch (stage_) {
-    case 1: return 2 * es * padded + optimizer;
-    case 2: return es * padded + es * shard + optimizer;
-    default: return 2 * es * shard + optimizer;
-  }
+  // Parameters: the padded whole, or the shard; gradients the same way.
+  const double params = shards_params(stage_) ? es * shard : es * padded;
+  const double grads = shards_gradients(stage_) ? es * shard : es * padded;
+  return params + grads + optimizer;
 }
 
 }  // namespace dtl

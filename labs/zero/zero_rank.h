@@ -30,7 +30,7 @@ namespace dtl {
 
 class ZeroRank {
  public:
-  ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, int stage, int prefetch_depth);
+  ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroStage stage, int prefetch_depth);
   // One step on rows [first_row, first_row + rows) of data. Returns the rows' mean loss.
   float train_step(const Dataset& data, int first_row, int rows, int step, ZeroStepTiming& t);
   // Collective: the whole model's fp32 weights (mixed precision: the master) on rank 0,
@@ -65,7 +65,8 @@ class ZeroRank {
   Comm& comm_;
   const LabConfig& cfg_;
   ZeroSettings s_;
-  int stage_, depth_;
+  ZeroStage stage_;
+  int depth_;
   std::size_t mark_;
   MemoryTracker mem_;
   BufferPool pool_;

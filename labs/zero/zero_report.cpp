@@ -45,7 +45,7 @@ void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings&
 void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, double psi,
                           int P) {
   const theory::ZeroPrecision pp = s.bytes_per_param();
-  const theory::ZeroBytes b = theory::zero_bytes_per_param(m.stage, P, pp);
+  const theory::ZeroBytes b = theory::zero_bytes_per_param(stage_number(m.stage), P, pp);
   const ZeroMemory& r0 = m.memory[0];
   rep.add(n + "param_bytes", "params per rank (rank 0)", double(tag(r0, MemTag::param)), "B").predict(psi * b.params, "Ψ·p/N^[s≥3]");
   rep.add(n + "grad_bytes", "grads per rank (rank 0)", double(tag(r0, MemTag::grad)), "B").predict(psi * b.grads, "Ψ·g/N^[s≥2]");
@@ -80,14 +80,14 @@ void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings&
                               Convention{theory::ZeroConvention::twelve, "conv12", "seed 002"},
                               Convention{theory::ZeroConvention::eight, "conv8", "seed 001"}})
     rep.add(n + c.id, std::string("model state vs ") + theory::zero_convention_name(c.c), rank0, "B")
-        .predict(theory::zero_model_state_bytes(psi, m.stage, P, c.c), c.seeds);
+        .predict(theory::zero_model_state_bytes(psi, stage_number(m.stage), P, c.c), c.seeds);
   rep.add(n + "padding", "padding elements (all ranks)", double(m.padding), "");
 }
 
 // Peak per rank against the formula, and what the formula leaves out on the rank farthest above it.
 void add_residual_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, double psi,
                        int P) {
-  const double formula = psi * theory::zero_bytes_per_param(m.stage, P, s.bytes_per_param()).total();
+  const double formula = psi * theory::zero_bytes_per_param(stage_number(m.stage), P, s.bytes_per_param()).total();
   int worst = 0;
   for (int r = 0; r < P; ++r) {
     const ZeroMemory& z = m.memory[std::size_t(r)];
@@ -119,14 +119,14 @@ void add_comm_rows(Report& rep, const std::string& n, const ZeroSettings& s, con
   const double es = double(dtype_size(s.precision)), ring = double(P - 1) / P;
   // Exact: the collectives move whole padded units: 2 (stage 3: 3) passes of N·chunk elements,
   // stage 0 one all-reduce (2 passes) of Ψ; f16's overflow vote adds one float all-reduced.
-  const double passes = m.stage == 3 ? 3 : 2;
-  double exact = m.stage == 0 ? 2 * ring * psi * es : passes * ring * double(padded_numel) * es;
-  if (m.stage > 0 && s.precision == DType::f16) exact += 2 * ring * 4;
+  const double passes = shards_params(m.stage) ? 3 : 2;
+  double exact = shards_optimizer(m.stage) ? passes * ring * double(padded_numel) * es : 2 * ring * psi * es;
+  if (shards_optimizer(m.stage) && s.precision == DType::f16) exact += 2 * ring * 4;
   rep.check(n + "bus_bytes_per_step", "bytes sent per rank per step (ring)", m.bus_bytes_per_step, exact, "B",
             1e-9 * exact)
-      .from(m.stage == 3 ? "3·N·chunk·(N-1)/N" : m.stage == 0 ? "2Ψ(N-1)/N" : "2·N·chunk·(N-1)/N");
+      .from(shards_params(m.stage) ? "3·N·chunk·(N-1)/N" : shards_optimizer(m.stage) ? "2·N·chunk·(N-1)/N" : "2Ψ(N-1)/N");
   rep.add(n + "comm_formula", "bytes per rank per step vs the formula", m.bus_bytes_per_step, "B")
-      .predict(theory::zero_comm_elements_per_rank(psi, m.stage, P) * es, m.stage == 3 ? "3Ψ(N-1)/N" : "2Ψ(N-1)/N");
+      .predict(theory::zero_comm_elements_per_rank(psi, stage_number(m.stage), P) * es, shards_params(m.stage) ? "3Ψ(N-1)/N" : "2Ψ(N-1)/N");
 }
 
 }  // namespace
@@ -139,11 +139,11 @@ std::size_t ZeroMemory::model_state() const {
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P) {
   const std::string n = stage_case(m.stage) + ".";
   add_equivalence_rows(rep, n, s, m, P);
-  if (m.stage == 0) rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
+  if (!shards_optimizer(m.stage)) rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
   rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);
-  if (m.stage == 3)
+  if (shards_params(m.stage))
     rep.add(n + "exposed_allgather", "of which parameter all-gathers (prefetch " + std::to_string(m.prefetch_depth) + ")",
             0, "s")
         .over(m.exposed_gather);
@@ -170,7 +170,7 @@ void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, 
   rep.plots.push_back(plot);
 }
 
-void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<int>& stages, std::size_t psi, int units) {
+void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi, int units) {
   const int P = rep.ranks;
   char mlp[128];
   std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers (Ψ = %zu params)", s.shape.width, s.shape.layers, psi);
@@ -181,7 +181,7 @@ void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<i
                                                       (s.master == MasterWeights::keep ? " mixed, fp32 master (2+2+12 B/param)"
                                                                                        : " mixed, no master (2+2+8 B/param)"));
   std::string names;
-  for (int st : stages) names += (names.empty() ? "" : ", ") + std::to_string(st);
+  for (ZeroStage st : stages) names += (names.empty() ? "" : ", ") + std::to_string(stage_number(st));
   rep.setup.push_back("stage " + names);
   rep.setup.push_back(std::to_string(units) + " sharding units of " + std::to_string(s.layers_per_unit) + " layer(s)");
   rep.setup.push_back(s.prefetch_depth ? "prefetch " + std::to_string(s.prefetch_depth) + " unit(s) ahead" : "no prefetch");
