@@ -25,7 +25,7 @@
 #include "core/util/units.h"
 #include "exercises/ddp.h"
 #include "labs/measure.h"
-#include "labs/train/compute_span.h"
+#include "labs/train/step_clock.h"
 #include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
@@ -83,9 +83,6 @@ double ddp_process_bytes(const DdpSettings& s, int P) {
 
 namespace {
 
-// Now, in seconds on the trace's clock (the clock of the comm stream's events).
-double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
-
 // This rank's collectives on its comm stream since `mark`: their time, their bytes, and
 // when the last one ended (0: none). The comm stream stamps them when the data has moved,
 // which a rank thread waiting for them may only see later (it shares the cores).
@@ -114,36 +111,32 @@ struct Trainer {
   DeviceBatch& batch;  // the micro-batch's rows on the model's device
 };
 
-// Forward and backward of `micro` micro-batches; bucketed variants launch buckets from
-// the after_backward hook of the micro-batch that may synchronize, and note in
-// *backward_done when the last layer's gradients were ready: launching a bucket wakes the
-// comm stream, which may take the core before this thread returns from backward.
-// Returns the mean loss.
-float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
-                       int micro, bool bucketed, int step, std::vector<Request>& pending, double* backward_done) {
+// Forward and backward of `micro` micro-batches; bucketed variants launch a bucket's
+// all-reduce the moment its last layer's gradients are ready (an after_backward hook), on
+// the micro-batch that synchronizes. Returns the mean loss.
+float forward_backward(Comm& comm, StepClock& clock, Trainer& tr, const Dataset& data, int first_row, int rows, int micro,
+                       bool bucketed, std::vector<Request>& pending) {
   const int mrows = rows / micro;
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   float loss = 0;
-  LayerSpans layers(comm, tr.model.shape().layers, step);  // a span per layer inside forward and backward
   for (int mb = 0; mb < micro; ++mb) {
     tr.batch.load(data, first_row + mb * mrows, mrows);
-    const float* y = nullptr;
-    {
-      ComputeSpan span(comm, cfg, Pass::forward, step);  // compute spans on the main stream
-      y = tr.model.forward(tr.batch.x(), mrows, layers.forward_hooks(span));
-    }
+    const float* y = clock.compute(Pass::forward, {}, [&](const LayerHooks& h) { return tr.model.forward(tr.batch.x(), mrows, h); });
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
     loss += tr.batch.mse_loss(tr.model.ops(), y, tr.scaler.scale() / float(micro)) / float(micro);
-    ComputeSpan span(comm, cfg, Pass::backward, step);
-    std::function<void(int)> gradients_ready;  // (a straggler's gradients are late layer by layer: paced per layer)
+    LayerHooks launch;
     if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
-      gradients_ready = [&](int layer) {
-        *backward_done = now_s(comm);  // the last call stamps backward's real end
-        ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending);
-      };
-    tr.model.backward(tr.batch.dy(), mb > 0, layers.backward_hooks(span, gradients_ready));
+      launch.after_backward = [&](int layer) { ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending); };
+    clock.compute(Pass::backward, launch, [&](const LayerHooks& h) { tr.model.backward(tr.batch.dy(), mb > 0, h); });
   }
   return loss;
+}
+
+// A step's timing: compute is forward and backward (to the last layer's gradients) and the
+// optimizer; the wait, from there to the last collective's end (`comm_done`).
+StepTiming step_timing(const StepClock& clock, const CommSince& c, double comm_done, double optimizer) {
+  const double backward = clock.backward_end() - clock.start();
+  return {backward + optimizer, std::max(0.0, comm_done - clock.backward_end()), clock.elapsed(), c.seconds};
 }
 
 // One training step of `variant` on this rank's rows: its timing and the gradient bytes
@@ -151,15 +144,13 @@ float forward_backward(Comm& comm, const LabConfig& cfg, Trainer& tr, const Data
 float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& data, int first_row, int rows,
                  DdpVariant variant, const DdpSettings& s, int step, StepTiming& t, double& grad_bytes,
                  std::vector<float>* gradients) {
-  std::vector<Request> pending;
-  const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
+  StepClock clock(comm, cfg, tr.model.shape().layers, step);
   const std::size_t mark = comm_mark(comm);
-  const double t0 = now_s(comm);
+  std::vector<Request> pending;
   const bool bucketed = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate;
-  double backward_done = 0;
-  const float loss = forward_backward(comm, cfg, tr, data, first_row, rows, variant == DdpVariant::accumulate ? s.micro : 1,
-                                      bucketed, step, pending, &backward_done);
-  if (!bucketed || backward_done == 0) backward_done = now_s(comm);
+  const int micro = variant == DdpVariant::accumulate ? s.micro : 1;
+  const float loss = forward_backward(comm, clock, tr, data, first_row, rows, micro, bucketed, pending);
+  const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   if (variant == DdpVariant::naive) {  // one tensor at a time, nothing overlapped
     for (const ParamTensor& p : tr.model.layout().tensors())
       ex::average_gradients(comm, {grads.at(p.range.begin), grads.dtype}, p.range.size());
@@ -168,16 +159,12 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   }
   ex::wait_for_buckets(pending);
   const CommSince c = comm_since(comm, mark);
-  const double comm_done = c.last_end > 0 ? c.last_end : now_s(comm);
+  const double comm_done = c.last_end > 0 ? c.last_end : clock.now();
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
-  const double optimizer_start = now_s(comm);
-  {
-    ComputeSpan span(comm, cfg, Pass::optimizer, step);
-    // Every rank holds the same averaged gradients, so all skip an overflow together.
-    tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale()));
-  }
-  const double end = now_s(comm);
-  t = {(backward_done - t0) + (end - optimizer_start), std::max(0.0, comm_done - backward_done), end - t0, c.seconds};
+  // Every rank holds the same averaged gradients, so all skip an overflow together.
+  const double optimizer =
+      clock.compute(Pass::optimizer, [&] { tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale())); });
+  t = step_timing(clock, c, comm_done, optimizer);
   grad_bytes = c.bytes;
   return loss;
 }

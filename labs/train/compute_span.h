@@ -41,7 +41,8 @@ class ComputeSpan {
 
 // Per-layer compute spans from the model's hooks ("forward 2", "backward 2"), nested in
 // the lab's forward/backward ComputeSpan, so a timeline shows each layer's work and what
-// the lab does between layers (DDP launches a bucket's all-reduce there). Each layer's
+// the lab does between layers (DDP launches a bucket's all-reduce there: StepClock nests
+// the lab's hooks around these, labs/train/step_clock.h). Each layer's
 // share of a straggler's stretch is paced inside its span.
 class LayerSpans {
  public:
@@ -52,10 +53,9 @@ class LayerSpans {
       backward_.push_back(trace_->label("backward " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
     }
   }
-  LayerHooks forward_hooks(ComputeSpan& span) { return hooks(span, forward_, {}); }
-  // `after(l)` runs once layer l's span has closed (its gradients are final).
-  LayerHooks backward_hooks(ComputeSpan& span, std::function<void(int)> after = {}) {
-    LayerHooks h = hooks(span, backward_, std::move(after));
+  LayerHooks forward_hooks(ComputeSpan& span) { return hooks(span, forward_); }
+  LayerHooks backward_hooks(ComputeSpan& span) {
+    LayerHooks h = hooks(span, backward_);
     std::swap(h.before_forward, h.before_backward);
     std::swap(h.after_forward, h.after_backward);
     return h;
@@ -63,15 +63,14 @@ class LayerSpans {
 
  private:
   // Hooks in forward's slots: open a span before the layer, close it after.
-  LayerHooks hooks(ComputeSpan& span, const std::vector<std::uint16_t>& labels, std::function<void(int)> after) {
+  LayerHooks hooks(ComputeSpan& span, const std::vector<std::uint16_t>& labels) {
     LayerHooks h;
     h.before_forward = [this](int) { begin_ = trace_ ? trace_->now_ns() : 0; };
-    h.after_forward = [this, &span, &labels, after = std::move(after)](int l) {
+    h.after_forward = [this, &span, &labels](int l) {
       span.pace();
       if (trace_ && l >= 0 && std::size_t(l) < labels.size())
         trace_->record(Event{.begin_ns = begin_, .end_ns = trace_->now_ns(), .rank = rank_, .step = step_,
                              .label = labels[std::size_t(l)], .kind = EventKind::compute});
-      if (after) after(l);
     };
     return h;
   }

@@ -1,20 +1,17 @@
 #include "labs/zero/zero_rank.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
 #include "labs/train/buckets.h"
-#include "labs/train/compute_span.h"
+#include "labs/train/step_clock.h"
 
 namespace dtl {
 
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Stage 0 trains the model's own buffers; stages 1-3 bind the model to theirs.
 MlpStorage storage_of(ZeroStage stage) { return shards_optimizer(stage) ? MlpStorage{false, false} : MlpStorage{}; }
@@ -92,11 +89,11 @@ void* ZeroRank::unit_shard_grads(const ZeroUnit& u) {
 }
 
 double ZeroRank::wait(Request& r) {
-  const double t0 = now_s();
-  r.wait();
-  const double waited = now_s() - t0;
-  waited_ += waited;
-  return waited;
+  if (!clock_) {  // outside a step: nothing to count
+    r.wait();
+    return 0;
+  }
+  return clock_->waiting([&] { r.wait(); });
 }
 
 // ---- stage 3: gather before use, free after ----------------------------------------------
@@ -241,49 +238,34 @@ void ZeroRank::optimizer_step() {
   scaler_.update(true);
 }
 
+void ZeroRank::all_gather_params() {
+  std::vector<Request> gathers;
+  for (const ZeroUnit& u : units_.units)
+    gathers.push_back(ex::all_gather_params(comm_, {at(full_params_.data(), u.padded_begin), s_.precision}, u.chunk));
+  for (Request& r : gathers) wait(r);
+}
+
+// One step of the stage's algorithm; the clock measures it (labs/train/step_clock.h), the
+// hooks (forward_hooks, backward_hooks) are where the stages differ.
 float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int step, ZeroStepTiming& t) {
-  waited_ = waited_gather_ = 0;
-  const double t0 = now_s();
-  std::fill(issued_.begin(), issued_.end(), false);
-  const float* y = nullptr;
+  StepClock clock(comm_, cfg_, s_.shape.layers, step);
+  clock_ = &clock;
+  waited_gather_ = 0;
   batch_.load(data, first_row, rows);  // the rows onto the rank's device
-  LayerSpans layers(comm_, s_.shape.layers, step);
-  {
-    ComputeSpan span(comm_, cfg_, Pass::forward, step);
-    LayerHooks h = forward_hooks(), spans = layers.forward_hooks(span);
-    y = model_.forward(batch_.x(), rows,
-                       {[&](int l) { if (h.before_forward) h.before_forward(l); spans.before_forward(l); },
-                        [&](int l) { spans.after_forward(l); if (h.after_forward) h.after_forward(l); }, {}, {}});
-  }
-  const float loss = batch_.mse_loss(model_.ops(), y, scaler_.scale());
-  float* dy = batch_.dy();
   std::fill(issued_.begin(), issued_.end(), false);
-  {
-    ComputeSpan span(comm_, cfg_, Pass::backward, step);
-    LayerHooks h = backward_hooks(), spans = layers.backward_hooks(span);
-    model_.backward(dy, false,
-                    {{}, {}, [&](int l) { if (h.before_backward) h.before_backward(l); spans.before_backward(l); },
-                     [&](int l) { spans.after_backward(l); if (h.after_backward) h.after_backward(l); }});
-  }
-  wait_reductions(0);
-  const double buckets_from = now_s();
-  ex::wait_for_buckets(ddp_pending_);  // stage 0 (the learner's DDP exercise 10)
-  waited_ += now_s() - buckets_from;
-  const double optimizer_from = now_s();
-  {
-    ComputeSpan span(comm_, cfg_, Pass::optimizer, step);
-    optimizer_step();
-  }
-  t.optimizer = now_s() - optimizer_from;
-  if (gathers_after_step(stage_)) {  // every rank needs every parameter again
-    std::vector<Request> gathers;
-    for (const ZeroUnit& u : units_.units)
-      gathers.push_back(ex::all_gather_params(comm_, {at(full_params_.data(), u.padded_begin), s_.precision}, u.chunk));
-    for (Request& r : gathers) wait(r);
-  }
-  t.step = now_s() - t0;
-  t.exposed = waited_;
+  const float* y = clock.compute(Pass::forward, forward_hooks(),
+                                 [&](const LayerHooks& h) { return model_.forward(batch_.x(), rows, h); });
+  const float loss = batch_.mse_loss(model_.ops(), y, scaler_.scale());
+  std::fill(issued_.begin(), issued_.end(), false);
+  clock.compute(Pass::backward, backward_hooks(), [&](const LayerHooks& h) { model_.backward(batch_.dy(), false, h); });
+  wait_reductions(0);                                                // stages 1-3: the last units' reduce-scatters
+  clock.waiting([&] { ex::wait_for_buckets(ddp_pending_); });       // stage 0 (the learner's DDP exercise 10)
+  t.optimizer = clock.compute(Pass::optimizer, [&] { optimizer_step(); });
+  if (gathers_after_step(stage_)) all_gather_params();  // every rank needs every parameter again
+  t.step = clock.elapsed();
+  t.exposed = clock.exposed();
   t.exposed_gather = waited_gather_;
+  clock_ = nullptr;
   return loss;
 }
 

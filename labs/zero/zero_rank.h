@@ -22,6 +22,7 @@
 #include "exercises/ddp.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
+#include "labs/train/step_clock.h"
 #include "labs/zero/buffer_pool.h"
 #include "labs/zero/zero_lab.h"
 #include "labs/zero/zero_units.h"
@@ -57,10 +58,11 @@ class ZeroRank {
   void release_gather(const ZeroUnit& u);
   void open_bucket(const ZeroUnit& u);  // stages 2, 3
   void reduce_unit(const ZeroUnit& u);  // stages 1–3
-  double wait(Request& r);              // waits, returning the seconds it waited
+  double wait(Request& r);              // waits, counted as exposed on the step's clock; returns the seconds
   void wait_reductions(std::size_t keep);
   bool gradients_finite_everywhere();
   void optimizer_step();
+  void all_gather_params();  // stages 1, 2: the updated shards to every rank
 
   Comm& comm_;
   const LabConfig& cfg_;
@@ -88,7 +90,8 @@ class ZeroRank {
   };
   std::deque<Reduction> reducing_;
   std::vector<PooledBuffer> open_buckets_;
-  double waited_ = 0, waited_gather_ = 0;
+  StepClock* clock_ = nullptr;  // the step's, during train_step
+  double waited_gather_ = 0;
   DeviceBatch batch_;  // this rank's rows on its device
 };
 
