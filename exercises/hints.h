@@ -1,11 +1,11 @@
-// Leveled hints for every exercise: what `dtlab grade --hint 1|2|3` prints under a
-// failing exercise. One entry per exercise, keyed by ExerciseInfo::id (labs/lab.h), so a
-// lab's exercise list and its hints meet in the grader:
+// Leveled hints for an exercise: what `dtlab grade --hint 1|2|3` prints under a failing
+// exercise. Each lab keeps its exercises' hints beside them (labs/<lab>/hints.cpp) and
+// lists them in its LabInfo (labs/lab.h: exercise_hint finds one by ExerciseInfo::id):
 //   level 1  the idea (what the function is for, the curriculum's picture)
 //   level 2  the formula or the indices
 //   level 3  an outline in words
 // Hints are prose, never code: tests/grade/hints_test.cpp checks that no line of
-// solutions/*.cpp appears in any of them. Built into both tracks (exercises/hints.cpp).
+// labs/*/solutions.cpp appears in any of them. The same in both tracks.
 #pragma once
 
 #include <span>
@@ -21,12 +21,13 @@ struct ExerciseHints {
 };
 
 // What each level gives, for --help and the grader's footer ("the idea", ...).
-std::string_view hint_level_name(int level);
-
-// Every exercise's hints, in the order a learner meets the exercises.
-std::span<const ExerciseHints> exercise_hints();
-
-// Hint `level` (1..kHintLevels) of exercise `id`; empty when there is none.
-std::string_view exercise_hint(std::string_view id, int level);
+inline std::string_view hint_level_name(int level) {
+  switch (level) {
+    case 1: return "the idea";
+    case 2: return "the formula or the indices";
+    case 3: return "an outline in words";
+    default: return "";
+  }
+}
 
 }  // namespace dtl::ex

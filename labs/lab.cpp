@@ -71,4 +71,18 @@ const LabInfo* find_lab(std::string_view name) {
   return nullptr;
 }
 
+std::vector<ex::ExerciseHints> exercise_hints() {
+  std::vector<ex::ExerciseHints> all;
+  for (const LabInfo& lab : lab_registry()) all.insert(all.end(), lab.hints.begin(), lab.hints.end());
+  return all;
+}
+
+std::string_view exercise_hint(std::string_view id, int level) {
+  if (level < 1 || level > ex::kHintLevels) return {};
+  for (const LabInfo& lab : lab_registry())
+    for (const ex::ExerciseHints& h : lab.hints)
+      if (h.id == id) return h.level[level - 1];
+  return {};
+}
+
 }  // namespace dtl

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/comm/link.h"
 #include "core/comm/threads_backend.h"
 #include "core/memory/memory.h"
+#include "exercises/hints.h"
 #include "labs/options.h"
 #include "labs/report.h"
 #include "labs/view_kind.h"
@@ -64,7 +66,8 @@ void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& 
 // first words (the emulated link, if any); the lab adds its own setup words.
 Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& lab);
 
-// An exercise a lab calls (exercises/*.h), graded by a GoogleTest suite of tests/grade.
+// An exercise a lab calls (labs/<lab>/exercises.h), graded by a GoogleTest suite of its
+// labs/<lab>/grade_test.cpp.
 struct ExerciseInfo {
   std::string id;     // the function's name, as `dtlab grade --exercise ID` takes it
   std::string suite;  // the GoogleTest suite that grades it
@@ -96,6 +99,8 @@ struct LabInfo {
   // Validated options parsed into the lab's settings and written back as text, by its
   // option table (labs/option_table.h): how the tests see that every flag round-trips.
   std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
+  // Its exercises' hints, three levels each (labs/<lab>/hints.cpp), by ExerciseInfo::id.
+  std::span<const ex::ExerciseHints> hints;
 
   bool uses(RunOption o) const;
 };
@@ -109,6 +114,10 @@ std::string device_meta(const LabConfig& cfg);
 
 const std::vector<LabInfo>& lab_registry();
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown
+// Every lab's exercise hints, in the registry's order; hint `level` (1..ex::kHintLevels) of
+// exercise `id` (empty when there is none).
+std::vector<ex::ExerciseHints> exercise_hints();
+std::string_view exercise_hint(std::string_view id, int level);
 // Fills unset lab options with their defaults and validates them all (UsageError).
 LabConfig with_defaults(const LabInfo& lab, LabConfig cfg);
 

@@ -39,14 +39,9 @@ double peak_bytes_since(Comm& comm, std::size_t mark, MemTag tag) {
   Trace* tr = comm.trace();
   if (!tr) throw Error("measuring memory needs tracing on (the lab runner always enables it)");
   const EventLog& log = tr->log(comm.global_rank(), kStreamMain);
-  double cur = 0, peak = 0;
-  for (std::size_t i = mark; i < log.size(); ++i) {
-    const Event& e = log[i];
-    if (e.tag != int(tag) || (e.kind != EventKind::alloc && e.kind != EventKind::free)) continue;
-    cur += e.kind == EventKind::alloc ? double(e.bytes) : -double(e.bytes);
-    peak = std::max(peak, cur);
-  }
-  return peak;
+  MemoryByTag memory;
+  for (std::size_t i = mark; i < log.size(); ++i) memory.apply(log[i]);
+  return double(memory.peak[int(tag)]);
 }
 
 Traffic traffic_max(Comm& comm, const Traffic& mine) {

@@ -9,7 +9,7 @@
 #      graded tests, the CLI fuzz table among them (each test is built and run once:
 #      tests/CMakeLists.txt, ci_release_tests and ci_sanitized_tests)
 #   5. exercise track: it builds, the grader gives 0 points with every stub's hint at levels
-#      1, 2 and 3, and its output holds no line of solutions/*.cpp
+#      1, 2 and 3, and its output holds no line of labs/*/solutions.cpp
 # Prints ctest's summary for each; exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."

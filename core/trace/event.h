@@ -69,15 +69,27 @@ static_assert(sizeof(Event) == 64, "Event stays one cache line");
 static_assert(std::is_trivially_copyable_v<Event> && std::has_unique_object_representations_v<Event>,
               "Event is POD with no padding bytes");
 
-// Bytes currently allocated on one rank, by tag, updated from its alloc/free events: what
-// the trace writer's counters and the memory view both show.
+// One rank's memory replayed from its alloc/free events, by tag: the bytes allocated now,
+// each tag's peak, the peak of the total and each tag's bytes at that moment. The one
+// replay the trace writer's counters, the memory view and the labs' memory rows all use.
+// (A free of more than a tag holds, from an allocation before the replay began, stops at 0.)
 struct MemoryByTag {
-  std::uint64_t bytes[kNumMemTags] = {};
+  std::uint64_t bytes[kNumMemTags] = {};    // allocated now
+  std::uint64_t peak[kNumMemTags] = {};     // each tag's most so far
+  std::uint64_t total = 0, peak_total = 0;  // all tags: now, and the most so far
+  std::uint64_t at_peak[kNumMemTags] = {};  // each tag's bytes when the total peaked
   void apply(const Event& e) {  // ignores events that are not alloc/free
     if (e.kind != EventKind::alloc && e.kind != EventKind::free) return;
     const int t = e.tag < 0 ? 0 : e.tag >= kNumMemTags ? kNumMemTags - 1 : e.tag;
     std::uint64_t& cur = bytes[t];
-    cur = e.kind == EventKind::alloc ? cur + e.bytes : cur - (e.bytes < cur ? e.bytes : cur);
+    const std::uint64_t change = e.kind == EventKind::alloc ? e.bytes : (e.bytes < cur ? e.bytes : cur);
+    cur = e.kind == EventKind::alloc ? cur + change : cur - change;
+    total = e.kind == EventKind::alloc ? total + change : total - change;
+    if (cur > peak[t]) peak[t] = cur;
+    if (total > peak_total) {
+      peak_total = total;
+      for (int i = 0; i < kNumMemTags; ++i) at_peak[i] = bytes[i];
+    }
   }
 };
 

@@ -8,7 +8,7 @@
 // --gtest_output=json, so it reports exactly what ctest would, and adds the points.
 // Under each failing exercise it prints the first failure as the test words it (the
 // function, the case, what differs: grade_messages.h drops GoogleTest's framing) and the
-// exercise's hint at the level asked (exercises/hints.cpp: 1 the idea, 2 the formula or
+// exercise's hint at the level asked (labs/<lab>/hints.cpp: 1 the idea, 2 the formula or
 // the indices, 3 an outline in words).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,7 +94,7 @@ std::vector<Score> score(const nlohmann::json& results, const std::vector<Exerci
 
 // The hint line under a failing exercise: "Hint 1 of 3 (the idea): ...".
 std::string hint_line(const std::string& id, int level) {
-  const std::string_view hint = ex::exercise_hint(id, level);
+  const std::string_view hint = exercise_hint(id, level);
   if (hint.empty()) return {};
   return "Hint " + std::to_string(level) + " of " + std::to_string(ex::kHintLevels) + " (" +
          std::string(ex::hint_level_name(level)) + "): " + std::string(hint);

@@ -27,7 +27,7 @@
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
-#include "exercises/collectives.h"
+#include "labs/collectives/exercises.h"
 #include "labs/collectives/crafted.h"
 #include "labs/collectives/lab_buffer.h"
 #include "labs/measure.h"
@@ -324,7 +324,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
                      " element; give at least " + std::to_string(es));
   if (!comm.trace()) throw Error("the collectives lab measures from trace events; run it with tracing on");
-  ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
+  ex::require_supported_world(comm.size());  // every phase's tags distinct (labs/collectives/exercises.h)
   // Each rank keeps its input, the working buffer, the exact reference and the library's
   // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
   require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1), "--bytes (or --ranks)");
@@ -365,6 +365,10 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
   return table;
 }
 
+namespace ex {
+std::span<const ExerciseHints> collectives_hints();  // labs/collectives/hints.cpp
+}  // namespace ex
+
 LabInfo collectives_lab_info() {
   return {
       "collectives",
@@ -385,6 +389,7 @@ LabInfo collectives_lab_info() {
       collectives_chunk_grid,
       FaultPlan::Counted::sends, false, {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
       collectives_option_table().read_back(),
+      ex::collectives_hints(),
   };
 }
 

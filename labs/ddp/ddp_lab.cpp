@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
 #include "labs/measure.h"
 #include "labs/train/step_clock.h"
 #include "labs/train/buckets.h"
@@ -107,26 +107,24 @@ struct Trainer {
   Mlp& model;
   AdamW& opt;
   LossScaler& scaler;
-  const std::vector<ex::GradBucket>& buckets;
+  BucketedAllReduce& reducer;  // the bucketed variants' (labs/train/buckets.h)
   DeviceBatch& batch;  // the micro-batch's rows on the model's device
 };
 
 // Forward and backward of `micro` micro-batches; bucketed variants launch a bucket's
 // all-reduce the moment its last layer's gradients are ready (an after_backward hook), on
 // the micro-batch that synchronizes. Returns the mean loss.
-float forward_backward(Comm& comm, StepClock& clock, Trainer& tr, const Dataset& data, int first_row, int rows, int micro,
-                       bool bucketed, std::vector<Request>& pending) {
+float forward_backward(StepClock& clock, Trainer& tr, const Dataset& data, int first_row, int rows, int micro,
+                       bool bucketed) {
   const int mrows = rows / micro;
-  const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   float loss = 0;
   for (int mb = 0; mb < micro; ++mb) {
     tr.batch.load(data, first_row + mb * mrows, mrows);
     const float* y = clock.compute(Pass::forward, {}, [&](const LayerHooks& h) { return tr.model.forward(tr.batch.x(), mrows, h); });
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
     loss += tr.batch.mse_loss(tr.model.ops(), y, tr.scaler.scale() / float(micro)) / float(micro);
-    LayerHooks launch;
-    if (bucketed && ex::sync_this_micro_batch(mb, micro))  // no_sync on the others
-      launch.after_backward = [&](int layer) { ex::launch_ready_buckets(comm, grads, tr.buckets, layer, pending); };
+    const bool sync = bucketed && ex::sync_this_micro_batch(mb, micro);  // no_sync on the others
+    const LayerHooks launch = sync ? tr.reducer.launch_hooks() : LayerHooks{};
     clock.compute(Pass::backward, launch, [&](const LayerHooks& h) { tr.model.backward(tr.batch.dy(), mb > 0, h); });
   }
   return loss;
@@ -146,10 +144,9 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
                  std::vector<float>* gradients) {
   StepClock clock(comm, cfg, tr.model.shape().layers, step);
   const std::size_t mark = comm_mark(comm);
-  std::vector<Request> pending;
   const bool bucketed = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate;
   const int micro = variant == DdpVariant::accumulate ? s.micro : 1;
-  const float loss = forward_backward(comm, clock, tr, data, first_row, rows, micro, bucketed, pending);
+  const float loss = forward_backward(clock, tr, data, first_row, rows, micro, bucketed);
   const ex::GradBuffer grads{tr.model.grad_data(), tr.model.precision()};
   if (variant == DdpVariant::naive) {  // one tensor at a time, nothing overlapped
     for (const ParamTensor& p : tr.model.layout().tensors())
@@ -157,7 +154,7 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   } else if (variant == DdpVariant::flat) {
     ex::average_gradients(comm, grads, tr.model.num_params());
   }
-  ex::wait_for_buckets(pending);
+  tr.reducer.wait();
   const CommSince c = comm_since(comm, mark);
   const double comm_done = c.last_end > 0 ? c.last_end : clock.now();
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
@@ -220,10 +217,10 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   Mlp model(s.shape, mem, 1, s.precision, rank_device(cfg.device, comm));
   AdamW opt(whole_model(model), model.device(), mem, s.adamw);
   LossScaler scaler(s.precision);
-  const std::vector<ex::GradBucket> buckets = layer_buckets(model.layout(), s.bucket_mb, s.precision);
+  BucketedAllReduce reducer(comm, model, s.bucket_mb);
   const int micro_rows = s.batch / comm.size() / (variant == DdpVariant::accumulate ? s.micro : 1);
   DeviceBatch batch(mem, model.device(), s.shape.in, s.shape.out, micro_rows);
-  Trainer tr{model, opt, scaler, buckets, batch};
+  Trainer tr{model, opt, scaler, reducer, batch};
   const VariantRun run = train_variant(comm, cfg, variant, s, data, tr);
   DdpMeasurement m;
   m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device());
@@ -233,7 +230,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   m.grad_bytes_per_step = run.grad_bytes_per_step;
   measure_variant(comm, m, fp32_weights(model, opt), run.first_gradients, reference);
   m.params = model.num_params();
-  m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? buckets.size() : 0;
+  m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? reducer.bucket_count() : 0;
   m.skipped_steps = scaler.skipped_steps();
   m.param_peak = mem.peak(MemTag::param);
   m.grad_peak = mem.peak(MemTag::grad);
@@ -310,6 +307,10 @@ const OptionTable<DdpSettings>& ddp_option_table() {
   return table;
 }
 
+namespace ex {
+std::span<const ExerciseHints> ddp_hints();  // labs/ddp/hints.cpp
+}  // namespace ex
+
 LabInfo ddp_lab_info() {
   return {
       "ddp",
@@ -328,6 +329,7 @@ LabInfo ddp_lab_info() {
       {ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
       ddp_option_table().read_back(),
+      ex::ddp_hints(),
   };
 }
 

@@ -172,6 +172,7 @@ LabInfo gpt_lab_info() {
       {ViewKind::report, ViewKind::timeline, ViewKind::memory},
       {{"steps", "60"}},
       gpt_option_table().read_back(),
+      {},
   };
 }
 

@@ -201,6 +201,7 @@ LabInfo grid_lab_info() {
       {ViewKind::topology, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       grid_option_table().read_back(),
+      {},
   };
 }
 

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
-#include "exercises/pipeline.h"
+#include "labs/pipeline/exercises.h"
 #include "labs/measure.h"
 #include "labs/pipeline/pipeline_stage.h"
 #include "labs/shared_options.h"
@@ -241,6 +241,10 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
   return table;
 }
 
+namespace ex {
+std::span<const ExerciseHints> pipeline_hints();  // labs/pipeline/hints.cpp
+}  // namespace ex
+
 LabInfo pipeline_lab_info() {
   return {
       "pipeline",
@@ -255,6 +259,7 @@ LabInfo pipeline_lab_info() {
       {ViewKind::pipeline, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
       pipeline_option_table().read_back(),
+      ex::pipeline_hints(),
   };
 }
 

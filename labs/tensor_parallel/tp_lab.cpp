@@ -203,6 +203,10 @@ const OptionTable<TpSettings>& tp_option_table() {
   return table;
 }
 
+namespace ex {
+std::span<const ExerciseHints> tensor_parallel_hints();  // labs/tensor_parallel/hints.cpp
+}  // namespace ex
+
 LabInfo tensor_parallel_lab_info() {
   return {
       "tensor_parallel",
@@ -222,6 +226,7 @@ LabInfo tensor_parallel_lab_info() {
       {ViewKind::split, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       tp_option_table().read_back(),
+      ex::tensor_parallel_hints(),
   };
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exercises/tensor_parallel.h"
+#include "labs/tensor_parallel/exercises.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"

@@ -1,17 +1,46 @@
 // DDP's gradient buckets over a model's layers (PyTorch DDP's bucket_cap_mb): whole layers
 // in reverse order, a bucket closed at the capacity — the rule of the learner's exercise
-// assign_buckets (exercises/ddp.h), applied to a parameter layout. The DDP lab and ZeRO's
-// stage 0 (which is DDP) both build theirs here.
+// assign_buckets (labs/ddp/exercises.h), applied to a parameter layout — and the bucketed
+// all-reduce that runs them. The DDP lab's bucketed variants and ZeRO's stage 0 (which is
+// DDP) both run this one.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "core/comm/dtype.h"
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
+#include "labs/train/mlp.h"
 #include "labs/train/param_layout.h"
 
 namespace dtl {
 
 std::vector<ex::GradBucket> layer_buckets(const ParamLayout& layout, double capacity_mb, DType t);
+
+// The model's gradients averaged bucket by bucket (PyTorch DDP's Reducer): launch_hooks()
+// starts each bucket's async all-reduce the moment the last of its layers' gradients is
+// ready, during backward; wait() before the optimizer step. Built from the learner's DDP
+// exercises (launch_ready_buckets, wait_for_buckets), so the lab runs the learner's code.
+class BucketedAllReduce {
+ public:
+  BucketedAllReduce(Comm& comm, Mlp& model, double capacity_mb)
+      : comm_(comm),
+        grads_{model.grad_data(), model.precision()},
+        buckets_(layer_buckets(model.layout(), capacity_mb, model.precision())) {}
+  // An after_backward hook (leave it out on the micro-batches that skip synchronizing).
+  LayerHooks launch_hooks() {
+    LayerHooks h;
+    h.after_backward = [this](int layer) { ex::launch_ready_buckets(comm_, grads_, buckets_, layer, pending_); };
+    return h;
+  }
+  void wait() { ex::wait_for_buckets(pending_); }  // every launched bucket averaged
+  std::size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  Comm& comm_;
+  ex::GradBuffer grads_;
+  std::vector<ex::GradBucket> buckets_;
+  std::vector<Request> pending_;
+};
 
 }  // namespace dtl

@@ -145,24 +145,7 @@ ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings&
 ZeroMemory memory_from_events(Comm& comm, std::size_t mark) {
   const EventLog& log = comm.trace()->log(comm.global_rank(), kStreamMain);
   ZeroMemory m;
-  std::size_t now[kNumMemTags] = {}, total = 0;
-  for (std::size_t i = mark; i < log.size(); ++i) {
-    const Event& e = log[i];
-    if (e.kind != EventKind::alloc && e.kind != EventKind::free) continue;
-    const std::size_t tag = std::size_t(std::clamp(e.tag, 0, kNumMemTags - 1));
-    if (e.kind == EventKind::alloc) {
-      now[tag] += e.bytes;
-      total += e.bytes;
-    } else {
-      now[tag] -= e.bytes;
-      total -= e.bytes;
-    }
-    m.peak[tag] = std::max(m.peak[tag], now[tag]);
-    if (total > m.peak_total) {
-      m.peak_total = total;
-      std::copy(now, now + kNumMemTags, m.at_peak);
-    }
-  }
+  for (std::size_t i = mark; i < log.size(); ++i) m.apply(log[i]);
   return m;
 }
 
@@ -210,9 +193,9 @@ void gather_memory(Comm& comm, ZeroMeasurement& m, const ZeroMemory& mine, doubl
   for (int r = 0; r < comm.size(); ++r) {
     const double* v = all.data() + std::size_t(r) * row.size();
     ZeroMemory z;
-    z.peak_total = std::size_t(v[0]);
-    for (int t = 0; t < kNumMemTags; ++t) z.peak[t] = std::size_t(v[1 + t]);
-    for (int t = 0; t < kNumMemTags; ++t) z.at_peak[t] = std::size_t(v[1 + kNumMemTags + t]);
+    z.peak_total = std::uint64_t(v[0]);
+    for (int t = 0; t < kNumMemTags; ++t) z.peak[t] = std::uint64_t(v[1 + t]);
+    for (int t = 0; t < kNumMemTags; ++t) z.at_peak[t] = std::uint64_t(v[1 + kNumMemTags + t]);
     m.memory.push_back(z);
     m.exact_model_state.push_back(v[1 + 2 * kNumMemTags]);
     m.pool_reserved.push_back(std::size_t(v[2 + 2 * kNumMemTags]));
@@ -356,6 +339,10 @@ const OptionTable<ZeroSettings>& zero_option_table() {
   return table;
 }
 
+namespace ex {
+std::span<const ExerciseHints> zero_hints();  // labs/zero/hints.cpp
+}  // namespace ex
+
 LabInfo zero_lab_info() {
   return {
       "zero",
@@ -374,6 +361,7 @@ LabInfo zero_lab_info() {
       {ViewKind::memory, ViewKind::timeline, ViewKind::report},
       {{"steps", "1"}, {"width", "256"}},
       zero_option_table().read_back(),
+      ex::zero_hints(),
   };
 }
 

@@ -55,12 +55,9 @@ struct ZeroStepTiming {
   double step = 0, exposed = 0, exposed_gather = 0, optimizer = 0;
 };
 
-// A rank's memory from its trace events (alloc/free) over one stage: the peak of each tag,
-// the peak of the total, and each tag's bytes at the moment of that peak.
-struct ZeroMemory {
-  std::size_t peak_total = 0;
-  std::size_t peak[kNumMemTags] = {};
-  std::size_t at_peak[kNumMemTags] = {};
+// A rank's memory over one stage, replayed from its alloc/free events (MemoryByTag, the
+// same replay as the viewer's): each tag's peak, the total's, and each tag at that moment.
+struct ZeroMemory : MemoryByTag {
   std::size_t model_state() const;  // params + grads + master + optimizer (m, v), at their peaks
 };
 

@@ -36,7 +36,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
   const auto n = [](std::size_t count) { return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))}; };
   if (!shards_optimizer(stage_)) {
     opts_.push_back(std::make_unique<AdamW>(whole_model(model_), dev, mem_, s.adamw, s.master));
-    ddp_buckets_ = layer_buckets(model_.layout(), s.bucket_mb, s.precision);  // stage 0 is DDP
+    ddp_.emplace(comm, model_, s.bucket_mb);  // stage 0 is DDP, on the DDP lab's bucketed code
     return;
   }
   // Parameters: the padded whole (stages 1, 2) or this rank's chunks (stage 3), filled with
@@ -175,13 +175,9 @@ LayerHooks ZeroRank::forward_hooks() {
 }
 
 LayerHooks ZeroRank::backward_hooks() {
+  if (ddp_) return ddp_->launch_hooks();  // stage 0: DDP's buckets, launched as their layers finish
+  // Stages 1-3: a unit's gradients reduce-scattered once its first layer's backward is done.
   LayerHooks h;
-  if (!shards_optimizer(stage_)) {
-    h.after_backward = [this](int l) {
-      ex::launch_ready_buckets(comm_, {model_.grad_data(), s_.precision}, ddp_buckets_, l, ddp_pending_);
-    };
-    return h;
-  }
   h.before_backward = [this](int l) {
     const ZeroUnit& u = units_.unit_of_layer(l);
     if (l != u.last_layer) return;
@@ -259,7 +255,7 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   std::fill(issued_.begin(), issued_.end(), false);
   clock.compute(Pass::backward, backward_hooks(), [&](const LayerHooks& h) { model_.backward(batch_.dy(), false, h); });
   wait_reductions(0);                                                // stages 1-3: the last units' reduce-scatters
-  clock.waiting([&] { ex::wait_for_buckets(ddp_pending_); });       // stage 0 (the learner's DDP exercise 10)
+  if (ddp_) clock.waiting([&] { ddp_->wait(); });                  // stage 0: DDP's buckets
   t.optimizer = clock.compute(Pass::optimizer, [&] { optimizer_step(); });
   if (gathers_after_step(stage_)) all_gather_params();  // every rank needs every parameter again
   t.step = clock.elapsed();

@@ -17,9 +17,11 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
+#include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/step_clock.h"
@@ -43,7 +45,7 @@ class ZeroRank {
   const ZeroUnits& units() const { return units_; }
   std::size_t pool_reserved() const { return pool_.reserved_bytes(); }
   const MemoryTracker& memory() const { return mem_; }
-  std::size_t bucket_count() const { return ddp_buckets_.size(); }  // stage 0: DDP's all-reduce buckets
+  std::size_t bucket_count() const { return ddp_ ? ddp_->bucket_count() : 0; }  // stage 0: DDP's all-reduce buckets
   Device device() const { return model_.device(); }
   int skipped_steps() const { return scaler_.skipped_steps(); }
   std::size_t memory_mark() const;  // where this stage's memory events begin in the trace
@@ -78,9 +80,8 @@ class ZeroRank {
   Tensor full_params_, shard_params_, full_grads_, shard_grads_;
   std::vector<std::unique_ptr<AdamW>> opts_;  // stage 0: one; else one per unit this rank owns elements of
   LossScaler scaler_;
-  std::vector<ex::GradBucket> ddp_buckets_;
+  std::optional<BucketedAllReduce> ddp_;  // stage 0: DDP's bucketed all-reduce, the DDP lab's own
   // In flight during a step.
-  std::vector<Request> ddp_pending_;
   std::vector<PooledBuffer> gathered_;
   std::vector<Request> gathering_;
   std::vector<bool> issued_;

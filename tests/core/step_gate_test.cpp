@@ -7,7 +7,7 @@
 #include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
-#include "exercises/collectives.h"
+#include "labs/collectives/exercises.h"
 
 using namespace dtl;
 

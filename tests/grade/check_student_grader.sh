@@ -5,7 +5,7 @@
 #   - grades 0 points and names every exercise's stub as "... is not implemented yet",
 #   - prints hint N of every exercise (in the table and in the JSON),
 #   - shows none of GoogleTest's internals (file:line, "thrown in the test body", ...),
-#   - and contains no non-trivial line of solutions/*.cpp;
+#   - and contains no non-trivial line of labs/*/solutions.cpp;
 # and the three levels print different text. Run by tests/run_all.sh on the stubs as they
 # are in the repository (once a learner fills one in, its hint rightly disappears).
 set -euo pipefail
@@ -17,10 +17,10 @@ fail() { echo "check_student_grader: $*" >&2; exit 1; }
 
 # Non-trivial solution lines: comments cut, whitespace squeezed, at least 10 characters,
 # no preprocessor lines, namespaces or closing braces (tests/grade/hints_test.cpp: the same).
-for f in "$src"/solutions/*.cpp; do
+for f in "$src"/labs/*/solutions.cpp; do
   sed -e 's://.*$::' -e 's/[[:space:]]\{1,\}/ /g' -e 's/^ //' -e 's/ $//' "$f"
 done | awk 'length($0) >= 10 && !/^#/ && !/^namespace/ && !/^} /' | sort -u >"$tmp/solution_lines"
-[ "$(wc -l <"$tmp/solution_lines")" -gt 50 ] || fail "found no solution lines under $src/solutions"
+[ "$(wc -l <"$tmp/solution_lines")" -gt 50 ] || fail "found no solution lines in $src/labs/*/solutions.cpp"
 
 for level in 1 2 3; do
   out=$tmp/out$level.txt json=$tmp/grade$level.json

@@ -1,4 +1,4 @@
-// The hints `dtlab grade --hint N` prints (exercises/hints.cpp): three different levels for
+// The hints `dtlab grade --hint N` prints (labs/*/hints.cpp): three different levels for
 // every exercise of every lab in the registry, none of them code, and no line of the
 // reference solutions in any of them. tests/grade/check_student_grader.sh checks the same
 // on the student track's real grader output.
@@ -31,13 +31,14 @@ std::string squeeze(const std::string& s) {
   return out;
 }
 
-// The non-trivial lines of solutions/*.cpp: code, comments cut off, at least 10
+// The non-trivial lines of labs/*/solutions.cpp: code, comments cut off, at least 10
 // characters, no includes, namespaces or lone braces.
 std::vector<std::string> solution_lines() {
   std::vector<std::string> lines;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(DTL_SOURCE_DIR) + "/solutions")) {
-    if (entry.path().extension() != ".cpp") continue;
-    std::ifstream in(entry.path());
+  for (const auto& lab : std::filesystem::directory_iterator(std::string(DTL_SOURCE_DIR) + "/labs")) {
+    const std::filesystem::path solutions = lab.path() / "solutions.cpp";
+    if (!std::filesystem::exists(solutions)) continue;
+    std::ifstream in(solutions);
     for (std::string line; std::getline(in, line);) {
       const auto comment = line.find("//");
       line = squeeze(comment == std::string::npos ? line : line.substr(0, comment));
@@ -64,13 +65,13 @@ TEST(ExerciseHints, EveryExerciseOfEveryLabHasThreeDifferentLevels) {
   for (const std::string& id : ids) {
     std::set<std::string> levels;
     for (int level = 1; level <= ex::kHintLevels; ++level) {
-      const std::string hint(ex::exercise_hint(id, level));
+      const std::string hint(exercise_hint(id, level));
       EXPECT_GE(hint.size(), 40u) << id << " has no (or a too short) hint " << level << ": '" << hint << "'";
       levels.insert(hint);
     }
     EXPECT_EQ(levels.size(), std::size_t(ex::kHintLevels)) << id << ": two hint levels say the same";
-    EXPECT_TRUE(ex::exercise_hint(id, 0).empty());
-    EXPECT_TRUE(ex::exercise_hint(id, ex::kHintLevels + 1).empty());
+    EXPECT_TRUE(exercise_hint(id, 0).empty());
+    EXPECT_TRUE(exercise_hint(id, ex::kHintLevels + 1).empty());
   }
 }
 
@@ -78,7 +79,7 @@ TEST(ExerciseHints, EveryHintBelongsToAnExerciseOfTheRegistry) {
   std::set<std::string> seen;
   const auto all = exercise_ids();
   const std::set<std::string> ids(all.begin(), all.end());
-  for (const ex::ExerciseHints& h : ex::exercise_hints()) {
+  for (const ex::ExerciseHints& h : exercise_hints()) {
     EXPECT_TRUE(ids.count(std::string(h.id))) << "hints for '" << h.id << "', which no lab lists as an exercise";
     EXPECT_TRUE(seen.insert(std::string(h.id)).second) << "two hint entries for '" << h.id << "'";
   }
@@ -86,19 +87,19 @@ TEST(ExerciseHints, EveryHintBelongsToAnExerciseOfTheRegistry) {
 
 TEST(ExerciseHints, NoHintContainsALineOfTheSolutions) {
   const std::vector<std::string> lines = solution_lines();
-  ASSERT_GT(lines.size(), 50u) << "solutions/*.cpp not found under " << DTL_SOURCE_DIR;
-  for (const ex::ExerciseHints& h : ex::exercise_hints())
+  ASSERT_GT(lines.size(), 50u) << "labs/*/solutions.cpp not found under " << DTL_SOURCE_DIR;
+  for (const ex::ExerciseHints& h : exercise_hints())
     for (int level = 1; level <= ex::kHintLevels; ++level) {
-      const std::string hint = squeeze(std::string(ex::exercise_hint(h.id, level)));
+      const std::string hint = squeeze(std::string(exercise_hint(h.id, level)));
       for (const std::string& line : lines)
         EXPECT_EQ(hint.find(line), std::string::npos) << h.id << " hint " << level << " contains solution code: " << line;
     }
 }
 
 TEST(ExerciseHints, HintsAreProseNotCode) {
-  for (const ex::ExerciseHints& h : ex::exercise_hints())
+  for (const ex::ExerciseHints& h : exercise_hints())
     for (int level = 1; level <= ex::kHintLevels; ++level) {
-      const std::string_view hint = ex::exercise_hint(h.id, level);
+      const std::string_view hint = exercise_hint(h.id, level);
       EXPECT_EQ(hint.find_first_of(";{}"), std::string_view::npos)
           << h.id << " hint " << level << " reads like code (a statement or a block): " << hint;
     }

@@ -1,4 +1,4 @@
-// Graded tests of the collectives exercises (exercises/collectives.h).
+// Graded tests of the collectives exercises (labs/collectives/exercises.h).
 //
 // Each suite grades one exercise (the grader maps RingReduceScatter → ring_reduce_scatter).
 // Inputs are crafted so every summation order gives the same bits; results are compared
@@ -12,7 +12,7 @@
 
 #include "core/comm/chunking.h"
 #include "core/theory/collectives.h"
-#include "exercises/collectives.h"
+#include "labs/collectives/exercises.h"
 #include "labs/collectives/crafted.h"
 #include "tests/grade/grade_util.h"
 

@@ -1,4 +1,4 @@
-// Reference solutions of the collectives exercises (exercises/collectives.h).
+// Reference solutions of the collectives exercises (labs/collectives/exercises.h).
 //
 // Run one:   dtlab run collectives --algo ring --ranks 4 --bytes 1K --step
 // Grade:     dtlab grade --exercise ring_all_reduce
@@ -7,7 +7,7 @@
 
 #include "core/memory/device_ops.h"
 #include "core/theory/collectives.h"
-#include "exercises/collectives.h"
+#include "labs/collectives/exercises.h"
 
 namespace dtl::ex {
 

@@ -1,4 +1,4 @@
-// Exercises: the pieces of ZeRO / FSDP (exercises/zero.h).
+// Exercises: the pieces of ZeRO / FSDP (labs/zero/exercises.h).
 //
 // Implement them, then run the lab on your code and grade it:
 //   cmake --preset student && cmake --build --preset student -j2
@@ -7,7 +7,7 @@
 // The visualizer's timeline shows your reduce-scatters during backward and your all-gathers
 // after the step (stage 3: before each unit's forward and backward) on each rank's comm stream.
 #include "core/error.h"
-#include "exercises/zero.h"
+#include "labs/zero/exercises.h"
 
 namespace dtl::ex {
 

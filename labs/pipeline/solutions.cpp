@@ -1,5 +1,5 @@
-// Reference solutions of the pipeline exercises (exercises/pipeline.h).
-#include "exercises/pipeline.h"
+// Reference solutions of the pipeline exercises (labs/pipeline/exercises.h).
+#include "labs/pipeline/exercises.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-// Graded tests of the DDP exercises (exercises/ddp.h): bucket layouts computed by hand,
+// Graded tests of the DDP exercises (labs/ddp/exercises.h): bucket layouts computed by hand,
 // gradients compared with a single-process reference, launches checked while a simulated
 // backward runs (a bucket must be in flight as soon as its last layer is done).
 #include <cmath>
 #include <optional>
 
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
 #include "labs/collectives/crafted.h"
 #include "tests/grade/grade_util.h"
 

@@ -1,7 +1,7 @@
-// Reference solutions of the DDP exercises (exercises/ddp.h).
+// Reference solutions of the DDP exercises (labs/ddp/exercises.h).
 #include <algorithm>
 
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
 
 namespace dtl::ex {
 

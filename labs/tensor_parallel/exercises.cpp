@@ -1,11 +1,11 @@
-// Exercises: the pieces of Megatron-style tensor parallelism (exercises/tensor_parallel.h).
+// Exercises: the pieces of Megatron-style tensor parallelism (labs/tensor_parallel/exercises.h).
 //
 // Implement them, then run the lab on your code and grade it:
 //   cmake --preset student && cmake --build --preset student -j2
 //   build/student/labs/cli/dtlab run tensor_parallel --model mlp --tp 2
 //   build/student/labs/cli/dtlab grade --exercise f_operator          # --hint 1, 2 or 3 when stuck
 #include "core/error.h"
-#include "exercises/tensor_parallel.h"
+#include "labs/tensor_parallel/exercises.h"
 
 namespace dtl::ex {
 

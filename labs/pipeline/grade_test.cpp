@@ -1,10 +1,10 @@
-// Graded tests of the pipeline exercises (exercises/pipeline.h): the 1F1B order against
+// Graded tests of the pipeline exercises (labs/pipeline/exercises.h): the 1F1B order against
 // tables written by hand and its in-flight bound; the stage loop run on 4 thread ranks
 // under hand-written GPipe and 1F1B orders, with a watchdog (a loop that waits on its
 // sends deadlocks there) and the data that arrives checked at every stage.
 #include <sstream>
 
-#include "exercises/pipeline.h"
+#include "labs/pipeline/exercises.h"
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;

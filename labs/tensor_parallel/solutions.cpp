@@ -1,5 +1,5 @@
-// Reference solutions of the tensor-parallel exercises (exercises/tensor_parallel.h).
-#include "exercises/tensor_parallel.h"
+// Reference solutions of the tensor-parallel exercises (labs/tensor_parallel/exercises.h).
+#include "labs/tensor_parallel/exercises.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // The DDP exercise API: the pieces of PyTorch's DistributedDataParallel that the DDP lab
-// (labs/ddp/ddp_lab.cpp) calls. Built from solutions/ddp.cpp or your exercises/ddp.cpp.
+// (labs/ddp/ddp_lab.cpp) calls. Built from labs/ddp/solutions.cpp or your labs/ddp/exercises.cpp.
 //
 // The gradient buffer is one contiguous array (float, or bf16/f16 in mixed precision);
 // layer l owns elements [begin_l, end_l) and the layers are laid out in forward order, so

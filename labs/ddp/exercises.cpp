@@ -1,4 +1,4 @@
-// Exercises: the parts of DistributedDataParallel (exercises/ddp.h).
+// Exercises: the parts of DistributedDataParallel (labs/ddp/exercises.h).
 //
 // Implement them, then run the lab on your code and grade it:
 //   cmake --preset student && cmake --build --preset student -j2
@@ -7,7 +7,7 @@
 // The visualizer's timeline shows your buckets' all-reduces on each rank's comm stream:
 // with bucketing right they start during backward instead of after it.
 #include "core/error.h"
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
 
 namespace dtl::ex {
 

@@ -1,6 +1,6 @@
 // The pipeline exercise API: the two pieces of a pipeline-parallel runtime that the
-// pipeline lab (labs/pipeline/) calls. Built from solutions/pipeline.cpp or your
-// exercises/pipeline.cpp. Schedules are data (core/theory/schedule.h): each stage's
+// pipeline lab (labs/pipeline/) calls. Built from labs/pipeline/solutions.cpp or your
+// labs/pipeline/exercises.cpp. Schedules are data (core/theory/schedule.h): each stage's
 // ordered list of F (forward), B (backward) and W (weight-gradient) actions.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Graded tests of the tensor-parallel exercises (exercises/tensor_parallel.h): the slices
+// Graded tests of the tensor-parallel exercises (labs/tensor_parallel/exercises.h): the slices
 // against ranges written by hand and tiling the layer exactly once; f and g, plain and
 // sequence-parallel, on T = 1, 2 and 4 thread ranks; column- and row-parallel linear layers
 // against the full layer computed here in double on one rank (y = x·Wᵀ + b and its
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "exercises/tensor_parallel.h"
+#include "labs/tensor_parallel/exercises.h"
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;

@@ -1,4 +1,4 @@
-// Graded tests of the ZeRO exercises (exercises/zero.h): shard ranges and prefetch lists
+// Graded tests of the ZeRO exercises (labs/zero/exercises.h): shard ranges and prefetch lists
 // computed by hand, reduce-scatters and all-gathers run on thread ranks with inputs whose
 // averages are exact (so results compare bit for bit), and the communication read back
 // from the trace: one reduce-scatter or all-gather of the whole padded unit, started and
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <optional>
 
-#include "exercises/zero.h"
+#include "labs/zero/exercises.h"
 #include "labs/collectives/crafted.h"
 #include "tests/grade/grade_util.h"
 

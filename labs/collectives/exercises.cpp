@@ -1,6 +1,6 @@
 // Exercises: collectives from point-to-point messages.
 //
-// What to implement: the functions declared in exercises/collectives.h, using only
+// What to implement: the functions declared in labs/collectives/exercises.h, using only
 // comm.send / recv / isend / irecv / irecv_reduce (the library collectives are only
 // allowed in exercise 4). Each stub below throws dtl::NotImplemented ("... is not
 // implemented yet"); replace the throw with your code. Stuck? The grader has three levels
@@ -20,7 +20,7 @@
 // The step-through (and the visualizer) draws your transfers: which chunk moved where,
 // and how many ranks' contributions each chunk of each rank holds afterwards.
 #include "core/error.h"
-#include "exercises/collectives.h"
+#include "labs/collectives/exercises.h"
 
 namespace dtl::ex {
 

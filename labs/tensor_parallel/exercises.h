@@ -1,7 +1,7 @@
 // The tensor-parallel exercise API: the pieces of Megatron-LM's tensor parallelism
 // (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 for sequence parallelism) that the
-// tensor-parallel lab (labs/tensor_parallel/) calls. Built from solutions/tensor_parallel.cpp
-// or your exercises/tensor_parallel.cpp.
+// tensor-parallel lab (labs/tensor_parallel/) calls. Built from labs/tensor_parallel/solutions.cpp
+// or your labs/tensor_parallel/exercises.cpp.
 //
 // Names follow Megatron-LM and PyTorch's nn.Linear (weight W is [out × in], y = x·Wᵀ + b):
 //   column-parallel  rank r holds rows [r·out/T, (r+1)·out/T) of W and of b: it computes

@@ -1,7 +1,7 @@
 // The collectives exercise API: what the labs call and the grader tests.
 //
-// Two builds implement exactly these functions: solutions/collectives.cpp (the default,
-// what CI tests) and exercises/collectives.cpp (stubs a student fills in, built with
+// Two builds implement exactly these functions: labs/collectives/solutions.cpp (the default,
+// what CI tests) and labs/collectives/exercises.cpp (stubs a student fills in, built with
 // `cmake --preset student`). Labs reach them only through this header, so the lab and
 // the visualizer show whichever code was built.
 //

@@ -1,5 +1,5 @@
-// Reference solutions of the ZeRO exercises (exercises/zero.h).
-#include "exercises/zero.h"
+// Reference solutions of the ZeRO exercises (labs/zero/exercises.h).
+#include "labs/zero/exercises.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // The ZeRO exercise API: the pieces of ZeRO / FSDP that the ZeRO lab (labs/zero/) calls.
-// Built from solutions/zero.cpp or your exercises/zero.cpp.
+// Built from labs/zero/solutions.cpp or your labs/zero/exercises.cpp.
 //
 // ZeRO shards the model state of every sharding unit (one layer, or a few: --unit) over
 // the N data-parallel ranks. A unit of n elements is padded to N·chunk elements with
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
-#include "exercises/ddp.h"
+#include "labs/ddp/exercises.h"
 
 namespace dtl::ex {
 
