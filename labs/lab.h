@@ -113,6 +113,9 @@ Device rank_device(Device::Kind kind, const Comm& comm);
 std::string device_meta(const LabConfig& cfg);
 
 const std::vector<LabInfo>& lab_registry();
+// A lab a binary adds beside the built-in ones (a test's lab, tests/test_lab/): call it
+// before the registry is first read, from a static initializer. Error once it has been read.
+void register_lab(LabInfo (*info)());
 const LabInfo* find_lab(std::string_view name);  // nullptr if unknown
 // Every lab's exercise hints, in the registry's order; hint `level` (1..ex::kHintLevels) of
 // exercise `id` (empty when there is none).

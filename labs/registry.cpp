@@ -1,6 +1,7 @@
 // The lab registry: every lab the CLI, `dtlab grade`, the visualizer and the tests can run.
-// Adding a lab: its folder under labs/ (with a CMakeLists.txt naming its sources) and one
-// line here.
+// Adding a lab: its folder under labs/ (with a CMakeLists.txt naming its sources) and its
+// line here (README, "Adding a lab"). A binary may register more (register_lab).
+#include "core/error.h"
 #include "labs/collectives/collectives_lab.h"
 #include "labs/ddp/ddp_lab.h"
 #include "labs/gpt/gpt_lab.h"
@@ -12,16 +13,39 @@
 
 namespace dtl {
 
+namespace {
+
+struct Added {
+  std::vector<LabInfo (*)()> labs;
+  bool read = false;  // the registry was built: too late to add
+};
+Added& added() {
+  static Added a;
+  return a;
+}
+
+}  // namespace
+
+void register_lab(LabInfo (*info)()) {
+  if (added().read) throw Error("register_lab after the lab registry was first read: register from a static initializer");
+  added().labs.push_back(info);
+}
+
 const std::vector<LabInfo>& lab_registry() {
-  static const std::vector<LabInfo> labs = {
-      collectives_lab_info(),
-      ddp_lab_info(),
-      zero_lab_info(),
-      pipeline_lab_info(),
-      gpt_lab_info(),
-      tensor_parallel_lab_info(),
-      grid_lab_info(),
-  };
+  static const std::vector<LabInfo> labs = [] {
+    std::vector<LabInfo> all = {
+        collectives_lab_info(),
+        ddp_lab_info(),
+        zero_lab_info(),
+        pipeline_lab_info(),
+        gpt_lab_info(),
+        tensor_parallel_lab_info(),
+        grid_lab_info(),
+    };
+    added().read = true;
+    for (LabInfo (*info)() : added().labs) all.push_back(info());
+    return all;
+  }();
   return labs;
 }
 
