@@ -49,7 +49,12 @@ const char* axis_name(Axis a) { return a == Axis::dp ? "dp" : a == Axis::tp ? "t
 
 double ModelSpec::shape_parameters() const {
   const double L = layers, h = hidden;
-  return 12 * L * h * h + double(vocab) * h + double(seq) * h;
+  return L * (12 * h * h + 13 * h) + double(vocab) * h + double(seq) * h + 2 * h;
+}
+
+double ModelSpec::shape_parameters_approx() const {
+  const double L = layers, h = hidden;
+  return 12 * L * h * h * (1 + 13 / (12 * h) + (double(vocab) + double(seq)) / (12 * L * h));
 }
 
 namespace {

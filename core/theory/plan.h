@@ -53,7 +53,13 @@ struct ModelSpec {
   double params = 0;  // Ψ as counted (a preset's nominal size); 0: from the shape
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
   bool has_shape() const { return layers > 0 && hidden > 0 && heads > 0 && seq > 0; }
-  double shape_parameters() const;  // 12·L·h² + V·h + s·h
+  // The GPT's exact count: per layer QKV 3h²+3h, projection h²+h, MLP 8h²+5h, two
+  // LayerNorms 4h (12h² + 13h); the tied token embedding V·h, positions s·h, the final
+  // LayerNorm 2h (GPT-2 small: 124,439,808).
+  double shape_parameters() const;
+  // Megatron-LM's closed form 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)): the exact count
+  // less the final LayerNorm.
+  double shape_parameters_approx() const;
   double parameters() const { return params > 0 ? params : shape_parameters(); }
 };
 // "7b", "13b", "70b", "175b" (GPT-3), "1t" (Megatron's 1T); throws UsageError naming them.

@@ -46,6 +46,12 @@ Report header(const th::Plan& pl) {
   char psi[64];
   std::snprintf(psi, sizeof psi, "Ψ = %.4g billion parameters", pl.psi / 1e9);
   rep.setup = {"model " + m.name, psi};
+  if (m.params <= 0 && m.has_shape()) {  // counted from the shape: the exact count beside the closed form
+    char count[160];
+    std::snprintf(count, sizeof count, "Ψ from the shape: %.0f exactly; 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)) = %.0f",
+                  m.shape_parameters(), m.shape_parameters_approx());
+    rep.setup.push_back(count);
+  }
   if (m.has_shape())
     rep.setup.push_back("L " + std::to_string(m.layers) + ", h " + std::to_string(m.hidden) + ", a " +
                         std::to_string(m.heads) + ", s " + std::to_string(m.seq) + ", V " + std::to_string(m.vocab));
@@ -153,18 +159,32 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
   return rep;
 }
 
+// --search chooses the configuration itself: options that set one are refused beside it,
+// and --global-batch means something only to it.
+void require_search_options_apply(const CLI::App& p, bool search) {
+  if (!search) {
+    if (p.count("--global-batch")) throw UsageError("--global-batch sizes the step of --search's configurations: add --search N");
+    return;
+  }
+  for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute"})
+    if (p.count(flag))
+      throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, the micro-batches " +
+                       "from --global-batch, no recomputation): drop it, or drop --search to plan that configuration");
+}
+
 }  // namespace
 
 Command add_plan_command(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* p = app.add_subcommand("plan", "Plan a 3D (dp×tp×pp) run on a cluster: memory, traffic, bubble, step time");
   add_plan_options(p, *a);
-  p->add_option("--search", a->search, "Rank every configuration of N GPUs that fits (ignores --dp --tp --pp --zero)")
+  p->add_option("--search", a->search, "Rank every configuration of N GPUs that fits (it chooses dp, tp, pp and ZeRO)")
       ->check(whole_range(1, 10000000));
   p->add_option("--global-batch", a->global_batch, "With --search: sequences per step (default max(512, 2N))")
       ->check(whole_range(1, 100000000));
   p->add_flag("--json", a->json, "Print the report as JSON");
-  return [a] {
+  return [a, p] {
+    require_search_options_apply(*p, a->search > 0);
     const th::ModelSpec m = model_from(*a);
     th::ClusterSpec c = cluster_from(*a);
     Report rep;

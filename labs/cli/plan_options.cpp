@@ -2,6 +2,9 @@
 #include "labs/cli/plan_options.h"
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "labs/cli/validators.h"
@@ -53,21 +56,74 @@ th::ZeroConvention parse_convention(const std::string& text) {
   throw UsageError("--convention is 16, 12 or 8 bytes per parameter, not '" + text + "'");
 }
 
-th::ModelSpec model_from(const PlanArgs& a) {
+namespace {
+
+struct ShapeOption {
+  const char* flag;
+  int given;  // 0 (or -1 for --vocab): not given
+  int th::ModelSpec::*field;
+};
+
+std::vector<ShapeOption> shape_options(const PlanArgs& a) {
+  return {{"--layers", a.layers, &th::ModelSpec::layers}, {"--hidden", a.hidden, &th::ModelSpec::hidden},
+          {"--heads", a.heads, &th::ModelSpec::heads},    {"--seq", a.seq, &th::ModelSpec::seq},
+          {"--vocab", a.vocab, &th::ModelSpec::vocab}};
+}
+bool is_given(const ShapeOption& o) { return std::string(o.flag) == "--vocab" ? o.given >= 0 : o.given > 0; }
+
+// --model with shape options: each must be the preset's own (another value is another model).
+void require_preset_shape(const th::ModelSpec& preset, const std::vector<ShapeOption>& shape) {
+  for (const ShapeOption& o : shape)
+    if (is_given(o) && o.given != preset.*o.field)
+      throw UsageError("--model " + preset.name + " has " + o.flag + " " + std::to_string(preset.*o.field) + ", not " +
+                       std::to_string(o.given) + ": that is another model; drop --model to plan the shape you give " +
+                       "(all of --layers --hidden --heads --seq --vocab)");
+}
+
+th::ModelSpec model_from_shape(const std::vector<ShapeOption>& shape) {
   th::ModelSpec m;
-  if (a.params.empty()) m = with_option("--model", [&] { return th::model_preset(a.model); });
-  else m.params = parse_count(a.params, "--params", false);
-  if (a.layers) m.layers = a.layers;
-  if (a.hidden) m.hidden = a.hidden;
-  if (a.heads) m.heads = a.heads;
-  if (a.seq) m.seq = a.seq;
-  if (a.vocab >= 0) m.vocab = a.vocab;
+  std::string missing, words;
+  for (const ShapeOption& o : shape) {
+    if (!is_given(o)) missing += std::string(missing.empty() ? "" : " ") + o.flag;
+    else m.*o.field = o.given;
+  }
+  if (!missing.empty())
+    throw UsageError("a model from its shape needs all of --layers --hidden --heads --seq --vocab; missing " + missing +
+                     " (or give --model PRESET, or --params N alone)");
+  m.name = "custom (from its shape)";
+  return m;
+}
+
+}  // namespace
+
+th::ModelSpec model_from(const PlanArgs& a) {
+  const std::vector<ShapeOption> shape = shape_options(a);
+  bool shape_given = false;
+  for (const ShapeOption& o : shape) shape_given = shape_given || is_given(o);
+  if (!a.params.empty()) {
+    if (!a.model.empty()) throw UsageError("--params " + a.params + " and --model " + a.model + " both set the model: keep one");
+    if (shape_given)
+      throw UsageError("--params " + a.params + " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
+                       "its own: give --params alone, or the whole shape alone");
+    th::ModelSpec m;
+    m.params = parse_count(a.params, "--params", false);
+    if (m.params < 1) throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
+    m.name = "--params " + a.params + " (no shape)";
+    return m;
+  }
+  if (a.model.empty() && shape_given) return model_from_shape(shape);
+  th::ModelSpec m = with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
+  require_preset_shape(m, shape);
   return m;
 }
 
 th::ClusterSpec cluster_from(const PlanArgs& a) {
   th::ClusterSpec c = with_option("--cluster", [&] { return th::cluster_preset(a.cluster); });
-  c.gpus = a.gpus ? a.gpus : a.dp * a.tp * a.pp;
+  const std::int64_t product = std::int64_t(a.dp) * a.tp * a.pp;  // each up to 10^7: 64 bits hold it
+  if (product > 10000000)
+    throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " + std::to_string(a.pp) +
+                     " = " + std::to_string(product) + " GPUs, more than the 10,000,000 the planner takes: lower them");
+  c.gpus = a.gpus ? a.gpus : int(product);
   if (a.gpus_per_node) c.gpus_per_node = a.gpus_per_node;
   if (!a.gpu_memory.empty()) c.gpu_memory = parse_count(a.gpu_memory, "--gpu-memory", true);
   if (a.intra_bw > 0) c.intra.beta_Bps = a.intra_bw * 1e9;
@@ -84,7 +140,7 @@ th::ParallelConfig config_from(const PlanArgs& a) {
 }
 
 void add_plan_options(CLI::App* p, PlanArgs& a) {
-  p->add_option("--model", a.model, "Preset: 7b 13b 70b 175b 1t")->capture_default_str();
+  p->add_option("--model", a.model, "Preset: 7b 13b 70b 175b 1t (default 175b, unless --params or a shape is given)");
   p->add_option("--params", a.params, "Parameters instead of a preset (175e9, 175B, 1.2T)");
   p->add_option("--layers", a.layers, "Transformer layers L")->check(whole_range(1, 100000));
   p->add_option("--hidden", a.hidden, "Hidden size h")->check(whole_range(1, 10000000));

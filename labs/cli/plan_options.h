@@ -12,7 +12,7 @@
 namespace dtl::cli {
 
 struct PlanArgs {
-  std::string model = "175b", params, cluster = "a100-80gb", gpu_memory;
+  std::string model, params, cluster = "a100-80gb", gpu_memory;  // model "": 175b unless --params or a shape says
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = -1;
   int gpus = 0, gpus_per_node = 0, search = 0, global_batch = 0;
   double intra_bw = 0, inter_bw = 0, intra_us = -1, inter_us = -1, peak_tflops = 0;
@@ -25,6 +25,10 @@ struct PlanArgs {
 // Registers --model .. --efficiency on `p` (not --search, --global-batch, --json).
 void add_plan_options(CLI::App* p, PlanArgs& a);
 
+// The model the options describe: a preset (--model; 175b when nothing else is given),
+// --params, or a whole shape (--layers --hidden --heads --seq --vocab, Ψ counted from it).
+// --model with a shape it does not have, --params beside a shape, or half a shape is a
+// UsageError naming both: the model described is the model computed.
 theory::ModelSpec model_from(const PlanArgs& a);
 theory::ClusterSpec cluster_from(const PlanArgs& a);
 theory::ParallelConfig config_from(const PlanArgs& a);

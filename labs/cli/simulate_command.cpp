@@ -58,7 +58,9 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.ranks = pl.cluster.gpus;
   rep.title = "simulate · " + std::to_string(pl.cluster.gpus) + " GPUs (" + pl.cluster.name + ")";
   rep.value_title = "simulated";
-  rep.setup = {"model " + pl.model.name + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
+  char psi[64];
+  std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
+  rep.setup = {"model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
                    std::to_string(w.pp) + " · ZeRO-" + std::to_string(w.zero) + " · M " + std::to_string(w.micro_batches) +
                    " · " + pipeline::schedule_name(w.schedule),
                w.tp_route.describe("tp"), w.dp_route.describe("dp"), w.pp_route.describe("pp", true)};
@@ -135,6 +137,17 @@ void check_calibrate_options(const CLI::App* p, bool calibrate) {
   }
 }
 
+// Options that would change nothing in this simulation are refused, saying why.
+void require_simulate_options_apply(const CLI::App& p, bool writes_trace) {
+  if (!writes_trace)
+    for (const char* flag : {"--steps", "--ranks-in-trace"})
+      if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
+  for (const char* flag : {"--gpu-memory", "--convention"})
+    if (p.count(flag))
+      throw UsageError(std::string(flag) + " sizes the memory plan, which the simulator does not use (it times a step): "
+                       "use it with dtlab plan");
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& app) {
@@ -162,6 +175,7 @@ Command add_simulate_command(CLI::App& app) {
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
   return [a, p] {
     check_calibrate_options(p, a->calibrate);
+    require_simulate_options_apply(*p, !a->trace.empty());
     return run_simulate(*a);
   };
 }

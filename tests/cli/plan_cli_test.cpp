@@ -47,3 +47,29 @@ TEST(PlanCli, SearchRanksConfigurations) {
   EXPECT_NE(o.out.find("fastest"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("slower: "), std::string::npos) << o.out;
 }
+
+// The model described is the model computed: a whole shape is planned as itself (named so,
+// its Ψ counted from it), and a shape that contradicts --model, --params beside a shape or
+// half a shape is exit 2 naming both sides.
+TEST(PlanCli, TheModelDescribedIsTheModelComputed) {
+  for (const char* cmd : {"plan", "simulate"}) {
+    const auto o = run_dtlab(std::string(cmd) + " --layers 24 --hidden 2304 --heads 24 --seq 2048 --vocab 51200");
+    ASSERT_EQ(o.code, 0) << cmd << "\n" << o.err;
+    EXPECT_EQ(o.out.find("175b"), std::string::npos) << cmd << ": the preset's name on a shape of 1.65 B:\n" << o.out;
+    EXPECT_NE(o.out.find("1.652 billion"), std::string::npos) << cmd << "\n" << o.out;
+  }
+  struct Bad {
+    const char* args;
+    const char* names;  // what the message must quote
+  };
+  for (const Bad& b : {Bad{"plan --model 7b --layers 24", "--layers 32, not 24"}, Bad{"plan --layers 24 --hidden 2304", "missing --heads"},
+                       Bad{"plan --params 1.5B --layers 96", "--params 1.5B"}, Bad{"simulate --params 1.5B --layers 96", "--params 1.5B"},
+                       Bad{"plan --params 7B --model 7b", "--model 7b"}, Bad{"plan --params 1e-3", "less than one parameter"},
+                       Bad{"plan --dp 10000 --tp 1000 --pp 1000", "10000000000 GPUs"},
+                       Bad{"plan --global-batch 64", "--search"}, Bad{"plan --search 8 --model 7b --recompute full", "--recompute"},
+                       Bad{"simulate --model 7b --dp 2 --steps 3", "--trace"}, Bad{"simulate --model 7b --dp 2 --convention 12", "--convention"}}) {
+    const auto o = run_dtlab(b.args);
+    EXPECT_EQ(o.code, 2) << b.args << "\n" << o.out << o.err;
+    EXPECT_NE(o.err.find(b.names), std::string::npos) << b.args << "\n" << o.err;
+  }
+}

@@ -258,3 +258,22 @@ TEST(Plan, AModelGivenByItsParametersAloneGetsModelStateAndDpTrafficOnly) {
   EXPECT_GT(p.bytes_on(th::Axis::dp), 0);
   EXPECT_THROW(th::search(m, a100(8), 8), dtl::UsageError);
 }
+
+// Ψ from a shape is the GPT's exact count: the published sizes of GPT-2 (the Hugging Face
+// GPT2Model, tied head, V 50257, s 1024), to the parameter, and Megatron-LM's closed form
+// 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)) short of it by the final LayerNorm's 2h.
+TEST(Plan, ParametersFromTheShapeAreGptTwosPublishedCounts) {
+  struct Published {
+    const char* name;
+    int layers, hidden;
+    double params;
+  };
+  for (const Published& p : {Published{"gpt2", 12, 768, 124439808}, Published{"gpt2-medium", 24, 1024, 354823168},
+                             Published{"gpt2-large", 36, 1280, 774030080}, Published{"gpt2-xl", 48, 1600, 1557611200}}) {
+    th::ModelSpec m;
+    m.layers = p.layers, m.hidden = p.hidden, m.heads = 12, m.seq = 1024, m.vocab = 50257;
+    EXPECT_EQ(m.shape_parameters(), p.params) << p.name;
+    EXPECT_EQ(m.parameters(), p.params) << p.name << ": no preset size, so Ψ is the shape's";
+    EXPECT_NEAR(m.shape_parameters() - m.shape_parameters_approx(), 2.0 * p.hidden, 1e-3 * p.params) << p.name;
+  }
+}
