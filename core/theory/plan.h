@@ -169,6 +169,19 @@ struct Ranked {
 // layers, M = global batch / (dp·b) a whole number ≥ p, ZeRO 0–3 and each recomputation;
 // those that fit, fastest first (ties: less memory first; of ZeRO stages that differ only in
 // memory, the smallest), the top `keep`.
-std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& c, int gpus, const SearchOptions& o = {});
+// Why the configurations search() tried did not make the list, counted by the first rule
+// each broke; words() names the rule that left nothing, with the nearest fix.
+struct SearchRejections {
+  int tp_rule = 0;        // tp above a node, not dividing it or the heads
+  int pp_rule = 0;        // pp not dividing the layers
+  int batch_rule = 0;     // the global batch not a multiple of dp·b
+  int micro_batches = 0;  // M = global batch / (dp·b) below pp
+  int memory = 0;         // over the GPU's memory at every ZeRO stage and recomputation
+  std::string words(int gpus, int global_batch) const;
+};
+std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& c, int gpus, const SearchOptions& o = {},
+                           SearchRejections* why = nullptr);
+// The global batch search() uses: o.global_batch, or max(512, 2·gpus).
+int search_global_batch(const SearchOptions& o, int gpus);
 
 }  // namespace dtl::theory

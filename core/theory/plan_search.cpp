@@ -67,31 +67,62 @@ std::vector<int> divisors(int n) {
 
 }  // namespace
 
-std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int gpus, const SearchOptions& o) {
+std::string SearchRejections::words(int gpus, int global_batch) const {
+  const std::string n = std::to_string(gpus), b = std::to_string(global_batch);
+  if (memory > 0)
+    return "every configuration that divides the model over " + n + " GPUs needs more memory than a GPU has (" +
+           std::to_string(memory) + " tried): add GPUs, or memory per GPU";
+  if (micro_batches > 0)
+    return "the global batch " + b + " leaves fewer micro-batches than pipeline stages in every split of " + n +
+           " GPUs: raise --global-batch";
+  if (batch_rule > 0)
+    return "the global batch " + b + " is not a multiple of dp·b for any split of " + n + " GPUs: give --global-batch a "
+           "multiple of " + n + " (or of its divisors)";
+  if (pp_rule > 0) return "no pipeline depth dividing " + n + " GPUs divides the layers: give another --search N";
+  return "no tensor-parallel size fits: tp must divide the GPUs per node and the heads; give another --search N";
+}
+
+int search_global_batch(const SearchOptions& o, int gpus) { return o.global_batch > 0 ? o.global_batch : std::max(512, 2 * gpus); }
+
+std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int gpus, const SearchOptions& o,
+                           SearchRejections* why) {
   if (gpus < 1) throw UsageError("search needs at least 1 GPU (N), not " + std::to_string(gpus));
   if (!m.has_shape()) throw UsageError("search needs the model's shape (--layers --hidden --heads --seq)");
   ClusterSpec c = cluster;
   c.gpus = gpus;
-  const int global_batch = o.global_batch > 0 ? o.global_batch : std::max(512, 2 * gpus);
+  const int global_batch = search_global_batch(o, gpus);
+  SearchRejections rejected;
   std::vector<Plan> fitting;
   for (int tp : divisors(gpus)) {
-    if (tp > c.gpus_per_node || c.gpus_per_node % tp != 0 || m.heads % tp != 0) continue;
+    if (tp > c.gpus_per_node || c.gpus_per_node % tp != 0 || m.heads % tp != 0) {
+      ++rejected.tp_rule;
+      continue;
+    }
     for (int pp : divisors(gpus / tp)) {
-      if (m.layers % pp != 0) continue;
       const int dp = gpus / tp / pp;
-      if (global_batch % (dp * o.micro_batch_size) != 0) continue;
-      const int M = global_batch / (dp * o.micro_batch_size);
-      if (M < pp) continue;  // 1F1B needs a micro-batch for every stage
+      const bool batch_divides = global_batch % (dp * o.micro_batch_size) == 0;
+      const int M = batch_divides ? global_batch / (dp * o.micro_batch_size) : 0;
+      int* broke = m.layers % pp != 0 ? &rejected.pp_rule
+                   : !batch_divides     ? &rejected.batch_rule
+                   : M < pp             ? &rejected.micro_batches  // 1F1B needs a micro-batch for every stage
+                                        : nullptr;
+      if (broke) {
+        ++*broke;
+        continue;
+      }
+      bool any = false;
       for (int zero = 0; zero <= 3; ++zero) {
         if (dp == 1 && zero > 0) continue;  // nothing to shard over
         for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
           ParallelConfig p{dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency};
           Plan candidate = plan(m, c, p);
-          if (candidate.memory.fits()) fitting.push_back(std::move(candidate));
+          if (candidate.memory.fits()) fitting.push_back(std::move(candidate)), any = true;
         }
       }
+      if (!any) ++rejected.memory;
     }
   }
+  if (why) *why = rejected;
   std::stable_sort(fitting.begin(), fitting.end(), [](const Plan& a, const Plan& b) {
     if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
     return a.memory.total() < b.memory.total();

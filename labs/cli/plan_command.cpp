@@ -138,7 +138,8 @@ Report plan_report(const th::Plan& pl) {
 }
 
 Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus, const th::SearchOptions& o) {
-  const auto ranked = th::search(m, c, gpus, o);
+  th::SearchRejections why;
+  const auto ranked = th::search(m, c, gpus, o, &why);
   th::Plan first;
   if (!ranked.empty()) first = ranked.front().plan;
   else first.model = m, first.cluster = c, first.cluster.gpus = gpus, first.psi = m.parameters();
@@ -154,7 +155,7 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
     rep.add(id + ".bubble", "bubble", 100 * pl.bubble, "%");
     rep.add(id + ".mfu", "MFU", 100 * pl.mfu, "%");
   }
-  if (ranked.empty()) rep.notes.push_back("no configuration fits: add GPUs, or memory per GPU");
+  if (ranked.empty()) rep.notes.push_back("no configuration fits: " + why.words(gpus, th::search_global_batch(o, gpus)));
   else rep.notes = ranked.front().plan.formulas;
   return rep;
 }
@@ -168,8 +169,8 @@ void require_search_options_apply(const CLI::App& p, bool search) {
   }
   for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute"})
     if (p.count(flag))
-      throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, the micro-batches " +
-                       "from --global-batch, no recomputation): drop it, or drop --search to plan that configuration");
+      throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
+                       "the micro-batches from --global-batch): drop it, or drop --search to plan that configuration");
 }
 
 }  // namespace

@@ -73,3 +73,17 @@ TEST(PlanCli, TheModelDescribedIsTheModelComputed) {
     EXPECT_NE(o.err.find(b.names), std::string::npos) << b.args << "\n" << o.err;
   }
 }
+
+// When nothing fits, the search names the rule that left nothing: 97 GPUs cannot split a
+// global batch of 512 (the cause), not "add memory".
+TEST(PlanCli, AnEmptySearchSaysWhichRuleLeftNothing) {
+  const auto batch = run_dtlab("plan --search 97 --model 7b");
+  ASSERT_EQ(batch.code, 0) << batch.err;
+  EXPECT_NE(batch.out.find("global batch 512 is not a"), std::string::npos) << batch.out;
+  const auto fixed = run_dtlab("plan --search 97 --model 7b --global-batch 970");
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_EQ(fixed.out.find("no configuration fits"), std::string::npos) << fixed.out;
+  const auto memory = run_dtlab("plan --search 8 --model 175b");
+  ASSERT_EQ(memory.code, 0) << memory.err;
+  EXPECT_NE(memory.out.find("needs more memory"), std::string::npos) << memory.out;
+}
