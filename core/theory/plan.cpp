@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -150,7 +151,7 @@ struct Span {
   bool crosses_nodes = false;
 };
 
-Span axis_span(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
+Span walk_axis(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
   const int size = axis == Axis::dp ? p.dp : axis == Axis::tp ? p.tp : p.pp;
   const long stride = axis == Axis::tp ? 1 : axis == Axis::dp ? p.tp : long(p.tp) * p.dp;
   if (size < 2) return {};
@@ -163,6 +164,17 @@ Span axis_span(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
     if (r / c.gpus_per_node != next / c.gpus_per_node) ++inter;
   }
   return {edges ? double(inter) / double(edges) : 0.0, inter > 0};
+}
+
+// walk_axis visits every GPU; a search plans each grid 12 times (ZeRO stage × recomputation),
+// so the last grids' spans are kept (a million GPUs: one walk per grid, not twelve).
+Span axis_span(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
+  using Key = std::array<long, 6>;
+  thread_local std::map<Key, Span> recent;
+  const Key key{long(axis), long(c.gpus), long(c.gpus_per_node), long(p.dp), long(p.tp), long(p.pp)};
+  if (const auto it = recent.find(key); it != recent.end()) return it->second;
+  if (recent.size() > 64) recent.clear();
+  return recent[key] = walk_axis(axis, c, p);
 }
 
 // Ring reduce-scatter or all-gather of `bytes` in all over n ranks: (n−1)α + (n−1)/n·bytes/β.
