@@ -101,6 +101,11 @@ struct LabInfo {
   std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
   // Its exercises' hints, three levels each (labs/<lab>/hints.cpp), by ExerciseInfo::id.
   std::span<const ex::ExerciseHints> hints;
+  // The lab's own rules on a validated configuration of cfg.ranks thread ranks (a batch that
+  // divides over them, a depth that fills the stages, ...): a UsageError before any rank
+  // starts. dtlab-viz asks before its window opens (a live run that cannot run is exit 2,
+  // not an empty window); the run itself checks the same. Empty: nothing beyond the options.
+  std::function<void(const LabConfig&)> check_config;
 
   bool uses(RunOption o) const;
 };

@@ -390,6 +390,7 @@ LabInfo collectives_lab_info() {
       FaultPlan::Counted::sends, false, {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
       collectives_option_table().read_back(),
       ex::collectives_hints(),
+      {},
   };
 }
 

@@ -330,6 +330,7 @@ LabInfo ddp_lab_info() {
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
       ddp_option_table().read_back(),
       ex::ddp_hints(),
+      [](const LabConfig& c) { settings_of(c, c.ranks); },
   };
 }
 

@@ -173,6 +173,7 @@ LabInfo gpt_lab_info() {
       {{"steps", "60"}},
       gpt_option_table().read_back(),
       {},
+      {},
   };
 }
 

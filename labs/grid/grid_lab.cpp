@@ -202,6 +202,7 @@ LabInfo grid_lab_info() {
       {},
       grid_option_table().read_back(),
       {},
+      [](const LabConfig& c) { grid_settings(c, c.ranks); },
   };
 }
 

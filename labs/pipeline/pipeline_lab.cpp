@@ -260,6 +260,7 @@ LabInfo pipeline_lab_info() {
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
       pipeline_option_table().read_back(),
       ex::pipeline_hints(),
+      [](const LabConfig& c) { settings_of(c, c.ranks); },
   };
 }
 

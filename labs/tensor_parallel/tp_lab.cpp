@@ -227,6 +227,7 @@ LabInfo tensor_parallel_lab_info() {
       {},
       tp_option_table().read_back(),
       ex::tensor_parallel_hints(),
+      [](const LabConfig& c) { tp_settings(c, c.ranks); },
   };
 }
 

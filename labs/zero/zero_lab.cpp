@@ -362,6 +362,7 @@ LabInfo zero_lab_info() {
       {{"steps", "1"}, {"width", "256"}},
       zero_option_table().read_back(),
       ex::zero_hints(),
+      [](const LabConfig& c) { settings_of(c, c.ranks); },
   };
 }
 

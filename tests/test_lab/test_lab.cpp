@@ -77,6 +77,7 @@ LabInfo test_lab_info() {
       {},
       test_lab_option_table().read_back(),
       ex::test_lab_hints(),
+      {},
   };
 }
 

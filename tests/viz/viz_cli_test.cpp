@@ -85,6 +85,13 @@ TEST(VizCli, EachLabTakesItsOwnOptions) {
       {"/nonexistent/trace.json --width 1280", "a trace replays as it was recorded; the window's size is --window-width"},
       {"/nonexistent/trace.json --device standin", "--device is an option of a live run (--lab)"},
       {"--lab zero --device tpu", "--device"},
+      // A live run the lab's own rules refuse: exit 2 before any window (it used to open an
+      // empty window that said so inside and exit 0). One per lab with such rules.
+      {"--lab zero --ranks 3 --view memory", "--batch 32 must divide evenly over 3 ranks"},
+      {"--lab ddp --ranks 3 --batch 64", "--batch 64 must divide evenly over 3 ranks"},
+      {"--lab pipeline --ranks 3 --depth 2", "--depth 2"},
+      {"--lab tensor_parallel --ranks 3", "--tp (--ranks) 3"},
+      {"--lab grid --ranks 3", "--ranks 3"},
   };
   for (const auto& c : refused) {
     const VizRun r = viz(c.args);

@@ -34,6 +34,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   for (const auto& [name, value] : lab.live_options)  // what a stepped run starts from, unless given
     if (!cfg.options.has(name)) cfg.options.set_default(name, value);
   s->cfg_ = with_defaults(lab, std::move(cfg));
+  if (lab.check_config) lab.check_config(s->cfg_);  // a configuration that cannot run: exit 2, no window
   s->cfg_.iters = 0;  // one traced run: every transfer (or collective) is a step
   s->cfg_.warmup = 0;
   s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
