@@ -109,6 +109,67 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
 
 }  // namespace
 
+namespace {
+
+// The terminal's columns (labs/report_text.cpp): case, quantity, measured, predicted or a
+// check's bound, where the prediction comes from, and the check's verdict ("pass" / "FAIL",
+// empty for a row that checks nothing: the font has no ✓).
+void draw_rows(const nlohmann::json& r, float height) {
+  if (!ImGui::BeginTable("report", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable,
+                         ImVec2(0, height)))
+    return;
+  // The case (a row id's part before '.': "zero3", "prefetch2") tells apart rows with the
+  // same label; values in readable units ("43.2 MiB", "18.9 ms").
+  ImGui::TableSetupColumn("case", ImGuiTableColumnFlags_WidthFixed, 80);
+  ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch, 2);
+  ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 100);
+  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 110);
+  ImGui::TableSetupColumn("from", ImGuiTableColumnFlags_WidthStretch, 1);
+  ImGui::TableSetupColumn("check", ImGuiTableColumnFlags_WidthFixed, 44);
+  ImGui::TableHeadersRow();
+  for (const auto& row : r["rows"]) {
+    if (!row.is_object()) continue;
+    const std::string id = text_field(row, "id", ""), unit = text_field(row, "unit", "");
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(id.find('.') == std::string::npos ? "" : id.substr(0, id.find('.')).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextWrapped("%s", text_field(row, "label", text_field(row, "quantity", "?")).c_str());  // ("quantity": older traces)
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(format_value(row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0, unit).c_str());
+    ImGui::TableNextColumn();
+    // A check shows its bound as the terminal does ("<= 1e-5", "4 ±2%"); a prediction its value.
+    const double tolerance = row.contains("tolerance") && row["tolerance"].is_number() ? row["tolerance"].get<double>() : 0.0;
+    if (row.contains("predicted") && row["predicted"].is_number())
+      ImGui::TextUnformatted(expected_text(row["predicted"].get<double>(), tolerance, unit).c_str());
+    else ImGui::TextUnformatted("-");
+    ImGui::TableNextColumn();
+    ImGui::TextWrapped("%s", text_field(row, "source", "").c_str());
+    ImGui::TableNextColumn();
+    const auto passed = row.find("passed");
+    if (passed != row.end() && passed->is_boolean())
+      ImGui::TextColored(passed->get<bool>() ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "%s",
+                         passed->get<bool>() ? "pass" : "FAIL");
+  }
+  ImGui::EndTable();
+}
+
+// The verdict line: a report with no check says so instead of "all checks passed" (a plan
+// or a simulation checks nothing; its figures are the model's).
+void draw_verdict(const nlohmann::json& r) {
+  int checks = 0;
+  for (const auto& row : r["rows"]) checks += row.is_object() && row.contains("passed") ? 1 : 0;
+  if (checks == 0) {
+    ImGui::TextDisabled("nothing checked: every figure here is a model's");
+    return;
+  }
+  const bool ok = bool_field(r, "ok", false);
+  ImGui::TextColored(ok ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "%s (%d checks)",
+                     ok ? "all checks passed" : "a check failed", checks);
+}
+
+}  // namespace
+
 void ReportView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
   const std::string* report = d.meta_of(MetaKey::report);
@@ -122,45 +183,25 @@ void ReportView::Draw(const Frame& f) {
     ImGui::TextUnformatted("the report in this trace is damaged");
     return;
   }
-  const bool ok = bool_field(r, "ok", false);
-  ImGui::TextColored(ok ? ImVec4(0.5f, 0.9f, 0.5f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "%s", ok ? "all checks passed" : "a check failed");
+  draw_verdict(r);
   const ReportPlots plots = parse_report_plots(r);
   const bool any_plots = !plots.plots.empty() || !plots.skipped.empty();
+  std::vector<std::string> notes;
+  if (r.contains("notes") && r["notes"].is_array())
+    for (const auto& n : r["notes"]) if (n.is_string()) notes.push_back(n.get<std::string>());
   const float avail = ImGui::GetContentRegionAvail().y, line = ImGui::GetFrameHeightWithSpacing();
-  // The rows keep at least a few lines; the plots get one row of plots (or what is left).
+  // The rows keep at least a few lines; the plots get one row of plots (or what is left);
+  // the notes, as the terminal prints them under the table, what remains below the rows.
   const float plots_h = any_plots ? std::min(std::clamp(0.4f * avail, kPlotMinHeight, kPlotMaxHeight) + 16 + line * float(plots.skipped.size()),
                                              std::max(0.0f, avail - 6 * line))
                                   : 0;
-  const float rows_h = any_plots ? std::min(avail - plots_h, line * (float(r["rows"].size()) + 1.5f)) : 0;
-  if (!ImGui::BeginTable("report", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY, ImVec2(0, rows_h))) {
-    if (any_plots) draw_plots(plots);
-    return;
+  const float notes_h = notes.empty() ? 0 : std::min(line * (1.5f + 1.6f * float(notes.size())), 0.3f * avail);
+  const float rows_h = any_plots || !notes.empty() ? std::max(4 * line, std::min(avail - plots_h - notes_h, line * (float(r["rows"].size()) + 1.5f))) : 0;
+  draw_rows(r, rows_h);
+  if (!notes.empty() && ImGui::BeginChild("notes", ImVec2(0, notes_h), false)) {
+    for (const std::string& n : notes) ImGui::TextWrapped("%s", n.c_str());
   }
-  // The case (a row id's part before '.': "zero3", "prefetch2") tells apart rows with the
-  // same label; values in readable units ("43.2 MiB", "18.9 ms").
-  ImGui::TableSetupColumn("case", ImGuiTableColumnFlags_WidthFixed, 90);
-  ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 110);
-  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 110);
-  ImGui::TableHeadersRow();
-  for (const auto& row : r["rows"]) {
-    if (!row.is_object()) continue;
-    const std::string id = text_field(row, "id", ""), unit = text_field(row, "unit", "");
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(id.find('.') == std::string::npos ? "" : id.substr(0, id.find('.')).c_str());
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(text_field(row, "label", text_field(row, "quantity", "?")).c_str());  // ("quantity": older traces)
-    ImGui::TableNextColumn();
-    ImGui::TextUnformatted(format_value(row.contains("measured") && row["measured"].is_number() ? row["measured"].get<double>() : 0.0, unit).c_str());
-    ImGui::TableNextColumn();
-    // A check shows its bound as the terminal does ("≤ 1e-5", "4 ±2%"); a prediction its value.
-    const double tolerance = row.contains("tolerance") && row["tolerance"].is_number() ? row["tolerance"].get<double>() : 0.0;
-    if (row.contains("predicted") && row["predicted"].is_number())
-      ImGui::TextUnformatted(expected_text(row["predicted"].get<double>(), tolerance, unit).c_str());
-    else ImGui::TextUnformatted("-");
-  }
-  ImGui::EndTable();
+  if (!notes.empty()) ImGui::EndChild();
   if (any_plots) draw_plots(plots);
 }
 
