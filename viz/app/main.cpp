@@ -166,6 +166,24 @@ void go_to_step(dtl::viz::App& app, long k) {
   app.controls.anim = 1;
 }
 
+// A font that draws the symbols dtlab prints (Ψ α β · − × ≤ ⌈⌉ → ∘ ✓): DejaVu Sans Mono
+// from Debian's fonts-dejavu-core, at ImGui's own 13 px; without the file, ImGui's built-in
+// font (ASCII and Latin-1 only: those symbols then show as '?').
+void load_font() {
+  static const ImWchar ranges[] = {0x0020, 0x00FF,   // Latin
+                                   0x0370, 0x03FF,   // Greek
+                                   0x1D00, 0x1DBF,   // phonetic superscripts (ᵀ)
+                                   0x2000, 0x23FF,   // punctuation, super/subscripts, arrows, math, ⌈⌉
+                                   0x2500, 0x25FF,   // boxes, blocks, shapes
+                                   0x2700, 0x27BF,   // ✓ ✗
+                                   0};
+  const char* path = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+  if (std::FILE* f = std::fopen(path, "rb")) {
+    std::fclose(f);
+    ImGui::GetIO().Fonts->AddFontFromFileTTF(path, 13.0f, nullptr, ranges);
+  }
+}
+
 // The window and ImGui on it (GLFW + OpenGL 3.3); throws when there is no display.
 GLFWwindow* open_window(const Args& a) {
   glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "GLFW error %d: %s\n", code, text); });
@@ -186,6 +204,7 @@ GLFWwindow* open_window(const Args& a) {
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini: the layout is fixed
   ImGui::StyleColorsDark();
+  load_font();
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
   return window;
