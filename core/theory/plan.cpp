@@ -129,8 +129,8 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (!(m.parameters() > 0)) throw UsageError("the model has no parameters: give --params or its shape");
   if (long(p.dp) * p.tp * p.pp != c.gpus)
     throw UsageError("dp·tp·pp = " + std::to_string(p.dp) + "·" + std::to_string(p.tp) + "·" + std::to_string(p.pp) +
-                     " = " + std::to_string(long(p.dp) * p.tp * p.pp) + " must equal the " + std::to_string(c.gpus) +
-                     " GPUs");
+                     " = " + std::to_string(long(p.dp) * p.tp * p.pp) + " (--dp, --tp, --pp) must equal the " +
+                     std::to_string(c.gpus) + " GPUs (--gpus): change one side");
   if (m.heads > 0 && m.heads % p.tp != 0)
     throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.heads) +
                      " attention heads (each TP rank computes whole heads)");
