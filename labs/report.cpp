@@ -80,7 +80,7 @@ const ReportRow* Report::find(std::string_view id) const {
 nlohmann::json Report::to_json() const {
   using nlohmann::json;
   json j = {{"lab", lab}, {"backend", backend}, {"ranks", ranks}, {"config", config}, {"ok", ok},
-            {"setup", setup}, {"notes", notes}, {"columns", columns}};
+            {"setup", setup}, {"notes", notes}, {"columns", columns}, {"value_title", value_title}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
     json row = {{"id", r.id},         {"label", r.label},   {"measured", r.measured},

@@ -115,6 +115,9 @@ namespace {
 // check's bound, where the prediction comes from, and the check's verdict ("pass" / "FAIL",
 // empty for a row that checks nothing: the font has no ✓).
 void draw_rows(const nlohmann::json& r, float height) {
+  // "measured", or what the figures are when nothing ran: a plan's "estimate", a
+  // simulation's "simulated" (Report::value_title).
+  const std::string value_title = text_field(r, "value_title", "measured");
   if (!ImGui::BeginTable("report", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable,
                          ImVec2(0, height)))
     return;
@@ -122,8 +125,8 @@ void draw_rows(const nlohmann::json& r, float height) {
   // same label; values in readable units ("43.2 MiB", "18.9 ms").
   ImGui::TableSetupColumn("case", ImGuiTableColumnFlags_WidthFixed, 80);
   ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch, 2);
-  ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, 100);
-  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 110);
+  ImGui::TableSetupColumn(value_title.c_str(), ImGuiTableColumnFlags_WidthFixed, 135);
+  ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 150);
   ImGui::TableSetupColumn("from", ImGuiTableColumnFlags_WidthStretch, 1);
   ImGui::TableSetupColumn("check", ImGuiTableColumnFlags_WidthFixed, 44);
   ImGui::TableHeadersRow();

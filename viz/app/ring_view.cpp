@@ -92,6 +92,24 @@ void draw_in_flight(ImDrawList* dl, const Event& e, const RingGeometry& g, float
                     (e.flags & kFlagReduce) ? kind_color(EventKind::recv) : kind_color(EventKind::send), 3.0f);
 }
 
+// The transfer at the cursor in words. A live run's total is unknown until it ends: it
+// counts what has moved so far ("5 of 5 so far"), not "5/5".
+void draw_transfer_caption(const Frame& f, const std::vector<Event>& transfers, std::size_t k) {
+  const bool going_on = f.session.live() && !f.session.finished();
+  char count[64];
+  std::snprintf(count, sizeof count, going_on ? "%zu of %zu so far" : "%zu/%zu", k, transfers.size());
+  if (k > 0) {
+    const Event& e = transfers[k - 1];
+    ImGui::Text("transfer %s: rank %d -> rank %d, chunk %d%s, %s, %s", count, e.peer, e.rank, e.chunk,
+                e.chunk_count > 1 ? "+" : "", human_bytes(double(e.bytes)).c_str(),
+                (e.flags & kFlagReduce) ? "reduce (adds the sender's contributions)" : "copy");
+  } else if (going_on) {
+    ImGui::Text("before any transfer: every rank holds only its own data (live: the transfers appear as they move)");
+  } else {
+    ImGui::Text("before any transfer: every rank holds only its own data (%zu transfers in this run)", transfers.size());
+  }
+}
+
 }  // namespace
 
 void RingView::Draw(const Frame& f) {
@@ -131,14 +149,7 @@ void RingView::Draw(const Frame& f) {
   if (k > 0) draw_in_flight(dl, transfers[k - 1], g, f.anim);
 
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + avail.y - legend_h));
-  if (k > 0) {
-    const Event& e = transfers[k - 1];
-    ImGui::Text("transfer %zu/%zu: rank %d -> rank %d, chunk %d%s, %s, %s", k, transfers.size(), e.peer, e.rank, e.chunk,
-                e.chunk_count > 1 ? "+" : "", human_bytes(double(e.bytes)).c_str(),
-                (e.flags & kFlagReduce) ? "reduce (adds the sender's contributions)" : "copy");
-  } else {
-    ImGui::Text("before any transfer: every rank holds only its own data (%zu transfers in this run)", transfers.size());
-  }
+  draw_transfer_caption(f, transfers, k);
   double most = 0;
   for (double s : sent) most = std::max(most, s);
   const double N = std::atof(d.meta_of(MetaKey::bytes) ? d.meta_of(MetaKey::bytes)->c_str() : "0");
