@@ -11,7 +11,7 @@ mkdir -p "$out/corpus"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
   tests/viz/trace_parser_fuzz.cpp viz/model/trace_data.cpp viz/model/chrome_trace_reader.cpp viz/model/json_splitter.cpp \
   viz/model/layout.cpp viz/model/trace_index.cpp viz/model/memory_model.cpp viz/model/pipeline_model.cpp viz/model/torch_trace.cpp \
-  core/trace/trace.cpp core/trace/binary_trace.cpp \
+  core/trace/trace.cpp core/trace/binary_trace.cpp core/trace/vocab.cpp core/theory/schedule.cpp \
   core/trace/content_stamp.cpp core/trace/chunk_state.cpp core/trace/chrome_writer.cpp core/util/files.cpp \
   -lsimdjson -o "$out/trace_parser_fuzz"
 "$dtlab" run collectives --ranks 3 --bytes 96 --iters 0 --trace "$out/corpus/seed.json" >/dev/null
