@@ -67,7 +67,7 @@ void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& 
 Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& lab);
 
 // An exercise a lab calls (labs/<lab>/exercises.h), graded by a GoogleTest suite of its
-// labs/<lab>/grade_test.cpp.
+// labs/<lab>/grade_test*.cpp.
 struct ExerciseInfo {
   std::string id;     // the function's name, as `dtlab grade --exercise ID` takes it
   std::string suite;  // the GoogleTest suite that grades it

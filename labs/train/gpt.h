@@ -75,6 +75,10 @@ enum class GptSplit : std::uint8_t {
   vocab_rows,   // rows [r·V/T, (r+1)·V/T): wte
 };
 
+// What a tensor starts as (GPT-2's initialization): a weight matrix or embedding drawn from
+// N(0, std²), a bias at 0, a LayerNorm gain at 1.
+enum class GptStart : std::uint8_t { drawn, zeros, ones };
+
 struct GptTensor {
   std::string name;                     // GPT-2's name, e.g. "h.0.attn.c_attn.weight"
   std::vector<std::int64_t> full_shape; // in the whole model
@@ -85,6 +89,7 @@ struct GptTensor {
   // all-reduce after backward sums it (LayerNorm weights and biases, wpe).
   bool sequence_partial = false;
   std::size_t id = 0;  // its index in the whole model's table: which random stream initializes it
+  GptStart start = GptStart::drawn;
 };
 
 // The part of the model one pipeline stage holds (see the top of this file); the default

@@ -42,10 +42,11 @@ void Gpt::build_table() {
   const std::int64_t V = c_.vocab, S = c_.seq, h = c_.hidden, T = T_;
   std::size_t id = 0;
   const auto add = [&](bool held, int layer, std::string name, std::vector<std::int64_t> full,
-                       std::vector<std::int64_t> local, GptSplit split, bool sequence_partial) {
+                       std::vector<std::int64_t> local, GptSplit split, bool sequence_partial,
+                       GptStart start = GptStart::drawn) {
     if (held) {
       const ParamTensor& p = layout_.add(layer, name, local);
-      tensors_.push_back({std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial, id});
+      tensors_.push_back({std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial, id, start});
     }
     ++id;
   };
@@ -55,22 +56,23 @@ void Gpt::build_table() {
     const bool held = i >= span_.first && i <= span_.last;
     const std::string p = "h." + std::to_string(i) + ".";
     const auto layer_norm = [&](const std::string& ln) {
-      add(held, i + 1, p + ln + ".weight", {h}, {h}, GptSplit::replicated, true);
-      add(held, i + 1, p + ln + ".bias", {h}, {h}, GptSplit::replicated, true);
+      add(held, i + 1, p + ln + ".weight", {h}, {h}, GptSplit::replicated, true, GptStart::ones);
+      add(held, i + 1, p + ln + ".bias", {h}, {h}, GptSplit::replicated, true, GptStart::zeros);
     };
     layer_norm("ln_1");
     add(held, i + 1, p + "attn.c_attn.weight", {3 * h, h}, {3 * h / T, h}, GptSplit::qkv_column, false);
-    add(held, i + 1, p + "attn.c_attn.bias", {3 * h}, {3 * h / T}, GptSplit::qkv_column, false);
+    add(held, i + 1, p + "attn.c_attn.bias", {3 * h}, {3 * h / T}, GptSplit::qkv_column, false, GptStart::zeros);
     add(held, i + 1, p + "attn.c_proj.weight", {h, h}, {h, h / T}, GptSplit::row, false);
-    add(held, i + 1, p + "attn.c_proj.bias", {h}, {h}, GptSplit::replicated, false);  // rank 0 adds it, all update it
+    add(held, i + 1, p + "attn.c_proj.bias", {h}, {h}, GptSplit::replicated, false,  // rank 0 adds it, all update it
+        GptStart::zeros);
     layer_norm("ln_2");
     add(held, i + 1, p + "mlp.c_fc.weight", {4 * h, h}, {4 * h / T, h}, GptSplit::column, false);
-    add(held, i + 1, p + "mlp.c_fc.bias", {4 * h}, {4 * h / T}, GptSplit::column, false);
+    add(held, i + 1, p + "mlp.c_fc.bias", {4 * h}, {4 * h / T}, GptSplit::column, false, GptStart::zeros);
     add(held, i + 1, p + "mlp.c_proj.weight", {h, 4 * h}, {h, 4 * h / T}, GptSplit::row, false);
-    add(held, i + 1, p + "mlp.c_proj.bias", {h}, {h}, GptSplit::replicated, false);
+    add(held, i + 1, p + "mlp.c_proj.bias", {h}, {h}, GptSplit::replicated, false, GptStart::zeros);
   }
-  add(span_.head, c_.layers + 1, "ln_f.weight", {h}, {h}, GptSplit::replicated, true);
-  add(span_.head, c_.layers + 1, "ln_f.bias", {h}, {h}, GptSplit::replicated, true);
+  add(span_.head, c_.layers + 1, "ln_f.weight", {h}, {h}, GptSplit::replicated, true, GptStart::ones);
+  add(span_.head, c_.layers + 1, "ln_f.bias", {h}, {h}, GptSplit::replicated, true, GptStart::zeros);
   wte_ = span_.embedding ? 0 : kNone;
   if (span_.head && !span_.embedding) {  // the tied head's own copy (gpt.h), drawn as wte: id 0
     wte_ = tensors_.size();
@@ -126,20 +128,14 @@ double normal_draw(std::uint32_t seed, std::size_t tensor, std::size_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 }  // namespace
 
 void Gpt::initialize(std::uint32_t seed, const GptInit& init) {
   std::vector<float> p(num_params());  // drawn on the host, then copied to the device
   for (std::size_t t = 0; t < tensors_.size(); ++t) {
     const GptTensor& g = tensors_[t];
-    const bool layer_norm = g.name.find(".ln_") != std::string::npos || g.name.rfind("ln_", 0) == 0;
-    const bool bias = ends_with(g.name, ".bias");
-    const bool is_weight_matrix = !layer_norm && !bias;  // wte, wpe and the linear weights
-    const double base = layer_norm && !bias ? 1.0 : 0.0;
-    const bool draw = is_weight_matrix || init.perturb_all;
+    const double base = g.start == GptStart::ones ? 1.0 : 0.0;
+    const bool draw = g.start == GptStart::drawn || init.perturb_all;
     for (std::size_t i = 0; i < g.range.size(); ++i) {
       const double noise = draw ? init.std * normal_draw(seed, g.id, full_index(g, rank_, i)) : 0.0;
       p[g.range.begin + i] = float(base + noise);

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""Functions over the quality bar's 60 lines, and files over 400, in the project's code
-(test suites beside a lab, *_test.cpp, are held to the function limit only).
+"""Functions over the quality bar's 60 lines, and files over 400, in the project's code.
 
 A function is a brace block opened at the end of a line that reads like a definition
 (a name and a parameter list before the brace, not a control statement, class, namespace,
@@ -58,9 +57,7 @@ def main():
             for length, line, text in found:
                 print(f"{rel}:{line}: a function of {length} lines (at most {MAX_FUNCTION}): {text}")
                 bad += 1
-            # A lab's graded tests (labs/<lab>/grade_test.cpp) are a test suite, as long as its
-            # cases, like the suites under tests/ (not counted here); their functions still are.
-            if n > MAX_FILE and not path.name.endswith("_test.cpp"):
+            if n > MAX_FILE:
                 print(f"{rel}: {n} lines (at most {MAX_FILE})")
                 bad += 1
     print(f"{bad} over the limits")

@@ -180,6 +180,7 @@ TEST(LaneRows, GroupedByStageThenReplicaThenTensorRank) {
   }
   EXPECT_EQ(group_label({2, 2, 2}, 3), "stage 1 \xc2\xb7 replica 1 \xc2\xb7 ranks 6-7");
   EXPECT_EQ(group_label({4, 1, 2}, 5), "stage 1 \xc2\xb7 replica 1 \xc2\xb7 rank 5");
+  EXPECT_EQ(group_place({2, 2, 2}, 3), "stage 1 \xc2\xb7 replica 1");  // a folded row's name: no ranks
 }
 
 TEST(LaneRows, FoldAboveThirtyTwoRanksIntoStageReplicaRows) {

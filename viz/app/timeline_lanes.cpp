@@ -128,9 +128,8 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
     dl->AddText(ImVec2(x0 + 14, y + (h - line) / 2), kText, row.label.c_str());
     return;
   }
-  const std::string name = row.label.substr(0, row.label.rfind(" \xc2\xb7 "));  // "stage 0 · replica 1"
   dl->PushClipRect(ImVec2(x0, y), ImVec2(axis.x0 - 2, y + h), true);
-  dl->AddText(ImVec2(x0 + 14, y + (h - line) / 2), kText, name.c_str());
+  dl->AddText(ImVec2(x0 + 14, y + (h - line) / 2), kText, row.place.c_str());  // "stage 0 · replica 1"
   dl->PopClipRect();
   const std::vector<std::uint8_t> cols = fold_activity(f.session.data(), f.session.tracks(), row.members, axis);
   const float strip = (h - 4) / float(std::size(kStrips));

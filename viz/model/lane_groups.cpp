@@ -8,16 +8,20 @@ namespace dtl::viz {
 
 bool fold_by_default(const GridShape& s) { return s.size() > kFoldAboveRanks; }
 
+std::string group_place(const GridShape& s, int group) {
+  return "stage " + std::to_string(group / s.dp) + " \xc2\xb7 replica " + std::to_string(group % s.dp);
+}
+
 std::string group_label(const GridShape& s, int group) {
-  const int pp = group / s.dp, dp = group % s.dp, first = group * s.tp, last = first + s.tp - 1;
-  return "stage " + std::to_string(pp) + " \xc2\xb7 replica " + std::to_string(dp) + " \xc2\xb7 " +
+  const int first = group * s.tp, last = first + s.tp - 1;
+  return group_place(s, group) + " \xc2\xb7 " +
          (first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last));
 }
 
 std::vector<LaneRow> lane_rows(const std::vector<Track>& tracks, const GridShape& s, const LaneGrouping& g) {
   std::vector<LaneRow> rows;
   if (!g.by_axis || s.size() <= 0) {
-    for (std::size_t i = 0; i < tracks.size(); ++i) rows.push_back({LaneRow::Kind::track, i, -1, false, {}, {}});
+    for (std::size_t i = 0; i < tracks.size(); ++i) rows.push_back({LaneRow::Kind::track, i, -1, false, {}, {}, {}});
     return rows;
   }
   // (pp, dp, tp) of the rank, then the track's own order (stream, lane): stable.
@@ -38,10 +42,11 @@ std::vector<LaneRow> lane_rows(const std::vector<Track>& tracks, const GridShape
     if (group != current) {
       current = group;
       header = rows.size();
-      if (group >= 0) rows.push_back({LaneRow::Kind::group, 0, group, g.folded(group), {}, group_label(s, group)});
+      if (group >= 0)
+        rows.push_back({LaneRow::Kind::group, 0, group, g.folded(group), {}, group_label(s, group), group_place(s, group)});
     }
     if (group >= 0) rows[header].members.push_back(i);
-    if (group < 0 || !rows[header].folded) rows.push_back({LaneRow::Kind::track, i, group, false, {}, {}});
+    if (group < 0 || !rows[header].folded) rows.push_back({LaneRow::Kind::track, i, group, false, {}, {}, {}});
   }
   return rows;
 }

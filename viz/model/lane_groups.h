@@ -26,6 +26,7 @@ struct LaneRow {
   bool folded = false;               // group: one row of its ranks' activity (else a header above its tracks)
   std::vector<std::size_t> members;  // group: the tracks of its ranks
   std::string label;                 // group: "stage 0 · replica 1 · ranks 2-3"
+  std::string place;                 // group: its place in the grid alone, "stage 0 · replica 1" (a folded row's name)
 };
 
 struct LaneGrouping {
@@ -42,6 +43,7 @@ std::vector<LaneRow> lane_rows(const std::vector<Track>& tracks, const GridShape
 
 // "stage 0 · replica 1 · ranks 2-3" (the ranks of a (pp, dp) group are consecutive).
 std::string group_label(const GridShape& s, int group);
+std::string group_place(const GridShape& s, int group);  // group_label without the ranks
 
 // What a folded row shows in one pixel column: bits of what any member ran there.
 enum ActivityBits : std::uint8_t { kActCompute = 1, kActDp = 2, kActTp = 4, kActPp = 8, kActWorld = 16 };
