@@ -43,7 +43,7 @@ using EnumNames = std::vector<EnumName<Enum>>;
 
 // The word of `value` in `names` (Error if the table lacks it: a bug in the lab).
 template <typename Enum>
-std::string name_of(const EnumNames<Enum>& names, Enum value) {
+const char* name_of(const EnumNames<Enum>& names, Enum value) {
   for (const EnumName<Enum>& n : names)
     if (n.value == value) return n.name;
   throw Error("an enum value has no name in its option table");
@@ -90,7 +90,7 @@ class OptionTable {
         [field, names](Options& o, const LabOptions& given, const std::string& name) {
           std::invoke(field, o) = names[std::size_t(given.choice_index(name))].value;
         },
-        [field, names](Options& o) { return name_of(names, std::invoke(field, o)); });
+        [field, names](Options& o) { return std::string(name_of(names, std::invoke(field, o))); });
   }
 
   // A file name ("" by default: none).
@@ -167,7 +167,7 @@ class OptionTable {
   template <typename T>
   static std::string number_text(T v) {
     char text[64];
-    for (int digits = 1; digits < 17; ++digits) {
+    for (int digits = 1; digits <= 17; ++digits) {  // 17 always reads back a double
       std::snprintf(text, sizeof text, "%.*g", digits, double(v));
       if (T(std::strtod(text, nullptr)) == v) break;
     }

@@ -110,16 +110,13 @@ std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int g
         ++*broke;
         continue;
       }
-      bool any = false;
-      for (int zero = 0; zero <= 3; ++zero) {
-        if (dp == 1 && zero > 0) continue;  // nothing to shard over
-        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-          ParallelConfig p{dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency};
-          Plan candidate = plan(m, c, p);
-          if (candidate.memory.fits()) fitting.push_back(std::move(candidate)), any = true;
-        }
-      }
-      if (!any) ++rejected.memory;
+      const std::size_t fitted_before = fitting.size();
+      for (int zero = 0; zero <= (dp == 1 ? 0 : 3); ++zero)  // one rank: nothing to shard over
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+          if (Plan candidate = plan(m, c, {dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency});
+              candidate.memory.fits())
+            fitting.push_back(std::move(candidate));
+      if (fitting.size() == fitted_before) ++rejected.memory;
     }
   }
   if (why) *why = rejected;

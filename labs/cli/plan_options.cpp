@@ -60,16 +60,17 @@ namespace {
 
 struct ShapeOption {
   const char* flag;
-  int given;  // 0 (or -1 for --vocab): not given
+  int given;
+  int unset;  // PlanArgs' value when the option was not given (--vocab may be 0: its is -1)
   int th::ModelSpec::*field;
 };
 
 std::vector<ShapeOption> shape_options(const PlanArgs& a) {
-  return {{"--layers", a.layers, &th::ModelSpec::layers}, {"--hidden", a.hidden, &th::ModelSpec::hidden},
-          {"--heads", a.heads, &th::ModelSpec::heads},    {"--seq", a.seq, &th::ModelSpec::seq},
-          {"--vocab", a.vocab, &th::ModelSpec::vocab}};
+  return {{"--layers", a.layers, 0, &th::ModelSpec::layers}, {"--hidden", a.hidden, 0, &th::ModelSpec::hidden},
+          {"--heads", a.heads, 0, &th::ModelSpec::heads},    {"--seq", a.seq, 0, &th::ModelSpec::seq},
+          {"--vocab", a.vocab, -1, &th::ModelSpec::vocab}};
 }
-bool is_given(const ShapeOption& o) { return std::string(o.flag) == "--vocab" ? o.given >= 0 : o.given > 0; }
+bool is_given(const ShapeOption& o) { return o.given != o.unset; }
 
 // --model with shape options: each must be the preset's own (another value is another model).
 void require_preset_shape(const th::ModelSpec& preset, const std::vector<ShapeOption>& shape) {

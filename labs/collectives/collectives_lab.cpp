@@ -118,7 +118,7 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
   std::vector<Case> cases;
   if (collective == CollectiveChoice::reduce_scatter || collective == CollectiveChoice::all_gather) {
     if (s.algo != Algo::ring)
-      throw UsageError("--collective " + name_of(kCollectiveNames, collective) + " is built as a ring here; use --algo ring");
+      throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
     const Formulas ring_half{"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
     if (collective == CollectiveChoice::reduce_scatter) {
@@ -299,8 +299,8 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSet
   rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" + std::to_string(count) +
                       " × " + std::string(dtype_name(cfg.dtype)) + ")");
   if (s.collective == CollectiveChoice::all_reduce || s.collective == CollectiveChoice::reduce_scatter)
-    rep.setup.push_back("op " + name_of(kOpNames, s.op));
-  rep.setup.push_back("algo " + name_of(kAlgoNames, s.algo));
+    rep.setup.push_back(std::string("op ") + name_of(kOpNames, s.op));
+  rep.setup.push_back(std::string("algo ") + name_of(kAlgoNames, s.algo));
   if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
   const char* busbw = s.collective == CollectiveChoice::all_reduce  ? "2(P-1)/P"
                       : s.collective == CollectiveChoice::broadcast ? "1"

@@ -251,11 +251,7 @@ const EnumNames<DdpVariant> kVariantNames = {{DdpVariant::naive, "naive"},
                                              {DdpVariant::accumulate, "accumulate"},
                                              {DdpVariant::all, "all"}};
 
-const char* variant_name(DdpVariant v) {
-  for (const auto& n : kVariantNames)
-    if (n.value == v) return n.name;
-  return "?";
-}
+const char* variant_name(DdpVariant v) { return name_of(kVariantNames, v); }
 
 std::vector<DdpVariant> variants_of(const DdpSettings& s) {
   if (s.variant != DdpVariant::all) return {s.variant};

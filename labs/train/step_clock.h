@@ -55,10 +55,10 @@ class StepClock {
   decltype(auto) compute(Pass pass, const LayerHooks& algorithm, Work&& work) {
     ComputeSpan span(comm_, cfg_, pass, step_);
     LayerHooks spans = pass == Pass::backward ? layers_.backward_hooks(span) : layers_.forward_hooks(span);
-    if (pass == Pass::backward)  // the last layer's span to close: when backward's gradients were all final
+    if (pass == Pass::backward)  // layer 0's span closes last: backward's gradients are all final
       spans.after_backward = [after = spans.after_backward, this](int l) {
         after(l);
-        backward_end_ = now();
+        if (l == 0) backward_end_ = now();
       };
     return std::forward<Work>(work)(nest(algorithm, spans));
   }

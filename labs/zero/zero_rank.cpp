@@ -246,6 +246,10 @@ void ZeroRank::all_gather_params() {
 float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int step, ZeroStepTiming& t) {
   StepClock clock(comm_, cfg_, s_.shape.layers, step);
   clock_ = &clock;
+  struct Unset {  // no dangling clock_ after the step, even when it throws (a fault, an abort)
+    StepClock*& clock;
+    ~Unset() { clock = nullptr; }
+  } unset{clock_};
   waited_gather_ = 0;
   batch_.load(data, first_row, rows);  // the rows onto the rank's device
   std::fill(issued_.begin(), issued_.end(), false);
@@ -261,7 +265,6 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   t.step = clock.elapsed();
   t.exposed = clock.exposed();
   t.exposed_gather = waited_gather_;
-  clock_ = nullptr;
   return loss;
 }
 
