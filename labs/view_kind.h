@@ -1,35 +1,28 @@
 // The views a lab shows in dtlab-viz (DESIGN.md, Visualizer). A lab lists its own in its
-// LabInfo; the visualizer keeps one panel per kind (viz/app/panels.cpp) and lays out the
-// ones the lab lists, the first the largest. Header-only: viz/model uses it for layout.
+// LabInfo, the main one first. Three are the viewer's and fit every lab (below); a lab's
+// own picture (the collectives' ring, the pipeline's stages, ...) is declared in the lab's
+// header as `inline constexpr ViewKind kRingView{"ring"}` and its panel lives in the lab's
+// folder (labs/<lab>/views/*.cpp, registered with viz::register_panel), so a new view
+// edits no viewer file. Header-only: viz/model uses it for layout.
 #pragma once
 
 #include <string_view>
 
 namespace dtl {
 
-enum class ViewKind {
-  ring,      // ranks on a circle, chunks moving (collectives)
-  timeline,  // a lane per rank and stream with a time axis (every lab)
-  memory,    // per-rank stacked bars by tag beside the formula's line
-  report,    // measured vs predicted
-  pipeline,  // a row per stage of F/B/W blocks and the bubble between them (pipeline)
-  split,     // which rank holds which slice of each weight matrix, f and g (tensor_parallel)
-  topology,  // the dp × tp × pp grid of ranks and the groups each belongs to (grid)
+// A view, named once where it is declared: the name `dtlab-viz --view NAME` takes. Two kinds
+// are the same view when their names are.
+struct ViewKind {
+  std::string_view name;
+  friend constexpr bool operator==(ViewKind a, ViewKind b) { return a.name == b.name; }
+  static const ViewKind timeline;  // a lane per rank and stream with a time axis (every lab)
+  static const ViewKind memory;    // per-rank stacked bars by tag beside the formula's line
+  static const ViewKind report;    // measured vs predicted
 };
-inline constexpr ViewKind kAllViewKinds[] = {ViewKind::ring, ViewKind::timeline, ViewKind::memory, ViewKind::report,
-                                             ViewKind::pipeline, ViewKind::split, ViewKind::topology};
+inline constexpr ViewKind ViewKind::timeline{"timeline"};
+inline constexpr ViewKind ViewKind::memory{"memory"};
+inline constexpr ViewKind ViewKind::report{"report"};
 
-constexpr std::string_view view_kind_name(ViewKind v) {
-  switch (v) {
-    case ViewKind::ring: return "ring";
-    case ViewKind::timeline: return "timeline";
-    case ViewKind::memory: return "memory";
-    case ViewKind::report: return "report";
-    case ViewKind::pipeline: return "pipeline";
-    case ViewKind::split: return "split";
-    case ViewKind::topology: return "topology";
-  }
-  return "?";
-}
+constexpr std::string_view view_kind_name(ViewKind v) { return v.name; }
 
 }  // namespace dtl

@@ -4,11 +4,15 @@
 
 namespace dtl {
 
-StepGate::StepGate(int n, Unit unit) : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0), unit_(unit) {}
+StepGate::StepGate(int n, Unit unit)
+    : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0), comm_blocked_(std::size_t(n), 0), comm_work_(std::size_t(n), 0),
+      unit_(unit) {}
 
 bool StepGate::quiet_locked() const {
-  for (std::size_t r = 0; r < blocked_.size(); ++r)
+  for (std::size_t r = 0; r < blocked_.size(); ++r) {
     if (!blocked_[r] && !finished_[r]) return false;
+    if (comm_work_[r] > 0 && !comm_blocked_[r]) return false;  // its comm stream still works
+  }
   return true;
 }
 
@@ -17,8 +21,29 @@ void StepGate::note_waiting_locked() {
 }
 
 void StepGate::end_waiting_locked() {
-  if (waiting_since_) waits_.push_back({*waiting_since_, std::chrono::steady_clock::now()});
+  if (waiting_since_) {
+    waits_.push_back({*waiting_since_, std::chrono::steady_clock::now()});
+    waited_ += std::chrono::duration_cast<std::chrono::nanoseconds>(waits_.back().second - waits_.back().first);
+  }
   waiting_since_.reset();
+}
+
+std::chrono::nanoseconds StepGate::paused() const {
+  std::lock_guard lock(mu_);
+  if (!waiting_since_) return waited_;
+  return waited_ + std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - *waiting_since_);
+}
+
+void StepGate::work_begin(int rank) {
+  std::lock_guard lock(mu_);
+  ++comm_work_[std::size_t(rank)];
+}
+
+void StepGate::work_end(int rank) {
+  std::lock_guard lock(mu_);
+  --comm_work_[std::size_t(rank)];
+  note_waiting_locked();
+  cv_.notify_all();
 }
 
 bool StepGate::submit(std::uint64_t key, std::function<void()> transfer) {
@@ -30,9 +55,9 @@ bool StepGate::submit(std::uint64_t key, std::function<void()> transfer) {
   return true;
 }
 
-void StepGate::block(int rank) {
+void StepGate::block(int rank, bool comm_stream) {
   std::lock_guard lock(mu_);
-  blocked_[std::size_t(rank)] = 1;
+  (comm_stream ? comm_blocked_ : blocked_)[std::size_t(rank)] = 1;
   note_waiting_locked();
   cv_.notify_all();
 }
@@ -40,6 +65,12 @@ void StepGate::block(int rank) {
 void StepGate::unblock(int rank) {
   std::lock_guard lock(mu_);
   blocked_[std::size_t(rank)] = 0;
+  comm_blocked_[std::size_t(rank)] = 0;
+}
+
+void StepGate::unblock(int rank, bool comm_stream) {
+  std::lock_guard lock(mu_);
+  (comm_stream ? comm_blocked_ : blocked_)[std::size_t(rank)] = 0;
 }
 
 void StepGate::finish(int rank) {

@@ -40,9 +40,18 @@ class StepGate {
   // Queues a matched transfer (or a collective all members have reached). Returns false
   // when the gate is running freely: the caller then moves the data itself, at once.
   bool submit(std::uint64_t key, std::function<void()> transfer);
-  void block(int rank);    // the rank is about to sleep on a request that is not done
-  void unblock(int rank);  // the rank can run again (called by whoever completed its request)
-  void finish(int rank);   // the rank's body returned (or threw)
+  // The rank's thread (or, comm_stream, its comm stream) is about to sleep on something not
+  // done; unblock: it can run again (called by whoever completed it; both sides when the
+  // caller does not know which one waits: a sleeper that is still not done blocks again).
+  void block(int rank, bool comm_stream = false);
+  void unblock(int rank);
+  void unblock(int rank, bool comm_stream);
+  void finish(int rank);  // the rank's body returned (or threw)
+  // Work queued on a rank's comm stream (a library collective): while it runs and is not
+  // blocked, the world is not quiet, though every rank thread may sleep (DDP's next bucket
+  // waits at the gate meanwhile), so its time is never counted as the learner's.
+  void work_begin(int rank);
+  void work_end(int rank);
 
   // ---- controller side ----
   enum class State { transfer_waiting, all_finished, aborted };
@@ -60,6 +69,9 @@ class StepGate {
   using TimePoint = std::chrono::steady_clock::time_point;
   std::vector<std::pair<TimePoint, TimePoint>> controller_waits() const;
   std::size_t controller_wait_count() const;  // cheap: whether there are new ones
+  // Their total so far, the open one up to now: what the run's clock leaves out (RunClock,
+  // Trace::now_ns), so a stepped run measures what a free run does, not the learner's pauses.
+  std::chrono::nanoseconds paused() const;
 
  private:
   bool quiet_locked() const;
@@ -68,6 +80,8 @@ class StepGate {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<char> blocked_;   // per rank: asleep on a request not yet done
+  std::vector<char> comm_blocked_;  // per rank: its comm stream asleep (on the rest of its group)
+  std::vector<int> comm_work_;      // per rank: collectives queued on its comm stream, not done
   std::vector<char> finished_;
   std::multimap<std::uint64_t, std::function<void()>> ready_;  // by key: smallest first
   bool free_running_ = false;
@@ -75,6 +89,7 @@ class StepGate {
   Unit unit_;
   std::optional<TimePoint> waiting_since_;
   std::vector<std::pair<TimePoint, TimePoint>> waits_;
+  std::chrono::nanoseconds waited_{0};  // the closed waits' total
 };
 
 }  // namespace dtl

@@ -7,8 +7,11 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/trace/step_gate.h"
 
 namespace dtl {
+
+std::int64_t Trace::paused_ns() const { return pauses_ ? std::int64_t(pauses_->paused().count()) : 0; }
 
 const char* mem_tag_name(MemTag t) {
   switch (t) {

@@ -21,6 +21,8 @@
 
 namespace dtl {
 
+class StepGate;
+
 class EventLog {
  public:
   EventLog();
@@ -48,10 +50,14 @@ class Trace {
   EventLog& log(int rank, int stream) { return *logs_[std::size_t(rank) * kStreams + std::size_t(stream)]; }
   const EventLog& log(int rank, int stream) const { return *logs_[std::size_t(rank) * kStreams + std::size_t(stream)]; }
 
-  // Nanoseconds since this trace was created (steady clock).
+  // Nanoseconds since this trace was created (steady clock), less the learner's pauses of a
+  // stepped run (leave_out_pauses): the clock RunClock keeps for the labs.
   std::int64_t now_ns() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+    const std::int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+    return pauses_ ? t - paused_ns() : t;
   }
+  // A stepped run: its events leave out the time `gate` kept the world waiting for the learner.
+  void leave_out_pauses(const StepGate* gate) { pauses_ = gate; }
 
   // The epoch on the steady clock, in ns. Processes on one host share that clock, so
   // the difference of two epochs aligns their traces exactly.
@@ -84,6 +90,8 @@ class Trace {
  private:
   int world_size_;
   std::chrono::steady_clock::time_point epoch_;
+  const StepGate* pauses_ = nullptr;  // a stepped run's gate (leave_out_pauses)
+  std::int64_t paused_ns() const;
   std::vector<std::unique_ptr<EventLog>> logs_;
   mutable std::mutex mu_;  // guards labels_ and meta_ (cold path)
   std::vector<std::string> labels_;

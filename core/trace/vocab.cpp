@@ -2,6 +2,9 @@
 
 #include <array>
 #include <iterator>
+#include <string>
+
+#include "core/error.h"
 
 namespace dtl {
 
@@ -84,7 +87,23 @@ std::string role_json_members(const Role& r) {
   return out;
 }
 
+namespace {
+thread_local Role t_collective_extra;  // ScopedCollectiveRole's fields for this thread
+}  // namespace
+
+Role library_collective_role(CollectiveKind c) {
+  Role r = t_collective_extra;
+  r.collective = c, r.algorithm = AlgorithmKind::library;
+  return r;
+}
+
+ScopedCollectiveRole::ScopedCollectiveRole(const Role& extra) : saved_(t_collective_extra) { t_collective_extra = extra; }
+ScopedCollectiveRole::~ScopedCollectiveRole() { t_collective_extra = saved_; }
+
 std::uint64_t role_code(const Role& r) {
+  // Each field has its bits (stage 20-23, prefetch 24-31, block 32-47, bucket 48-63). The int8
+  // stage could reach into prefetch's bits; a stage past 14 would alias another Role.
+  if (r.zero_stage > 14) throw Error("role_code: ZeRO stage " + std::to_string(r.zero_stage) + " is out of its range (0..14)");
   return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
          std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
          std::uint64_t(std::uint8_t(r.zero_stage + 1)) << 20 | std::uint64_t(std::uint8_t(r.prefetch + 1)) << 24 |

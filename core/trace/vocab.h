@@ -45,8 +45,22 @@ struct Role {
   bool empty() const { return *this == Role{}; }
 };
 
-// What a backend's library collective event stands for.
-inline Role library_collective_role(CollectiveKind c) { return Role{.collective = c, .algorithm = AlgorithmKind::library}; }
+// What a backend's library collective event stands for: its kind, and what the code that
+// posts it says about it from this thread (ScopedCollectiveRole: DDP's gradient bucket).
+Role library_collective_role(CollectiveKind c);
+// While it lives, the library collectives this thread posts carry `extra`'s fields (a bucket
+// index, a block) beside their kind: the caller says what a collective is for without the
+// collective's code knowing (the DDP lab wraps the learner's launch_ready_buckets in one).
+class ScopedCollectiveRole {
+ public:
+  explicit ScopedCollectiveRole(const Role& extra);
+  ~ScopedCollectiveRole();
+  ScopedCollectiveRole(const ScopedCollectiveRole&) = delete;
+  ScopedCollectiveRole& operator=(const ScopedCollectiveRole&) = delete;
+
+ private:
+  Role saved_;
+};
 
 const char* collective_kind_name(CollectiveKind c);  // "all_reduce", ..., "barrier" ("" for none)
 const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd"
@@ -64,8 +78,8 @@ std::optional<ScheduleKind> parse_schedule_kind(std::string_view s);
 // for an empty Role). The reader (viz/model/chrome_trace_reader.cpp) reads the same keys.
 std::string role_json_members(const Role& r);
 // A Role as one number, equal exactly when the Roles are: what label tables index by
-// (every field in its range: enums below 16, stage and prefetch below 255, block and bucket
-// below 32768).
+// (enums below 16; the ZeRO stage below 15, Error otherwise; the int8 and int16 fields in
+// their own bits).
 std::uint64_t role_code(const Role& r);
 // A short key naming the Role's typed fields ("zero_stage=2", "schedule=1f1b"): what
 // metadata about one phase of a run is keyed by (MetaKey::phase_formula_bytes).

@@ -21,6 +21,7 @@
 #include <limits>
 #include <random>
 
+#include "core/trace/run_clock.h"
 #include "core/error.h"
 #include "core/util/units.h"
 #include "core/memory/device_ops.h"
@@ -224,9 +225,9 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
     c.init(work.host());
     work.upload();
     comm.barrier();
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = RunClock::now();
     c.run(comm, view);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = std::chrono::duration<double>(RunClock::now() - start).count();
     const double slowest = max_over_ranks(comm, s);
     if (it < cfg.warmup) continue;
     times.push_back(slowest);
@@ -387,7 +388,7 @@ LabInfo collectives_lab_info() {
        {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
-      FaultPlan::Counted::sends, false, {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
+      FaultPlan::Counted::sends, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
       collectives_option_table().read_back(),
       ex::collectives_hints(),
       {},

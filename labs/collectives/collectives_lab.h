@@ -22,6 +22,8 @@ const OptionTable<CollectivesSettings>& collectives_option_table();
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg);
 int collectives_chunk_grid(const LabConfig& cfg);
+// The lab's own view in dtlab-viz: ranks on a circle, chunks moving around them (labs/collectives/views/ring_view.cpp).
+inline constexpr ViewKind kRingView{"ring"};
 LabInfo collectives_lab_info();
 
 }  // namespace dtl

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/trace/run_clock.h"
 #include "core/error.h"
 #include "core/util/files.h"
 #include "core/util/safetensors.h"
@@ -57,11 +58,11 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   evaluate(0);
   double seconds = 0;
   for (int step = 1; step <= s.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = RunClock::now();
     const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
     const float loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
     scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds += std::chrono::duration<double>(RunClock::now() - start).count();
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);
     if (step % s.eval_every == 0 || step == s.steps) evaluate(step);

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
@@ -25,6 +26,7 @@
 #include "labs/grid/grid_stage.h"
 #include "labs/measure.h"
 #include "labs/shared_options.h"
+#include "labs/train/reference.h"
 
 namespace dtl {
 
@@ -36,16 +38,19 @@ StageBlocks stage_blocks(int layers, int stages, int stage) {
 
 namespace {
 
-// Rank 0 trains the whole model (a group of one) on the global batch, the reference; every
-// rank gets its losses and final weights, in the whole model's order (GridStage::whole_indices).
+// Rank 0 trains the whole model on a group of one (labs/train/reference.h) on the global
+// batch; every rank gets its losses and final weights, in the whole model's order
+// (GridStage::whole_indices).
 OneRankRun one_rank_reference(Comm& world, const GridSettings& s, Device device) {
-  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel, kReferenceRole));
+  TensorList all = reference_on_rank0(world, [&](Comm& alone) {
+    OneRankRun run = s.model == GridModelKind::gpt ? train_gpt_one_rank(alone, s, device) : train_mlp_one_rank(alone, s, device);
+    TensorList losses_weights{std::move(run.losses)};
+    for (std::vector<float>& w : run.weights) losses_weights.push_back(std::move(w));
+    return losses_weights;
+  });
   OneRankRun run;
-  std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
-  if (alone) run = s.model == GridModelKind::gpt ? train_gpt_one_rank(*alone, s, device) : train_mlp_one_rank(*alone, s, device);
-  broadcast_tensors(world, run.weights, 0);
-  run.losses.resize(std::size_t(s.steps));
-  world.broadcast(run.losses.data(), run.losses.size(), DType::f32, 0);
+  run.losses = std::move(all.at(0));
+  run.weights.assign(std::make_move_iterator(all.begin() + 1), std::make_move_iterator(all.end()));
   return run;
 }
 
@@ -198,7 +203,7 @@ LabInfo grid_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::topology, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kTopologyView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       grid_option_table().read_back(),
       {},

@@ -256,7 +256,7 @@ LabInfo pipeline_lab_info() {
       nullptr,
       FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
       /*overlaps_compute=*/false,
-      {ViewKind::pipeline, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
       pipeline_option_table().read_back(),
       ex::pipeline_hints(),

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/trace/run_clock.h"
 #include "core/error.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
@@ -25,12 +26,13 @@
 #include "labs/measure.h"
 #include "labs/shared_options.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/reference.h"
 
 namespace dtl {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = RunClock;  // a stepped run leaves out the learner's pauses
 
 // ---- which collectives a step made inside the blocks, from the trace ----
 
@@ -87,31 +89,28 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
 
 }  // namespace
 
-// Rank 0 trains the model on a group of its own; the others receive what it found.
+// Rank 0 trains the model on a group of its own (labs/train/reference.h); every rank gets the
+// first loss, the first step's gradients and the final weights, by names().
 OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
-  std::unique_ptr<Comm> alone = comm.split(comm.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
-  OneRank ref;
-  if (alone) {
-    MemoryTracker mem(comm.global_rank(), nullptr);
-    std::unique_ptr<TpModelRun> model = make_tp_model(s, {*alone, ex::TpMode::plain}, mem, device);
+  const TensorList all = reference_on_rank0(comm, [&](Comm& alone) {
+    MemoryTracker mem(alone.global_rank(), nullptr);
+    std::unique_ptr<TpModelRun> model = make_tp_model(s, {alone, ex::TpMode::plain}, mem, device);
+    TensorList first_loss_grads{{}}, final_params;
     for (int step = 0; step < s.steps; ++step) {
       const float loss = model->train_step(step);
       if (step == 0) {
-        ref.first_loss = loss;
-        for (const std::string& n : model->names()) ref.first_grads.push_back(model->full_grads(n));
+        first_loss_grads[0] = {loss};
+        for (const std::string& n : model->names()) first_loss_grads.push_back(model->full_grads(n));
       }
       model->adamw_step(s.adamw, step + 1);
     }
-    for (const std::string& n : model->names()) ref.final_params.push_back(model->full_params(n));
-  }
-  // One list to send: the loss, then the gradients, then the weights.
-  std::vector<std::vector<float>> all{{ref.first_loss}};
-  all.insert(all.end(), ref.first_grads.begin(), ref.first_grads.end());
-  all.insert(all.end(), ref.final_params.begin(), ref.final_params.end());
-  broadcast_tensors(comm, all, 0);
+    for (const std::string& n : model->names()) final_params.push_back(model->full_params(n));
+    first_loss_grads.insert(first_loss_grads.end(), final_params.begin(), final_params.end());
+    return first_loss_grads;  // the loss, then the gradients, then the weights
+  });
+  OneRank ref;
   const std::size_t n = (all.size() - 1) / 2;
-  ref.first_loss = all[0][0];
+  ref.first_loss = all[0].at(0);
   ref.first_grads.assign(all.begin() + 1, all.begin() + 1 + std::ptrdiff_t(n));
   ref.final_params.assign(all.begin() + 1 + std::ptrdiff_t(n), all.end());
   return ref;
@@ -223,7 +222,7 @@ LabInfo tensor_parallel_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::split, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kSplitView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       tp_option_table().read_back(),
       ex::tensor_parallel_hints(),

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/comm/dtype.h"
+#include "core/trace/vocab.h"
 #include "labs/ddp/exercises.h"
 #include "labs/train/mlp.h"
 #include "labs/train/param_layout.h"
@@ -30,11 +32,23 @@ class BucketedAllReduce {
   // An after_backward hook (leave it out on the micro-batches that skip synchronizing).
   LayerHooks launch_hooks() {
     LayerHooks h;
-    h.after_backward = [this](int layer) { ex::launch_ready_buckets(comm_, grads_, buckets_, layer, pending_); };
+    h.after_backward = [this](int layer) {
+      // The all-reduce the learner's code posts now is this layer's bucket's: its trace event
+      // carries the bucket's index (Role::bucket) for the timeline.
+      ScopedCollectiveRole says(Role{.bucket = bucket_completed_by(layer)});
+      ex::launch_ready_buckets(comm_, grads_, buckets_, layer, pending_);
+    };
     return h;
   }
   void wait() { ex::wait_for_buckets(pending_); }  // every launched bucket averaged
   std::size_t bucket_count() const { return buckets_.size(); }
+  // The bucket whose gradients are all ready once `layer`'s backward ends: the one that starts
+  // at it (backward runs from the last layer down), -1 when none does.
+  std::int16_t bucket_completed_by(int layer) const {
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      if (buckets_[b].first_layer == layer) return std::int16_t(b);
+    return -1;
+  }
 
  private:
   Comm& comm_;

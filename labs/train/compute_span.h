@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/trace/run_clock.h"
 #include "core/comm/comm.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
@@ -27,15 +28,15 @@ class ComputeSpan {
   // straggler is late at every such point, not only at the end.
   void pace() {
     if (factor_ <= 1.0) return;
-    std::this_thread::sleep_for((std::chrono::steady_clock::now() - last_) * (factor_ - 1.0));
-    last_ = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for((RunClock::now() - last_) * (factor_ - 1.0));
+    last_ = RunClock::now();
   }
   ComputeSpan(const ComputeSpan&) = delete;
   ComputeSpan& operator=(const ComputeSpan&) = delete;
 
  private:
   double factor_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  RunClock::time_point last_ = RunClock::now();
   ScopedSpan span_;  // declared last: closes after the destructor's sleep, so the stretch is inside it
 };
 

@@ -2,6 +2,9 @@
 
 #include <chrono>
 
+#include "core/trace/run_clock.h"
+#include "core/trace/trace.h"
+#include "labs/measure.h"
 #include "labs/train/device_batch.h"
 
 namespace dtl {
@@ -22,7 +25,7 @@ std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
 
 MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& data,
                                     const std::function<void(int step)>& on_step) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = RunClock;  // a stepped run leaves out the learner's pauses
   MemoryTracker mem(0, nullptr);
   Mlp model(c.shape, mem, 1, c.precision, c.device);
   AdamW opt(whole_model(model), c.device, mem, c.adamw, c.precision == DType::f32 ? MasterWeights::keep : c.master);
@@ -41,6 +44,15 @@ MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& 
   }
   run.weights = fp32_weights(model, opt);
   return run;
+}
+
+TensorList reference_on_rank0(Comm& world, const std::function<TensorList(Comm& alone)>& train) {
+  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel, kReferenceRole));
+  TensorList found;
+  std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
+  if (alone) found = train(*alone);
+  broadcast_tensors(world, found, 0);
+  return found;
 }
 
 }  // namespace dtl

@@ -1,12 +1,15 @@
-// The one-rank reference of the MLP labs (DDP, ZeRO, pipeline): the same model trained
-// by one process on the whole global batch, step for step, on a device of its own —
-// what N ranks together must equal (within the sum order of their reductions). It runs
-// on the device the ranks use, so its step time is the 1-GPU baseline of a GPU run.
+// The one-rank reference every training lab compares with: the same model trained by one
+// process on the whole global batch, step for step — what N ranks together must equal
+// (within the sum order of their reductions). The MLP labs (DDP, ZeRO, pipeline) train the
+// plain Mlp on every rank's own device (its step time is the 1-GPU baseline of a GPU run);
+// the labs whose model is their own parallel code (tensor parallel, grid) run that code on
+// a group of one on rank 0 and share what it found (reference_on_rank0).
 #pragma once
 
 #include <functional>
 #include <vector>
 
+#include "core/comm/comm.h"
 #include "labs/train/data.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
@@ -37,5 +40,11 @@ std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt);
 
 MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& data,
                                     const std::function<void(int step)>& on_step = {});
+
+// Rank 0 runs `train` on a communicator of its own (a group of one: the lab's parallel code
+// with T = 1, D = 1, P = 1) inside the run's reference phase; every rank of `world` returns
+// the tensors it returned (losses, gradients, weights, in the order `train` chose).
+using TensorList = std::vector<std::vector<float>>;
+TensorList reference_on_rank0(Comm& world, const std::function<TensorList(Comm& alone)>& train);
 
 }  // namespace dtl

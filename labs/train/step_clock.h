@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "labs/train/compute_span.h"
+#include "core/trace/run_clock.h"
 
 namespace dtl {
 
@@ -41,10 +42,11 @@ class StepClock {
   StepClock(Comm& comm, const LabConfig& cfg, int layers, int step)
       : comm_(comm), cfg_(cfg), step_(step), layers_(comm, layers, step), start_(now()) {}
 
-  // Seconds on the trace's clock (the one its events are stamped with), else steady_clock.
+  // Seconds on the trace's clock (the one its events are stamped with), else RunClock: both
+  // leave out a stepped run's pauses for the learner.
   double now() const {
     if (comm_.trace()) return double(comm_.trace()->now_ns()) * 1e-9;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(RunClock::now().time_since_epoch()).count();
   }
   double start() const { return start_; }
   double elapsed() const { return now() - start_; }

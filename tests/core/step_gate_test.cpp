@@ -1,10 +1,14 @@
 // The step gate releases one transfer at a time, in the same order on every run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "core/comm/threads_backend.h"
 #include "core/trace/chunk_state.h"
+#include "core/trace/run_clock.h"
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 #include "labs/collectives/exercises.h"
@@ -104,4 +108,73 @@ TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
   EXPECT_EQ(releases, kCollectives);
   for (int r = 0; r < P; ++r)
     for (int k = 0; k < kCollectives; ++k) EXPECT_EQ(sums[std::size_t(r)][std::size_t(k)], float(P * (P - 1) / 2 + P * k));
+}
+
+// The learner's pauses are nobody's work: a stepped ring whose controller thinks 15 ms
+// before every release measures (RunClock, and the trace's clock) about what a free ring
+// does — not the 15 ms × transfers the run sat waiting. Before RunClock, every stepped
+// figure counted them (a stepped pipeline read a 76 % bubble).
+TEST(StepGate, ALearnersPausesAreLeftOutOfTheRunsClocks) {
+  constexpr int P = 3;
+  constexpr auto kThink = std::chrono::milliseconds(15);
+  Trace trace(P);
+  StepGate gate(P);
+  ThreadsOptions opt;
+  opt.world_size = P;
+  opt.trace = &trace;
+  opt.gate = &gate;
+  std::vector<double> run_s(P), steady_s(P);
+  RunResult result;
+  std::thread runner([&] {
+    result = run_threads(opt, [&](Comm& c) {
+      const auto run0 = RunClock::now();
+      const auto steady0 = std::chrono::steady_clock::now();
+      std::vector<float> v(std::size_t(c.size()) * 4, float(c.rank()));
+      ex::ring_all_reduce(c, {v.data(), v.size(), DType::f32}, ReduceOp::sum);
+      run_s[std::size_t(c.rank())] = std::chrono::duration<double>(RunClock::now() - run0).count();
+      steady_s[std::size_t(c.rank())] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
+    });
+  });
+  int releases = 0;
+  while (gate.wait_quiet() == StepGate::State::transfer_waiting) {
+    std::this_thread::sleep_for(kThink);
+    gate.release_one();
+    ++releases;
+  }
+  runner.join();
+  ASSERT_TRUE(result.ok()) << result.error;
+  const double thought = std::chrono::duration<double>(kThink).count() * releases;
+  EXPECT_NEAR(std::chrono::duration<double>(gate.paused()).count(), thought, 0.5 * thought);
+  for (int r = 0; r < P; ++r) {
+    EXPECT_GE(steady_s[std::size_t(r)], 0.9 * thought) << "rank " << r << ": the wall clock did wait";
+    EXPECT_LT(run_s[std::size_t(r)], 0.25 * thought) << "rank " << r << ": " << run_s[std::size_t(r)] << " s measured of "
+                                                     << steady_s[std::size_t(r)] << " s wall, " << thought << " s of it thinking";
+  }
+  // The trace: the run's events span about what the ranks measured, not the thinking time.
+  std::int64_t first = INT64_MAX, last = 0;
+  for (const Event& e : trace.snapshot()) first = std::min(first, e.begin_ns), last = std::max(last, e.end_ns);
+  EXPECT_LT(double(last - first) * 1e-9, 0.25 * thought) << "the trace spans " << double(last - first) * 1e-9 << " s";
+}
+
+// While a released collective runs on the comm streams the world is not quiet, even when
+// every rank already sleeps at the next launch: its time is the run's, never a pause.
+TEST(StepGate, CommWorkInFlightKeepsTheWorldBusy) {
+  StepGate gate(1, StepGate::Unit::collectives);
+  gate.block(0);
+  gate.work_begin(0);
+  bool released = false;
+  gate.submit(1, [&] { released = true; });
+  EXPECT_EQ(gate.poll(), StepGate::Poll::running);  // the rank sleeps, but the stream works
+  EXPECT_FALSE(gate.controller_waiting());
+  EXPECT_EQ(gate.paused().count(), 0);
+  gate.block(0, /*comm_stream=*/true);  // the stream sleeps on the rest of its group: quiet
+  EXPECT_EQ(gate.poll(), StepGate::Poll::transfer_waiting);
+  gate.unblock(0, true);
+  EXPECT_EQ(gate.poll(), StepGate::Poll::running);
+  gate.work_end(0);
+  EXPECT_EQ(gate.poll(), StepGate::Poll::transfer_waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  gate.release_one();
+  EXPECT_TRUE(released);
+  EXPECT_GE(gate.paused(), std::chrono::milliseconds(4));
 }

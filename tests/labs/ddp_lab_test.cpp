@@ -147,3 +147,29 @@ TEST(DdpLab, MemoryEstimateStandsBesideTheMeasuredPeak) {
     }
   }
 }
+
+// Each bucket's all-reduce says which bucket it is (Role::bucket, set around the learner's
+// launch_ready_buckets): every bucket 0..B-1 is averaged once per step, and no other
+// collective of the bucketed variant carries a bucket.
+TEST(DdpLab, EveryBucketAllReduceCarriesItsBucket) {
+  const int P = 2, steps = 3;
+  Trace trace(P);
+  const Report rep = run_ddp(P, {{"variant", "bucketed"}, {"width", "32"}, {"depth", "4"}, {"batch", "8"},
+                                 {"steps", std::to_string(steps)}, {"bucket-mb", "0.004"}},
+                             trace);
+  ASSERT_TRUE(rep.ok) << rep.to_text();
+  const int buckets = int(rep.find("bucketed.buckets")->measured);
+  ASSERT_GT(buckets, 1);
+  for (int r = 0; r < P; ++r) {
+    std::map<int, int> per_bucket;
+    const EventLog& comm = trace.log(r, kStreamComm);
+    for (std::size_t i = 0; i < comm.size(); ++i)
+      if (comm[i].kind == EventKind::collective && trace.label_role(comm[i].label).bucket >= 0)
+        ++per_bucket[trace.label_role(comm[i].label).bucket];
+    ASSERT_EQ(int(per_bucket.size()), buckets) << "rank " << r;
+    for (const auto& [bucket, count] : per_bucket) {
+      EXPECT_LT(bucket, buckets) << "rank " << r;
+      EXPECT_EQ(count, 1 + steps) << "rank " << r << ", bucket " << bucket << " (a warm-up step and " << steps << " timed)";
+    }
+  }
+}

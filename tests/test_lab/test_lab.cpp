@@ -62,6 +62,8 @@ namespace ex {
 std::span<const ExerciseHints> test_lab_hints();  // tests/test_lab/hints.cpp
 }  // namespace ex
 
+int test_lab_length(const LabOptions& options) { return test_lab_option_table().parse(options).length; }
+
 LabInfo test_lab_info() {
   return {
       "test_lab",
@@ -73,7 +75,7 @@ LabInfo test_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::timeline, ViewKind::report},
+      {kBytesView, ViewKind::timeline, ViewKind::report},
       {},
       test_lab_option_table().read_back(),
       ex::test_lab_hints(),

@@ -5,6 +5,8 @@
 // roles the viewer reads (a run of the tensor-parallel and pipeline labs).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,4 +168,27 @@ TEST(Vocabulary, OneNameUnderManyRolesKeepsEachRole) {
     wrong += d.role(e).block != b || d.role(e).pass != (b % 2 ? Pass::backward : Pass::forward);
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// role_code gives each field its own bits: a ZeRO stage past its 4 bits would alias another
+// Role (stage 16 reads as prefetch 0), so it is refused; every stage in range stays apart.
+TEST(Vocabulary, RoleCodeRefusesAFieldPastItsBits) {
+  EXPECT_THROW(role_code(Role{.zero_stage = 15}), Error);
+  EXPECT_NE(role_code(Role{.zero_stage = 14}), role_code(Role{.zero_stage = 14, .prefetch = 0}));
+  for (int a = -1; a <= 14; ++a)
+    for (int b = a + 1; b <= 14; ++b) EXPECT_NE(role_code(Role{.zero_stage = std::int8_t(a)}), role_code(Role{.zero_stage = std::int8_t(b)}));
+}
+
+// What a caller says about its library collectives stays on its thread and ends with its scope.
+TEST(Vocabulary, ScopedCollectiveRoleAddsToTheCollectivesOfItsThreadOnly) {
+  EXPECT_EQ(library_collective_role(CollectiveKind::all_reduce).bucket, -1);
+  {
+    ScopedCollectiveRole says(Role{.bucket = 3});
+    const Role r = library_collective_role(CollectiveKind::all_reduce);
+    EXPECT_EQ(r.bucket, 3);
+    EXPECT_EQ(r.collective, CollectiveKind::all_reduce);
+    EXPECT_EQ(r.algorithm, AlgorithmKind::library);
+    std::thread([] { EXPECT_EQ(library_collective_role(CollectiveKind::all_reduce).bucket, -1); }).join();
+  }
+  EXPECT_EQ(library_collective_role(CollectiveKind::all_reduce).bucket, -1);
 }

@@ -275,9 +275,10 @@ int run(const Args& a) {
 // What the window shows and where it starts: a view, a zoom, the pipeline view's run, the
 // topology's highlighted rank; and the modes without a window (--overlap, --bench).
 void add_view_options(CLI::App& cli, Args& a) {
-  const std::vector<dtl::ViewKind> all_views(std::begin(dtl::kAllViewKinds), std::end(dtl::kAllViewKinds));
+  std::vector<dtl::ViewKind> all_views;  // the viewer's and every lab's that registered a panel
   std::vector<std::string> view_names;
-  for (dtl::ViewKind v : all_views) view_names.emplace_back(dtl::view_kind_name(v));
+  for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
+    all_views.push_back(p.kind), view_names.emplace_back(dtl::view_kind_name(p.kind));
   cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
       ->check(CLI::IsMember(view_names));
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(dtl::cli::finite_range(1, 1e9));

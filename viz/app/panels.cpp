@@ -1,8 +1,10 @@
 // The registry of view kinds → panels. A lab lists its views (LabInfo::views); the app
 // makes the panel of each from here and lays them out with arrange_panels (viz/model).
-// Adding a view: its ViewKind (labs/view_kind.h), its struct in views.h and file, one line here.
+// The viewer's own three are below; a lab's own view registers from its folder
+// (labs/<lab>/views/*.cpp, which viz/CMakeLists.txt compiles into dtlab-viz).
 #include <algorithm>
 
+#include "core/error.h"
 #include "viz/app/views.h"
 
 namespace dtl::viz {
@@ -19,31 +21,33 @@ std::unique_ptr<Panel> make_timeline(const PanelSettings& s) {
   return t;
 }
 
-std::unique_ptr<Panel> make_topology(const PanelSettings& s) {
-  auto t = std::make_unique<TopologyView>();
-  t->pinned = s.highlight_rank;
-  return t;
-}
-
-std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
-  auto p = std::make_unique<PipelineView>();
-  p->schedule = s.pipeline_schedule;
-  p->compare = s.pipeline_compare;
-  return p;
-}
-}  // namespace
-
-const std::vector<PanelKind>& panel_registry() {
-  static const std::vector<PanelKind> panels = {
-      {ViewKind::ring, "Ring: chunks and their contributions", make<RingView>},
+struct Registry {
+  std::vector<PanelKind> panels = {
       {ViewKind::timeline, "Timeline", make_timeline},
       {ViewKind::memory, "Memory per rank", make<MemoryView>},
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
-      {ViewKind::pipeline, "Pipeline: stages, micro-batches and the bubble", make_pipeline},
-      {ViewKind::split, "Tensor parallel: who holds which slice", make<SplitView>},
-      {ViewKind::topology, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology},
   };
-  return panels;
+  bool read = false;  // panel_registry() was called: too late to add
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+}  // namespace
+
+bool register_panel(const PanelKind& panel) {
+  Registry& r = registry();
+  if (r.read) throw Error("register_panel(" + std::string(panel.kind.name) + ") after the panel registry was first read: register from a static initializer");
+  if (std::any_of(r.panels.begin(), r.panels.end(), [&](const PanelKind& p) { return p.kind == panel.kind; }))
+    throw Error("register_panel: the view '" + std::string(panel.kind.name) + "' is registered twice");
+  r.panels.push_back(panel);
+  return true;
+}
+
+const std::vector<PanelKind>& panel_registry() {
+  Registry& r = registry();
+  r.read = true;
+  return r.panels;
 }
 
 const PanelKind* find_panel(ViewKind kind) {

@@ -1,6 +1,7 @@
 #include "viz/app/session.h"
 
 #include "core/comm/threads_backend.h"
+#include "labs/collectives/collectives_lab.h"
 
 namespace dtl::viz {
 
@@ -22,7 +23,7 @@ std::unique_ptr<Session> Session::replay(const std::string& path) {
 
 std::vector<ViewKind> Session::views() const {
   if (lab_) return lab_->views;
-  if (!index_.transfers.empty()) return {ViewKind::ring, ViewKind::report, ViewKind::memory, ViewKind::timeline};
+  if (!index_.transfers.empty()) return {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline};
   return {ViewKind::timeline, ViewKind::memory, ViewKind::report};
 }
 
@@ -46,6 +47,8 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
   s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
                                                                                          : StepGate::Unit::transfers);
+  s->data_ = from_trace(trace);  // the ranks and the metadata, before the first event arrives
+  s->index_ = index_trace(s->data_, s->unit_);
   Session* self = s.get();
   s->runner_ = std::thread([self] {
     ThreadsOptions opt;
@@ -76,6 +79,8 @@ Session::~Session() {
 
 void Session::refresh() {
   if (!live()) return;
+  // The trace's clock leaves out the learner's pauses (Trace::leave_out_pauses): its times
+  // are the run's own, as in a free run, so nothing is cut out of the pictures here.
   std::size_t n = 0;
   for (int r = 0; r < trace_->world_size(); ++r)
     for (int s = 0; s < Trace::kStreams; ++s) n += trace_->log(r, s).size();
@@ -83,24 +88,11 @@ void Session::refresh() {
     std::lock_guard lock(mu_);
     if (!report_json_.empty()) trace_->set_meta(MetaKey::report, report_json_);
   }
-  const std::size_t n_waits = gate_->controller_wait_count();
-  if (n == seen_events_ && n_waits == seen_waits_ && data_.meta.count(meta_key_name(MetaKey::report)) == trace_->meta().count(meta_key_name(MetaKey::report))) return;
-  if (n != seen_events_ || data_.meta.count(meta_key_name(MetaKey::report)) != trace_->meta().count(meta_key_name(MetaKey::report))) {
-    seen_events_ = n;
-    data_ = from_trace(*trace_);
-    index_ = index_trace(data_, unit_);
-  }
-  const auto waits = gate_->controller_waits();
-  seen_waits_ = waits.size();
-  std::vector<TimeRange> ranges;  // on the trace's clock
-  const std::int64_t epoch = trace_->epoch_steady_ns();
-  for (const auto& [from, to] : waits) {
-    auto ns = [&](StepGate::TimePoint tp) {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count() - epoch;
-    };
-    ranges.push_back({ns(from), ns(to)});
-  }
-  cuts_ = learner_wait_cuts(data_, std::move(ranges));
+  const char* report = meta_key_name(MetaKey::report);
+  if (n == seen_events_ && data_.meta.count(report) == trace_->meta().count(report)) return;
+  seen_events_ = n;
+  data_ = from_trace(*trace_);
+  index_ = index_trace(data_, unit_);
 }
 
 bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }

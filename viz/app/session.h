@@ -37,8 +37,6 @@ class Session {
   const std::vector<Track>& tracks() const { return index_.tracks; }
   const ChunkTimeline& chunk_timeline() const { return index_.chunk_timeline; }
   const BusyIndex& busy() const { return index_.busy; }
-  // Live: the waits for the learner between steps, which the timeline leaves out.
-  const TimeCuts& cuts() const { return cuts_; }
   const std::vector<Edge>& edges() const { return index_.edges; }
   int chunks() const { return chunk_grid(data_); }
 
@@ -54,8 +52,7 @@ class Session {
   Session() = default;
   TraceData data_;
   TraceIndex index_;  // derived from data_
-  TimeCuts cuts_;
-  std::size_t seen_events_ = 0, seen_waits_ = 0;
+  std::size_t seen_events_ = 0;
 
   const LabInfo* lab_ = nullptr;  // live: the lab running; replay: the lab the trace names
   StepUnit unit_ = StepUnit::transfers;

@@ -49,7 +49,6 @@ void TimelineView::Fit(const Frame& f, float x0, float width) {
   const TraceData& d = f.session.data();
   axis.x0 = x0;
   axis.width = width;
-  axis.cuts = f.session.cuts().empty() ? nullptr : &f.session.cuts();  // the session's: set every frame
   if ((fitted && !follow) || d.t_end <= d.t_begin) return;
   const TimeRange r = shown_range(d, f.session.index(), show_reference);
   const double b = axis.compress(double(r.begin)), e = axis.compress(double(r.end)), pad = (e - b) * 0.02 + 1;
@@ -100,10 +99,9 @@ void TimelineView::DrawHeader(const Frame& f) {
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
   const auto& ref = f.session.index().reference;
   const bool ref_first = ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
-  ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s%s  |  wheel: zoom, drag: pan",
+  ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s  |  wheel: zoom, drag: pan",
               d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              !ref ? "the trace's start" : ref_first ? "the run's start, after the 1-rank reference" : "the run's start (the 1-rank reference after it hidden)",
-              axis.cuts ? "; waits for you to step cut out (dashed)" : "");
+              !ref ? "the trace's start" : ref_first ? "the run's start, after the 1-rank reference" : "the run's start (the 1-rank reference after it hidden)");
 }
 
 // The time axis: ticks labelled from the run's start (after any reference phase), and
@@ -120,25 +118,6 @@ void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
     dl->AddLine(ImVec2(x, top.y + line), ImVec2(x, top.y + line + 6), IM_COL32(200, 200, 210, 255));
     dl->AddLine(ImVec2(x, top.y + line + 6), ImVec2(x, top.y + height), IM_COL32(255, 255, 255, 18));
     dl->AddText(ImVec2(x - ImGui::CalcTextSize(t.label.c_str()).x / 2, top.y), IM_COL32(200, 200, 210, 255), t.label.c_str());
-  }
-}
-
-// Each wait for the learner, cut out of the picture: a dashed line where it was.
-void TimelineView::DrawBreaks(ImVec2 top, float height, bool hovered) {
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImGuiIO& io = ImGui::GetIO();
-  const auto& cuts = axis.cuts->ranges();
-  auto it = std::upper_bound(cuts.begin(), cuts.end(), axis.t0, [](double t, const TimeRange& c) { return t < double(c.end); });
-  float last = -1e9f;
-  for (; it != cuts.end() && double(it->begin) <= axis.t1; ++it) {
-    const float x = axis.to_x(double(it->begin));
-    if (x - last < 4) continue;  // one line per few pixels
-    last = x;
-    for (float y = top.y; y < top.y + height; y += 8) dl->AddLine(ImVec2(x, y), ImVec2(x, y + 4), IM_COL32(170, 170, 190, 110));
-    if (hovered && std::fabs(io.MousePos.x - x) < 3) {
-      const double waited = double(it->end - it->begin);
-      ImGui::SetTooltip("the run waited %s here for you to step (cut out of the time axis)", format_duration(waited, waited / 100, waited).c_str());
-    }
   }
 }
 
@@ -169,7 +148,6 @@ void TimelineView::Draw(const Frame& f) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
   DrawAxis(f, top, height);
-  if (axis.cuts) DrawBreaks(top, height, hovered);
   const float axis_h = ImGui::GetTextLineHeight() + 10;
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step

@@ -1,7 +1,8 @@
 // The views of dtlab-viz. Each is a small struct with Draw(); what they hold are view
 // settings (zoom, toggles), never lab state: everything drawn comes from the Session.
-// Which views a lab shows is its LabInfo::views; viz/app/panels.cpp maps each kind to
-// its panel, so a new view is its file, an enum value and one registry line.
+// Which views a lab shows is its LabInfo::views; viz/app/panels.cpp maps each kind to its
+// panel. The timeline, memory and report views are here; a lab's own view is declared and
+// registered in its folder (labs/<lab>/views/*.cpp), so a new view edits no file here.
 #pragma once
 
 #include <imgui.h>
@@ -16,8 +17,6 @@
 #include "viz/model/grid_model.h"
 #include "viz/model/lane_groups.h"
 #include "viz/model/memory_model.h"
-#include "viz/model/pipeline_model.h"
-#include "viz/model/split_model.h"
 
 namespace dtl::viz {
 
@@ -44,10 +43,6 @@ struct Panel {
   virtual void Restart() {}  // the run starts over (the timeline fits the new one)
 };
 
-struct RingView final : Panel {
-  void Draw(const Frame& f) override;
-};
-
 struct LaneFlows;  // the send → receive arrows of a frame (timeline_lanes.cpp)
 
 struct TimelineView final : Panel {
@@ -69,7 +64,6 @@ struct TimelineView final : Panel {
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
   void DrawAxis(const Frame& f, ImVec2 top, float height);
-  void DrawBreaks(ImVec2 top, float height, bool hovered);
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
   void ColorLabels(const TraceData& d);
   ImU32 span_color(const Event& e) const;
@@ -102,61 +96,6 @@ struct ReportView final : Panel {
   void Draw(const Frame& f) override;
 };
 
-// A row per pipeline stage: the measured F/B/W blocks of one schedule's step, colored by
-// micro-batch, the bubble hatched; or (compare) the simulator's timelines of every
-// schedule in the trace, stacked on one time axis (viz/model/pipeline_model).
-struct PipelineView final : Panel {
-  std::string schedule;  // the measured run shown; "" until the first frame picks one
-  int step = -1;         // -1: the step at the cursor, else the last complete one
-  bool compare = false;  // the simulated timelines of every schedule instead
-  void Draw(const Frame& f) override;
-  void Restart() override { key_ = {}; }
-
- private:
-  void Refresh(const TraceData& d);  // runs_, sims_, bubbles_: when the trace grows
-  const PipelineStep& StepShown(const Frame& f, const PipelineRun& run);
-  void DrawHeader(const PipelineRun* run, const PipelineStep* s);
-  void DrawMeasured(const Frame& f, const PipelineStep& s);
-  void DrawCompare();
-  PipelineRuns runs_;
-  SimulatedPipelines sims_;
-  std::map<std::string, BubbleRow> bubbles_;
-  std::array<std::size_t, 3> key_{};  // the trace (address, events, meta) they were made from
-  PipelineStep step_;                 // the step shown, kept while (schedule, step) stay
-  std::string step_schedule_;
-  int step_wanted_ = -2;
-  bool at_cursor_ = false;  // the step shown is the one the cursor is in
-};
-
-// Tensor parallel: the weight matrices of one block cut into the slices each rank holds,
-// f and g on the activation line, the collective at the cursor named and lit up
-// (viz/model/split_model).
-struct SplitView final : Panel {
-  void Draw(const Frame& f) override;
-  void Restart() override { model_key_ = {}, moment_key_ = {}; }
-
- private:
-  void Refresh(const Frame& f);  // model_ when the meta changes, moment_ when the cursor moves
-  void DrawMatrices();
-  SplitModel model_;
-  TpMoment moment_;
-  std::array<std::size_t, 2> model_key_{};   // the trace (address, tp_split's size) it was made from
-  std::array<std::size_t, 3> moment_key_{};  // (address, events, cursor)
-};
-
-// The grid of ranks (viz/model/grid_model): pipeline stages as columns, dp replicas stacked
-// in each, a replica's tp ranks side by side, labelled with their world rank. Hovering a
-// rank (or --highlight-rank) outlines its dp, tp and pp groups in the axis colors.
-struct TopologyView final : Panel {
-  int pinned = -1;  // a rank highlighted without the pointer (--highlight-rank), -1: none
-  void Draw(const Frame& f) override;
-  void Restart() override { key_ = {}; }
-
- private:
-  GridModel model_;
-  std::array<std::size_t, 3> key_{};  // the trace (address, grid meta's size, gpus_per_node's size)
-};
-
 ImU32 axis_color(GroupAxis a);  // dp, tp, pp: the topology's outlines and the timeline's transfers
 
 // The registry of view kinds → panels (viz/app/panels.cpp).
@@ -171,8 +110,13 @@ struct PanelKind {
   const char* title;  // the panel's heading
   std::unique_ptr<Panel> (*make)(const PanelSettings&);
 };
+// The viewer's own panels (timeline, memory, report) and every one a lab's folder registered.
 const std::vector<PanelKind>& panel_registry();
-const PanelKind* find_panel(ViewKind kind);  // nullptr: no panel draws this kind yet
+// A lab's view adds its panel from a static initializer in its file (labs/<lab>/views/*.cpp,
+// compiled into dtlab-viz): `const bool registered = register_panel({kRingView, "Ring", make});`.
+// Returns true; Error when the registry was already read or the kind is registered twice.
+bool register_panel(const PanelKind& panel);
+const PanelKind* find_panel(ViewKind kind);  // nullptr: no panel draws this kind in this build
 std::string view_names(const std::vector<ViewKind>& views);  // "timeline, memory, report"
 
 }  // namespace dtl::viz

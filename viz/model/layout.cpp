@@ -56,20 +56,6 @@ double TimeCuts::expand(double c) const {
   return c + before_[lo - 1] + double(cuts_[lo - 1].end - cuts_[lo - 1].begin);
 }
 
-TimeCuts learner_wait_cuts(const TraceData& t, std::vector<TimeRange> waits) {
-  // Library collectives by begin, with the running max of their ends.
-  std::vector<std::pair<std::int64_t, std::int64_t>> running;
-  for (const Event& e : t.events)
-    if (e.kind == EventKind::collective) running.push_back({e.begin_ns, e.end_ns});
-  std::sort(running.begin(), running.end());
-  for (std::size_t i = 1; i < running.size(); ++i) running[i].second = std::max(running[i].second, running[i - 1].second);
-  for (TimeRange& w : waits) {
-    const auto it = std::upper_bound(running.begin(), running.end(), std::make_pair(w.begin, INT64_MAX));
-    if (it != running.begin()) w.begin = std::min(w.end, std::max(w.begin, std::prev(it)->second));
-  }
-  return TimeCuts(std::move(waits));
-}
-
 float TimeAxis::from_compressed(double c) const {
   const double a = compress(t0), span = std::max(1e-9, compress(t1) - a);
   return x0 + float((c - a) / span) * width;

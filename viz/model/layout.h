@@ -41,10 +41,6 @@ class TimeCuts {
   std::vector<double> before_;  // cut time before cut i
 };
 
-// The learner's waits as cuts, except where a library collective was still running when
-// the world went quiet: a cut starts once that work has ended, so no work is hidden.
-TimeCuts learner_wait_cuts(const TraceData& t, std::vector<TimeRange> waits);
-
 // The visible time window mapped onto [x0, x0 + width] pixels, less any cuts.
 struct TimeAxis {
   double t0 = 0, t1 = 1;  // ns: the real times at the window's edges

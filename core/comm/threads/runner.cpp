@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/comm/threads/threads_comm.h"
+#include "core/trace/run_clock.h"
 #include "core/util/units.h"
 
 namespace dtl {
@@ -85,6 +86,7 @@ struct RankThreads {
     // Linux nices one thread when given its thread id. Raising a nice level needs no
     // privilege; if it still fails the run goes on at equal priority.
     if (opt.compute_nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), opt.compute_nice);
+    const RunClock::Install clock(opt.gate);  // a stepped run's clocks leave out the learner's pauses
     {
       threads::ThreadsComm comm(world, r);
       try {
@@ -164,6 +166,7 @@ void require_valid(const ThreadsOptions& opt) {
 RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)>& body) {
   require_valid(opt);
   threads::Universe universe(opt);
+  if (opt.gate && opt.trace) opt.trace->leave_out_pauses(opt.gate);
   std::vector<int> all(std::size_t(opt.world_size));
   for (int i = 0; i < opt.world_size; ++i) all[std::size_t(i)] = i;
   RunResult result;

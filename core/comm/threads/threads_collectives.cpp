@@ -123,7 +123,9 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), double(bytes),
                                                                                {u.link().alpha_s(), u.link().beta_Bps()})
                                              : 0.0;
-  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u]() mutable {
+  StepGate* gate = u.gate();
+  if (gate) gate->work_begin(me);  // a stepped world is not quiet while this runs
+  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u, gate]() mutable {
     const std::int64_t t0 = tr ? tr->now_ns() : 0;
     const auto start = std::chrono::steady_clock::now();
     std::exception_ptr error;
@@ -142,6 +144,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
       tr->log(me, kStreamComm).append(ev);
     }
     req->complete(error, t1);
+    if (gate) gate->work_end(me);
   });
   return Request(req);
 }

@@ -54,7 +54,7 @@ void ThreadRequest::settle() noexcept {
     if (!collective && u_.aborted() && !copying.load(std::memory_order_acquire)) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  if (gate) gate->unblock(owner_);
+  if (gate) gate->unblock(owner_, /*comm_stream=*/false);
 }
 
 bool ThreadRequest::test() {

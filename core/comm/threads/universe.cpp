@@ -2,6 +2,8 @@
 
 #include <system_error>
 
+#include "core/trace/run_clock.h"
+
 namespace dtl::threads {
 
 namespace {
@@ -138,18 +140,19 @@ void Universe::wait_until(int g, Waiter role, const std::function<bool()>& done,
   RankState& rs = rank_state(g);
   std::unique_lock lock(rs.mu);
   rs.blocked_on[int(role)] = what;
-  const bool gated = gate_ && role == Waiter::main;
+  const bool comm_stream = role == Waiter::comm;  // a stepped world counts both sides asleep
   while (!done()) {
     if (aborted()) {
       rs.blocked_on[int(role)].clear();
+      if (gate_) gate_->unblock(g, comm_stream);
       lock.unlock();
       throw_aborted(g);
     }
-    if (gated) gate_->block(g);
+    if (gate_) gate_->block(g, comm_stream);
     rs.cv.wait_for(lock, kAbortPoll);
   }
   rs.blocked_on[int(role)].clear();
-  if (gated) gate_->unblock(g);
+  if (gate_) gate_->unblock(g, comm_stream);
 }
 
 void Universe::sleep_until(int g, std::chrono::steady_clock::time_point when) {
@@ -217,8 +220,9 @@ std::shared_ptr<WorkQueue> Universe::start_worker() {
   return q;
 }
 
-std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) {
-  return [q] {
+std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) const {
+  return [q, gate = gate_] {
+    const RunClock::Install clock(gate);  // a stepped run's clocks leave out the learner's pauses
     for (;;) {
       std::function<void()> task;
       {

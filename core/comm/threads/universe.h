@@ -138,7 +138,7 @@ class Universe {
   bool any_rank_computing();
 
  private:
-  static std::function<void()> worker_loop(std::shared_ptr<WorkQueue> q);  // a comm stream's body
+  std::function<void()> worker_loop(std::shared_ptr<WorkQueue> q) const;  // a comm stream's body
   ThreadSpawner spawner_;  // first member: the threads below are made by it
   int size_;
   Trace* trace_;

@@ -9,9 +9,27 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "labs/tensor_parallel/tp_lab.h"
 #include "viz/app/views.h"
+#include "viz/model/split_model.h"
 
 namespace dtl::viz {
+
+// Tensor parallel: the weight matrices of one block cut into the slices each rank holds,
+// f and g on the activation line, the collective at the cursor named and lit up
+// (viz/model/split_model).
+struct SplitView final : Panel {
+  void Draw(const Frame& f) override;
+  void Restart() override { model_key_ = {}, moment_key_ = {}; }
+
+ private:
+  void Refresh(const Frame& f);  // model_ when the meta changes, moment_ when the cursor moves
+  void DrawMatrices();
+  SplitModel model_;
+  TpMoment moment_;
+  std::array<std::size_t, 2> model_key_{};   // the trace (address, tp_split's size) it was made from
+  std::array<std::size_t, 3> moment_key_{};  // (address, events, cursor)
+};
 
 namespace {
 
@@ -172,5 +190,10 @@ void SplitView::DrawMatrices() {
   }
   ImGui::Dummy(avail);
 }
+
+namespace {
+std::unique_ptr<Panel> make_split(const PanelSettings&) { return std::make_unique<SplitView>(); }
+const bool registered = register_panel({kSplitView, "Tensor parallel: who holds which slice", make_split});
+}  // namespace
 
 }  // namespace dtl::viz

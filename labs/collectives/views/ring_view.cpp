@@ -13,9 +13,14 @@
 #include <optional>
 
 #include "core/theory/collectives.h"
+#include "labs/collectives/collectives_lab.h"
 #include "viz/app/views.h"
 
 namespace dtl::viz {
+
+struct RingView final : Panel {
+  void Draw(const Frame& f) override;
+};
 
 namespace {
 
@@ -162,5 +167,10 @@ void RingView::Draw(const Frame& f) {
   legend_swatch(contribution_color(P, P), "all ranks (done)");
   ImGui::NewLine();
 }
+
+namespace {
+std::unique_ptr<Panel> make_ring(const PanelSettings&) { return std::make_unique<RingView>(); }
+const bool registered = register_panel({kRingView, "Ring: chunks and their contributions", make_ring});
+}  // namespace
 
 }  // namespace dtl::viz

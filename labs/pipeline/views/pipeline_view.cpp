@@ -9,10 +9,38 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "labs/pipeline/pipeline_lab.h"
 #include "viz/app/views.h"
+#include "viz/model/pipeline_model.h"
 #include "viz/model/axes.h"
 
 namespace dtl::viz {
+
+// A row per pipeline stage: the measured F/B/W blocks of one schedule's step, colored by
+// micro-batch, the bubble hatched; or (compare) the simulator's timelines of every
+// schedule in the trace, stacked on one time axis (viz/model/pipeline_model).
+struct PipelineView final : Panel {
+  std::string schedule;  // the measured run shown; "" until the first frame picks one
+  int step = -1;         // -1: the step at the cursor, else the last complete one
+  bool compare = false;  // the simulated timelines of every schedule instead
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}; }
+
+ private:
+  void Refresh(const TraceData& d);  // runs_, sims_, bubbles_: when the trace grows
+  const PipelineStep& StepShown(const Frame& f, const PipelineRun& run);
+  void DrawHeader(const PipelineRun* run, const PipelineStep* s);
+  void DrawMeasured(const Frame& f, const PipelineStep& s);
+  void DrawCompare();
+  PipelineRuns runs_;
+  SimulatedPipelines sims_;
+  std::map<std::string, BubbleRow> bubbles_;
+  std::array<std::size_t, 3> key_{};  // the trace (address, events, meta) they were made from
+  PipelineStep step_;                 // the step shown, kept while (schedule, step) stay
+  std::string step_schedule_;
+  int step_wanted_ = -2;
+  bool at_cursor_ = false;  // the step shown is the one the cursor is in
+};
 
 namespace {
 
@@ -340,5 +368,15 @@ void PipelineView::DrawCompare() {
   ImGui::SetCursorScreenPos(ImVec2(start.x, std::min(y, start.y + avail.y - axis_h) + axis_h + 4));
   ImGui::TextDisabled("the lab's simulator with this run's mean F, B and W times; one time axis for all");
 }
+
+namespace {
+std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
+  auto p = std::make_unique<PipelineView>();
+  p->schedule = s.pipeline_schedule;
+  p->compare = s.pipeline_compare;
+  return p;
+}
+const bool registered = register_panel({kPipelineView, "Pipeline: stages, micro-batches and the bubble", make_pipeline});
+}  // namespace
 
 }  // namespace dtl::viz

@@ -9,9 +9,24 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "labs/grid/grid_lab.h"
 #include "viz/app/views.h"
+#include "viz/model/grid_model.h"
 
 namespace dtl::viz {
+
+// The grid of ranks (viz/model/grid_model): pipeline stages as columns, dp replicas stacked
+// in each, a replica's tp ranks side by side, labelled with their world rank. Hovering a
+// rank (or --highlight-rank) outlines its dp, tp and pp groups in the axis colors.
+struct TopologyView final : Panel {
+  int pinned = -1;  // a rank highlighted without the pointer (--highlight-rank), -1: none
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}; }
+
+ private:
+  GridModel model_;
+  std::array<std::size_t, 3> key_{};  // the trace (address, grid meta's size, gpus_per_node's size)
+};
 
 namespace {
 
@@ -156,5 +171,14 @@ void TopologyView::Draw(const Frame& f) {
   }
   ImGui::Dummy(avail);
 }
+
+namespace {
+std::unique_ptr<Panel> make_topology(const PanelSettings& s) {
+  auto t = std::make_unique<TopologyView>();
+  t->pinned = s.highlight_rank;
+  return t;
+}
+const bool registered = register_panel({kTopologyView, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology});
+}  // namespace
 
 }  // namespace dtl::viz
