@@ -17,7 +17,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -47,25 +49,63 @@ struct Score {
 };
 
 #ifdef DTL_GRADE_TEST_EXE
-// Runs the graded tests of `filter` and returns GoogleTest's JSON results.
-nlohmann::json run_graded_tests(const std::string& filter, const std::string& what) {
-  char tmpl[] = "/tmp/dtlab-grade-XXXXXX";
-  const int fd = mkstemp(tmpl);
-  if (fd < 0) throw Error("cannot create a temporary file for the test results");
-  close(fd);
-  const std::string results = tmpl;
+// One run of the grade program on `filter`: GoogleTest's JSON results, or (it died) what
+// it printed and how it died.
+struct GradeProgramRun {
+  std::optional<nlohmann::json> results;
+  std::string output, crash;
+};
+
+GradeProgramRun run_grade_program(const std::string& filter) {
+  char results_tmpl[] = "/tmp/dtlab-grade-XXXXXX", log_tmpl[] = "/tmp/dtlab-grade-log-XXXXXX";
+  const int fd = mkstemp(results_tmpl), log_fd = mkstemp(log_tmpl);
+  if (fd < 0 || log_fd < 0) throw Error("cannot create a temporary file for the test results");
+  close(fd), close(log_fd);
+  const std::string results = results_tmpl, log = log_tmpl;
   const std::string cmd = std::string("'") + DTL_GRADE_TEST_EXE + "' --gtest_filter='" + filter + "' --gtest_output=json:" +
-                          results + " > /dev/null 2>&1";
-  std::cerr << "grading " << what << " (track " << DTL_TRACK_NAME << ")...\n";
+                          results + " > " + log + " 2>&1";
   const int status = std::system(cmd.c_str());
+  GradeProgramRun run;
+  std::ifstream log_in(log);
+  run.output.assign(std::istreambuf_iterator<char>(log_in), std::istreambuf_iterator<char>());
+  run.crash = crash_words(status);
   std::ifstream in(results);
-  if (!in || (WIFEXITED(status) && WEXITSTATUS(status) > 1)) {
-    std::remove(results.c_str());
-    throw Error("the graded tests did not run (" + std::string(DTL_GRADE_TEST_EXE) + "); rebuild and try again");
-  }
-  const nlohmann::json j = nlohmann::json::parse(in);
+  if (in && in.peek() != std::ifstream::traits_type::eof() && run.crash.empty() && WIFEXITED(status) && WEXITSTATUS(status) <= 1)
+    run.results = nlohmann::json::parse(in);
   std::remove(results.c_str());
-  return j;
+  std::remove(log.c_str());
+  return run;
+}
+
+// Runs the graded tests of `filter` and returns GoogleTest's JSON results. A test the
+// learner's code crashes (SIGSEGV, SIGABRT) is recorded as that test's failure, naming the
+// signal and the program's last words, and the others run again without it, so one crash
+// costs its own exercise only.
+nlohmann::json run_graded_tests(const std::string& filter, const std::string& what) {
+  std::cerr << "grading " << what << " (track " << DTL_TRACK_NAME << ")...\n";
+  nlohmann::json crashed = nlohmann::json::array();
+  std::string excluded;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    GradeProgramRun run = run_grade_program(filter + (excluded.empty() ? "" : "-" + excluded));
+    if (run.results) {
+      for (nlohmann::json& suite : crashed) (*run.results)["testsuites"].push_back(std::move(suite));
+      return *run.results;
+    }
+    const std::string test = test_running_at_crash(run.output);
+    if (run.crash.empty() || test.empty())
+      throw Error("the graded tests did not run (" + std::string(DTL_GRADE_TEST_EXE) + "; " +
+                  (run.crash.empty() ? "its output: " + last_words(run.output) : run.crash) + "); rebuild and try again");
+    const std::string words = last_words(run.output);
+    const std::string failure = "the grade program crashed (" + run.crash + ") in the test " + test +
+                                (words.empty() ? "" : "; its last words: " + words) +
+                                "; to have the overrun named, configure the student build with -DCMAKE_CXX_FLAGS=-fsanitize=address "
+                                "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address";
+    const std::size_t dot = test.find('.');
+    crashed.push_back({{"name", test.substr(0, dot)},
+                       {"testsuite", {{{"name", test.substr(dot + 1)}, {"failures", {{{"failure", failure}}}}}}}});
+    excluded += (excluded.empty() ? "" : ":") + test;
+  }
+  throw Error("the graded tests crashed 64 times; fix the first crash and grade again");
 }
 #endif
 

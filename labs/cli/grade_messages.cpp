@@ -1,7 +1,11 @@
 // Cleaning GoogleTest's failure text for `dtlab grade` (labs/cli/grade_messages.h).
 #include "labs/cli/grade_messages.h"
 
+#include <sys/wait.h>
+
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -98,8 +102,40 @@ bool shorten_not_implemented(std::string& text) {
 
 }  // namespace
 
+namespace {
+// The code points of UTF-8 text; false when it is not valid UTF-8.
+bool decode_utf8(const std::string& s, std::vector<std::uint32_t>& out) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xe ? 2 : (b >> 3) == 0x1e ? 3 : -1;
+    if (extra < 0 || i + std::size_t(extra) >= s.size()) return false;  // a bad lead byte, or cut short
+    std::uint32_t cp = extra == 0 ? b : b & (0x3fu >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + std::size_t(k)]);
+      if ((c >> 6) != 0x2) return false;
+      cp = cp << 6 | (c & 0x3fu);
+    }
+    out.push_back(cp);
+    i += std::size_t(extra) + 1;
+  }
+  return true;
+}
+}  // namespace
+
+std::string repair_byte_escapes(const std::string& text) {
+  std::vector<std::uint32_t> points;
+  if (!decode_utf8(text, points)) return text;
+  std::string bytes;
+  for (std::uint32_t cp : points) {
+    if (cp > 0xff) return text;  // a real character beyond Latin-1: the text was not re-encoded
+    bytes += char(cp);
+  }
+  std::vector<std::uint32_t> check;
+  return bytes != text && decode_utf8(bytes, check) ? bytes : text;
+}
+
 std::string learner_message(const std::string& gtest_failure, std::size_t max_chars) {
-  std::string text = gtest_failure;
+  std::string text = repair_byte_escapes(gtest_failure);
   const bool escaped = unwrap_exception(text);
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -135,6 +171,37 @@ std::string wrap_text(const std::string& text, std::size_t width, std::size_t in
   }
   if (!line.empty()) flush();
   return out;
+}
+
+std::string test_running_at_crash(const std::string& output) {
+  std::istringstream in(output);
+  std::string running;
+  for (std::string line; std::getline(in, line);) {
+    if (starts_with(line, "[ RUN      ] ")) running = trim(line.substr(13));
+    else if (starts_with(line, "[       OK ] ") || starts_with(line, "[  FAILED  ] ") || starts_with(line, "[  SKIPPED ] ")) running.clear();
+  }
+  return running;
+}
+
+std::string crash_words(int system_status) {
+  int sig = 0;
+  if (WIFSIGNALED(system_status)) sig = WTERMSIG(system_status);
+  else if (WIFEXITED(system_status) && WEXITSTATUS(system_status) > 128) sig = WEXITSTATUS(system_status) - 128;  // via sh
+  if (sig <= 0) return {};
+  const char* abbrev = sigabbrev_np(sig);
+  const char* what = sigdescr_np(sig);
+  return std::string(abbrev ? "SIG" + std::string(abbrev) + ", " : "") + "signal " + std::to_string(sig) +
+         (what ? ": " + std::string(what) : "");
+}
+
+std::string last_words(const std::string& output) {
+  std::istringstream in(output);
+  std::string last;
+  for (std::string line; std::getline(in, line);) {
+    const std::string t = trim(line);
+    if (!t.empty() && t[0] != '[' && !starts_with(t, "Running main()") && !starts_with(t, "Note: Google Test filter")) last = t;
+  }
+  return last;
 }
 
 }  // namespace dtl::cli

@@ -56,3 +56,29 @@ TEST(GradeMessages, WrapIndentsContinuationLines) {
   EXPECT_EQ(wrap_text("short", 80, 4), "short");
   EXPECT_EQ(wrap_text("averyveryverylongword x", 5, 1), "averyveryverylongword\n x");
 }
+
+// GoogleTest's JSON escapes each byte of "·", "×" and "→" apart ("2Â·5"): the message a
+// learner reads is clean UTF-8 again, and text that was never re-encoded stays as it is.
+TEST(GradeMessages, BytesEscapedOneByOneAreUtf8Again) {
+  const std::string mangled = "padded unit of 2\xc3\x82\xc2\xb7" "5 elements; rows 8 \xc3\x83\xc2\x97 in 8 \xc3\xa2\xc2\x86\xc2\x92 out 12";
+  EXPECT_EQ(dtl::cli::repair_byte_escapes(mangled), "padded unit of 2\xc2\xb7" "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
+  EXPECT_EQ(learner_message("x.cpp:3\nFailed\n" + mangled), "padded unit of 2\xc2\xb7" "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
+  for (const std::string clean : {"2\xc2\xb7" "5 and 8 \xc3\x97 8", "plain ascii", "caf\xc3\xa9", "\xce\xa8 = 12"})
+    EXPECT_EQ(dtl::cli::repair_byte_escapes(clean), clean) << clean;  // "é" alone: Latin-1 bytes that are not UTF-8
+}
+
+// A crash in the learner's code is named: the test it happened in (the last one GoogleTest
+// started and never finished), the signal, and the program's last words.
+TEST(GradeMessages, ACrashIsNamedByItsTestSignalAndLastWords) {
+  const std::string output =
+      "Running main() from gtest_main.cc\nNote: Google Test filter = Tp*\n[==========] Running 3 tests\n"
+      "[ RUN      ] TpSlices.Columns\n[       OK ] TpSlices.Columns (1 ms)\n"
+      "[ RUN      ] TpLayers.ColumnParallelBackward\nmunmap_chunk(): invalid pointer\n";
+  EXPECT_EQ(dtl::cli::test_running_at_crash(output), "TpLayers.ColumnParallelBackward");
+  EXPECT_EQ(dtl::cli::last_words(output), "munmap_chunk(): invalid pointer");
+  EXPECT_EQ(dtl::cli::test_running_at_crash("[ RUN      ] A.B\n[  FAILED  ] A.B (2 ms)\n"), "");  // it finished
+  EXPECT_EQ(dtl::cli::crash_words(6 /* killed by SIGABRT: the status's low bits */), "SIGABRT, signal 6: Aborted");
+  EXPECT_EQ(dtl::cli::crash_words((128 + 11) << 8 /* sh's exit status for a child killed by SIGSEGV */),
+            "SIGSEGV, signal 11: Segmentation fault");
+  EXPECT_EQ(dtl::cli::crash_words(1 << 8), "");  // exit 1: some tests failed, no crash
+}
