@@ -46,4 +46,13 @@ std::vector<Event> transfers_in_order(const std::vector<Event>& events) {
   return out;
 }
 
+const std::vector<Event>& LandingOrder::update(const std::vector<Event>& events) {
+  for (const Event& e : transfers_in_order(events)) {
+    // A transfer without a flow id (none in a stepped run) is known by its receiver and start.
+    const std::uint64_t key = e.flow_id ? e.flow_id : (1ull << 63) ^ (std::uint64_t(e.rank) << 48) ^ std::uint64_t(e.begin_ns);
+    if (seen_.insert(key).second) order_.push_back(e);
+  }
+  return order_;
+}
+
 }  // namespace dtl

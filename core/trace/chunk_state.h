@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 #include "core/trace/event.h"
@@ -33,5 +34,21 @@ class ChunkState {
 
 // Receive events of `events` in the order their data landed (by end time, then rank).
 std::vector<Event> transfers_in_order(const std::vector<Event>& events);
+
+// A live, stepped run's transfers in the order the learner saw them land. Its events carry
+// run time (core/trace/run_clock.h), in which two transfers that do not depend on each other
+// may have landed in either order, so a transfer released now can sort before one released
+// earlier; one that depends on another always sorts after it. A controller that follows the
+// run keeps what it has shown in place and adds what is new (by flow id) at the end.
+class LandingOrder {
+ public:
+  // Adds the transfers of `events` not seen before, in landing order; returns all so far.
+  const std::vector<Event>& update(const std::vector<Event>& events);
+  const std::vector<Event>& transfers() const { return order_; }
+
+ private:
+  std::vector<Event> order_;
+  std::unordered_set<std::uint64_t> seen_;  // by flow id (a stepped run's transfers all have one)
+};
 
 }  // namespace dtl

@@ -7,11 +7,15 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/trace/step_gate.h"
+#include "core/trace/run_clock.h"
 
 namespace dtl {
 
-std::int64_t Trace::paused_ns() const { return pauses_ ? std::int64_t(pauses_->paused().count()) : 0; }
+// A stepped run (leave_out_pauses): the calling thread's run time (core/trace/run_clock.h),
+// which leaves out the learner's pauses and the waits stepping adds.
+std::int64_t Trace::paused_ns() const {
+  return pauses_ ? std::int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(RunClock::stall()).count()) : 0;
+}
 
 const char* mem_tag_name(MemTag t) {
   switch (t) {

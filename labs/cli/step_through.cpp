@@ -50,9 +50,10 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
   print_state(os, state);
   std::size_t applied = 0;
   bool quiet = false;
+  LandingOrder landed;  // release order: a transfer released now may carry an earlier run time
   for (;;) {
     const StepGate::State st = gate.wait_quiet();
-    const std::vector<Event> done = transfers_in_order(trace.snapshot());
+    const std::vector<Event>& done = landed.update(trace.snapshot());
     for (; applied < done.size(); ++applied) {
       state.apply(done[applied]);
       if (!quiet) {

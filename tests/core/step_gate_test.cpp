@@ -17,7 +17,7 @@ using namespace dtl;
 
 namespace {
 struct Stepped {
-  std::vector<std::string> order;        // "src->dst:chunk" per transfer
+  std::vector<std::string> order;        // "src->dst:chunk" per transfer, as released
   std::vector<std::size_t> done_per_step;  // transfers completed at each quiet point
   bool all_complete = false;
 };
@@ -37,17 +37,17 @@ Stepped step_ring(int P) {
     });
   });
   Stepped s;
+  LandingOrder landed;  // each release adds one transfer, in release order
   while (gate.wait_quiet() == StepGate::State::transfer_waiting) {
-    s.done_per_step.push_back(transfers_in_order(trace.snapshot()).size());
+    s.done_per_step.push_back(landed.update(trace.snapshot()).size());
     gate.release_one();
   }
   runner.join();
+  for (const Event& e : landed.update(trace.snapshot()))
+    s.order.push_back(std::to_string(e.peer) + "->" + std::to_string(e.rank) + ":" + std::to_string(e.chunk));
   EXPECT_TRUE(result.ok()) << result.error;
   ChunkState state(P, P);
-  for (const Event& e : transfers_in_order(trace.snapshot())) {
-    state.apply(e);
-    s.order.push_back(std::to_string(e.peer) + "->" + std::to_string(e.rank) + ":" + std::to_string(e.chunk));
-  }
+  for (const Event& e : transfers_in_order(trace.snapshot())) state.apply(e);
   s.all_complete = true;
   for (int r = 0; r < P; ++r)
     for (int c = 0; c < P; ++c) s.all_complete = s.all_complete && state.count(r, c) == P;
@@ -177,4 +177,30 @@ TEST(StepGate, CommWorkInFlightKeepsTheWorldBusy) {
   gate.release_one();
   EXPECT_TRUE(released);
   EXPECT_GE(gate.paused(), std::chrono::milliseconds(4));
+}
+
+// A stepped run's transfers carry run time: one released later may carry an earlier end
+// than one already shown (the two did not depend on each other). The controller's order
+// keeps what it showed in place and adds the new one at the end, once.
+TEST(LandingOrder, KeepsWhatWasShownAndAddsNewTransfersAtTheEnd) {
+  auto recv = [](std::uint64_t flow, std::int64_t end) {
+    Event e;
+    e.kind = EventKind::recv;
+    e.flow_id = flow;
+    e.begin_ns = end - 10;
+    e.end_ns = end;
+    return e;
+  };
+  LandingOrder order;
+  std::vector<Event> events = {recv(1, 500)};
+  ASSERT_EQ(order.update(events).size(), 1u);
+  events.push_back(recv(2, 300));  // released second, earlier in run time
+  events.push_back(recv(3, 700));
+  const std::vector<Event>& seen = order.update(events);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].flow_id, 1u);
+  EXPECT_EQ(seen[1].flow_id, 2u);  // the new ones by end time, after what was shown
+  EXPECT_EQ(seen[2].flow_id, 3u);
+  EXPECT_EQ(order.update(events).size(), 3u) << "nothing new: nothing added";
+  EXPECT_EQ(transfers_in_order(events)[0].flow_id, 2u) << "a replay orders by end time";
 }

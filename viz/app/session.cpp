@@ -92,7 +92,7 @@ void Session::refresh() {
   if (n == seen_events_ && data_.meta.count(report) == trace_->meta().count(report)) return;
   seen_events_ = n;
   data_ = from_trace(*trace_);
-  index_ = index_trace(data_, unit_);
+  index_ = index_trace(data_, unit_, &landed_.update(data_.events));  // the order the learner saw
 }
 
 bool Session::can_advance() const { return live() && gate_->poll() == StepGate::Poll::transfer_waiting; }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
@@ -53,6 +54,7 @@ class Session {
   TraceData data_;
   TraceIndex index_;  // derived from data_
   std::size_t seen_events_ = 0;
+  LandingOrder landed_;  // a live run's transfers in the order they landed (derived from its events)
 
   const LabInfo* lab_ = nullptr;  // live: the lab running; replay: the lab the trace names
   StepUnit unit_ = StepUnit::transfers;

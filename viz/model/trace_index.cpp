@@ -44,10 +44,10 @@ TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_referen
   return all;
 }
 
-TraceIndex index_trace(const TraceData& d, StepUnit unit) {
+TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Event>* landed) {
   TraceIndex x;
   x.unit = unit;
-  x.transfers = transfers_in_order(d.events);
+  x.transfers = landed ? *landed : transfers_in_order(d.events);
   if (unit == StepUnit::collectives) x.collectives = collectives_in_order(d.events);
   x.tracks = layout_tracks(d);
   x.chunk_timeline = ChunkTimeline(x.transfers, std::max(1, d.ranks), chunk_grid(d));

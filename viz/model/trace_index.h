@@ -51,6 +51,8 @@ std::optional<TimeRange> reference_phase(const TraceData& d);
 // A reference that fills the trace is not hidden.
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
 
-TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers);
+// `landed`: a live, stepped run's transfers in the order they landed (core/trace/chunk_state.h's
+// LandingOrder); without it, the trace's receives by end time.
+TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers, const std::vector<Event>* landed = nullptr);
 
 }  // namespace dtl::viz

@@ -169,10 +169,12 @@ void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::st
     const std::uint64_t key = (std::uint64_t(g.members.front()) << 32) | (seq & 0xffffffffu);
     if (!gate.submit(key, release)) release();  // running freely
   }
+  const RunClock::time_point from = RunClock::now();
   group_->u.wait_until(global_rank(), Waiter::main, [&g, seq] {
     std::lock_guard lock(g.gate_mu);
     return g.gate_released > seq;
   }, what);
+  RunClock::resume_at(from);  // a free run launches at once: this wait is stepping's alone
 }
 
 Request ThreadsComm::iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {

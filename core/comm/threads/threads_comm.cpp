@@ -11,9 +11,10 @@ namespace dtl::threads {
 
 // ---- requests ----------------------------------------------------------------------
 
-void ThreadRequest::complete(std::exception_ptr error, std::int64_t end_ns) {
+void ThreadRequest::complete(std::exception_ptr error, std::int64_t end_ns, std::optional<RunClock::time_point> at) {
   error_ = std::move(error);
   ev.end_ns = end_ns;
+  done_at_ = at.value_or(RunClock::now());
   done_.store(true, std::memory_order_release);
   u_.note_progress();
   u_.wake(owner_);
@@ -34,8 +35,14 @@ void ThreadRequest::finish_on_owner() {
   if (error_) std::rethrow_exception(error_);
 }
 
+void ThreadRequest::resume_owner_clock(RunClock::time_point waited_from) const {
+  if (RunClock::stepped()) RunClock::resume_at(std::max(waited_from, done_at_));
+}
+
 void ThreadRequest::wait() {
+  const RunClock::time_point from = RunClock::now();
   u_.wait_until(owner_, Waiter::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
+  resume_owner_clock(from);
   finish_on_owner();
 }
 
@@ -49,12 +56,14 @@ void ThreadRequest::settle() noexcept {
   // controller sees a quiet world and moves it (a rank unwinding from an injected fault
   // used to look busy, and the run hung until the watchdog).
   StepGate* gate = u_.gate();
+  const RunClock::time_point from = RunClock::now();
   if (gate) gate->block(owner_);
   while (!done_.load(std::memory_order_acquire)) {
     if (!collective && u_.aborted() && !copying.load(std::memory_order_acquire)) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   if (gate) gate->unblock(owner_, /*comm_stream=*/false);
+  if (done_.load(std::memory_order_acquire)) resume_owner_clock(from);
 }
 
 bool ThreadRequest::test() {
@@ -62,6 +71,7 @@ bool ThreadRequest::test() {
     if (u_.aborted()) u_.throw_aborted(owner_);
     return false;
   }
+  resume_owner_clock(RunClock::now());  // seen done: in run time, not before it was
   finish_on_owner();
   return true;
 }
@@ -80,9 +90,22 @@ namespace {
 // Stepping by transfers (not by collectives: then transfers move at once, see StepGate).
 bool gates_transfers(const Universe& u) { return u.gate() && u.gate()->unit() == StepGate::Unit::transfers; }
 
+// A stepped run moves a message when the learner releases it, on the controller's thread:
+// in run time it moved once both sides had posted, and took as long as the copy took.
+RunClock::time_point run_time_done(const PostedSend& s, const PostedRecv& r, std::chrono::steady_clock::time_point copy_began) {
+  return std::max(s.req->posted_at, r.req->posted_at) + (std::chrono::steady_clock::now() - copy_began);
+}
+
+std::int64_t trace_ns(const Universe& u, RunClock::time_point at) {
+  return u.trace() ? std::int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count()) -
+                         u.trace()->epoch_steady_ns()
+                   : 0;
+}
+
 // Moves one message and completes both requests.
 void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) {
   std::exception_ptr error;
+  auto copy_began = std::chrono::steady_clock::now();
   s.req->copying.store(true);
   r.req->copying.store(true);
   if (u.aborted()) {  // a failed rank may have freed either buffer already
@@ -95,6 +118,7 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   } else {
     // Host memory: memcpy and the CPU kernels; GPU memory: device-to-device copies and the
     // CUDA reduction kernel (core/memory/device_ops.h). Both are done when the call returns.
+    copy_began = std::chrono::steady_clock::now();
     DeviceOps& ops = device_ops_for(r.buf, s.buf);
     try {
       if (r.reduce) {
@@ -120,10 +144,17 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
     });
     return;
   }
+  if (gates_transfers(u)) {
+    const RunClock::time_point done = run_time_done(s, r, copy_began);
+    const std::int64_t t = trace_ns(u, done);
+    // The picture drawn at the next quiet point must include this transfer, so record the
+    // receive now (every rank is parked) rather than at its wait().
+    if (!error) r.req->record_now(t);
+    s.req->complete(error, t, done);
+    r.req->complete(error, t, done);
+    return;
+  }
   const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
-  // While stepping, the picture drawn at the next quiet point must include this
-  // transfer, so record the receive now (every rank is parked) rather than at its wait().
-  if (gates_transfers(u) && !error) r.req->record_now(t);
   s.req->complete(error, t);
   r.req->complete(error, t);
 }

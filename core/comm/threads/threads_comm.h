@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/threads/universe.h"
+#include "core/trace/run_clock.h"
 
 namespace dtl::threads {
 
@@ -28,20 +30,27 @@ class ThreadRequest final : public RequestImpl {
   std::atomic<bool> copying{false};  // the data is moving right now (move_data)
   bool collective = false;           // run by the comm stream: settle waits for it to finish
   // Called once by the completing thread. `ev` (if tracing) is appended by the owner at wait().
-  void complete(std::exception_ptr error, std::int64_t end_ns);
+  // `at`: when it was done in run time (core/trace/run_clock.h); by default the completing
+  // thread's now.
+  void complete(std::exception_ptr error, std::int64_t end_ns, std::optional<RunClock::time_point> at = {});
   // Stepping mode only: record `ev` now, from the thread that moved the data. Safe because
   // while a released transfer runs every other rank is parked (see StepGate).
   void record_now(std::int64_t end_ns);
 
   Event ev;             // pre-filled at post time when tracing; end_ns set on completion
   bool traced = false;  // record `ev` on the owner's main stream at wait()
+  const RunClock::time_point posted_at = RunClock::now();  // made on the posting thread
 
  private:
   void finish_on_owner();
   Universe& u_;
   int owner_;
   std::string what_;
+  // A stepped run: the owner's clock goes on from when it began to wait or when this was
+  // done, whichever is later (RunClock::resume_at).
+  void resume_owner_clock(RunClock::time_point waited_from) const;
   std::atomic<bool> done_{false};
+  RunClock::time_point done_at_{};  // written before done_ (release), read after it (acquire)
   std::exception_ptr error_;
   bool recorded_ = false;
 };

@@ -200,8 +200,9 @@ bool Universe::any_rank_computing() {
 }
 
 void WorkQueue::push(std::function<void()> task) {
+  const RunClock::time_point posted_at = RunClock::now();  // on the posting thread
   std::lock_guard lock(mu);
-  tasks.push_back(std::move(task));
+  tasks.push_back({std::move(task), posted_at});
   cv.notify_one();
 }
 
@@ -222,9 +223,10 @@ std::shared_ptr<WorkQueue> Universe::start_worker() {
 
 std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) const {
   return [q, gate = gate_] {
-    const RunClock::Install clock(gate);  // a stepped run's clocks leave out the learner's pauses
+    const RunClock::Install clock(gate);  // a stepped run: this stream keeps its own run time
+    RunClock::time_point free_at = RunClock::time_point::min();  // when its last task ended, in run time
     for (;;) {
-      std::function<void()> task;
+      WorkQueue::Task task;
       {
         std::unique_lock lock(q->mu);
         q->cv.wait(lock, [&] { return q->stop || !q->tasks.empty(); });
@@ -233,7 +235,10 @@ std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) const 
         q->tasks.pop_front();
         q->busy = true;
       }
-      task();  // tasks catch their own errors
+      // In a free run the stream starts a task when it is free and the task was posted.
+      RunClock::resume_at(std::max(free_at, task.posted_at));
+      task.run();  // tasks catch their own errors
+      free_at = RunClock::now();
       std::lock_guard lock(q->mu);
       q->busy = false;
     }
@@ -278,9 +283,11 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
     std::lock_guard lock(mu_);
     if (u.aborted()) u.throw_aborted(g);
     my_generation = generation_;
+    latest_arrival_ = arrived_ == 0 ? RunClock::now() : std::max(latest_arrival_, RunClock::now());
     if (++arrived_ == n_) {
       arrived_ = 0;
       ++generation_;
+      released_at_ = latest_arrival_;
       last = true;
     }
   }
@@ -299,6 +306,9 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
     if (generation_ == my_generation) --arrived_;
     throw;
   }
+  // The next generation cannot complete without this member, so released_at_ is still ours.
+  std::lock_guard lock(mu_);
+  RunClock::resume_at(released_at_);
 }
 
 }  // namespace dtl::threads

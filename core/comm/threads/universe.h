@@ -22,6 +22,7 @@
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
+#include "core/trace/run_clock.h"
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 
@@ -44,9 +45,13 @@ struct RankState {
 // collectives progress while the rank computes. Owned by the Universe (not the Comm)
 // so a rank that unwinds an error never waits on its own worker.
 struct WorkQueue {
+  struct Task {
+    std::function<void()> run;
+    RunClock::time_point posted_at;  // the poster's run time (a stepped run's comm stream starts it no earlier)
+  };
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::function<void()>> tasks;
+  std::deque<Task> tasks;
   bool stop = false;
   bool busy = false;  // a task is running
   void push(std::function<void()> task);
@@ -170,6 +175,9 @@ class GroupBarrier {
   std::mutex mu_;
   int arrived_ = 0;
   std::uint64_t generation_ = 0;
+  // Run time (core/trace/run_clock.h) of the latest arrival of this generation, and of the
+  // last completed one: a stepped run's members go on from when the last one arrived.
+  RunClock::time_point latest_arrival_{}, released_at_{};
 };
 
 }  // namespace dtl::threads
