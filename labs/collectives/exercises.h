@@ -11,8 +11,10 @@
 //  * Each algorithm step uses its own tag: kTag<Phase> + step. The trace then shows
 //    steps as tags, and the lab counts them. Phases are kTagStride apart, so no two
 //    phases share a tag at any world size up to kMaxRanks (see below).
-//  * Combine received data with comm.recv_reduce (one pass, no staging copy); for
-//    ReduceOp::avg combine as a sum and divide once at the end (dtl::finish_average).
+//  * Combine received data with comm.recv_reduce (one pass, no staging copy). ReduceOp::avg
+//    combines as a sum; the function that finishes the reduction divides once, at its end
+//    (dtl::finish_average): the all-reduces do, ring_reduce_scatter does not (its callers,
+//    ring_all_reduce and the lab, divide the chunk it finished).
 //  * The buffer may live on a GPU (--device cuda): never read or write it from the host.
 //    Move bytes with comm's calls, dtl::copy_bytes and a dtl::ScratchBuffer for staging
 //    (core/memory/device_ops.h); finish_average works on either memory.
@@ -75,7 +77,8 @@ void naive_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
 // Exercise 1, ring reduce-scatter: P-1 steps; at step s rank r sends chunk (r-s-1) mod P
 // to its right neighbour and recv_reduces chunk (r-s-2) mod P from its left one.
 // Afterwards chunk r of rank r holds the reduction of chunk r over all ranks (the other
-// chunks hold partial sums). Sends (P-1)/P · N bytes.
+// chunks hold partial sums). Sends (P-1)/P · N bytes. With ReduceOp::avg, chunk r holds
+// the SUM over the ranks: it never divides (whoever calls it divides once, after).
 void ring_reduce_scatter(Comm& comm, BufferView buf, ReduceOp op);
 
 // Exercise 2, ring all-gather: before, chunk r of rank r is final; after, every chunk is.
