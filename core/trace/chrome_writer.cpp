@@ -142,8 +142,9 @@ class ChromeJson {
             args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem.bytes[t]);
           emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + args + "}}");
         } else if (e.kind == EventKind::mark) {
+          // An instant keeps its label's role too (a run's start: what the views segment by).
           emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels_)) + "\",\"pid\":" + pid +
-               ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + "}");
+               ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + span_args(e) + "}}");
         }
       }
       stream_spans(pid, s, std::move(spans));

@@ -49,36 +49,18 @@ const EnumNames<CollectiveChoice> kCollectiveNames = {{CollectiveChoice::all_red
 const EnumNames<ReduceOp> kOpNames = {{ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
 
 
-// Where an algorithm's predicted figures come from (core/theory/collectives.cpp), in words.
-struct Formulas {
-  std::string bytes, messages, steps, time;
-};
-
 // One algorithm of one collective, as the lab runs it.
 struct Case {
   std::string name;                                   // "ring all_reduce": the trace's phase
   std::string id;                                     // "ring": the case of the report's rows
   theory::CommCost predicted;
-  Formulas formulas;
+  CollectiveFormulas formulas;
   theory::Collective collective;
   theory::Algo algorithm;
   std::function<void(Comm&, ex::BufferView)> run;     // the algorithm under test
   std::function<void(ex::BufferView)> init;           // this rank's input
   std::function<double(std::size_t)> expected;        // element i afterwards (NaN: not checked)
 };
-
-// N: the bytes per rank; P ranks; Q = 2^⌊log2 P⌋ (halving-doubling's core).
-Formulas all_reduce_formulas(Algo a, int P) {
-  switch (a) {
-    case Algo::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
-    case Algo::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
-    case Algo::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
-    case Algo::rhd:
-      if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
-      return {"2(Q-1)/Q·N + N", "2·log2 Q + 1", "2·log2 Q + 2", "α-β: halving-doubling on Q + 2 folds"};
-  }
-  return {};
-}
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
 
@@ -97,8 +79,8 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
                                               : a == Algo::tree   ? ex::tree_all_reduce
                                                                   : ex::rhd_all_reduce;
     const std::string algo_id(theory::algo_name(a));
-    cases.push_back({algo_id + " all_reduce", algo_id, theory::all_reduce_cost(a, P, N, link), all_reduce_formulas(a, P),
-                     theory::Collective::all_reduce, a, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
+    cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(theory::Collective::all_reduce, a, P, N, link),
+                     collective_formulas(theory::Collective::all_reduce, a, P), theory::Collective::all_reduce, a, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
                      [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
   }
@@ -121,18 +103,18 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
     if (s.algo != Algo::ring)
       throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) + " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
-    const Formulas ring_half{"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
     if (collective == CollectiveChoice::reduce_scatter) {
-      cases.push_back({"ring reduce_scatter", "ring", theory::ring_reduce_scatter_cost(P, N, link), ring_half,
-                       theory::Collective::reduce_scatter, Algo::ring,
+      cases.push_back({"ring reduce_scatter", "ring", collective_cost(theory::Collective::reduce_scatter, Algo::ring, P, N, link),
+                       collective_formulas(theory::Collective::reduce_scatter, Algo::ring, P), theory::Collective::reduce_scatter,
+                       Algo::ring,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
                          if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
                          return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
                        }});
     } else {
-      cases.push_back({"ring all_gather", "ring", theory::ring_all_gather_cost(P, N, link), ring_half,
-                       theory::Collective::all_gather, Algo::ring,
+      cases.push_back({"ring all_gather", "ring", collective_cost(theory::Collective::all_gather, Algo::ring, P, N, link),
+                       collective_formulas(theory::Collective::all_gather, Algo::ring, P), theory::Collective::all_gather, Algo::ring,
                        [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
                        [P, count](std::size_t i) {  // chunk c comes from rank c
                          for (int c = 0; c < P; ++c) {
@@ -146,8 +128,8 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
   }
   // broadcast from rank 0
   if (s.algo != Algo::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", "tree", theory::tree_broadcast_cost(P, N, link),
-                   {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"}, theory::Collective::broadcast, Algo::tree,
+  cases.push_back({"tree broadcast", "tree", collective_cost(theory::Collective::broadcast, Algo::tree, P, N, link),
+                   collective_formulas(theory::Collective::broadcast, Algo::tree, P), theory::Collective::broadcast, Algo::tree,
                    [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
                      if (r == 0) fill_crafted(b.data, b.count, t, 0);
@@ -177,6 +159,19 @@ double bytes_tolerance(int P, std::size_t count, DType t) {
   return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
+// Where one run of an algorithm begins on this rank (an instant: every rank records one, after
+// the barrier and before its first message). The lab's view counts each run's transfers apart,
+// from every rank holding its own data again, and names the run by the label's role.
+void mark_run_start(Comm& comm, std::uint16_t label) {
+  Trace* tr = comm.trace();
+  const std::int64_t now = tr->now_ns();
+  tr->record(Event{.begin_ns = now, .end_ns = now, .rank = comm.global_rank(), .label = label, .kind = EventKind::mark});
+}
+
+Role case_role(const Case& c, RunPart part) {
+  return {.collective = theory::collective_kind(c.collective), .algorithm = theory::algorithm_kind(c.algorithm), .part = part};
+}
+
 // One traced run: correctness, and the traffic counted from its events beside the
 // formulas. Returns the slowest rank's time of it.
 double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
@@ -187,11 +182,11 @@ double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
   work.upload();
   comm.barrier();
   Traffic mine;
+  const std::uint16_t label = tr->label(c.name, case_role(c, RunPart::timed));
+  mark_run_start(comm, label);
   const double t0 = double(tr->now_ns());
   {
-    const Role role{.collective = theory::collective_kind(c.collective), .algorithm = theory::algorithm_kind(c.algorithm),
-                    .part = RunPart::timed};
-    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name, role));
+    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, label);
     const std::size_t mark = traffic_mark(comm);
     c.run(comm, view);
     mine = traffic_since(comm, mark);
@@ -220,11 +215,13 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
   const ex::BufferView view = work.view();
   const double N = double(view.bytes());
   std::vector<double> times, algbw;
+  const std::uint16_t label = comm.trace()->label(c.name, case_role(c, RunPart::timed));
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
     report_progress(comm, cfg, c.name + ": run " + std::to_string(it + 1) + " of " + std::to_string(cfg.warmup + cfg.iters));
     c.init(work.host());
     work.upload();
     comm.barrier();
+    mark_run_start(comm, label);
     const auto start = RunClock::now();
     c.run(comm, view);
     const double s = std::chrono::duration<double>(RunClock::now() - start).count();
@@ -267,10 +264,13 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
     return max_over_ranks(comm, n);
   };
 
+  Trace* tr = comm.trace();
   fill_crafted(a.host().data, count, t, comm.rank());
   a.upload();
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
+  mark_run_start(comm, tr->label("identity check: ring all_gather(reduce_scatter(x))",
+                                 {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::ring, .part = RunPart::check}));
   ex::ring_reduce_scatter(comm, bv, op);
   const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
   finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
@@ -287,6 +287,8 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
   a.upload();
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
+  mark_run_start(comm, tr->label("identity check: library all_gather(reduce_scatter(x))",
+                                 {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::library, .part = RunPart::check}));
   ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
   rep.check("identity.library_pieces", "elements differing: library AG∘RS(x) vs all_reduce(x), random x", differing(),
             0, "")

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "core/theory/collectives.h"
 #include "labs/lab.h"
@@ -19,6 +20,16 @@ struct CollectivesSettings {
   ReduceOp op = ReduceOp::sum;
 };
 const OptionTable<CollectivesSettings>& collectives_option_table();
+
+// Where an algorithm's predicted figures come from, in the curriculum's words: the report's
+// "from" column and the lab's view (which names each run's formula) read the same text.
+struct CollectiveFormulas {
+  std::string bytes, messages, steps, time;
+};
+CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int P);
+// What one run of `a` building collective `c` costs (the lab builds reduce-scatter and
+// all-gather as rings, broadcast as a binomial tree): N = bytes per rank.
+theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link = {});
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg);
 int collectives_chunk_grid(const LabConfig& cfg);

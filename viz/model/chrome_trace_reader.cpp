@@ -135,6 +135,7 @@ struct Collector {
   void item(element item, std::uint64_t index);
   void span(object e, int rank, std::uint64_t index);
   void counter(object e, int rank, std::uint64_t index);
+  void instant(object e, int rank, std::uint64_t index);
   std::uint16_t label_of(std::string_view name, const Role& role, std::uint64_t index);
   void count_one(std::uint64_t index) {
     if (t.events.size() + t.memory.size() >= lim::kMaxEvents)
@@ -166,7 +167,8 @@ void Collector::item(element item, std::uint64_t index) {
   const int rank = rank_of(pid_el, index);
   if (ph == "X") span(e, rank, index);
   else if (ph == "C") counter(e, rank, index);
-  else if (ph != "M") return;  // flows ("s", "f") and instants: the views derive them
+  else if (ph == "i" || ph == "I") instant(e, rank, index);
+  else if (ph != "M") return;  // flows ("s", "f"): the views derive them
   max_rank = std::max<std::int64_t>(max_rank, rank);
 }
 
@@ -221,6 +223,27 @@ void Collector::span(object e, int rank, std::uint64_t index) {
   if (named) ev.label = label_of(name, role, index);
   t.events.push_back(ev);
   max_rank = std::max<std::int64_t>(max_rank, ev.peer);  // a peer is a rank of the world too
+}
+
+// An instant (a mark): where something begins, e.g. one run of a collective; its name and
+// role say what. Instants of other tools without a name are kept, unnamed.
+void Collector::instant(object e, int rank, std::uint64_t index) {
+  count_one(index);
+  Event ev;
+  ev.rank = rank;
+  ev.kind = EventKind::mark;
+  element ts, tid_el;
+  if (e["ts"].get(ts)) bad(index, "has no \"ts\"");
+  ev.begin_ns = ev.end_ns = to_ns(number(ts, index, "ts"), index, "ts");
+  double tid = 0;
+  if (!e["tid"].get(tid_el)) tid = number(tid_el, index, "tid");
+  if (!(tid >= 0 && tid <= lim::kMaxTid)) bad(index, "'tid' " + show(tid) + " is out of range (allowed: 0..1000000)");
+  ev.stream = std::uint8_t(std::min(1, int(tid) / 1000));
+  object args;
+  const Role role = e["args"].get(args) ? Role{} : role_of(args, index);
+  std::string_view name;
+  if (!e["name"].get(name)) ev.label = label_of(name, role, index);
+  t.events.push_back(ev);
 }
 
 void Collector::counter(object e, int rank, std::uint64_t index) {

@@ -1,0 +1,38 @@
+// The collectives lab's formulas (collectives_lab.h): what each algorithm costs, and where
+// the figures come from in the curriculum's words.
+#include "core/theory/collectives.h"
+#include "labs/collectives/collectives_lab.h"
+
+namespace dtl {
+
+using theory::Algo;
+
+// N: the bytes per rank; P ranks; Q = 2^⌊log2 P⌋ (halving-doubling's core).
+CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int P) {
+  switch (c) {
+    case theory::Collective::reduce_scatter:
+    case theory::Collective::all_gather: return {"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
+    case theory::Collective::broadcast: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"};
+    default: break;
+  }
+  switch (a) {
+    case Algo::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
+    case Algo::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
+    case Algo::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
+    case Algo::rhd:
+      if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
+      return {"2(Q-1)/Q·N + N", "2·log2 Q + 1", "2·log2 Q + 2", "α-β: halving-doubling on Q + 2 folds"};
+  }
+  return {};
+}
+
+theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link) {
+  switch (c) {
+    case theory::Collective::reduce_scatter: return theory::ring_reduce_scatter_cost(P, N, link);
+    case theory::Collective::all_gather: return theory::ring_all_gather_cost(P, N, link);
+    case theory::Collective::broadcast: return theory::tree_broadcast_cost(P, N, link);
+    default: return theory::all_reduce_cost(a, P, N, link);
+  }
+}
+
+}  // namespace dtl
