@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_set>
 #include <vector>
 
@@ -34,6 +35,17 @@ class ChunkState {
 
 // Receive events of `events` in the order their data landed (by end time, then rank).
 std::vector<Event> transfers_in_order(const std::vector<Event>& events);
+
+// Labs that run one algorithm after another (the collectives lab: naive, ring, tree, rhd,
+// its timed repetitions, its checks) mark where each run begins with an instant on every
+// rank. A transfer belongs to the run its receiver had begun last: runs_of gives, per
+// transfer, that mark's number on its receiver (0, 1, ...; -1 before any mark), with
+// `is_run_start` saying which instants are such marks, and `marks` each rank's marks in order.
+struct RunMarks {
+  std::vector<std::vector<const Event*>> by_rank;  // each rank's run marks, in time order
+};
+RunMarks run_marks(const std::vector<Event>& events, int ranks, const std::function<bool(const Event&)>& is_run_start);
+int run_of(const RunMarks& marks, const Event& recv);
 
 // A live, stepped run's transfers in the order the learner saw them land. Its events carry
 // run time (core/trace/run_clock.h), in which two transfers that do not depend on each other

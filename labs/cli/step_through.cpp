@@ -51,10 +51,18 @@ void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
   std::size_t applied = 0;
   bool quiet = false;
   LandingOrder landed;  // release order: a transfer released now may carry an earlier run time
+  int run = -1;         // the lab's run the picture is of (its marks: core/trace/chunk_state.h)
   for (;;) {
     const StepGate::State st = gate.wait_quiet();
-    const std::vector<Event>& done = landed.update(trace.snapshot());
+    const std::vector<Event> events = trace.snapshot();
+    const std::vector<Event>& done = landed.update(events);
+    const RunMarks marks = run_marks(events, trace.world_size(), [&](const Event& e) { return trace.label_role(e.label).part != RunPart::none; });
     for (; applied < done.size(); ++applied) {
+      if (const int r = run_of(marks, done[applied]); r != run && r >= 0) {  // a new run starts from its own data
+        run = r;
+        state = ChunkState(trace.world_size(), chunks);
+        if (!quiet) os << "run: " << trace.label_name(marks.by_rank[std::size_t(done[applied].rank)][std::size_t(r)]->label) << "\n";
+      }
       state.apply(done[applied]);
       if (!quiet) {
         print_transfer(os, int(applied) + 1, done[applied]);

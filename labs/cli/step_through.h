@@ -1,6 +1,8 @@
 // `dtlab run LAB --step`: the controller side of the step gate in the terminal. After each
 // transfer it prints the transfer and the chunk picture (a row per rank, a cell per chunk
-// holding how many ranks' contributions it has; "4*" = complete).
+// holding how many ranks' contributions it has; "4*" = complete). A lab that marks its runs
+// (the collectives lab: one per algorithm, repetition and check) gets a picture per run,
+// each starting from every rank holding its own data, under the run's name.
 #pragma once
 
 #include <ostream>

@@ -106,6 +106,21 @@ TEST(Cli, StepPrintsEveryTransfer) {
   EXPECT_NE(o.out.find("3*|  3*|  3*|"), std::string::npos);  // everything complete at the end
 }
 
+// --algo all steps four runs: each is named and starts from every rank holding its own data
+// (the picture did not reset: the ring began where naive had left every chunk complete).
+TEST(Cli, StepStartsEachAlgorithmsRunFromOwnData) {
+  const Output o = dtlab("run collectives --algo all --ranks 3 --bytes 48 --step < /dev/null");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const char* run : {"run: naive all_reduce\n", "run: ring all_reduce\n", "run: tree all_reduce\n", "run: rhd all_reduce\n"}) {
+    const std::size_t at = o.out.find(run);
+    ASSERT_NE(at, std::string::npos) << run << o.out;
+    const std::size_t first_picture_end = o.out.find("rank 2", at);
+    ASSERT_NE(first_picture_end, std::string::npos);
+    const std::string first = o.out.substr(at, first_picture_end - at + 30);
+    EXPECT_EQ(first.find("3*"), std::string::npos) << "the first transfer of a run completes no chunk:\n" << first;
+  }
+}
+
 TEST(Cli, BenchJsonHasTheNcclTestsFields) {
   const std::string path = testing::TempDir() + "bench_" + std::to_string(getpid()) + ".json";
   const Output o = dtlab("bench all_reduce --impl library --ranks 3 -b 1K -e 4K -f 2 -n 2 -w 1 --json " + path);

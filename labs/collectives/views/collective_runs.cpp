@@ -10,28 +10,6 @@ namespace dtl::viz {
 
 namespace {
 
-// Each rank's run marks (their times and labels), in the order the rank recorded them.
-struct RankMarks {
-  std::vector<std::int64_t> at;
-  std::vector<std::uint16_t> label;
-};
-
-std::vector<RankMarks> marks_by_rank(const TraceData& d) {
-  std::vector<RankMarks> out(std::size_t(std::max(0, d.ranks)));
-  for (const Event& e : d.events)  // sorted by begin
-    if (e.kind == EventKind::mark && e.rank >= 0 && e.rank < d.ranks && d.role(e).part != RunPart::none) {
-      out[std::size_t(e.rank)].at.push_back(e.begin_ns);
-      out[std::size_t(e.rank)].label.push_back(e.label);
-    }
-  return out;
-}
-
-// The ordinal of the run a transfer landed in: its receiver's latest mark at or before it
-// (-1: before any).
-int run_ordinal(const RankMarks& m, const Event& recv) {
-  return int(std::upper_bound(m.at.begin(), m.at.end(), recv.end_ns) - m.at.begin()) - 1;
-}
-
 CellMeaning cells_of(CollectiveKind c) {
   if (c == CollectiveKind::all_gather) return CellMeaning::owner_chunk;
   if (c == CollectiveKind::broadcast) return CellMeaning::root_data;
@@ -51,26 +29,25 @@ void number_repeats(std::vector<CollectiveRun>& runs) {
 }  // namespace
 
 std::vector<CollectiveRun> collective_runs(const TraceData& d, const std::vector<Event>& transfers) {
-  const std::vector<RankMarks> marks = marks_by_rank(d);
+  const RunMarks marks = run_marks(d.events, d.ranks, [&d](const Event& e) { return d.role(e).part != RunPart::none; });
   std::vector<CollectiveRun> runs;
-  int current = -2;  // the ordinal of runs.back()
+  int current = -2;  // the run number of runs.back()
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const Event& e = transfers[i];
-    const RankMarks* m = e.rank >= 0 && e.rank < int(marks.size()) ? &marks[std::size_t(e.rank)] : nullptr;
-    const int ordinal = m ? run_ordinal(*m, e) : -1;
-    if (runs.empty() || ordinal != current) {
-      CollectiveRun run;
-      run.first = i;
-      if (ordinal >= 0) {
-        const std::uint16_t label = m->label[std::size_t(ordinal)];
-        run.name = d.label(label);
-        run.role = d.role(label);
-        run.cells = cells_of(run.role.collective);
+    const int run = run_of(marks, e);
+    if (runs.empty() || run != current) {
+      CollectiveRun r;
+      r.first = i;
+      if (run >= 0) {
+        const std::uint16_t label = marks.by_rank[std::size_t(e.rank)][std::size_t(run)]->label;
+        r.name = d.label(label);
+        r.role = d.role(label);
+        r.cells = cells_of(r.role.collective);
       } else {
-        run.name = "transfers";  // no marks: the whole trace as one run
+        r.name = "transfers";  // no marks: the whole trace as one run
       }
-      runs.push_back(std::move(run));
-      current = ordinal;
+      runs.push_back(std::move(r));
+      current = run;
     }
     runs.back().end = i + 1;
   }
