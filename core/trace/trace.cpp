@@ -141,6 +141,9 @@ ScopedSpan::ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t lab
   nvtxRangePushA(trace_->label_name(label).c_str());
 #endif
   ev_.begin_ns = trace_->now_ns();
+  if (kind == EventKind::phase)
+    trace_->record(Event{.begin_ns = ev_.begin_ns, .end_ns = ev_.begin_ns, .rank = rank, .step = step, .label = label,
+                         .kind = EventKind::mark});
 }
 
 ScopedSpan::~ScopedSpan() {

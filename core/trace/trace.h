@@ -108,6 +108,9 @@ inline constexpr const char* kReferencePhaseLabel = "1-rank reference";
 inline constexpr Role kReferenceRole{.part = RunPart::reference};
 
 // RAII span on a rank's main stream: records a `phase` (or `compute`) event on destruction.
+// A phase also records where it begins, at once: an instant (EventKind::mark) with the
+// phase's label and begin time, so a live view knows the phase in progress before its span
+// exists (the memory of the ZeRO stage being stepped, the collectives run being stepped).
 class ScopedSpan {
  public:
   ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t label, int step = -1);

@@ -159,15 +159,6 @@ double bytes_tolerance(int P, std::size_t count, DType t) {
   return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
-// Where one run of an algorithm begins on this rank (an instant: every rank records one, after
-// the barrier and before its first message). The lab's view counts each run's transfers apart,
-// from every rank holding its own data again, and names the run by the label's role.
-void mark_run_start(Comm& comm, std::uint16_t label) {
-  Trace* tr = comm.trace();
-  const std::int64_t now = tr->now_ns();
-  tr->record(Event{.begin_ns = now, .end_ns = now, .rank = comm.global_rank(), .label = label, .kind = EventKind::mark});
-}
-
 Role case_role(const Case& c, RunPart part) {
   return {.collective = theory::collective_kind(c.collective), .algorithm = theory::algorithm_kind(c.algorithm), .part = part};
 }
@@ -182,11 +173,11 @@ double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
   work.upload();
   comm.barrier();
   Traffic mine;
-  const std::uint16_t label = tr->label(c.name, case_role(c, RunPart::timed));
-  mark_run_start(comm, label);
   const double t0 = double(tr->now_ns());
   {
-    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, label);
+    // Every run is a phase (its begin mark tells the view where the run starts: each run
+    // is drawn from every rank holding its own data, beside its formula).
+    ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name, case_role(c, RunPart::timed)));
     const std::size_t mark = traffic_mark(comm);
     c.run(comm, view);
     mine = traffic_since(comm, mark);
@@ -221,10 +212,13 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
     c.init(work.host());
     work.upload();
     comm.barrier();
-    mark_run_start(comm, label);
-    const auto start = RunClock::now();
-    c.run(comm, view);
-    const double s = std::chrono::duration<double>(RunClock::now() - start).count();
+    double s = 0;
+    {
+      ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, label);
+      const auto start = RunClock::now();
+      c.run(comm, view);
+      s = std::chrono::duration<double>(RunClock::now() - start).count();
+    }
     const double slowest = max_over_ranks(comm, s);
     if (it < cfg.warmup) continue;
     times.push_back(slowest);
@@ -269,12 +263,15 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
   a.upload();
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
-  mark_run_start(comm, tr->label("identity check: ring all_gather(reduce_scatter(x))",
-                                 {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::ring, .part = RunPart::check}));
-  ex::ring_reduce_scatter(comm, bv, op);
-  const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
-  finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
-  ex::ring_all_gather(comm, bv);
+  {
+    ScopedSpan check(tr, comm.global_rank(), EventKind::phase,
+                     tr->label("identity check: ring all_gather(reduce_scatter(x))",
+                               {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::ring, .part = RunPart::check}));
+    ex::ring_reduce_scatter(comm, bv, op);
+    const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
+    finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
+    ex::ring_all_gather(comm, bv);
+  }
   rep.check("identity.ring_pieces", "elements differing: ring AG∘RS(x) vs all_reduce(x)", differing(), 0, "")
       .from("same bits");
 
@@ -287,9 +284,12 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
   a.upload();
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
-  mark_run_start(comm, tr->label("identity check: library all_gather(reduce_scatter(x))",
-                                 {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::library, .part = RunPart::check}));
-  ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
+  {
+    ScopedSpan check(tr, comm.global_rank(), EventKind::phase,
+                     tr->label("identity check: library all_gather(reduce_scatter(x))",
+                               {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::library, .part = RunPart::check}));
+    ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
+  }
   rep.check("identity.library_pieces", "elements differing: library AG∘RS(x) vs all_reduce(x), random x", differing(),
             0, "")
       .from("same bits");

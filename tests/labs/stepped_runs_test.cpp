@@ -165,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
                       LabCase{"zero", 2, {{"stage", "3"}}},
                       LabCase{"pipeline", 4, {{"micro-batches", "4"}, {"compute-us", "1000"}, {"steps", "1"}}},
                       LabCase{"tensor_parallel", 2, {}},
-                      LabCase{"grid", 4, {{"tp", "2"}, {"pp", "2"}, {"compute-us", "500"}}},
+                      LabCase{"grid", 4, {{"tp", "2"}, {"pp", "2"}, {"compute-us", "2000"}}},
                       LabCase{"gpt", 2, {}}),
     [](const ::testing::TestParamInfo<LabCase>& info) {
       std::string name = std::string(info.param.lab) + "_" + std::to_string(info.index);

@@ -71,7 +71,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
   for (std::uint64_t b : p.peak) most = std::max(most, b);
   // Three lines over the bars: the phase and its largest peak, the formula's value, how
   // the lab got it (its own line: "2Psi + 14Psi/N = 5.5 B/param x 1M params" is long).
-  const std::string title = p.label + (p.in_trace ? "" : " (not in the trace)") + "  peak " + human_bytes(double(most));
+  const std::string title = p.label + (p.in_progress ? " (in progress)" : p.in_trace ? "" : " (not run yet)") + "  peak " +
+                            human_bytes(double(most));
   dl->AddText(ImVec2(o.x + 4, o.y), text, title.c_str());
   const std::string value = p.formula > 0 ? "formula " + human_bytes(p.formula) : "no formula";
   dl->AddText(ImVec2(o.x + 4, o.y + line + 1), p.formula > 0 ? yellow : dim, value.c_str());
@@ -133,7 +134,14 @@ const PhaseMemories& MemoryView::Phases(const TraceData& d) {
 void MemoryView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
   if (d.memory.empty() || d.ranks < 1) {
-    ImGui::TextWrapped("No memory events in this run yet (labs allocate through MemoryTracker; each allocation shows here).");
+    const bool reference = std::any_of(d.events.begin(), d.events.end(), [&](const Event& e) {
+      return e.kind == EventKind::mark && d.role(e).part == RunPart::reference;
+    });
+    if (reference)  // the labs' 1-rank reference trains on rank 0 alone, its memory untraced
+      ImGui::TextWrapped("No memory events yet: the 1-rank reference runs first (rank 0 alone, to check the ranks against; "
+                         "its memory is not the ranks'). Each rank's memory shows here once the ranks start.");
+    else
+      ImGui::TextWrapped("No memory events in this run yet (labs allocate through MemoryTracker; each allocation shows here).");
     return;
   }
   const std::string* device = d.meta_of(MetaKey::device);  // where the lab's tensors lived

@@ -1,6 +1,9 @@
 #include "viz/model/memory_model.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <tuple>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -114,6 +117,24 @@ std::vector<PhaseMemory> named_phases(const TraceData& d, std::vector<int>& phas
   return named;
 }
 
+// Each phase's spans, and for a phase still running (its begin mark has no span yet, a live
+// run) a span from its mark to the trace's end, kept as kind mark.
+std::vector<Event> phase_spans_so_far(const TraceData& d, const std::function<int(const Event&)>& phase_of) {
+  std::vector<Event> out;
+  std::set<std::tuple<int, int, std::int64_t>> finished;  // (phase, rank, begin) of each span
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::phase && phase_of(e) >= 0) {
+      out.push_back(e);
+      finished.insert({phase_of(e), e.rank, e.begin_ns});
+    }
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::mark && phase_of(e) >= 0 && !finished.count({phase_of(e), e.rank, e.begin_ns})) {
+      out.push_back(e);
+      out.back().end_ns = std::max(e.begin_ns, d.t_end);
+    }
+  return out;
+}
+
 // The first kMaxMemoryPhases phases in time order (those not in the trace last).
 void keep_in_time_order(std::vector<PhaseMemory> named, PhaseMemories& out, std::vector<int>& slot) {
   std::vector<std::size_t> order(named.size());
@@ -176,22 +197,23 @@ PhaseMemories memory_by_phase(const TraceData& d) {
   std::vector<PhaseMemory> named = named_phases(d, phase_of_label);
   if (named.empty()) return out;
   auto phase_of = [&](const Event& e) {
-    const bool ok = e.kind == EventKind::phase && e.label < phase_of_label.size() && e.rank >= 0 && std::size_t(e.rank) < P;
+    const bool ok = (e.kind == EventKind::phase || e.kind == EventKind::mark) && e.label < phase_of_label.size() && e.rank >= 0 &&
+                    std::size_t(e.rank) < P;
     return ok ? phase_of_label[e.label] : -1;
   };
-  for (const Event& e : d.events) {  // when each phase ran, over all ranks
-    const int k = phase_of(e);
-    if (k < 0) continue;
-    PhaseMemory& p = named[std::size_t(k)];
+  const std::vector<Event> ran = phase_spans_so_far(d, phase_of);
+  for (const Event& e : ran) {  // when each phase ran, over all ranks
+    PhaseMemory& p = named[std::size_t(phase_of(e))];
     p.begin_ns = p.in_trace ? std::min(p.begin_ns, e.begin_ns) : e.begin_ns;
     p.end_ns = p.in_trace ? std::max(p.end_ns, e.end_ns) : e.end_ns;
     p.in_trace = true;
+    p.in_progress = p.in_progress || e.kind == EventKind::mark;
   }
   std::vector<int> slot;
   keep_in_time_order(std::move(named), out, slot);
   std::vector<std::vector<std::vector<Span>>> spans(out.phases.size(), std::vector<std::vector<Span>>(P));
-  for (const Event& e : d.events)  // the kept phases' spans per rank
-    if (const int k = phase_of(e); k >= 0 && slot[std::size_t(k)] >= 0)
+  for (const Event& e : ran)  // the kept phases' spans per rank
+    if (const int k = phase_of(e); slot[std::size_t(k)] >= 0)
       spans[std::size_t(slot[std::size_t(k)])][std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
   const SamplesByRank samples = samples_by_rank(d, P);
   for (std::size_t k = 0; k < out.phases.size(); ++k) {

@@ -33,7 +33,8 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t);
 struct PhaseMemory {
   std::string label;                    // the phase's label ("ZeRO-2"), made printable (its role key if no span has it)
   std::int64_t begin_ns = 0, end_ns = 0;  // earliest begin, latest end over all ranks
-  bool in_trace = false;                // some rank has a span of this role
+  bool in_trace = false;                // some rank has a span of this role (or began one)
+  bool in_progress = false;             // a live run is inside it: a rank began it, its span is not recorded yet
   std::vector<MemorySample> at_peak;    // per rank: the sample at its peak (t_ns: when)
   std::vector<std::uint64_t> peak;      // per rank: that sample's total
   double formula = 0;                   // the formula's bytes per rank; 0: none or malformed

@@ -1,6 +1,9 @@
 #include "viz/model/trace_index.h"
 
 #include <algorithm>
+#include <climits>
+#include <set>
+#include <utility>
 #include <unordered_map>
 
 namespace dtl::viz {
@@ -44,11 +47,45 @@ TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_referen
   return all;
 }
 
+namespace {
+
+// Each rank's 1-rank-reference phases; one still running in a live run (its begin mark
+// without a span yet) lasts to the end of time.
+std::vector<std::vector<TimeRange>> reference_ranges(const TraceData& d) {
+  std::vector<std::vector<TimeRange>> out(std::size_t(std::max(0, d.ranks)));
+  std::set<std::pair<int, std::int64_t>> spans;  // (rank, begin) of the finished ones
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::phase && d.role(e).part == RunPart::reference && e.rank >= 0 && e.rank < d.ranks) {
+      out[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
+      spans.insert({e.rank, e.begin_ns});
+    }
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::mark && d.role(e).part == RunPart::reference && e.rank >= 0 && e.rank < d.ranks &&
+        !spans.count({e.rank, e.begin_ns}))
+      out[std::size_t(e.rank)].push_back({e.begin_ns, INT64_MAX});
+  return out;
+}
+
+// The steps of a run stepped by collective, without those of its 1-rank reference (a group
+// of one moves nothing; the reference trains rank 0 alone before the ranks start).
+std::vector<Event> steps_outside_reference(const TraceData& d, std::vector<Event> collectives) {
+  const std::vector<std::vector<TimeRange>> ref = reference_ranges(d);
+  std::erase_if(collectives, [&](const Event& e) {
+    if (e.rank < 0 || e.rank >= int(ref.size())) return false;
+    for (const TimeRange& r : ref[std::size_t(e.rank)])
+      if (e.begin_ns >= r.begin && e.begin_ns < r.end) return true;
+    return false;
+  });
+  return collectives;
+}
+
+}  // namespace
+
 TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Event>* landed) {
   TraceIndex x;
   x.unit = unit;
   x.transfers = landed ? *landed : transfers_in_order(d.events);
-  if (unit == StepUnit::collectives) x.collectives = collectives_in_order(d.events);
+  if (unit == StepUnit::collectives) x.collectives = steps_outside_reference(d, collectives_in_order(d.events));
   x.tracks = layout_tracks(d);
   x.chunk_timeline = ChunkTimeline(x.transfers, std::max(1, d.ranks), chunk_grid(d));
   x.busy = BusyIndex(d);

@@ -110,7 +110,9 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
                      " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
   const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
-  if (StepGate* gate = u.gate(); gate && gate->unit() == StepGate::Unit::collectives)
+  // A collective of a group of one moves nothing (a 1-rank reference's tensor-parallel f/g):
+  // not a step to wait for.
+  if (StepGate* gate = u.gate(); gate && gate->unit() == StepGate::Unit::collectives && size() > 1)
     await_release(*gate, seq, what + ", waiting for the step gate)");
   auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;

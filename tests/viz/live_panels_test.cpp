@@ -1,0 +1,80 @@
+// Live panels fill as the run goes (issue 27, item 3): what is being stepped is drawn
+// before its span ends. A ZeRO run's stage in progress has its memory bars mid-run (it read
+// "ZeRO-0 (not in the trace) peak 0 B" until the stage ended); a tensor-parallel run's
+// steps start where the ranks train, not inside the 1-rank reference (whose collectives on a
+// group of one moved nothing, and whose memory is not the ranks'), so its memory view has
+// bars after the first steps.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "labs/lab.h"
+#include "tests/viz/headless_imgui.h"
+#include "viz/model/memory_model.h"
+
+using namespace dtl;
+
+namespace {
+
+// Steps a live run `steps` times (each step waits until the released one is recorded).
+void step(viz::App& app, viz::testing::HeadlessImGui& gui, std::size_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (app.controls.cursor < steps && !app.session->finished() && std::chrono::steady_clock::now() < deadline) {
+    if (app.session->can_advance() || app.controls.cursor < app.session->steps().size()) app.StepOne();
+    gui.frame(app);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  while (app.session->steps().size() < app.controls.cursor && !app.session->finished() &&
+         std::chrono::steady_clock::now() < deadline) {  // the released step lands
+    gui.frame(app);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::unique_ptr<viz::Session> live(const char* lab, int ranks, const std::map<std::string, std::string>& options) {
+  LabConfig cfg;
+  cfg.ranks = ranks;
+  for (const auto& [k, v] : options) cfg.options.set(k, v);
+  return viz::Session::live(*find_lab(lab), cfg);
+}
+
+}  // namespace
+
+TEST(LivePanels, AZeroStageInProgressHasItsMemoryBars) {
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(live("zero", 2, {{"stage", "all"}}));
+  step(app, gui, 6);
+  ASSERT_FALSE(app.session->finished()) << "the test wants the run mid-way";
+  const viz::PhaseMemories phases = viz::memory_by_phase(app.session->data());
+  int in_progress = 0;
+  for (const viz::PhaseMemory& p : phases.phases) {
+    if (!p.in_progress) continue;
+    ++in_progress;
+    ASSERT_EQ(p.peak.size(), 2u);
+    for (std::size_t r = 0; r < 2; ++r) EXPECT_GT(p.peak[r], 0u) << p.label << ", rank " << r << ": empty bars mid-run";
+    std::printf("mid-run: %s in progress, peaks %.1f and %.1f KiB (formula %.1f KiB)\n", p.label.c_str(), double(p.peak[0]) / 1024,
+                double(p.peak[1]) / 1024, p.formula / 1024);
+  }
+  EXPECT_EQ(in_progress, 1) << "one stage is being stepped";
+}
+
+TEST(LivePanels, TensorParallelStepsBeginWhereTheRanksTrain) {
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(live("tensor_parallel", 2, {}));
+  step(app, gui, 2);
+  ASSERT_FALSE(app.session->finished());
+  const viz::TraceData& d = app.session->data();
+  ASSERT_FALSE(app.session->steps().empty());
+  for (const Event& s : app.session->steps())  // every step after its rank's reference phase
+    for (const Event& e : d.events)
+      if (e.kind == EventKind::phase && e.rank == s.rank && d.role(e).part == RunPart::reference)
+        EXPECT_GE(s.begin_ns, e.end_ns) << "a step inside rank " << s.rank << "'s 1-rank reference";
+  std::size_t samples_of[2] = {0, 0};
+  for (const viz::MemorySample& m : d.memory)
+    if (m.rank >= 0 && m.rank < 2) ++samples_of[m.rank];
+  EXPECT_GT(samples_of[0], 0u) << "rank 0's memory while it trains with rank 1";
+  EXPECT_GT(samples_of[1], 0u) << "rank 1's memory";
+}
