@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/trace/trace.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -91,13 +92,22 @@ nlohmann::json Report::to_json() const {
     if (r.spread) row["spread"] = {{"min", r.spread->min}, {"max", r.spread->max}, {"runs", r.spread->runs}};
     j["rows"].push_back(std::move(row));
   }
-  j["plots"] = json::array();
-  for (const auto& p : plots)
-    j["plots"].push_back({{"id", p.id}, {"title", p.title}, {"x_label", p.x_label}, {"x_unit", p.x_unit},
-                          {"y_label", p.y_label}, {"y_unit", p.y_unit}, {"x", p.x}, {"y", p.y},
-                          {"point_labels", p.point_labels}});
+  j["plots"] = plots_json(plots);
   if (!failures.empty()) j["failures"] = failures;
   return j;
+}
+
+nlohmann::json plots_json(const std::vector<ReportPlot>& plots) {
+  using nlohmann::json;
+  json out = json::array();
+  for (const auto& p : plots)
+    out.push_back({{"id", p.id}, {"title", p.title}, {"x_label", p.x_label}, {"x_unit", p.x_unit}, {"y_label", p.y_label},
+                   {"y_unit", p.y_unit}, {"x", p.x}, {"y", p.y}, {"point_labels", p.point_labels}});
+  return out;
+}
+
+void publish_live_plots(Trace* trace, const std::vector<ReportPlot>& plots) {
+  if (trace) trace->set_meta(MetaKey::live_plots, nlohmann::json{{"plots", plots_json(plots)}}.dump());
 }
 
 }  // namespace dtl

@@ -64,6 +64,9 @@ struct ReportPlot {
   std::vector<std::string> point_labels;  // one per point, or empty
 };
 
+// Plots as the report's JSON holds them ([{id, title, x_label, ...}]).
+nlohmann::json plots_json(const std::vector<ReportPlot>& plots);
+
 struct Report {
   std::string lab;
   std::string backend;
@@ -89,5 +92,10 @@ struct Report {
   nlohmann::json to_json() const;
   std::string to_text(int width = 100) const;  // labs/report_text.cpp
 };
+
+class Trace;
+// A running lab's curves so far, for a live viewer (its report view draws them until the
+// report arrives): the trace's meta "live_plots". Call it from one rank; a no-op without a trace.
+void publish_live_plots(Trace* trace, const std::vector<ReportPlot>& plots);
 
 }  // namespace dtl

@@ -34,8 +34,9 @@ constexpr std::array kMetaKeyNames = {"lab",
                                       "predicted_bytes_formula",
                                       "phase_formula_bytes",
                                       "phase_formula_text",
-                                      "pipeline_simulated"};
-static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::pipeline_simulated) + 1, "one name per MetaKey");
+                                      "pipeline_simulated",
+                                      "live_plots"};
+static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::live_plots) + 1, "one name per MetaKey");
 
 template <class Enum, std::size_t N>
 const char* name_in(const std::array<const char*, N>& names, Enum e) {

@@ -107,6 +107,7 @@ enum class MetaKey : std::uint8_t {
   phase_formula_bytes,       // prefix: + "." + role_key(phase's role): that phase's formula
   phase_formula_text,        //   in words
   pipeline_simulated,        // prefix: + "." + schedule name: the simulator's timeline, JSON
+  live_plots,                // a running lab's curves so far ({"plots": [...]}, the report's plot schema)
 };
 const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".

@@ -66,6 +66,7 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);
     if (step % s.eval_every == 0 || step == s.steps) evaluate(step);
+    if (comm.global_rank() == 0) publish_live_plots(comm.trace(), loss_curves(log));  // a live viewer's curve so far
     if (step % 10 == 0 || step == s.steps) {
       char line[96];
       std::snprintf(line, sizeof line, "step %d of %d: train loss %.3f", step, s.steps, double(loss));

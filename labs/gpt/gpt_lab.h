@@ -69,6 +69,8 @@ std::string sample_text(Gpt& model, Comm& comm, const TextCorpus& corpus, const 
 // a UTF-8 character; such bytes become '?', a newline '↵', other control bytes a space.
 std::string printable_text(std::string_view bytes);
 
+// The loss curves so far: the report's plots, and what a live viewer draws as the run goes.
+std::vector<ReportPlot> loss_curves(const GptTrainingLog& log);
 // The report (gpt_report.cpp).
 void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& corpus, std::size_t params);
 void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log);

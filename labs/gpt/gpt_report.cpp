@@ -39,13 +39,21 @@ ReportPlot thinned(ReportPlot p, std::size_t limit) {
   return p;
 }
 
+}  // namespace
+
+std::vector<ReportPlot> loss_curves(const GptTrainingLog& log) {
+  return {thinned({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "", log.train_step,
+                   log.train_loss, {}},
+                  1000),
+          thinned({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)", "step", "",
+                   "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}},
+                  1000)};
+}
+
+namespace {
+
 void add_curves(Report& rep, const GptTrainingLog& log) {
-  rep.plots.push_back(thinned({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "",
-                               log.train_step, log.train_loss, {}},
-                              1000));
-  rep.plots.push_back(thinned({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)",
-                               "step", "", "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}},
-                              1000));
+  for (ReportPlot& p : loss_curves(log)) rep.plots.push_back(std::move(p));
   if (log.train_loss.empty()) return;
   // Up to 80 columns of marks, so the chart and its labels fit in the report's 100.
   const int columns = int(std::min<std::size_t>(80, std::max<std::size_t>(log.train_step.size(), 8)));

@@ -12,6 +12,7 @@
 #include "labs/lab.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/report_plots.h"
 
 using namespace dtl;
 
@@ -77,4 +78,22 @@ TEST(LivePanels, TensorParallelStepsBeginWhereTheRanksTrain) {
     if (m.rank >= 0 && m.rank < 2) ++samples_of[m.rank];
   EXPECT_GT(samples_of[0], 0u) << "rank 0's memory while it trains with rank 1";
   EXPECT_GT(samples_of[1], 0u) << "rank 1's memory";
+}
+
+// The GPT's loss curve grows as the run goes (it appeared only with the report, at the end).
+TEST(LivePanels, TheGptLossCurveGrowsMidRun) {
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(live("gpt", 2, {{"steps", "60"}}));
+  step(app, gui, 300);
+  ASSERT_FALSE(app.session->finished()) << "the test wants the run mid-way";
+  const std::string* live_plots = app.session->data().meta_of(MetaKey::live_plots);
+  ASSERT_NE(live_plots, nullptr) << "no curve mid-run";
+  const viz::ReportPlots plots = viz::parse_report_plots(nlohmann::json::parse(*live_plots));
+  ASSERT_EQ(plots.plots.size(), 2u);
+  const std::size_t points = plots.plots[0].x.size();
+  std::printf("mid-run: the training loss has %zu of 60 points, last %.3f\n", points, plots.plots[0].y.back());
+  EXPECT_GT(points, 0u);
+  EXPECT_LT(points, 60u);
+  EXPECT_EQ(plots.plots[0].x.back(), double(points)) << "step k's loss at x = k";
 }

@@ -179,6 +179,14 @@ void ReportView::Draw(const Frame& f) {
   if (!report) {
     ImGui::TextWrapped("%s", f.session.live() ? "The report appears when the run finishes (step to the end, or press Play)."
                                               : "This trace carries no report (traces from dtlab run include one).");
+    // A running lab's curves so far (the GPT's loss): drawn as the run goes.
+    if (const std::string* live = d.meta_of(MetaKey::live_plots)) {
+      const nlohmann::json j = nlohmann::json::parse(*live, nullptr, false);
+      if (!j.is_discarded()) {
+        ImGui::TextDisabled("so far, as the run goes:");
+        draw_plots(parse_report_plots(j));
+      }
+    }
     return;
   }
   const nlohmann::json r = nlohmann::json::parse(*report, nullptr, false);
