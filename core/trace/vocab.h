@@ -108,6 +108,7 @@ enum class MetaKey : std::uint8_t {
   phase_formula_text,        //   in words
   pipeline_simulated,        // prefix: + "." + schedule name: the simulator's timeline, JSON
   live_plots,                // a running lab's curves so far ({"plots": [...]}, the report's plot schema)
+  micro_batches,             // the pipeline and grid labs' --micro-batches ("micro-batches": the option's own value)
 };
 const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".

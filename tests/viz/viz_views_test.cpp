@@ -700,6 +700,13 @@ TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
   EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 0).begin_ns, 1000);
   EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 2).blocks.size(), 1u);
   EXPECT_FALSE(pipeline_step(d, *runs.find("gpipe"), 2).complete);
+  // M is the run's (its meta), not the micro-batches a step in progress has shown so far.
+  EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 2).micro_batches, 1) << "one block seen so far";
+  TraceData with_m = d;
+  with_m.meta[meta_key_name(MetaKey::micro_batches)] = "2";
+  EXPECT_EQ(pipeline_step(with_m, *pipeline_runs(with_m).find("gpipe"), 2).micro_batches, 2);
+  with_m.meta[meta_key_name(MetaKey::micro_batches)] = "2147483647";  // hostile: clamped
+  EXPECT_EQ(pipeline_step(with_m, *pipeline_runs(with_m).find("gpipe"), 2).micro_batches, 1 << 16);
   EXPECT_EQ(pipeline_step(d, *runs.find("gpipe"), 99).step, 1);
   // 1f1b with W and chunk 1: chunks = 2, every stage busy 300 of 500.
   const PipelineStep o = pipeline_step(d, *runs.find("1f1b"));

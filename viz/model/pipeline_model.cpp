@@ -210,6 +210,8 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
     busy[std::size_t(ev.rank)] += dur, total += dur;
     out.blocks.push_back(k);
   }
+  // M is the run's, not the micro-batches seen so far (a live step in progress showed M = 4 of 8).
+  out.micro_batches = std::max(out.micro_batches, std::clamp(d.meta_int(meta_key_name(MetaKey::micro_batches), 0), 0, 1 << 16));
   const double span = double(out.end_ns - out.begin_ns);
   out.stage_idle.resize(P, 0.0);
   for (std::size_t s = 0; s < P && span > 0; ++s) out.stage_idle[s] = share(1 - busy[s] / span);
