@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
+#include "labs/grid/grid_lab.h"
+#include "labs/grid/views/topology_view.h"
 #include "labs/lab.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"
@@ -96,4 +99,38 @@ TEST(LivePanels, TheGptLossCurveGrowsMidRun) {
   EXPECT_GT(points, 0u);
   EXPECT_LT(points, 60u);
   EXPECT_EQ(plots.plots[0].x.back(), double(points)) << "step k's loss at x = k";
+}
+
+// The grid's topology view lights the group of the collective at the cursor (item 8), the
+// ranks worked out here from Megatron's layout rank = pp·(dp·tp) + dp·tp + tp.
+TEST(LivePanels, TheTopologyLightsTheCollectiveAtTheCursor) {
+  constexpr int DP = 2, TP = 2, PP = 2;
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(live("grid", DP * TP * PP, {{"dp", "2"}, {"tp", "2"}, {"pp", "2"}}));
+  auto* view = dynamic_cast<viz::TopologyView*>(app.panel(kTopologyView));
+  ASSERT_NE(view, nullptr);
+  std::map<GroupAxis, int> seen;
+  for (std::size_t k = 1; k <= 80 && !app.session->finished(); ++k) {
+    step(app, gui, k);
+    gui.frame(app);
+    if (app.controls.cursor == 0 || app.controls.cursor > app.session->steps().size()) continue;
+    const Event& e = app.session->steps()[app.controls.cursor - 1];
+    const int pp = e.rank / (DP * TP), dp = e.rank % (DP * TP) / TP, tp = e.rank % TP;
+    std::vector<int> want;
+    for (int a = 0; a < 2; ++a) {
+      if (e.axis == GroupAxis::tp) want.push_back(pp * DP * TP + dp * TP + a);
+      if (e.axis == GroupAxis::dp) want.push_back(pp * DP * TP + a * TP + tp);
+      if (e.axis == GroupAxis::pp) want.push_back(a * DP * TP + dp * TP + tp);
+    }
+    if (e.axis == GroupAxis::none)
+      for (int r = 0; r < DP * TP * PP; ++r) want.push_back(r);
+    EXPECT_EQ(view->stepped_group, want) << "collective " << app.controls.cursor << " of rank " << e.rank << " on "
+                                         << group_axis_name(e.axis);
+    ++seen[e.axis];
+  }
+  std::printf("stepped: %d tp, %d dp, %d pp, %d world collectives\n", seen[GroupAxis::tp], seen[GroupAxis::dp], seen[GroupAxis::pp],
+              seen[GroupAxis::none]);
+  EXPECT_GT(seen[GroupAxis::tp], 0) << "tensor-parallel collectives were stepped";
+  EXPECT_GT(seen[GroupAxis::dp], 0) << "data-parallel gradient all-reduces were stepped";
 }

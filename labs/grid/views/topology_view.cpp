@@ -9,24 +9,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "labs/grid/views/topology_view.h"
+
 #include "labs/grid/grid_lab.h"
-#include "viz/app/views.h"
-#include "viz/model/grid_model.h"
 
 namespace dtl::viz {
-
-// The grid of ranks (viz/model/grid_model): pipeline stages as columns, dp replicas stacked
-// in each, a replica's tp ranks side by side, labelled with their world rank. Hovering a
-// rank (or --highlight-rank) outlines its dp, tp and pp groups in the axis colors.
-struct TopologyView final : Panel {
-  int pinned = -1;  // a rank highlighted without the pointer (--highlight-rank), -1: none
-  void Draw(const Frame& f) override;
-  void Restart() override { key_ = {}; }
-
- private:
-  GridModel model_;
-  std::array<std::size_t, 3> key_{};  // the trace (address, grid meta's size, gpus_per_node's size)
-};
 
 namespace {
 
@@ -123,6 +110,39 @@ void draw_pp_path(ImDrawList* dl, const GridShape& s, const GridLayout& g, int r
   }
 }
 
+// The collective at the cursor (a run stepped by collective): its group, lit in its axis's
+// color, and what it is in words under the legend.
+std::vector<int> cursor_group(const Frame& f, const GridModel& m, GroupAxis& axis, std::string& what) {
+  const std::vector<Event>& steps = f.session.steps();
+  if (f.session.unit() != StepUnit::collectives || f.cursor == 0 || f.cursor > steps.size()) return {};
+  const Event& e = steps[f.cursor - 1];
+  if (e.rank < 0 || e.rank >= m.ranks()) return {};
+  axis = e.axis;
+  std::vector<int> group;
+  if (axis == GroupAxis::dp || axis == GroupAxis::tp || axis == GroupAxis::pp) {
+    group = grid_group(m.shape, e.rank, axis);
+  } else {
+    for (int r = 0; r < m.ranks(); ++r) group.push_back(r);  // the world's
+  }
+  const std::string name = f.session.data().label(e.label);
+  what = "collective " + std::to_string(f.cursor) + ": " + (name.empty() ? std::string("collective") : name) + " of " +
+         human_bytes(double(e.bytes)) + " on " + (axis == GroupAxis::none ? std::string("every rank") : std::string(group_axis_name(axis)) + " group") +
+         " {" + rank_list(group) + "}";
+  return group;
+}
+
+void light_group(ImDrawList* dl, const GridLayout& g, const std::vector<int>& group, GroupAxis axis) {
+  const ImU32 col = axis == GroupAxis::none ? IM_COL32(230, 200, 120, 255) : axis_color(axis);
+  const ImVec4 c = ImGui::ColorConvertU32ToFloat4(col);
+  const ImU32 fill = ImGui::ColorConvertFloat4ToU32(ImVec4(c.x, c.y, c.z, 0.35f));
+  for (int r : group) {
+    if (r < 0 || r >= int(g.cells.size())) continue;
+    const Rect& cell = g.cells[std::size_t(r)];
+    dl->AddRectFilled(lo(cell), hi(cell), fill, 3.0f);
+    dl->AddRect(lo(cell, -2), hi(cell, -2), col, 4.0f, 0, 3.0f);
+  }
+}
+
 }  // namespace
 
 void TopologyView::Draw(const Frame& f) {
@@ -136,6 +156,10 @@ void TopologyView::Draw(const Frame& f) {
     return;
   }
   legend(model_);
+  GroupAxis stepped_axis = GroupAxis::none;
+  std::string stepped_what;
+  stepped_group = cursor_group(f, model_, stepped_axis, stepped_what);
+  if (!stepped_group.empty()) ImGui::TextColored(ImVec4(0.95f, 0.85f, 0.55f, 1), "%s", stepped_what.c_str());
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight(), pad = 6;
   const Rect area{start.x + 4, start.y + 2, std::max(40.0f, avail.x - 8), std::max(40.0f, avail.y - 6)};
@@ -161,6 +185,7 @@ void TopologyView::Draw(const Frame& f) {
   }
   if (model_.gpus_per_node) draw_nodes(dl, model_, g, pad);
   for (int r = 0; r < model_.ranks(); ++r) draw_cell(dl, g.cells[std::size_t(r)], r, bits[std::size_t(r)], r == lit);
+  light_group(dl, g, stepped_group, stepped_axis);
   if (lit >= 0) draw_pp_path(dl, model_.shape, g, lit);
   if (under >= 0) tooltip(model_, under);
   else if (lit >= 0) {  // pinned: say what is lit under the grid, below its column
