@@ -1,6 +1,6 @@
 // The peer report's tables (bench/peers.sh): all-reduce busbw of every implementation with
-// dtlab/peer ratios, the honest ceilings, the DDP step, tracing's cost. Markdown, so the
-// README can hold the output as printed.
+// dtlab/peer ratios, the honest ceilings, the DDP step, tracing's cost. Markdown, so
+// docs/performance.md can hold the output as printed.
 #pragma once
 
 #include <ostream>

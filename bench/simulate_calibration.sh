@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How far `dtlab simulate` is from the grid lab measured on this machine (README "Simulating
+# How far `dtlab simulate` is from the grid lab measured on this machine (docs/planning.md, "Simulating
 # a cluster"): 7 grid shapes (2 and 4 thread ranks), each calibrated N times, for each source
 # of the simulator's compute (labs/cli/simulate_calibrate.h):
 #   unlinked-run   compute and host work from runs of the same shape without the link: a prediction

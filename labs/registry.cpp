@@ -1,6 +1,6 @@
 // The lab registry: every lab the CLI, `dtlab grade`, the visualizer and the tests can run.
 // Adding a lab: its folder under labs/ (with a CMakeLists.txt naming its sources) and its
-// line here (README, "Adding a lab"). A binary may register more (register_lab).
+// line here (docs/reference.md, "Adding a lab"). A binary may register more (register_lab).
 #include "core/error.h"
 #include "labs/collectives/collectives_lab.h"
 #include "labs/ddp/ddp_lab.h"

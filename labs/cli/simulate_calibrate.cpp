@@ -3,7 +3,7 @@
 //   dtlab simulate --calibrate                                  # each shape once, step split shown
 //   dtlab simulate --calibrate --calibrate-repeat 5             # median and range of the errors
 //   dtlab simulate --calibrate --calibrate-compute-us 3000      # the lab's emulated compute
-//   bench/simulate_calibration.sh                               # both, 5 times (the README's table)
+//   bench/simulate_calibration.sh                               # both, 5 times (the table in docs/planning.md)
 //
 // Why the compute is measured on the same thread ranks and not as one FLOP rate: these
 // blocks are small (R = 16..32 rows against 256×1024 weights), so a block call streams its
@@ -51,8 +51,8 @@ const char* calibration_compute_name(CalibrationCompute c) {
 const Calibration& last_calibration() {
   // `bench/simulate_calibration.sh` on the development machine, compute from unlinked runs,
   // 7 shapes × 5, twice (load 1.7: 8.6 % median, 24.9 % largest; load 0.3: 8.5 %, 31.8 %):
-  // the larger of each, so a report does not promise more than was measured. README
-  // "Simulating a cluster".
+  // the larger of each, so a report does not promise more than was measured (docs/planning.md,
+  // "Simulating a cluster").
   static const Calibration c{8.6, 31.8, "2026-11-23", "bench/simulate_calibration.sh"};
   return c;
 }

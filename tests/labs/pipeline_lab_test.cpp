@@ -63,7 +63,7 @@ TEST(PipelineLab, InFlightAndActivationMemoryPerStageFollowTheSchedule) {
 
 TEST(PipelineLab, EmulatedTimesReproduceTheBubbleFormula) {
   // Seed 003: 2 stages, m = 1, 4, 8 micro-batches → 50 %, 80 %, 89 % efficiency. On an idle
-  // machine the measured bubble is within 2 points of (P−1)/(M+P−1) (README); here other
+  // machine the measured bubble is within 2 points of (P−1)/(M+P−1) (docs/labs.md, the pipeline milestones); here other
   // tests may share the 2 cores and delay a stage's wake-up, so the bound is 8 points: it
   // still tells the schedules apart (GPipe at M = 8 vs M = 4 differ by 9 points).
   for (int M : {1, 4, 8}) {

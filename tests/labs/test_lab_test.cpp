@@ -1,4 +1,4 @@
-// README's "Adding a lab", proved: the test lab (tests/test_lab/, a folder like labs/<lab>/
+// docs/reference.md's "Adding a lab", proved: the test lab (tests/test_lab/, a folder like labs/<lab>/
 // with its lab, option table, exercise, solution, hints and graded test) is added by the
 // one registration line below, and then the registry, the option table, a run on thread
 // ranks, the hints and the grade suite (its grade_test.cpp, linked in) all find it.

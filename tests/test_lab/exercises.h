@@ -1,5 +1,5 @@
 // The test lab's exercise (tests/test_lab/test_lab.cpp). The test lab is a lab folder like
-// labs/<lab>/, built only in tests: it shows what README's "Adding a lab" says it takes.
+// labs/<lab>/, built only in tests: it shows what docs/reference.md's "Adding a lab" says it takes.
 #pragma once
 
 #include <cstddef>

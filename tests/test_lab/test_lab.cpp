@@ -1,6 +1,6 @@
 // The test lab: every rank fills a vector, the learner's weighted_sum adds them up weighted
 // by rank + 1, and the report checks the result against the float64 sum and the bytes the
-// all-reduce moved against 4n. Small on purpose: it is the proof of README's "Adding a lab"
+// all-reduce moved against 4n. Small on purpose: it is the proof of docs/reference.md's "Adding a lab"
 // (a folder like labs/<lab>/ and one registration line), built only in tests.
 #include "tests/test_lab/test_lab.h"
 

@@ -6,7 +6,7 @@
 namespace dtl {
 
 // Its own view in dtlab-viz, declared and registered in its folder
-// (tests/test_lab/views/bytes_view.cpp) as any lab's (README, "Adding a lab").
+// (tests/test_lab/views/bytes_view.cpp) as any lab's (docs/reference.md, "Adding a lab").
 inline constexpr ViewKind kBytesView{"bytes"};
 LabInfo test_lab_info();
 int test_lab_length(const LabOptions& options);  // --length, through the lab's option table

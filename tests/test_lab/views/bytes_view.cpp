@@ -1,6 +1,6 @@
 // The test lab's view: a bar per rank of the bytes its all-reduces moved up to the cursor,
 // the formula's 4n as a line (n: the lab's --length). Small on purpose: it proves that a
-// lab's own view is its folder's file and nothing else (README, "Adding a lab").
+// lab's own view is its folder's file and nothing else (docs/reference.md, "Adding a lab").
 #include "tests/test_lab/views/bytes_view.h"
 
 #include <algorithm>
