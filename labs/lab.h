@@ -32,7 +32,7 @@ enum class RunOption {
   dtype,      // --dtype: element type
   iters,      // --iters, --warmup: timed and untimed repetitions
   device,     // --device: buffers on the host or on GPUs
-  step,       // --step: terminal step-through (labs with a chunk grid)
+  step,       // --step: terminal step-through (one transfer, or one collective)
   faults,     // --inject-fault, --inject-hang
   slow_rank,  // --slow-rank: a straggler
   repeat,     // --repeat: timed runs; a timing is their median, with min–max

@@ -172,9 +172,13 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   ThreadsOptions opt = make_run_options(lab, a, cfg, trace);
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
   std::unique_ptr<StepGate> gate;
+  const StepSetup step_setup{lab.faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives
+                                                                                : StepGate::Unit::transfers,
+                             chunks};
   if (a.step) {
-    if (chunks < 1 || cfg.ranks > 64) throw UsageError("--step draws chunk pictures for labs with a chunk grid and at most 64 ranks");
-    gate = std::make_unique<StepGate>(cfg.ranks);
+    if (chunks > 0 && cfg.ranks > 64)
+      throw UsageError("--step draws a chunk picture per transfer, readable up to 64 ranks; give --ranks 64 or fewer");
+    gate = std::make_unique<StepGate>(cfg.ranks, step_setup.unit);
     opt.gate = gate.get();
   }
   Report report;
@@ -185,7 +189,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   };
   if (gate) {
     std::thread runner([&] { result = run_threads(opt, body); });
-    step_through(*gate, trace, chunks, a.json ? std::cerr : std::cout);
+    step_through(*gate, trace, step_setup, a.json ? std::cerr : std::cout);
     runner.join();
   } else {
     result = backend.run(opt, a.trace_path, body);
@@ -272,7 +276,7 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
           ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
       return;
     case RunOption::step:
-      sub->add_flag("--step", a.step, "Step through the run one transfer at a time in the terminal");
+      sub->add_flag("--step", a.step, "Step through the run in the terminal: one transfer, or one collective for labs built on them");
       return;
     case RunOption::faults:
     {

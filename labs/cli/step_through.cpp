@@ -3,72 +3,92 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "core/trace/chunk_state.h"
+#include "core/trace/steps.h"
+#include "labs/cli/step_printers.h"
 
 namespace dtl::cli {
 
 namespace {
 
-// Draws the chunk picture after each transfer: a row per rank, a cell per chunk with
-// how many ranks' contributions it holds ("4*" = complete).
-void print_state(std::ostream& os, const ChunkState& s) {
-  for (int r = 0; r < s.ranks(); ++r) {
-    os << "    rank " << r << (r < 10 ? "  " : " ") << "|";
-    for (int c = 0; c < s.chunks(); ++c) {
-      const int n = s.count(r, c);
-      char cell[16];
-      std::snprintf(cell, sizeof cell, "%3d%c|", n, n == s.ranks() ? '*' : ' ');
-      os << cell;
-    }
-    os << "\n";
+// Everything printed so far, and what prints the next steps.
+class StepPrinter {
+ public:
+  StepPrinter(const Trace& trace, const StepSetup& setup, std::ostream& os) : trace_(trace), setup_(setup), os_(os) {
+    if (setup.chunks > 0) state_.emplace(trace.world_size(), setup.chunks);
   }
-}
+  // Prints what landed since the last call (quiet: only keeps count).
+  void print_new(bool quiet) {
+    const std::vector<Event> events = trace_.snapshot();
+    const bool any = setup_.unit == StepGate::Unit::transfers ? transfers(events, quiet) : collectives(events, quiet);
+    if (quiet || !any) return;
+    gantt_.print_if_grown(os_, events, trace_.world_size(), trace_);
+    memory_.print_if_changed(os_, events, trace_.world_size());
+  }
 
-void print_transfer(std::ostream& os, int index, const Event& e) {
-  os << "transfer " << index << ": rank " << e.peer << " -> rank " << e.rank << "  chunk";
-  if (e.chunk_count > 1) os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
-  else os << " " << e.chunk;
-  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step
-     << ", tag " << e.tag << ")\n";
-}
+ private:
+  bool transfers(const std::vector<Event>& events, bool quiet) {
+    const std::vector<Event>& done = landed_.update(events);
+    const RunMarks marks = run_marks(events, trace_.world_size(), [&](const Event& e) { return trace_.label_role(e.label).part != RunPart::none; });
+    const bool any = shown_ < done.size();
+    for (; shown_ < done.size(); ++shown_) {
+      const Event& e = done[shown_];
+      if (const int r = run_of(marks, e); state_ && r != run_ && r >= 0) {  // a new run starts from its own data
+        run_ = r;
+        state_.emplace(trace_.world_size(), setup_.chunks);
+        if (!quiet) os_ << "run: " << trace_.label_name(marks.by_rank[std::size_t(e.rank)][std::size_t(r)]->label) << "\n";
+      }
+      if (state_) state_->apply(e);
+      if (quiet) continue;
+      print_transfer(os_, shown_ + 1, e);
+      if (state_) print_chunks(os_, *state_);
+    }
+    return any;
+  }
+  bool collectives(const std::vector<Event>& events, bool quiet) {
+    const std::vector<Event> done = collectives_in_order(events);
+    const bool any = shown_ < done.size();
+    for (; shown_ < done.size(); ++shown_)
+      if (!quiet) print_collective(os_, shown_ + 1, done[shown_], trace_);
+    return any;
+  }
+
+  const Trace& trace_;
+  StepSetup setup_;
+  std::ostream& os_;
+  std::size_t shown_ = 0;
+  LandingOrder landed_;           // release order: a transfer released now may carry an earlier run time
+  std::optional<ChunkState> state_;
+  int run_ = -1;                  // the lab's run the chunk picture is of
+  TextGantt gantt_;
+  MemoryLines memory_;
+};
 
 }  // namespace
 
-// The controller side of the step gate, in the terminal. Interactive: Enter advances one
-// transfer, 'c' (or end of input) runs to the end quietly. Not a terminal: prints every step.
-void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os) {
+// Interactive: Enter advances one step, 'c' (or end of input) runs to the end without
+// printing. Not a terminal: prints every step.
+void step_through(StepGate& gate, Trace& trace, const StepSetup& setup, std::ostream& os) {
   const bool interactive = isatty(STDIN_FILENO);
-  ChunkState state(trace.world_size(), chunks);
-  os << "Step-through: each cell is a chunk of a rank's buffer; the number says how many ranks'\n"
-        "contributions it holds (* = all of them).\n";
-  if (interactive) os << "Enter: next transfer · c: continue to the end without pictures\n";
-  os << "initial state:\n";
-  print_state(os, state);
-  std::size_t applied = 0;
+  const char* unit = setup.unit == StepGate::Unit::transfers ? "transfer" : "collective";
+  os << "Step-through: one " << unit << " at a time";
+  if (setup.chunks > 0)
+    os << "; each cell is a chunk of a rank's buffer, the number how many ranks'\ncontributions it holds (* = all of them)";
+  os << ".\n";
+  if (interactive) os << "Enter: next " << unit << " · c: continue to the end without printing\n";
+  if (setup.chunks > 0) {
+    os << "initial state:\n";
+    print_chunks(os, ChunkState(trace.world_size(), setup.chunks));
+  }
+  StepPrinter printer(trace, setup, os);
   bool quiet = false;
-  LandingOrder landed;  // release order: a transfer released now may carry an earlier run time
-  int run = -1;         // the lab's run the picture is of (its marks: core/trace/chunk_state.h)
   for (;;) {
     const StepGate::State st = gate.wait_quiet();
-    const std::vector<Event> events = trace.snapshot();
-    const std::vector<Event>& done = landed.update(events);
-    const RunMarks marks = run_marks(events, trace.world_size(), [&](const Event& e) { return trace.label_role(e.label).part != RunPart::none; });
-    for (; applied < done.size(); ++applied) {
-      if (const int r = run_of(marks, done[applied]); r != run && r >= 0) {  // a new run starts from its own data
-        run = r;
-        state = ChunkState(trace.world_size(), chunks);
-        if (!quiet) os << "run: " << trace.label_name(marks.by_rank[std::size_t(done[applied].rank)][std::size_t(r)]->label) << "\n";
-      }
-      state.apply(done[applied]);
-      if (!quiet) {
-        print_transfer(os, int(applied) + 1, done[applied]);
-        print_state(os, state);
-      }
-    }
+    printer.print_new(quiet);
     if (st != StepGate::State::transfer_waiting) break;
     if (interactive && !quiet) {
       std::string line;

@@ -1,8 +1,11 @@
-// `dtlab run LAB --step`: the controller side of the step gate in the terminal. After each
-// transfer it prints the transfer and the chunk picture (a row per rank, a cell per chunk
-// holding how many ranks' contributions it has; "4*" = complete). A lab that marks its runs
-// (the collectives lab: one per algorithm, repetition and check) gets a picture per run,
-// each starting from every rank holding its own data, under the run's name.
+// `dtlab run LAB --step`: the controller side of the step gate in the terminal, for every lab.
+// A lab built from point-to-point messages steps by transfer: each is printed, with the
+// chunk picture when the lab has a chunk grid (the collectives lab: a row per rank, a cell per
+// chunk holding how many ranks' contributions it has; "4*" = complete; a picture per run,
+// each starting from every rank holding its own data) and the pipeline as a text Gantt
+// growing action by action. A lab built on library collectives (DDP, ZeRO, tensor parallel,
+// the grid, the GPT) steps by collective: each is printed with its group and what it is for.
+// After each step, each rank's memory by tag when it changed.
 #pragma once
 
 #include <ostream>
@@ -12,8 +15,13 @@
 
 namespace dtl::cli {
 
-// Interactive (a terminal): Enter advances one transfer, 'c' (or end of input) runs to the
-// end quietly. Not a terminal: prints every step. Returns when the run has finished.
-void step_through(StepGate& gate, Trace& trace, int chunks, std::ostream& os);
+struct StepSetup {
+  StepGate::Unit unit = StepGate::Unit::transfers;
+  int chunks = 0;  // the chunk grid drawn after each transfer (0: none)
+};
+
+// Interactive (a terminal): Enter advances one step, 'c' (or end of input) runs to the end
+// quietly. Not a terminal: prints every step. Returns when the run has finished.
+void step_through(StepGate& gate, Trace& trace, const StepSetup& setup, std::ostream& os);
 
 }  // namespace dtl::cli

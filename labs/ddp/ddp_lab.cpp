@@ -311,7 +311,7 @@ LabInfo ddp_lab_info() {
   return {
       "ddp",
       "data parallelism: naive, flat, bucketed + overlapped with backward, gradient accumulation; vs 1 rank",
-      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       ddp_option_table().specs(),
       {{"assign_buckets", "AssignBuckets", 10},
        {"launch_ready_buckets", "LaunchReadyBuckets", 10},

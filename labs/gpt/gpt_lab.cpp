@@ -164,7 +164,7 @@ LabInfo gpt_lab_info() {
   return {
       "gpt",
       "train a tiny GPT on dtlab's own docs (tensor parallel over --ranks): loss curves, checkpoints, a sample",
-      {RunOption::device, RunOption::faults},
+      {RunOption::device, RunOption::faults, RunOption::step},
       gpt_option_table().specs(),
       {},
       run_gpt_lab,

@@ -196,7 +196,7 @@ LabInfo grid_lab_info() {
   return {
       "grid",
       "3D parallelism: data × tensor × pipeline (+ ZeRO-1) on one grid; bytes per axis, memory and bubble vs formulas",
-      {RunOption::device, RunOption::faults},
+      {RunOption::device, RunOption::faults, RunOption::step},
       grid_option_table().specs(),
       {},
       run_grid_lab,

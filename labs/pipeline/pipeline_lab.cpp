@@ -249,7 +249,7 @@ LabInfo pipeline_lab_info() {
   return {
       "pipeline",
       "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
-      {RunOption::faults, RunOption::repeat, RunOption::device},
+      {RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       pipeline_option_table().specs(),
       {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
       run_pipeline_lab,

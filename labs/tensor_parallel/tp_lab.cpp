@@ -210,7 +210,7 @@ LabInfo tensor_parallel_lab_info() {
   return {
       "tensor_parallel",
       "tensor parallelism: Megatron column/row splits, f and g, sequence parallelism; every collective vs formulas",
-      {RunOption::device, RunOption::faults},
+      {RunOption::device, RunOption::faults, RunOption::step},
       tp_option_table().specs(),
       {{"tp_slices", "TpSlices", 5},
        {"f_operator", "FOperator", 10},

@@ -347,7 +347,7 @@ LabInfo zero_lab_info() {
   return {
       "zero",
       "ZeRO stages 0 (DDP), 1, 2, 3 (FSDP): sharded optimizer state, gradients, parameters; memory and bytes vs formulas",
-      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device},
+      {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       zero_option_table().specs(),
       {{"shard_range", "ShardRange", 5},
        {"reduce_scatter_gradients", "ReduceScatterGradients", 10},

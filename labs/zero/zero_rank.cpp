@@ -102,6 +102,7 @@ void ZeroRank::gather_for(const std::vector<int>& order, int position) {
   for (int u : ex::units_to_gather(order, position, depth_, issued_)) {  // the learner's exercise 17
     const ZeroUnit& unit = units_.units[std::size_t(u)];
     gathered_[std::size_t(u)] = pool_.acquire(unit.padded_numel(comm_.size()) * es_, MemTag::gather);
+    const ScopedCollectiveRole which({.block = std::int16_t(unit.first_layer)});  // the trace says whose parameters
     gathering_[std::size_t(u)] =
         comm_.iall_gather(unit_params(unit), gathered_[std::size_t(u)].data(), unit.chunk, s_.precision);
     issued_[std::size_t(u)] = true;
@@ -136,6 +137,7 @@ void ZeroRank::open_bucket(const ZeroUnit& u) {
 
 void ZeroRank::reduce_unit(const ZeroUnit& u) {
   const std::size_t index = std::size_t(&u - units_.units.data());
+  const ScopedCollectiveRole which({.pass = Pass::backward, .block = std::int16_t(u.first_layer)});  // whose gradients
   Reduction r;
   if (!shards_gradients(stage_)) {
     void* unit_grads = at(full_grads_.data(), u.padded_begin);

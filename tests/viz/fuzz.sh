@@ -12,7 +12,7 @@ clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   tests/viz/trace_parser_fuzz.cpp viz/model/trace_data.cpp viz/model/chrome_trace_reader.cpp viz/model/json_splitter.cpp \
   viz/model/layout.cpp viz/model/trace_index.cpp viz/model/memory_model.cpp viz/model/pipeline_model.cpp viz/model/torch_trace.cpp \
   core/trace/trace.cpp core/trace/binary_trace.cpp core/trace/vocab.cpp core/theory/schedule.cpp \
-  core/trace/content_stamp.cpp core/trace/chunk_state.cpp core/trace/chrome_writer.cpp core/trace/run_clock.cpp core/util/files.cpp \
+  core/trace/content_stamp.cpp core/trace/chunk_state.cpp core/trace/steps.cpp core/trace/chrome_writer.cpp core/trace/run_clock.cpp core/util/files.cpp \
   -lsimdjson -o "$out/trace_parser_fuzz"
 "$dtlab" run collectives --ranks 3 --bytes 96 --iters 0 --trace "$out/corpus/seed.json" >/dev/null
 printf '{"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":1,"dur":2,"cat":"send","args":{"peer":1,"flow":3}}]}' > "$out/corpus/small.json"

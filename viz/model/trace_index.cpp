@@ -10,22 +10,6 @@ namespace dtl::viz {
 
 int chunk_grid(const TraceData& d) { return std::max(1, d.meta_int(meta_key_name(MetaKey::chunks), d.ranks)); }
 
-std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
-  std::vector<Event> out;
-  std::unordered_map<int, int> last_step;  // per rank: the step of its latest compute span so far
-  for (const Event& e : events) {  // sorted by begin
-    if (e.kind == EventKind::compute && e.step >= 0) last_step[e.rank] = e.step;
-    if (e.kind != EventKind::collective || (e.group_rank >= 0 ? e.group_rank != 0 : e.rank != 0)) continue;
-    out.push_back(e);
-    if (out.back().step < 0)
-      if (auto it = last_step.find(e.rank); it != last_step.end()) out.back().step = it->second;
-  }
-  std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
-    return a.end_ns != b.end_ns ? a.end_ns < b.end_ns : a.rank < b.rank;
-  });
-  return out;
-}
-
 std::optional<TimeRange> reference_phase(const TraceData& d) {
   std::optional<TimeRange> r;
   for (const Event& e : d.events) {

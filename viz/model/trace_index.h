@@ -36,11 +36,7 @@ struct TraceIndex {
 // The lab's chunk grid: the trace's "chunks", or one chunk per rank.
 int chunk_grid(const TraceData& d);
 
-// One event per collective of a group: the one its first member recorded (group rank 0,
-// or world rank 0 for the world's), ordered by when it finished (then by rank). A
-// collective carries no step of its own: it gets the step of its rank's latest compute
-// span before it (the training step it belongs to), so "step phase" can jump by step.
-std::vector<Event> collectives_in_order(const std::vector<Event>& events);
+using dtl::collectives_in_order;  // core/trace/steps.h
 
 // The span of every phase of role part reference (kReferenceRole), or nothing.
 std::optional<TimeRange> reference_phase(const TraceData& d);

@@ -1,0 +1,158 @@
+#include "labs/cli/step_printers.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "labs/report_format.h"
+
+namespace dtl::cli {
+
+void print_chunks(std::ostream& os, const ChunkState& s) {
+  for (int r = 0; r < s.ranks(); ++r) {
+    os << "    rank " << r << (r < 10 ? "  " : " ") << "|";
+    for (int c = 0; c < s.chunks(); ++c) {
+      const int n = s.count(r, c);
+      char cell[16];
+      std::snprintf(cell, sizeof cell, "%3d%c|", n, n == s.ranks() ? '*' : ' ');
+      os << cell;
+    }
+    os << "\n";
+  }
+}
+
+void print_transfer(std::ostream& os, std::size_t index, const Event& e) {
+  os << "transfer " << index << ": rank " << e.peer << " -> rank " << e.rank;
+  if (e.chunk >= 0) {
+    os << "  chunk";
+    if (e.chunk_count > 1) os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
+    else os << " " << e.chunk;
+  }
+  if (e.micro_batch >= 0) os << "  micro-batch " << e.micro_batch;
+  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step << ", tag " << e.tag
+     << ")\n";
+}
+
+namespace {
+
+// What a collective is for, from its label's role: a DDP bucket, a block's pass, a ZeRO stage.
+std::string purpose(const Role& r) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : " · ") + s; };
+  if (r.bucket >= 0) add("gradient bucket " + std::to_string(r.bucket));
+  if (r.block >= 0) add("layer " + std::to_string(r.block));
+  if (r.pass != Pass::none) add(std::string(pass_name(r.pass)));
+  if (r.zero_stage >= 0) add("ZeRO-" + std::to_string(r.zero_stage));
+  return out;
+}
+
+std::string group_words(const Event& e) {
+  if (e.axis != GroupAxis::none) return std::string("the ") + group_axis_name(e.axis) + " group";
+  return e.group_rank >= 0 ? "a sub-group" : "every rank";
+}
+
+}  // namespace
+
+void print_collective(std::ostream& os, std::size_t index, const Event& e, const Trace& trace) {
+  const std::string name = trace.label_name(e.label), why = purpose(trace.label_role(e.label));
+  os << "collective " << index << ": " << (name.empty() ? "collective" : name) << " of " << format_value(double(e.bytes), "B")
+     << " on " << group_words(e) << " (rank " << e.rank << "'s)" << (why.empty() ? "" : " · " + why) << "\n";
+}
+
+void MemoryLines::print_if_changed(std::ostream& os, const std::vector<Event>& events, int ranks) {
+  std::vector<MemoryByTag> mem(std::size_t(std::max(0, ranks)));
+  for (const Event& e : events)
+    if (e.rank >= 0 && e.rank < ranks) mem[std::size_t(e.rank)].apply(e);
+  std::vector<std::uint64_t> totals;
+  std::vector<std::vector<std::uint64_t>> tags;
+  for (const MemoryByTag& m : mem) {
+    totals.push_back(m.total);
+    tags.emplace_back(std::begin(m.bytes), std::end(m.bytes));
+  }
+  if (tags == last_tags_) return;
+  last_tags_ = tags;
+  const int shown = std::min(ranks, 8);
+  for (int r = 0; r < shown; ++r) {
+    if (totals[std::size_t(r)] == 0) continue;  // nothing allocated on this rank yet
+    os << "    memory  rank " << r << ":";
+    for (int t = 0; t < kNumMemTags; ++t)
+      if (tags[std::size_t(r)][std::size_t(t)] > 0)
+        os << "  " << mem_tag_name(MemTag(t)) << " " << format_value(double(tags[std::size_t(r)][std::size_t(t)]), "B");
+    os << "  = " << format_value(double(totals[std::size_t(r)]), "B") << "\n";
+  }
+  if (ranks > shown) os << "    memory  (" << ranks - shown << " more ranks)\n";
+}
+
+namespace {
+
+bool is_pipeline_action(const Event& e, const Trace& trace) {
+  return e.kind == EventKind::compute && e.micro_batch >= 0 && trace.label_role(e.label).pass != Pass::none;
+}
+
+char pass_letter(Pass p) { return p == Pass::forward ? 'F' : p == Pass::backward ? 'B' : p == Pass::weight ? 'W' : 'O'; }
+
+}  // namespace
+
+namespace {
+
+// One training step's actions as text rows, time across (kColumns), and its bubble.
+struct GanttRows {
+  std::size_t actions = 0;
+  double span_ms = 0, bubble = 0;
+  std::vector<std::string> rows;
+};
+
+GanttRows gantt_of(const std::vector<Event>& events, int step, int ranks, const Trace& trace) {
+  constexpr int kColumns = 72;
+  GanttRows g;
+  std::vector<const Event*> acts;
+  for (const Event& e : events)
+    if (is_pipeline_action(e, trace) && e.step == step && e.rank >= 0 && e.rank < ranks) acts.push_back(&e);
+  g.actions = acts.size();
+  if (acts.empty()) return g;
+  std::int64_t t0 = acts.front()->begin_ns, t1 = acts.front()->end_ns;
+  for (const Event* e : acts) t0 = std::min(t0, e->begin_ns), t1 = std::max(t1, e->end_ns);
+  const double span = double(std::max<std::int64_t>(1, t1 - t0)), per_col = span / kColumns;
+  g.rows.assign(std::size_t(ranks), std::string(kColumns, '.'));
+  double busy = 0;
+  for (const Event* e : acts) {
+    std::string& row = g.rows[std::size_t(e->rank)];
+    const int a = std::clamp(int(double(e->begin_ns - t0) / per_col), 0, kColumns - 1);
+    const int b = std::clamp(int(double(e->end_ns - t0) / per_col + 0.5), a + 1, kColumns);
+    const std::string text = pass_letter(trace.label_role(e->label).pass) + std::to_string(e->micro_batch);
+    for (int c = a; c < b; ++c) row[std::size_t(c)] = std::size_t(c - a) < text.size() ? text[std::size_t(c - a)] : '=';
+    busy += double(e->end_ns - e->begin_ns);
+  }
+  g.span_ms = span * 1e-6;
+  g.bubble = 1 - busy / (double(ranks) * span);  // idle share of ranks × the step's span
+  return g;
+}
+
+void print_gantt(std::ostream& os, const GanttRows& g, int step, const char* state) {
+  char head[128];
+  std::snprintf(head, sizeof head, "    training step %d %s (%zu actions, %.3g ms): bubble %.1f %% (dots)\n", step, state, g.actions,
+                g.span_ms, 100 * g.bubble);
+  os << head;
+  for (std::size_t r = 0; r < g.rows.size(); ++r) os << "    rank " << r << (r < 10 ? "  " : " ") << "|" << g.rows[r] << "|\n";
+}
+
+}  // namespace
+
+void TextGantt::print_if_grown(std::ostream& os, const std::vector<Event>& events, int ranks, const Trace& trace) {
+  int step = -1;
+  for (const Event& e : events)
+    if (is_pipeline_action(e, trace)) step = std::max(step, e.step);
+  if (step < 0) return;
+  if (last_step_ >= 0 && step != last_step_) {  // a new step began: the last one whole, once
+    const GanttRows done = gantt_of(events, last_step_, ranks, trace);
+    if (done.actions > last_actions_) print_gantt(os, done, last_step_, "complete");
+    last_actions_ = 0;
+  }
+  const GanttRows now = gantt_of(events, step, ranks, trace);
+  if (step == last_step_ && now.actions == last_actions_) return;
+  last_step_ = step, last_actions_ = now.actions;
+  print_gantt(os, now, step, "so far");
+}
+
+}  // namespace dtl::cli
