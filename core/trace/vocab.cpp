@@ -126,4 +126,14 @@ std::string meta_key_name(MetaKey prefix, std::string_view suffix) {
   return std::string(meta_key_name(prefix)) + "." + std::string(suffix);
 }
 
+std::string role_purpose(const Role& r) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : " · ") + s; };
+  if (r.bucket >= 0) add("gradient bucket " + std::to_string(r.bucket));
+  if (r.block >= 0) add("layer " + std::to_string(r.block));
+  if (r.pass != Pass::none) add(pass_name(r.pass));
+  if (r.zero_stage >= 0) add("ZeRO-" + std::to_string(r.zero_stage));
+  return out;
+}
+
 }  // namespace dtl

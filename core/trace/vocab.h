@@ -81,6 +81,9 @@ std::string role_json_members(const Role& r);
 // (enums below 16; the ZeRO stage below 15, Error otherwise; the int8 and int16 fields in
 // their own bits).
 std::uint64_t role_code(const Role& r);
+// What a span or collective is for, in words for people: "gradient bucket 2", "layer 3 ·
+// backward", "ZeRO-2" ("" for none): the terminal step-through and the timeline's boxes.
+std::string role_purpose(const Role& r);
 // A short key naming the Role's typed fields ("zero_stage=2", "schedule=1f1b"): what
 // metadata about one phase of a run is keyed by (MetaKey::phase_formula_bytes).
 std::string role_key(const Role& r);

@@ -36,17 +36,6 @@ void print_transfer(std::ostream& os, std::size_t index, const Event& e) {
 
 namespace {
 
-// What a collective is for, from its label's role: a DDP bucket, a block's pass, a ZeRO stage.
-std::string purpose(const Role& r) {
-  std::string out;
-  auto add = [&](const std::string& s) { out += (out.empty() ? "" : " · ") + s; };
-  if (r.bucket >= 0) add("gradient bucket " + std::to_string(r.bucket));
-  if (r.block >= 0) add("layer " + std::to_string(r.block));
-  if (r.pass != Pass::none) add(std::string(pass_name(r.pass)));
-  if (r.zero_stage >= 0) add("ZeRO-" + std::to_string(r.zero_stage));
-  return out;
-}
-
 std::string group_words(const Event& e) {
   if (e.axis != GroupAxis::none) return std::string("the ") + group_axis_name(e.axis) + " group";
   return e.group_rank >= 0 ? "a sub-group" : "every rank";
@@ -55,7 +44,7 @@ std::string group_words(const Event& e) {
 }  // namespace
 
 void print_collective(std::ostream& os, std::size_t index, const Event& e, const Trace& trace) {
-  const std::string name = trace.label_name(e.label), why = purpose(trace.label_role(e.label));
+  const std::string name = trace.label_name(e.label), why = role_purpose(trace.label_role(e.label));
   os << "collective " << index << ": " << (name.empty() ? "collective" : name) << " of " << format_value(double(e.bytes), "B")
      << " on " << group_words(e) << " (rank " << e.rank << "'s)" << (why.empty() ? "" : " · " + why) << "\n";
 }

@@ -221,7 +221,11 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   const int micro_rows = s.batch / comm.size() / (variant == DdpVariant::accumulate ? s.micro : 1);
   DeviceBatch batch(mem, model.device(), s.shape.in, s.shape.out, micro_rows);
   Trainer tr{model, opt, scaler, reducer, batch};
-  const VariantRun run = train_variant(comm, cfg, variant, s, data, tr);
+  VariantRun run;
+  {  // the variant's training is a phase: the timeline labels it and opens on one of its steps
+    ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(variant_name(variant), {.part = RunPart::timed}));
+    run = train_variant(comm, cfg, variant, s, data, tr);
+  }
   DdpMeasurement m;
   m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device());
   m.first_loss = run.first_loss;

@@ -2,6 +2,8 @@
 // asked, train with AdamW while measuring the held-out loss, save, sample.
 #include "labs/gpt/gpt_lab.h"
 
+#include "core/trace/trace.h"
+
 #include <chrono>
 
 #include "core/trace/run_clock.h"
@@ -125,7 +127,10 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
 
   GptTrainingLog log;
-  train(comm, cfg, model, mem, corpus, s, log);
+  {
+    const ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("training", {.part = RunPart::timed}));
+    train(comm, cfg, model, mem, corpus, s, log);
+  }
   record_memory(mem, model, log);
   if (!s.save.empty()) save_checkpoint(comm, model, s);
   log.prompt = "The ring all-reduce ";

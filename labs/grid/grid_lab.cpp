@@ -131,6 +131,7 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   GridMeasurement m;
   std::vector<double> steps;
   std::vector<float> losses;
+  const ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label("training", {.part = RunPart::timed}));
   for (int step = 0; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();

@@ -7,9 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <unistd.h>
 #include <map>
 #include <thread>
 
+#include "core/comm/threads_backend.h"
+#include "core/trace/chrome_writer.h"
 #include "labs/grid/grid_lab.h"
 #include "labs/grid/views/topology_view.h"
 #include "labs/lab.h"
@@ -133,4 +137,39 @@ TEST(LivePanels, TheTopologyLightsTheCollectiveAtTheCursor) {
               seen[GroupAxis::none]);
   EXPECT_GT(seen[GroupAxis::tp], 0) << "tensor-parallel collectives were stepped";
   EXPECT_GT(seen[GroupAxis::dp], 0) << "data-parallel gradient all-reduces were stepped";
+}
+
+// A replay's timeline opens on one timed step (item 7): DDP --variant all's first variant,
+// its second step, not the whole run with its set-up and four variants.
+TEST(LivePanels, AReplaysTimelineOpensOnOneTimedStep) {
+  LabConfig cfg;
+  cfg.ranks = 2;
+  cfg.options.set("variant", "all");
+  cfg.options.set("steps", "3");
+  cfg = with_defaults(*find_lab("ddp"), cfg);
+  Trace trace(2);
+  trace.set_meta(MetaKey::lab, "ddp");
+  ThreadsOptions opt;
+  opt.world_size = 2;
+  opt.trace = &trace;
+  ASSERT_TRUE(run_threads(opt, [&](Comm& c) { find_lab("ddp")->run(c, cfg); }).ok());
+  const std::string path = ::testing::TempDir() + "timeline_opening_" + std::to_string(::getpid()) + ".json";
+  write_chrome_trace(trace, path);
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(viz::Session::replay(path));
+  auto* timeline = dynamic_cast<viz::TimelineView*>(app.panel(ViewKind::timeline));
+  ASSERT_NE(timeline, nullptr);
+  gui.frame(app);
+  const viz::TraceData& d = app.session->data();
+  const double shown = timeline->axis.t1 - timeline->axis.t0, run = double(d.t_end - d.t_begin);
+  std::printf("the timeline opens on %.2f ms of a %.2f ms run\n", shown * 1e-6, run * 1e-6);
+  EXPECT_TRUE(timeline->one_step);
+  EXPECT_LT(shown, 0.25 * run) << "it opened on more than one step";
+  const std::optional<viz::TimeRange> step = viz::first_timed_step(d);
+  ASSERT_TRUE(step);
+  EXPECT_LE(timeline->axis.t0, double(step->begin));
+  EXPECT_GE(timeline->axis.t1, double(step->end));
+  std::remove(path.c_str());
+  std::remove((path + ".dtlt").c_str());
 }

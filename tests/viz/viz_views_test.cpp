@@ -717,6 +717,24 @@ TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
   EXPECT_DOUBLE_EQ(o.bubble, 1 - 600.0 / 1000.0);
 }
 
+// A replay's timeline opens on one timed step (issue 27, item 7): the second training step of
+// the first timed phase, from its first compute span to the next step's; a phase without
+// numbered steps opens whole; nothing timed: the whole run, as before.
+TEST(TimelineOpening, OneStepOfTheFirstTimedPhase) {
+  const TraceData d = pipeline_trace();  // gpipe: steps 0 (from 1000), 1 (from 3000), 2 (from 5000, begun)
+  const std::optional<TimeRange> step = first_timed_step(d);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->begin, 3000);
+  EXPECT_EQ(step->end, 5000);
+  const std::optional<TimeRange> phase = first_timed_step(phased_trace());  // "DDP" is its only timed phase, no steps
+  ASSERT_TRUE(phase);
+  EXPECT_EQ(phase->begin, 500);
+  EXPECT_EQ(phase->end, 600);
+  TraceData untimed = pipeline_trace();
+  for (Role& r : untimed.roles) r.part = RunPart::none;
+  EXPECT_FALSE(first_timed_step(untimed));
+}
+
 TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   const auto rows = report_bubbles(pipeline_trace());
   ASSERT_EQ(rows.count("gpipe"), 1u);

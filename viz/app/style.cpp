@@ -9,7 +9,7 @@ namespace dtl::viz {
 
 ImU32 kind_color(EventKind k) {
   switch (k) {
-    case EventKind::compute: return IM_COL32(80, 170, 90, 255);     // green
+    case EventKind::compute: return IM_COL32(120, 138, 158, 255);   // slate (forward, backward: greens)
     case EventKind::send: return IM_COL32(60, 120, 220, 255);       // blue
     case EventKind::recv: return IM_COL32(240, 150, 40, 255);       // orange
     case EventKind::collective: return IM_COL32(150, 90, 200, 255); // purple

@@ -147,6 +147,25 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
     fold_tooltip(row, cols[std::size_t(io.MousePos.x - axis.x0)]);
 }
 
+namespace {
+
+// A lane by what it carries: "main" and "comm" for a stream's first lane; under it, what
+// nests there: a model's layers inside forward and backward, the transfers inside a phase.
+std::string lane_name(const TraceData& d, const Track& tr) {
+  const std::string stream = tr.stream == kStreamMain ? "main" : "comm";
+  if (tr.lane == 0 || tr.events.empty()) return stream;
+  const Event& e = d.events[tr.events.front()];
+  const Role& role = d.role(e);
+  if (e.kind == EventKind::compute && role.block >= 0) return stream + ": layers";
+  if (e.kind == EventKind::compute && role.pass != Pass::none) return stream + ": passes";
+  if (e.kind == EventKind::compute) return stream + ": compute";
+  if (e.kind == EventKind::send || e.kind == EventKind::recv) return stream + ": transfers";
+  if (e.kind == EventKind::collective) return stream + ": collectives";
+  return stream + " " + std::to_string(tr.lane + 1);
+}
+
+}  // namespace
+
 void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float y, bool hovered, LaneFlows& flows) {
   const TraceData& d = f.session.data();
   const Track& tr = f.session.tracks()[track];
@@ -155,8 +174,7 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   const bool dim_future = !f.session.live() && f.cursor < f.session.steps().size();  // replay: what is still to come
   ImDrawList* dl = ImGui::GetWindowDrawList();
   char name[64];
-  std::snprintf(name, sizeof name, "%srank %d %s%s", grouping.by_axis ? "  " : "", tr.rank, tr.stream == kStreamMain ? "main" : "comm",
-                tr.lane ? (" #" + std::to_string(tr.lane + 1)).c_str() : "");
+  std::snprintf(name, sizeof name, "%srank %d %s", grouping.by_axis ? "  " : "", tr.rank, lane_name(d, tr).c_str());
   const float indent = grouping.by_axis ? 8 : 0;
   dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4), rank_color(tr.rank));  // the rank's own color
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);
@@ -175,6 +193,8 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
     if (box.x1 - box.x0 > 40) {
       char text[64];
       if (box.count > 1) std::snprintf(text, sizeof text, "%u events", box.count);
+      else if (e.kind == EventKind::collective && !role_purpose(d.role(e)).empty())  // a bucket's, a layer's
+        std::snprintf(text, sizeof text, "%s · %s", d.label(e.label).c_str(), role_purpose(d.role(e)).c_str());
       else std::snprintf(text, sizeof text, "%s", d.label(e.label).empty() ? kind_text(e.kind) : d.label(e.label).c_str());
       dl->PushClipRect(ImVec2(box.x0, y), ImVec2(box.x1, y + kRowHeight), true);
       dl->AddText(ImVec2(box.x0 + 3, y + 2), IM_COL32(15, 15, 20, 255), text);

@@ -45,11 +45,24 @@ ImU32 TimelineView::span_color(const Event& e) const {
   return e.label < label_colors.size() ? label_colors[e.label] : kind_color(e.kind);
 }
 
+void TimelineView::ShowRange(double t0, double t1) {
+  const double b = axis.compress(t0), e = axis.compress(t1), pad = (e - b) * 0.02 + 1;
+  axis.t0 = axis.expand(b - pad);
+  axis.t1 = axis.expand(e + pad);
+}
+
 void TimelineView::Fit(const Frame& f, float x0, float width) {
   const TraceData& d = f.session.data();
   axis.x0 = x0;
   axis.width = width;
   if ((fitted && !follow) || d.t_end <= d.t_begin) return;
+  if (!fitted && !f.session.live() && start_zoom <= 1) {  // a replay opens on one timed step
+    if (const std::optional<TimeRange> step = first_timed_step(d)) {
+      ShowRange(double(step->begin), double(step->end));
+      fitted = true, follow = false, one_step = true;
+      return;
+    }
+  }
   const TimeRange r = shown_range(d, f.session.index(), show_reference);
   const double b = axis.compress(double(r.begin)), e = axis.compress(double(r.end)), pad = (e - b) * 0.02 + 1;
   axis.t0 = axis.expand(b - pad);
@@ -81,6 +94,14 @@ void TimelineView::DrawHeader(const Frame& f) {
   legend_swatch(kind_color(EventKind::phase), "phase");
   legend_swatch(IM_COL32(200, 70, 70, 90), "idle");
   ImGui::Checkbox("arrows", &show_flows);
+  if (const std::optional<TimeRange> step = f.session.live() ? std::nullopt : first_timed_step(d)) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton(one_step ? "show the whole run" : "show one timed step")) {
+      one_step = !one_step;
+      if (one_step) ShowRange(double(step->begin), double(step->end)), follow = false;
+      else follow = true;  // refit the run
+    }
+  }
 
   if (f.session.index().reference) {
     ImGui::SameLine();
@@ -121,6 +142,30 @@ void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
   }
 }
 
+// Rank 0's phases as a labelled strip over the lanes: which variant, stage or schedule the
+// spans below belong to ("naive", "bucketed", "ZeRO-2", "1f1b", "tp+sp"). Returns its height.
+float TimelineView::DrawPhaseStrip(const Frame& f, ImVec2 top) {
+  const TraceData& d = f.session.data();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float h = ImGui::GetTextLineHeight() + 4;
+  bool any = false;
+  int shade = 0;
+  for (const Event& e : d.events) {
+    if (e.kind != EventKind::phase || e.rank != 0) continue;
+    any = true;
+    const float a = std::max(axis.x0, axis.to_x(double(e.begin_ns))), b = std::min(axis.x0 + axis.width, axis.to_x(double(e.end_ns)));
+    if (b <= a) continue;
+    dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + h - 2), shade++ % 2 ? IM_COL32(70, 72, 86, 255) : IM_COL32(56, 58, 70, 255), 3.0f);
+    const std::string name = d.label(e.label), why = role_purpose(d.role(e));
+    const std::string text = why.empty() ? name : name + " (" + why + ")";
+    dl->PushClipRect(ImVec2(a, top.y), ImVec2(b, top.y + h), true);
+    dl->AddText(ImVec2(a + 4, top.y + 1), IM_COL32(225, 225, 232, 255), text.c_str());
+    dl->PopClipRect();
+  }
+  if (any) dl->AddText(ImVec2(top.x + 10, top.y + 1), IM_COL32(170, 170, 180, 255), "rank 0's phases");
+  return any ? h + 2 : 0;
+}
+
 void TimelineView::Draw(const Frame& f) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -148,7 +193,8 @@ void TimelineView::Draw(const Frame& f) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
   DrawAxis(f, top, height);
-  const float axis_h = ImGui::GetTextLineHeight() + 10;
+  float axis_h = ImGui::GetTextLineHeight() + 10;
+  axis_h += DrawPhaseStrip(f, ImVec2(top.x, top.y + axis_h));
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step
   dl->AddLine(ImVec2(cx, top.y + axis_h), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);

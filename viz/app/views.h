@@ -57,13 +57,20 @@ struct TimelineView final : Panel {
   LaneGrouping grouping;            // lanes by (pp, dp, tp), folded groups (on by default with meta "grid")
   bool grouping_set = false;        // grouping's defaults were taken from the trace
   std::size_t first_row = 0;        // rows scrolled past (wheel over the lane names)
+  // A replay opens on one training step of its first timed phase (first_timed_step), set-up,
+  // reference and checks out of view; a button shows the whole run and back.
+  bool one_step = false;
   void Draw(const Frame& f) override;
-  void Restart() override { fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0; }
+  void Restart() override {
+    fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0, one_step = false;
+  }
 
  private:
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
   void DrawAxis(const Frame& f, ImVec2 top, float height);
+  float DrawPhaseStrip(const Frame& f, ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
+  void ShowRange(double t0, double t1);
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
   void ColorLabels(const TraceData& d);
   ImU32 span_color(const Event& e) const;

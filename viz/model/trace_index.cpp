@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <set>
 #include <utility>
 #include <unordered_map>
@@ -19,6 +20,28 @@ std::optional<TimeRange> reference_phase(const TraceData& d) {
     r->end = std::max(r->end, e.end_ns);
   }
   return r;
+}
+
+std::optional<TimeRange> first_timed_step(const TraceData& d) {
+  const Event* phase = nullptr;
+  for (const Event& e : d.events)  // sorted by begin: the first timed phase
+    if (e.kind == EventKind::phase && d.role(e).part == RunPart::timed) {
+      phase = &e;
+      break;
+    }
+  if (!phase) return std::nullopt;
+  TimeRange ph{phase->begin_ns, phase->end_ns};
+  for (const Event& e : d.events)  // the same phase on every rank
+    if (e.kind == EventKind::phase && e.label == phase->label && e.begin_ns < ph.end) ph.end = std::max(ph.end, e.end_ns);
+  std::map<int, std::int64_t> first_begin;  // step → its first compute span's begin inside the phase
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::compute && e.step >= 0 && e.begin_ns >= ph.begin && e.begin_ns < ph.end && !first_begin.count(e.step))
+      first_begin[e.step] = e.begin_ns;
+  if (first_begin.empty()) return ph;
+  auto it = first_begin.begin();
+  if (first_begin.size() > 1) ++it;
+  const auto next = std::next(it);
+  return TimeRange{it->second, next == first_begin.end() ? ph.end : next->second};
 }
 
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference) {

@@ -47,6 +47,12 @@ std::optional<TimeRange> reference_phase(const TraceData& d);
 // A reference that fills the trace is not hidden.
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
 
+// Where a replay's timeline opens: one training step of the run's first timed phase (the
+// second step when there is one: the first also warms up), from its first compute span to
+// the next step's (its communication tail included) or the phase's end; a run without
+// numbered steps (the collectives lab) opens on its first timed phase. Nothing timed: none.
+std::optional<TimeRange> first_timed_step(const TraceData& d);
+
 // `landed`: a live, stepped run's transfers in the order they landed (core/trace/chunk_state.h's
 // LandingOrder); without it, the trace's receives by end time.
 TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers, const std::vector<Event>* landed = nullptr);

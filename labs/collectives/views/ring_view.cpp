@@ -137,8 +137,9 @@ void outline_landed(ImDrawList* dl, const Event& e, const std::vector<Vec2>& pos
   const Vec2 p = pos[std::size_t(e.rank)];
   const float left = p.x - cell * float(chunks) / 2;
   const int first = std::clamp(e.chunk, 0, chunks - 1), n = std::clamp<int>(e.chunk_count, 1, chunks - first);
-  dl->AddRect(ImVec2(left + cell * float(first) - 1, p.y - cell / 2 - 1), ImVec2(left + cell * float(first + n) + 1, p.y + cell / 2 + 1),
-              kind_color(EventKind::recv), 2.0f, 0, 2.5f);
+  // Inside the cells, so the node's frame stays whole around them.
+  dl->AddRect(ImVec2(left + cell * float(first) + 1, p.y - cell / 2 + 1), ImVec2(left + cell * float(first + n) - 1, p.y + cell / 2 - 1),
+              kind_color(EventKind::recv), 2.0f, 0, 2.0f);
 }
 
 std::string run_title(const CollectiveRun& run) {
