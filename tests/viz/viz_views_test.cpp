@@ -421,6 +421,33 @@ TEST(Panels, EachLabsViewsTileTheWindowMainViewTallest) {
   EXPECT_LT(ddp[1].rect.x, ddp[2].rect.x);
 }
 
+// A small window (1024 × 640; the panels' area about 1008 × 560) stacks every view full width,
+// none below the readable minimum, in a column the app scrolls; 1280 × 800 still tiles.
+TEST(Panels, ASmallWindowStacksReadablePanelsInsteadOfShrinkingThem) {
+  for (const LabInfo& lab : lab_registry()) {
+    const std::vector<PanelPlace> small = arrange_panels(lab.views, {0, 0, 1008, 560}, 8);
+    ASSERT_EQ(small.size(), lab.views.size()) << lab.name;
+    bool stacked = false;
+    for (std::size_t i = 0; i < small.size(); ++i) {
+      const Rect& r = small[i].rect;
+      EXPECT_GE(r.w, kMinPanelW) << lab.name << " " << view_kind_name(small[i].kind);
+      EXPECT_GE(r.h, kMinPanelH) << lab.name << " " << view_kind_name(small[i].kind);
+      stacked = stacked || r.y + r.h > 560.01f;
+      for (std::size_t j = 0; j < i; ++j) {
+        const Rect& q = small[j].rect;
+        EXPECT_TRUE(r.x >= q.x + q.w || q.x >= r.x + r.w || r.y >= q.y + q.h || q.y >= r.y + r.h) << lab.name << ": overlap";
+      }
+    }
+    if (stacked) {  // a column, full width, the main view first
+      EXPECT_EQ(small.front().kind, lab.views.front()) << lab.name;
+      for (const PanelPlace& p : small) EXPECT_FLOAT_EQ(p.rect.w, 1008) << lab.name;
+    }
+    std::printf("%-16s at 1008 x 560: %s\n", lab.name.c_str(), stacked ? "stacked, scrolls" : "tiled");
+  }
+  const std::vector<PanelPlace> big = arrange_panels(find_lab("collectives")->views, {0, 0, 1264, 720}, 8);
+  for (const PanelPlace& p : big) EXPECT_LE(p.rect.y + p.rect.h, 720.01f) << "1280 × 800 tiles the window";
+}
+
 namespace {
 
 // The DDP lab on 4 thread ranks with 3 buckets, written as `dtlab run ddp --trace` writes it.

@@ -128,16 +128,23 @@ void App::DrawPanels(const viz::Frame& f) {
   }
   std::vector<ViewKind> kinds;
   for (const Placed& p : panels) kinds.push_back(p.kind->kind);
-  const ImVec2 o = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
-  const float gap = ImGui::GetStyle().ItemSpacing.x;
-  for (const PanelPlace& place : arrange_panels(kinds, {o.x, o.y, avail.x, avail.y}, gap)) {
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float gap = ImGui::GetStyle().ItemSpacing.x, scrollbar = ImGui::GetStyle().ScrollbarSize;
+  // Laid out in a scrolling region: a small window stacks the panels (arrange_panels) and
+  // scrolls them instead of shrinking them to specks.
+  std::vector<PanelPlace> places = arrange_panels(kinds, {0, 0, avail.x, avail.y}, gap);
+  const bool scrolls = std::any_of(places.begin(), places.end(), [&](const PanelPlace& p) { return p.rect.y + p.rect.h > avail.y + 1; });
+  if (scrolls) places = arrange_panels(kinds, {0, 0, avail.x - scrollbar - gap, avail.y}, gap);
+  ImGui::BeginChild("panels", avail, false, scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  for (const PanelPlace& place : places) {
     Placed& p = *std::find_if(panels.begin(), panels.end(), [&](const Placed& x) { return x.kind->kind == place.kind; });
-    ImGui::SetCursorScreenPos(ImVec2(place.rect.x, place.rect.y));
+    ImGui::SetCursorPos(ImVec2(place.rect.x, place.rect.y));
     ImGui::BeginChild(std::string(view_kind_name(place.kind)).c_str(), ImVec2(place.rect.w, place.rect.h), true);
     ImGui::TextUnformatted(p.kind->title);
     p.panel->Draw(f);
     ImGui::EndChild();
   }
+  ImGui::EndChild();
 }
 
 }  // namespace dtl::viz

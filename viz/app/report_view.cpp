@@ -118,16 +118,20 @@ void draw_rows(const nlohmann::json& r, float height) {
   // "measured", or what the figures are when nothing ran: a plan's "estimate", a
   // simulation's "simulated" (Report::value_title).
   const std::string value_title = text_field(r, "value_title", "measured");
-  if (!ImGui::BeginTable("report", 6, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable,
-                         ImVec2(0, height)))
-    return;
+  // Narrower than its columns need, the table scrolls sideways instead of wrapping a
+  // quantity one letter per line.
+  constexpr float kQuantityW = 240, kFromW = 150, kNeeded = 80 + kQuantityW + 135 + 150 + kFromW + 44 + 40;
+  const bool narrow = ImGui::GetContentRegionAvail().x < kNeeded;
+  const ImGuiTableFlags flags =
+      ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable | (narrow ? ImGuiTableFlags_ScrollX : 0);
+  if (!ImGui::BeginTable("report", 6, flags, ImVec2(0, height), narrow ? kNeeded : 0)) return;
   // The case (a row id's part before '.': "zero3", "prefetch2") tells apart rows with the
   // same label; values in readable units ("43.2 MiB", "18.9 ms").
   ImGui::TableSetupColumn("case", ImGuiTableColumnFlags_WidthFixed, 80);
-  ImGui::TableSetupColumn("quantity", ImGuiTableColumnFlags_WidthStretch, 2);
+  ImGui::TableSetupColumn("quantity", narrow ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch, narrow ? kQuantityW : 2);
   ImGui::TableSetupColumn(value_title.c_str(), ImGuiTableColumnFlags_WidthFixed, 135);
   ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, 150);
-  ImGui::TableSetupColumn("from", ImGuiTableColumnFlags_WidthStretch, 1);
+  ImGui::TableSetupColumn("from", narrow ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch, narrow ? kFromW : 1);
   ImGui::TableSetupColumn("check", ImGuiTableColumnFlags_WidthFixed, 44);
   ImGui::TableHeadersRow();
   for (const auto& row : r["rows"]) {

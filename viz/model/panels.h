@@ -22,7 +22,14 @@ struct PanelPlace {
   Rect rect;
 };
 
-// `gap` pixels between panels. Views listed twice are placed once.
+// Below this a panel's text and pictures no longer read (a 1024 × 640 window tiled as above
+// squeezes the memory bars to 140 px): then every view gets the full width and they stack,
+// each at least kStackedPanelH tall, in a column taller than the window that scrolls.
+inline constexpr float kMinPanelW = 440, kMinPanelH = 160, kStackedPanelH = 320;
+
+// `gap` pixels between panels. Views listed twice are placed once. Tiled within `area`, or
+// stacked below its top when a tile would be smaller than kMinPanelW × kMinPanelH (the
+// places then reach below the area: the caller scrolls).
 std::vector<PanelPlace> arrange_panels(const std::vector<ViewKind>& views, Rect area, float gap);
 
 }  // namespace dtl::viz

@@ -231,14 +231,14 @@ void draw_nodes(ImDrawList* dl, const Layout& l, const Picture& pic, const std::
 // The run, the transfer at the cursor and the run's bytes against its formula, in words.
 void RingView::DrawCaption(const Frame& f, const CollectiveRun& run, const Event* moving, bool going_on) {
   ImGui::Text("run %zu of %zu%s: %s", run_ + 1, runs_.size(), going_on ? " so far" : "", shown.run.c_str());
-  if (moving)
-    ImGui::Text("transfer %zu of %zu%s in this run: rank %d -> rank %d, chunk %d%s, %s, %s, step %d", shown.done, shown.total,
+  if (moving)  // wrapped: a narrow panel keeps the whole sentence
+    ImGui::TextWrapped("transfer %zu of %zu%s in this run: rank %d -> rank %d, chunk %d%s, %s, %s, step %d", shown.done, shown.total,
                 going_on ? " so far" : "", moving->peer, moving->rank, moving->chunk, moving->chunk_count > 1 ? "+" : "",
                 human_bytes(double(moving->bytes)).c_str(), (moving->flags & kFlagReduce) ? "reduce" : "copy", moving->step);
   else
     ImGui::Text("before its first transfer: every rank holds only its own data");
   if (!shown.formula.empty())
-    ImGui::Text("most sent by one rank in this run: %s   formula %s (the whole run)", human_bytes(shown.most_sent).c_str(),
+    ImGui::TextWrapped("most sent by one rank in this run: %s   formula %s (the whole run)", human_bytes(shown.most_sent).c_str(),
                 shown.formula.c_str());
   else
     ImGui::TextDisabled("most sent by one rank: %s (a trace without run marks: no formula to compare)",
