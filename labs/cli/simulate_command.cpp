@@ -18,6 +18,7 @@
 #include "labs/cli/simulate_calibrate.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
+#include "labs/report_format.h"
 #include "labs/simulate/sim_trace.h"
 #include "core/util/files.h"
 #include "labs/simulate/workload.h"
@@ -90,6 +91,20 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   return rep;
 }
 
+// What each traced GPU holds, from the plan: its model state, and one micro-batch's
+// activations per layer (the planner's activations divided back by the first stage's
+// layers and the micro-batches 1F1B keeps in flight there: theory::activations_in_flight).
+sim::SimMemory sim_memory(const th::Plan& pl, const sim::Workload& w) {
+  sim::SimMemory m;
+  m.params = pl.memory.params, m.grads = pl.memory.grads, m.optimizer = pl.memory.optimizer;
+  const double in_flight = double(w.stage_layers.front()) * double(std::min(w.micro_batches, w.pp));
+  m.activation_per_layer = in_flight > 0 ? pl.memory.activations / in_flight : 0;
+  m.predicted_peak = pl.memory.total();
+  m.predicted_text = "the planner's busiest GPU: model state " + format_value(pl.memory.model_state(), "B") + " + activations " +
+                     format_value(pl.memory.activations, "B");
+  return m;
+}
+
 int run_simulate(const SimulateArgs& a) {
   if (a.calibrate) {
     CalibrationOptions o = a.calibration;
@@ -113,7 +128,8 @@ int run_simulate(const SimulateArgs& a) {
         {"simulated_gpus", std::to_string(w.gpus())},
         {"calibration", calibration_words()},
         {"report", rep.to_json().dump()}};
-    sim::write_sim_trace(w, r, ranks, a.steps, a.trace, meta);
+    meta[meta_key_name(MetaKey::gpus_per_node)] = std::to_string(c.gpus_per_node);
+    sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl, w), a.trace, meta);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rep.notes.push_back("trace: " + a.trace + " (+ .dtlt), " + std::to_string(ranks.size()) + " ranks × " +
                         std::to_string(a.steps) + " steps, written in " + std::to_string(s).substr(0, 5) + " s");

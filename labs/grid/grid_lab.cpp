@@ -24,6 +24,7 @@
 #include "core/util/units.h"
 #include "labs/grid/grid_rank.h"
 #include "labs/grid/grid_stage.h"
+#include "labs/pipeline/pipeline_lab.h"
 #include "labs/measure.h"
 #include "labs/shared_options.h"
 #include "labs/train/reference.h"
@@ -131,7 +132,9 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   GridMeasurement m;
   std::vector<double> steps;
   std::vector<float> losses;
-  const ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label("training", {.part = RunPart::timed}));
+  // The training is a phase of its schedule (the pipeline view draws its stages' F and B).
+  const ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase,
+                         world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
   for (int step = 0; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();
@@ -204,7 +207,7 @@ LabInfo grid_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {kTopologyView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       grid_option_table().read_back(),
       {},

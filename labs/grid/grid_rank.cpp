@@ -61,6 +61,15 @@ void GridRank::pace(double t0, int units) const {
 
 double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 1e-9; }
 
+// An action's span (F or B of micro-batch m) in the trace, as the pipeline lab records its
+// own: the pipeline view draws the grid's stages from them.
+void GridRank::record_action(Pass pass, int m, double t0) {
+  Trace* tr = topo_.world().trace();
+  tr->record(Event{.begin_ns = std::int64_t(t0 * 1e9), .end_ns = tr->now_ns(), .rank = topo_.world().global_rank(), .step = step_,
+                   .chunk = 0, .micro_batch = std::int16_t(m), .label = tr->label(pass == Pass::forward ? "F" : "B", Role{.pass = pass}),
+                   .kind = EventKind::compute});
+}
+
 void GridRank::forward(int m) {
   const double t0 = now();
   const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
@@ -69,6 +78,7 @@ void GridRank::forward(int m) {
   if (!topo_.is_last_stage()) copy_bytes(output_[std::size_t(m)].data(), y, bytes);  // acts may be freed before the send is done
   pace(t0, 1);
   busy_ += now() - t0;
+  record_action(Pass::forward, m, t0);
 }
 
 void GridRank::backward(int m) {
@@ -78,9 +88,11 @@ void GridRank::backward(int m) {
   if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, bytes);
   pace(t0, 2);
   busy_ += now() - t0;
+  record_action(Pass::backward, m, t0);
 }
 
 float GridRank::step(int step) {
+  step_ = step;
   model_->begin_step(step);
   loss_ = 0, busy_ = 0;
   Comm& pp = topo_.pp_group();

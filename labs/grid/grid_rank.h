@@ -34,6 +34,7 @@ class GridRank {
 
  private:
   void forward(int m);
+  void record_action(Pass pass, int m, double t0);
   void backward(int m);
   void sync_and_step(int t);
   void zero1_step(int t);
@@ -52,6 +53,7 @@ class GridRank {
   // the MLP's dL/dy from its loss).
   std::vector<Tensor> input_, output_, grad_in_, grad_out_;
   double loss_ = 0, busy_ = 0, begin_ = 0, end_ = 0;
+  int step_ = 0;  // the training step being run (the actions' spans carry it)
   // ZeRO-1: the padded gradients and parameters (D·chunk), this rank's gradient shard and
   // its AdamW moments.
   std::size_t chunk_ = 0;

@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/trace.h"
+#include "labs/grid/grid_lab.h"
+#include "labs/pipeline/pipeline_lab.h"
 
 namespace dtl::sim {
 
@@ -47,6 +49,14 @@ GroupAxis group_axis(char axis) {
 
 }  // namespace
 
+std::vector<ViewKind> simulated_trace_views(bool whole_grid) {
+  std::vector<ViewKind> v = {kPipelineView, ViewKind::timeline};
+  if (whole_grid) v.push_back(kTopologyView);
+  v.push_back(ViewKind::memory);
+  v.push_back(ViewKind::report);
+  return v;
+}
+
 std::vector<int> default_trace_ranks(const Workload& w) {
   if (w.gpus() <= 64) return parse_trace_ranks("all", w);
   std::vector<int> v;
@@ -84,8 +94,20 @@ namespace {
 
 std::int64_t ns(double seconds) { return std::int64_t(std::llround(seconds * 1e9)); }
 
+void record_memory(Trace& t, int index, EventKind kind, MemTag tag, double bytes, std::int64_t at) {
+  if (bytes <= 0) return;
+  t.record(Event{.begin_ns = at, .end_ns = at, .bytes = std::uint64_t(bytes), .rank = index, .tag = int(tag), .kind = kind});
+}
+
+// A micro-batch's activations on this stage: held from its F's end to its B's end.
+void record_activations(Trace& t, int index, const Span& s, std::int64_t offset, double bytes) {
+  if (s.kind != SpanKind::action || s.micro_batch < 0) return;
+  if (s.role.pass == Pass::forward) record_memory(t, index, EventKind::alloc, MemTag::activation, bytes, offset + ns(s.end));
+  if (s.role.pass == Pass::backward) record_memory(t, index, EventKind::free, MemTag::activation, bytes, offset + ns(s.end));
+}
+
 void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_t offset, int step, int peer,
-                 std::uint16_t label) {
+                 std::uint16_t label, std::uint64_t flow = 0) {
   Event e;
   e.begin_ns = offset + ns(s.begin);
   e.end_ns = offset + ns(s.end);
@@ -94,6 +116,7 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
   e.step = step;
   e.micro_batch = std::int16_t(s.micro_batch);
   e.label = label;
+  e.flow_id = flow;
   e.axis = group_axis(s.axis);
   if (s.axis) e.group_rank = std::int16_t(axis_group_rank(c, s.axis));
   switch (s.kind) {
@@ -105,11 +128,16 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
     case SpanKind::step: e.kind = EventKind::phase; break;
   }
   t.record(e);
+  if (s.kind == SpanKind::send && peer >= 0) {  // its receive on the traced peer, joined by the flow
+    Event recv = e;
+    recv.kind = EventKind::recv, recv.rank = peer, recv.peer = index, recv.label = 0, recv.stream = kStreamComm;
+    t.record(recv);
+  }
 }
 
 }  // namespace
 
-void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
+void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps, const SimMemory& memory,
                      const std::string& path, const std::map<std::string, std::string>& meta) {
   Trace trace(int(ranks.size()));
   std::map<int, int> index_of;
@@ -124,6 +152,9 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
     const Coord c = coord_of(w, ranks[i]);
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
     const StageTimeline& tl = r.stages[std::size_t(c.pp)];
+    for (const auto& [tag, bytes] : {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
+      record_memory(trace, int(i), EventKind::alloc, tag, bytes, 0);
+    const double activation = memory.activation_per_layer * double(w.stage_layers[std::size_t(c.pp)]);
     for (int step = 0; step < steps; ++step) {
       const std::int64_t offset = ns(r.step_s * step);
       record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
@@ -134,7 +165,8 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
           const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
-        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k]);
+        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k], peer >= 0 ? trace.next_flow_id() : 0);
+        record_activations(trace, int(i), s, offset, activation);
       }
     }
   }
@@ -142,6 +174,13 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
   trace.set_meta(MetaKey::simulated, "true");
   trace.set_meta(MetaKey::schedule, pipeline::schedule_name(w.schedule));
   trace.set_meta(MetaKey::simulated_ranks, who.dump());
+  trace.set_meta(MetaKey::micro_batches, std::to_string(w.micro_batches));
+  if (int(ranks.size()) == w.gpus())  // the whole grid traced: the topology view can draw it
+    trace.set_meta(MetaKey::grid, nlohmann::json{{"dp", w.dp}, {"tp", w.tp}, {"pp", w.pp}}.dump());
+  if (memory.predicted_peak > 0) {  // the memory view's line: the planner's busiest GPU
+    trace.set_meta(MetaKey::predicted_bytes_per_rank, std::to_string(memory.predicted_peak));
+    trace.set_meta(MetaKey::predicted_bytes_formula, memory.predicted_text);
+  }
   for (const auto& [k, v] : meta) trace.set_meta(k, v);
   write_chrome_trace(trace, path);
 }

@@ -10,10 +10,16 @@
 #include <vector>
 
 #include "labs/simulate/cluster_sim.h"
+#include "labs/view_kind.h"
 
 namespace dtl::sim {
 
 inline constexpr int kMaxTraceRanks = 256;  // each traced rank costs two event logs
+
+// The views dtlab-viz opens a simulated trace with: the pipeline (its schedule, as the
+// pipeline lab's), the timeline, the topology when every rank is traced (the meta "grid"),
+// the memory the planner gives each GPU, the report.
+std::vector<ViewKind> simulated_trace_views(bool whole_grid);
 
 // One pipeline across every stage (dp 0, tp 0) plus the data-parallel group of rank 0 (up
 // to kMaxTraceRanks in all), the pipeline first; every rank when the cluster has at most 64 GPUs.
@@ -22,8 +28,20 @@ std::vector<int> default_trace_ranks(const Workload& w);
 // a rank that does not exist, or a subset larger than kMaxTraceRanks.
 std::vector<int> parse_trace_ranks(std::string_view text, const Workload& w);
 
-// Writes `path` and `path`.dtlt: `steps` identical steps of every rank in `ranks`.
-void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
+// What each GPU holds, from the planner (core/theory/plan.h): its model state, and what one
+// micro-batch leaves on one layer until its backward frees it. The trace replays it as
+// alloc/free events (model state from the start, a micro-batch's activations from the end
+// of its F to the end of its B), so the memory view draws each stage's in-flight peak.
+struct SimMemory {
+  double params = 0, grads = 0, optimizer = 0, activation_per_layer = 0;
+  double predicted_peak = 0;  // the planner's figure for the busiest GPU (the view's formula line)
+  std::string predicted_text;
+};
+
+// Writes `path` and `path`.dtlt: `steps` identical steps of every rank in `ranks`. A send
+// whose receiver is traced gets its receive there (the learner steps through them); with
+// every rank traced, the meta "grid" lets the topology view draw the dp × tp × pp grid.
+void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps, const SimMemory& memory,
                      const std::string& path, const std::map<std::string, std::string>& meta);
 
 }  // namespace dtl::sim

@@ -762,6 +762,21 @@ TEST(TimelineOpening, OneStepOfTheFirstTimedPhase) {
   EXPECT_FALSE(first_timed_step(untimed));
 }
 
+// Which rank draws which stage: every rank its own; in a dp × tp × pp grid (meta "grid",
+// Megatron's layout) each stage's dp 0, tp 0 rank; a hostile grid that does not fit the
+// trace's ranks counts as none.
+TEST(PipelineModel, EachStageIsDrawnByItsFirstRankInAGrid) {
+  TraceData d;
+  d.ranks = 8;
+  EXPECT_EQ(pipeline_stages(d).of_rank, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  d.meta[meta_key_name(MetaKey::grid)] = R"({"dp":2,"tp":2,"pp":2})";
+  const PipelineStages g = pipeline_stages(d);
+  EXPECT_EQ(g.of_rank, (std::vector<int>{0, -1, -1, -1, 1, -1, -1, -1}));  // ranks 0 and 4: pp 0 and 1 at dp 0, tp 0
+  EXPECT_EQ(g.count, 2);
+  d.meta[meta_key_name(MetaKey::grid)] = R"({"dp":3,"tp":2,"pp":2})";  // 12 ≠ 8 ranks
+  EXPECT_EQ(pipeline_stages(d).count, 8);
+}
+
 TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   const auto rows = report_bubbles(pipeline_trace());
   ASSERT_EQ(rows.count("gpipe"), 1u);

@@ -2,6 +2,7 @@
 
 #include "core/comm/threads_backend.h"
 #include "labs/collectives/collectives_lab.h"
+#include "labs/simulate/sim_trace.h"
 
 namespace dtl::viz {
 
@@ -23,6 +24,8 @@ std::unique_ptr<Session> Session::replay(const std::string& path) {
 
 std::vector<ViewKind> Session::views() const {
   if (lab_) return lab_->views;
+  if (const std::string* sim = data_.meta_of(MetaKey::simulated); sim && *sim == "true")
+    return sim::simulated_trace_views(data_.meta_of(MetaKey::grid) != nullptr);
   if (!index_.transfers.empty()) return {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline};
   return {ViewKind::timeline, ViewKind::memory, ViewKind::report};
 }

@@ -84,7 +84,7 @@ void fold_tooltip(const LaneRow& row, std::uint8_t bits) {
 
 }  // namespace
 
-float TimelineView::LabelWidth() const { return grouping.by_axis ? 168.0f : 118.0f; }
+float TimelineView::LabelWidth() const { return std::max(grouping.by_axis ? 168.0f : 118.0f, names_w_); }
 
 float TimelineView::RowHeight(const LaneRow& row) const {
   return row.kind == LaneRow::Kind::track ? kRowHeight : row.folded ? kFoldedHeight : kHeaderHeight;
@@ -173,8 +173,10 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   const std::int64_t now = f.cursor_time();
   const bool dim_future = !f.session.live() && f.cursor < f.session.steps().size();  // replay: what is still to come
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  char name[64];
-  std::snprintf(name, sizeof name, "%srank %d %s", grouping.by_axis ? "  " : "", tr.rank, lane_name(d, tr).c_str());
+  char name[128];
+  const auto& names = f.session.index().rank_names;
+  const std::string who = tr.rank >= 0 && std::size_t(tr.rank) < names.size() ? names[std::size_t(tr.rank)] : "rank " + std::to_string(tr.rank);
+  std::snprintf(name, sizeof name, "%s%s %s", grouping.by_axis ? "  " : "", who.c_str(), lane_name(d, tr).c_str());
   const float indent = grouping.by_axis ? 8 : 0;
   dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4), rank_color(tr.rank));  // the rank's own color
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);

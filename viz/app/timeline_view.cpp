@@ -167,6 +167,10 @@ float TimelineView::DrawPhaseStrip(const Frame& f, ImVec2 top) {
 }
 
 void TimelineView::Draw(const Frame& f) {
+  names_w_ = 0;
+  for (const std::string& n : f.session.index().rank_names)
+    names_w_ = std::max(names_w_, ImGui::CalcTextSize((n + " main: layers").c_str()).x + 16);
+  names_w_ = std::min(names_w_, 0.4f * ImGui::GetContentRegionAvail().x);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   GroupLanes(f);

@@ -84,6 +84,7 @@ struct TimelineView final : Panel {
   std::size_t grid_key_ = 0;  // the meta "grid" it was made from (its size + 1; 0: none)
   std::vector<LaneRow> rows_;
   std::array<std::size_t, 5> rows_key_{};  // (trace address, tracks, by_axis, fold default, toggles' hash)
+  float names_w_ = 0;  // the widest rank name and lane ("rank 1024 (pp 1, dp 0, tp 0) main: layers")
 };
 
 struct MemoryView final : Panel {

@@ -19,6 +19,7 @@ constexpr std::size_t kMaxBubbleRows = 64;
 
 // An action's op from its label's role: F 0, B 1, W 2; -1: not an action.
 int op_index(const Role& role) {
+  if (role.block >= 0) return -1;  // a layer's span inside an action (a simulated trace's), not one itself
   const std::optional<pipeline::Op> op = pipeline::op_of(role.pass);
   return op ? int(*op) : -1;
 }
@@ -43,7 +44,8 @@ PipelineRun new_run(const TraceData& d, std::uint32_t key) {
 
 // Each action to its schedule: the innermost phase around it on its rank (a schedule's
 // phase wins), looking back over a few phases only, so a hostile trace's nesting costs nothing.
-void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRuns& out) {
+// Only the ranks that draw a stage count.
+void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_label, const PipelineStages& st, PipelineRuns& out) {
   const std::size_t P = std::size_t(std::max(0, d.ranks));
   std::vector<std::vector<PhaseSpan>> phases(P);  // per rank, by begin (events are sorted by begin)
   for (const Event& e : d.events)
@@ -52,7 +54,7 @@ void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_la
   for (std::size_t i = 0; i < d.events.size(); ++i) {
     const Event& e = d.events[i];
     const bool action = e.kind == EventKind::compute && e.stream == kStreamMain && e.label < op_of_label.size() &&
-                        op_of_label[e.label] >= 0 && e.rank >= 0 && std::size_t(e.rank) < P;
+                        op_of_label[e.label] >= 0 && e.rank >= 0 && std::size_t(e.rank) < P && st.of_rank[std::size_t(e.rank)] >= 0;
     if (!action) continue;
     const auto& ps = phases[std::size_t(e.rank)];
     auto it = std::upper_bound(ps.begin(), ps.end(), e.begin_ns, [](std::int64_t t, const PhaseSpan& p) { return t < p.begin; });
@@ -74,6 +76,7 @@ void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_la
       }
       slot->second = int(out.runs.size());
       out.runs.push_back(new_run(d, key));
+      out.runs.back().stages = st;
     }
     if (slot->second >= 0) out.runs[std::size_t(slot->second)].actions.push_back(i);
   }
@@ -82,10 +85,11 @@ void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_la
 // Steps: a step is complete when every stage ran the fullest stage's count of F, as many
 // B, and W none or as many (zero-bubble splits B into B and W).
 void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRun& r) {
-  const std::size_t P = std::size_t(std::max(0, d.ranks));
+  const std::size_t P = std::size_t(r.stages.count);
+  const auto stage = [&](const Event& e) { return r.stages.of_rank[std::size_t(e.rank)]; };
   std::stable_sort(r.actions.begin(), r.actions.end(), [&](std::size_t a, std::size_t b) {
     const Event &x = d.events[a], &y = d.events[b];
-    return x.step != y.step ? x.step < y.step : x.rank < y.rank;  // (stable: by begin within a stage)
+    return x.step != y.step ? x.step < y.step : stage(x) < stage(y);  // (stable: by begin within a stage)
   });
   struct Count {
     int step, stage;
@@ -95,7 +99,7 @@ void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label,
   std::int64_t fullest = 0;
   for (std::size_t i : r.actions) {
     const Event& e = d.events[i];
-    if (counts.empty() || counts.back().step != e.step || counts.back().stage != e.rank) counts.push_back({e.step, e.rank, {}});
+    if (counts.empty() || counts.back().step != e.step || counts.back().stage != stage(e)) counts.push_back({e.step, stage(e), {}});
     fullest = std::max(fullest, ++counts.back().ops[std::size_t(op_of_label[e.label])]);
   }
   std::size_t a = 0;  // walks r.actions beside counts
@@ -133,11 +137,45 @@ const PipelineRun* PipelineRuns::find(ScheduleKind kind) const {
   return nullptr;
 }
 
+PipelineStages pipeline_stages(const TraceData& d) {
+  PipelineStages st;
+  const int P = std::max(0, d.ranks);
+  st.of_rank.assign(std::size_t(P), -1);
+  // The coordinates of each trace rank: a simulated trace's own list, else the grid's layout
+  // rank = pp·(dp·tp) + dp·tp + tp, else none (every rank a stage).
+  std::vector<std::array<long, 3>> coord(std::size_t(P), {-1, -1, -1});  // (pp, dp, tp)
+  if (const std::string* who = d.meta_of(MetaKey::simulated_ranks)) {
+    const nlohmann::json j = nlohmann::json::parse(*who, nullptr, false);
+    auto whole = [](const nlohmann::json& o, const char* k) {
+      const auto it = o.find(k);
+      return it != o.end() && it->is_number_integer() && it->get<long>() >= 0 ? it->get<long>() : -1L;
+    };
+    if (j.is_array())
+      for (const nlohmann::json& e : j)
+        if (e.is_object() && whole(e, "trace_rank") >= 0 && whole(e, "trace_rank") < P)
+          coord[std::size_t(whole(e, "trace_rank"))] = {whole(e, "pp"), whole(e, "dp"), whole(e, "tp")};
+  } else if (const std::string* grid = d.meta_of(MetaKey::grid)) {
+    const nlohmann::json g = nlohmann::json::parse(*grid, nullptr, false);
+    auto axis = [&](const char* k) { return g.is_object() && g.contains(k) && g[k].is_number_integer() ? g[k].get<long>() : 0L; };
+    const long dp = axis("dp"), tp = axis("tp"), pp = axis("pp");
+    if (dp >= 1 && tp >= 1 && pp >= 1 && dp * tp * pp == P)
+      for (long r = 0; r < P; ++r) coord[std::size_t(r)] = {r / (dp * tp), (r / tp) % dp, r % tp};
+  }
+  const bool grid = std::any_of(coord.begin(), coord.end(), [](const auto& c) { return c[0] >= 0; });
+  for (int r = 0; r < P; ++r) {
+    const auto& c = coord[std::size_t(r)];
+    if (!grid) st.of_rank[std::size_t(r)] = r;
+    else if (c[1] == 0 && c[2] == 0 && c[0] >= 0 && c[0] < P) st.of_rank[std::size_t(r)] = int(c[0]);
+  }
+  for (int s : st.of_rank) st.count = std::max(st.count, s + 1);
+  return st;
+}
+
 PipelineRuns pipeline_runs(const TraceData& d) {
   PipelineRuns out;
   std::vector<std::int8_t> op_of_label(d.labels.size(), -1);
   for (std::size_t id = 1; id < d.labels.size(); ++id) op_of_label[id] = std::int8_t(op_index(d.role(std::uint16_t(id))));
-  assign_actions(d, op_of_label, out);
+  assign_actions(d, op_of_label, pipeline_stages(d), out);
   for (PipelineRun& r : out.runs) find_steps(d, op_of_label, r);
   return out;
 }
@@ -177,7 +215,7 @@ int pipeline_step_at(const PipelineRun& run, std::int64_t t) {
 PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step) {
   PipelineStep out;
   out.schedule = run.schedule;
-  const std::size_t P = std::size_t(std::max(0, d.ranks));
+  const std::size_t P = std::size_t(run.stages.count);
   out.stages = int(P);
   auto has = [&](int s) { return std::any_of(run.steps.begin(), run.steps.end(), [&](const PipeStepRange& r) { return r.step == s; }); };
   if (step < 0 || !has(step)) step = run.last_complete >= 0 ? run.last_complete : run.steps.empty() ? -1 : run.steps.back().step;
@@ -198,7 +236,7 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
   for (auto it = b; it != e; ++it) {
     const Event& ev = d.events[*it];
     PipeBlock k;
-    k.stage = ev.rank;
+    k.stage = run.stages.of_rank[std::size_t(ev.rank)];
     k.op = PipeOp(op_index(d.role(ev)));
     k.micro_batch = std::max<int>(0, ev.micro_batch);
     k.chunk = std::clamp<int>(ev.chunk, 0, trace_limits::kMaxChunks);
@@ -207,7 +245,7 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
     out.micro_batches = std::max(out.micro_batches, k.micro_batch + 1);
     out.chunks = std::max(out.chunks, k.chunk + 1);
     const double dur = double(ev.end_ns - ev.begin_ns);
-    busy[std::size_t(ev.rank)] += dur, total += dur;
+    busy[std::size_t(k.stage)] += dur, total += dur;
     out.blocks.push_back(k);
   }
   // M is the run's, not the micro-batches seen so far (a live step in progress showed M = 4 of 8).

@@ -44,6 +44,16 @@ struct PipeStepRange {
   bool complete = false;                  // every stage ran as many F as B (and W: none or as many) as the fullest
 };
 
+// Which trace rank draws which pipeline stage: every rank its own in the pipeline lab; in a
+// dp × tp × pp run (the grid lab's meta "grid", or a simulated trace's "simulated_ranks"
+// coordinates) the rank with dp 0 and tp 0 of each stage (the others run the same
+// schedule), -1 for the rest.
+struct PipelineStages {
+  std::vector<int> of_rank;  // per trace rank: its stage, or -1
+  int count = 0;             // stages
+};
+PipelineStages pipeline_stages(const TraceData& d);
+
 // One schedule's measured actions.
 struct PipelineRun {
   std::optional<ScheduleKind> kind;  // the schedule phase's role; none: a phase of no schedule
@@ -51,6 +61,7 @@ struct PipelineRun {
   std::vector<std::size_t> actions;  // indices into TraceData::events, sorted by (step, stage, begin)
   std::vector<PipeStepRange> steps;  // ascending
   int last_complete = -1;            // the last complete step, -1: none
+  PipelineStages stages;             // the trace ranks that draw the stages
 };
 struct PipelineRuns {
   std::vector<PipelineRun> runs;  // in time order
@@ -87,7 +98,7 @@ struct PipelineStep {
   double bubble = 0;                      // 1 − Σ busy / (P · makespan)
   double makespan() const { return double(end_ns - begin_ns) * 1e-9; }
 };
-// `step` < 0: the last complete step, else the last one there is. P = d.ranks.
+// `step` < 0: the last complete step, else the last one there is. P = run.stages.count.
 PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step = -1);
 // The step of `run` whose time range holds t, or -1.
 int pipeline_step_at(const PipelineRun& run, std::int64_t t);

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 namespace dtl::viz {
@@ -88,6 +90,28 @@ std::vector<Event> steps_outside_reference(const TraceData& d, std::vector<Event
 
 }  // namespace
 
+std::vector<std::string> rank_names(const TraceData& d) {
+  std::vector<std::string> names;
+  for (int r = 0; r < d.ranks; ++r) names.push_back("rank " + std::to_string(r));
+  const std::string* who = d.meta_of(MetaKey::simulated_ranks);
+  if (!who) return names;
+  const nlohmann::json j = nlohmann::json::parse(*who, nullptr, false);
+  if (!j.is_array()) return names;
+  auto whole = [](const nlohmann::json& o, const char* k, long most) -> long {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() && it->get<long>() >= 0 && it->get<long>() <= most ? it->get<long>() : -1;
+  };
+  for (const nlohmann::json& e : j) {
+    if (!e.is_object()) continue;
+    const long i = whole(e, "trace_rank", long(d.ranks) - 1), g = whole(e, "rank", 1L << 30);
+    const long pp = whole(e, "pp", 1L << 30), dp = whole(e, "dp", 1L << 30), tp = whole(e, "tp", 1L << 30);
+    if (i < 0 || g < 0 || pp < 0 || dp < 0 || tp < 0) continue;
+    names[std::size_t(i)] = "rank " + std::to_string(g) + " (pp " + std::to_string(pp) + ", dp " + std::to_string(dp) + ", tp " +
+                            std::to_string(tp) + ")";
+  }
+  return names;
+}
+
 TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Event>* landed) {
   TraceIndex x;
   x.unit = unit;
@@ -98,6 +122,7 @@ TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Even
   x.busy = BusyIndex(d);
   x.edges = edges_in_order(x.transfers);
   x.reference = reference_phase(d);
+  x.rank_names = rank_names(d);
   return x;
 }
 

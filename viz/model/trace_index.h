@@ -28,6 +28,7 @@ struct TraceIndex {
   BusyIndex busy;
   std::vector<Edge> edges;  // rank pairs that exchanged data, by first transfer
   std::optional<TimeRange> reference;  // the single-rank reference phase (role part reference), if any
+  std::vector<std::string> rank_names;  // per trace rank: "rank 3", or a simulated trace's "rank 1024 (pp 1, dp 0, tp 0)"
 
   // What the cursor counts: transfers, or collectives.
   const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }
@@ -37,6 +38,11 @@ struct TraceIndex {
 int chunk_grid(const TraceData& d);
 
 using dtl::collectives_in_order;  // core/trace/steps.h
+
+// Each trace rank's name: "rank r", or for a simulated trace (meta "simulated_ranks", whose
+// entries give each trace rank's global rank and coordinates) "rank 1024 (pp 1, dp 0, tp 0)".
+// Malformed entries are left at "rank r".
+std::vector<std::string> rank_names(const TraceData& d);
 
 // The span of every phase of role part reference (kReferenceRole), or nothing.
 std::optional<TimeRange> reference_phase(const TraceData& d);
