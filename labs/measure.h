@@ -37,6 +37,13 @@ void broadcast_tensors(Comm& comm, std::vector<std::vector<float>>& tensors, int
 // Largest value over all ranks of a double (e.g. a time).
 double max_over_ranks(Comm& comm, double v);
 
+// The memory view's formula for this rank (trace meta predicted_bytes_of_rank.R): AdamW's
+// model state at 16 B/param (4+4+8 in fp32, 2+2+12 mixed) for this rank's `params`, plus the
+// `activation_bytes` the lab predicts it keeps; global rank 0 also writes how (`words`).
+// Each rank writes its own: a pipeline's stages differ. (Under MPI the merged trace keeps
+// rank 0's meta only.)
+void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words);
+
 // Model-state rows by tag against the bytes-per-parameter formula (seed 001: AdamW keeps
 // 4 + 4 + 8 B/param in fp32 and 2 + 2 + 12 in mixed precision, both 16): `params` the rank's
 // parameter count, the bytes its peaks by tag; ids `prefix`param_bytes, ...; labels end in

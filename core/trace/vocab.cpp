@@ -36,8 +36,9 @@ constexpr std::array kMetaKeyNames = {"lab",
                                       "phase_formula_text",
                                       "pipeline_simulated",
                                       "live_plots",
-                                      "micro-batches"};
-static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::micro_batches) + 1, "one name per MetaKey");
+                                      "micro-batches",
+                                      "predicted_bytes_of_rank"};
+static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::predicted_bytes_of_rank) + 1, "one name per MetaKey");
 
 template <class Enum, std::size_t N>
 const char* name_in(const std::array<const char*, N>& names, Enum e) {

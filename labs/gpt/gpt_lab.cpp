@@ -127,6 +127,8 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
 
   GptTrainingLog log;
+  publish_memory_formula(comm, double(model.num_params()), gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain),
+                         "16 B/param x the rank's parameters + activations (gpt_activation_bytes)");
   {
     const ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("training", {.part = RunPart::timed}));
     train(comm, cfg, model, mem, corpus, s, log);

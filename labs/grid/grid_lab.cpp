@@ -129,6 +129,9 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   MemoryTracker mem(world.global_rank(), world.trace());
   const Device device = rank_device(cfg.device, world);
   GridRank rank(topo, s, mem, device);
+  const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_bytes() * in_flight,
+                         "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
   GridMeasurement m;
   std::vector<double> steps;
   std::vector<float> losses;

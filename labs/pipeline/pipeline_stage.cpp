@@ -73,6 +73,12 @@ PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSet
   }
 }
 
+std::size_t PipelineStage::local_params() const {
+  std::size_t n = 0;
+  for (const Chunk& c : chunks_) n += c.model->num_params();
+  return n;
+}
+
 // An action's span in the trace (its micro-batch and chunk on the event), and its time
 // added to the step's totals: the op's and the stage's busy time.
 void PipelineStage::record(pipeline::Op op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,

@@ -34,6 +34,7 @@ class PipelineStage {
   std::vector<float> weights_on_rank0();
   int in_flight_peak() const { return in_flight_peak_; }
   MemoryTracker& memory() { return mem_; }
+  std::size_t local_params() const;  // this stage's parameters, every chunk's
   Device device() const { return device_; }
 
  private:

@@ -148,6 +148,8 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   m.regathers = model->regathers_input();
   m.predicted_activation = model->activation_bytes();
   m.activation_formula = model->activation_formula();
+  publish_memory_formula(comm, double(model->local_params()), m.predicted_activation,
+                         name + ": 16 B/param x this rank's slice + activations " + m.activation_formula);
   m.partial_replicated = model->partial_replicated_grads();
   std::vector<double> steps, comm_s;
   for (int step = 0; step < s.steps; ++step) {

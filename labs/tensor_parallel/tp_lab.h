@@ -58,6 +58,7 @@ class TpModelRun {
   // The activation bytes this rank keeps for backward, and that formula in words.
   virtual double activation_bytes() const = 0;
   virtual std::string activation_formula() const = 0;
+  virtual std::size_t local_params() const = 0;  // this rank's slice of the model
 };
 // On `device` (the rank's: rank_device), the batch's rows copied there each step.
 std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device);

@@ -45,6 +45,7 @@ class TpMlpRun final : public TpModelRun {
   std::string activation_formula() const override {
     return tp_.mode == ex::TpMode::sequence_parallel ? "4·bsh/T·(9L+1)" : "4·bsh·(L(1+8/T)+1)";
   }
+  std::size_t local_params() const override { return model_.local_params(); }
 
  private:
   TpSettings s_;
@@ -82,6 +83,7 @@ class TpGptRun final : public TpModelRun {
   bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }
   double activation_bytes() const override { return gpt_activation_bytes(gpt_config(s_), tp_.comm.size(), tp_.mode); }
   std::string activation_formula() const override { return "labs/train/gpt.h"; }
+  std::size_t local_params() const override { return model_.num_params(); }
 
  private:
   TpSettings s_;

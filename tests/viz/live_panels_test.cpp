@@ -19,6 +19,7 @@
 #include "labs/lab.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/trace_data.h"
 #include "viz/model/report_plots.h"
 
 using namespace dtl;
@@ -172,4 +173,43 @@ TEST(LivePanels, AReplaysTimelineOpensOnOneTimedStep) {
   EXPECT_GE(timeline->axis.t1, double(step->end));
   std::remove(path.c_str());
   std::remove((path + ".dtlt").c_str());
+}
+
+// Every training lab's memory view has its formula (item 8): per rank, AdamW's 16 B/param on
+// the rank's parameters plus the activations the lab predicts it keeps, checked here
+// against what each rank's tracker held at its peaks (model state and activations by tag).
+TEST(LivePanels, EveryLabsMemoryViewHasEachRanksFormula) {
+  struct Case {
+    const char* lab;
+    int ranks;
+    std::map<std::string, std::string> options;
+  };
+  for (const Case& c : {Case{"pipeline", 4, {{"micro-batches", "8"}}}, Case{"tensor_parallel", 2, {}},
+                        Case{"grid", 8, {{"dp", "2"}, {"tp", "2"}, {"pp", "2"}}}, Case{"gpt", 2, {{"steps", "5"}}}}) {
+    LabConfig cfg;
+    cfg.ranks = c.ranks;
+    for (const auto& [k, v] : c.options) cfg.options.set(k, v);
+    cfg = with_defaults(*find_lab(c.lab), cfg);
+    Trace trace(c.ranks);
+    ThreadsOptions opt;
+    opt.world_size = c.ranks;
+    opt.trace = &trace;
+    ASSERT_TRUE(run_threads(opt, [&](Comm& comm) { find_lab(c.lab)->run(comm, cfg); }).ok()) << c.lab;
+    const viz::TraceData d = viz::from_trace(trace);
+    const viz::MemoryPicture pic = viz::memory_at(d, d.t_end);
+    ASSERT_EQ(pic.formula_of_rank.size(), std::size_t(c.ranks)) << c.lab << ": no formula per rank";
+    std::vector<MemoryByTag> held(std::size_t(c.ranks));
+    for (const Event& e : trace.snapshot())
+      if (e.rank >= 0 && e.rank < c.ranks) held[std::size_t(e.rank)].apply(e);
+    for (int r = 0; r < c.ranks; ++r) {
+      const MemoryByTag& m = held[std::size_t(r)];
+      const double counted = double(m.peak[int(MemTag::param)] + m.peak[int(MemTag::grad)] + m.peak[int(MemTag::optimizer)] +
+                                    m.peak[int(MemTag::master)] + m.peak[int(MemTag::activation)]);
+      const double formula = pic.formula_of_rank[std::size_t(r)];
+      std::printf("%-16s rank %d: formula %8.1f KiB, held %8.1f KiB (model state + activations at their peaks)\n", c.lab, r,
+                  formula / 1024, counted / 1024);
+      EXPECT_NEAR(formula, counted, 0.02 * counted) << c.lab << " rank " << r;
+    }
+    EXPECT_FALSE(pic.formula_text.empty()) << c.lab;
+  }
 }

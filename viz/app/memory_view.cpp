@@ -36,6 +36,20 @@ void draw_formula(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, float w, f
   if (!pic.formula_text.empty()) dl->AddText(ImVec2(o.x + w + 10, fy + 2), yellow, pic.formula_text.c_str());
 }
 
+// Each rank's own formula (ranks that differ: a pipeline's stages), a yellow tick over its
+// bar, and how the lab got them beside the bars.
+void draw_rank_formulas(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, float w, float h, double top) {
+  const ImU32 yellow = IM_COL32(255, 220, 60, 230);
+  const float slot = w / float(pic.formula_of_rank.size()), bar = std::clamp(slot * 0.6f, 3.0f, 60.0f);
+  for (std::size_t r = 0; r < pic.formula_of_rank.size(); ++r) {
+    if (pic.formula_of_rank[r] <= 0) continue;
+    const float x = o.x + slot * (float(r) + 0.5f), fy = o.y + h - h * float(pic.formula_of_rank[r] / top);
+    dl->AddLine(ImVec2(x - bar / 2 - 6, fy), ImVec2(x + bar / 2 + 6, fy), yellow, 3.0f);
+  }
+  dl->AddText(ImVec2(o.x + w + 10, o.y), yellow, "formula per rank (yellow ticks)");
+  if (!pic.formula_text.empty()) dl->AddText(ImVec2(o.x + w + 10, o.y + ImGui::GetTextLineHeight() + 2), yellow, pic.formula_text.c_str());
+}
+
 // The byte axis on the left: tick labels and faint lines across the bars.
 void draw_axis(ImDrawList* dl, const ByteScale& scale, ImVec2 o, float w, float h) {
   for (const Tick& t : scale.ticks) {
@@ -229,7 +243,8 @@ void MemoryView::DrawAtCursor(const Frame& f) {
       dl->AddText(ImVec2(x + bar / 2 - (slot > lw + 4 ? lw / 2 : 0), o.y + h + 2), IM_COL32(210, 210, 215, 255), slot > lw + 4 ? label : label + 5);
     }
   }
-  if (pic.formula > 0) draw_formula(dl, pic, o, w, h, scale.top);
+  if (!pic.formula_of_rank.empty()) draw_rank_formulas(dl, pic, o, w, h, scale.top);
+  else if (pic.formula > 0) draw_formula(dl, pic, o, w, h, scale.top);
   ImGui::SetCursorScreenPos(ImVec2(start.x, o.y + h + line + 6));
   ImGui::Text("bars: memory at the cursor; white: each rank's peak (largest %s)%s", human_bytes(pic.largest()).c_str(),
               pic.formula > 0 ? "; yellow: the formula per rank" : "");

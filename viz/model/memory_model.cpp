@@ -38,6 +38,16 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t) {
     const double v = std::strtod(v_text->c_str(), nullptr);
     if (std::isfinite(v) && v > 0) pic.formula = v;
   }
+  // Per-rank formulas (a pipeline's stages keep different activations): each rank's own tick.
+  pic.formula_of_rank.assign(P, 0.0);
+  bool per_rank = false;
+  for (std::size_t r = 0; r < P; ++r)
+    if (auto it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, std::to_string(r))); it != d.meta.end()) {
+      pic.formula_of_rank[r] = parse_formula_bytes(it->second);
+      per_rank = per_rank || pic.formula_of_rank[r] > 0;
+    }
+  if (per_rank && pic.formula == 0) pic.formula = *std::max_element(pic.formula_of_rank.begin(), pic.formula_of_rank.end());
+  if (!per_rank) pic.formula_of_rank.clear();
   if (const std::string* text = d.meta_of(MetaKey::predicted_bytes_formula); text && pic.formula > 0)
     pic.formula_text = printable(*text, 80);
   return pic;

@@ -22,6 +22,7 @@ struct MemoryPicture {
   std::vector<MemorySample> now;    // per rank: bytes by tag at t (its last sample at or before t)
   std::vector<std::uint64_t> peak;  // per rank: the largest total over the whole run
   double formula = 0;               // predicted bytes per rank, 0 when the lab gives none
+  std::vector<double> formula_of_rank;  // per rank, where ranks differ (meta predicted_bytes_of_rank.R; 0: none)
   std::string formula_text;         // how the lab got it, or ""
   double largest() const;           // the largest peak or the formula: what the axis must reach
 };
