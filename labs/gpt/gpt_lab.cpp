@@ -61,9 +61,13 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   double seconds = 0;
   for (int step = 1; step <= s.steps; ++step) {
     const auto start = RunClock::now();
-    const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
-    const float loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
-    scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
+    float loss = 0;
+    {  // the step as a span holding its blocks: the timeline opens on one (and names it)
+      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"), step);
+      const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
+      loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
+      scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
+    }
     seconds += std::chrono::duration<double>(RunClock::now() - start).count();
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);

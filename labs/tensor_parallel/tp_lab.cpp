@@ -157,7 +157,11 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     const std::size_t mm = comm.trace()->log(comm.global_rank(), kStreamMain).size();
     const std::size_t cm = comm.trace()->log(comm.global_rank(), kStreamComm).size();
     const auto t0 = Clock::now();
-    const float loss = model->train_step(step);
+    float loss = 0;
+    {  // the step as a span holding its blocks: the timeline opens on one (and names it)
+      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"), step);
+      loss = model->train_step(step);
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     m.comm = block_collectives(comm, mm, cm);
     if (step > 0 || s.steps == 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
