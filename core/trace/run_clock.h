@@ -30,7 +30,8 @@ struct RunClock {
   static bool stepped();    // a gate is installed on this thread
   static duration stall();  // steady clock − run time on this thread (0 in a free run)
 
-  // While it lives, this thread's RunClock leaves out `gate`'s pauses (nullptr: none).
+  // While it lives, this thread keeps its own run time for `gate`'s stepped run (nullptr: a free
+  // run, the steady clock).
   class Install {
    public:
     explicit Install(const StepGate* gate);

@@ -69,8 +69,8 @@ class StepGate {
   using TimePoint = std::chrono::steady_clock::time_point;
   std::vector<std::pair<TimePoint, TimePoint>> controller_waits() const;
   std::size_t controller_wait_count() const;  // cheap: whether there are new ones
-  // Their total so far, the open one up to now: what the run's clock leaves out (RunClock,
-  // Trace::now_ns), so a stepped run measures what a free run does, not the learner's pauses.
+  // Their total so far, the open one up to now: how long the learner thought (tests read it;
+  // the run's clocks leave out more than this, each thread its own waits: core/trace/run_clock.h).
   std::chrono::nanoseconds paused() const;
 
  private:

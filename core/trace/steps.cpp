@@ -1,6 +1,8 @@
 #include "core/trace/steps.h"
 
 #include <algorithm>
+#include <climits>
+#include <iterator>
 #include <unordered_map>
 
 namespace dtl {
@@ -55,6 +57,50 @@ std::vector<Event> collectives_in_order(const std::vector<Event>& events) {
     return a.end_ns != b.end_ns ? a.end_ns < b.end_ns : a.rank < b.rank;
   });
   return out;
+}
+
+namespace {
+
+// Each rank's reference phases as sorted, merged [begin, end) ranges.
+std::unordered_map<int, std::vector<std::pair<std::int64_t, std::int64_t>>> reference_ranges(
+    const std::vector<Event>& events, const std::function<bool(const Event&)>& is_reference) {
+  std::unordered_map<int, std::vector<std::pair<std::int64_t, std::int64_t>>> spans, open;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::phase && is_reference(e)) spans[e.rank].push_back({e.begin_ns, e.end_ns});
+    if (e.kind == EventKind::mark && is_reference(e)) open[e.rank].push_back({e.begin_ns, INT64_MAX});
+  }
+  for (auto& [rank, marks] : open) {  // a begin mark whose span exists is that span
+    auto& done = spans[rank];
+    std::vector<std::int64_t> begins;
+    for (const auto& s : done) begins.push_back(s.first);
+    std::sort(begins.begin(), begins.end());
+    for (const auto& m : marks)
+      if (!std::binary_search(begins.begin(), begins.end(), m.first)) done.push_back(m);
+  }
+  for (auto& [rank, v] : spans) {
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+    for (const auto& r : v)
+      if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+      else merged.push_back(r);
+    v = std::move(merged);
+  }
+  return spans;
+}
+
+}  // namespace
+
+std::vector<Event> collective_steps(const std::vector<Event>& events, const std::function<bool(const Event&)>& is_reference) {
+  const auto ranges = reference_ranges(events, is_reference);
+  std::vector<Event> steps = collectives_in_order(events);
+  std::erase_if(steps, [&](const Event& e) {
+    const auto it = ranges.find(e.rank);
+    if (it == ranges.end()) return false;
+    const auto& v = it->second;  // the last range beginning at or before e
+    auto r = std::upper_bound(v.begin(), v.end(), std::pair{e.begin_ns, INT64_MAX});
+    return r != v.begin() && e.begin_ns < std::prev(r)->second;
+  });
+  return steps;
 }
 
 }  // namespace dtl

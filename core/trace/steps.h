@@ -49,4 +49,11 @@ class LandingOrder {
 // span before it (the training step it belongs to). `events` sorted by begin.
 std::vector<Event> collectives_in_order(const std::vector<Event>& events);
 
+// What a run stepped by collective steps through: collectives_in_order without those inside
+// a 1-rank reference phase (its groups of one move nothing; the reference trains rank 0
+// alone before the ranks start). `is_reference` says which phase spans and begin marks are
+// one; a reference still running (a begin mark without its span) lasts to the end. The
+// viewer and the terminal number their steps the same. O(events log events).
+std::vector<Event> collective_steps(const std::vector<Event>& events, const std::function<bool(const Event&)>& is_reference);
+
 }  // namespace dtl

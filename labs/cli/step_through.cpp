@@ -50,7 +50,8 @@ class StepPrinter {
     return any;
   }
   bool collectives(const std::vector<Event>& events, bool quiet) {
-    const std::vector<Event> done = collectives_in_order(events);
+    const std::vector<Event> done =  // (as the viewer: none of the 1-rank reference's)
+        collective_steps(events, [&](const Event& e) { return trace_.label_role(e.label).part == RunPart::reference; });
     const bool any = shown_ < done.size();
     for (; shown_ < done.size(); ++shown_)
       if (!quiet) print_collective(os_, shown_ + 1, done[shown_], trace_);

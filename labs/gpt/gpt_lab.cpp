@@ -63,7 +63,8 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
     const auto start = RunClock::now();
     float loss = 0;
     {  // the step as a span holding its blocks: the timeline opens on one (and names it)
-      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"), step);
+      Trace* tr = comm.trace();  // (the lab also runs untraced)
+      const ScopedSpan whole(tr, comm.global_rank(), EventKind::compute, tr ? tr->label("training step") : std::uint16_t(0), step);
       const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
       loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
       scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
@@ -72,7 +73,9 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);
     if (step % s.eval_every == 0 || step == s.steps) evaluate(step);
-    if (comm.global_rank() == 0) publish_live_plots(comm.trace(), loss_curves(log));  // a live viewer's curve so far
+    // A live viewer's curve so far: about 200 times in a run, so long runs cost no more.
+    if (comm.global_rank() == 0 && (step % std::max(1, s.steps / 200) == 0 || step == s.steps))
+      publish_live_plots(comm.trace(), loss_curves(log));
     if (step % 10 == 0 || step == s.steps) {
       char line[96];
       std::snprintf(line, sizeof line, "step %d of %d: train loss %.3f", step, s.steps, double(loss));
@@ -134,7 +137,8 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   publish_memory_formula(comm, double(model.num_params()), gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain),
                          "16 B/param x the rank's parameters + activations (gpt_activation_bytes)");
   {
-    const ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label("training", {.part = RunPart::timed}));
+    Trace* tr = comm.trace();
+    const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr ? tr->label("training", {.part = RunPart::timed}) : std::uint16_t(0));
     train(comm, cfg, model, mem, corpus, s, log);
   }
   record_memory(mem, model, log);

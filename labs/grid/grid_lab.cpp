@@ -121,21 +121,10 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
   world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
 
-}  // namespace
-
-GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s) {
-  Topology topo(world, s.grid);
-  const std::size_t main_mark = world.trace()->log(world.global_rank(), kStreamMain).size();
-  MemoryTracker mem(world.global_rank(), world.trace());
-  const Device device = rank_device(cfg.device, world);
-  GridRank rank(topo, s, mem, device);
-  const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
-  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_bytes() * in_flight,
-                         "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
-  GridMeasurement m;
-  std::vector<double> steps;
-  std::vector<float> losses;
-  // The training is a phase of its schedule (the pipeline view draws its stages' F and B).
+// The training steps, a phase of the schedule (the pipeline view draws its stages' F and B;
+// the checks after it are not in it): each step's time (the first warms up) and loss.
+void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridRank& rank, GridMeasurement& m,
+                 std::vector<double>& steps, std::vector<float>& losses) {
   const ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase,
                          world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
   for (int step = 0; step < s.steps; ++step) {
@@ -150,6 +139,23 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
     losses.push_back(loss);
     m.mine.bytes = axis_bytes(world, mm, cm, s.grid);  // the last step's
   }
+}
+
+}  // namespace
+
+GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s) {
+  Topology topo(world, s.grid);
+  const std::size_t main_mark = world.trace()->log(world.global_rank(), kStreamMain).size();
+  MemoryTracker mem(world.global_rank(), world.trace());
+  const Device device = rank_device(cfg.device, world);
+  GridRank rank(topo, s, mem, device);
+  const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_bytes() * in_flight,
+                         "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
+  GridMeasurement m;
+  std::vector<double> steps;
+  std::vector<float> losses;
+  train_steps(world, cfg, s, rank, m, steps, losses);
   if (s.steps == 1) m.last_loss = m.first_loss;
   GridRankFigures& f = m.mine;
   f.predicted = predicted_bytes(s, topo, rank);

@@ -6,7 +6,7 @@
 // pseudo-terminal by util-linux's `script`).
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <cstdlib>
 #include <string>
 
 #include "tests/cli/cli_util.h"
@@ -70,6 +70,7 @@ TEST(StepCli, ThePipelineGrowsATextGantt) {
 
 // On a terminal: two Enters move two collectives, 'c' runs to the end without printing more.
 TEST(StepCli, EnterStepsAndCContinuesOnATerminal) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "util-linux's script (a pseudo-terminal) is not installed";
   const CliOutput o = dtl::test::run_dtlab_shell("printf '\\n\\nc\\n' | script -qec '" + std::string(DTLAB_EXE) +
                                                  " run ddp --ranks 2 --steps 2 --step' /dev/null");
   ASSERT_EQ(o.code, 0) << o.err << o.out;

@@ -164,8 +164,8 @@ TEST(CollectivesView, AReplayCountsEachRunApartAndNamesTheChecks) {
   const std::vector<RunSeen> runs = step_to_the_end(app, gui);
   print(runs);
   ASSERT_EQ(runs.size(), 3u) << "the traced run, one timed run, the identity check";
-  EXPECT_NE(runs[0].last.run.find("ring all_reduce · timed run 1 of 2"), std::string::npos) << runs[0].last.run;
-  EXPECT_NE(runs[1].last.run.find("ring all_reduce · timed run 2 of 2"), std::string::npos) << runs[1].last.run;
+  EXPECT_NE(runs[0].last.run.find("ring all_reduce · run 1 of 2"), std::string::npos) << runs[0].last.run;
+  EXPECT_NE(runs[1].last.run.find("ring all_reduce · run 2 of 2"), std::string::npos) << runs[1].last.run;
   EXPECT_EQ(runs[2].last.run.rfind("identity check", 0), 0u) << runs[2].last.run;
   for (const RunSeen& r : runs) {
     EXPECT_EQ(r.last.most_sent, r.last.predicted) << r.last.run << ": counted over its own run";

@@ -57,7 +57,7 @@ void TimelineView::Fit(const Frame& f, float x0, float width) {
   axis.width = width;
   if ((fitted && !follow) || d.t_end <= d.t_begin) return;
   if (!fitted && !f.session.live() && start_zoom <= 1) {  // a replay opens on one timed step
-    if (const std::optional<TimeRange> step = first_timed_step(d)) {
+    if (const std::optional<TimeRange>& step = f.session.index().first_step) {
       ShowRange(double(step->begin), double(step->end));
       fitted = true, follow = false, one_step = true;
       return;
@@ -94,7 +94,7 @@ void TimelineView::DrawHeader(const Frame& f) {
   legend_swatch(kind_color(EventKind::phase), "phase");
   legend_swatch(IM_COL32(200, 70, 70, 90), "idle");
   ImGui::Checkbox("arrows", &show_flows);
-  if (const std::optional<TimeRange> step = f.session.live() ? std::nullopt : first_timed_step(d)) {
+  if (const std::optional<TimeRange>& step = f.session.index().first_step; step && !f.session.live()) {
     ImGui::SameLine();
     if (ImGui::SmallButton(one_step ? "show the whole run" : "show one timed step")) {
       one_step = !one_step;
@@ -146,24 +146,27 @@ void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
 // spans below belong to ("naive", "bucketed", "ZeRO-2", "1f1b", "tp+sp"). Returns its height.
 float TimelineView::DrawPhaseStrip(const Frame& f, ImVec2 top) {
   const TraceData& d = f.session.data();
+  const std::vector<std::uint32_t>& phases = f.session.index().rank0_phases;  // by begin
+  if (phases.empty()) return 0;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float h = ImGui::GetTextLineHeight() + 4;
-  bool any = false;
-  int shade = 0;
-  for (const Event& e : d.events) {
-    if (e.kind != EventKind::phase || e.rank != 0) continue;
-    any = true;
+  float last_x = -1e9f;  // a phase narrower than a few pixels after another is not drawn (cost follows pixels)
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    const Event& e = d.events[phases[k]];
+    if (double(e.begin_ns) > axis.t1) break;
     const float a = std::max(axis.x0, axis.to_x(double(e.begin_ns))), b = std::min(axis.x0 + axis.width, axis.to_x(double(e.end_ns)));
-    if (b <= a) continue;
-    dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + h - 2), shade++ % 2 ? IM_COL32(70, 72, 86, 255) : IM_COL32(56, 58, 70, 255), 3.0f);
+    if (b <= a || (b - a < 3 && a - last_x < 3)) continue;
+    last_x = b;
+    dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + h - 2), k % 2 ? IM_COL32(70, 72, 86, 255) : IM_COL32(56, 58, 70, 255), 3.0f);
+    if (b - a < 12) continue;
     const std::string name = d.label(e.label), why = role_purpose(d.role(e));
     const std::string text = why.empty() ? name : name + " (" + why + ")";
     dl->PushClipRect(ImVec2(a, top.y), ImVec2(b, top.y + h), true);
     dl->AddText(ImVec2(a + 4, top.y + 1), IM_COL32(225, 225, 232, 255), text.c_str());
     dl->PopClipRect();
   }
-  if (any) dl->AddText(ImVec2(top.x + 10, top.y + 1), IM_COL32(170, 170, 180, 255), "rank 0's phases");
-  return any ? h + 2 : 0;
+  dl->AddText(ImVec2(top.x + 10, top.y + 1), IM_COL32(170, 170, 180, 255), "rank 0's phases");
+  return h + 2;
 }
 
 void TimelineView::Draw(const Frame& f) {

@@ -156,7 +156,10 @@ PipelineStages pipeline_stages(const TraceData& d) {
           coord[std::size_t(whole(e, "trace_rank"))] = {whole(e, "pp"), whole(e, "dp"), whole(e, "tp")};
   } else if (const std::string* grid = d.meta_of(MetaKey::grid)) {
     const nlohmann::json g = nlohmann::json::parse(*grid, nullptr, false);
-    auto axis = [&](const char* k) { return g.is_object() && g.contains(k) && g[k].is_number_integer() ? g[k].get<long>() : 0L; };
+    auto axis = [&](const char* k) {  // each within the ranks, so the product cannot overflow
+      const long v = g.is_object() && g.contains(k) && g[k].is_number_integer() ? g[k].get<long>() : 0L;
+      return v >= 1 && v <= P ? v : 0L;
+    };
     const long dp = axis("dp"), tp = axis("tp"), pp = axis("pp");
     if (dp >= 1 && tp >= 1 && pp >= 1 && dp * tp * pp == P)
       for (long r = 0; r < P; ++r) coord[std::size_t(r)] = {r / (dp * tp), (r / tp) % dp, r % tp};

@@ -46,49 +46,44 @@ std::optional<TimeRange> first_timed_step(const TraceData& d) {
   return TimeRange{it->second, next == first_begin.end() ? ph.end : next->second};
 }
 
+namespace {
+
+// The timed phases' extent: their spans, and a phase begun after every recorded span ended
+// (its begin mark only: a live run inside it) reaching to the trace's end.
+std::optional<TimeRange> timed_extent(const TraceData& d) {
+  std::optional<TimeRange> r;
+  std::int64_t last_span_end = INT64_MIN, last_mark = INT64_MIN;
+  for (const Event& e : d.events) {
+    if ((e.kind != EventKind::phase && e.kind != EventKind::mark) || d.role(e).part != RunPart::timed) continue;
+    const std::int64_t end = e.kind == EventKind::phase ? e.end_ns : e.begin_ns;
+    if (!r) r = TimeRange{e.begin_ns, end};
+    r->begin = std::min(r->begin, e.begin_ns), r->end = std::max(r->end, end);
+    if (e.kind == EventKind::phase) last_span_end = std::max(last_span_end, e.end_ns);
+    else last_mark = std::max(last_mark, e.begin_ns);
+  }
+  if (r && last_mark > last_span_end) r->end = d.t_end;
+  return r;
+}
+
+}  // namespace
+
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference) {
   TimeRange all{d.t_begin, d.t_end};
   if (show_reference || !x.reference) return all;
+  if (x.timed && x.timed->end > x.timed->begin) {
+    // The timed phases, less the reference on rank 0: the other ranks may enter theirs
+    // (and wait at its first collective) while rank 0 still runs the reference.
+    TimeRange timed{std::max(all.begin, x.timed->begin), std::min(all.end, x.timed->end)};
+    if (x.reference->end <= timed.end) timed.begin = std::max(timed.begin, x.reference->end);
+    else if (x.reference->begin >= timed.begin) timed.end = std::min(timed.end, x.reference->begin);
+    if (timed.end > timed.begin) return timed;
+  }
   const std::int64_t before = x.reference->begin - d.t_begin, after = d.t_end - x.reference->end;
   if (before <= 0 && after <= 0) return all;
   if (after >= before) all.begin = std::max(all.begin, x.reference->end);
   else all.end = std::min(all.end, x.reference->begin);
   return all;
 }
-
-namespace {
-
-// Each rank's 1-rank-reference phases; one still running in a live run (its begin mark
-// without a span yet) lasts to the end of time.
-std::vector<std::vector<TimeRange>> reference_ranges(const TraceData& d) {
-  std::vector<std::vector<TimeRange>> out(std::size_t(std::max(0, d.ranks)));
-  std::set<std::pair<int, std::int64_t>> spans;  // (rank, begin) of the finished ones
-  for (const Event& e : d.events)
-    if (e.kind == EventKind::phase && d.role(e).part == RunPart::reference && e.rank >= 0 && e.rank < d.ranks) {
-      out[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
-      spans.insert({e.rank, e.begin_ns});
-    }
-  for (const Event& e : d.events)
-    if (e.kind == EventKind::mark && d.role(e).part == RunPart::reference && e.rank >= 0 && e.rank < d.ranks &&
-        !spans.count({e.rank, e.begin_ns}))
-      out[std::size_t(e.rank)].push_back({e.begin_ns, INT64_MAX});
-  return out;
-}
-
-// The steps of a run stepped by collective, without those of its 1-rank reference (a group
-// of one moves nothing; the reference trains rank 0 alone before the ranks start).
-std::vector<Event> steps_outside_reference(const TraceData& d, std::vector<Event> collectives) {
-  const std::vector<std::vector<TimeRange>> ref = reference_ranges(d);
-  std::erase_if(collectives, [&](const Event& e) {
-    if (e.rank < 0 || e.rank >= int(ref.size())) return false;
-    for (const TimeRange& r : ref[std::size_t(e.rank)])
-      if (e.begin_ns >= r.begin && e.begin_ns < r.end) return true;
-    return false;
-  });
-  return collectives;
-}
-
-}  // namespace
 
 std::vector<std::string> rank_names(const TraceData& d) {
   std::vector<std::string> names;
@@ -116,13 +111,18 @@ TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Even
   TraceIndex x;
   x.unit = unit;
   x.transfers = landed ? *landed : transfers_in_order(d.events);
-  if (unit == StepUnit::collectives) x.collectives = steps_outside_reference(d, collectives_in_order(d.events));
+  if (unit == StepUnit::collectives)
+    x.collectives = collective_steps(d.events, [&d](const Event& e) { return d.role(e).part == RunPart::reference; });
   x.tracks = layout_tracks(d);
   x.chunk_timeline = ChunkTimeline(x.transfers, std::max(1, d.ranks), chunk_grid(d));
   x.busy = BusyIndex(d);
   x.edges = edges_in_order(x.transfers);
   x.reference = reference_phase(d);
   x.rank_names = rank_names(d);
+  x.timed = timed_extent(d);
+  x.first_step = first_timed_step(d);
+  for (std::uint32_t i = 0; i < d.events.size(); ++i)
+    if (d.events[i].kind == EventKind::phase && d.events[i].rank == 0) x.rank0_phases.push_back(i);
   return x;
 }
 

@@ -29,6 +29,9 @@ struct TraceIndex {
   std::vector<Edge> edges;  // rank pairs that exchanged data, by first transfer
   std::optional<TimeRange> reference;  // the single-rank reference phase (role part reference), if any
   std::vector<std::string> rank_names;  // per trace rank: "rank 3", or a simulated trace's "rank 1024 (pp 1, dp 0, tp 0)"
+  std::optional<TimeRange> timed;       // from the first timed phase's begin to the last one's end (a running one: the trace's)
+  std::optional<TimeRange> first_step;  // first_timed_step(): where a replay's timeline opens
+  std::vector<std::uint32_t> rank0_phases;  // rank 0's phase spans (indices into events, by begin): the timeline's strip
 
   // What the cursor counts: transfers, or collectives.
   const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }
@@ -47,10 +50,11 @@ std::vector<std::string> rank_names(const TraceData& d);
 // The span of every phase of role part reference (kReferenceRole), or nothing.
 std::optional<TimeRange> reference_phase(const TraceData& d);
 
-// The time the timeline fits: the whole trace, or, with the reference hidden, the run on
-// the longer side of it: after it (most labs run their 1-rank reference before the ranks
-// train, and it would fill the timeline) or before it (the grid lab checks afterwards).
-// A reference that fills the trace is not hidden.
+// The time the timeline fits: the whole trace, or, with the reference hidden, the timed
+// phases (from the first one's begin to the last one's end; one still running: to the
+// trace's end), set-up and checks around them out of view; a trace without timed phases:
+// the run on the longer side of the reference (most labs run it before the ranks train,
+// the grid lab checks afterwards). A reference that fills the trace is not hidden.
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
 
 // Where a replay's timeline opens: one training step of the run's first timed phase (the
@@ -59,7 +63,7 @@ TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_referen
 // numbered steps (the collectives lab) opens on its first timed phase. Nothing timed: none.
 std::optional<TimeRange> first_timed_step(const TraceData& d);
 
-// `landed`: a live, stepped run's transfers in the order they landed (core/trace/chunk_state.h's
+// `landed`: a live, stepped run's transfers in the order they landed (core/trace/steps.h's
 // LandingOrder); without it, the trace's receives by end time.
 TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers, const std::vector<Event>* landed = nullptr);
 

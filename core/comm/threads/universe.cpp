@@ -1,5 +1,6 @@
 #include "core/comm/threads/universe.h"
 
+#include <algorithm>
 #include <system_error>
 
 #include "core/trace/run_clock.h"
@@ -294,6 +295,14 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
   if (last) {  // everyone has arrived: wake the members sleeping on their own rank's condvar
     u.note_progress();
     for (int m : members) u.wake(m);
+    // The last to arrive in real time need not be the latest in run time (a stepped run's
+    // threads keep their own): it too goes on from the latest arrival.
+    RunClock::time_point at = RunClock::now();
+    {
+      std::lock_guard lock(mu_);
+      at = std::max(at, released_at_);  // (never back: if it was the latest, its own clock stands)
+    }
+    RunClock::resume_at(at);
     return;
   }
   try {

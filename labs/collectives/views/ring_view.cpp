@@ -144,8 +144,9 @@ void outline_landed(ImDrawList* dl, const Event& e, const std::vector<Vec2>& pos
 
 std::string run_title(const CollectiveRun& run) {
   std::string t = run.name;
+  // The checked run first, then the repetitions the report times (warm-up included).
   if (run.role.part == RunPart::timed)
-    t += run.repeats > 1 ? " · timed run " + std::to_string(run.repeat) + " of " + std::to_string(run.repeats) : " · traced run";
+    t += run.repeats > 1 ? " · run " + std::to_string(run.repeat) + " of " + std::to_string(run.repeats) : " · traced run";
   return t;
 }
 

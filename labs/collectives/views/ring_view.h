@@ -27,7 +27,7 @@ std::vector<Vec2> shape_positions(RunShape shape, int P, float x0, float y0, flo
 struct RingView final : Panel {
   // What the last frame showed (tests read it): the run, its formula, its counters.
   struct Shown {
-    std::string run;            // "ring all_reduce · timed run 1 of 7"
+    std::string run;            // "ring all_reduce · run 1 of 7" (the checked run, then the timed repetitions)
     std::string formula;        // "2(P-1)/P·N = 1.5 KiB" ("" when the run's kind is unknown)
     double most_sent = 0;       // bytes the busiest rank sent in this run so far
     double predicted = 0;       // the formula's bytes per rank
