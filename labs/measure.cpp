@@ -122,10 +122,11 @@ void add_model_state_rows(Report& rep, const std::string& prefix, const std::str
       .predict(16.0, precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
 }
 
-void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words) {
+void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words, const Role* phase) {
   Trace* tr = comm.trace();
   if (!tr) return;
-  tr->set_meta(meta_key_name(MetaKey::predicted_bytes_of_rank, std::to_string(comm.global_rank())),
+  const std::string rank = std::to_string(comm.global_rank());
+  tr->set_meta(meta_key_name(MetaKey::predicted_bytes_of_rank, phase ? role_key(*phase) + "." + rank : rank),
                std::to_string(16.0 * params + activation_bytes));
   if (comm.global_rank() == 0) tr->set_meta(MetaKey::predicted_bytes_formula, words);
 }

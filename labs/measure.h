@@ -42,7 +42,11 @@ double max_over_ranks(Comm& comm, double v);
 // `activation_bytes` the lab predicts it keeps; global rank 0 also writes how (`words`).
 // Each rank writes its own: a pipeline's stages differ. (Under MPI the merged trace keeps
 // rank 0's meta only.)
-void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words);
+// With `phase` (a run of several phases that differ: the pipeline's --schedule all), the
+// formula is that phase's (predicted_bytes_of_rank.<role_key>.R): the view shows the one of
+// the phase at its cursor.
+void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words,
+                            const Role* phase = nullptr);
 
 // Model-state rows by tag against the bytes-per-parameter formula (seed 001: AdamW keeps
 // 4 + 4 + 8 B/param in fp32 and 2 + 2 + 12 in mixed precision, both 16): `params` the rank's

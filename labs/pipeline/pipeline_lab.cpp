@@ -154,8 +154,10 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
                    comm.trace()->label(name, Role{.part = RunPart::timed, .schedule = kind}));
   PipelineStage stage(comm, cfg, s, sched);
+  const Role schedule_role{.part = RunPart::timed, .schedule = kind};
   publish_memory_formula(comm, double(stage.local_params()), predicted_activation_peak(s, sched, comm.rank()),
-                         name + ": 16 B/param x the stage's parameters + its micro-batches in flight x their activations");
+                         "16 B/param x the stage's parameters + its micro-batches in flight x their activations (the schedule's)",
+                         &schedule_role);
   PipelineMeasurement m;
   m.kind = kind;
   m.chunks = sched.config.chunks;

@@ -213,3 +213,31 @@ TEST(LivePanels, EveryLabsMemoryViewHasEachRanksFormula) {
     EXPECT_FALSE(pic.formula_text.empty()) << c.lab;
   }
 }
+
+// With --schedule all each schedule keeps its own micro-batches in flight: the memory view's
+// ticks at the cursor are the formula of the schedule running there (GPipe's first stage holds
+// all M micro-batches, 1F1B's P), not the last schedule's for every one.
+TEST(LivePanels, EachSchedulesFormulaShowsInsideItsPhase) {
+  constexpr int P = 2;
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.options.set("schedule", "all");
+  cfg.options.set("micro-batches", "8");
+  cfg = with_defaults(*find_lab("pipeline"), cfg);
+  Trace trace(P);
+  ThreadsOptions opt;
+  opt.world_size = P;
+  opt.trace = &trace;
+  ASSERT_TRUE(run_threads(opt, [&](Comm& c) { find_lab("pipeline")->run(c, cfg); }).ok());
+  const viz::TraceData d = viz::from_trace(trace);
+  std::map<std::string, double> stage0;  // schedule → rank 0's formula inside its phase
+  for (const Event& e : d.events)
+    if (e.kind == EventKind::phase && e.rank == 0 && d.role(e).schedule) {
+      const viz::MemoryPicture pic = viz::memory_at(d, (e.begin_ns + e.end_ns) / 2);
+      ASSERT_EQ(pic.formula_of_rank.size(), std::size_t(P));
+      stage0[d.label(e.label)] = pic.formula_of_rank[0];
+    }
+  ASSERT_TRUE(stage0.count("gpipe") && stage0.count("1f1b")) << "phases found: " << stage0.size();
+  std::printf("stage 0's formula: gpipe %.1f KiB, 1f1b %.1f KiB\n", stage0["gpipe"] / 1024, stage0["1f1b"] / 1024);
+  EXPECT_GT(stage0["gpipe"], stage0["1f1b"]) << "GPipe keeps M = 8 micro-batches in flight on stage 0, 1F1B P = 2";
+}

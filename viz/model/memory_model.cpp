@@ -21,6 +21,27 @@ double MemoryPicture::largest() const {
   return m;
 }
 
+namespace {
+
+// Per rank: the role key of the phase it last began at or before t ("" for none), where the
+// trace has per-phase formulas (meta predicted_bytes_of_rank.<role key>.R) at all.
+std::vector<std::string> phase_keys_at(const TraceData& d, std::int64_t t) {
+  const std::size_t P = std::size_t(std::max(0, d.ranks));
+  std::vector<std::string> keys(P);
+  const std::string prefix = meta_key_name(MetaKey::predicted_bytes_of_rank, "");
+  bool per_phase = false;
+  for (auto it = d.meta.lower_bound(prefix); it != d.meta.end() && it->first.starts_with(prefix); ++it)
+    per_phase = per_phase || it->first.find('=') != std::string::npos;
+  if (!per_phase) return keys;
+  for (const Event& e : d.events) {  // sorted by begin
+    if (e.begin_ns > t) break;
+    if (e.kind == EventKind::mark && e.rank >= 0 && std::size_t(e.rank) < P && !d.role(e).empty()) keys[std::size_t(e.rank)] = role_key(d.role(e));
+  }
+  return keys;
+}
+
+}  // namespace
+
 MemoryPicture memory_at(const TraceData& d, std::int64_t t) {
   MemoryPicture pic;
   const std::size_t P = std::size_t(std::max(0, d.ranks));
@@ -38,14 +59,19 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t) {
     const double v = std::strtod(v_text->c_str(), nullptr);
     if (std::isfinite(v) && v > 0) pic.formula = v;
   }
-  // Per-rank formulas (a pipeline's stages keep different activations): each rank's own tick.
+  // Per-rank formulas (a pipeline's stages keep different activations): each rank's own
+  // tick, the one of the phase the rank is in at t where the lab gave one per phase.
   pic.formula_of_rank.assign(P, 0.0);
+  const std::vector<std::string> phase_key = phase_keys_at(d, t);
   bool per_rank = false;
-  for (std::size_t r = 0; r < P; ++r)
-    if (auto it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, std::to_string(r))); it != d.meta.end()) {
-      pic.formula_of_rank[r] = parse_formula_bytes(it->second);
-      per_rank = per_rank || pic.formula_of_rank[r] > 0;
-    }
+  for (std::size_t r = 0; r < P; ++r) {
+    auto it = d.meta.end();
+    if (!phase_key[r].empty()) it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, phase_key[r] + "." + std::to_string(r)));
+    if (it == d.meta.end()) it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, std::to_string(r)));
+    if (it == d.meta.end()) continue;
+    pic.formula_of_rank[r] = parse_formula_bytes(it->second);
+    per_rank = per_rank || pic.formula_of_rank[r] > 0;
+  }
   if (per_rank && pic.formula == 0) pic.formula = *std::max_element(pic.formula_of_rank.begin(), pic.formula_of_rank.end());
   if (!per_rank) pic.formula_of_rank.clear();
   if (const std::string* text = d.meta_of(MetaKey::predicted_bytes_formula); text && pic.formula > 0)
