@@ -17,12 +17,21 @@ void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& 
   ReportRow& idle = rep.rows.back();
   if (zb) idle.predict(m.simulated_bubble, "simulator");
   else idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
+  const double formula = *idle.predicted;  // (before the next add: it may move the rows)
   // Relative to the useful compute, (P−1)/(v·M): Megatron-LM's and the Ultra-Scale Playbook's form.
   const double b = m.bubble.median;
   rep.add(n + "bubble_vs_compute", "bubble relative to compute (idle / busy)", b < 1 ? b / (1 - b) : 0, "")
       .predict(zb ? m.simulated_bubble / (1 - m.simulated_bubble) : pipeline::bubble_vs_compute(P, M, v),
                zb ? "simulator" : v > 1 ? "(P-1)/(vM)" : "(P-1)/M");
   rep.add(n + "bubble_simulated", "bubble the simulator gives for this run's action times", m.simulated_bubble, "");
+  // Without --compute-us an action's compute here is about as short as a hand-off between
+  // threads: the stages then wait on hand-offs, not on the schedule's fill and drain.
+  if (s.forward_us <= 0 && b - formula > 0.1)
+    rep.notes.push_back(std::string(pipeline::schedule_name(m.kind)) + "'s measured bubble " + format_number(b) + " is not the formula's " +
+                        format_number(formula) + " (the simulator, with this run's action times: " + format_number(m.simulated_bubble) +
+                        "): each action's compute here is about as short as handing a micro-batch to the next stage's thread, "
+                        "so stages wait on hand-offs, not on the schedule. --compute-us 2000 makes each F last 2 ms and each B "
+                        "4 ms, as a GPU's compute dwarfs a hand-off, and the measured bubble is the schedule's.");
   for (int st = 0; st < P; ++st)
     rep.add(n + "bubble_stage" + std::to_string(st), "stage " + std::to_string(st) + ": idle share", m.stage_bubble[std::size_t(st)], "");
 }

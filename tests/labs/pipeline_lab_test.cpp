@@ -76,3 +76,18 @@ TEST(PipelineLab, EmulatedTimesReproduceTheBubbleFormula) {
     EXPECT_NEAR(bubble, formula, 0.08);
   }
 }
+
+// The default run (no --compute-us) says why its bubble is not the formula's when it is not,
+// and which option shows the formula (issue 28): a note exactly when the gap is over 0.1.
+TEST(PipelineLab, ADefaultRunSaysWhyItsBubbleDiffersFromTheFormula) {
+  Trace trace(4);
+  const Report rep = run_pipeline(4, {}, trace);
+  const double measured = row(rep, "1f1b.bubble"), formula = *rep.find("1f1b.bubble")->predicted;
+  bool noted = false;
+  for (const std::string& n : rep.notes) noted = noted || n.find("--compute-us 2000") != std::string::npos;
+  std::printf("default 1F1B on 4 stages: bubble %.3f, formula %.3f, note %s\n", measured, formula, noted ? "given" : "none");
+  EXPECT_EQ(noted, measured - formula > 0.1);
+  Trace paced(4);
+  const Report with = run_pipeline(4, {{"compute-us", "2000"}}, paced);
+  for (const std::string& n : with.notes) EXPECT_EQ(n.find("--compute-us 2000"), std::string::npos) << "paced: no such note";
+}
