@@ -1,0 +1,37 @@
+# Mutants of the reference solutions (cmake -DMUTANT=name -DIN=solutions.cpp -DOUT=copy.cpp -P
+# mutate.cmake): each a mistake a learner makes that looks right where it is written — the
+# kind issue 28 met (an average divided inside the reduce-scatter passed 15/15 while its lab
+# failed). tests/CMakeLists.txt links each copy in place of the original with the lab's
+# graded suites, which must fail: the grader never passes what the lab fails.
+#
+# Each mutant replaces one anchor text of IN. When a solution changes so that an anchor is
+# gone, the mutant stops building with a message naming it: update the anchor here.
+
+if(MUTANT STREQUAL "reduce_scatter_divides")
+  # ring_reduce_scatter finishes the average itself; ring_all_reduce and the lab divide again.
+  set(anchor "    rx.wait();\n    tx.wait();\n  }\n}\n\nvoid ring_all_gather")
+  set(mutation "    rx.wait();\n    tx.wait();\n  }\n  const ChunkRange own = chunk_range(buf.count, P, r);\n  finish_average(buf.at(own.offset), own.count, buf.dtype, op, P);\n}\n\nvoid ring_all_gather")
+elseif(MUTANT STREQUAL "all_reduce_never_averages")
+  # ring_all_reduce forgets the one division of an average (a sum passes every sum test).
+  set(anchor "  finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);\n  ring_all_gather(comm, buf);")
+  set(mutation "  (void)mine;\n  ring_all_gather(comm, buf);")
+elseif(MUTANT STREQUAL "naive_averages_twice")
+  # Every rank averages what the root already averaged.
+  set(anchor "    comm.recv(buf.data, buf.bytes(), 0, kTagNaiveBroadcast + r - 1, whole(P - 1 + r - 1, P));\n")
+  set(mutation "    comm.recv(buf.data, buf.bytes(), 0, kTagNaiveBroadcast + r - 1, whole(P - 1 + r - 1, P));\n    finish_average(buf.data, buf.count, buf.dtype, op, P);\n")
+elseif(MUTANT STREQUAL "all_gather_equal_chunks")
+  # ring_all_gather sizes every chunk count / P, as if the count always divided: the last
+  # elements of an uneven buffer never move.
+  set(anchor "    const ChunkRange out = chunk_range(buf.count, P, send_chunk), in = chunk_range(buf.count, P, recv_chunk);\n    Request rx = comm.irecv(")
+  set(mutation "    const std::size_t equal = buf.count / std::size_t(P);\n    const ChunkRange out{std::size_t(send_chunk) * equal, equal}, in{std::size_t(recv_chunk) * equal, equal};\n    Request rx = comm.irecv(")
+else()
+  message(FATAL_ERROR "mutate.cmake: no mutant '${MUTANT}'")
+endif()
+
+file(READ "${IN}" text)
+string(FIND "${text}" "${anchor}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "mutant ${MUTANT}: its anchor is no longer in ${IN}; update tests/grade/mutate.cmake")
+endif()
+string(REPLACE "${anchor}" "${mutation}" text "${text}")
+file(WRITE "${OUT}" "${text}")
