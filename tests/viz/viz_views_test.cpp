@@ -513,11 +513,14 @@ TEST(DdpTrace, PerLayerSpansBucketStepsFormulaAndNoEmptyRank) {
   EXPECT_DOUBLE_EQ(end.formula, 16 * params);
   EXPECT_NE(end.formula_text.find("16 B/param"), std::string::npos);
   for (int r = 0; r < 4; ++r) EXPECT_GE(double(end.peak[std::size_t(r)]), 16 * params) << "rank " << r;
-  // The reference phase is hidden, and at the first bucket all-reduce every rank (rank 0
-  // too, which ran the reference first) holds its model: no empty bar.
+  // The reference phase is hidden: the view opens on the timed phases, never before rank 0's
+  // reference ends (the other ranks enter theirs and wait while rank 0 still runs it); and
+  // at the first bucket all-reduce every rank (rank 0 too) holds its model: no empty bar.
   const TimeRange shown = shown_range(d, x, false);
   ASSERT_TRUE(x.reference);
-  EXPECT_EQ(shown.begin, x.reference->end);
+  ASSERT_TRUE(x.timed);
+  EXPECT_EQ(shown.begin, std::max(x.reference->end, x.timed->begin));
+  EXPECT_EQ(shown.end, x.timed->end);
   const auto first_bucket = std::find_if(x.steps().begin(), x.steps().end(),
                                          [&](const Event& e) { return d.label(e.label) == "all_reduce" && e.bytes > 64; });
   ASSERT_NE(first_bucket, x.steps().end());
