@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/util/files.h"
 #include "exercises/hints.h"
+#include "exercises/track.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/grade_messages.h"
 #include "labs/cli/validators.h"
@@ -82,7 +83,7 @@ GradeProgramRun run_grade_program(const std::string& filter) {
 // signal and the program's last words, and the others run again without it, so one crash
 // costs its own exercise only.
 nlohmann::json run_graded_tests(const std::string& filter, const std::string& what) {
-  std::cerr << "grading " << what << " (track " << DTL_TRACK_NAME << ")...\n";
+  std::cerr << "grading " << what << " (track " << ex::track_name() << ")...\n";
   nlohmann::json crashed = nlohmann::json::array();
   std::string excluded;
   for (int attempt = 0; attempt < 64; ++attempt) {
@@ -198,7 +199,7 @@ int run_grade(const std::string& only, int hint_level, const std::string& json_p
   }
   if (chosen.empty()) throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
   const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
-  return report_scores(score(results, chosen), DTL_TRACK_NAME, hint_level, json_path);
+  return report_scores(score(results, chosen), ex::track_name(), hint_level, json_path);
 #endif
 }
 

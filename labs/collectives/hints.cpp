@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 8> kHints = {{
+constexpr std::array<ExerciseHints, 8> kCollectivesHints = {{
     {"naive_all_reduce",
      {"Everything goes through one rank. Rank 0 collects every other rank's buffer, combines each into its own, "
       "then hands the finished buffer back to every rank. It works, but rank 0's link carries (P-1)·N bytes each "
@@ -110,6 +110,6 @@ constexpr std::array<ExerciseHints, 8> kHints = {{
 
 }  // namespace
 
-std::span<const ExerciseHints> collectives_hints() { return kHints; }
+std::span<const ExerciseHints> collectives_hints() { return kCollectivesHints; }
 
 }  // namespace dtl::ex

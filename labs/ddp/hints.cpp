@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 5> kHints = {{
+constexpr std::array<ExerciseHints, 5> kDdpHints = {{
     {"assign_buckets",
      {"DDP does not all-reduce each gradient alone: it groups layers into buckets (25 MiB by default in PyTorch) "
       "and all-reduces a bucket as soon as backward has produced all of its gradients. Backward runs from the "
@@ -62,6 +62,6 @@ constexpr std::array<ExerciseHints, 5> kHints = {{
 
 }  // namespace
 
-std::span<const ExerciseHints> ddp_hints() { return kHints; }
+std::span<const ExerciseHints> ddp_hints() { return kDdpHints; }
 
 }  // namespace dtl::ex

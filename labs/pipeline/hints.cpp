@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 2> kHints = {{
+constexpr std::array<ExerciseHints, 2> kPipelineHints = {{
     {"one_f_one_b",
      {"GPipe runs every forward before any backward, so a stage holds the activations of all M micro-batches. "
       "1F1B starts each micro-batch's backward as early as the pipeline allows: after a short warm-up a stage "
@@ -40,6 +40,6 @@ constexpr std::array<ExerciseHints, 2> kHints = {{
 
 }  // namespace
 
-std::span<const ExerciseHints> pipeline_hints() { return kHints; }
+std::span<const ExerciseHints> pipeline_hints() { return kPipelineHints; }
 
 }  // namespace dtl::ex

@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 6> kHints = {{
+constexpr std::array<ExerciseHints, 6> kTensorParallelHints = {{
     {"tp_slices",
      {"Tensor parallelism splits each weight matrix across the T ranks of a group instead of copying it. The "
       "curriculum draws Y = X·W cut into vertical or horizontal strips. Here W is nn.Linear's [out × in]: a "
@@ -95,6 +95,6 @@ constexpr std::array<ExerciseHints, 6> kHints = {{
 
 }  // namespace
 
-std::span<const ExerciseHints> tensor_parallel_hints() { return kHints; }
+std::span<const ExerciseHints> tensor_parallel_hints() { return kTensorParallelHints; }
 
 }  // namespace dtl::ex

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "labs/train/gpt.h"
+#include "labs/train/splitmix.h"
 
 namespace dtl {
 
@@ -112,18 +113,9 @@ std::size_t Gpt::full_index(const GptTensor& t, int rank, std::size_t local) con
 }
 
 namespace {
-// A counter-based generator (SplitMix64's finalizer, Steele et al. 2014): element `index`
-// of tensor `tensor` gets its own draw, so a rank computes its slice without the rest.
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Standard normal by Box–Muller: √(−2 ln u1)·cos(2π u2), u1 in (0, 1], u2 in [0, 1).
 double normal_draw(std::uint32_t seed, std::size_t tensor, std::size_t index) {
-  const std::uint64_t a = mix(mix((std::uint64_t(seed) << 20) ^ tensor) + index), b = mix(a);
+  const std::uint64_t a = splitmix64(splitmix64((std::uint64_t(seed) << 20) ^ tensor) + index), b = splitmix64(a);
   const double u1 = (double(a >> 11) + 1.0) * 0x1.0p-53, u2 = double(b >> 11) * 0x1.0p-53;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "labs/train/splitmix.h"
 
 namespace dtl {
 
@@ -17,19 +18,6 @@ std::string_view shipped_text() {
 }
 
 std::string_view shipped_text_sources() { return corpus_data::kSources; }
-
-namespace {
-
-// splitmix64's finalizer: a counter-based generator, so the start of window (step, column)
-// needs no state and no other window drawn before it.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 TextCorpus::TextCorpus(std::string_view text, Vocab vocab) : vocab_(vocab), id_of_byte_(256, -1) {
   bool present[256] = {};
@@ -107,7 +95,7 @@ TokenBatch TextCorpus::batch(Split split, std::uint64_t step, int batch_size, in
   out.targets.resize(out.tokens.size());
   for (int b = 0; b < batch_size; ++b) {
     const std::uint64_t column = std::uint64_t(shard.rank) * std::uint64_t(batch_size) + std::uint64_t(b);
-    const std::uint64_t draw = mix(mix(mix(seed) ^ step) ^ column);
+    const std::uint64_t draw = splitmix64(splitmix64(splitmix64(seed) ^ step) ^ column);
     const std::size_t start = begin + std::size_t(draw % choices);
     out.starts.push_back(start);
     for (int s = 0; s < seq_len; ++s) {

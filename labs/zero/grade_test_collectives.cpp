@@ -17,10 +17,9 @@
 
 using namespace dtl;
 using grade::kGradedWorldSizes;
+using grade::ceil_div;
 
 namespace {
-
-std::size_t ceil_div(std::size_t n, std::size_t world) { return (n + world - 1) / world; }
 
 // ---- ranks that must not wait --------------------------------------------------------------
 

@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 5> kHints = {{
+constexpr std::array<ExerciseHints, 5> kZeroHints = {{
     {"shard_range",
      {"ZeRO removes the copies that plain data parallelism keeps on every rank: each of the N ranks owns one "
       "piece of every sharding unit and keeps the optimizer state (and from stage 2 the gradients, from stage 3 "
@@ -68,6 +68,6 @@ constexpr std::array<ExerciseHints, 5> kHints = {{
 
 }  // namespace
 
-std::span<const ExerciseHints> zero_hints() { return kHints; }
+std::span<const ExerciseHints> zero_hints() { return kZeroHints; }
 
 }  // namespace dtl::ex

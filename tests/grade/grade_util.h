@@ -86,6 +86,9 @@ inline GradedRun run_graded(int P, const std::function<void(Comm&)>& body) {
 
 // How graded messages name a case: "1 rank", "1003 floats",
 // "ring_all_reduce on 4 ranks, 1003 floats".
+// ⌈n / world⌉: the chunk each rank holds when n elements are split across the world.
+inline std::size_t ceil_div(std::size_t n, std::size_t world) { return (n + world - 1) / world; }
+
 inline std::string count_of(std::size_t n, const std::string& what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/util/units.h"
+#include "exercises/track.h"
 #include "viz/app/app.h"
 
 namespace dtl::viz {
@@ -114,7 +115,7 @@ void App::DrawRunChoices() {
     ImGui::PopID();
   }
   same_line_if_room(label_width("(code: solutions track; Restart applies)"));
-  ImGui::TextDisabled("(code: %s track; Restart applies)", DTL_TRACK_NAME);
+  ImGui::TextDisabled("(code: %s track; Restart applies)", ex::track_name());
   if (!r.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", r.error.c_str());
 }
 
