@@ -5,7 +5,7 @@
 namespace dtl {
 
 StepGate::StepGate(int n, Unit unit)
-    : blocked_(std::size_t(n), 0), finished_(std::size_t(n), 0), comm_blocked_(std::size_t(n), 0), comm_work_(std::size_t(n), 0),
+    : blocked_(std::size_t(n), 0), comm_blocked_(std::size_t(n), 0), comm_work_(std::size_t(n), 0), finished_(std::size_t(n), 0),
       unit_(unit) {}
 
 bool StepGate::quiet_locked() const {
