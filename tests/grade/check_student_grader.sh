@@ -5,6 +5,7 @@
 #   - grades 0 points and names every exercise's stub as "... is not implemented yet",
 #   - prints hint N of every exercise (in the table and in the JSON),
 #   - shows none of GoogleTest's internals (file:line, "thrown in the test body", ...),
+#   - is valid UTF-8 with no doubly encoded characters ("Â·"),
 #   - and contains no non-trivial line of labs/*/solutions.cpp;
 # and the three levels print different text. Run by tests/run_all.sh on the stubs as they
 # are in the repository (once a learner fills one in, its hint rightly disappears).
@@ -39,6 +40,12 @@ for level in 1 2 3; do
   if grep -nE '\.(cpp|h):[0-9]+|thrown in the test body|Value of:|Expected equality|Which is:|^Failed' "$out"; then
     fail "--hint $level: GoogleTest's internals in the grader's output (above)"
   fi
+  # Clean UTF-8: every byte sequence valid, and none of the marks of UTF-8 read as Latin-1
+  # and encoded again ("Â·" for "·", "Ã—" for "×", "â†’" for "→").
+  for f in "$out" "$json"; do
+    iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 || fail "--hint $level: $(basename "$f") is not valid UTF-8"
+    if grep -n 'Â\|Ã\|â€\|â†\|âˆ' "$f"; then fail "--hint $level: doubly encoded UTF-8 in $(basename "$f") (above)"; fi
+  done
   # The whole output as one line with single spaces, so a wrapped hint is searched whole.
   tr '\n' ' ' <"$out" | sed -e 's/[[:space:]]\{1,\}/ /g' >"$tmp/flat$level.txt"
   if grep -o -F -f "$tmp/solution_lines" "$tmp/flat$level.txt"; then
