@@ -230,12 +230,30 @@ TEST(LivePanels, EachSchedulesFormulaShowsInsideItsPhase) {
   opt.trace = &trace;
   ASSERT_TRUE(run_threads(opt, [&](Comm& c) { find_lab("pipeline")->run(c, cfg); }).ok());
   const viz::TraceData d = viz::from_trace(trace);
+  // Rank 0's memory by tag at its peaks inside [begin, end): what its tracker held, the
+  // reference each schedule's formula must match.
+  const std::vector<Event> events = trace.snapshot();
+  auto held_in = [&](std::int64_t begin, std::int64_t end) {
+    MemoryByTag m;
+    for (const Event& e : events)
+      if (e.rank == 0 && e.begin_ns < begin) m.apply(e);
+    std::copy(std::begin(m.bytes), std::end(m.bytes), std::begin(m.peak));  // peaks from the phase's start
+    for (const Event& e : events)
+      if (e.rank == 0 && e.begin_ns >= begin && e.begin_ns < end) m.apply(e);
+    return double(m.peak[int(MemTag::param)] + m.peak[int(MemTag::grad)] + m.peak[int(MemTag::optimizer)] +
+                  m.peak[int(MemTag::master)] + m.peak[int(MemTag::activation)]);
+  };
   std::map<std::string, double> stage0;  // schedule → rank 0's formula inside its phase
   for (const Event& e : d.events)
     if (e.kind == EventKind::phase && e.rank == 0 && d.role(e).schedule) {
       const viz::MemoryPicture pic = viz::memory_at(d, (e.begin_ns + e.end_ns) / 2);
       ASSERT_EQ(pic.formula_of_rank.size(), std::size_t(P));
-      stage0[d.label(e.label)] = pic.formula_of_rank[0];
+      const std::string schedule = d.label(e.label);
+      stage0[schedule] = pic.formula_of_rank[0];
+      const double held = held_in(e.begin_ns, e.end_ns);
+      std::printf("%-12s stage 0: formula %8.1f KiB, held %8.1f KiB inside the phase\n", schedule.c_str(), stage0[schedule] / 1024,
+                  held / 1024);
+      EXPECT_NEAR(stage0[schedule], held, 0.02 * held) << schedule;
     }
   ASSERT_TRUE(stage0.count("gpipe") && stage0.count("1f1b")) << "phases found: " << stage0.size();
   std::printf("stage 0's formula: gpipe %.1f KiB, 1f1b %.1f KiB\n", stage0["gpipe"] / 1024, stage0["1f1b"] / 1024);

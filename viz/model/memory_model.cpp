@@ -31,7 +31,7 @@ std::vector<std::string> phase_keys_at(const TraceData& d, std::int64_t t) {
   const std::string prefix = meta_key_name(MetaKey::predicted_bytes_of_rank, "");
   bool per_phase = false;
   for (auto it = d.meta.lower_bound(prefix); it != d.meta.end() && it->first.starts_with(prefix); ++it)
-    per_phase = per_phase || it->first.find('=') != std::string::npos;
+    per_phase = per_phase || it->first.find('=') != std::string::npos;  // role keys read "schedule=1f1b"
   if (!per_phase) return keys;
   for (const Event& e : d.events) {  // sorted by begin
     if (e.begin_ns > t) break;
