@@ -100,10 +100,18 @@ ClusterSpec cluster_preset(std::string_view name) {
     c.intra = {5e-6, 600e9};
     c.inter = {10e-6, 25e9};
     c.peak_flops = 312e12;  // bf16 dense
+    c.memory_Bps = 2.039e12;
+    c.sms = 108;
+    c.spec_source = "A100 80GB SXM: 312 TFLOP/s bf16 dense and 2,039 GB/s HBM2e (NVIDIA A100 datasheet, 2021); "
+                    "108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020)";
   } else if (name == "h100-80gb") {
     c.intra = {5e-6, 900e9};
     c.inter = {10e-6, 50e9};
     c.peak_flops = 989e12;  // bf16 dense, SXM
+    c.memory_Bps = 3.35e12;
+    c.sms = 132;
+    c.spec_source = "H100 SXM5 80GB: 989 TFLOP/s bf16 dense and 3.35 TB/s HBM3 (NVIDIA H100 datasheet, 2023); "
+                    "132 SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022)";
   } else {
     throw UsageError("unknown cluster '" + std::string(name) + "'; the presets are " + joined(cluster_preset_names()));
   }

@@ -72,6 +72,13 @@ struct ClusterSpec {
   double gpu_memory = 80e9;  // bytes (GB = 1e9, as the curriculum counts "80 GB")
   Link intra, inter;         // NVLink / InfiniBand, per GPU
   double peak_flops = 312e12;
+  // The GPU for compute from shapes (core/theory/kernel_time.h): HBM bandwidth, SMs, and the
+  // output tile one thread block of a large 16-bit GEMM computes (CUTLASS's and cuBLAS's
+  // common 128 × 128: an assumption, not a documented figure), with where each came from.
+  double memory_Bps = 2.039e12;
+  int sms = 108;
+  int tile_m = 128, tile_n = 128;
+  std::string spec_source;
 };
 // "a100-80gb", "h100-80gb" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
 ClusterSpec cluster_preset(std::string_view name);

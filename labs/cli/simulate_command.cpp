@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/theory/kernel_time.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
@@ -33,6 +34,7 @@ struct SimulateArgs {
   PlanArgs plan;
   int steps = 2;
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
+  std::string compute = "roofline";
   bool calibrate = false;
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
@@ -52,7 +54,31 @@ std::string calibration_words() {
   return buf;
 }
 
-Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks) {
+// The compute model's own rows: one layer's time from its shapes and how much of the peak
+// those shapes reach, and the FLOP/s per GPU a published run would quote (model FLOPs, and
+// hardware FLOPs counting the recomputed forward).
+void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, sim::ComputeModel compute) {
+  const double gpus = pl.cluster.gpus, per_gpu = r.step_s > 0 ? pl.tokens_per_step / (r.step_s * gpus) : 0;
+  rep.add("sim.model_tflops", "model TFLOP/s per GPU (6Ψ + 12·L·h·s per token)", per_gpu * pl.model_flops_per_token / 1e12,
+          "TFLOP/s");
+  rep.add("sim.hardware_tflops", "hardware TFLOP/s per GPU (with the recomputed forward)",
+          per_gpu * pl.hardware_flops_per_token / 1e12, "TFLOP/s");
+  if (compute != sim::ComputeModel::roofline) return;
+  const th::LayerTime l =
+      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute);
+  th::KernelTime gemms = l.forward_gemm;
+  gemms += l.backward_gemm;
+  char from[160];
+  std::snprintf(from, sizeof from, "roofline: GEMMs %s + memory-bound %s", format_value(l.forward_gemm.seconds, "s").c_str(),
+                format_value(l.forward_memory.seconds, "s").c_str());
+  rep.add("sim.layer_forward", "one layer's forward, one micro-batch, one GPU", l.forward_s(), "s").source = from;
+  rep.add("sim.layer_backward", "one layer's backward (with any recomputation)", l.backward_s(), "s").source = "roofline";
+  rep.add("sim.gemm_share", "a layer's GEMMs: useful FLOPs / (time · peak)", 100 * th::achieved_share(pl.cluster, gemms), "%")
+      .source = "tile and wave quantization";
+}
+
+Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
+                       sim::ComputeModel compute_model) {
   Report rep;
   rep.lab = "simulate";
   rep.backend = pl.cluster.name;
@@ -81,11 +107,19 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source = std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo);
   rep.add("sim.tokens_per_s", "tokens/s", r.tokens_per_s, "tokens/s").predict(pl.tokens_per_s, "plan");
   rep.add("sim.mfu", "MFU", 100 * r.mfu, "%").predict(100 * pl.mfu, "plan");
+  add_compute_rows(rep, pl, r, compute_model);
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
   rep.notes = {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
-               "Compute: FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces inside each layer, PP "
-               "sends between stages, DP at the end of the step; nothing overlapped.",
+               compute_model == sim::ComputeModel::roofline
+                   ? "Compute: each layer's GEMMs from their shapes on the GPU's peak, quantized onto its " +
+                         std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
+                         std::to_string(pl.cluster.tile_n) + " tiles, and its element-wise kernels on its memory "
+                         "bandwidth (" + (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
+                         "); TP all-reduces inside each layer, PP sends between stages, DP at the end of the step; "
+                         "nothing overlapped."
+                   : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
+                     "inside each layer, PP sends between stages, DP at the end of the step; nothing overlapped.",
                "The plan's formula charges the bubble and every exposed collective separately; the simulation places "
                "each on the timeline, so the two differ by what the schedule hides or adds (PP sends on the critical path)."};
   return rep;
@@ -115,11 +149,12 @@ int run_simulate(const SimulateArgs& a) {
   }
   const th::ClusterSpec c = cluster_from(a.plan);
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
-  const sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo));
+  const sim::ComputeModel compute = sim::parse_compute_model(a.compute);
+  const sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), compute);
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
-  Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()));
+  Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> meta = {
@@ -154,7 +189,10 @@ void check_calibrate_options(const CLI::App* p, bool calibrate) {
 }
 
 // Options that would change nothing in this simulation are refused, saying why.
-void require_simulate_options_apply(const CLI::App& p, bool writes_trace) {
+void require_simulate_options_apply(const CLI::App& p, bool writes_trace, const std::string& compute) {
+  if (compute == "roofline" && p.count("--efficiency"))
+    throw UsageError("--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
+                     "each GEMM from its shape instead: add --compute flat to use it");
   if (!writes_trace)
     for (const char* flag : {"--steps", "--ranks-in-trace"})
       if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
@@ -177,6 +215,10 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--schedule", a->schedule, "Pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
   p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
+  p->add_option("--compute", a->compute,
+                 "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
+                 "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
+      ->check(CLI::IsMember({"roofline", "flat"}))->capture_default_str();
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
   p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
   p->add_option("--calibrate-compute-us", a->calibration.compute_us,
@@ -191,7 +233,7 @@ Command add_simulate_command(CLI::App& app) {
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
   return [a, p] {
     check_calibrate_options(p, a->calibrate);
-    require_simulate_options_apply(*p, !a->trace.empty());
+    require_simulate_options_apply(*p, !a->trace.empty(), a->compute);
     return run_simulate(*a);
   };
 }

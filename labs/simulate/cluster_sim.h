@@ -1,7 +1,9 @@
 // `dtlab simulate`: a discrete-event simulation of one training step on a cluster too large
 // to run here, in the same event schema as a real run (core/trace/event.h).
 //
-//   compute     each layer's forward and backward for one micro-batch: FLOPs / (peak · efficiency)
+//   compute     each layer's forward and backward for one micro-batch: its GEMMs and
+//               memory-bound kernels from their shapes (core/theory/kernel_time.h), or
+//               FLOPs / (peak · efficiency) with --compute flat
 //   TP          the all-reduces inside each layer (Megatron's f and g), blocking, on the TP link
 //   PP          the pipeline schedule's F/B order (core/theory/schedule.h, 1F1B by default),
 //               timed by the pipeline simulator; a message between stages costs α + bytes/β
@@ -66,8 +68,10 @@ struct Workload {
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
-  // Measured instead of modeled, for the calibration on thread ranks (labs/cli/simulate_calibrate.cpp):
-  std::vector<double> stage_layer_forward_s, stage_layer_backward_s;  // per stage, s per layer call; empty: FLOPs / rate
+  // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
+  // (the calibration on thread ranks, labs/cli/simulate_calibrate.cpp); empty: FLOPs / rate.
+  std::vector<double> stage_layer_forward_s, stage_layer_backward_s;
+  // Measured, for the calibration:
   std::vector<double> stage_host_s;  // per stage, once per step after its DP collectives (optimizer, host work); empty: none
   double action_floor_s = 0;         // the grid lab's --compute-us: an F lasts at least this, a B twice
   AxisRoute tp_route, dp_route, pp_route;

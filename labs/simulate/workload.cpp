@@ -1,7 +1,10 @@
 // Workloads for the step simulation (workload.h).
 #include "labs/simulate/workload.h"
 
+#include <string>
+
 #include "core/error.h"
+#include "core/theory/kernel_time.h"
 
 namespace dtl::sim {
 
@@ -12,7 +15,33 @@ constexpr double kBytes32 = 4;  // the grid lab trains in fp32
 
 }  // namespace
 
-Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo) {
+ComputeModel parse_compute_model(std::string_view name) {
+  if (name == "roofline") return ComputeModel::roofline;
+  if (name == "flat") return ComputeModel::flat;
+  throw UsageError("--compute is roofline or flat, not '" + std::string(name) + "'");
+}
+
+const char* compute_model_name(ComputeModel m) { return m == ComputeModel::roofline ? "roofline" : "flat"; }
+
+namespace {
+
+// Seconds per layer call on each stage from the shapes (kernel_time.h); the last stage
+// also runs the LM head, spread over its layers so that a stage's F and B add it once.
+void time_layers_from_shapes(const theory::Plan& p, Workload& w) {
+  const theory::LayerTime layer =
+      theory::transformer_layer_time(p.cluster, p.model, p.config.micro_batch_size, p.config.tp, p.config.recompute);
+  const theory::LayerTime head = theory::lm_head_time(p.cluster, p.model, p.config.micro_batch_size, p.config.tp);
+  w.stage_layer_forward_s.assign(w.stage_layers.size(), layer.forward_s());
+  w.stage_layer_backward_s.assign(w.stage_layers.size(), layer.backward_s());
+  const double last_layers = w.stage_layers.back();
+  w.stage_layer_forward_s.back() += head.forward_s() / last_layers;
+  w.stage_layer_backward_s.back() += head.backward_s() / last_layers;
+}
+
+}  // namespace
+
+Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo,
+                            ComputeModel compute) {
   const auto& m = p.model;
   const auto& c = p.cluster;
   const auto& cfg = p.config;
@@ -32,7 +61,8 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   w.tp_bytes = sbh * kBytes16;
   w.pp_bytes = sbh / cfg.tp * kBytes16;
   for (int L : w.stage_layers) w.dp_bytes.push_back(p.psi * L / m.layers / cfg.tp * kBytes16);
-  w.flops_per_s = c.peak_flops * cfg.efficiency;
+  w.flops_per_s = c.peak_flops * cfg.efficiency;  // (flat only: the roofline times each layer below)
+  if (compute == ComputeModel::roofline) time_layers_from_shapes(p, w);
   const int gpn = c.gpus_per_node;
   w.tp_route = route(cfg.tp, 1, gpn, c.intra, c.inter, algo);
   w.dp_route = route(cfg.dp, cfg.tp, gpn, c.intra, c.inter, algo);

@@ -2,16 +2,28 @@
 // cluster preset) or from a grid-lab configuration (the MLP on thread ranks, for calibration).
 #pragma once
 
+#include <string_view>
+
 #include "core/theory/plan.h"
 #include "labs/simulate/cluster_sim.h"
 
 namespace dtl::sim {
 
-// A transformer as the planner counts it (core/theory/plan.h): model FLOPs per token 6Ψ +
-// 12·L·h·s spread evenly over the layers, one third forward; the backward adds the
-// recomputed forward; 16-bit activations and gradients; TP 2 all-reduces per layer forward
-// and 2 backward (4 with full recomputation); peak × efficiency per GPU.
-Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo);
+// How a transformer's compute is timed:
+//   roofline  each layer's GEMMs and memory-bound kernels from their shapes on the GPU's
+//             documented peak and bandwidth, quantized onto its SMs (core/theory/kernel_time.h);
+//             the LM head on the last stage (the default)
+//   flat      the planner's FLOPs / (peak · efficiency), the same for every layer and model
+enum class ComputeModel { roofline, flat };
+ComputeModel parse_compute_model(std::string_view name);  // throws UsageError
+const char* compute_model_name(ComputeModel m);
+
+// A transformer as the planner counts it (core/theory/plan.h): 16-bit activations and
+// gradients; TP 2 all-reduces per layer forward and 2 backward (4 with full recomputation);
+// compute per `compute` (flat: model FLOPs per token 6Ψ + 12·L·h·s spread evenly over the
+// layers, one third forward, the backward adding the recomputed forward).
+Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo,
+                            ComputeModel compute = ComputeModel::roofline);
 
 // The grid lab's MLP (labs/grid): `layers` blocks h → 4h → h (8h² + 5h parameters), fp32,
 // R = batch·seq / (dp·M) rows per micro-batch, one TP all-reduce per block forward and one

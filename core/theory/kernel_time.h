@@ -1,0 +1,75 @@
+// Compute time from the shapes of the work (`dtlab simulate`, issue 30): every GEMM of a
+// transformer layer timed on the GPU's documented peak, quantized onto its SMs, and the
+// element-wise and normalization kernels timed on its memory bandwidth. No fitted
+// efficiency: what the model leaves out (kernel launch gaps, cuBLAS's own shortfall from
+// peak, host stalls) shows as its error against published runs (docs/planning.md).
+//
+// A GEMM C[m×n] = A[m×k]·B[k×n] (`batch` of them) on a GPU of S SMs, output tiles tm×tn:
+//   tiles  = batch · ⌈m/tm⌉ · ⌈n/tn⌉                     one thread block per tile
+//   waves  = ⌈tiles / S⌉                                 each SM computes one tile at a time
+//   compute time = waves · 2·tm·tn·k / (peak / S)        padded tiles and a last partial wave
+//                                                        cost a full tile and a full wave
+//   memory time  = batch · (m·k + k·n + m·n) · bytes / bandwidth
+//   time = max(compute, memory)                          (the roofline)
+// The GEMM's efficiency = useful FLOPs 2·m·n·k·batch / (time · peak): tile quantization
+// (m, n not multiples of the tile) and wave quantization (tiles not a multiple of S) lower
+// it for small or oddly sized matrices and leave it near 1 for large ones, which is why
+// real systems gain throughput per GPU from larger models. Every GEMM gets the one tile
+// shape (cuBLAS would pick smaller tiles for a thin one such as a matrix-vector product,
+// which this overprices; a transformer's GEMMs are all wide).
+#pragma once
+
+#include <string>
+
+#include "core/theory/plan.h"
+
+namespace dtl::theory {
+
+struct Gemm {
+  double m = 0, n = 0, k = 0;
+  double batch = 1;
+};
+
+struct KernelTime {
+  double seconds = 0;
+  double flops = 0;  // useful FLOPs (0 for a memory-bound kernel)
+  double bytes = 0;  // bytes moved to and from memory
+  KernelTime& operator+=(const KernelTime& o) {
+    seconds += o.seconds, flops += o.flops, bytes += o.bytes;
+    return *this;
+  }
+};
+
+// One GEMM (16-bit operands: element_bytes 2) and one memory-bound kernel on `gpu`.
+KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes = 2);
+KernelTime memory_time(const ClusterSpec& gpu, double bytes);
+
+// One transformer layer (dtlab's GPT: LayerNorm → attention → LayerNorm → MLP 4h, GELU, no
+// dropout) for one micro-batch of b sequences on one GPU of a TP group of t with sequence
+// parallelism (every tensor divided by t), 16-bit activations.
+//   forward GEMMs   QKV [bs × h]·[h × 3h/t], scores (b·a/t)·[s × d]·[d × s], values
+//                   (b·a/t)·[s × s]·[s × d], projection [bs × h/t]·[h/t × h], MLP up
+//                   [bs × h]·[h × 4h/t] and down [bs × 4h/t]·[4h/t × h]      (d = h/a)
+//   backward GEMMs  two per forward GEMM: the input's gradient and the weight's (scores and
+//                   values: the gradients of both operands)
+//   memory-bound    forward: 2 LayerNorms (read + write b·s·h each), 2 residual adds (read 2,
+//                   write 1), GELU (read + write 4·b·s·h), softmax (read + write b·a·s²):
+//                   18·b·s·h + 2·b·a·s² elements, /t; backward twice the forward's traffic
+//   recomputation   full: backward adds the whole forward; selective: the attention core
+//                   (scores, softmax, values)
+struct LayerTime {
+  KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
+  double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
+  double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
+};
+LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
+                                 Recompute recompute);
+
+// The LM head on the last stage: logits [bs × h]·[h × V/t], its two backward GEMMs, and the
+// softmax cross-entropy over the logits (read + write b·s·V/t forward, twice backward).
+LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp);
+
+// Useful FLOPs over (time · peak): how much of the peak the shapes let the GPU reach.
+double achieved_share(const ClusterSpec& gpu, const KernelTime& k);
+
+}  // namespace dtl::theory
