@@ -35,11 +35,26 @@ struct Table {
   std::string render(std::size_t width) const;
 };
 
+// The longest word of a cell: a column never narrows below it, so no word breaks across
+// lines ("2·M·activatio / n" read as two words). A table may then exceed the width.
+std::size_t longest_word(const std::string& cell) {
+  std::size_t longest = 0, at = 0;
+  while (at <= cell.size()) {
+    const std::size_t space = std::min(cell.find(' ', at), cell.size());
+    longest = std::max(longest, display_width(std::string_view(cell).substr(at, space - at)));
+    at = space + 1;
+  }
+  return longest;
+}
+
 std::vector<std::size_t> Table::widths(std::size_t width) const {
-  std::vector<std::size_t> w(right.size(), 0);
+  std::vector<std::size_t> w(right.size(), 0), narrowest(right.size(), kMinFlexible);
   for (const auto& row : rows)
     if (row.size() == w.size())
-      for (std::size_t c = 0; c < w.size(); ++c) w[c] = std::max(w[c], display_width(row[c]));
+      for (std::size_t c = 0; c < w.size(); ++c) {
+        w[c] = std::max(w[c], display_width(row[c]));
+        narrowest[c] = std::max(narrowest[c], longest_word(row[c]));
+      }
   auto total = [&] {
     std::size_t t = 0;
     for (std::size_t c = 0; c < w.size(); ++c) t += w[c] + (c + 1 < w.size() ? (c == 0 ? 1 : 2) : 0);
@@ -49,7 +64,7 @@ std::vector<std::size_t> Table::widths(std::size_t width) const {
   while (total() > width) {  // narrow one flexible column by one: the most over its keep, else the widest
     std::size_t pick = w.size();
     for (std::size_t c = 0; c < w.size(); ++c) {
-      if (!flexible[c] || w[c] <= kMinFlexible) continue;
+      if (!flexible[c] || w[c] <= narrowest[c]) continue;
       if (pick == w.size() || excess(c) > excess(pick) || (excess(c) == excess(pick) && w[c] > w[pick])) pick = c;
     }
     if (pick == w.size()) break;

@@ -8,9 +8,9 @@
 #      gate and run clock, traces, links)
 #   4. AddressSanitizer + UndefinedBehaviorSanitizer build of the runtime's tests
 #      (tests/CMakeLists.txt, DTL_RUNTIME_TESTS)
-#   5. exercise track (dtlab-exercise-track, the stubs linked in): the grader gives 0
-#      points with every stub's hint at levels 1, 2 and 3, and its output holds no line of
-#      labs/*/solutions.cpp
+#   5. exercise track (build/release/student/dtlab, the stubs linked in): the grader gives
+#      0 points with every stub's hint at levels 1, 2 and 3, its output holds no line of
+#      labs/*/solutions.cpp, and every lab passes on the stubs with the references
 # Prints ctest's summary and the seconds of each; exits non-zero if anything fails. On 2
 # cores a clean clone took 19 min 34 s (2026-11-26: release build 625 s, its tests 253 s,
 # fuzzing 51 s, TSan 90 s, ASan 142 s, exercise track 11 s; CI's limit is 20 minutes).
@@ -45,12 +45,12 @@ cmake --build --preset asan -j"$jobs" --target ci_sanitized_tests
 ctest --preset asan
 stage_done "AddressSanitizer"
 
-echo "== exercise track: the stubs grade 0 points, and every stub's failure comes with its hint"
-# dtlab-exercise-track is the release build's dtlab with labs/*/exercises.cpp linked in
-# place of the solutions (exercises/CMakeLists.txt): the code a learner's student preset
-# builds, without a second build of everything. check_student_grader.sh: 0 points, a stub
-# message and hint N per exercise at levels 1, 2 and 3, no GoogleTest internals, no line of
-# labs/*/solutions.cpp.
-bash tests/grade/check_student_grader.sh build/release/labs/cli/dtlab-exercise-track
-echo "exercise track: 0 points, every stub explains itself"
+echo "== exercise track: the stubs grade 0 points, every stub's failure comes with its hint, every lab runs on them"
+# build/release/student/dtlab (target dtlab-exercise-track) is the release build's dtlab
+# with labs/*/exercises.cpp linked in place of the solutions (exercises/CMakeLists.txt):
+# what a learner's `cmake --build --preset student` links. check_student_grader.sh: 0
+# points, a stub message and hint N per exercise at levels 1, 2 and 3, no GoogleTest
+# internals, no line of labs/*/solutions.cpp; each lab passes, running the references.
+bash tests/grade/check_student_grader.sh build/release/student/dtlab
+echo "exercise track: 0 points, every stub explains itself, every lab runs on the stubs"
 stage_done "exercise track"

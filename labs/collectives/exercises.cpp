@@ -2,10 +2,11 @@
 //
 // What to implement: the functions declared in labs/collectives/exercises.h, using only
 // comm.send / recv / isend / irecv / irecv_reduce (the library collectives are only
-// allowed in exercise 4). Each stub below throws dtl::NotImplemented ("... is not
-// implemented yet"); replace the throw with your code. Stuck? The grader has three levels
+// allowed in exercise 4). Each stub below returns reference_until_written(...): the
+// grader reports it as not implemented yet, a lab runs the reference in its place and says
+// so. Replace that line with your code. Stuck? The grader has three levels
 // of hints per exercise (exercises/hints.cpp): the idea, the indices, an outline in words:
-//   build/student/labs/cli/dtlab grade --exercise ring_reduce_scatter --hint 2
+//   build/release/student/dtlab grade --exercise ring_reduce_scatter --hint 2
 //
 // The formulas you are reproducing (P ranks, N bytes):
 //   ring all-reduce sends 2(P-1)/P · N bytes per rank in 2(P-1) steps, only to rank+1;
@@ -13,55 +14,57 @@
 //   log2 P steps per phase and moves as few bytes as the ring.
 //
 // How to work:
-//   cmake --preset student && cmake --build --preset student
-//   build/student/labs/cli/dtlab run collectives --algo ring --ranks 4 --bytes 256 --step
-//   build/student/labs/cli/dtlab grade --exercise ring_reduce_scatter
-//   build/student/labs/cli/dtlab learn collectives     # the path: formulas, commands, what to watch
+//   cmake --build --preset student
+//   build/release/student/dtlab run collectives --algo ring --ranks 4 --bytes 256 --step
+//   build/release/student/dtlab grade --exercise ring_reduce_scatter
+//   build/release/student/dtlab learn collectives     # the path: formulas, commands, what to watch
 // The step-through (and the visualizer) draws your transfers: which chunk moved where,
 // and how many ranks' contributions each chunk of each rank holds afterwards.
-#include "core/error.h"
+#include "exercises/unwritten.h"
 #include "labs/collectives/exercises.h"
+#include "labs/collectives/reference.h"
 
 namespace dtl::ex {
 
-void naive_all_reduce(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("naive_all_reduce");
+void naive_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written("naive_all_reduce", ref::naive_all_reduce, comm, buf, op);
 }
 
-void ring_reduce_scatter(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("ring_reduce_scatter");
+void ring_reduce_scatter(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written("ring_reduce_scatter", ref::ring_reduce_scatter, comm, buf, op);
 }
 
-void ring_all_gather(Comm&, BufferView) {
-  throw NotImplemented("ring_all_gather");
+void ring_all_gather(Comm& comm, BufferView buf) {
+  return reference_until_written("ring_all_gather", ref::ring_all_gather, comm, buf);
 }
 
-void ring_all_reduce(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("ring_all_reduce");
+void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written("ring_all_reduce", ref::ring_all_reduce, comm, buf, op);
 }
 
-void all_reduce_by_reduce_scatter_all_gather(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("all_reduce_by_reduce_scatter_all_gather");
+void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written("all_reduce_by_reduce_scatter_all_gather",
+                                 ref::all_reduce_by_reduce_scatter_all_gather, comm, buf, op);
 }
 
-void tree_reduce(Comm&, BufferView, ReduceOp, int) {
-  throw NotImplemented("tree_reduce", "tree");
+void tree_reduce(Comm& comm, BufferView buf, ReduceOp op, int root) {
+  return reference_until_written({"tree_reduce", "tree"}, ref::tree_reduce, comm, buf, op, root);
 }
 
-void tree_broadcast(Comm&, BufferView, int) {
-  throw NotImplemented("tree_broadcast", "tree");
+void tree_broadcast(Comm& comm, BufferView buf, int root) {
+  return reference_until_written({"tree_broadcast", "tree"}, ref::tree_broadcast, comm, buf, root);
 }
 
-void tree_all_reduce(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("tree_all_reduce", "tree");
+void tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written({"tree_all_reduce", "tree"}, ref::tree_all_reduce, comm, buf, op);
 }
 
-void rhd_all_reduce(Comm&, BufferView, ReduceOp) {
-  throw NotImplemented("rhd_all_reduce");
+void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  return reference_until_written("rhd_all_reduce", ref::rhd_all_reduce, comm, buf, op);
 }
 
-AllReduceAnswer all_reduce_cost(const AllReduceQuestion&) {
-  throw NotImplemented("all_reduce_cost");
+AllReduceAnswer all_reduce_cost(const AllReduceQuestion& q) {
+  return reference_until_written("all_reduce_cost", ref::all_reduce_cost, q);
 }
 
 }  // namespace dtl::ex

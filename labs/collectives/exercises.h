@@ -2,7 +2,7 @@
 //
 // Two builds implement exactly these functions: labs/collectives/solutions.cpp (the default,
 // what CI tests) and labs/collectives/exercises.cpp (stubs a student fills in, built with
-// `cmake --preset student`). Labs reach them only through this header, so the lab and
+// `cmake --build --preset student`). Labs reach them only through this header, so the lab and
 // the visualizer show whichever code was built.
 //
 // Conventions every function follows:

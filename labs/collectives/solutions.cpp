@@ -9,6 +9,11 @@
 #include "core/theory/collectives.h"
 #include "labs/collectives/exercises.h"
 
+// A call between two of these functions puts the name in parentheses, `(f)(args)`: it then
+// means this file's f only, never the learner's f of the same name that argument-dependent
+// lookup would add (exercises/reference_copy.cmake compiles this file a second time as
+// dtl::ref, beside the learner's dtl::ex, for the labs to run where a stub is not written).
+
 namespace dtl::ex {
 
 namespace {
@@ -69,11 +74,11 @@ void ring_all_gather(Comm& comm, BufferView buf) {
 
 void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
   const int P = comm.size(), r = comm.rank();
-  ring_reduce_scatter(comm, buf, op);
+  (ring_reduce_scatter)(comm, buf, op);
   // Rank r now owns the finished chunk r: average it once before it is copied around.
   const ChunkRange mine = chunk_range(buf.count, P, r);
   finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);
-  ring_all_gather(comm, buf);
+  (ring_all_gather)(comm, buf);
 }
 
 // ---- library reduce_scatter ∘ all_gather -------------------------------------------
@@ -119,9 +124,9 @@ void tree_broadcast(Comm& comm, BufferView buf, int root) {
 }
 
 void tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
-  tree_reduce(comm, buf, op, 0);
+  (tree_reduce)(comm, buf, op, 0);
   if (comm.rank() == 0) finish_average(buf.data, buf.count, buf.dtype, op, comm.size());
-  tree_broadcast(comm, buf, 0);
+  (tree_broadcast)(comm, buf, 0);
 }
 
 // ---- recursive halving-doubling (Rabenseifner) -------------------------------------

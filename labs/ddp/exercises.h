@@ -33,10 +33,11 @@ struct GradBuffer {
 // fill (the bucket holding the last layer first).
 std::vector<GradBucket> assign_buckets(const std::vector<std::size_t>& layer_floats, std::size_t capacity_floats);
 
-// Exercise 9: called by backward right after layer `layer`'s gradients are final. Launch
-// (comm.iall_reduce in the buffer's dtype, ReduceOp::avg, in place) every bucket that this layer completes —
-// backward runs last layer to first, so a bucket is complete when its first_layer is
-// done — and keep its Request in `pending`. Never wait here: backward must go on.
+// Exercise 9: called by backward right after layer `layer`'s gradients are final. Every
+// bucket that this layer completes (backward runs last layer to first) must start its
+// reduction now, without waiting: once its Request, appended to `pending`, completes, the
+// bucket's range of `grads` holds, in place and in the buffer's dtype, the average of that
+// range over the ranks. Buckets not yet complete are left alone; backward goes on.
 void launch_ready_buckets(Comm& comm, const GradBuffer& grads, const std::vector<GradBucket>& buckets, int layer,
                           std::vector<Request>& pending);
 

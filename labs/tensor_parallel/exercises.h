@@ -119,11 +119,12 @@ void row_parallel_backward(const TpGroup& g, const LinearMath& math, const TpLin
 
 // Exercise 25: vocab-parallel cross-entropy (Megatron's _VocabParallelCrossEntropy). Rank r
 // holds the logits of vocabulary entries [vocab_begin, vocab_begin + vocab_local) for every
-// row (host memory, [rows × vocab_local]). Never gather the full logits: all-reduce (max)
-// each row's maximum, all-reduce (sum) each row's Σ exp(logit − max) and its target's logit
-// (the rank that owns the target contributes it, the others 0). loss_row = log Σ − (target
-// logit − max); return the mean over rows, and write dL/dlogits for the local entries:
-// (softmax − one_hot(target)) / rows. Three all-reduces of `rows` floats, whatever T.
+// row (host memory, [rows × vocab_local]); targets[i] is row i's entry in the FULL vocabulary.
+// Return, on every rank, the mean over rows of the cross-entropy of the softmax over the
+// full vocabulary, and write dL/dlogits for this rank's entries into dlogits_local. The
+// full logits never exist on any rank: the communication is a few values per row (three
+// collectives of `rows` floats, whatever T), and the result must stay exact for logits
+// far from 0 (a softmax that overflows for logits near 100 is wrong).
 float vocab_parallel_cross_entropy(Comm& tp, const float* logits_local, const int* targets, int rows, int vocab_local,
                                    int vocab_begin, float* dlogits_local);
 

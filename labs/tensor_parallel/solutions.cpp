@@ -1,6 +1,11 @@
 // Reference solutions of the tensor-parallel exercises (labs/tensor_parallel/exercises.h).
 #include "labs/tensor_parallel/exercises.h"
 
+// A call between two of these functions puts the name in parentheses, `(f)(args)`: it then
+// means this file's f only, never the learner's f of the same name that argument-dependent
+// lookup would add (exercises/reference_copy.cmake compiles this file a second time as
+// dtl::ref, beside the learner's dtl::ex, for the labs to run where a stub is not written).
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,16 +43,16 @@ void f_backward(const TpGroup& g, const float* dx_full, float* dx, std::size_t f
 }
 
 void g_forward(const TpGroup& g, const float* y_partial, float* y, std::size_t full_elems) {
-  f_backward(g, y_partial, y, full_elems);  // g's forward is f's backward: the same collective
+  (f_backward)(g, y_partial, y, full_elems);  // g's forward is f's backward: the same collective
 }
 
 const float* g_backward(const TpGroup& g, const float* dy, float* dy_full, std::size_t full_elems) {
-  return f_forward(g, dy, dy_full, full_elems);  // and g's backward is f's forward
+  return (f_forward)(g, dy, dy_full, full_elems);  // and g's backward is f's forward
 }
 
 const float* column_parallel_forward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x,
                                      float* x_full, float* y_local, int rows) {
-  const float* x_in = f_forward(g, x, x_full, std::size_t(rows) * std::size_t(layer.in));
+  const float* x_in = (f_forward)(g, x, x_full, std::size_t(rows) * std::size_t(layer.in));
   math.forward(x_in, layer.weight, layer.bias, y_local, rows, layer.in, layer.out);
   return x_in;
 }
@@ -56,18 +61,18 @@ void column_parallel_backward(const TpGroup& g, const LinearMath& math, const Tp
                               const float* dy_local, float* dx_full, float* dx, int rows, bool accumulate) {
   math.backward(x_in, layer.weight, dy_local, dx_full, layer.weight_grad, layer.bias_grad, rows, layer.in, layer.out,
                 accumulate);
-  f_backward(g, dx_full, dx, std::size_t(rows) * std::size_t(layer.in));
+  (f_backward)(g, dx_full, dx, std::size_t(rows) * std::size_t(layer.in));
 }
 
 void row_parallel_forward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x_local,
                           float* y_partial, float* y, int rows) {
   math.forward(x_local, layer.weight, layer.bias, y_partial, rows, layer.in, layer.out);
-  g_forward(g, y_partial, y, std::size_t(rows) * std::size_t(layer.out));
+  (g_forward)(g, y_partial, y, std::size_t(rows) * std::size_t(layer.out));
 }
 
 void row_parallel_backward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x_local,
                            const float* dy, float* dy_full, float* dx_local, int rows, bool accumulate) {
-  const float* dy_all = g_backward(g, dy, dy_full, std::size_t(rows) * std::size_t(layer.out));
+  const float* dy_all = (g_backward)(g, dy, dy_full, std::size_t(rows) * std::size_t(layer.out));
   math.backward(x_local, layer.weight, dy_all, dx_local, layer.weight_grad, layer.bias_grad, rows, layer.in, layer.out,
                 accumulate);
 }

@@ -27,16 +27,19 @@ struct ShardRange {
   std::size_t begin = 0, end = 0;  // the real elements it owns, [begin, end) with end <= n (may be empty)
 };
 
-// Exercise 13: the shard of `rank` of `world` for a unit of n elements (n >= 1, world >= 1).
-// chunk = ceil(n / world); begin = min(rank·chunk, n); end = min((rank+1)·chunk, n).
+// Exercise 13: the shard of `rank` of `world` for a unit of n elements (n >= 1, world >= 1),
+// as the layout above defines it: every rank's chunk has the same size, the chunks cover
+// the padded unit in rank order, and [begin, end) are the real elements inside this
+// rank's chunk (empty when the chunk is all padding; never past n).
 ShardRange shard_range(std::size_t n, int rank, int world);
 
-// Exercise 14: ZeRO-2's gradient reduction. `unit_grads` holds a unit's gradients padded to
-// comm.size()·chunk elements (padding zero). Start a reduce-scatter that leaves on this rank
-// the average over the ranks of ITS chunk in `shard_grads` (chunk elements of the same
-// dtype): comm.ireduce_scatter with ReduceOp::avg. Return its Request; do not wait (backward
-// goes on while it runs). Never an all-reduce: each rank needs only its own chunk, and a
-// reduce-scatter sends half the bytes of an all-reduce.
+// Exercise 14: ZeRO-2's gradient reduction. In: `unit_grads`, this rank's gradients of a
+// unit, padded to comm.size()·chunk elements (padding zero). Out: once the returned Request
+// completes, `shard_grads` (chunk elements of the same dtype) holds the average over all
+// ranks of this rank's chunk — and nothing else is needed by anyone: each rank owns only
+// its chunk, so the reduction must move no more than (N-1)/N of the unit per rank, half
+// of what every rank receiving every gradient would cost. The function must return without
+// waiting: backward goes on while the reduction runs.
 Request reduce_scatter_gradients(Comm& comm, const GradBuffer& unit_grads, void* shard_grads, std::size_t chunk);
 
 // What one rank's optimizer steps for one unit: `count` elements of the unit's parameters
@@ -56,10 +59,10 @@ ShardStep shard_step(const GradBuffer& unit_params, bool params_are_sharded, con
                      const ShardRange& shard);
 
 // Exercise 16: after the step every rank needs every parameter again (stages 1 and 2).
-// `unit_params` is the padded unit (comm.size()·chunk elements) whose chunk comm.rank() this
-// rank has just updated. Start an in-place all-gather that fills the other ranks' chunks
-// (comm.iall_gather, this rank's chunk as the input, the whole unit as the output) and
-// return its Request.
+// In: `unit_params`, the padded unit (comm.size()·chunk elements) of which this rank has
+// just updated only its own chunk (chunk comm.rank()). Out: once the returned Request
+// completes, every chunk of `unit_params` holds its owner's updated values, on every rank;
+// no extra buffer, and each rank sends only what it owns. Return without waiting.
 Request all_gather_params(Comm& comm, const GradBuffer& unit_params, std::size_t chunk);
 
 // Exercise 17: stage 3's prefetch. Units compute in `order` (forward: 0, 1, ..; backward:

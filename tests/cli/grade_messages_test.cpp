@@ -15,7 +15,7 @@ TEST(GradeMessages, AGradedCheckKeepsOnlyItsMessage) {
 
 TEST(GradeMessages, AStubIsNamedWithoutItsHintPointer) {
   const std::string stub =
-      "tree_reduce is not implemented yet: replace the throw in its stub (labs/<lab>/exercises.cpp) with your code; hints: dtlab "
+      "tree_reduce is not implemented yet: replace the reference_until_written line of its stub (labs/<lab>/exercises.cpp) with your code; hints: dtlab "
       "grade --exercise tree --hint 1 (2 and 3 say more)";
   EXPECT_EQ(learner_message("/src/tests/grade/grade_util.h:120\nFailed\ntree_all_reduce on 2 ranks, 1 float: rank 0 "
                             "failed: " + stub),

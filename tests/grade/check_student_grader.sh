@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The student track's grader as a learner sees it, every stub still unimplemented:
-#   bash tests/grade/check_student_grader.sh build/student/labs/cli/dtlab [source dir]
+#   bash tests/grade/check_student_grader.sh build/release/student/dtlab [source dir]
 # For each hint level N = 1, 2, 3, `dtlab grade --hint N`
 #   - grades 0 points and names every exercise's stub as "... is not implemented yet",
 #   - prints hint N of every exercise (in the table and in the JSON),
@@ -56,3 +56,23 @@ cmp -s "$tmp/out1.txt" "$tmp/out2.txt" && fail "--hint 1 and --hint 2 print the 
 cmp -s "$tmp/out2.txt" "$tmp/out3.txt" && fail "--hint 2 and --hint 3 print the same"
 cmp -s "$tmp/out1.txt" "$tmp/out3.txt" && fail "--hint 1 and --hint 3 print the same"
 echo "student grader: $exercises exercises, each named as not implemented with hints 1, 2 and 3; no solution code"
+
+# Every lab runs on the untouched stubs (issue 28: a lab never fails because an exercise is
+# not written yet): each passes its checks with the reference in the stubs' place and names
+# each reference it used, with the stub's file.
+labs=(
+  "collectives --algo all --ranks 4 --bytes 1K:naive_all_reduce (labs/collectives/exercises.cpp"
+  "ddp --variant all --ranks 2 --width 64 --depth 3 --batch 16 --micro-batches 2:sync_this_micro_batch (labs/ddp/exercises.cpp"
+  "zero --stage all --ranks 2 --width 64 --depth 3 --batch 16:units_to_gather (labs/zero/exercises.cpp"
+  "pipeline --schedule 1f1b --ranks 2 --micro-batches 4 --batch 8:one_f_one_b (labs/pipeline/exercises.cpp"
+  "tensor_parallel --model gpt --ranks 2 --layers 1 --hidden 32 --heads 2 --steps 2:vocab_parallel_cross_entropy (labs/tensor_parallel/exercises.cpp"
+)
+for entry in "${labs[@]}"; do
+  function=${entry#*:}
+  args=${entry%%:*} expect="note: using the reference for ${function% (*}: not written yet (${function#* (}"
+  # shellcheck disable=SC2086  # the lab's options are words
+  "$dtlab" run $args >"$tmp/lab.txt" 2>&1 || { tail -5 "$tmp/lab.txt" >&2; fail "dtlab run $args failed on the stubs"; }
+  grep -qF "$expect" "$tmp/lab.txt" || fail "dtlab run $args: no line '$expect'"
+  grep -q '^result: OK' "$tmp/lab.txt" || fail "dtlab run $args: no 'result: OK'"
+done
+echo "exercise track: ${#labs[@]} labs pass on the untouched stubs, each naming the references it ran"

@@ -13,8 +13,8 @@ if(MUTANT STREQUAL "reduce_scatter_divides")
   set(mutation "    rx.wait();\n    tx.wait();\n  }\n  const ChunkRange own = chunk_range(buf.count, P, r);\n  finish_average(buf.at(own.offset), own.count, buf.dtype, op, P);\n}\n\nvoid ring_all_gather")
 elseif(MUTANT STREQUAL "all_reduce_never_averages")
   # ring_all_reduce forgets the one division of an average (a sum passes every sum test).
-  set(anchor "  finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);\n  ring_all_gather(comm, buf);")
-  set(mutation "  (void)mine;\n  ring_all_gather(comm, buf);")
+  set(anchor "  finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);\n  (ring_all_gather)(comm, buf);")
+  set(mutation "  (void)mine;\n  (ring_all_gather)(comm, buf);")
 elseif(MUTANT STREQUAL "naive_averages_twice")
   # Every rank averages what the root already averaged.
   set(anchor "    comm.recv(buf.data, buf.bytes(), 0, kTagNaiveBroadcast + r - 1, whole(P - 1 + r - 1, P));\n")

@@ -160,6 +160,37 @@ TEST(ReportText, FitsItsWidthAndLeavesMissingPredictionsBlank) {
   EXPECT_NE(text.find("result: OK, 1 check passed"), std::string::npos) << text;
 }
 
+// Every word of a table's cells, whole, in the rendered text: a column too narrow for a
+// word would print "activatio" on one line and "n" on the next (issue 28 met that).
+std::string words_broken(const std::string& text, const std::vector<std::string>& cells) {
+  std::string broken;
+  for (const std::string& cell : cells) {
+    std::istringstream words(cell);
+    for (std::string word; words >> word;)
+      if (text.find(word) == std::string::npos) broken += "'" + word + "' of '" + cell + "'\n";
+  }
+  return broken;
+}
+
+TEST(ReportText, NoTableBreaksAWordAcrossLinesAtAnyWidth) {
+  Report rep;
+  rep.lab = "pipeline";
+  rep.columns = {"gpipe", "1f1b", "interleaved"};
+  const std::vector<std::string> cells = {"activations in flight per stage at the peak", "2·M·activation per boundary",
+                                          "bubble fraction of the step", "(P-1)/(M+P-1)·ideal_time_of_the_step",
+                                          "bytes sent per rank per step"};
+  for (const char* c : {"gpipe", "1f1b", "interleaved"}) {
+    const std::string n = std::string(c) + ".";
+    rep.check(n + "in_flight", cells[0], 8, 8, "", 0).from(cells[1]);
+    rep.check(n + "bubble", cells[2], 0.27, 0.2727, "", 0.05).from(cells[3]);
+    rep.add(n + "bytes", cells[4], 1.5e6, "B");
+  }
+  for (const int width : {100, 80, 60, 40}) {
+    const std::string text = rep.to_text(width);
+    EXPECT_EQ(words_broken(text, cells), "") << "at width " << width << ":\n" << text;
+  }
+}
+
 TEST(ReportText, CasesOfColumnsAreOneTableWithAColumnEach) {
   Report rep;
   rep.lab = "ddp";

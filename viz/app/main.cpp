@@ -37,6 +37,7 @@
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/units.h"
+#include "exercises/unwritten.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"
@@ -299,6 +300,7 @@ void add_view_options(CLI::App& cli, Args& a) {
 
 int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, dtl::kMallocArenas);  // live runs are thread ranks: as dtlab's main
+  dtl::ex::run_references_for_unwritten_exercises();  // as dtlab's main: a stub not written yet runs the reference
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
   Args a;
   cli.add_option("trace", a.trace_path, "A trace written by dtlab run ... --trace FILE");
