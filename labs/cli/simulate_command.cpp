@@ -35,6 +35,7 @@ struct SimulateArgs {
   int steps = 2;
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
   std::string compute = "roofline";
+  int chunks = 1;
   bool calibrate = false;
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
@@ -43,7 +44,8 @@ struct SimulateArgs {
 pipeline::ScheduleKind parse_schedule(const std::string& name) {
   if (name == "gpipe") return pipeline::ScheduleKind::gpipe;
   if (name == "1f1b") return pipeline::ScheduleKind::one_f_one_b;
-  throw UsageError("--schedule is gpipe or 1f1b, not '" + name + "'");
+  if (name == "interleaved") return pipeline::ScheduleKind::interleaved;
+  throw UsageError("--schedule is gpipe, 1f1b or interleaved, not '" + name + "'");
 }
 
 std::string calibration_words() {
@@ -89,7 +91,7 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
   rep.setup = {"model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
                    std::to_string(w.pp) + " · ZeRO-" + std::to_string(w.zero) + " · M " + std::to_string(w.micro_batches) +
-                   " · " + pipeline::schedule_name(w.schedule),
+                   " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
                w.tp_route.describe("tp"), w.dp_route.describe("dp"), w.pp_route.describe("pp", true)};
   char took[160];
   std::snprintf(took, sizeof took, "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
@@ -98,7 +100,9 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
   rep.add("sim.step", "step time", r.step_s, "s").predict(pl.time.total(), "plan's formula").source = cal;
-  rep.add("sim.bubble", "pipeline bubble", 100 * r.pipeline_bubble, "%").predict(100.0 * (P - 1) / (M + P - 1), "(P−1)/(M+P−1)");
+  const int v = w.chunks;
+  rep.add("sim.bubble", "pipeline bubble", 100 * r.pipeline_bubble, "%")
+      .predict(100 * pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P−1)/(v·M+P−1)" : "(P−1)/(M+P−1)");
   double compute = 0, tp = 0, pp = 0, dp = 0;
   for (const auto& s : r.stages) compute = std::max(compute, s.compute), tp = std::max(tp, s.tp), pp = std::max(pp, s.pp), dp = std::max(dp, s.dp);
   rep.add("sim.compute", "compute per GPU (busiest stage)", compute, "s").predict(pl.time.busy, "plan: busy");
@@ -150,7 +154,8 @@ int run_simulate(const SimulateArgs& a) {
   const th::ClusterSpec c = cluster_from(a.plan);
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
   const sim::ComputeModel compute = sim::parse_compute_model(a.compute);
-  const sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), compute);
+  sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), compute);
+  w.chunks = a.chunks;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
@@ -212,7 +217,10 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--trace", a->trace, "Write the simulated trace here (Chrome JSON + .dtlt)");
   p->add_option("--ranks-in-trace", a->ranks_in_trace, "default (one pipeline + one DP group), all, or 0,8,16-23")
       ->capture_default_str();
-  p->add_option("--schedule", a->schedule, "Pipeline schedule")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
+  p->add_option("--schedule", a->schedule, "Pipeline schedule")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
+  p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
+      ->check(whole_range(1, 64))->capture_default_str();
   p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
   p->add_option("--compute", a->compute,

@@ -88,12 +88,17 @@ std::vector<int> split_layers(int layers, int stages) {
 
 namespace {
 
-// The communication a ZeRO stage adds around each action (cluster_sim.h).
+// An action's share of its stage: one chunk of v (interleaved), else the whole stage.
+int action_layers(const Workload& w, int stage) { return w.stage_layers[std::size_t(stage)] / w.chunks; }
+double action_dp_bytes(const Workload& w, int stage) { return w.dp_bytes[std::size_t(stage)] / w.chunks; }
+
+// The communication a ZeRO stage adds around each action (cluster_sim.h): the parameters
+// or gradients of the layers that action computes.
 double zero_before(const Workload& w, int stage) {
-  return w.zero == 3 ? w.dp_route.all_gather(w.dp_bytes[std::size_t(stage)]) : 0;
+  return w.zero == 3 ? w.dp_route.all_gather(action_dp_bytes(w, stage)) : 0;
 }
 double zero_after_backward(const Workload& w, int stage) {
-  return w.zero >= 2 ? w.dp_route.reduce_scatter(w.dp_bytes[std::size_t(stage)]) : 0;
+  return w.zero >= 2 ? w.dp_route.reduce_scatter(action_dp_bytes(w, stage)) : 0;
 }
 
 // One layer's compute on `stage`: measured seconds when the workload has them, else FLOPs / rate.
@@ -114,7 +119,7 @@ double floored(const Workload& w, bool fwd, double seconds) {
 }
 
 pipeline::ActionTimes stage_times(const Workload& w, int stage) {
-  const int L = w.stage_layers[std::size_t(stage)];
+  const int L = action_layers(w, stage);
   pipeline::ActionTimes t;
   t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, pipeline::Op::forward));
   t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, pipeline::Op::backward)) +
@@ -138,16 +143,18 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
 // One F or B action, layer by layer, starting at `at`.
 void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl) {
   const bool fwd = a.action.op == pipeline::Op::forward;
-  const int m = a.action.micro_batch, L = w.stage_layers[std::size_t(stage)];
+  const int m = a.action.micro_batch, L = action_layers(w, stage);
+  const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
   const Pass pass = fwd ? Pass::forward : Pass::backward;
   tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0, Role{.pass = pass}});
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
-  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, w.dp_bytes[std::size_t(stage)], all_gather);
+  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_dp_bytes(w, stage), all_gather);
   const double compute = compute_seconds(w, stage, fwd);
   const double tp = w.tp_route.all_reduce(w.tp_bytes);
-  const int first_layer = [&] {
+  const int first_layer = [&] {  // (interleaved: every stage holds the same layers, check())
+    if (w.chunks > 1) return virtual_stage * L;
     int f = 0;
     for (int s = 0; s < stage; ++s) f += w.stage_layers[std::size_t(s)];
     return f;
@@ -163,9 +170,9 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
-  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, w.dp_bytes[std::size_t(stage)],
+  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, action_dp_bytes(w, stage),
                   library_collective_role(CollectiveKind::reduce_scatter));
-  const bool sends = fwd ? stage + 1 < w.pp : stage > 0;
+  const bool sends = fwd ? virtual_stage < last_virtual : virtual_stage > 0;
   if (sends) {
     double send_at = a.end;
     add(tl, send_at, w.pp_route.send(w.pp_bytes), SpanKind::send, fwd ? "send activation" : "send gradient", 'p', m,
@@ -194,6 +201,13 @@ void check(const Workload& w) {
     throw UsageError("the workload needs one layer count and one gradient size per stage");
   for (int L : w.stage_layers)
     if (L < 1) throw UsageError("every pipeline stage needs at least one layer");
+  if (w.chunks < 1 || (w.chunks > 1 && w.schedule != pipeline::ScheduleKind::interleaved))
+    throw UsageError("model chunks per stage (--chunks) apply to the interleaved schedule only");
+  for (int L : w.stage_layers)
+    if (w.chunks > 1 && (L != w.stage_layers.front() || L % w.chunks != 0))
+      throw UsageError("the interleaved schedule needs the same layers on every stage, a multiple of the " +
+                       std::to_string(w.chunks) + " chunks: layers a multiple of pp · chunks = " +
+                       std::to_string(w.pp * w.chunks));
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
   for (const std::vector<double>* v : {&w.stage_layer_forward_s, &w.stage_layer_backward_s, &w.stage_host_s})
     if (!v->empty() && int(v->size()) != w.pp)
@@ -205,7 +219,7 @@ void check(const Workload& w) {
 SimResult simulate_step(const Workload& w) {
   const auto t0 = std::chrono::steady_clock::now();
   check(w);
-  const pipeline::Schedule schedule = pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, 1});
+  const pipeline::Schedule schedule = pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, w.chunks});
   std::vector<pipeline::ActionTimes> times;
   for (int s = 0; s < w.pp; ++s) times.push_back(stage_times(w, s));
   const pipeline::Simulation pipe = pipeline::simulate(schedule, times);

@@ -5,8 +5,10 @@
 //               memory-bound kernels from their shapes (core/theory/kernel_time.h), or
 //               FLOPs / (peak · efficiency) with --compute flat
 //   TP          the all-reduces inside each layer (Megatron's f and g), blocking, on the TP link
-//   PP          the pipeline schedule's F/B order (core/theory/schedule.h, 1F1B by default),
-//               timed by the pipeline simulator; a message between stages costs α + bytes/β
+//   PP          the pipeline schedule's F/B order (core/theory/schedule.h, 1F1B by default;
+//               interleaved: v chunks per stage, each action one chunk's L/v layers, virtual
+//               stage c·P + s holding layers from (c·P + s)·L/(P·v) on), timed by the pipeline
+//               simulator; a message between (virtual) stages costs α + bytes/β
 //   DP          at the end of the step: the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
 //               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
 //               all-gathers before each forward and backward and reduce-scatter after it
@@ -60,6 +62,7 @@ AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, th
 struct Workload {
   int dp = 1, tp = 1, pp = 1, zero = 0, micro_batches = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  int chunks = 1;  // v: model chunks per stage (interleaved 1F1B; every stage's layers a multiple of v)
   std::vector<int> stage_layers;  // layers on each stage (size pp)
   double layer_forward_flops = 0, layer_backward_flops = 0;
   int tp_calls_forward = 2, tp_calls_backward = 2;  // all-reduces per layer

@@ -52,6 +52,34 @@ TEST(ClusterSim, UniformStagesGiveTheClassicBubble) {
     }
 }
 
+// Interleaving v chunks per stage (Narayanan et al. 2021): with uniform layers and free
+// messages the step is (v·M + P − 1) chunk-actions of 4/v layers, bubble (P−1)/(v·M+P−1);
+// each chunk sends at the end of its virtual stage (the last stage's chunk 0 to stage 0).
+TEST(ClusterSim, InterleavedChunksShrinkTheBubbleByV) {
+  for (int v : {2, 4})
+    for (const auto& [P, M] : {std::pair{2, 4}, {4, 8}, {4, 16}}) {
+      sim::Workload w = small(1, 1, P, M);
+      w.schedule = dtl::pipeline::ScheduleKind::interleaved;
+      w.chunks = v;
+      const sim::SimResult r = sim::simulate_step(w);
+      const double chunk_action = 4.0 / v * 3e-3;  // F + B of 4/v layers
+      EXPECT_NEAR(r.pipeline_bubble, double(P - 1) / (v * M + P - 1), 1e-9) << "P " << P << " M " << M << " v " << v;
+      EXPECT_NEAR(r.step_s, (v * M + P - 1) * chunk_action, 1e-9) << "P " << P << " M " << M << " v " << v;
+      int sends = 0;
+      for (const auto& span : r.stages[std::size_t(P - 1)].spans) sends += span.kind == sim::SpanKind::send;
+      // The last stage sends every chunk's activations on but its last's, and every chunk's
+      // gradient back: M·(v − 1) + M·v.
+      EXPECT_EQ(sends, M * (v - 1) + M * v) << "P " << P << " M " << M << " v " << v;
+    }
+  sim::Workload odd = small(1, 1, 2, 4);
+  odd.schedule = dtl::pipeline::ScheduleKind::interleaved;
+  odd.chunks = 3;  // 4 layers per stage do not split into 3 chunks
+  EXPECT_THROW(sim::simulate_step(odd), dtl::UsageError);
+  sim::Workload not_interleaved = small(1, 1, 2, 4);
+  not_interleaved.chunks = 2;
+  EXPECT_THROW(sim::simulate_step(not_interleaved), dtl::UsageError);
+}
+
 TEST(ClusterSim, OneMicroBatchCrossesEveryBoundaryTwice) {
   // One micro-batch goes forward through P stages and back: P(F + B) + 2(P − 1)c.
   sim::Workload w = small(1, 1, 4, 1);

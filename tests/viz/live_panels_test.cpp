@@ -78,9 +78,11 @@ TEST(LivePanels, TensorParallelStepsBeginWhereTheRanksTrain) {
   const viz::TraceData& d = app.session->data();
   ASSERT_FALSE(app.session->steps().empty());
   for (const Event& s : app.session->steps())  // every step after its rank's reference phase
-    for (const Event& e : d.events)
-      if (e.kind == EventKind::phase && e.rank == s.rank && d.role(e).part == RunPart::reference)
+    for (const Event& e : d.events) {
+      if (e.kind == EventKind::phase && e.rank == s.rank && d.role(e).part == RunPart::reference) {
         EXPECT_GE(s.begin_ns, e.end_ns) << "a step inside rank " << s.rank << "'s 1-rank reference";
+      }
+    }
   std::size_t samples_of[2] = {0, 0};
   for (const viz::MemorySample& m : d.memory)
     if (m.rank >= 0 && m.rank < 2) ++samples_of[m.rank];
