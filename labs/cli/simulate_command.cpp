@@ -36,6 +36,7 @@ struct SimulateArgs {
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
   std::string compute = "roofline";
   int chunks = 1;
+  double dp_bucket_mb = 0;
   bool calibrate = false;
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
@@ -109,9 +110,16 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source = std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo);
+  double dp_exposed = 0;
+  for (const auto& s : r.stages) dp_exposed = std::max(dp_exposed, s.dp_exposed);
+  rep.add("sim.dp_exposed", "DP waited for after the last backward", dp_exposed, "s").source =
+      w.dp_bucket_bytes > 0 ? "buckets overlapped with backward (--dp-bucket-mb)" : "after backward, not overlapped";
   rep.add("sim.tokens_per_s", "tokens/s", r.tokens_per_s, "tokens/s").predict(pl.tokens_per_s, "plan");
   rep.add("sim.mfu", "MFU", 100 * r.mfu, "%").predict(100 * pl.mfu, "plan");
   add_compute_rows(rep, pl, r, compute_model);
+  const std::string dp_words = w.dp_bucket_bytes > 0 ? "the DP all-reduce bucket by bucket beside the last backward; "
+                                                       "nothing else overlapped."
+                                                     : "DP at the end of the step; nothing overlapped.";
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
   rep.notes = {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
@@ -120,10 +128,9 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
                          std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
                          std::to_string(pl.cluster.tile_n) + " tiles, and its element-wise kernels on its memory "
                          "bandwidth (" + (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
-                         "); TP all-reduces inside each layer, PP sends between stages, DP at the end of the step; "
-                         "nothing overlapped."
+                         "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
                    : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
-                     "inside each layer, PP sends between stages, DP at the end of the step; nothing overlapped.",
+                     "inside each layer, PP sends between stages, " + dp_words,
                "The plan's formula charges the bubble and every exposed collective separately; the simulation places "
                "each on the timeline, so the two differ by what the schedule hides or adds (PP sends on the critical path)."};
   return rep;
@@ -156,6 +163,7 @@ int run_simulate(const SimulateArgs& a) {
   const sim::ComputeModel compute = sim::parse_compute_model(a.compute);
   sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), compute);
   w.chunks = a.chunks;
+  w.dp_bucket_bytes = a.dp_bucket_mb * 1024 * 1024;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
@@ -219,6 +227,10 @@ Command add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--schedule", a->schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
+  p->add_option("--dp-bucket-mb", a->dp_bucket_mb,
+                 "Overlap ZeRO-0/1's gradient all-reduce with the last backward in buckets of this many MiB "
+                 "(PyTorch DDP's bucket_cap_mb, 25 there); 0: one all-reduce after backward")
+      ->check(finite_range(0, 1e6))->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))->capture_default_str();
   p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")

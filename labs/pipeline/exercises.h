@@ -13,10 +13,11 @@
 namespace dtl::ex {
 
 // Exercise 18: the 1F1B schedule of one stage (Narayanan et al. 2021; seeds 001, 002).
-// Stage `stage` of `stages` P runs a warm-up of min(P - stage - 1, M) forwards, then
-// alternates one forward and one backward while forwards remain, then runs the remaining
-// backwards. Micro-batches go in order 0, 1, .., M-1 in both F and B; chunk is 0. So at
-// most P - stage micro-batches are in flight on the stage.
+// In: P = `stages`, M = `micro_batches`, this `stage`. Out: the stage's actions in the order
+// it runs them — each micro-batch's F once and B once (chunk 0), the F's in micro-batch order
+// 0, 1, .., M-1 and the B's too. The rule that makes it 1F1B: the stage never holds more than
+// P - stage micro-batches in flight (forward done, backward not yet), and it runs a backward
+// whenever one can run by then, so that in its steady state it alternates one F and one B.
 std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int stage);
 
 // What the lab does for the stage loop below, for micro-batch m of this stage's chunk c.

@@ -140,8 +140,26 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
   bucket += seconds;
 }
 
-// One F or B action, layer by layer, starting at `at`.
-void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl) {
+// The comm stream of a stage's last backward when the DP all-reduce overlaps it (dp_bucket_bytes):
+// a bucket launches once its layers' gradients are final, after the bucket before it.
+struct BucketStream {
+  double filled = 0;     // bytes of layers done, not yet launched
+  double free_at = 0;    // the stream's previous bucket ends
+};
+
+void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double ready_at) {
+  const double begin = std::max(ready_at, b.free_at), seconds = w.dp_route.all_reduce(b.filled);
+  Span s{begin, begin + seconds, SpanKind::collective, "all_reduce gradients (bucket)", 'd', -1, b.filled,
+         library_collective_role(CollectiveKind::all_reduce)};
+  s.on_comm_stream = true;
+  tl.spans.push_back(s);
+  tl.dp += seconds;
+  b.free_at = s.end, b.filled = 0;
+}
+
+// One F or B action, layer by layer, starting at `at`. `buckets`: this is the stage's last
+// backward and its DP all-reduce overlaps it (null otherwise).
+void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl, BucketStream* buckets) {
   const bool fwd = a.action.op == pipeline::Op::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
   const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
@@ -166,6 +184,10 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
       add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes,
           library_collective_role(CollectiveKind::all_reduce));
+    if (buckets) {  // layer `layer`'s gradients are final: into the bucket, launched once full
+      buckets->filled += action_dp_bytes(w, stage) / L;
+      if (buckets->filled >= w.dp_bucket_bytes || i + 1 == L) launch_bucket(w, tl, *buckets, at);
+    }
   }
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
@@ -180,20 +202,25 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   }
 }
 
-// The stage's DP collectives once its last backward is done (ZeRO-0/1 all-reduce, ZeRO-2 all-gather).
-void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end) {
-  double at = last_action_end;
+// The stage's DP collectives once its last backward is done (ZeRO-0/1 all-reduce, unless the
+// buckets overlapped it: then the step waits for the last bucket; ZeRO-2 all-gather).
+void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end, const BucketStream* buckets) {
+  double at = buckets ? std::max(last_action_end, buckets->free_at) : last_action_end;
   const double bytes = w.dp_bytes[std::size_t(stage)];
-  if (w.dp > 1 && w.zero <= 1) add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes,
-                                 library_collective_role(CollectiveKind::all_reduce));
+  if (w.dp > 1 && w.zero <= 1 && !buckets)
+    add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes,
+        library_collective_role(CollectiveKind::all_reduce));
   if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
                                  library_collective_role(CollectiveKind::all_gather));
+  tl.dp_exposed = at - last_action_end;
   if (!w.stage_host_s.empty()) add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, "optimizer and host work", 0, -1, 0,
                                     Role{.pass = Pass::optimizer});
   if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8,
                                  library_collective_role(CollectiveKind::all_reduce));
   tl.end = at;
   for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
+  // (an overlapped bucket was recorded when its layer finished, and may start after later spans)
+  std::stable_sort(tl.spans.begin(), tl.spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
 }
 
 void check(const Workload& w) {
@@ -209,6 +236,9 @@ void check(const Workload& w) {
                        std::to_string(w.chunks) + " chunks: layers a multiple of pp · chunks = " +
                        std::to_string(w.pp * w.chunks));
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
+  if (w.dp_bucket_bytes > 0 && w.zero >= 2)
+    throw UsageError("overlapping the DP all-reduce with backward applies to ZeRO-0/1 (ZeRO-2/3 reduce-scatter after every "
+                     "micro-batch's backward already): drop the bucket size or use --zero 0 or 1");
   for (const std::vector<double>* v : {&w.stage_layer_forward_s, &w.stage_layer_backward_s, &w.stage_host_s})
     if (!v->empty() && int(v->size()) != w.pp)
       throw UsageError("measured layer and host times need one value per pipeline stage");
@@ -226,12 +256,19 @@ SimResult simulate_step(const Workload& w) {
   SimResult r;
   r.stages.resize(std::size_t(w.pp));
   std::vector<double> last_end(std::size_t(w.pp), 0.0);
+  // Each stage's last action (its last backward) is the one the DP buckets overlap.
+  std::vector<const pipeline::TimedAction*> last_action(std::size_t(w.pp), nullptr);
+  for (const pipeline::TimedAction& a : pipe.actions)
+    if (!last_action[std::size_t(a.stage)] || a.end >= last_action[std::size_t(a.stage)]->end) last_action[std::size_t(a.stage)] = &a;
+  const bool overlap = w.dp_bucket_bytes > 0 && w.dp > 1 && w.zero <= 1;
+  std::vector<BucketStream> buckets(std::size_t(w.pp));
   for (const pipeline::TimedAction& a : pipe.actions) {
-    expand_action(w, a.stage, a, r.stages[std::size_t(a.stage)]);
+    BucketStream* b = overlap && &a == last_action[std::size_t(a.stage)] ? &buckets[std::size_t(a.stage)] : nullptr;
+    expand_action(w, a.stage, a, r.stages[std::size_t(a.stage)], b);
     last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
   }
   for (int s = 0; s < w.pp; ++s) {
-    close_step(w, s, r.stages[std::size_t(s)], last_end[std::size_t(s)]);
+    close_step(w, s, r.stages[std::size_t(s)], last_end[std::size_t(s)], overlap ? &buckets[std::size_t(s)] : nullptr);
     r.step_s = std::max(r.step_s, r.stages[std::size_t(s)].end);
   }
   r.pipeline_bubble = pipe.bubble_fraction();

@@ -9,7 +9,8 @@
 //               interleaved: v chunks per stage, each action one chunk's L/v layers, virtual
 //               stage c·P + s holding layers from (c·P + s)·L/(P·v) on), timed by the pipeline
 //               simulator; a message between (virtual) stages costs α + bytes/β
-//   DP          at the end of the step: the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
+//   DP          at the end of the step (or, with dp_bucket_bytes, bucket by bucket during the
+//               last backward, on the comm stream): the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
 //               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
 //               all-gathers before each forward and backward and reduce-scatter after it
 //   host        (calibration only) each stage's measured optimizer and host work once per step,
@@ -20,8 +21,9 @@
 //
 // Ranks that behave alike are computed once: every dp replica and tp rank of a stage runs
 // the same timeline, so a step costs one pipeline simulation of P stages, whatever the
-// number of GPUs. Nothing overlaps (communication is on the critical path, as in the
-// planner), and every step is the same, so step k starts at k · step time.
+// number of GPUs. Nothing overlaps but the bucketed DP all-reduce when asked (the rest of the
+// communication is on the critical path, as in the planner), and every step is the same, so
+// step k starts at k · step time.
 #pragma once
 
 #include <string>
@@ -69,6 +71,11 @@ struct Workload {
   double tp_bytes = 0;                              // per all-reduce
   double pp_bytes = 0;                              // per message between stages
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
+  // > 0: ZeRO-0/1's gradient all-reduce overlaps the step's last backward on each stage,
+  // bucket by bucket as PyTorch DDP and Megatron's overlap_grad_reduce do: a bucket of this
+  // many bytes is all-reduced on the comm stream as soon as its layers' backward is done
+  // (the buckets one after another); 0: one all-reduce after the last backward.
+  double dp_bucket_bytes = 0;
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
@@ -93,12 +100,14 @@ struct Span {
   int micro_batch = -1;
   double bytes = 0;
   Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
+  bool on_comm_stream = false;  // runs beside compute (an overlapped DP bucket), not after it
 };
 
 struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
   double compute = 0, tp = 0, pp = 0, dp = 0, host = 0;  // seconds spent in each
+  double dp_exposed = 0;  // of dp: what the step waits for after the last backward
 };
 
 struct SimResult {

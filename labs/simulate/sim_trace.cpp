@@ -123,7 +123,10 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
     case SpanKind::action:
     case SpanKind::compute:
     case SpanKind::host: e.kind = EventKind::compute; break;
-    case SpanKind::collective: e.kind = EventKind::collective; break;
+    case SpanKind::collective:
+      e.kind = EventKind::collective;
+      if (s.on_comm_stream) e.stream = kStreamComm;  // an overlapped DP bucket runs beside compute
+      break;
     case SpanKind::send: e.kind = EventKind::send, e.stream = kStreamComm, e.peer = peer; break;
     case SpanKind::step: e.kind = EventKind::phase; break;
   }

@@ -43,7 +43,7 @@ const std::map<std::string, std::string> kValue = {
     {"--efficiency", "0.25"},    {"--search", "16"},          {"--global-batch", "64"},   {"--steps", "3"},
     {"--ranks-in-trace", "all"}, {"--schedule", "gpipe"},     {"--algo", "ring"},         {"--calibrate-link", "nvlink4"},
     {"--calibrate-compute-us", "100"}, {"--calibrate-compute-from", "same-run"},        {"--calibrate-repeat", "2"},
-    {"--compute", "flat"},       {"--chunks", "2"},
+    {"--compute", "flat"},       {"--chunks", "2"},           {"--dp-bucket-mb", "25"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

@@ -80,6 +80,29 @@ TEST(ClusterSim, InterleavedChunksShrinkTheBubbleByV) {
   EXPECT_THROW(sim::simulate_step(not_interleaved), dtl::UsageError);
 }
 
+// The DP all-reduce in buckets during the last backward (PyTorch DDP), by hand: 4 layers of
+// 2e6 gradient bytes, F 1 ms and B 2 ms per layer, buckets of 4e6 bytes (two layers) on a
+// ring of 2: α 10 µs, β 1 GB/s, so a bucket takes 2·10 µs + 4e6 B / 1 GB/s = 4.02 ms.
+TEST(ClusterSim, BucketsOverlapTheAllReduceWithTheLastBackward) {
+  sim::Workload w = small(2, 1, 1, 1);
+  const double bucket = 20e-6 + 4e-3;
+  const double after = 4e-3 + 8e-3 + (20e-6 + 8e-3);  // F, B, then one all-reduce of 8e6 B
+  EXPECT_NEAR(sim::simulate_step(w).step_s, after, 1e-12);
+  w.dp_bucket_bytes = 4e6;
+  const sim::SimResult r = sim::simulate_step(w);
+  // bucket 1 ready after two layers of backward (4 + 4 ms), bucket 2 when backward ends (12
+  // ms) but its stream is busy until 8 + 4.02 ms: it runs 12.02 to 16.04 ms.
+  const double first_end = 8e-3 + bucket, second_end = std::max(12e-3, first_end) + bucket;
+  EXPECT_NEAR(r.step_s, second_end, 1e-12) << "simulated " << r.step_s;
+  EXPECT_NEAR(r.stages[0].dp, 2 * bucket, 1e-12);
+  EXPECT_NEAR(r.stages[0].dp_exposed, second_end - 12e-3, 1e-12);
+  int overlapped = 0;
+  for (const sim::Span& s : r.stages[0].spans) overlapped += s.on_comm_stream;
+  EXPECT_EQ(overlapped, 2);
+  w.zero = 2;
+  EXPECT_THROW(sim::simulate_step(w), dtl::UsageError) << "ZeRO-2 reduces per micro-batch already";
+}
+
 TEST(ClusterSim, OneMicroBatchCrossesEveryBoundaryTwice) {
   // One micro-batch goes forward through P stages and back: P(F + B) + 2(P − 1)c.
   sim::Workload w = small(1, 1, 4, 1);
