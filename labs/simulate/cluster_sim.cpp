@@ -256,14 +256,19 @@ SimResult simulate_step(const Workload& w) {
   SimResult r;
   r.stages.resize(std::size_t(w.pp));
   std::vector<double> last_end(std::size_t(w.pp), 0.0);
-  // Each stage's last action (its last backward) is the one the DP buckets overlap.
-  std::vector<const pipeline::TimedAction*> last_action(std::size_t(w.pp), nullptr);
-  for (const pipeline::TimedAction& a : pipe.actions)
-    if (!last_action[std::size_t(a.stage)] || a.end >= last_action[std::size_t(a.stage)]->end) last_action[std::size_t(a.stage)] = &a;
+  // The DP buckets overlap each chunk's last backward on each stage (one chunk but with the
+  // interleaved schedule): after it, that chunk's gradients are final.
+  std::vector<std::vector<const pipeline::TimedAction*>> last_backward(std::size_t(w.pp),
+                                                                     std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
+  for (const pipeline::TimedAction& a : pipe.actions) {
+    const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
+    if (a.action.op == pipeline::Op::backward && (!last || a.end >= last->end)) last = &a;
+  }
   const bool overlap = w.dp_bucket_bytes > 0 && w.dp > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));
   for (const pipeline::TimedAction& a : pipe.actions) {
-    BucketStream* b = overlap && &a == last_action[std::size_t(a.stage)] ? &buckets[std::size_t(a.stage)] : nullptr;
+    const bool last = &a == last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
+    BucketStream* b = overlap && last ? &buckets[std::size_t(a.stage)] : nullptr;
     expand_action(w, a.stage, a, r.stages[std::size_t(a.stage)], b);
     last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
   }

@@ -99,6 +99,18 @@ TEST(ClusterSim, BucketsOverlapTheAllReduceWithTheLastBackward) {
   int overlapped = 0;
   for (const sim::Span& s : r.stages[0].spans) overlapped += s.on_comm_stream;
   EXPECT_EQ(overlapped, 2);
+  // Interleaved: each chunk's gradients are final after its own last backward; every byte is
+  // still reduced once (two chunks of two layers: one bucket each, 4e6 B).
+  sim::Workload chunked = small(2, 1, 2, 2);
+  chunked.schedule = dtl::pipeline::ScheduleKind::interleaved;
+  chunked.chunks = 2;
+  chunked.dp_bucket_bytes = 4e6;
+  const sim::SimResult rc = sim::simulate_step(chunked);
+  for (const sim::StageTimeline& stage : rc.stages) {
+    double bytes = 0;
+    for (const sim::Span& s : stage.spans) bytes += s.on_comm_stream ? s.bytes : 0;
+    EXPECT_NEAR(bytes, 8e6, 1e-6) << "every gradient byte of the stage all-reduced once";
+  }
   w.zero = 2;
   EXPECT_THROW(sim::simulate_step(w), dtl::UsageError) << "ZeRO-2 reduces per micro-batch already";
 }
