@@ -18,16 +18,17 @@ import sys
 # Megatron's FLOPs per iteration (Narayanan et al. 2021, eq. 3) count the recomputed
 # forward: 96·B·s·L·h²·(1 + s/6h + V/16Lh). Published "TFLOP/s per GPU" of Megatron-based
 # runs use it; dtlab's "hardware TFLOP/s per GPU" row counts the same passes.
+MT_NLG = dict(layers=105, hidden=20480, heads=128, seq=2048, vocab=51200)
 RUNS = [
     {"name": "MT-NLG 530B, 2240 A100",
      "source": "Smith et al. 2022 (arXiv:2201.11990) §2.4: 60.1 s per iteration, 126 TFLOP/s per GPU",
-     "shape": dict(layers=105, hidden=20480, heads=128, seq=2048, vocab=51200),
+     "shape": MT_NLG,
      "layout": dict(dp=8, tp=8, pp=35, zero=1, **{"micro-batch-size": 1, "micro-batches": 240}, recompute="full"),
      "assumed": "micro-batch 1, ZeRO-1, full recomputation, vocab padded to 51200",
      "published": {"step_s": 60.1, "hardware_tflops": 126}},
     {"name": "MT-NLG 530B, 3360 A100",
      "source": "Smith et al. 2022 §2.4: 44.4 s per iteration, 113 TFLOP/s per GPU",
-     "shape": dict(layers=105, hidden=20480, heads=128, seq=2048, vocab=51200),
+     "shape": MT_NLG,
      "layout": dict(dp=12, tp=8, pp=35, zero=1, **{"micro-batch-size": 1, "micro-batches": 160}, recompute="full"),
      "assumed": "as above",
      "published": {"step_s": 44.4, "hardware_tflops": 113}},

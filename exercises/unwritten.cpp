@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -19,24 +20,18 @@ std::vector<std::string> used;  // guarded by used_mutex
 
 void run_references_for_unwritten_exercises() { run_references.store(true); }
 
-std::string unwritten_exercises_used() {
-  const std::lock_guard lock(used_mutex);
-  std::string names;
-  for (const std::string& name : used) names += (names.empty() ? "" : ", ") + name;
-  return names;
-}
-
 void use_reference_for(const Unwritten& stub) {
   if (!run_references.load()) throw NotImplemented(stub.function, stub.exercise);
+  const std::string function = stub.function, exercise = *stub.exercise ? stub.exercise : stub.function;
   const std::lock_guard lock(used_mutex);  // ranks are threads: say it once, not once per rank
   for (const std::string& name : used)
-    if (name == stub.function) return;
-  used.push_back(stub.function);
+    if (name == function) return;
+  used.push_back(function);
   // A lab's stub from the repository root on ("labs/ddp/exercises.cpp"), as the learner knows it.
-  const std::size_t labs = stub.file.rfind("/labs/") == std::string::npos ? std::string::npos : stub.file.rfind("/labs/") + 1;
+  const std::string file = stub.file;
+  const std::size_t labs = file.rfind("/labs/");
   std::fprintf(stderr, "note: using the reference for %s: not written yet (%s; dtlab grade --exercise %s)\n",
-               stub.function.c_str(), stub.file.substr(labs == std::string::npos ? 0 : labs).c_str(),
-               (stub.exercise.empty() ? stub.function : stub.exercise).c_str());
+               function.c_str(), file.substr(labs == std::string::npos ? 0 : labs + 1).c_str(), exercise.c_str());
 }
 
 }  // namespace dtl::ex

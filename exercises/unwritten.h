@@ -10,25 +10,22 @@
 #pragma once
 
 #include <source_location>
-#include <string>
 #include <utility>
 
 namespace dtl::ex {
 
 // The function a stub stands for, where several share one exercise that exercise's id
-// (`tree` covers tree_reduce, tree_broadcast and tree_all_reduce), and the stub's file.
+// (`tree` covers tree_reduce, tree_broadcast and tree_all_reduce), and the stub's file. All
+// three are string literals: a stub builds one on every call, so nothing is copied.
 struct Unwritten {
   Unwritten(const char* function_name, const char* exercise_id = "",
             std::source_location where = std::source_location::current())
       : function(function_name), exercise(exercise_id), file(where.file_name()) {}
-  std::string function, exercise, file;
+  const char *function, *exercise, *file;
 };
 
 // From now on, stubs not written yet run the reference instead of failing (labs only).
 void run_references_for_unwritten_exercises();
-
-// Names of the functions that ran the reference in this process so far, in first-use order.
-std::string unwritten_exercises_used();
 
 // Throws NotImplemented unless this program runs references; else prints, once per
 // function, which reference runs in the learner's place.

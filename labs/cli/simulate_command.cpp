@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +35,7 @@ struct SimulateArgs {
   PlanArgs plan;
   int steps = 2;
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
-  std::string compute = "roofline";
+  sim::ComputeModel compute = sim::ComputeModel::roofline;
   int chunks = 1;
   double dp_bucket_mb = 0;
   bool calibrate = false;
@@ -160,14 +161,13 @@ int run_simulate(const SimulateArgs& a) {
   }
   const th::ClusterSpec c = cluster_from(a.plan);
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
-  const sim::ComputeModel compute = sim::parse_compute_model(a.compute);
-  sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), compute);
+  sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), a.compute);
   w.chunks = a.chunks;
   w.dp_bucket_bytes = a.dp_bucket_mb * 1024 * 1024;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
-  Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), compute);
+  Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> meta = {
@@ -202,8 +202,8 @@ void check_calibrate_options(const CLI::App* p, bool calibrate) {
 }
 
 // Options that would change nothing in this simulation are refused, saying why.
-void require_simulate_options_apply(const CLI::App& p, bool writes_trace, const std::string& compute) {
-  if (compute == "roofline" && p.count("--efficiency"))
+void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::ComputeModel compute) {
+  if (compute == sim::ComputeModel::roofline && p.count("--efficiency"))
     throw UsageError("--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
                      "each GEMM from its shape instead: add --compute flat to use it");
   if (!writes_trace)
@@ -238,7 +238,10 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--compute", a->compute,
                  "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
                  "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
-      ->check(CLI::IsMember({"roofline", "flat"}))->capture_default_str();
+      ->transform(CLI::CheckedTransformer(std::map<std::string, sim::ComputeModel>(std::begin(sim::kComputeModelNames),
+                                                                               std::end(sim::kComputeModelNames))))
+      ->option_text("roofline|flat")
+      ->default_str(sim::compute_model_name(sim::ComputeModel::roofline));
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
   p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
   p->add_option("--calibrate-compute-us", a->calibration.compute_us,

@@ -1,8 +1,6 @@
 // Workloads for the step simulation (workload.h).
 #include "labs/simulate/workload.h"
 
-#include <string>
-
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
 
@@ -15,13 +13,11 @@ constexpr double kBytes32 = 4;  // the grid lab trains in fp32
 
 }  // namespace
 
-ComputeModel parse_compute_model(std::string_view name) {
-  if (name == "roofline") return ComputeModel::roofline;
-  if (name == "flat") return ComputeModel::flat;
-  throw UsageError("--compute is roofline or flat, not '" + std::string(name) + "'");
+const char* compute_model_name(ComputeModel m) {
+  for (const auto& [name, model] : kComputeModelNames)
+    if (model == m) return name;
+  return "?";
 }
-
-const char* compute_model_name(ComputeModel m) { return m == ComputeModel::roofline ? "roofline" : "flat"; }
 
 namespace {
 

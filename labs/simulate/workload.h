@@ -2,7 +2,7 @@
 // cluster preset) or from a grid-lab configuration (the MLP on thread ranks, for calibration).
 #pragma once
 
-#include <string_view>
+#include <utility>
 
 #include "core/theory/plan.h"
 #include "labs/simulate/cluster_sim.h"
@@ -15,7 +15,9 @@ namespace dtl::sim {
 //             the LM head on the last stage (the default)
 //   flat      the planner's FLOPs / (peak · efficiency), the same for every layer and model
 enum class ComputeModel { roofline, flat };
-ComputeModel parse_compute_model(std::string_view name);  // throws UsageError
+// The option's words for each model (`dtlab simulate --compute`: the command maps them to the enum).
+inline constexpr std::pair<const char*, ComputeModel> kComputeModelNames[] = {{"roofline", ComputeModel::roofline},
+                                                                             {"flat", ComputeModel::flat}};
 const char* compute_model_name(ComputeModel m);
 
 // A transformer as the planner counts it (core/theory/plan.h): 16-bit activations and

@@ -45,5 +45,4 @@ TEST(UnwrittenExercise, TheGraderSeesNotImplementedAndALabTheReference) {
   ASSERT_GE(notes.size(), end.size()) << notes;
   EXPECT_EQ(notes.substr(notes.size() - end.size()), end) << notes;
   EXPECT_EQ(notes.find('\n'), notes.size() - 1) << "one note per function, not one per call: " << notes;
-  EXPECT_EQ(dtl::ex::unwritten_exercises_used(), "stub_add");
 }
