@@ -214,8 +214,11 @@ void add_dp_entries(Plan& out, const Span& span, Link link) {
   const double half = double(d - 1) / d * payload;
   const double t_half = ring_half_seconds(d, payload, link);
   auto& L = out.ledger;
-  if (p.zero <= 1) {
+  if (p.zero == 0) {
     L.push_back(entry(Axis::dp, "all_reduce gradients", 1, 2 * half, ring_all_reduce_seconds(d, payload, link), span));
+  } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
+    L.push_back(entry(Axis::dp, "reduce_scatter gradients", 1, half, t_half, span));
+    L.push_back(entry(Axis::dp, "all_gather parameters", 1, half, t_half, span));
   } else if (p.zero == 2) {
     L.push_back(entry(Axis::dp, "reduce_scatter gradients", M, half, t_half, span));
     L.push_back(entry(Axis::dp, "all_gather parameters", 1, half, t_half, span));

@@ -124,14 +124,15 @@ std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int g
     if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
     return a.memory.total() < b.memory.total();
   });
-  // A ZeRO stage that only costs memory (ZeRO-0 beside ZeRO-1: the same all-reduce) is the
-  // same configuration for speed: keep the one with less memory.
+  // A ZeRO stage that only costs memory (ZeRO-0 beside ZeRO-1: an all-reduce's bytes and time
+  // are a reduce-scatter's plus an all-gather's) is the same configuration for speed: keep the
+  // one with less memory (the times are summed in another order: equal to rounding).
   std::vector<Plan> distinct;
   for (auto& candidate : fitting) {
     const bool repeat = !distinct.empty() && [&](const Plan& above) {
       const auto &a = above.config, &b = candidate.config;
       return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.recompute == b.recompute &&
-             above.tokens_per_s == candidate.tokens_per_s;
+             std::abs(above.tokens_per_s - candidate.tokens_per_s) <= 1e-12 * above.tokens_per_s;
     }(distinct.back());
     if (!repeat) distinct.push_back(std::move(candidate));
     if (distinct.size() == o.keep) break;

@@ -160,7 +160,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--dp", a.dp, "Data-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--tp", a.tp, "Tensor-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--pp", a.pp, "Pipeline stages")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--zero", a.zero, "ZeRO stage over dp, 0-3")->check(whole_range(0, 3))->capture_default_str();
+  p->add_option("--zero", a.zero, "ZeRO stage over dp, 0-3 (1: optimizer states sharded, reduce-scatter + all-gather: Megatron's distributed optimizer)")->check(whole_range(0, 3))->capture_default_str();
   p->add_option("--micro-batch-size", a.micro_batch_size, "Sequences per micro-batch b")
       ->check(whole_range(1, 1000000))->capture_default_str();
   p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")

@@ -81,6 +81,30 @@ void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, 
       .source = "tile and wave quantization";
 }
 
+// What each ZeRO stage does over dp in a step (cluster_sim.h).
+const char* dp_schedule_words(int zero) {
+  switch (zero) {
+    case 0: return "all-reduce gradients, full optimizer step";
+    case 1: return "reduce-scatter gradients, step on 1/dp, all-gather parameters (distributed optimizer)";
+    case 2: return "reduce-scatter after each micro-batch, step on 1/dp, all-gather parameters";
+    default: return "all-gather before each forward and backward, reduce-scatter after, step on 1/dp";
+  }
+}
+
+// The end of the step: what the step waits for after its last backward, and the optimizer.
+void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r) {
+  double exposed = 0, optimizer = 0;
+  for (const auto& s : r.stages) exposed = std::max(exposed, s.dp_exposed), optimizer = std::max(optimizer, s.host);
+  const char* gathers = w.zero == 1 || w.zero == 2 ? " + the parameter all-gather" : "";
+  rep.add("sim.dp_exposed", "DP waited for after the last backward", exposed, "s").source =
+      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) + gathers;
+  const th::ZeroPrecision b = th::zero_precision(pl.config.convention);
+  char from[160];
+  std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s", b.grad + 2 * b.optimizer + b.param,
+                format_value(pl.cluster.memory_Bps, "B/s").c_str(), w.zero >= 1 ? ", 1/dp of them" : "");
+  rep.add("sim.optimizer", "optimizer step per GPU (busiest stage)", optimizer, "s").source = from;
+}
+
 Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
                        sim::ComputeModel compute_model) {
   Report rep;
@@ -92,7 +116,8 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   char psi[64];
   std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
   rep.setup = {"model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
-                   std::to_string(w.pp) + " · ZeRO-" + std::to_string(w.zero) + " · M " + std::to_string(w.micro_batches) +
+                   std::to_string(w.pp) + " · ZeRO-" + std::to_string(w.zero) +
+                   (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " + std::to_string(w.micro_batches) +
                    " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
                w.tp_route.describe("tp"), w.dp_route.describe("dp"), w.pp_route.describe("pp", true)};
   char took[160];
@@ -110,16 +135,14 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.compute", "compute per GPU (busiest stage)", compute, "s").predict(pl.time.busy, "plan: busy");
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
-  rep.add("sim.dp", "DP collectives per GPU", dp, "s").source = std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo);
-  double dp_exposed = 0;
-  for (const auto& s : r.stages) dp_exposed = std::max(dp_exposed, s.dp_exposed);
-  rep.add("sim.dp_exposed", "DP waited for after the last backward", dp_exposed, "s").source =
-      w.dp_bucket_bytes > 0 ? "buckets overlapped with backward (--dp-bucket-mb)" : "after backward, not overlapped";
+  rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
+      std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo) + ": " + dp_schedule_words(w.zero);
+  add_step_end_rows(rep, pl, w, r);
   rep.add("sim.tokens_per_s", "tokens/s", r.tokens_per_s, "tokens/s").predict(pl.tokens_per_s, "plan");
   rep.add("sim.mfu", "MFU", 100 * r.mfu, "%").predict(100 * pl.mfu, "plan");
   add_compute_rows(rep, pl, r, compute_model);
-  const std::string dp_words = w.dp_bucket_bytes > 0 ? "the DP all-reduce bucket by bucket beside the last backward; "
-                                                       "nothing else overlapped."
+  const std::string dp_words = w.dp_bucket_bytes > 0 ? "the DP gradient reduction bucket by bucket beside the last "
+                                                       "backward; nothing else overlapped."
                                                      : "DP at the end of the step; nothing overlapped.";
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
@@ -228,8 +251,8 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--schedule", a->schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
   p->add_option("--dp-bucket-mb", a->dp_bucket_mb,
-                 "Overlap ZeRO-0/1's gradient all-reduce with the last backward in buckets of this many MiB "
-                 "(PyTorch DDP's bucket_cap_mb, 25 there); 0: one all-reduce after backward")
+                 "Overlap ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) with the last backward in buckets "
+                 "of this many MiB (PyTorch DDP's bucket_cap_mb, 25 there); 0: one collective after backward")
       ->check(finite_range(0, 1e6))->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))->capture_default_str();

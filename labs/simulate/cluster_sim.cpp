@@ -147,10 +147,15 @@ struct BucketStream {
   double free_at = 0;    // the stream's previous bucket ends
 };
 
+// ZeRO-0 all-reduces each bucket; ZeRO-1 (the distributed optimizer) reduce-scatters it, as
+// Megatron's overlap_grad_reduce does with --use-distributed-optimizer.
 void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double ready_at) {
-  const double begin = std::max(ready_at, b.free_at), seconds = w.dp_route.all_reduce(b.filled);
-  Span s{begin, begin + seconds, SpanKind::collective, "all_reduce gradients (bucket)", 'd', -1, b.filled,
-         library_collective_role(CollectiveKind::all_reduce)};
+  const bool scatter = w.zero == 1;
+  const double begin = std::max(ready_at, b.free_at);
+  const double seconds = scatter ? w.dp_route.reduce_scatter(b.filled) : w.dp_route.all_reduce(b.filled);
+  Span s{begin, begin + seconds, SpanKind::collective,
+         scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)", 'd', -1, b.filled,
+         library_collective_role(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce)};
   s.on_comm_stream = true;
   tl.spans.push_back(s);
   tl.dp += seconds;
@@ -202,19 +207,29 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   }
 }
 
-// The stage's DP collectives once its last backward is done (ZeRO-0/1 all-reduce, unless the
-// buckets overlapped it: then the step waits for the last bucket; ZeRO-2 all-gather).
+// The end of a stage's step, once its last backward is done: the gradient synchronization
+// (ZeRO-0's all-reduce or ZeRO-1's reduce-scatter, unless the buckets overlapped it: then the
+// step waits for the last bucket), the optimizer step (stage_host_s), then ZeRO-1/2's
+// all-gather of the updated parameters (ZeRO-3 gathers them before each use instead).
 void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end, const BucketStream* buckets) {
   double at = buckets ? std::max(last_action_end, buckets->free_at) : last_action_end;
   const double bytes = w.dp_bytes[std::size_t(stage)];
-  if (w.dp > 1 && w.zero <= 1 && !buckets)
+  const bool dp = w.dp > 1;
+  if (dp && w.zero == 0 && !buckets)
     add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes,
         library_collective_role(CollectiveKind::all_reduce));
-  if (w.dp > 1 && w.zero == 2) add(tl, at, w.dp_route.all_gather(bytes), SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
-                                 library_collective_role(CollectiveKind::all_gather));
+  if (dp && w.zero == 1 && !buckets)
+    add(tl, at, w.dp_route.reduce_scatter(bytes), SpanKind::collective, "reduce_scatter gradients", 'd', -1, bytes,
+        library_collective_role(CollectiveKind::reduce_scatter));
   tl.dp_exposed = at - last_action_end;
-  if (!w.stage_host_s.empty()) add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, "optimizer and host work", 0, -1, 0,
-                                    Role{.pass = Pass::optimizer});
+  if (!w.stage_host_s.empty())
+    add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, w.host_label, 0, -1, 0, Role{.pass = Pass::optimizer});
+  if (dp && (w.zero == 1 || w.zero == 2)) {
+    const double ag = w.dp_route.all_gather(bytes);
+    add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
+        library_collective_role(CollectiveKind::all_gather));
+    tl.dp_exposed += ag;
+  }
   if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8,
                                  library_collective_role(CollectiveKind::all_reduce));
   tl.end = at;
@@ -237,8 +252,8 @@ void check(const Workload& w) {
                        std::to_string(w.pp * w.chunks));
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
   if (w.dp_bucket_bytes > 0 && w.zero >= 2)
-    throw UsageError("overlapping the DP all-reduce with backward applies to ZeRO-0/1 (ZeRO-2/3 reduce-scatter after every "
-                     "micro-batch's backward already): drop the bucket size or use --zero 0 or 1");
+    throw UsageError("overlapping the DP gradient reduction with backward applies to ZeRO-0/1 (ZeRO-2/3 reduce-scatter "
+                     "after every micro-batch's backward already): drop the bucket size or use --zero 0 or 1");
   for (const std::vector<double>* v : {&w.stage_layer_forward_s, &w.stage_layer_backward_s, &w.stage_host_s})
     if (!v->empty() && int(v->size()) != w.pp)
       throw UsageError("measured layer and host times need one value per pipeline stage");

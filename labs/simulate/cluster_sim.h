@@ -9,12 +9,16 @@
 //               interleaved: v chunks per stage, each action one chunk's L/v layers, virtual
 //               stage c·P + s holding layers from (c·P + s)·L/(P·v) on), timed by the pipeline
 //               simulator; a message between (virtual) stages costs α + bytes/β
-//   DP          at the end of the step (or, with dp_bucket_bytes, bucket by bucket during the
-//               last backward, on the comm stream): the gradient all-reduce (ZeRO-0/1), or ZeRO-2's
-//               reduce-scatter after each micro-batch's backward and one all-gather, or ZeRO-3's
-//               all-gathers before each forward and backward and reduce-scatter after it
-//   host        (calibration only) each stage's measured optimizer and host work once per step,
-//               after its DP collectives; and the grid lab's --compute-us floor on F and B
+//   DP          the gradients at the end of the step (or, with dp_bucket_bytes, bucket by bucket
+//               during the last backward, on the comm stream): ZeRO-0's all-reduce; ZeRO-1's
+//               reduce-scatter, the step on this rank's 1/dp, then an all-gather of the updated
+//               parameters (Megatron's distributed optimizer); ZeRO-2's reduce-scatter after each
+//               micro-batch's backward and the same all-gather; ZeRO-3's all-gathers before each
+//               forward and backward and reduce-scatter after it
+//   optimizer   once per step after the gradient reduction (stage_host_s): on a cluster AdamW
+//               from its bytes on the GPU's memory bandwidth (workload.cpp); in the calibration
+//               each stage's measured optimizer and host work, and the grid lab's --compute-us
+//               floor on F and B
 //   links       per axis: NVLink when the group lies in one node, InfiniBand when it spans
 //               nodes (rank order tp fastest, then dp, then pp: core/theory/plan.h);
 //               ring, binomial tree, or hierarchical (ring in the node, ring across nodes)
@@ -71,19 +75,21 @@ struct Workload {
   double tp_bytes = 0;                              // per all-reduce
   double pp_bytes = 0;                              // per message between stages
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
-  // > 0: ZeRO-0/1's gradient all-reduce overlaps the step's last backward on each stage,
-  // bucket by bucket as PyTorch DDP and Megatron's overlap_grad_reduce do: a bucket of this
-  // many bytes is all-reduced on the comm stream as soon as its layers' backward is done
-  // (the buckets one after another); 0: one all-reduce after the last backward.
+  // > 0: ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) overlaps the step's last
+  // backward on each stage, bucket by bucket as PyTorch DDP and Megatron's overlap_grad_reduce
+  // do: a bucket of this many bytes is reduced on the comm stream as soon as its layers'
+  // backward is done (the buckets one after another); 0: one collective after the last backward.
   double dp_bucket_bytes = 0;
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
   // (the calibration on thread ranks, labs/cli/simulate_calibrate.cpp); empty: FLOPs / rate.
   std::vector<double> stage_layer_forward_s, stage_layer_backward_s;
-  // Measured, for the calibration:
-  std::vector<double> stage_host_s;  // per stage, once per step after its DP collectives (optimizer, host work); empty: none
-  double action_floor_s = 0;         // the grid lab's --compute-us: an F lasts at least this, a B twice
+  // Per stage, once per step after its gradient reduction: the optimizer step (a cluster,
+  // workload.cpp) or the measured optimizer and host work (the calibration); empty: none.
+  std::vector<double> stage_host_s;
+  std::string host_label = "optimizer and host work";
+  double action_floor_s = 0;  // the grid lab's --compute-us: an F lasts at least this, a B twice
   AxisRoute tp_route, dp_route, pp_route;
   double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
   int gpus() const { return dp * tp * pp; }
@@ -107,7 +113,7 @@ struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
   double compute = 0, tp = 0, pp = 0, dp = 0, host = 0;  // seconds spent in each
-  double dp_exposed = 0;  // of dp: what the step waits for after the last backward
+  double dp_exposed = 0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
 };
 
 struct SimResult {

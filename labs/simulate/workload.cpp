@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
+#include "core/theory/zero.h"
 
 namespace dtl::sim {
 
@@ -34,6 +35,23 @@ void time_layers_from_shapes(const theory::Plan& p, Workload& w) {
   w.stage_layer_backward_s.back() += head.backward_s() / last_layers;
 }
 
+// The optimizer step of each stage's GPU, memory-bound: AdamW reads every parameter's
+// gradient and optimizer state (fp32 master, m, v) and writes the state and the parameter
+// back, grad + 2·K + param bytes (28 B per parameter under 2+2+12), at the GPU's memory
+// bandwidth; ZeRO-1 and up step only this rank's 1/dp of the stage's Ψ·L_s/(L·t)
+// parameters (the distributed optimizer).
+void time_optimizer_step(const theory::Plan& p, Workload& w) {
+  const theory::ZeroPrecision b = theory::zero_precision(p.config.convention);
+  const double touched = b.grad + 2 * b.optimizer + b.param;
+  const double shards = p.config.zero >= 1 ? p.config.dp : 1;
+  w.stage_host_s.clear();
+  for (int L : w.stage_layers) {
+    const double params = p.psi * L / p.model.layers / p.config.tp / shards;
+    w.stage_host_s.push_back(params * touched / p.cluster.memory_Bps);
+  }
+  w.host_label = p.config.zero >= 1 ? "optimizer step (this rank's 1/dp)" : "optimizer step";
+}
+
 }  // namespace
 
 Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo,
@@ -59,6 +77,7 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   for (int L : w.stage_layers) w.dp_bytes.push_back(p.psi * L / m.layers / cfg.tp * kBytes16);
   w.flops_per_s = c.peak_flops * cfg.efficiency;  // (flat only: the roofline times each layer below)
   if (compute == ComputeModel::roofline) time_layers_from_shapes(p, w);
+  time_optimizer_step(p, w);
   const int gpn = c.gpus_per_node;
   w.tp_route = route(cfg.tp, 1, gpn, c.intra, c.inter, algo);
   w.dp_route = route(cfg.dp, cfg.tp, gpn, c.intra, c.inter, algo);

@@ -23,7 +23,8 @@ const char* compute_model_name(ComputeModel m);
 // A transformer as the planner counts it (core/theory/plan.h): 16-bit activations and
 // gradients; TP 2 all-reduces per layer forward and 2 backward (4 with full recomputation);
 // compute per `compute` (flat: model FLOPs per token 6Ψ + 12·L·h·s spread evenly over the
-// layers, one third forward, the backward adding the recomputed forward).
+// layers, one third forward, the backward adding the recomputed forward); each stage's
+// AdamW step memory-bound on the GPU's bandwidth, on 1/dp of its parameters with ZeRO ≥ 1.
 Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo,
                             ComputeModel compute = ComputeModel::roofline);
 

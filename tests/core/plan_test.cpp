@@ -103,8 +103,11 @@ TEST(Plan, Seed002SeventyBillionOnOneHundredTwentyEightGpus) {
   EXPECT_DOUBLE_EQ(dp->intra_bytes, 0);
   EXPECT_TRUE(pp->crosses_nodes);
   EXPECT_DOUBLE_EQ(pp->intra_bytes, 0);
-  // DP: one all-reduce of this GPU's 16-bit gradient slice, 2(d−1)/d · 2Ψ/(tp·pp).
-  EXPECT_DOUBLE_EQ(dp->bytes, 2.0 * 3 / 4 * 2 * 70e9 / 32);
+  // DP under ZeRO-1 (the distributed optimizer): a reduce-scatter of this GPU's 16-bit
+  // gradient slice and an all-gather of its parameters, together an all-reduce's
+  // 2(d−1)/d · 2Ψ/(tp·pp).
+  EXPECT_EQ(dp->collective, "reduce_scatter gradients");
+  EXPECT_DOUBLE_EQ(p.bytes_on(th::Axis::dp), 2.0 * 3 / 4 * 2 * 70e9 / 32);
 }
 
 // Seed 001, 3D parallelism: GPT-3 on 1024 A100, PP 8 × TP 8 × DP 16: "175B / 64 = 2.7B params ×

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "labs/simulate/sim_trace.h"
@@ -113,6 +115,62 @@ TEST(ClusterSim, BucketsOverlapTheAllReduceWithTheLastBackward) {
   }
   w.zero = 2;
   EXPECT_THROW(sim::simulate_step(w), dtl::UsageError) << "ZeRO-2 reduces per micro-batch already";
+}
+
+// ZeRO-1 as Megatron's distributed optimizer, by hand on the same ring of 2 (8e6 gradient
+// bytes, F 4 ms, B 8 ms, an optimizer step of 1 ms): reduce-scatter (10 µs + 4 ms), the
+// step, all-gather (10 µs + 4 ms): the all-reduce's bytes and time, split around the step.
+TEST(ClusterSim, ZeroOneReduceScattersStepsItsShardAndAllGathers) {
+  sim::Workload w = small(2, 1, 1, 1);
+  w.zero = 1;
+  w.stage_host_s = {1e-3};
+  const double half = 10e-6 + 4e-3;
+  const sim::SimResult r = sim::simulate_step(w);
+  EXPECT_NEAR(r.step_s, 12e-3 + half + 1e-3 + half, 1e-12) << "simulated " << r.step_s;
+  EXPECT_NEAR(r.stages[0].dp, 2 * half, 1e-12) << "the bytes and time of one all-reduce";
+  EXPECT_NEAR(r.stages[0].dp_exposed, 2 * half, 1e-12);
+  std::vector<std::string> tail;
+  for (const sim::Span& s : r.stages[0].spans)
+    if (s.kind == sim::SpanKind::collective || s.kind == sim::SpanKind::host) tail.push_back(s.label);
+  const std::vector<std::string> want = {"reduce_scatter gradients", "optimizer and host work", "all_gather parameters"};
+  EXPECT_EQ(tail, want);
+  // Overlapped: two buckets of 4e6 B reduce-scattered (10 µs + 2 ms each) beside the backward,
+  // ready at 8 and 12 ms; then the step and the all-gather.
+  w.dp_bucket_bytes = 4e6;
+  const sim::SimResult b = sim::simulate_step(w);
+  const double last_bucket_end = 12e-3 + 10e-6 + 2e-3;
+  EXPECT_NEAR(b.step_s, last_bucket_end + 1e-3 + half, 1e-12) << "simulated " << b.step_s;
+  double scattered = 0;
+  for (const sim::Span& s : b.stages[0].spans)
+    if (s.on_comm_stream) {
+      scattered += s.bytes;
+      EXPECT_EQ(s.label, "reduce_scatter gradients (bucket)");
+    }
+  EXPECT_NEAR(scattered, 8e6, 1e-6) << "every gradient byte reduce-scattered once";
+  // ZeRO-2 steps before it gathers too; ZeRO-0 all-reduces and gathers nothing.
+  w.dp_bucket_bytes = 0, w.zero = 2;
+  const sim::SimResult z2 = sim::simulate_step(w);
+  EXPECT_EQ(z2.stages[0].spans.back().label, "all_gather parameters");
+  w.zero = 0;
+  const sim::SimResult z0 = sim::simulate_step(w);
+  for (const sim::Span& s : z0.stages[0].spans) EXPECT_NE(s.label, "all_gather parameters");
+}
+
+// The optimizer step from a plan: AdamW touches grad + 2·K + param bytes per parameter (2 +
+// 24 + 2 = 28 under 2+2+12) at the GPU's memory bandwidth, on 1/dp of them with ZeRO ≥ 1.
+TEST(ClusterSim, OptimizerStepIsItsBytesOverTheMemoryBandwidth) {
+  const auto model = dtl::theory::model_preset("7b");
+  auto cluster = dtl::theory::cluster_preset("a100-80gb");
+  cluster.gpus = 16;
+  for (int zero : {0, 1, 3}) {
+    const dtl::theory::Plan p = dtl::theory::plan(model, cluster, {.dp = 4, .tp = 2, .pp = 2, .zero = zero, .micro_batches = 8});
+    const sim::Workload w = sim::workload_from_plan(p, dtl::pipeline::ScheduleKind::one_f_one_b, sim::CommAlgo::ring);
+    ASSERT_EQ(w.stage_host_s.size(), 2u);
+    for (std::size_t s = 0; s < 2; ++s) {
+      const double params = p.psi * w.stage_layers[s] / model.layers / 2 / (zero >= 1 ? 4 : 1);
+      EXPECT_NEAR(w.stage_host_s[s], params * 28 / cluster.memory_Bps, 1e-15) << "ZeRO-" << zero << " stage " << s;
+    }
+  }
 }
 
 TEST(ClusterSim, OneMicroBatchCrossesEveryBoundaryTwice) {
