@@ -6,7 +6,8 @@
 //   point-to-point     send / recv / isend / irecv, plus recv_reduce (receive and
 //                      combine into a buffer in one pass, NCCL's recvReduce primitive)
 //   library collectives all_reduce, reduce_scatter, all_gather, broadcast, reduce,
-//                      all_to_all, barrier — each also as an async i-version
+//                      all_to_all, all_to_allv (variable counts), barrier — each also as an
+//                      async i-version
 //   groups             split(color, key), as MPI_Comm_split
 //
 // Messages match on (source, tag) in the order they were sent, as in MPI. Buffers of
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "core/comm/all_to_allv.h"
 #include "core/comm/dtype.h"
 #include "core/trace/event.h"
 #include "core/trace/vocab.h"
@@ -110,6 +112,8 @@ class Comm {
   virtual Request ibroadcast(void* buf, std::size_t count, DType t, int root) = 0;
   virtual Request ireduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root) = 0;
   virtual Request iall_to_all(const void* send, void* recv, std::size_t count_per_rank, DType t) = 0;
+  // Each rank's blocks of its own size (AllToAllvLayout); not in place. The layout is copied.
+  virtual Request iall_to_allv(const void* send, void* recv, const AllToAllvLayout& layout, DType t) = 0;
   virtual Request ibarrier() = 0;
 
   void all_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) { iall_reduce(s, r, n, t, op).wait(); }
@@ -122,6 +126,7 @@ class Comm {
     ireduce(s, r, n, t, op, root).wait();
   }
   void all_to_all(const void* s, void* r, std::size_t n, DType t) { iall_to_all(s, r, n, t).wait(); }
+  void all_to_allv(const void* s, void* r, const AllToAllvLayout& l, DType t) { iall_to_allv(s, r, l, t).wait(); }
   void barrier() { ibarrier().wait(); }
 
   // Ranks passing the same color form a group, ordered by (key, rank). A negative

@@ -29,8 +29,9 @@ Collective parse_collective(std::string_view s) {
   if (s == "broadcast") return Collective::broadcast;
   if (s == "reduce") return Collective::reduce;
   if (s == "all_to_all") return Collective::all_to_all;
+  if (s == "all_to_allv") return Collective::all_to_allv;
   throw UsageError("unknown collective '" + std::string(s) +
-                   "'; use one of all_reduce reduce_scatter all_gather broadcast reduce all_to_all");
+                   "'; use one of all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv");
 }
 
 std::string_view collective_name(Collective c) {
@@ -41,6 +42,7 @@ std::string_view collective_name(Collective c) {
     case Collective::broadcast: return "broadcast";
     case Collective::reduce: return "reduce";
     case Collective::all_to_all: return "all_to_all";
+    case Collective::all_to_allv: return "all_to_allv";
   }
   return "?";
 }
@@ -121,7 +123,8 @@ double busbw_factor(Collective c, int P) {
     case Collective::all_reduce: return 2.0 * (P - 1) / P;
     case Collective::reduce_scatter:
     case Collective::all_gather:
-    case Collective::all_to_all: return double(P - 1) / P;
+    case Collective::all_to_all:
+    case Collective::all_to_allv: return double(P - 1) / P;
     case Collective::broadcast:
     case Collective::reduce: return 1.0;
   }
@@ -132,7 +135,8 @@ double collective_bytes(Collective c, int P, double count_bytes) {
   switch (c) {
     case Collective::reduce_scatter:
     case Collective::all_gather:
-    case Collective::all_to_all: return P * count_bytes;
+    case Collective::all_to_all:
+    case Collective::all_to_allv: return P * count_bytes;
     default: return count_bytes;
   }
 }
@@ -144,6 +148,7 @@ double library_collective_time(std::string_view name, int P, double bytes, Link 
   if (name == "reduce_scatter" || name == "all_gather" || name == "all_to_all") return (P - 1) * a + (P - 1.0) / P * bytes / b;
   if (name == "broadcast" || name == "reduce") return (P - 1) * a + bytes / b;
   if (name == "barrier") return 2.0 * ceil_log2(P) * a;
+  if (name == "all_to_allv") return (P - 1) * a + bytes / b;  // bytes: the rank's busier direction
   return 0;
 }
 

@@ -17,7 +17,9 @@
 namespace dtl {
 
 // A library collective (Comm's calls), or none.
-enum class CollectiveKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier };
+// (all_to_allv after barrier: a trace written before it existed reads the same.)
+enum class CollectiveKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier, all_to_allv };
+inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_allv;
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
 enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd };
 // Which part of a run a span belongs to: the timed steps are what reports measure; the

@@ -109,7 +109,7 @@ struct RankBuffers {
     const auto max_count = std::int64_t(p.sweep.sizes.back() / p.es);  // sizes.back() is the largest
     const Device dev = rank_device(p.on_gpu ? Device::Kind::cuda : Device::Kind::cpu, comm);
     send = Tensor(mem, {max_count}, p.t, MemTag::comm, dev);
-    recv = Tensor(mem, {max_count}, p.t, MemTag::comm, dev);
+    recv = Tensor(mem, {std::int64_t(p.recv_elements)}, p.t, MemTag::comm, dev);
     host.resize(p.on_gpu ? std::size_t(max_count) * p.es : 0);
   }
   void fill_send(std::size_t n) {
@@ -118,9 +118,26 @@ struct RankBuffers {
     copy_bytes(send.data(), host.data(), n * p.es);
   }
   std::size_t wrong_in(const void* result, std::size_t n) {
+    if (p.coll == theory::Collective::all_to_allv) return wrong_blocks(result, n);
     if (!p.on_gpu) return compare_with_crafted(result, n, p.t, p.P, p.op).wrong;
     copy_bytes(host.data(), result, n * p.es);
     return compare_with_crafted(host.data(), n, p.t, p.P, p.op).wrong;
+  }
+  // all_to_allv: each block received from rank q must be q's crafted input at the offset q
+  // sends to this rank (every rank sends the same counts: the same offsets).
+  std::size_t wrong_blocks(const void* result, std::size_t count) {
+    const AllToAllvLayout l = skewed_all_to_allv(p.P, rank, count, p.skew);
+    std::vector<char> got(l.recv_extent() * p.es), sender(l.send_extent() * p.es);
+    copy_bytes(got.data(), result, got.size());  // host or device memory
+    std::size_t wrong = 0;
+    for (int q = 0; q < p.P; ++q) {
+      fill_crafted(sender.data(), l.send_extent(), p.t, q);
+      const char* want = sender.data() + l.send_displs[std::size_t(rank)] * p.es;
+      const char* have = got.data() + l.recv_displs[std::size_t(q)] * p.es;
+      for (std::size_t i = 0; i < l.recv_counts[std::size_t(q)]; ++i)
+        wrong += std::memcmp(want + i * p.es, have + i * p.es, p.es) != 0;
+    }
+    return wrong;
   }
 };
 
@@ -139,13 +156,14 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
   for (int inplace = 0; inplace < 2; ++inplace) {
     void* s = buf.send.data();
     void* r = inplace ? buf.send.data() : buf.recv.data();
-    if (inplace && p.split && p.coll != theory::Collective::all_to_all) {
+    const bool to_all = p.coll == theory::Collective::all_to_all || p.coll == theory::Collective::all_to_allv;
+    if (inplace && p.split && !to_all) {
       // NCCL's in-place conventions: all_gather's input is block `rank` of the output;
       // reduce_scatter's output is block `rank` of the input.
       if (p.coll == theory::Collective::all_gather) s = static_cast<char*>(r) + std::size_t(comm.rank()) * count * p.es;
       else r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * p.es;
     }
-    if (inplace && p.coll == theory::Collective::all_to_all) r = buf.recv.data();  // no in-place all_to_all
+    if (inplace && to_all) r = buf.recv.data();  // no in-place all_to_all(v)
     buf.fill_send(p.split ? count * std::size_t(p.P) : count);
     for (int i = 0; i < a.warmup; ++i) p.fn(comm, s, r, count);
     comm.barrier();
@@ -153,8 +171,9 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     for (int i = 0; i < a.iters; ++i) p.fn(comm, s, r, count);
     const double sec = max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
     double wrong = 0;
-    if (a.check && p.coll == theory::Collective::all_reduce) {  // one more run on fresh crafted input
-      buf.fill_send(count);
+    const bool checked = p.coll == theory::Collective::all_reduce || p.coll == theory::Collective::all_to_allv;
+    if (a.check && checked) {  // one more run on fresh crafted input
+      buf.fill_send(p.split ? count * std::size_t(p.P) : count);
       p.fn(comm, s, r, count);
       wrong = double(buf.wrong_in(r, count));
       comm.all_reduce(&wrong, &wrong, 1, DType::f64, ReduceOp::sum);
@@ -255,9 +274,10 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* b = app.add_subcommand("bench", "Sweep a collective's sizes, nccl-tests style");
   auto a = std::make_shared<BenchArgs>();
   b->add_option("collective", a->collective,
-                "all_reduce reduce_scatter all_gather broadcast reduce all_to_all, or ping_pong (send/recv between "
-                "ranks 0 and 1; one way = round trip / 2)")
-      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "ping_pong"}))
+                "all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv, or ping_pong (send/recv "
+                "between ranks 0 and 1; one way = round trip / 2)")
+      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "all_to_allv",
+                             "ping_pong"}))
       ->capture_default_str();
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
@@ -281,6 +301,10 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--json", a->json_path, "Write the results as JSON to this file ('-': stdout, table to stderr)");
   b->add_option("--trace", a->trace_path, "Record events and write a Chrome trace (measures tracing's cost)");
   b->add_option("--timeout", a->timeout_s, "Watchdog seconds")->check(finite_range(0.001, 1e6))->capture_default_str();
+  b->add_option("--skew", a->skew,
+                "all_to_allv: rank 0 receives this many times any other rank's share (a hot expert; 1: even, "
+                "all_to_all's layout)")
+      ->check(finite_range(1, 1e6));
   b->add_option("--link", a->link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
   b->add_option("--link-bw", a->link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
   b->add_option("--link-latency", a->link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));

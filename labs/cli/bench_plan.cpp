@@ -74,6 +74,10 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, Reduce
       case C::broadcast: return [t](Comm& c, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
       case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
       case C::all_to_all: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
+      case C::all_to_allv:
+        return [t, skew = a.skew > 0 ? a.skew : 1.0](Comm& c, void* s, void* r, std::size_t n) {
+          c.all_to_allv(s, r, skewed_all_to_allv(c.size(), c.rank(), n, skew), t);
+        };
     }
   }
   if (coll != C::all_reduce)
@@ -100,7 +104,25 @@ void plan_ping_pong(BenchArgs& a) {
   if (a.ranks == -1 && a.backend == "threads") a.ranks = 2;
 }
 
+// --skew belongs to all_to_allv and lies in [1, 1e6].
+double plan_skew(const BenchArgs& a, theory::Collective coll) {
+  if (a.skew == 0) return 1;
+  if (coll != theory::Collective::all_to_allv)
+    throw UsageError("--skew makes one rank receive more of an all_to_allv; " + a.collective + " has a fixed layout (drop --skew)");
+  if (!(a.skew >= 1 && a.skew <= 1e6)) throw UsageError("--skew " + factor_text(a.skew) + ": give a number from 1 (even) to 1e6");
+  return a.skew;
+}
+
 }  // namespace
+
+AllToAllvLayout skewed_all_to_allv(int P, int me, std::size_t count, double skew) {
+  const std::size_t total = std::size_t(P) * count;
+  std::vector<std::size_t> to(static_cast<std::size_t>(P));
+  std::size_t given = 0;
+  for (int q = 1; q < P; ++q) given += to[std::size_t(q)] = std::size_t(double(total) / (skew + P - 1));
+  to[0] = total - given;
+  return packed_all_to_allv(to, std::vector<std::size_t>(to.size(), to[std::size_t(me)]));
+}
 
 BenchPlan plan_bench(BenchArgs& a) {
   BenchPlan p;
@@ -117,8 +139,9 @@ BenchPlan plan_bench(BenchArgs& a) {
   if (p.link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
   p.P = p.backend.ranks;
   p.es = dtype_size(p.t);
+  p.skew = plan_skew(a, p.coll);
   p.split = p.coll == theory::Collective::reduce_scatter || p.coll == theory::Collective::all_gather ||
-            p.coll == theory::Collective::all_to_all;
+            p.coll == theory::Collective::all_to_all || p.coll == theory::Collective::all_to_allv;
   p.unit = p.split ? p.es * std::uint64_t(p.P) : p.es;
   p.unit_is = p.split ? "one " + std::string(dtype_name(p.t)) + " element per rank on " + std::to_string(p.P) + " ranks"
                       : "one " + std::string(dtype_name(p.t)) + " element";
@@ -128,8 +151,14 @@ BenchPlan plan_bench(BenchArgs& a) {
     require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? 2 : 1), "-e");
     return p;  // ranks 0 and 1 hold a send and a receive buffer each
   }
-  // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in here).
-  require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? p.P : 1), "-e (or --ranks)");
+  // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in
+  // here); all_to_allv's hot rank receives P times its share.
+  const std::size_t largest = std::size_t(p.sweep.sizes.back() / p.es);
+  p.recv_elements = p.coll == theory::Collective::all_to_allv
+                        ? skewed_all_to_allv(p.P, 0, largest / std::size_t(p.P), p.skew).recv_extent()
+                        : largest;
+  require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.name == "threads" ? p.P : 1),
+                 "-e (or --ranks)");
   p.fn = make_op(a, p.coll, p.P, p.t, p.op);
   if (a.backend == "nccl") {  // NCCL moves GPU memory only
     if (a.device == "cpu") throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies cuda)");

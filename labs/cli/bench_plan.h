@@ -29,6 +29,7 @@ struct BenchArgs {
   std::string link;
   double link_bw = 0, link_latency = 0;
   double timeout_s = 120;
+  double skew = 0;  // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
 };
 
 
@@ -51,7 +52,9 @@ struct BenchPlan {
   LinkSpec link;
   int P = 1;
   std::size_t es = 4;
-  bool split = false;        // all_gather / reduce_scatter / all_to_all split `size` P ways
+  bool split = false;        // all_gather / reduce_scatter / all_to_all(v) split `size` P ways
+  double skew = 1;           // all_to_allv: rank 0's share over any other's (1: all_to_all's layout)
+  std::size_t recv_elements = 0;  // the receive buffer: the largest size, or all_to_allv's hot rank's
   std::uint64_t unit = 4;    // sizes are multiples of this
   std::string unit_is;
   Sweep sweep;
@@ -59,6 +62,11 @@ struct BenchPlan {
   bool ping_pong = false;  // `dtlab bench ping_pong`: send/recv between ranks 0 and 1, no fn
   OpFn fn;
 };
+
+// all_to_allv's layout in the bench: each rank sends P·count elements, rank 0 (the hot
+// expert's rank) `skew` times the share of each other rank (the remainder of the rounding to
+// rank 0 too); every rank sends the same counts, so rank 0 receives P times its share.
+AllToAllvLayout skewed_all_to_allv(int P, int me, std::size_t count, double skew);
 
 // Validates every option (UsageError naming it) and plans the run; a.device may become
 // "cuda" (--backend nccl implies it).

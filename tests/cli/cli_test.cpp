@@ -138,10 +138,34 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     const Output b = dtlab(std::string("bench all_reduce --ranks 5 -b 100 -e 1000 -f 10 -n 1 -w 0 --impl ") + impl);
     EXPECT_EQ(b.code, 0) << impl << b.err;
   }
-  for (const char* coll : {"reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all"}) {
+  for (const char* coll : {"reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "all_to_allv"}) {
     const Output b = dtlab(std::string("bench ") + coll + " --ranks 3 -b 96 -e 96 -n 1 -w 0");
     EXPECT_EQ(b.code, 0) << coll << b.err;
   }
+}
+
+// all_to_allv with a hot rank (--skew 4 on 4 ranks): rank 0 receives 4/7 of what every rank
+// sends, 3 · 4/7 · 4 MiB from the others against 3/4 · 4 MiB when even; on a 0.1 GB/s
+// emulated link (the busier direction sets a rank's time, α 0) the step takes at least
+// that hot rank's time, 16/7 of the even one. --skew on another collective is refused.
+TEST(Cli, BenchAllToAllvShowsTheHotRanksCost) {
+  auto seconds = [](const std::string& extra) {
+    const std::string path = testing::TempDir() + "a2av_" + std::to_string(getpid()) + ".json";
+    const Output o = dtlab("bench all_to_allv --ranks 4 -b 4M -e 4M -n 2 -w 1 --link-bw 0.1 --link-latency 0 --json " +
+                           path + extra);
+    EXPECT_EQ(o.code, 0) << o.err;
+    const json j = json::parse(slurp(path));
+    EXPECT_EQ(j["rows"][0]["wrong"].get<double>(), 0);
+    return j["rows"][0]["time_us"].get<double>() * 1e-6;
+  };
+  const double mib4 = 4.0 * 1024 * 1024, even = seconds(""), hot = seconds(" --skew 4");
+  const double even_floor = 0.75 * mib4 / 0.1e9, hot_floor = 3.0 * 4 / 7 * mib4 / 0.1e9;
+  EXPECT_GE(even, even_floor) << "even " << even << " s";
+  EXPECT_GE(hot, hot_floor) << "hot " << hot << " s";
+  EXPECT_GT(hot / even, 1.5) << "hot " << hot << " s, even " << even << " s (16/7 by the model)";
+  const Output refused = dtlab("bench all_to_all --ranks 4 -b 64 -e 64 --skew 2");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--skew"), std::string::npos) << refused.err;
 }
 
 // The point-to-point sweep the α–β fit needs: one way = round trip / 2, data checked,

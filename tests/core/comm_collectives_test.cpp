@@ -2,6 +2,7 @@
 // world size, uneven counts, every op, in place and out of place, async, sub-groups.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -110,6 +111,60 @@ TEST(LibraryCollectives, AllToAllTransposesBlocks) {
       for (int q = 0; q < P; ++q)  // block q came from rank q and was addressed to me
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[std::size_t(q) * n + i], q * 1000 + c.rank() * 10 + int(i));
     });
+}
+
+// Uneven blocks, as an MoE dispatch sends them: rank r sends (r + 2q) mod 4 elements to q
+// (zero included), packed; each receives into blocks placed in reverse rank order with a gap
+// of one element between them, which must stay untouched. Checked against the value each
+// sender wrote for that receiver (sender·1000 + receiver·10 + i).
+TEST(LibraryCollectives, AllToAllvMovesUnevenBlocksToTheirPlaces) {
+  for (int P : test::kWorldSizes)
+    test::run_ranks(P, [P](Comm& c) {
+      const int me = c.rank();
+      auto count = [](int from, int to) { return std::size_t((from + 2 * to) % 4); };
+      std::vector<std::size_t> send_counts, recv_counts;
+      for (int q = 0; q < P; ++q) send_counts.push_back(count(me, q)), recv_counts.push_back(count(q, me));
+      AllToAllvLayout l = packed_all_to_allv(send_counts, recv_counts);
+      std::size_t at = 0;
+      for (int q = P - 1; q >= 0; --q) l.recv_displs[std::size_t(q)] = at, at += recv_counts[std::size_t(q)] + 1;
+      std::vector<std::int32_t> in(l.send_extent()), out(l.recv_extent() + 1, -7);
+      for (int q = 0; q < P; ++q)
+        for (std::size_t i = 0; i < send_counts[std::size_t(q)]; ++i)
+          in[l.send_displs[std::size_t(q)] + i] = me * 1000 + q * 10 + int(i);
+      c.all_to_allv(in.data(), out.data(), l, DType::i32);
+      for (int q = 0; q < P; ++q) {
+        const std::size_t d = l.recv_displs[std::size_t(q)], n = recv_counts[std::size_t(q)];
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[d + i], q * 1000 + me * 10 + int(i)) << "from rank " << q;
+        ASSERT_EQ(out[d + n], -7) << "the gap after rank " << q << "'s block was written";
+      }
+      EXPECT_EQ(l.sent(), [&] { std::size_t s = 0; for (auto n : send_counts) s += n; return s; }());
+      EXPECT_EQ(l.sent_to_others(me), l.sent() - count(me, me));
+    });
+}
+
+// Rank 0 expects one element more from rank 1 than rank 1 sends: rank 0 fails, naming the
+// pair, and no rank waits for the watchdog.
+TEST(LibraryCollectives, AllToAllvCountsThatDisagreeAreAnErrorNamingThePair) {
+  ThreadsOptions opt;
+  opt.world_size = 3;
+  opt.timeout_s = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    std::vector<std::size_t> counts(3, 2), expect(3, 2);
+    if (c.rank() == 0) expect[1] = 3;
+    const AllToAllvLayout l = packed_all_to_allv(counts, expect);
+    std::vector<float> in(6, 1.0f), out(l.recv_extent(), 0.0f);
+    c.all_to_allv(in.data(), out.data(), l, DType::f32);
+  });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failed_rank, 0);
+  EXPECT_NE(r.error.find("rank 1 sends 2 elements to rank 0, which expects 3"), std::string::npos) << r.error;
+  const RunResult wrong_size = run_threads(opt, [](Comm& c) {
+    std::vector<float> x(4);
+    c.all_to_allv(x.data(), x.data() + 2, packed_all_to_allv({1, 1}, {1, 1}), DType::f32);  // 2 counts, 3 ranks
+  });
+  EXPECT_NE(wrong_size.error.find("one send count"), std::string::npos) << wrong_size.error;
 }
 
 TEST(LibraryCollectives, AsyncCollectivesCompleteInIssueOrderWhileTheRankWorks) {

@@ -73,6 +73,9 @@ TEST(Abort, QueuedCollectivesOfAFailedGroupNeverReadItsBuffers) {
       [](Comm& c, std::vector<float>& in, std::vector<float>& out) {
         return c.iall_to_all(in.data(), out.data(), out.size() / 2, DType::f32);
       },
+      [](Comm& c, std::vector<float>& in, std::vector<float>& out) {
+        return c.iall_to_allv(in.data(), out.data(), packed_all_to_allv({10, 6}, {10, 6}), DType::f32);
+      },
   };
   for (const Post post : posts)
     for (int round = 0; round < 10; ++round) {

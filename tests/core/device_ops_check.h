@@ -53,6 +53,12 @@ inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, D
     keep(out, total * es);
     c.all_to_all(in.data(), out.data(), n, t);
     keep(out, total * es);
+    std::vector<std::size_t> to, from;  // uneven: (rank + 2q) mod (n + 1) elements to rank q
+    for (int q = 0; q < P; ++q)
+      to.push_back(std::size_t(c.rank() + 2 * q) % (n + 1)), from.push_back(std::size_t(q + 2 * c.rank()) % (n + 1));
+    const AllToAllvLayout uneven = packed_all_to_allv(to, from);
+    c.all_to_allv(in.data(), out.data(), uneven, t);
+    keep(out, uneven.recv_extent() * es);
     c.reduce(in.data(), out.data(), total, t, ReduceOp::min, P - 1);
     if (c.rank() == P - 1) keep(out, total * es);
     c.broadcast(in.data(), total, t, 0);

@@ -83,6 +83,17 @@ TEST(MpiCollectives, ReduceScatterAllGatherBroadcastReduceAllToAll) {
     for (int q = 0; q < P; ++q) send[std::size_t(q)] = c.rank() * 100 + q;
     c.all_to_all(send.data(), recv.data(), 1, DType::i64);
     for (int q = 0; q < P; ++q) EXPECT_EQ(recv[std::size_t(q)], q * 100 + c.rank());
+    // Uneven: rank r sends q + 1 copies of r·100 + q to rank q (so receives r + 1 from each).
+    std::vector<std::size_t> to, from;
+    for (int q = 0; q < P; ++q) to.push_back(std::size_t(q + 1)), from.push_back(std::size_t(c.rank() + 1));
+    const AllToAllvLayout l = packed_all_to_allv(to, from);
+    std::vector<std::int64_t> vsend(l.send_extent()), vrecv(l.recv_extent(), -1);
+    for (int q = 0; q < P; ++q)
+      for (std::size_t i = 0; i < to[std::size_t(q)]; ++i) vsend[l.send_displs[std::size_t(q)] + i] = c.rank() * 100 + q;
+    c.all_to_allv(vsend.data(), vrecv.data(), l, DType::i64);
+    for (int q = 0; q < P; ++q)
+      for (std::size_t i = 0; i <= std::size_t(c.rank()); ++i)
+        EXPECT_EQ(vrecv[l.recv_displs[std::size_t(q)] + i], q * 100 + c.rank()) << "from rank " << q;
     c.barrier();
   });
 }

@@ -32,7 +32,7 @@ namespace {
 // Roles covering every value of every field (one field varied at a time, then all at once).
 std::vector<Role> every_role() {
   std::vector<Role> out;
-  for (int c = 1; c <= int(CollectiveKind::barrier); ++c) out.push_back({.collective = CollectiveKind(c)});
+  for (int c = 1; c <= int(kLastCollectiveKind); ++c) out.push_back({.collective = CollectiveKind(c)});
   for (int a = 1; a <= int(AlgorithmKind::rhd); ++a) out.push_back({.algorithm = AlgorithmKind(a)});
   for (int p = 1; p <= int(RunPart::reference); ++p) out.push_back({.part = RunPart(p)});
   for (int p = 1; p <= int(Pass::optimizer); ++p) out.push_back({.pass = Pass(p)});
@@ -84,7 +84,7 @@ TEST(Vocabulary, EveryRoleFieldSurvivesChromeJsonAndTheBinaryTrace) {
 }
 
 TEST(Vocabulary, NamesRoundTripAndUnknownNamesAreNone) {
-  for (int c = 0; c <= int(CollectiveKind::barrier); ++c)
+  for (int c = 0; c <= int(kLastCollectiveKind); ++c)
     EXPECT_EQ(parse_collective_kind(collective_kind_name(CollectiveKind(c))), CollectiveKind(c));
   for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s) EXPECT_EQ(parse_schedule_kind(schedule_kind_name(ScheduleKind(s))), ScheduleKind(s));
   EXPECT_EQ(parse_pass("fwd"), std::nullopt);

@@ -161,6 +161,25 @@ class NcclComm final : public Comm {
       DTL_NCCL_CHECK(ncclGroupEnd());
     });
   }
+  // One group of sends and receives, a count per peer (NCCL has no alltoallv call: its own
+  // examples build it this way); the layout is read now, while the calls are enqueued.
+  Request iall_to_allv(const void* s, void* r, const AllToAllvLayout& l, DType t) override {
+    check_all_to_allv_layout(l, size_);
+    if (s == r && size_ > 1)
+      throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
+    const std::size_t es = dtype_size(t), s_bytes = l.send_extent() * es, r_bytes = l.recv_extent() * es;
+    return collective(CollectiveKind::all_to_allv, l.sent() * es, s, s_bytes, r, r_bytes, true, {}, [&](const void* ds, void* dr) {
+      DTL_NCCL_CHECK(ncclGroupStart());
+      for (int q = 0; q < size_; ++q) {
+        const std::size_t p = std::size_t(q);
+        DTL_NCCL_CHECK(ncclSend(static_cast<const char*>(ds) + l.send_displs[p] * es, l.send_counts[p] * es, ncclUint8, q,
+                                h_->comm, st_.stream));
+        DTL_NCCL_CHECK(ncclRecv(static_cast<char*>(dr) + l.recv_displs[p] * es, l.recv_counts[p] * es, ncclUint8, q,
+                                h_->comm, st_.stream));
+      }
+      DTL_NCCL_CHECK(ncclGroupEnd());
+    });
+  }
   Request ibarrier() override {
     auto token = std::make_shared<Scratch>(sizeof(float), st_.stream);  // an all-reduce of one value
     DTL_CUDA_CHECK(cudaMemsetAsync(token->p, 0, sizeof(float), st_.stream));

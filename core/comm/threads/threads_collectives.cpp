@@ -94,7 +94,7 @@ ThreadsComm::~ThreadsComm() {
   }
 }
 
-Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body) {
+Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body, double link_bytes) {
   const char* name = collective_kind_name(kind);
   wait_for_device_work_of_this_thread();  // the comm stream reads what this thread's kernels wrote
   Universe& u = group_->u;
@@ -122,7 +122,8 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   stamp_group(ev);
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
-  const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), double(bytes),
+  const double modeled_bytes = link_bytes >= 0 ? link_bytes : double(bytes);
+  const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), modeled_bytes,
                                                                                {u.link().alpha_s(), u.link().beta_Bps()})
                                              : 0.0;
   StepGate* gate = u.gate();
@@ -259,6 +260,37 @@ Request ThreadsComm::iall_to_all(const void* s, void* r, std::size_t n, DType t)
       copy_bytes(at(r, q * bytes), at(g->slots[q].send, std::size_t(me) * bytes), bytes);
     leave(*g, me, "all_to_all");
   });
+}
+
+// Every rank publishes its layout; each pulls its block from every sender's buffer, and
+// says which sender disagrees on the count after the group has left (so none waits).
+Request ThreadsComm::iall_to_allv(const void* s, void* r, const AllToAllvLayout& layout, DType t) {
+  check_all_to_allv_layout(layout, size());
+  if (s == r && size() > 1)
+    throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
+  auto g = group_;
+  const int me = rank_;
+  const std::size_t es = dtype_size(t);
+  // On an emulated link the busier direction sets the time: a hot rank receives more than it sends.
+  const double on_link = double(std::max(layout.sent_to_others(me), layout.received_from_others(me)) * es);
+  auto body = [g, me, s, r, l = layout, es] {
+    const std::size_t P = g->members.size();
+    g->slots[std::size_t(me)] = {s, r, &l};
+    enter(*g, me, "all_to_allv");
+    std::string mismatch;
+    for (std::size_t q = 0; q < P; ++q) {
+      const AllToAllvLayout& from = *g->slots[q].layout;
+      const std::size_t n = from.send_counts[std::size_t(me)];
+      if (n != l.recv_counts[q] && mismatch.empty())
+        mismatch = "rank " + std::to_string(q) + " sends " + std::to_string(n) + " elements to rank " + std::to_string(me) +
+                   ", which expects " + std::to_string(l.recv_counts[q]);
+      copy_bytes(at(r, l.recv_displs[q] * es), at(g->slots[q].send, from.send_displs[std::size_t(me)] * es),
+                 std::min(n, l.recv_counts[q]) * es);
+    }
+    leave(*g, me, "all_to_allv");
+    if (!mismatch.empty()) throw Error("all_to_allv counts disagree: " + mismatch);
+  };
+  return run_collective(CollectiveKind::all_to_allv, layout.sent() * es, std::move(body), on_link);
 }
 
 Request ThreadsComm::ibarrier() {

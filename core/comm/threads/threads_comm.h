@@ -91,6 +91,7 @@ struct Group {
   struct Slot {
     const void* send = nullptr;
     void* recv = nullptr;
+    const AllToAllvLayout* layout = nullptr;  // all_to_allv's, while it runs
   };
   std::vector<Slot> slots;
   // Members between a collective's entry and exit barriers: they may be reading other
@@ -128,6 +129,7 @@ class ThreadsComm final : public Comm {
   Request ibroadcast(void* b, std::size_t n, DType t, int root) override;
   Request ireduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op, int root) override;
   Request iall_to_all(const void* s, void* r, std::size_t n, DType t) override;
+  Request iall_to_allv(const void* s, void* r, const AllToAllvLayout& layout, DType t) override;
   Request ibarrier() override;
 
   std::unique_ptr<Comm> split(int color, int key) override;
@@ -136,7 +138,9 @@ class ThreadsComm final : public Comm {
   Request post_recv(PostedRecv r, TransferInfo info, const char* verb);
   void check_peer(int peer, const char* what) const;
   // Queues `body` on this rank's comm stream; the request completes when it returns.
-  Request run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body);
+  // link_bytes: what the emulated link's α-β model charges (library_collective_time), when
+  // it is not `bytes` (all_to_allv: the bytes on the rank's busier direction).
+  Request run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body, double link_bytes = -1);
   // Stepping by collectives: wait, blocked, until the gate releases collective `seq`.
   void await_release(StepGate& gate, std::uint64_t seq, const std::string& what);
 
