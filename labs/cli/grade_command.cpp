@@ -28,6 +28,7 @@
 #include "exercises/track.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/grade_messages.h"
+#include "labs/cli/grade_program.h"
 #include "labs/cli/validators.h"
 #include "labs/lab.h"
 
@@ -49,7 +50,6 @@ struct Score {
   bool failed() const { return total == 0 || passed < total; }
 };
 
-#ifdef DTL_GRADE_TEST_EXE
 // One run of the grade program on `filter`: GoogleTest's JSON results, or (it died) what
 // it printed and how it died.
 struct GradeProgramRun {
@@ -63,7 +63,7 @@ GradeProgramRun run_grade_program(const std::string& filter) {
   if (fd < 0 || log_fd < 0) throw Error("cannot create a temporary file for the test results");
   close(fd), close(log_fd);
   const std::string results = results_tmpl, log = log_tmpl;
-  const std::string cmd = std::string("'") + DTL_GRADE_TEST_EXE + "' --gtest_filter='" + filter + "' --gtest_output=json:" +
+  const std::string cmd = std::string("'") + graded_tests_program() + "' --gtest_filter='" + filter + "' --gtest_output=json:" +
                           results + " > " + log + " 2>&1";
   const int status = std::system(cmd.c_str());
   GradeProgramRun run;
@@ -94,7 +94,7 @@ nlohmann::json run_graded_tests(const std::string& filter, const std::string& wh
     }
     const std::string test = test_running_at_crash(run.output);
     if (run.crash.empty() || test.empty())
-      throw Error("the graded tests did not run (" + std::string(DTL_GRADE_TEST_EXE) + "; " +
+      throw Error("the graded tests did not run (" + std::string(graded_tests_program()) + "; " +
                   (run.crash.empty() ? "its output: " + last_words(run.output) : run.crash) + "); rebuild and try again");
     const std::string words = last_words(run.output);
     const std::string failure = "the grade program crashed (" + run.crash + ") in the test " + test +
@@ -108,7 +108,6 @@ nlohmann::json run_graded_tests(const std::string& filter, const std::string& wh
   }
   throw Error("the graded tests crashed 64 times; fix the first crash and grade again");
 }
-#endif
 
 // Points per exercise: an exercise's points for each of its suites whose tests all pass.
 std::vector<Score> score(const nlohmann::json& results, const std::vector<ExerciseInfo>& exercises) {
@@ -183,12 +182,7 @@ int report_scores(const std::vector<Score>& scores, const std::string& track, in
 }
 
 int run_grade(const std::string& only, int hint_level, const std::string& json_path) {
-#ifndef DTL_GRADE_TEST_EXE
-  (void)only;
-  (void)hint_level;
-  (void)json_path;
-  throw Error("this build has no graded tests (configure with -DDTL_BUILD_TESTS=ON)");
-#else
+  if (!graded_tests_program()) throw Error("this build has no graded tests (configure with -DDTL_BUILD_TESTS=ON)");
   std::vector<ExerciseInfo> chosen;
   std::string filter, ids;
   for (const ExerciseInfo& e : all_exercises()) {
@@ -200,7 +194,6 @@ int run_grade(const std::string& only, int hint_level, const std::string& json_p
   if (chosen.empty()) throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
   const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
   return report_scores(score(results, chosen), ex::track_name(), hint_level, json_path);
-#endif
 }
 
 }  // namespace
