@@ -36,12 +36,6 @@ const Sweep* ring_sweep(const Results& r, const std::string& backend) {
   return it == r.fit.end() || !it->second.count(kRingRanks) ? nullptr : &it->second.at(kRingRanks);
 }
 
-std::string fixed(const char* format, double v) {
-  char s[64];
-  std::snprintf(s, sizeof s, format, v);
-  return s;
-}
-
 // Microseconds to 3 significant digits, without an exponent (70800, 564, 19.7, 0.427).
 std::string us(double v) { return v >= 1000 ? fixed("%.0f", v) : fixed("%.3g", v); }
 std::string us_cell(const Stats& s) {

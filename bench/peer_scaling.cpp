@@ -21,12 +21,6 @@ struct LinkRuns {
   std::string link_text;               // "5 µs, 32 GB/s"
 };
 
-std::string fixed(const char* format, double v) {
-  char s[64];
-  std::snprintf(s, sizeof s, format, v);
-  return s;
-}
-
 // Links fastest first (none, then by bandwidth), each with the α–β its formula uses.
 std::vector<LinkRuns> links_of(const Results& r) {
   const auto p2p = point_to_point_fits(r);

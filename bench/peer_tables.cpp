@@ -22,6 +22,12 @@ std::vector<double> paired_ratios(const std::vector<double>& a, const std::vecto
   return out;
 }
 
+std::string fixed(const char* format, double v) {
+  char s[64];
+  std::snprintf(s, sizeof s, format, v);
+  return s;
+}
+
 std::string cell(const Stats& s, const char* format) {
   if (s.n == 0) return "—";
   char m[32], lo[32], hi[32], out[128];

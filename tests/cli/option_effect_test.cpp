@@ -30,7 +30,9 @@ const std::map<std::string, std::map<std::string, std::string>> kBase = {
                   {"repeat", "1"}}},
     {"tensor_parallel", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"seq", "8"}, {"batch", "2"}}},
     {"grid", {{"ranks", "4"}, {"layers", "2"}, {"hidden", "16"}, {"seq", "8"}, {"batch", "4"}, {"steps", "2"}}},
-    {"gpt", {{"ranks", "1"}, {"layers", "1"}, {"hidden", "32"}, {"seq", "16"}, {"batch", "4"}, {"steps", "30"},
+    // (40 steps: the lab's check wants the late loss 1 nat under log V; at 30 it passed by
+    // hundredths of a nat and failed when the docs it trains on changed)
+    {"gpt", {{"ranks", "1"}, {"layers", "1"}, {"hidden", "32"}, {"seq", "16"}, {"batch", "4"}, {"steps", "40"},
              {"eval-every", "10"}}},
 };
 
