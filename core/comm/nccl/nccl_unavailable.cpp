@@ -5,7 +5,7 @@
 namespace dtl {
 
 namespace {
-[[noreturn]] void unavailable() {
+[[noreturn]] void nccl_unavailable() {
   throw UsageError("this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); "
                    "rebuild on a machine with both, or use --backend threads or mpi");
 }
@@ -16,7 +16,7 @@ int nccl_visible_gpus(std::string* problem) {
   if (problem) *problem = "built without CUDA";
   return 0;
 }
-RunResult run_nccl_threads(const NcclOptions&, const std::function<void(Comm&)>&) { unavailable(); }
-RunResult run_nccl_mpi(const NcclOptions&, const std::function<void(Comm&)>&) { unavailable(); }
+RunResult run_nccl_threads(const NcclOptions&, const std::function<void(Comm&)>&) { nccl_unavailable(); }
+RunResult run_nccl_mpi(const NcclOptions&, const std::function<void(Comm&)>&) { nccl_unavailable(); }
 
 }  // namespace dtl
