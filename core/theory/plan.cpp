@@ -22,12 +22,6 @@ std::string num(double v) {
   return buf;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 }  // namespace
 
 Recompute parse_recompute(std::string_view name) {
@@ -46,82 +40,33 @@ const char* recompute_name(Recompute r) {
   return "?";
 }
 
-const char* axis_name(Axis a) { return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : "pp"; }
-
-double ModelSpec::shape_parameters() const {
-  const double L = layers, h = hidden;
-  return L * (12 * h * h + 13 * h) + double(vocab) * h + double(seq) * h + 2 * h;
-}
-
-double ModelSpec::shape_parameters_approx() const {
-  const double L = layers, h = hidden;
-  return 12 * L * h * h * (1 + 13 / (12 * h) + (double(vocab) + double(seq)) / (12 * L * h));
-}
-
-namespace {
-
-struct ModelPreset {
-  const char* name;
-  double params;
-  int layers, hidden, heads, seq, vocab;
-};
-// Nominal Ψ as the seeds count it (175B, not the shape's 174.6B); shapes: LLaMA-2 7B/13B/70B
-// (dense-attention approximation), GPT-3 175B, Megatron-LM's 1T (Narayanan et al. 2021).
-constexpr ModelPreset kModels[] = {
-    {"7b", 7e9, 32, 4096, 32, 4096, 32000},        {"13b", 13e9, 40, 5120, 40, 4096, 32000},
-    {"70b", 70e9, 80, 8192, 64, 4096, 32000},      {"175b", 175e9, 96, 12288, 96, 2048, 50257},
-    {"1t", 1e12, 128, 25600, 160, 2048, 51200},
-};
-
-}  // namespace
-
-std::vector<std::string> model_preset_names() {
-  std::vector<std::string> names;
-  for (const auto& p : kModels) names.push_back(p.name);
-  return names;
-}
-
-ModelSpec model_preset(std::string_view name) {
-  for (const auto& p : kModels)
-    if (name == p.name) return {p.name, p.params, p.layers, p.hidden, p.heads, p.seq, p.vocab};
-  throw UsageError("unknown model '" + std::string(name) + "'; the presets are " + joined(model_preset_names()) +
-                   ", or give --params (and --layers --hidden --heads --seq --vocab)");
-}
-
-std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb"}; }
-
-ClusterSpec cluster_preset(std::string_view name) {
-  // Bandwidths as the curriculum gives them: A100 NVLink 600 GB/s (seeds 001, 002), HDR
-  // InfiniBand 200 Gb/s = 25 GB/s per GPU (seed 004); H100 NVLink 4 900 GB/s, NDR 400 Gb/s
-  // = 50 GB/s per GPU (seed 000). Latencies are typical NCCL figures, not from the seeds.
-  ClusterSpec c;
-  c.name = std::string(name);
-  if (name == "a100-80gb") {
-    c.intra = {5e-6, 600e9};
-    c.inter = {10e-6, 25e9};
-    c.peak_flops = 312e12;  // bf16 dense
-    c.memory_Bps = 2.039e12;
-    c.sms = 108;
-    c.spec_source = "A100 80GB SXM: 312 TFLOP/s bf16 dense and 2,039 GB/s HBM2e (NVIDIA A100 datasheet, 2021); "
-                    "108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020)";
-  } else if (name == "h100-80gb") {
-    c.intra = {5e-6, 900e9};
-    c.inter = {10e-6, 50e9};
-    c.peak_flops = 989e12;  // bf16 dense, SXM
-    c.memory_Bps = 3.35e12;
-    c.sms = 132;
-    c.spec_source = "H100 SXM5 80GB: 989 TFLOP/s bf16 dense and 3.35 TB/s HBM3 (NVIDIA H100 datasheet, 2023); "
-                    "132 SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022)";
-  } else {
-    throw UsageError("unknown cluster '" + std::string(name) + "'; the presets are " + joined(cluster_preset_names()));
-  }
-  return c;
-}
+const char* axis_name(Axis a) { return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : a == Axis::pp ? "pp" : "ep"; }
 
 double ring_all_reduce_seconds(int n, double bytes, Link link) {
   if (n < 2) return 0;
   return 2.0 * (n - 1) * link.alpha_s + 2.0 * (n - 1) / n * bytes / link.beta_Bps;
 }
+
+namespace {
+
+// A mixture of experts needs a shape (the experts are the shape's MLPs), 1 ≤ k ≤ E, and ep
+// dividing both dp (EP is carved out of the data-parallel ranks) and E; ep > 1 needs experts.
+void validate_experts(const ModelSpec& m, const ParallelConfig& p) {
+  const std::string ep = "ep = " + std::to_string(p.ep) + " (--ep)";
+  if (p.ep < 1) throw UsageError(ep + ": expert parallelism must be at least 1");
+  if (m.experts < 1) {
+    if (p.ep > 1) throw UsageError(ep + " splits experts over ranks, and this model has none: give --experts E");
+    return;
+  }
+  if (!m.has_shape()) throw UsageError("experts are the MLPs of the model's layers: give its shape (or --model), not --params");
+  if (m.top_k < 1 || m.top_k > m.experts)
+    throw UsageError("top-k = " + std::to_string(m.top_k) + " must be from 1 to the " + std::to_string(m.experts) + " experts");
+  if (p.dp % p.ep != 0 || m.experts % p.ep != 0)
+    throw UsageError(ep + " must divide dp = " + std::to_string(p.dp) + " (expert parallelism runs within the data-parallel "
+                     "ranks) and the " + std::to_string(m.experts) + " experts");
+}
+
+}  // namespace
 
 void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   auto at_least_1 = [](int v, const char* what) {
@@ -149,6 +94,7 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + num(p.efficiency));
   if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
+  validate_experts(m, p);
 }
 
 namespace {
@@ -159,14 +105,24 @@ struct Span {
   bool crosses_nodes = false;
 };
 
-Span walk_axis(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
-  const int size = axis == Axis::dp ? p.dp : axis == Axis::tp ? p.tp : p.pp;
-  const long stride = axis == Axis::tp ? 1 : axis == Axis::dp ? p.tp : long(p.tp) * p.dp;
+// An axis' groups: dp, tp and pp as core/comm/topology.h lays them out; ep the runs of ep
+// consecutive dp ranks; kExpertReplicas (below) the dp/ep ranks holding the same experts.
+constexpr int kExpertReplicas = 99;
+std::pair<int, long> group_shape(int axis, const ParallelConfig& p) {
+  if (axis == int(Axis::tp)) return {p.tp, 1};
+  if (axis == int(Axis::dp)) return {p.dp, p.tp};
+  if (axis == int(Axis::pp)) return {p.pp, long(p.tp) * p.dp};
+  if (axis == int(Axis::ep)) return {p.ep, p.tp};
+  return {p.dp / p.ep, long(p.tp) * p.ep};
+}
+
+Span walk_axis(int axis, const ClusterSpec& c, const ParallelConfig& p) {
+  const auto [size, stride] = group_shape(axis, p);
   if (size < 2) return {};
   long edges = 0, inter = 0;
   for (long r = 0; r < c.gpus; ++r) {
     const long coord = (r / stride) % size;
-    if (axis == Axis::pp && coord == size - 1) continue;  // a chain: no edge back to stage 0
+    if (axis == int(Axis::pp) && coord == size - 1) continue;  // a chain: no edge back to stage 0
     const long next = coord == size - 1 ? r - stride * (size - 1) : r + stride;
     ++edges;
     if (r / c.gpus_per_node != next / c.gpus_per_node) ++inter;
@@ -176,14 +132,16 @@ Span walk_axis(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
 
 // walk_axis visits every GPU; a search plans each grid 12 times (ZeRO stage × recomputation),
 // so the last grids' spans are kept (a million GPUs: one walk per grid, not twelve).
-Span axis_span(Axis axis, const ClusterSpec& c, const ParallelConfig& p) {
-  using Key = std::array<long, 6>;
+Span axis_span(int axis, const ClusterSpec& c, const ParallelConfig& p) {
+  using Key = std::array<long, 7>;
   thread_local std::map<Key, Span> recent;
-  const Key key{long(axis), long(c.gpus), long(c.gpus_per_node), long(p.dp), long(p.tp), long(p.pp)};
+  const Key key{long(axis), long(c.gpus), long(c.gpus_per_node), long(p.dp), long(p.tp), long(p.pp), long(p.ep)};
   if (const auto it = recent.find(key); it != recent.end()) return it->second;
   if (recent.size() > 64) recent.clear();
   return recent[key] = walk_axis(axis, c, p);
 }
+
+int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
 
 // Ring reduce-scatter or all-gather of `bytes` in all over n ranks: (n−1)α + (n−1)/n·bytes/β.
 double ring_half_seconds(int n, double bytes, Link link) {
@@ -205,31 +163,46 @@ LedgerEntry entry(Axis axis, std::string what, int calls, double bytes_per_call,
   return e;
 }
 
-// ZeRO's collectives over the dp ranks (plan.h: once per step for stages 0/1, per micro-batch after).
-void add_dp_entries(Plan& out, const Span& span, Link link) {
+// ZeRO's collectives over d replicas of `params` parameters on this GPU (plan.h: once per
+// step for stages 0/1, per micro-batch after); `whose` names them ("", " (experts)").
+void add_dp_entries(Plan& out, double params, int d, const std::string& whose, const Span& span, Link link) {
   const auto& p = out.config;
-  const int d = p.dp, M = p.micro_batches;
-  if (d < 2) return;
-  const double payload = out.psi / (double(p.tp) * p.pp) * kBytes16;  // this GPU's slice
+  const int M = p.micro_batches;
+  if (d < 2 || params <= 0) return;
+  const double payload = params * kBytes16;
   const double half = double(d - 1) / d * payload;
   const double t_half = ring_half_seconds(d, payload, link);
-  auto& L = out.ledger;
+  auto add = [&](const char* what, int calls, double bytes, double seconds) {
+    out.ledger.push_back(entry(Axis::dp, what + whose, calls, bytes, seconds, span));
+  };
   if (p.zero == 0) {
-    L.push_back(entry(Axis::dp, "all_reduce gradients", 1, 2 * half, ring_all_reduce_seconds(d, payload, link), span));
+    add("all_reduce gradients", 1, 2 * half, ring_all_reduce_seconds(d, payload, link));
   } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
-    L.push_back(entry(Axis::dp, "reduce_scatter gradients", 1, half, t_half, span));
-    L.push_back(entry(Axis::dp, "all_gather parameters", 1, half, t_half, span));
+    add("reduce_scatter gradients", 1, half, t_half);
+    add("all_gather parameters", 1, half, t_half);
   } else if (p.zero == 2) {
-    L.push_back(entry(Axis::dp, "reduce_scatter gradients", M, half, t_half, span));
-    L.push_back(entry(Axis::dp, "all_gather parameters", 1, half, t_half, span));
+    add("reduce_scatter gradients", M, half, t_half);
+    add("all_gather parameters", 1, half, t_half);
   } else {
-    L.push_back(entry(Axis::dp, "all_gather parameters (forward)", M, half, t_half, span));
-    L.push_back(entry(Axis::dp, "all_gather parameters (backward)", M, half, t_half, span));
-    L.push_back(entry(Axis::dp, "reduce_scatter gradients", M, half, t_half, span));
+    add("all_gather parameters (forward)", M, half, t_half);
+    add("all_gather parameters (backward)", M, half, t_half);
+    add("reduce_scatter gradients", M, half, t_half);
   }
 }
 
-int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
+// Expert parallelism's all-to-alls (plan.h): dispatch and combine per MoE layer and
+// micro-batch, forward and backward (and the recomputed forward), balanced load.
+void add_ep_entries(Plan& out, const Span& span, Link link) {
+  const auto& m = out.model;
+  const auto& p = out.config;
+  if (m.experts < 1 || p.ep < 2 || !m.has_shape()) return;
+  const int per_layer = p.recompute == Recompute::full ? 6 : 4;
+  const int calls = p.micro_batches * layers_per_stage(m, p.pp) * per_layer;
+  const double rows = double(m.seq) * p.micro_batch_size / p.tp * m.top_k;  // (b·s/t)·k
+  const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
+  out.ledger.push_back(entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
+                             (p.ep - 1) * link.alpha_s + leaving / link.beta_Bps, span));
+}
 
 void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
   const auto& m = out.model;
@@ -256,11 +229,19 @@ void fill_memory(Plan& out) {
   const auto& m = out.model;
   const auto& p = out.config;
   auto& mem = out.memory;
-  const double local = out.psi / (double(p.tp) * p.pp);
-  mem = rank_model_state(local, p.zero, p.dp, zero_precision(p.convention));
-  mem.model_state_sixteen = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::sixteen);
-  mem.model_state_twelve = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::twelve);
-  mem.model_state_eight = zero_model_state_bytes(local, p.zero, p.dp, ZeroConvention::eight);
+  // The dense part over dp; each expert's over its dp/ep replicas (plan.h).
+  const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
+  const double dense = (out.psi - experts) / shards, own_experts = experts / (shards * p.ep);
+  const int replicas = p.dp / p.ep;
+  mem = rank_model_state(dense, p.zero, p.dp, zero_precision(p.convention));
+  const Memory e = rank_model_state(own_experts, p.zero, replicas, zero_precision(p.convention));
+  mem.params += e.params, mem.grads += e.grads, mem.optimizer += e.optimizer;
+  auto state = [&](ZeroConvention c) {
+    return zero_model_state_bytes(dense, p.zero, p.dp, c) + zero_model_state_bytes(own_experts, p.zero, replicas, c);
+  };
+  mem.model_state_sixteen = state(ZeroConvention::sixteen);
+  mem.model_state_twelve = state(ZeroConvention::twelve);
+  mem.model_state_eight = state(ZeroConvention::eight);
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
   const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
@@ -279,8 +260,9 @@ void fill_time(Plan& out) {
   const auto& m = out.model;
   const auto& p = out.config;
   const double attention = m.has_shape() ? 12.0 * m.layers * m.hidden * m.seq : 0;
-  out.model_flops_per_token = 6 * out.psi + attention;
-  out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * out.psi + attention / 3
+  const double active = m.experts > 0 ? m.active_parameters() : out.psi;  // what one token computes with
+  out.model_flops_per_token = 6 * active + attention;
+  out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * active + attention / 3
                                                               : p.recompute == Recompute::selective ? attention / 3
                                                                                                      : 0);
   const int M = p.micro_batches, P = p.pp;
@@ -293,6 +275,7 @@ void fill_time(Plan& out) {
   t.bubble = t.busy * (P - 1) / M;
   for (const auto& e : out.ledger) {
     if (e.axis == Axis::tp) t.tp += e.time_s * double(M + P - 1) / M;  // each slot of the pipeline waits for it
+    if (e.axis == Axis::ep) t.ep += e.time_s * double(M + P - 1) / M;  // (as TP: inside every layer)
     if (e.axis == Axis::pp) t.pp += e.time_s;
     if (e.axis == Axis::dp) t.dp += e.time_s;
   }
@@ -309,8 +292,9 @@ std::vector<std::string> formulas(const Plan& out) {
           std::to_string(p.zero) + " over dp = " + std::to_string(p.dp),
       "activations (Korthikanti et al. 2022, TP with sequence parallelism): per layer and micro-batch "
       "s·b·h·(34 + 5·a·s/h)/tp, selective 34·s·b·h/tp, full 2·s·b·h/tp; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
-      "DP: ZeRO-0/1 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-2 reduce-scatter per micro-batch + "
-      "all-gather; ZeRO-3 per micro-batch 2 all-gathers + reduce-scatter, (d−1)/d·2Ψ/(tp·pp) B each",
+      "DP: ZeRO-0 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-1 (distributed optimizer) one reduce-scatter + "
+      "one all-gather; ZeRO-2 reduce-scatter per micro-batch + all-gather; ZeRO-3 per micro-batch 2 all-gathers + "
+      "reduce-scatter, (d−1)/d·2Ψ/(tp·pp) B each",
       "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
       "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
       "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
@@ -319,6 +303,12 @@ std::vector<std::string> formulas(const Plan& out) {
       "ranks: tp fastest, then dp, then pp (core/comm/topology.h); node = rank / " +
           std::to_string(out.cluster.gpus_per_node),
   };
+  if (out.model.experts > 0)
+    f.push_back("experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
+                "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) + "), their state ZeRO'd over the dp/ep "
+                "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
+                "recomputation), (ep−1)/ep leaving the GPU; FLOPs per token from the active Ψ; activations as the dense "
+                "model's (a token's k expert MLPs counted once)");
   if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;
 }
@@ -353,10 +343,17 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   out.config = p;
   out.psi = m.parameters();
   fill_memory(out);
-  const Span dp_span = axis_span(Axis::dp, c, p), tp_span = axis_span(Axis::tp, c, p), pp_span = axis_span(Axis::pp, c, p);
+  const Span dp_span = axis_span(int(Axis::dp), c, p), tp_span = axis_span(int(Axis::tp), c, p),
+             pp_span = axis_span(int(Axis::pp), c, p);
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
   add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
-  add_dp_entries(out, dp_span, link(dp_span));
+  const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
+  add_dp_entries(out, (out.psi - experts) / shards, p.dp, "", dp_span, link(dp_span));
+  if (experts > 0) {
+    const Span ep_span = axis_span(int(Axis::ep), c, p), replica_span = axis_span(kExpertReplicas, c, p);
+    add_ep_entries(out, ep_span, link(ep_span));
+    add_dp_entries(out, experts / (shards * p.ep), p.dp / p.ep, " (experts)", replica_span, link(replica_span));
+  }
   double total = 0;
   for (const auto& e : out.ledger) total += e.bytes;
   for (auto& e : out.ledger) e.share = total > 0 ? e.bytes / total : 0;

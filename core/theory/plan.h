@@ -16,9 +16,10 @@
 //                           selective  34·s·b·h/t      full (layer inputs only)  2·s·b·h/t
 //                           × ⌈L/p⌉ layers × min(M, p) micro-batches in flight (1F1B, first stage)
 //   DP traffic              ring collectives of the 16-bit gradients/parameters, Ψ/(t·p) each
-//                           ZeRO 0/1: one all-reduce per step 2(d−1)/d; ZeRO-2: a reduce-scatter
-//                           per micro-batch + one all-gather; ZeRO-3: per micro-batch two
-//                           all-gathers and a reduce-scatter, (d−1)/d each
+//                           ZeRO-0: one all-reduce per step 2(d−1)/d; ZeRO-1 (the distributed
+//                           optimizer): one reduce-scatter + one all-gather; ZeRO-2: a
+//                           reduce-scatter per micro-batch + one all-gather; ZeRO-3: per
+//                           micro-batch two all-gathers and a reduce-scatter, (d−1)/d each
 //   TP traffic              4 all-reduces of b·s·h elements per layer per micro-batch (2 forward,
 //                           2 backward; 6 with full recomputation), 2(t−1)/t each
 //   PP traffic              b·s·h/t elements per micro-batch per boundary, forward and backward
@@ -32,6 +33,21 @@
 //                           DP all of it — nothing overlapped)
 // A model given by Ψ alone (no layers/hidden/heads/seq) gets its model state and DP traffic;
 // activations, TP and PP traffic, tokens and time stay 0.
+//
+// Mixture of experts (ModelSpec::experts E > 0, top_k k; ParallelConfig::ep): every layer's
+// MLP becomes E experts, each the dense MLP (8h² + 5h), chosen by a router (h·E) per token:
+//   Ψ                       the dense count + L·((E−1)·(8h² + 5h) + h·E); active per token:
+//                           the experts a token skips left out, Ψ − L·(E−k)·(8h² + 5h)
+//   experts' state          L·E·(8h² + 5h)/(ep·tp·pp) per GPU (EP carved out of dp: ep divides
+//                           dp and E), ZeRO over the dp/ep replicas of each expert; the rest as above
+//   EP traffic              per MoE layer and micro-batch an all-to-all to dispatch and one to
+//                           combine, forward and backward (6 with full recomputation), each
+//                           (b·s/t)·k·h elements of which (ep−1)/ep leave the GPU when the
+//                           load is balanced; α-β (ep−1)α + bytes/β, exposed like TP
+//   DP traffic              the dense part over dp, the experts' over their dp/ep replicas
+//   FLOPs per token         6 · the active Ψ + 12·L·h·s
+//   activations             the dense model's: a token's k expert MLPs count as one (low by
+//                           the MLP's share of Korthikanti's 34·s·b·h times k − 1)
 #pragma once
 
 #include <cstddef>
@@ -52,7 +68,12 @@ struct ModelSpec {
   std::string name = "custom";
   double params = 0;  // Ψ as counted (a preset's nominal size); 0: from the shape
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  int experts = 0, top_k = 1;  // experts 0: a dense model
   bool has_shape() const { return layers > 0 && hidden > 0 && heads > 0 && seq > 0; }
+  // Every expert of every layer (L·E·(8h² + 5h); 0 for a dense model), and what one token
+  // uses of Ψ (all of it, dense).
+  double expert_parameters() const;
+  double active_parameters() const;
   // The GPT's exact count: per layer QKV 3h²+3h, projection h²+h, MLP 8h²+5h, two
   // LayerNorms 4h (12h² + 13h); the tied token embedding V·h, positions s·h, the final
   // LayerNorm 2h (GPT-2 small: 124,439,808).
@@ -91,9 +112,10 @@ struct ParallelConfig {
   Recompute recompute = Recompute::none;
   ZeroConvention convention = ZeroConvention::sixteen;
   double efficiency = 0.5;  // achieved / peak FLOP/s of the compute
+  int ep = 1;  // expert parallelism, within dp (a mixture-of-experts model only)
 };
 
-enum class Axis { dp, tp, pp };
+enum class Axis { dp, tp, pp, ep };
 const char* axis_name(Axis a);
 
 struct Memory {
@@ -121,8 +143,8 @@ struct LedgerEntry {
 };
 
 struct StepTime {
-  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0;
-  double total() const { return busy + bubble + tp + pp + dp; }
+  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0;
+  double total() const { return busy + bubble + tp + pp + dp + ep; }
 };
 
 struct Plan {

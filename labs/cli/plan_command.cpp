@@ -52,6 +52,10 @@ Report header(const th::Plan& pl) {
                   m.shape_parameters(), m.shape_parameters_approx());
     rep.setup.push_back(count);
   }
+  if (m.experts > 0) {
+    std::snprintf(psi, sizeof psi, "active per token: %.4g billion", m.active_parameters() / 1e9);
+    rep.setup.push_back(psi);
+  }
   if (m.has_shape())
     rep.setup.push_back("L " + std::to_string(m.layers) + ", h " + std::to_string(m.hidden) + ", a " +
                         std::to_string(m.heads) + ", s " + std::to_string(m.seq) + ", V " + std::to_string(m.vocab));
@@ -62,7 +66,10 @@ Report header(const th::Plan& pl) {
 void add_memory_rows(Report& rep, const th::Plan& pl) {
   const auto& mem = pl.memory;
   const auto& p = pl.config;
-  const std::string zero = "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp);
+  const std::string zero =
+      pl.model.experts > 0
+          ? "dense Ψ/(tp·pp) ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp) + "; experts /(ep·tp·pp) over dp/ep"
+          : "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp);
   rep.add("memory.params", "parameters", mem.params / 1e9, "GB").source = zero;
   rep.add("memory.grads", "gradients", mem.grads / 1e9, "GB").source = zero;
   rep.add("memory.optimizer", "optimizer states", mem.optimizer / 1e9, "GB").source = zero;
@@ -110,6 +117,7 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
   rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "α-β";
   rep.add("time.pp", "exposed PP communication", t.pp, "s").source = "α-β";
   rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "α-β, no overlap";
+  if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
   rep.add("time.step", "step time", t.total(), "s");
   rep.add("time.tokens_per_step", "tokens per step", pl.tokens_per_step, "");
   rep.add("time.tokens_per_s", "tokens/s", pl.tokens_per_s, "tokens/s");
@@ -167,10 +175,11 @@ void require_search_options_apply(const CLI::App& p, bool search) {
     if (p.count("--global-batch")) throw UsageError("--global-batch sizes the step of --search's configurations: add --search N");
     return;
   }
-  for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute"})
+  for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts", "--ep"})
     if (p.count(flag))
       throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
-                       "the micro-batches from --global-batch): drop it, or drop --search to plan that configuration");
+                       "the micro-batches from --global-batch; it plans dense models only): drop it, or drop --search "
+                       "to plan that configuration");
 }
 
 }  // namespace

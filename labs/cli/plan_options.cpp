@@ -97,6 +97,24 @@ th::ModelSpec model_from_shape(const std::vector<ShapeOption>& shape) {
 
 }  // namespace
 
+namespace {
+
+// --experts E turns every layer's MLP into E experts: Ψ is then the shape's count with them
+// (a preset's nominal Ψ is its dense model's), and the name says so. --top-k needs --experts.
+th::ModelSpec with_experts(th::ModelSpec m, const PlanArgs& a) {
+  if (a.experts == 0) {
+    if (a.top_k) throw UsageError("--top-k " + std::to_string(a.top_k) + " picks experts per token: add --experts E");
+    return m;
+  }
+  m.experts = a.experts;
+  m.top_k = a.top_k ? a.top_k : 2;
+  m.params = 0;  // counted from the shape, experts included
+  m.name += " with " + std::to_string(m.experts) + " experts (top-" + std::to_string(m.top_k) + ")";
+  return m;
+}
+
+}  // namespace
+
 th::ModelSpec model_from(const PlanArgs& a) {
   const std::vector<ShapeOption> shape = shape_options(a);
   bool shape_given = false;
@@ -106,16 +124,20 @@ th::ModelSpec model_from(const PlanArgs& a) {
     if (shape_given)
       throw UsageError("--params " + a.params + " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
                        "its own: give --params alone, or the whole shape alone");
+    if (a.experts)
+      throw UsageError("--experts makes each layer's MLP E experts, and --params " + a.params + " has no layers: give the "
+                       "shape (or --model) instead");
     th::ModelSpec m;
     m.params = parse_count(a.params, "--params", false);
     if (m.params < 1) throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
     m.name = "--params " + a.params + " (no shape)";
     return m;
   }
-  if (a.model.empty() && shape_given) return model_from_shape(shape);
-  th::ModelSpec m = with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
-  require_preset_shape(m, shape);
-  return m;
+  th::ModelSpec m = a.model.empty() && shape_given
+                       ? model_from_shape(shape)
+                       : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
+  if (!shape_given || !a.model.empty()) require_preset_shape(m, shape);
+  return with_experts(m, a);
 }
 
 th::ClusterSpec cluster_from(const PlanArgs& a) {
@@ -137,7 +159,7 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
 
 th::ParallelConfig config_from(const PlanArgs& a) {
   return {a.dp, a.tp, a.pp, a.zero, a.micro_batch_size, a.micro_batches, th::parse_recompute(a.recompute),
-          parse_convention(a.convention), a.efficiency};
+          parse_convention(a.convention), a.efficiency, a.ep};
 }
 
 void add_plan_options(CLI::App* p, PlanArgs& a) {
@@ -171,6 +193,11 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
       ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
   p->add_option("--efficiency", a.efficiency, "Achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
       ->capture_default_str();
+  p->add_option("--experts", a.experts, "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
+      ->check(whole_range(1, 1000000));
+  p->add_option("--top-k", a.top_k, "With --experts: experts per token k (default 2)")->check(whole_range(1, 1000000));
+  p->add_option("--ep", a.ep, "With --experts: expert-parallel ranks, within dp (dividing dp and E)")
+      ->check(whole_range(1, 10000000))->capture_default_str();
 }
 
 std::string text_without_result(const Report& rep) {

@@ -17,6 +17,7 @@ struct PlanArgs {
   int gpus = 0, gpus_per_node = 0, search = 0, global_batch = 0;
   double intra_bw = 0, inter_bw = 0, intra_us = -1, inter_us = -1, peak_tflops = 0;
   int dp = 1, tp = 1, pp = 1, zero = 0, micro_batch_size = 1, micro_batches = 32;  // M 32: the seeds' bubble examples
+  int experts = 0, top_k = 0, ep = 1;  // a mixture of experts; top_k 0: not given (2 with --experts)
   std::string recompute = "none", convention = "16";
   double efficiency = 0.5;
   bool json = false;

@@ -61,6 +61,9 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const auto& cfg = p.config;
   if (!m.has_shape())
     throw UsageError("simulate needs the model's shape (--layers --hidden --heads --seq), not only --params");
+  if (m.experts > 0)
+    throw UsageError("simulate has no mixture-of-experts layers yet: `dtlab plan --experts` plans their memory and "
+                     "all-to-all traffic");
   Workload w;
   w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
   w.schedule = schedule;

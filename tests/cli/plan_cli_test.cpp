@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -86,4 +88,25 @@ TEST(PlanCli, AnEmptySearchSaysWhichRuleLeftNothing) {
   const auto memory = run_dtlab("plan --search 8 --model 175b");
   ASSERT_EQ(memory.code, 0) << memory.err;
   EXPECT_NE(memory.out.find("needs more memory"), std::string::npos) << memory.out;
+}
+
+// `plan --experts`: the header names the model with its experts and its active Ψ, the ledger
+// has the ep all-to-alls; what cannot hold experts is exit 2 naming why.
+TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
+  const auto o = run_dtlab("plan --model 7b --experts 8 --ep 2 --gpus 32 --dp 4 --tp 4 --pp 2");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const char* want : {"with 8 experts (top-2)", "active per token", "ep all_to_all dispatch and combine",
+                           "(experts)", "exposed EP all-to-alls"})
+    EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --model 7b --top-k 2", "--experts"},
+           {"plan --params 7e9 --experts 8", "--params"},
+           {"plan --model 7b --experts 8 --ep 3 --dp 3 --gpus 3", "divide"},
+           {"plan --model 7b --ep 2 --dp 2 --gpus 2", "--experts"},
+           {"plan --model 7b --experts 8 --search 16", "--experts"},
+           {"simulate --model 7b --experts 8 --dp 2", "mixture-of-experts"}}) {
+    const auto r = run_dtlab(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+  }
 }

@@ -280,3 +280,40 @@ TEST(Plan, ParametersFromTheShapeAreGptTwosPublishedCounts) {
     EXPECT_NEAR(m.shape_parameters() - m.shape_parameters_approx(), 2.0 * p.hidden, 1e-3 * p.params) << p.name;
   }
 }
+
+// A mixture of experts by hand (plan.h): L 2, h 64, a 4, s 128, V 1000, 8 experts top-2 on
+// 8 GPUs, dp 8 with ep 4, 16 B per parameter, ZeRO-0, one micro-batch of one sequence.
+// The dense MLP 8h² + 5h = 33,088; the dense GPT 172,288; the experts add 2·(7·33,088 + 64·8)
+// = 464,256, so Ψ = 636,544, of which the experts 2·8·33,088 = 529,408; a token uses
+// Ψ − 2·6·33,088 = 239,488.
+TEST(Plan, MixtureOfExpertsShardsItsExpertsAndSendsTokensByAllToAll) {
+  th::ModelSpec m{"moe", 0, 2, 64, 4, 128, 1000};
+  m.experts = 8, m.top_k = 2;
+  EXPECT_DOUBLE_EQ(m.shape_parameters(), 636544);
+  EXPECT_DOUBLE_EQ(m.expert_parameters(), 529408);
+  EXPECT_DOUBLE_EQ(m.active_parameters(), 239488);
+  th::ParallelConfig cfg = config(8, 1, 1, 0, th::ZeroConvention::sixteen);
+  cfg.ep = 4;
+  const th::Plan p = th::plan(m, a100(8), cfg);
+  // Each GPU: the dense 107,136 parameters and 2 of the 8 experts (132,352), 16 B each.
+  EXPECT_DOUBLE_EQ(p.memory.model_state(), (107136.0 + 132352.0) * 16);
+  double dense_dp = 0, expert_dp = 0, ep = 0;
+  for (const auto& e : p.ledger) {
+    if (e.axis == th::Axis::dp) (e.collective.find("experts") == std::string::npos ? dense_dp : expert_dp) += e.bytes;
+    if (e.axis == th::Axis::ep) ep += e.bytes;
+  }
+  EXPECT_DOUBLE_EQ(dense_dp, 2.0 * 7 / 8 * 107136 * 2) << "the dense gradients over dp 8";
+  EXPECT_DOUBLE_EQ(expert_dp, 2.0 * 1 / 2 * 132352 * 2) << "each expert's over its dp/ep = 2 replicas";
+  // 4 all-to-alls per layer, 2 layers: 8 of (b·s/t)·k·h = 128·2·64 elements, 3/4 of them leaving.
+  EXPECT_DOUBLE_EQ(ep, 8 * 128.0 * 2 * 64 * 2 * 3 / 4);
+  EXPECT_DOUBLE_EQ(p.model_flops_per_token, 6 * 239488.0 + 12.0 * 2 * 64 * 128);
+  EXPECT_GT(p.time.ep, 0);
+  // ep must divide dp and E, and needs experts; k at most E; experts need a shape.
+  cfg.ep = 3;
+  EXPECT_THROW(th::plan(m, a100(8), cfg), dtl::UsageError);
+  cfg.ep = 2;
+  th::ModelSpec dense{"dense", 0, 2, 64, 4, 128, 1000};
+  EXPECT_THROW(th::plan(dense, a100(8), cfg), dtl::UsageError);
+  m.top_k = 9;
+  EXPECT_THROW(th::plan(m, a100(8), cfg), dtl::UsageError);
+}
