@@ -195,9 +195,9 @@ class MpiComm final : public Comm {
   Request iall_to_allv(const void* s, void* r, const AllToAllvLayout& l, DType t) override {
     check_all_to_allv_layout(l, size_);
     if (s == r && size_ > 1) throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
-    auto ints = std::make_shared<std::array<std::vector<int>, 4>>();
-    const std::vector<std::size_t>* from[4] = {&l.send_counts, &l.send_displs, &l.recv_counts, &l.recv_displs};
-    for (int i = 0; i < 4; ++i) for (std::size_t v : *from[i]) (*ints)[std::size_t(i)].push_back(as_int(v, "all_to_allv"));
+    using Ints = std::array<std::vector<int>, 4>;
+    auto ints = std::make_shared<Ints>(Ints{as_ints(l.send_counts, "all_to_allv"), as_ints(l.send_displs, "all_to_allv"),
+                                            as_ints(l.recv_counts, "all_to_allv"), as_ints(l.recv_displs, "all_to_allv")});
     auto q = collective(CollectiveKind::all_to_allv, l.sent() * dtype_size(t), [ints](const MPI_Status&) {});
     const auto& v = *ints;
     DTL_MPI_CHECK(MPI_Ialltoallv(s, v[0].data(), v[1].data(), mpi_type(t), r, v[2].data(), v[3].data(), mpi_type(t), comm_, &q->req));

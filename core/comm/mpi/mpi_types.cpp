@@ -45,6 +45,12 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
   }
 }
 
+std::vector<int> as_ints(const std::vector<std::size_t>& v, const char* what) {
+  std::vector<int> out;
+  for (std::size_t n : v) out.push_back(as_int(n, what));
+  return out;
+}
+
 int as_int(std::size_t n, const char* what) {
   if (n > std::size_t(INT_MAX))
     throw Error(std::string(what) + " of " + std::to_string(n) + " elements exceeds MPI's int count; split the buffer");

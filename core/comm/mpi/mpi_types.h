@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "core/comm/dtype.h"
 
@@ -16,5 +17,6 @@ MPI_Datatype mpi_type(DType t);
 MPI_Op mpi_op(DType t, ReduceOp op);
 // n as MPI's int count; Error naming `what` past INT_MAX elements.
 int as_int(std::size_t n, const char* what);
+std::vector<int> as_ints(const std::vector<std::size_t>& v, const char* what);  // each as_int
 
 }  // namespace dtl
