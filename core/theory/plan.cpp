@@ -105,40 +105,49 @@ struct Span {
   bool crosses_nodes = false;
 };
 
-// An axis' groups: dp, tp and pp as core/comm/topology.h lays them out; ep the runs of ep
-// consecutive dp ranks; kExpertReplicas (below) the dp/ep ranks holding the same experts.
-constexpr int kExpertReplicas = 99;
-std::pair<int, long> group_shape(int axis, const ParallelConfig& p) {
-  if (axis == int(Axis::tp)) return {p.tp, 1};
-  if (axis == int(Axis::dp)) return {p.dp, p.tp};
-  if (axis == int(Axis::pp)) return {p.pp, long(p.tp) * p.dp};
-  if (axis == int(Axis::ep)) return {p.ep, p.tp};
-  return {p.dp / p.ep, long(p.tp) * p.ep};
-}
+// A group of ranks `stride` apart (core/comm/topology.h's layout); a chain (pp) has no edge
+// from its last rank back to its first.
+struct Group {
+  int size = 1;
+  long stride = 1;
+  bool chain = false;
+};
 
-Span walk_axis(int axis, const ClusterSpec& c, const ParallelConfig& p) {
-  const auto [size, stride] = group_shape(axis, p);
-  if (size < 2) return {};
+// dp, tp, pp as the topology lays them out; ep the runs of ep consecutive dp ranks.
+Group axis_group(Axis axis, const ParallelConfig& p) {
+  switch (axis) {
+    case Axis::tp: return {p.tp, 1, false};
+    case Axis::dp: return {p.dp, p.tp, false};
+    case Axis::pp: return {p.pp, long(p.tp) * p.dp, true};
+    case Axis::ep: return {p.ep, p.tp, false};
+  }
+  return {};
+}
+// The dp/ep ranks that hold the same experts (one per ep run).
+Group expert_replica_group(const ParallelConfig& p) { return {p.dp / p.ep, long(p.tp) * p.ep, false}; }
+
+Span walk_group(const Group& g, const ClusterSpec& c) {
+  if (g.size < 2) return {};
   long edges = 0, inter = 0;
   for (long r = 0; r < c.gpus; ++r) {
-    const long coord = (r / stride) % size;
-    if (axis == int(Axis::pp) && coord == size - 1) continue;  // a chain: no edge back to stage 0
-    const long next = coord == size - 1 ? r - stride * (size - 1) : r + stride;
+    const long coord = (r / g.stride) % g.size;
+    if (g.chain && coord == g.size - 1) continue;
+    const long next = coord == g.size - 1 ? r - g.stride * (g.size - 1) : r + g.stride;
     ++edges;
     if (r / c.gpus_per_node != next / c.gpus_per_node) ++inter;
   }
   return {edges ? double(inter) / double(edges) : 0.0, inter > 0};
 }
 
-// walk_axis visits every GPU; a search plans each grid 12 times (ZeRO stage × recomputation),
-// so the last grids' spans are kept (a million GPUs: one walk per grid, not twelve).
-Span axis_span(int axis, const ClusterSpec& c, const ParallelConfig& p) {
-  using Key = std::array<long, 7>;
+// walk_group visits every GPU; a search plans each grid 12 times (ZeRO stage × recomputation),
+// so the last groups' spans are kept (a million GPUs: one walk per grid, not twelve).
+Span group_span(const Group& g, const ClusterSpec& c) {
+  using Key = std::array<long, 5>;
   thread_local std::map<Key, Span> recent;
-  const Key key{long(axis), long(c.gpus), long(c.gpus_per_node), long(p.dp), long(p.tp), long(p.pp), long(p.ep)};
+  const Key key{long(g.size), g.stride, long(g.chain), long(c.gpus), long(c.gpus_per_node)};
   if (const auto it = recent.find(key); it != recent.end()) return it->second;
   if (recent.size() > 64) recent.clear();
-  return recent[key] = walk_axis(axis, c, p);
+  return recent[key] = walk_group(g, c);
 }
 
 int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
@@ -343,14 +352,14 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   out.config = p;
   out.psi = m.parameters();
   fill_memory(out);
-  const Span dp_span = axis_span(int(Axis::dp), c, p), tp_span = axis_span(int(Axis::tp), c, p),
-             pp_span = axis_span(int(Axis::pp), c, p);
+  auto span_of = [&](Axis a) { return group_span(axis_group(a, p), c); };
+  const Span dp_span = span_of(Axis::dp), tp_span = span_of(Axis::tp), pp_span = span_of(Axis::pp);
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
   add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
   const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
   add_dp_entries(out, (out.psi - experts) / shards, p.dp, "", dp_span, link(dp_span));
   if (experts > 0) {
-    const Span ep_span = axis_span(int(Axis::ep), c, p), replica_span = axis_span(kExpertReplicas, c, p);
+    const Span ep_span = span_of(Axis::ep), replica_span = group_span(expert_replica_group(p), c);
     add_ep_entries(out, ep_span, link(ep_span));
     add_dp_entries(out, experts / (shards * p.ep), p.dp / p.ep, " (experts)", replica_span, link(replica_span));
   }

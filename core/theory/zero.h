@@ -30,6 +30,10 @@ struct ZeroPrecision {
   double param = 2, grad = 2, optimizer = 12;
 };
 ZeroPrecision zero_precision(ZeroConvention c);
+// Bytes one AdamW step moves per parameter, memory-bound: it reads the gradient and the
+// optimizer state and writes the state and the parameter back, grad + 2·K + param (28 B
+// under 2+2+12).
+inline double optimizer_step_bytes(const ZeroPrecision& p) { return p.grad + 2 * p.optimizer + p.param; }
 const char* zero_convention_name(ZeroConvention c);  // "16 B (2+2+12)", ...
 
 // Throws UsageError for a stage outside 0..3 or N < 1.

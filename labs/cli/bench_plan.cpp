@@ -64,7 +64,7 @@ Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::ui
 
 // The operation under test. Point-to-point algorithms work in place; their out-of-place
 // form copies the input to the output first, as a user of them would.
-OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, ReduceOp op) {
+OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, ReduceOp op, double skew) {
   using C = theory::Collective;
   if (a.impl == "library") {
     switch (coll) {
@@ -75,7 +75,7 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, Reduce
       case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
       case C::all_to_all: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
       case C::all_to_allv:
-        return [t, skew = a.skew > 0 ? a.skew : 1.0](Comm& c, void* s, void* r, std::size_t n) {
+        return [t, skew](Comm& c, void* s, void* r, std::size_t n) {
           c.all_to_allv(s, r, skewed_all_to_allv(c.size(), c.rank(), n, skew), t);
         };
     }
@@ -159,7 +159,7 @@ BenchPlan plan_bench(BenchArgs& a) {
                         : largest;
   require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.name == "threads" ? p.P : 1),
                  "-e (or --ranks)");
-  p.fn = make_op(a, p.coll, p.P, p.t, p.op);
+  p.fn = make_op(a, p.coll, p.P, p.t, p.op, p.skew);
   if (a.backend == "nccl") {  // NCCL moves GPU memory only
     if (a.device == "cpu") throw UsageError("--backend nccl moves GPU memory; drop --device cpu (nccl implies cuda)");
     a.device = "cuda";

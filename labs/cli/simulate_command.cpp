@@ -98,9 +98,9 @@ void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, 
   const char* gathers = w.zero == 1 || w.zero == 2 ? " + the parameter all-gather" : "";
   rep.add("sim.dp_exposed", "DP waited for after the last backward", exposed, "s").source =
       (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) + gathers;
-  const th::ZeroPrecision b = th::zero_precision(pl.config.convention);
   char from[160];
-  std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s", b.grad + 2 * b.optimizer + b.param,
+  std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s",
+                th::optimizer_step_bytes(th::zero_precision(pl.config.convention)),
                 format_value(pl.cluster.memory_Bps, "B/s").c_str(), w.zero >= 1 ? ", 1/dp of them" : "");
   rep.add("sim.optimizer", "optimizer step per GPU (busiest stage)", optimizer, "s").source = from;
 }

@@ -41,8 +41,7 @@ void time_layers_from_shapes(const theory::Plan& p, Workload& w) {
 // bandwidth; ZeRO-1 and up step only this rank's 1/dp of the stage's Ψ·L_s/(L·t)
 // parameters (the distributed optimizer).
 void time_optimizer_step(const theory::Plan& p, Workload& w) {
-  const theory::ZeroPrecision b = theory::zero_precision(p.config.convention);
-  const double touched = b.grad + 2 * b.optimizer + b.param;
+  const double touched = theory::optimizer_step_bytes(theory::zero_precision(p.config.convention));
   const double shards = p.config.zero >= 1 ? p.config.dp : 1;
   w.stage_host_s.clear();
   for (int L : w.stage_layers) {
