@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "labs/collectives/collectives_lab.h"
 #include "labs/ddp/ddp_lab.h"
+#include "labs/experts/experts_lab.h"
 #include "labs/gpt/gpt_lab.h"
 #include "labs/lab.h"
 #include "labs/pipeline/pipeline_lab.h"
@@ -41,6 +42,7 @@ const std::vector<LabInfo>& lab_registry() {
         gpt_lab_info(),
         tensor_parallel_lab_info(),
         grid_lab_info(),
+        experts_lab_info(),
     };
     added().read = true;
     for (LabInfo (*info)() : added().labs) all.push_back(info());

@@ -37,8 +37,9 @@ constexpr std::array kMetaKeyNames = {"lab",
                                       "pipeline_simulated",
                                       "live_plots",
                                       "micro-batches",
-                                      "predicted_bytes_of_rank"};
-static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::predicted_bytes_of_rank) + 1, "one name per MetaKey");
+                                      "predicted_bytes_of_rank",
+                                      "moe_routing"};
+static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::moe_routing) + 1, "one name per MetaKey");
 
 template <class Enum, std::size_t N>
 const char* name_in(const std::array<const char*, N>& names, Enum e) {

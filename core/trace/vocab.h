@@ -115,6 +115,7 @@ enum class MetaKey : std::uint8_t {
   live_plots,                // a running lab's curves so far ({"plots": [...]}, the report's plot schema)
   micro_batches,             // the pipeline and grid labs' --micro-batches ("micro-batches": the option's own value)
   predicted_bytes_of_rank,   // prefix: + "." + rank: that rank's memory formula, where ranks differ (pipeline stages)
+  moe_routing,               // the experts lab's routing of one step, as JSON (labs/experts/experts_measure.cpp)
 };
 const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".

@@ -10,82 +10,27 @@
 
 namespace dtl::moe {
 
-namespace {
-
-// One token's softmax, computed from its largest logit (no overflow).
-void softmax_row(const float* logits, int n, float* out) {
-  const float top = *std::max_element(logits, logits + n);
-  double sum = 0;
-  for (int e = 0; e < n; ++e) sum += out[e] = std::exp(logits[e] - top);
-  for (int e = 0; e < n; ++e) out[e] = float(out[e] / sum);
-}
-
-}  // namespace
-
-Routing route_top_k(const float* logits, int tokens, int experts, int k) {
-  if (experts < 1 || k < 1 || k > experts || tokens < 0)
-    throw UsageError("top-k routing needs 1 <= k <= experts (k " + std::to_string(k) + ", " + std::to_string(experts) +
-                     " experts)");
-  Routing r{tokens, experts, k, {}, {}, std::vector<float>(std::size_t(tokens) * std::size_t(experts))};
-  std::vector<int> order(static_cast<std::size_t>(experts));
-  for (int t = 0; t < tokens; ++t) {
-    float* p = r.probs.data() + std::size_t(t) * std::size_t(experts);
-    softmax_row(logits + std::size_t(t) * std::size_t(experts), experts, p);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [p](int a, int b) { return p[a] > p[b]; });  // ties: lower first
-    for (int j = 0; j < k; ++j) r.expert.push_back(order[std::size_t(j)]), r.weight.push_back(p[order[std::size_t(j)]]);
-  }
-  return r;
-}
-
 int expert_capacity(int tokens, int experts, int k, double capacity_factor) {
   if (!(capacity_factor > 0)) throw UsageError("the capacity factor must be above 0");
   return std::max(1, int(std::ceil(capacity_factor * k * double(tokens) / experts)));
 }
 
-std::vector<std::uint8_t> kept_slots(const Routing& r, int capacity) {
-  std::vector<std::uint8_t> kept(r.expert.size(), 0);
-  std::vector<int> used(std::size_t(r.experts), 0);
-  for (int j = 0; j < r.top_k; ++j)  // every first choice before any second choice
-    for (int t = 0; t < r.tokens; ++t) {
-      const std::size_t slot = std::size_t(t) * std::size_t(r.top_k) + std::size_t(j);
-      int& n = used[std::size_t(r.expert[slot])];
-      if (n < capacity) kept[slot] = 1, ++n;
-    }
-  return kept;
-}
-
 int rank_of_expert(int expert, int experts, int ep) { return expert / (experts / ep); }
 
-Dispatch plan_dispatch(const Routing& r, const std::vector<std::uint8_t>& kept, int ep) {
-  if (ep < 1 || r.experts % ep != 0)
-    throw UsageError("expert parallelism over " + std::to_string(ep) + " ranks needs the " + std::to_string(r.experts) +
-                     " experts to split evenly");
-  Dispatch d;
-  d.ranks = ep;
-  d.tokens_to_rank.assign(std::size_t(ep), 0);
-  d.tokens_per_expert.assign(std::size_t(r.experts), 0);
-  for (std::size_t slot = 0; slot < r.expert.size(); ++slot) {
-    if (!kept[slot]) {
-      ++d.dropped;
-      continue;
-    }
-    d.send_order.push_back(int(slot));
-    ++d.tokens_per_expert[std::size_t(r.expert[slot])];
-    ++d.tokens_to_rank[std::size_t(rank_of_expert(r.expert[slot], r.experts, ep))];
-  }
-  // Rank, then expert, then token (slot order is token order): experts of one rank are
-  // contiguous, so the receiver can run each expert on one block of rows.
-  std::stable_sort(d.send_order.begin(), d.send_order.end(),
-                   [&r](int a, int b) { return r.expert[std::size_t(a)] < r.expert[std::size_t(b)]; });
-  return d;
-}
-
 AllToAllvLayout dispatch_layout(const Dispatch& d, const std::vector<std::size_t>& recv_tokens, int hidden) {
-  std::vector<std::size_t> send(d.tokens_to_rank), recv(recv_tokens);
-  for (std::size_t& n : send) n *= std::size_t(hidden);
-  for (std::size_t& n : recv) n *= std::size_t(hidden);
-  return packed_all_to_allv(std::move(send), std::move(recv));
+  const std::size_t h = std::size_t(hidden), P = recv_tokens.size();
+  if (d.tokens_to_rank.size() != P || d.first_row_of_rank.size() != P)
+    throw Error("the dispatch plan has " + std::to_string(d.tokens_to_rank.size()) + " send counts and " +
+                std::to_string(d.first_row_of_rank.size()) + " first rows for " + std::to_string(P) + " ranks");
+  // The send side is the plan's (its counts and where each rank's block starts); the
+  // receive side packs what each rank sends here in rank order.
+  AllToAllvLayout l = packed_all_to_allv(std::vector<std::size_t>(P, 0), recv_tokens);
+  for (std::size_t q = 0; q < P; ++q) {
+    l.send_counts[q] = d.tokens_to_rank[q] * h;
+    l.send_displs[q] = d.first_row_of_rank[q] * h;
+    l.recv_counts[q] *= h, l.recv_displs[q] *= h;
+  }
+  return l;
 }
 
 void gather_rows(const float* x, int hidden, const Dispatch& d, int top_k, float* send) {
@@ -96,14 +41,16 @@ void gather_rows(const float* x, int hidden, const Dispatch& d, int top_k, float
   }
 }
 
-void combine_rows(const float* back, int hidden, const Dispatch& d, const Routing& r, float* out) {
+void gather_rows_backward(const float* d_send, int hidden, const Dispatch& d, int top_k, float* dx) {
   const std::size_t h = std::size_t(hidden);
   for (std::size_t i = 0; i < d.send_order.size(); ++i) {
-    const int slot = d.send_order[i];
-    const float w = r.weight[std::size_t(slot)];
-    float* row = out + std::size_t(slot / r.top_k) * h;
-    for (std::size_t c = 0; c < h; ++c) row[c] += w * back[i * h + c];
+    float* row = dx + std::size_t(d.send_order[i] / top_k) * h;
+    for (std::size_t c = 0; c < h; ++c) row[c] += d_send[i * h + c];
   }
+}
+
+AllToAllvLayout reversed(const AllToAllvLayout& l) {
+  return {l.recv_counts, l.recv_displs, l.send_counts, l.send_displs};
 }
 
 double load_balancing_loss(const Routing& r) {
@@ -116,6 +63,28 @@ double load_balancing_loss(const Routing& r) {
   for (int e = 0; e < r.experts; ++e)
     loss += routed[std::size_t(e)] / (double(r.tokens) * r.top_k) * (mean_prob[std::size_t(e)] / r.tokens);
   return r.experts * loss;
+}
+
+void load_balancing_grad(const Routing& r, double scale, float* dprobs) {
+  if (r.tokens == 0) return;
+  std::vector<double> routed(std::size_t(r.experts), 0);
+  for (int e : r.expert) routed[std::size_t(e)] += 1;
+  for (int e = 0; e < r.experts; ++e) {
+    const double f = routed[std::size_t(e)] / (double(r.tokens) * r.top_k);
+    const float g = float(scale * r.experts * f / r.tokens);
+    for (int t = 0; t < r.tokens; ++t) dprobs[std::size_t(t) * std::size_t(r.experts) + std::size_t(e)] += g;
+  }
+}
+
+void softmax_backward(const Routing& r, const float* dprobs, float* dlogits) {
+  const std::size_t E = std::size_t(r.experts);
+  for (std::size_t t = 0; t < std::size_t(r.tokens); ++t) {
+    const float* p = r.probs.data() + t * E;
+    const float* dp = dprobs + t * E;
+    double dot = 0;
+    for (std::size_t e = 0; e < E; ++e) dot += double(p[e]) * double(dp[e]);
+    for (std::size_t e = 0; e < E; ++e) dlogits[t * E + e] = float(double(p[e]) * (double(dp[e]) - dot));
+  }
 }
 
 }  // namespace dtl::moe

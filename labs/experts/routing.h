@@ -20,45 +20,40 @@
 #include <vector>
 
 #include "core/comm/all_to_allv.h"
+#include "labs/experts/exercises.h"
 
 namespace dtl::moe {
 
-struct Routing {
-  int tokens = 0, experts = 0, top_k = 0;
-  std::vector<int> expert;    // [tokens · k]: slot t·k + j is token t's j-th choice
-  std::vector<float> weight;  // [tokens · k]: that choice's router probability
-  std::vector<float> probs;   // [tokens · experts]: every router probability
-};
-
-// Throws UsageError unless 1 ≤ k ≤ experts and tokens ≥ 0.
-Routing route_top_k(const float* logits, int tokens, int experts, int k);
+// The router, the capacity, the dispatch layout and the combine are the lab's exercises
+// (labs/experts/exercises.h): the lab calls the learner's code through these names.
+using ex::Dispatch;
+using ex::Routing;
+using ex::combine_backward;
+using ex::combine_rows;
+using ex::kept_slots;
+using ex::plan_dispatch;
+using ex::route_top_k;
 
 // ⌈capacity_factor · k · tokens / experts⌉, at least 1; throws UsageError for a factor ≤ 0.
 int expert_capacity(int tokens, int experts, int k, double capacity_factor);
-
-// 1 for a kept slot, 0 for a dropped one (at most `capacity` per expert, GShard's order).
-std::vector<std::uint8_t> kept_slots(const Routing& r, int capacity);
-
-struct Dispatch {
-  int ranks = 1;                               // EP ranks
-  std::vector<std::size_t> tokens_to_rank;     // kept slots sent to each EP rank
-  std::vector<std::size_t> tokens_per_expert;  // kept slots per expert
-  std::vector<int> send_order;                 // the kept slots (t·k + j) in send order
-  std::size_t dropped = 0;
-};
-// Throws UsageError unless ep ≥ 1 divides the experts.
-Dispatch plan_dispatch(const Routing& r, const std::vector<std::uint8_t>& kept, int ep);
 int rank_of_expert(int expert, int experts, int ep);
 
 // all_to_allv's layout for rows of `hidden` elements: send this rank's dispatch, receive
 // recv_tokens[q] rows from each rank q (what q's dispatch sends here), packed in rank order.
 AllToAllvLayout dispatch_layout(const Dispatch& d, const std::vector<std::size_t>& recv_tokens, int hidden);
+// The same exchange backwards (the combine's all-to-all): send and receive swapped.
+AllToAllvLayout reversed(const AllToAllvLayout& l);
 
 // Row i of `send` is the input row of send_order[i]'s token.
 void gather_rows(const float* x, int hidden, const Dispatch& d, int top_k, float* send);
-// out[token] += weight · back row i, for each sent slot i (out is not zeroed here).
-void combine_rows(const float* back, int hidden, const Dispatch& d, const Routing& r, float* out);
+// Its backward: dx[token of send_order[i]] += d_send row i.
+void gather_rows_backward(const float* d_send, int hidden, const Dispatch& d, int top_k, float* dx);
 
 double load_balancing_loss(const Routing& r);
+// dL/dprobs of `scale` · the load-balancing loss: scale · E · fₑ / T for every token (fₑ the
+// share of the T·k choices routed to expert e), added to dprobs [tokens · experts].
+void load_balancing_grad(const Routing& r, double scale, float* dprobs);
+// Softmax backward, row by row: dlogits = p ⊙ (dp − Σ p·dp).
+void softmax_backward(const Routing& r, const float* dprobs, float* dlogits);
 
 }  // namespace dtl::moe

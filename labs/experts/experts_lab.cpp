@@ -1,0 +1,230 @@
+// The experts lab: a mixture-of-experts model (moe_model.h) trained with expert parallelism
+// over the run's EP ranks, beside the same model on one rank (Lepikhin et al. 2020, GShard;
+// Fedus et al. 2021, Switch Transformer).
+//
+//   dtlab run experts --ranks EP [--experts E --top-k k --capacity-factor C --overflow drop|pad]
+//                     [--router-skew S] [--layers L --hidden h --ffn f --tokens T] [--link pcie4]
+//
+// Every rank holds E/EP experts and T/EP tokens. Per block and step: an all-to-all of the
+// per-expert counts, then all_to_allv of the routed rows to the experts and back, forward and
+// backward (4 all_to_allv). Checks: the loss, every gradient and the final weights equal one
+// rank's (which routes the same T/EP-token groups, so capacity drops the same tokens), the
+// routing itself, and each all_to_allv's bytes in the trace against the routed rows.
+#include "labs/experts/experts_lab.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/trace/run_clock.h"
+#include "core/trace/trace.h"
+#include "labs/experts/experts_internal.h"
+#include "labs/measure.h"
+#include "labs/shared_options.h"
+#include "labs/train/reference.h"
+
+namespace dtl {
+
+const OptionTable<ExpertsSettings>& experts_option_table() {
+  static const OptionTable<ExpertsSettings> table = [] {
+    auto shape = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.shape.*member; }; };
+    OptionTable<ExpertsSettings> t;
+    t.integer("experts", shape(&moe::MoeShape::experts), 8, 1, 1024, "experts E per MoE block (divisible by --ranks)")
+        .integer("top-k", shape(&moe::MoeShape::top_k), 2, 1, 64, "experts k each token is routed to")
+        .number("capacity-factor", shape(&moe::MoeShape::capacity_factor), 1.25, 0.01, 64,
+                "slots per expert and rank: ceil(C·k·T/(EP·E)); the rest is dropped")
+        .choice("overflow", &ExpertsSettings::overflow, ExpertOverflow::drop,
+                {{ExpertOverflow::drop, "drop"}, {ExpertOverflow::pad, "pad"}},
+                "tokens over capacity: dropped, or kept (every expert's batch padded to its load)")
+        .number("router-skew", shape(&moe::MoeShape::router_skew), 0.0, 0, 100,
+                "adds S·(E-1-e)/(E-1) to expert e's router logit: hot experts on the first ranks")
+        .number("aux-weight", shape(&moe::MoeShape::aux_weight), 0.01, 0, 10, "alpha of the load-balancing loss")
+        .integer("layers", shape(&moe::MoeShape::layers), 2, 1, 64, "MoE blocks L")
+        .integer("hidden", shape(&moe::MoeShape::hidden), 32, 1, 4096, "hidden size h")
+        .integer("ffn", shape(&moe::MoeShape::ffn), 64, 1, 16384, "each expert's inner size f")
+        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 20, "tokens T per step, all ranks together")
+        .integer("steps", &ExpertsSettings::steps, 3, 1, 10000, "training steps (AdamW)")
+        .choice("check", &ExpertsSettings::check, true, kOnOffNames,
+                "train one rank too and compare the loss, every gradient and weight");
+    return t;
+  }();
+  return table;
+}
+
+ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
+  ExpertsSettings s = experts_option_table().parse(cfg.options);
+  s.shape.drop = s.overflow == ExpertOverflow::drop;
+  const moe::MoeShape& m = s.shape;
+  if (m.experts % ep != 0)
+    throw UsageError("--experts " + std::to_string(m.experts) + " must be divisible by the " + std::to_string(ep) +
+                     " expert-parallel ranks (--ranks): each rank holds E/EP experts");
+  if (m.tokens % ep != 0)
+    throw UsageError("--tokens " + std::to_string(m.tokens) + " must be divisible by --ranks " + std::to_string(ep) +
+                     ": each rank routes T/EP tokens");
+  if (m.top_k > m.experts)
+    throw UsageError("--top-k " + std::to_string(m.top_k) + " is more than the " + std::to_string(m.experts) +
+                     " experts; use --top-k 1.." + std::to_string(m.experts));
+  if (s.overflow == ExpertOverflow::pad && experts_option_table().given(cfg.options, [](ExpertsSettings& x) -> double& {
+        return x.shape.capacity_factor;
+      }))
+    throw UsageError("--capacity-factor has no effect with --overflow pad (no token is dropped); drop one of them");
+  return s;
+}
+
+namespace {
+
+// What one rank's reference (the model on a group of one, EP routing groups) found.
+struct OneRank {
+  float first_loss = 0;
+  std::vector<float> choices;  // [block][T·k]: each slot's expert, −1 where dropped (first step)
+  TensorList first_grads, final_params;  // canonical order (MoeModel::param_count)
+};
+
+TensorList train_reference(Comm& alone, const ExpertsSettings& s, int ep) {
+  moe::MoeModel model(s.shape, alone, ep);
+  TensorList out{{}, {}};
+  for (int step = 0; step < s.steps; ++step) {
+    const float loss = model.train_step();
+    if (step == 0) {
+      out[0] = {loss};
+      for (const moe::BlockRouting& b : model.routing())
+        for (int c : b.choice) out[1].push_back(float(c));
+      for (const moe::Param& p : model.params()) out.push_back(p.g);
+    }
+    model.adamw_step(s.adamw, step + 1);
+  }
+  for (const moe::Param& p : model.params()) out.push_back(p.w);
+  return out;  // the loss, the choices, the gradients, the weights
+}
+
+OneRank one_rank_reference(Comm& comm, const ExpertsSettings& s) {
+  const int ep = comm.size();
+  const TensorList all = reference_on_rank0(comm, [&](Comm& alone) { return train_reference(alone, s, ep); });
+  const std::size_t n = std::size_t(moe::MoeModel::param_count(s.shape));
+  OneRank ref;
+  ref.first_loss = all.at(0).at(0);
+  ref.choices = all.at(1);
+  ref.first_grads.assign(all.begin() + 2, all.begin() + 2 + std::ptrdiff_t(n));
+  ref.final_params.assign(all.begin() + 2 + std::ptrdiff_t(n), all.end());
+  return ref;
+}
+
+// Largest |a − b| / max |b| (each tensor held to its own scale).
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < b.size() && i < a.size(); ++i) {
+    diff = larger_difference(diff, std::fabs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return a.size() == b.size() ? diff / scale : INFINITY;
+}
+
+// Slots whose choice (expert, or dropped) differs from the reference's, this rank's tokens.
+double routing_differences(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, const OneRank& ref) {
+  const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size() * s.shape.top_k);
+  const std::size_t per_block = std::size_t(s.shape.tokens * s.shape.top_k);
+  double diff = 0;
+  for (std::size_t l = 0; l < model.routing().size(); ++l) {
+    const std::vector<int>& mine = model.routing()[l].choice;
+    for (std::size_t i = 0; i < per_rank; ++i) {
+      const std::size_t at = l * per_block + std::size_t(comm.rank()) * per_rank + i;
+      diff += i >= mine.size() || at >= ref.choices.size() || float(mine[i]) != ref.choices[at];
+    }
+  }
+  return diff;
+}
+
+}  // namespace
+
+// The first step against one rank: loss, routing, drops and every gradient.
+void compare_first_step(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model, const OneRank& ref,
+                        ExpertsMeasurement& m) {
+  m.loss_diff = std::fabs(double(m.first_loss) - double(ref.first_loss));
+  m.max_grad_rel_diff = 0;
+  for (moe::Param& p : model.params())
+    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(p.g, ref.first_grads.at(std::size_t(p.index))));
+  m.routing_differences = routing_differences(comm, s, model, ref);
+  m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
+  double v[2] = {m.max_grad_rel_diff, m.routing_differences};
+  comm.all_reduce(&v[0], &v[0], 1, DType::f64, ReduceOp::max);
+  comm.all_reduce(&v[1], &v[1], 1, DType::f64, ReduceOp::sum);
+  m.max_grad_rel_diff = v[0], m.routing_differences = v[1];
+}
+
+void compare_final_weights(Comm& comm, moe::MoeModel& model, const OneRank& ref, ExpertsMeasurement& m) {
+  m.max_weight_diff = 0;
+  for (moe::Param& p : model.params())
+    m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(p.w, ref.final_params.at(std::size_t(p.index))));
+  comm.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
+}
+
+ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s) {
+  OneRank ref;
+  if (s.check) ref = one_rank_reference(comm, s);
+  comm.barrier();
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
+                   comm.trace() ? comm.trace()->label("expert parallel", Role{.part = RunPart::timed}) : 0);
+  moe::MoeModel model(s.shape, comm, 1);
+  ExpertsMeasurement m;
+  StepSamples samples;
+  for (int step = 0; step < s.steps; ++step) {
+    report_progress(comm, cfg, "experts: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
+    const TraceMark mark = trace_mark(comm);
+    const auto t0 = RunClock::now();
+    float loss = 0;
+    {
+      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute,
+                             comm.trace() ? comm.trace()->label("training step") : 0, step);
+      loss = model.train_step();
+    }
+    samples.add(comm, model, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
+    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step == 0) {
+      measure_routing(comm, s, model, m);
+      measure_all_to_all_bytes(comm, s, model, mark, m);
+      publish_routing(comm, s, model);
+      if (s.check) compare_first_step(comm, s, model, ref, m);
+    }
+    model.adamw_step(s.adamw, step + 1);
+  }
+  if (s.steps == 1) m.last_loss = m.first_loss;
+  m.aux_loss = model.last_aux_loss();
+  if (s.check) compare_final_weights(comm, model, ref, m);
+  samples.finish(comm, cfg, s, m);
+  return m;
+}
+
+Report run_experts_lab(Comm& comm, const LabConfig& cfg) {
+  const ExpertsSettings s = experts_settings(cfg, comm.size());
+  Report rep = start_report(comm, cfg, "experts");
+  describe_experts_setup(rep, s);
+  const ExpertsMeasurement m = run_experts(comm, cfg, s);
+  add_experts_rows(rep, s, m, comm.size());
+  return rep;
+}
+
+namespace ex {
+std::span<const ExerciseHints> experts_hints();  // labs/experts/hints.cpp
+}  // namespace ex
+
+LabInfo experts_lab_info() {
+  return {
+      "experts",
+      "mixture of experts with expert parallelism: top-k routing, capacity, all-to-all dispatch and combine",
+      {RunOption::faults, RunOption::step},
+      experts_option_table().specs(),
+      {{"top_k_router", "TopKRouter", 10}, {"dispatch_layout", "DispatchLayout", 10}, {"combine", "Combine", 10}},
+      run_experts_lab,
+      nullptr,
+      FaultPlan::Counted::collectives,
+      /*overlaps_compute=*/false,
+      {kRoutingView, ViewKind::timeline, ViewKind::report},
+      {},
+      experts_option_table().read_back(),
+      ex::experts_hints(),
+      [](const LabConfig& c) { experts_settings(c, c.ranks); },
+  };
+}
+
+}  // namespace dtl
