@@ -22,7 +22,8 @@ constexpr char kMagic[8] = {'D', 'T', 'L', 'T', 'R', 'A', 'C', 'E'};
 // 2: the header carries the JSON's ContentStamp (version 1 companions are rebuilt).
 // 3: Event's last three bytes are its group (axis, rank within it), no longer padding.
 // 4: each label carries its typed Role.
-constexpr std::uint32_t kVersion = 4;
+// 5: the Role carries an MoE exchange (one more byte).
+constexpr std::uint32_t kVersion = 5;
 constexpr std::uint8_t kNoSchedule = 0xff;
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
@@ -40,9 +41,9 @@ struct Writer {
     put(s.data(), s.size());
   }
   void role(const Role& r) {
-    const std::uint8_t small[7] = {std::uint8_t(r.collective), std::uint8_t(r.algorithm), std::uint8_t(r.part),
+    const std::uint8_t small[8] = {std::uint8_t(r.collective), std::uint8_t(r.algorithm), std::uint8_t(r.part),
                                    std::uint8_t(r.pass), r.schedule ? std::uint8_t(*r.schedule) : kNoSchedule,
-                                   std::uint8_t(r.zero_stage), std::uint8_t(r.prefetch)};
+                                   std::uint8_t(r.zero_stage), std::uint8_t(r.prefetch), std::uint8_t(r.exchange)};
     const std::int16_t wide[2] = {r.block, r.bucket};
     put(small, sizeof small);
     put(wide, sizeof wide);
@@ -132,19 +133,21 @@ struct Reader {
     return s;
   }
   Role role() {
-    std::uint8_t small[7];
+    std::uint8_t small[8];
     std::int16_t wide[2];
     get(small, sizeof small);
     get(wide, sizeof wide);
     if (small[0] > std::uint8_t(kLastCollectiveKind) || small[1] > std::uint8_t(AlgorithmKind::rhd) ||
         small[2] > std::uint8_t(RunPart::reference) || small[3] > std::uint8_t(Pass::optimizer) ||
-        (small[4] != kNoSchedule && small[4] > std::uint8_t(ScheduleKind::zb_h1)))
+        (small[4] != kNoSchedule && small[4] > std::uint8_t(ScheduleKind::zb_h1)) ||
+        small[7] > std::uint8_t(ExpertExchange::combine))
       damaged("a label's role names an unknown kind");
     const auto stage = std::int8_t(small[5]), prefetch = std::int8_t(small[6]);
-    if (stage < -1 || stage > 3 || prefetch < -1 || prefetch > 64 || wide[0] < -1 || wide[1] < -1)
+    if (stage < -1 || stage > 3 || prefetch < -1 || prefetch > 64 || wide[0] < -1 || wide[1] < -1 || wide[1] > 16382)
       damaged("a label's role has a stage, prefetch depth, block or bucket out of range");
     Role r{.collective = CollectiveKind(small[0]), .algorithm = AlgorithmKind(small[1]), .part = RunPart(small[2]),
-           .pass = Pass(small[3]), .zero_stage = stage, .prefetch = prefetch, .block = wide[0], .bucket = wide[1]};
+           .pass = Pass(small[3]), .zero_stage = stage, .prefetch = prefetch, .block = wide[0], .bucket = wide[1],
+           .exchange = ExpertExchange(small[7])};
     if (small[4] != kNoSchedule) r.schedule = ScheduleKind(small[4]);
     return r;
   }

@@ -15,6 +15,7 @@ constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", 
 constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
 constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer"};
 constexpr std::array kScheduleNames = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+constexpr std::array kExpertExchangeNames = {"", "counts", "dispatch", "combine"};
 constexpr std::array kMetaKeyNames = {"lab",
                                       "world_size",
                                       "chunks",
@@ -76,6 +77,10 @@ std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s) { return p
 std::optional<RunPart> parse_run_part(std::string_view s) { return parse_in<RunPart>(kRunPartNames, s); }
 std::optional<Pass> parse_pass(std::string_view s) { return parse_in<Pass>(kPassNames, s); }
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view s) { return parse_in<ScheduleKind>(kScheduleNames, s); }
+const char* expert_exchange_name(ExpertExchange x) { return name_in(kExpertExchangeNames, x); }
+std::optional<ExpertExchange> parse_expert_exchange(std::string_view s) {
+  return parse_in<ExpertExchange>(kExpertExchangeNames, s);
+}
 
 std::string role_json_members(const Role& r) {
   std::string out;
@@ -88,6 +93,7 @@ std::string role_json_members(const Role& r) {
   if (r.prefetch >= 0) member(out, "prefetch", r.prefetch);
   if (r.block >= 0) member(out, "block", r.block);
   if (r.bucket >= 0) member(out, "bucket", r.bucket);
+  if (r.exchange != ExpertExchange::none) member(out, "exchange", expert_exchange_name(r.exchange));
   return out;
 }
 
@@ -105,13 +111,16 @@ ScopedCollectiveRole::ScopedCollectiveRole(const Role& extra) : saved_(t_collect
 ScopedCollectiveRole::~ScopedCollectiveRole() { t_collective_extra = saved_; }
 
 std::uint64_t role_code(const Role& r) {
-  // Each field has its bits (stage 20-23, prefetch 24-31, block 32-47, bucket 48-63). The int8
-  // stage could reach into prefetch's bits; a stage past 14 would alias another Role.
+  // Each field has its bits (stage 20-23, prefetch 24-31, block 32-47, bucket 48-61, exchange
+  // 62-63). The int8 stage could reach into prefetch's bits; a stage past 14 or a bucket past
+  // 16382 would alias another Role.
   if (r.zero_stage > 14) throw Error("role_code: ZeRO stage " + std::to_string(r.zero_stage) + " is out of its range (0..14)");
+  if (r.bucket > 16382) throw Error("role_code: bucket " + std::to_string(r.bucket) + " is out of its range (0..16382)");
   return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
          std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
          std::uint64_t(std::uint8_t(r.zero_stage + 1)) << 20 | std::uint64_t(std::uint8_t(r.prefetch + 1)) << 24 |
-         std::uint64_t(std::uint16_t(r.block + 1)) << 32 | std::uint64_t(std::uint16_t(r.bucket + 1)) << 48;
+         std::uint64_t(std::uint16_t(r.block + 1)) << 32 | std::uint64_t(std::uint16_t(r.bucket + 1)) << 48 |
+         std::uint64_t(r.exchange) << 62;
 }
 
 std::string role_key(const Role& r) {
@@ -131,6 +140,7 @@ std::string meta_key_name(MetaKey prefix, std::string_view suffix) {
 std::string role_purpose(const Role& r) {
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : " · ") + s; };
+  if (r.exchange != ExpertExchange::none) add(std::string("MoE ") + expert_exchange_name(r.exchange));
   if (r.bucket >= 0) add("gradient bucket " + std::to_string(r.bucket));
   if (r.block >= 0) add("layer " + std::to_string(r.block));
   if (r.pass != Pass::none) add(pass_name(r.pass));

@@ -29,6 +29,9 @@ enum class RunPart : std::uint8_t { none, setup, timed, check, reference };
 // The work of a training step: forward (F), backward (B: the input gradient, or the whole
 // backward unless a zero-bubble schedule splits it), weight gradient (W), optimizer.
 enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer };
+// A mixture-of-experts layer's exchanges (the experts lab): the per-expert counts, the token
+// rows to their experts (dispatch) and back (combine); backward runs the same two layouts.
+enum class ExpertExchange : std::uint8_t { none, counts, dispatch, combine };
 // Pipeline schedules (core/theory/schedule.h has their rules).
 enum class ScheduleKind : std::uint8_t { gpipe, one_f_one_b, interleaved, zb_h1 };
 
@@ -42,7 +45,8 @@ struct Role {
   std::int8_t zero_stage = -1;           // a ZeRO run's phase span: 0 (DDP) .. 3
   std::int8_t prefetch = -1;             //   and, in a sweep of ZeRO-3's prefetch depth, the depth (0..64)
   std::int16_t block = -1;               // the layer / transformer block a compute span covers
-  std::int16_t bucket = -1;              // a gradient bucket's index
+  std::int16_t bucket = -1;              // a gradient bucket's index (0..16382)
+  ExpertExchange exchange = ExpertExchange::none;  // an MoE all-to-all's part
   bool operator==(const Role&) const = default;
   bool empty() const { return *this == Role{}; }
 };
@@ -69,19 +73,21 @@ const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "rin
 const char* run_part_name(RunPart p);                // "setup", "timed", "check", "reference"
 const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer"
 const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
+const char* expert_exchange_name(ExpertExchange x);  // "counts", "dispatch", "combine" ("" for none)
 // The reverse, for readers of traces (nullopt: not a name of that enum; "" is none).
 std::optional<CollectiveKind> parse_collective_kind(std::string_view s);
 std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s);
 std::optional<RunPart> parse_run_part(std::string_view s);
 std::optional<Pass> parse_pass(std::string_view s);
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view s);
+std::optional<ExpertExchange> parse_expert_exchange(std::string_view s);
 
 // The Role as Chrome-trace "args" members: `,"collective":"all_reduce","block":3` (empty
 // for an empty Role). The reader (viz/model/chrome_trace_reader.cpp) reads the same keys.
 std::string role_json_members(const Role& r);
 // A Role as one number, equal exactly when the Roles are: what label tables index by
-// (enums below 16; the ZeRO stage below 15, Error otherwise; the int8 and int16 fields in
-// their own bits).
+// (enums below 16; the ZeRO stage below 15 and the bucket below 16383, Error otherwise; the
+// int8 and int16 fields in their own bits).
 std::uint64_t role_code(const Role& r);
 // What a span or collective is for, in words for people: "gradient bucket 2", "layer 3 ·
 // backward", "ZeRO-2" ("" for none): the terminal step-through and the timeline's boxes.

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
+#include "core/util/units.h"
 #include "labs/experts/experts_internal.h"
 #include "labs/measure.h"
 #include "labs/shared_options.h"
@@ -30,8 +31,8 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
   static const OptionTable<ExpertsSettings> table = [] {
     auto shape = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.shape.*member; }; };
     OptionTable<ExpertsSettings> t;
-    t.integer("experts", shape(&moe::MoeShape::experts), 8, 1, 1024, "experts E per MoE block (divisible by --ranks)")
-        .integer("top-k", shape(&moe::MoeShape::top_k), 2, 1, 64, "experts k each token is routed to")
+    t.integer("experts", shape(&moe::MoeShape::experts), 8, 1, 256, "experts E per MoE block (divisible by --ranks)")
+        .integer("top-k", shape(&moe::MoeShape::top_k), 2, 1, 16, "experts k each token is routed to")
         .number("capacity-factor", shape(&moe::MoeShape::capacity_factor), 1.25, 0.01, 64,
                 "slots per expert and rank: ceil(C·k·T/(EP·E)); the rest is dropped")
         .choice("overflow", &ExpertsSettings::overflow, ExpertOverflow::drop,
@@ -40,11 +41,11 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
         .number("router-skew", shape(&moe::MoeShape::router_skew), 0.0, 0, 100,
                 "adds S·(E-1-e)/(E-1) to expert e's router logit: hot experts on the first ranks")
         .number("aux-weight", shape(&moe::MoeShape::aux_weight), 0.01, 0, 10, "alpha of the load-balancing loss")
-        .integer("layers", shape(&moe::MoeShape::layers), 2, 1, 64, "MoE blocks L")
-        .integer("hidden", shape(&moe::MoeShape::hidden), 32, 1, 4096, "hidden size h")
-        .integer("ffn", shape(&moe::MoeShape::ffn), 64, 1, 16384, "each expert's inner size f")
-        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 20, "tokens T per step, all ranks together")
-        .integer("steps", &ExpertsSettings::steps, 3, 1, 10000, "training steps (AdamW)")
+        .integer("layers", shape(&moe::MoeShape::layers), 2, 1, 16, "MoE blocks L")
+        .integer("hidden", shape(&moe::MoeShape::hidden), 32, 1, 1024, "hidden size h")
+        .integer("ffn", shape(&moe::MoeShape::ffn), 64, 1, 4096, "each expert's inner size f")
+        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 14, "tokens T per step, all ranks together")
+        .integer("steps", &ExpertsSettings::steps, 3, 1, 1000, "training steps (AdamW)")
         .choice("check", &ExpertsSettings::check, true, kOnOffNames,
                 "train one rank too and compare the loss, every gradient and weight");
     return t;
@@ -69,7 +70,22 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
         return x.shape.capacity_factor;
       }))
     throw UsageError("--capacity-factor has no effect with --overflow pad (no token is dropped); drop one of them");
+  require_memory(experts_process_bytes(s), "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
   return s;
+}
+
+// What the ranks of one process hold at most, all of them together (thread ranks; under
+// MPI each process holds about 1/EP of it): AdamW's w, g, m, v of every parameter (the
+// experts are spread over the ranks, so the whole model once), and per block the cached
+// rows of T tokens with every choice kept (padded) — x, logits and probabilities, then per
+// routed row its input, GELU's input and output, the returned row and the buffers in
+// flight — twice with the one-rank reference.
+double experts_process_bytes(const ExpertsSettings& s) {
+  const moe::MoeShape& m = s.shape;
+  const double h = m.hidden, f = m.ffn, E = m.experts, T = m.tokens, k = m.top_k;
+  const double params = m.layers * (E * h + E * (2 * h * f + f + h));
+  const double activations = m.layers * (T * (2 * h + 2 * E) + T * k * (6 * h + 2 * f));
+  return (s.check ? 2.0 : 1.0) * (16.0 * params + 4.0 * activations);
 }
 
 namespace {
@@ -220,7 +236,9 @@ LabInfo experts_lab_info() {
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
       {kRoutingView, ViewKind::timeline, ViewKind::report},
-      {},
+      // A live, stepped run: one block of 32 tokens, so a step of dispatch, experts and
+      // combine is a handful of collectives to step through.
+      {{"layers", "1"}, {"tokens", "32"}, {"steps", "2"}},
       experts_option_table().read_back(),
       ex::experts_hints(),
       [](const LabConfig& c) { experts_settings(c, c.ranks); },

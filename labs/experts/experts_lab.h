@@ -25,6 +25,7 @@ struct ExpertsSettings {
 const OptionTable<ExpertsSettings>& experts_option_table();
 // The options as settings for EP ranks; UsageError naming what a shape breaks.
 ExpertsSettings experts_settings(const LabConfig& cfg, int ep);
+double experts_process_bytes(const ExpertsSettings& s);  // the memory require_memory checks
 
 // What the run measured on this rank, with the totals over ranks where a row needs them.
 struct ExpertsMeasurement {
@@ -40,6 +41,7 @@ struct ExpertsMeasurement {
   double a2a_calls = 0, a2a_calls_expected = 0;
   Repeated step;                        // a training step (slowest rank)
   double a2a_seconds = 0, expert_seconds_max = 0, expert_seconds_mean = 0;  // per step, medians
+  double a2a_seconds_min = 0;  // the rank that waited least (its experts had the most rows)
   double rows_max = 0, rows_mean = 0;  // rows the experts of a rank computed, max and mean over ranks
   double predicted_a2a_seconds = 0;    // on the emulated link (0 without one)
 };

@@ -20,19 +20,17 @@ double sum_over_ranks(Comm& comm, double v) {
   return v;
 }
 
-// The bytes each all_to_allv of a step moves from this rank, in the order the step posts
-// them: forward, block by block, the dispatch (its kept slots' rows) and the combine (the
-// rows its experts computed); backward, last block first, the same two layouts again.
-std::vector<double> expected_all_to_allv_bytes(const ExpertsSettings& s, const moe::MoeModel& model) {
+// The bytes an all_to_allv of block `l` moves from this rank, by what it is for (its Role):
+// a dispatch sends the block's kept slots' rows, a combine the rows its experts computed
+// (forward and backward alike: backward runs the same two layouts).
+double expected_all_to_allv_bytes(const ExpertsSettings& s, const moe::MoeModel& model, const Role& role) {
+  if (role.block < 0 || std::size_t(role.block) >= model.routing().size()) return -1;
+  const moe::BlockRouting& b = model.routing()[std::size_t(role.block)];
   const double row = double(s.shape.hidden) * sizeof(float);
-  std::vector<double> fwd, bwd;
-  for (const moe::BlockRouting& b : model.routing()) {
-    const double sent = double(std::accumulate(b.rows_to_rank.begin(), b.rows_to_rank.end(), std::size_t(0)));
-    fwd.push_back(sent * row), fwd.push_back(double(b.rows_received) * row);
-  }
-  for (std::size_t l = model.routing().size(); l-- > 0;) bwd.push_back(fwd[2 * l]), bwd.push_back(fwd[2 * l + 1]);
-  fwd.insert(fwd.end(), bwd.begin(), bwd.end());
-  return fwd;
+  if (role.exchange == ExpertExchange::dispatch)
+    return double(std::accumulate(b.rows_to_rank.begin(), b.rows_to_rank.end(), std::size_t(0))) * row;
+  if (role.exchange == ExpertExchange::combine) return double(b.rows_received) * row;
+  return -1;  // not one of the lab's
 }
 
 }  // namespace
@@ -62,29 +60,27 @@ void measure_all_to_all_bytes(Comm& comm, const ExpertsSettings& s, const moe::M
   if (!comm.trace()) return;
   Trace& tr = *comm.trace();
   const EventLog& log = tr.log(comm.global_rank(), kStreamComm);
-  std::vector<double> seen;
-  double counts_calls = 0;
+  const double row = double(s.shape.hidden) * sizeof(float);
+  double diff = 0, calls = 0, dispatch = 0, others = 0;
   for (std::size_t i = mark.comm; i < log.size(); ++i) {
     const Event& e = log[i];
-    if (e.kind != EventKind::collective) continue;
-    const CollectiveKind k = tr.label_role(e.label).collective;
-    if (k == CollectiveKind::all_to_allv) seen.push_back(double(e.bytes));
-    if (k == CollectiveKind::all_to_all) counts_calls += 1;
+    const Role role = tr.label_role(e.label);
+    if (e.kind != EventKind::collective || role.exchange == ExpertExchange::none) continue;
+    calls += 1;
+    if (role.collective != CollectiveKind::all_to_allv) continue;  // the counts' all_to_all
+    const double want = expected_all_to_allv_bytes(s, model, role);
+    diff += want < 0 ? INFINITY : std::fabs(double(e.bytes) - want);
+    if (role.exchange == ExpertExchange::dispatch && role.pass == Pass::forward) {
+      dispatch += double(e.bytes);
+      others += double(e.bytes) - double(model.routing()[std::size_t(role.block)].rows_to_rank[std::size_t(comm.rank())]) * row;
+    }
   }
-  const std::vector<double> want = expected_all_to_allv_bytes(s, model);
-  double diff = seen.size() == want.size() ? 0 : INFINITY;
-  for (std::size_t i = 0; i < std::min(seen.size(), want.size()); ++i) diff += std::fabs(seen[i] - want[i]);
   m.a2a_bytes_diff = max_over_ranks(comm, diff);
-  m.a2a_calls = max_over_ranks(comm, double(seen.size()) + counts_calls);
+  m.a2a_calls = max_over_ranks(comm, calls);
   m.a2a_calls_expected = 5.0 * s.shape.layers;  // per block: counts, then 2 forward and 2 backward
-  const double L = double(s.shape.layers), row = double(s.shape.hidden) * sizeof(float);
-  double dispatch = 0, others = 0;
-  for (std::size_t l = 0; l < model.routing().size() && 2 * l < seen.size(); ++l) {
-    dispatch += seen[2 * l];
-    others += seen[2 * l] - double(model.routing()[l].rows_to_rank[std::size_t(comm.rank())]) * row;
-  }
-  m.dispatch_bytes = sum_over_ranks(comm, dispatch) / (L * comm.size());
-  m.to_others_bytes = sum_over_ranks(comm, others) / (L * comm.size());
+  const double blocks = double(s.shape.layers) * comm.size();
+  m.dispatch_bytes = sum_over_ranks(comm, dispatch) / blocks;
+  m.to_others_bytes = sum_over_ranks(comm, others) / blocks;
 }
 
 void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model) {
@@ -93,11 +89,13 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
   for (const moe::BlockRouting& b : model.routing()) {
     std::vector<std::int32_t> mine(b.choice.begin(), b.choice.end()), all(mine.size() * std::size_t(P));
     comm.all_gather(mine.data(), all.data(), mine.size(), DType::i32);
+    std::vector<std::int32_t> mine_routed(b.routed.begin(), b.routed.end()), routed(all.size());
+    comm.all_gather(mine_routed.data(), routed.data(), mine_routed.size(), DType::i32);
     std::vector<std::int64_t> rows(b.rows_to_rank.begin(), b.rows_to_rank.end()), matrix(std::size_t(P) * std::size_t(P));
     comm.all_gather(rows.data(), matrix.data(), rows.size(), DType::i64);
     std::vector<double> kept(b.kept_per_expert.begin(), b.kept_per_expert.end());
     comm.all_reduce(kept.data(), kept.data(), kept.size(), DType::f64, ReduceOp::sum);
-    blocks.push_back({{"choice", all}, {"rows", matrix}, {"kept_per_expert", kept}});
+    blocks.push_back({{"choice", all}, {"routed", routed}, {"rows", matrix}, {"kept_per_expert", kept}});
   }
   if (!comm.trace() || comm.rank() != 0) return;
   const nlohmann::json meta = {{"experts", s.shape.experts},   {"ranks", P},
@@ -109,8 +107,9 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
 
 void StepSamples::add(Comm& comm, const moe::MoeModel& model, double step_seconds, int step, int steps) {
   const moe::StepSeconds& t = model.seconds();
-  double busiest[2] = {t.experts, 0}, sums[2] = {t.all_to_all, t.experts};
-  comm.all_reduce(busiest, busiest, 1, DType::f64, ReduceOp::max);
+  double busiest = t.experts, least_a2a = t.all_to_all, sums[2] = {t.all_to_all, t.experts};
+  comm.all_reduce(&busiest, &busiest, 1, DType::f64, ReduceOp::max);
+  comm.all_reduce(&least_a2a, &least_a2a, 1, DType::f64, ReduceOp::min);
   comm.all_reduce(sums, sums, 2, DType::f64, ReduceOp::sum);
   const double slowest = max_over_ranks(comm, step_seconds);
   if (step == 0) {  // the rows each rank's experts computed, and the busier direction per block
@@ -124,13 +123,14 @@ void StepSamples::add(Comm& comm, const moe::MoeModel& model, double step_second
     }
   }
   if (step == 0 && steps > 1) return;  // a warm-up
-  step_.push_back(slowest), a2a_.push_back(sums[0] / comm.size());
-  expert_max_.push_back(busiest[0]), expert_mean_.push_back(sums[1] / comm.size());
+  step_.push_back(slowest), a2a_.push_back(sums[0] / comm.size()), a2a_min_.push_back(least_a2a);
+  expert_max_.push_back(busiest), expert_mean_.push_back(sums[1] / comm.size());
 }
 
 void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s, ExpertsMeasurement& m) {
   m.step = repeated(step_);
   m.a2a_seconds = repeated(a2a_).median;
+  m.a2a_seconds_min = repeated(a2a_min_).median;
   m.expert_seconds_max = repeated(expert_max_).median;
   m.expert_seconds_mean = repeated(expert_mean_).median;
   m.rows_max = rows_max_, m.rows_mean = rows_mean_;

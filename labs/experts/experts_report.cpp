@@ -66,8 +66,10 @@ void add_load_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasureme
 
 void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
   rep.add("time.step", "step time (slowest rank)", m.step.median, "s").over(m.step);
-  ReportRow& a2a = rep.add("time.all_to_all", "all-to-all time per step (rank mean)", m.a2a_seconds, "s");
-  if (m.predicted_a2a_seconds > 0) a2a.predict(m.predicted_a2a_seconds, "link: (P−1)α + busier side/β");
+  rep.add("time.all_to_all", "all-to-all time per step (rank mean, waits included)", m.a2a_seconds, "s");
+  ReportRow& least = rep.add("time.all_to_all_least", "all-to-all time per step, the rank waiting least",
+                             m.a2a_seconds_min, "s");
+  if (m.predicted_a2a_seconds > 0) least.predict(m.predicted_a2a_seconds, "link: (P−1)α + busier side/β");
   rep.add("time.all_to_all_share", "all-to-all share of the step", m.step.median > 0 ? m.a2a_seconds / m.step.median : 0,
           "x");
   rep.add("time.experts", "expert compute per step (rank mean)", m.expert_seconds_mean, "s");

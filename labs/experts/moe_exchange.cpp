@@ -31,18 +31,26 @@ void permute_rows(const std::vector<float>& from, std::vector<float>& to, const 
 
 std::vector<float> rows_buffer(std::size_t rows, std::size_t h) { return std::vector<float>(std::max<std::size_t>(1, rows * h)); }
 
-// A compute span on the rank's timeline: "experts", "router + combine", with the block.
+// What a collective of the block is for, on the trace, the step-through and the viewer.
+Role exchange_role(ExpertExchange x, Pass pass, int layer) {
+  return Role{.pass = pass, .block = std::int16_t(layer), .exchange = x};
+}
+
+// A compute span on the rank's timeline: "router", "experts", "combine", with the block.
 std::uint16_t span_label(Comm& comm, const char* name, Pass pass, int layer) {
   return comm.trace() ? comm.trace()->label(name, Role{.pass = pass, .block = std::int16_t(layer)}) : 0;
 }
 
 }  // namespace
 
-void MoeModel::Impl::exchange_counts(GroupCache& c) {
+void MoeModel::Impl::exchange_counts(int layer, GroupCache& c) {
   const std::size_t L = std::size_t(local_experts), h = std::size_t(s.hidden);
   std::vector<std::int64_t> send(std::size_t(s.experts)), recv(std::size_t(s.experts));
   for (std::size_t e = 0; e < send.size(); ++e) send[e] = std::int64_t(c.dispatch.tokens_per_expert[e]);
-  ep.all_to_all(send.data(), recv.data(), L, DType::i64);  // recv[q·L + j]: rows from q for my expert j
+  {
+    const ScopedCollectiveRole role(exchange_role(ExpertExchange::counts, Pass::forward, layer));
+    ep.all_to_all(send.data(), recv.data(), L, DType::i64);  // recv[q·L + j]: rows from q for my expert j
+  }
   std::vector<std::size_t> from_rank(std::size_t(P), 0), block_start(std::size_t(P), 0);
   for (std::size_t q = 0; q < std::size_t(P); ++q) {
     for (std::size_t j = 0; j < L; ++j) from_rank[q] += std::size_t(recv[q * L + j]);
@@ -72,10 +80,13 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
     gather_rows(c.x.data(), s.hidden, c.dispatch, s.top_k, send.data());
   }
   secs.router += since(t0), t0 = Clock::now();
-  exchange_counts(c);
+  exchange_counts(layer, c);
   const std::size_t R = c.perm.size();
   std::vector<float> recv = rows_buffer(R, h);
-  ep.all_to_allv(send.data(), recv.data(), c.rows, DType::f32);
+  {
+    const ScopedCollectiveRole role(exchange_role(ExpertExchange::dispatch, Pass::forward, layer));
+    ep.all_to_allv(send.data(), recv.data(), c.rows, DType::f32);
+  }
   secs.all_to_all += since(t0), t0 = Clock::now();
   std::vector<float> y = rows_buffer(R, h), y_recv = rows_buffer(R, h);
   {
@@ -88,7 +99,10 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
   }
   secs.experts += since(t0), t0 = Clock::now();
   c.back = rows_buffer(c.dispatch.send_order.size(), h);
-  ep.all_to_allv(y_recv.data(), c.back.data(), reversed(c.rows), DType::f32);
+  {
+    const ScopedCollectiveRole role(exchange_role(ExpertExchange::combine, Pass::forward, layer));
+    ep.all_to_allv(y_recv.data(), c.back.data(), reversed(c.rows), DType::f32);
+  }
   secs.all_to_all += since(t0), t0 = Clock::now();
   const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "combine", Pass::forward, layer));
   combine_rows(c.back.data(), s.hidden, c.dispatch, c.routing, out);
@@ -103,7 +117,10 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
   combine_backward(c.back.data(), dout, s.hidden, c.dispatch, c.routing, d_back.data(), d_weight.data());
   secs.router += since(t0), t0 = Clock::now();
   std::vector<float> d_recv = rows_buffer(R, h);
-  ep.all_to_allv(d_back.data(), d_recv.data(), c.rows, DType::f32);
+  {  // the gradients of the experts' outputs travel the dispatch's way
+    const ScopedCollectiveRole role(exchange_role(ExpertExchange::dispatch, Pass::backward, layer));
+    ep.all_to_allv(d_back.data(), d_recv.data(), c.rows, DType::f32);
+  }
   secs.all_to_all += since(t0), t0 = Clock::now();
   std::vector<float> dx_recv = rows_buffer(R, h);
   {
@@ -116,7 +133,10 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
   }
   secs.experts += since(t0), t0 = Clock::now();
   std::vector<float> d_send = rows_buffer(S, h);
-  ep.all_to_allv(dx_recv.data(), d_send.data(), reversed(c.rows), DType::f32);
+  {  // and those of their inputs the combine's
+    const ScopedCollectiveRole role(exchange_role(ExpertExchange::combine, Pass::backward, layer));
+    ep.all_to_allv(dx_recv.data(), d_send.data(), reversed(c.rows), DType::f32);
+  }
   secs.all_to_all += since(t0), t0 = Clock::now();
   const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "router", Pass::backward, layer));
   gather_rows_backward(d_send.data(), s.hidden, c.dispatch, s.top_k, dx);

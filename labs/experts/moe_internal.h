@@ -50,7 +50,7 @@ struct MoeModel::Impl {
   // moe_exchange.cpp
   void forward_group(int layer, GroupCache& c, int tokens, float* out);
   void backward_group(int layer, GroupCache& c, const float* dout, float* dx);
-  void exchange_counts(GroupCache& c);
+  void exchange_counts(int layer, GroupCache& c);
   void reduce_router_grads();
 };
 

@@ -132,6 +132,7 @@ void MoeModel::Impl::record_routing(int layer, const GroupCache& c, BlockRouting
   for (std::size_t e = 0; e < std::size_t(s.experts); ++e) b.kept_per_expert[e] += c.dispatch.tokens_per_expert[e];
   for (std::size_t q = 0; q < std::size_t(P); ++q) b.rows_to_rank[q] += c.dispatch.tokens_to_rank[q];
   for (std::size_t slot = 0; slot < r.expert.size(); ++slot) b.choice.push_back(c.kept[slot] ? r.expert[slot] : -1);
+  b.routed.insert(b.routed.end(), r.expert.begin(), r.expert.end());
   b.rows_received += c.perm.size();
   b.dropped += c.dispatch.dropped;
   b.slots += r.expert.size();
@@ -192,5 +193,7 @@ std::vector<Param>& MoeModel::params() { return impl_->params; }
 const std::vector<BlockRouting>& MoeModel::routing() const { return impl_->routing; }
 const StepSeconds& MoeModel::seconds() const { return impl_->secs; }
 float MoeModel::last_aux_loss() const { return impl_->aux; }
+const std::vector<float>& MoeModel::inputs() const { return impl_->x0; }
+const std::vector<float>& MoeModel::targets() const { return impl_->target; }
 
 }  // namespace dtl::moe

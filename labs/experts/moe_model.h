@@ -43,6 +43,7 @@ struct BlockRouting {
   std::vector<std::size_t> rows_to_rank;       // dispatch rows sent to each EP rank (own included)
   std::size_t rows_received = 0;               // rows this rank's experts computed (own included)
   std::vector<int> choice;                     // [tokens · k] this rank's choices, −1 where dropped
+  std::vector<int> routed;                     // [tokens · k] the same before capacity (every expert)
   std::size_t dropped = 0, slots = 0;
   double aux_loss = 0;                         // mean over this rank's groups
 };
@@ -78,6 +79,8 @@ class MoeModel {
   const std::vector<BlockRouting>& routing() const;
   const StepSeconds& seconds() const;
   float last_aux_loss() const;  // α-free load-balancing loss, mean over blocks and groups
+  const std::vector<float>& inputs() const;   // this rank's tokens [T/EP × h] (the first block's x)
+  const std::vector<float>& targets() const;  // and their regression targets
   static int param_count(const MoeShape& s);  // the canonical list's length
 
  private:

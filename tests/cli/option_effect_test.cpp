@@ -34,6 +34,7 @@ const std::map<std::string, std::map<std::string, std::string>> kBase = {
     // hundredths of a nat and failed when the docs it trains on changed)
     {"gpt", {{"ranks", "1"}, {"layers", "1"}, {"hidden", "32"}, {"seq", "16"}, {"batch", "4"}, {"steps", "40"},
              {"eval-every", "10"}}},
+    {"experts", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"ffn", "32"}, {"tokens", "64"}, {"steps", "2"}}},
 };
 
 // Where the generic next value would not show an option's effect in a small run: bucket

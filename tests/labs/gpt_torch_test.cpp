@@ -46,22 +46,6 @@ std::string temp_path(const std::string& name) {
   return (dir / name).string();
 }
 
-struct CommandResult {
-  int code = -1;
-  std::string output;
-};
-
-CommandResult run_command(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 // The model's checkpoint and, beside it, the tokens, targets, loss, logits [S·B, V] (row
 // s·B + b, as the model orders them) and grad.<name> of one forward_backward.
 void write_files(const std::string& checkpoint, const std::string& io) {
@@ -91,7 +75,7 @@ TEST(GptTorch, LossLogitsAndEveryGradientMatchPyTorch) {
   if (python.empty()) GTEST_SKIP() << test::kNoTorchReason;
   const std::string checkpoint = temp_path("gpt.safetensors"), io = temp_path("gpt_io.safetensors");
   write_files(checkpoint, io);
-  const CommandResult r = run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/gpt_torch_check.py " +
+  const test::CommandResult r = test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/gpt_torch_check.py " +
                                       checkpoint + " " + io + " --tolerance 1e-5");
   std::printf("%s", r.output.c_str());  // the per-tensor errors, in the log whether it passes or not
   EXPECT_EQ(r.code, 0) << "gpt_torch_check.py: exit 0 pass, 1 over tolerance, 2 the files do not fit:\n" << r.output;

@@ -158,7 +158,7 @@ inline std::vector<HostileCase> structural_cases(const std::string& base) {
 }
 
 // The .dtlt companion's layout, found by walking it (see core/trace/binary_trace.h).
-inline constexpr std::size_t kDtltRoleBytes = 11;
+inline constexpr std::size_t kDtltRoleBytes = 12;
 struct DtltLayout {
   std::size_t labels = 32, meta = 0, event_count = 0, events = 0;
 };
@@ -174,7 +174,7 @@ inline DtltLayout dtlt_layout(const std::string& b) {
     for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size()));
     return std::min(at, b.size());
   };
-  auto skip_labels = [&](std::size_t at, std::uint64_t n) {  // each: a string and its 11-byte Role
+  auto skip_labels = [&](std::size_t at, std::uint64_t n) {  // each: a string and its 12-byte Role
     for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size())) + kDtltRoleBytes;
     return std::min(at, b.size());
   };

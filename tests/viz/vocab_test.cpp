@@ -41,9 +41,11 @@ std::vector<Role> every_role() {
   out.push_back({.zero_stage = 3, .prefetch = 64});
   out.push_back({.block = 32767});
   out.push_back({.bucket = 12});
+  out.push_back({.bucket = 16382});
+  for (int x = 1; x <= int(ExpertExchange::combine); ++x) out.push_back({.exchange = ExpertExchange(x)});
   out.push_back({.collective = CollectiveKind::reduce_scatter, .algorithm = AlgorithmKind::ring, .part = RunPart::check,
                  .pass = Pass::weight, .schedule = ScheduleKind::interleaved, .zero_stage = 2, .prefetch = 0,
-                 .block = 0, .bucket = 0});
+                 .block = 0, .bucket = 0, .exchange = ExpertExchange::dispatch});
   return out;
 }
 
@@ -177,6 +179,12 @@ TEST(Vocabulary, RoleCodeRefusesAFieldPastItsBits) {
   EXPECT_NE(role_code(Role{.zero_stage = 14}), role_code(Role{.zero_stage = 14, .prefetch = 0}));
   for (int a = -1; a <= 14; ++a)
     for (int b = a + 1; b <= 14; ++b) EXPECT_NE(role_code(Role{.zero_stage = std::int8_t(a)}), role_code(Role{.zero_stage = std::int8_t(b)}));
+  // The bucket shares its 16 bits with the MoE exchange's 2: a bucket past 16382 is refused.
+  EXPECT_THROW(role_code(Role{.bucket = 16383}), Error);
+  EXPECT_NE(role_code(Role{.bucket = 16382}), role_code(Role{.bucket = 16382, .exchange = ExpertExchange::counts}));
+  for (int x = 0; x <= 3; ++x)
+    for (int y = x + 1; y <= 3; ++y)
+      EXPECT_NE(role_code(Role{.exchange = ExpertExchange(x)}), role_code(Role{.exchange = ExpertExchange(y)}));
 }
 
 // What a caller says about its library collectives stays on its thread and ends with its scope.

@@ -111,7 +111,8 @@ Role role_of(object args, std::uint64_t index) {
   r.zero_stage = std::int8_t(arg_int(args, "zero_stage", -1, 0, 3, index));
   r.prefetch = std::int8_t(arg_int(args, "prefetch", -1, 0, 64, index));
   r.block = std::int16_t(arg_int(args, "block", -1, 0, 32767, index));
-  r.bucket = std::int16_t(arg_int(args, "bucket", -1, 0, 32767, index));
+  r.bucket = std::int16_t(arg_int(args, "bucket", -1, 0, 16382, index));
+  r.exchange = role_member<ExpertExchange>(args, "exchange", parse_expert_exchange, index).value_or(ExpertExchange::none);
   return r;
 }
 

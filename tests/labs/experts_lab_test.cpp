@@ -1,0 +1,82 @@
+// The experts lab (labs/experts/): on 1, 2 and 4 thread ranks, with drops and without, balanced
+// and with hot experts, the loss, every gradient, the final weights and the routing equal one
+// rank's (routing the same groups), every all_to_allv's bytes equal the routed rows, and the
+// hot experts of --router-skew show up as load, drops and a busier rank. Bad shapes are usage
+// errors naming what to change.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "labs/experts/experts_lab.h"
+#include "tests/labs/lab_test_util.h"
+
+using namespace dtl;
+using dtl::test::row;
+
+namespace {
+
+Report run_experts_case(int ranks, std::map<std::string, std::string> options) {
+  Trace trace(ranks);
+  return dtl::test::run_for_results("experts", ranks, std::move(options), trace);
+}
+
+}  // namespace
+
+TEST(ExpertsLab, EveryShapeEqualsOneRankAndItsRoutedBytes) {
+  struct Case {
+    int ranks;
+    const char* overflow;
+    const char* skew;
+    const char* top_k;
+  };
+  for (const Case& c : {Case{1, "drop", "0", "2"}, Case{2, "drop", "0", "1"}, Case{4, "drop", "0", "2"},
+                        Case{4, "pad", "0", "2"}, Case{4, "drop", "3", "2"}, Case{4, "pad", "3", "3"}}) {
+    const Report rep = run_experts_case(c.ranks, {{"overflow", c.overflow}, {"router-skew", c.skew}, {"top-k", c.top_k}});
+    std::printf("EP %d, %s, skew %s, top-%s: grad diff %.2e, weight diff %.2e, dropped %.0f, bytes off %.0f B\n", c.ranks,
+                c.overflow, c.skew, c.top_k, row(rep, "grad_vs_one_rank"), row(rep, "weights_vs_one_rank"),
+                row(rep, "dropped_vs_one_rank"), row(rep, "a2a.bytes_vs_routing"));
+    EXPECT_TRUE(rep.ok) << rep.to_text();
+    EXPECT_LE(row(rep, "grad_vs_one_rank"), 1e-5);
+    EXPECT_EQ(row(rep, "routing_vs_one_rank"), 0);
+    EXPECT_EQ(row(rep, "a2a.bytes_vs_routing"), 0);
+    if (std::string(c.overflow) == "pad") {
+      EXPECT_EQ(row(rep, "dropped_vs_one_rank"), 0) << "pad drops nothing";
+    }
+  }
+}
+
+// Balanced routing sends (T/EP)·k·h·(EP−1)/EP·4 bytes to other ranks; the skewed router sends
+// the first rank's experts most of the tokens: more drops, a busier expert, a busier rank.
+TEST(ExpertsLab, HotExpertsDropMoreAndLoadOneRank) {
+  const Report even = run_experts_case(4, {{"steps", "2"}});
+  const Report hot = run_experts_case(4, {{"steps", "2"}, {"router-skew", "4"}});
+  const double balanced = 256.0 / 4 * 2 * 32 * (4 - 1) / 4 * 4;  // T/EP · k · h · (EP−1)/EP · 4 B
+  std::printf("to other ranks: even %.0f B, hot %.0f B, balanced formula %.0f B; busiest expert ÷ mean %.2f vs %.2f\n",
+              row(even, "a2a.to_other_ranks"), row(hot, "a2a.to_other_ranks"), balanced, row(even, "load.busiest_expert"),
+              row(hot, "load.busiest_expert"));
+  EXPECT_NEAR(row(even, "a2a.to_other_ranks"), balanced, 0.1 * balanced) << "random routing is close to balanced";
+  EXPECT_GT(row(hot, "load.busiest_expert"), 2 * row(even, "load.busiest_expert"));
+  EXPECT_GT(row(hot, "load.dropped_share"), 5 * row(even, "load.dropped_share") + 0.05);
+  EXPECT_GT(row(hot, "load.rows_max_over_mean"), 1.5);
+}
+
+TEST(ExpertsLab, BadShapesAreUsageErrorsNamingWhatToChange) {
+  const LabInfo* lab = find_lab("experts");
+  ASSERT_NE(lab, nullptr);
+  auto expect_usage = [&](int ranks, std::map<std::string, std::string> o, const std::string& words) {
+    LabConfig cfg;
+    cfg.ranks = ranks;
+    cfg.options = std::move(o);
+    try {
+      experts_settings(with_defaults(*lab, cfg), ranks);
+      ADD_FAILURE() << "no error, expected one saying '" << words << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_usage(3, {}, "--experts 8 must be divisible");
+  expect_usage(4, {{"tokens", "250"}}, "--tokens 250");
+  expect_usage(2, {{"experts", "4"}, {"top-k", "5"}}, "--top-k 1..4");
+  expect_usage(2, {{"overflow", "pad"}, {"capacity-factor", "2"}}, "no effect");
+}
