@@ -30,7 +30,7 @@ class StepSamples {
   void finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s, ExpertsMeasurement& m);
 
  private:
-  std::vector<double> step_, a2a_, a2a_min_, expert_max_, expert_mean_;
+  std::vector<double> step_, a2a_, a2a_min_, expert_max_, expert_mean_, expert_wall_;  // expert_max_/mean_: CPU time
   std::vector<double> busier_rows_;  // per block: the busier direction's rows, max over ranks
   double rows_max_ = 0, rows_mean_ = 0;
 };

@@ -40,7 +40,8 @@ struct ExpertsMeasurement {
   double to_others_bytes = 0;     // of which to other ranks (mean over ranks and blocks)
   double a2a_calls = 0, a2a_calls_expected = 0;
   Repeated step;                        // a training step (slowest rank)
-  double a2a_seconds = 0, expert_seconds_max = 0, expert_seconds_mean = 0;  // per step, medians
+  double a2a_seconds = 0, expert_wall_seconds = 0;  // per step, medians (rank mean)
+  double expert_seconds_max = 0, expert_seconds_mean = 0;  // the experts' CPU time, busiest rank and mean
   double a2a_seconds_min = 0;  // the rank that waited least (its experts had the most rows)
   double rows_max = 0, rows_mean = 0;  // rows the experts of a rank computed, max and mean over ranks
   double predicted_a2a_seconds = 0;    // on the emulated link (0 without one)

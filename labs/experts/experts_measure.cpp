@@ -107,10 +107,10 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
 
 void StepSamples::add(Comm& comm, const moe::MoeModel& model, double step_seconds, int step, int steps) {
   const moe::StepSeconds& t = model.seconds();
-  double busiest = t.experts, least_a2a = t.all_to_all, sums[2] = {t.all_to_all, t.experts};
+  double busiest = t.experts_cpu, least_a2a = t.all_to_all, sums[3] = {t.all_to_all, t.experts, t.experts_cpu};
   comm.all_reduce(&busiest, &busiest, 1, DType::f64, ReduceOp::max);
   comm.all_reduce(&least_a2a, &least_a2a, 1, DType::f64, ReduceOp::min);
-  comm.all_reduce(sums, sums, 2, DType::f64, ReduceOp::sum);
+  comm.all_reduce(sums, sums, 3, DType::f64, ReduceOp::sum);
   const double slowest = max_over_ranks(comm, step_seconds);
   if (step == 0) {  // the rows each rank's experts computed, and the busier direction per block
     double rows = 0;
@@ -124,7 +124,7 @@ void StepSamples::add(Comm& comm, const moe::MoeModel& model, double step_second
   }
   if (step == 0 && steps > 1) return;  // a warm-up
   step_.push_back(slowest), a2a_.push_back(sums[0] / comm.size()), a2a_min_.push_back(least_a2a);
-  expert_max_.push_back(busiest), expert_mean_.push_back(sums[1] / comm.size());
+  expert_max_.push_back(busiest), expert_mean_.push_back(sums[2] / comm.size()), expert_wall_.push_back(sums[1] / comm.size());
 }
 
 void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s, ExpertsMeasurement& m) {
@@ -133,6 +133,7 @@ void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings
   m.a2a_seconds_min = repeated(a2a_min_).median;
   m.expert_seconds_max = repeated(expert_max_).median;
   m.expert_seconds_mean = repeated(expert_mean_).median;
+  m.expert_wall_seconds = repeated(expert_wall_).median;
   m.rows_max = rows_max_, m.rows_mean = rows_mean_;
   if (!cfg.link.active()) return;
   // Per block on the emulated link: the counts' all_to_all, then four all_to_allv whose time

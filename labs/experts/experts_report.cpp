@@ -59,7 +59,7 @@ void add_load_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasureme
   rep.add("load.rows_max_over_mean", "rows the busiest rank's experts computed ÷ mean",
           m.rows_mean > 0 ? m.rows_max / m.rows_mean : 0, "x")
       .predict(1, "balanced");
-  rep.add("time.expert_imbalance", "expert compute time, busiest rank ÷ mean",
+  rep.add("time.expert_imbalance", "expert compute (CPU time), busiest rank ÷ mean",
           m.expert_seconds_mean > 0 ? m.expert_seconds_max / m.expert_seconds_mean : 0, "x")
       .predict(m.rows_mean > 0 ? m.rows_max / m.rows_mean : 0, "rows max ÷ mean");
 }
@@ -72,7 +72,7 @@ void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
   if (m.predicted_a2a_seconds > 0) least.predict(m.predicted_a2a_seconds, "link: (P−1)α + busier side/β");
   rep.add("time.all_to_all_share", "all-to-all share of the step", m.step.median > 0 ? m.a2a_seconds / m.step.median : 0,
           "x");
-  rep.add("time.experts", "expert compute per step (rank mean)", m.expert_seconds_mean, "s");
+  rep.add("time.experts", "expert compute per step (rank mean)", m.expert_wall_seconds, "s");
   rep.add("loss.first", "loss, first step", m.first_loss, "");
   rep.add("loss.last", "loss, last step", m.last_loss, "");
   rep.add("loss.aux", "load-balancing loss E·Σ fᵢ·Pᵢ (1 = balanced)", m.aux_loss, "").predict(1, "uniform");

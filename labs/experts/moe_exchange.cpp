@@ -6,6 +6,8 @@
 //              the experts, and the reverse all_to_allv of their outputs
 //   backward   all_to_allv of dL/d(expert output) to the experts (the dispatch's layout),
 //              the experts' backward, the reverse all_to_allv of dL/d(expert input)
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -19,6 +21,14 @@ namespace {
 
 using Clock = RunClock;  // a stepped run leaves out the learner's pauses
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU seconds this thread has run (CLOCK_THREAD_CPUTIME_ID): a rank's own work, however long
+// it waited for a core.
+double thread_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 // Row i of `to` is row perm[i] of `from` (or the reverse: row perm[i] of `to` is row i).
 void permute_rows(const std::vector<float>& from, std::vector<float>& to, const std::vector<std::size_t>& perm,
@@ -89,6 +99,7 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
   }
   secs.all_to_all += since(t0), t0 = Clock::now();
   std::vector<float> y = rows_buffer(R, h), y_recv = rows_buffer(R, h);
+  const double cpu0 = thread_cpu_seconds();
   {
     const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "experts", Pass::forward, layer));
     c.in = rows_buffer(R, h), c.pre = rows_buffer(R, f), c.act = rows_buffer(R, f);
@@ -97,6 +108,7 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
       expert_forward(layer, int(j), c, o, c.batch_rows[j], y.data());
     permute_rows(y, y_recv, c.perm, h, true);
   }
+  secs.experts_cpu += thread_cpu_seconds() - cpu0;
   secs.experts += since(t0), t0 = Clock::now();
   c.back = rows_buffer(c.dispatch.send_order.size(), h);
   {
@@ -123,6 +135,7 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
   }
   secs.all_to_all += since(t0), t0 = Clock::now();
   std::vector<float> dx_recv = rows_buffer(R, h);
+  const double cpu0 = thread_cpu_seconds();
   {
     const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "experts", Pass::backward, layer));
     std::vector<float> d_batch = rows_buffer(R, h), dx_batch = rows_buffer(R, h);
@@ -131,6 +144,7 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
       expert_backward(layer, int(j), c, o, c.batch_rows[j], d_batch.data(), dx_batch.data());
     permute_rows(dx_batch, dx_recv, c.perm, h, true);
   }
+  secs.experts_cpu += thread_cpu_seconds() - cpu0;
   secs.experts += since(t0), t0 = Clock::now();
   std::vector<float> d_send = rows_buffer(S, h);
   {  // and those of their inputs the combine's

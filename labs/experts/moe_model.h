@@ -52,6 +52,8 @@ struct BlockRouting {
 struct StepSeconds {
   double all_to_all = 0;  // counts and rows, dispatch and combine, forward and backward
   double experts = 0;     // the experts' forward and backward GEMMs
+  double experts_cpu = 0; // the same as the thread's CPU time: the work, without waiting for a
+                          // core (thread ranks outnumbering the cores share them)
   double router = 0;      // router forward/backward, permutes and combine
 };
 

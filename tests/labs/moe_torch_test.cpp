@@ -28,7 +28,7 @@ std::string temp_path(const std::string& name) {
 }
 
 // One step of the model on one rank with `groups` routing groups, written for the script.
-void write_step(const moe::MoeShape& shape, int groups, const std::string& path) {
+void write_step(const moe::MoeShape& shape, int groups, const std::string& path, const std::string& what) {
   test::run_ranks(1, [&](Comm& comm) {
     moe::MoeModel model(shape, comm, groups);
     const float loss = model.train_step();
@@ -56,7 +56,8 @@ void write_step(const moe::MoeShape& shape, int groups, const std::string& path)
                       {"groups", std::to_string(groups)},
                       {"capacity", std::to_string(model.routing().front().capacity)},
                       {"skew", std::to_string(shape.router_skew)},
-                      {"aux_weight", std::to_string(shape.aux_weight)}};
+                      {"aux_weight", std::to_string(shape.aux_weight)},
+                      {"case", what}};
     write_safetensors(path, out);
   });
 }
@@ -72,16 +73,19 @@ TEST(MoeTorch, RoutingLossAndEveryGradientMatchPyTorch) {
     bool drop;
     double skew;
   };
+  std::string files;
+  int n = 0;
   for (const Case& c : {Case{"capacity 1.0, drops", 1.0, true, 0.0}, Case{"padded, no drops", 1.0, false, 0.0},
                         Case{"skewed router, drops", 1.25, true, 2.0}}) {
     moe::MoeShape shape;
     shape.layers = 2, shape.hidden = 16, shape.ffn = 24, shape.experts = 4, shape.top_k = 2, shape.tokens = 48;
     shape.capacity_factor = c.capacity_factor, shape.drop = c.drop, shape.router_skew = c.skew, shape.aux_weight = 0.1f;
-    const std::string path = temp_path("moe.safetensors");
-    write_step(shape, 2, path);
-    const test::CommandResult r =
-        test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/moe_torch_check.py " + path + " --tolerance 1e-5");
-    std::printf("%s:\n%s", c.what, r.output.c_str());
-    EXPECT_EQ(r.code, 0) << c.what << ": moe_torch_check.py exit 0 pass, 1 over tolerance:\n" << r.output;
+    const std::string path = temp_path("moe" + std::to_string(n++) + ".safetensors");
+    write_step(shape, 2, path, c.what);
+    files += " " + path;
   }
+  const test::CommandResult r =
+      test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/moe_torch_check.py" + files + " --tolerance 1e-5");
+  std::printf("%s", r.output.c_str());
+  EXPECT_EQ(r.code, 0) << "moe_torch_check.py: exit 0 pass, 1 over tolerance:\n" << r.output;
 }

@@ -2,7 +2,7 @@
 """Checks dtlab's mixture-of-experts model (labs/experts/moe_model.h) against the same model
 written here in PyTorch, in float64:
 
-    python3 tests/python/moe_torch_check.py FILE [--tolerance 1e-5]
+    python3 tests/python/moe_torch_check.py FILE [FILE ...] [--tolerance 1e-5]
 
 FILE (safetensors, written by tests/labs/moe_torch_test.cpp) holds the inputs x and targets
 [T, h], every parameter ("block L router" [E, h], "block L expert e w1" [f, h], "... b1" [f],
@@ -15,8 +15,8 @@ capacity in GShard's order within each of the `groups` contiguous token groups),
 blocks x <- x + sum_kept w * expert(x), the loss mean((y - target)^2) + aux_weight * sum over
 blocks of the load-balancing loss E * sum_e f_e * P_e (averaged over the groups), and
 backward. Printed: the choices that differ (must be 0), the loss's relative error and each
-gradient's normwise relative error max|a - b| / max|b|. Exit 0 when all are within the
-tolerance, 1 otherwise, 77 (skipped) without torch."""
+gradient's normwise relative error max|a - b| / max|b|. Exit 0 when every file's are within
+the tolerance, 1 otherwise, 77 (skipped) without torch. (Several files: one import of torch.)"""
 import argparse
 import os
 import sys
@@ -70,12 +70,10 @@ def block(p, layer, x, meta, choices):
     return out, aux
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("file")
-    ap.add_argument("--tolerance", type=float, default=1e-5)
-    a = ap.parse_args()
-    tensors, meta = safetensors_io.load(a.file)
+def check(path, tolerance):
+    """Prints one file's comparison; True when it passes."""
+    tensors, meta = safetensors_io.load(path)
+    print("%s (%s):" % (os.path.basename(path), meta.get("case", "")))
     params = {n: t.double().requires_grad_() for n, t in tensors.items() if n.startswith("block ")}
     x, target = tensors["x"].double(), tensors["target"].double()
     choices, aux = [], 0.0
@@ -97,8 +95,17 @@ def main():
         err = (tensors["grad." + name].double() - b).abs().max().item() / max(b.abs().max().item(), 1e-30)
         print("grad %-24s normwise relative error %.2e" % (name, err))
         worst = max(worst, err)
-    print("largest error %.2e (tolerance %.0e)" % (worst, a.tolerance))
-    return 0 if differing == 0 and worst <= a.tolerance else 1
+    print("largest error %.2e (tolerance %.0e)" % (worst, tolerance))
+    return differing == 0 and worst <= tolerance
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--tolerance", type=float, default=1e-5)
+    a = ap.parse_args()
+    passed = [check(path, a.tolerance) for path in a.files]
+    return 0 if all(passed) else 1
 
 
 if __name__ == "__main__":
