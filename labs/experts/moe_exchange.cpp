@@ -124,7 +124,6 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
 void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout, float* dx) {
   const std::size_t h = std::size_t(s.hidden), S = c.dispatch.send_order.size(), R = c.perm.size();
   auto t0 = Clock::now();
-  std::copy(dout, dout + std::size_t(c.routing.tokens) * h, dx);  // the residual's share
   std::vector<float> d_back = rows_buffer(S, h), d_weight(c.routing.expert.size(), 0.0f);
   combine_backward(c.back.data(), dout, s.hidden, c.dispatch, c.routing, d_back.data(), d_weight.data());
   secs.router += since(t0), t0 = Clock::now();

@@ -41,7 +41,12 @@ struct MoeModel::Impl {
     return params[std::size_t(layer * (1 + 4 * local_experts) + 1 + 4 * j + tensor)];
   }
 
+  std::size_t rows() const { return std::size_t(s.tokens / P); }  // this rank's tokens
   float train_step();
+  void begin_step();
+  void forward_block(int layer, const float* x, float* out);
+  void backward_block(int layer, const float* dout, float* dx);
+  double aux_term() const;  // Σ over blocks of this rank's groups' mean load-balancing loss / EP
   void route(int layer, GroupCache& c, int tokens);
   void expert_forward(int layer, int j, GroupCache& c, std::size_t o, std::size_t n, float* y);
   void expert_backward(int layer, int j, GroupCache& c, std::size_t o, std::size_t n, const float* dy, float* dx);

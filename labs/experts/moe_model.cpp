@@ -140,40 +140,60 @@ void MoeModel::Impl::record_routing(int layer, const GroupCache& c, BlockRouting
   (void)layer;
 }
 
-float MoeModel::Impl::train_step() {
+void MoeModel::Impl::begin_step() {
   secs = {};
   for (Param& p : params) std::fill(p.g.begin(), p.g.end(), 0.0f);
-  const std::size_t h = std::size_t(s.hidden), rows = x0.size() / h, per_group = rows / std::size_t(groups);
+}
+
+// out += MoE(x) over this rank's rows, one routing group after the other.
+void MoeModel::Impl::forward_block(int layer, const float* x, float* out) {
+  const std::size_t h = std::size_t(s.hidden), per_group = rows() / std::size_t(groups);
+  routing[std::size_t(layer)] = {};
+  for (int g = 0; g < groups; ++g) {
+    GroupCache& c = cache[std::size_t(layer)][std::size_t(g)];
+    const std::size_t at = std::size_t(g) * per_group * h;
+    c.x.assign(x + at, x + at + per_group * h);
+    forward_group(layer, c, int(per_group), out + at);
+    record_routing(layer, c, routing[std::size_t(layer)]);
+  }
+}
+
+// dx += dL/dx through the MoE (its experts' and its router's share).
+void MoeModel::Impl::backward_block(int layer, const float* dout, float* dx) {
+  const std::size_t at_group = rows() / std::size_t(groups) * std::size_t(s.hidden);
+  for (int g = 0; g < groups; ++g)
+    backward_group(layer, cache[std::size_t(layer)][std::size_t(g)], dout + std::size_t(g) * at_group,
+                   dx + std::size_t(g) * at_group);
+}
+
+double MoeModel::Impl::aux_term() const {
+  double sum = 0;
+  for (const BlockRouting& b : routing) sum += b.aux_loss / P;
+  return sum;
+}
+
+float MoeModel::Impl::train_step() {
+  begin_step();
+  const std::size_t h = std::size_t(s.hidden);
   std::vector<std::vector<float>> acts(std::size_t(s.layers) + 1);
   acts[0] = x0;
   for (int l = 0; l < s.layers; ++l) {
-    routing[std::size_t(l)] = {};
-    acts[std::size_t(l) + 1] = acts[std::size_t(l)];  // the residual; each group adds its experts' sum
-    for (int g = 0; g < groups; ++g) {
-      GroupCache& c = cache[std::size_t(l)][std::size_t(g)];
-      const float* x = acts[std::size_t(l)].data() + std::size_t(g) * per_group * h;
-      c.x.assign(x, x + per_group * h);
-      forward_group(l, c, int(per_group), acts[std::size_t(l) + 1].data() + std::size_t(g) * per_group * h);
-      record_routing(l, c, routing[std::size_t(l)]);
-    }
+    acts[std::size_t(l) + 1] = acts[std::size_t(l)];  // the residual; the block adds its experts' sum
+    forward_block(l, acts[std::size_t(l)].data(), acts[std::size_t(l) + 1].data());
   }
   // Mean squared error over the whole batch's T·h outputs: each rank sums its rows.
   const std::vector<float>& y = acts.back();
   const double n = double(s.tokens) * double(h);
   std::vector<float> grad(y.size());
-  double sums[2] = {0, 0};
+  double sums[2] = {0, aux_term()};
   for (std::size_t i = 0; i < y.size(); ++i) {
     const double d = double(y[i]) - double(target[i]);
     sums[0] += d * d;
     grad[i] = float(2 * d / n);
   }
-  for (const BlockRouting& b : routing) sums[1] += b.aux_loss / P;
   for (int l = s.layers - 1; l >= 0; --l) {
-    std::vector<float> dx(grad.size());
-    for (int g = 0; g < groups; ++g) {
-      const std::size_t at = std::size_t(g) * per_group * h;
-      backward_group(l, cache[std::size_t(l)][std::size_t(g)], grad.data() + at, dx.data() + at);
-    }
+    std::vector<float> dx = grad;  // the residual passes the gradient through
+    backward_block(l, grad.data(), dx.data());
     grad.swap(dx);
   }
   reduce_router_grads();
@@ -186,6 +206,16 @@ MoeModel::MoeModel(const MoeShape& shape, Comm& ep, int groups_per_rank)
     : impl_(std::make_unique<Impl>(shape, ep, groups_per_rank)) {}
 MoeModel::~MoeModel() = default;
 float MoeModel::train_step() { return impl_->train_step(); }
+void MoeModel::begin_step() { impl_->begin_step(); }
+void MoeModel::forward_block(int layer, const float* x, float* out) { impl_->forward_block(layer, x, out); }
+void MoeModel::backward_block(int layer, const float* dout, float* dx) { impl_->backward_block(layer, dout, dx); }
+double MoeModel::end_step() {
+  impl_->reduce_router_grads();
+  double sum = impl_->aux_term();
+  impl_->ep.all_reduce(&sum, &sum, 1, DType::f64, ReduceOp::sum);
+  impl_->aux = float(sum / impl_->s.layers);
+  return sum;
+}
 void MoeModel::adamw_step(const kernels::AdamWConfig& c, int t) {
   for (Param& p : impl_->params) kernels::adamw_step(p.w.data(), p.g.data(), p.m.data(), p.v.data(), p.w.size(), c, t);
 }

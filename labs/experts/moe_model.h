@@ -77,6 +77,17 @@ class MoeModel {
   float train_step();
   void adamw_step(const kernels::AdamWConfig& c, int t);
 
+  // The blocks one at a time, on rows the caller owns (the tiny GPT's ln_2 outputs): this
+  // rank's tokens/EP rows [× h], in routing groups of rows/groups_per_rank, contiguous.
+  // begin_step zeroes the gradients; forward_block adds MoE(x) to out (the caller adds
+  // the residual); backward_block adds dL/dx through the MoE to dx; end_step sums the
+  // router's gradients over the EP group and returns the load-balancing loss summed over
+  // the blocks, each the mean over all routing groups (the same on every rank).
+  void begin_step();
+  void forward_block(int layer, const float* x, float* out);
+  void backward_block(int layer, const float* dout, float* dx);
+  double end_step();
+
   std::vector<Param>& params();  // this rank's: every router, its own experts
   const std::vector<BlockRouting>& routing() const;
   const StepSeconds& seconds() const;
