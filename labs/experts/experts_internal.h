@@ -3,11 +3,33 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "labs/experts/experts_lab.h"
 
 namespace dtl {
+
+// A tensor of this rank's model with its index in the whole model's canonical list (the
+// same on every EP size: what the one-rank reference's tensors are compared by).
+struct IndexedTensor {
+  int index = 0;
+  std::vector<float> values;
+};
+
+// What the lab trains (experts_models.cpp): the MoE blocks on a regression target, or the
+// tiny GPT with its MLPs replaced by the MoE. groups: routing groups per rank (1 under
+// expert parallelism; the one-rank reference runs EP of them).
+class ExpertsModel {
+ public:
+  virtual ~ExpertsModel() = default;
+  virtual float train_step(int step) = 0;  // the whole batch's loss, the same on every rank
+  virtual void adamw_step(const kernels::AdamWConfig& c, int t) = 0;
+  virtual moe::MoeModel& moe() = 0;
+  virtual std::vector<IndexedTensor> tensors(bool grads) = 0;  // this rank's, after train_step
+};
+std::unique_ptr<ExpertsModel> make_experts_model(const ExpertsSettings& s, Comm& ep, int groups);
+int experts_tensor_count(const ExpertsSettings& s);  // the canonical list's length
 
 // Where this rank's comm events stood before a step.
 struct TraceMark {

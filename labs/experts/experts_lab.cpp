@@ -23,6 +23,7 @@
 #include "labs/experts/experts_internal.h"
 #include "labs/measure.h"
 #include "labs/shared_options.h"
+#include "labs/train/gpt.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -30,8 +31,12 @@ namespace dtl {
 const OptionTable<ExpertsSettings>& experts_option_table() {
   static const OptionTable<ExpertsSettings> table = [] {
     auto shape = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.shape.*member; }; };
+    auto gpt = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.gpt.*member; }; };
     OptionTable<ExpertsSettings> t;
-    t.integer("experts", shape(&moe::MoeShape::experts), 8, 1, 256, "experts E per MoE block (divisible by --ranks)")
+    t.choice("model", &ExpertsSettings::model, ExpertsModelKind::mlp,
+             {{ExpertsModelKind::mlp, "mlp"}, {ExpertsModelKind::gpt, "gpt"}},
+             "MoE blocks on a regression target, or the tiny GPT with every MLP a mixture of experts")
+        .integer("experts", shape(&moe::MoeShape::experts), 8, 1, 256, "experts E per MoE block (divisible by --ranks)")
         .integer("top-k", shape(&moe::MoeShape::top_k), 2, 1, 16, "experts k each token is routed to")
         .number("capacity-factor", shape(&moe::MoeShape::capacity_factor), 1.25, 0.01, 64,
                 "slots per expert and rank: ceil(C·k·T/(EP·E)); the rest is dropped")
@@ -44,7 +49,11 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
         .integer("layers", shape(&moe::MoeShape::layers), 2, 1, 16, "MoE blocks L")
         .integer("hidden", shape(&moe::MoeShape::hidden), 32, 1, 1024, "hidden size h")
         .integer("ffn", shape(&moe::MoeShape::ffn), 64, 1, 4096, "each expert's inner size f")
-        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 14, "tokens T per step, all ranks together")
+        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 14, "tokens T per step, all ranks together (mlp)")
+        .integer("seq", gpt(&ExpertsGptShape::seq), 16, 1, 1024, "sequence length S (gpt; T = S·B)")
+        .integer("batch", gpt(&ExpertsGptShape::batch), 8, 1, 4096, "sequences B per step, all ranks together (gpt)")
+        .integer("vocab", gpt(&ExpertsGptShape::vocab), 64, 2, 1 << 16, "vocabulary V (gpt)")
+        .integer("heads", gpt(&ExpertsGptShape::heads), 4, 1, 256, "attention heads (gpt)")
         .integer("steps", &ExpertsSettings::steps, 3, 1, 1000, "training steps (AdamW)")
         .choice("check", &ExpertsSettings::check, true, kOnOffNames,
                 "train one rank too and compare the loss, every gradient and weight");
@@ -53,9 +62,34 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
   return table;
 }
 
+namespace {
+
+// The options of the other --model are errors (they would have no effect); the GPT's shape
+// must split into whole sequences per rank and whole heads.
+void check_model_options(const LabConfig& cfg, ExpertsSettings& s, int ep) {
+  const OptionTable<ExpertsSettings>& t = experts_option_table();
+  const bool gpt = s.model == ExpertsModelKind::gpt;
+  for (const char* name : {"seq", "batch", "vocab", "heads"})
+    if (!gpt && cfg.options.given(name))
+      throw UsageError(std::string("--") + name + " is the GPT's: give --model gpt, or leave it out");
+  if (gpt && t.given(cfg.options, [](ExpertsSettings& x) -> int& { return x.shape.tokens; }))
+    throw UsageError("--tokens has no effect with --model gpt (its tokens are --seq × --batch); leave it out");
+  if (!gpt) return;
+  s.shape.tokens = s.gpt.seq * s.gpt.batch;
+  if (s.gpt.batch % ep != 0)
+    throw UsageError("--batch " + std::to_string(s.gpt.batch) + " must be divisible by --ranks " + std::to_string(ep) +
+                     ": each rank runs B/EP whole sequences");
+  const std::string problem = gpt_config_problem({s.gpt.vocab, s.gpt.seq, s.shape.hidden, s.gpt.heads, s.shape.layers,
+                                                  s.gpt.batch / ep}, 1, ex::TpMode::plain);
+  if (!problem.empty()) throw UsageError(problem);
+}
+
+}  // namespace
+
 ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
   ExpertsSettings s = experts_option_table().parse(cfg.options);
   s.shape.drop = s.overflow == ExpertOverflow::drop;
+  check_model_options(cfg, s, ep);
   const moe::MoeShape& m = s.shape;
   if (m.experts % ep != 0)
     throw UsageError("--experts " + std::to_string(m.experts) + " must be divisible by the " + std::to_string(ep) +
@@ -85,7 +119,12 @@ double experts_process_bytes(const ExpertsSettings& s) {
   const double h = m.hidden, f = m.ffn, E = m.experts, T = m.tokens, k = m.top_k;
   const double params = m.layers * (E * h + E * (2 * h * f + f + h));
   const double activations = m.layers * (T * (2 * h + 2 * E) + T * k * (6 * h + 2 * f));
-  return (s.check ? 2.0 : 1.0) * (16.0 * params + 4.0 * activations);
+  double gpt = 0;  // the GPT around the experts: its AdamW state and activations, every rank's batch
+  if (s.model == ExpertsModelKind::gpt) {
+    const GptConfig c{s.gpt.vocab, s.gpt.seq, m.hidden, s.gpt.heads, m.layers, s.gpt.batch};
+    gpt = 16.0 * gpt_approx_params(c) * 2 + gpt_activation_bytes(c, 1, ex::TpMode::plain);  // (each rank a copy: ×2 for 2+)
+  }
+  return (s.check ? 2.0 : 1.0) * (16.0 * params + 4.0 * activations + gpt);
 }
 
 namespace {
@@ -94,30 +133,31 @@ namespace {
 struct OneRank {
   float first_loss = 0;
   std::vector<float> choices;  // [block][T·k]: each slot's expert, −1 where dropped (first step)
-  TensorList first_grads, final_params;  // canonical order (MoeModel::param_count)
+  TensorList first_grads, final_params;  // canonical order (experts_tensor_count)
 };
 
 TensorList train_reference(Comm& alone, const ExpertsSettings& s, int ep) {
-  moe::MoeModel model(s.shape, alone, ep);
-  TensorList out{{}, {}};
+  const std::unique_ptr<ExpertsModel> model = make_experts_model(s, alone, ep);
+  const std::size_t n = std::size_t(experts_tensor_count(s));
+  TensorList out(2 + 2 * n);  // the loss, the choices, the gradients, the weights (canonical order)
   for (int step = 0; step < s.steps; ++step) {
-    const float loss = model.train_step();
+    const float loss = model->train_step(step);
     if (step == 0) {
       out[0] = {loss};
-      for (const moe::BlockRouting& b : model.routing())
+      for (const moe::BlockRouting& b : model->moe().routing())
         for (int c : b.choice) out[1].push_back(float(c));
-      for (const moe::Param& p : model.params()) out.push_back(p.g);
+      for (IndexedTensor& t : model->tensors(true)) out.at(2 + std::size_t(t.index)) = std::move(t.values);
     }
-    model.adamw_step(s.adamw, step + 1);
+    model->adamw_step(s.adamw, step + 1);
   }
-  for (const moe::Param& p : model.params()) out.push_back(p.w);
-  return out;  // the loss, the choices, the gradients, the weights
+  for (IndexedTensor& t : model->tensors(false)) out.at(2 + n + std::size_t(t.index)) = std::move(t.values);
+  return out;
 }
 
 OneRank one_rank_reference(Comm& comm, const ExpertsSettings& s) {
   const int ep = comm.size();
   const TensorList all = reference_on_rank0(comm, [&](Comm& alone) { return train_reference(alone, s, ep); });
-  const std::size_t n = std::size_t(moe::MoeModel::param_count(s.shape));
+  const std::size_t n = std::size_t(experts_tensor_count(s));
   OneRank ref;
   ref.first_loss = all.at(0).at(0);
   ref.choices = all.at(1);
@@ -154,13 +194,13 @@ double routing_differences(Comm& comm, const ExpertsSettings& s, const moe::MoeM
 }  // namespace
 
 // The first step against one rank: loss, routing, drops and every gradient.
-void compare_first_step(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model, const OneRank& ref,
+void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& model, const OneRank& ref,
                         ExpertsMeasurement& m) {
   m.loss_diff = std::fabs(double(m.first_loss) - double(ref.first_loss));
   m.max_grad_rel_diff = 0;
-  for (moe::Param& p : model.params())
-    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(p.g, ref.first_grads.at(std::size_t(p.index))));
-  m.routing_differences = routing_differences(comm, s, model, ref);
+  for (const IndexedTensor& t : model.tensors(true))
+    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(t.values, ref.first_grads.at(std::size_t(t.index))));
+  m.routing_differences = routing_differences(comm, s, model.moe(), ref);
   m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
   double v[2] = {m.max_grad_rel_diff, m.routing_differences};
   comm.all_reduce(&v[0], &v[0], 1, DType::f64, ReduceOp::max);
@@ -168,10 +208,10 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, moe::MoeModel& mod
   m.max_grad_rel_diff = v[0], m.routing_differences = v[1];
 }
 
-void compare_final_weights(Comm& comm, moe::MoeModel& model, const OneRank& ref, ExpertsMeasurement& m) {
+void compare_final_weights(Comm& comm, ExpertsModel& model, const OneRank& ref, ExpertsMeasurement& m) {
   m.max_weight_diff = 0;
-  for (moe::Param& p : model.params())
-    m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(p.w, ref.final_params.at(std::size_t(p.index))));
+  for (const IndexedTensor& t : model.tensors(false))
+    m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(t.values, ref.final_params.at(std::size_t(t.index))));
   comm.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
 
@@ -181,7 +221,9 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
   comm.barrier();
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
                    comm.trace() ? comm.trace()->label("expert parallel", Role{.part = RunPart::timed}) : 0);
-  moe::MoeModel model(s.shape, comm, 1);
+  const std::unique_ptr<ExpertsModel> owner = make_experts_model(s, comm, 1);
+  ExpertsModel& model = *owner;
+  const moe::MoeModel& moe = model.moe();
   ExpertsMeasurement m;
   StepSamples samples;
   for (int step = 0; step < s.steps; ++step) {
@@ -192,20 +234,20 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
     {
       const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute,
                              comm.trace() ? comm.trace()->label("training step") : 0, step);
-      loss = model.train_step();
+      loss = model.train_step(step);
     }
-    samples.add(comm, model, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
+    samples.add(comm, moe, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
     if (step == 0) {
-      measure_routing(comm, s, model, m);
-      measure_all_to_all_bytes(comm, s, model, mark, m);
-      publish_routing(comm, s, model);
+      measure_routing(comm, s, moe, m);
+      measure_all_to_all_bytes(comm, s, moe, mark, m);
+      publish_routing(comm, s, moe);
       if (s.check) compare_first_step(comm, s, model, ref, m);
     }
     model.adamw_step(s.adamw, step + 1);
   }
   if (s.steps == 1) m.last_loss = m.first_loss;
-  m.aux_loss = model.last_aux_loss();
+  m.aux_loss = moe.last_aux_loss();
   if (s.check) compare_final_weights(comm, model, ref, m);
   samples.finish(comm, cfg, s, m);
   return m;

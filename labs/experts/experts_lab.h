@@ -14,9 +14,18 @@ namespace dtl {
 // --overflow: tokens over an expert's capacity are dropped (they pass by the residual
 // only), or every expert takes all its tokens (its batch padded to the largest load).
 enum class ExpertOverflow { drop, pad };
+// --model: the MoE blocks on a regression target, or the tiny GPT with MoE MLPs.
+enum class ExpertsModelKind { mlp, gpt };
+
+// The tiny GPT's own shape (--model gpt; labs/train/gpt.h): B sequences of S tokens.
+struct ExpertsGptShape {
+  int seq = 16, batch = 8, vocab = 64, heads = 4;
+};
 
 struct ExpertsSettings {
+  ExpertsModelKind model = ExpertsModelKind::mlp;
   moe::MoeShape shape;
+  ExpertsGptShape gpt;
   ExpertOverflow overflow = ExpertOverflow::drop;
   int steps = 3;
   bool check = true;  // train one rank too and compare the loss, every gradient and weight

@@ -85,12 +85,23 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
   rep.setup.push_back(std::to_string(m.experts) + " experts, top-" + std::to_string(m.top_k));
   rep.setup.push_back(s.overflow == ExpertOverflow::drop ? "capacity factor " + num(m.capacity_factor)
                                                          : "no capacity (padded)");
-  rep.setup.push_back(std::to_string(m.layers) + " MoE blocks " + std::to_string(m.hidden) + "→" + std::to_string(m.ffn) +
-                      "→" + std::to_string(m.hidden));
-  rep.setup.push_back(std::to_string(m.tokens) + " tokens per step");
+  const std::string experts = std::to_string(m.hidden) + "→" + std::to_string(m.ffn) + "→" + std::to_string(m.hidden);
+  if (s.model == ExpertsModelKind::gpt) {
+    rep.setup.push_back("tiny GPT: " + std::to_string(m.layers) + " layers, h " + std::to_string(m.hidden) + ", " +
+                        std::to_string(s.gpt.heads) + " heads, V " + std::to_string(s.gpt.vocab));
+    rep.setup.push_back("every MLP " + std::to_string(m.experts) + " experts " + experts);
+    rep.setup.push_back(std::to_string(s.gpt.batch) + " × " + std::to_string(s.gpt.seq) + " tokens per step");
+  } else {
+    rep.setup.push_back(std::to_string(m.layers) + " MoE blocks " + experts);
+    rep.setup.push_back(std::to_string(m.tokens) + " tokens per step");
+  }
   if (m.router_skew > 0) rep.setup.push_back("router skew " + num(m.router_skew));
   rep.notes.push_back("Each rank holds E/EP experts and routes T/EP tokens; capacity is per expert and rank (GShard's "
                       "groups), so 1 rank routing the same groups drops the same slots.");
+  if (s.model == ExpertsModelKind::gpt)
+    rep.notes.push_back("The GPT: attention, LayerNorms and embeddings replicated, each rank B/EP sequences, their "
+                        "gradients summed over the ranks; each block's MLP the mixture of experts (its loss: "
+                        "cross-entropy + α·the load-balancing loss).");
   rep.notes.push_back("Bytes: every all_to_allv event in the trace against the rows the routing sent (kept slots out, "
                       "the experts' rows back); balanced routing sends (T/EP)·k·h·(EP−1)/EP·4 B to other ranks.");
   rep.notes.push_back("Times: medians over the steps after the first; all-to-all time includes waiting for the rank "

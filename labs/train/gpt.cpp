@@ -161,9 +161,14 @@ void Gpt::block_forward(int i, GptActivations& acts) {
 
   ops_.layernorm_forward(a.resid_mid.as<float>(), p(ln2_w), p(ln2_b), a.ln2_out.as<float>(), a.ln2_mean.as<float>(),
                          a.ln2_rstd.as<float>(), rows_local_, h, kLayerNormEps);
-  column_forward(linear(i, fc_w), a.ln2_out.as<float>(), a.fc_pre.as<float>());
-  ops_.gelu_forward(a.fc_pre.as<float>(), a.fc_act.as<float>(), a.fc_act.numel());
-  row_forward(linear(i, mlp_proj_w), a.fc_act.as<float>(), y_.as<float>());
+  if (mlp_override_) {
+    std::fill_n(y_.as<float>(), local_n, 0.0f);
+    mlp_override_->forward(i, a.ln2_out.as<float>(), y_.as<float>());
+  } else {
+    column_forward(linear(i, fc_w), a.ln2_out.as<float>(), a.fc_pre.as<float>());
+    ops_.gelu_forward(a.fc_pre.as<float>(), a.fc_act.as<float>(), a.fc_act.numel());
+    row_forward(linear(i, mlp_proj_w), a.fc_act.as<float>(), y_.as<float>());
+  }
   float* out = acts.resid[k + 1].as<float>();
   copy_bytes(out, a.resid_mid.data(), local_n * sizeof(float));
   ops_.axpy(1.0f, y_.as<float>(), out, local_n);  // x += mlp(ln_2(x))
@@ -177,9 +182,14 @@ void Gpt::block_backward(int i, GptActivations& acts) {
   const auto p = [&](int which) { return param(block_tensor(i, which)); };
   const auto g = [&](int which) { return grad(block_tensor(i, which)); };
   float* d = dresid_.as<float>();
-  row_backward(linear(i, mlp_proj_w), a.fc_act.as<float>(), d, dfc_act_.as<float>());
-  ops_.gelu_backward(a.fc_pre.as<float>(), dfc_act_.as<float>(), dfc_pre_.as<float>(), dfc_pre_.numel());
-  column_backward(linear(i, fc_w), a.ln2_out.as<float>(), dfc_pre_.as<float>(), dln_.as<float>());
+  if (mlp_override_) {
+    std::fill_n(dln_.as<float>(), std::size_t(rows_local_) * std::size_t(h), 0.0f);
+    mlp_override_->backward(i, d, dln_.as<float>());
+  } else {
+    row_backward(linear(i, mlp_proj_w), a.fc_act.as<float>(), d, dfc_act_.as<float>());
+    ops_.gelu_backward(a.fc_pre.as<float>(), dfc_act_.as<float>(), dfc_pre_.as<float>(), dfc_pre_.numel());
+    column_backward(linear(i, fc_w), a.ln2_out.as<float>(), dfc_pre_.as<float>(), dln_.as<float>());
+  }
   // The residual passes d through; ln_2's backward adds its part.
   ops_.layernorm_backward(a.resid_mid.as<float>(), p(ln2_w), a.ln2_mean.as<float>(), a.ln2_rstd.as<float>(),
                           dln_.as<float>(), d, g(ln2_w), g(ln2_b), rows_local_, h);

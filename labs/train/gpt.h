@@ -145,6 +145,16 @@ struct GptActivations {
   Tensor lnf_out, lnf_mean, lnf_rstd, logits, dlogits;
 };
 
+// A replacement for every block's MLP (the experts lab puts its mixture of experts there):
+// forward adds MLP(x) to y, backward adds dL/dx to dx, for block `block`; x and dx are ln_2's
+// output and its gradient, [local_rows × h], fp32 on the host.
+class GptMlpOverride {
+ public:
+  virtual ~GptMlpOverride() = default;
+  virtual void forward(int block, const float* x, float* y) = 0;
+  virtual void backward(int block, const float* dy, float* dx) = 0;
+};
+
 class Gpt {
  public:
   // Throws UsageError for a config gpt_config_problem rejects. On a GPU (Device::cuda) every
@@ -203,6 +213,9 @@ class Gpt {
   // stage's input [rows × h] (nullptr on the first stage), valid until the next call.
   const float* backward_stage(const int* tokens, const float* dy, GptActivations& a);
   void zero_grads();
+  // From now on every block's MLP is `mlp` (null: the dense one again). Its own tensors stay
+  // in the table, unused: their gradients are 0. fp32 on the host, one tp rank (UsageError).
+  void set_mlp_override(GptMlpOverride* mlp);
   // The index in tensors() of wte (the embedding's, or the head's copy), or npos if not held.
   std::size_t wte_index() const { return wte_; }
 
@@ -285,6 +298,7 @@ class Gpt {
   ex::TpGroup tp_;
   int T_ = 1, rank_ = 0;
   bool sp_ = false;
+  GptMlpOverride* mlp_override_ = nullptr;
   int rows_ = 0, rows_local_ = 0;
   MemoryTracker& mem_;
   TrainOps& ops_;

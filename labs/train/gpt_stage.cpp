@@ -52,6 +52,14 @@ GptActivations Gpt::make_activations() {
   return a;
 }
 
+void Gpt::set_mlp_override(GptMlpOverride* mlp) {
+  // The override reads and writes host fp32 rows of the whole model's residual stream.
+  if (mlp && (precision_ != DType::f32 || ops_.device().kind != Device::Kind::cpu || T_ != 1 || !whole()))
+    throw UsageError("a replaced MLP (the experts lab's mixture of experts) needs the whole GPT in fp32 on the host, "
+                     "without tensor parallelism");
+  mlp_override_ = mlp;
+}
+
 void Gpt::zero_grads() {
   require_stage_use("zero_grads");
   ops_.zero(grads(), num_params());

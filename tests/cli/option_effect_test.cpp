@@ -34,7 +34,7 @@ const std::map<std::string, std::map<std::string, std::string>> kBase = {
     // hundredths of a nat and failed when the docs it trains on changed)
     {"gpt", {{"ranks", "1"}, {"layers", "1"}, {"hidden", "32"}, {"seq", "16"}, {"batch", "4"}, {"steps", "40"},
              {"eval-every", "10"}}},
-    {"experts", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"ffn", "32"}, {"tokens", "64"}, {"steps", "2"}}},
+    {"experts", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"ffn", "32"}, {"steps", "2"}}},
 };
 
 // Where the generic next value would not show an option's effect in a small run: bucket
@@ -58,6 +58,10 @@ const std::map<std::pair<std::string, std::string>, std::map<std::string, std::s
     {{"tensor_parallel", "vocab"}, {{"model", "gpt"}}},
     {{"grid", "heads"}, {{"model", "gpt"}}},
     {{"grid", "vocab"}, {{"model", "gpt"}}},
+    {{"experts", "seq"}, {{"model", "gpt"}}},
+    {{"experts", "batch"}, {{"model", "gpt"}}},
+    {{"experts", "heads"}, {{"model", "gpt"}}},
+    {{"experts", "vocab"}, {{"model", "gpt"}}},
 };
 
 // Options whose effect no report row can show, and why (each a reviewed exception).

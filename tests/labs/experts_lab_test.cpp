@@ -46,6 +46,22 @@ TEST(ExpertsLab, EveryShapeEqualsOneRankAndItsRoutedBytes) {
   }
 }
 
+// The tiny GPT with every MLP a mixture of experts: attention and embeddings data-parallel,
+// the experts spread; the loss, every gradient (the GPT's and the experts'), the weights and
+// the routing equal one rank's running all the sequences with the ranks' as its groups.
+TEST(ExpertsLab, TheGptWithMoeMlpsEqualsOneRank) {
+  for (int ranks : {2, 4})
+    for (const char* skew : {"0", "2"}) {
+      const Report rep = run_experts_case(ranks, {{"model", "gpt"}, {"router-skew", skew}});
+      std::printf("GPT, EP %d, skew %s: loss %.4f -> %.4f, grad diff %.2e, weight diff %.2e, dropped %.0f\n", ranks, skew,
+                  row(rep, "loss.first"), row(rep, "loss.last"), row(rep, "grad_vs_one_rank"),
+                  row(rep, "weights_vs_one_rank"), row(rep, "dropped_vs_one_rank"));
+      EXPECT_TRUE(rep.ok) << rep.to_text();
+      EXPECT_EQ(row(rep, "routing_vs_one_rank"), 0);
+      EXPECT_EQ(row(rep, "a2a.bytes_vs_routing"), 0);
+    }
+}
+
 // Balanced routing sends (T/EP)·k·h·(EP−1)/EP·4 bytes to other ranks; the skewed router sends
 // the first rank's experts most of the tokens: more drops, a busier expert, a busier rank.
 TEST(ExpertsLab, HotExpertsDropMoreAndLoadOneRank) {
@@ -79,4 +95,7 @@ TEST(ExpertsLab, BadShapesAreUsageErrorsNamingWhatToChange) {
   expect_usage(4, {{"tokens", "250"}}, "--tokens 250");
   expect_usage(2, {{"experts", "4"}, {"top-k", "5"}}, "--top-k 1..4");
   expect_usage(2, {{"overflow", "pad"}, {"capacity-factor", "2"}}, "no effect");
+  expect_usage(2, {{"seq", "8"}}, "--model gpt");
+  expect_usage(2, {{"model", "gpt"}, {"tokens", "64"}}, "--tokens has no effect");
+  expect_usage(4, {{"model", "gpt"}, {"batch", "6"}}, "--batch 6 must be divisible");
 }
