@@ -147,7 +147,7 @@ void RoutingView::DrawMatrix(ImDrawList* dl, const Rect& s) {
   const std::string text = text_of("A cell where a token chose an expert, colored by its choice rank j (1st: the router's top "
                                    "probability)%s. Rows: T/EP = %d tokens per rank, rank 0's first; hover a cell.",
                                    !m_.drop ? "" : column ? "; \xe2\x9c\x97: its slots dropped over capacity"
-                                                          : "; red: the slot was dropped, its expert already full (capacity)", m_.T / m_.P);
+                                                          : "; red: a slot dropped, in the column of its expert, already full (capacity)", m_.T / m_.P);
   const Rect r = section(dl, s, "routing: tokens \xc3\x97 experts", text);
   const float line = ImGui::GetTextLineHeight();  // the widest label at the left: the last rank's tokens
   const float left = std::max(text_w(text_of("t %d\xe2\x80\x93%d", m_.T - m_.T / m_.P, m_.T - 1)), text_w("rank 000")) + 16;
