@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "labs/experts/experts_lab.h"
 
 namespace dtl {
@@ -42,8 +44,16 @@ void measure_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
 // Each all_to_allv's bytes in the trace since `mark` against the rows the routing sent.
 void measure_all_to_all_bytes(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, TraceMark mark,
                               ExpertsMeasurement& m);
-// The routing for dtlab-viz (meta moe_routing, set by rank 0).
-void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model);
+// The routing of each step for dtlab-viz (meta moe_routing, set by rank 0): the first
+// kMaxSteps steps, as long as their slots stay under kMaxSlots (a trace stays small).
+struct RoutingLog {
+  static constexpr int kMaxSteps = 32;
+  static constexpr double kMaxSlots = 4e6;
+  nlohmann::json steps = nlohmann::json::array();  // rank 0's
+  int steps_kept = 0;                              // every rank's count
+  bool wants(const ExpertsSettings& s, int step) const;
+};
+void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, int step, RoutingLog& log);
 
 // Per-step timings (the first step is a warm-up when there are more), then their medians.
 class StepSamples {

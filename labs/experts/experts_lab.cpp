@@ -226,6 +226,7 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
   const moe::MoeModel& moe = model.moe();
   ExpertsMeasurement m;
   StepSamples samples;
+  RoutingLog log;
   for (int step = 0; step < s.steps; ++step) {
     report_progress(comm, cfg, "experts: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const TraceMark mark = trace_mark(comm);
@@ -238,10 +239,10 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
     }
     samples.add(comm, moe, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (log.wants(s, step)) publish_routing(comm, s, moe, step, log);
     if (step == 0) {
       measure_routing(comm, s, moe, m);
       measure_all_to_all_bytes(comm, s, moe, mark, m);
-      publish_routing(comm, s, moe);
       if (s.check) compare_first_step(comm, s, model, ref, m);
     }
     model.adamw_step(s.adamw, step + 1);

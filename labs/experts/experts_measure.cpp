@@ -83,8 +83,17 @@ void measure_all_to_all_bytes(Comm& comm, const ExpertsSettings& s, const moe::M
   m.to_others_bytes = sum_over_ranks(comm, others) / blocks;
 }
 
-void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model) {
+bool RoutingLog::wants(const ExpertsSettings& s, int step) const {
+  const double per_step = 2.0 * s.shape.tokens * s.shape.top_k * s.shape.layers;  // choice and routed
+  return step < kMaxSteps && (double(steps_kept) + 1) * per_step <= kMaxSlots;
+}
+
+// One step's routing, every block: the ranks' choices gathered (rank 0's tokens first), the
+// dispatch's rank × rank rows and the kept slots per expert; rank 0 adds it to the log and
+// writes the whole log again (meta "moe_routing": {experts, ranks, ..., steps: [{step, blocks}]}).
+void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, int step, RoutingLog& log) {
   const int P = comm.size();
+  const ScopedCollectiveRole role(Role{.part = RunPart::check});  // for the viewer, not the training
   nlohmann::json blocks = nlohmann::json::array();
   for (const moe::BlockRouting& b : model.routing()) {
     std::vector<std::int32_t> mine(b.choice.begin(), b.choice.end()), all(mine.size() * std::size_t(P));
@@ -97,11 +106,13 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
     comm.all_reduce(kept.data(), kept.data(), kept.size(), DType::f64, ReduceOp::sum);
     blocks.push_back({{"choice", all}, {"routed", routed}, {"rows", matrix}, {"kept_per_expert", kept}});
   }
+  ++log.steps_kept;
   if (!comm.trace() || comm.rank() != 0) return;
+  log.steps.push_back({{"step", step}, {"blocks", std::move(blocks)}});
   const nlohmann::json meta = {{"experts", s.shape.experts},   {"ranks", P},
                                {"tokens", s.shape.tokens},     {"top_k", s.shape.top_k},
                                {"capacity", model.routing().empty() ? 0 : model.routing().front().capacity},
-                               {"drop", s.shape.drop},         {"blocks", blocks}};
+                               {"drop", s.shape.drop},         {"steps", log.steps}};
   comm.trace()->set_meta(MetaKey::moe_routing, meta.dump());
 }
 

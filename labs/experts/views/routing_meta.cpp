@@ -65,6 +65,29 @@ double hidden_from_report(const std::string& report, const MoeRouting& m) {
 
 }  // namespace
 
+namespace {
+
+// A step's "blocks" list into `out`; false (and m.message) when it is not one.
+bool read_blocks(const json& holder, MoeRouting& m, std::vector<MoeBlock>& out) {
+  const auto blocks = holder.find("blocks");
+  if (blocks == holder.end() || !blocks->is_array() || blocks->empty())
+    return m.message = "moe_routing: no \"blocks\" list", false;
+  for (std::size_t i = 0; i < blocks->size() && i < 64; ++i) {
+    MoeBlock b;
+    if (!read_block((*blocks)[i], m, b)) {
+      out.clear();
+      m.message = "moe_routing: block " + std::to_string(i) +
+                  " needs choice [T·k] (experts, −1 dropped), rows [P·P], kept_per_expert [E] (counts) and, if "
+                  "any, routed [T·k] (experts, each kept slot's choice)";
+      return false;
+    }
+    out.push_back(std::move(b));
+  }
+  return true;
+}
+
+}  // namespace
+
 MoeRouting parse_moe_routing(const std::string& text) {
   MoeRouting m;
   const json j = json::parse(text, nullptr, false);
@@ -77,19 +100,42 @@ MoeRouting parse_moe_routing(const std::string& text) {
   m.drop = drop->get<bool>();
   if (m.E % m.P || m.T % m.P || m.k > m.E || std::size_t(m.T) * std::size_t(m.k) > (std::size_t(1) << 24))
     return m.message = "moe_routing: experts and tokens must be divisible by the ranks, top_k at most the experts, tokens·top_k at most 2^24", m;
-  const auto blocks = j.find("blocks");
-  if (blocks == j.end() || !blocks->is_array() || blocks->empty()) return m.message = "moe_routing: no \"blocks\" list", m;
-  for (std::size_t i = 0; i < blocks->size() && i < 64; ++i) {
-    MoeBlock b;
-    if (!read_block((*blocks)[i], m, b)) {
-      m.blocks.clear();
-      return m.message = "moe_routing: block " + std::to_string(i) +
-                         " needs choice [T·k] (experts, −1 dropped), rows [P·P], kept_per_expert [E] (counts) and, if "
-                         "any, routed [T·k] (experts, each kept slot's choice)", m;
+  // {steps: [{step, blocks}]}, or (a trace of an earlier build) the first step's {blocks}.
+  const auto steps = j.find("steps");
+  if (steps == j.end()) {
+    MoeRouting::Step only;
+    if (!read_blocks(j, m, only.blocks)) return m;
+    m.steps.push_back(std::move(only));
+  } else {
+    if (!steps->is_array() || steps->empty()) return m.message = "moe_routing: \"steps\" is not a list of steps", m;
+    for (std::size_t i = 0; i < steps->size() && i < 64; ++i) {
+      const json& one = (*steps)[i];
+      MoeRouting::Step st;
+      st.step = one.is_object() ? whole(one, "step", 0, 1 << 30) : -1;
+      if (st.step < 0) return m.message = "moe_routing: step " + std::to_string(i) + " has no whole \"step\" number", m;
+      if (!read_blocks(one, m, st.blocks)) return m;
+      m.steps.push_back(std::move(st));
     }
-    m.blocks.push_back(std::move(b));
   }
+  m.blocks = m.steps.front().blocks;
   return m;
+}
+
+std::size_t show_step(MoeRouting& m, int training_step) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < m.steps.size(); ++i)
+    if (m.steps[i].step <= training_step) at = i;
+  if (!m.steps.empty()) m.blocks = m.steps[at].blocks;
+  return at;
+}
+
+int training_step_at(const TraceData& d, std::int64_t time_ns) {
+  int step = -1;
+  for (const Event& e : d.events) {  // sorted by begin
+    if (e.begin_ns > time_ns) break;
+    if (e.rank == 0 && e.stream == kStreamMain && e.kind == EventKind::compute && e.step >= 0) step = std::max(step, int(e.step));
+  }
+  return step;
 }
 
 MoeTotals moe_totals(const MoeRouting& m, const MoeBlock& b) {

@@ -1,5 +1,5 @@
 // The experts lab's routing for its view (routing_view.cpp): the meta "moe_routing" that
-// rank 0 writes after the first training step (labs/experts/experts_measure.cpp,
+// rank 0 writes after each of the first training steps (labs/experts/experts_measure.cpp,
 // publish_routing), read and checked, every count in range before the view draws it; the
 // sums its captions quote; how tokens and experts fall onto whole pixels, and the cells there.
 #pragma once
@@ -26,7 +26,12 @@ struct MoeRouting {
   bool drop = true;                // false: no capacity, every expert's batch padded
   double hidden = 0;               // h (0: not known)
   double capacity_factor = 0;      // c of C = ⌈c·k·(T/EP)/E⌉ (0: not known)
-  std::vector<MoeBlock> blocks;    // at most 64 (the lab's --layers)
+  std::vector<MoeBlock> blocks;    // the shown training step's, at most 64 (the lab's --layers)
+  struct Step {
+    int step = 0;                  // the training step (0: the first)
+    std::vector<MoeBlock> blocks;
+  };
+  std::vector<Step> steps;         // every step the lab published (its first 32 at most), in order
   std::string message;             // why there is nothing to draw (no blocks)
 };
 
@@ -56,8 +61,15 @@ struct MoeCells {
 };
 MoeCells moe_cells(const MoeRouting& m, const MoeBlock& b, const Bins& rows, const Bins& columns);
 
-// The meta's JSON; no blocks and a message naming the problem when it is malformed.
+// The meta's JSON; no blocks and a message naming the problem when it is malformed. The
+// blocks shown are the first published step's (show_step picks another).
 MoeRouting parse_moe_routing(const std::string& json);
+// The published step to show at a training step: the latest at or before it (else the
+// first); returns its index in m.steps and copies its blocks into m.blocks.
+std::size_t show_step(MoeRouting& m, int training_step);
+// The training step running at `time_ns` on rank 0: its "training step" span (the compute
+// span the lab numbers with its step) that began last at or before then; -1 before the first.
+int training_step_at(const TraceData& d, std::int64_t time_ns);
 // h and c from the run's options in the trace (meta "hidden", "capacity-factor"); without
 // them, h from the report's row "a2a.dispatch_bytes", predicted T/EP·k·h·4.
 void moe_read_run_options(const TraceData& d, MoeRouting& m);

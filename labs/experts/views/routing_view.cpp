@@ -1,4 +1,4 @@
-// Routing view (experts lab): one MoE block's routing in the first training step, from the
+// Routing view (experts lab): one MoE block's routing in the training step at the cursor, from the
 // meta "moe_routing" that rank 0 writes (labs/experts/experts_measure.cpp, publish_routing;
 // read and summed in routing_meta.h). Three pictures side by side, a selector picking the block:
 //   routing     tokens × experts: a cell where a token chose an expert, colored by its choice
@@ -48,7 +48,7 @@ float load_key(ImDrawList* dl, const Rect& r, const MoeRouting& m, double cap, d
 
 }  // namespace
 
-// The routing of one MoE block in the first training step: tokens × experts, the dispatch's
+// The routing of one MoE block in the training step at the cursor: tokens × experts, the dispatch's
 // rank × rank rows, the experts' kept slots beside the capacity (meta "moe_routing").
 struct RoutingView final : Panel {
   int block = 0;  // the MoE block shown
@@ -64,7 +64,7 @@ struct RoutingView final : Panel {
     float w() const { return float(cols.n) * cols.px; }  // the experts' columns, without the ✗ column
     float h() const { return float(rows.n) * rows.px; }
   };
-  void Refresh(const TraceData& d);
+  void Refresh(const TraceData& d, std::int64_t cursor_ns);
   void Header();
   void Bin(const Grid& g);  // cells_ for the block at g's bins
   void DrawMatrix(ImDrawList* dl, const Rect& s);
@@ -78,25 +78,34 @@ struct RoutingView final : Panel {
   MoeRouting m_;
   MoeTotals totals_;                  // the block shown's
   std::array<std::size_t, 3> key_{};  // the trace (address, moe_routing's size, report's size)
+  std::int64_t cursor_ns_ = -1;       // where the shown step was looked up
+  std::size_t shown_ = 0;             // its index in m_.steps
   std::array<int, 3> bin_key_{};      // (block, tokens per row, experts per column) of cells_
   int totals_block_ = -1;
   MoeCells cells_;
 };
 
-void RoutingView::Refresh(const TraceData& d) {
+// The meta parsed again when it changed; the step shown follows the cursor: the routing of
+// the training step it is in (or the last one published before it).
+void RoutingView::Refresh(const TraceData& d, std::int64_t cursor_ns) {
   const std::string *meta = d.meta_of(MetaKey::moe_routing), *report = d.meta_of(MetaKey::report);
   const std::array<std::size_t, 3> key = {reinterpret_cast<std::size_t>(&d), meta ? meta->size() + 1 : 0, report ? report->size() + 1 : 0};
   if (key != key_) {
-    key_ = key, bin_key_ = {}, totals_block_ = -1;
+    key_ = key, bin_key_ = {}, totals_block_ = -1, cursor_ns_ = -1;
     m_ = meta ? parse_moe_routing(*meta) : MoeRouting{};
     if (!m_.blocks.empty()) moe_read_run_options(d, m_);
+  }
+  if (cursor_ns != cursor_ns_ && !m_.blocks.empty()) {
+    const std::size_t shown = show_step(m_, training_step_at(d, cursor_ns));
+    if (shown != shown_ || cursor_ns_ < 0) bin_key_ = {}, totals_block_ = -1;
+    shown_ = shown, cursor_ns_ = cursor_ns;
   }
   block = std::clamp(block, 0, std::max(0, int(m_.blocks.size()) - 1));
   if (!m_.blocks.empty() && totals_block_ != block) totals_ = moe_totals(m_, Shown()), totals_block_ = block;
 }
 
 void RoutingView::Draw(const Frame& f) {
-  Refresh(f.session.data());
+  Refresh(f.session.data(), f.cursor_time());
   if (!f.session.data().meta_of(MetaKey::moe_routing))
     return ImGui::TextWrapped("%s", f.session.live() && !f.session.finished()
                                         ? "The routing appears when the first training step ends: rank 0 then writes the meta "
@@ -105,7 +114,7 @@ void RoutingView::Draw(const Frame& f) {
                                           "training step ('dtlab run experts --trace FILE'); a run that stopped before then has none.");
   if (m_.blocks.empty()) return ImGui::TextWrapped("%s", m_.message.c_str());
   Header();
-  Refresh(f.session.data());  // the selector may have picked another block
+  Refresh(f.session.data(), f.cursor_time());  // the selector may have picked another block
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float w = std::max(480.0f, avail.x - 2 * kGap - 8), h = std::max(260.0f, avail.y - 6);
   const Rect a{start.x + 4, start.y + 4, w * 0.40f, h}, b{a.x + a.w + kGap, a.y, w * 0.28f, h}, c{b.x + b.w + kGap, a.y, w * 0.32f, h};
@@ -120,7 +129,8 @@ void RoutingView::Header() {
   ImGui::TextUnformatted("MoE block");
   for (int i = 0; i < n && n <= 8; ++i) ImGui::SameLine(), ImGui::RadioButton(std::to_string(i).c_str(), &block, i);
   if (n > 8) ImGui::SameLine(), ImGui::SetNextItemWidth(140), ImGui::SliderInt("##block", &block, 0, n - 1);
-  ImGui::SameLine(), ImGui::TextDisabled("of %d, first training step", n);
+  ImGui::SameLine(), ImGui::TextDisabled("of %d, training step %d (the cursor's; %zu of the run's published)", n,
+                                         m.steps.empty() ? 0 : m.steps[shown_].step, m.steps.size());
   const std::string shape = text_of("EP = %d ranks \xc2\xb7 E = %d experts (%d per rank) \xc2\xb7 top-%d \xc2\xb7 T = %d tokens (%d per rank)",
                                     m.P, m.E, m.E / m.P, m.k, m.T, m.T / m.P) + (m.hidden > 0 ? text_of(" \xc2\xb7 h = %g", m.hidden) : "");
   const char* bands = "colored bands: the ranks that route the tokens and hold the experts";
@@ -249,19 +259,28 @@ void RoutingView::DrawAllToAll(ImDrawList* dl, const Rect& s) const {
                              human_bytes(t.to_others_mean * h * 4).c_str(), t.to_others_max);
   else text += text_of("h\xc2\xb7(%d/%d)\xc2\xb7" "4 = %g rows \xc3\x97 h\xc2\xb7" "4 B per rank; this block sends %.0f rows to other ranks on "
                        "average, the busiest rank %.0f.", P - 1, P, t.balanced_to_others, t.to_others_mean, t.to_others_max);
-  const Rect r = section(dl, s, "all-to-all (dispatch): rows rank q \xe2\x86\x92 rank d", text);
+  const Rect r = section(dl, s, "all-to-all (dispatch): rows, bytes, rank q \xe2\x86\x92 d", text);
   if (P > kMaxDrawnRanks) return caption(dl, s, r.y, "too many ranks to draw (more than 256). " + text);
   const MoeBlock& b = Shown();
   const float line = ImGui::GetTextLineHeight(), left = text_w("from 000") + 10, right = text_w(text_of("%.0f", t.slots)) + 12;
   const float side = std::max(8.0f, std::min(r.w - left - right, r.h - 4 * line - 14)), cell = side / float(P), x0 = r.x + left, y0 = r.y + line + 4;
   const double top = std::max(1.0, *std::max_element(b.rows.begin(), b.rows.end()));
+  // Each cell: its rows and, where h is known and the cell holds two lines, their bytes (rows·h·4).
+  const bool bytes_fit = h > 0 && cell >= 2.6f * line && text_w(human_bytes(top * h * 4)) + 6 <= cell;
   for (int q = 0; q < P; ++q)
     for (int d = 0; d < P; ++d) {
       const double v = b.rows[std::size_t(q) * std::size_t(P) + std::size_t(d)];
       const ImVec2 a(x0 + float(d) * cell, y0 + float(q) * cell), z(a.x + cell, a.y + cell);
       dl->AddRectFilled(a, z, heat(v / top));
       if (cell >= 4) dl->AddRect(a, z, kLine);
-      centered(dl, a, z, light(heat(v / top)) ? kInk : kText, text_of("%.0f", v));
+      const ImU32 ink = light(heat(v / top)) ? kInk : kText;
+      if (bytes_fit) {  // the rows in the upper half, their bytes in the lower
+        const float mid = (a.y + z.y) / 2;
+        centered(dl, a, ImVec2(z.x, mid + 2), ink, text_of("%.0f", v));
+        centered(dl, ImVec2(a.x, mid - 2), z, ink, human_bytes(v * h * 4));
+      } else {
+        centered(dl, a, z, ink, text_of("%.0f", v));
+      }
       if (hovering(a, z))
         ImGui::SetTooltip("rank %d \xe2\x86\x92 rank %d: %.0f rows%s%s", q, d, v, q == d ? " (kept on the rank)" : "",
                           h > 0 ? (" = " + human_bytes(v * h * 4)).c_str() : "");
