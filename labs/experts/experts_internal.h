@@ -54,6 +54,8 @@ struct RoutingLog {
   bool wants(const ExpertsSettings& s, int step) const;
 };
 void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, int step, RoutingLog& log);
+// Too many slots for even one step: the meta says so, and why (the view shows it).
+void publish_routing_omitted(Comm& comm, const ExpertsSettings& s);
 
 // Per-step timings (the first step is a warm-up when there are more), then their medians.
 class StepSamples {

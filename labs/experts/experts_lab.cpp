@@ -104,7 +104,9 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
         return x.shape.capacity_factor;
       }))
     throw UsageError("--capacity-factor has no effect with --overflow pad (no token is dropped); drop one of them");
-  require_memory(experts_process_bytes(s), "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
+  require_memory(experts_process_bytes(s, ep), s.model == ExpertsModelKind::gpt
+                                                   ? "--batch, --seq, --vocab, --hidden, --ffn, --experts or --layers (or --check off)"
+                                                   : "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
   return s;
 }
 
@@ -113,18 +115,19 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
 // experts are spread over the ranks, so the whole model once), and per block the cached
 // rows of T tokens with every choice kept (padded) — x, logits and probabilities, then per
 // routed row its input, GELU's input and output, the returned row and the buffers in
-// flight — twice with the one-rank reference.
-double experts_process_bytes(const ExpertsSettings& s) {
+// flight — twice with the one-rank reference. With --model gpt also the GPT around them:
+// a replica of its state per rank (and the reference's), its activations for all B sequences.
+double experts_process_bytes(const ExpertsSettings& s, int ep) {
   const moe::MoeShape& m = s.shape;
-  const double h = m.hidden, f = m.ffn, E = m.experts, T = m.tokens, k = m.top_k;
+  const double h = m.hidden, f = m.ffn, E = m.experts, T = m.tokens, k = m.top_k, copies = s.check ? 2.0 : 1.0;
   const double params = m.layers * (E * h + E * (2 * h * f + f + h));
   const double activations = m.layers * (T * (2 * h + 2 * E) + T * k * (6 * h + 2 * f));
-  double gpt = 0;  // the GPT around the experts: its AdamW state and activations, every rank's batch
+  double gpt = 0;
   if (s.model == ExpertsModelKind::gpt) {
     const GptConfig c{s.gpt.vocab, s.gpt.seq, m.hidden, s.gpt.heads, m.layers, s.gpt.batch};
-    gpt = 16.0 * gpt_approx_params(c) * 2 + gpt_activation_bytes(c, 1, ex::TpMode::plain);  // (each rank a copy: ×2 for 2+)
+    gpt = 16.0 * gpt_approx_params(c) * (ep + copies - 1) + copies * gpt_activation_bytes(c, 1, ex::TpMode::plain);
   }
-  return (s.check ? 2.0 : 1.0) * (16.0 * params + 4.0 * activations + gpt);
+  return copies * (16.0 * params + 4.0 * activations) + gpt;
 }
 
 namespace {
@@ -240,6 +243,7 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
     samples.add(comm, moe, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
     if (log.wants(s, step)) publish_routing(comm, s, moe, step, log);
+    else if (step == 0) publish_routing_omitted(comm, s);
     if (step == 0) {
       measure_routing(comm, s, moe, m);
       measure_all_to_all_bytes(comm, s, moe, mark, m);

@@ -34,7 +34,7 @@ struct ExpertsSettings {
 const OptionTable<ExpertsSettings>& experts_option_table();
 // The options as settings for EP ranks; UsageError naming what a shape breaks.
 ExpertsSettings experts_settings(const LabConfig& cfg, int ep);
-double experts_process_bytes(const ExpertsSettings& s);  // the memory require_memory checks
+double experts_process_bytes(const ExpertsSettings& s, int ep);  // the memory require_memory checks
 
 // What the run measured on this rank, with the totals over ranks where a row needs them.
 struct ExpertsMeasurement {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,18 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
                                {"tokens", s.shape.tokens},     {"top_k", s.shape.top_k},
                                {"capacity", model.routing().empty() ? 0 : model.routing().front().capacity},
                                {"drop", s.shape.drop},         {"steps", log.steps}};
+  comm.trace()->set_meta(MetaKey::moe_routing, meta.dump());
+}
+
+void publish_routing_omitted(Comm& comm, const ExpertsSettings& s) {
+  if (!comm.trace() || comm.rank() != 0) return;
+  const double slots = 2.0 * s.shape.tokens * s.shape.top_k * s.shape.layers;
+  char why[160];
+  std::snprintf(why, sizeof why, "a step routes %.0f slots (T·k·L, twice: kept and routed), more than the %.0f a trace keeps",
+                slots, RoutingLog::kMaxSlots);
+  const nlohmann::json meta = {{"experts", s.shape.experts}, {"ranks", comm.size()}, {"tokens", s.shape.tokens},
+                               {"top_k", s.shape.top_k},     {"capacity", 0},         {"drop", s.shape.drop},
+                               {"steps", nlohmann::json::array()}, {"omitted", why}};
   comm.trace()->set_meta(MetaKey::moe_routing, meta.dump());
 }
 

@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
+#include "core/error.h"
 #include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
 #include "labs/experts/moe_internal.h"
@@ -67,6 +69,9 @@ void MoeModel::Impl::exchange_counts(int layer, GroupCache& c) {
     if (q > 0) block_start[q] = block_start[q - 1] + from_rank[q - 1];
   }
   c.rows = dispatch_layout(c.dispatch, from_rank, s.hidden);
+  if (c.rows.send_extent() > c.dispatch.send_order.size() * h)  // the learner's plan, before any byte moves
+    throw Error("plan_dispatch's counts and first rows reach past its " + std::to_string(c.dispatch.send_order.size()) +
+                " kept slots: each rank's block must start where the one before it ends");
   c.batch_rows.assign(L, 0);
   c.perm.clear();
   for (std::size_t j = 0; j < L; ++j)
@@ -76,7 +81,6 @@ void MoeModel::Impl::exchange_counts(int layer, GroupCache& c) {
       for (std::int64_t i = 0; i < recv[q * L + j]; ++i) c.perm.push_back(at + std::size_t(i));
       c.batch_rows[j] += std::size_t(recv[q * L + j]);
     }
-  (void)h;
 }
 
 void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* out) {

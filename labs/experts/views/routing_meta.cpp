@@ -101,6 +101,9 @@ MoeRouting parse_moe_routing(const std::string& text) {
   if (m.E % m.P || m.T % m.P || m.k > m.E || std::size_t(m.T) * std::size_t(m.k) > (std::size_t(1) << 24))
     return m.message = "moe_routing: experts and tokens must be divisible by the ranks, top_k at most the experts, tokens·top_k at most 2^24", m;
   // {steps: [{step, blocks}]}, or (a trace of an earlier build) the first step's {blocks}.
+  if (const auto omitted = j.find("omitted"); omitted != j.end() && omitted->is_string())
+    return m.message = "The lab kept no routing for this run: " + omitted->get<std::string>() +
+                       ". Run fewer --tokens, --layers or --top-k to see it.", m;
   const auto steps = j.find("steps");
   if (steps == j.end()) {
     MoeRouting::Step only;
