@@ -42,7 +42,7 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
                 "slots per expert and rank: ceil(C·k·T/(EP·E)); the rest is dropped")
         .choice("overflow", &ExpertsSettings::overflow, ExpertOverflow::drop,
                 {{ExpertOverflow::drop, "drop"}, {ExpertOverflow::pad, "pad"}},
-                "tokens over capacity: dropped, or kept (every expert's batch padded to its load)")
+                "tokens over capacity: dropped, or none dropped (no capacity: each expert takes its whole load)")
         .number("router-skew", shape(&moe::MoeShape::router_skew), 0.0, 0, 100,
                 "adds S·(E-1-e)/(E-1) to expert e's router logit: hot experts on the first ranks")
         .number("aux-weight", shape(&moe::MoeShape::aux_weight), 0.01, 0, 10, "alpha of the load-balancing loss")
@@ -104,6 +104,8 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
         return x.shape.capacity_factor;
       }))
     throw UsageError("--capacity-factor has no effect with --overflow pad (no token is dropped); drop one of them");
+  if (m.experts == 1 && m.router_skew != 0)
+    throw UsageError("--router-skew has no effect with one expert (every token goes to it); give --experts 2 or more");
   require_memory(experts_process_bytes(s, ep), s.model == ExpertsModelKind::gpt
                                                    ? "--batch, --seq, --vocab, --hidden, --ffn, --experts or --layers (or --check off)"
                                                    : "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
@@ -113,15 +115,16 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
 // What the ranks of one process hold at most, all of them together (thread ranks; under
 // MPI each process holds about 1/EP of it): AdamW's w, g, m, v of every parameter (the
 // experts are spread over the ranks, so the whole model once), and per block the cached
-// rows of T tokens with every choice kept (padded) — x, logits and probabilities, then per
-// routed row its input, GELU's input and output, the returned row and the buffers in
+// rows of T tokens with every choice kept (no drop) — x, logits and probabilities, then per
+// routed row its input, GELU's input and output, the returned row and backward's buffers in
 // flight — twice with the one-rank reference. With --model gpt also the GPT around them:
 // a replica of its state per rank (and the reference's), its activations for all B sequences.
 double experts_process_bytes(const ExpertsSettings& s, int ep) {
   const moe::MoeShape& m = s.shape;
   const double h = m.hidden, f = m.ffn, E = m.experts, T = m.tokens, k = m.top_k, copies = s.check ? 2.0 : 1.0;
   const double params = m.layers * (E * h + E * (2 * h * f + f + h));
-  const double activations = m.layers * (T * (2 * h + 2 * E) + T * k * (6 * h + 2 * f));
+  // per routed row: cached in, pre, act and back (2h + 2f), backward's buffers in flight (6h + 2f)
+  const double activations = m.layers * (T * (2 * h + 2 * E) + T * k * (8 * h + 4 * f));
   double gpt = 0;
   if (s.model == ExpertsModelKind::gpt) {
     const GptConfig c{s.gpt.vocab, s.gpt.seq, m.hidden, s.gpt.heads, m.layers, s.gpt.batch};

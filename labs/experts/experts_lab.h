@@ -12,7 +12,8 @@
 namespace dtl {
 
 // --overflow: tokens over an expert's capacity are dropped (they pass by the residual
-// only), or every expert takes all its tokens (its batch padded to the largest load).
+// only), or none is (`pad`: no capacity, each expert's batch is its whole load — what a
+// fixed-size implementation pads every expert's buffer to the largest load for).
 enum class ExpertOverflow { drop, pad };
 // --model: the MoE blocks on a regression target, or the tiny GPT with MoE MLPs.
 enum class ExpertsModelKind { mlp, gpt };

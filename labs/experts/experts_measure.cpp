@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "labs/experts/experts_internal.h"
@@ -21,17 +22,25 @@ double sum_over_ranks(Comm& comm, double v) {
   return v;
 }
 
-// The bytes an all_to_allv of block `l` moves from this rank, by what it is for (its Role):
-// a dispatch sends the block's kept slots' rows, a combine the rows its experts computed
-// (forward and backward alike: backward runs the same two layouts).
-double expected_all_to_allv_bytes(const ExpertsSettings& s, const moe::MoeModel& model, const Role& role) {
-  if (role.block < 0 || std::size_t(role.block) >= model.routing().size()) return -1;
-  const moe::BlockRouting& b = model.routing()[std::size_t(role.block)];
+// The bytes each block's all-to-alls should move from this rank, from the router's choices
+// and kept flags alone (not from the dispatch plan the layouts come from): a dispatch sends
+// the rank's kept slots' rows; a combine sends back the rows its experts computed, the slots
+// every rank kept for them. Forward and backward alike (backward runs the same two layouts).
+struct ExpectedBytes {
+  std::vector<double> dispatch, combine;  // per block
+};
+ExpectedBytes expected_bytes(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model) {
   const double row = double(s.shape.hidden) * sizeof(float);
-  if (role.exchange == ExpertExchange::dispatch)
-    return double(std::accumulate(b.rows_to_rank.begin(), b.rows_to_rank.end(), std::size_t(0))) * row;
-  if (role.exchange == ExpertExchange::combine) return double(b.rows_received) * row;
-  return -1;  // not one of the lab's
+  const int per_rank = s.shape.experts / comm.size();
+  ExpectedBytes x;
+  for (const moe::BlockRouting& b : model.routing()) {
+    std::vector<double> kept(b.kept_per_expert.begin(), b.kept_per_expert.end());
+    comm.all_reduce(kept.data(), kept.data(), kept.size(), DType::f64, ReduceOp::sum);
+    double mine = 0;
+    for (int e = comm.rank() * per_rank; e < (comm.rank() + 1) * per_rank; ++e) mine += kept[std::size_t(e)];
+    x.dispatch.push_back(double(b.kept_slots) * row), x.combine.push_back(mine * row);
+  }
+  return x;
 }
 
 }  // namespace
@@ -58,7 +67,9 @@ void measure_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
 
 void measure_all_to_all_bytes(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, TraceMark mark,
                               ExpertsMeasurement& m) {
-  if (!comm.trace()) return;
+  if (!comm.trace())
+    throw UsageError("the experts lab reads its all-to-alls' bytes from the trace: run it with tracing on");
+  const ExpectedBytes want = expected_bytes(comm, s, model);
   Trace& tr = *comm.trace();
   const EventLog& log = tr.log(comm.global_rank(), kStreamComm);
   const double row = double(s.shape.hidden) * sizeof(float);
@@ -69,11 +80,16 @@ void measure_all_to_all_bytes(Comm& comm, const ExpertsSettings& s, const moe::M
     if (e.kind != EventKind::collective || role.exchange == ExpertExchange::none) continue;
     calls += 1;
     if (role.collective != CollectiveKind::all_to_allv) continue;  // the counts' all_to_all
-    const double want = expected_all_to_allv_bytes(s, model, role);
-    diff += want < 0 ? INFINITY : std::fabs(double(e.bytes) - want);
-    if (role.exchange == ExpertExchange::dispatch && role.pass == Pass::forward) {
+    const std::size_t l = std::size_t(role.block);
+    if (role.block < 0 || l >= want.dispatch.size()) {
+      diff = INFINITY;  // not one of the lab's blocks
+      continue;
+    }
+    const bool is_dispatch = role.exchange == ExpertExchange::dispatch;
+    diff += std::fabs(double(e.bytes) - (is_dispatch ? want.dispatch[l] : want.combine[l]));
+    if (is_dispatch && role.pass == Pass::forward) {
       dispatch += double(e.bytes);
-      others += double(e.bytes) - double(model.routing()[std::size_t(role.block)].rows_to_rank[std::size_t(comm.rank())]) * row;
+      others += double(e.bytes) - double(model.routing()[l].rows_to_rank[std::size_t(comm.rank())]) * row;
     }
   }
   m.a2a_bytes_diff = max_over_ranks(comm, diff);

@@ -84,7 +84,7 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
   const moe::MoeShape& m = s.shape;
   rep.setup.push_back(std::to_string(m.experts) + " experts, top-" + std::to_string(m.top_k));
   rep.setup.push_back(s.overflow == ExpertOverflow::drop ? "capacity factor " + num(m.capacity_factor)
-                                                         : "no capacity (padded)");
+                                                         : "no capacity (none dropped)");
   const std::string experts = std::to_string(m.hidden) + "→" + std::to_string(m.ffn) + "→" + std::to_string(m.hidden);
   if (s.model == ExpertsModelKind::gpt) {
     rep.setup.push_back("tiny GPT: " + std::to_string(m.layers) + " layers, h " + std::to_string(m.hidden) + ", " +

@@ -52,6 +52,7 @@ struct MoeModel::Impl {
   void expert_backward(int layer, int j, GroupCache& c, std::size_t o, std::size_t n, const float* dy, float* dx);
   void router_backward(int layer, GroupCache& c, const std::vector<float>& d_weight, float* dx);
   void record_routing(int layer, const GroupCache& c, BlockRouting& b);
+  void check_exercise_outputs(const GroupCache& c, int tokens) const;
   // moe_exchange.cpp
   void forward_group(int layer, GroupCache& c, int tokens, float* out);
   void backward_group(int layer, GroupCache& c, const float* dout, float* dx);

@@ -75,10 +75,26 @@ void MoeModel::Impl::route(int layer, GroupCache& c, int tokens) {
   const int capacity = s.drop ? expert_capacity(tokens, E, s.top_k, s.capacity_factor) : std::max(1, tokens * s.top_k);
   c.kept = kept_slots(c.routing, capacity);
   c.dispatch = plan_dispatch(c.routing, c.kept, P);
-  if (c.dispatch.send_order.size() + c.dispatch.dropped != c.routing.expert.size() ||
-      c.dispatch.tokens_to_rank.size() != std::size_t(P))
-    throw Error("plan_dispatch returned a plan that does not account for every routed slot");
+  check_exercise_outputs(c, tokens);
   routing[std::size_t(layer)].capacity = capacity;
+}
+
+// The exercises' results (the learner's code) are sized and in range before anything indexes
+// with them: a mistake stops the run with the exercise's name instead of reading past a buffer.
+void MoeModel::Impl::check_exercise_outputs(const GroupCache& c, int tokens) const {
+  const Routing& r = c.routing;
+  const std::size_t slots = std::size_t(tokens) * std::size_t(s.top_k), E = std::size_t(s.experts);
+  const bool experts_ok = std::all_of(r.expert.begin(), r.expert.end(), [&](int e) { return e >= 0 && std::size_t(e) < E; });
+  if (r.expert.size() != slots || r.weight.size() != slots || r.probs.size() != std::size_t(tokens) * E || !experts_ok)
+    throw Error("route_top_k (exercise top_k_router) must fill expert and weight with tokens·k entries, experts in 0.." +
+                std::to_string(E - 1) + ", and probs with tokens·experts");
+  if (c.kept.size() != slots) throw Error("kept_slots (exercise top_k_router) must return one flag per routed slot");
+  const Dispatch& d = c.dispatch;
+  const bool order_ok = std::all_of(d.send_order.begin(), d.send_order.end(), [&](int x) { return x >= 0 && std::size_t(x) < slots; });
+  if (d.send_order.size() + d.dropped != slots || d.tokens_to_rank.size() != std::size_t(P) ||
+      d.tokens_per_expert.size() != E || !order_ok)
+    throw Error("plan_dispatch (exercise dispatch_layout) returned a plan that does not account for every routed slot once, "
+                "with a count per rank and per expert");
 }
 
 // One expert's forward on its batch rows [o, o + n): H = X·W1ᵀ + b1, A = GELU(H), Y = A·W2ᵀ + b2.
@@ -129,7 +145,10 @@ void MoeModel::Impl::record_routing(int layer, const GroupCache& c, BlockRouting
   b.kept_per_expert.resize(std::size_t(s.experts), 0);
   b.rows_to_rank.resize(std::size_t(P), 0);
   for (int e : r.expert) ++b.routed_per_expert[std::size_t(e)];
-  for (std::size_t e = 0; e < std::size_t(s.experts); ++e) b.kept_per_expert[e] += c.dispatch.tokens_per_expert[e];
+  // Counted from the router's own choices and flags, not from the dispatch plan: the bytes
+  // check compares the all-to-alls with these.
+  for (std::size_t slot = 0; slot < r.expert.size(); ++slot)
+    if (c.kept[slot]) ++b.kept_per_expert[std::size_t(r.expert[slot])], ++b.kept_slots;
   for (std::size_t q = 0; q < std::size_t(P); ++q) b.rows_to_rank[q] += c.dispatch.tokens_to_rank[q];
   for (std::size_t slot = 0; slot < r.expert.size(); ++slot) b.choice.push_back(c.kept[slot] ? r.expert[slot] : -1);
   b.routed.insert(b.routed.end(), r.expert.begin(), r.expert.end());

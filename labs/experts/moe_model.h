@@ -29,7 +29,7 @@ struct MoeShape {
   int layers = 2, hidden = 32, ffn = 64, experts = 8, top_k = 2;
   int tokens = 256;             // the global batch T, split evenly over the routing groups
   double capacity_factor = 1.25;
-  bool drop = true;             // false: no capacity limit (every expert's batch padded to its load)
+  bool drop = true;             // false: no capacity limit (each expert's batch is its whole load)
   double router_skew = 0;       // expert e's logit += skew · (E−1−e)/(E−1): low experts run hot
   float aux_weight = 0.01f;     // α of the load-balancing loss
   unsigned seed = 7;
@@ -39,7 +39,8 @@ struct MoeShape {
 struct BlockRouting {
   int capacity = 0;                            // slots per expert and group (the last group's)
   std::vector<std::size_t> routed_per_expert;  // choices before capacity
-  std::vector<std::size_t> kept_per_expert;    // after
+  std::vector<std::size_t> kept_per_expert;    // after (from the router's choices and kept flags)
+  std::size_t kept_slots = 0;                  // this rank's kept slots: the rows its dispatch must send
   std::vector<std::size_t> rows_to_rank;       // dispatch rows sent to each EP rank (own included)
   std::size_t rows_received = 0;               // rows this rank's experts computed (own included)
   std::vector<int> choice;                     // [tokens · k] this rank's choices, −1 where dropped

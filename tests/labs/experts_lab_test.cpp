@@ -96,6 +96,7 @@ TEST(ExpertsLab, BadShapesAreUsageErrorsNamingWhatToChange) {
   expect_usage(2, {{"experts", "4"}, {"top-k", "5"}}, "--top-k 1..4");
   expect_usage(2, {{"overflow", "pad"}, {"capacity-factor", "2"}}, "no effect");
   expect_usage(2, {{"seq", "8"}}, "--model gpt");
+  expect_usage(1, {{"experts", "1"}, {"top-k", "1"}, {"router-skew", "1"}}, "no effect with one expert");
   expect_usage(2, {{"model", "gpt"}, {"tokens", "64"}}, "--tokens has no effect");
   expect_usage(4, {{"model", "gpt"}, {"batch", "6"}}, "--batch 6 must be divisible");
 }

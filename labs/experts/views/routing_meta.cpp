@@ -92,7 +92,10 @@ MoeRouting parse_moe_routing(const std::string& text) {
   MoeRouting m;
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return m.message = "the meta \"moe_routing\" is not a JSON object", m;
-  m.E = whole(j, "experts", 1, 1024), m.P = whole(j, "ranks", 1, 4096), m.T = whole(j, "tokens", 1, 1 << 20);
+  if (const auto omitted = j.find("omitted"); omitted != j.end() && omitted->is_string())
+    return m.message = "The lab kept no routing for this run: " + omitted->get<std::string>() +
+                       ". Run fewer --tokens, --layers or --top-k to see it.", m;
+  m.E = whole(j, "experts", 1, 1024), m.P = whole(j, "ranks", 1, 4096), m.T = whole(j, "tokens", 1, 1 << 22);
   m.k = whole(j, "top_k", 1, 64), m.C = whole(j, "capacity", 0, 1 << 30);
   const auto drop = j.find("drop");
   if (m.E < 1 || m.P < 1 || m.T < 1 || m.k < 1 || m.C < 0 || drop == j.end() || !drop->is_boolean())
@@ -101,9 +104,6 @@ MoeRouting parse_moe_routing(const std::string& text) {
   if (m.E % m.P || m.T % m.P || m.k > m.E || std::size_t(m.T) * std::size_t(m.k) > (std::size_t(1) << 24))
     return m.message = "moe_routing: experts and tokens must be divisible by the ranks, top_k at most the experts, tokens·top_k at most 2^24", m;
   // {steps: [{step, blocks}]}, or (a trace of an earlier build) the first step's {blocks}.
-  if (const auto omitted = j.find("omitted"); omitted != j.end() && omitted->is_string())
-    return m.message = "The lab kept no routing for this run: " + omitted->get<std::string>() +
-                       ". Run fewer --tokens, --layers or --top-k to see it.", m;
   const auto steps = j.find("steps");
   if (steps == j.end()) {
     MoeRouting::Step only;

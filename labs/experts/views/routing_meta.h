@@ -23,7 +23,7 @@ struct MoeBlock {
 struct MoeRouting {
   int E = 0, P = 0, T = 0, k = 0;  // experts, ranks (EP), tokens (all ranks), top-k
   int C = 0;                       // capacity: slots per expert and rank
-  bool drop = true;                // false: no capacity, every expert's batch padded
+  bool drop = true;                // false: no capacity, every expert takes its whole load
   double hidden = 0;               // h (0: not known)
   double capacity_factor = 0;      // c of C = ⌈c·k·(T/EP)/E⌉ (0: not known)
   std::vector<MoeBlock> blocks;    // the shown training step's, at most 64 (the lab's --layers)

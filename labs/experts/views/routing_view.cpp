@@ -41,7 +41,7 @@ float load_key(ImDrawList* dl, const Rect& r, const MoeRouting& m, double cap, d
     x += w + 20;
   };
   if (m.drop) key(kCapacity, 1, text_of("capacity C\xc2\xb7" "EP = %d\xc2\xb7%d = %g", m.C, m.P, cap));
-  else key(kCapacity, 0, "no capacity (padded)");
+  else key(kCapacity, 0, "no capacity (none dropped)");
   key(kMean, 2, text_of("balanced T\xc2\xb7k/E = %g", mean));
   return y + line + 6;
 }
@@ -323,8 +323,8 @@ void RoutingView::DrawLoads(ImDrawList* dl, const Rect& s) const {
                                              "(c: --capacity-factor), so an expert keeps at most C\xc2\xb7" "EP = %d over the %d ranks. "
                                              "Dropped: %.0f of T\xc2\xb7k = %.0f slots (%.1f%%).", c.c_str(), m_.C, m_.C * m_.P, m_.P, t.dropped,
                                              t.slots, 100 * t.dropped / t.slots)
-                                   : text_of("No capacity (padded): every expert takes all its tokens, its batch padded to the largest "
-                                             "load. Busiest expert: %.2f\xc3\x97 the balanced T\xc2\xb7k/E = %g.", t.most_kept / t.mean_load, t.mean_load);
+                                   : text_of("No capacity (--overflow pad): every expert takes all its tokens (a fixed-size buffer "
+                                             "would be padded to the largest load). Busiest expert: %.2f\xc3\x97 the balanced T\xc2\xb7k/E = %g.", t.most_kept / t.mean_load, t.mean_load);
   const Rect r = section(dl, s, "load: kept slots per expert, all ranks", text);
   const MoeBlock& b = Shown();
   const int E = m_.E, P = m_.P, per = E / P;
