@@ -92,4 +92,12 @@ inline double max_abs_difference(const std::vector<float>& a, const std::vector<
   return d;
 }
 
+// Largest |a[i] − b[i]| / max |b| (the tensor's own scale: gradients span orders of
+// magnitude from tensor to tensor), NaN-aware; infinite when the lengths differ.
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double scale = 1e-30;
+  for (float v : b) scale = std::max(scale, std::fabs(double(v)));
+  return a.size() == b.size() ? max_abs_difference(a, b) / scale : INFINITY;
+}
+
 }  // namespace dtl

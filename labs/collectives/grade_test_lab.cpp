@@ -8,7 +8,7 @@
 
 #include "core/comm/threads_backend.h"
 #include "labs/lab.h"
-#include "tests/grade/grade_util.h"
+#include "tests/grade/grade_lab_util.h"
 
 using namespace dtl;
 
@@ -16,26 +16,15 @@ namespace {
 
 // Every check of the lab's report for `collective` by the ring, or the first failing one.
 void expect_lab_passes(const std::string& exercise, const std::string& collective) {
-  const LabInfo& lab = *find_lab("collectives");
   for (const char* op : {"sum", "avg"})
     for (int P : {3, 4}) {
       LabConfig cfg;
       cfg.ranks = P;
       cfg.bytes = 4 * 1003;  // an odd count: chunks of unequal sizes
       cfg.options = {{"collective", collective}, {"algo", "ring"}, {"op", op}};
-      cfg = with_defaults(lab, cfg);
-      Report rep;
-      const grade::GradedRun run = grade::run_graded(P, [&](Comm& c) {
-        Report mine = lab.run(c, cfg);
-        if (c.rank() == 0) rep = std::move(mine);
-      });
-      const std::string where = "the collectives lab (--collective " + collective + " --algo ring --op " + op + ") on " +
-                                std::to_string(P) + " ranks, with your " + exercise;
-      DTL_GRADE_ASSERT(run.error.empty()) << where << ": " << run.error;
-      std::string failed;
-      for (const ReportRow& row : rep.rows)
-        if (!row.passed()) failed += (failed.empty() ? "" : "; ") + row.label;
-      DTL_GRADE_EXPECT(rep.ok) << where << " fails its checks: " << failed;
+      grade::expect_lab_passes("collectives", cfg,
+                               "the collectives lab (--collective " + collective + " --algo ring --op " + op + ") on " +
+                                   std::to_string(P) + " ranks, with your " + exercise);
     }
 }
 

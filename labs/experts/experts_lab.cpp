@@ -172,16 +172,6 @@ OneRank one_rank_reference(Comm& comm, const ExpertsSettings& s) {
   return ref;
 }
 
-// Largest |a − b| / max |b| (each tensor held to its own scale).
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < b.size() && i < a.size(); ++i) {
-    diff = larger_difference(diff, std::fabs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::fabs(double(b[i])));
-  }
-  return a.size() == b.size() ? diff / scale : INFINITY;
-}
-
 // Slots whose choice (expert, or dropped) differs from the reference's, this rank's tokens.
 double routing_differences(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, const OneRank& ref) {
   const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size() * s.shape.top_k);
@@ -205,7 +195,8 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& mode
   m.loss_diff = std::fabs(double(m.first_loss) - double(ref.first_loss));
   m.max_grad_rel_diff = 0;
   for (const IndexedTensor& t : model.tensors(true))
-    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(t.values, ref.first_grads.at(std::size_t(t.index))));
+    m.max_grad_rel_diff =
+        std::max(m.max_grad_rel_diff, max_relative_difference(t.values, ref.first_grads.at(std::size_t(t.index))));
   m.routing_differences = routing_differences(comm, s, model.moe(), ref);
   m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
   double v[2] = {m.max_grad_rel_diff, m.routing_differences};

@@ -10,32 +10,21 @@
 
 #include "core/comm/threads_backend.h"
 #include "labs/lab.h"
-#include "tests/grade/grade_util.h"
+#include "tests/grade/grade_lab_util.h"
 
 using namespace dtl;
 
 namespace {
 
 void expect_lab_passes(const std::string& exercise) {
-  const LabInfo& lab = *find_lab("experts");
   for (int P : {2, 4})
     for (const char* skew : {"0", "3"}) {
       LabConfig cfg;
       cfg.ranks = P;
       cfg.options = {{"layers", "2"}, {"tokens", "64"}, {"steps", "2"}, {"router-skew", skew}};
-      cfg = with_defaults(lab, cfg);
-      Report rep;
-      const grade::GradedRun run = grade::run_graded(P, [&](Comm& c) {
-        Report mine = lab.run(c, cfg);
-        if (c.rank() == 0) rep = std::move(mine);
-      });
-      const std::string where = "the experts lab (--router-skew " + std::string(skew) + ") on " + std::to_string(P) +
-                                " ranks, with your " + exercise;
-      DTL_GRADE_ASSERT(run.error.empty()) << where << ": " << run.error;
-      std::string failed;
-      for (const ReportRow& row : rep.rows)
-        if (!row.passed()) failed += (failed.empty() ? "" : "; ") + row.label;
-      DTL_GRADE_EXPECT(rep.ok) << where << " fails its checks: " << failed;
+      grade::expect_lab_passes("experts", cfg,
+                               "the experts lab (--router-skew " + std::string(skew) + ") on " + std::to_string(P) +
+                                   " ranks, with your " + exercise);
     }
 }
 

@@ -116,22 +116,6 @@ OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
   return ref;
 }
 
-namespace {
-
-// Largest |a − b| / (max |b| of the tensor) over every tensor: gradients span orders of
-// magnitude from tensor to tensor, so each is held to its own scale.
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    diff = larger_difference(diff, double(std::fabs(a[i] - b[i])));
-    scale = std::max(scale, double(std::fabs(b[i])));
-  }
-  return diff / scale;
-}
-
-
-}  // namespace
-
 // One mode (plain or sequence parallel) on the T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
@@ -171,7 +155,8 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
       const std::vector<std::string> names = model->names();
       m.max_grad_rel_diff = 0;
       for (std::size_t i = 0; i < names.size(); ++i)
-        m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_rel_diff(model->full_grads(names[i]), ref.first_grads[i]));
+        m.max_grad_rel_diff =
+            std::max(m.max_grad_rel_diff, max_relative_difference(model->full_grads(names[i]), ref.first_grads[i]));
     }
     model->adamw_step(s.adamw, step + 1);
   }

@@ -78,18 +78,8 @@ TEST(ExpertsLab, HotExpertsDropMoreAndLoadOneRank) {
 }
 
 TEST(ExpertsLab, BadShapesAreUsageErrorsNamingWhatToChange) {
-  const LabInfo* lab = find_lab("experts");
-  ASSERT_NE(lab, nullptr);
-  auto expect_usage = [&](int ranks, std::map<std::string, std::string> o, const std::string& words) {
-    LabConfig cfg;
-    cfg.ranks = ranks;
-    cfg.options = std::move(o);
-    try {
-      experts_settings(with_defaults(*lab, cfg), ranks);
-      ADD_FAILURE() << "no error, expected one saying '" << words << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
+  auto expect_usage = [](int ranks, std::map<std::string, std::string> o, const std::string& words) {
+    dtl::test::expect_usage_error("experts", ranks, std::move(o), words);
   };
   expect_usage(3, {}, "--experts 8 must be divisible");
   expect_usage(4, {{"tokens", "250"}}, "--tokens 250");

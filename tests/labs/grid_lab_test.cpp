@@ -41,18 +41,8 @@ TEST(GridLab, ZeroOneShardsTheOptimizerStateOverTheDataAxis) {
 }
 
 TEST(GridLab, BadGridsAreUsageErrorsNamingTheConstraint) {
-  const LabInfo* lab = find_lab("grid");
-  ASSERT_NE(lab, nullptr);
-  auto expect_usage = [&](int ranks, std::map<std::string, std::string> o, const std::string& words) {
-    LabConfig cfg;
-    cfg.ranks = ranks;
-    cfg.options = o;
-    try {
-      grid_settings(with_defaults(*lab, cfg), ranks);
-      ADD_FAILURE() << "no error, expected one saying '" << words << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
+  auto expect_usage = [](int ranks, std::map<std::string, std::string> o, const std::string& words) {
+    dtl::test::expect_usage_error("grid", ranks, std::move(o), words);
   };
   expect_usage(4, {{"dp", "2"}}, "product dp·tp·pp");
   expect_usage(6, {}, "multiple of tp·pp");

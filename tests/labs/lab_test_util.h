@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
 #include "tests/test_util.h"
@@ -42,6 +43,25 @@ inline double row(const Report& rep, const std::string& id) {
   const ReportRow* r = rep.find(id);
   EXPECT_NE(r, nullptr) << "no row " << id;
   return r ? r->measured : std::nan("");
+}
+
+// Fails unless lab `name` refuses `options` on `ranks` ranks with a UsageError saying
+// `words`: its option ranges (with_defaults) or its own rules (LabInfo::check_config, what
+// `dtlab run` and dtlab-viz ask before any rank starts).
+inline void expect_usage_error(const std::string& name, int ranks, std::map<std::string, std::string> options,
+                               const std::string& words) {
+  const LabInfo* lab = find_lab(name);
+  ASSERT_NE(lab, nullptr) << name;
+  ASSERT_TRUE(lab->check_config) << name << " has no check_config";
+  LabConfig cfg;
+  cfg.ranks = ranks;
+  cfg.options = std::move(options);
+  try {
+    lab->check_config(with_defaults(*lab, cfg));
+    ADD_FAILURE() << name << ": no error, expected one saying '" << words << "'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace dtl::test
