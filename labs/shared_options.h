@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/comm/dtype.h"
+#include "core/theory/recompute.h"
 #include "labs/option_table.h"
 
 namespace dtl {
@@ -11,6 +12,12 @@ namespace dtl {
 // --precision: fp32, or mixed precision with 16-bit weights and gradients (fp32 master, m, v).
 inline const EnumNames<DType> kPrecisionNames = {{DType::f32, "fp32"}, {DType::bf16, "bf16"}, {DType::f16, "fp16"}};
 inline const EnumNames<bool> kOnOffNames = {{false, "off"}, {true, "on"}};
+// --recompute: what a GPT layer keeps for its backward (core/theory/recompute.h).
+inline const EnumNames<theory::Recompute> kRecomputeNames = {
+    {theory::Recompute::none, "none"}, {theory::Recompute::selective, "selective"}, {theory::Recompute::full, "full"}};
+inline constexpr const char* kRecomputeHelp =
+    "activation recomputation: none, selective (the attention's softmax again in backward), full (each layer's "
+    "forward again, keeping its input only)";
 
 // The MLP labs' model and run length (DDP, ZeRO, pipeline): width and depth of the MLP
 // (settings.shape), the global batch and the timed steps.

@@ -56,13 +56,10 @@
 #include <vector>
 
 #include "core/theory/collectives.h"
+#include "core/theory/recompute.h"
 #include "core/theory/zero.h"
 
 namespace dtl::theory {
-
-enum class Recompute { none, selective, full };
-Recompute parse_recompute(std::string_view name);  // throws UsageError
-const char* recompute_name(Recompute r);
 
 struct ModelSpec {
   std::string name = "custom";

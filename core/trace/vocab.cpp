@@ -13,7 +13,7 @@ namespace {
 constexpr std::array kCollectiveNames = {"", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "barrier", "all_to_allv"};
 constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", "rhd"};
 constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
-constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer"};
+constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer", "recompute"};
 constexpr std::array kScheduleNames = {"gpipe", "1f1b", "interleaved", "zb-h1"};
 constexpr std::array kExpertExchangeNames = {"", "counts", "dispatch", "combine"};
 constexpr std::array kMetaKeyNames = {"lab",

@@ -28,7 +28,9 @@ enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd 
 enum class RunPart : std::uint8_t { none, setup, timed, check, reference };
 // The work of a training step: forward (F), backward (B: the input gradient, or the whole
 // backward unless a zero-bubble schedule splits it), weight gradient (W), optimizer.
-enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer };
+// recompute: a forward run again inside backward for the activations it did not keep
+// (activation recomputation, core/theory/recompute.h).
+enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer, recompute };
 // A mixture-of-experts layer's exchanges (the experts lab): the per-expert counts, the token
 // rows to their experts (dispatch) and back (combine); backward runs the same two layouts.
 enum class ExpertExchange : std::uint8_t { none, counts, dispatch, combine };
@@ -71,7 +73,7 @@ class ScopedCollectiveRole {
 const char* collective_kind_name(CollectiveKind c);  // "all_reduce", ..., "barrier" ("" for none)
 const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd"
 const char* run_part_name(RunPart p);                // "setup", "timed", "check", "reference"
-const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer"
+const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer", "recompute"
 const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
 const char* expert_exchange_name(ExpertExchange x);  // "counts", "dispatch", "combine" ("" for none)
 // The reverse, for readers of traces (nullopt: not a name of that enum; "" is none).

@@ -25,6 +25,9 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   // A device (/dev/zero never ends) or a file larger than memory is refused before reading it.
   if (!s.load.empty())
     require_memory(2.0 * double(require_readable_file(s.load, "--load", UINTMAX_MAX)), "--load's checkpoint");
+  if (s.recompute != theory::Recompute::none && s.steps == 0)
+    throw UsageError("--recompute changes what training keeps for backward; with --steps 0 nothing trains: give "
+                     "--steps, or leave --recompute out");
   const std::string problem = gpt_config_problem(s.model, T, ex::TpMode::plain);
   if (!problem.empty())
     throw UsageError("gpt lab on --ranks " + std::to_string(T) + " (tensor-parallel degree): " + problem +
@@ -32,7 +35,9 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   // Thread ranks share this process: the model state (16 B/param over all ranks) and each
   // rank's activations and as much workspace again, refused before anything is allocated.
   const GptConfig& c = s.model;
-  require_memory(16.0 * gpt_approx_params(c) + 2.0 * T * gpt_activation_bytes(c, T, ex::TpMode::plain),
+  // With recomputation, a twin that keeps everything checks the gradients: twice that.
+  const double twins = s.recompute == theory::Recompute::none ? 1.0 : 2.0;
+  require_memory(twins * (16.0 * gpt_approx_params(c) + 2.0 * T * gpt_activation_bytes(c, T, ex::TpMode::plain)),
                  "--layers, --hidden, --seq or --batch");
   return s;
 }
@@ -84,7 +89,7 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   }
   log.train_seconds = seconds;
   log.skipped_steps = scaler.skipped_steps();
-  log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device());  // the optimizer still alive
+  log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device(), double(model.activation_cache_bytes()));  // the optimizer still alive
 }
 
 void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& log) {
@@ -92,8 +97,20 @@ void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& l
   log.grad_bytes = double(mem.peak(MemTag::grad));
   log.optimizer_bytes = double(mem.peak(MemTag::optimizer) + mem.peak(MemTag::master));
   log.activation_bytes = double(mem.peak(MemTag::activation));
-  log.predicted_activation = gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain);
+  log.predicted_activation = gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, model.recompute());
   log.local_params = model.num_params();
+}
+
+// With recomputation: the first training batch's gradients against a twin that keeps every
+// activation (same seed, same checkpoint), compared bit for bit; a check phase in the trace.
+double compare_with_twin(Comm& comm, const LabConfig& cfg, Gpt& model, const TextCorpus& corpus, const GptLabSettings& s) {
+  Trace* tr = comm.trace();
+  const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr ? tr->label("recomputation check", {.part = RunPart::check}) : std::uint16_t(0));
+  MemoryTracker twin_mem(comm.global_rank(), nullptr);  // its bytes are not the run's
+  Gpt twin(s.model, ex::TpGroup{comm, ex::TpMode::plain}, twin_mem, s.seed, rank_device(cfg.device, comm), {}, s.precision);
+  if (!s.load.empty()) load_gpt_checkpoint(twin, read_safetensors(s.load));
+  const TokenBatch b = corpus.batch(Split::train, 1, s.model.batch, s.model.seq, s.seed);
+  return recompute_gradient_mismatches(comm, model, twin, b.tokens.data(), b.targets.data());
 }
 
 // Rank 0 writes; every rank learns whether it could, so none waits for a file that failed.
@@ -132,16 +149,22 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   MemoryTracker mem(comm.global_rank(), comm.trace());
   Gpt model(s.model, ex::TpGroup{comm, ex::TpMode::plain}, mem, s.seed, rank_device(cfg.device, comm), {}, s.precision);
   if (!s.load.empty()) load_gpt_checkpoint(model, read_safetensors(s.load));  // every rank: its own slice
+  model.set_recompute(s.recompute);
 
   GptTrainingLog log;
-  publish_memory_formula(comm, double(model.num_params()), gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain),
+  publish_memory_formula(comm, double(model.num_params()),
+                         gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, s.recompute),
                          "16 B/param x the rank's parameters + activations (gpt_activation_bytes)");
+  if (s.recompute != theory::Recompute::none) log.activation.gradient_bits_differing = compare_with_twin(comm, cfg, model, corpus, s);
   {
     Trace* tr = comm.trace();
     const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr ? tr->label("training", {.part = RunPart::timed}) : std::uint16_t(0));
     train(comm, cfg, model, mem, corpus, s, log);
   }
   record_memory(mem, model, log);
+  const double bits = log.activation.gradient_bits_differing;
+  log.activation = gpt_activation_figures(comm, model);
+  log.activation.gradient_bits_differing = bits;
   if (!s.save.empty()) save_checkpoint(comm, model, s);
   log.prompt = "The ring all-reduce ";
   log.sample = sample_text(model, comm, corpus, log.prompt, 80, 0.8f, s.seed);
@@ -162,14 +185,15 @@ const OptionTable<GptLabSettings>& gpt_option_table() {
         .integer("heads", [](S& s) -> int& { return s.model.heads; }, 4, 1, 256, "attention heads (divisible by --ranks)")
         .integer("seq", [](S& s) -> int& { return s.model.seq; }, 64, 2, 4096, "characters per sequence s")
         .integer("batch", [](S& s) -> int& { return s.model.batch; }, 8, 1, 4096, "sequences per step b")
-        .integer("steps", &S::steps, 300, 0, 1 << 20, "AdamW steps (0: evaluate and sample only)")
+        .integer("steps", &S::steps, 300, 0, 100000, "AdamW steps (0: evaluate and sample only)")
         .number("lr", [](S& s) -> float& { return s.adamw.lr; }, 3e-3f, 0, 1, "AdamW learning rate (constant)")
         .integer("eval-every", &S::eval_every, 25, 1, 1 << 20, "steps between held-out evaluations")
         .integer("seed", &S::seed, 1u, 0, 1 << 30, "initialization, batches and sampling")
         .path("save", &S::save, "write the trained model here (safetensors, docs/checkpoints.md)")
         .path("load", &S::load, "start from this checkpoint (names and shapes must fit)")
         .choice("precision", &S::precision, DType::f32, kPrecisionNames,
-                "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v");
+                "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v")
+        .choice("recompute", &S::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
     return t;
   }();
   return table;

@@ -21,6 +21,7 @@
 #include "labs/lab.h"
 #include "labs/option_table.h"
 #include "labs/train/gpt.h"
+#include "labs/train/gpt_activation_report.h"
 #include "labs/train/text_corpus.h"
 
 namespace dtl {
@@ -31,6 +32,7 @@ struct GptLabSettings {
   std::uint32_t seed = 1;  // initialization, batches and sampling
   std::string save, load;  // checkpoint paths; "" for none
   DType precision = DType::f32;  // --precision: fp32, or bf16/fp16 mixed precision (labs/train/gpt.h)
+  theory::Recompute recompute = theory::Recompute::none;  // --recompute (labs/train/gpt.h)
   // eps 1e-5 as in the tensor-parallel lab (tp_lab.h): gradients that are rounding noise
   // (attention's K bias) must not become lr-sized steps that differ with T.
   kernels::AdamWConfig adamw{3e-3f, 0.9f, 0.95f, 1e-5f, 0.0f};
@@ -49,6 +51,7 @@ struct GptTrainingLog {
   double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, predicted_activation = 0;
   std::size_t local_params = 0;
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
+  GptActivationFigures activation;  // per layer, recomputed, and the twin's gradient check
 };
 
 // The held-out batches every evaluation averages over: the same ones each time, so the

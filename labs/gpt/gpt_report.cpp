@@ -121,6 +121,8 @@ void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTraining
   rep.check("memory.activation_bytes", "activation bytes, rank 0", log.activation_bytes, log.predicted_activation, "B")
       .from("gpt_activation_bytes");
   add_device_memory_check(rep, "memory.", log.device_vs_tracker);
+  GptConfig micro = s.model;  // the formulas' b: the sequences of one step
+  add_gpt_activation_rows(rep, "memory.", micro, rep.ranks, ex::TpMode::plain, s.recompute, log.activation);
   if (s.precision == DType::f16)
     rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
 }

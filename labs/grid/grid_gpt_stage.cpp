@@ -49,7 +49,9 @@ class GridGptStage final : public GridStage {
       : topo_(topo), s_(s), blocks_(b),
         model_(micro_config(s), {topo.tp_group(), ex::TpMode::plain}, mem, 7, device, {}, DType::f32, span_of(topo, b)),
         embedding_(embedding_group(topo)), mem_(mem), acts_(std::size_t(s.micro_batches)),
-        tokens_(std::size_t(s.micro_batches)), targets_(std::size_t(s.micro_batches)) {}
+        tokens_(std::size_t(s.micro_batches)), targets_(std::size_t(s.micro_batches)) {
+    model_.set_recompute(s.recompute);
+  }
 
   void begin_step(int step) override {
     std::vector<int> tokens, targets;
@@ -124,15 +126,26 @@ class GridGptStage final : public GridStage {
 
   // gpt.h's count for this stage's span, one micro-batch of b sequences.
   double activation_bytes() const override {
-    return gpt_activation_bytes(micro_config(s_), s_.grid.tp, ex::TpMode::plain, model_.span());
+    return gpt_activation_bytes(micro_config(s_), s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute);
   }
+  double activation_peak(int in_flight) const override {
+    return gpt_activation_parts(micro_config(s_), s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute)
+        .peak(in_flight);
+  }
+  bool activation_figures(Comm& world, GptActivationFigures& f) const override {
+    f = gpt_activation_figures(world, model_);
+    return true;
+  }
+  std::size_t activation_cache_bytes() const override { return model_.activation_cache_bytes(); }
   // Megatron's 4 all-reduces of R·h floats per block (g after both c_proj forward, f
   // before c_attn and c_fc backward); the first stage's embedding adds g's (the vocab-
   // parallel lookup's partial sums), the last stage's head f's backward and the vocab-
   // parallel cross-entropy 3 of R floats (each row's max, Σ exp and target logit).
   double tp_bytes_per_micro_batch() const override {
     const double T = s_.grid.tp, ring = 2 * (T - 1) / T, R = s_.micro_rows(), h = s_.hidden;
-    const double all_reduces = 4.0 * blocks_.count() + (topo_.is_first_stage() ? 1 : 0) + (topo_.is_last_stage() ? 1 : 0);
+    // Full recomputation reruns each block's attention g (its MLP stops at GELU): one more.
+    const double per_block = s_.recompute == theory::Recompute::full ? 5.0 : 4.0;
+    const double all_reduces = per_block * blocks_.count() + (topo_.is_first_stage() ? 1 : 0) + (topo_.is_last_stage() ? 1 : 0);
     return ring * 4.0 * (all_reduces * R * h + (topo_.is_last_stage() ? 3 * R : 0));
   }
   // One all-reduce of wte's V/T·h floats between two ranks: 2·(2−1)/2 of its bytes.

@@ -150,7 +150,7 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   const Device device = rank_device(cfg.device, world);
   GridRank rank(topo, s, mem, device);
   const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
-  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_bytes() * in_flight,
+  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_peak(in_flight),
                          "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
   GridMeasurement m;
   std::vector<double> steps;
@@ -168,9 +168,10 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   f.predicted_optimizer = 8.0 * double(opt_elems);  // AdamW's m and v, fp32
   // One micro-batch's activations (the model's count), times as many as the schedule
   // keeps in flight.
-  f.predicted_activation = rank.model().activation_bytes() * pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  f.predicted_activation = rank.model().activation_peak(pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp));
   m.step = repeated(steps);
-  m.device_vs_tracker = device_vs_tracker_bytes(world, mem, device);
+  m.device_vs_tracker = device_vs_tracker_bytes(world, mem, device, double(rank.model().activation_cache_bytes()));
+  if (GptActivationFigures a; rank.model().activation_figures(world, a)) m.activation = a;
   if (s.check) compare_with_one_rank(world, s, rank, losses, m, device);
   constexpr std::size_t kDoubles = sizeof(GridRankFigures) / sizeof(double);
   static_assert(sizeof(GridRankFigures) == kDoubles * sizeof(double), "GridRankFigures is gathered as doubles");
@@ -199,7 +200,8 @@ const OptionTable<GridSettings>& grid_option_table() {
                        .batch_help = "global batch (sequences per step)"});
     t.number("compute-us", &GridSettings::compute_us, 0.0, 0, 1e5,
              "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)")
-        .choice("check", &GridSettings::check, true, kOnOffNames, "train one rank too and compare the weights");
+        .choice("check", &GridSettings::check, true, kOnOffNames, "train one rank too and compare the weights")
+        .choice("recompute", &GridSettings::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
     return t;
   }();
   return table;

@@ -3,6 +3,7 @@
 // parallelism" (seeds 001, 002, 004) run for real, every byte counted per axis.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/gpt_activation_report.h"
 #include "core/theory/schedule.h"
 
 namespace dtl {
@@ -27,6 +29,7 @@ struct GridSettings {
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4, steps = 3;
   int heads = 4, vocab = 64;  // the GPT's
+  theory::Recompute recompute = theory::Recompute::none;  // the GPT's --recompute (labs/train/gpt.h)
   bool check = true;
   double compute_us = 0;  // > 0: every F lasts this long, every B twice (labs/pipeline's --compute-us)
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
@@ -66,6 +69,7 @@ struct GridMeasurement {
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
   Repeated step;
   GridRankFigures mine;
+  std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed set (max over ranks)
   std::vector<GridRankFigures> ranks;  // every rank's, in world order (run_grid_lab gathers them)
 };
 

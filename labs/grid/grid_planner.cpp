@@ -55,20 +55,21 @@ double worst_model_state(const GridSettings& s, const GridMeasurement& m) {
 // Activation bytes per layer and micro-batch (what the planner multiplies by its layers and
 // micro-batches in flight) and what rank 0 holds besides, per micro-batch in flight.
 struct ActivationMap {
-  double layer_bytes = 0, rank0_extra = 0;
+  double layer_bytes = 0, rank0_extra = 0, running = 0;  // running: a block's recomputed set beyond the end's
 };
 
 ActivationMap activation_map(const GridSettings& s) {
   const double h = s.hidden, T = s.grid.tp, R = s.micro_rows();
   if (s.model == GridModelKind::mlp)  // x, c_fc's output before and after GELU; the stage's output
     return {4 * (R * h + 2 * R * 4 * h / T), 4 * R * h};
-  // The GPT's own count (labs/train/gpt.h, gpt_activation_bytes): one block, and rank 0's end
-  // part — its output to the next stage, or with P = 1 the head's.
+  // The GPT's own count (labs/train/gpt.h, gpt_activation_parts): one block, and rank 0's end
+  // part — its output to the next stage, or with P = 1 the head's; with recomputation the
+  // running block's set on top (GptActivationBytes::peak).
   const GptConfig c{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
   const StageBlocks b = stage_blocks(s.layers, s.grid.pp, 0);
-  const double one_block = gpt_activation_bytes(c, s.grid.tp, ex::TpMode::plain, {0, 0, true, false}) - 4 * R * h;
-  const double rank0 = gpt_activation_bytes(c, s.grid.tp, ex::TpMode::plain, {b.first, b.last, true, s.grid.pp == 1});
-  return {one_block, rank0 - b.count() * one_block};
+  const GptActivationBytes p =
+      gpt_activation_parts(c, s.grid.tp, ex::TpMode::plain, {b.first, b.last, true, s.grid.pp == 1}, s.recompute);
+  return {p.block, p.end, std::max(0.0, p.recomputed - p.end)};
 }
 
 void add_activation_row(Report& rep, const GridSettings& s, const GridMeasurement& m) {
@@ -76,7 +77,7 @@ void add_activation_row(Report& rep, const GridSettings& s, const GridMeasuremen
   const ActivationMap a = activation_map(s);
   const int first_stage_layers = stage_blocks(s.layers, P, 0).count();  // ⌈L/P⌉, as the planner counts
   const double planner = th::activations_in_flight(a.layer_bytes, first_stage_layers, M, P);
-  const double extra = a.rank0_extra * std::min(M, P);
+  const double extra = a.rank0_extra * std::min(M, P) + a.running;
   if (s.schedule == pipeline::ScheduleKind::one_f_one_b) {
     rep.check("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, planner + extra, "B")
         .from("planner's + out (note)");

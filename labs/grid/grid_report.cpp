@@ -69,6 +69,8 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   if (s.model == GridModelKind::mlp &&
       (table.given(cfg.options, &GridSettings::heads) || table.given(cfg.options, &GridSettings::vocab)))
     throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+  if (s.model == GridModelKind::mlp && table.given(cfg.options, &GridSettings::recompute))
+    throw UsageError("--recompute is the GPT's (its attention and layers are what it recomputes): add --model gpt");
   if (s.grid.dp == 0) {  // as many replicas as the ranks hold
     if (ranks % (s.grid.tp * s.grid.pp) != 0)
       throw UsageError("--ranks " + std::to_string(ranks) + " is not a multiple of tp·pp = " + std::to_string(s.grid.tp * s.grid.pp) +
@@ -97,7 +99,9 @@ double axis_of(const AxisBytes& b, int i) { return i == 0 ? b.dp : i == 1 ? b.tp
 void add_bytes_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
   const bool gpt = s.model == GridModelKind::gpt;
   const char* formula[] = {"2(D−1)/D·4Ψ + loss",
-                           gpt ? "M·(4nb+ends)·2(T−1)/T·4Rh + CE" : "4·nb·M·(T−1)/T·4Rh",
+                           !gpt ? "4·nb·M·(T−1)/T·4Rh"
+                           : s.recompute == theory::Recompute::full ? "M·(5nb+ends)·2(T−1)/T·4Rh + CE"  // + recomputation's g
+                                                                     : "M·(4nb+ends)·2(T−1)/T·4Rh + CE",
                            "M·4Rh each way", "wte's grad 4·Vh/T"};
   const int axes = gpt && s.grid.pp > 1 ? 4 : 3;
   double worst = 0;
@@ -147,6 +151,9 @@ void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m)
         .from("0.02·lr per step");
   add_bytes_rows(rep, s, m);
   add_memory_rows(rep, m);
+  if (m.activation)  // a micro-batch's b sequences, on the tp group's T ranks
+    add_gpt_activation_rows(rep, "grid.", GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()},
+                            s.grid.tp, ex::TpMode::plain, s.recompute, *m.activation);
   const int P = s.grid.pp, M = s.micro_batches;
   rep.add("grid.bubble", "pipeline bubble: idle share of the step", m.bubble, "")
       .predict(double(P - 1) / (M + P - 1), "(P−1)/(M+P−1)");
@@ -161,7 +168,10 @@ void add_gpt_notes(Report& rep, const GridSettings& s) {
   rep.notes.push_back("GPT: a micro-batch is b = B/(D·M) = " + std::to_string(b) + (b == 1 ? " whole sequence" : " whole sequences") +
                       "; the first stage also holds wte and wpe, the last ln_f and the LM head. tp per micro-batch: 4 "
                       "all-reduces of R·h per layer, one more on each end stage (embedding g, head f), 3 of R floats "
-                      "for the vocab-parallel cross-entropy.");
+                      "for the vocab-parallel cross-entropy" +
+                      (s.recompute == theory::Recompute::full ? "; full recomputation reruns each layer's attention g "
+                                                                "(one more all-reduce per layer)."
+                                                              : "."));
   if (s.grid.pp > 1)
     rep.notes.push_back("Tied head (Megatron-LM's embedding group): the last stage keeps its own copy of wte, drawn "
                         "identical; after backward the first and last stage of each pipeline all-reduce its gradient, "

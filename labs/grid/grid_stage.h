@@ -45,6 +45,12 @@ class GridStage {
   // bytes the tp group's collectives send per micro-batch (ring: 2(T−1)/T of each
   // all-reduce), and per step the tied embedding's gradient all-reduce.
   virtual double activation_bytes() const = 0;
+  // The most activation bytes held with `in_flight` micro-batches between forward and backward.
+  virtual double activation_peak(int in_flight) const { return in_flight * activation_bytes(); }
+  // Activation memory reserved and idle (a caching pool's), which the tracker does not count.
+  virtual std::size_t activation_cache_bytes() const { return 0; }
+  // The GPT's measured activations (a collective over `world`); false for the MLP.
+  virtual bool activation_figures(Comm&, GptActivationFigures&) const { return false; }
   virtual double tp_bytes_per_micro_batch() const = 0;
   virtual double embedding_bytes() const { return 0; }
 };

@@ -15,6 +15,7 @@
 #include "labs/tensor_parallel/tp_lab.h"
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 
@@ -38,7 +39,7 @@ using Clock = RunClock;  // a stepped run leaves out the learner's pauses
 
 struct Span {
   std::int64_t begin, end;
-  bool forward;
+  Pass pass;  // forward, backward, or recompute (a forward again inside backward)
 };
 
 std::vector<Span> block_spans(Trace& tr, int rank, std::size_t mark) {
@@ -48,8 +49,8 @@ std::vector<Span> block_spans(Trace& tr, int rank, std::size_t mark) {
     const Event& e = log[i];
     if (e.kind != EventKind::compute) continue;
     const Role role = tr.label_role(e.label);
-    if (role.block >= 0 && (role.pass == Pass::forward || role.pass == Pass::backward))
-      spans.push_back({e.begin_ns, e.end_ns, role.pass == Pass::forward});
+    if (role.block >= 0 && (role.pass == Pass::forward || role.pass == Pass::backward || role.pass == Pass::recompute))
+      spans.push_back({e.begin_ns, e.end_ns, role.pass});
   }
   return spans;
 }
@@ -61,7 +62,7 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
   const EventLog& log = tr.log(me, kStreamComm);
   BlockCollectives c;
   for (const Span& s : spans)
-    if (s.forward) c.fwd_span_seconds += double(s.end - s.begin) * 1e-9;
+    if (s.pass == Pass::forward) c.fwd_span_seconds += double(s.end - s.begin) * 1e-9;
   for (std::size_t i = comm_mark; i < log.size(); ++i) {
     const Event& e = log[i];
     if (e.kind != EventKind::collective) continue;
@@ -71,8 +72,12 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
       continue;
     }
     const CollectiveKind kind = tr.label_role(e.label).collective;
-    const bool fwd = in->forward;
-    if (kind == CollectiveKind::all_reduce) (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1;
+    const bool fwd = in->pass == Pass::forward;
+    if (in->pass == Pass::recompute) {
+      if (kind == CollectiveKind::all_reduce) c.all_reduce_again += 1;
+      else if (kind == CollectiveKind::all_gather) c.all_gather_again += 1;
+      else if (kind == CollectiveKind::reduce_scatter) c.reduce_scatter_again += 1;
+    } else if (kind == CollectiveKind::all_reduce) (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1;
     else if (kind == CollectiveKind::all_gather) (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1;
     else if (kind == CollectiveKind::reduce_scatter) (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1;
     else c.others += 1;
@@ -116,6 +121,28 @@ OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
   return ref;
 }
 
+namespace {
+
+// With recomputation, after the first step's backward: its gradients against a twin that
+// keeps every activation, bit for bit (elements differing, summed over the group).
+double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s, const ex::TpGroup& g, TpModelRun& model) {
+  const ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("recomputation check"));
+  MemoryTracker twin_mem(comm.global_rank(), nullptr);  // its bytes are not the run's
+  TpSettings keep_all = s;
+  keep_all.recompute = theory::Recompute::none;
+  std::unique_ptr<TpModelRun> twin = make_tp_model(keep_all, g, twin_mem, rank_device(cfg.device, comm));
+  twin->train_step(0);
+  double differing = 0;
+  for (const std::string& name : model.names()) {
+    const std::vector<float> a = model.full_grads(name), b = twin->full_grads(name);
+    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i)
+      differing += i >= a.size() || i >= b.size() || std::memcmp(&a[i], &b[i], sizeof(float)) != 0 ? 1 : 0;
+  }
+  return differing;  // full_grads are whole tensors on every rank: the group's count already
+}
+
+}  // namespace
+
 // One mode (plain or sequence parallel) on the T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
@@ -150,6 +177,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     m.comm = block_collectives(comm, mm, cm);
     if (step > 0 || s.steps == 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step == 0 && s.recompute != theory::Recompute::none) m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
     if (step == 0 && s.check) {
       m.loss_diff = std::fabs(double(loss) - double(ref.first_loss));
       const std::vector<std::string> names = model->names();
@@ -167,7 +195,9 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     for (std::size_t i = 0; i < names.size(); ++i)
       m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(model->full_params(names[i]), ref.final_params[i]));
   }
-  m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm));
+  m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm), double(model->activation_cache_bytes()));
+  if (GptActivationFigures f; model->activation_figures(comm, f))
+    m.activation = f, m.activation->gradient_bits_differing = m.recompute_bits;
   m.activation_peak = peak_bytes_since(comm, main_mark, MemTag::activation);
   comm.all_reduce(&m.activation_peak, &m.activation_peak, 1, DType::f64, ReduceOp::max);
   m.step = repeated(steps);
@@ -187,7 +217,8 @@ const OptionTable<TpSettings>& tp_option_table() {
     add_block_rows(t, {.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .batch = 4, .vocab = 64, .steps = 3,
                        .layers_help = "blocks (MLP) or transformer layers (GPT), L",
                        .batch_help = "batch b (sequences per step)"});
-    t.choice("check", &TpSettings::check, true, kOnOffNames, "train one rank too and compare every gradient and weight");
+    t.choice("check", &TpSettings::check, true, kOnOffNames, "train one rank too and compare every gradient and weight")
+        .choice("recompute", &TpSettings::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
     return t;
   }();
   return table;

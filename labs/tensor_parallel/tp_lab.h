@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/gpt_activation_report.h"
 
 namespace dtl {
 
@@ -27,6 +29,7 @@ struct TpSettings {
   int layers = 2, hidden = 64, heads = 4, seq = 32, batch = 4, vocab = 64;
   int steps = 3;
   bool check = true;  // train the 1-rank reference and compare (off for big milestone runs)
+  theory::Recompute recompute = theory::Recompute::none;  // --recompute, the GPT's (labs/train/gpt.h)
   std::vector<ex::TpMode> modes;  // plain and/or sequence parallel, one report column each
   // eps 1e-5: attention's K bias has an exactly zero gradient (softmax ignores a shift of a
   // query's scores), whose rounding noise differs with T; eps 1e-8 would turn it into full
@@ -57,6 +60,9 @@ class TpModelRun {
   virtual bool regathers_input() const = 0;
   // The activation bytes this rank keeps for backward, and that formula in words.
   virtual double activation_bytes() const = 0;
+  virtual std::size_t activation_cache_bytes() const { return 0; }  // reserved, idle, untracked (a pool's)
+  // The GPT's measured activations (gpt_activation_report.h); false for a model without them.
+  virtual bool activation_figures(Comm&, GptActivationFigures&) const { return false; }
   virtual std::string activation_formula() const = 0;
   virtual std::size_t local_params() const = 0;  // this rank's slice of the model
 };
@@ -67,6 +73,7 @@ std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup
 struct BlockCollectives {
   int all_reduce_fwd = 0, all_reduce_bwd = 0, all_gather_fwd = 0, all_gather_bwd = 0;
   int reduce_scatter_fwd = 0, reduce_scatter_bwd = 0, others = 0;
+  int all_reduce_again = 0, all_gather_again = 0, reduce_scatter_again = 0;  // in recomputation's forward
   double largest_payload = 0;  // bytes of the biggest one (all-reduce: the buffer; AG/RS: the full vector)
   double ring_bytes = 0;       // what a ring sends per rank for all of them: 2(T−1)/T or (T−1)/T of each
   double seconds = 0;          // their time (synchronous: all of it exposed)
@@ -83,6 +90,8 @@ struct TpMeasurement {
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
   BlockCollectives comm;                 // of the last step
   double activation_peak = 0;            // bytes, this rank's MemTag::activation peak (max over ranks)
+  std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed figures
+  double recompute_bits = -1;  // gradient elements differing from a twin without recomputation (-1: none ran)
   double param_bytes = 0;                // per rank
   int regions = 1;                       // the model's f…g regions per block
   bool regathers = false;

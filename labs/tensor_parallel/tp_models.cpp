@@ -62,7 +62,9 @@ class TpGptRun final : public TpModelRun {
  public:
   TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
       : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7, device),
-        opt_(model_.whole_params(), device, mem, s.adamw) {}
+        opt_(model_.whole_params(), device, mem, s.adamw) {
+    model_.set_recompute(s.recompute);
+  }
 
   float train_step(int step) override {
     std::vector<int> tokens, targets;
@@ -81,8 +83,15 @@ class TpGptRun final : public TpModelRun {
   std::size_t partial_replicated_grads() const override { return model_.sequence_partial_numel(); }
   int regions_per_block() const override { return 2; }  // attention and MLP
   bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }
-  double activation_bytes() const override { return gpt_activation_bytes(gpt_config(s_), tp_.comm.size(), tp_.mode); }
+  double activation_bytes() const override {
+    return gpt_activation_bytes(gpt_config(s_), tp_.comm.size(), tp_.mode, {}, s_.recompute);
+  }
+  bool activation_figures(Comm& comm, GptActivationFigures& f) const override {
+    f = gpt_activation_figures(comm, model_);
+    return true;
+  }
   std::string activation_formula() const override { return "labs/train/gpt.h"; }
+  std::size_t activation_cache_bytes() const override { return model_.activation_cache_bytes(); }
   std::size_t local_params() const override { return model_.num_params(); }
 
  private:

@@ -46,6 +46,8 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
     }
   } else {
     if (table.given(cfg.options, &TpSettings::heads) || table.given(cfg.options, &TpSettings::vocab)) throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+    if (table.given(cfg.options, &TpSettings::recompute))
+      throw UsageError("--recompute is the GPT's (its attention and layers are what it recomputes): add --model gpt");
   }
   const double R = s.rows(), h = s.hidden;
   const double per_rank = 4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +
@@ -115,6 +117,26 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
   rep.notes.push_back(text);
 }
 
+namespace {
+
+// Full recomputation reruns the forward up to GELU: the attention's g (all-reduce, or under
+// sequence parallelism its reduce-scatter) and the f before c_attn and c_fc (under sequence
+// parallelism two all-gathers; plain f forward is the identity).
+void add_recomputed_collective_rows(Report& rep, const std::string& n, bool sp, const BlockCollectives& c, double L) {
+  if (!sp) {
+    rep.check(n + "all_reduce_per_layer_again", "all-reduces per layer, recomputation (g)", c.all_reduce_again / L, 1.0, "")
+        .from("attention's g; the MLP stops at GELU");
+    return;
+  }
+  rep.check(n + "all_gather_per_layer_again", "all-gathers per layer, recomputation (f)", c.all_gather_again / L, 2.0, "")
+      .from("before c_attn and c_fc");
+  rep.check(n + "reduce_scatter_per_layer_again", "reduce-scatters per layer, recomputation (g)",
+            c.reduce_scatter_again / L, 1.0, "")
+      .from("attention's g; the MLP stops at GELU");
+}
+
+}  // namespace
+
 void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T) {
   const std::string n = mode_name(m.mode) + ".";
   const bool sp = m.mode == ex::TpMode::sequence_parallel;
@@ -144,18 +166,25 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
               k * (m.regathers ? 2 : 1), "").from(m.regathers ? "g + input again" : "g");
     rep.check(n + "payload_per_collective", "bytes per all-gather / reduce-scatter (whole)", c.largest_payload, payload, "B").from("b·s·h·4");
   }
+  const bool again = s.recompute == theory::Recompute::full && T > 1;
+  if (again) add_recomputed_collective_rows(rep, n, sp, c, L);
   // A ring all-reduce sends 2(T−1)/T of the buffer per rank; an all-gather or a
   // reduce-scatter (T−1)/T: under sequence parallelism the pair costs one all-reduce.
   const double share = double(T - 1) / T, regather = sp && m.regathers ? k * L * share * payload : 0;
+  const double recomputed = again ? L * (sp ? 3 : 2) * share * payload : 0;
   rep.check(n + "ring_bytes_per_step", "bytes per rank per step in the blocks (ring)", c.ring_bytes,
-            2 * k * L * 2 * share * payload + regather, "B")
-      .from(regather > 0 ? "4kL·(T−1)/T·bsh·4 + re-gathers" : "2kL · 2(T−1)/T·bsh·4");
+            2 * k * L * 2 * share * payload + regather + recomputed, "B")
+      .from(std::string(regather > 0 ? "4kL·(T−1)/T·bsh·4 + re-gathers" : "2kL · 2(T−1)/T·bsh·4") +
+            (recomputed > 0 ? " + recomputation's" : ""));
   rep.add(n + "collectives_outside_blocks", "collectives outside the blocks (loss, embedding)", c.outside_blocks, "");
   if (sp && m.partial_replicated > 0)  // the extra all-reduce sequence parallelism needs
     rep.add(n + "sequence_partial_grads", "LayerNorm + wpe gradients all-reduced (bytes)", 4.0 * double(m.partial_replicated), "B")
         .predict(4.0 * ((4.0 * s.layers + 2) * s.hidden + double(s.seq) * s.hidden), "((4L+2)h + s·h)·4");
   rep.check(n + "activation_bytes", "activation memory per rank", m.activation_peak, m.predicted_activation, "B")
       .from(m.activation_formula);
+  if (m.activation)
+    add_gpt_activation_rows(rep, n, GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m.mode,
+                            s.recompute, *m.activation);
   rep.add(n + "param_bytes", "parameter memory per rank", m.param_bytes, "B");
   add_device_memory_check(rep, n, m.device_vs_tracker);
   rep.add(n + "step_time", "step time (forward + backward)", 0, "s").over(m.step);

@@ -1,6 +1,8 @@
 // The GPT's forward and backward (the model and its tensor parallelism: gpt.h).
 #include "labs/train/gpt.h"
 
+#include <chrono>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -17,7 +19,7 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
          GptInit init, DType precision, GptSpan span)
     : c_(config), span_(span), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
       sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)),
-      precision_(precision) {
+      precision_(precision), pool_(mem, device) {
   if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
     throw UsageError("the GPT runs in fp32, or mixed precision with bf16 or fp16 parameters");
   if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
@@ -43,6 +45,8 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
     for (int i = 0; i < c_.layers; ++i) {
       fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i), Role{.pass = Pass::forward, .block = std::int16_t(i)}));
       bwd_labels_.push_back(trace->label("bwd block " + std::to_string(i), Role{.pass = Pass::backward, .block = std::int16_t(i)}));
+      recompute_labels_.push_back(
+          trace->label("recompute block " + std::to_string(i), Role{.pass = Pass::recompute, .block = std::int16_t(i)}));
     }
 }
 
@@ -117,7 +121,7 @@ void Gpt::row_backward(const ex::TpLinear& l, const float* x, const float* dy, f
 
 void Gpt::embed_forward(const int* tokens, GptActivations& a) {
   const int h = c_.hidden;
-  float* x0 = a.resid[0].as<float>();
+  float* x0 = a.blocks[0].input;
   if (tp_active()) {  // each rank looks up the tokens it owns (zeros for the rest); g sums them
     float* partial = full_scratch_.as<float>();
     ops_.embedding_forward(tokens, param(wte_), vocab_begin(), vocab_local(), partial, rows_, h);
@@ -143,38 +147,51 @@ void Gpt::embed_backward(const int* tokens) {
 
 // ---- one pre-LayerNorm block ------------------------------------------------------
 
-void Gpt::block_forward(int i, GptActivations& acts) {
-  const std::size_t k = std::size_t(i - span_.first);  // its slot in the stage
-  GptBlockActivations& a = acts.blocks[k];
+void Gpt::block_body_forward(int i, GptBlockActivations& a) {
   const int h = c_.hidden;
   const std::size_t local_n = std::size_t(rows_local_) * std::size_t(h);
   const auto p = [&](int which) { return param(block_tensor(i, which)); };
-  const float* x = acts.resid[k].as<float>();
-  ops_.layernorm_forward(x, p(ln1_w), p(ln1_b), a.ln1_out.as<float>(), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
-                         rows_local_, h, kLayerNormEps);
-  column_forward(linear(i, attn_w), a.ln1_out.as<float>(), a.qkv.as<float>());
+  ops_.layernorm_forward(a.input, p(ln1_w), p(ln1_b), a.ln1_out, a.ln1_mean, a.ln1_rstd, rows_local_, h, kLayerNormEps);
+  column_forward(linear(i, attn_w), a.ln1_out, a.qkv);
   const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
-  ops_.attention_forward(a.qkv.as<float>(), a.attn_out.as<float>(), a.probs.as<float>(), shape);
-  row_forward(linear(i, attn_proj_w), a.attn_out.as<float>(), y_.as<float>());
-  copy_bytes(a.resid_mid.data(), x, local_n * sizeof(float));
-  ops_.axpy(1.0f, y_.as<float>(), a.resid_mid.as<float>(), local_n);  // x += attn(ln_1(x))
-
-  ops_.layernorm_forward(a.resid_mid.as<float>(), p(ln2_w), p(ln2_b), a.ln2_out.as<float>(), a.ln2_mean.as<float>(),
-                         a.ln2_rstd.as<float>(), rows_local_, h, kLayerNormEps);
-  if (mlp_override_) {
-    std::fill_n(y_.as<float>(), local_n, 0.0f);
-    mlp_override_->forward(i, a.ln2_out.as<float>(), y_.as<float>());
-  } else {
-    column_forward(linear(i, fc_w), a.ln2_out.as<float>(), a.fc_pre.as<float>());
-    ops_.gelu_forward(a.fc_pre.as<float>(), a.fc_act.as<float>(), a.fc_act.numel());
-    row_forward(linear(i, mlp_proj_w), a.fc_act.as<float>(), y_.as<float>());
-  }
-  float* out = acts.resid[k + 1].as<float>();
-  copy_bytes(out, a.resid_mid.data(), local_n * sizeof(float));
-  ops_.axpy(1.0f, y_.as<float>(), out, local_n);  // x += mlp(ln_2(x))
+  ops_.attention_forward(a.qkv, a.attn_out, a.probs, shape);
+  row_forward(linear(i, attn_proj_w), a.attn_out, y_.as<float>());
+  copy_bytes(a.resid_mid, a.input, local_n * sizeof(float));
+  ops_.axpy(1.0f, y_.as<float>(), a.resid_mid, local_n);  // x += attn(ln_1(x))
+  ops_.layernorm_forward(a.resid_mid, p(ln2_w), p(ln2_b), a.ln2_out, a.ln2_mean, a.ln2_rstd, rows_local_, h,
+                         kLayerNormEps);
+  if (mlp_override_) return;
+  column_forward(linear(i, fc_w), a.ln2_out, a.fc_pre);
+  ops_.gelu_forward(a.fc_pre, a.fc_act, std::size_t(rows_) * std::size_t(4 * h / T_));
 }
 
-// On entry dresid_ holds dL/d(block output); on return dL/d(block input).
+// Block i's input is in place (the embedding's, the previous block's or the stage's input);
+// its output becomes the next block's input, or the end's output after the last block.
+void Gpt::block_forward(int i, GptActivations& acts) {
+  const std::size_t k = std::size_t(i - span_.first);  // its slot in the stage
+  GptBlockActivations& a = acts.blocks[k];
+  const std::size_t local_n = std::size_t(rows_local_) * std::size_t(c_.hidden);
+  acquire_recomputed(a);  // with recomputation: what the block holds only while it runs
+  block_body_forward(i, a);
+  float* y = y_.as<float>();
+  if (mlp_override_) {
+    std::fill_n(y, local_n, 0.0f);
+    mlp_override_->forward(i, a.ln2_out, y);
+  } else {
+    row_forward(linear(i, mlp_proj_w), a.fc_act, y);
+  }
+  ops_.axpy(1.0f, a.resid_mid, y, local_n);  // x += mlp(ln_2(x)), in the workspace
+  a.recomputed.reset();  // the running set goes before the next block's kept set comes
+  const bool last = k + 1 == acts.blocks.size();
+  if (last)
+    acquire_end(acts);
+  else
+    acquire_block(acts, k + 1);
+  copy_bytes(last ? acts.output : acts.blocks[k + 1].input, y, local_n * sizeof(float));
+}
+
+// On entry dresid_ holds dL/d(block output); on return dL/d(block input). The block's
+// activations are given back (with recomputation, recompute_block ran first).
 void Gpt::block_backward(int i, GptActivations& acts) {
   const std::size_t k = std::size_t(i - span_.first);
   GptBlockActivations& a = acts.blocks[k];
@@ -186,49 +203,50 @@ void Gpt::block_backward(int i, GptActivations& acts) {
     std::fill_n(dln_.as<float>(), std::size_t(rows_local_) * std::size_t(h), 0.0f);
     mlp_override_->backward(i, d, dln_.as<float>());
   } else {
-    row_backward(linear(i, mlp_proj_w), a.fc_act.as<float>(), d, dfc_act_.as<float>());
-    ops_.gelu_backward(a.fc_pre.as<float>(), dfc_act_.as<float>(), dfc_pre_.as<float>(), dfc_pre_.numel());
-    column_backward(linear(i, fc_w), a.ln2_out.as<float>(), dfc_pre_.as<float>(), dln_.as<float>());
+    row_backward(linear(i, mlp_proj_w), a.fc_act, d, dfc_act_.as<float>());
+    ops_.gelu_backward(a.fc_pre, dfc_act_.as<float>(), dfc_pre_.as<float>(), dfc_pre_.numel());
+    column_backward(linear(i, fc_w), a.ln2_out, dfc_pre_.as<float>(), dln_.as<float>());
   }
   // The residual passes d through; ln_2's backward adds its part.
-  ops_.layernorm_backward(a.resid_mid.as<float>(), p(ln2_w), a.ln2_mean.as<float>(), a.ln2_rstd.as<float>(),
-                          dln_.as<float>(), d, g(ln2_w), g(ln2_b), rows_local_, h);
+  ops_.layernorm_backward(a.resid_mid, p(ln2_w), a.ln2_mean, a.ln2_rstd, dln_.as<float>(), d, g(ln2_w), g(ln2_b),
+                          rows_local_, h);
 
-  row_backward(linear(i, attn_proj_w), a.attn_out.as<float>(), d, dattn_.as<float>());
+  row_backward(linear(i, attn_proj_w), a.attn_out, d, dattn_.as<float>());
   const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
-  ops_.attention_backward(a.qkv.as<float>(), a.probs.as<float>(), dattn_.as<float>(), dqkv_.as<float>(), shape);
-  column_backward(linear(i, attn_w), a.ln1_out.as<float>(), dqkv_.as<float>(), dln_.as<float>());
-  ops_.layernorm_backward(acts.resid[k].as<float>(), p(ln1_w), a.ln1_mean.as<float>(), a.ln1_rstd.as<float>(),
-                          dln_.as<float>(), d, g(ln1_w), g(ln1_b), rows_local_, h);
+  ops_.attention_backward(a.qkv, a.probs, dattn_.as<float>(), dqkv_.as<float>(), shape);
+  column_backward(linear(i, attn_w), a.ln1_out, dqkv_.as<float>(), dln_.as<float>());
+  ops_.layernorm_backward(a.input, p(ln1_w), a.ln1_mean, a.ln1_rstd, dln_.as<float>(), d, g(ln1_w), g(ln1_b),
+                          rows_local_, h);
+  a.kept.reset();
+  a.recomputed.reset();
 }
 
 // ---- ln_f, the tied LM head and the vocab-parallel cross-entropy --------------------
 
 float Gpt::head_forward(const int* targets, GptActivations& a) {
   const int h = c_.hidden, lnf = int(lnf_index());
-  ops_.layernorm_forward(a.resid.back().as<float>(), param(std::size_t(lnf)), param(std::size_t(lnf) + 1),
-                         a.lnf_out.as<float>(), a.lnf_mean.as<float>(), a.lnf_rstd.as<float>(), rows_local_, h,
-                         kLayerNormEps);
-  const float* x = a.lnf_out.as<float>();
+  ops_.layernorm_forward(a.output, param(std::size_t(lnf)), param(std::size_t(lnf) + 1), a.lnf_out, a.lnf_mean,
+                         a.lnf_rstd, rows_local_, h, kLayerNormEps);
+  const float* x = a.lnf_out;
   if (tp_active()) x = ex::f_forward(tp_, x, full_x_.as<float>(), std::size_t(rows_) * std::size_t(h));
   // The tied LM head: logits_local = x·wte_localᵀ, this rank's vocabulary entries.
-  ops_.linear_forward(x, param(wte_), zero_bias_.as<float>(), a.logits.as<float>(), rows_, h, vocab_local());
+  ops_.linear_forward(x, param(wte_), zero_bias_.as<float>(), a.logits, rows_, h, vocab_local());
   // One rank: the device's cross-entropy kernel. Vocab-parallel: the learner's host code
   // (exercise vocab_parallel_cross_entropy), so on a GPU the logits come over and dlogits
   // go back, R·V/T floats each way per step.
-  if (!tp_active()) return ops_.softmax_cross_entropy(a.logits.as<float>(), targets, a.dlogits.as<float>(), rows_, c_.vocab);
+  if (!tp_active()) return ops_.softmax_cross_entropy(a.logits, targets, a.dlogits, rows_, c_.vocab);
   const bool on_host = ops_.device().kind == Device::Kind::cpu;
   const std::size_t n = std::size_t(rows_) * std::size_t(vocab_local());
   if (!on_host) {
     host_logits_.resize(n);
     host_dlogits_.resize(n);
-    copy_bytes(host_logits_.data(), a.logits.data(), n * sizeof(float));  // waits for the LM head
+    copy_bytes(host_logits_.data(), a.logits, n * sizeof(float));  // waits for the LM head
   }
-  const float* logits = on_host ? a.logits.as<float>() : host_logits_.data();
-  float* dlogits = on_host ? a.dlogits.as<float>() : host_dlogits_.data();
+  const float* logits = on_host ? a.logits : host_logits_.data();
+  float* dlogits = on_host ? a.dlogits : host_dlogits_.data();
   const float loss =
       ex::vocab_parallel_cross_entropy(tp_.comm, logits, targets, rows_, vocab_local(), vocab_begin(), dlogits);
-  if (!on_host) copy_bytes(a.dlogits.data(), host_dlogits_.data(), n * sizeof(float));
+  if (!on_host) copy_bytes(a.dlogits, host_dlogits_.data(), n * sizeof(float));
   return loss;
 }
 
@@ -236,10 +254,10 @@ float Gpt::head_forward(const int* targets, GptActivations& a) {
 void Gpt::head_backward(GptActivations& a) {
   const int h = c_.hidden;
   const std::size_t lnf = lnf_index();
-  const float* x = sp_ ? full_x_.as<float>() : a.lnf_out.as<float>();
+  const float* x = sp_ ? full_x_.as<float>() : a.lnf_out;
   float* dx_all = full_scratch_.as<float>();
   // dx = dlogits·wte_local (a partial sum over the vocabulary), dwte_local += dlogitsᵀ·x.
-  ops_.linear_backward(x, param(wte_), a.dlogits.as<float>(), dx_all, grad(wte_), db_scratch_.as<float>(), rows_, h,
+  ops_.linear_backward(x, param(wte_), a.dlogits, dx_all, grad(wte_), db_scratch_.as<float>(), rows_, h,
                        vocab_local(), true);
   const float* dln = dx_all;
   if (tp_active()) {
@@ -247,16 +265,18 @@ void Gpt::head_backward(GptActivations& a) {
     dln = dln_.as<float>();
   }
   ops_.zero(dresid_.as<float>(), dresid_.numel());
-  ops_.layernorm_backward(a.resid.back().as<float>(), param(lnf), a.lnf_mean.as<float>(), a.lnf_rstd.as<float>(), dln,
-                          dresid_.as<float>(), grad(lnf), grad(lnf + 1), rows_local_, h);
+  ops_.layernorm_backward(a.output, param(lnf), a.lnf_mean, a.lnf_rstd, dln, dresid_.as<float>(), grad(lnf),
+                          grad(lnf + 1), rows_local_, h);
+  a.end.reset();  // before the blocks' backward: what their recomputation may need
 }
 
 // ---- the step ------------------------------------------------------------------------
 
 float Gpt::run_forward(const int* tokens, const int* targets) {
   if (!whole()) throw Error("Gpt: forward and forward_backward run the whole model; a pipeline stage runs forward_stage");
-  if (own_.resid.empty()) own_ = make_activations();
+  own_ = make_activations();  // the last call's logits given back
   widen_edges();
+  acquire_block(own_, 0);
   embed_forward(tokens, own_);
   forward_blocks(own_);
   return head_forward(targets, own_);
@@ -264,32 +284,48 @@ float Gpt::run_forward(const int* tokens, const int* targets) {
 
 void Gpt::forward_blocks(GptActivations& a) {
   Trace* trace = tp_.comm.trace();
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = span_.first; i <= span_.last; ++i) {
     ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? fwd_labels_[std::size_t(i)] : 0);
     widen_block(i);
     block_forward(i, a);
   }
+  if (ops_.device().kind != Device::Kind::cpu) ops_.synchronize();
+  measure_.forward_block_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  measure_.forward_blocks += held_blocks();
 }
 
 // On entry dresid_ holds dL/d(the last held block's output); on return dL/d(the first's input).
+// With recomputation each block's forward runs again first, in its own span.
 void Gpt::backward_blocks(GptActivations& a) {
   Trace* trace = tp_.comm.trace();
+  const int rank = tp_.comm.global_rank();
+  const bool again = recompute_ != theory::Recompute::none;
   for (int i = span_.last; i >= span_.first; --i) {
-    ScopedSpan span(trace, tp_.comm.global_rank(), EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
-    begin_block_backward(i);
+    if (again) {
+      ScopedSpan span(trace, rank, EventKind::compute, trace ? recompute_labels_[std::size_t(i)] : 0);
+      begin_block_backward(i);
+      recompute_block(i, a.blocks[std::size_t(i - span_.first)]);
+    }
+    ScopedSpan span(trace, rank, EventKind::compute, trace ? bwd_labels_[std::size_t(i)] : 0);
+    if (!again) begin_block_backward(i);
     block_backward(i, a);
     narrow_block_grads(i);
   }
 }
 
-float Gpt::forward(const int* tokens, const int* targets) { return run_forward(tokens, targets); }
+float Gpt::forward(const int* tokens, const int* targets) {
+  const float loss = run_forward(tokens, targets);
+  release_forward_only(own_);
+  return loss;
+}
 
 float Gpt::forward_backward(const int* tokens, const int* targets, float loss_scale) {
   // fp32 accumulates into the zeroed buffer; mixed precision writes every layer's rounded
   // gradients once (each window is zeroed before its layer's backward).
   if (!mixed()) ops_.zero(grads(), num_params());
   const float loss = run_forward(tokens, targets);
-  if (loss_scale != 1.0f) ops_.scale(loss_scale, own_.dlogits.as<float>(), own_.dlogits.numel());
+  if (loss_scale != 1.0f) ops_.scale(loss_scale, own_.dlogits, std::size_t(rows_) * std::size_t(vocab_local()));
   head_backward(own_);
   backward_blocks(own_);
   embed_backward(tokens);

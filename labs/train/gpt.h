@@ -49,7 +49,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/memory/buffer_pool.h"
 #include "core/memory/memory.h"
+#include "core/theory/recompute.h"
 #include "labs/tensor_parallel/exercises.h"
 #include "labs/train/optimizer.h"
 #include "labs/train/param_layout.h"
@@ -109,19 +111,42 @@ struct GptInit {
   bool perturb_all = false;
 };
 
-// Activation bytes one rank keeps (MemTag::activation), counting what this implementation
-// stores. R = S·B rows, Rl = R/T under sequence parallelism (else R), h hidden, A heads:
-//   per block  4·Rl·h        block input, ln_1 output, residual after attention, ln_2 output
+// Activation bytes of one micro-batch on one rank (MemTag::activation), counting what this
+// implementation stores, in fp32 (4 bytes a float). R = S·B rows, Rl = R/T under sequence
+// parallelism (else R), h hidden, A heads, V vocabulary:
+//   a block    Rl·h          its input (the residual stream)
+//            + 3·Rl·h        ln_1 output, residual after attention, ln_2 output
 //            + 4·Rl          mean and 1/std of both LayerNorms
 //            + 12·R·h/T      q, k, v (3h/T), attention output (h/T), c_fc output and GELU (2·4h/T)
 //            + B·(A/T)·S²    softmax probabilities
-//   final      2·Rl·h + 2·Rl the last residual, ln_f's output and statistics
-//            + 2·R·V/T       logits and their gradient (vocab-parallel)
-// times 4 bytes (fp32). Only the first group shrinks with sequence parallelism: it is
-// Korthikanti et al.'s 10·sbh of the LayerNorm/residual region becoming 10·sbh/t.
-// For a pipeline stage (span): its blocks, and the final group only on the stage with the
-// head; a stage without it keeps its output instead, Rl·h.
-double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {});
+//   the end    Rl·h          the stage's output (ln_f's input)
+//            + Rl·h + 2·Rl   on the stage with the head: ln_f's output and statistics,
+//            + 2·R·V/T       the logits and their gradient (vocab-parallel)
+// Only the Rl terms shrink with sequence parallelism: Korthikanti et al.'s 10·sbh of the
+// LayerNorm/residual region becoming 10·sbh/t (docs/labs.md maps every term to theirs).
+// Recomputation (core/theory/recompute.h) moves terms from what a block keeps to what it
+// holds only while it runs, forward and again in backward (`recomputed`):
+//   selective  the probabilities, and the attention's output computed again beside them (R·h/T)
+//   full       all but the block's input (the forward is rerun up to GELU: the last
+//              projection's output is not needed by backward)
+struct GptActivationBytes {
+  int blocks = 0;          // held by the stage
+  double block = 0;        // one block keeps from its forward to its backward
+  double end = 0;          // the end group above, from the last block's forward to the head's backward
+  double recomputed = 0;   // one block holds while it runs (0 without recomputation)
+  double kept() const { return blocks * block + end; }  // a micro-batch after its forward
+  // The most held at once with `in_flight` micro-batches between forward and backward: all
+  // of them kept, or the running block's recomputed set on top of all but one micro-batch's end
+  // (the last block's forward, before its end exists; a backward, after the head gave it back).
+  double peak(int in_flight = 1) const {
+    return in_flight * kept() + (recomputed > end ? recomputed - end : 0.0);
+  }
+};
+GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {},
+                                        theory::Recompute recompute = theory::Recompute::none);
+// One micro-batch's peak: gpt_activation_parts(...).peak(1).
+double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {},
+                            theory::Recompute recompute = theory::Recompute::none);
 
 // Parameters, near enough for memory plans: 12·h² per block (QKV, projection, c_fc, c_proj)
 // and the token and position tables (V + S)·h; biases and LayerNorms (13·h a block) left out.
@@ -130,19 +155,37 @@ inline double gpt_approx_params(const GptConfig& c) {
   return c.layers * 12.0 * h * h + (double(c.vocab) + c.seq) * h;
 }
 
-// What one block's forward keeps for its backward (MemTag::activation; shapes in
-// make_activations(), gpt_stage.cpp).
+// One block's activations: views into two pooled buffers (Gpt's BufferPool, counted as
+// MemTag::activation while held, so the memory view sees them rise through forward and fall
+// through backward). `kept` lives from the block's forward to its backward; `recomputed`
+// only while the block runs (forward, and again in backward). Which view is in which buffer
+// is the recomputation mode's choice (gpt_activations.cpp); without one, `recomputed` is empty.
 struct GptBlockActivations {
-  Tensor ln1_out, ln1_mean, ln1_rstd, qkv, probs, attn_out, resid_mid, ln2_out, ln2_mean, ln2_rstd, fc_pre, fc_act;
+  PooledBuffer kept, recomputed;
+  float *input = nullptr, *ln1_out = nullptr, *ln1_mean = nullptr, *ln1_rstd = nullptr, *qkv = nullptr,
+        *probs = nullptr, *attn_out = nullptr, *resid_mid = nullptr, *ln2_out = nullptr, *ln2_mean = nullptr,
+        *ln2_rstd = nullptr, *fc_pre = nullptr, *fc_act = nullptr;
+  float* attn_again = nullptr;  // selective: where the recomputed attention output goes (discarded)
 };
 
-// One micro-batch's activations: the residual stream entering each held block (resid[k]:
-// block first + k; resid.back(): the stage's output, or ln_f's input), the blocks', and on
-// the stage with the head ln_f's output and statistics, the logits and their gradient.
+// One micro-batch's activations, made empty (make_activations) and filled as its forward
+// runs: each held block's, and the end — the stage's output (ln_f's input), and on the
+// stage with the head ln_f's output and statistics, the logits and their gradient.
 struct GptActivations {
-  std::vector<Tensor> resid;
   std::vector<GptBlockActivations> blocks;
-  Tensor lnf_out, lnf_mean, lnf_rstd, logits, dlogits;
+  PooledBuffer end;
+  float *output = nullptr, *lnf_out = nullptr, *lnf_mean = nullptr, *lnf_rstd = nullptr, *logits = nullptr,
+        *dlogits = nullptr;
+};
+
+// What the last step's forward and backward held, read from the memory tracker's counts
+// (the bytes of the alloc events the memory view draws), for the labs' formula checks.
+struct GptActivationMeasure {
+  std::vector<double> block;  // each held block's kept bytes
+  double end = 0, recomputed = 0;
+  // Summed over every forward and backward so far: seconds and blocks run.
+  double recompute_seconds = 0, forward_block_seconds = 0;
+  long recomputed_blocks = 0, forward_blocks = 0;
 };
 
 // A replacement for every block's MLP (the experts lab puts its mixture of experts there):
@@ -216,11 +259,19 @@ class Gpt {
   // From now on every block's MLP is `mlp` (null: the dense one again). Its own tensors stay
   // in the table, unused: their gradients are 0. fp32 on the host, one tp rank (UsageError).
   void set_mlp_override(GptMlpOverride* mlp);
+  // Activation recomputation from the next forward on (gpt.h, gpt_activation_parts): the
+  // gradients are the same bit for bit; what a block keeps shrinks and its backward reruns
+  // part (selective) or all (full) of its forward. Full with a replaced MLP: UsageError.
+  void set_recompute(theory::Recompute r);
+  theory::Recompute recompute() const { return recompute_; }
+  const GptActivationMeasure& activation_measure() const { return measure_; }
+  // The activation pool's reserved bytes the tracker does not count now (device_vs_tracker_bytes).
+  std::size_t activation_cache_bytes() const { return pool_.idle_bytes(); }
   // The index in tensors() of wte (the embedding's, or the head's copy), or npos if not held.
   std::size_t wte_index() const { return wte_; }
 
   // The logits of the last forward, [R × V/T]: vocabulary entries [vocab_begin, +V/T).
-  const float* logits() const { return own_.logits.as<float>(); }
+  const float* logits() const { return own_.logits; }
   int vocab_local() const { return c_.vocab / T_; }
   int vocab_begin() const { return rank_ * vocab_local(); }
 
@@ -284,6 +335,16 @@ class Gpt {
   void embed_backward(const int* tokens);
   void block_forward(int i, GptActivations& a);
   void block_backward(int i, GptActivations& a);
+  // Block i's layers up to GELU from b.input: every tensor its backward reads (what full
+  // recomputation reruns; the MLP's last projection is the caller's).
+  void block_body_forward(int i, GptBlockActivations& b);
+  // Pooled activations (gpt_activations.cpp): what block k keeps, what a block holds while
+  // it runs, the end; each records its bytes in measure_.
+  void acquire_block(GptActivations& a, std::size_t k);
+  void acquire_recomputed(GptBlockActivations& b);
+  void acquire_end(GptActivations& a);
+  void recompute_block(int i, GptBlockActivations& b);  // in backward, before the block's backward
+  void release_forward_only(GptActivations& a);         // forward(): all but the end (the logits)
   float head_forward(const int* targets, GptActivations& a);
   void head_backward(GptActivations& a);
   const float* column_forward(const ex::TpLinear& l, const float* x, float* y);
@@ -310,11 +371,14 @@ class Gpt {
   // Mixed precision (MemTag::other): layers 0 and L+1 in fp32 for the step, then one block.
   Tensor edge_w_, edge_g_, block_w_, block_g_;
   int widened_block_ = -1;
-  GptActivations own_;  // forward_backward's and forward's, made on their first use
+  theory::Recompute recompute_ = theory::Recompute::none;
+  BufferPool pool_;       // the activations' memory, reserved once and reused step after step
+  GptActivations own_;    // forward_backward's and forward's
+  GptActivationMeasure measure_;
   // Workspace (MemTag::other): full-row buffers for f/g, the backward's gradients, a zero bias.
   Tensor full_x_, full_scratch_, y_, dresid_, dln_, dqkv_, dattn_, dfc_act_, dfc_pre_, zero_bias_, db_scratch_,
       sp_pack_;
-  std::vector<std::uint16_t> fwd_labels_, bwd_labels_;
+  std::vector<std::uint16_t> fwd_labels_, bwd_labels_, recompute_labels_;
   std::vector<float> host_logits_, host_dlogits_;  // on a GPU: the cross-entropy's host copies
 };
 

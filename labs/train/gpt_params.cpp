@@ -27,16 +27,6 @@ std::string gpt_config_problem(const GptConfig& c, int tp, ex::TpMode mode) {
   return {};
 }
 
-double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span) {
-  // The formula and what each term is: gpt.h, above the declaration.
-  const double T = tp, R = c.rows(), h = c.hidden, S = c.seq, B = c.batch, A = c.heads, V = c.vocab;
-  const double Rl = mode == ex::TpMode::sequence_parallel && tp > 1 ? R / T : R;
-  const double per_block = 4 * Rl * h + 4 * Rl + 12 * R * h / T + B * (A / T) * S * S;
-  const double final_part = span.head ? 2 * Rl * h + 2 * Rl + 2 * R * V / T : Rl * h;
-  const int blocks = (span.last < 0 ? c.layers - 1 : span.last) - span.first + 1;
-  return 4.0 * (blocks * per_block + final_part);
-}
-
 // The tensors of the held part, in the whole model's order; `id` counts every tensor of
 // the whole model, held or not, so a stage draws the same values as the whole model.
 void Gpt::build_table() {

@@ -29,29 +29,6 @@ void Gpt::require_stage_use(const char* what) const {
     throw Error(std::string("Gpt::") + what + " runs in fp32 without sequence parallelism; use forward_backward");
 }
 
-GptActivations Gpt::make_activations() {
-  const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
-  const std::int64_t qkv = 3 * h / T, attn = h / T, fc = 4 * h / T, Vl = vocab_local();
-  const Device dev = ops_.device();
-  const auto act = [&](std::int64_t n) { return Tensor(mem_, {n}, DType::f32, MemTag::activation, dev); };
-  GptActivations a;
-  for (int k = 0; k <= held_blocks(); ++k) a.resid.push_back(act(Rl * h));  // each block's input, then the output
-  for (int k = 0; k < held_blocks(); ++k) {
-    GptBlockActivations b;
-    b.ln1_out = act(Rl * h), b.ln1_mean = act(Rl), b.ln1_rstd = act(Rl);
-    b.qkv = act(R * qkv), b.probs = act(std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq);
-    b.attn_out = act(R * attn), b.resid_mid = act(Rl * h);
-    b.ln2_out = act(Rl * h), b.ln2_mean = act(Rl), b.ln2_rstd = act(Rl);
-    b.fc_pre = act(R * fc), b.fc_act = act(R * fc);
-    a.blocks.push_back(std::move(b));
-  }
-  if (span_.head) {
-    a.lnf_out = act(Rl * h), a.lnf_mean = act(Rl), a.lnf_rstd = act(Rl);
-    a.logits = act(R * Vl), a.dlogits = act(R * Vl);
-  }
-  return a;
-}
-
 void Gpt::set_mlp_override(GptMlpOverride* mlp) {
   // The override reads and writes host fp32 rows of the whole model's residual stream.
   if (mlp && (precision_ != DType::f32 || ops_.device().kind != Device::Kind::cpu || T_ != 1 || !whole()))
@@ -68,24 +45,29 @@ void Gpt::zero_grads() {
 const float* Gpt::forward_stage(const int* tokens, const float* x, const int* targets, GptActivations& a, float* loss,
                                 float loss_scale) {
   require_stage_use("forward_stage");
+  if (a.blocks.size() != std::size_t(held_blocks()))
+    throw Error("Gpt::forward_stage: give it the activations make_activations() made for this stage");
+  acquire_block(a, 0);
   if (span_.embedding)
     embed_forward(tokens, a);
   else
-    copy_bytes(a.resid[0].data(), x, std::size_t(rows_local_) * std::size_t(c_.hidden) * sizeof(float));
+    copy_bytes(a.blocks[0].input, x, std::size_t(rows_local_) * std::size_t(c_.hidden) * sizeof(float));
   forward_blocks(a);
-  if (!span_.head) return a.resid.back().as<float>();
+  if (!span_.head) return a.output;
   *loss = head_forward(targets, a);
   // The gradient of loss_scale × this micro-batch's mean: its share of the step's loss.
-  if (loss_scale != 1.0f) ops_.scale(loss_scale, a.dlogits.as<float>(), a.dlogits.numel());
+  if (loss_scale != 1.0f) ops_.scale(loss_scale, a.dlogits, std::size_t(rows_) * std::size_t(vocab_local()));
   return nullptr;
 }
 
 const float* Gpt::backward_stage(const int* tokens, const float* dy, GptActivations& a) {
   require_stage_use("backward_stage");
-  if (span_.head)
-    head_backward(a);  // leaves dL/d(ln_f's input) in dresid_
-  else
+  if (span_.head) {
+    head_backward(a);  // leaves dL/d(ln_f's input) in dresid_, gives the end back
+  } else {
     copy_bytes(dresid_.data(), dy, std::size_t(rows_local_) * std::size_t(c_.hidden) * sizeof(float));
+    a.end.reset();  // the output went to the next stage long ago
+  }
   backward_blocks(a);
   if (!span_.embedding) return dresid_.as<float>();
   embed_backward(tokens);

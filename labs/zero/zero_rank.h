@@ -25,7 +25,7 @@
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/step_clock.h"
-#include "labs/zero/buffer_pool.h"
+#include "core/memory/buffer_pool.h"
 #include "labs/zero/zero_lab.h"
 #include "labs/zero/zero_units.h"
 

@@ -21,20 +21,22 @@ constexpr float kRowHeight = 18, kMinTickPx = 90;
 
 // Compute spans by their label's first word: the lab's forward, backward and optimizer.
 const ImU32 kForward = IM_COL32(110, 195, 105, 255), kBackward = IM_COL32(40, 125, 80, 255),
-            kOptimizer = IM_COL32(190, 170, 60, 255);
+            kOptimizer = IM_COL32(190, 170, 60, 255), kRecompute = IM_COL32(150, 110, 200, 255);
 
 }  // namespace
 
 void TimelineView::ColorLabels(const TraceData& d) {
   if (label_colors.size() == d.labels.size()) return;  // once per label table, not per box
   label_colors.assign(d.labels.size(), kind_color(EventKind::compute));
-  training_labels = false;
+  training_labels = recompute_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
     const Pass pass = d.role(std::uint16_t(i)).pass;  // a layer's, a block's, a pipeline action's
     if (pass == Pass::forward) label_colors[i] = kForward;
     else if (pass == Pass::backward || pass == Pass::weight) label_colors[i] = kBackward;
     else if (pass == Pass::optimizer) label_colors[i] = kOptimizer;
+    else if (pass == Pass::recompute) label_colors[i] = kRecompute;  // a forward again, inside backward
     training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
+    recompute_labels = recompute_labels || pass == Pass::recompute;
   }
 }
 
@@ -81,6 +83,7 @@ void TimelineView::DrawHeader(const Frame& f) {
     legend_swatch(kForward, "forward");
     legend_swatch(kBackward, "backward");
     legend_swatch(kOptimizer, "optimizer");
+    if (recompute_labels) legend_swatch(kRecompute, "recompute");
   }
   legend_swatch(kind_color(EventKind::compute), "compute");
   legend_swatch(kind_color(EventKind::send), "send");

@@ -54,6 +54,7 @@ struct TimelineView final : Panel {
   bool show_reference = false;  // the 1-rank reference phase (hidden: it would fill the timeline)
   std::vector<ImU32> label_colors;  // per label id: compute spans colored by what they are
   bool training_labels = false;     // some are forward, backward or optimizer
+  bool recompute_labels = false;    // some are a recomputed forward
   LaneGrouping grouping;            // lanes by (pp, dp, tp), folded groups (on by default with meta "grid")
   bool grouping_set = false;        // grouping's defaults were taken from the trace
   std::size_t first_row = 0;        // rows scrolled past (wheel over the lane names)

@@ -1,5 +1,6 @@
-#include "labs/zero/buffer_pool.h"
+#include "core/memory/buffer_pool.h"
 
+#include "core/error.h"
 #include "core/memory/device_ops.h"
 
 #include <algorithm>
@@ -29,7 +30,8 @@ BufferPool::~BufferPool() {
   for (Block& b : blocks_) device_ops(device_).release(b.data);
 }
 
-PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag) {
+PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag, std::size_t counted) {
+  if (counted > bytes) throw Error("BufferPool::acquire: counting more bytes than the buffer has");
   // Best fit among the free blocks; a new block when none is large enough.
   std::size_t best = blocks_.size();
   for (std::size_t i = 0; i < blocks_.size(); ++i)
@@ -38,11 +40,12 @@ PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag) {
   if (best == blocks_.size()) blocks_.push_back({device_ops(device_).allocate(std::max<std::size_t>(bytes, 1), device_.index), bytes, false});
   Block& b = blocks_[best];
   b.in_use = true;
-  mem_.record_use(bytes, tag);
+  in_use_bytes_ += counted;
+  mem_.record_use(counted, tag);
   PooledBuffer p;
   p.pool_ = this;
   p.data_ = b.data;
-  p.bytes_ = bytes;
+  p.bytes_ = counted;
   p.block_ = best;
   p.tag_ = tag;
   return p;
@@ -50,6 +53,7 @@ PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag) {
 
 void BufferPool::give_back(const PooledBuffer& p) {
   blocks_[p.block_].in_use = false;
+  in_use_bytes_ -= p.bytes_;
   mem_.record_return(p.bytes_, p.tag_);
 }
 
@@ -58,5 +62,7 @@ std::size_t BufferPool::reserved_bytes() const {
   for (const Block& b : blocks_) n += b.bytes;
   return n;
 }
+
+std::size_t BufferPool::idle_bytes() const { return reserved_bytes() - in_use_bytes_; }
 
 }  // namespace dtl

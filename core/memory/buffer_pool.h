@@ -1,5 +1,5 @@
-// A caching pool for ZeRO's short-lived buffers (stage 3's gather buffers, stage 2's
-// gradient buckets), the idea of PyTorch's caching allocator: memory is reserved once and
+// A caching pool for short-lived buffers (ZeRO-3's gather buffers, ZeRO-2's gradient buckets,
+// the GPT's activations from a block's forward to its backward), the idea of PyTorch's caching allocator: memory is reserved once and
 // reused, so a step does not pay for fresh pages (first-touch faults are slow), while the
 // MemoryTracker counts a buffer only while it is in use — memory_allocated, not
 // memory_reserved. reserved_bytes() is the difference a real run pays on top.
@@ -24,7 +24,7 @@ class PooledBuffer {
   PooledBuffer& operator=(const PooledBuffer&) = delete;
   ~PooledBuffer() { reset(); }
   void* data() const { return data_; }
-  std::size_t bytes() const { return bytes_; }
+  std::size_t bytes() const { return bytes_; }  // as counted by the tracker
   void reset();  // give it back now
 
  private:
@@ -43,8 +43,15 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
   // `bytes` bytes, counted under `tag` until the buffer is given back. The contents are
   // whatever the block held last (zero when new): a caller that needs zeros writes them.
-  PooledBuffer acquire(std::size_t bytes, MemTag tag);
+  PooledBuffer acquire(std::size_t bytes, MemTag tag) { return acquire(bytes, tag, bytes); }
+  // A buffer of `bytes` of which the tracker counts `counted` (≤ bytes): several tensors in
+  // one buffer, each starting 64-byte aligned, count their own bytes and not the padding
+  // between them — as separate allocations would (MemoryTracker::allocate).
+  PooledBuffer acquire(std::size_t bytes, MemTag tag, std::size_t counted);
   std::size_t reserved_bytes() const;
+  // Reserved bytes the MemoryTracker does not count now: reserved_bytes() minus the bytes
+  // of the buffers in use (what a device's own count holds on top of the tracker's).
+  std::size_t idle_bytes() const;
 
  private:
   friend class PooledBuffer;
@@ -53,6 +60,7 @@ class BufferPool {
     std::size_t bytes = 0;
     bool in_use = false;
   };
+  std::size_t in_use_bytes_ = 0;
   void give_back(const PooledBuffer& b);
   MemoryTracker& mem_;
   Device device_;
