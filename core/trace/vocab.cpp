@@ -39,8 +39,9 @@ constexpr std::array kMetaKeyNames = {"lab",
                                       "live_plots",
                                       "micro-batches",
                                       "predicted_bytes_of_rank",
-                                      "moe_routing"};
-static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::moe_routing) + 1, "one name per MetaKey");
+                                      "moe_routing",
+                                      "activation_formula"};
+static_assert(kMetaKeyNames.size() == std::size_t(MetaKey::activation_formula) + 1, "one name per MetaKey");
 
 template <class Enum, std::size_t N>
 const char* name_in(const std::array<const char*, N>& names, Enum e) {

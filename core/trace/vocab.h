@@ -124,6 +124,7 @@ enum class MetaKey : std::uint8_t {
   micro_batches,             // the pipeline and grid labs' --micro-batches ("micro-batches": the option's own value)
   predicted_bytes_of_rank,   // prefix: + "." + rank: that rank's memory formula, where ranks differ (pipeline stages)
   moe_routing,               // the experts lab's routing of one step, as JSON (labs/experts/experts_measure.cpp)
+  activation_formula,        // prefix: + "." + rank: the GPT's activation bytes by part, as JSON (gpt_activation_report.h)
 };
 const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".

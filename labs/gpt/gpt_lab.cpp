@@ -155,6 +155,8 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   publish_memory_formula(comm, double(model.num_params()),
                          gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, s.recompute),
                          "16 B/param x the rank's parameters + activations (gpt_activation_bytes)");
+  publish_activation_formula(comm, gpt_activation_parts(s.model, comm.size(), ex::TpMode::plain, {}, s.recompute),
+                             s.recompute, 1, korthikanti_layer_bytes(s.model, comm.size(), ex::TpMode::plain, s.recompute));
   if (s.recompute != theory::Recompute::none) log.activation.gradient_bits_differing = compare_with_twin(comm, cfg, model, corpus, s);
   {
     Trace* tr = comm.trace();
@@ -210,7 +212,7 @@ LabInfo gpt_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::report, ViewKind::timeline, ViewKind::memory},
+      {ViewKind::report, ViewKind::timeline, ViewKind::memory, kActivationView},
       {{"steps", "60"}},
       gpt_option_table().read_back(),
       {},

@@ -132,6 +132,11 @@ class GridGptStage final : public GridStage {
     return gpt_activation_parts(micro_config(s_), s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute)
         .peak(in_flight);
   }
+  void publish_activation_formula(Comm& world, int in_flight) const override {
+    const GptConfig c = micro_config(s_);
+    dtl::publish_activation_formula(world, gpt_activation_parts(c, s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute),
+                                    s_.recompute, in_flight, korthikanti_layer_bytes(c, s_.grid.tp, ex::TpMode::plain, s_.recompute));
+  }
   bool activation_figures(Comm& world, GptActivationFigures& f) const override {
     f = gpt_activation_figures(world, model_);
     return true;

@@ -152,6 +152,7 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
   publish_memory_formula(world, double(rank.local_params()), rank.model().activation_peak(in_flight),
                          "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
+  rank.model().publish_activation_formula(world, in_flight);
   GridMeasurement m;
   std::vector<double> steps;
   std::vector<float> losses;
@@ -218,7 +219,7 @@ LabInfo grid_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, kActivationView, ViewKind::report},
       {},
       grid_option_table().read_back(),
       {},

@@ -51,6 +51,8 @@ class GridStage {
   virtual std::size_t activation_cache_bytes() const { return 0; }
   // The GPT's measured activations (a collective over `world`); false for the MLP.
   virtual bool activation_figures(Comm&, GptActivationFigures&) const { return false; }
+  // The GPT's activation lines for the activations view (meta activation_formula.<rank>).
+  virtual void publish_activation_formula(Comm&, int /*in_flight*/) const {}
   virtual double tp_bytes_per_micro_batch() const = 0;
   virtual double embedding_bytes() const { return 0; }
 };

@@ -63,6 +63,7 @@ class TpModelRun {
   virtual std::size_t activation_cache_bytes() const { return 0; }  // reserved, idle, untracked (a pool's)
   // The GPT's measured activations (gpt_activation_report.h); false for a model without them.
   virtual bool activation_figures(Comm&, GptActivationFigures&) const { return false; }
+  virtual void publish_activation_lines() const {}  // the GPT's, for the activations view
   virtual std::string activation_formula() const = 0;
   virtual std::size_t local_params() const = 0;  // this rank's slice of the model
 };

@@ -65,6 +65,12 @@ class TpGptRun final : public TpModelRun {
         opt_(model_.whole_params(), device, mem, s.adamw) {
     model_.set_recompute(s.recompute);
   }
+  void publish_activation_lines() const override {
+    const GptConfig c = gpt_config(s_);
+    const int T = tp_.comm.size();
+    publish_activation_formula(tp_.comm, gpt_activation_parts(c, T, tp_.mode, {}, s_.recompute), s_.recompute, 1,
+                               korthikanti_layer_bytes(c, T, tp_.mode, s_.recompute));
+  }
 
   float train_step(int step) override {
     std::vector<int> tokens, targets;

@@ -5,7 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
 #include "labs/measure.h"
 
 namespace dtl {
@@ -76,6 +79,16 @@ void add_gpt_activation_rows(Report& rep, const std::string& prefix, const GptCo
     rep.check(prefix + "recompute_gradient_bits", "gradients differing from keeping all (bits)",
               f.gradient_bits_differing, 0.0, "")
         .from("a twin without recomputation");
+}
+
+void publish_activation_formula(Comm& comm, const GptActivationBytes& p, theory::Recompute r, int in_flight,
+                                double paper_block) {
+  Trace* tr = comm.trace();
+  if (!tr) return;
+  const nlohmann::json j = {{"recompute", theory::recompute_name(r)}, {"blocks", p.blocks}, {"block", p.block},
+                            {"end", p.end}, {"recomputed", p.recomputed}, {"in_flight", in_flight},
+                            {"kept", in_flight * p.kept()}, {"peak", p.peak(in_flight)}, {"paper_block", paper_block}};
+  tr->set_meta(meta_key_name(MetaKey::activation_formula, std::to_string(comm.global_rank())), j.dump());
 }
 
 namespace {

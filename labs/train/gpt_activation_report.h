@@ -10,6 +10,7 @@
 #include <string>
 
 #include "labs/report.h"
+#include "labs/view_kind.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -37,6 +38,15 @@ double recompute_flop_ratio(const GptConfig& c, theory::Recompute r);
 // ratio, and the bit-for-bit gradient comparison (a check) when it ran.
 void add_gpt_activation_rows(Report& rep, const std::string& prefix, const GptConfig& c, int tp, ex::TpMode mode,
                              theory::Recompute r, const GptActivationFigures& f);
+
+// The activations view (labs/gpt/views/activation_view.cpp) draws each rank's activation
+// bytes over a step beside these lines: meta "activation_formula.<rank>" = {"recompute",
+// "blocks", "block", "end", "recomputed", "in_flight", "kept" (all in flight after their
+// forward), "peak", "paper_block" (Korthikanti et al.'s layer)}, bytes. Every rank writes its own.
+void publish_activation_formula(Comm& comm, const GptActivationBytes& parts, theory::Recompute r, int in_flight,
+                                double paper_block);
+// The views that draw it, for the labs' LabInfo::views.
+inline constexpr ViewKind kActivationView{"activations"};
 
 // With recomputation: one forward_backward of `model` and of `twin` (the same model built
 // without recomputation: same config, seed, group and device) on the same batch, and the
