@@ -3,6 +3,7 @@
 // line here (docs/reference.md, "Adding a lab"). A binary may register more (register_lab).
 #include "core/error.h"
 #include "labs/collectives/collectives_lab.h"
+#include "labs/context_parallel/cp_lab.h"
 #include "labs/ddp/ddp_lab.h"
 #include "labs/experts/experts_lab.h"
 #include "labs/gpt/gpt_lab.h"
@@ -43,6 +44,7 @@ const std::vector<LabInfo>& lab_registry() {
         tensor_parallel_lab_info(),
         grid_lab_info(),
         experts_lab_info(),
+        context_parallel_lab_info(),
     };
     added().read = true;
     for (LabInfo (*info)() : added().labs) all.push_back(info());

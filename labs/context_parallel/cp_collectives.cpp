@@ -32,10 +32,11 @@ CpSaved all_gather_attention_forward(Comm& cp, const CpLayer& layer, const float
   const std::vector<int> all = all_positions(layer, l.P);  // S of them, in the buffer's order
   const float* kv_all = saved.kv_all.data();
   const int S = layer.shape.seq;
-  const CpPartial p = block_forward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
-                                    v_rows(kv_all, l.w, all.data(), S));
   saved.out.resize(l.rows * std::size_t(l.w));
   saved.lse.resize(l.rows * std::size_t(l.s.heads));
+  const ScopedSpan span = attention_span(cp, Pass::forward);
+  const CpPartial p = block_forward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
+                                    v_rows(kv_all, l.w, all.data(), S));
   finalize_partial(p, l.s, saved.out.data(), l.w, saved.lse.data());
   return saved;
 }
@@ -52,8 +53,11 @@ std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer,
   const CpQueryGrad g{dout, l.w, saved.lse.data(), delta.data(), dqkv.data(), 3 * l.w};
   const float* kv_all = saved.kv_all.data();
   const int S = layer.shape.seq;
-  block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
-                 v_rows(kv_all, l.w, all.data(), S), g, CpKeyGrad{dkv_all.data(), dkv_all.data() + l.w, 2 * l.w});
+  {
+    const ScopedSpan span = attention_span(cp, Pass::backward);
+    block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
+                   v_rows(kv_all, l.w, all.data(), S), g, CpKeyGrad{dkv_all.data(), dkv_all.data() + l.w, 2 * l.w});
+  }
   std::vector<float> dkv(l.rows * std::size_t(2 * l.w));
   {
     const ScopedCollectiveRole role(pass_role(Pass::backward));
@@ -122,11 +126,14 @@ CpSaved ulysses_attention_forward(Comm& cp, const CpLayer& layer, const float* q
   saved.head_qkv = exchange(cp, split_heads(qkv, l.rows, l.P, hw, 3), Pass::forward);  // all-to-all 1
   const std::vector<int> all = all_positions(layer, l.P);
   const float* h = saved.head_qkv.data();  // rows [Q | K | V] of my heads, stride 3·hw
-  const CpPartial p = block_forward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
-                                    {h + 2 * hw, 3 * hw, all.data(), S});
   saved.head_out.resize(std::size_t(S) * std::size_t(l.s.batch) * std::size_t(hw));
   saved.lse.resize(std::size_t(S) * std::size_t(l.s.batch) * std::size_t(mine.heads));
-  finalize_partial(p, mine, saved.head_out.data(), hw, saved.lse.data());
+  {
+    const ScopedSpan span = attention_span(cp, Pass::forward);
+    const CpPartial p = block_forward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
+                                      {h + 2 * hw, 3 * hw, all.data(), S});
+    finalize_partial(p, mine, saved.head_out.data(), hw, saved.lse.data());
+  }
   // head_out is already P blocks, block q = rank q's positions: send each home
   saved.out = join_heads(exchange(cp, saved.head_out, Pass::forward), l.rows, l.P, hw, 1);  // all-to-all 2
   return saved;
@@ -145,8 +152,11 @@ std::vector<float> ulysses_attention_backward(Comm& cp, const CpLayer& layer, co
   std::vector<float> head_dqkv(saved.head_qkv.size(), 0.0f);
   const float* h = saved.head_qkv.data();
   const CpQueryGrad g{head_dout.data(), hw, saved.lse.data(), delta.data(), head_dqkv.data(), 3 * hw};
-  block_backward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S}, {h + 2 * hw, 3 * hw, all.data(), S},
-                 g, CpKeyGrad{head_dqkv.data() + hw, head_dqkv.data() + 2 * hw, 3 * hw});
+  {
+    const ScopedSpan span = attention_span(cp, Pass::backward);
+    block_backward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
+                   {h + 2 * hw, 3 * hw, all.data(), S}, g, CpKeyGrad{head_dqkv.data() + hw, head_dqkv.data() + 2 * hw, 3 * hw});
+  }
   return join_heads(exchange(cp, head_dqkv, Pass::backward), l.rows, l.P, hw, 3);  // all-to-all 4
 }
 

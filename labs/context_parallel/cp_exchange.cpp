@@ -86,7 +86,7 @@ TransferInfo hop_info(const CpLocal& l, int t, const char* what) {
 
 // Step t's block on the rank's timeline: the hop posted before it runs beside it.
 ScopedSpan block_span(Comm& cp, Pass pass, int t) {
-  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, span_label(cp, "ring block", pass), t);
+  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, span_label(cp, kRingBlockSpan, pass), t);
 }
 
 }  // namespace

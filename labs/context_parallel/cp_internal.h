@@ -70,4 +70,12 @@ inline std::uint16_t span_label(Comm& cp, const char* name, Pass pass) {
   return cp.trace() ? cp.trace()->label(name, Role{.pass = pass}) : 0;
 }
 
+// The compute spans the lab reads each rank's attention time from: "ring block" (one per ring
+// step, cp_exchange.cpp) and "attention block" (the one block of all-gather CP and Ulysses).
+inline constexpr const char* kRingBlockSpan = "ring block";
+inline constexpr const char* kAttentionBlockSpan = "attention block";
+inline ScopedSpan attention_span(Comm& cp, Pass pass) {
+  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, span_label(cp, kAttentionBlockSpan, pass));
+}
+
 }  // namespace dtl::cp

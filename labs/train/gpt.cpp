@@ -129,17 +129,33 @@ void Gpt::embed_forward(const int* tokens, GptActivations& a) {
   } else {
     ops_.embedding_forward(tokens, param(wte_), 0, c_.vocab, x0, rows_, h);
   }
-  // Row = s·B + b: position s = row / B. This rank's rows start at a whole position (under
-  // sequence parallelism seq divides by T), first_row / B.
-  const int first_position = (sp_ ? rank_ * rows_local_ : 0) / c_.batch;
-  ops_.position_forward(param(kWpe) + std::size_t(first_position) * std::size_t(h), x0, rows_local_, h, c_.batch);
+  for (const PositionRun& r : position_runs())
+    ops_.position_forward(param(kWpe) + std::size_t(r.position) * std::size_t(h), x0 + std::size_t(r.row) * std::size_t(h),
+                          r.rows, h, c_.batch);
+}
+
+// Row = s·B + b: position s = row / B. This rank's rows start at a whole position (under
+// sequence parallelism seq divides by T), first_row / B; under context parallelism each run
+// of consecutive positions it holds is one run of rows.
+std::vector<Gpt::PositionRun> Gpt::position_runs() const {
+  if (positions_.empty()) return {{(sp_ ? rank_ * rows_local_ : 0) / c_.batch, 0, rows_local_}};
+  std::vector<PositionRun> runs;
+  for (std::size_t i = 0; i < positions_.size(); ++i) {
+    const int row = int(i) * c_.batch;
+    if (!runs.empty() && positions_[i] == positions_[i - 1] + 1)
+      runs.back().rows += c_.batch;
+    else
+      runs.push_back({positions_[i], row, c_.batch});
+  }
+  return runs;
 }
 
 void Gpt::embed_backward(const int* tokens) {
   const int h = c_.hidden;
   const float* d = dresid_.as<float>();
-  const int first_position = (sp_ ? rank_ * rows_local_ : 0) / c_.batch;
-  ops_.position_backward(d, grad(kWpe) + std::size_t(first_position) * std::size_t(h), rows_local_, h, c_.batch);
+  for (const PositionRun& r : position_runs())
+    ops_.position_backward(d + std::size_t(r.row) * std::size_t(h), grad(kWpe) + std::size_t(r.position) * std::size_t(h),
+                           r.rows, h, c_.batch);
   const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
   const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
   ops_.embedding_backward(tokens, d_all, grad(wte_), vocab_begin(), vocab_local(), rows_, h);
@@ -154,7 +170,10 @@ void Gpt::block_body_forward(int i, GptBlockActivations& a) {
   ops_.layernorm_forward(a.input, p(ln1_w), p(ln1_b), a.ln1_out, a.ln1_mean, a.ln1_rstd, rows_local_, h, kLayerNormEps);
   column_forward(linear(i, attn_w), a.ln1_out, a.qkv);
   const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
-  ops_.attention_forward(a.qkv, a.attn_out, a.probs, shape);
+  if (attention_override_)
+    attention_override_->forward(i, a.qkv, a.attn_out);
+  else
+    ops_.attention_forward(a.qkv, a.attn_out, a.probs, shape);
   row_forward(linear(i, attn_proj_w), a.attn_out, y_.as<float>());
   copy_bytes(a.resid_mid, a.input, local_n * sizeof(float));
   ops_.axpy(1.0f, y_.as<float>(), a.resid_mid, local_n);  // x += attn(ln_1(x))
@@ -213,7 +232,10 @@ void Gpt::block_backward(int i, GptActivations& acts) {
 
   row_backward(linear(i, attn_proj_w), a.attn_out, d, dattn_.as<float>());
   const kernels::AttentionShape shape{c_.seq, c_.batch, c_.heads / T_, h / c_.heads};
-  ops_.attention_backward(a.qkv, a.probs, dattn_.as<float>(), dqkv_.as<float>(), shape);
+  if (attention_override_)
+    attention_override_->backward(i, dattn_.as<float>(), dqkv_.as<float>());
+  else
+    ops_.attention_backward(a.qkv, a.probs, dattn_.as<float>(), dqkv_.as<float>(), shape);
   column_backward(linear(i, attn_w), a.ln1_out, dqkv_.as<float>(), dln_.as<float>());
   ops_.layernorm_backward(a.input, p(ln1_w), a.ln1_mean, a.ln1_rstd, dln_.as<float>(), d, g(ln1_w), g(ln1_b),
                           rows_local_, h);

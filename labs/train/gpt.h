@@ -53,6 +53,7 @@
 #include "core/memory/memory.h"
 #include "core/theory/recompute.h"
 #include "labs/tensor_parallel/exercises.h"
+#include "labs/train/gpt_overrides.h"
 #include "labs/train/optimizer.h"
 #include "labs/train/param_layout.h"
 #include "labs/train/train_ops.h"
@@ -118,7 +119,9 @@ struct GptInit {
 //            + 3·Rl·h        ln_1 output, residual after attention, ln_2 output
 //            + 4·Rl          mean and 1/std of both LayerNorms
 //            + 12·R·h/T      q, k, v (3h/T), attention output (h/T), c_fc output and GELU (2·4h/T)
-//            + B·(A/T)·S²    softmax probabilities
+//            + B·(A/T)·S²    softmax probabilities (none with a GptAttentionOverride: `attention`
+//                            replaced; R = n·B then, the rank's n positions, and the
+//                            override counts what it keeps itself)
 //   the end    Rl·h          the stage's output (ln_f's input)
 //            + Rl·h + 2·Rl   on the stage with the head: ln_f's output and statistics,
 //            + 2·R·V/T       the logits and their gradient (vocab-parallel)
@@ -142,8 +145,10 @@ struct GptActivationBytes {
     return in_flight * kept() + (recomputed > end ? recomputed - end : 0.0);
   }
 };
+enum class GptAttention : std::uint8_t { dense, replaced };  // replaced: set_context_parallel's override
 GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {},
-                                        theory::Recompute recompute = theory::Recompute::none);
+                                        theory::Recompute recompute = theory::Recompute::none,
+                                        GptAttention attention = GptAttention::dense);
 // One micro-batch's peak: gpt_activation_parts(...).peak(1).
 double gpt_activation_bytes(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {},
                             theory::Recompute recompute = theory::Recompute::none);
@@ -186,16 +191,6 @@ struct GptActivationMeasure {
   // Summed over every forward and backward so far: seconds and blocks run.
   double recompute_seconds = 0, forward_block_seconds = 0;
   long recomputed_blocks = 0, forward_blocks = 0;
-};
-
-// A replacement for every block's MLP (the experts lab puts its mixture of experts there):
-// forward adds MLP(x) to y, backward adds dL/dx to dx, for block `block`; x and dx are ln_2's
-// output and its gradient, [local_rows × h], fp32 on the host.
-class GptMlpOverride {
- public:
-  virtual ~GptMlpOverride() = default;
-  virtual void forward(int block, const float* x, float* y) = 0;
-  virtual void backward(int block, const float* dy, float* dx) = 0;
 };
 
 class Gpt {
@@ -259,6 +254,16 @@ class Gpt {
   // From now on every block's MLP is `mlp` (null: the dense one again). Its own tensors stay
   // in the table, unused: their gradients are 0. fp32 on the host, one tp rank (UsageError).
   void set_mlp_override(GptMlpOverride* mlp);
+  // Context parallelism: this rank holds `positions` (ascending, each in [0, seq): n of the S,
+  // in one or more contiguous runs — zig-zag has two) of every sequence, so its rows are n·B
+  // ([s, b] over its positions: row i·B + b is position positions[i] of sequence b), the
+  // tokens and targets forward_backward takes are those rows, wpe adds each run's positions
+  // and the loss is the mean over its rows; `attention` computes every block's attention
+  // across the ranks. Before the first forward; the whole model, fp32 on the host, one tp
+  // rank, no recomputation (UsageError). wpe's gradient covers this rank's positions only:
+  // the caller sums the gradients over the ranks.
+  void set_context_parallel(GptAttentionOverride* attention, std::vector<int> positions);
+  const std::vector<int>& positions() const { return positions_; }  // empty: every position
   // Activation recomputation from the next forward on (gpt.h, gpt_activation_parts): the
   // gradients are the same bit for bit; what a block keeps shrinks and its backward reruns
   // part (selective) or all (full) of its forward. Full with a replaced MLP: UsageError.
@@ -360,6 +365,15 @@ class Gpt {
   int T_ = 1, rank_ = 0;
   bool sp_ = false;
   GptMlpOverride* mlp_override_ = nullptr;
+  GptAttentionOverride* attention_override_ = nullptr;
+  std::vector<int> positions_;  // set_context_parallel's; empty: all of them
+  // The runs of consecutive positions this rank's rows hold: wpe rows [position, +rows/B)
+  // are added to rows [row, +rows).
+  struct PositionRun {
+    int position, row, rows;
+  };
+  std::vector<PositionRun> position_runs() const;
+  std::int64_t probability_floats() const;
   int rows_ = 0, rows_local_ = 0;
   MemoryTracker& mem_;
   TrainOps& ops_;

@@ -16,13 +16,13 @@
 namespace dtl {
 
 GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span,
-                                        theory::Recompute recompute) {
+                                        theory::Recompute recompute, GptAttention attention) {
   // The formula and what each term is: gpt.h, above GptActivationBytes.
   const double T = tp, R = c.rows(), h = c.hidden, S = c.seq, B = c.batch, A = c.heads, V = c.vocab;
   const double Rl = mode == ex::TpMode::sequence_parallel && tp > 1 ? R / T : R;
   const double input = Rl * h;                                  // the block's input
   const double rest = 3 * Rl * h + 4 * Rl + 12 * R * h / T;     // everything else but the probabilities
-  const double probs = B * (A / T) * S * S, attention_again = R * h / T;
+  const double probs = attention == GptAttention::dense ? B * (A / T) * S * S : 0.0, attention_again = R * h / T;
   GptActivationBytes p;
   p.blocks = (span.last < 0 ? c.layers - 1 : span.last) - span.first + 1;
   switch (recompute) {
@@ -86,7 +86,7 @@ void plan_block(const BlockSizes& n, theory::Recompute r, GptBlockActivations& b
   Carver& body = full ? running : kept;
   kept.add(b.input, n.local_rows_h);
   body.add(b.ln1_out, n.local_rows_h), body.add(b.qkv, n.qkv);
-  (r == theory::Recompute::none ? kept : running).add(b.probs, n.probs);
+  if (n.probs > 0) (r == theory::Recompute::none ? kept : running).add(b.probs, n.probs);  // none if replaced
   body.add(b.attn_out, n.attn), body.add(b.resid_mid, n.local_rows_h), body.add(b.ln2_out, n.local_rows_h);
   body.add(b.fc_pre, n.fc), body.add(b.fc_act, n.fc);
   body.add(b.ln1_mean, n.rows_local), body.add(b.ln1_rstd, n.rows_local);
@@ -101,10 +101,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 void Gpt::set_recompute(theory::Recompute r) {
+  if (r != theory::Recompute::none && attention_override_)
+    throw UsageError("recomputation reruns the attention from its probabilities; a replaced attention (context "
+                     "parallelism) keeps none: use --recompute none");
   if (r == theory::Recompute::full && mlp_override_)
     throw UsageError("full recomputation would run a replaced MLP (the experts lab's all-to-alls) twice; use "
                      "--recompute selective or none");
   recompute_ = r;
+}
+
+// B·(A/T)·S² probabilities a block keeps, 0 with a replaced attention (gpt.h).
+std::int64_t Gpt::probability_floats() const {
+  if (attention_override_) return 0;
+  return std::int64_t(c_.batch) * (c_.heads / T_) * c_.seq * c_.seq;
 }
 
 GptActivations Gpt::make_activations() {
@@ -116,8 +125,7 @@ GptActivations Gpt::make_activations() {
 
 void Gpt::acquire_block(GptActivations& a, std::size_t k) {
   const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
-  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq, R * h / T,
-                     R * 4 * h / T};
+  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, probability_floats(), R * h / T, R * 4 * h / T};
   Carver kept, running;
   plan_block(n, recompute_, a.blocks[k], kept, running);
   const std::size_t before = mem_.current(MemTag::activation);
@@ -128,8 +136,7 @@ void Gpt::acquire_block(GptActivations& a, std::size_t k) {
 void Gpt::acquire_recomputed(GptBlockActivations& b) {
   if (recompute_ == theory::Recompute::none) return;
   const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
-  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, std::int64_t(c_.batch) * (c_.heads / T) * c_.seq * c_.seq, R * h / T,
-                     R * 4 * h / T};
+  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, probability_floats(), R * h / T, R * 4 * h / T};
   Carver kept, running;
   plan_block(n, recompute_, b, kept, running);
   const std::size_t before = mem_.current(MemTag::activation);

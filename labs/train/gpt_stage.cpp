@@ -37,6 +37,22 @@ void Gpt::set_mlp_override(GptMlpOverride* mlp) {
   mlp_override_ = mlp;
 }
 
+void Gpt::set_context_parallel(GptAttentionOverride* attention, std::vector<int> positions) {
+  if (precision_ != DType::f32 || ops_.device().kind != Device::Kind::cpu || T_ != 1 || !whole() ||
+      recompute_ != theory::Recompute::none)
+    throw UsageError("context parallelism (a replaced attention) needs the whole GPT in fp32 on the host, without "
+                     "tensor parallelism or recomputation");
+  if (!own_.blocks.empty()) throw Error("Gpt::set_context_parallel: call it before the first forward");
+  if (positions.empty()) throw UsageError("context parallelism: a rank holds at least one position");
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] < 0 || positions[i] >= c_.seq || (i > 0 && positions[i] <= positions[i - 1]))
+      throw UsageError("context parallelism: a rank's positions ascend inside 0.." + std::to_string(c_.seq - 1));
+  attention_override_ = attention;
+  positions_ = std::move(positions);
+  rows_ = rows_local_ = int(positions_.size()) * c_.batch;
+  allocate_workspace();  // the buffers for this rank's rows
+}
+
 void Gpt::zero_grads() {
   require_stage_use("zero_grads");
   ops_.zero(grads(), num_params());

@@ -201,6 +201,8 @@ const std::map<std::string, std::vector<std::string>> kLabBase = {
     {"grid", {"--ranks", "4", "--layers", "2", "--hidden", "16", "--seq", "8", "--batch", "4", "--steps", "1", "--timeout", "5"}},
     {"gpt", {"--ranks", "1", "--layers", "1", "--hidden", "16", "--seq", "8", "--batch", "2", "--steps", "2", "--timeout", "5"}},
     {"experts", {"--ranks", "2", "--layers", "1", "--hidden", "8", "--ffn", "16", "--tokens", "32", "--steps", "1", "--timeout", "5"}},
+    {"context_parallel", {"--ranks", "2", "--layers", "1", "--hidden", "16", "--seq", "16", "--batch", "2", "--steps", "1",
+                          "--timeout", "5"}},
 };
 
 std::vector<std::string> values_of(const dtl::OptionSpec& o) {

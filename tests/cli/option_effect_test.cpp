@@ -35,6 +35,7 @@ const std::map<std::string, std::map<std::string, std::string>> kBase = {
     {"gpt", {{"ranks", "1"}, {"layers", "1"}, {"hidden", "32"}, {"seq", "16"}, {"batch", "4"}, {"steps", "40"},
              {"eval-every", "10"}}},
     {"experts", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"ffn", "32"}, {"steps", "2"}}},
+    {"context_parallel", {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"seq", "16"}, {"batch", "2"}, {"steps", "2"}}},
 };
 
 // Where the generic next value would not show an option's effect in a small run: bucket
