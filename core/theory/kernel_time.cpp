@@ -59,19 +59,22 @@ KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes
 KernelTime memory_time(const ClusterSpec& gpu, double bytes) { return {bytes / gpu.memory_Bps, 0, bytes}; }
 
 LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
-                                 Recompute recompute) {
-  const double b = micro_batch_size, s = m.seq, h = m.hidden, a = m.heads, t = tp;
-  const double rows = b * s, d = h / a;
+                                 Recompute recompute, int cp) {
+  const double b = micro_batch_size, s = m.seq, h = m.hidden, a = m.heads, t = tp, n = s / cp;
+  const double rows = b * n, d = h / a;
   LayerTime l;
   for (const auto& [in, out] : {std::pair{h, 3 * h / t}, {h / t, h}, {h, 4 * h / t}, {4 * h / t, h}}) {
     l.forward_gemm += linear_forward(gpu, rows, in, out);
     l.backward_gemm += linear_backward(gpu, rows, in, out);
   }
-  const AttentionCore core = attention_core(gpu, s, d, b * a / t);
+  AttentionCore core = attention_core(gpu, n, d, b * a / t);  // one block: n queries, n keys
+  l.block_forward_s = core.forward.seconds, l.block_backward_s = core.backward.seconds;
+  for (KernelTime* k : {&core.forward, &core.backward})  // cp blocks, one per ring step
+    k->seconds *= cp, k->flops *= cp, k->bytes *= cp;
   l.forward_gemm += core.forward;
   l.backward_gemm += core.backward;
-  const double softmax_elems = 2 * b * a * s * s / t;
-  l.forward_memory = memory_time(gpu, (18 * b * s * h / t + softmax_elems) * kActivationBytes);
+  const double softmax_elems = 2 * b * a * n * s / t;
+  l.forward_memory = memory_time(gpu, (18 * b * n * h / t + softmax_elems) * kActivationBytes);
   l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes);
   if (recompute == Recompute::full) {  // backward reruns the whole forward first
     l.backward_gemm += l.forward_gemm;
@@ -83,8 +86,8 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int
   return l;
 }
 
-LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp) {
-  const double rows = double(micro_batch_size) * m.seq, vocab_local = double(m.vocab) / tp;
+LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp, int cp) {
+  const double rows = double(micro_batch_size) * m.seq / cp, vocab_local = double(m.vocab) / tp;
   LayerTime l;
   if (m.vocab <= 0) return l;
   l.forward_gemm = linear_forward(gpu, rows, m.hidden, vocab_local);

@@ -57,17 +57,23 @@ KernelTime memory_time(const ClusterSpec& gpu, double bytes);
 //                   18·b·s·h + 2·b·a·s² elements, /t; backward twice the forward's traffic
 //   recomputation   full: backward adds the whole forward; selective: the attention core
 //                   (scores, softmax, values)
+//   context par. cp each GPU holds n = s/cp positions (context_parallel.h): every bs above is
+//                   b·n, and the attention core is cp blocks of n queries against n keys
+//                   (scores (b·a/t)·[n × d]·[d × n], values (b·a/t)·[n × n]·[n × d], one block
+//                   per ring step; softmax b·a·n·s elements)
 struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
+  double block_forward_s = 0, block_backward_s = 0;  // one ring step's attention block (cp > 1)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
 };
 LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
-                                 Recompute recompute);
+                                 Recompute recompute, int cp = 1);
 
 // The LM head on the last stage: logits [bs × h]·[h × V/t], its two backward GEMMs, and the
 // softmax cross-entropy over the logits (read + write b·s·V/t forward, twice backward).
-LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp);
+// With cp, the b·s/cp rows of this GPU.
+LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp, int cp = 1);
 
 // Useful FLOPs over (time · peak): how much of the peak the shapes let the GPU reach.
 double achieved_share(const ClusterSpec& gpu, const KernelTime& k);

@@ -40,7 +40,9 @@ const char* recompute_name(Recompute r) {
   return "?";
 }
 
-const char* axis_name(Axis a) { return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : a == Axis::pp ? "pp" : "ep"; }
+const char* axis_name(Axis a) {
+  return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : a == Axis::pp ? "pp" : a == Axis::ep ? "ep" : "cp";
+}
 
 double ring_all_reduce_seconds(int n, double bytes, Link link) {
   if (n < 2) return 0;
@@ -80,10 +82,13 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   at_least_1(p.micro_batch_size, "the micro-batch size");
   at_least_1(p.micro_batches, "the number of micro-batches");
   if (!(m.parameters() > 0)) throw UsageError("the model has no parameters: give --params or its shape");
-  if (long(p.dp) * p.tp * p.pp != c.gpus)
-    throw UsageError("dp·tp·pp = " + std::to_string(p.dp) + "·" + std::to_string(p.tp) + "·" + std::to_string(p.pp) +
-                     " = " + std::to_string(long(p.dp) * p.tp * p.pp) + " (--dp, --tp, --pp) must equal the " +
-                     std::to_string(c.gpus) + " GPUs (--gpus): change one side");
+  at_least_1(p.cp, "cp");
+  const long world = long(p.dp) * p.tp * p.pp * p.cp;
+  if (world != c.gpus)
+    throw UsageError(std::string(p.cp > 1 ? "dp·tp·pp·cp" : "dp·tp·pp") + " = " + std::to_string(p.dp) + "·" +
+                     std::to_string(p.tp) + "·" + std::to_string(p.pp) + (p.cp > 1 ? "·" + std::to_string(p.cp) : "") +
+                     " = " + std::to_string(world) + (p.cp > 1 ? " (--dp, --tp, --pp, --cp)" : " (--dp, --tp, --pp)") +
+                     " must equal the " + std::to_string(c.gpus) + " GPUs (--gpus): change one side");
   if (m.heads > 0 && m.heads % p.tp != 0)
     throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.heads) +
                      " attention heads (each TP rank computes whole heads)");
@@ -95,6 +100,7 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
   validate_experts(m, p);
+  validate_cp(m, p);
 }
 
 namespace {
@@ -113,18 +119,24 @@ struct Group {
   bool chain = false;
 };
 
-// dp, tp, pp as the topology lays them out; ep the runs of ep consecutive dp ranks.
+// Each axis as plan.h's rank order lays it out (tp fastest, then cp, dp, pp); ep the runs of
+// ep consecutive dp ranks.
 Group axis_group(Axis axis, const ParallelConfig& p) {
+  const long tp_cp = long(p.tp) * p.cp;
   switch (axis) {
     case Axis::tp: return {p.tp, 1, false};
-    case Axis::dp: return {p.dp, p.tp, false};
-    case Axis::pp: return {p.pp, long(p.tp) * p.dp, true};
-    case Axis::ep: return {p.ep, p.tp, false};
+    case Axis::cp: return {p.cp, p.tp, false};  // a ring: the last rank sends to the first
+    case Axis::dp: return {p.dp, tp_cp, false};
+    case Axis::pp: return {p.pp, tp_cp * p.dp, true};
+    case Axis::ep: return {p.ep, tp_cp, false};
   }
   return {};
 }
+// The ranks that hold the same weights (same tp and pp coordinates): cp_rank + cp·dp_rank runs
+// over dp·cp consecutive values, tp apart; with cp = 1 the dp group.
+Group replica_group(const ParallelConfig& p) { return {p.dp * p.cp, p.tp, false}; }
 // The dp/ep ranks that hold the same experts (one per ep run).
-Group expert_replica_group(const ParallelConfig& p) { return {p.dp / p.ep, long(p.tp) * p.ep, false}; }
+Group expert_replica_group(const ParallelConfig& p) { return {p.dp / p.ep, long(p.tp) * p.cp * p.ep, false}; }
 
 Span walk_group(const Group& g, const ClusterSpec& c) {
   if (g.size < 2) return {};
@@ -217,7 +229,7 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
   const auto& m = out.model;
   const auto& p = out.config;
   if (!m.has_shape()) return;
-  const double sbh = double(m.seq) * p.micro_batch_size * m.hidden;
+  const double sbh = double(m.seq) / p.cp * p.micro_batch_size * m.hidden;  // this GPU's s/cp positions
   const int M = p.micro_batches;
   if (p.tp > 1) {
     const int per_layer = p.recompute == Recompute::full ? 6 : 4;
@@ -234,6 +246,25 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
   }
 }
 
+// Context parallelism's exchange (context_parallel.h): one line per collective, per layer and
+// micro-batch, each line's time the part attention's blocks do not hide (the ring's hops beyond
+// their blocks; all-gather and Ulysses all of it); full recomputation reruns the forward lines.
+void add_cp_entries(Plan& out, const Span& span, Link link) {
+  const auto& m = out.model;
+  const auto& p = out.config;
+  if (p.cp < 2 || !m.has_shape()) return;
+  const double rate = out.cluster.peak_flops * p.efficiency, block_f = cp_block_forward_flops(m, p) / rate;
+  out.cp_ring = cp_ring(m, p, link, block_f, 2 * block_f);
+  const int layers = p.micro_batches * layers_per_stage(m, p.pp);
+  const int passes = p.recompute == Recompute::full ? 2 : 1;
+  for (const CpLine& l : cp_lines(m, p, link, block_f, 2 * block_f)) {
+    const int runs = layers * (l.backward ? 1 : passes);
+    LedgerEntry e = entry(Axis::cp, l.what, runs * l.calls, l.bytes_per_call, 0, span);
+    e.time_s = runs * l.exposed_s;
+    out.ledger.push_back(e);
+  }
+}
+
 void fill_memory(Plan& out) {
   const auto& m = out.model;
   const auto& p = out.config;
@@ -241,12 +272,12 @@ void fill_memory(Plan& out) {
   // The dense part over dp; each expert's over its dp/ep replicas (plan.h).
   const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
   const double dense = (out.psi - experts) / shards, own_experts = experts / (shards * p.ep);
-  const int replicas = p.dp / p.ep;
-  mem = rank_model_state(dense, p.zero, p.dp, zero_precision(p.convention));
+  const int replicas = p.dp / p.ep, d = p.dp * p.cp;  // ZeRO over dp·cp (plan.h)
+  mem = rank_model_state(dense, p.zero, d, zero_precision(p.convention));
   const Memory e = rank_model_state(own_experts, p.zero, replicas, zero_precision(p.convention));
   mem.params += e.params, mem.grads += e.grads, mem.optimizer += e.optimizer;
   auto state = [&](ZeroConvention c) {
-    return zero_model_state_bytes(dense, p.zero, p.dp, c) + zero_model_state_bytes(own_experts, p.zero, replicas, c);
+    return zero_model_state_bytes(dense, p.zero, d, c) + zero_model_state_bytes(own_experts, p.zero, replicas, c);
   };
   mem.model_state_sixteen = state(ZeroConvention::sixteen);
   mem.model_state_twelve = state(ZeroConvention::twelve);
@@ -254,8 +285,8 @@ void fill_memory(Plan& out) {
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
   const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
-  auto held = [&](double layer_bytes) {
-    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
+  auto held = [&](double layer_bytes) {  // each GPU of a cp group holds s/cp of every sequence
+    return activations_in_flight(layer_bytes / p.cp, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
   };
   mem.activations_none = held(s * b * h * (34 + 5 * a * s / h) / t);
   mem.activations_selective = held(s * b * h * 34 / t);
@@ -285,6 +316,7 @@ void fill_time(Plan& out) {
   for (const auto& e : out.ledger) {
     if (e.axis == Axis::tp) t.tp += e.time_s * double(M + P - 1) / M;  // each slot of the pipeline waits for it
     if (e.axis == Axis::ep) t.ep += e.time_s * double(M + P - 1) / M;  // (as TP: inside every layer)
+    if (e.axis == Axis::cp) t.cp += e.time_s * double(M + P - 1) / M;
     if (e.axis == Axis::pp) t.pp += e.time_s;
     if (e.axis == Axis::dp) t.dp += e.time_s;
   }
@@ -292,34 +324,6 @@ void fill_time(Plan& out) {
   const double peak = double(out.cluster.gpus) * out.cluster.peak_flops;
   out.mfu = out.model_flops_per_token * out.tokens_per_s / peak;
   out.hfu = out.hardware_flops_per_token * out.tokens_per_s / peak;
-}
-
-std::vector<std::string> formulas(const Plan& out) {
-  const auto& p = out.config;
-  std::vector<std::string> f = {
-      "model state: Ψ/(tp·pp) · " + std::string(zero_convention_name(p.convention)) + " with ZeRO-" +
-          std::to_string(p.zero) + " over dp = " + std::to_string(p.dp),
-      "activations (Korthikanti et al. 2022, TP with sequence parallelism): per layer and micro-batch "
-      "s·b·h·(34 + 5·a·s/h)/tp, selective 34·s·b·h/tp, full 2·s·b·h/tp; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
-      "DP: ZeRO-0 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-1 (distributed optimizer) one reduce-scatter + "
-      "one all-gather; ZeRO-2 reduce-scatter per micro-batch + all-gather; ZeRO-3 per micro-batch 2 all-gathers + "
-      "reduce-scatter, (d−1)/d·2Ψ/(tp·pp) B each",
-      "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
-      "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
-      "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
-      "step: busy·(M+pp−1)/M + exposed communication (α-β, none overlapped); busy = hardware FLOPs·tokens / "
-      "(gpus·peak·" + num(p.efficiency) + ")",
-      "ranks: tp fastest, then dp, then pp (core/comm/topology.h); node = rank / " +
-          std::to_string(out.cluster.gpus_per_node),
-  };
-  if (out.model.experts > 0)
-    f.push_back("experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
-                "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) + "), their state ZeRO'd over the dp/ep "
-                "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
-                "recomputation), (ep−1)/ep leaving the GPU; FLOPs per token from the active Ψ; activations as the dense "
-                "model's (a token's k expert MLPs counted once)");
-  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
-  return f;
 }
 
 }  // namespace
@@ -353,11 +357,13 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   out.psi = m.parameters();
   fill_memory(out);
   auto span_of = [&](Axis a) { return group_span(axis_group(a, p), c); };
-  const Span dp_span = span_of(Axis::dp), tp_span = span_of(Axis::tp), pp_span = span_of(Axis::pp);
+  const Span dp_span = group_span(replica_group(p), c), tp_span = span_of(Axis::tp), pp_span = span_of(Axis::pp);
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
   add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
   const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
-  add_dp_entries(out, (out.psi - experts) / shards, p.dp, "", dp_span, link(dp_span));
+  add_dp_entries(out, (out.psi - experts) / shards, p.dp * p.cp, p.cp > 1 ? " (over dp·cp)" : "", dp_span, link(dp_span));
+  const Span cp_span = span_of(Axis::cp);
+  add_cp_entries(out, cp_span, link(cp_span));
   if (experts > 0) {
     const Span ep_span = span_of(Axis::ep), replica_span = group_span(expert_replica_group(p), c);
     add_ep_entries(out, ep_span, link(ep_span));
@@ -367,7 +373,7 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   for (const auto& e : out.ledger) total += e.bytes;
   for (auto& e : out.ledger) e.share = total > 0 ? e.bytes / total : 0;
   fill_time(out);
-  out.formulas = formulas(out);
+  out.formulas = plan_formulas(out);
   return out;
 }
 

@@ -3,9 +3,13 @@
 // bubble, an estimated step time, tokens/s, MFU and HFU. `dtlab plan` prints it; the
 // curriculum's worked examples (seeds 000–002) are its tests (tests/core/plan_test.cpp).
 //
-// Rank order (as core/comm/topology.h, Megatron-LM): tp fastest, then dp, then pp:
-//     rank = pp_rank · (dp · tp) + dp_rank · tp + tp_rank,   node = rank / gpus_per_node
-// so a TP group stays inside a node while tp divides gpus_per_node.
+// Rank order (Megatron-LM's default tp-cp-dp-pp; core/comm/topology.h's tp, dp, pp when cp = 1):
+// tp fastest, then cp, then dp, then pp:
+//     rank = pp_rank · (dp · cp · tp) + dp_rank · (cp · tp) + cp_rank · tp + tp_rank,
+//     node = rank / gpus_per_node
+// so a TP group stays inside a node while tp divides gpus_per_node, and a CP ring next while
+// cp·tp does. The ranks that hold the same weights (same tp and pp coordinates) are the
+// dp·cp ranks tp apart: the gradient reduction's group.
 //
 // Formulas (Ψ parameters, L layers, h hidden, a heads, s sequence, b micro-batch size,
 // M micro-batches, d/t/p the dp/tp/pp sizes); every byte count is per GPU:
@@ -48,6 +52,25 @@
 //   FLOPs per token         6 · the active Ψ + 12·L·h·s
 //   activations             the dense model's: a token's k expert MLPs count as one (low by
 //                           the MLP's share of Korthikanti's 34·s·b·h times k − 1)
+//
+// Context parallelism (ParallelConfig::cp; context_parallel.h for ring attention's exchange):
+// each GPU of a cp group holds s/cp positions of every sequence (zig-zag split: s divisible by
+// 2·cp), so world = dp·tp·pp·cp and the tokens per step stay dp·M·b·s:
+//   activations             every formula above ÷ cp, under every recomputation (each term of
+//                           Korthikanti's count is per position; the scores' 5·a·s²·b/t term is
+//                           s/cp queries against s keys)
+//   model state             Ψ/(tp·pp), replicated over cp; ZeRO shards over dp·cp, as
+//                           Megatron's distributed optimizer does (the gradients are reduced
+//                           over dp·cp anyway, so the shards come with the reduce-scatter)
+//   DP traffic              the collectives above over d = dp·cp ranks
+//   TP, PP traffic          b·(s/cp)·h elements where b·s·h stood
+//   CP traffic              ring K/V hops of 2·(b·s/cp)·(h/t)·2 B: cp−1 forward (again with full
+//                           recomputation), cp−1 K/V and cp dK/dV backward, per layer and
+//                           micro-batch; exposed beyond each block's attention compute
+//                           (4·b·(s/cp)²·h/t FLOPs forward, twice backward, at peak·efficiency)
+//                           and, as TP, in every slot of the pipeline: × (M+p−1)/M; all-gather
+//                           and Ulysses (cp_algo) their collectives, exposed whole
+//   FLOPs                   unchanged in total, ÷ cp per GPU (the balanced zig-zag split assumed)
 #pragma once
 
 #include <cstddef>
@@ -56,6 +79,7 @@
 #include <vector>
 
 #include "core/theory/collectives.h"
+#include "core/theory/context_parallel.h"
 #include "core/theory/recompute.h"
 #include "core/theory/zero.h"
 
@@ -110,9 +134,11 @@ struct ParallelConfig {
   ZeroConvention convention = ZeroConvention::sixteen;
   double efficiency = 0.5;  // achieved / peak FLOP/s of the compute
   int ep = 1;  // expert parallelism, within dp (a mixture-of-experts model only)
+  int cp = 1;  // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
+  CpAlgo cp_algo = CpAlgo::ring;  // how attention reaches the other ranks' K/V (context_parallel.h)
 };
 
-enum class Axis { dp, tp, pp, ep };
+enum class Axis { dp, tp, pp, ep, cp };
 const char* axis_name(Axis a);
 
 struct Memory {
@@ -140,8 +166,8 @@ struct LedgerEntry {
 };
 
 struct StepTime {
-  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0;
-  double total() const { return busy + bubble + tp + pp + dp + ep; }
+  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0;
+  double total() const { return busy + bubble + tp + pp + dp + ep + cp; }
 };
 
 struct Plan {
@@ -156,6 +182,7 @@ struct Plan {
   double tokens_per_step = 0, tokens_per_s = 0;
   double model_flops_per_token = 0, hardware_flops_per_token = 0;
   double mfu = 0, hfu = 0;
+  CpRing cp_ring;                     // one layer's ring exchange per micro-batch (cp > 1)
   std::vector<std::string> formulas;  // the formulas used, in words
   double bytes_on(Axis a) const;      // the ledger's bytes on one axis
 };
@@ -172,10 +199,12 @@ struct Plan {
 Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision precision);
 double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp);
 
-// Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp ≠ gpus, tp not
+// Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp·cp ≠ gpus, tp not
 // dividing heads, pp > layers, ZeRO outside 0–3, efficiency outside (0, 1].
 void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
 Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
+// The formulas a plan used, in words (its notes; plan_model.cpp).
+std::vector<std::string> plan_formulas(const Plan& out);
 
 // α-β time of a ring all-reduce of `bytes` over n ranks on one link: 2(n−1)α + 2(n−1)/n·bytes/β.
 double ring_all_reduce_seconds(int n, double bytes, Link link);

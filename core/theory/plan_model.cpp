@@ -1,5 +1,6 @@
 // The planner's models and clusters (plan.h): the GPT's parameter count from its shape (with
-// its experts, if any), and the model and cluster presets with their sources.
+// its experts, if any), the model and cluster presets with their sources, and a plan's formulas in words.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ std::string joined(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+std::string formula_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 double mlp_parameters(double h) { return 8 * h * h + 5 * h; }  // h → 4h → h with biases
@@ -104,5 +111,58 @@ ClusterSpec cluster_preset(std::string_view name) {
   }
   return c;
 }
+
+namespace {
+
+// Context parallelism's note: the split, the weights' replicas, and the exchange of p.cp_algo.
+std::string cp_words(const ParallelConfig& p) {
+  const std::string exchange =
+      p.cp_algo == CpAlgo::ring
+          ? "ring attention per layer and micro-batch: cp−1 forward hops (again with full recomputation), cp−1 K/V + "
+            "cp dK/dV backward, each 2·(b·s/cp)·(h/tp)·2 B, exposed beyond each block's attention 4·b·(s/cp)²·h/tp "
+            "FLOPs (backward 2×) at peak·efficiency"
+      : p.cp_algo == CpAlgo::all_gather
+          ? "all-gather of K/V per layer and micro-batch, (cp−1)·2·(b·s/cp)·(h/tp)·2 B leaving, and a reduce-scatter "
+            "of dK/dV in backward, the same bytes; exposed whole (the gathered K/V kept for backward not counted)"
+          : "Ulysses per layer and micro-batch: all-to-alls of Q/K/V (3·b·(s/cp)·h/tp) and the output (b·(s/cp)·h/tp), "
+            "forward and backward, (cp−1)/cp leaving, 2 B each; exposed whole";
+  return "context parallelism: cp = " + std::to_string(p.cp) + " GPUs hold s/cp positions of each sequence (zig-zag "
+         "split, balanced causal work assumed): activations, TP and PP messages ÷ cp; weights replicated over cp, ZeRO "
+         "and the gradient reduction over dp·cp; " + exchange;
+}
+
+}  // namespace
+
+// The plan's notes: each formula it used, in words (plan.h lists them all).
+std::vector<std::string> plan_formulas(const Plan& out) {
+  const auto& p = out.config;
+  std::vector<std::string> f = {
+      "model state: Ψ/(tp·pp) · " + std::string(zero_convention_name(p.convention)) + " with ZeRO-" +
+          std::to_string(p.zero) + (p.cp > 1 ? " over dp·cp = " + std::to_string(p.dp * p.cp) : " over dp = " + std::to_string(p.dp)),
+      "activations (Korthikanti et al. 2022, TP with sequence parallelism): per layer and micro-batch "
+      "s·b·h·(34 + 5·a·s/h)/tp, selective 34·s·b·h/tp, full 2·s·b·h/tp; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
+      "DP: ZeRO-0 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-1 (distributed optimizer) one reduce-scatter + "
+      "one all-gather; ZeRO-2 reduce-scatter per micro-batch + all-gather; ZeRO-3 per micro-batch 2 all-gathers + "
+      "reduce-scatter, (d−1)/d·2Ψ/(tp·pp) B each",
+      "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
+      "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
+      "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
+      "step: busy·(M+pp−1)/M + exposed communication (α-β, none overlapped); busy = hardware FLOPs·tokens / "
+      "(gpus·peak·" + formula_number(p.efficiency) + ")",
+      std::string(p.cp > 1 ? "ranks: tp fastest, then cp, then dp, then pp (Megatron-LM's order)"
+                           : "ranks: tp fastest, then dp, then pp (core/comm/topology.h)") +
+          "; node = rank / " + std::to_string(out.cluster.gpus_per_node),
+  };
+  if (out.model.experts > 0)
+    f.push_back("experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
+                "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) + "), their state ZeRO'd over the dp/ep "
+                "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
+                "recomputation), (ep−1)/ep leaving the GPU; FLOPs per token from the active Ψ; activations as the dense "
+                "model's (a token's k expert MLPs counted once)");
+  if (p.cp > 1) f.push_back(cp_words(p));
+  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
+  return f;
+}
+
 
 }  // namespace dtl::theory

@@ -30,7 +30,8 @@ std::string gb(double bytes) {
 }
 
 std::string config_words(const th::ParallelConfig& p) {
-  return "dp " + std::to_string(p.dp) + " × tp " + std::to_string(p.tp) + " × pp " + std::to_string(p.pp) + " · ZeRO-" +
+  return "dp " + std::to_string(p.dp) + " × tp " + std::to_string(p.tp) + " × pp " + std::to_string(p.pp) +
+         (p.cp > 1 ? " × cp " + std::to_string(p.cp) + " (" + th::cp_algo_name(p.cp_algo) + ")" : "") + " · ZeRO-" +
          std::to_string(p.zero) + " · recompute " + th::recompute_name(p.recompute) + " · b " +
          std::to_string(p.micro_batch_size) + " × M " + std::to_string(p.micro_batches);
 }
@@ -69,7 +70,9 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
   const std::string zero =
       pl.model.experts > 0
           ? "dense Ψ/(tp·pp) ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp) + "; experts /(ep·tp·pp) over dp/ep"
-          : "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp);
+      : p.cp > 1 ? "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp·cp " + std::to_string(p.dp * p.cp)
+                 : "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp);
+  const std::string per_cp = p.cp > 1 ? "/(t·cp)" : "/t";
   rep.add("memory.params", "parameters", mem.params / 1e9, "GB").source = zero;
   rep.add("memory.grads", "gradients", mem.grads / 1e9, "GB").source = zero;
   rep.add("memory.optimizer", "optimizer states", mem.optimizer / 1e9, "GB").source = zero;
@@ -81,11 +84,11 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
     rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
             mem.activations / 1e9, "GB").source = "Korthikanti et al. 2022";
     rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source =
-        "s·b·h(34+5as/h)/t";
+        "s·b·h(34+5as/h)" + per_cp;
     rep.add("memory.activations_selective", "activations, selective recomputation", mem.activations_selective / 1e9,
-            "GB").source = "34·s·b·h/t";
+            "GB").source = "34·s·b·h" + per_cp;
     rep.add("memory.activations_full", "activations, full recomputation", mem.activations_full / 1e9, "GB").source =
-        "2·s·b·h/t";
+        "2·s·b·h" + per_cp;
   }
   rep.add("memory.total", "total per GPU", mem.total() / 1e9, "GB");
   rep.add("memory.capacity", "GPU memory", mem.capacity / 1e9, "GB");
@@ -109,6 +112,15 @@ void add_traffic_rows(Report& rep, const th::Plan& pl) {
   rep.add("traffic.total", "sent per GPU per step", total / 1e9, "GB");
 }
 
+// Ring attention's hop against the block it hides behind (core/theory/context_parallel.h).
+void add_cp_time_rows(Report& rep, const th::Plan& pl) {
+  const th::CpRing& r = pl.cp_ring;
+  rep.add("time.cp_hop", "CP ring: one K/V hop", r.hop_s, "s").source = "α + 2·(b·s/cp)·(h/tp)·2 B / β";
+  rep.add("time.cp_block", "CP ring: one block's attention, forward", r.block_forward_s, "s").source =
+      "4·b·(s/cp)²·h/tp FLOPs / (peak·efficiency)";
+  rep.add("time.cp", "exposed CP ring hops", pl.time.cp, "s").source = "max(0, hop − block) per hop, + the last dK/dV hop";
+}
+
 void add_time_rows(Report& rep, const th::Plan& pl) {
   const auto& t = pl.time;
   rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source = "(p−1)/(M+p−1)";
@@ -118,6 +130,10 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
   rep.add("time.pp", "exposed PP communication", t.pp, "s").source = "α-β";
   rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "α-β, no overlap";
   if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
+  if (pl.config.cp > 1 && pl.config.cp_algo == th::CpAlgo::ring) add_cp_time_rows(rep, pl);
+  if (pl.config.cp > 1 && pl.config.cp_algo != th::CpAlgo::ring)
+    rep.add("time.cp", std::string("exposed CP ") + th::cp_algo_name(pl.config.cp_algo) + " collectives", t.cp, "s")
+        .source = "α-β, none hidden";
   rep.add("time.step", "step time", t.total(), "s");
   rep.add("time.tokens_per_step", "tokens per step", pl.tokens_per_step, "");
   rep.add("time.tokens_per_s", "tokens/s", pl.tokens_per_s, "tokens/s");
@@ -128,7 +144,7 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
 Report plan_report(const th::Plan& pl) {
   Report rep = header(pl);
   rep.setup.push_back(config_words(pl.config));
-  rep.config = {{"dp", pl.config.dp},   {"tp", pl.config.tp}, {"pp", pl.config.pp}, {"zero", pl.config.zero},
+  rep.config = {{"dp", pl.config.dp},   {"tp", pl.config.tp}, {"pp", pl.config.pp}, {"cp", pl.config.cp}, {"zero", pl.config.zero},
                 {"micro_batch_size", pl.config.micro_batch_size}, {"micro_batches", pl.config.micro_batches},
                 {"recompute", th::recompute_name(pl.config.recompute)}, {"psi", pl.psi},
                 {"fits", pl.memory.fits()}};
@@ -138,6 +154,10 @@ Report plan_report(const th::Plan& pl) {
                       {"bytes", e.bytes}, {"intra_bytes", e.intra_bytes}, {"inter_bytes", e.inter_bytes},
                       {"share", e.share}, {"crosses_nodes", e.crosses_nodes}, {"time_s", e.time_s}});
   rep.config["ledger"] = ledger;
+  if (pl.config.cp > 1) {
+    rep.config["rank_order"] = "rank = pp_rank·(dp·cp·tp) + dp_rank·(cp·tp) + cp_rank·tp + tp_rank";
+    rep.setup.push_back("ranks: tp fastest, then cp, dp, pp (Megatron-LM's order): a cp ring's ranks are tp apart");
+  }
   add_memory_rows(rep, pl);
   add_traffic_rows(rep, pl);
   if (pl.model.has_shape()) add_time_rows(rep, pl);
@@ -180,6 +200,9 @@ void require_search_options_apply(const CLI::App& p, bool search) {
       throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
                        "the micro-batches from --global-batch; it plans dense models only): drop it, or drop --search "
                        "to plan that configuration");
+  if (p.count("--cp") || p.count("--cp-algo"))
+    throw UsageError(std::string(p.count("--cp") ? "--cp" : "--cp-algo") + ": --search ranks dp·tp·pp = N without "
+                     "context parallelism (cp 1); drop --search to plan a cp configuration (--dp --tp --pp --cp)");
 }
 
 }  // namespace
@@ -195,6 +218,7 @@ Command add_plan_command(CLI::App& app) {
   p->add_flag("--json", a->json, "Print the report as JSON");
   return [a, p] {
     require_search_options_apply(*p, a->search > 0);
+    require_cp_options_apply(*p, *a);
     const th::ModelSpec m = model_from(*a);
     th::ClusterSpec c = cluster_from(*a);
     Report rep;

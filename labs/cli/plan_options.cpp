@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -142,10 +144,12 @@ th::ModelSpec model_from(const PlanArgs& a) {
 
 th::ClusterSpec cluster_from(const PlanArgs& a) {
   th::ClusterSpec c = with_option("--cluster", [&] { return th::cluster_preset(a.cluster); });
-  const std::int64_t product = std::int64_t(a.dp) * a.tp * a.pp;  // each up to 10^7: 64 bits hold it
+  // each up to 10^7, cp up to 10^4: 64 bits hold the product
+  const std::int64_t product = std::int64_t(a.dp) * a.tp * a.pp * a.cp;
   if (product > 10000000)
     throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " + std::to_string(a.pp) +
-                     " = " + std::to_string(product) + " GPUs, more than the 10,000,000 the planner takes: lower them");
+                     (a.cp > 1 ? " × --cp " + std::to_string(a.cp) : "") + " = " + std::to_string(product) +
+                     " GPUs, more than the 10,000,000 the planner takes: lower them");
   c.gpus = a.gpus ? a.gpus : int(product);
   if (a.gpus_per_node) c.gpus_per_node = a.gpus_per_node;
   if (!a.gpu_memory.empty()) c.gpu_memory = parse_count(a.gpu_memory, "--gpu-memory", true);
@@ -159,7 +163,13 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
 
 th::ParallelConfig config_from(const PlanArgs& a) {
   return {a.dp, a.tp, a.pp, a.zero, a.micro_batch_size, a.micro_batches, th::parse_recompute(a.recompute),
-          parse_convention(a.convention), a.efficiency, a.ep};
+          parse_convention(a.convention), a.efficiency, a.ep, a.cp, a.cp_algo};
+}
+
+void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
+  if (p.count("--cp-algo") && a.cp < 2)
+    throw UsageError(std::string("--cp-algo ") + th::cp_algo_name(a.cp_algo) + " chooses how context-parallel ranks "
+                     "exchange keys and values: add --cp N (N > 1)");
 }
 
 void add_plan_options(CLI::App* p, PlanArgs& a) {
@@ -198,6 +208,17 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--top-k", a.top_k, "With --experts: experts per token k (default 2)")->check(whole_range(1, 1000000));
   p->add_option("--ep", a.ep, "With --experts: expert-parallel ranks, within dp (dividing dp and E)")
       ->check(whole_range(1, 10000000))->capture_default_str();
+  p->add_option("--cp", a.cp,
+                "Context-parallel size: each sequence split over cp GPUs (zig-zag, 2·cp dividing --seq), ring attention; "
+                "GPUs = dp·tp·pp·cp, ranks tp fastest, then cp, dp, pp")
+      ->check(whole_range(1, 10000))->capture_default_str();
+  p->add_option("--cp-algo", a.cp_algo,
+                "With --cp: ring (K/V hops overlapped with attention blocks), all-gather (Llama 3: K/V gathered, "
+                "dK/dV reduce-scattered) or ulysses (all-to-alls to whole heads; heads/tp divisible by cp)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames),
+                                                                          std::end(th::kCpAlgoNames))))
+      ->option_text("ring|all-gather|ulysses")
+      ->default_str(th::cp_algo_name(th::CpAlgo::ring));
 }
 
 std::string text_without_result(const Report& rep) {

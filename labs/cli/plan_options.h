@@ -18,6 +18,8 @@ struct PlanArgs {
   double intra_bw = 0, inter_bw = 0, intra_us = -1, inter_us = -1, peak_tflops = 0;
   int dp = 1, tp = 1, pp = 1, zero = 0, micro_batch_size = 1, micro_batches = 32;  // M 32: the seeds' bubble examples
   int experts = 0, top_k = 0, ep = 1;  // a mixture of experts; top_k 0: not given (2 with --experts)
+  int cp = 1;                          // context parallelism: the sequence over cp GPUs
+  theory::CpAlgo cp_algo = theory::CpAlgo::ring;
   std::string recompute = "none", convention = "16";
   double efficiency = 0.5;
   bool json = false;
@@ -34,6 +36,8 @@ theory::ModelSpec model_from(const PlanArgs& a);
 theory::ClusterSpec cluster_from(const PlanArgs& a);
 theory::ParallelConfig config_from(const PlanArgs& a);
 theory::ZeroConvention parse_convention(const std::string& text);  // throws UsageError
+// --cp-algo chooses how --cp's ranks exchange K/V: given without --cp N > 1 it is a UsageError.
+void require_cp_options_apply(const CLI::App& p, const PlanArgs& a);
 // Report::to_text ends with "result: OK, 0 checks passed": a plan or a simulation checks
 // nothing, so that line goes.
 std::string text_without_result(const Report& rep);

@@ -69,7 +69,8 @@ void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, 
           per_gpu * pl.hardware_flops_per_token / 1e12, "TFLOP/s");
   if (compute != sim::ComputeModel::roofline) return;
   const th::LayerTime l =
-      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute);
+      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute,
+                                 pl.config.cp);
   th::KernelTime gemms = l.forward_gemm;
   gemms += l.backward_gemm;
   char from[160];
@@ -101,8 +102,18 @@ void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, 
   char from[160];
   std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s",
                 th::optimizer_step_bytes(th::zero_precision(pl.config.convention)),
-                format_value(pl.cluster.memory_Bps, "B/s").c_str(), w.zero >= 1 ? ", 1/dp of them" : "");
+                format_value(pl.cluster.memory_Bps, "B/s").c_str(),
+                w.zero < 1 ? "" : w.cp > 1 ? ", 1/(dp·cp) of them" : ", 1/dp of them");
   rep.add("sim.optimizer", "optimizer step per GPU (busiest stage)", optimizer, "s").source = from;
+}
+
+// Context parallelism's exchange on the timeline, beside the plan's (core/theory/context_parallel.h).
+void add_cp_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
+  double cp = 0;
+  for (const auto& s : r.stages) cp = std::max(cp, s.cp);
+  rep.add("sim.cp", std::string("CP ") + th::cp_algo_name(pl.config.cp_algo) + " exchange exposed per GPU", cp, "s")
+      .predict(pl.time.cp, pl.config.cp_algo == th::CpAlgo::ring ? "plan: hops beyond blocks at peak·efficiency"
+                                                                 : "plan: α-β, none hidden");
 }
 
 Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
@@ -116,13 +127,14 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   char psi[64];
   std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
   rep.setup = {"model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
-                   std::to_string(w.pp) + " · ZeRO-" + std::to_string(w.zero) +
+                   std::to_string(w.pp) + (w.cp > 1 ? " × cp " + std::to_string(w.cp) + " (" + th::cp_algo_name(pl.config.cp_algo) + ")" : "") + " · ZeRO-" + std::to_string(w.zero) +
                    (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " + std::to_string(w.micro_batches) +
                    " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
-               w.tp_route.describe("tp"), w.dp_route.describe("dp"), w.pp_route.describe("pp", true)};
+               w.tp_route.describe("tp"), w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
   char took[160];
   std::snprintf(took, sizeof took, "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
                 r.elapsed_s, r.stages.size(), w.gpus(), trace_ranks);
+  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 2, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
   rep.setup.push_back(took);
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
@@ -135,6 +147,7 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.compute", "compute per GPU (busiest stage)", compute, "s").predict(pl.time.busy, "plan: busy");
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
+  if (w.cp > 1) add_cp_row(rep, pl, r);
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
       std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo) + ": " + dp_schedule_words(w.zero);
   add_step_end_rows(rep, pl, w, r);
@@ -195,7 +208,7 @@ int run_simulate(const SimulateArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> meta = {
         {"links", nlohmann::json{{"tp", w.tp_route.describe("tp")}, {"dp", w.dp_route.describe("dp")},
-                                 {"pp", w.pp_route.describe("pp", true)}}.dump()},
+                                 {"pp", w.pp_route.describe("pp", true)}, {"cp", w.cp_route.describe("cp")}}.dump()},
         {"simulated_gpus", std::to_string(w.gpus())},
         {"calibration", calibration_words()},
         {"report", rep.to_json().dump()}};
@@ -280,6 +293,7 @@ Command add_simulate_command(CLI::App& app) {
   return [a, p] {
     check_calibrate_options(p, a->calibrate);
     require_simulate_options_apply(*p, !a->trace.empty(), a->compute);
+    require_cp_options_apply(*p, a->plan);
     return run_simulate(*a);
   };
 }

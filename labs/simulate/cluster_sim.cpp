@@ -110,7 +110,8 @@ double compute_seconds(const Workload& w, int stage, bool fwd) {
 
 double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
   const bool fwd = op == pipeline::Op::forward;
-  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes);
+  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes) +
+         (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s);
 }
 
 // The grid lab's --compute-us: the action lasts at least the floor (F) or twice it (B).
@@ -136,6 +137,7 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
                    : kind == SpanKind::host  ? tl.host
                    : axis == 't'             ? tl.tp
                    : axis == 'p'             ? tl.pp
+                   : axis == 'c'             ? tl.cp
                                              : tl.dp;
   bucket += seconds;
 }
@@ -189,6 +191,10 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
       add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes,
           library_collective_role(CollectiveKind::all_reduce));
+    if (w.cp > 1)  // the exchange's time not hidden behind attention blocks (context_parallel.h)
+      add(tl, at, fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s, SpanKind::collective,
+          fwd ? w.cp_forward_label : w.cp_backward_label, 'c', m, fwd ? w.cp_forward_bytes : w.cp_backward_bytes,
+          Role{.pass = pass});
     if (buckets) {  // layer `layer`'s gradients are final: into the bucket, launched once full
       buckets->filled += action_dp_bytes(w, stage) / L;
       if (buckets->filled >= w.dp_bucket_bytes || i + 1 == L) launch_bucket(w, tl, *buckets, at);
@@ -214,7 +220,7 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
 void close_step(const Workload& w, int stage, StageTimeline& tl, double last_action_end, const BucketStream* buckets) {
   double at = buckets ? std::max(last_action_end, buckets->free_at) : last_action_end;
   const double bytes = w.dp_bytes[std::size_t(stage)];
-  const bool dp = w.dp > 1;
+  const bool dp = w.replicas() > 1;
   if (dp && w.zero == 0 && !buckets)
     add(tl, at, w.dp_route.all_reduce(bytes), SpanKind::collective, "all_reduce gradients", 'd', -1, bytes,
         library_collective_role(CollectiveKind::all_reduce));
@@ -279,7 +285,7 @@ SimResult simulate_step(const Workload& w) {
     const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
     if (a.action.op == pipeline::Op::backward && (!last || a.end >= last->end)) last = &a;
   }
-  const bool overlap = w.dp_bucket_bytes > 0 && w.dp > 1 && w.zero <= 1;
+  const bool overlap = w.dp_bucket_bytes > 0 && w.replicas() > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));
   for (const pipeline::TimedAction& a : pipe.actions) {
     const bool last = &a == last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];

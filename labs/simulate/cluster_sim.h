@@ -19,8 +19,11 @@
 //               from its bytes on the GPU's memory bandwidth (workload.cpp); in the calibration
 //               each stage's measured optimizer and host work, and the grid lab's --compute-us
 //               floor on F and B
+//   CP          ring attention's K/V hops inside each layer (core/theory/context_parallel.h):
+//               what each hop lasts beyond the block of attention it overlaps, after the
+//               layer's compute; the DP collectives run over the dp·cp ranks holding the same weights
 //   links       per axis: NVLink when the group lies in one node, InfiniBand when it spans
-//               nodes (rank order tp fastest, then dp, then pp: core/theory/plan.h);
+//               nodes (rank order tp fastest, then cp, dp, pp: core/theory/plan.h);
 //               ring, binomial tree, or hierarchical (ring in the node, ring across nodes)
 //
 // Ranks that behave alike are computed once: every dp replica and tp rank of a stage runs
@@ -67,6 +70,7 @@ AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, th
 // One step's work on one GPU of each stage (every figure per GPU, per micro-batch).
 struct Workload {
   int dp = 1, tp = 1, pp = 1, zero = 0, micro_batches = 1;
+  int cp = 1;  // context parallelism: each GPU holds s/cp positions (every figure here is this GPU's)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int chunks = 1;  // v: model chunks per stage (interleaved 1F1B; every stage's layers a multiple of v)
   std::vector<int> stage_layers;  // layers on each stage (size pp)
@@ -74,6 +78,10 @@ struct Workload {
   int tp_calls_forward = 2, tp_calls_backward = 2;  // all-reduces per layer
   double tp_bytes = 0;                              // per all-reduce
   double pp_bytes = 0;                              // per message between stages
+  // Context parallelism per layer and micro-batch (cp > 1): the exchange's time not hidden behind
+  // attention blocks and the bytes it carries; backward includes full recomputation's rerun forward.
+  double cp_forward_exposed_s = 0, cp_backward_exposed_s = 0, cp_forward_bytes = 0, cp_backward_bytes = 0;
+  std::string cp_forward_label, cp_backward_label;  // the exchange's spans (ring, all-gather or Ulysses)
   std::vector<double> dp_bytes;                     // per stage: its gradient bytes on one GPU
   // > 0: ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) overlaps the step's last
   // backward on each stage, bucket by bucket as PyTorch DDP and Megatron's overlap_grad_reduce
@@ -90,9 +98,10 @@ struct Workload {
   std::vector<double> stage_host_s;
   std::string host_label = "optimizer and host work";
   double action_floor_s = 0;  // the grid lab's --compute-us: an F lasts at least this, a B twice
-  AxisRoute tp_route, dp_route, pp_route;
+  AxisRoute tp_route, dp_route, pp_route, cp_route;  // dp_route: the dp·cp ranks holding the same weights
   double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
-  int gpus() const { return dp * tp * pp; }
+  int gpus() const { return dp * tp * pp * cp; }
+  int replicas() const { return dp * cp; }  // ranks the gradients are reduced over (ZeRO's shards)
 };
 // Layers on each of P stages: L/P each, the first L mod P one more (as the grid lab splits).
 std::vector<int> split_layers(int layers, int stages);
@@ -102,7 +111,7 @@ struct Span {
   double begin = 0, end = 0;  // seconds from the step's start
   SpanKind kind = SpanKind::compute;
   std::string label;  // "F", "B", "layer 3 forward", "all_reduce", ...
-  char axis = 0;      // 'd', 't', 'p' for communication
+  char axis = 0;      // 'd', 't', 'p', 'c' for communication
   int micro_batch = -1;
   double bytes = 0;
   Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
@@ -112,7 +121,7 @@ struct Span {
 struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
-  double compute = 0, tp = 0, pp = 0, dp = 0, host = 0;  // seconds spent in each
+  double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, host = 0;  // seconds spent in each (cp: exposed hops)
   double dp_exposed = 0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
 };
 

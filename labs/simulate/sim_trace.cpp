@@ -16,10 +16,10 @@ namespace dtl::sim {
 namespace {
 
 struct Coord {
-  int pp, dp, tp;
+  int pp, dp, tp, cp;
 };
-Coord coord_of(const Workload& w, int rank) {  // tp fastest, then dp, then pp
-  return {rank / (w.dp * w.tp), (rank / w.tp) % w.dp, rank % w.tp};
+Coord coord_of(const Workload& w, int rank) {  // tp fastest, then cp, then dp, then pp (core/theory/plan.h)
+  return {rank / (w.dp * w.cp * w.tp), (rank / (w.cp * w.tp)) % w.dp, rank % w.tp, (rank / w.tp) % w.cp};
 }
 
 std::vector<int> sorted_unique(std::vector<int> v) {
@@ -40,7 +40,7 @@ int parse_rank(std::string_view text, const Workload& w) {
 }
 
 std::uint16_t axis_group_rank(const Coord& c, char axis) {
-  return std::uint16_t(axis == 't' ? c.tp : axis == 'd' ? c.dp : c.pp);
+  return std::uint16_t(axis == 't' ? c.tp : axis == 'd' ? c.dp : axis == 'c' ? c.cp : c.pp);
 }
 
 GroupAxis group_axis(char axis) {
@@ -60,8 +60,9 @@ std::vector<ViewKind> simulated_trace_views(bool whole_grid) {
 std::vector<int> default_trace_ranks(const Workload& w) {
   if (w.gpus() <= 64) return parse_trace_ranks("all", w);
   std::vector<int> v;
-  for (int s = 0; s < w.pp; ++s) v.push_back(s * w.dp * w.tp);  // one pipeline: dp 0, tp 0
-  for (int d = 1; d < w.dp && int(v.size()) < kMaxTraceRanks; ++d) v.push_back(d * w.tp);  // rank 0's DP group
+  const int stage_stride = w.dp * w.cp * w.tp;
+  for (int s = 0; s < w.pp; ++s) v.push_back(s * stage_stride);  // one pipeline: dp 0, cp 0, tp 0
+  for (int d = 1; d < w.replicas() && int(v.size()) < kMaxTraceRanks; ++d) v.push_back(d * w.tp);  // rank 0's dp·cp group
   return v;  // pipeline first (trace ranks 0..P−1 are its stages), each rank once (d ≥ 1 is no stage's rank)
 }
 
@@ -154,6 +155,7 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const Coord c = coord_of(w, ranks[i]);
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
+    if (w.cp > 1) who.back()["cp"] = c.cp;
     const StageTimeline& tl = r.stages[std::size_t(c.pp)];
     for (const auto& [tag, bytes] : {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
       record_memory(trace, int(i), EventKind::alloc, tag, bytes, 0);
@@ -165,7 +167,7 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
         const Span& s = tl.spans[k];
         int peer = -1;
         if (s.kind == SpanKind::send) {  // activations go to the next stage, gradients to the one before
-          const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.tp;
+          const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.cp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
         record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k], peer >= 0 ? trace.next_flow_id() : 0);
@@ -178,7 +180,7 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
   trace.set_meta(MetaKey::schedule, pipeline::schedule_name(w.schedule));
   trace.set_meta(MetaKey::simulated_ranks, who.dump());
   trace.set_meta(MetaKey::micro_batches, std::to_string(w.micro_batches));
-  if (int(ranks.size()) == w.gpus())  // the whole grid traced: the topology view can draw it
+  if (int(ranks.size()) == w.gpus() && w.cp == 1)  // the whole grid traced: the topology view can draw it (no cp axis)
     trace.set_meta(MetaKey::grid, nlohmann::json{{"dp", w.dp}, {"tp", w.tp}, {"pp", w.pp}}.dump());
   if (memory.predicted_peak > 0) {  // the memory view's line: the planner's busiest GPU
     trace.set_meta(MetaKey::predicted_bytes_per_rank, std::to_string(memory.predicted_peak));

@@ -1,7 +1,7 @@
 // The trace of a simulated step (cluster_sim.h) for a chosen subset of ranks, in the event
 // schema of a real run (core/trace/event.h), written as Chrome JSON + .dtlt so dtlab-viz and
 // Perfetto open it. The trace numbers its ranks 0..n−1; the meta "simulated_ranks" gives
-// each one's global rank and (pp, dp, tp) coordinates.
+// each one's global rank and (pp, dp, tp) coordinates (and cp, with context parallelism).
 #pragma once
 
 #include <map>
@@ -21,7 +21,7 @@ inline constexpr int kMaxTraceRanks = 256;  // each traced rank costs two event 
 // the memory the planner gives each GPU, the report.
 std::vector<ViewKind> simulated_trace_views(bool whole_grid);
 
-// One pipeline across every stage (dp 0, tp 0) plus the data-parallel group of rank 0 (up
+// One pipeline across every stage (dp 0, cp 0, tp 0) plus the dp·cp group of rank 0 (up
 // to kMaxTraceRanks in all), the pipeline first; every rank when the cluster has at most 64 GPUs.
 std::vector<int> default_trace_ranks(const Workload& w);
 // "default", "all", or a list of ranks and ranges ("0,8,16-23"); throws UsageError naming

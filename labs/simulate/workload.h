@@ -25,6 +25,9 @@ const char* compute_model_name(ComputeModel m);
 // compute per `compute` (flat: model FLOPs per token 6Ψ + 12·L·h·s spread evenly over the
 // layers, one third forward, the backward adding the recomputed forward); each stage's
 // AdamW step memory-bound on the GPU's bandwidth, on 1/dp of its parameters with ZeRO ≥ 1.
+// With cp > 1 every GPU computes s/cp positions (messages and compute ÷ cp, attention as cp
+// blocks), ring attention's exposed hops inside each layer (core/theory/context_parallel.h),
+// the gradients reduced and ZeRO-sharded over dp·cp.
 Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedule, CommAlgo algo,
                             ComputeModel compute = ComputeModel::roofline);
 

@@ -2,6 +2,7 @@
 // that does not multiply to the GPUs is exit 2 naming the rule, and --json is JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,5 +109,39 @@ TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
     const auto r = run_dtlab(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+// `plan --cp`: the report shows the cp axis (its config, the rank order, the ring's ledger lines
+// and exposed time); what cannot be split over cp is exit 2 saying what to do.
+TEST(PlanCli, ContextParallelismIsPlannedAndWhatCannotBeSplitIsRefused) {
+  const auto o = run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --zero 1");
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const char* want : {"× cp 2", "then cp, dp, pp", "cp send K/V (ring attention, forward)",
+                           "cp send dK/dV (ring attention, backward)", "(over dp·cp)", "exposed CP ring hops", "/(t·cp)"})
+    EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
+  const auto j = nlohmann::json::parse(run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --json").out);
+  EXPECT_EQ(j["config"]["cp"], 2);
+  EXPECT_NE(j["config"]["rank_order"].get<std::string>().find("cp_rank·tp"), std::string::npos);
+  const auto ulysses = run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --cp-algo ulysses");
+  ASSERT_EQ(ulysses.code, 0) << ulysses.err;
+  for (const char* want : {"× cp 2 (ulysses)", "cp all_to_all Q/K/V (Ulysses, forward)", "exposed CP ulysses collectives"})
+    EXPECT_NE(ulysses.out.find(want), std::string::npos) << want << " missing:\n" << ulysses.out;
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --model 7b --cp 3 --gpus 3", "2·cp"},
+           {"plan --params 7e9 --cp 2", "sequence"},
+           {"plan --model 7b --cp 2 --gpus 4 --dp 4", "--cp"},
+           {"plan --model 7b --cp 2 --search 16", "--cp"},
+           {"plan --model 7b --experts 8 --cp 2", "--experts"},
+           {"plan --model 7b --cp 0", "--cp"},
+           {"simulate --model 7b --cp 3", "2·cp"},
+           {"plan --model 7b --cp-algo ulysses", "--cp N"},
+           {"simulate --model 7b --cp-algo all-gather", "--cp N"},
+           {"plan --model 7b --tp 4 --cp 16 --cp-algo ulysses", "heads"},
+           {"plan --model 7b --cp 2 --cp-algo zigzag", "--cp-algo"}}) {
+    const auto r = run_dtlab(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": one line\n" << r.err;
   }
 }

@@ -44,7 +44,8 @@ const std::map<std::string, std::string> kValue = {
     {"--ranks-in-trace", "all"}, {"--schedule", "gpipe"},     {"--algo", "ring"},         {"--calibrate-link", "nvlink4"},
     {"--calibrate-compute-us", "100"}, {"--calibrate-compute-from", "same-run"},        {"--calibrate-repeat", "2"},
     {"--compute", "flat"},       {"--chunks", "2"},           {"--dp-bucket-mb", "25"},
-    {"--experts", "8"},          {"--top-k", "1"},            {"--ep", "2"},
+    {"--experts", "8"},          {"--top-k", "1"},            {"--ep", "2"},              {"--cp", "2"},
+    {"--cp-algo", "all-gather"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

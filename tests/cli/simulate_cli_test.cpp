@@ -61,3 +61,34 @@ TEST(SimulateCli, CalibrateOptionsNeedCalibrateAndCalibrateTakesNoOtherOptions) 
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.out << bad.err;
   }
 }
+
+// `simulate --cp`: the ring's exposed hops are on the timeline (a row beside the plan's, spans
+// in the trace with their bytes), each GPU computes s/cp positions, the ranks carry their cp
+// coordinate, and the dp collectives run over dp·cp.
+TEST(SimulateCli, ContextParallelismPutsTheRingOnTheTimeline) {
+  const std::string path = testing::TempDir() + "/sim_cp.json";
+  const auto base = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --micro-batches 8 --json");
+  const auto o = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --cp 2 --micro-batches 8 --trace " + path + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(base.code, 0) << base.err;
+  auto row = [](const std::string& text, const char* id) {
+    const auto j = nlohmann::json::parse(text);  // (kept: the rows are a reference into it)
+    for (const auto& r : j["rows"])
+      if (r["id"] == id) return r["measured"].get<double>();
+    return -1.0;
+  };
+  EXPECT_GE(row(o.out, "sim.cp"), 0) << o.out;
+  EXPECT_EQ(row(base.out, "sim.cp"), -1.0) << "no cp row without --cp";
+  // Half the positions per GPU: each GPU's compute is about half (the attention blocks are s/cp wide).
+  EXPECT_LT(row(o.out, "sim.compute"), 0.6 * row(base.out, "sim.compute"));
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto trace = nlohmann::json::parse(text.str());
+  EXPECT_EQ(trace["otherData"]["world_size"], "32");
+  EXPECT_NE(text.str().find("ring K/V hops (exposed)"), std::string::npos);
+  EXPECT_NE(text.str().find("\\\"cp\\\":1"), std::string::npos) << "the simulated ranks' cp coordinates";
+  EXPECT_NE(o.out.find("dp·cp: 4 ranks"), std::string::npos) << o.out;
+  std::remove(path.c_str());
+  std::remove((path + ".dtlt").c_str());
+}

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/theory/plan.h"
@@ -39,6 +41,19 @@ std::string thrown(const th::ModelSpec& m, const th::ClusterSpec& c, const th::P
     return e.what();
   }
   return "(nothing thrown)";
+}
+
+// The cp grids below: dp 2 × tp 2 × cp 2 on 8 GPUs of 4 per node, ZeRO-1, 16 B per parameter.
+th::ParallelConfig cp_config(th::CpAlgo algo) {
+  th::ParallelConfig cfg = config(2, 2, 1, 1, th::ZeroConvention::sixteen);
+  cfg.cp = 2, cfg.cp_algo = algo;
+  return cfg;
+}
+std::vector<std::pair<int, double>> cp_lines(const th::Plan& p) {  // each cp line's calls and bytes
+  std::vector<std::pair<int, double>> out;
+  for (const auto& e : p.ledger)
+    if (e.axis == th::Axis::cp) out.emplace_back(e.calls, e.bytes);
+  return out;
 }
 
 }  // namespace
@@ -316,4 +331,70 @@ TEST(Plan, MixtureOfExpertsShardsItsExpertsAndSendsTokensByAllToAll) {
   EXPECT_THROW(th::plan(dense, a100(8), cfg), dtl::UsageError);
   m.top_k = 9;
   EXPECT_THROW(th::plan(m, a100(8), cfg), dtl::UsageError);
+}
+
+// Context parallelism by hand (plan.h, context_parallel.h): L 2, h 64, a 4, s 128, V 1000
+// (Ψ 172,288), one micro-batch of one sequence on cp_config's grid. Ranks tp fastest, then cp,
+// then dp: tp {0, 1}, cp {0, 2} (one node), dp {0, 4}, the weights' replicas dp·cp {0, 2, 4, 6}
+// (2 of its 4 ring edges cross nodes).
+TEST(Plan, ContextParallelismSplitsTheSequenceAndRingsKeysAndValues) {
+  const th::ModelSpec m{"cp", 0, 2, 64, 4, 128, 1000};
+  th::ClusterSpec c = a100(8);
+  c.gpus_per_node = 4;
+  th::ParallelConfig cfg = cp_config(th::CpAlgo::ring);
+  const th::Plan p = th::plan(m, c, cfg);
+  // Weights replicated over cp: Ψ/tp = 86,144 per GPU; ZeRO-1 over dp·cp = 4: 2 + 2 + 12/4 B each.
+  EXPECT_DOUBLE_EQ(p.memory.model_state(), 86144.0 * 7);
+  // Korthikanti's per-layer bytes ÷ (t·cp): s·b·h = 8192; none (34 + 5·4·128/64) = 74, selective
+  // 34, full 2; × 2 layers × 1 micro-batch in flight.
+  EXPECT_DOUBLE_EQ(p.memory.activations_none, 8192.0 * 74 / 4 * 2);  // 303,104
+  EXPECT_DOUBLE_EQ(p.memory.activations_selective, 8192.0 * 34 / 4 * 2);
+  EXPECT_DOUBLE_EQ(p.memory.activations_full, 8192.0 * 2 / 4 * 2);
+  EXPECT_DOUBLE_EQ(p.tokens_per_step, 256) << "dp·M·b·s: cp splits each sequence, it adds none";
+  // A K/V chunk: 64 positions × 32 features (h/tp) × K and V, 16-bit = 8,192 B. Per layer (× 2):
+  // forward cp−1 = 1 hop, backward 1 K/V hop and cp = 2 dK/dV hops (the last brings it home).
+  EXPECT_EQ(cp_lines(p), (std::vector<std::pair<int, double>>{{2, 2 * 8192.0}, {2, 2 * 8192.0}, {4, 4 * 8192.0}}));
+  for (const auto& e : p.ledger) EXPECT_TRUE(e.axis != th::Axis::cp || !e.crosses_nodes) << "cp {0, 2} lies in node 0";
+  // TP: 4 all-reduces × 2 layers of b·(s/cp)·h·2 B = 8,192 B, 2(t−1)/t of it each.
+  EXPECT_DOUBLE_EQ(find(p, th::Axis::tp)->bytes, 8 * 8192.0);
+  // DP over dp·cp = 4: reduce-scatter and all-gather of 3/4 · 86,144 · 2 B, half of it inter-node.
+  const th::LedgerEntry* dp = find(p, th::Axis::dp);
+  EXPECT_DOUBLE_EQ(dp->bytes, 0.75 * 86144 * 2);
+  EXPECT_DOUBLE_EQ(dp->inter_bytes, 0.75 * 86144 * 2 / 2);
+  EXPECT_NE(dp->collective.find("dp·cp"), std::string::npos);
+  // Exposed per layer: forward hops beyond their block (4·b·(s/cp)²·h/t = 524,288 FLOPs at peak·
+  // efficiency), backward steps (K/V and dK/dV) beyond twice it, the last dK/dV hop whole.
+  const double block = 524288 / (c.peak_flops * 0.5), hop = c.intra.alpha_s + 8192 / c.intra.beta_Bps;
+  const double step = c.intra.alpha_s + 2 * 8192 / c.intra.beta_Bps;
+  EXPECT_DOUBLE_EQ(p.cp_ring.block_forward_s, block);
+  EXPECT_NEAR(p.time.cp, 2 * (std::max(0.0, hop - block) + std::max(0.0, step - 2 * block) + hop), 1e-15);
+  // The world and the rules: dp·tp·pp·cp = gpus; 2·cp divides s (zig-zag); a sequence to split.
+  EXPECT_NE(thrown(m, a100(4), cfg).find("--cp"), std::string::npos);
+  EXPECT_NE(thrown(th::ModelSpec{"psi", 7e9}, a100(8), cfg).find("sequence"), std::string::npos);
+  cfg.cp = 3;
+  EXPECT_NE(thrown(m, a100(12), cfg).find("2·cp"), std::string::npos);
+  c.gpus_per_node = 2;  // the cp pair {0, 2} now spans two nodes
+  for (const auto& e : th::plan(m, c, cp_config(th::CpAlgo::ring)).ledger)
+    EXPECT_TRUE(e.axis != th::Axis::cp || e.crosses_nodes);
+}
+
+// The same with Llama 3's all-gather and with Ulysses (context_parallel.h), by hand: all-gather
+// of K/V and reduce-scatter of dK/dV, (cp−1)·8,192 B each; Ulysses' output all-to-all (cp−1)/cp ·
+// b·(s/cp)·h/t · 2 B = 2,048 B and Q/K/V's three times that; every collective exposed whole.
+TEST(Plan, ContextParallelAllGatherAndUlyssesSendTheirCollectivesBytes) {
+  const th::ModelSpec m{"cp", 0, 2, 64, 4, 128, 1000};
+  th::ClusterSpec c = a100(8);
+  c.gpus_per_node = 4;
+  const th::Plan gather = th::plan(m, c, cp_config(th::CpAlgo::all_gather));
+  EXPECT_EQ(cp_lines(gather), (std::vector<std::pair<int, double>>{{2, 2 * 8192.0}, {2, 2 * 8192.0}}));
+  EXPECT_NEAR(gather.time.cp, 4 * (c.intra.alpha_s + 8192 / c.intra.beta_Bps), 1e-15);
+  th::ParallelConfig cfg = cp_config(th::CpAlgo::ulysses);
+  EXPECT_EQ(cp_lines(th::plan(m, c, cfg)), (std::vector<std::pair<int, double>>{
+                                               {2, 2 * 6144.0}, {2, 2 * 2048.0}, {2, 2 * 2048.0}, {2, 2 * 6144.0}}));
+  cfg.recompute = th::Recompute::full;  // reruns the forward's collectives: its lines count twice
+  EXPECT_EQ(cp_lines(th::plan(m, c, cfg)).front(), (std::pair<int, double>{4, 4 * 6144.0}));
+  // Ulysses gives each GPU whole heads: 4 heads / tp 2 = 2 do not split over cp 4.
+  cfg = config(1, 2, 1, 1, th::ZeroConvention::sixteen);
+  cfg.cp = 4, cfg.cp_algo = th::CpAlgo::ulysses;
+  EXPECT_NE(thrown(m, a100(8), cfg).find("heads"), std::string::npos);
 }
