@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "labs/context_parallel/exercises.h"
 
 namespace dtl::cp {
 
@@ -85,19 +86,13 @@ CpPartial block_forward(const CpShape& s, const CpRows& q, const CpRows& k, cons
 }
 
 void merge_partial(CpPartial& acc, const CpPartial& other, const CpShape& s) {
-  if (acc.m.size() != other.m.size() || acc.o.size() != other.o.size())
+  if (acc.m.size() != other.m.size() || acc.o.size() != other.o.size() || acc.l.size() != acc.m.size() ||
+      other.l.size() != other.m.size() || acc.o.size() != acc.m.size() * std::size_t(s.head_dim))
     throw Error("merge_partial: the two partial results belong to query blocks of different sizes");
-  const int d = s.head_dim;
-  for (std::size_t r = 0; r < acc.m.size(); ++r) {
-    const float m = std::max(acc.m[r], other.m[r]);
-    if (m == kMinusInf) continue;  // neither has seen a key yet
-    const float a = weight(acc.m[r], m), c = weight(other.m[r], m);  // rescale both to the new max
-    acc.l[r] = a * acc.l[r] + c * other.l[r];
-    float* o = acc.o.data() + r * std::size_t(d);
-    const float* oo = other.o.data() + r * std::size_t(d);
-    for (int f = 0; f < d; ++f) o[f] = a * o[f] + c * oo[f];
-    acc.m[r] = m;
-  }
+  // The learner's online-softmax merge (exercises.h): per (row, head) pair, rescale both
+  // sides to the larger max and add.
+  ex::online_softmax_merge(acc.o.data(), acc.m.data(), acc.l.data(), other.o.data(), other.m.data(), other.l.data(),
+                           int(acc.m.size()), s.head_dim);
 }
 
 void finalize_partial(const CpPartial& p, const CpShape& s, float* out, int out_stride, float* lse) {

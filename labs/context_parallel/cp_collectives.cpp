@@ -34,7 +34,7 @@ CpSaved all_gather_attention_forward(Comm& cp, const CpLayer& layer, const float
   const int S = layer.shape.seq;
   saved.out.resize(l.rows * std::size_t(l.w));
   saved.lse.resize(l.rows * std::size_t(l.s.heads));
-  const ScopedSpan span = attention_span(cp, Pass::forward);
+  const ScopedSpan span = attention_span(cp, CollectiveKind::all_gather, Pass::forward);
   const CpPartial p = block_forward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
                                     v_rows(kv_all, l.w, all.data(), S));
   finalize_partial(p, l.s, saved.out.data(), l.w, saved.lse.data());
@@ -54,7 +54,7 @@ std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer,
   const float* kv_all = saved.kv_all.data();
   const int S = layer.shape.seq;
   {
-    const ScopedSpan span = attention_span(cp, Pass::backward);
+    const ScopedSpan span = attention_span(cp, CollectiveKind::all_gather, Pass::backward);
     block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv_all, l.w, all.data(), S),
                    v_rows(kv_all, l.w, all.data(), S), g, CpKeyGrad{dkv_all.data(), dkv_all.data() + l.w, 2 * l.w});
   }
@@ -129,7 +129,7 @@ CpSaved ulysses_attention_forward(Comm& cp, const CpLayer& layer, const float* q
   saved.head_out.resize(std::size_t(S) * std::size_t(l.s.batch) * std::size_t(hw));
   saved.lse.resize(std::size_t(S) * std::size_t(l.s.batch) * std::size_t(mine.heads));
   {
-    const ScopedSpan span = attention_span(cp, Pass::forward);
+    const ScopedSpan span = attention_span(cp, CollectiveKind::all_to_all, Pass::forward);
     const CpPartial p = block_forward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
                                       {h + 2 * hw, 3 * hw, all.data(), S});
     finalize_partial(p, mine, saved.head_out.data(), hw, saved.lse.data());
@@ -153,7 +153,7 @@ std::vector<float> ulysses_attention_backward(Comm& cp, const CpLayer& layer, co
   const float* h = saved.head_qkv.data();
   const CpQueryGrad g{head_dout.data(), hw, saved.lse.data(), delta.data(), head_dqkv.data(), 3 * hw};
   {
-    const ScopedSpan span = attention_span(cp, Pass::backward);
+    const ScopedSpan span = attention_span(cp, CollectiveKind::all_to_all, Pass::backward);
     block_backward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
                    {h + 2 * hw, 3 * hw, all.data(), S}, g, CpKeyGrad{head_dqkv.data() + hw, head_dqkv.data() + 2 * hw, 3 * hw});
   }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "labs/context_parallel/cp_internal.h"
+#include "labs/context_parallel/exercises.h"
 
 namespace dtl::cp {
 
@@ -86,7 +87,8 @@ TransferInfo hop_info(const CpLocal& l, int t, const char* what) {
 
 // Step t's block on the rank's timeline: the hop posted before it runs beside it.
 ScopedSpan block_span(Comm& cp, Pass pass, int t) {
-  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, span_label(cp, kRingBlockSpan, pass), t);
+  const std::uint16_t label = cp.trace() ? cp.trace()->label("ring block", ring_block_role(pass)) : 0;
+  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, label, t);
 }
 
 }  // namespace
@@ -94,26 +96,18 @@ ScopedSpan block_span(Comm& cp, Pass pass, int t) {
 CpSaved ring_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv) {
   check_cp_layer(CpAlgo::ring, layer, cp.size());
   const CpLocal l = cp_local(cp, layer);
-  const int next = (l.rank + 1) % l.P, prev = (l.rank - 1 + l.P) % l.P;
   std::vector<float> kv = kv_chunk(qkv, l.rows, l.w), kv_next(kv.size());
-  const std::size_t bytes = kv.size() * sizeof(float);
   CpPartial acc = empty_partial(l.s, l.n);
   for (int t = 0; t < l.P; ++t) {
-    Request send, recv;
-    if (t + 1 < l.P) {  // post the next hop first: it travels while this block is computed
-      const TransferInfo info = hop_info(l, t, "the K/V chunk");
-      send = cp.isend(kv.data(), bytes, next, kRingTagKv + t, info);
-      recv = cp.irecv(kv_next.data(), bytes, prev, kRingTagKv + t, info);
-    }
     const std::vector<int> kpos = cp_positions(layer.split, layer.shape.seq, l.P, ring_origin(l, t));
-    {
+    // The learner's ring step (exercises.h): the next hop posted first, so it travels while
+    // this block is computed; then both waited for and the chunks swapped.
+    ex::ring_step(cp, kv, kv_next, kRingTagKv + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
       const ScopedSpan span = block_span(cp, Pass::forward, t);
-      const CpRows q = q_rows(qkv, l.w, l.pos.data(), l.n), k = k_rows(kv.data(), l.w, kpos.data(), l.n),
-                   v = v_rows(kv.data(), l.w, kpos.data(), l.n);
+      const CpRows q = q_rows(qkv, l.w, l.pos.data(), l.n), k = k_rows(chunk, l.w, kpos.data(), l.n),
+                   v = v_rows(chunk, l.w, kpos.data(), l.n);
       merge_partial(acc, block_forward(l.s, q, k, v), l.s);  // the online softmax: any order of chunks will do
-    }
-    send.wait(), recv.wait();        // kv is read by the send until here: swap only now
-    std::swap(kv, kv_next);
+    });
   }
   CpSaved saved;
   saved.out.resize(l.rows * std::size_t(l.w));
@@ -138,27 +132,20 @@ std::vector<float> ring_attention_backward(Comm& cp, const CpLayer& layer, const
   const std::vector<float> delta = softmax_delta(l.s, l.n, saved.out.data(), l.w, dout, l.w);
   const CpQueryGrad g{dout, l.w, saved.lse.data(), delta.data(), dqkv.data(), 3 * l.w};  // dQ: the Q part of dqkv
   for (int t = 0; t < l.P; ++t) {
-    Request kv_send, kv_recv;
-    if (t + 1 < l.P) {
-      const TransferInfo info = hop_info(l, t, "the K/V chunk");
-      kv_send = cp.isend(kv.data(), bytes, next, kRingTagKvBack + t, info);
-      kv_recv = cp.irecv(kv_next.data(), bytes, prev, kRingTagKvBack + t, info);
-    }
     const std::vector<int> kpos = cp_positions(layer.split, layer.shape.seq, l.P, ring_origin(l, t));
-    {
-      const ScopedSpan span = block_span(cp, Pass::backward, t);
-      block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(kv.data(), l.w, kpos.data(), l.n),
-                     v_rows(kv.data(), l.w, kpos.data(), l.n), g, CpKeyGrad{dkv.data(), dkv.data() + l.w, 2 * l.w});
-    }
-    if (l.P > 1) {  // the accumulator follows its chunk (at t = P−1: home to its owner)
+    ex::ring_step(cp, kv, kv_next, kRingTagKvBack + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
+      {
+        const ScopedSpan span = block_span(cp, Pass::backward, t);
+        block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(chunk, l.w, kpos.data(), l.n),
+                       v_rows(chunk, l.w, kpos.data(), l.n), g, CpKeyGrad{dkv.data(), dkv.data() + l.w, 2 * l.w});
+      }
+      if (l.P == 1) return;  // the accumulator follows its chunk (at t = P−1: home to its owner)
       const TransferInfo info = hop_info(l, t, "the dK/dV accumulator");
       Request d_send = cp.isend(dkv.data(), bytes, next, kRingTagDkv + t, info);
       Request d_recv = cp.irecv(dkv_next.data(), bytes, prev, kRingTagDkv + t, info);
       d_send.wait(), d_recv.wait();
       std::swap(dkv, dkv_next);
-    }
-    kv_send.wait(), kv_recv.wait();
-    std::swap(kv, kv_next);
+    });
   }
   put_kv_grad(dkv, dqkv, l.rows, l.w);
   return dqkv;

@@ -64,18 +64,28 @@ inline CpRows q_rows(const float* qkv, int w, const int* pos, int n) { return {q
 inline CpRows k_rows(const float* kv, int w, const int* pos, int n) { return {kv, 2 * w, pos, n}; }
 inline CpRows v_rows(const float* kv, int w, const int* pos, int n) { return {kv + w, 2 * w, pos, n}; }
 
-// A compute span's label on the rank's timeline ("ring block", forward): where a viewer sees
-// the next hop's transfer run beside the block it overlaps.
-inline std::uint16_t span_label(Comm& cp, const char* name, Pass pass) {
-  return cp.trace() ? cp.trace()->label(name, Role{.pass = pass}) : 0;
+// The compute spans the lab and the viewer read each rank's attention from, told apart by
+// their roles (core/trace/vocab.h), never by their words: a ring step's block ("ring block":
+// the ring's own point-to-point algorithm, the step on the event, cp_exchange.cpp) and the one
+// block of all-gather CP and Ulysses ("attention block": the library collective it is built on).
+inline Role ring_block_role(Pass pass) { return Role{.algorithm = AlgorithmKind::ring, .pass = pass}; }
+inline Role attention_block_role(CollectiveKind c, Pass pass) {
+  return Role{.collective = c, .algorithm = AlgorithmKind::library, .pass = pass};
 }
-
-// The compute spans the lab reads each rank's attention time from: "ring block" (one per ring
-// step, cp_exchange.cpp) and "attention block" (the one block of all-gather CP and Ulysses).
-inline constexpr const char* kRingBlockSpan = "ring block";
-inline constexpr const char* kAttentionBlockSpan = "attention block";
-inline ScopedSpan attention_span(Comm& cp, Pass pass) {
-  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, span_label(cp, kAttentionBlockSpan, pass));
+inline bool is_ring_block(const Role& r) { return r.algorithm == AlgorithmKind::ring && r.pass != Pass::none; }
+inline bool is_attention_block(const Role& r) {
+  return r.algorithm == AlgorithmKind::library && r.collective != CollectiveKind::none && r.pass != Pass::none;
+}
+// A timed phase of one algorithm (the viewer knows which from it): the ring's own algorithm,
+// or the library collective all-gather CP and Ulysses are made of.
+inline Role cp_phase_role(CpAlgo a) {
+  if (a == CpAlgo::ring) return Role{.algorithm = AlgorithmKind::ring, .part = RunPart::timed};
+  return Role{.collective = a == CpAlgo::all_gather ? CollectiveKind::all_gather : CollectiveKind::all_to_all,
+              .algorithm = AlgorithmKind::library, .part = RunPart::timed};
+}
+inline ScopedSpan attention_span(Comm& cp, CollectiveKind c, Pass pass) {
+  const std::uint16_t label = cp.trace() ? cp.trace()->label("attention block", attention_block_role(c, pass)) : 0;
+  return ScopedSpan(cp.trace(), cp.global_rank(), EventKind::compute, label);
 }
 
 }  // namespace dtl::cp

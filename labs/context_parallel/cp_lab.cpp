@@ -169,22 +169,27 @@ Report run_context_parallel_lab(Comm& comm, const LabConfig& cfg) {
   return rep;
 }
 
+namespace ex {
+std::span<const ExerciseHints> context_parallel_hints();  // labs/context_parallel/hints.cpp
+}  // namespace ex
+
 LabInfo context_parallel_lab_info() {
   return {
       "context_parallel",
       "context parallelism on the tiny GPT: ring attention, all-gather CP and Ulysses, contiguous vs zig-zag split",
       {RunOption::faults, RunOption::step},
       cp_option_table().specs(),
-      {},
+      {{"online_softmax_merge", "OnlineSoftmaxMerge", 10}, {"zigzag_partition", "ZigzagPartition", 5},
+       {"ring_step", "RingStep", 10}},
       run_context_parallel_lab,
       nullptr,
       FaultPlan::Counted::sends,
       /*overlaps_compute=*/false,
-      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kCpAttentionView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       // A live, stepped run: one layer of a short sequence, a handful of hops to step through.
       {{"layers", "1"}, {"seq", "16"}, {"steps", "1"}},
       cp_option_table().read_back(),
-      {},
+      ex::context_parallel_hints(),
       [](const LabConfig& c) { cp_settings(c, c.ranks); },
   };
 }

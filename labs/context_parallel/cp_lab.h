@@ -74,5 +74,8 @@ void describe_cp_setup(Report& rep, const CpSettings& s, int ranks);            
 void add_cp_rows(Report& rep, const CpSettings& s, const CpMeasurement& m, int ranks);      // cp_report.cpp
 void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, int ranks);  // cp_report.cpp
 LabInfo context_parallel_lab_info();
+// The lab's own view in dtlab-viz: the S × S attention blocks by the rank computing them, K/V
+// around the ring, Ulysses' all-to-all (labs/context_parallel/views/attention_view.cpp).
+inline constexpr ViewKind kCpAttentionView{"cp_attention"};
 
 }  // namespace dtl

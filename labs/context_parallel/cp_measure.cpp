@@ -55,9 +55,9 @@ CpCallTrace cp_call_trace(Comm& comm, CpMarks from, CpMarks to) {
     const Event& e = main[i];
     if (e.kind == EventKind::send) t.sent += double(e.bytes);
     if (e.kind != EventKind::compute) continue;
-    const std::string name = tr.label_name(e.label);
-    if (name == cp::kRingBlockSpan) blocks.push_back(&e);
-    if (name == cp::kRingBlockSpan || name == cp::kAttentionBlockSpan) t.compute_s += seconds(e);
+    const Role role = tr.label_role(e.label);
+    if (cp::is_ring_block(role)) blocks.push_back(&e);
+    if (cp::is_ring_block(role) || cp::is_attention_block(role)) t.compute_s += seconds(e);
   }
   for (std::size_t i = from.comm; i < to.comm; ++i)
     if (coll[i].kind == EventKind::collective) t.sent += double(coll[i].bytes / P * (P - 1));
@@ -161,7 +161,7 @@ CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s,
   const std::string name = cp::cp_algo_name(algo);
   comm.barrier();
   const ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
-                         comm.trace()->label("cp " + name, Role{.part = RunPart::timed}));
+                         comm.trace()->label("cp " + name, cp::cp_phase_role(algo)));
   MemoryTracker mem(comm.global_rank(), comm.trace());
   CpCallLog log;
   log.want = cp::cp_bytes_per_rank(algo, s.layer(), comm.size());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "labs/context_parallel/exercises.h"
 
 namespace dtl::cp {
 
@@ -33,9 +34,14 @@ std::vector<int> cp_positions(CpSplit split, int seq, int ranks, int rank) {
     for (int p = rank * n; p < (rank + 1) * n; ++p) pos.push_back(p);
     return pos;
   }
-  const int c = seq / (2 * ranks);  // chunk length
-  for (int chunk : {rank, 2 * ranks - 1 - rank})  // rank < 2P−1−rank: ascending
-    for (int p = chunk * c; p < (chunk + 1) * c; ++p) pos.push_back(p);
+  pos = ex::zigzag_partition(seq, ranks, rank);  // the learner's (exercises.h)
+  // Checked before anything indexes with it: a mistake names the exercise.
+  const bool fits = pos.size() == std::size_t(seq / ranks) && std::is_sorted(pos.begin(), pos.end()) &&
+                    std::all_of(pos.begin(), pos.end(), [&](int p) { return p >= 0 && p < seq; });
+  if (!fits)
+    throw Error("zigzag_partition (your exercise) gave rank " + std::to_string(rank) + " " + std::to_string(pos.size()) +
+                " positions, not " + std::to_string(seq / ranks) + " ascending ones in 0.." + std::to_string(seq - 1) +
+                ": dtlab grade --exercise zigzag_partition");
   return pos;
 }
 

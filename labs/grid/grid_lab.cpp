@@ -219,7 +219,7 @@ LabInfo grid_lab_info() {
       nullptr,
       FaultPlan::Counted::collectives,
       /*overlaps_compute=*/false,
-      {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, kActivationView, ViewKind::report},
+      {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
       grid_option_table().read_back(),
       {},

@@ -152,13 +152,9 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   MemoryTracker mem(comm.global_rank(), comm.trace());
   const ex::TpGroup g{comm, mode};
   std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem, rank_device(cfg.device, comm));
-  TpMeasurement m;
-  m.mode = mode;
-  m.param_bytes = double(mem.peak(MemTag::param));
-  m.regions = model->regions_per_block();
-  m.regathers = model->regathers_input();
-  m.predicted_activation = model->activation_bytes();
-  m.activation_formula = model->activation_formula();
+  TpMeasurement m{.mode = mode, .param_bytes = double(mem.peak(MemTag::param)), .regions = model->regions_per_block(),
+                  .regathers = model->regathers_input()};
+  m.predicted_activation = model->activation_bytes(), m.activation_formula = model->activation_formula();
   publish_memory_formula(comm, double(model->local_params()), m.predicted_activation,
                          name + ": 16 B/param x this rank's slice + activations " + m.activation_formula);
   m.partial_replicated = model->partial_replicated_grads();

@@ -67,6 +67,7 @@ labs=(
   "pipeline --schedule 1f1b --ranks 2 --micro-batches 4 --batch 8:one_f_one_b (labs/pipeline/exercises.cpp"
   "tensor_parallel --model gpt --ranks 2 --layers 1 --hidden 32 --heads 2 --steps 2:vocab_parallel_cross_entropy (labs/tensor_parallel/exercises.cpp"
   "experts --ranks 2 --layers 1 --tokens 64 --steps 2:combine_backward (labs/experts/exercises.cpp"
+  "context_parallel --ranks 2 --seq 16 --split zigzag --steps 2:ring_step (labs/context_parallel/exercises.cpp"
 )
 for entry in "${labs[@]}"; do
   function=${entry#*:}
