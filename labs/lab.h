@@ -53,6 +53,9 @@ struct LabConfig {
   int slow_rank = -1;
   double slow_factor = 1.0;
   LabOptions options;  // the lab's own, validated by with_defaults
+  // --step, --inject-fault/--inject-hang given: they count the lab's transfers (or collectives,
+  // LabInfo::faults_count), so a configuration that makes none refuses them.
+  bool counts_steps = false;
   // Where a lab says how far it has come ("bucketed: step 7 of 26"), from global rank 0;
   // empty: nowhere. `dtlab run` prints it on stderr once a run has taken a few seconds.
   std::function<void(const std::string&)> progress;

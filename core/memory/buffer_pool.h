@@ -14,7 +14,8 @@ namespace dtl {
 
 class BufferPool;
 
-// A buffer in use, given back to its pool when destroyed. Move-only.
+// A buffer in use, given back to its pool when destroyed. Move-only; it must not outlive its
+// pool (the pool's owner keeps both: the GPT's activations die before the GPT).
 class PooledBuffer {
  public:
   PooledBuffer() = default;

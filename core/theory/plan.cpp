@@ -9,18 +9,13 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/util/units.h"
 
 namespace dtl::theory {
 
 namespace {
 
 constexpr double kBytes16 = 2;  // gradients, parameters and activations travel in 16 bits
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -96,7 +91,7 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
   if (p.zero < 0 || p.zero > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(p.zero));
-  if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + num(p.efficiency));
+  if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
   if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
   validate_experts(m, p);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/theory/plan.h"
+#include "core/util/units.h"
 
 namespace dtl::theory {
 
@@ -15,12 +16,6 @@ std::string joined(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
-}
-
-std::string formula_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 double mlp_parameters(double h) { return 8 * h * h + 5 * h; }  // h → 4h → h with biases
@@ -148,7 +143,7 @@ std::vector<std::string> plan_formulas(const Plan& out) {
       "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
       "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
       "step: busy·(M+pp−1)/M + exposed communication (α-β, none overlapped); busy = hardware FLOPs·tokens / "
-      "(gpus·peak·" + formula_number(p.efficiency) + ")",
+      "(gpus·peak·" + format_g(p.efficiency) + ")",
       std::string(p.cp > 1 ? "ranks: tp fastest, then cp, then dp, then pp (Megatron-LM's order)"
                            : "ranks: tp fastest, then dp, then pp (core/comm/topology.h)") +
           "; node = rank / " + std::to_string(out.cluster.gpus_per_node),

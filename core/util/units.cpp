@@ -68,4 +68,10 @@ void require_memory(double bytes, std::string_view what) {
   }
 }
 
+std::string format_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace dtl

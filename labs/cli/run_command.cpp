@@ -84,6 +84,7 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   cfg.warmup = a.step ? 0 : a.warmup;
   cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
+  cfg.counts_steps = a.step || !a.inject_fault.empty() || !a.inject_hang.empty();
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");

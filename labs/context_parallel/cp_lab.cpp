@@ -126,6 +126,12 @@ CpSettings cp_settings(const LabConfig& cfg, int ranks) {
     case CpAlgoChoice::all: s.algos = {cp::CpAlgo::ring, cp::CpAlgo::all_gather, cp::CpAlgo::ulysses}; break;
   }
   tokens_per_step(s.batch, s.seq);  // S·B counted in an int
+  if (cfg.counts_steps && s.algo != CpAlgoChoice::ring && s.algo != CpAlgoChoice::all)
+    throw UsageError("--step and --inject-* count the ring's transfers; all-gather CP and Ulysses move their bytes by "
+                     "library collectives only: add --algo ring (or all), or drop them");
+  if (ranks > 100)  // the ring's tags are 3200 + step, 3300 + step, 3400 + step (MPI guarantees tags to 32767)
+    throw UsageError("context parallelism over " + std::to_string(ranks) + " ranks: the ring's message tags allow at "
+                     "most 100; give --ranks 100 or fewer");
   check_shape(cfg, s, ranks);
   const char* what = "--seq, --batch, --hidden, --layers or --vocab (or --check off)";
   require_memory(cp_process_bytes(s, ranks), what);

@@ -136,13 +136,18 @@ void compare_final_weights(Comm& comm, CpGptRun& run, const CpReference& ref, Cp
   m.max_weight_diff = max_over_ranks(comm, m.max_weight_diff);
 }
 
+// The bytes the call farthest from the formula sent, over every rank (−1: no rank made a call).
+double farthest_call(Comm& comm, double dev, double sent) {
+  const double most = max_over_ranks(comm, dev);
+  const double bytes = max_over_ranks(comm, dev == most ? sent : -INFINITY);
+  return most < 0 ? -1.0 : bytes;
+}
+
 // The calls' tallies over the ranks: the worst bytes, the busiest rank's and the mean time.
 void combine_calls(Comm& comm, const CpCallLog& log, int timed_steps, CpMeasurement& m) {
   const double per = timed_steps > 0 ? 1.0 / timed_steps : 0.0;
-  double worst[2] = {log.fwd_dev, log.bwd_dev};
-  comm.all_reduce(worst, worst, 2, DType::f64, ReduceOp::max);
-  m.fwd_bytes = double(log.want.forward) + worst[0];  // the formula's bytes plus the largest miss (−1: no call)
-  m.bwd_bytes = double(log.want.backward) + worst[1];
+  m.fwd_bytes = farthest_call(comm, log.fwd_dev, log.fwd_bytes);
+  m.bwd_bytes = farthest_call(comm, log.bwd_dev, log.bwd_bytes);
   m.calls = max_over_ranks(comm, log.calls);
   m.attn_seconds_max = max_over_ranks(comm, log.compute_s * per);
   double sums[4] = {log.compute_s * per, log.hop_s * per, log.exposed_s * per, log.dkv_s * per};

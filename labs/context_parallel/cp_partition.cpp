@@ -36,11 +36,12 @@ std::vector<int> cp_positions(CpSplit split, int seq, int ranks, int rank) {
   }
   pos = ex::zigzag_partition(seq, ranks, rank);  // the learner's (exercises.h)
   // Checked before anything indexes with it: a mistake names the exercise.
-  const bool fits = pos.size() == std::size_t(seq / ranks) && std::is_sorted(pos.begin(), pos.end()) &&
+  const bool fits = pos.size() == std::size_t(seq / ranks) &&
+                    std::adjacent_find(pos.begin(), pos.end(), std::greater_equal<>()) == pos.end() &&
                     std::all_of(pos.begin(), pos.end(), [&](int p) { return p >= 0 && p < seq; });
   if (!fits)
     throw Error("zigzag_partition (your exercise) gave rank " + std::to_string(rank) + " " + std::to_string(pos.size()) +
-                " positions, not " + std::to_string(seq / ranks) + " ascending ones in 0.." + std::to_string(seq - 1) +
+                " positions, not " + std::to_string(seq / ranks) + " strictly ascending ones in 0.." + std::to_string(seq - 1) +
                 ": dtlab grade --exercise zigzag_partition");
   return pos;
 }

@@ -4,16 +4,11 @@
 #include <string>
 
 #include "labs/context_parallel/cp_lab.h"
+#include "core/util/units.h"
 
 namespace dtl {
 
 namespace {
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
 
 const char* bytes_formula(cp::CpAlgo a, bool backward) {
   switch (a) {
@@ -95,7 +90,7 @@ void add_memory_rows(Report& rep, const std::string& c, const CpSettings& s, con
   const bool gathers = m.algo == cp::CpAlgo::all_gather;
   rep.check(c + "activation_vs_one_rank", "activation per rank ÷ 1 rank's", m.activation_peak / m.one_rank_activation_peak,
             mine / one, "x", 1e-9)
-      .from(gathers ? "> 1/P: S·B·2h gathered K/V kept per layer" : "1/P = " + num(1.0 / P));
+      .from(gathers ? "> 1/P: S·B·2h gathered K/V kept per layer" : "1/P = " + format_g(1.0 / P));
 }
 
 }  // namespace

@@ -122,6 +122,7 @@ TEST(OnlineSoftmaxMerge, AnEmptySideChangesNothingAndMakesNoNaN) {
     EXPECT_EQ(c.m[i], kEmpty) << "two empty results stay empty (pair " << i << ")";
     EXPECT_EQ(c.l[i], 0.0f) << "pair " << i << ": a sum of nothing is 0, not NaN";
   }
+  for (std::size_t i = 0; i < c.o.size(); ++i) EXPECT_EQ(c.o[i], 0.0f) << "two empty results: output value " << i << " stays 0";
 }
 
 TEST(ZigzagPartition, WorkedByHand) {
@@ -195,11 +196,14 @@ TEST(RingStep, PostsEachHopBeforeItsBlockAndNoneAtTheLastStep) {
     Trace trace(P);
     const RingRun run = run_ring(P, &trace, 600);
     for (int r = 0; r < P; ++r) {
+      ASSERT_EQ(run.began[std::size_t(r)].size(), std::size_t(P)) << P << " ranks, rank " << r << ": compute runs once per step";
       const EventLog& log = trace.log(r, kStreamMain);
       for (int t = 0; t < P; ++t) {
-        std::int64_t posted = -1;
-        for (std::size_t i = 0; i < log.size(); ++i)
+        std::int64_t posted = -1, sent = -1;  // when the hop's receive and send were posted
+        for (std::size_t i = 0; i < log.size(); ++i) {
           if (log[i].kind == EventKind::recv && log[i].tag == 600 + t) posted = log[i].begin_ns;
+          if (log[i].kind == EventKind::send && log[i].tag == 600 + t) sent = log[i].begin_ns;
+        }
         if (t + 1 == P) {
           EXPECT_EQ(posted, -1) << P << " ranks, rank " << r << ": the last step passes nothing on";
           continue;
@@ -207,6 +211,9 @@ TEST(RingStep, PostsEachHopBeforeItsBlockAndNoneAtTheLastStep) {
         ASSERT_GE(posted, 0) << P << " ranks, rank " << r << ": no receive with tag " << 600 + t << " at step " << t;
         EXPECT_LE(posted, run.began[std::size_t(r)][std::size_t(t)])
             << P << " ranks, rank " << r << ", step " << t << ": post the receive before computing, so the hop overlaps the block";
+        EXPECT_GE(sent, 0) << P << " ranks, rank " << r << ": no send with tag " << 600 + t;
+        EXPECT_LE(sent, run.began[std::size_t(r)][std::size_t(t)])
+            << P << " ranks, rank " << r << ", step " << t << ": post the send before computing too";
       }
     }
   }

@@ -3,18 +3,12 @@
 #include <cmath>
 #include <string>
 
-#include "core/util/units.h"
 #include "labs/experts/experts_lab.h"
+#include "core/util/units.h"
 
 namespace dtl {
 
 namespace {
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
 
 void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m) {
   if (!s.check) return;
@@ -83,7 +77,7 @@ void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
 void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
   const moe::MoeShape& m = s.shape;
   rep.setup.push_back(std::to_string(m.experts) + " experts, top-" + std::to_string(m.top_k));
-  rep.setup.push_back(s.overflow == ExpertOverflow::drop ? "capacity factor " + num(m.capacity_factor)
+  rep.setup.push_back(s.overflow == ExpertOverflow::drop ? "capacity factor " + format_g(m.capacity_factor)
                                                          : "no capacity (none dropped)");
   const std::string experts = std::to_string(m.hidden) + "→" + std::to_string(m.ffn) + "→" + std::to_string(m.hidden);
   if (s.model == ExpertsModelKind::gpt) {
@@ -95,7 +89,7 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
     rep.setup.push_back(std::to_string(m.layers) + " MoE blocks " + experts);
     rep.setup.push_back(std::to_string(m.tokens) + " tokens per step");
   }
-  if (m.router_skew > 0) rep.setup.push_back("router skew " + num(m.router_skew));
+  if (m.router_skew > 0) rep.setup.push_back("router skew " + format_g(m.router_skew));
   rep.notes.push_back("Each rank holds E/EP experts and routes T/EP tokens; capacity is per expert and rank (GShard's "
                       "groups), so 1 rank routing the same groups drops the same slots.");
   if (s.model == ExpertsModelKind::gpt)

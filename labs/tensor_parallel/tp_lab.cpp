@@ -158,7 +158,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   publish_memory_formula(comm, double(model->local_params()), m.predicted_activation,
                          name + ": 16 B/param x this rank's slice + activations " + m.activation_formula);
   m.partial_replicated = model->partial_replicated_grads();
-  model->publish_activation_lines();
+  if (s.modes.size() == 1) model->publish_activation_lines();  // (two modes would share one meta key)
   std::vector<double> steps, comm_s;
   for (int step = 0; step < s.steps; ++step) {
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));

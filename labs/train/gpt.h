@@ -241,9 +241,9 @@ class Gpt {
   GptActivations make_activations();
   // Forward of one micro-batch through the held part: the first stage embeds `tokens`, the
   // others start from `x`, the previous stage's output [rows × h]. Returns the stage's
-  // output (a.resid.back()), or on the head's stage nullptr after ln_f, the head and the
-  // loss over `targets` (into *loss), whose gradient it scales by `loss_scale` (the
-  // micro-batch's share of the global mean).
+  // output (a.output, until its backward_stage gives the end back), or on the head's stage
+  // nullptr after ln_f, the head and the loss over `targets` (into *loss), whose gradient it
+  // scales by `loss_scale` (the micro-batch's share of the global mean).
   const float* forward_stage(const int* tokens, const float* x, const int* targets, GptActivations& a, float* loss,
                              float loss_scale);
   // Its backward: from `dy` = dL/d(output) (ignored on the head's stage: from its loss),
@@ -275,8 +275,9 @@ class Gpt {
   // The index in tensors() of wte (the embedding's, or the head's copy), or npos if not held.
   std::size_t wte_index() const { return wte_; }
 
-  // The logits of the last forward, [R × V/T]: vocabulary entries [vocab_begin, +V/T).
-  const float* logits() const { return own_.logits; }
+  // The logits of the last forward() (Error after forward_backward, which gives them back),
+  // [R × V/T]: vocabulary entries [vocab_begin, +V/T).
+  const float* logits() const;
   int vocab_local() const { return c_.vocab / T_; }
   int vocab_begin() const { return rank_ * vocab_local(); }
 

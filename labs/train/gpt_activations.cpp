@@ -176,6 +176,11 @@ void Gpt::recompute_block(int i, GptBlockActivations& b) {
   ++measure_.recomputed_blocks;
 }
 
+const float* Gpt::logits() const {
+  if (!own_.end.data()) throw Error("Gpt::logits: the logits of the last forward() (forward_backward gives them back)");
+  return own_.logits;
+}
+
 void Gpt::release_forward_only(GptActivations& a) {
   for (GptBlockActivations& b : a.blocks) b.kept.reset(), b.recomputed.reset();
 }

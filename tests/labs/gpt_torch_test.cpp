@@ -61,6 +61,7 @@ void write_files(const std::string& checkpoint, const std::string& io) {
     out.add("tokens", {S, B}, tokens);
     out.add("targets", {S, B}, targets);
     out.add("loss", {1}, std::vector<float>{loss});
+    model.forward(tokens.data(), targets.data());  // the logits again: forward_backward gave its own back
     out.add("logits", {R, V}, std::vector<float>(model.logits(), model.logits() + R * V));
     for (const GptTensor& t : model.tensors())
       out.add("grad." + t.name, t.full_shape, model.full_tensor(t.name, GptBuffer::grads));

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "labs/context_parallel/cp_lab.h"
 #include "labs/context_parallel/cp_partition.h"
 #include "viz/app/views.h"
@@ -40,24 +39,34 @@ Setup read_setup(const TraceData& d) {
   Setup s;
   s.P = d.ranks;
   s.S = d.meta_int("seq", 0);
-  const auto it = d.meta.find("split");
-  s.split = it != d.meta.end() && it->second == "zigzag" ? cp::CpSplit::zigzag : cp::CpSplit::contiguous;
-  if (s.P < 1 || s.P > 64 || s.S < 1 || s.S > (1 << 20)) return s;
-  try {
-    cp::check_cp_split(s.split, s.S, s.P);
-    s.ok = true;
-  } catch (const Error&) {  // a trace that does not fit its own options: nothing to draw
-  }
+  const auto it = d.meta.find("split");  // the option's own word for it (cp_partition.h)
+  const bool zigzag = it != d.meta.end() && it->second == cp::cp_split_name(cp::CpSplit::zigzag);
+  s.split = zigzag ? cp::CpSplit::zigzag : cp::CpSplit::contiguous;
+  const int chunks = zigzag ? 2 * s.P : s.P;
+  s.ok = s.P >= 1 && s.P <= 64 && s.S >= 1 && s.S <= (1 << 20) && s.S % chunks == 0;  // else: nothing to draw
   return s;
 }
 
-// The chunks the sequence is cut into and the rank owning each (its queries, its K/V).
+// The chunks the sequence is cut into and the rank owning each (its queries, its K/V): the
+// split's rule written here, not the learner's zigzag_partition, which the viewer must not run.
 std::vector<int> chunk_owners(const Setup& s) {
   const int C = s.split == cp::CpSplit::zigzag ? 2 * s.P : s.P;
   std::vector<int> owner(std::size_t(C), 0);
-  for (int r = 0; r < s.P; ++r)
-    for (int p : cp::cp_positions(s.split, s.S, s.P, r)) owner[std::size_t(p / (s.S / C))] = r;
+  for (int c = 0; c < C; ++c) owner[std::size_t(c)] = c < s.P ? c : 2 * s.P - 1 - c;  // zig-zag: chunks r and 2P−1−r
   return owner;
+}
+
+// Each rank's causal (query, key ≤ query) pairs per head and sequence, from its chunks, and max / mean.
+std::vector<long long> pairs_per_rank(const Setup& s, const std::vector<int>& owner, double* max_over_mean) {
+  const long long len = s.S / static_cast<long long>(owner.size());
+  std::vector<long long> pairs(std::size_t(s.P), 0);
+  for (std::size_t c = 0; c < owner.size(); ++c)
+    for (long long p = static_cast<long long>(c) * len; p < static_cast<long long>(c + 1) * len; ++p)
+      pairs[std::size_t(owner[c])] += p + 1;
+  long long most = 0, sum = 0;
+  for (long long v : pairs) most = std::max(most, v), sum += v;
+  *max_over_mean = sum > 0 ? double(most) * s.P / double(sum) : 1.0;
+  return pairs;
 }
 
 enum class Algo { unknown, ring, all_gather, ulysses };
@@ -193,12 +202,13 @@ void CpAttentionView::Draw(const Frame& f) {
   const char* names[] = {"(before the timed runs)", "ring attention", "all-gather CP", "Ulysses"};
   ImGui::Text("%s · %s split · S = %d over %d ranks%s", names[int(algo)], cp::cp_split_name(s.split), s.S, s.P,
               algo == Algo::ring && pass != Pass::none ? (pass == Pass::forward ? " · forward" : " · backward") : "");
-  const cp::CpBalance b = cp::cp_balance(s.split, s.S, s.P);
+  double imbalance = 1;
+  const std::vector<long long> pairs = pairs_per_rank(s, owner, &imbalance);
   if (algo == Algo::ulysses) {
     ImGui::Text("after the all-to-all every rank holds the whole sequence for A/P heads: the same causal work on each");
   } else {
-    ImGui::Text("causal pairs per rank (max / mean %.3f):", b.max_over_mean);
-    for (int r = 0; r < s.P && r < 16; ++r) ImGui::SameLine(), ImGui::Text("%lld", static_cast<long long>(b.pairs[std::size_t(r)]));
+    ImGui::Text("causal pairs per rank (max / mean %.3f):", imbalance);
+    for (int r = 0; r < s.P && r < 16; ++r) ImGui::SameLine(), ImGui::Text("%lld", pairs[std::size_t(r)]);
   }
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();

@@ -1,4 +1,5 @@
-// Activations view (the GPT labs: gpt, tensor_parallel --model gpt, grid --model gpt): one
+// Activations view (the gpt lab and tensor_parallel --model gpt; the grid lab writes the same
+// meta and rows but lists no such view: six would not tile): one
 // rank's activation bytes over the step at the cursor, as its MemoryTracker counted them (the
 // memory events), beside the lines its formula draws (meta "activation_formula.<rank>",
 // labs/train/gpt_activation_report.h):
@@ -135,7 +136,7 @@ void ActivationView::Draw(const Frame& f) {
   const Lines l = read_lines(d, rank);
   if (!l.ok)
     return ImGui::TextWrapped("No activation formula for rank %d in this trace: the GPT labs write one (dtlab run gpt, "
-                              "tensor_parallel --model gpt, grid --model gpt).", rank);
+                              "tensor_parallel --model gpt with one --sequence-parallel mode).", rank);
   const std::vector<Point> pts = step_at(d, rank, f.cursor_time());
   ImGui::Text("recompute %s: each block keeps %s (Korthikanti et al.'s count: %s); a block running holds %s more",
               l.recompute.c_str(), bytes_text(l.block).c_str(), bytes_text(l.paper_block).c_str(),
