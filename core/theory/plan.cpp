@@ -283,9 +283,10 @@ void fill_memory(Plan& out) {
   auto held = [&](double layer_bytes) {  // each GPU of a cp group holds s/cp of every sequence
     return activations_in_flight(layer_bytes / p.cp, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
   };
-  mem.activations_none = held(s * b * h * (34 + 5 * a * s / h) / t);
-  mem.activations_selective = held(s * b * h * 34 / t);
-  mem.activations_full = held(2 * s * b * h / t);
+  // Tensor parallelism with sequence parallelism, as Megatron-LM runs it.
+  mem.activations_none = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::none));
+  mem.activations_selective = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::selective));
+  mem.activations_full = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::full));
   mem.activations = p.recompute == Recompute::none        ? mem.activations_none
                     : p.recompute == Recompute::selective ? mem.activations_selective
                                                           : mem.activations_full;

@@ -18,4 +18,20 @@ enum class Recompute {
 Recompute parse_recompute(std::string_view name);  // throws UsageError
 const char* recompute_name(Recompute r);
 
+// Korthikanti et al.'s activation bytes of one transformer layer (§4: 16-bit activations,
+// 1-byte dropout masks) for s positions, b sequences, hidden h, a heads on t tensor-parallel
+// ranks, with or without sequence parallelism:
+//   none       tp: s·b·h·(10 + 24/t + 5·a·s/(h·t)),   tp + sp: s·b·h·(34 + 5·a·s/h)/t
+//   selective  tp: s·b·h·(10 + 24/t),                   tp + sp: 34·s·b·h/t
+//   full       tp: 2·s·b·h,                             tp + sp: 2·s·b·h/t
+// (t = 1: the forms agree, s·b·h·(34 + 5·a·s/h) with nothing recomputed.)
+inline double korthikanti_layer_bytes(double s, double b, double h, double a, double t, bool sequence_parallel,
+                                      Recompute r) {
+  const double sbh = s * b * h;
+  if (r == Recompute::full) return 2 * sbh / (sequence_parallel ? t : 1);  // each layer's input
+  const double softmax = r == Recompute::none ? 5 * a * s / h : 0;          // kept only without recomputation
+  if (sequence_parallel) return sbh * (34 + softmax) / t;
+  return sbh * (10 + 24 / t + softmax / t);
+}
+
 }  // namespace dtl::theory

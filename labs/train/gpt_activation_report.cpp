@@ -27,16 +27,8 @@ GptActivationFigures gpt_activation_figures(Comm& comm, const Gpt& model) {
 }
 
 double korthikanti_layer_bytes(const GptConfig& c, int tp, ex::TpMode mode, theory::Recompute r) {
-  const double s = c.seq, b = c.batch, h = c.hidden, a = c.heads, t = tp;
   const bool sp = mode == ex::TpMode::sequence_parallel && tp > 1;
-  const double sbh = s * b * h;
-  switch (r) {
-    case theory::Recompute::full: return 2 * sbh / (sp ? t : 1);           // each layer's input
-    case theory::Recompute::selective: return sp ? 34 * sbh / t : sbh * (10 + 24 / t);  // all but 5as²b
-    case theory::Recompute::none: break;
-  }
-  if (sp) return sbh * (34 + 5 * a * s / h) / t;
-  return sbh * (10 + 24 / t + 5 * a * s / (h * t));  // t = 1: 34 + 5as/h
+  return theory::korthikanti_layer_bytes(c.seq, c.batch, c.hidden, c.heads, tp, sp, r);
 }
 
 double recompute_flop_ratio(const GptConfig& c, theory::Recompute r) {

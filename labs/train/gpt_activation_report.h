@@ -24,8 +24,8 @@ struct GptActivationFigures {
 };
 GptActivationFigures gpt_activation_figures(Comm& comm, const Gpt& model);
 
-// Korthikanti et al.'s bytes per layer for a micro-batch of c.batch sequences (s·b·h·(34 +
-// 5as/h) and its tensor-parallel, sequence-parallel, selective and full forms).
+// Korthikanti et al.'s bytes per layer for a micro-batch of c.batch sequences on `tp` ranks
+// in `mode` (theory::korthikanti_layer_bytes, core/theory/recompute.h).
 double korthikanti_layer_bytes(const GptConfig& c, int tp, ex::TpMode mode, theory::Recompute r);
 
 // The forward FLOPs of one block that recomputation runs again, over the block's forward

@@ -79,6 +79,11 @@ struct BlockSizes {
   std::int64_t local_rows_h, rows_local, qkv, probs, attn, fc;
 };
 
+// A block's tensors on a rank: R rows (Rl of the residual stream), h hidden, T tp ranks.
+BlockSizes block_sizes(std::int64_t R, std::int64_t Rl, std::int64_t h, std::int64_t T, std::int64_t probs) {
+  return {Rl * h, Rl, R * 3 * h / T, probs, R * h / T, R * 4 * h / T};
+}
+
 // Which of a block's tensors the mode keeps (into `kept`) and which the block holds only
 // while it runs (into `running`): the split gpt_activation_parts counts.
 void plan_block(const BlockSizes& n, theory::Recompute r, GptBlockActivations& b, Carver& kept, Carver& running) {
@@ -124,10 +129,8 @@ GptActivations Gpt::make_activations() {
 }
 
 void Gpt::acquire_block(GptActivations& a, std::size_t k) {
-  const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
-  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, probability_floats(), R * h / T, R * 4 * h / T};
   Carver kept, running;
-  plan_block(n, recompute_, a.blocks[k], kept, running);
+  plan_block(block_sizes(rows_, rows_local_, c_.hidden, T_, probability_floats()), recompute_, a.blocks[k], kept, running);
   const std::size_t before = mem_.current(MemTag::activation);
   a.blocks[k].kept = kept.take(pool_);
   measure_.block[k] = double(mem_.current(MemTag::activation) - before);
@@ -135,10 +138,8 @@ void Gpt::acquire_block(GptActivations& a, std::size_t k) {
 
 void Gpt::acquire_recomputed(GptBlockActivations& b) {
   if (recompute_ == theory::Recompute::none) return;
-  const std::int64_t R = rows_, Rl = rows_local_, h = c_.hidden, T = T_;
-  const BlockSizes n{Rl * h, Rl, R * 3 * h / T, probability_floats(), R * h / T, R * 4 * h / T};
   Carver kept, running;
-  plan_block(n, recompute_, b, kept, running);
+  plan_block(block_sizes(rows_, rows_local_, c_.hidden, T_, probability_floats()), recompute_, b, kept, running);
   const std::size_t before = mem_.current(MemTag::activation);
   b.recomputed = running.take(pool_);
   measure_.recomputed = double(mem_.current(MemTag::activation) - before);
