@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 namespace dtl::kernels {
@@ -147,6 +148,13 @@ void embedding_backward(const int* tokens, const float* dout, float* dtable, int
     float* t = dtable + std::size_t(local) * std::size_t(width);
     for (int i = 0; i < width; ++i) t[i] += d[i];
   }
+}
+
+std::vector<int> rows_by_token(const int* tokens, int rows) {
+  std::vector<int> order(std::size_t(rows > 0 ? rows : 0));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [tokens](int a, int b) { return tokens[a] < tokens[b]; });
+  return order;
 }
 
 // ---- references: straightforward loops in double ------------------------------------

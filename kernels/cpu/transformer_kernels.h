@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace dtl::kernels {
 
@@ -46,6 +47,9 @@ void embedding_forward(const int* tokens, const float* table, int vocab_begin, i
 // dtable[tokens[i] − vocab_begin] += dout row i for the owned tokens (scatter-add).
 void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
                         int width);
+// The rows 0..rows-1 stably sorted by token: equal tokens side by side, in row order. The
+// GPU's embedding backward walks it to add each token's rows in this loop's order.
+std::vector<int> rows_by_token(const int* tokens, int rows);
 
 // Learned positions over rows laid out [s][b]: row j holds position j / rows_per_position
 // (rows_per_position = B sequences). Forward x[j] += table[j / B]; backward

@@ -23,17 +23,27 @@ __global__ void embedding_forward_kernel(const int* tokens, const float* table, 
   }
 }
 
-// atomicAdd: two rows with the same token add into the same table row in whichever order
-// the threads run, so with repeated tokens the low bits of dtable may differ from run to
-// run (and from the CPU's row order) — float addition is not associative. Tokens that
-// appear once are exact: one addition onto what dtable held.
-__global__ void embedding_backward_kernel(const int* tokens, const float* dout, float* dtable, int vocab_begin,
-                                          int vocab_local, int rows, int width) {
+// Deterministic scatter-add, no atomics: rows_by_token lists the rows stably sorted by
+// token (kernels::rows_by_token), so equal tokens form runs. One thread per (k, c) where k
+// starts a run adds that token's rows in ascending row order — the CPU loop's order — so
+// dtable gets the CPU's bits, the same in every run. (atomicAdd would sum repeated tokens
+// in whichever order threads ran: gradients that differ in their low bits from run to run,
+// which a recomputation-versus-keep-all bit check cannot tell from a bug.)
+__global__ void embedding_backward_kernel(const int* tokens, const int* rows_by_token, const float* dout, float* dtable,
+                                          int vocab_begin, int vocab_local, int rows, int width) {
   const std::size_t n = std::size_t(rows) * std::size_t(width);
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::size_t r = i / std::size_t(width), c = i % std::size_t(width);
-    const int local = tokens[r] - vocab_begin;
-    if (local >= 0 && local < vocab_local) atomicAdd(&dtable[std::size_t(local) * std::size_t(width) + c], dout[i]);
+    const int k = int(i / std::size_t(width));
+    const std::size_t c = i % std::size_t(width);
+    const int token = tokens[rows_by_token[k]];
+    if (k > 0 && tokens[rows_by_token[k - 1]] == token) continue;  // not the start of its run
+    const int local = token - vocab_begin;
+    if (local < 0 || local >= vocab_local) continue;
+    float* t = dtable + std::size_t(local) * std::size_t(width) + c;
+    float sum = *t;
+    for (int j = k; j < rows && tokens[rows_by_token[j]] == token; ++j)
+      sum += dout[std::size_t(rows_by_token[j]) * std::size_t(width) + c];
+    *t = sum;
   }
 }
 
@@ -80,10 +90,12 @@ void position_backward(const float* dx, float* dtable, int rows, int width, int 
   DTL_LAUNCH(position_backward_kernel, n, s, dx, dtable, positions, rows, width, rows_per_position);
 }
 
-void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
-                        int width, cudaStream_t s) {
+void embedding_backward(const int* tokens, const int* rows_by_token, const float* dout, float* dtable, int vocab_begin,
+                        int vocab_local, int rows, int width, cudaStream_t s) {
   const std::size_t n = std::size_t(rows > 0 ? rows : 0) * std::size_t(width > 0 ? width : 0);
-  if (n) DTL_LAUNCH(embedding_backward_kernel, n, s, tokens, dout, dtable, vocab_begin, vocab_local, rows, width);
+  if (n)
+    DTL_LAUNCH(embedding_backward_kernel, n, s, tokens, rows_by_token, dout, dtable, vocab_begin, vocab_local, rows,
+               width);
 }
 
 }  // namespace dtl::cuda

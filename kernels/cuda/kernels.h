@@ -96,14 +96,15 @@ std::size_t attention_backward_scratch_floats(const kernels::AttentionShape& s);
 void attention_backward(cublasHandle_t h, const float* qkv, const float* probs, const float* dout, float* dqkv,
                         float* scratch, const kernels::AttentionShape& s, cudaStream_t stream);
 // As kernels::embedding_forward / _backward, tokens a DEVICE array of `rows` ids. out is
-// written (zeros for tokens outside this rank's slice); dtable is added to with atomicAdd,
-// so repeated tokens sum in a run-dependent order (not bitwise deterministic).
+// written (zeros for tokens outside this rank's slice). The backward also takes, on the
+// device, kernels::rows_by_token(tokens): it adds each token's rows in row order without
+// atomics, so dtable equals the CPU's bit for bit and every run's.
 void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
                        int width, cudaStream_t stream);
 // As kernels::position_forward / _backward (the GPT's wpe), one launch each.
 void position_forward(const float* table, float* x, int rows, int width, int rows_per_position, cudaStream_t s);
 void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position, cudaStream_t s);
-void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local, int rows,
-                        int width, cudaStream_t stream);
+void embedding_backward(const int* tokens, const int* rows_by_token, const float* dout, float* dtable, int vocab_begin,
+                        int vocab_local, int rows, int width, cudaStream_t stream);
 
 }  // namespace dtl::cuda

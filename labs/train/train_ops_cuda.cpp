@@ -6,8 +6,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/cuda/check.h"
+#include "kernels/cpu/transformer_kernels.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/thread_stream.h"
 #include "labs/train/train_ops.h"
@@ -113,7 +115,13 @@ class CudaTrainOps final : public TrainOps {
   }
   void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local,
                           int rows, int width) override {
-    cuda::embedding_backward(device_tokens(tokens, rows), dout, dtable, vocab_begin, vocab_local, rows, width,
+    if (rows <= 0) return;
+    // The tokens and their rows sorted by token, side by side in the workspace (one copy).
+    std::vector<int> both(tokens, tokens + rows);
+    const std::vector<int> order = kernels::rows_by_token(tokens, rows);
+    both.insert(both.end(), order.begin(), order.end());
+    const int* d = device_tokens(both.data(), 2 * rows);
+    cuda::embedding_backward(d, d + rows, dout, dtable, vocab_begin, vocab_local, rows, width,
                              stream("embedding_backward"));
   }
   void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) override {

@@ -87,6 +87,19 @@ for lab in ddp ddp-bf16 zero pipeline tp-mlp tp-gpt grid-mlp grid-gpt gpt; do
   # shellcheck disable=SC2046
   lab_step $dtlab run "$(lab_name $lab)" --backend nccl --ranks "$r" $(lab_args $lab "$r")
 done
+echo "== activation recomputation on the GPU: the GPT's pooled activations against their formula, gradients against a twin keeping everything"
+for mode in selective full; do
+  echo "-- gpt --recompute $mode, 1 rank, --device cuda"
+  lab_step $dtlab run gpt --device cuda --recompute "$mode" --steps 20
+  echo "-- tensor_parallel --model gpt --recompute $mode, 2 thread ranks, --device cuda"
+  lab_step $dtlab run tensor_parallel --device cuda --ranks 2 --model gpt --recompute "$mode" \
+    --sequence-parallel on --layers 2 --hidden 64 --heads 4 --seq 32 --batch 4
+done
+echo "-- grid --model gpt --recompute full, dp 1 x tp 2 x pp 2, --device cuda"
+lab_step $dtlab run grid --device cuda --ranks 4 --model gpt --tp 2 --pp 2 --recompute full
+echo "-- the context-parallel lab is host-only: --device cuda is a usage error (exit 2)"
+$dtlab run context_parallel --device cuda --ranks 2; code=$?
+if [ "$code" -ne 2 ]; then echo "FAILED: expected exit 2, got $code"; failures=$((failures + 1)); fi
 echo "-- NCCL refuses two ranks on one GPU: a usage error (exit 2) that says what to do"
 $dtlab run ddp --backend nccl --ranks $((gpus + 1)); code=$?
 if [ "$code" -ne 2 ]; then echo "FAILED: expected exit 2, got $code"; failures=$((failures + 1)); fi
