@@ -109,6 +109,11 @@ struct LabInfo {
   // starts. dtlab-viz asks before its window opens (a live run that cannot run is exit 2,
   // not an empty window); the run itself checks the same. Empty: nothing beyond the options.
   std::function<void(const LabConfig&)> check_config;
+  // A small, fast run that passes the lab's checks and calls each of its exercises: flag →
+  // value for `dtlab run` (the run-wide --ranks included, no "--"). The tests start from it
+  // (the option fuzz, the option-effect table, the exercise track's run on the stubs), so a
+  // new lab is covered by them without editing any test.
+  std::map<std::string, std::string> small_run;
 
   bool uses(RunOption o) const;
 };

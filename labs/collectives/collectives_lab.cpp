@@ -345,6 +345,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     const double first_run_s = checked_run(comm, c, work, rep);
     timed_runs(comm, cfg, c, work, first_run_s, rep);
   }
+  if (s.collective == CollectiveChoice::all_reduce) ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.link, rep);
   if (s.collective == CollectiveChoice::all_reduce && cfg.iters > 0) {
     check_identity(comm, cfg, s.op, mem, count, rep);
     rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
@@ -384,16 +385,15 @@ LabInfo collectives_lab_info() {
        {"ring_all_gather", "RingAllGather", 10},
        {"ring_all_reduce", "RingAllReduce", 15},
        {"all_reduce_by_reduce_scatter_all_gather", "AllReduceByReduceScatterAllGather", 10},
-       {"tree", "TreeBroadcast", 10},
-       {"tree", "TreeAllReduce", 10},
-       {"rhd_all_reduce", "RhdAllReduce", 20},
-       {"all_reduce_cost", "AllReduceCost", 5}},
+       {"tree", "TreeBroadcast", 10}, {"tree", "TreeAllReduce", 10},
+       {"rhd_all_reduce", "RhdAllReduce", 20}, {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
       FaultPlan::Counted::sends, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
       collectives_option_table().read_back(),
       ex::collectives_hints(),
       {},
+      {{"ranks", "2"}, {"bytes", "4K"}, {"iters", "2"}},  // small_run: the tests start from it (lab.h)
   };
 }
 

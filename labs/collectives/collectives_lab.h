@@ -31,6 +31,11 @@ CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int
 // all-gather as rings, broadcast as a binomial tree): N = bytes per rank.
 theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link = {});
 
+// Exercise 7, the learner's cost calculator (ex::all_reduce_cost), asked about this run: the
+// ring all-reduce of `bytes` per rank on P ranks over the emulated link. Its answer is checked
+// against the lab's own α-β model (core/theory), the one the measured rows are compared with.
+void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, const LinkSpec& link, Report& rep);
+
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg);
 int collectives_chunk_grid(const LabConfig& cfg);
 // The lab's own view in dtlab-viz: ranks on a circle, chunks moving around them (labs/collectives/views/ring_view.cpp).

@@ -2,6 +2,7 @@
 // the figures come from in the curriculum's words.
 #include "core/theory/collectives.h"
 #include "labs/collectives/collectives_lab.h"
+#include "labs/collectives/exercises.h"
 
 namespace dtl {
 
@@ -33,6 +34,26 @@ theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, do
     case theory::Collective::broadcast: return theory::tree_broadcast_cost(P, N, link);
     default: return theory::all_reduce_cost(a, P, N, link);
   }
+}
+
+void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, const LinkSpec& link, Report& rep) {
+  ex::AllReduceQuestion q;
+  q.parameters = bytes / double(element_size);  // one gradient element per parameter
+  q.bytes_per_param = double(element_size);
+  q.gpus = P;
+  // Without an emulated link there is no bandwidth to ask about: only the bytes are compared.
+  q.bandwidth_GBps = link.active() ? link.beta_Bps() * 1e-9 : 1.0;
+  q.latency_us = link.active() ? link.alpha_s() * 1e6 : 0.0;
+  const ex::AllReduceAnswer answer = ex::all_reduce_cost(q);
+  const theory::CommCost ring =
+      theory::all_reduce_cost(Algo::ring, P, bytes, {link.alpha_s(), link.active() ? link.beta_Bps() : 0.0});
+  rep.check("calculator.bytes_sent_per_gpu", "your all_reduce_cost: bytes per GPU (ring)", answer.bytes_sent_per_gpu,
+            ring.bytes_per_rank, "B", 1e-9 * ring.bytes_per_rank)
+      .from("2(P-1)/P·N, exercise all_reduce_cost");
+  if (link.active())
+    rep.check("calculator.time", "your all_reduce_cost: time (ring, α-β)", answer.time_s, ring.time_s, "s",
+              1e-9 * ring.time_s)
+        .from("2(P-1)·α + 2(P-1)/P·N/β, exercise all_reduce_cost");
 }
 
 }  // namespace dtl

@@ -197,6 +197,8 @@ LabInfo context_parallel_lab_info() {
       cp_option_table().read_back(),
       ex::context_parallel_hints(),
       [](const LabConfig& c) { cp_settings(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"seq", "16"}, {"batch", "2"}, {"steps", "2"}},
   };
 }
 

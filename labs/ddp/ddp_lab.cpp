@@ -331,6 +331,8 @@ LabInfo ddp_lab_info() {
       ddp_option_table().read_back(),
       ex::ddp_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"width", "32"}, {"depth", "3"}, {"batch", "8"}, {"steps", "2"}, {"repeat", "1"}},
   };
 }
 

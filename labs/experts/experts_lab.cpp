@@ -283,6 +283,8 @@ LabInfo experts_lab_info() {
       experts_option_table().read_back(),
       ex::experts_hints(),
       [](const LabConfig& c) { experts_settings(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"ffn", "32"}, {"steps", "2"}},
   };
 }
 

@@ -224,6 +224,8 @@ LabInfo grid_lab_info() {
       grid_option_table().read_back(),
       {},
       [](const LabConfig& c) { grid_settings(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "4"}, {"layers", "2"}, {"hidden", "16"}, {"seq", "8"}, {"batch", "4"}, {"steps", "2"}},
   };
 }
 

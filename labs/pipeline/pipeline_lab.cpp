@@ -265,6 +265,9 @@ LabInfo pipeline_lab_info() {
       pipeline_option_table().read_back(),
       ex::pipeline_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}, {"micro-batches", "4"}, {"steps", "1"},
+       {"repeat", "1"}},
   };
 }
 

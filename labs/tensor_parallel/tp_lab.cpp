@@ -246,6 +246,8 @@ LabInfo tensor_parallel_lab_info() {
       tp_option_table().read_back(),
       ex::tensor_parallel_hints(),
       [](const LabConfig& c) { tp_settings(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"layers", "1"}, {"hidden", "16"}, {"seq", "8"}, {"batch", "2"}},
   };
 }
 

@@ -363,6 +363,8 @@ LabInfo zero_lab_info() {
       zero_option_table().read_back(),
       ex::zero_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
+      // small_run: the tests start from it (lab.h)
+      {{"ranks", "2"}, {"width", "32"}, {"depth", "3"}, {"batch", "8"}, {"steps", "2"}, {"repeat", "1"}},
   };
 }
 

@@ -190,20 +190,8 @@ void run_all(std::vector<Case>& cases, bool limit_as) {
 
 // Combinations: two and three options of one lab at once (from the lab's own table,
 // LabInfo::options), each at a value drawn from its valid range's ends, its choices and the
-// hostile ones, on a small run of the lab. Seeded: the same table every run.
-const std::map<std::string, std::vector<std::string>> kLabBase = {
-    {"collectives", {"--ranks", "2", "--bytes", "4K", "--iters", "1", "--warmup", "0", "--timeout", "5"}},
-    {"ddp", {"--ranks", "2", "--width", "16", "--depth", "2", "--batch", "8", "--steps", "1", "--repeat", "1", "--timeout", "5"}},
-    {"zero", {"--ranks", "2", "--width", "16", "--depth", "3", "--batch", "8", "--steps", "1", "--repeat", "1", "--timeout", "5"}},
-    {"pipeline", {"--ranks", "2", "--width", "16", "--depth", "4", "--batch", "8", "--micro-batches", "4", "--steps", "1",
-                  "--repeat", "1", "--timeout", "5"}},
-    {"tensor_parallel", {"--ranks", "2", "--layers", "1", "--hidden", "16", "--seq", "8", "--batch", "2", "--timeout", "5"}},
-    {"grid", {"--ranks", "4", "--layers", "2", "--hidden", "16", "--seq", "8", "--batch", "4", "--steps", "1", "--timeout", "5"}},
-    {"gpt", {"--ranks", "1", "--layers", "1", "--hidden", "16", "--seq", "8", "--batch", "2", "--steps", "2", "--timeout", "5"}},
-    {"experts", {"--ranks", "2", "--layers", "1", "--hidden", "8", "--ffn", "16", "--tokens", "32", "--steps", "1", "--timeout", "5"}},
-    {"context_parallel", {"--ranks", "2", "--layers", "1", "--hidden", "16", "--seq", "16", "--batch", "2", "--steps", "1",
-                          "--timeout", "5"}},
-};
+// hostile ones, on the lab's small run (LabInfo::small_run, with a 5 s timeout). Seeded:
+// the same table every run.
 
 std::vector<std::string> values_of(const dtl::OptionSpec& o) {
   std::vector<std::string> v = {"-1", "nan", "1e30"};  // (fewer hostile ones than alone: most combinations should run)
@@ -223,9 +211,11 @@ std::vector<Case> combination_cases(int per_lab) {
   std::mt19937 rng(20261124);
   std::vector<Case> cases;
   for (const dtl::LabInfo& lab : dtl::lab_registry()) {
-    const auto base = kLabBase.find(lab.name);
-    EXPECT_NE(base, kLabBase.end()) << "the combination fuzz has no small base run of the lab " << lab.name;
-    if (base == kLabBase.end() || lab.options.size() < 2) continue;
+    EXPECT_FALSE(lab.small_run.empty()) << "the lab " << lab.name << " declares no small_run in its LabInfo";
+    std::vector<std::string> base;
+    for (const auto& [flag, value] : lab.small_run) base.insert(base.end(), {"--" + flag, value});
+    base.insert(base.end(), {"--timeout", "5"});
+    if (lab.small_run.empty() || lab.options.size() < 2) continue;
     for (int k = 0; k < per_lab; ++k) {
       std::vector<std::size_t> picked;
       const std::size_t n = 2 + std::size_t(k % 2);  // two options, then three
@@ -236,9 +226,9 @@ std::vector<Case> combination_cases(int per_lab) {
       std::vector<std::string> args = {"run", lab.name};
       std::vector<std::string> fuzzed;
       for (std::size_t i : picked) fuzzed.push_back("--" + lab.options[i].name);
-      for (std::size_t j = 0; j < base->second.size(); j += 2)  // the base, less the fuzzed options
-        if (std::find(fuzzed.begin(), fuzzed.end(), base->second[j]) == fuzzed.end())
-          args.insert(args.end(), {base->second[j], base->second[j + 1]});
+      for (std::size_t j = 0; j < base.size(); j += 2)  // the base, less the fuzzed options
+        if (std::find(fuzzed.begin(), fuzzed.end(), base[j]) == fuzzed.end())
+          args.insert(args.end(), {base[j], base[j + 1]});
       for (std::size_t i : picked) {
         const std::vector<std::string> values = values_of(lab.options[i]);
         args.insert(args.end(), {"--" + lab.options[i].name, values[rng() % values.size()]});

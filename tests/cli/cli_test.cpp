@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "kernels/cuda/device.h"
+#include "labs/lab.h"
 #include "tests/cli/cli_util.h"
 
 using nlohmann::json;
@@ -31,6 +33,27 @@ TEST(Cli, ListNamesTheCollectivesLab) {
   const Output o = dtlab("list");
   EXPECT_EQ(o.code, 0);
   EXPECT_NE(o.out.find("collectives"), std::string::npos);
+}
+
+// `dtlab list --json`: what the exercise track's script reads (tests/grade/check_student_grader.sh),
+// each lab's small run, options and exercises as the registry has them; the small run passes.
+TEST(Cli, ListJsonGivesEveryLabsSmallRunOptionsAndExercises) {
+  const Output o = dtlab("list --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json labs = json::parse(o.out);
+  ASSERT_EQ(labs.size(), dtl::lab_registry().size());
+  for (const dtl::LabInfo& lab : dtl::lab_registry()) {
+    const auto it = std::find_if(labs.begin(), labs.end(), [&](const json& j) { return j["name"] == lab.name; });
+    ASSERT_NE(it, labs.end()) << lab.name;
+    EXPECT_EQ((*it)["small_run"].size(), 2 * lab.small_run.size()) << lab.name;
+    EXPECT_EQ((*it)["options"].size(), lab.options.size()) << lab.name;
+    ASSERT_EQ((*it)["exercises"].size(), lab.exercises.size()) << lab.name;
+    for (std::size_t i = 0; i < lab.exercises.size(); ++i) EXPECT_EQ((*it)["exercises"][i]["id"], lab.exercises[i].id);
+    std::string args = "run " + lab.name;
+    for (const auto& word : (*it)["small_run"]) args += " " + word.get<std::string>();
+    const Output run = dtlab(args);
+    EXPECT_EQ(run.code, 0) << "dtlab " << args << "\n" << run.err;
+  }
 }
 
 TEST(Cli, RunJsonPutsOnlyTheReportOnStdout) {

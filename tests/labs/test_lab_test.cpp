@@ -1,7 +1,8 @@
 // docs/reference.md's "Adding a lab", proved: the test lab (tests/test_lab/, a folder like labs/<lab>/
 // with its lab, option table, exercise, solution, hints and graded test) is added by the
 // one registration line below, and then the registry, the option table, a run on thread
-// ranks, the hints and the grade suite (its grade_test.cpp, linked in) all find it.
+// ranks, its small run, the hints and the grade suite (its grade_test.cpp, linked in) all
+// find it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -44,6 +45,25 @@ TEST(TestLab, ItRunsOnThreadRanksAndItsChecksHold) {
     EXPECT_TRUE(diff->passed()) << P << " ranks: max diff " << diff->measured;
     EXPECT_EQ(test::row(rep, "weighted_sum.bytes"), 4.0 * 1003) << P << " ranks";
   }
+}
+
+// Its small run (LabInfo::small_run) is what the registry-wide tests start from: the option
+// fuzz, the option-effect table and the exercise track need no entry of their own for it.
+TEST(TestLab, ItsSmallRunPassesItsChecks) {
+  const LabInfo* lab = find_lab("test_lab");
+  ASSERT_NE(lab, nullptr);
+  ASSERT_FALSE(lab->small_run.empty());
+  LabConfig cfg;
+  for (const auto& [flag, value] : lab->small_run) {
+    if (flag == "ranks")
+      cfg.ranks = std::stoi(value);
+    else
+      cfg.options.set(flag, value);
+  }
+  Trace trace(cfg.ranks);
+  const Report rep = test::run_lab("test_lab", cfg, trace);
+  EXPECT_TRUE(rep.ok);
+  EXPECT_NE(rep.find("weighted_sum.max_diff"), nullptr);
 }
 
 TEST(TestLab, ItsHintsAreFoundByTheExercisesId) {

@@ -80,6 +80,7 @@ LabInfo test_lab_info() {
       test_lab_option_table().read_back(),
       ex::test_lab_hints(),
       {},
+      {{"ranks", "2"}},  // small_run: the registry-wide tests run the test lab too
   };
 }
 
