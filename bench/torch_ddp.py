@@ -13,10 +13,14 @@ import json
 import os
 import time
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-from torch.nn.parallel import DistributedDataParallel as DDP
+# One BLAS thread per rank, as dtlab's ranks: torch.set_num_threads does not reach the OpenBLAS
+# that Debian's PyTorch calls for its GEMMs (bench/torch_gpt_step.py); OpenBLAS reads this
+# when loaded, and the spawned ranks inherit it.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
 def make_model(a):

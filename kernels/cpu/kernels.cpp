@@ -6,6 +6,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace dtl::kernels {
@@ -15,6 +17,13 @@ constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 }
 
 void use_one_blas_thread() { openblas_set_num_threads(1); }
+void use_blas_threads(int n) { openblas_set_num_threads(n); }
+
+std::string blas_kernels() {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return std::string("OpenBLAS ") + openblas_get_corename() +
+         (forced && *forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + " in the environment)" : std::string());
+}
 
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
   if (b)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/comm/dtype.h"
 
@@ -14,6 +15,11 @@ namespace dtl::kernels {
 
 // One BLAS thread per rank: ranks are already the parallelism (call once per process).
 void use_one_blas_thread();
+// OpenBLAS with n threads (a rank given n cores; bench-step --threads).
+void use_blas_threads(int n);
+// The kernels OpenBLAS runs here, "OpenBLAS Cooperlake", and OPENBLAS_CORETYPE when the
+// environment sets it (OpenBLAS then runs those kernels, whatever the CPU could).
+std::string blas_kernels();
 
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O);
 // accumulate: dW and db are added to (gradient accumulation) instead of overwritten.

@@ -5,6 +5,7 @@
 // with PyTorch eager by tests/gpu/pytorch_mlp_step.py (same model, loss, optimizer, sizes).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -23,7 +24,29 @@ struct StepBenchArgs {
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
   int steps = 20, warmup = 3;
   std::string device = "cpu";
+  int threads = 1;           // --threads: OpenBLAS threads on the CPU (dtlab's own kernels use one)
+  bool profile_ops = false;  // --profile-ops (GPT on the CPU): each op's share of the step
 };
+
+}  // namespace dtl::cli
+namespace dtl {
+struct OpProfile;  // labs/train/op_profile.h
+}  // namespace dtl
+namespace dtl::cli {
+
+// The per-op table of a profiled GPT step (step_bench_ops.cpp): each op's calls and time per
+// step, its share, and its rate against the ceilings measured now (cblas_sgemm at the
+// model's MLP shape for the GEMM ops, the memory bandwidth of a copy larger than the caches
+// for the others). `rows` tokens per step, `hidden` wide.
+void print_op_profile(const OpProfile& profile, int steps, double step_s, int rows, int hidden);
+
+// The timed steps of a bench: their median (what step_ms prints) and spread.
+struct StepTimes {
+  double median_s = 0, min_s = 0, max_s = 0, mean_s = 0;
+};
+StepTimes time_steps(int steps, const std::function<void()>& step);
+// step_ms (the median), step_spread_ms (min max), achieved_TFLOPs.
+void print_step_times(const StepTimes& t, double tflops);
 
 // One GPT training step (forward, cross-entropy, backward, AdamW) of the lab's Gpt on
 // `device`, timed: prints step_ms and achieved_TFLOPs (step_bench_gpt.cpp).

@@ -32,7 +32,7 @@ namespace {
 // One training step of the lab's Mlp and AdamW on `device`, timed on the wall clock (each
 // step reads its loss back, so a GPU step has finished when the clock stops).
 int run_step_bench(const StepBenchArgs& a, Device device) {
-  kernels::use_one_blas_thread();
+  kernels::use_blas_threads(a.threads);
   MlpShape shape;
   shape.width = a.width;
   shape.layers = a.depth;
@@ -53,14 +53,13 @@ int run_step_bench(const StepBenchArgs& a, Device device) {
     opt.step(whole_model(model));
   };
   for (int i = 0; i < a.warmup; ++i) step();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < a.steps; ++i) step();
-  const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.steps;
-  const double tflops = mlp_step_flops(a.width, a.depth, a.batch, shape.in, shape.out) / step_s * 1e-12;
+  const StepTimes t = time_steps(a.steps, step);
+  const double tflops = mlp_step_flops(a.width, a.depth, a.batch, shape.in, shape.out) / t.median_s * 1e-12;
+  if (device.kind == Device::Kind::cpu) std::printf("blas %s\n", kernels::blas_kernels().c_str());
   std::printf("device %s  width %d  depth %d  batch %d  params %zu\n",
-              device.kind == Device::Kind::cpu ? "cpu (one core)" : device.name().c_str(), a.width, a.depth, a.batch,
+              device.kind == Device::Kind::cpu ? "cpu" : device.name().c_str(), a.width, a.depth, a.batch,
               model.num_params());
-  std::printf("step_ms %.3f\nachieved_TFLOPs %.4f\n", step_s * 1e3, tflops);
+  print_step_times(t, tflops);
   if (device.kind == Device::Kind::cuda) {
     const double gemm = cublas_gemm_tflops(a.batch, a.width);
     std::printf("cublas_sgemm_TFLOPs %.2f\nfraction_of_gemm %.2f\n", gemm, tflops / gemm);
@@ -87,8 +86,15 @@ Command add_step_bench_command(CLI::App& app) {
   b->add_option("--heads", a->heads, "GPT: attention heads")->check(whole_range(1, 1024));
   b->add_option("--seq", a->seq, "GPT: tokens per sequence")->check(whole_range(1, 1 << 16));
   b->add_option("--vocab", a->vocab, "GPT: vocabulary entries")->check(whole_range(1, 1 << 20));
+  b->add_option("--threads", a->threads, "CPU: OpenBLAS threads (dtlab's own kernels use one)")
+      ->check(whole_range(1, 256))
+      ->capture_default_str();
+  b->add_flag("--profile-ops", a->profile_ops, "GPT on the CPU: each op's time, share and rate against the ceilings");
   return [a, b] {
     const bool gpu = a->device == "cuda";
+    if (gpu && b->count("--threads") > 0) throw UsageError("--threads sets the CPU's BLAS threads; drop it with --device cuda");
+    if (a->profile_ops && (gpu || a->model != StepModel::gpt))
+      throw UsageError("--profile-ops times the GPT's CPU ops: use it with --model gpt --device cpu");
     // An option of the other model would have no effect: refuse it.
     const std::vector<std::string> mlp_only = {"--width", "--depth"};
     const std::vector<std::string> gpt_only = {"--layers", "--hidden", "--heads", "--seq", "--vocab"};

@@ -2,8 +2,11 @@
 // with AdamW, timed on the wall clock (each step reads its loss back, so a GPU step has
 // finished when the clock stops). tests/gpu/pytorch_gpt_step.py is the same model in
 // PyTorch eager, for the ratio tests/gpu/run.sh prints.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <vector>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
@@ -14,6 +17,7 @@
 #include "labs/cli/validators.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/op_profile.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl::cli {
@@ -44,19 +48,22 @@ GptConfig config_of(StepBenchArgs a, bool gpu) {
 }  // namespace
 
 int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
-  kernels::use_one_blas_thread();
+  kernels::use_blas_threads(a.threads);
   const GptConfig c = config_of(a, gpu);
   // Weights, gradients, AdamW's m and v (16 B/param) and the activations, before allocating.
   if (!gpu) require_memory(16 * gpt_approx_params(c) + gpt_activation_bytes(c, 1, ex::TpMode::plain), "--layers, --hidden, --seq, --batch or --vocab");
   if (gpu) cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   const Device device = gpu ? Device::cuda(0) : Device::cpu();
-  double step_s = 0;
+  StepTimes times;
   std::size_t num_params = 0;
   float last_loss = 0;
   ThreadsOptions one;
   one.world_size = 1;
   one.timeout_s = 0;  // a rank alone never waits on a peer: no watchdog
+  OpProfile profile;
   const RunResult r = run_threads(one, [&](Comm& comm) {  // the model needs a (one-rank) group
+    std::optional<ScopedOpProfile> profiling;  // before the model: it keeps the ops it is built with
+    if (a.profile_ops) profiling.emplace(profile);
     MemoryTracker mem(0, nullptr);
     Gpt model(c, ex::TpGroup{comm, ex::TpMode::plain}, mem, 7, device);
     AdamW opt(model.whole_params(), device, mem, kernels::AdamWConfig{});
@@ -67,19 +74,20 @@ int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
       opt.step(model.whole_params());  // returns when the device is done
     };
     for (int i = 0; i < a.warmup; ++i) step();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < a.steps; ++i) step();
-    step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.steps;
+    profile.reset();  // the timed steps only
+    times = time_steps(a.steps, step);
     num_params = model.num_params();
   });
   if (!r.ok()) {
     if (r.first_failure) std::rethrow_exception(r.first_failure);
     throw Error(r.error);
   }
+  if (!gpu) std::printf("blas %s\n", kernels::blas_kernels().c_str());
   std::printf("device %s  gpt layers %d  hidden %d  heads %d  seq %d  batch %d  vocab %d  params %zu  loss %.4f\n",
-              gpu ? device.name().c_str() : "cpu (one core)", c.layers, c.hidden, c.heads, c.seq, c.batch, c.vocab,
+              gpu ? device.name().c_str() : "cpu", c.layers, c.hidden, c.heads, c.seq, c.batch, c.vocab,
               num_params, double(last_loss));
-  std::printf("step_ms %.3f\nachieved_TFLOPs %.4f\n", step_s * 1e3, gpt_step_flops(c) / step_s * 1e-12);
+  print_step_times(times, gpt_step_flops(c) / times.median_s * 1e-12);
+  if (a.profile_ops) print_op_profile(profile, a.steps, times.mean_s, c.rows(), c.hidden);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
+#include "labs/train/op_profile.h"
 #include "labs/train/train_ops.h"
 
 namespace dtl {
@@ -93,7 +94,10 @@ void copy_to_host_floats(const void* src, DType t, std::vector<float>& out) {
 
 TrainOps& train_ops(Device device) {
   static CpuTrainOps cpu;
-  if (device.kind == Device::Kind::cpu) return cpu;
+  if (device.kind == Device::Kind::cpu) {
+    TrainOps* profiled = profiled_cpu_ops(cpu);  // while `dtlab bench-step --profile-ops` measures (op_profile.h)
+    return profiled ? *profiled : cpu;
+  }
   if (standin_device_installed()) return standin_train_ops(device.index);
 #if DTL_HAVE_CUDA
   return cuda_train_ops(device.index);

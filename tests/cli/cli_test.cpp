@@ -270,6 +270,32 @@ TEST(Cli, BenchStepPrintsStepTimeAndRate) {
   EXPECT_NE(o.out.find("achieved_TFLOPs "), std::string::npos) << o.out;
 }
 
+// --profile-ops: the GPT's per-op table. Its calls per step are the model's own count (L
+// layers: 4L + 1 linear layers with the tied head, 2L + 1 LayerNorms, L attentions), and the
+// ops' times add up to the step's, less what runs outside the ops (the row that says so).
+TEST(Cli, BenchStepProfilesTheGptsOps) {
+  const Output o = dtlab("bench-step --model gpt --layers 3 --hidden 32 --heads 2 --seq 16 --batch 2 --vocab 64 "
+                         "--steps 2 --warmup 1 --profile-ops");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto calls = [&](const std::string& op) {
+    const std::size_t at = o.out.find("\n" + op + " ");
+    if (at == std::string::npos) return -1.0;
+    return std::stod(o.out.substr(at + op.size() + 2));
+  };
+  EXPECT_EQ(calls("linear_forward"), 4 * 3 + 1) << o.out;
+  EXPECT_EQ(calls("linear_backward"), 4 * 3 + 1) << o.out;
+  EXPECT_EQ(calls("layernorm_forward"), 2 * 3 + 1) << o.out;
+  EXPECT_EQ(calls("attention_backward"), 3) << o.out;
+  EXPECT_EQ(calls("adamw_step"), 1) << o.out;
+  EXPECT_NE(o.out.find("(outside the ops)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("ceilings measured now (OpenBLAS "), std::string::npos) << o.out;
+  for (const char* misuse : {"bench-step --profile-ops", "bench-step --model gpt --device cuda --profile-ops",
+                             "bench-step --device cuda --threads 2"}) {
+    const Output bad = dtlab(misuse);
+    EXPECT_EQ(bad.code, 2) << misuse << "\n" << bad.err;
+  }
+}
+
 // Issue 14: sizes below one element (one element per rank for all_gather, reduce_scatter,
 // all_to_all) crashed or wrote past the buffers. -e below the smallest valid size is a
 // usage error naming that size; other sizes are rounded to a multiple of it, and the

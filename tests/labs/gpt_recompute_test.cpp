@@ -185,7 +185,9 @@ TEST(GptRecompute, TrackerCountsEqualTheFormulaInEveryMode) {
         EXPECT_EQ(m.end, p.end);
         EXPECT_EQ(double(mem.peak(MemTag::activation)), p.peak(1));
         EXPECT_EQ(mem.current(MemTag::activation), 0u) << "backward gives every activation back";
-        if (r == Recompute::full) EXPECT_EQ(m.recomputed_blocks, kConfig.layers);
+        if (r == Recompute::full) {
+          EXPECT_EQ(m.recomputed_blocks, kConfig.layers);
+        }
       });
 }
 
