@@ -2,6 +2,7 @@
 // (kernels_bench_cuda.cpp): the sizes asked for, one result row, and the table/JSON output.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct KernelBenchRow {
   std::string kernel, unit;
   double rate = 0, ceiling = 0, vs_reference = 0;  // vs_reference 0: not measured
 };
+
+// Best of `repeats` timed runs of fn after one untimed run (which also faults the pages in),
+// in seconds: what bench-kernels and bench-step's per-op ceilings time with.
+double best_seconds(int repeats, const std::function<void()>& fn);
 
 // Prints the table (headline lines first) and writes the JSON file when asked.
 void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string>& headlines,

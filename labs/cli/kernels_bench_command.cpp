@@ -28,13 +28,6 @@
 
 namespace dtl::cli {
 
-namespace {
-
-struct KernelArgs : KernelBenchSizes {
-  std::string elements_text = "16M";
-  std::string device = "cpu";
-};
-
 // Best of `repeats` runs after one untimed run (which also faults the pages in).
 double best_seconds(int repeats, const std::function<void()>& fn) {
   fn();
@@ -46,6 +39,13 @@ double best_seconds(int repeats, const std::function<void()>& fn) {
   }
   return best;
 }
+
+namespace {
+
+struct KernelArgs : KernelBenchSizes {
+  std::string elements_text = "16M";
+  std::string device = "cpu";
+};
 
 std::vector<float> filled(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);

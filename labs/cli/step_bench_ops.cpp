@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/kernels.h"
+#include "labs/cli/kernels_bench.h"
 #include "labs/cli/step_bench.h"
 #include "labs/train/op_profile.h"
 
@@ -18,21 +19,10 @@ namespace dtl::cli {
 
 namespace {
 
-double best_of_three(const std::function<void()>& fn) {
-  fn();  // untimed: faults the pages in, warms the caches
-  double best = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
 // cblas_sgemm's FLOP/s on [B × I]·[O × I]ᵀ.
 double sgemm_rate(std::size_t B, std::size_t I, std::size_t O) {
   std::vector<float> X(B * I, 0.5f), W(O * I, 0.25f), Y(B * O);
-  const double s = best_of_three([&] {
+  const double s = best_seconds(3, [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(B), int(O), int(I), 1.0f, X.data(), int(I), W.data(), int(I),
                 0.0f, Y.data(), int(O));
   });
@@ -50,7 +40,7 @@ double gemm_ceiling(int rows, int hidden) {
 double memory_ceiling() {
   const std::size_t n = std::size_t(16) << 20;
   std::vector<float> src(n, 1.0f), dst(n, 0.0f);
-  const double s = best_of_three([&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); });
+  const double s = best_seconds(3, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); });
   return 2.0 * double(n) * sizeof(float) / s;
 }
 
