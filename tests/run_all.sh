@@ -42,7 +42,7 @@ stage_done "fuzzing"
 echo "== ThreadSanitizer build of the runtime tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j"$jobs" --target comm_p2p_test comm_collectives_test comm_faults_test topology_test \
-  trace_test step_gate_test link_test
+  trace_test step_gate_test link_test kernels_test
 ctest --preset tsan
 stage_done "ThreadSanitizer"
 

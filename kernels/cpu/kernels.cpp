@@ -1,9 +1,11 @@
 #include "kernels/cpu/kernels.h"
 
+#include "kernels/cpu/cpu_threads.h"
+#include "kernels/cpu/vector_math.h"
+
 #include <cblas.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,11 +15,15 @@
 namespace dtl::kernels {
 
 namespace {
+using detail::fast_tanh;
+// Rows per part when a GEMM is split over the CPU threads: a multiple of OpenBLAS's row
+// tiles (12 and 16 on Haswell, 4 to 32 elsewhere), so no tile is cut in two; split there,
+// its results equal one call's on the kernels measured, but for small parts (cpu_threads.h).
+constexpr std::size_t kGemmGrain = 96;
 constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 }
 
-void use_one_blas_thread() { openblas_set_num_threads(1); }
-void use_blas_threads(int n) { openblas_set_num_threads(n); }
+void use_one_blas_thread() { use_cpu_threads(1); }
 
 std::string blas_kernels() {
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
@@ -25,76 +31,69 @@ std::string blas_kernels() {
          (forced && *forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + " in the environment)" : std::string());
 }
 
+// With several CPU threads (cpu_threads.h) each GEMM is split by its output's rows: the
+// parts are GEMMs of the same kind, each element summed over the same K in the same order.
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) {
-  if (b)
-    for (int r = 0; r < B; ++r) std::copy(b, b + O, Y + std::size_t(r) * std::size_t(O));  // Y = b, then += X·Wᵀ
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0f, X, I, W, I, b ? 1.0f : 0.0f, Y, O);
+  parallel_for(std::size_t(B), kGemmGrain, [&](std::size_t first, std::size_t last) {
+    float* Yp = Y + first * std::size_t(O);
+    if (b)
+      for (std::size_t r = first; r < last; ++r) std::copy(b, b + O, Y + r * std::size_t(O));  // Y = b, += X·Wᵀ
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I, W,
+                I, b ? 1.0f : 0.0f, Yp, O);
+  });
 }
 
 void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
                      bool accumulate) {
-  if (dX) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0f, dY, O, W, I, 0.0f, dX, I);
+  if (dX)  // dX = dY·W, by rows of dX (samples)
+    parallel_for(std::size_t(B), kGemmGrain, [&](std::size_t first, std::size_t last) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(last - first), I, O, 1.0f, dY + first * std::size_t(O),
+                  O, W, I, 0.0f, dX + first * std::size_t(I), I);
+    });
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0f, dY, O, X, I, accumulate ? 1.0f : 0.0f, dW, I);
-  if (!db) return;  // a layer without a bias
-  if (!accumulate) std::fill(db, db + O, 0.0f);
-  for (int r = 0; r < B; ++r)
-    for (int o = 0; o < O; ++o) db[o] += dY[std::size_t(r) * std::size_t(O) + std::size_t(o)];
+  // dW = dYᵀ·X and db = Σ_rows dY, by rows of dW (output features o); each db[o] sums the
+  // rows in row order.
+  parallel_for(std::size_t(O), kGemmGrain, [&](std::size_t first, std::size_t last) {
+    const int outs = int(last - first);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outs, I, B, 1.0f, dY + first, O, X, I, accumulate ? 1.0f : 0.0f,
+                dW + first * std::size_t(I), I);
+    if (!db) return;  // a layer without a bias
+    if (!accumulate) std::fill(db + first, db + last, 0.0f);
+    for (int r = 0; r < B; ++r)
+      for (std::size_t o = first; o < last; ++o) db[o] += dY[std::size_t(r) * std::size_t(O) + o];
+  });
 }
 
-// e^x for x <= 0 without a library call, so the GELU loops vectorize: x = k·ln2 + r with
-// |r| <= ln2/2 (ln2 split in two constants, Cody and Waite, so r is exact), e^r from
-// Cephes' degree-6 polynomial (about 1 ulp), 2^k made directly in the exponent bits.
-// Below -87, e^x is under float's smallest normal; x is held there (e^-87 ≈ 1.6e-38).
-inline float exp_nonpositive(float x) {
-  // x = max(x, -87) on the bits: for x <= 0 the magnitude grows with the unsigned bits, and
-  // an integer min stays a select (a float one would become a branch and stop vectorizing).
-  constexpr std::uint32_t kMinus87 = std::bit_cast<std::uint32_t>(-87.0f);
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  x = std::bit_cast<float>(bits < kMinus87 ? bits : kMinus87);
-  const int k = static_cast<int>(x * 1.44269504f - 0.5f);  // x/ln2 rounded to nearest (x <= 0)
-  const float r = (x - float(k) * 0.693359375f) - float(k) * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  return p * std::bit_cast<float>((k + 127) << 23);
-}
+namespace {
 
-// tanh(u) = sign(u)·(1 - e)/(1 + e) with e = e^(-2|u|) in (0, 1]: no overflow for any u.
-inline float fast_tanh(float u) {
-  const float e = exp_nonpositive(-2.0f * std::fabs(u));
-  return std::copysign((1.0f - e) / (1.0f + e), u);
-}
-
-// The element-wise loops are compiled three times, for AVX-512 (x86-64-v4), AVX2 + FMA (v3)
-// and the baseline, and the loader picks the CPU's best (GCC's target_clones, an ifunc): the
-// binary stays portable, and the loops run 5-9x faster on a current core (measured: the GELU
-// forward over 2M floats 5.4 -> 1.1 ms). The library is built with -ffp-contract=off, so the
-// wider clones fuse no multiply-add the baseline does not: every clone gives the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define DTL_ELEMENTWISE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DTL_ELEMENTWISE_CLONES
-#endif
-
-DTL_ELEMENTWISE_CLONES void gelu_forward(const float* x, float* y, std::size_t n) {
+DTL_ELEMENTWISE_CLONES void gelu_forward_part(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const float v = x[i];
     y[i] = 0.5f * v * (1.0f + fast_tanh(kGeluC * (v + 0.044715f * v * v * v)));
   }
 }
 
-DTL_ELEMENTWISE_CLONES void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
+DTL_ELEMENTWISE_CLONES void gelu_backward_part(const float* x, const float* dy, float* dx, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float t = fast_tanh(kGeluC * (v + 0.044715f * v * v * v));
     const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
     dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
   }
+}
+
+// Element-wise work split over the CPU threads in parts of whole 16 KiB (cpu_threads.h).
+constexpr std::size_t kElementGrain = 4096;
+
+}  // namespace
+
+void gelu_forward(const float* x, float* y, std::size_t n) {
+  parallel_for(n, kElementGrain, [&](std::size_t a, std::size_t b) { gelu_forward_part(x + a, y + a, b - a); });
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
+  parallel_for(n, kElementGrain,
+               [&](std::size_t a, std::size_t b) { gelu_backward_part(x + a, dy + a, dx + a, b - a); });
 }
 
 float mse_loss(const float* y, const float* target, float* dy, std::size_t n) {
@@ -125,12 +124,11 @@ float softmax_cross_entropy(const float* logits, const int* labels, float* dlogi
 
 void sgd_step(float* w, const float* g, std::size_t n, float lr) { axpy(-lr, g, w, n); }
 
+namespace {
 // __restrict: the four arrays never overlap, which lets the compiler vectorize the loop
 // (with -fno-math-errno, so sqrt is one instruction; see kernels/CMakeLists.txt).
-void adamw_step(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, std::size_t n,
-                const AdamWConfig& c, int t) {
-  const float inv_bc1 = 1.0f / (1.0f - std::pow(c.beta1, float(t)));
-  const float inv_bc2 = 1.0f / (1.0f - std::pow(c.beta2, float(t)));
+void adamw_part(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, std::size_t n,
+                const AdamWConfig& c, float inv_bc1, float inv_bc2) {
   for (std::size_t i = 0; i < n; ++i) {
     const float mi = c.beta1 * m[i] + (1.0f - c.beta1) * g[i];
     const float vi = c.beta2 * v[i] + (1.0f - c.beta2) * g[i] * g[i];
@@ -139,6 +137,15 @@ void adamw_step(float* __restrict w, const float* __restrict g, float* __restric
     const float update = (mi * inv_bc1) / (std::sqrt(vi * inv_bc2) + c.eps);
     w[i] -= c.lr * (update + c.weight_decay * w[i]);
   }
+}
+}  // namespace
+
+void adamw_step(float* w, const float* g, float* m, float* v, std::size_t n, const AdamWConfig& c, int t) {
+  const float inv_bc1 = 1.0f / (1.0f - std::pow(c.beta1, float(t)));
+  const float inv_bc2 = 1.0f / (1.0f - std::pow(c.beta2, float(t)));
+  parallel_for(n, kElementGrain, [&](std::size_t a, std::size_t b) {
+    adamw_part(w + a, g + a, m + a, v + a, b - a, c, inv_bc1, inv_bc2);
+  });
 }
 
 void axpy(float a, const float* x, float* y, std::size_t n) {

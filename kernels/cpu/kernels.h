@@ -13,10 +13,9 @@
 
 namespace dtl::kernels {
 
-// One BLAS thread per rank: ranks are already the parallelism (call once per process).
+// One thread per rank, for OpenBLAS and the kernels: ranks are already the parallelism
+// (call once per process). A rank given n cores: use_cpu_threads(n) (cpu_threads.h).
 void use_one_blas_thread();
-// OpenBLAS with n threads (a rank given n cores; bench-step --threads).
-void use_blas_threads(int n);
 // The kernels OpenBLAS runs here, "OpenBLAS Cooperlake", and OPENBLAS_CORETYPE when the
 // environment sets it (OpenBLAS then runs those kernels, whatever the CPU could).
 std::string blas_kernels();

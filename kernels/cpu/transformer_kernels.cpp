@@ -1,6 +1,7 @@
 #include "kernels/cpu/transformer_kernels.h"
 
-#include <cblas.h>
+#include "kernels/cpu/cpu_threads.h"
+#include "kernels/cpu/vector_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,16 +11,21 @@
 
 namespace dtl::kernels {
 
-void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
-                       int width, float eps) {
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + std::size_t(r) * std::size_t(width);
-    float* yr = y + std::size_t(r) * std::size_t(width);
-    float sum = 0;
-    for (int i = 0; i < width; ++i) sum += xr[i];
-    const float mu = sum / float(width);
-    float var = 0;  // two passes: Σ(x − μ)² does not cancel as Σx² − nμ² would
-    for (int i = 0; i < width; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+namespace {
+
+using detail::lane_sum;
+
+// Both LayerNorm loops keep a row in L1 and sum it in SIMD lanes (vector_math.h): the
+// plain `sum += x[i]` could not vectorize without reordering the sum.
+DTL_ELEMENTWISE_CLONES void layernorm_forward_rows(const float* x, const float* w, const float* b, float* y, float* mean,
+                                                   float* rstd, std::size_t first, std::size_t last, int width,
+                                                   float eps) {
+  for (std::size_t r = first; r < last; ++r) {
+    const float* xr = x + r * std::size_t(width);
+    float* yr = y + r * std::size_t(width);
+    const float mu = lane_sum(width, [&](int i) { return xr[i]; }) / float(width);
+    // two passes: Σ(x − μ)² does not cancel as Σx² − nμ² would
+    const float var = lane_sum(width, [&](int i) { return (xr[i] - mu) * (xr[i] - mu); });
     const float rs = 1.0f / std::sqrt(var / float(width) + eps);
     for (int i = 0; i < width; ++i) yr[i] = (xr[i] - mu) * rs * w[i] + b[i];
     mean[r] = mu;
@@ -27,105 +33,57 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
   }
 }
 
-void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
-                        float* dx, float* dw, float* db, int rows, int width) {
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + std::size_t(r) * std::size_t(width);
-    const float* dyr = dy + std::size_t(r) * std::size_t(width);
-    float* dxr = dx + std::size_t(r) * std::size_t(width);
+// dx of rows first … last − 1: each row needs only its own mean(g) and mean(g·x̂).
+DTL_ELEMENTWISE_CLONES void layernorm_dx_rows(const float* x, const float* w, const float* mean, const float* rstd,
+                                              const float* dy, float* dx, std::size_t first, std::size_t last,
+                                              int width) {
+  for (std::size_t r = first; r < last; ++r) {
+    const float* xr = x + r * std::size_t(width);
+    const float* dyr = dy + r * std::size_t(width);
+    float* dxr = dx + r * std::size_t(width);
     const float mu = mean[r], rs = rstd[r];
-    float mean_g = 0, mean_gx = 0;  // mean(g) and mean(g·x̂), g = dy·w
-    for (int i = 0; i < width; ++i) {
-      const float xhat = (xr[i] - mu) * rs;
-      const float g = dyr[i] * w[i];
-      mean_g += g;
-      mean_gx += g * xhat;
-      dw[i] += dyr[i] * xhat;
-      db[i] += dyr[i];
-    }
-    mean_g /= float(width);
-    mean_gx /= float(width);
-    for (int i = 0; i < width; ++i) {
-      const float xhat = (xr[i] - mu) * rs;
-      dxr[i] += rs * (dyr[i] * w[i] - mean_g - xhat * mean_gx);
-    }
+    // mean(g) and mean(g·x̂), g = dy·w
+    const float mean_g = lane_sum(width, [&](int i) { return dyr[i] * w[i]; }) / float(width);
+    const float mean_gx = lane_sum(width, [&](int i) { return dyr[i] * w[i] * ((xr[i] - mu) * rs); }) / float(width);
+    for (int i = 0; i < width; ++i) dxr[i] += rs * (dyr[i] * w[i] - mean_g - ((xr[i] - mu) * rs) * mean_gx);
   }
 }
 
-namespace {
-
-// Where one (b, head) of attention lives: row s of its Q is row s·B + b of qkv, so its
-// leading dimension is B rows of qkv (B·3·H·d floats); likewise for the output.
-struct HeadView {
-  std::size_t q = 0, k = 0, v = 0, out = 0, probs = 0;
-  int ld_qkv = 0, ld_out = 0;
-};
-
-HeadView head_view(const AttentionShape& s, int b, int h) {
-  const std::size_t hd = std::size_t(s.heads) * std::size_t(s.head_dim);
-  HeadView v;
-  v.q = std::size_t(b) * 3 * hd + std::size_t(h) * std::size_t(s.head_dim);
-  v.k = v.q + hd;
-  v.v = v.q + 2 * hd;
-  v.out = std::size_t(b) * hd + std::size_t(h) * std::size_t(s.head_dim);
-  v.probs = (std::size_t(b) * std::size_t(s.heads) + std::size_t(h)) * std::size_t(s.seq) * std::size_t(s.seq);
-  v.ld_qkv = int(std::size_t(s.batch) * 3 * hd);
-  v.ld_out = int(std::size_t(s.batch) * hd);
-  return v;
-}
-
-// Row i of the scores: softmax over keys j <= i, zeros past the diagonal (the causal mask).
-void causal_softmax_rows(float* p, int seq) {
-  for (int i = 0; i < seq; ++i) {
-    float* row = p + std::size_t(i) * std::size_t(seq);
-    const float mx = *std::max_element(row, row + i + 1);
-    float sum = 0;
-    for (int j = 0; j <= i; ++j) sum += row[j] = std::exp(row[j] - mx);
-    for (int j = 0; j <= i; ++j) row[j] /= sum;
-    std::fill(row + i + 1, row + seq, 0.0f);
+// dw and db of features first … last − 1, summed over every row in row order: the same sums
+// whichever features a thread takes. (One loop per output: a loop writing both would need
+// more run-time overlap checks than the compiler makes, and would stay scalar.)
+DTL_ELEMENTWISE_CLONES void layernorm_dwdb_features(const float* x, const float* mean, const float* rstd,
+                                                    const float* dy, float* dw, float* db, int rows, int width,
+                                                    std::size_t first, std::size_t last) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + std::size_t(r) * std::size_t(width);
+    const float* dyr = dy + std::size_t(r) * std::size_t(width);
+    const float mu = mean[r], rs = rstd[r];
+    for (std::size_t i = first; i < last; ++i) dw[i] += dyr[i] * ((xr[i] - mu) * rs);
+    for (std::size_t i = first; i < last; ++i) db[i] += dyr[i];
   }
 }
 
 }  // namespace
 
-void attention_forward(const float* qkv, float* out, float* probs, const AttentionShape& s) {
-  const float scale = 1.0f / std::sqrt(float(s.head_dim));
-  for (int b = 0; b < s.batch; ++b)
-    for (int h = 0; h < s.heads; ++h) {
-      const HeadView v = head_view(s, b, h);
-      float* p = probs + v.probs;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.seq, s.seq, s.head_dim, scale, qkv + v.q, v.ld_qkv,
-                  qkv + v.k, v.ld_qkv, 0.0f, p, s.seq);  // Q·Kᵀ/√d
-      causal_softmax_rows(p, s.seq);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, p, s.seq, qkv + v.v,
-                  v.ld_qkv, 0.0f, out + v.out, v.ld_out);  // P·V
-    }
+void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
+                       int width, float eps) {
+  parallel_for(std::size_t(rows), 16, [&](std::size_t first, std::size_t last) {
+    layernorm_forward_rows(x, w, b, y, mean, rstd, first, last, width, eps);
+  });
 }
 
-void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv, const AttentionShape& s) {
-  const float scale = 1.0f / std::sqrt(float(s.head_dim));
-  std::vector<float> ds(std::size_t(s.seq) * std::size_t(s.seq));  // dP, then dS in place
-  for (int b = 0; b < s.batch; ++b)
-    for (int h = 0; h < s.heads; ++h) {
-      const HeadView v = head_view(s, b, h);
-      const float* p = probs + v.probs;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.seq, s.seq, s.head_dim, 1.0f, dout + v.out, v.ld_out,
-                  qkv + v.v, v.ld_qkv, 0.0f, ds.data(), s.seq);  // dP = dout·Vᵀ
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, p, s.seq, dout + v.out,
-                  v.ld_out, 0.0f, dqkv + v.v, v.ld_qkv);  // dV = Pᵀ·dout
-      for (int i = 0; i < s.seq; ++i) {  // softmax's backward, with the 1/√d of the scores folded in
-        const float* pr = p + std::size_t(i) * std::size_t(s.seq);
-        float* dr = ds.data() + std::size_t(i) * std::size_t(s.seq);
-        float dot = 0;
-        for (int j = 0; j <= i; ++j) dot += dr[j] * pr[j];
-        for (int j = 0; j < s.seq; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // P is 0 past the diagonal
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, ds.data(), s.seq,
-                  qkv + v.k, v.ld_qkv, 0.0f, dqkv + v.q, v.ld_qkv);  // dQ = dS·K
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.seq, s.head_dim, s.seq, 1.0f, ds.data(), s.seq,
-                  qkv + v.q, v.ld_qkv, 0.0f, dqkv + v.k, v.ld_qkv);  // dK = dSᵀ·Q
-    }
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                        float* dx, float* dw, float* db, int rows, int width) {
+  parallel_for(std::size_t(rows), 16, [&](std::size_t first, std::size_t last) {
+    layernorm_dx_rows(x, w, mean, rstd, dy, dx, first, last, width);
+  });
+  parallel_for(std::size_t(width), detail::kLanes, [&](std::size_t first, std::size_t last) {
+    layernorm_dwdb_features(x, mean, rstd, dy, dw, db, rows, width, first, last);
+  });
 }
+
+// attention_forward and attention_backward: attention.cpp.
 
 void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out, int rows,
                        int width) {
@@ -265,7 +223,7 @@ void attention_forward(const float* qkv, float* out, const AttentionShape& s) {
   for (std::size_t i = 0; i < out_d.size(); ++i) out[i] = float(out_d[i]);
 }
 
-void attention_backward(const float* qkv, const float* dout, float* dqkv, const AttentionShape& s) {
+void attention_backward(const float* qkv, const float* dout, float* dqkv, const AttentionShape& s, int every) {
   // Central differences of Σ dout·out in double, one qkv element at a time.
   const std::size_t n = std::size_t(s.seq) * std::size_t(s.batch) * 3 * std::size_t(s.heads * s.head_dim);
   std::vector<double> x(qkv, qkv + n);
@@ -275,7 +233,7 @@ void attention_backward(const float* qkv, const float* dout, float* dqkv, const 
     for (std::size_t i = 0; i < o.size(); ++i) sum += double(dout[i]) * o[i];
     return sum;
   };
-  for (std::size_t k = 0; k < n; ++k) {
+  for (std::size_t k = 0; k < n; k += std::size_t(every)) {
     const double h = 1e-6, keep = x[k];
     x[k] = keep + h;
     const double up = objective();

@@ -62,7 +62,9 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
 void layernorm_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int rows,
                         int width, float eps);
 void attention_forward(const float* qkv, float* out, const AttentionShape& s);
-void attention_backward(const float* qkv, const float* dout, float* dqkv, const AttentionShape& s);
+// Central differences in float64 for every `every`-th element of dqkv (the others are left
+// as they are): a test can sample a long sequence without paying for every element.
+void attention_backward(const float* qkv, const float* dout, float* dqkv, const AttentionShape& s, int every = 1);
 }  // namespace reference
 
 }  // namespace dtl::kernels

@@ -2,6 +2,7 @@
 // (kernels_bench_cuda.cpp): the sizes asked for, one result row, and the table/JSON output.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,16 @@ struct KernelBenchRow {
 // Best of `repeats` timed runs of fn after one untimed run (which also faults the pages in),
 // in seconds: what bench-kernels and bench-step's per-op ceilings time with.
 double best_seconds(int repeats, const std::function<void()>& fn);
+
+// The memory ceiling: the fastest of memcpy (streams large copies past the cache), a plain
+// copy loop, and an in-place update x[i] += 1 (no extra read-for-ownership of a
+// destination, like scale and the in-place reductions). Bytes = what the code reads +
+// writes. Split over the CPU threads as the kernels are (kernels/cpu/cpu_threads.h).
+struct MemoryCeiling {
+  double memcpy_GBps = 0, loop_GBps = 0, update_GBps = 0;
+  double best() const { return std::max({memcpy_GBps, loop_GBps, update_GBps}); }
+};
+MemoryCeiling memory_ceiling(int repeats, const std::vector<float>& src, std::vector<float>& dst);
 
 // Prints the table (headline lines first) and writes the JSON file when asked.
 void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string>& headlines,

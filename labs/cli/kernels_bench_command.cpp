@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/util/files.h"
 #include "core/util/units.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/validators.h"
@@ -40,6 +41,28 @@ double best_seconds(int repeats, const std::function<void()>& fn) {
   return best;
 }
 
+MemoryCeiling memory_ceiling(int repeats, const std::vector<float>& src, std::vector<float>& dst) {
+  const std::size_t n = src.size();
+  const double bytes2 = 2.0 * double(n) * sizeof(float);
+  // Split over the CPU threads as the kernels are (cpu_threads.h; one in bench-kernels).
+  auto split = [n](const std::function<void(std::size_t, std::size_t)>& part) {
+    return [n, part] { kernels::parallel_for(n, 4096, part); };
+  };
+  const float* s = src.data();
+  float* d = dst.data();
+  MemoryCeiling c;
+  c.memcpy_GBps = bytes2 / best_seconds(repeats, split([&](std::size_t a, std::size_t b) {
+                    std::memcpy(d + a, s + a, (b - a) * sizeof(float));
+                  })) * 1e-9;
+  c.loop_GBps = bytes2 / best_seconds(repeats, split([&](std::size_t a, std::size_t b) {
+                  for (std::size_t i = a; i < b; ++i) d[i] = s[i];
+                })) * 1e-9;
+  c.update_GBps = bytes2 / best_seconds(repeats, split([&](std::size_t a, std::size_t b) {
+                    for (std::size_t i = a; i < b; ++i) d[i] += 1.0f;
+                  })) * 1e-9;
+  return c;
+}
+
 namespace {
 
 struct KernelArgs : KernelBenchSizes {
@@ -56,30 +79,6 @@ std::vector<float> filled(std::size_t n, unsigned seed) {
 }
 
 using Row = KernelBenchRow;
-
-// The memory ceiling: the fastest of memcpy (streams large copies past the cache), a plain
-// copy loop, and an in-place update x[i] += 1 (no extra read-for-ownership of a
-// destination, like scale and the in-place reductions). Bytes = what the code reads + writes.
-struct MemoryCeiling {
-  double memcpy_GBps = 0, loop_GBps = 0, update_GBps = 0;
-  double best() const { return std::max({memcpy_GBps, loop_GBps, update_GBps}); }
-};
-MemoryCeiling memory_ceiling(int repeats, const std::vector<float>& src, std::vector<float>& dst) {
-  const std::size_t n = src.size();
-  const double bytes2 = 2.0 * double(n) * sizeof(float);
-  MemoryCeiling c;
-  c.memcpy_GBps = bytes2 / best_seconds(repeats, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); }) * 1e-9;
-  c.loop_GBps = bytes2 / best_seconds(repeats, [&] {
-    const float* s = src.data();
-    float* d = dst.data();
-    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
-  }) * 1e-9;
-  c.update_GBps = bytes2 / best_seconds(repeats, [&] {
-    float* d = dst.data();
-    for (std::size_t i = 0; i < n; ++i) d[i] += 1.0f;
-  }) * 1e-9;
-  return c;
-}
 
 // The memory-bound kernels over n elements, each beside the memory ceiling and its reference.
 void memory_rows(const KernelArgs& a, std::vector<float>& src, std::vector<float>& dst, double copy_GBps, std::vector<Row>& rows) {

@@ -24,7 +24,7 @@ struct StepBenchArgs {
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
   int steps = 20, warmup = 3;
   std::string device = "cpu";
-  int threads = 1;           // --threads: OpenBLAS threads on the CPU (dtlab's own kernels use one)
+  int threads = 1;           // --threads: CPU threads, OpenBLAS and dtlab's own kernels (cpu_threads.h)
   bool profile_ops = false;  // --profile-ops (GPT on the CPU): each op's share of the step
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/util/units.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/step_bench.h"
@@ -32,7 +33,7 @@ namespace {
 // One training step of the lab's Mlp and AdamW on `device`, timed on the wall clock (each
 // step reads its loss back, so a GPU step has finished when the clock stops).
 int run_step_bench(const StepBenchArgs& a, Device device) {
-  kernels::use_blas_threads(a.threads);
+  kernels::use_cpu_threads(a.threads);
   MlpShape shape;
   shape.width = a.width;
   shape.layers = a.depth;
@@ -86,13 +87,13 @@ Command add_step_bench_command(CLI::App& app) {
   b->add_option("--heads", a->heads, "GPT: attention heads")->check(whole_range(1, 1024));
   b->add_option("--seq", a->seq, "GPT: tokens per sequence")->check(whole_range(1, 1 << 16));
   b->add_option("--vocab", a->vocab, "GPT: vocabulary entries")->check(whole_range(1, 1 << 20));
-  b->add_option("--threads", a->threads, "CPU: OpenBLAS threads (dtlab's own kernels use one)")
+  b->add_option("--threads", a->threads, "CPU: threads for OpenBLAS and dtlab's own kernels")
       ->check(whole_range(1, 256))
       ->capture_default_str();
   b->add_flag("--profile-ops", a->profile_ops, "GPT on the CPU: each op's time, share and rate against the ceilings");
   return [a, b] {
     const bool gpu = a->device == "cuda";
-    if (gpu && b->count("--threads") > 0) throw UsageError("--threads sets the CPU's BLAS threads; drop it with --device cuda");
+    if (gpu && b->count("--threads") > 0) throw UsageError("--threads sets the CPU's threads; drop it with --device cuda");
     if (a->profile_ops && (gpu || a->model != StepModel::gpt))
       throw UsageError("--profile-ops times the GPT's CPU ops: use it with --model gpt --device cpu");
     // An option of the other model would have no effect: refuse it.

@@ -11,6 +11,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/util/units.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/step_bench.h"
@@ -48,7 +49,7 @@ GptConfig config_of(StepBenchArgs a, bool gpu) {
 }  // namespace
 
 int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
-  kernels::use_blas_threads(a.threads);
+  kernels::use_cpu_threads(a.threads);
   const GptConfig c = config_of(a, gpu);
   // Weights, gradients, AdamW's m and v (16 B/param) and the activations, before allocating.
   if (!gpu) require_memory(16 * gpt_approx_params(c) + gpt_activation_bytes(c, 1, ex::TpMode::plain), "--layers, --hidden, --seq, --batch or --vocab");

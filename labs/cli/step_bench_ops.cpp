@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/cli/kernels_bench.h"
 #include "labs/cli/step_bench.h"
@@ -19,12 +19,15 @@ namespace dtl::cli {
 
 namespace {
 
-// cblas_sgemm's FLOP/s on [B × I]·[O × I]ᵀ.
+// cblas_sgemm's FLOP/s on [B × I]·[O × I]ᵀ, its rows split over the CPU threads as the
+// linear kernels split theirs (kernels/cpu/cpu_threads.h).
 double sgemm_rate(std::size_t B, std::size_t I, std::size_t O) {
   std::vector<float> X(B * I, 0.5f), W(O * I, 0.25f), Y(B * O);
   const double s = best_seconds(3, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(B), int(O), int(I), 1.0f, X.data(), int(I), W.data(), int(I),
-                0.0f, Y.data(), int(O));
+    kernels::parallel_for(B, 64, [&](std::size_t first, std::size_t last) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), int(O), int(I), 1.0f, X.data() + first * I,
+                  int(I), W.data(), int(I), 0.0f, Y.data() + first * O, int(O));
+    });
   });
   return 2.0 * double(B) * double(O) * double(I) / s;
 }
@@ -36,12 +39,11 @@ double gemm_ceiling(int rows, int hidden) {
                   sgemm_rate(1024, 1024, 1024));
 }
 
-// memcpy of 64 MiB (past every cache), bytes read + written per second.
-double memory_ceiling() {
+// bench-kernels' memory ceiling over 64 MiB (past every cache).
+double memory_ceiling_64MiB() {
   const std::size_t n = std::size_t(16) << 20;
   std::vector<float> src(n, 1.0f), dst(n, 0.0f);
-  const double s = best_seconds(3, [&] { std::memcpy(dst.data(), src.data(), n * sizeof(float)); });
-  return 2.0 * double(n) * sizeof(float) / s;
+  return memory_ceiling(3, src, dst).best() * 1e9;
 }
 
 }  // namespace
@@ -67,7 +69,7 @@ void print_step_times(const StepTimes& t, double tflops) {
 }
 
 void print_op_profile(const OpProfile& profile, int steps, double step_s, int rows, int hidden) {
-  const double gemm = gemm_ceiling(rows, hidden), memory = memory_ceiling();
+  const double gemm = gemm_ceiling(rows, hidden), memory = memory_ceiling_64MiB();
   std::vector<std::pair<std::string, OpStats>> ops(profile.ops.begin(), profile.ops.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   std::printf("\nper op (the timed steps' totals / %d steps):\n", steps);
@@ -85,9 +87,11 @@ void print_op_profile(const OpProfile& profile, int steps, double step_s, int ro
   const double outside = step_s - inside / steps;
   std::printf("%-24s %10s %10.3f %6.1f%%  (the model's own copies, pooling and bookkeeping)\n", "(outside the ops)", "",
               outside * 1e3, 100 * outside / step_s);
-  std::printf("ceilings measured now (%s): cblas_sgemm %.1f GFLOP/s (the better of [%d x %d]·[%d x %d]^T and 1024^3); "
-              "memcpy of 64 MiB %.1f GB/s (read + write: above 100%%, the op's data stayed in the caches)\n",
-              kernels::blas_kernels().c_str(), gemm * 1e-9, rows, hidden, 4 * hidden, hidden, memory * 1e-9);
+  std::printf("ceilings measured now (%s, %d thread%s): cblas_sgemm %.1f GFLOP/s (the better of [%d x %d]·[%d x %d]^T "
+              "and 1024^3); copying 64 MiB %.1f GB/s (the best of memcpy, a copy loop and an in-place update; read + "
+              "write: above 100%%, the op's data stayed in the caches)\n",
+              kernels::blas_kernels().c_str(), kernels::cpu_threads(), kernels::cpu_threads() == 1 ? "" : "s",
+              gemm * 1e-9, rows, hidden, 4 * hidden, hidden, memory * 1e-9);
 }
 
 }  // namespace dtl::cli

@@ -18,8 +18,10 @@ constexpr double kF = sizeof(float);
 // Every call forwarded to the CPU ops, timed, its work counted (op_profile.h).
 class ProfiledTrainOps final : public TrainOps {
  private:  // (first: the methods below use them)
+  // The causal half a query-key product needs: query i meets keys 0 … i, S(S+1)/2 pairs per
+  // head (a kernel that computes the masked half too does more work than it is credited).
   static double attention_macs(const kernels::AttentionShape& s) {
-    return double(s.batch) * s.heads * double(s.seq) * s.seq * s.head_dim;
+    return double(s.batch) * s.heads * double(s.seq) * (s.seq + 1) / 2 * s.head_dim;
   }
   // qkv in, out (and the S×S probabilities) written; `passes` over the probabilities.
   static double attention_bytes(const kernels::AttentionShape& s, int passes) {
