@@ -27,12 +27,16 @@ constexpr std::chrono::microseconds kSpin{200};
 template <class Done>
 void spin_then_wait(std::mutex& m, std::condition_variable& cv, Done&& done) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (!done())
+  while (!done()) {
     if (std::chrono::steady_clock::now() > until) {
       std::unique_lock lock(m);
       cv.wait(lock, done);
       return;
     }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();  // yields the core's pipeline to a hyper-thread sibling while spinning
+#endif
+  }
 }
 
 // The workers of parallel_for: run() hands part p (1 … parts − 1) to worker p and does

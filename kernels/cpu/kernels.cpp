@@ -52,15 +52,20 @@ void linear_backward(const float* X, const float* W, const float* dY, float* dX,
     });
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
   // dW = dYᵀ·X and db = Σ_rows dY, by rows of dW (output features o); each db[o] sums the
-  // rows in row order.
+  // rows in row order, in a copy local to the part (two parts adding every row into one
+  // cache line at their boundary would pass it to and fro: transformer_kernels.cpp).
   parallel_for(std::size_t(O), kGemmGrain, [&](std::size_t first, std::size_t last) {
     const int outs = int(last - first);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outs, I, B, 1.0f, dY + first, O, X, I, accumulate ? 1.0f : 0.0f,
                 dW + first * std::size_t(I), I);
     if (!db) return;  // a layer without a bias
-    if (!accumulate) std::fill(db + first, db + last, 0.0f);
-    for (int r = 0; r < B; ++r)
-      for (std::size_t o = first; o < last; ++o) db[o] += dY[std::size_t(r) * std::size_t(O) + o];
+    std::vector<float> part(std::size_t(outs), 0.0f);
+    if (accumulate) std::copy(db + first, db + last, part.begin());
+    for (int r = 0; r < B; ++r) {
+      const float* row = dY + std::size_t(r) * std::size_t(O) + first;
+      for (int o = 0; o < outs; ++o) part[std::size_t(o)] += row[o];
+    }
+    std::copy(part.begin(), part.end(), db + first);
   });
 }
 

@@ -87,7 +87,7 @@ Command add_step_bench_command(CLI::App& app) {
   b->add_option("--heads", a->heads, "GPT: attention heads")->check(whole_range(1, 1024));
   b->add_option("--seq", a->seq, "GPT: tokens per sequence")->check(whole_range(1, 1 << 16));
   b->add_option("--vocab", a->vocab, "GPT: vocabulary entries")->check(whole_range(1, 1 << 20));
-  b->add_option("--threads", a->threads, "CPU: threads for OpenBLAS and dtlab's own kernels")
+  b->add_option("--threads", a->threads, "CPU: a pool of threads for dtlab's kernels (OpenBLAS at one inside each)")
       ->check(whole_range(1, 256))
       ->capture_default_str();
   b->add_flag("--profile-ops", a->profile_ops, "GPT on the CPU: each op's time, share and rate against the ceilings");
