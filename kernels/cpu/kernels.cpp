@@ -71,11 +71,25 @@ void linear_backward(const float* X, const float* W, const float* dY, float* dX,
 
 namespace {
 
+inline float gelu(float v) { return 0.5f * v * (1.0f + fast_tanh(kGeluC * (v + 0.044715f * v * v * v))); }
+
 DTL_ELEMENTWISE_CLONES void gelu_forward_part(const float* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + fast_tanh(kGeluC * (v + 0.044715f * v * v * v)));
+  for (std::size_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
+}
+
+// Rows of the GEMM's output: pre += b, act = gelu(pre), in one pass.
+DTL_ELEMENTWISE_CLONES void bias_gelu_rows(float* pre, float* act, const float* b, std::size_t rows, int O) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* p = pre + r * std::size_t(O);
+    float* a = act + r * std::size_t(O);
+    if (b)
+      for (int o = 0; o < O; ++o) p[o] += b[o];
+    for (int o = 0; o < O; ++o) a[o] = gelu(p[o]);
   }
+}
+
+DTL_ELEMENTWISE_CLONES void residual_add_part(const float* a, const float* b, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 DTL_ELEMENTWISE_CLONES void gelu_backward_part(const float* x, const float* dy, float* dx, std::size_t n) {
@@ -99,6 +113,20 @@ void gelu_forward(const float* x, float* y, std::size_t n) {
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
   parallel_for(n, kElementGrain,
                [&](std::size_t a, std::size_t b) { gelu_backward_part(x + a, dy + a, dx + a, b - a); });
+}
+
+// Each part: its rows' GEMM, then their bias and GELU while the part is the one just written.
+void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I, int O) {
+  parallel_for(std::size_t(B), kGemmGrain, [&](std::size_t first, std::size_t last) {
+    float* part = pre + first * std::size_t(O);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I, W,
+                I, 0.0f, part, O);
+    bias_gelu_rows(part, act + first * std::size_t(O), b, last - first, O);
+  });
+}
+
+void residual_add(const float* a, const float* b, float* out, std::size_t n) {
+  parallel_for(n, kElementGrain, [&](std::size_t lo, std::size_t hi) { residual_add_part(a + lo, b + lo, out + lo, hi - lo); });
 }
 
 float mse_loss(const float* y, const float* target, float* dy, std::size_t n) {

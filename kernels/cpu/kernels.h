@@ -32,6 +32,15 @@ void linear_backward(const float* X, const float* W, const float* dY, float* dX,
 void gelu_forward(const float* x, float* y, std::size_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);
 
+// The MLP's first layer and its GELU, fused: pre = X·Wᵀ + b (kept for the backward) and
+// act = gelu(pre). The GEMM writes pre, then one pass adds the bias and applies the GELU;
+// linear_forward + gelu_forward take three (the bias rows written, read back by the GEMM,
+// pre read again by the GELU). b null: no bias.
+void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I, int O);
+
+// out = a + b: the residual stream's addition in one pass (a copy and an axpy take two).
+void residual_add(const float* a, const float* b, float* out, std::size_t n);
+
 // Mean squared error over n values; writes dL/dy = 2(y - t)/n. Returns the loss.
 float mse_loss(const float* y, const float* target, float* dy, std::size_t n);
 // Softmax cross-entropy over B rows of C logits with integer labels; writes dL/dlogits

@@ -138,6 +138,17 @@ int run_kernel_bench(const KernelArgs& a) {
   gemm_row("linear backward dX, dW, db", 2 * gemm_flops,
            [&] { kernels::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); },
            [&] { kernels::reference::linear_backward(X.data(), Wt.data(), Y.data(), dX.data(), dW.data(), db.data(), B, W, W); });
+  // The fused layer against its two unfused ops, both the best of --repeats (the "vs
+  // reference" column: unfused time / fused time).
+  std::vector<float> act(Y.size());
+  const double fused_s = best_seconds(a.repeats, [&] {
+    kernels::linear_gelu_forward(X.data(), Wt.data(), bias.data(), Y.data(), act.data(), B, W, W);
+  });
+  const double unfused_s = best_seconds(a.repeats, [&] {
+    kernels::linear_forward(X.data(), Wt.data(), bias.data(), Y.data(), B, W, W);
+    kernels::gelu_forward(Y.data(), act.data(), Y.size());
+  });
+  rows.push_back({"linear + GELU fused (vs the 2 ops)", "GFLOP/s", gemm_flops / fused_s * 1e-9, blas, unfused_s / fused_s});
   memory_rows(a, src, dst, mem.best(), rows);
 
   char line1[160], line2[240];
@@ -158,7 +169,7 @@ void print_kernel_bench(const KernelBenchSizes& s, const std::vector<std::string
   std::printf("%-36s %10s %-8s %9s %14s\n", "kernel", "rate", "unit", "of ceiling", "vs reference");
   for (const Row& r : rows) {
     char ref[32] = "-";
-    if (r.vs_reference > 0) std::snprintf(ref, sizeof ref, "%.1fx faster", r.vs_reference);
+    if (r.vs_reference > 0) std::snprintf(ref, sizeof ref, "%.2fx faster", r.vs_reference);
     std::printf("%-36s %10.2f %-8s %8.0f%% %14s\n", r.kernel.c_str(), r.rate, r.unit.c_str(), 100 * r.rate / r.ceiling, ref);
   }
   if (s.json_path.empty()) return;

@@ -175,13 +175,17 @@ void Gpt::block_body_forward(int i, GptBlockActivations& a) {
   else
     ops_.attention_forward(a.qkv, a.attn_out, a.probs, shape);
   row_forward(linear(i, attn_proj_w), a.attn_out, y_.as<float>());
-  copy_bytes(a.resid_mid, a.input, local_n * sizeof(float));
-  ops_.axpy(1.0f, y_.as<float>(), a.resid_mid, local_n);  // x += attn(ln_1(x))
+  ops_.residual_add(a.input, y_.as<float>(), a.resid_mid, local_n);  // x + attn(ln_1(x))
   ops_.layernorm_forward(a.resid_mid, p(ln2_w), p(ln2_b), a.ln2_out, a.ln2_mean, a.ln2_rstd, rows_local_, h,
                          kLayerNormEps);
   if (mlp_override_) return;
-  column_forward(linear(i, fc_w), a.ln2_out, a.fc_pre);
-  ops_.gelu_forward(a.fc_pre, a.fc_act, std::size_t(rows_) * std::size_t(4 * h / T_));
+  const ex::TpLinear fc = linear(i, fc_w);
+  if (tp_active()) {  // the exercises' column-parallel layer, then the GELU on this rank's columns
+    column_forward(fc, a.ln2_out, a.fc_pre);
+    ops_.gelu_forward(a.fc_pre, a.fc_act, std::size_t(rows_) * std::size_t(4 * h / T_));
+  } else {  // one op: the bias and the GELU in one pass after the GEMM
+    ops_.linear_gelu_forward(a.ln2_out, fc.weight, fc.bias, a.fc_pre, a.fc_act, rows_, fc.in, fc.out);
+  }
 }
 
 // Block i's input is in place (the embedding's, the previous block's or the stage's input);

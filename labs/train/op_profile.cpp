@@ -60,6 +60,11 @@ class ProfiledTrainOps final : public TrainOps {
     timed("linear_backward", gemms * 2.0 * B * I * O, kF * (2.0 * B * I + 2.0 * I * O + double(B) * O),
           [&] { in_.linear_backward(X, W, dY, dX, dW, db, B, I, O, accumulate); });
   }
+  void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I,
+                           int O) override {
+    timed("linear_gelu_forward", 2.0 * B * I * O, kF * (double(B) * I + double(I) * O + 3.0 * B * O),
+          [&] { in_.linear_gelu_forward(X, W, b, pre, act, B, I, O); });
+  }
   void gelu_forward(const float* x, float* y, std::size_t n) override {
     timed("gelu_forward", 0, 2 * kF * double(n), [&] { in_.gelu_forward(x, y, n); });
   }
@@ -77,6 +82,9 @@ class ProfiledTrainOps final : public TrainOps {
   }
   void axpy(float a, const float* x, float* y, std::size_t n) override {
     timed("axpy", 0, 3 * kF * double(n), [&] { in_.axpy(a, x, y, n); });
+  }
+  void residual_add(const float* a, const float* b, float* out, std::size_t n) override {
+    timed("residual_add", 0, 3 * kF * double(n), [&] { in_.residual_add(a, b, out, n); });
   }
   void zero(float* x, std::size_t n) override {
     timed("zero", 0, kF * double(n), [&] { in_.zero(x, n); });

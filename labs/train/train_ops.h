@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/comm/dtype.h"
+#include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/transformer_kernels.h"
@@ -33,6 +34,13 @@ class TrainOps {
                                int I, int O, bool accumulate) = 0;
   virtual void gelu_forward(const float* x, float* y, std::size_t n) = 0;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) = 0;
+  // pre = X·Wᵀ + b and act = gelu(pre): the two ops above by default; the CPU's fuses the
+  // bias and the GELU into one pass after the GEMM (kernels::linear_gelu_forward).
+  virtual void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I,
+                                   int O) {
+    linear_forward(X, W, b, pre, B, I, O);
+    gelu_forward(pre, act, std::size_t(B) * std::size_t(O));
+  }
   // Returns the loss on the host (a GPU waits for it); dy = 2(y − t)/n.
   virtual float mse_loss(const float* y, const float* target, float* dy, std::size_t n) = 0;
   virtual void scale(float a, float* x, std::size_t n) = 0;
@@ -41,6 +49,11 @@ class TrainOps {
 
   // y += a·x (the residual stream's additions).
   virtual void axpy(float a, const float* x, float* y, std::size_t n) = 0;
+  // out = a + b: a copy and an axpy by default; the CPU's one pass (kernels::residual_add).
+  virtual void residual_add(const float* a, const float* b, float* out, std::size_t n) {
+    copy_bytes(out, a, n * sizeof(float));
+    axpy(1.0f, b, out, n);
+  }
   // x = 0 (every bit zero, whatever x held: not scale(0), which keeps a NaN).
   virtual void zero(float* x, std::size_t n) = 0;
 

@@ -23,6 +23,10 @@ class CpuTrainOps final : public TrainOps {
     kernels::linear_backward(X, W, dY, dX, dW, db, B, I, O, accumulate);
   }
   void gelu_forward(const float* x, float* y, std::size_t n) override { kernels::gelu_forward(x, y, n); }
+  void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I,
+                           int O) override {
+    kernels::linear_gelu_forward(X, W, b, pre, act, B, I, O);
+  }
   void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) override {
     kernels::gelu_backward(x, dy, dx, n);
   }
@@ -36,6 +40,9 @@ class CpuTrainOps final : public TrainOps {
     return finite;
   }
   void axpy(float a, const float* x, float* y, std::size_t n) override { kernels::axpy(a, x, y, n); }
+  void residual_add(const float* a, const float* b, float* out, std::size_t n) override {
+    kernels::residual_add(a, b, out, n);
+  }
   void zero(float* x, std::size_t n) override { std::fill_n(x, n, 0.0f); }
   void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int rows,
                          int width, float eps) override {

@@ -271,8 +271,9 @@ TEST(Cli, BenchStepPrintsStepTimeAndRate) {
 }
 
 // --profile-ops: the GPT's per-op table. Its calls per step are the model's own count (L
-// layers: 4L + 1 linear layers with the tied head, 2L + 1 LayerNorms, L attentions), and the
-// ops' times add up to the step's, less what runs outside the ops (the row that says so).
+// layers: 4L + 1 linear layers with the tied head, L of them fused with their GELU on one
+// rank, 2L + 1 LayerNorms, L attentions, L residual adds in one pass), and the ops' times
+// add up to the step's, less what runs outside the ops (the row that says so).
 TEST(Cli, BenchStepProfilesTheGptsOps) {
   const Output o = dtlab("bench-step --model gpt --layers 3 --hidden 32 --heads 2 --seq 16 --batch 2 --vocab 64 "
                          "--steps 2 --warmup 1 --profile-ops");
@@ -282,7 +283,10 @@ TEST(Cli, BenchStepProfilesTheGptsOps) {
     if (at == std::string::npos) return -1.0;
     return std::stod(o.out.substr(at + op.size() + 2));
   };
-  EXPECT_EQ(calls("linear_forward"), 4 * 3 + 1) << o.out;
+  EXPECT_EQ(calls("linear_forward"), 3 * 3 + 1) << o.out;
+  EXPECT_EQ(calls("linear_gelu_forward"), 3) << o.out;
+  EXPECT_EQ(calls("gelu_forward"), -1) << o.out;  // no unfused GELU left on one rank
+  EXPECT_EQ(calls("residual_add"), 3) << o.out;
   EXPECT_EQ(calls("linear_backward"), 4 * 3 + 1) << o.out;
   EXPECT_EQ(calls("layernorm_forward"), 2 * 3 + 1) << o.out;
   EXPECT_EQ(calls("attention_backward"), 3) << o.out;

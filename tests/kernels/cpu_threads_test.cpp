@@ -26,7 +26,10 @@ namespace {
 using dtl::test::max_rel_error;
 using dtl::test::random;
 
-// Restores one thread at the end of a test (the other tests expect it).
+// n threads for the test's kernels, one again at its end (the other tests expect it). Every
+// test here starts with Threads(1) at least: ctest runs each test in a process of its own,
+// where OpenBLAS would otherwise start with a thread per core — threads ThreadSanitizer
+// cannot see synchronize (OpenBLAS is not instrumented), so it reported a race in CI.
 struct Threads {
   explicit Threads(int n) { use_cpu_threads(n); }
   ~Threads() { use_cpu_threads(1); }
@@ -55,6 +58,8 @@ std::vector<std::vector<float>> run_every_kernel() {
   std::vector<float> Y(std::size_t(B) * O), dX(std::size_t(B) * I), dW(std::size_t(O) * I), db(O + 0);
   linear_forward(X.data(), W.data(), b.data(), Y.data(), B, I, O);
   linear_backward(X.data(), W.data(), dY.data(), dX.data(), dW.data(), db.data(), B, I, O);
+  std::vector<float> pre(Y.size()), act(Y.size());
+  linear_gelu_forward(X.data(), W.data(), b.data(), pre.data(), act.data(), B, I, O);
 
   const std::size_t n = 3 * 4096 + 7;
   const auto x = random(n, 5, 2.0f), dy = random(n, 6);
@@ -62,6 +67,8 @@ std::vector<std::vector<float>> run_every_kernel() {
   gelu_forward(x.data(), g.data(), n);
   gelu_backward(x.data(), dy.data(), dg.data(), n);
   adamw_step(w.data(), dy.data(), m.data(), v.data(), n, AdamWConfig{}, 1);
+  std::vector<float> sum(n);
+  residual_add(x.data(), dy.data(), sum.data(), n);
 
   const int rows = 100, width = 300;
   const auto lx = random(std::size_t(rows) * width, 8), lw = random(std::size_t(width), 9), lb = random(std::size_t(width), 10);
@@ -78,7 +85,7 @@ std::vector<std::vector<float>> run_every_kernel() {
       dqkv(qkv.size());
   attention_forward(qkv.data(), out.data(), probs.data(), s);
   attention_backward(qkv.data(), probs.data(), dout.data(), dqkv.data(), s);
-  return {Y, dX, dW, db, g, dg, w, m, v, ly, mean, rstd, ldx, ldw, ldb, out, probs, dqkv};
+  return {Y, dX, dW, pre, act, db, g, dg, w, m, v, sum, ly, mean, rstd, ldx, ldw, ldb, out, probs, dqkv};
 }
 
 }  // namespace
@@ -105,11 +112,15 @@ TEST(CpuThreads, ConcurrentCallersEachCoverTheirRange) {
   for (std::thread& c : callers) c.join();
 }
 
-// The linear layers (outputs 0-2) may differ in the last bits (OpenBLAS's kernel for a part
-// can differ from the whole's: cpu_threads.h); the others must not.
+// The GEMMs' outputs (the first five: Y, dX, dW, and the fused layer's pre and act) may
+// differ in the last bits (OpenBLAS's kernel for a part can differ from the whole's:
+// cpu_threads.h); the others must not.
 TEST(CpuThreads, KernelsGiveTheSameBitsOnAnyNumberOfThreads) {
-  const std::vector<std::vector<float>> one = run_every_kernel();
-  constexpr std::size_t kLinearOutputs = 3;
+  const std::vector<std::vector<float>> one = [] {
+    Threads t(1);
+    return run_every_kernel();
+  }();
+  constexpr std::size_t kLinearOutputs = 5;
   for (int threads : {2, 3}) {
     Threads t(threads);
     const std::vector<std::vector<float>> many = run_every_kernel();
@@ -131,6 +142,7 @@ TEST(CpuThreads, KernelsGiveTheSameBitsOnAnyNumberOfThreads) {
 
 // S = 150: query blocks of 64, 64 and 22 rows; keys cut at each block's last query.
 TEST(BlockedAttention, MatchesFloat64AcrossQueryBlocks) {
+  Threads t(1);
   const AttentionShape s{.seq = 150, .batch = 1, .heads = 2, .head_dim = 8};
   const std::size_t tokens = std::size_t(s.seq) * std::size_t(s.batch), hd = std::size_t(s.heads * s.head_dim);
   const auto qkv = random(tokens * 3 * hd, 21), dout = random(tokens * hd, 22);
@@ -168,6 +180,7 @@ TEST(BlockedAttention, MatchesFloat64AcrossQueryBlocks) {
 
 // width 300: 18 full SIMD lane groups of 16 and a tail of 12.
 TEST(LaneLayerNorm, MatchesFloat64AcrossLanesAndTail) {
+  Threads t(1);
   const int rows = 6, width = 300;
   const auto x = random(std::size_t(rows) * width, 31, 3.0f), w = random(std::size_t(width), 32),
              b = random(std::size_t(width), 33), dy = random(std::size_t(rows) * width, 34);

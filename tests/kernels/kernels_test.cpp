@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -29,6 +30,34 @@ TEST(Linear, ForwardAndBackwardMatchReference) {
     for (double x : e) EXPECT_LT(x, 1e-5) << "B=" << B << " I=" << I << " O=" << O << " rel errors Y " << e[0] << " dX " << e[1]
                                            << " dW " << e[2] << " db " << e[3];
   }
+}
+
+// The fused layer against the float64 linear layer and GELU one after the other, and
+// against the unfused fast path (bias rows then GEMM, then the GELU) within float32
+// rounding; with and without a bias. residual_add exactly against a + b.
+TEST(LinearGelu, FusedMatchesTheLayerThenTheGelu) {
+  use_one_blas_thread();
+  const int B = 37, I = 48, O = 130;
+  const auto X = random(std::size_t(B * I), 41), W = random(std::size_t(O * I), 42, 0.2f), b = random(std::size_t(O), 43);
+  for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+    std::vector<float> pre(std::size_t(B * O)), act(pre.size()), pre_ref(pre.size()), act_ref(pre.size());
+    std::vector<float> pre_fast(pre.size()), act_fast(pre.size());
+    linear_gelu_forward(X.data(), W.data(), bias, pre.data(), act.data(), B, I, O);
+    reference::linear_forward(X.data(), W.data(), bias, pre_ref.data(), B, I, O);
+    reference::gelu_forward(pre_ref.data(), act_ref.data(), pre_ref.size());
+    linear_forward(X.data(), W.data(), bias, pre_fast.data(), B, I, O);
+    gelu_forward(pre_fast.data(), act_fast.data(), pre_fast.size());
+    std::printf("linear + gelu fused (%s bias): pre %.2e, act %.2e against float64; %.2e, %.2e against unfused\n",
+                bias ? "with" : "no", max_rel_error(pre, pre_ref), max_rel_error(act, act_ref),
+                max_rel_error(pre, pre_fast), max_rel_error(act, act_fast));
+    EXPECT_LT(max_rel_error(pre, pre_ref), 1e-5);
+    EXPECT_LT(max_rel_error(act, act_ref), 1e-5);
+    EXPECT_LT(max_rel_error(act, act_fast), 1e-6);
+  }
+  const auto x = random(5000, 44), y = random(5000, 45);
+  std::vector<float> sum(5000);
+  residual_add(x.data(), y.data(), sum.data(), sum.size());
+  for (std::size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(sum[i], x[i] + y[i]) << "element " << i;
 }
 
 TEST(Gelu, ForwardAndAnalyticBackwardMatchReference) {
