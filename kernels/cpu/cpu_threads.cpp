@@ -17,11 +17,10 @@ namespace dtl::kernels {
 namespace {
 
 // Waits up to kSpin for `done` to become true, then sleeps on the condition variable. A GPT
-// step runs dozens of kernels back to back, each a fraction of a millisecond: waking a
-// sleeping thread costs tens of microseconds on this VM (LayerNorm on two threads was
-// slower than on one), a short spin costs nothing while the kernels follow one another,
-// and after it the cores go back to whatever else runs (OpenBLAS's threads spin 2^28
-// cycles by default, a tenth of a second).
+// step runs dozens of kernels back to back, each a fraction of a millisecond: a worker that
+// spins a little after its part is there at once for the next (an empty parallel_for on two
+// threads: 2-3 µs), and after the spin the core goes back to whatever else runs (OpenBLAS's
+// idle threads spin 2^28 cycles by default, about a tenth of a second).
 constexpr std::chrono::microseconds kSpin{200};
 
 template <class Done>

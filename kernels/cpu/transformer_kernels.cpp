@@ -34,9 +34,11 @@ DTL_ELEMENTWISE_CLONES void layernorm_forward_rows(const float* x, const float* 
 }
 
 // dx of rows first … last − 1: each row needs only its own mean(g) and mean(g·x̂).
+// With dw and db given (one thread), the same sweep also adds the rows into them: each row
+// is read once for everything, and dw[i] still sums the rows in row order.
 DTL_ELEMENTWISE_CLONES void layernorm_dx_rows(const float* x, const float* w, const float* mean, const float* rstd,
-                                              const float* dy, float* dx, std::size_t first, std::size_t last,
-                                              int width) {
+                                              const float* dy, float* dx, float* dw, float* db, std::size_t first,
+                                              std::size_t last, int width) {
   for (std::size_t r = first; r < last; ++r) {
     const float* xr = x + r * std::size_t(width);
     const float* dyr = dy + r * std::size_t(width);
@@ -46,6 +48,9 @@ DTL_ELEMENTWISE_CLONES void layernorm_dx_rows(const float* x, const float* w, co
     const float mean_g = lane_sum(width, [&](int i) { return dyr[i] * w[i]; }) / float(width);
     const float mean_gx = lane_sum(width, [&](int i) { return dyr[i] * w[i] * ((xr[i] - mu) * rs); }) / float(width);
     for (int i = 0; i < width; ++i) dxr[i] += rs * (dyr[i] * w[i] - mean_g - ((xr[i] - mu) * rs) * mean_gx);
+    if (!dw) continue;
+    for (int i = 0; i < width; ++i) dw[i] += dyr[i] * ((xr[i] - mu) * rs);
+    for (int i = 0; i < width; ++i) db[i] += dyr[i];
   }
 }
 
@@ -82,10 +87,16 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
   });
 }
 
+// One thread: one sweep over the rows. Several: dx by rows, then dw and db by features (a
+// row split would have each thread add into all of dw); the same bits either way.
 void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
                         float* dx, float* dw, float* db, int rows, int width) {
+  if (cpu_threads() == 1) {
+    layernorm_dx_rows(x, w, mean, rstd, dy, dx, dw, db, 0, std::size_t(rows), width);
+    return;
+  }
   parallel_for(std::size_t(rows), 16, [&](std::size_t first, std::size_t last) {
-    layernorm_dx_rows(x, w, mean, rstd, dy, dx, first, last, width);
+    layernorm_dx_rows(x, w, mean, rstd, dy, dx, nullptr, nullptr, first, last, width);
   });
   parallel_for(std::size_t(width), detail::kLanes, [&](std::size_t first, std::size_t last) {
     layernorm_dwdb_features(x, mean, rstd, dy, dw, db, rows, width, first, last);
