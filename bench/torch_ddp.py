@@ -11,6 +11,7 @@ time of the slowest rank. Optionally records rank 0's steps with torch.profiler.
 import argparse
 import json
 import os
+import sys
 import time
 
 # One BLAS thread per rank, as dtlab's ranks: torch.set_num_threads does not reach the OpenBLAS
@@ -22,15 +23,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
-
-def make_model(a):
-    dims = [64] + [a.width] * (a.depth - 1) + [64]
-    layers = []
-    for i in range(a.depth):
-        layers.append(torch.nn.Linear(dims[i], dims[i + 1]))
-        if i + 1 < a.depth:
-            layers.append(torch.nn.GELU(approximate="tanh"))
-    return torch.nn.Sequential(*layers)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+from torch_mlp import make_mlp  # noqa: E402
 
 
 def timed_runs(step, a):
@@ -50,7 +44,7 @@ def rank_main(rank, a):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     dist.init_process_group("gloo", rank=rank, world_size=a.ranks)
-    model = DDP(make_model(a), bucket_cap_mb=25)
+    model = DDP(make_mlp(a.width, a.depth), bucket_cap_mb=25)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     rows = a.batch // a.ranks
     x, y = torch.randn(rows, 64), torch.randn(rows, 64)

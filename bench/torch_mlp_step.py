@@ -4,6 +4,7 @@ with tanh-GELU between them, MSE loss, AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8
 decay), the loss read back every step as dtlab does. Prints one line per timed step: seconds."""
 import argparse
 import os
+import sys
 import time
 
 p = argparse.ArgumentParser()
@@ -15,15 +16,12 @@ os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
 os.environ["OMP_NUM_THREADS"] = str(a.threads)
 import torch  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+from torch_mlp import make_mlp  # noqa: E402
+
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
-dims = [64] + [a.width] * (a.depth - 1) + [64]
-layers = []
-for i in range(a.depth):
-    layers.append(torch.nn.Linear(dims[i], dims[i + 1]))
-    if i + 1 < a.depth:
-        layers.append(torch.nn.GELU(approximate="tanh"))
-model = torch.nn.Sequential(*layers)
+model = make_mlp(a.width, a.depth)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
 x, y = torch.randn(a.batch, 64), torch.randn(a.batch, 64)
 

@@ -5,10 +5,15 @@ loss, AdamW (PyTorch's defaults: lr 1e-3, betas 0.9/0.999, eps 1e-8), fp32 witho
 (PyTorch's default for matmuls, and cuBLAS's), the loss read back every step as dtlab does.
 Prints step_ms and achieved_TFLOPs in dtlab's format so tests/gpu/run.sh can divide them."""
 import argparse
+import os
+import sys
 
 import torch
 
 from step_timer import seconds_per_step  # beside this script (its folder is on sys.path)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from torch_mlp import make_mlp  # noqa: E402
 
 
 def main():
@@ -20,13 +25,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    dims = [64] + [a.width] * (a.depth - 1) + [64]
-    layers = []
-    for i in range(a.depth):
-        layers.append(torch.nn.Linear(dims[i], dims[i + 1]))
-        if i + 1 < a.depth:
-            layers.append(torch.nn.GELU(approximate="tanh"))
-    model = torch.nn.Sequential(*layers).cuda()
+    model = make_mlp(a.width, a.depth).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     x = torch.randn(a.batch, 64, device="cuda")
     y = torch.randn(a.batch, 64, device="cuda")
