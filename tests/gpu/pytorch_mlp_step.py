@@ -38,7 +38,7 @@ def main():
         return loss.item()
 
     step_s = seconds_per_step(step, a.warmup, a.steps)
-    macs = sum(dims[i] * dims[i + 1] for i in range(a.depth))
+    macs = sum(l.in_features * l.out_features for l in model if isinstance(l, torch.nn.Linear))
     print(f"pytorch {torch.__version__}  width {a.width}  depth {a.depth}  batch {a.batch}")
     print(f"step_ms {step_s * 1e3:.3f}")
     print(f"achieved_TFLOPs {6 * macs * a.batch / step_s / 1e12:.2f}")
