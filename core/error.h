@@ -40,7 +40,7 @@ class Aborted : public Error {
 class NotImplemented : public Error {
  public:
   explicit NotImplemented(std::string function, std::string exercise_id = {})
-      : Error(function + " is not implemented yet: replace the reference_until_written line of its stub (labs/<lab>/exercises.cpp) with your code; hints: "
+      : Error(function + " is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) with your code; hints: "
               "dtlab grade --exercise " + (exercise_id.empty() ? function : exercise_id) +
               " --hint 1 (2 and 3 say more)"),
         function_(std::move(function)),

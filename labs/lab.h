@@ -17,7 +17,7 @@
 #include "core/comm/link.h"
 #include "core/comm/threads_backend.h"
 #include "core/memory/memory.h"
-#include "exercises/hints.h"
+#include "exercises/track/hints.h"
 #include "labs/options.h"
 #include "labs/report.h"
 #include "labs/view_kind.h"
@@ -69,8 +69,8 @@ void report_progress(const Comm& comm, const LabConfig& cfg, const std::string& 
 // first words (the emulated link, if any); the lab adds its own setup words.
 Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& lab);
 
-// An exercise a lab calls (labs/<lab>/exercises.h), graded by a GoogleTest suite of its
-// labs/<lab>/grade_test*.cpp.
+// An exercise a lab calls (exercises/<lab>.h), graded by a GoogleTest suite of its
+// tests/grade/<lab>/grade_test*.cpp.
 struct ExerciseInfo {
   std::string id;     // the function's name, as `dtlab grade --exercise ID` takes it
   std::string suite;  // the GoogleTest suite that grades it
@@ -102,7 +102,7 @@ struct LabInfo {
   // Validated options parsed into the lab's settings and written back as text, by its
   // option table (labs/option_table.h): how the tests see that every flag round-trips.
   std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
-  // Its exercises' hints, three levels each (labs/<lab>/hints.cpp), by ExerciseInfo::id.
+  // Its exercises' hints, three levels each (exercises/<lab>_hints.cpp), by ExerciseInfo::id.
   std::span<const ex::ExerciseHints> hints;
   // The lab's own rules on a validated configuration of cfg.ranks thread ranks (a batch that
   // divides over them, a depth that fills the stages, ...): a UsageError before any rank

@@ -2,7 +2,7 @@
 // LabInfo, the main one first. Three are the viewer's and fit every lab (below); a lab's
 // own picture (the collectives' ring, the pipeline's stages, ...) is declared in the lab's
 // header as `inline constexpr ViewKind kRingView{"ring"}` and its panel lives in the lab's
-// folder (labs/<lab>/views/*.cpp, registered with viz::register_panel), so a new view
+// folder (viz/views/<lab>/*.cpp, registered with viz::register_panel), so a new view
 // edits no viewer file. Header-only: viz/model uses it for layout.
 #pragma once
 

@@ -27,7 +27,7 @@
 #include "core/trace/chrome_writer.h"
 #include "core/util/files.h"
 #include "core/util/units.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/bench_ceiling.h"

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/util/units.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
 
 namespace dtl::cli {

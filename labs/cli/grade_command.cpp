@@ -8,7 +8,7 @@
 // --gtest_output=json, so it reports exactly what ctest would, and adds the points.
 // Under each failing exercise it prints the first failure as the test words it (the
 // function, the case, what differs: grade_messages.h drops GoogleTest's framing) and the
-// exercise's hint at the level asked (labs/<lab>/hints.cpp: 1 the idea, 2 the formula or
+// exercise's hint at the level asked (exercises/<lab>_hints.cpp: 1 the idea, 2 the formula or
 // the indices, 3 an outline in words).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +24,8 @@
 
 #include "core/error.h"
 #include "core/util/files.h"
-#include "exercises/hints.h"
-#include "exercises/track.h"
+#include "exercises/track/hints.h"
+#include "exercises/track/track.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/grade_messages.h"
 #include "labs/cli/grade_program.h"

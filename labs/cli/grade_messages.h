@@ -1,7 +1,7 @@
 // What `dtlab grade` shows a learner of a failed graded test: the test's own message (the
 // exercise function, the case, what differs), without GoogleTest's framing. The graded
 // tests write such messages (tests/grade/grade_util.h); this turns what GoogleTest records
-//   labs/collectives/grade_test.cpp:94
+//   tests/grade/collectives/grade_test.cpp:94
 //   Failed
 //   ring_all_reduce on 4 ranks, 1003 floats, rank 2: element 17 is 6, expected 10
 // into its last line, and a stub's "... is not implemented yet: ..." into that first clause.

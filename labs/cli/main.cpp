@@ -23,7 +23,7 @@
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
-#include "exercises/unwritten.h"
+#include "exercises/track/unwritten.h"
 #include "labs/cli/commands.h"
 
 namespace {
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   // and OpenBLAS then spins on mmap failing. A few shared arenas serve the ranks as well.
   mallopt(M_ARENA_MAX, dtl::kMallocArenas);
   // A lab never fails for an exercise not written yet: its stub runs the reference (the
-  // grader, a program of its own, still counts it as missing). exercises/unwritten.h
+  // grader, a program of its own, still counts it as missing). exercises/track/unwritten.h
   dtl::ex::run_references_for_unwritten_exercises();
   std::streambuf* const original = std::cout.rdbuf();
   ErrnoKeepingBuf stdout_buf(original);

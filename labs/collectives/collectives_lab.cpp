@@ -28,7 +28,7 @@
 #include "core/memory/memory.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
 #include "labs/collectives/lab_buffer.h"
 #include "labs/measure.h"
@@ -327,7 +327,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
                      " element; give at least " + std::to_string(es));
   if (!comm.trace()) throw Error("the collectives lab measures from trace events; run it with tracing on");
-  ex::require_supported_world(comm.size());  // every phase's tags distinct (labs/collectives/exercises.h)
+  ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
   // Each rank keeps its input, the working buffer, the exact reference and the library's
   // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
   require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1), "--bytes (or --ranks)");
@@ -370,7 +370,7 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
 }
 
 namespace ex {
-std::span<const ExerciseHints> collectives_hints();  // labs/collectives/hints.cpp
+std::span<const ExerciseHints> collectives_hints();  // exercises/collectives_hints.cpp
 }  // namespace ex
 
 LabInfo collectives_lab_info() {

@@ -38,7 +38,7 @@ void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, cons
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg);
 int collectives_chunk_grid(const LabConfig& cfg);
-// The lab's own view in dtlab-viz: ranks on a circle, chunks moving around them (labs/collectives/views/ring_view.cpp).
+// The lab's own view in dtlab-viz: ranks on a circle, chunks moving around them (viz/views/collectives/ring_view.cpp).
 inline constexpr ViewKind kRingView{"ring"};
 LabInfo collectives_lab_info();
 

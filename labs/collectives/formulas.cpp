@@ -2,7 +2,7 @@
 // the figures come from in the curriculum's words.
 #include "core/theory/collectives.h"
 #include "labs/collectives/collectives_lab.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 
 namespace dtl {
 

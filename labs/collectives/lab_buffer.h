@@ -5,7 +5,7 @@
 
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 
 namespace dtl {
 

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "labs/context_parallel/cp_internal.h"
-#include "labs/context_parallel/exercises.h"
+#include "exercises/context_parallel.h"
 
 namespace dtl::cp {
 

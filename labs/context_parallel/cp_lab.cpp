@@ -176,7 +176,7 @@ Report run_context_parallel_lab(Comm& comm, const LabConfig& cfg) {
 }
 
 namespace ex {
-std::span<const ExerciseHints> context_parallel_hints();  // labs/context_parallel/hints.cpp
+std::span<const ExerciseHints> context_parallel_hints();  // exercises/context_parallel_hints.cpp
 }  // namespace ex
 
 LabInfo context_parallel_lab_info() {

@@ -75,7 +75,7 @@ void add_cp_rows(Report& rep, const CpSettings& s, const CpMeasurement& m, int r
 void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, int ranks);  // cp_report.cpp
 LabInfo context_parallel_lab_info();
 // The lab's own view in dtlab-viz: the S × S attention blocks by the rank computing them, K/V
-// around the ring, Ulysses' all-to-all (labs/context_parallel/views/attention_view.cpp).
+// around the ring, Ulysses' all-to-all (viz/views/context_parallel/attention_view.cpp).
 inline constexpr ViewKind kCpAttentionView{"cp_attention"};
 
 }  // namespace dtl

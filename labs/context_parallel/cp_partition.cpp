@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "labs/context_parallel/exercises.h"
+#include "exercises/context_parallel.h"
 
 namespace dtl::cp {
 

@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
-#include "labs/ddp/exercises.h"
+#include "exercises/ddp.h"
 #include "labs/measure.h"
 #include "labs/train/step_clock.h"
 #include "labs/train/buckets.h"
@@ -308,7 +308,7 @@ const OptionTable<DdpSettings>& ddp_option_table() {
 }
 
 namespace ex {
-std::span<const ExerciseHints> ddp_hints();  // labs/ddp/hints.cpp
+std::span<const ExerciseHints> ddp_hints();  // exercises/ddp_hints.cpp
 }  // namespace ex
 
 LabInfo ddp_lab_info() {

@@ -262,7 +262,7 @@ Report run_experts_lab(Comm& comm, const LabConfig& cfg) {
 }
 
 namespace ex {
-std::span<const ExerciseHints> experts_hints();  // labs/experts/hints.cpp
+std::span<const ExerciseHints> experts_hints();  // exercises/experts_hints.cpp
 }  // namespace ex
 
 LabInfo experts_lab_info() {

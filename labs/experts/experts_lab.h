@@ -62,7 +62,7 @@ Report run_experts_lab(Comm& comm, const LabConfig& cfg);
 void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m, int ep);  // experts_report.cpp
 void describe_experts_setup(Report& rep, const ExpertsSettings& s);
 // The lab's own view in dtlab-viz: the tokens × experts routing of a step, the all-to-all
-// as a rank × rank matrix of rows, expert loads beside the capacity (labs/experts/views/).
+// as a rank × rank matrix of rows, expert loads beside the capacity (viz/views/experts/).
 inline constexpr ViewKind kRoutingView{"routing"};
 LabInfo experts_lab_info();
 

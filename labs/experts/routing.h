@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "core/comm/all_to_allv.h"
-#include "labs/experts/exercises.h"
+#include "exercises/experts.h"
 
 namespace dtl::moe {
 
 // The router, the capacity, the dispatch layout and the combine are the lab's exercises
-// (labs/experts/exercises.h): the lab calls the learner's code through these names.
+// (exercises/experts.h): the lab calls the learner's code through these names.
 using ex::Dispatch;
 using ex::Routing;
 using ex::combine_backward;

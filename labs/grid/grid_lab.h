@@ -76,7 +76,7 @@ struct GridMeasurement {
 GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s);
 GridSettings grid_settings(const LabConfig& cfg, int ranks);
 Report run_grid_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: the dp × tp × pp grid of ranks and the groups each belongs to (labs/grid/views/topology_view.cpp).
+// The lab's own view in dtlab-viz: the dp × tp × pp grid of ranks and the groups each belongs to (viz/views/grid/topology_view.cpp).
 inline constexpr ViewKind kTopologyView{"topology"};
 LabInfo grid_lab_info();
 void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m);

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
-#include "labs/pipeline/exercises.h"
-#include "labs/zero/exercises.h"
+#include "exercises/pipeline.h"
+#include "exercises/zero.h"
 #include "labs/train/train_ops.h"
 
 namespace dtl {

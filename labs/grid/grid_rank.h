@@ -1,7 +1,7 @@
 // One rank of the grid lab: pipeline stage coord.pp of the model's blocks (grid_stage.h:
 // the MLP's or the GPT's), split over its tensor-parallel group, one of the data-parallel
 // replicas. A step runs the schedule's F
-// and B actions through the learner's stage loop (labs/pipeline/exercises.h), then syncs the
+// and B actions through the learner's stage loop (exercises/pipeline.h), then syncs the
 // gradients over the dp group (all-reduce, or ZeRO-1's reduce-scatter, shard step and
 // all-gather) and steps AdamW.
 #pragma once

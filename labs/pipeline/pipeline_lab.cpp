@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
-#include "labs/pipeline/exercises.h"
+#include "exercises/pipeline.h"
 #include "labs/measure.h"
 #include "labs/pipeline/pipeline_stage.h"
 #include "labs/shared_options.h"
@@ -246,7 +246,7 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
 }
 
 namespace ex {
-std::span<const ExerciseHints> pipeline_hints();  // labs/pipeline/hints.cpp
+std::span<const ExerciseHints> pipeline_hints();  // exercises/pipeline_hints.cpp
 }  // namespace ex
 
 LabInfo pipeline_lab_info() {

@@ -59,7 +59,7 @@ struct PipelineMeasurement {
 };
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: a row per stage of F/B/W blocks and the bubble between them (labs/pipeline/views/pipeline_view.cpp).
+// The lab's own view in dtlab-viz: a row per stage of F/B/W blocks and the bubble between them (viz/views/pipeline/pipeline_view.cpp).
 inline constexpr ViewKind kPipelineView{"pipeline"};
 LabInfo pipeline_lab_info();
 

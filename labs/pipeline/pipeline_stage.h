@@ -1,14 +1,14 @@
 // One rank of the pipeline lab: its stage's model chunks (v of them under interleaving,
 // each its own Mlp over the layers of virtual stage chunk·P + stage), the micro-batches in
 // flight on it, and the point-to-point messages between neighbouring stages. The order of
-// work is the schedule's; the loop that runs it is the learner's (labs/pipeline/exercises.h).
+// work is the schedule's; the loop that runs it is the learner's (exercises/pipeline.h).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <vector>
 
-#include "labs/pipeline/exercises.h"
+#include "exercises/pipeline.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/train/data.h"
 #include "labs/train/optimizer.h"

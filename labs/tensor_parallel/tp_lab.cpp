@@ -222,7 +222,7 @@ const OptionTable<TpSettings>& tp_option_table() {
 }
 
 namespace ex {
-std::span<const ExerciseHints> tensor_parallel_hints();  // labs/tensor_parallel/hints.cpp
+std::span<const ExerciseHints> tensor_parallel_hints();  // exercises/tensor_parallel_hints.cpp
 }  // namespace ex
 
 LabInfo tensor_parallel_lab_info() {

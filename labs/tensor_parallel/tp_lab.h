@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "labs/tensor_parallel/exercises.h"
+#include "exercises/tensor_parallel.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
@@ -114,7 +114,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
 // The lab's options as settings for T ranks; UsageError naming the constraint a shape breaks.
 TpSettings tp_settings(const LabConfig& cfg, int T);
 Report run_tp_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: which rank holds which slice of each weight matrix, f and g (labs/tensor_parallel/views/split_view.cpp).
+// The lab's own view in dtlab-viz: which rank holds which slice of each weight matrix, f and g (viz/views/tensor_parallel/split_view.cpp).
 inline constexpr ViewKind kSplitView{"split"};
 LabInfo tensor_parallel_lab_info();
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/trace/trace.h"
-#include "labs/tensor_parallel/exercises.h"
+#include "exercises/tensor_parallel.h"
 #include "labs/train/train_ops.h"
 
 namespace dtl {

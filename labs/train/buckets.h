@@ -1,6 +1,6 @@
 // DDP's gradient buckets over a model's layers (PyTorch DDP's bucket_cap_mb): whole layers
 // in reverse order, a bucket closed at the capacity — the rule of the learner's exercise
-// assign_buckets (labs/ddp/exercises.h), applied to a parameter layout — and the bucketed
+// assign_buckets (exercises/ddp.h), applied to a parameter layout — and the bucketed
 // all-reduce that runs them. The DDP lab's bucketed variants and ZeRO's stage 0 (which is
 // DDP) both run this one.
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "core/comm/dtype.h"
 #include "core/trace/vocab.h"
-#include "labs/ddp/exercises.h"
+#include "exercises/ddp.h"
 #include "labs/train/mlp.h"
 #include "labs/train/param_layout.h"
 

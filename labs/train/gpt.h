@@ -15,7 +15,7 @@
 // Token rows follow Megatron's [s, b] order, row = s·B + b, so a contiguous block of rows
 // is a block of the sequence: what sequence parallelism keeps on each rank.
 //
-// Tensor parallelism over the T ranks of `tp` (labs/tensor_parallel/exercises.h, the learner's
+// Tensor parallelism over the T ranks of `tp` (exercises/tensor_parallel.h, the learner's
 // code): rank r holds heads [r·A/T, (r+1)·A/T) — c_attn column-parallel (its Q, K and V
 // rows), attn.c_proj row-parallel — and MLP columns [r·4h/T, (r+1)·4h/T) — c_fc column-,
 // mlp.c_proj row-parallel. wte is split by vocabulary rows (vocab-parallel embedding, LM
@@ -52,7 +52,7 @@
 #include "core/memory/buffer_pool.h"
 #include "core/memory/memory.h"
 #include "core/theory/recompute.h"
-#include "labs/tensor_parallel/exercises.h"
+#include "exercises/tensor_parallel.h"
 #include "labs/train/gpt_overrides.h"
 #include "labs/train/optimizer.h"
 #include "labs/train/param_layout.h"

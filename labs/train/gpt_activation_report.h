@@ -39,7 +39,7 @@ double recompute_flop_ratio(const GptConfig& c, theory::Recompute r);
 void add_gpt_activation_rows(Report& rep, const std::string& prefix, const GptConfig& c, int tp, ex::TpMode mode,
                              theory::Recompute r, const GptActivationFigures& f);
 
-// The activations view (labs/gpt/views/activation_view.cpp) draws each rank's activation
+// The activations view (viz/views/gpt/activation_view.cpp) draws each rank's activation
 // bytes over a step beside these lines: meta "activation_formula.<rank>" = {"recompute",
 // "blocks", "block", "end", "recomputed", "in_flight", "kept" (all in flight after their
 // forward), "peak", "paper_block" (Korthikanti et al.'s layer)}, bytes. Every rank writes its own.

@@ -340,7 +340,7 @@ const OptionTable<ZeroSettings>& zero_option_table() {
 }
 
 namespace ex {
-std::span<const ExerciseHints> zero_hints();  // labs/zero/hints.cpp
+std::span<const ExerciseHints> zero_hints();  // exercises/zero_hints.cpp
 }  // namespace ex
 
 LabInfo zero_lab_info() {

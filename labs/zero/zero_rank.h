@@ -20,7 +20,7 @@
 #include <optional>
 #include <vector>
 
-#include "labs/ddp/exercises.h"
+#include "exercises/ddp.h"
 #include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"

@@ -1,6 +1,6 @@
 // ZeRO's sharding units: the model's layers grouped `layers_per_unit` at a time (FSDP's
 // wrapping policy: one FlatParameter per unit), each unit sharded over the N ranks on its
-// own (labs/zero/exercises.h: chunk = ceil(n / N), padding on the last ranks). Three buffers
+// own (exercises/zero.h: chunk = ceil(n / N), padding on the last ranks). Three buffers
 // are laid out from the units:
 //
 //   the model's flat buffer   unit u at units[u].range              (unpadded, as ParamLayout)
@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "labs/zero/exercises.h"
+#include "exercises/zero.h"
 #include "labs/train/param_layout.h"
 
 namespace dtl {

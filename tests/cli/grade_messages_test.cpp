@@ -8,14 +8,14 @@ using dtl::cli::learner_message;
 using dtl::cli::wrap_text;
 
 TEST(GradeMessages, AGradedCheckKeepsOnlyItsMessage) {
-  EXPECT_EQ(learner_message("labs/collectives/grade_test.cpp:94\nFailed\n"
+  EXPECT_EQ(learner_message("tests/grade/collectives/grade_test.cpp:94\nFailed\n"
                             "ring_all_reduce on 4 ranks, 1001 floats, rank 2: element 17 is 6, expected 10\n"),
             "ring_all_reduce on 4 ranks, 1001 floats, rank 2: element 17 is 6, expected 10");
 }
 
 TEST(GradeMessages, AStubIsNamedWithoutItsHintPointer) {
   const std::string stub =
-      "tree_reduce is not implemented yet: replace the reference_until_written line of its stub (labs/<lab>/exercises.cpp) with your code; hints: dtlab "
+      "tree_reduce is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) with your code; hints: dtlab "
       "grade --exercise tree --hint 1 (2 and 3 say more)";
   EXPECT_EQ(learner_message("/src/tests/grade/grade_util.h:120\nFailed\ntree_all_reduce on 2 ranks, 1 float: rank 0 "
                             "failed: " + stub),

@@ -11,7 +11,7 @@
 #include "core/trace/run_clock.h"
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 
 using namespace dtl;
 

@@ -6,7 +6,7 @@
 #   - prints hint N of every exercise (in the table and in the JSON),
 #   - shows none of GoogleTest's internals (file:line, "thrown in the test body", ...),
 #   - is valid UTF-8 with no doubly encoded characters ("Â·"),
-#   - and contains no non-trivial line of labs/*/solutions.cpp;
+#   - and contains no non-trivial line of solutions/*.cpp;
 # and the three levels print different text. Run by tests/run_all.sh on the stubs as they
 # are in the repository (once a learner fills one in, its hint rightly disappears).
 set -euo pipefail
@@ -18,10 +18,10 @@ fail() { echo "check_student_grader: $*" >&2; exit 1; }
 
 # Non-trivial solution lines: comments cut, whitespace squeezed, at least 10 characters,
 # no preprocessor lines, namespaces or closing braces (tests/grade/hints_test.cpp: the same).
-for f in "$src"/labs/*/solutions.cpp; do
+for f in "$src"/solutions/*.cpp; do
   sed -e 's://.*$::' -e 's/[[:space:]]\{1,\}/ /g' -e 's/^ //' -e 's/ $//' "$f"
 done | awk 'length($0) >= 10 && !/^#/ && !/^namespace/ && !/^} /' | sort -u >"$tmp/solution_lines"
-[ "$(wc -l <"$tmp/solution_lines")" -gt 50 ] || fail "found no solution lines in $src/labs/*/solutions.cpp"
+[ "$(wc -l <"$tmp/solution_lines")" -gt 50 ] || fail "found no solution lines in $src/solutions/*.cpp"
 
 for level in 1 2 3; do
   out=$tmp/out$level.txt json=$tmp/grade$level.json
@@ -89,9 +89,9 @@ while read -r lab exercises args; do
   grep -q '^result: OK' "$tmp/lab.txt" || fail "dtlab run $lab $args: no 'result: OK'"
   [ "$exercises" = - ] && continue
   # (each note ends with the command that grades the stub's exercise: its id)
-  used=$(sed -n "s|^note: using the reference for .*: not written yet (labs/$lab/exercises.cpp; dtlab grade --exercise \([a-z_0-9]*\))\$|\1|p" \
+  used=$(sed -n "s|^note: using the reference for .*: not written yet (exercises/$lab.cpp; dtlab grade --exercise \([a-z_0-9]*\))\$|\1|p" \
     "$tmp/lab.txt" | sort -u | tr '\n' ' ')
-  [ -n "$used" ] || fail "dtlab run $lab $args: no note naming a reference it used in place of labs/$lab/exercises.cpp"
+  [ -n "$used" ] || fail "dtlab run $lab $args: no note naming a reference it used in place of exercises/$lab.cpp"
   named[$lab]="${named[$lab]:-} $used"
 done <"$tmp/runs.txt"
 labs=0

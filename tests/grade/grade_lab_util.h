@@ -1,4 +1,4 @@
-// A lab run on the learner's code as a graded case (labs/<lab>/grade_test_lab.cpp): the run
+// A lab run on the learner's code as a graded case (tests/grade/<lab>/grade_test_lab.cpp): the run
 // `dtlab run` makes, on thread ranks under the grader's watchdog, and every check of its report.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The hints `dtlab grade --hint N` prints (labs/*/hints.cpp): three different levels for
+// The hints `dtlab grade --hint N` prints (exercises/*_hints.cpp): three different levels for
 // every exercise of every lab in the registry, none of them code, and no line of the
 // reference solutions in any of them. tests/grade/check_student_grader.sh checks the same
 // on the student track's real grader output.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "exercises/hints.h"
+#include "exercises/track/hints.h"
 #include "labs/lab.h"
 
 using namespace dtl;
@@ -31,14 +31,13 @@ std::string squeeze(const std::string& s) {
   return out;
 }
 
-// The non-trivial lines of labs/*/solutions.cpp: code, comments cut off, at least 10
+// The non-trivial lines of solutions/*.cpp: code, comments cut off, at least 10
 // characters, no includes, namespaces or lone braces.
 std::vector<std::string> solution_lines() {
   std::vector<std::string> lines;
-  for (const auto& lab : std::filesystem::directory_iterator(std::string(DTL_SOURCE_DIR) + "/labs")) {
-    const std::filesystem::path solutions = lab.path() / "solutions.cpp";
-    if (!std::filesystem::exists(solutions)) continue;
-    std::ifstream in(solutions);
+  for (const auto& file : std::filesystem::directory_iterator(std::string(DTL_SOURCE_DIR) + "/solutions")) {
+    if (file.path().extension() != ".cpp") continue;
+    std::ifstream in(file.path());
     for (std::string line; std::getline(in, line);) {
       const auto comment = line.find("//");
       line = squeeze(comment == std::string::npos ? line : line.substr(0, comment));
@@ -87,7 +86,7 @@ TEST(ExerciseHints, EveryHintBelongsToAnExerciseOfTheRegistry) {
 
 TEST(ExerciseHints, NoHintContainsALineOfTheSolutions) {
   const std::vector<std::string> lines = solution_lines();
-  ASSERT_GT(lines.size(), 50u) << "labs/*/solutions.cpp not found under " << DTL_SOURCE_DIR;
+  ASSERT_GT(lines.size(), 50u) << "solutions/*.cpp not found under " << DTL_SOURCE_DIR;
   for (const ex::ExerciseHints& h : exercise_hints())
     for (int level = 1; level <= ex::kHintLevels; ++level) {
       const std::string hint = squeeze(std::string(exercise_hint(h.id, level)));

@@ -1,4 +1,4 @@
-// A stub not written yet (exercises/unwritten.h): the grader sees NotImplemented, a lab the
+// A stub not written yet (exercises/track/unwritten.h): the grader sees NotImplemented, a lab the
 // reference's result, and the learner one note per function naming the stub's file.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "exercises/unwritten.h"
+#include "exercises/track/unwritten.h"
 
 namespace {
 
@@ -16,7 +16,7 @@ int reference_add(int a, int b) {
   return a + b;
 }
 
-// What a stub in labs/<lab>/exercises.cpp looks like.
+// What a stub in exercises/<lab>.cpp looks like.
 int stub_add(int a, int b) { return dtl::ex::reference_until_written({"stub_add", "adding"}, reference_add, a, b); }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "core/comm/threads_backend.h"
 #include "labs/lab.h"
-#include "tests/test_lab/test_lab.h"
+#include "tests/test_lab/labs/test_lab/test_lab.h"
 
 using namespace dtl;
 

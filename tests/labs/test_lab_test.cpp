@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "labs/lab.h"
 #include "tests/labs/lab_test_util.h"
-#include "tests/test_lab/test_lab.h"
+#include "tests/test_lab/labs/test_lab/test_lab.h"
 
 using namespace dtl;
 
@@ -71,5 +71,5 @@ TEST(TestLab, ItsHintsAreFoundByTheExercisesId) {
   const LabInfo* lab = find_lab("test_lab");
   ASSERT_NE(lab, nullptr);
   ASSERT_EQ(lab->exercises.size(), 1u);
-  EXPECT_EQ(lab->exercises[0].suite, "WeightedSum");  // tests/test_lab/grade_test.cpp, linked into this binary
+  EXPECT_EQ(lab->exercises[0].suite, "WeightedSum");  // tests/test_lab/tests/grade/test_lab/grade_test.cpp, linked into this binary
 }

@@ -10,7 +10,7 @@
 #include "core/comm/mpi_backend.h"
 #include "core/error.h"
 #include "core/trace/trace.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
 
 using namespace dtl;

@@ -90,7 +90,7 @@ def mlp(width, depth):
 
 
 def lab_buckets(layer_floats, capacity_floats):
-    """assign_buckets' rule (labs/ddp/exercises.h): whole layers in reverse order, a bucket closed
+    """assign_buckets' rule (exercises/ddp.h): whole layers in reverse order, a bucket closed
     once it holds at least the capacity. Returns each bucket's floats, in the order they fill."""
     out = []
     for n in reversed(layer_floats):

@@ -16,7 +16,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/collectives/collectives_lab.h"
-#include "labs/collectives/views/ring_view.h"
+#include "viz/views/collectives/ring_view.h"
 #include "tests/viz/headless_imgui.h"
 
 using namespace dtl;

@@ -1,4 +1,4 @@
-// A lab's own view is its folder's file: the test lab's (tests/test_lab/views/) registers its
+// A lab's own view is its folder's file: the test lab's (tests/test_lab/viz/views/test_lab/) registers its
 // panel from its own file, the viewer lays it out first as the lab lists it, and drawing a
 // live, stepped run of the lab (headless ImGui: fonts built, no window) shows the bytes the
 // run moved, checked against 4n. Every view of every built-in lab has its panel too (the
@@ -14,8 +14,8 @@
 #include "core/error.h"
 #include "core/comm/threads_backend.h"
 #include "labs/lab.h"
-#include "tests/test_lab/test_lab.h"
-#include "tests/test_lab/views/bytes_view.h"
+#include "tests/test_lab/labs/test_lab/test_lab.h"
+#include "tests/test_lab/viz/views/test_lab/bytes_view.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/app/app.h"
 

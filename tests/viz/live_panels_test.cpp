@@ -15,7 +15,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/grid/grid_lab.h"
-#include "labs/grid/views/topology_view.h"
+#include "viz/views/grid/topology_view.h"
 #include "labs/lab.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"

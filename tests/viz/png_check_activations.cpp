@@ -3,7 +3,7 @@
 // tracker's activation bytes) is drawn, reaches the formula's peak line (its top within 3
 // pixels of the orange dashes: the measured peak is the formula's) and rises above the
 // kept line; the strip under it shows forward and recomputation spans (the view's colors:
-// labs/gpt/views/activation_view.cpp).
+// viz/views/gpt/activation_view.cpp).
 #include <stb/stb_image.h>
 
 #include <cstdio>

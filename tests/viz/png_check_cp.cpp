@@ -2,7 +2,7 @@
 // (zig-zag, 4 ranks), the cursor a few hops into the ring, 1400 × 800. In the attention
 // matrix (the left half): the masked future (the view's masked color) fills the top-right
 // corner and not the bottom-left one — causal, queries down and keys across — and the blocks
-// at the cursor are outlined in white (labs/context_parallel/views/attention_view.cpp).
+// at the cursor are outlined in white (viz/views/context_parallel/attention_view.cpp).
 #include <stb/stb_image.h>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // below the header and its legend) the 1st and 2nd choices' colors are drawn, and so are
 // dropped slots in the drop color, every one of them inside the experts' columns: drawn in
 // the column of the expert that was full, not in a separate column at the right (the view's
-// colors: labs/experts/views/routing_draw.h).
+// colors: viz/views/experts/routing_draw.h).
 #include <stb/stb_image.h>
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 #include "tests/cli/cli_util.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"
-#include "viz/model/pipeline_model.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 using namespace dtl;
 

@@ -1,4 +1,4 @@
-// The tensor-parallel split view's model (viz/model/split_model.h): the meta "tp_split" as
+// The tensor-parallel split view's model (viz/views/tensor_parallel/split_model.h): the meta "tp_split" as
 // matrices cut into rank-owned bands, f/g markers, the layout, and which operator a
 // collective at the cursor is, on crafted traces.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "viz/model/split_model.h"
+#include "viz/views/tensor_parallel/split_model.h"
 
 using namespace dtl;
 using namespace dtl::viz;

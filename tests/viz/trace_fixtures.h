@@ -17,7 +17,7 @@
 #include "labs/lab.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
-#include "viz/model/pipeline_model.h"
+#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 

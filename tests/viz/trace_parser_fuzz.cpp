@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "viz/model/memory_model.h"
-#include "viz/model/pipeline_model.h"
+#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/trace_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
-#include "labs/collectives/exercises.h"
+#include "exercises/collectives.h"
 #include "viz/model/layout.h"
 
 using namespace dtl;

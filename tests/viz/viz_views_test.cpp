@@ -23,7 +23,7 @@
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/panels.h"
-#include "viz/model/pipeline_model.h"
+#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
 
@@ -601,7 +601,7 @@ TEST(Lanes, ALayersSpanGoesOnTheLaneUnderItsBackward) {
   EXPECT_EQ(d.label(d.events[tracks[1].events[0]].label), "backward 1");
 }
 
-// ---- pipeline view (viz/model/pipeline_model) ----------------------------------------------
+// ---- pipeline view (viz/views/pipeline/pipeline_model) ----------------------------------------------
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "core/trace/chrome_writer.h"
 #include "core/trace/vocab.h"
 #include "labs/lab.h"
-#include "viz/model/pipeline_model.h"
+#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/trace_data.h"
 
 using namespace dtl;

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/util/units.h"
-#include "exercises/track.h"
+#include "exercises/track/track.h"
 #include "viz/app/app.h"
 
 namespace dtl::viz {

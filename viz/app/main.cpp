@@ -37,7 +37,7 @@
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/units.h"
-#include "exercises/unwritten.h"
+#include "exercises/track/unwritten.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"

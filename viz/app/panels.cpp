@@ -1,7 +1,7 @@
 // The registry of view kinds → panels. A lab lists its views (LabInfo::views); the app
 // makes the panel of each from here and lays them out with arrange_panels (viz/model).
 // The viewer's own three are below; a lab's own view registers from its folder
-// (labs/<lab>/views/*.cpp, which viz/CMakeLists.txt compiles into dtlab-viz).
+// (viz/views/<lab>/*.cpp, which viz/CMakeLists.txt compiles into dtlab-viz).
 #include <algorithm>
 
 #include "core/error.h"

@@ -2,7 +2,7 @@
 // settings (zoom, toggles), never lab state: everything drawn comes from the Session.
 // Which views a lab shows is its LabInfo::views; viz/app/panels.cpp maps each kind to its
 // panel. The timeline, memory and report views are here; a lab's own view is declared and
-// registered in its folder (labs/<lab>/views/*.cpp), so a new view edits no file here.
+// registered in its folder (viz/views/<lab>/*.cpp), so a new view edits no file here.
 #pragma once
 
 #include <imgui.h>
@@ -121,7 +121,7 @@ struct PanelKind {
 };
 // The viewer's own panels (timeline, memory, report) and every one a lab's folder registered.
 const std::vector<PanelKind>& panel_registry();
-// A lab's view adds its panel from a static initializer in its file (labs/<lab>/views/*.cpp,
+// A lab's view adds its panel from a static initializer in its file (viz/views/<lab>/*.cpp,
 // compiled into dtlab-viz): `const bool registered = register_panel({kRingView, "Ring", make});`.
 // Returns true; Error when the registry was already read or the kind is registered twice.
 bool register_panel(const PanelKind& panel);

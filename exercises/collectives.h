@@ -1,0 +1,128 @@
+// The collectives exercise API: what the labs call and the grader tests.
+//
+// Two builds implement exactly these functions: solutions/collectives.cpp (the default,
+// what CI tests) and exercises/collectives.cpp (stubs a student fills in, built with
+// `cmake --build --preset student`). Labs reach them only through this header, so the lab and
+// the visualizer show whichever code was built.
+//
+// Conventions every function follows:
+//  * The buffer of `count` elements is cut into P = comm.size() chunks with
+//    dtl::chunk_range(count, P, c): sizes differ by at most one element, any count works.
+//  * Each algorithm step uses its own tag: kTag<Phase> + step. The trace then shows
+//    steps as tags, and the lab counts them. Phases are kTagStride apart, so no two
+//    phases share a tag at any world size up to kMaxRanks (see below).
+//  * Combine received data with comm.recv_reduce (one pass, no staging copy). ReduceOp::avg
+//    combines as a sum; the function that finishes the reduction divides once, at its end
+//    (dtl::finish_average): the all-reduces do, ring_reduce_scatter does not (its callers,
+//    ring_all_reduce and the lab, divide the chunk it finished).
+//  * The buffer may live on a GPU (--device cuda): never read or write it from the host.
+//    Move bytes with comm's calls, dtl::copy_bytes and a dtl::ScratchBuffer for staging
+//    (core/memory/device_ops.h); finish_average works on either memory.
+//  * Annotate transfers with TransferInfo{step, first_chunk, chunk_count} so traces
+//    and the step-through can draw which chunk moved.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/comm/chunking.h"
+#include "core/comm/comm.h"
+#include "core/error.h"
+#include "core/memory/device_ops.h"
+
+namespace dtl::ex {
+
+// A typed view of a rank's buffer.
+struct BufferView {
+  void* data = nullptr;
+  std::size_t count = 0;  // elements
+  DType dtype = DType::f32;
+
+  std::size_t element_size() const { return dtype_size(dtype); }
+  std::size_t bytes() const { return count * element_size(); }
+  void* at(std::size_t element) const { return static_cast<char*>(data) + element * element_size(); }
+};
+
+// Tags: step s of a phase is tag kTag<Phase> + s, and phase k starts at k · kTagStride.
+// A phase has at most P-1 steps (naive, ring; trees and rhd about log2 P), so with the
+// stride at kMaxRanks the phases never overlap: 200+s and 300+s did from 102 ranks on.
+inline constexpr int kMaxRanks = 4096;        // the largest world these functions support
+inline constexpr int kTagStride = kMaxRanks;  // > the most steps of any phase (P-1)
+
+enum StepTags : int {
+  kTagNaive = 1 * kTagStride,           // rank q -> rank 0, tag kTagNaive + q - 1
+  kTagNaiveBroadcast = 2 * kTagStride,  // rank 0 -> rank q, tag kTagNaiveBroadcast + q - 1
+  kTagRingReduceScatter = 3 * kTagStride,
+  kTagRingAllGather = 4 * kTagStride,
+  kTagTreeReduce = 5 * kTagStride,
+  kTagTreeBroadcast = 6 * kTagStride,
+  kTagRhd = 7 * kTagStride,
+};
+// MPI promises tags up to 32767 only (MPI_TAG_UB may be larger, never smaller).
+static_assert(kTagRhd + kTagStride - 1 <= 32767, "the last phase's tags must stay within MPI's guaranteed range");
+
+// Throws UsageError when a world is larger than the tag scheme above allows; the labs and
+// the bench call it before running these functions.
+inline void require_supported_world(int ranks) {
+  if (ranks > kMaxRanks)
+    throw UsageError("the collectives exercises support at most " + std::to_string(kMaxRanks) + " ranks (their tags are " +
+                     std::to_string(kTagStride) + " apart per phase), got " + std::to_string(ranks) +
+                     "; use fewer ranks");
+}
+
+// Exercise 0 (warm-up), naive all-reduce: every rank sends its whole buffer to rank 0,
+// which combines them and sends the result back. (P-1)·N bytes leave rank 0.
+void naive_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 1, ring reduce-scatter: P-1 steps; at step s rank r sends chunk (r-s-1) mod P
+// to its right neighbour and recv_reduces chunk (r-s-2) mod P from its left one.
+// Afterwards chunk r of rank r holds the reduction of chunk r over all ranks (the other
+// chunks hold partial sums). Sends (P-1)/P · N bytes. With ReduceOp::avg, chunk r holds
+// the SUM over the ranks: it never divides (whoever calls it divides once, after).
+void ring_reduce_scatter(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 2, ring all-gather: before, chunk r of rank r is final; after, every chunk is.
+// P-1 steps; at step s rank r sends chunk (r-s) mod P right and receives (r-s-1) mod P.
+void ring_all_gather(Comm& comm, BufferView buf);
+
+// Exercise 3, ring all-reduce = ring_reduce_scatter then ring_all_gather: 2(P-1) steps,
+// exactly 2(P-1)/P · N bytes sent per rank, only to the right neighbour.
+void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 4, AllReduce == AllGather ∘ ReduceScatter with the *library* collectives:
+// reduce_scatter then all_gather must give the same bits as comm.all_reduce for any
+// count (pad to a multiple of P; the padding must not change the result).
+void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 5, binomial trees rooted at `root`: ⌈log2 P⌉ steps each.
+// tree_reduce leaves the reduction on root (other ranks' buffers become scratch);
+// tree_broadcast copies root's buffer to everyone. tree_all_reduce = both, root 0.
+void tree_reduce(Comm& comm, BufferView buf, ReduceOp op, int root);
+void tree_broadcast(Comm& comm, BufferView buf, int root);
+void tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 6, recursive halving-doubling all-reduce (Rabenseifner): reduce-scatter by
+// halving the exchanged range each step, then all-gather by doubling it: 2·log2 P steps
+// (latency log2(P)·α per phase, against the ring's (P-1)·α) and 2(P-1)/P · N bytes.
+// For P not a power of two, the first 2·(P-P') ranks pair up first (P' = largest power
+// of two <= P): even ones hand their data to the odd neighbour and get the result back.
+void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
+
+// Exercise 7, the communication-cost calculator (the curriculum's "7B on 8 GPUs"
+// questions): ring all-reduce of every gradient once per step.
+struct AllReduceQuestion {
+  double parameters = 0;        // model parameters
+  double bytes_per_param = 2;   // gradient bytes per parameter (2 for fp16/bf16)
+  int gpus = 1;
+  double bandwidth_GBps = 0;    // per-link bandwidth, GB = 1e9 bytes
+  double latency_us = 0;        // per-step latency α
+  double compute_s = 0;         // forward + backward time of one step
+};
+struct AllReduceAnswer {
+  double bytes_sent_per_gpu = 0;  // 2(P-1)/P · gradient bytes
+  double time_s = 0;              // 2(P-1)·α + bytes_sent_per_gpu / bandwidth
+  double efficiency = 0;          // compute / (compute + communication), no overlap
+};
+AllReduceAnswer all_reduce_cost(const AllReduceQuestion& q);
+
+}  // namespace dtl::ex

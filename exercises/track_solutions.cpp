@@ -1,7 +1,0 @@
-#include "exercises/track.h"
-
-namespace dtl::ex {
-
-const char* track_name() { return "solutions"; }
-
-}  // namespace dtl::ex

@@ -1,0 +1,234 @@
+// Reference solutions of the collectives exercises (exercises/collectives.h).
+//
+// Run one:   dtlab run collectives --algo ring --ranks 4 --bytes 1K --step
+// Grade:     dtlab grade --exercise ring_all_reduce
+#include <algorithm>
+#include <cstring>
+
+#include "core/memory/device_ops.h"
+#include "core/theory/collectives.h"
+#include "exercises/collectives.h"
+
+// A call between two of these functions puts the name in parentheses, `(f)(args)`: it then
+// means this file's f only, never the learner's f of the same name that argument-dependent
+// lookup would add (exercises/track/reference_copy.cmake compiles this file a second time as
+// dtl::ref, beside the learner's dtl::ex, for the labs to run where a stub is not written).
+
+namespace dtl::ex {
+
+namespace {
+
+// The whole buffer, in the lab's chunk grid of P chunks.
+TransferInfo whole(int step, int P) { return {step, 0, P}; }
+
+}  // namespace
+
+// ---- naive: everything through rank 0 ----------------------------------------------
+
+void naive_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  const int P = comm.size(), r = comm.rank();
+  if (P == 1) return;
+  if (r == 0) {
+    for (int q = 1; q < P; ++q)  // rank 0's link carries all P-1 buffers, one after another
+      comm.recv_reduce(buf.data, buf.count, buf.dtype, op, q, kTagNaive + q - 1, whole(q - 1, P));
+    finish_average(buf.data, buf.count, buf.dtype, op, P);
+    for (int q = 1; q < P; ++q) comm.send(buf.data, buf.bytes(), q, kTagNaiveBroadcast + q - 1, whole(P - 1 + q - 1, P));
+  } else {
+    comm.send(buf.data, buf.bytes(), 0, kTagNaive + r - 1, whole(r - 1, P));
+    comm.recv(buf.data, buf.bytes(), 0, kTagNaiveBroadcast + r - 1, whole(P - 1 + r - 1, P));
+  }
+}
+
+// ---- ring --------------------------------------------------------------------------
+
+void ring_reduce_scatter(Comm& comm, BufferView buf, ReduceOp op) {
+  const int P = comm.size(), r = comm.rank();
+  const int right = mod(r + 1, P), left = mod(r - 1, P);
+  for (int s = 0; s < P - 1; ++s) {
+    const int send_chunk = mod(r - s - 1, P), recv_chunk = mod(r - s - 2, P);
+    const ChunkRange out = chunk_range(buf.count, P, send_chunk), in = chunk_range(buf.count, P, recv_chunk);
+    // Post the receive first so the neighbour's data can land the moment it is sent.
+    Request rx = comm.irecv_reduce(buf.at(in.offset), in.count, buf.dtype, op, left, kTagRingReduceScatter + s,
+                                   {s, recv_chunk, 1});
+    Request tx = comm.isend(buf.at(out.offset), out.count * buf.element_size(), right, kTagRingReduceScatter + s,
+                            {s, send_chunk, 1});
+    rx.wait();
+    tx.wait();
+  }
+}
+
+void ring_all_gather(Comm& comm, BufferView buf) {
+  const int P = comm.size(), r = comm.rank();
+  const int right = mod(r + 1, P), left = mod(r - 1, P);
+  for (int s = 0; s < P - 1; ++s) {
+    const int send_chunk = mod(r - s, P), recv_chunk = mod(r - s - 1, P);
+    const ChunkRange out = chunk_range(buf.count, P, send_chunk), in = chunk_range(buf.count, P, recv_chunk);
+    Request rx = comm.irecv(buf.at(in.offset), in.count * buf.element_size(), left, kTagRingAllGather + s,
+                            {P - 1 + s, recv_chunk, 1});
+    Request tx = comm.isend(buf.at(out.offset), out.count * buf.element_size(), right, kTagRingAllGather + s,
+                            {P - 1 + s, send_chunk, 1});
+    rx.wait();
+    tx.wait();
+  }
+}
+
+void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  const int P = comm.size(), r = comm.rank();
+  (ring_reduce_scatter)(comm, buf, op);
+  // Rank r now owns the finished chunk r: average it once before it is copied around.
+  const ChunkRange mine = chunk_range(buf.count, P, r);
+  finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);
+  (ring_all_gather)(comm, buf);
+}
+
+// ---- library reduce_scatter ∘ all_gather -------------------------------------------
+
+void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op) {
+  const std::size_t P = std::size_t(comm.size()), es = buf.element_size();
+  const std::size_t block = (buf.count + P - 1) / P;  // pad to P equal blocks (NCCL's convention)
+  // Staging in the buffer's own memory (host, or its GPU): copy_bytes works on either.
+  ScratchBuffer padded(block * P * es, buf.data), mine(block * es, buf.data);
+  copy_bytes(padded.data(), buf.data, buf.bytes());
+  comm.reduce_scatter(padded.data(), mine.data(), block, buf.dtype, op);
+  comm.all_gather(mine.data(), padded.data(), block, buf.dtype);
+  copy_bytes(buf.data, padded.data(), buf.bytes());  // drop the padding
+}
+
+// ---- binomial trees ----------------------------------------------------------------
+
+void tree_reduce(Comm& comm, BufferView buf, ReduceOp op, int root) {
+  const int P = comm.size(), vr = mod(comm.rank() - root, P);  // rank relative to the root
+  for (int mask = 1, k = 0; mask < P; mask <<= 1, ++k) {
+    if (vr & mask) {  // my subtree is complete: hand it to my parent and stop
+      comm.send(buf.data, buf.bytes(), mod(vr - mask + root, P), kTagTreeReduce + k, whole(k, P));
+      return;
+    }
+    if (vr + mask < P)
+      comm.recv_reduce(buf.data, buf.count, buf.dtype, op, mod(vr + mask + root, P), kTagTreeReduce + k, whole(k, P));
+  }
+}
+
+void tree_broadcast(Comm& comm, BufferView buf, int root) {
+  const int P = comm.size(), vr = mod(comm.rank() - root, P);
+  const int levels = theory::ceil_log2(P);
+  int mask = 1, k = 0;
+  for (; mask < P; mask <<= 1, ++k) {  // find my parent: the lowest set bit of vr
+    if (vr & mask) {
+      comm.recv(buf.data, buf.bytes(), mod(vr - mask + root, P), kTagTreeBroadcast + k, whole(levels + k, P));
+      break;
+    }
+  }
+  for (mask >>= 1, --k; mask > 0; mask >>= 1, --k)  // then feed my children, largest subtree first
+    if (vr + mask < P)
+      comm.send(buf.data, buf.bytes(), mod(vr + mask + root, P), kTagTreeBroadcast + k, whole(levels + k, P));
+}
+
+void tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  (tree_reduce)(comm, buf, op, 0);
+  if (comm.rank() == 0) finish_average(buf.data, buf.count, buf.dtype, op, comm.size());
+  (tree_broadcast)(comm, buf, 0);
+}
+
+// ---- recursive halving-doubling (Rabenseifner) -------------------------------------
+
+namespace {
+
+// The core's grid: `core` segments of the buffer; [lo, hi) is a run of segments.
+struct RhdGrid {
+  const BufferView& buf;
+  int core, extra;
+  ChunkRange elems(int lo, int hi) const {
+    const ChunkRange a = chunk_range(buf.count, core, lo);
+    const std::size_t end = hi == core ? buf.count : chunk_range(buf.count, core, hi).offset;
+    return ChunkRange{a.offset, end - a.offset};
+  }
+  int real_rank(int v) const { return v < extra ? 2 * v + 1 : v + extra; }  // virtual rank → rank
+};
+
+// Reduce-scatter by recursive halving: keep half of my range, send the other half. Returns
+// my segments [lo, hi), fully reduced.
+std::pair<int, int> rhd_halving(Comm& comm, const RhdGrid& g, int vr, ReduceOp op, int& step) {
+  const BufferView& buf = g.buf;
+  int lo = 0, hi = g.core;
+  for (int mask = g.core / 2; mask >= 1; mask /= 2, ++step) {
+    const int partner = g.real_rank(vr ^ mask), mid = (lo + hi) / 2;
+    const bool upper = vr & mask;
+    const int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
+    const int give_lo = upper ? lo : mid, give_hi = upper ? mid : hi;
+    const ChunkRange keep = g.elems(keep_lo, keep_hi), give = g.elems(give_lo, give_hi);
+    Request rx = comm.irecv_reduce(buf.at(keep.offset), keep.count, buf.dtype, op, partner, kTagRhd + step,
+                                   {step, keep_lo, keep_hi - keep_lo});
+    Request tx = comm.isend(buf.at(give.offset), give.count * buf.element_size(), partner, kTagRhd + step,
+                            {step, give_lo, give_hi - give_lo});
+    rx.wait();
+    tx.wait();
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  return {lo, hi};
+}
+
+// All-gather by recursive doubling: swap my range for my partner's, then both are mine.
+void rhd_doubling(Comm& comm, const RhdGrid& g, int vr, int lo, int hi, int& step) {
+  const BufferView& buf = g.buf;
+  const std::size_t es = buf.element_size();
+  for (int mask = 1; mask < g.core; mask *= 2, ++step) {
+    const int partner = g.real_rank(vr ^ mask), width = hi - lo;
+    const int other_lo = (vr & mask) ? lo - width : hi;
+    const ChunkRange have = g.elems(lo, hi), want = g.elems(other_lo, other_lo + width);
+    Request rx = comm.irecv(buf.at(want.offset), want.count * es, partner, kTagRhd + step, {step, other_lo, width});
+    Request tx = comm.isend(buf.at(have.offset), have.count * es, partner, kTagRhd + step, {step, lo, width});
+    rx.wait();
+    tx.wait();
+    lo = std::min(lo, other_lo);
+    hi = lo + 2 * width;
+  }
+}
+
+}  // namespace
+
+void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
+  const int P = comm.size(), r = comm.rank();
+  if (P == 1) return;
+  const RhdGrid g{buf, theory::floor_pow2(P), P - theory::floor_pow2(P)};
+  const int core = g.core, extra = g.extra;
+  int step = 0;
+  // Pre-step: the first 2·extra ranks pair up; even ones hand their data to the odd one.
+  const int vr = r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra;
+  if (extra > 0) {
+    if (r < 2 * extra && r % 2 == 0)
+      comm.send(buf.data, buf.bytes(), r + 1, kTagRhd + step, {step, 0, core});
+    else if (r < 2 * extra)
+      comm.recv_reduce(buf.data, buf.count, buf.dtype, op, r - 1, kTagRhd + step, {step, 0, core});
+    ++step;
+  }
+  if (vr >= 0) {
+    const auto [lo, hi] = rhd_halving(comm, g, vr, op, step);
+    const ChunkRange mine = g.elems(lo, hi);  // segment vr, fully reduced
+    finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);
+    rhd_doubling(comm, g, vr, lo, hi, step);
+  } else {
+    step += 2 * theory::ceil_log2(core);
+  }
+  // Post-step: odd ranks of the pairs return the result to their even partner.
+  if (extra > 0 && r < 2 * extra) {
+    if (r % 2)
+      comm.send(buf.data, buf.bytes(), r - 1, kTagRhd + step, {step, 0, core});
+    else
+      comm.recv(buf.data, buf.bytes(), r + 1, kTagRhd + step, {step, 0, core});
+  }
+}
+
+// ---- cost calculator ---------------------------------------------------------------
+
+AllReduceAnswer all_reduce_cost(const AllReduceQuestion& q) {
+  const int P = q.gpus;
+  const double grad_bytes = q.parameters * q.bytes_per_param;
+  AllReduceAnswer a;
+  a.bytes_sent_per_gpu = P > 1 ? 2.0 * (P - 1) / P * grad_bytes : 0.0;
+  a.time_s = P > 1 ? 2.0 * (P - 1) * q.latency_us * 1e-6 + a.bytes_sent_per_gpu / (q.bandwidth_GBps * 1e9) : 0.0;
+  a.efficiency = q.compute_s / (q.compute_s + a.time_s);
+  return a;
+}
+
+}  // namespace dtl::ex

@@ -1,0 +1,382 @@
+// Pipeline view: a row per stage with the F/B/W blocks of one schedule's training step,
+// each box labelled with its micro-batch ("3b": chunk b of an interleaved schedule) and
+// colored by it (F light, B dark, W outlined), idle gaps hatched (the bubble), a time
+// axis, the measured bubble beside the formula's value, each stage's idle share at its
+// row's right. "compare schedules" stacks the simulator's timeline of every schedule in
+// the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each one's bubble.
+// While the cursor is inside the step shown, what comes after it is dimmed, so stepping
+// shows the actions appear one by one. The numbers are viz/views/pipeline/pipeline_model.
+#include <algorithm>
+#include <cstdio>
+
+#include "labs/pipeline/pipeline_lab.h"
+#include "viz/app/views.h"
+#include "viz/views/pipeline/pipeline_model.h"
+#include "viz/model/axes.h"
+
+namespace dtl::viz {
+
+// A row per pipeline stage: the measured F/B/W blocks of one schedule's step, colored by
+// micro-batch, the bubble hatched; or (compare) the simulator's timelines of every
+// schedule in the trace, stacked on one time axis (viz/views/pipeline/pipeline_model).
+struct PipelineView final : Panel {
+  std::string schedule;  // the measured run shown; "" until the first frame picks one
+  int step = -1;         // -1: the step at the cursor, else the last complete one
+  bool compare = false;  // the simulated timelines of every schedule instead
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}; }
+
+ private:
+  void Refresh(const TraceData& d);  // runs_, sims_, bubbles_: when the trace grows
+  const PipelineStep& StepShown(const Frame& f, const PipelineRun& run);
+  void DrawHeader(const PipelineRun* run, const PipelineStep* s);
+  void DrawMeasured(const Frame& f, const PipelineStep& s);
+  void DrawCompare();
+  PipelineRuns runs_;
+  SimulatedPipelines sims_;
+  std::map<std::string, BubbleRow> bubbles_;
+  std::array<std::size_t, 3> key_{};  // the trace (address, events, meta) they were made from
+  PipelineStep step_;                 // the step shown, kept while (schedule, step) stay
+  std::string step_schedule_;
+  int step_wanted_ = -2;
+  bool at_cursor_ = false;  // the step shown is the one the cursor is in
+};
+
+namespace {
+
+constexpr float kStageLabelWidth = 64, kIdleWidth = 96, kMinTickPx = 90;
+constexpr ImU32 kText = IM_COL32(220, 220, 225, 255), kDim = IM_COL32(170, 170, 180, 255), kIdle = IM_COL32(200, 70, 70, 110),
+                kCursor = IM_COL32(255, 255, 255, 200), kYellow = IM_COL32(255, 220, 60, 255);
+
+// Micro-batches by hue (Tableau 10 without its gray and red, which stay for idle time):
+// neighbours differ in hue and lightness, so 1F1B's interleaving of F and B reads at a glance.
+constexpr ImU32 kHues[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),  IM_COL32(89, 161, 79, 255),
+                           IM_COL32(176, 122, 161, 255), IM_COL32(118, 183, 178, 255), IM_COL32(237, 201, 72, 255),
+                           IM_COL32(156, 117, 95, 255),  IM_COL32(255, 157, 167, 255)};
+
+ImU32 mix(ImU32 c, ImU32 to, float t) {
+  auto ch = [&](int shift) {
+    const float a = float((c >> shift) & 0xff), b = float((to >> shift) & 0xff);
+    return ImU32(a + (b - a) * t + 0.5f) << shift;
+  };
+  return ch(IM_COL32_R_SHIFT) | ch(IM_COL32_G_SHIFT) | ch(IM_COL32_B_SHIFT) | (c & IM_COL32_A_MASK);
+}
+ImU32 with_alpha(ImU32 c, int a) { return (c & ~IM_COL32_A_MASK) | (ImU32(a) << IM_COL32_A_SHIFT); }
+bool light(ImU32 c) {
+  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff), b = float((c >> IM_COL32_B_SHIFT) & 0xff);
+  return 0.299f * r + 0.587f * g + 0.114f * b > 140;
+}
+
+// F: the hue lightened; B: the hue darkened; W: the hue's outline on a dark fill.
+ImU32 block_fill(const PipeBlock& k) {
+  const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)];
+  switch (k.op) {
+    case PipeOp::F: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
+    case PipeOp::B: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
+    default: return mix(hue, IM_COL32(20, 20, 26, 255), 0.75f);
+  }
+}
+
+const char* op_name(PipeOp op) { return op == PipeOp::F ? "forward (F)" : op == PipeOp::B ? "backward, input grad (B)" : "weight grad (W)"; }
+
+// "3", or with chunks "3b" (chunk 1 of micro-batch 3).
+void block_text(const PipeBlock& k, int chunks, char* out, std::size_t n) {
+  if (chunks <= 1) std::snprintf(out, n, "%d", k.micro_batch);
+  else if (k.chunk < 26) std::snprintf(out, n, "%d%c", k.micro_batch, char('a' + k.chunk));
+  else std::snprintf(out, n, "%d.%d", k.micro_batch, k.chunk);
+}
+
+// Diagonal lines across [a, b]: idle time.
+void hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 color) {
+  if (b.x - a.x < 1) return;
+  const float h = b.y - a.y, step = 6;
+  dl->PushClipRect(a, b, true);
+  dl->AddRectFilled(a, b, with_alpha(color, 28));
+  for (float x = a.x - h; x < b.x; x += step) dl->AddLine(ImVec2(x, b.y), ImVec2(x + h, a.y), color, 1.0f);
+  dl->PopClipRect();
+}
+
+std::string percent(double share) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100 * share);
+  return buf;
+}
+
+std::string duration(double seconds) { return format_duration(seconds * 1e9, seconds * 1e7, seconds * 1e9); }
+
+// Where a timeline goes: stage rows from `top`, time 0 at x0, `scale` px per second.
+struct Rows {
+  float x0 = 0, width = 0, top = 0, row_h = 18;
+  double seconds = 1;  // the axis's reach
+  float x(double s) const { return x0 + float(s / seconds) * width; }
+};
+
+// One timeline's rows: idle gaps hatched, the blocks, each stage's idle share at the right.
+// Blocks that begin after `cursor_s` (>= 0) are dimmed.
+void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& blocks, int stages, double makespan, int chunks,
+               const std::vector<double>& idle, double cursor_s, float clip_bottom) {
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool hovered = ImGui::IsWindowHovered();
+  const float line = ImGui::GetTextLineHeight();
+  std::size_t i = 0;
+  for (int s = 0; s < stages; ++s) {
+    const float y = g.top + float(s) * g.row_h, y0 = y + (g.row_h > 6 ? 2.0f : 0.0f), y1 = y + g.row_h - (g.row_h > 6 ? 2.0f : 1.0f);
+    if (y > clip_bottom) break;
+    if (s % 2 == 0) dl->AddRectFilled(ImVec2(g.x0, y), ImVec2(g.x(makespan), y + g.row_h), IM_COL32(255, 255, 255, 8));
+    if (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0) {
+      char name[24];
+      std::snprintf(name, sizeof name, "stage %d", s);
+      dl->AddText(ImVec2(g.x0 - kStageLabelWidth, y + (g.row_h - line) / 2), kText, name);
+    }
+    double last = 0;
+    for (; i < blocks.size() && blocks[i].stage < s; ++i) {}
+    for (; i < blocks.size() && blocks[i].stage == s; ++i) {
+      const PipeBlock& k = blocks[i];
+      if (k.begin > last) hatch(dl, ImVec2(g.x(last), y0), ImVec2(g.x(k.begin), y1), kIdle);
+      last = std::max(last, k.end);
+      const ImVec2 a(g.x(k.begin), y0), b(std::max(g.x(k.end), g.x(k.begin) + 1), y1);
+      const bool later = cursor_s >= 0 && k.begin >= cursor_s;
+      const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)], fill = block_fill(k);
+      dl->AddRectFilled(a, b, later ? with_alpha(fill, 50) : fill, 2.0f);
+      if (k.op == PipeOp::W) dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
+      else if (b.x - a.x > 4) dl->AddRect(a, b, IM_COL32(10, 10, 14, later ? 60 : 170), 2.0f);
+      char text[16];
+      block_text(k, chunks, text, sizeof text);
+      const ImVec2 ts = ImGui::CalcTextSize(text);
+      if (ts.x + 4 < b.x - a.x && ts.y <= y1 - y0 + 2) {
+        const ImU32 ink = k.op == PipeOp::W ? IM_COL32(235, 235, 240, 255) : light(fill) ? IM_COL32(15, 15, 20, 255) : IM_COL32(245, 245, 250, 255);
+        dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
+      }
+      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) {
+        ImGui::BeginTooltip();
+        ImGui::Text("stage %d: %s", s, op_name(k.op));
+        ImGui::Text("micro-batch %d%s", k.micro_batch, chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
+        ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(), duration(k.end).c_str());
+        ImGui::EndTooltip();
+      }
+    }
+    if (makespan > last) hatch(dl, ImVec2(g.x(last), y0), ImVec2(g.x(makespan), y1), kIdle);
+    if (std::size_t(s) < idle.size() && (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0)) {
+      const std::string text = "idle " + percent(idle[std::size_t(s)]);
+      dl->AddText(ImVec2(g.x0 + g.width + 10, y + (g.row_h - line) / 2), kDim, text.c_str());
+    }
+  }
+}
+
+// The time axis under the rows: ticks counted from the step's start.
+void draw_axis(ImDrawList* dl, const Rows& g, float y_top, float y) {
+  const double ns = g.seconds * 1e9;
+  for (const Tick& t : time_ticks(0, ns, 0, g.width, kMinTickPx)) {
+    const float x = g.x0 + float(t.value / ns) * g.width;
+    dl->AddLine(ImVec2(x, y_top), ImVec2(x, y + 4), IM_COL32(255, 255, 255, 22));
+    const float tw = ImGui::CalcTextSize(t.label.c_str()).x;
+    dl->AddText(ImVec2(std::clamp(x - tw / 2, g.x0 - 8, g.x0 + g.width - tw), y + 5), kDim, t.label.c_str());
+  }
+  dl->AddLine(ImVec2(g.x0, y), ImVec2(g.x0 + g.width, y), IM_COL32(255, 255, 255, 90));
+}
+
+// The formula's text as the default (Latin-1) font draws it.
+std::string bubble_line(double measured, const BubbleRow* row) {
+  std::string text = "bubble " + percent(measured) + " measured";
+  if (row && row->predicted >= 0)
+    text += " \xc2\xb7 " + percent(row->predicted) + " " + (row->source == "simulator" ? "simulated" : "formula " + row->source);
+  return text;
+}
+
+void legend(int micro_batches) {
+  const float h = ImGui::GetTextLineHeight();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  auto swatch = [&](PipeOp op, const char* text) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const PipeBlock k{0, op, 1, 0, 0, 0};
+    dl->AddRectFilled(p, ImVec2(p.x + h * 1.6f, p.y + h), block_fill(k), 2.0f);
+    if (op == PipeOp::W) dl->AddRect(p, ImVec2(p.x + h * 1.6f, p.y + h), kHues[1], 2.0f, 0, 2.0f);
+    ImGui::Dummy(ImVec2(h * 1.6f, h));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(text);
+    ImGui::SameLine(0, 14);
+  };
+  swatch(PipeOp::F, "F forward (light)");
+  swatch(PipeOp::B, "B backward (dark)");
+  swatch(PipeOp::W, "W weight grad (outlined)");
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  hatch(dl, p, ImVec2(p.x + h * 1.6f, p.y + h), kIdle);
+  ImGui::Dummy(ImVec2(h * 1.6f, h));
+  ImGui::SameLine();
+  ImGui::TextUnformatted("idle (the bubble)");
+  ImGui::SameLine(0, 14);
+  ImGui::TextDisabled("color: micro-batch");
+  for (int m = 0; m < std::min<int>(micro_batches, int(std::size(kHues))); ++m) {
+    ImGui::SameLine(0, 4);
+    const ImVec2 q = ImGui::GetCursorScreenPos();
+    dl->AddRectFilled(q, ImVec2(q.x + h, q.y + h), kHues[std::size_t(m)], 2.0f);
+    char t[8];
+    std::snprintf(t, sizeof t, "%d", m);
+    dl->AddText(ImVec2(q.x + (h - ImGui::CalcTextSize(t).x) / 2, q.y), IM_COL32(15, 15, 20, 255), t);
+    ImGui::Dummy(ImVec2(h, h));
+  }
+  if (micro_batches > int(std::size(kHues))) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(colors repeat every %zu)", std::size(kHues));
+  }
+}
+
+}  // namespace
+
+void PipelineView::Refresh(const TraceData& d) {
+  const std::array<std::size_t, 3> key = {reinterpret_cast<std::size_t>(&d), d.events.size(), d.meta.size()};
+  if (key == key_) return;
+  key_ = key;
+  runs_ = pipeline_runs(d);
+  std::vector<std::string> order;
+  for (const PipelineRun& r : runs_.runs) order.push_back(r.schedule);
+  sims_ = simulated_pipelines(d, order);
+  bubbles_ = report_bubbles(d);
+  step_wanted_ = -2;  // the step is cut again
+}
+
+// The step asked for, else the one the cursor is in (once stepping has begun), else the
+// last complete one; recomputed only when that changes.
+const PipelineStep& PipelineView::StepShown(const Frame& f, const PipelineRun& run) {
+  int want = step;
+  at_cursor_ = false;
+  if (want < 0 && f.cursor > 0) want = pipeline_step_at(run, f.cursor_time()), at_cursor_ = want >= 0;
+  if (want != step_wanted_ || step_schedule_ != run.schedule) {
+    step_ = pipeline_step(f.session.data(), run, want);
+    step_wanted_ = want, step_schedule_ = run.schedule;
+  }
+  return step_;
+}
+
+void PipelineView::Draw(const Frame& f) {
+  const TraceData& d = f.session.data();
+  Refresh(d);
+  if (runs_.runs.empty() && sims_.runs.empty()) {
+    ImGui::TextWrapped("No pipeline actions in this run yet (the pipeline lab records each stage's F, B and W as compute spans).");
+    return;
+  }
+  // The schedule shown: as asked (--pipeline-schedule or the combo), else the lab's default
+  // 1f1b, else the first in the trace.
+  const PipelineRun* run = runs_.find(schedule);
+  if (!run && !runs_.runs.empty()) {
+    run = runs_.find(ScheduleKind::one_f_one_b) ? runs_.find(ScheduleKind::one_f_one_b) : &runs_.runs.front();
+    schedule = run->schedule;
+  }
+  const PipelineStep* s = run ? &StepShown(f, *run) : nullptr;
+  DrawHeader(run, s);
+  if (compare) DrawCompare();
+  else if (s && s->step >= 0) DrawMeasured(f, *s);
+  else ImGui::TextDisabled("no measured actions for this schedule yet");
+  if (runs_.dropped) ImGui::TextDisabled("%zu more schedules not shown (the limit is %zu)", runs_.dropped, kMaxPipelineSchedules);
+}
+
+void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
+  if (!runs_.runs.empty()) {
+    ImGui::SetNextItemWidth(130);
+    if (ImGui::BeginCombo("schedule", schedule.c_str())) {
+      for (const PipelineRun& r : runs_.runs)
+        if (ImGui::Selectable(r.schedule.c_str(), r.schedule == schedule)) schedule = r.schedule, step = -1;
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    char shown[48];
+    const bool at_cursor = s && run && at_cursor_;
+    if (step < 0) std::snprintf(shown, sizeof shown, "%s (%d)", at_cursor ? "at the cursor" : "last complete", s ? s->step : -1);
+    else std::snprintf(shown, sizeof shown, "%d", step);
+    ImGui::SetNextItemWidth(150);
+    if (run && ImGui::BeginCombo("step", shown)) {
+      if (ImGui::Selectable("at the cursor, else the last complete", step < 0)) step = -1;
+      for (const PipeStepRange& r : run->steps) {
+        const std::string name = std::to_string(r.step) + (r.complete ? "" : " (incomplete)");
+        if (ImGui::Selectable(name.c_str(), r.step == step)) step = r.step;
+      }
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine(0, 20);
+  }
+  ImGui::Checkbox("compare schedules (simulated)", &compare);
+  if (compare && sims_.runs.empty()) ImGui::TextDisabled("this trace holds no simulated timelines (pipeline_simulated.*)");
+  for (const std::string& note : sims_.notes) ImGui::TextDisabled("left out: %s", note.c_str());
+}
+
+void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
+  const auto row = bubbles_.find(s.schedule);
+  const BubbleRow* b = row == bubbles_.end() ? nullptr : &row->second;
+  ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "%s", bubble_line(s.bubble, b).c_str());
+  ImGui::SameLine(0, 24);
+  ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, step time %s", s.schedule.c_str(), s.step,
+                      s.complete ? "" : " (incomplete)", s.stages, s.micro_batches,
+                      s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "", duration(s.makespan()).c_str());
+  legend(s.micro_batches);
+  ImGui::NewLine();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
+  const float line = ImGui::GetTextLineHeight(), axis_h = line + 10;
+  Rows g;
+  g.x0 = start.x + kStageLabelWidth;
+  g.width = std::max(40.0f, avail.x - kStageLabelWidth - kIdleWidth);
+  g.top = start.y + 2;
+  g.row_h = std::clamp((avail.y - axis_h - 24) / float(std::max(1, s.stages)), 2.0f, 72.0f);
+  g.seconds = std::max(s.makespan(), 1e-9);
+  // The cursor inside this step: what comes after it is dimmed.
+  const std::int64_t now = f.cursor_time();
+  const bool inside = f.cursor > 0 && now >= s.begin_ns && now < s.end_ns;
+  const double cursor_s = inside ? double(now - s.begin_ns) * 1e-9 : -1;
+  const float bottom = g.top + float(s.stages) * g.row_h;
+  draw_rows(dl, g, s.blocks, s.stages, s.makespan(), s.chunks, s.stage_idle, cursor_s, start.y + avail.y);
+  draw_axis(dl, g, g.top, std::min(bottom, start.y + avail.y - axis_h) + 2);
+  if (inside) {
+    const float x = g.x(cursor_s);
+    dl->AddLine(ImVec2(x, g.top - 2), ImVec2(x, bottom + 2), kCursor, 2.0f);
+  }
+  ImGui::SetCursorScreenPos(ImVec2(start.x, std::min(bottom, start.y + avail.y - axis_h) + axis_h + 4));
+  ImGui::TextDisabled("time from the step's start; a stage's idle = 1 - busy / step time; bubble = 1 - sum of busy / (P x step time)");
+}
+
+// Small multiples: the simulator's timeline of every schedule, one shared time axis.
+void PipelineView::DrawCompare() {
+  if (sims_.runs.empty()) return;
+  int micro = 0;
+  double longest = 0;
+  int rows = 0;
+  for (const SimulatedPipeline& r : sims_.runs) micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages;
+  legend(micro);
+  ImGui::NewLine();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
+  const float line = ImGui::GetTextLineHeight(), title_h = line + 8, axis_h = line + 10, gap = 8;
+  const float n = float(sims_.runs.size());
+  Rows g;
+  g.x0 = start.x + kStageLabelWidth;
+  g.width = std::max(40.0f, avail.x - kStageLabelWidth - kIdleWidth);
+  g.seconds = longest;
+  g.row_h = std::clamp((avail.y - n * (title_h + gap) - axis_h - 24) / float(std::max(1, rows)), 2.0f, 30.0f);
+  float y = start.y;
+  for (const SimulatedPipeline& r : sims_.runs) {
+    const auto row = bubbles_.find(r.schedule);
+    std::string title = r.schedule + "   bubble " + percent(r.bubble) + " simulated";
+    if (row != bubbles_.end() && row->second.measured >= 0) title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
+    if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.source != "simulator")
+      title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
+    title += "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
+    dl->AddText(ImVec2(start.x, y + 3), kYellow, title.c_str());
+    g.top = y + title_h;
+    draw_rows(dl, g, r.blocks, r.stages, r.makespan, r.chunks, r.stage_idle, -1, start.y + avail.y);
+    y = g.top + float(r.stages) * g.row_h + gap;
+  }
+  draw_axis(dl, g, start.y + title_h, std::min(y, start.y + avail.y - axis_h));
+  ImGui::SetCursorScreenPos(ImVec2(start.x, std::min(y, start.y + avail.y - axis_h) + axis_h + 4));
+  ImGui::TextDisabled("the lab's simulator with this run's mean F, B and W times; one time axis for all");
+}
+
+namespace {
+std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
+  auto p = std::make_unique<PipelineView>();
+  p->schedule = s.pipeline_schedule;
+  p->compare = s.pipeline_compare;
+  return p;
+}
+const bool registered = register_panel({kPipelineView, "Pipeline: stages, micro-batches and the bubble", make_pipeline});
+}  // namespace
+
+}  // namespace dtl::viz
