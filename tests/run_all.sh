@@ -55,3 +55,8 @@ echo "== exercise track: the stubs grade 0 points, every stub's failure comes wi
 bash tests/grade/check_student_grader.sh build/release/student/dtlab
 echo "exercise track: 0 points, every stub explains itself, every lab runs on the stubs"
 stage_done "exercise track"
+
+echo "== style: every C++ file formatted (.clang-format), clang-tidy on the last commits' files (.clang-tidy)"
+bash tests/style/format.sh --check
+bash tests/style/tidy.sh
+stage_done "style"

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/comm/all_to_allv.h"
 #include "core/comm/dtype.h"
@@ -96,13 +97,13 @@ class Comm {
                                TransferInfo info = {}) = 0;
 
   void send(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info = {}) {
-    isend(buf, bytes, dst, tag, info).wait();
+    isend(buf, bytes, dst, tag, std::move(info)).wait();
   }
   void recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info = {}) {
-    irecv(buf, bytes, src, tag, info).wait();
+    irecv(buf, bytes, src, tag, std::move(info)).wait();
   }
   void recv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info = {}) {
-    irecv_reduce(buf, count, t, op, src, tag, info).wait();
+    irecv_reduce(buf, count, t, op, src, tag, std::move(info)).wait();
   }
 
   // ---- library collectives (send == recv means in place) ----

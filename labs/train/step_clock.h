@@ -23,7 +23,7 @@ namespace dtl {
 // `outer`'s hooks around `inner`'s: before a layer the outer hook runs first, after it the
 // inner one does. With the algorithm outside and the spans inside, a layer's span holds only
 // its compute, and the algorithm's after-hook sees the layer's span closed (its gradients final).
-inline LayerHooks nest(LayerHooks outer, LayerHooks inner) {
+inline LayerHooks nest(const LayerHooks& outer, const LayerHooks& inner) {
   using Hook = std::function<void(int)>;
   const auto in_order = [](Hook first, Hook second) -> Hook {
     if (!first) return second;
