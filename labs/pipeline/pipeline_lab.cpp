@@ -131,8 +131,11 @@ double simulated_bubble(Comm& comm, const pipeline::Schedule& sched, const Stage
   return sim.bubble_fraction();
 }
 
-// Memory and in-flight micro-batches per stage, gathered on rank 0, beside the schedule's.
-void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::Schedule& sched, PipelineStage& stage,
+// Memory and in-flight micro-batches per stage, gathered on rank 0, beside what the
+// schedule kind predicts. `expected` is core/theory's own schedule of that kind, never the one
+// the run executed: a learner's one_f_one_b that runs every forward first must fail the
+// in-flight check (GPipe's M against 1F1B's min(M, P − s)), not predict its own result.
+void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::Schedule& expected, PipelineStage& stage,
                          PipelineMeasurement& m) {
   const double mine[2] = {double(stage.memory().peak(MemTag::activation)), double(stage.in_flight_peak())};
   std::vector<double> all(2 * std::size_t(comm.size()));
@@ -140,22 +143,23 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
   for (int st = 0; st < comm.size(); ++st) {
     m.stage_activation_peak.push_back(all[2 * std::size_t(st)]);
     m.stage_in_flight_peak.push_back(all[2 * std::size_t(st) + 1]);
-    m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(sched, st));
-    m.predicted_in_flight.push_back(pipeline::max_in_flight(sched, st));
-    m.predicted_activation.push_back(predicted_activation_peak(s, sched, st));
+    m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(expected, st));
+    m.predicted_in_flight.push_back(pipeline::max_in_flight(expected, st));
+    m.predicted_activation.push_back(predicted_activation_peak(s, expected, st));
   }
 }
 
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
-  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());
+  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());                   // what runs
+  const pipeline::Schedule expected = pipeline::make_schedule(kind, sched.config);  // what theory predicts
   const std::string name = pipeline::schedule_name(kind);
   comm.barrier();
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
                    comm.trace()->label(name, Role{.part = RunPart::timed, .schedule = kind}));
   PipelineStage stage(comm, cfg, s, sched);
   const Role schedule_role{.part = RunPart::timed, .schedule = kind};
-  publish_memory_formula(comm, double(stage.local_params()), predicted_activation_peak(s, sched, comm.rank()),
+  publish_memory_formula(comm, double(stage.local_params()), predicted_activation_peak(s, expected, comm.rank()),
                          "16 B/param x the stage's parameters + its micro-batches in flight x their activations (the schedule's)",
                          &schedule_role);
   PipelineMeasurement m;
@@ -191,7 +195,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     m.stage_bubble.push_back(span > 0 ? 1 - busy / span : 0);
   }
   m.simulated_bubble = simulated_bubble(comm, sched, totals, name);
-  gather_stage_memory(comm, s, sched, stage, m);
+  gather_stage_memory(comm, s, expected, stage, m);
   const std::vector<float> weights = stage.weights_on_rank0();
   if (comm.rank() == 0) {
     m.max_vs_reference = max_abs_difference(weights, reference);

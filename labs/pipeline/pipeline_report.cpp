@@ -41,7 +41,9 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
     const std::string k = std::to_string(st);
     rep.check(n + "in_flight_stage" + k, "stage " + k + ": micro-batches in flight (most)", m.stage_in_flight_peak[std::size_t(st)],
               m.predicted_in_flight[std::size_t(st)], "")
-        .from(m.kind == pipeline::ScheduleKind::gpipe ? "M" : "schedule");
+        .from(m.kind == pipeline::ScheduleKind::gpipe         ? "M"
+              : m.kind == pipeline::ScheduleKind::one_f_one_b ? "min(M, P-s)"
+                                                              : "the schedule kind's (core/theory)");
     rep.check(n + "activation_stage" + k, "stage " + k + ": activation memory (peak)", m.stage_activation_peak[std::size_t(st)],
               m.predicted_activation[std::size_t(st)], "B")
         .from("in flight × per micro-batch");

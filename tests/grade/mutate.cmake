@@ -1,4 +1,4 @@
-# Mutants of the reference solutions (cmake -DMUTANT=name -DIN=solutions.cpp -DOUT=copy.cpp -P
+# Mutants of the reference solutions (cmake -DMUTANT=name -DIN=solutions/<lab>.cpp -DOUT=copy.cpp -P
 # mutate.cmake): each a mistake a learner makes that looks right where it is written — the
 # kind issue 28 met (an average divided inside the reduce-scatter passed 15/15 while its lab
 # failed). tests/CMakeLists.txt links each copy in place of the original with the lab's
@@ -24,6 +24,12 @@ elseif(MUTANT STREQUAL "all_gather_equal_chunks")
   # elements of an uneven buffer never move.
   set(anchor "    const ChunkRange out = chunk_range(buf.count, P, send_chunk), in = chunk_range(buf.count, P, recv_chunk);\n    Request rx = comm.irecv(")
   set(mutation "    const std::size_t equal = buf.count / std::size_t(P);\n    const ChunkRange out{std::size_t(send_chunk) * equal, equal}, in{std::size_t(recv_chunk) * equal, equal};\n    Request rx = comm.irecv(")
+elseif(MUTANT STREQUAL "one_f_one_b_all_forwards_first")
+  # one_f_one_b runs every forward before any backward: GPipe's order under 1F1B's name. Its
+  # weights are right; only its memory is not (issue 50: the lab once took this schedule's
+  # own in-flight count as its prediction and passed it).
+  set(anchor "  const int warmup = std::min(stages - stage - 1, micro_batches);\n")
+  set(mutation "  const int warmup = micro_batches;  // every forward first\n")
 else()
   message(FATAL_ERROR "mutate.cmake: no mutant '${MUTANT}'")
 endif()
