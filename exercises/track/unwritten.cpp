@@ -15,14 +15,40 @@ namespace {
 std::atomic<bool> run_references{false};
 std::mutex used_mutex;
 std::vector<std::string> used;  // guarded by used_mutex
+std::string under_grade;        // guarded by used_mutex (ranks are threads of the graded case)
 
 }  // namespace
 
 void run_references_for_unwritten_exercises() { run_references.store(true); }
 
+void set_exercise_under_grade(const std::string& id) {
+  const std::lock_guard lock(used_mutex);
+  under_grade = id;
+}
+
+namespace {
+
+// In the grader: another exercise's stub, met inside the graded case of `under_grade`.
+bool reference_in_a_graded_case(const std::string& function, const std::string& exercise) {
+  const std::lock_guard lock(used_mutex);
+  if (under_grade.empty() || under_grade == exercise) return false;
+  const std::string pair = under_grade + ">" + function;
+  for (const std::string& name : used)
+    if (name == pair) return true;
+  used.push_back(pair);
+  std::fprintf(stderr, "note: %s's graded case also calls %s (exercise %s, not written yet): its reference runs\n",
+               under_grade.c_str(), function.c_str(), exercise.c_str());
+  return true;
+}
+
+}  // namespace
+
 void use_reference_for(const Unwritten& stub) {
-  if (!run_references.load()) throw NotImplemented(stub.function, stub.exercise);
   const std::string function = stub.function, exercise = *stub.exercise ? stub.exercise : stub.function;
+  if (!run_references.load()) {
+    if (reference_in_a_graded_case(function, exercise)) return;
+    throw NotImplemented(stub.function, stub.exercise);
+  }
   const std::lock_guard lock(used_mutex);  // ranks are threads: say it once, not once per rank
   for (const std::string& name : used)
     if (name == function) return;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <source_location>
+#include <string>
 #include <utility>
 
 namespace dtl::ex {
@@ -26,6 +27,13 @@ struct Unwritten {
 
 // From now on, stubs not written yet run the reference instead of failing (labs only).
 void run_references_for_unwritten_exercises();
+
+// The grader: the exercise whose graded case runs now (its id; "" between cases). A stub of
+// any other exercise then runs its reference and says so once, so an exercise's points never
+// depend on another being written (a graded ring_all_reduce case that also prices the run
+// with all_reduce_cost); the stub of the exercise under grade still throws NotImplemented.
+// tests/grade/grade_one_exercise.cpp sets it from each test's suite.
+void set_exercise_under_grade(const std::string& id);
 
 // Throws NotImplemented unless this program runs references; else prints, once per
 // function, which reference runs in the learner's place.

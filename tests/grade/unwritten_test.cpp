@@ -19,7 +19,25 @@ int reference_add(int a, int b) {
 // What a stub in exercises/<lab>.cpp looks like.
 int stub_add(int a, int b) { return dtl::ex::reference_until_written({"stub_add", "adding"}, reference_add, a, b); }
 
+int stub_twice(int a) { return dtl::ex::reference_until_written({"stub_twice", "doubling"}, reference_add, a, a); }
+
 }  // namespace
+
+// In the grader, a case grades one exercise: a stub of another that it calls runs that
+// exercise's reference (noted once), the exercise's own stub still fails the case. (Before
+// the test below: the switch to references for labs is one-way.)
+TEST(UnwrittenExercise, AGradedCaseRunsTheReferenceOfAnotherExerciseOnly) {
+  dtl::ex::set_exercise_under_grade("adding");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(stub_twice(21), 42) << "doubling is another exercise: its reference runs";
+  EXPECT_EQ(stub_twice(1), 2);
+  const std::string notes = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(notes, "note: adding's graded case also calls stub_twice (exercise doubling, not written yet): its reference runs\n");
+  EXPECT_THROW(stub_add(1, 2), dtl::NotImplemented) << "the exercise under grade never runs its reference";
+  dtl::ex::set_exercise_under_grade("");
+  EXPECT_THROW(stub_twice(1), dtl::NotImplemented) << "between graded cases every stub fails";
+  reference_calls = 0;
+}
 
 // One test, in this order: the switch to references is one-way for a process.
 TEST(UnwrittenExercise, TheGraderSeesNotImplementedAndALabTheReference) {
