@@ -71,6 +71,9 @@ struct ThreadsOptions {
   StepGate* gate = nullptr;   // non-null: stepping mode
   FaultPlan faults;
   double timeout_s = 60.0;    // watchdog: abort when no rank makes progress this long (<= 0: off)
+  // After this long without progress the watchdog says once, on stderr, what each rank waits
+  // on ("still waiting: ..."), so a deadlock is named in seconds, not at --timeout (<= 0: never).
+  double still_waiting_s = 2.0;
   LinkSpec link;              // emulated interconnect (inactive: transfers at memory speed);
                               // ignored while stepping, where a person sets the pace
   // Rank threads (the "compute streams") run at this nice level above the comm-stream

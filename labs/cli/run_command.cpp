@@ -42,7 +42,7 @@ struct RunArgs {
   std::string trace_path;
   bool json = false;
   bool step = false;
-  double timeout_s = 60;
+  double timeout_s = 0;  // not given: 8 s on thread ranks (which say what they wait on after 2 s), 60 s under MPI/NCCL
   int iters = 5, warmup = 1;
   int repeat = 5;
   std::string inject_fault, inject_hang;
@@ -106,7 +106,9 @@ ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabC
     parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, opt.faults.fault_rank, opt.faults.fault_step);
   if (!a.inject_hang.empty())
     parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, opt.faults.hang_rank, opt.faults.hang_step);
-  opt.timeout_s = a.timeout_s;
+  // Thread ranks share one clock and say what they wait on after 2 s, so a deadlock ends in
+  // 8 s; processes under mpirun start and run unevenly on a loaded machine: a minute.
+  opt.timeout_s = a.timeout_s > 0 ? a.timeout_s : (a.backend == "threads" ? 8 : 60);
   opt.link = cfg.link;
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;
   trace.set_meta(MetaKey::lab, lab.name);
@@ -244,9 +246,9 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
       ->capture_default_str();
   sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
   sub->add_flag("--json", a.json, "Print the report as JSON on stdout (everything else goes to stderr)");
-  sub->add_option("--timeout", a.timeout_s, "Watchdog: abort after this many seconds without progress")
-      ->check(finite_range(0.001, 1e6))
-      ->capture_default_str();
+  sub->add_option("--timeout", a.timeout_s,
+                  "Watchdog: abort after this many seconds without progress (default: 8 on thread ranks, 60 under MPI/NCCL)")
+      ->check(finite_range(0.001, 1e6));
   sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
   sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
   sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));

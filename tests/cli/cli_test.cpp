@@ -1,6 +1,8 @@
 // The dtlab command as a user runs it: exit codes, JSON on stdout, traces, errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +121,21 @@ TEST(Cli, InjectedHangIsExplainedByTheWatchdog) {
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("rank 1 waits nothing: it stopped sending on purpose"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("waits recv"), std::string::npos) << o.err;
+}
+
+// Issue 50: a deadlock answers in seconds, not at a minute. With no --timeout, thread ranks
+// say after 2 s what each waits on ("still waiting:") and the watchdog ends the run in 8 s.
+TEST(Cli, ADeadlockIsNamedWithinSecondsByDefault) {
+  const auto start = std::chrono::steady_clock::now();
+  const Output o = dtlab("run collectives --ranks 3 --bytes 4K --inject-hang 1");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_LT(seconds, 10.0) << "a deadlocked small run must end within 10 s";
+  const std::size_t still = o.err.find("still waiting: no rank made progress for 2 s");
+  ASSERT_NE(still, std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("rank 1 waits nothing: it stopped sending on purpose", still), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("no rank made progress for 8 s (--timeout)"), std::string::npos) << o.err;
+  std::printf("deadlock named after 2 s, run ended in %.1f s\n", seconds);
 }
 
 TEST(Cli, StepPrintsEveryTransfer) {

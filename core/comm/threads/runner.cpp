@@ -120,6 +120,7 @@ struct RankThreads {
   void watch() {
     std::uint64_t last_progress = universe.progress();
     auto last_change = std::chrono::steady_clock::now();
+    bool said_still_waiting = false;  // once per stall
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (running.load() == 0 && (universe.aborted() || universe.workers_idle())) break;
@@ -131,7 +132,14 @@ struct RankThreads {
       if (p != last_progress || paused_by_learner || universe.aborted() || universe.any_rank_computing()) {
         last_progress = p;
         last_change = now;
-      } else if (opt.timeout_s > 0 && std::chrono::duration<double>(now - last_change).count() > opt.timeout_s) {
+        said_still_waiting = false;
+      } else if (const double stalled = std::chrono::duration<double>(now - last_change).count();
+                 !said_still_waiting && opt.still_waiting_s > 0 && stalled > opt.still_waiting_s &&
+                 (opt.timeout_s <= 0 || stalled < opt.timeout_s)) {
+        said_still_waiting = true;
+        std::fprintf(stderr, "still waiting: no rank made progress for %.0f s (the watchdog stops the run at --timeout %g s):\n  %s\n",
+                     stalled, opt.timeout_s, universe.describe_blocked().c_str());
+      } else if (opt.timeout_s > 0 && stalled > opt.timeout_s) {
         result.watchdog_fired = true;
         universe.abort(-1, "no rank made progress for " + std::to_string(int(opt.timeout_s)) + " s (--timeout):\n  " +
                                universe.describe_blocked());
