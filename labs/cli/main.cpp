@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "exercises/unwritten.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/validators.h"
 
 namespace {
 
@@ -78,6 +79,29 @@ int finish_standard_output(int code, const ErrnoKeepingBuf& buf) {
   return 1;
 }
 
+// Where the help for this command line is: "dtlab run gpt --help", "dtlab plan --help".
+std::string help_for(int argc, char** argv, const CLI::App& app) {
+  std::string where = "dtlab";
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s : at->get_subcommands({})) sub = s->get_name() == argv[i] ? s : sub;
+    if (!sub) break;
+    where += " " + sub->get_name();
+    at = sub;
+  }
+  return where == "dtlab" ? "dtlab <command> --help" : where + " --help";
+}
+
+// CLI11's words for an option given twice ("--trace: At Most 1 required but received 2") in ours.
+std::string usage_words(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  const std::string cli11 = ": At Most 1 required but received ";
+  const auto at_most = text.find(cli11);
+  if (at_most == std::string::npos) return text;
+  return text.substr(0, at_most) + " was given " + text.substr(at_most + cli11.size()) + " times; give it once";
+}
+
 int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
   CLI::App app{"dtlab: an interactive lab for distributed deep-learning training", "dtlab"};
   app.require_subcommand(1);
@@ -105,6 +129,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       if (!known) throw dtl::UsageError("unknown command '" + std::string(argv[1]) + "'; the commands are " + names);
     }
     app.parse(argc, argv);
+    dtl::cli::require_no_empty_values(app);
     for (const auto& [name, cmd] : commands)
       if (app.get_subcommand(name)->parsed()) return finish_standard_output(cmd(), stdout_buf);
     return 0;
@@ -114,7 +139,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
     return finish_standard_output(app.exit(CLI::CallForAllHelp()), stdout_buf);
   } catch (const CLI::ParseError& e) {
     // CLI11 has printed nothing yet: say what is wrong in one line, with where to look.
-    std::cerr << "dtlab: error: " << e.what() << " (see 'dtlab <command> --help')\n";  // one line, as every usage error
+    std::cerr << "dtlab: error: " << usage_words(e) << " (see '" << help_for(argc, argv, app) << "')\n";  // one line
     return 2;
   } catch (const dtl::UsageError& e) {
     std::cerr << "dtlab: error: " << e.what() << "\n";
