@@ -259,6 +259,11 @@ int run(const Args& a) {
     std::cout << dtl::viz::describe_overlap(dtl::viz::comm_overlap(dtl::viz::load_trace(a.trace_path)));
     return 0;
   }
+  // The screenshot may not replace the trace it draws, and must be writable before the work.
+  dtl::require_distinct_files({{"the trace", a.trace_path, false},
+                               {"the trace's companion", a.trace_path.empty() ? "" : a.trace_path + ".dtlt", false},
+                               {"--screenshot", a.screenshot, true}});
+  dtl::require_writable_file(a.screenshot, "--screenshot");
   auto session = open_session(a);  // errors in the trace surface before any window opens
   check_view(*session, a.view);
   GLFWwindow* window = open_window(a);
