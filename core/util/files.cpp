@@ -39,7 +39,9 @@ bool same_file(const std::string& a, const std::string& b) {
   if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (a_exists != b_exists) return false;
   std::error_code ea, eb;
-  const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
+  // (absolute first: for a relative path none of which exists, weakly_canonical keeps "./X" and "X" apart)
+  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a), ea).lexically_normal();
+  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b), eb).lexically_normal();
   return !ea && !eb && ca == cb;
 }
 
