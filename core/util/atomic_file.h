@@ -7,9 +7,9 @@
 //   out.write(bytes.data(), bytes.size());  // throws dtl::Error naming ck.st and the reason
 //   out.commit();                           // flush, fsync, close, rename; else the temporary goes
 //
-// An existing character device (/dev/null, /dev/full) is written in place: renaming over it
-// would replace the device; its failures are reported all the same. A directory, a pipe or a
-// socket is refused (UsageError): a pipe without a reader would block the writer forever.
+// An existing character device (/dev/null, /dev/full) or pipe (/dev/stdout into `| jq`) is
+// written in place: renaming over it would replace it; its failures are reported all the same.
+// A pipe that nobody reads, a folder or a socket is refused (UsageError), never waited on.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +43,7 @@ class AtomicFile {
 // Replaces `path` with `bytes` through an AtomicFile.
 void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what);
 
-// An output path that a writer would refuse (a directory, a pipe, a socket), refused before
+// An output path that a writer would refuse (a folder, a socket), refused before
 // the work that fills it: UsageError naming `what`. A path that does not exist is fine.
 void require_output_kind(const std::string& path, std::string_view what);
 

@@ -19,7 +19,7 @@ void write_text_file(const std::string& path, std::string_view text, std::string
 void require_writable_file(const std::string& path, std::string_view what) {
   if (path.empty()) return;
   // The writer's own probe: its temporary can be created beside the file (and is removed
-  // again), and the path is no folder or pipe (opening a pipe would wait for a reader).
+  // again), and the path is no folder, socket or pipe that nobody reads (never waited on).
   try {
     AtomicFile probe(path, what);
   } catch (const UsageError&) {

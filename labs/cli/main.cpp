@@ -81,6 +81,15 @@ int finish_standard_output(int code, const ErrnoKeepingBuf& buf) {
   return 1;
 }
 
+// Under mpirun or srun every process parses the same command line and meets the same usage
+// error: rank 0 alone says it (8 ranks printed it 8 times between MPI_ABORT banners). The
+// launcher's variables are read because a usage error may come before MPI is initialized.
+bool first_launched_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var); v && *v) return std::string(v) == "0";
+  return true;
+}
+
 // Where the help for this command line is: "dtlab run gpt --help", "dtlab plan --help".
 std::string help_for(int argc, char** argv, const CLI::App& app) {
   std::string where = "dtlab";
@@ -155,10 +164,11 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
     return finish_standard_output(app.exit(CLI::CallForAllHelp()), stdout_buf);
   } catch (const CLI::ParseError& e) {
     // CLI11 has printed nothing yet: say what is wrong in one line, with where to look.
-    std::cerr << "dtlab: error: " << usage_words(e) << " (see '" << help_for(argc, argv, app) << "')\n";  // one line
+    if (first_launched_rank())
+      std::cerr << "dtlab: error: " << usage_words(e) << " (see '" << help_for(argc, argv, app) << "')\n";  // one line
     return 2;
   } catch (const dtl::UsageError& e) {
-    std::cerr << "dtlab: error: " << e.what() << "\n";
+    if (first_launched_rank()) std::cerr << "dtlab: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dtlab: " << e.what() << "\n";

@@ -49,8 +49,10 @@ void require_thread_room(int P, double other_bytes_per_rank) {
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const double left = double(as.rlim_cur) - address_space_in_use();
     const double max_arenas = kMallocArenas + 1;  // (mallopt in main; the main arena is one more)
-    const auto need = [&](int p) {  // stacks (+ a guard page and bookkeeping, rounded up) and arenas
-      return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB;
+    // stacks (+ a guard page and bookkeeping, rounded up), arenas, and what the caller adds per
+    // rank (a trace's tables: counted here, the figure suggested still runs once they exist)
+    const auto need = [&](int p) {
+      return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB + p * other_bytes_per_rank;
     };
     int fit = P;
     while (fit > 0 && need(fit) > left) --fit;
