@@ -11,7 +11,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -199,5 +202,30 @@ TEST(OutputSafety, ASmallAddressSpaceLimitEndsTheProcess) {
   EXPECT_EQ(list.code, 0) << list.err;  // (137: killed by the time limit, a hang)
   const Output run = dir.dtlab("run collectives --ranks 2 --bytes 4K", "ulimit -v 300000; ");
   EXPECT_TRUE(run.code == 0 || run.code == 2) << "exit " << run.code << "\n" << run.err;
-  if (run.code == 2) EXPECT_NE(run.err.find("ulimit -v"), std::string::npos) << run.err;
+  if (run.code == 2) {
+    EXPECT_NE(run.err.find("ulimit -v"), std::string::npos) << run.err;
+  }
+}
+
+// A checkpoint whose n_head is "4\0" (a JSON "\u0000"): the message stopped at the NUL and
+// read "n_head is 4" for a model of 4 heads. Now the value is named as damaged, escaped.
+TEST(OutputSafety, AHeadCountWithANulIsNamedAsDamaged) {
+  Folder dir;
+  const std::string one_step = "run gpt --ranks 1 --layers 1 --hidden 16 --seq 8 --batch 2 --steps 1";
+  dir.dtlab(one_step + " --save ck.st");  // (one step fails the loss checks; the file is written)
+  const std::string file = contents(dir / "ck.st");
+  ASSERT_GT(file.size(), 8u);
+  std::uint64_t n = 0;
+  std::memcpy(&n, file.data(), 8);
+  std::string header = file.substr(8, n);
+  const auto at = header.find("\"n_head\":\"4\"");
+  ASSERT_NE(at, std::string::npos) << header;
+  header.replace(at, 12, "\"n_head\":\"4\\u0000\"");
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data stays 8-byte aligned
+  const std::uint64_t size = header.size();
+  std::ofstream(dir / "nul.st", std::ios::binary)
+      << std::string(reinterpret_cast<const char*>(&size), 8) << header << file.substr(8 + n);
+  const Output o = dir.dtlab(one_step + " --load nul.st");
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("n_head \"4\\x00\" is not a whole number"), std::string::npos) << o.err;
 }
