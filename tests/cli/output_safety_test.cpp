@@ -181,12 +181,16 @@ TEST(OutputSafety, UsageMessagesSayWhatIsWrong) {
       {"run collectives --ranks 2 --link-bw 10 --link-latency 5000000 --timeout 1", "is not below --timeout"},
       {"plan --layers 2 --hidden 100 --heads 3 --seq 64 --vocab 100", "hidden 100 must be divisible by heads 3"},
       {"plan --layers 1 --hidden 1 --heads 100000 --seq 8 --vocab 0", "hidden 1 must be divisible by heads 100000"},
+      // simulate's trace estimated before it is built (it wrote 1 GB+ or ended in bad_alloc)
+      {"simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --ranks-in-trace 0-255 --steps 1000 --trace big.json",
+       "lower --steps or --ranks-in-trace"},
   };
   for (const auto& r : rows) {
     const Output o = dir.dtlab(r.args);
     EXPECT_EQ(o.code, 2) << r.args << "\n" << o.err;
     EXPECT_NE(o.err.find(r.says), std::string::npos) << r.args << "\n" << o.err;
   }
+  EXPECT_TRUE(dir.others({}).empty()) << "a refused command left " << dir.others({}).front();
   // Memory refused before anything per rank is allocated, in a unit that shows the figure.
   const Output big = dir.dtlab("run collectives --ranks 4096", "DTL_MEMORY_LIMIT=64M ");
   EXPECT_EQ(big.code, 2) << big.err;
