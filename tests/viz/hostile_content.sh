@@ -3,7 +3,8 @@
 #  - strings longer than ImGui can draw in one call (4 vertices a character, 65,536 at most):
 #    a report row's label of 100k characters, a note of 200k, 500 notes, an MoE routing
 #    message quoting 100k characters: each view draws them clipped ("…") and exits 0;
-#  - a trace that is no regular file (a FIFO, a device, a folder) in every mode: exit 2 at once.
+#  - a trace that is no regular file (a FIFO, a device, a folder) in every mode: exit 2 at once;
+#  - a screenshot naming the trace it draws: exit 2 before the work, the trace intact.
 #   tests/viz/hostile_content.sh DTLAB DTLAB_VIZ XVFB_RUN FOLDER
 set -euo pipefail
 dtlab=$1 viz=$2 xvfb=$3 dir=$4/hostile_content
@@ -34,4 +35,13 @@ for args in "$dir/pipe --screenshot $dir/p.png" "--overlap $dir/pipe" "--bench $
     echo "dtlab-viz $args: exit $code (want 2, 'is not a regular file')" >&2; echo "$out" >&2; fail=1
   fi
 done
+# A screenshot may not replace the trace it draws (or its .dtlt): exit 2, the trace intact.
+before=$(md5sum < "$dir/long.json")
+for shot in "$dir/long.json" "$dir/./long.json.dtlt"; do
+  out=$("$viz" "$dir/long.json" --screenshot "$shot" 2>&1) && code=0 || code=$?
+  if [ "$code" -ne 2 ] || ! grep -q "writing it would destroy the input" <<<"$out"; then
+    echo "dtlab-viz long.json --screenshot $shot: exit $code (want 2)" >&2; echo "$out" >&2; fail=1
+  fi
+done
+[ "$before" = "$(md5sum < "$dir/long.json")" ] || { echo "the trace changed" >&2; fail=1; }
 exit $fail
