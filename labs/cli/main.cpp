@@ -13,7 +13,6 @@
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <cerrno>
@@ -26,6 +25,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "exercises/unwritten.h"
+#include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/validators.h"
 
@@ -113,20 +113,6 @@ std::string usage_words(const CLI::ParseError& e) {
   return text.substr(0, at_most) + " was given " + text.substr(at_most + cli11.size()) + " times; give it once";
 }
 
-// Under an address-space limit (ulimit -v) OpenBLAS's worker threads, started when the
-// library loads (before main can set their number), can spin on allocations that fail, and
-// exit() waits for them in the library's destructor: `dtlab list` never ended at 300 MB.
-// Everything dtlab writes is flushed and renamed into place by now (files through
-// AtomicFile, stdout and stderr here), so the process ends without running destructors.
-void end_without_waiting_for_blas_threads(int code) {
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return;
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  std::_Exit(code);
-}
-
 int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
   CLI::App app{"dtlab: an interactive lab for distributed deep-learning training", "dtlab"};
   app.require_subcommand(1);
@@ -191,6 +177,6 @@ int main(int argc, char** argv) {
   std::cout.rdbuf(&stdout_buf);
   const int code = run_dtlab(argc, argv, stdout_buf);
   std::cout.rdbuf(original);  // std::cout is flushed again after main returns
-  end_without_waiting_for_blas_threads(code);
+  dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels.h)
   return code;
 }

@@ -4,7 +4,8 @@
 #    a report row's label of 100k characters, a note of 200k, 500 notes, an MoE routing
 #    message quoting 100k characters: each view draws them clipped ("…") and exits 0;
 #  - a trace that is no regular file (a FIFO, a device, a folder) in every mode: exit 2 at once;
-#  - a screenshot naming the trace it draws: exit 2 before the work, the trace intact.
+#  - a screenshot naming the trace it draws: exit 2 before the work, the trace intact;
+#  - a small address-space limit (ulimit -v 300000): the process ends.
 #   tests/viz/hostile_content.sh DTLAB DTLAB_VIZ XVFB_RUN FOLDER
 set -euo pipefail
 dtlab=$1 viz=$2 xvfb=$3 dir=$4/hostile_content
@@ -44,4 +45,9 @@ for shot in "$dir/long.json" "$dir/./long.json.dtlt"; do
   fi
 done
 [ "$before" = "$(md5sum < "$dir/long.json")" ] || { echo "the trace changed" >&2; fail=1; }
+# Under a small address-space limit the viewer ends (it waited forever for OpenBLAS's threads).
+for args in "--help" "--overlap $dir/ex.json"; do
+  code=$( (ulimit -v 300000; timeout -s KILL 20 "$viz" $args >/dev/null 2>&1; echo $?) )
+  if [ "$code" -ne 0 ]; then echo "ulimit -v 300000; dtlab-viz $args: exit $code (137: a hang)" >&2; fail=1; fi
+done
 exit $fail

@@ -40,6 +40,7 @@
 #include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/unwritten.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"
@@ -306,7 +307,9 @@ void add_view_options(CLI::App& cli, Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_viz(int argc, char** argv) {
   mallopt(M_ARENA_MAX, dtl::kMallocArenas);  // live runs are thread ranks: as dtlab's main
   dtl::ex::run_references_for_unwritten_exercises();  // as dtlab's main: a stub not written yet runs the reference
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
@@ -352,4 +355,12 @@ int main(int argc, char** argv) {
     std::cerr << "dtlab-viz: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_viz(argc, argv);
+  dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels/cpu/kernels.h)
+  return code;
 }
