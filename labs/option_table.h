@@ -93,11 +93,12 @@ class OptionTable {
         [field, names](Options& o) { return std::string(name_of(names, std::invoke(field, o))); });
   }
 
-  // A file name ("" by default: none).
+  // A file name ("" by default: none); `writes`: the lab writes it (the command line then
+  // refuses it naming the same file as another output, or as an input).
   template <typename F>
-  OptionTable& path(std::string flag, F field, std::string help) {
+  OptionTable& path(std::string flag, F field, std::string help, bool writes = false) {
     static_assert(std::is_same_v<FieldType<F>, std::string>, "a path option binds a std::string field");
-    OptionSpec spec{std::move(flag), OptionKind::path, "", std::move(help), {}, 0, 0};
+    OptionSpec spec{std::move(flag), OptionKind::path, "", std::move(help), {}, 0, 0, writes};
     return add(
         std::move(spec), field,
         [field](Options& o, const LabOptions& given, const std::string& name) { std::invoke(field, o) = given.text(name); },

@@ -37,6 +37,8 @@ double parse_value(const OptionSpec& spec, const std::string& text) {
       throw bad();
     }
     case OptionKind::path:  // any text names a file; opening it is where a bad one fails
+      if (text.empty())     // "" would silently mean "none" (--save "": a run whose model is lost)
+        throw UsageError("--" + spec.name + " was given an empty file name; give a file, or leave --" + spec.name + " out");
       return 0;
     case OptionKind::bytes:
       v = double(parse_size(text, "--" + spec.name));
@@ -45,7 +47,8 @@ double parse_value(const OptionSpec& spec, const std::string& text) {
     case OptionKind::number: {
       char* end = nullptr;
       v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !std::isfinite(v)) throw bad();
+      // (the end of the whole text, not the first NUL: "4\0junk" is no number)
+      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) throw bad();
       if (spec.kind == OptionKind::integer && v != std::floor(v)) throw bad();
       break;
     }
@@ -93,6 +96,8 @@ void LabOptions::validate(const std::string& lab, const std::vector<OptionSpec>&
   for (const OptionSpec& s : specs) {
     auto it = text_.find(s.name);
     if (it == text_.end()) it = text_.emplace(s.name, s.default_value).first;
+    // A path's default "" means none; only a given one must name a file.
+    if (s.kind == OptionKind::path && it->second.empty() && !given_.count(s.name)) continue;
     parsed_[s.name] = parse_value(s, it->second);
   }
 }

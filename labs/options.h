@@ -35,6 +35,7 @@ struct OptionSpec {
   std::string help;
   std::vector<std::string> choices;  // choice: the names, in the order of the lab's enum
   double min = 0, max = 0;           // integer, number, bytes: the valid range, inclusive
+  bool writes = false;               // path: a file the lab writes (--save), not one it reads (--load)
   std::string describe_valid() const;  // "a whole number from 1 to 65536", "one of: a, b"
 };
 

@@ -100,4 +100,10 @@ struct RunResult {
 // within a second) and the result names it. Throws UsageError for bad options.
 RunResult run_threads(const ThreadsOptions& options, const std::function<void(Comm&)>& body);
 
+// The room `ranks` thread ranks need (two threads each: stacks under ulimit -v, resident
+// memory, ulimit -u), plus `other_bytes_per_rank` the caller allocates per rank (a trace's
+// tables): UsageError naming --ranks. run_threads checks it too; a caller that allocates
+// per rank before the run calls it first, so a refusal costs nothing.
+void require_thread_room(int ranks, double other_bytes_per_rank = 0);
+
 }  // namespace dtl

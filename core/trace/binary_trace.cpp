@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
+#include "core/util/atomic_file.h"
 
 namespace dtl {
 
@@ -29,12 +30,8 @@ constexpr std::uint8_t kNoSchedule = 0xff;
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
 struct Writer {
-  FILE* f;
-  const std::string& path;
-  void put(const void* p, std::size_t n) {
-    if (n && std::fwrite(p, 1, n, f) != n)
-      throw Error("writing '" + path + "' failed: " + std::strerror(errno ? errno : EIO));
-  }
+  AtomicFile& out;
+  void put(const void* p, std::size_t n) { out.write(p, n); }
   void put_u64(std::uint64_t n) { put(&n, sizeof n); }
   void put_string(const std::string& s) {
     put_u64(s.size());
@@ -69,38 +66,14 @@ struct Writer {
   }
 };
 
-// Writes through `body` into PATH.tmp<pid>, then renames: a viewer opening the trace at the
-// same time reads the old companion or the new one, never a torn one. A path that exists
-// and is no regular file (/dev/full, a pipe) is written in place: renaming over it would
-// replace the device.
+// Writes through `body` into a temporary beside PATH, then renames (core/util/atomic_file.h):
+// a viewer opening the trace at the same time reads the old companion or the new one.
 template <class Body>
 void write_atomically(const std::string& path, Body body) {
-  struct stat st {};
-  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  const std::string tmp = special ? path : path + ".tmp" + std::to_string(::getpid());
-  {
-    File f(std::fopen(tmp.c_str(), "wb"), std::fclose);
-    if (!f) throw Error("cannot write '" + path + "'; check that its folder exists and is writable");
-    Writer w{f.get(), path};
-    auto discard = [&] {
-      if (!special) std::remove(tmp.c_str());
-    };
-    try {
-      body(w);
-    } catch (...) {
-      discard();
-      throw;
-    }
-    if (std::fflush(f.get()) != 0) {
-      const int err = errno ? errno : EIO;
-      discard();
-      throw Error("writing '" + path + "' failed: " + std::strerror(err));
-    }
-  }
-  if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("cannot replace '" + path + "'; check that its folder is writable");
-  }
+  AtomicFile out(path, "the binary trace");
+  Writer w{out};
+  body(w);
+  out.commit();
 }
 
 struct Reader {

@@ -27,8 +27,9 @@ struct BinaryTrace {
   std::vector<Event> events;  // every track's events, unsorted
 };
 
-// Both writers write PATH.tmp<pid> and rename it, so a reader never sees half a file (a
-// path that is no regular file, such as /dev/full, is written in place).
+// Both writers (this one and the JSON's, write_chrome_trace) go through AtomicFile: a
+// temporary beside PATH, fsync, rename, so a reader never sees half a file and a failed
+// write leaves the old one (a character device such as /dev/full is written in place).
 void write_binary_trace(const Trace& trace, const std::string& path, const ContentStamp& source,
                         const std::string& error = "");
 void write_binary_trace(const BinaryTrace& trace, const std::string& path);

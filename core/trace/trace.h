@@ -30,6 +30,10 @@ class EventLog {
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
 
+  // The table of block pointers each log allocates up front (256 KiB): per-rank memory a
+  // caller checks before building a trace of many ranks.
+  static constexpr std::size_t kIndexBytes = (std::size_t(1) << 15) * sizeof(void*);
+
   void append(const Event& e);  // single writer
   std::size_t size() const { return count_.load(std::memory_order_acquire); }
   const Event& operator[](std::size_t i) const { return blocks_[i / kBlock].load(std::memory_order_relaxed)[i % kBlock]; }
@@ -37,6 +41,7 @@ class EventLog {
  private:
   static constexpr std::size_t kBlock = 4096;
   static constexpr std::size_t kMaxBlocks = 1 << 15;  // 134M events per track
+  static_assert(kIndexBytes == kMaxBlocks * sizeof(std::atomic<Event*>));
   std::unique_ptr<std::atomic<Event*>[]> blocks_;
   std::atomic<std::size_t> count_{0};
 };

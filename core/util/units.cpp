@@ -61,10 +61,16 @@ void require_memory(double bytes, std::string_view what) {
   if (const char* cap = std::getenv("DTL_MEMORY_LIMIT"); cap && *cap)
     have = std::min(have, double(parse_size(cap, "DTL_MEMORY_LIMIT")));
   if (have > 0 && bytes > 0.5 * have) {
-    char msg[160];
-    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the process may use %.1f GB; make ", bytes * 1e-9,
-                  have * 1e-9);
-    throw UsageError(msg + std::string(what) + " smaller");
+    // In the unit that shows the figure (a limit of 300 MB is not "0.3 GB", a need of 40 MB not "0.0 GB").
+    const auto amount = [](double b) {
+      char text[32];
+      if (b >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", b * 1e-9);
+      else if (b >= 1e6) std::snprintf(text, sizeof text, "%.0f MB", b * 1e-6);
+      else std::snprintf(text, sizeof text, "%.0f KB", std::max(1.0, b * 1e-3));
+      return std::string(text);
+    };
+    throw UsageError("this run needs about " + amount(bytes) + " of memory and the process may use " + amount(have) +
+                     "; make " + std::string(what) + " smaller");
   }
 }
 

@@ -4,11 +4,14 @@
 #include "kernels/cpu/vector_math.h"
 
 #include <cblas.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,15 @@ constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 }
 
 void use_one_blas_thread() { use_cpu_threads(1); }
+
+void end_without_waiting_for_blas_threads(int code) {
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
 
 std::string blas_kernels() {
   const char* forced = std::getenv("OPENBLAS_CORETYPE");

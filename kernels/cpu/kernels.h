@@ -16,6 +16,13 @@ namespace dtl::kernels {
 // One thread per rank, for OpenBLAS and the kernels: ranks are already the parallelism
 // (call once per process). A rank given n cores: use_cpu_threads(n) (cpu_threads.h).
 void use_one_blas_thread();
+// Under an address-space limit (ulimit -v) OpenBLAS's worker threads, started when the
+// library loads (before main can set their number), can spin on allocations that fail, and
+// exit() waits for them in the library's destructor: `dtlab list` and `dtlab-viz --help`
+// never ended at 300 MB. A main calls this last, with every file written and renamed into
+// place: under such a limit it flushes stdout and stderr and ends the process at once
+// (std::_Exit, no destructors); otherwise it returns and main returns `code` as usual.
+void end_without_waiting_for_blas_threads(int code);
 // The kernels OpenBLAS runs here, "OpenBLAS Cooperlake", and OPENBLAS_CORETYPE when the
 // environment sets it (OpenBLAS then runs those kernels, whatever the CPU could).
 std::string blas_kernels();

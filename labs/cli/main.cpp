@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <streambuf>
@@ -24,7 +25,9 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "exercises/track/unwritten.h"
+#include "kernels/cpu/kernels.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/validators.h"
 
 namespace {
 
@@ -78,6 +81,38 @@ int finish_standard_output(int code, const ErrnoKeepingBuf& buf) {
   return 1;
 }
 
+// Under mpirun or srun every process parses the same command line and meets the same usage
+// error: rank 0 alone says it (8 ranks printed it 8 times between MPI_ABORT banners). The
+// launcher's variables are read because a usage error may come before MPI is initialized.
+bool first_launched_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(var); v && *v) return std::string(v) == "0";
+  return true;
+}
+
+// Where the help for this command line is: "dtlab run gpt --help", "dtlab plan --help".
+std::string help_for(int argc, char** argv, const CLI::App& app) {
+  std::string where = "dtlab";
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s : at->get_subcommands({})) sub = s->get_name() == argv[i] ? s : sub;
+    if (!sub) break;
+    where += " " + sub->get_name();
+    at = sub;
+  }
+  return where == "dtlab" ? "dtlab <command> --help" : where + " --help";
+}
+
+// CLI11's words for an option given twice ("--trace: At Most 1 required but received 2") in ours.
+std::string usage_words(const CLI::ParseError& e) {
+  const std::string text = e.what();
+  const std::string cli11 = ": At Most 1 required but received ";
+  const auto at_most = text.find(cli11);
+  if (at_most == std::string::npos) return text;
+  return text.substr(0, at_most) + " was given " + text.substr(at_most + cli11.size()) + " times; give it once";
+}
+
 int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
   CLI::App app{"dtlab: an interactive lab for distributed deep-learning training", "dtlab"};
   app.require_subcommand(1);
@@ -105,6 +140,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       if (!known) throw dtl::UsageError("unknown command '" + std::string(argv[1]) + "'; the commands are " + names);
     }
     app.parse(argc, argv);
+    dtl::cli::require_no_empty_values(app);
     for (const auto& [name, cmd] : commands)
       if (app.get_subcommand(name)->parsed()) return finish_standard_output(cmd(), stdout_buf);
     return 0;
@@ -114,10 +150,11 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
     return finish_standard_output(app.exit(CLI::CallForAllHelp()), stdout_buf);
   } catch (const CLI::ParseError& e) {
     // CLI11 has printed nothing yet: say what is wrong in one line, with where to look.
-    std::cerr << "dtlab: error: " << e.what() << " (see 'dtlab <command> --help')\n";  // one line, as every usage error
+    if (first_launched_rank())
+      std::cerr << "dtlab: error: " << usage_words(e) << " (see '" << help_for(argc, argv, app) << "')\n";  // one line
     return 2;
   } catch (const dtl::UsageError& e) {
-    std::cerr << "dtlab: error: " << e.what() << "\n";
+    if (first_launched_rank()) std::cerr << "dtlab: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dtlab: " << e.what() << "\n";
@@ -140,5 +177,6 @@ int main(int argc, char** argv) {
   std::cout.rdbuf(&stdout_buf);
   const int code = run_dtlab(argc, argv, stdout_buf);
   std::cout.rdbuf(original);  // std::cout is flushed again after main returns
+  dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels.h)
   return code;
 }

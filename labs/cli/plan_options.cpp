@@ -1,6 +1,7 @@
 // Options shared by `dtlab plan` and `dtlab simulate` (plan_options.h).
 #include "labs/cli/plan_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "labs/cli/validators.h"
+#include "labs/train/gpt.h"
 
 namespace dtl::cli {
 
@@ -93,6 +95,11 @@ th::ModelSpec model_from_shape(const std::vector<ShapeOption>& shape) {
   if (!missing.empty())
     throw UsageError("a model from its shape needs all of --layers --hidden --heads --seq --vocab; missing " + missing +
                      " (or give --model PRESET, or --params N alone)");
+  // A shape the labs refuse (heads that do not divide hidden) is refused here in their words,
+  // not planned into nonsense (labs/train: gpt_config_problem; plan's --vocab 0 means no embedding).
+  const GptConfig lab_shape{std::max(m.vocab, 1), m.seq, m.hidden, m.heads, m.layers, 1};
+  if (const std::string problem = gpt_config_problem(lab_shape, 1, ex::TpMode::plain); !problem.empty())
+    throw UsageError("the shape --layers --hidden --heads --seq --vocab: " + problem);
   m.name = "custom (from its shape)";
   return m;
 }

@@ -11,10 +11,12 @@
 #include <memory>
 #include <thread>
 
+#include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
 #include "core/trace/step_gate.h"
+#include "core/trace/trace.h"
 #include "core/util/files.h"
 #include "core/util/units.h"
 #include "kernels/cuda/device.h"
@@ -89,6 +91,11 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
   if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
+  // One message's latency at or above the watchdog's patience would always read as a hang.
+  if (cfg.link.active() && cfg.link.alpha_s() >= a.timeout_s)
+    throw UsageError("the emulated link's latency (" + format_g(cfg.link.latency_us) + " µs) is not below --timeout " +
+                     format_g(a.timeout_s) + " s: every message would fire the watchdog; lower --link-latency or "
+                     "--link-slowdown, or raise --timeout");
   if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
   cfg = with_defaults(lab, cfg);
   if (cfg.bytes < dtype_size(cfg.dtype))
@@ -138,30 +145,43 @@ int report_result(const RunArgs& a, const RunResult& result, const Report& repor
   return report.ok ? 0 : 1;
 }
 
-// Rank 0's side after the run: the trace, then the report or the failure. A trace that
-// cannot be written (a full disk) does not hide the report or the run's own failure.
+// Rank 0's side after the run: the report (or the failure), then the trace. The report
+// comes first so that a trace that cannot be written (a full disk) loses no result; a
+// usage error found inside a rank writes no trace at all.
 int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
   std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
   if (result.ok()) trace.set_meta(MetaKey::report, report.to_json().dump());  // the visualizer's report view
   std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
   if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
-  std::string trace_error;
-  if (!a.trace_path.empty()) {
-    try {
-      write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
-      human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
-    } catch (const std::exception& e) {
-      trace_error = e.what();
-    }
-  }
   const int code = report_result(a, result, report);
-  if (trace_error.empty()) return code;
-  std::cerr << "dtlab: " << trace_error << "\n";
-  return code == 0 ? 1 : code;
+  if (a.trace_path.empty()) return code;
+  try {
+    std::cout.flush();  // the report is out before the (long) write
+    write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
+    human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
+  } catch (const std::exception& e) {
+    std::cerr << "dtlab: " << e.what() << "\n";
+    return code == 0 ? 1 : code;
+  }
+  return code;
+}
+
+// The files this run names (the trace, its .dtlt companion, the lab's --save and --load):
+// none may overwrite another or an input (exit 2 before the run).
+void require_distinct_outputs(const LabInfo& lab, const RunArgs& a) {
+  std::vector<NamedFile> files = {{"--trace", a.trace_path, true}};
+  if (!a.trace_path.empty()) files.push_back({"--trace's companion", a.trace_path + ".dtlt", true});
+  for (const OptionSpec& spec : lab.options) {
+    const auto given = a.lab_options.find(spec.name);
+    if (spec.kind == OptionKind::path && given != a.lab_options.end())
+      files.push_back({"--" + spec.name, given->second, spec.writes});
+  }
+  require_distinct_files(files);
 }
 
 int run_lab(const LabInfo& lab, RunArgs& a) {
   if (a.step && a.backend != "threads") throw UsageError("--step needs --backend threads (all ranks in this process)");
+  require_distinct_outputs(lab, a);
   require_writable_file(a.trace_path, "--trace");  // before the run, not after it
   // (/dev/stdout is a regular file when stdout is redirected to one: refused all the same)
   if (a.json && !a.trace_path.empty() && a.trace_path.rfind("/dev/std", 0) == 0)
@@ -169,6 +189,9 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
                      "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
   LabConfig cfg = make_config(lab, a, backend);
+  // Thread ranks: their room (and each rank's trace tables) checked before anything per rank
+  // is allocated, so --ranks 4096 on a small machine is refused at once.
+  if (a.backend == "threads") require_thread_room(cfg.ranks, Trace::kStreams * double(EventLog::kIndexBytes));
   ProgressPrinter progress(std::cerr, ProgressPrinter::quiet_from_env());
   if (!a.step) cfg.progress = std::ref(progress);  // (stepping prints every transfer itself)
   Trace trace(cfg.ranks);
@@ -336,6 +359,9 @@ Command add_run_command(CLI::App& app) {
     for (const LabInfo& lab : lab_registry()) {
       const CLI::App* sub = run->get_subcommand(lab.name);
       if (!sub->parsed()) continue;
+      if (!extra.empty() && sub->get_option_no_throw(extra.front()))  // `dtlab run --ranks 2 gpt`
+        throw UsageError(extra.front() + " came before the lab's name; options follow it: 'dtlab run " + lab.name + " " +
+                         extra.front() + " ...'");
       if (!extra.empty())
         throw UsageError("the " + lab.name + " lab has no option " + extra.front() + "; its options are " +
                          option_names(sub) + " (see 'dtlab run " + lab.name + " --help')");

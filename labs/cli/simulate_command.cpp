@@ -15,6 +15,8 @@
 
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
+#include "core/trace/trace_limits.h"
+#include "core/util/units.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
@@ -187,6 +189,21 @@ sim::SimMemory sim_memory(const th::Plan& pl, const sim::Workload& w) {
   return m;
 }
 
+// The trace's size, estimated before it is built: every traced rank holds its stage's spans
+// once per step (the busiest stage bounds it). Past what the viewer reads (trace_limits), or
+// what memory holds while the JSON is built (about 300 bytes an event: the event, its JSON
+// text and its .dtlt copy), it is refused, naming the options that shrink it.
+void require_trace_fits(const sim::SimResult& r, std::size_t ranks, int steps) {
+  std::size_t spans = 0;
+  for (const sim::StageTimeline& st : r.stages) spans = std::max(spans, st.spans.size());
+  const double events = double(ranks) * double(steps) * double(spans + 8);  // (+ memory samples, marks)
+  if (events > double(trace_limits::kMaxEvents))
+    throw UsageError("--trace would hold about " + format_g(events) + " events (" + std::to_string(ranks) + " ranks × " +
+                     std::to_string(steps) + " steps × " + std::to_string(spans) + " spans), more than the " +
+                     std::to_string(trace_limits::kMaxEvents) + " dtlab-viz reads; lower --steps or --ranks-in-trace");
+  require_memory(300.0 * events, "--steps or --ranks-in-trace");
+}
+
 int run_simulate(const SimulateArgs& a) {
   if (a.calibrate) {
     CalibrationOptions o = a.calibration;
@@ -203,6 +220,7 @@ int run_simulate(const SimulateArgs& a) {
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
+  if (!a.trace.empty()) require_trace_fits(r, ranks.size(), a.steps);
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -59,4 +59,16 @@ inline CLI::Validator size_range(std::uint64_t lo, std::uint64_t hi) {
       "SIZE in [" + format_size(lo) + ", " + format_size(hi) + "]");
 }
 
+// An option given as "" (--trace "", --save "", plan --model ""): never a silent "none" or
+// a default; exit 2 naming it, in every command (its subcommands included).
+inline void require_no_empty_values(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->count() == 0 || o->get_expected_min() == 0) continue;  // not given, or a flag
+    for (const std::string& v : o->results())
+      if (v.empty())
+        throw UsageError(o->get_name() + " was given an empty value; give one, or leave " + o->get_name() + " out");
+  }
+  for (const CLI::App* sub : app.get_subcommands()) require_no_empty_values(*sub);
+}
+
 }  // namespace dtl::cli

@@ -194,9 +194,12 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& mode
                         ExpertsMeasurement& m) {
   m.loss_diff = std::fabs(double(m.first_loss) - double(ref.first_loss));
   m.max_grad_rel_diff = 0;
-  for (const IndexedTensor& t : model.tensors(true))
-    m.max_grad_rel_diff =
-        std::max(m.max_grad_rel_diff, max_relative_difference(t.values, ref.first_grads.at(std::size_t(t.index))));
+  for (const IndexedTensor& t : model.tensors(true)) {
+    const auto& reference = ref.first_grads.at(std::size_t(t.index));
+    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_relative_difference(t.values, reference));
+    m.max_grad_abs_diff = std::max(m.max_grad_abs_diff, max_abs_difference(t.values, reference));
+  }
+  comm.all_reduce(&m.max_grad_abs_diff, &m.max_grad_abs_diff, 1, DType::f64, ReduceOp::max);
   m.routing_differences = routing_differences(comm, s, model.moe(), ref);
   m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
   double v[2] = {m.max_grad_rel_diff, m.routing_differences};

@@ -114,7 +114,9 @@ double compare_with_twin(Comm& comm, const LabConfig& cfg, Gpt& model, const Tex
 }
 
 // Rank 0 writes; every rank learns whether it could, so none waits for a file that failed.
-void save_checkpoint(Comm& comm, Gpt& model, const GptLabSettings& s) {
+// Returns rank 0's error ("" when saved): a full disk fails the run (exit 1) but keeps its
+// report, and the file that was there is untouched (the writer renames only a whole file).
+std::string save_checkpoint(Comm& comm, Gpt& model, const GptLabSettings& s) {
   const SafeTensors ckpt = gpt_checkpoint(model, {{"step", std::to_string(s.steps)}, {"lab", "gpt"}});
   std::string error;
   if (comm.rank() == 0) {
@@ -126,7 +128,8 @@ void save_checkpoint(Comm& comm, Gpt& model, const GptLabSettings& s) {
   }
   float failed = error.empty() ? 0.0f : 1.0f;
   comm.all_reduce(&failed, &failed, 1, DType::f32, ReduceOp::sum);
-  if (failed > 0) throw UsageError("--save: " + (error.empty() ? "rank 0 could not write " + s.save : error));
+  if (failed > 0 && error.empty()) error = "rank 0 could not write " + s.save;  // (the other ranks' words)
+  return failed > 0 ? "--save: " + error : "";
 }
 
 // Every element of the full model once (replicated tensors are on every rank).
@@ -167,7 +170,7 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   const double bits = log.activation.gradient_bits_differing;
   log.activation = gpt_activation_figures(comm, model);
   log.activation.gradient_bits_differing = bits;
-  if (!s.save.empty()) save_checkpoint(comm, model, s);
+  const std::string save_error = s.save.empty() ? "" : save_checkpoint(comm, model, s);
   log.prompt = "The ring all-reduce ";
   log.sample = sample_text(model, comm, corpus, log.prompt, 80, 0.8f, s.seed);
 
@@ -175,6 +178,10 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
   describe_gpt_setup(rep, s, corpus, full_param_count(model));
   add_gpt_rows(rep, s, log);
   add_gpt_memory_rows(rep, s, log);
+  if (!save_error.empty()) {  // the run's figures above still print; the exit code says it failed
+    rep.ok = false;
+    rep.failures.push_back(save_error);
+  }
   return rep;
 }
 
@@ -191,7 +198,7 @@ const OptionTable<GptLabSettings>& gpt_option_table() {
         .number("lr", [](S& s) -> float& { return s.adamw.lr; }, 3e-3f, 0, 1, "AdamW learning rate (constant)")
         .integer("eval-every", &S::eval_every, 25, 1, 1 << 20, "steps between held-out evaluations")
         .integer("seed", &S::seed, 1u, 0, 1 << 30, "initialization, batches and sampling")
-        .path("save", &S::save, "write the trained model here (safetensors, docs/checkpoints.md)")
+        .path("save", &S::save, "write the trained model here (safetensors, docs/checkpoints.md)", /*writes=*/true)
         .path("load", &S::load, "start from this checkpoint (names and shapes must fit)")
         .choice("precision", &S::precision, DType::f32, kPrecisionNames,
                 "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v")

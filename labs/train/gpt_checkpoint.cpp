@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -30,7 +31,19 @@ void check_heads(const Gpt& model, const SafeTensors& ckpt) {
   const auto it = ckpt.metadata().find("n_head");
   if (it == ckpt.metadata().end()) return;  // a file from elsewhere: the shapes are all we can check
   const std::string want = std::to_string(model.config().heads);
-  if (it->second != want)
+  // A value with anything but digits ("4\0": a NUL ended the message there and read as 4) is
+  // named as damaged, its bytes escaped, rather than printed raw.
+  const std::string& got = it->second;
+  if (got.empty() || got.size() > 9 || got.find_first_not_of("0123456789") != std::string::npos) {
+    std::string shown;
+    for (unsigned char ch : got.substr(0, 40)) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", ch);
+      shown += ch >= 0x20 && ch < 0x7f ? std::string(1, char(ch)) : std::string(esc);
+    }
+    throw UsageError(ckpt.source() + ": its metadata's n_head \"" + shown + "\" is not a whole number; the file is damaged");
+  }
+  if (got != want)
     throw UsageError(ckpt.source() + ": n_head is " + it->second + ", the model has " + want +
                      " heads (give --heads " + it->second + ")");
 }

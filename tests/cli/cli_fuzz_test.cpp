@@ -279,6 +279,10 @@ TEST(CliFuzz, HostileValuesForEveryDeclaredOptionEndCleanly) {
     if (c.option.numeric && not_a_number) {
       EXPECT_EQ(o.code, 2) << line << ": a number option accepted '" << value << "'\n" << o.err;
     }
+    // Issue 46: "" is never a silent "none" or default, whatever the option's type.
+    if (value.empty()) {
+      EXPECT_EQ(o.code, 2) << line << ": an empty value was accepted\n" << o.err;
+    }
     if (o.code != 2) continue;
     ++usage_errors;
     bool named = false;

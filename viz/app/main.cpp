@@ -36,8 +36,11 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
+#include "core/util/atomic_file.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/track/unwritten.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cuda/device.h"
 #include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"
@@ -59,15 +62,20 @@ struct Args {
   int highlight_rank = -1;
 };
 
-// Reads the back buffer before the swap (as the GL spec leaves it undefined after).
+// Reads the back buffer before the swap (as the GL spec leaves it undefined after), encodes
+// the PNG in memory and writes it as every dtlab file is written (core/util/atomic_file.h):
+// a full disk leaves an older screenshot as it was.
 void save_screenshot(const std::string& path, int w, int h) {
   std::vector<unsigned char> pixels(std::size_t(w) * std::size_t(h) * 4);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_BACK);
   glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
   stbi_flip_vertically_on_write(1);
-  if (!stbi_write_png(path.c_str(), w, h, 4, pixels.data(), w * 4))
-    throw dtl::Error("cannot write the screenshot '" + path + "'; check that its folder exists");
+  std::string png;
+  auto append = [](void* out, void* data, int n) { static_cast<std::string*>(out)->append(static_cast<char*>(data), std::size_t(n)); };
+  if (!stbi_write_png_to_func(append, &png, w, h, 4, pixels.data(), w * 4))
+    throw dtl::Error("cannot encode the screenshot '" + path + "' as PNG");
+  dtl::write_file_atomically(path, png, "--screenshot");
 }
 
 // Ranges of the numeric options, checked while parsing (before any window or run), so a
@@ -118,13 +126,9 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
       throw dtl::UsageError("--" + a.lab_options.begin()->first + " is an option of a live run (--lab); a trace replays as it was recorded" +
                             window_hint(a.lab_options.begin()->first));
     if (!a.device.empty()) throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
-    try {
-      return dtl::viz::Session::replay(a.trace_path);
-    } catch (const dtl::UsageError&) {
-      throw;
-    } catch (const dtl::Error& e) {  // a file that is not a trace is bad input, as in dtlab: exit 2
-      throw dtl::UsageError(e.what());
-    }
+    // A path that names no readable file is a usage error (exit 2); a damaged trace is exit 1
+    // in every mode (--overlap, --bench, the window), as docs/viewer.md says.
+    return dtl::viz::Session::replay(a.trace_path);
   }
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");
@@ -256,6 +260,11 @@ int run(const Args& a) {
     std::cout << dtl::viz::describe_overlap(dtl::viz::comm_overlap(dtl::viz::load_trace(a.trace_path)));
     return 0;
   }
+  // The screenshot may not replace the trace it draws, and must be writable before the work.
+  dtl::require_distinct_files({{"the trace", a.trace_path, false},
+                               {"the trace's companion", a.trace_path.empty() ? "" : a.trace_path + ".dtlt", false},
+                               {"--screenshot", a.screenshot, true}});
+  dtl::require_writable_file(a.screenshot, "--screenshot");
   auto session = open_session(a);  // errors in the trace surface before any window opens
   check_view(*session, a.view);
   GLFWwindow* window = open_window(a);
@@ -298,7 +307,9 @@ void add_view_options(CLI::App& cli, Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_viz(int argc, char** argv) {
   mallopt(M_ARENA_MAX, dtl::kMallocArenas);  // live runs are thread ranks: as dtlab's main
   dtl::ex::run_references_for_unwritten_exercises();  // as dtlab's main: a stub not written yet runs the reference
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
@@ -326,6 +337,7 @@ int main(int argc, char** argv) {
   add_lab_options(cli, a);
   try {
     cli.parse(argc, argv);
+    dtl::cli::require_no_empty_values(cli);
     a.bytes_given = cli.get_option("--bytes")->count() > 0;
     return run(a);
   } catch (const CLI::CallForHelp&) {
@@ -343,4 +355,12 @@ int main(int argc, char** argv) {
     std::cerr << "dtlab-viz: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_viz(argc, argv);
+  dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels/cpu/kernels.h)
+  return code;
 }

@@ -7,6 +7,7 @@
 
 #include "viz/app/views.h"
 #include "viz/model/report_plots.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -19,6 +20,8 @@ std::string expected_text(double expected, double tolerance, const std::string& 
 }
 
 
+// A report has tens of rows; a trace may claim any number: the first ones, then a count.
+constexpr std::size_t kMaxDrawnRows = 1000;
 constexpr float kPlotMinWidth = 340, kPlotMinHeight = 170, kPlotMaxHeight = 360, kYAxisWidth = 72;
 
 
@@ -102,9 +105,10 @@ bool bool_field(const nlohmann::json& j, const char* key, bool fallback) {
   const auto it = j.find(key);
   return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
+// A string field, clipped to what a view can draw (viz/model/text_fit.h): a trace may hold any.
 std::string text_field(const nlohmann::json& j, const char* key, const std::string& fallback) {
   const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+  return it != j.end() && it->is_string() ? clip_text(it->get_ref<const std::string&>()) : fallback;
 }
 
 }  // namespace
@@ -134,8 +138,10 @@ void draw_rows(const nlohmann::json& r, float height) {
   ImGui::TableSetupColumn("from", narrow ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch, narrow ? kFromW : 1);
   ImGui::TableSetupColumn("check", ImGuiTableColumnFlags_WidthFixed, 44);
   ImGui::TableHeadersRow();
+  std::size_t drawn = 0;
   for (const auto& row : r["rows"]) {
     if (!row.is_object()) continue;
+    if (++drawn > kMaxDrawnRows) break;  // (the count of the rest follows the table)
     const std::string id = text_field(row, "id", ""), unit = text_field(row, "unit", "");
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
@@ -159,6 +165,7 @@ void draw_rows(const nlohmann::json& r, float height) {
                          passed->get<bool>() ? "pass" : "FAIL");
   }
   ImGui::EndTable();
+  if (r["rows"].size() > kMaxDrawnRows) ImGui::TextDisabled("and %zu more rows", r["rows"].size() - kMaxDrawnRows);
 }
 
 // The verdict line: a report with no check says so instead of "all checks passed" (a plan
@@ -203,7 +210,10 @@ void ReportView::Draw(const Frame& f) {
   const bool any_plots = !plots.plots.empty() || !plots.skipped.empty();
   std::vector<std::string> notes;
   if (r.contains("notes") && r["notes"].is_array())
-    for (const auto& n : r["notes"]) if (n.is_string()) notes.push_back(n.get<std::string>());
+    for (const auto& n : r["notes"]) if (n.is_string()) notes.push_back(clip_text(n.get_ref<const std::string&>()));
+  const std::size_t all_notes = notes.size();  // a trace may hold thousands: the first few, then how many more
+  notes.resize(shown_count(all_notes));
+  if (all_notes > notes.size()) notes.push_back(more_line(all_notes));
   const float avail = ImGui::GetContentRegionAvail().y, line = ImGui::GetFrameHeightWithSpacing();
   // The rows keep at least a few lines; the plots get one row of plots (or what is left);
   // the notes, as the terminal prints them under the table, what remains below the rows.

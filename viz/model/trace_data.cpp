@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
+#include "core/util/files.h"
 #include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
@@ -177,6 +178,9 @@ std::optional<TraceData> load_if_torch_trace(const std::string& path) {
 
 TraceData load_trace(const std::string& path) {
   namespace fs = std::filesystem;
+  // In every mode (replay, --overlap, --bench): a pipe would block the first read forever, a
+  // device never ends, a folder has no bytes. UsageError (exit 2) before anything is opened.
+  require_readable_file(path, "the trace", UINTMAX_MAX);
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".dtlt") == 0) return from_binary(read_binary_trace(path));
   if (auto torch = load_if_torch_trace(path)) return std::move(*torch);
   const std::string companion = path + ".dtlt";

@@ -38,7 +38,9 @@ double address_space_in_use() {
 // threads arenas of their own (64 MiB reserved each, kMallocArenas at most). Under an
 // address-space limit (ulimit -v) they must fit in what is left; a thread-count limit
 // (ulimit -u) counts every thread. Refused before any thread starts, with the most that fit.
-void require_thread_room(int P) {
+}  // namespace
+
+void require_thread_room(int P, double other_bytes_per_rank) {
   rlimit stack{};
   const double stack_bytes =
       getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY ? double(stack.rlim_cur) : 8 * kMiB;
@@ -47,29 +49,36 @@ void require_thread_room(int P) {
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const double left = double(as.rlim_cur) - address_space_in_use();
     const double max_arenas = kMallocArenas + 1;  // (mallopt in main; the main arena is one more)
-    const auto need = [&](int p) {  // stacks (+ a guard page and bookkeeping, rounded up) and arenas
-      return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB;
+    // stacks (+ a guard page and bookkeeping, rounded up), arenas, and what the caller adds per
+    // rank (a trace's tables: counted here, the figure suggested still runs once they exist)
+    const auto need = [&](int p) {
+      return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB + p * other_bytes_per_rank;
     };
     int fit = P;
     while (fit > 0 && need(fit) > left) --fit;
+    if (fit == 0)
+      throw UsageError("this process's address-space limit (ulimit -v) leaves no room for the threads of even one rank (" +
+                       std::to_string(int(need(1) / kMiB)) + " MiB of stacks and malloc arenas); raise the limit");
     if (P > fit) {
       char msg[320];
       std::snprintf(msg, sizeof msg,
                     "--ranks %d needs %d threads (a rank and its comm stream each), %.0f MiB of stack each, and "
                     "this process's address-space limit (ulimit -v) leaves room for about %d ranks; use --ranks %d "
                     "or fewer, raise the limit, or use --backend mpi",
-                    P, 2 * P, stack_bytes / kMiB, fit, std::max(fit, 1));
+                    P, 2 * P, stack_bytes / kMiB, fit, fit);
       throw UsageError(msg);
     }
   }
   // Resident: about 1 MiB per thread once it has run (1024 ranks held 2.2 GB here).
-  require_memory(threads * kMiB, "--ranks (each rank is two threads)");
+  require_memory(threads * kMiB + P * other_bytes_per_rank, "--ranks (each rank is two threads)");
   rlimit nproc{};
   if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY && threads > double(nproc.rlim_cur))
     throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) + " threads, more than this "
                      "user's limit of " + std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
                      std::to_string(std::max<long>(1, long(nproc.rlim_cur) / 2 - 8)) + " or fewer, or --backend mpi");
 }
+
+namespace {
 
 // What the rank threads share with the watchdog.
 struct RankThreads {
@@ -141,7 +150,7 @@ struct RankThreads {
                      stalled, opt.timeout_s, universe.describe_blocked().c_str());
       } else if (opt.timeout_s > 0 && stalled > opt.timeout_s) {
         result.watchdog_fired = true;
-        universe.abort(-1, "no rank made progress for " + std::to_string(int(opt.timeout_s)) + " s (--timeout):\n  " +
+        universe.abort(-1, "no rank made progress for " + format_g(opt.timeout_s) + " s (--timeout):\n  " +
                                universe.describe_blocked());
       }
     }

@@ -19,6 +19,7 @@
 #include "viz/views/experts/routing_draw.h"
 #include "viz/views/experts/routing_meta.h"
 #include "viz/app/views.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -112,7 +113,7 @@ void RoutingView::Draw(const Frame& f) {
                                           "\"moe_routing\". Step the run (or play it)."
                                         : "This trace has no meta \"moe_routing\": the experts lab writes it after its first "
                                           "training step ('dtlab run experts --trace FILE'); a run that stopped before then has none.");
-  if (m_.blocks.empty()) return ImGui::TextWrapped("%s", m_.message.c_str());
+  if (m_.blocks.empty()) return ImGui::TextWrapped("%s", clip_text(m_.message).c_str());  // (quotes the trace)
   Header();
   Refresh(f.session.data(), f.cursor_time());  // the selector may have picked another block
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
