@@ -1,7 +1,12 @@
 #include "labs/report_format.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace dtl {
 
@@ -131,6 +136,18 @@ std::string pad(const std::string& s, std::size_t width, bool right_align) {
   const std::size_t w = display_width(s);
   if (w >= width) return s;
   return right_align ? std::string(width - w, ' ') + s : s + std::string(width - w, ' ');
+}
+
+int terminal_width() {
+  int columns = 0;
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) columns = size.ws_col;
+  if (columns <= 0) {
+    const char* env = std::getenv("COLUMNS");
+    columns = env ? std::atoi(env) : 0;
+  }
+  if (columns <= 0) columns = 100;
+  return std::clamp(columns, 60, 200);
 }
 
 }  // namespace dtl

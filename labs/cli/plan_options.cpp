@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "labs/cli/validators.h"
+#include "labs/report_format.h"
 #include "labs/train/gpt.h"
 
 namespace dtl::cli {
@@ -229,7 +230,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
 }
 
 std::string text_without_result(const Report& rep) {
-  std::string text = rep.to_text();
+  std::string text = rep.to_text(terminal_width());
   const auto at = text.rfind("result: ");
   if (at != std::string::npos) text.erase(at);
   return text;

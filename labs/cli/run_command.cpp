@@ -22,6 +22,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/backend.h"
 #include "labs/cli/commands.h"
+#include "labs/report_format.h"
 #include "labs/cli/progress.h"
 #include "labs/cli/step_through.h"
 #include "labs/cli/validators.h"
@@ -141,7 +142,7 @@ int report_result(const RunArgs& a, const RunResult& result, const Report& repor
     return 1;
   }
   if (a.json) std::cout << report.to_json().dump(2) << "\n";
-  else std::cout << report.to_text();
+  else std::cout << report.to_text(terminal_width());
   return report.ok ? 0 : 1;
 }
 

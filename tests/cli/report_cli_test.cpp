@@ -56,6 +56,22 @@ TEST(ReportCli, EveryLabsDefaultReportFitsIn100Columns) {
   }
 }
 
+// Issue 50: the report fits the terminal it is printed on, so the terminal never breaks a
+// word ("t/he device's own"): every lab's small run at 80 and 120 columns ($COLUMNS, as a
+// terminal's width when stdout is not one).
+TEST(ReportCli, EveryLabsReportFitsTheTerminalsWidth) {
+  for (const dtl::LabInfo& lab : dtl::lab_registry()) {
+    std::string args = "run " + lab.name;
+    for (const auto& [flag, value] : lab.small_run) args += " --" + flag + " " + value;
+    for (int columns : {80, 120}) {
+      const auto o = dtl::test::run_dtlab_shell("COLUMNS=" + std::to_string(columns) + " " + DTLAB_EXE + " " + args);
+      ASSERT_EQ(o.code, 0) << args << "\n" << o.err;
+      EXPECT_EQ(lines_wider_than(o.out, std::size_t(columns)), "")
+          << "'dtlab " << args << "' at " << columns << " columns; all of it:\n" << o.out;
+    }
+  }
+}
+
 TEST(ReportCli, HeaderNamesTheConfigurationAndUnitsAreReadable) {
   const auto o = run_dtlab("run ddp --variant bucketed --ranks 2 --link pcie4 --width 64 --depth 3 --batch 16");
   ASSERT_EQ(o.code, 0) << o.err;
