@@ -99,9 +99,10 @@ struct LabInfo {
   // gives none, so the run's structure shows at a size one can step through (DDP: buckets
   // small enough that the default model has several). `dtlab run` ignores them.
   std::map<std::string, std::string> live_options;
-  // Validated options parsed into the lab's settings and written back as text, by its
-  // option table (labs/option_table.h): how the tests see that every flag round-trips.
-  std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
+  // Its settings as text both ways, by its option table (OptionTable::settings_text): what
+  // the launch writes into a trace's metadata (labs/launch.h), and how the tests see that
+  // every flag round-trips through the settings and through a trace.
+  SettingsText settings_text;
   // Its exercises' hints, three levels each (exercises/<lab>_hints.cpp), by ExerciseInfo::id.
   std::span<const ex::ExerciseHints> hints;
   // The lab's own rules on a validated configuration of cfg.ranks thread ranks (a batch that
