@@ -37,7 +37,8 @@ Launch launch(const LabInfo& lab, RunRequest request) {
       if (!cfg.options.has(name)) cfg.options.set_default(name, value);
   // --step and fault injection count the lab's transfers (or collectives): a configuration
   // that makes none refuses them. (The viewer plays such a run through: it has no steps.)
-  cfg.counts_steps = request.mode == RunMode::stepped || request.faults.fault_rank >= 0 || request.faults.hang_rank >= 0;
+  const bool faults = request.faults.fault_rank >= 0 || request.faults.hang_rank >= 0;
+  cfg.counts_steps = request.mode == RunMode::stepped || faults;
   Launch run;
   run.cfg = with_defaults(lab, std::move(cfg));
   if (request.mode == RunMode::live && lab.check_config) lab.check_config(run.cfg);

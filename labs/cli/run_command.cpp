@@ -94,8 +94,10 @@ RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) 
   if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
   request.mode = a.step ? RunMode::stepped : RunMode::free;
   FaultPlan& faults = request.faults;
-  if (!a.inject_fault.empty()) parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, faults.fault_rank, faults.fault_step);
-  if (!a.inject_hang.empty()) parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, faults.hang_rank, faults.hang_step);
+  if (!a.inject_fault.empty())
+    parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, faults.fault_rank, faults.fault_step);
+  if (!a.inject_hang.empty())
+    parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, faults.hang_rank, faults.hang_step);
   request.timeout_s = a.timeout_s;
   return request;
 }
