@@ -92,9 +92,10 @@ TEST(OptionTable, EveryLabsSettingsReadBackTypedFromItsLaunchsTraceMetadata) {
         ASSERT_EQ(back.size(), lab.options.size()) << "dtlab run " << lab.name << " --" << s.name << " " << value;
         for (const OptionSpec& o : lab.options)
           EXPECT_EQ(back.at(o.name), run_wide_meta_key(o.name) ? o.default_value : written.at(o.name))
-              << "dtlab run " << lab.name << " --" << s.name << " " << value << ": --" << o.name << " read back from the trace";
+              << "dtlab run " << lab.name << " --" << s.name << " " << value << ": --" << o.name << " read from the trace";
         for (const auto& [key, text] : run.meta)
-          EXPECT_TRUE(written.count(key) || run_wide_meta_key(key)) << lab.name << ": the launch wrote \"" << key << "\"";
+          EXPECT_TRUE(written.count(key) || run_wide_meta_key(key))
+              << lab.name << ": the launch wrote \"" << key << "\", neither a setting nor a run-wide key";
         ++tried;
       }
   }
