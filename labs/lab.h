@@ -97,17 +97,19 @@ struct LabInfo {
   std::vector<ViewKind> views = {ViewKind::timeline, ViewKind::memory, ViewKind::report};
   // Option values a live, stepped run in dtlab-viz starts from where the command line
   // gives none, so the run's structure shows at a size one can step through (DDP: buckets
-  // small enough that the default model has several). `dtlab run` ignores them.
+  // small enough that the default model has several; RunMode::live). `dtlab run` ignores them.
   std::map<std::string, std::string> live_options;
-  // Validated options parsed into the lab's settings and written back as text, by its
-  // option table (labs/option_table.h): how the tests see that every flag round-trips.
-  std::function<std::map<std::string, std::string>(const LabOptions&)> read_back;
+  // Its settings as text both ways, by its option table (OptionTable::settings_text): what
+  // the launch writes into a trace's metadata (labs/launch.h), and how the tests see that
+  // every flag round-trips through the settings and through a trace.
+  SettingsText settings_text;
   // Its exercises' hints, three levels each (exercises/<lab>_hints.cpp), by ExerciseInfo::id.
   std::span<const ex::ExerciseHints> hints;
   // The lab's own rules on a validated configuration of cfg.ranks thread ranks (a batch that
   // divides over them, a depth that fills the stages, ...): a UsageError before any rank
-  // starts. dtlab-viz asks before its window opens (a live run that cannot run is exit 2,
-  // not an empty window); the run itself checks the same. Empty: nothing beyond the options.
+  // starts. A live run's launch asks before dtlab-viz's window opens (labs/launch.h: one that
+  // cannot run is exit 2, not an empty window); the run itself checks the same. Empty: nothing
+  // beyond the options.
   std::function<void(const LabConfig&)> check_config;
   // A small, fast run that passes the lab's checks and calls each of its exercises: flag →
   // value for `dtlab run` (the run-wide --ranks included, no "--"). The tests start from it

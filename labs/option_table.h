@@ -1,7 +1,8 @@
 // A lab's options declared once, typed: each row binds a flag to a field of the lab's
 // settings struct, with its default, its range or its names, and its help. The command
 // line, `--help`, dtlab-viz and the tests read the rows as OptionSpecs (specs()); the lab
-// reads its struct (parse()), never an option by its name.
+// reads its struct (parse()), never an option by its name, and so does a view from a
+// trace's metadata (from_meta()), where the launch wrote the settings (text_of()).
 //
 //   const OptionTable<ZeroSettings>& zero_option_table() {
 //     static const auto table = OptionTable<ZeroSettings>()
@@ -11,6 +12,7 @@
 //   }
 //   ZeroSettings s = zero_option_table().parse(cfg.options);  // validated by with_defaults
 //   if (zero_option_table().given(cfg.options, &ZeroSettings::layers_per_unit)) ...
+//   std::optional<ZeroSettings> traced = zero_option_table().from_meta(trace_data.meta);  // a view
 //
 // A field is a member pointer or, for a field inside a member, a function returning it:
 // [](ZeroSettings& s) -> int& { return s.shape.width; }. A choice's names pair each enum
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeindex>
@@ -125,9 +128,42 @@ class OptionTable {
     for (const Row& r : rows_) out[r.spec.name] = r.write(o);
     return out;
   }
-  // parse, then text_of: what LabInfo::read_back holds (the table outlives the lab registry).
-  std::function<std::map<std::string, std::string>(const LabOptions&)> read_back() const {
-    return [this](const LabOptions& given) { return text_of(parse(given)); };
+  // The settings a run's trace recorded (the launch writes text_of(parse(options)) into its
+  // metadata, labs/launch.cpp), typed again: how a view reads the run's configuration, never
+  // by a flag's name. An option the trace lacks (an older trace) or whose name the run-wide
+  // metadata owns (run_wide_meta_key) takes its default; nullopt when the trace records none
+  // of the table's options, or a value the option does not take (a foreign or edited trace).
+  std::optional<Options> from_meta(const std::map<std::string, std::string>& meta) const {
+    LabOptions recorded_options;
+    for (const Row& r : rows_)
+      if (const auto it = meta.find(r.spec.name); it != meta.end() && !run_wide_meta_key(r.spec.name))
+        recorded_options.set(r.spec.name, it->second);
+    if (recorded_options.text().empty()) return std::nullopt;
+    try {
+      recorded_options.validate("traced", specs());
+    } catch (const UsageError&) {
+      return std::nullopt;
+    }
+    return parse(recorded_options);
+  }
+  // Whether the trace's metadata records the option bound to `field` (else from_meta holds its
+  // default, which a view may not want to show as the run's).
+  template <typename F>
+  bool recorded(const std::map<std::string, std::string>& meta, F field) const {
+    const std::string& name = row_of(field).spec.name;
+    return meta.count(name) > 0 && !run_wide_meta_key(name);
+  }
+
+  // The settings as text both ways, type-erased for LabInfo::settings_text (the table
+  // outlives the lab registry): parse then text_of; from_meta then text_of.
+  SettingsText settings_text() const {
+    SettingsText t;
+    t.write = [this](const LabOptions& given) { return text_of(parse(given)); };
+    t.read = [this](const std::map<std::string, std::string>& meta) {
+      const std::optional<Options> o = from_meta(meta);
+      return o ? text_of(*o) : std::map<std::string, std::string>{};
+    };
+    return t;
   }
 
   // Whether the user gave the option bound to `field` (an option one mode reads and

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/trace/vocab.h"
 #include "core/util/units.h"
 
 namespace dtl {
@@ -113,6 +114,12 @@ std::int64_t LabOptions::integer(std::string_view name) const { return std::int6
 double LabOptions::number(std::string_view name) const { return parsed(name); }
 std::uint64_t LabOptions::bytes(std::string_view name) const { return std::uint64_t(parsed(name)); }
 int LabOptions::choice_index(std::string_view name) const { return int(parsed(name)); }
+
+bool run_wide_meta_key(std::string_view key) {
+  for (MetaKey k : {MetaKey::lab, MetaKey::bytes, MetaKey::device, MetaKey::dtype, MetaKey::chunks})
+    if (key == meta_key_name(k)) return true;
+  return false;
+}
 
 int tokens_per_step(std::int64_t batch, std::int64_t seq) {
   const std::int64_t tokens = batch * seq;  // each at most 2^24: no overflow in 64 bits

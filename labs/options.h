@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -80,6 +81,21 @@ class LabOptions {
   std::set<std::string, std::less<>> given_;           // the names in text_ before the first validate()
   std::set<std::string, std::less<>> chosen_;          // set_default's: in text_, never given
 };
+
+// A lab's settings as text, both ways, through its option table (OptionTable::settings_text):
+// the registry holds no typed settings, so the launch and the tests reach them through this.
+struct SettingsText {
+  // Validated options → the lab's settings → {flag: value}: what the trace's metadata records.
+  std::function<std::map<std::string, std::string>(const LabOptions&)> write;
+  // A trace's metadata → the lab's settings → {flag: value}, as `write` would write them;
+  // empty when the metadata records none of the lab's options or an invalid value.
+  std::function<std::map<std::string, std::string>(const std::map<std::string, std::string>&)> read;
+};
+
+// Whether the launch writes `key` into every run's metadata after the lab's options (lab,
+// bytes, device, dtype, chunks: labs/launch.cpp): an option of that name (the pipeline lab's
+// --chunks) is overwritten there, so it is not read back from a trace.
+bool run_wide_meta_key(std::string_view key);
 
 // --batch × --seq, the tokens of a step, which the labs count in an int: a UsageError
 // quoting both when the product does not fit (it used to wrap to 0 or a negative size).

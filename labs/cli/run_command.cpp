@@ -27,6 +27,7 @@
 #include "labs/cli/step_through.h"
 #include "labs/cli/validators.h"
 #include "labs/lab.h"
+#include "labs/launch.h"
 #include "labs/train/train_ops.h"
 
 namespace dtl::cli {
@@ -75,58 +76,43 @@ Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
   return Device::Kind::cuda;
 }
 
-// The lab's configuration from the command line, validated (UsageError naming the option).
-LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
-  LabConfig cfg;
+// The watchdog's patience: --timeout, else 8 s on thread ranks (they share one clock and say
+// what they wait on after 2 s) and a minute under MPI and NCCL, whose processes start and run
+// unevenly on a loaded machine.
+double watchdog_seconds(const RunArgs& a) { return a.timeout_s > 0 ? a.timeout_s : (a.backend == "threads" ? 8 : 60); }
+
+// The run the command line asks for (UsageError naming the option); the lab's options are
+// validated by the launch.
+RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) {
+  RunRequest request;
+  LabConfig& cfg = request.cfg;
   cfg.ranks = backend.ranks;
   cfg.bytes = parse_size(a.bytes, "--bytes");
   cfg.dtype = parse_dtype(a.dtype);
   cfg.backend = a.backend;
   cfg.device = choose_device(lab, a);
-  cfg.iters = a.step ? 0 : a.iters;
-  cfg.warmup = a.step ? 0 : a.warmup;
+  cfg.iters = a.iters;
+  cfg.warmup = a.warmup;
   cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
-  cfg.counts_steps = a.step || !a.inject_fault.empty() || !a.inject_hang.empty();
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
   if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
   // One message's latency at or above the watchdog's patience would always read as a hang.
-  if (cfg.link.active() && cfg.link.alpha_s() >= a.timeout_s)
+  if (cfg.link.active() && cfg.link.alpha_s() >= watchdog_seconds(a))
     throw UsageError("the emulated link's latency (" + format_g(cfg.link.latency_us) + " µs) is not below --timeout " +
-                     format_g(a.timeout_s) + " s: every message would fire the watchdog; lower --link-latency or "
+                     format_g(watchdog_seconds(a)) + " s: every message would fire the watchdog; lower --link-latency or "
                      "--link-slowdown, or raise --timeout");
   if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
-  cfg = with_defaults(lab, cfg);
-  if (cfg.bytes < dtype_size(cfg.dtype))
-    throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
-                     std::to_string(dtype_size(cfg.dtype)));
-  return cfg;
-}
-
-// How the ranks run: faults to inject, the watchdog, the link, tracing.
-ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabConfig& cfg, Trace& trace) {
-  ThreadsOptions opt;
-  opt.world_size = cfg.ranks;
-  opt.faults.counted = lab.faults_count;
+  request.mode = a.step ? RunMode::stepped : RunMode::free;
+  FaultPlan& faults = request.faults;
   if (!a.inject_fault.empty())
-    parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, opt.faults.fault_rank, opt.faults.fault_step);
+    parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, faults.fault_rank, faults.fault_step);
   if (!a.inject_hang.empty())
-    parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, opt.faults.hang_rank, opt.faults.hang_step);
-  // Thread ranks share one clock and say what they wait on after 2 s, so a deadlock ends in
-  // 8 s; processes under mpirun start and run unevenly on a loaded machine: a minute.
-  opt.timeout_s = a.timeout_s > 0 ? a.timeout_s : (a.backend == "threads" ? 8 : 60);
-  opt.link = cfg.link;
-  opt.compute_nice = lab.overlaps_compute ? 10 : 0;
-  trace.set_meta(MetaKey::lab, lab.name);
-  for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
-  trace.set_meta(MetaKey::bytes, std::to_string(cfg.bytes));
-  trace.set_meta(MetaKey::device, device_meta(cfg));
-  trace.set_meta(MetaKey::dtype, std::string(dtype_name(cfg.dtype)));
-  trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(cfg) : 0));
-  opt.trace = &trace;
-  return opt;
+    parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, faults.hang_rank, faults.hang_step);
+  request.timeout_s = watchdog_seconds(a);
+  return request;
 }
 
 // The report, or why the run failed; the exit code.
@@ -189,21 +175,24 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
     throw UsageError("--trace " + a.trace_path + " with --json would mix the trace into the report on stdout; give "
                      "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
-  LabConfig cfg = make_config(lab, a, backend);
+  Launch run = launch(lab, make_request(lab, a, backend));
+  LabConfig& cfg = run.cfg;
+  if (cfg.bytes < dtype_size(cfg.dtype))
+    throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
+                     std::to_string(dtype_size(cfg.dtype)));
   // Thread ranks: their room (and each rank's trace tables) checked before anything per rank
   // is allocated, so --ranks 4096 on a small machine is refused at once.
   if (a.backend == "threads") require_thread_room(cfg.ranks, Trace::kStreams * double(EventLog::kIndexBytes));
   ProgressPrinter progress(std::cerr, ProgressPrinter::quiet_from_env());
   if (!a.step) cfg.progress = std::ref(progress);  // (stepping prints every transfer itself)
   Trace trace(cfg.ranks);
-  ThreadsOptions opt = make_run_options(lab, a, cfg, trace);
-  const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
+  run.start_trace(trace);
+  ThreadsOptions opt = run.threads;
+  opt.trace = &trace;
   std::unique_ptr<StepGate> gate;
-  const StepSetup step_setup{lab.faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives
-                                                                                : StepGate::Unit::transfers,
-                             chunks};
+  const StepSetup step_setup{run.unit, run.chunks};
   if (a.step) {
-    if (chunks > 0 && cfg.ranks > 64)
+    if (run.chunks > 0 && cfg.ranks > 64)
       throw UsageError("--step draws a chunk picture per transfer, readable up to 64 ranks; give --ranks 64 or fewer");
     gate = std::make_unique<StepGate>(cfg.ranks, step_setup.unit);
     opt.gate = gate.get();

@@ -390,7 +390,7 @@ LabInfo collectives_lab_info() {
       run_collectives_lab,
       collectives_chunk_grid,
       FaultPlan::Counted::sends, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
-      collectives_option_table().read_back(),
+      collectives_option_table().settings_text(),
       ex::collectives_hints(),
       {},
       {{"ranks", "2"}, {"bytes", "4K"}, {"iters", "2"}},  // small_run: the tests start from it (lab.h)

@@ -194,7 +194,7 @@ LabInfo context_parallel_lab_info() {
       {kCpAttentionView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       // A live, stepped run: one layer of a short sequence, a handful of hops to step through.
       {{"layers", "1"}, {"seq", "16"}, {"steps", "1"}},
-      cp_option_table().read_back(),
+      cp_option_table().settings_text(),
       ex::context_parallel_hints(),
       [](const LabConfig& c) { cp_settings(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

@@ -328,7 +328,7 @@ LabInfo ddp_lab_info() {
       /*overlaps_compute=*/true,
       {ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
-      ddp_option_table().read_back(),
+      ddp_option_table().settings_text(),
       ex::ddp_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

@@ -283,7 +283,7 @@ LabInfo experts_lab_info() {
       // A live, stepped run: one block of 32 tokens, so a step of dispatch, experts and
       // combine is a handful of collectives to step through.
       {{"layers", "1"}, {"tokens", "32"}, {"steps", "2"}},
-      experts_option_table().read_back(),
+      experts_option_table().settings_text(),
       ex::experts_hints(),
       [](const LabConfig& c) { experts_settings(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

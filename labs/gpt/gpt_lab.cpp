@@ -221,7 +221,7 @@ LabInfo gpt_lab_info() {
       /*overlaps_compute=*/false,
       {ViewKind::report, ViewKind::timeline, ViewKind::memory, kActivationView},
       {{"steps", "60"}},
-      gpt_option_table().read_back(),
+      gpt_option_table().settings_text(),
       {},
       {},
       // small_run: 300 steps of 16 tokens, the late loss a mean of 20 steps; its check (log V - 1

@@ -221,7 +221,7 @@ LabInfo grid_lab_info() {
       /*overlaps_compute=*/false,
       {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},
-      grid_option_table().read_back(),
+      grid_option_table().settings_text(),
       {},
       [](const LabConfig& c) { grid_settings(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

@@ -266,7 +266,7 @@ LabInfo pipeline_lab_info() {
       /*overlaps_compute=*/false,
       {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
-      pipeline_option_table().read_back(),
+      pipeline_option_table().settings_text(),
       ex::pipeline_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

@@ -243,7 +243,7 @@ LabInfo tensor_parallel_lab_info() {
       /*overlaps_compute=*/false,
       {kSplitView, ViewKind::timeline, ViewKind::memory, kActivationView, ViewKind::report},
       {},
-      tp_option_table().read_back(),
+      tp_option_table().settings_text(),
       ex::tensor_parallel_hints(),
       [](const LabConfig& c) { tp_settings(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

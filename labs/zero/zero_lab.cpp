@@ -360,7 +360,7 @@ LabInfo zero_lab_info() {
       /*overlaps_compute=*/true,
       {ViewKind::memory, ViewKind::timeline, ViewKind::report},
       {{"steps", "1"}, {"width", "256"}},
-      zero_option_table().read_back(),
+      zero_option_table().settings_text(),
       ex::zero_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
       // small_run: the tests start from it (lab.h)

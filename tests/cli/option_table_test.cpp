@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "labs/lab.h"
+#include "labs/launch.h"
 #include "labs/option_table.h"
 #include "tests/cli/cli_util.h"
 
@@ -52,14 +55,14 @@ std::vector<std::string> values_of(const OptionSpec& s) {
 TEST(OptionTable, EveryFlagOfEveryLabRoundTripsThroughItsSettings) {
   int tried = 0;
   for (const LabInfo& lab : lab_registry()) {
-    ASSERT_TRUE(lab.read_back) << lab.name << " has no option table's read_back (labs/option_table.h)";
-    const auto defaults = lab.read_back(with_defaults(lab, LabConfig{}).options);
+    ASSERT_TRUE(lab.settings_text.write) << lab.name << " has no option table's settings_text (labs/option_table.h)";
+    const auto defaults = lab.settings_text.write(with_defaults(lab, LabConfig{}).options);
     for (const OptionSpec& s : lab.options) EXPECT_EQ(defaults.at(s.name), s.default_value) << lab.name << " --" << s.name;
     for (const OptionSpec& s : lab.options)
       for (const std::string& value : values_of(s)) {
         LabConfig cfg;
         cfg.options.set(s.name, value);
-        const auto back = lab.read_back(with_defaults(lab, cfg).options);
+        const auto back = lab.settings_text.write(with_defaults(lab, cfg).options);
         ASSERT_EQ(back.size(), lab.options.size()) << lab.name;
         for (const OptionSpec& other : lab.options)  // this flag's field holds the value; every other, its default
           EXPECT_EQ(back.at(other.name), other.name == s.name ? value : other.default_value)
@@ -68,6 +71,35 @@ TEST(OptionTable, EveryFlagOfEveryLabRoundTripsThroughItsSettings) {
       }
   }
   std::printf("%d values round-tripped\n", tried);
+  EXPECT_GE(tried, 150);
+}
+
+// The typed round trip through a trace: the settings the launch writes into a run's
+// metadata parse back, typed, into the same settings (compared as the table writes them);
+// beside them the metadata holds only the run-wide keys. An option named like a run-wide key
+// (the pipeline lab's --chunks) is overwritten there and reads back as its default.
+TEST(OptionTable, EveryLabsSettingsReadBackTypedFromItsLaunchsTraceMetadata) {
+  int tried = 0;
+  for (const LabInfo& lab : lab_registry()) {
+    ASSERT_TRUE(lab.settings_text.read) << lab.name;
+    for (const OptionSpec& s : lab.options)
+      for (const std::string& value : values_of(s)) {
+        RunRequest request;
+        request.cfg.options.set(s.name, value);
+        const Launch run = launch(lab, request);
+        const auto written = lab.settings_text.write(run.cfg.options);
+        const auto back = lab.settings_text.read(run.meta);
+        ASSERT_EQ(back.size(), lab.options.size()) << "dtlab run " << lab.name << " --" << s.name << " " << value;
+        for (const OptionSpec& o : lab.options)
+          EXPECT_EQ(back.at(o.name), run_wide_meta_key(o.name) ? o.default_value : written.at(o.name))
+              << "dtlab run " << lab.name << " --" << s.name << " " << value << ": --" << o.name << " read from the trace";
+        for (const auto& [key, text] : run.meta)
+          EXPECT_TRUE(written.count(key) || run_wide_meta_key(key))
+              << lab.name << ": the launch wrote \"" << key << "\", neither a setting nor a run-wide key";
+        ++tried;
+      }
+  }
+  std::printf("%d settings read back from a launch's metadata\n", tried);
   EXPECT_GE(tried, 150);
 }
 
@@ -142,6 +174,21 @@ TEST(OptionTable, ParsesIntoFieldsAndKnowsWhichWereGiven) {
   EXPECT_EQ(specs[2].default_value, "0.5");
   EXPECT_EQ(specs[3].default_value, "green");
   EXPECT_EQ((specs[3].choices), (std::vector<std::string>{"red", "green"}));
+}
+
+TEST(OptionTable, ReadsATracesMetadataTyped) {
+  const OptionTable<Toy>& table = toy_table();
+  const std::map<std::string, std::string> meta = {{"lab", "toy"}, {"color", "red"}, {"rate", "0.25"}, {"bytes", "4096"}};
+  const std::optional<Toy> t = table.from_meta(meta);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->color, Color::red);
+  EXPECT_EQ(t->rate, 0.25);
+  EXPECT_EQ(t->width, 8);  // not recorded (an older trace): its default...
+  EXPECT_FALSE(table.recorded(meta, &Toy::width));  // ...which a view can tell apart
+  EXPECT_TRUE(table.recorded(meta, &Toy::color));
+  EXPECT_FALSE(table.from_meta({{"lab", "other"}, {"bytes", "4096"}}));  // none of the toy's settings
+  EXPECT_FALSE(table.from_meta({{"color", "blue"}}));                   // not a value --color takes
+  EXPECT_FALSE(table.from_meta({{"depth", "10"}}));                     // outside --depth's range
 }
 
 TEST(OptionTable, AValueOutsideItsRangeNamesTheFlag) {

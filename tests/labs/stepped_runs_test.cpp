@@ -26,6 +26,7 @@
 #include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
+#include "labs/launch.h"
 
 using namespace dtl;
 
@@ -48,22 +49,14 @@ std::string failed_checks(const Report& rep) {
   return out;
 }
 
-// The configuration a live run starts from (viz/app/session.cpp does the same).
+// The configuration a live run in dtlab-viz starts from (labs/launch.h, RunMode::live).
 LabConfig live_config(const LabInfo& lab, const LabCase& c) {
-  LabConfig cfg;
-  cfg.ranks = c.ranks;
-  cfg.bytes = c.bytes;
-  for (const auto& [k, v] : c.options) cfg.options.set(k, v);
-  for (const auto& [k, v] : lab.live_options)
-    if (!cfg.options.has(k)) cfg.options.set_default(k, v);
-  cfg = with_defaults(lab, cfg);
-  cfg.iters = 0;
-  cfg.warmup = 0;
-  return cfg;
-}
-
-StepGate::Unit unit_of(const LabInfo& lab) {
-  return lab.faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives : StepGate::Unit::transfers;
+  RunRequest request;
+  request.cfg.ranks = c.ranks;
+  request.cfg.bytes = c.bytes;
+  for (const auto& [k, v] : c.options) request.cfg.options.set(k, v);
+  request.mode = RunMode::live;
+  return launch(lab, request).cfg;
 }
 
 struct Outcome {
@@ -75,7 +68,7 @@ struct Outcome {
 // One run of `lab`; with `stepped`, a controller thinks kThink before each release.
 Outcome run_lab(const LabInfo& lab, const LabConfig& cfg, bool stepped) {
   Trace trace(cfg.ranks);
-  StepGate gate(cfg.ranks, unit_of(lab));
+  StepGate gate(cfg.ranks, step_unit(&lab));
   ThreadsOptions opt;
   opt.world_size = cfg.ranks;
   opt.trace = &trace;

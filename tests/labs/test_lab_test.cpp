@@ -27,7 +27,7 @@ TEST(TestLab, TheRegistryFindsItBesideTheBuiltInLabs) {
   EXPECT_EQ(lab->options[0].name, "length");
   LabConfig cfg;
   cfg.options.set("length", "77");
-  EXPECT_EQ(lab->read_back(with_defaults(*lab, cfg).options).at("length"), "77");
+  EXPECT_EQ(lab->settings_text.write(with_defaults(*lab, cfg).options).at("length"), "77");
   cfg.options.set("length", "0");
   EXPECT_THROW(with_defaults(*lab, cfg), UsageError);  // below its range
   EXPECT_THROW(register_lab(&test_lab_info), Error);   // the registry was read: too late

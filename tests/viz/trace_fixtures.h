@@ -15,6 +15,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/lab.h"
+#include "labs/launch.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
 #include "viz/views/pipeline/pipeline_model.h"
@@ -41,20 +42,17 @@ struct TempFolder {
 // Runs the collectives lab and writes its trace to `path` (and `path`.dtlt).
 inline void write_lab_trace(const std::string& path, int ranks, const std::string& algo, std::uint64_t bytes) {
   const LabInfo& lab = *find_lab("collectives");
-  LabConfig cfg;
-  cfg.ranks = ranks;
-  cfg.bytes = bytes;
-  cfg.iters = 0;  // one traced run, as the live visualizer does
-  cfg.warmup = 0;
-  cfg.options = {{"algo", algo}};
-  cfg = with_defaults(lab, cfg);
+  RunRequest request;  // as `dtlab run collectives` starts it (labs/launch.h)
+  request.cfg.ranks = ranks;
+  request.cfg.bytes = bytes;
+  request.cfg.iters = 0;  // one traced run, as the live visualizer does
+  request.cfg.warmup = 0;
+  request.cfg.options = {{"algo", algo}};
+  const Launch run = launch(lab, request);
+  const LabConfig& cfg = run.cfg;
   Trace trace(ranks);
-  trace.set_meta("lab", lab.name);
-  for (const auto& [k, v] : cfg.options.text()) trace.set_meta(k, v);
-  trace.set_meta("bytes", std::to_string(cfg.bytes));
-  trace.set_meta("chunks", std::to_string(lab.chunk_grid(cfg)));
-  ThreadsOptions opt;
-  opt.world_size = ranks;
+  run.start_trace(trace);
+  ThreadsOptions opt = run.threads;
   opt.trace = &trace;
   Report report;
   const RunResult r = run_threads(opt, [&](Comm& c) {

@@ -2,14 +2,15 @@
 
 #include "core/comm/threads_backend.h"
 #include "labs/collectives/collectives_lab.h"
+#include "labs/launch.h"
 #include "labs/simulate/sim_trace.h"
 
 namespace dtl::viz {
 
 namespace {
-// Labs built on library collectives step by collective (LabInfo::faults_count says which).
-StepUnit unit_of(const LabInfo* lab) {
-  return lab && lab->faults_count == FaultPlan::Counted::collectives ? StepUnit::collectives : StepUnit::transfers;
+// The viewer's name for what one step moves (labs/launch.h, step_unit).
+StepUnit unit_of(StepGate::Unit unit) {
+  return unit == StepGate::Unit::collectives ? StepUnit::collectives : StepUnit::transfers;
 }
 }  // namespace
 
@@ -17,7 +18,7 @@ std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
   if (const std::string* lab = s->data_.meta_of(MetaKey::lab)) s->lab_ = find_lab(*lab);
-  s->unit_ = unit_of(s->lab_);
+  s->unit_ = unit_of(step_unit(s->lab_));
   s->index_ = index_trace(s->data_, s->unit_);
   return s;
 }
@@ -31,34 +32,24 @@ std::vector<ViewKind> Session::views() const {
 }
 
 std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
+  RunRequest request;
+  request.cfg = std::move(cfg);
+  request.mode = RunMode::live;
+  const Launch run = launch(lab, std::move(request));  // a configuration that cannot run: exit 2, no window
   std::unique_ptr<Session> s(new Session());
   s->lab_ = &lab;
-  s->unit_ = unit_of(&lab);
-  s->index_.unit = s->unit_;
-  for (const auto& [name, value] : lab.live_options)  // what a stepped run starts from, unless given
-    if (!cfg.options.has(name)) cfg.options.set_default(name, value);
-  s->cfg_ = with_defaults(lab, std::move(cfg));
-  if (lab.check_config) lab.check_config(s->cfg_);  // a configuration that cannot run: exit 2, no window
-  s->cfg_.iters = 0;  // one traced run: every transfer (or collective) is a step
-  s->cfg_.warmup = 0;
-  s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
-  Trace& trace = *s->trace_;
-  trace.set_meta(MetaKey::lab, lab.name);
-  for (const auto& [k, v] : s->cfg_.options.text()) trace.set_meta(k, v);
-  trace.set_meta(MetaKey::bytes, std::to_string(s->cfg_.bytes));
-  trace.set_meta(MetaKey::device, device_meta(s->cfg_));
-  trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
-  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
-                                                                                         : StepGate::Unit::transfers);
-  s->data_ = from_trace(trace);  // the ranks and the metadata, before the first event arrives
+  s->unit_ = unit_of(run.unit);
+  s->cfg_ = run.cfg;
+  s->trace_ = std::make_unique<Trace>(run.cfg.ranks);
+  run.start_trace(*s->trace_);
+  s->gate_ = std::make_unique<StepGate>(run.cfg.ranks, run.unit);
+  s->data_ = from_trace(*s->trace_);  // the ranks and the metadata, before the first event arrives
   s->index_ = index_trace(s->data_, s->unit_);
+  ThreadsOptions opt = run.threads;
+  opt.trace = s->trace_.get();
+  opt.gate = s->gate_.get();
   Session* self = s.get();
-  s->runner_ = std::thread([self] {
-    ThreadsOptions opt;
-    opt.world_size = self->cfg_.ranks;
-    opt.trace = self->trace_.get();
-    opt.gate = self->gate_.get();
-    opt.compute_nice = self->lab_->overlaps_compute ? 10 : 0;  // as dtlab run: collectives get the cores when ready
+  s->runner_ = std::thread([self, opt] {
     Report report;
     const RunResult r = run_threads(opt, [&](Comm& c) {
       Report mine = self->lab_->run(c, self->cfg_);

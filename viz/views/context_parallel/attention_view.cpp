@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ const ImU32 kMasked = IM_COL32(40, 40, 46, 255), kGridLine = IM_COL32(20, 20, 24
             kText = IM_COL32(220, 220, 225, 255), kDim = IM_COL32(150, 150, 160, 255),
             kNow = IM_COL32(255, 255, 255, 255), kEveryRank = IM_COL32(150, 160, 185, 255);
 
-struct Setup {  // the run's shape, from its options in the meta
+struct Setup {  // the run's shape, from its settings in the trace (the lab's option table reads them)
   int S = 0, P = 0;
   cp::CpSplit split = cp::CpSplit::contiguous;
   bool ok = false;
@@ -38,11 +39,12 @@ struct Setup {  // the run's shape, from its options in the meta
 Setup read_setup(const TraceData& d) {
   Setup s;
   s.P = d.ranks;
-  s.S = d.meta_int("seq", 0);
-  const auto it = d.meta.find("split");  // the option's own word for it (cp_partition.h)
-  const bool zigzag = it != d.meta.end() && it->second == cp::cp_split_name(cp::CpSplit::zigzag);
-  s.split = zigzag ? cp::CpSplit::zigzag : cp::CpSplit::contiguous;
-  const int chunks = zigzag ? 2 * s.P : s.P;
+  const OptionTable<CpSettings>& table = cp_option_table();
+  const std::optional<CpSettings> run = table.from_meta(d.meta);
+  if (!run || !table.recorded(d.meta, &CpSettings::seq)) return s;  // no sequence length: nothing to draw
+  s.S = run->seq;
+  s.split = run->split;
+  const int chunks = s.split == cp::CpSplit::zigzag ? 2 * s.P : s.P;
   s.ok = s.P >= 1 && s.P <= 64 && s.S >= 1 && s.S <= (1 << 20) && s.S % chunks == 0;  // else: nothing to draw
   return s;
 }

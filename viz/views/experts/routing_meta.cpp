@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
+
+#include "labs/experts/experts_lab.h"
 
 namespace dtl::viz {
 
@@ -187,12 +190,14 @@ MoeCells moe_cells(const MoeRouting& m, const MoeBlock& b, const Bins& rows, con
 }
 
 void moe_read_run_options(const TraceData& d, MoeRouting& m) {
-  const int h = d.meta_int("hidden", 0);
+  const OptionTable<ExpertsSettings>& table = experts_option_table();
+  const std::optional<ExpertsSettings> run = table.from_meta(d.meta);  // validated: in the options' ranges
+  auto hidden = [](ExpertsSettings& s) -> int& { return s.shape.hidden; };
+  auto capacity_factor = [](ExpertsSettings& s) -> double& { return s.shape.capacity_factor; };
   const std::string* report = d.meta_of(MetaKey::report);
-  m.hidden = h >= 1 && h <= 4096 ? h : report ? hidden_from_report(*report, m) : 0;
-  const auto c = d.meta.find("capacity-factor");
-  const double f = c == d.meta.end() ? 0 : std::strtod(c->second.c_str(), nullptr);
-  m.capacity_factor = f >= 0.01 && f <= 64 ? f : 0;  // the option's range
+  if (run && table.recorded(d.meta, hidden)) m.hidden = run->shape.hidden;
+  else m.hidden = report ? hidden_from_report(*report, m) : 0;
+  m.capacity_factor = run && table.recorded(d.meta, capacity_factor) ? run->shape.capacity_factor : 0;
 }
 
 }  // namespace dtl::viz

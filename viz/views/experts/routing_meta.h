@@ -70,8 +70,9 @@ std::size_t show_step(MoeRouting& m, int training_step);
 // The training step running at `time_ns` on rank 0: its "training step" span (the compute
 // span the lab numbers with its step) that began last at or before then; -1 before the first.
 int training_step_at(const TraceData& d, std::int64_t time_ns);
-// h and c from the run's options in the trace (meta "hidden", "capacity-factor"); without
-// them, h from the report's row "a2a.dispatch_bytes", predicted T/EP·k·h·4.
+// h and c from the run's settings in the trace, read typed by the experts lab's option table
+// (OptionTable::from_meta); where the trace has none, h from the report's row
+// "a2a.dispatch_bytes", predicted T/EP·k·h·4.
 void moe_read_run_options(const TraceData& d, MoeRouting& m);
 
 }  // namespace dtl::viz

@@ -77,7 +77,7 @@ LabInfo test_lab_info() {
       /*overlaps_compute=*/false,
       {kBytesView, ViewKind::timeline, ViewKind::report},
       {},
-      test_lab_option_table().read_back(),
+      test_lab_option_table().settings_text(),
       ex::test_lab_hints(),
       {},
       {{"ranks", "2"}},  // small_run: the registry-wide tests run the test lab too
