@@ -3,6 +3,9 @@
 // its formula; the context-parallel labs' sizes are small enough for that.
 #include "labs/context_parallel/cp_attention.h"
 
+#include <vector>
+#include <utility>
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -148,6 +151,60 @@ void block_backward(const CpShape& s, const CpRows& q, const CpRows& k, const Cp
           }
         }
       }
+}
+
+namespace {
+
+// One side's partial (m, l, o over d = 2) from its scores and values, in float64, as the
+// exercise defines it; no score: m = −∞, l = 0, o = 0.
+struct CraftedSide {
+  std::vector<double> scores;
+  std::vector<std::array<double, 2>> values;
+};
+
+void crafted_partial(const CraftedSide& side, float* o, float* m, float* l) {
+  double mx = -std::numeric_limits<double>::infinity(), sum = 0, acc[2] = {0, 0};
+  for (double sc : side.scores) mx = std::max(mx, sc);
+  for (std::size_t i = 0; i < side.scores.size(); ++i) {
+    const double w = std::exp(side.scores[i] - mx);
+    sum += w, acc[0] += w * side.values[i][0], acc[1] += w * side.values[i][1];
+  }
+  *m = float(mx), *l = float(sum), o[0] = float(acc[0]), o[1] = float(acc[1]);
+}
+
+}  // namespace
+
+double merge_error_on_crafted_partials() {
+  const CraftedSide empty{};
+  const std::vector<std::pair<CraftedSide, CraftedSide>> cases = {
+      {empty, empty},
+      {empty, {{1.0, 2.0}, {{1, -1}, {3, 0.5}}}},
+      {{{300.0, 0.0}, {{2, 1}, {-1, 4}}}, {{-300.0, 299.0}, {{5, 5}, {0.25, -2}}}},
+      {{{4.0}, {{1, 2}}}, {{4.0, -4.0}, {{3, 0}, {7, 7}}}}};
+  const int pairs = int(cases.size()), d = 2;
+  std::vector<float> o(std::size_t(pairs * d)), m(std::size_t(pairs)), l(std::size_t(pairs));
+  std::vector<float> o2(o.size()), m2(m.size()), l2(l.size());
+  for (int p = 0; p < pairs; ++p) {
+    crafted_partial(cases[std::size_t(p)].first, &o[std::size_t(p * d)], &m[std::size_t(p)], &l[std::size_t(p)]);
+    crafted_partial(cases[std::size_t(p)].second, &o2[std::size_t(p * d)], &m2[std::size_t(p)], &l2[std::size_t(p)]);
+  }
+  ex::online_softmax_merge(o.data(), m.data(), l.data(), o2.data(), m2.data(), l2.data(), pairs, d);
+  double worst = 0;
+  for (int p = 0; p < pairs; ++p) {
+    CraftedSide both = cases[std::size_t(p)].first;  // the reference: one softmax over both key sets
+    const CraftedSide& b = cases[std::size_t(p)].second;
+    both.scores.insert(both.scores.end(), b.scores.begin(), b.scores.end());
+    both.values.insert(both.values.end(), b.values.begin(), b.values.end());
+    float ro[2], rm, rl;
+    crafted_partial(both, ro, &rm, &rl);
+    for (int f = 0; f < d; ++f) {
+      const double got = o[std::size_t(p * d + f)], lp = l[std::size_t(p)];
+      const double err = both.scores.empty() ? std::fabs(got) + std::fabs(lp) : std::fabs(got / lp - double(ro[f]) / rl);
+      if (std::isnan(err)) return std::numeric_limits<double>::infinity();
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
 }
 
 }  // namespace dtl::cp

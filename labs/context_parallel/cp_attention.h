@@ -62,6 +62,12 @@ CpPartial empty_partial(const CpShape& s, int n);
 CpPartial block_forward(const CpShape& s, const CpRows& q, const CpRows& k, const CpRows& v);
 // acc ← acc ⊕ other, the online-softmax merge (above). Order does not matter.
 void merge_partial(CpPartial& acc, const CpPartial& other, const CpShape& s);
+
+// The learner's merge checked where a run may never take it (issue 50: a merge that gave NaN
+// for two empty sides passed the lab, whose runs never merge two empty ones): crafted partials
+// (both sides empty, one empty, scores of ±300) against a float64 softmax over both key sets.
+// The largest error of o/l (o and l themselves for two empty sides); +∞ for a NaN.
+double merge_error_on_crafted_partials();
 // out = o / l (rows `out_stride` floats apart), lse = m + log l [n·B × A]. A row that saw no
 // key at all (impossible once its own position was seen) gets out = 0, lse = −∞.
 void finalize_partial(const CpPartial& p, const CpShape& s, float* out, int out_stride, float* lse);

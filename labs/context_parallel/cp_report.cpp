@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "labs/context_parallel/cp_attention.h"
 #include "labs/context_parallel/cp_lab.h"
 #include "core/util/units.h"
 
@@ -106,6 +107,10 @@ void add_cp_rows(Report& rep, const CpSettings& s, const CpMeasurement& m, int P
 
 // The rows about the whole run: both splits' balance from their formulas, the dense one-rank memory.
 void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, int P) {
+  // The learner's merge where the run may never take it (empty sides, scores of ±300).
+  rep.check("merge_vs_float64", "online_softmax_merge on crafted partials (empty sides, ±300)",
+            cp::merge_error_on_crafted_partials(), 0, "", 1e-5)
+      .from("float64 softmax");
   const cp::CpBalance contiguous = cp::cp_balance(cp::CpSplit::contiguous, s.seq, P);
   rep.add("balance_contiguous", "contiguous split: causal pairs, busiest rank ÷ mean", contiguous.max_over_mean, "x")
       .predict(double(2 * P - 1) / P, "(2P−1)/P for large n");

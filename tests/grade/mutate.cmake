@@ -30,6 +30,11 @@ elseif(MUTANT STREQUAL "one_f_one_b_all_forwards_first")
   # own in-flight count as its prediction and passed it).
   set(anchor "  const int warmup = std::min(stages - stage - 1, micro_batches);\n")
   set(mutation "  const int warmup = micro_batches;  // every forward first\n")
+elseif(MUTANT STREQUAL "merge_nan_for_two_empty_sides")
+  # online_softmax_merge rescales both sides without asking whether either has seen a key:
+  # exp(−∞ − −∞) is NaN when neither has (issue 50: the lab's runs never merge two empty sides).
+  set(anchor "    if (top == -std::numeric_limits<float>::infinity()) continue;  // neither side has seen a key\n    // exp(−∞ − top) is 0: a side that has seen nothing adds nothing (and no NaN from −∞ − −∞).\n    const float a = m[p] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(m[p] - top);\n    const float b = m2[p] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(m2[p] - top);\n")
+  set(mutation "    const float a = std::exp(m[p] - top), b = std::exp(m2[p] - top);\n")
 else()
   message(FATAL_ERROR "mutate.cmake: no mutant '${MUTANT}'")
 endif()
