@@ -48,15 +48,17 @@ KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes
   const double tiles = g.batch * std::ceil(g.m / gpu.tile_m) * std::ceil(g.n / gpu.tile_n);
   const double waves = std::ceil(tiles / gpu.sms);
   const double tile_flops = 2.0 * gpu.tile_m * gpu.tile_n * g.k;
-  const double compute_s = waves * tile_flops / (gpu.peak_flops / gpu.sms);
+  const double compute_s = waves * tile_flops / (gpu.gemm_flops / gpu.sms);  // the achieved rate, not the peak
   KernelTime k;
   k.flops = 2.0 * g.m * g.n * g.k * g.batch;
   k.bytes = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes;
-  k.seconds = std::max(compute_s, k.bytes / gpu.memory_Bps);
+  k.seconds = std::max(compute_s, k.bytes / gpu.memory_Bps) + gpu.kernel_gap_s;
   return k;
 }
 
-KernelTime memory_time(const ClusterSpec& gpu, double bytes) { return {bytes / gpu.memory_Bps, 0, bytes}; }
+KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels) {
+  return {bytes / gpu.memory_Bps + kernels * gpu.kernel_gap_s, 0, bytes};
+}
 
 LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
                                  Recompute recompute, int cp) {
@@ -74,14 +76,15 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int
   l.forward_gemm += core.forward;
   l.backward_gemm += core.backward;
   const double softmax_elems = 2 * b * a * n * s / t;
-  l.forward_memory = memory_time(gpu, (18 * b * n * h / t + softmax_elems) * kActivationBytes);
-  l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes);
+  // 6 kernels forward (2 LayerNorms, 2 residual adds, GELU, softmax), twice that backward
+  l.forward_memory = memory_time(gpu, (18 * b * n * h / t + softmax_elems) * kActivationBytes, 6);
+  l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes, 12);
   if (recompute == Recompute::full) {  // backward reruns the whole forward first
     l.backward_gemm += l.forward_gemm;
     l.backward_memory += l.forward_memory;
   } else if (recompute == Recompute::selective) {  // only the attention core
     l.backward_gemm += core.forward;
-    l.backward_memory += memory_time(gpu, softmax_elems * kActivationBytes);
+    l.backward_memory += memory_time(gpu, softmax_elems * kActivationBytes, 1);
   }
   return l;
 }
@@ -92,8 +95,8 @@ LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_bat
   if (m.vocab <= 0) return l;
   l.forward_gemm = linear_forward(gpu, rows, m.hidden, vocab_local);
   l.backward_gemm = linear_backward(gpu, rows, m.hidden, vocab_local);
-  l.forward_memory = memory_time(gpu, 2 * rows * vocab_local * kActivationBytes);
-  l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes);
+  l.forward_memory = memory_time(gpu, 2 * rows * vocab_local * kActivationBytes, 1);
+  l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes, 2);
   return l;
 }
 

@@ -1,16 +1,17 @@
-// Compute time from the shapes of the work (`dtlab simulate`, issue 30): every GEMM of a
-// transformer layer timed on the GPU's documented peak, quantized onto its SMs, and the
-// element-wise and normalization kernels timed on its memory bandwidth. No fitted
-// efficiency: what the model leaves out (kernel launch gaps, cuBLAS's own shortfall from
-// peak, host stalls) shows as its error against published runs (docs/planning.md).
+// Compute time from the shapes of the work (`dtlab simulate` and `dtlab plan`, issues 30, 45):
+// every GEMM of a transformer layer timed on the GPU's *achieved* cuBLAS rate (the profile's
+// gemm_flops, measured at its best shape: gpu_profile.h), quantized onto its SMs, the
+// element-wise and normalization kernels on its achieved memory bandwidth, and every kernel
+// followed by the profile's gap between kernels. No fitted efficiency: what the model still
+// leaves out (host stalls, fusion) shows as its error against published runs (docs/planning.md).
 //
 // A GEMM C[m×n] = A[m×k]·B[k×n] (`batch` of them) on a GPU of S SMs, output tiles tm×tn:
 //   tiles  = batch · ⌈m/tm⌉ · ⌈n/tn⌉                     one thread block per tile
 //   waves  = ⌈tiles / S⌉                                 each SM computes one tile at a time
-//   compute time = waves · 2·tm·tn·k / (peak / S)        padded tiles and a last partial wave
+//   compute time = waves · 2·tm·tn·k / (achieved / S)    padded tiles and a last partial wave
 //                                                        cost a full tile and a full wave
 //   memory time  = batch · (m·k + k·n + m·n) · bytes / bandwidth
-//   time = max(compute, memory)                          (the roofline)
+//   time = max(compute, memory) + the gap between kernels (the roofline, then the launch)
 // The GEMM's efficiency = useful FLOPs 2·m·n·k·batch / (time · peak): tile quantization
 // (m, n not multiples of the tile) and wave quantization (tiles not a multiple of S) lower
 // it for small or oddly sized matrices and leave it near 1 for large ones, which is why
@@ -42,7 +43,8 @@ struct KernelTime {
 
 // One GEMM (16-bit operands: element_bytes 2) and one memory-bound kernel on `gpu`.
 KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes = 2);
-KernelTime memory_time(const ClusterSpec& gpu, double bytes);
+// `kernels` memory-bound kernels moving `bytes` in all: bytes / bandwidth + kernels · gap.
+KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels = 1);
 
 // One transformer layer (dtlab's GPT: LayerNorm → attention → LayerNorm → MLP 4h, GELU, no
 // dropout) for one micro-batch of b sequences on one GPU of a TP group of t with sequence

@@ -80,6 +80,8 @@
 
 #include "core/theory/collectives.h"
 #include "core/theory/context_parallel.h"
+#include "core/theory/gpu_profile.h"
+#include "core/theory/nccl_model.h"
 #include "core/theory/recompute.h"
 #include "core/theory/zero.h"
 
@@ -112,17 +114,30 @@ struct ClusterSpec {
   std::string name = "custom";
   int gpus = 0, gpus_per_node = 8;
   double gpu_memory = 80e9;  // bytes (GB = 1e9, as the curriculum counts "80 GB")
-  Link intra, inter;         // NVLink / InfiniBand, per GPU
-  double peak_flops = 312e12;
-  // The GPU for compute from shapes (core/theory/kernel_time.h): HBM bandwidth, SMs, and the
-  // output tile one thread block of a large 16-bit GEMM computes (CUTLASS's and cuBLAS's
-  // common 128 × 128: an assumption, not a documented figure), with where each came from.
-  double memory_Bps = 2.039e12;
+  // Per GPU and per direction: α = one hop's latency, β = the bus bandwidth NCCL reaches on the
+  // tier (NVLink in a node, the network between nodes; gpu_profile.h says where each came from).
+  Link intra, inter;
+  int nics_per_node = 0;  // 0: one NIC per GPU
+  double peak_flops = 312e12;  // datasheet bf16 dense: what MFU divides by
+  // The GPU for compute from shapes (core/theory/kernel_time.h): the achieved cuBLAS rate at
+  // its best shape, achieved HBM bandwidth, the gap between kernels, SMs, and the output tile
+  // one thread block of a large 16-bit GEMM computes (CUTLASS's and cuBLAS's common 128 × 128:
+  // an assumption, not a documented figure).
+  double gemm_flops = 271.2e12;
+  double memory_Bps = 1.80e12;
+  double kernel_gap_s = 1e-6;
   int sms = 108;
   int tile_m = 128, tile_n = 128;
-  std::string spec_source;
+  GpuArch arch = GpuArch::ampere;
+  bool nvls = false;  // NVLink SHARP all-reduce in a node (nccl_model.h)
+  std::vector<std::string> sources;  // the GPU profile's sources
+  std::string spec_source;           // the same, one line
 };
-// "a100-80gb", "h100-80gb" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
+// The cluster's GPUs of a profile (gpu_profile.h): its figures into the fields above.
+ClusterSpec cluster_from_profile(const GpuProfile& g);
+// The NCCL communicator of `ranks` ranks, `per_node` on each node, on this cluster (nccl_model.h).
+NcclFabric cluster_fabric(const ClusterSpec& c, int ranks, int per_node);
+// "a100-80gb", "h100-80gb", "h200" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
 ClusterSpec cluster_preset(std::string_view name);
 std::vector<std::string> cluster_preset_names();
 
@@ -165,9 +180,12 @@ struct LedgerEntry {
   double time_s = 0;       // α-β time on the critical path
 };
 
+// The step of the stage that ends last (step_model.h): its compute, its exposed communication
+// by axis, its optimizer step, and the rest of the step it spends waiting (the pipeline's
+// bubble and its sends). pp stays 0: a send delays the next stage and shows in its bubble.
 struct StepTime {
-  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0;
-  double total() const { return busy + bubble + tp + pp + dp + ep + cp; }
+  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0, optimizer = 0;
+  double total() const { return busy + bubble + tp + pp + dp + ep + cp + optimizer; }
 };
 
 struct Plan {

@@ -77,33 +77,46 @@ ModelSpec model_preset(std::string_view name) {
                    ", or give --params (and --layers --hidden --heads --seq --vocab)");
 }
 
-std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb"}; }
+std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb", "h200"}; }
 
-ClusterSpec cluster_preset(std::string_view name) {
-  // Bandwidths as the curriculum gives them: A100 NVLink 600 GB/s (seeds 001, 002), HDR
-  // InfiniBand 200 Gb/s = 25 GB/s per GPU (seed 004); H100 NVLink 4 900 GB/s, NDR 400 Gb/s
-  // = 50 GB/s per GPU (seed 000). Latencies are typical NCCL figures, not from the seeds.
+ClusterSpec cluster_from_profile(const GpuProfile& g) {
   ClusterSpec c;
-  c.name = std::string(name);
-  if (name == "a100-80gb") {
-    c.intra = {5e-6, 600e9};
-    c.inter = {10e-6, 25e9};
-    c.peak_flops = 312e12;  // bf16 dense
-    c.memory_Bps = 2.039e12;
-    c.sms = 108;
-    c.spec_source = "A100 80GB SXM: 312 TFLOP/s bf16 dense and 2,039 GB/s HBM2e (NVIDIA A100 datasheet, 2021); "
-                    "108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020)";
-  } else if (name == "h100-80gb") {
-    c.intra = {5e-6, 900e9};
-    c.inter = {10e-6, 50e9};
-    c.peak_flops = 989e12;  // bf16 dense, SXM
-    c.memory_Bps = 3.35e12;
-    c.sms = 132;
-    c.spec_source = "H100 SXM5 80GB: 989 TFLOP/s bf16 dense and 3.35 TB/s HBM3 (NVIDIA H100 datasheet, 2023); "
-                    "132 SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022)";
-  } else {
+  c.name = g.name;
+  c.gpu_memory = g.gpu_memory;
+  c.intra = {g.nvlink.latency_s, g.nvlink.nccl_Bps};
+  c.inter = {g.network.latency_s, g.network.nccl_Bps};
+  c.peak_flops = g.peak_flops;
+  c.gemm_flops = g.gemm_flops;
+  c.memory_Bps = g.memory_Bps;
+  c.kernel_gap_s = g.kernel_gap_s;
+  c.sms = g.sms;
+  c.arch = g.arch;
+  c.nvls = g.nvls;
+  c.sources = g.sources;
+  for (const auto& line : g.sources) c.spec_source += (c.spec_source.empty() ? "" : "; ") + line;
+  return c;
+}
+
+NcclFabric cluster_fabric(const ClusterSpec& c, int ranks, int per_node) {
+  GpuProfile g;
+  g.arch = c.arch;
+  g.nvls = c.nvls;
+  g.nvlink = {c.intra.beta_Bps, c.intra.beta_Bps, c.intra.alpha_s};
+  g.network = {c.inter.beta_Bps, c.inter.beta_Bps, c.inter.alpha_s};
+  NcclFabric f = nccl_fabric(g, ranks, per_node);
+  f.nics_per_node = c.nics_per_node;
+  return f;
+}
+
+// The presets are the GPU profiles (gpu_profile.h) under the planner's short names.
+ClusterSpec cluster_preset(std::string_view name) {
+  const std::string_view profile = name == "a100-80gb" ? "a100-sxm4-80gb" : name == "h100-80gb" ? "h100-sxm5"
+                                   : name == "h200"    ? "h200"
+                                                       : "";
+  if (profile.empty())
     throw UsageError("unknown cluster '" + std::string(name) + "'; the presets are " + joined(cluster_preset_names()));
-  }
+  ClusterSpec c = cluster_from_profile(gpu_profile(profile));
+  c.name = std::string(name);
   return c;
 }
 
@@ -115,7 +128,7 @@ std::string cp_words(const ParallelConfig& p) {
       p.cp_algo == CpAlgo::ring
           ? "ring attention per layer and micro-batch: cp−1 forward hops (again with full recomputation), cp−1 K/V + "
             "cp dK/dV backward, each 2·(b·s/cp)·(h/tp)·2 B, exposed beyond each block's attention 4·b·(s/cp)²·h/tp "
-            "FLOPs (backward 2×) at peak·efficiency"
+            "FLOPs (backward 2×) timed from their shapes"
       : p.cp_algo == CpAlgo::all_gather
           ? "all-gather of K/V per layer and micro-batch, (cp−1)·2·(b·s/cp)·(h/tp)·2 B leaving, and a reduce-scatter "
             "of dK/dV in backward, the same bytes; exposed whole (the gathered K/V kept for backward not counted)"
@@ -142,8 +155,9 @@ std::vector<std::string> plan_formulas(const Plan& out) {
       "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
       "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
       "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
-      "step: busy·(M+pp−1)/M + exposed communication (α-β, none overlapped); busy = hardware FLOPs·tokens / "
-      "(gpus·peak·" + format_g(p.efficiency) + ")",
+      "step: simulate's (core/theory/step_model.h): each layer's GEMMs and kernels from their shapes at the GPU's "
+      "achieved rates, TP and DP collectives as NCCL's tuning model times them, through the 1F1B pipeline; "
+      "none overlapped",
       std::string(p.cp > 1 ? "ranks: tp fastest, then cp, then dp, then pp (Megatron-LM's order)"
                            : "ranks: tp fastest, then dp, then pp (core/comm/topology.h)") +
           "; node = rank / " + std::to_string(out.cluster.gpus_per_node),

@@ -117,18 +117,18 @@ void add_cp_time_rows(Report& rep, const th::Plan& pl) {
   const th::CpRing& r = pl.cp_ring;
   rep.add("time.cp_hop", "CP ring: one K/V hop", r.hop_s, "s").source = "α + 2·(b·s/cp)·(h/tp)·2 B / β";
   rep.add("time.cp_block", "CP ring: one block's attention, forward", r.block_forward_s, "s").source =
-      "4·b·(s/cp)²·h/tp FLOPs / (peak·efficiency)";
+      "its GEMMs from their shapes (kernel_time.h)";
   rep.add("time.cp", "exposed CP ring hops", pl.time.cp, "s").source = "max(0, hop − block) per hop, + the last dK/dV hop";
 }
 
 void add_time_rows(Report& rep, const th::Plan& pl) {
   const auto& t = pl.time;
   rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source = "(p−1)/(M+p−1)";
-  rep.add("time.busy", "compute (busy)", t.busy, "s").source = "hardware FLOPs / (peak·efficiency)";
-  rep.add("time.bubble", "bubble", t.bubble, "s");
-  rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "α-β";
-  rep.add("time.pp", "exposed PP communication", t.pp, "s").source = "α-β";
-  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "α-β, no overlap";
+  rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
+  rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source = "1F1B simulated (step_model.h)";
+  rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "NCCL's model";
+  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "NCCL's model, no overlap";
+  rep.add("time.optimizer", "optimizer step", t.optimizer, "s").source = "AdamW bytes / achieved HBM bandwidth";
   if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
   if (pl.config.cp > 1 && pl.config.cp_algo == th::CpAlgo::ring) add_cp_time_rows(rep, pl);
   if (pl.config.cp > 1 && pl.config.cp_algo != th::CpAlgo::ring)

@@ -157,7 +157,10 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
   if (a.inter_bw > 0) c.inter.beta_Bps = a.inter_bw * 1e9;
   if (a.intra_us >= 0) c.intra.alpha_s = a.intra_us * 1e-6;
   if (a.inter_us >= 0) c.inter.alpha_s = a.inter_us * 1e-6;
-  if (a.peak_tflops > 0) c.peak_flops = a.peak_tflops * 1e12;
+  if (a.peak_tflops > 0) {  // the achieved GEMM rate keeps its share of the peak (gpu_profile.h)
+    c.gemm_flops *= a.peak_tflops * 1e12 / c.peak_flops;
+    c.peak_flops = a.peak_tflops * 1e12;
+  }
   return c;
 }
 
@@ -201,7 +204,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
       ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
   p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
       ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
-  p->add_option("--efficiency", a.efficiency, "Achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
+  p->add_option("--efficiency", a.efficiency, "simulate --compute flat only: achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
       ->capture_default_str();
   p->add_option("--experts", a.experts, "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
       ->check(whole_range(1, 1000000));

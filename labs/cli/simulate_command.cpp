@@ -34,7 +34,7 @@ namespace th = dtl::theory;
 struct SimulateArgs {
   PlanArgs plan;
   int steps = 2;
-  std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
+  std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "nccl", calibrate_link = "pcie4";
   sim::ComputeModel compute = sim::ComputeModel::roofline;
   int chunks = 1;
   double dp_bucket_mb = 0;
@@ -269,8 +269,10 @@ Command add_simulate_command(CLI::App& app) {
       ->check(finite_range(0, 1e6))->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))->capture_default_str();
-  p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
+  p->add_option("--algo", a->algo,
+                "Collectives: nccl (NCCL's tuning model picks ring/tree/NVLS × LL/LL128/Simple per call), or the α-β "
+                "forms ring, tree, hierarchical (ring in node + ring across nodes)")
+      ->check(CLI::IsMember({"nccl", "ring", "tree", "hierarchical"}))->capture_default_str();
   p->add_option("--compute", a->compute,
                  "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
                  "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")

@@ -8,17 +8,18 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/theory/step_model.h"
 
 namespace dtl::sim {
 
 namespace {
-constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical"};  // in CommAlgo's order
+constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical", "nccl"};  // in CommAlgo's order
 }  // namespace
 
 CommAlgo parse_comm_algo(std::string_view name) {
   for (std::size_t i = 0; i < std::size(kCommAlgoNames); ++i)
     if (name == kCommAlgoNames[i]) return CommAlgo(i);
-  throw UsageError("--algo is ring, tree or hierarchical, not '" + std::string(name) + "'");
+  throw UsageError("--algo is nccl, ring, tree or hierarchical, not '" + std::string(name) + "'");
 }
 
 const char* comm_algo_name(CommAlgo a) { return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?"; }
@@ -40,6 +41,7 @@ bool hierarchy_helps(const AxisRoute& r) {
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::all_reduce, bytes, fabric);
   if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
   if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
@@ -49,12 +51,16 @@ double AxisRoute::all_reduce(double bytes) const {
 
 double AxisRoute::reduce_scatter(double bytes) const {
   if (size < 2) return 0;
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::reduce_scatter, bytes, fabric);
   if (!hierarchy_helps(*this)) return call_overhead_s + ring_half(size, bytes, slowest());
   const int k = per_node, nodes = size / per_node;
   return call_overhead_s + ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
 }
 
-double AxisRoute::all_gather(double bytes) const { return reduce_scatter(bytes); }  // the same ring, reversed
+double AxisRoute::all_gather(double bytes) const {  // the same ring, reversed
+  if (size >= 2 && algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::all_gather, bytes, fabric);
+  return reduce_scatter(bytes);
+}
 
 std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
   std::string s = std::string(axis) + ": " + std::to_string(size) + " ranks, ";
@@ -65,6 +71,7 @@ std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
     s += (size % per_node ? "up to " : "") + std::to_string(per_node) + " per node over " +
          std::to_string((size + per_node - 1) / per_node) + " nodes (NVLink + InfiniBand)";
   if (point_to_point) return s + ", point-to-point between neighbouring stages";
+  if (algo == CommAlgo::nccl) return s + ", NCCL's tuning model (ring/tree/NVLS × LL/LL128/Simple, the fastest)";
   const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
   return s + ", " + comm_algo_name(shown) + (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
 }
@@ -75,8 +82,7 @@ AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, th
   r.intra = intra;
   r.inter = inter;
   r.algo = algo;
-  r.per_node = 0;
-  for (long i = 0; i < size; ++i) r.per_node += (i * stride) / gpus_per_node == 0 ? 1 : 0;
+  r.per_node = theory::group_per_node(size, stride, gpus_per_node);
   return r;
 }
 

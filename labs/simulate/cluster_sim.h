@@ -38,11 +38,14 @@
 #include <vector>
 
 #include "core/theory/collectives.h"
+#include "core/theory/nccl_model.h"
 #include "core/theory/schedule.h"
 
 namespace dtl::sim {
 
-enum class CommAlgo { ring, tree, hierarchical };
+// nccl (the default on a cluster): each collective timed as NCCL's tuning model times and
+// chooses it (core/theory/nccl_model.h); ring, tree, hierarchical: the α-β textbook forms.
+enum class CommAlgo { ring, tree, hierarchical, nccl };
 CommAlgo parse_comm_algo(std::string_view name);  // throws UsageError
 const char* comm_algo_name(CommAlgo a);
 
@@ -55,6 +58,7 @@ struct AxisRoute {
   // What the backend adds to every call beyond α-β, once per collective or send (0 on a
   // cluster; on thread ranks the measured wake-ups of the threads that carry it).
   double call_overhead_s = 0;
+  theory::NcclFabric fabric;  // where the group runs, for algo nccl (set by workload_from_plan)
   bool crosses_nodes() const { return per_node < size; }
   theory::Link slowest() const { return crosses_nodes() ? inter : intra; }
   double all_reduce(double bytes) const;      // bytes: the vector each rank holds

@@ -1,0 +1,52 @@
+// One performance model under `dtlab plan` and `dtlab simulate` (issue 45): the components of a
+// training step, computed once here, and the step time they add up to. The simulator
+// (labs/simulate) copies the same components into its workload and lays them out event by
+// event; plan() runs the same pipeline simulation (schedule_simulator.cpp) on them without the
+// events, so both report the same step time for the same layout (tests/labs/plan_simulate_test.cpp).
+//
+// Per GPU of each pipeline stage, per micro-batch:
+//   compute        each layer's GEMMs and memory-bound kernels from their shapes on the GPU's
+//                  achieved rates (kernel_time.h); the LM head on the last stage
+//   TP             2 all-reduces of b·s·h 16-bit values per layer forward, 2 backward (4 with full
+//                  recomputation), timed as NCCL would (nccl_model.h) on the TP group's tier
+//   CP             ring attention's exposed hops (context_parallel.h), the blocks timed from shapes
+//   PP             one send per boundary: α + bytes/β of the slowest tier the group spans
+//   ZeRO           ZeRO-3 all-gathers the stage's parameters before each forward and backward;
+//                  ZeRO-2/3 reduce-scatter its gradients after each backward
+// Once per step, after the stage's last backward: ZeRO-0's gradient all-reduce or ZeRO-1's
+// reduce-scatter, AdamW on the GPU's memory bandwidth (on 1/(dp·cp) with ZeRO ≥ 1), ZeRO-1/2's
+// all-gather of the parameters. Nothing overlaps (the simulator's --dp-bucket-mb can).
+// The 1F1B pipeline: step = the latest stage's end.
+#pragma once
+
+#include <vector>
+
+#include "core/theory/plan.h"
+
+namespace dtl::theory {
+
+// The ranks of one group in one node: of `size` ranks `stride` apart from rank 0, those on its node.
+int group_per_node(int size, long stride, int gpus_per_node);
+
+struct StepComponents {
+  std::vector<int> stage_layers;                     // layers on each stage
+  std::vector<double> layer_forward_s, layer_backward_s;  // compute per layer call, per stage
+  int tp_calls_forward = 2, tp_calls_backward = 2;   // all-reduces per layer
+  double tp_bytes = 0, tp_s = 0;                     // per all-reduce
+  double cp_forward_s = 0, cp_backward_s = 0;        // exposed exchange per layer
+  double cp_forward_bytes = 0, cp_backward_bytes = 0;
+  double pp_bytes = 0, pp_send_s = 0;                // per message between stages
+  std::vector<double> dp_bytes;                      // per stage: its 16-bit gradients on one GPU
+  std::vector<double> dp_all_reduce_s, dp_reduce_scatter_s, dp_all_gather_s;  // of a stage's dp_bytes
+  std::vector<double> optimizer_s;                   // per stage, once per step
+  NcclFabric tp_fabric, dp_fabric;                   // where TP and the gradient reduction run
+};
+StepComponents step_components(const Plan& p);
+
+// The 1F1B step from the components, split for the report (the stage that ends last).
+StepTime step_time(const StepComponents& k, const ParallelConfig& p);
+
+// Seconds of one NCCL collective of `bytes` over `size` ranks `stride` apart on cluster c.
+double group_collective_s(const ClusterSpec& c, Collective what, double bytes, int size, long stride);
+
+}  // namespace dtl::theory
