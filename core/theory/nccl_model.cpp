@@ -70,9 +70,14 @@ double algbw_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   return a == NcclAlgo::tree ? bus * 0.5 : bus * 5.0 / 6.0;
 }
 
+// A tier's hop latencies scale with its latency_s against NCCL's Ring/Simple figure (the profiles
+// carry exactly NCCL's, so by default this is NCCL's table; --intra-latency 500 makes it slower).
+double hop_scale(const LinkTier& tier, double ring_simple_us) { return tier.latency_s / (ring_simple_us * kUs); }
+
 double latency_us(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const int ai = int(a), pi = int(p);
-  const double intra = kNvlinkHop[ai][pi], inter = kNetworkHop[ai][pi];
+  const double intra = kNvlinkHop[ai][pi] * hop_scale(f.nvlink, kNvlinkHop[0][2]);
+  const double inter = kNetworkHop[ai][pi] * hop_scale(f.network, kNetworkHop[0][2]);
   double lat = kBaseLatency[ai][pi];
   if (a == NcclAlgo::ring) {
     const int steps = ring_steps(c, f.ranks);

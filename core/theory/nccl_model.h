@@ -24,6 +24,8 @@
 //            R/16·64 KiB (NCCL's "plateau effect of ring")
 //     tree   2·((R/N − 1)·hop(NVLink) + log2(N)·hop(network))
 //     nvls   its own NVLink latency (+ one network hop across nodes)
+//   (hop(tier) is NCCL's table scaled by the tier's latency_s over NCCL's Ring/Simple figure:
+//   exactly NCCL's for the profiles, which carry that figure)
 //
 // nccl_choose() takes the fastest enabled (algo, proto), as NCCL does, and says why.
 // Bus bandwidth as nccl-tests prints it: bytes/time × busbw_factor (collectives.h).

@@ -217,6 +217,9 @@ Command add_plan_command(CLI::App& app) {
       ->check(whole_range(1, 100000000));
   p->add_flag("--json", a->json, "Print the report as JSON");
   return [a, p] {
+    if (p->count("--efficiency"))  // one model under plan and simulate (issue 45): no flat share of peak
+      throw UsageError("--efficiency is simulate's --compute flat only: plan times every GEMM and kernel from its shape "
+                       "on the GPU's achieved rates (give --peak-tflops to scale them)");
     require_search_options_apply(*p, a->search > 0);
     require_cp_options_apply(*p, *a);
     const th::ModelSpec m = model_from(*a);
