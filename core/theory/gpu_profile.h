@@ -10,6 +10,8 @@
 //                   whose tiles and waves do not fill the GPU.
 //   memory_Bps      what a streaming kernel achieves on HBM (not the datasheet figure)
 //   kernel_gap_s    the idle time between two back-to-back kernels of one stream
+//   flash_*_flops   what a fused (flash) attention kernel achieves forward and backward, counting
+//                   the FLOPs it executes (the causal half only), as flash-attention's benchmarks do
 // Per link tier (NVLink inside a node, the network between nodes), per GPU and per direction:
 //   line_Bps        the wire rate (NVLink3 12 links × 25 GB/s = 300 GB/s on an A100: the
 //                   600 GB/s of the datasheet counts both directions)
@@ -43,6 +45,7 @@ struct GpuProfile {
   double gpu_memory = 0;  // bytes
   int sms = 0;
   double kernel_gap_s = 0;
+  double flash_forward_flops = 0, flash_backward_flops = 0;  // achieved by a fused causal attention kernel
   bool nvls = false;  // NVLink SHARP (NVSwitch 3): NCCL's NVLS all-reduce on one node
   LinkTier nvlink, network;
   std::vector<std::string> sources;  // one line per number above, in the same order

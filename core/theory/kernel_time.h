@@ -46,31 +46,31 @@ KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes
 // `kernels` memory-bound kernels moving `bytes` in all: bytes / bandwidth + kernels · gap.
 KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels = 1);
 
-// One transformer layer (dtlab's GPT: LayerNorm → attention → LayerNorm → MLP 4h, GELU, no
-// dropout) for one micro-batch of b sequences on one GPU of a TP group of t with sequence
-// parallelism (every tensor divided by t), 16-bit activations.
-//   forward GEMMs   QKV [bs × h]·[h × 3h/t], scores (b·a/t)·[s × d]·[d × s], values
-//                   (b·a/t)·[s × s]·[s × d], projection [bs × h/t]·[h/t × h], MLP up
-//                   [bs × h]·[h × 4h/t] and down [bs × 4h/t]·[4h/t × h]      (d = h/a)
+// One transformer layer for one micro-batch of b sequences on one GPU of a TP group of t, 16-bit
+// activations, as the run's practice says (practice.h). GPT: LayerNorm → attention → LayerNorm →
+// MLP h → ffn → h, GELU; Llama: RMSNorm, rotary Q/K, grouped-query attention (kv heads), SwiGLU.
+//   forward GEMMs   QKV [bs × h]·[h × (h + 2·kv·d)/t], projection [bs × h/t]·[h/t × h], MLP up
+//                   [bs × h]·[h × ffn/t] (SwiGLU: 2·ffn/t, gate and up) and down [bs × ffn/t]·[ffn/t × h]
+//   attention core  unfused: scores (b·a/t)·[s × d]·[d × s] and values (b·a/t)·[s × s]·[s × d] as
+//                   batched GEMMs over the whole s × s; flash: one kernel, the causal half, at the
+//                   profile's flash rates (backward 2.5× the forward's FLOPs)      (d = h/a)
 //   backward GEMMs  two per forward GEMM: the input's gradient and the weight's (scores and
 //                   values: the gradients of both operands)
-//   memory-bound    forward: 2 LayerNorms (read + write b·s·h each), 2 residual adds (read 2,
-//                   write 1), GELU (read + write 4·b·s·h), softmax (read + write b·a·s²):
-//                   18·b·s·h + 2·b·a·s² elements, /t; backward twice the forward's traffic
-//   recomputation   full: backward adds the whole forward; selective: the attention core
-//                   (scores, softmax, values)
+//   memory-bound    elementwise_forward (kernel_time.cpp): norms, residual adds, dropout, activation,
+//                   rotary, and with unfused attention the scores' softmax — ÷ t inside the TP
+//                   regions, outside them only with sequence parallelism; backward twice the forward
+//   recomputation   full: backward adds the whole forward; selective: the attention core (and the
+//                   unfused softmax)
 //   context par. cp each GPU holds n = s/cp positions (context_parallel.h): every bs above is
 //                   b·n, and the attention core is cp blocks of n queries against n keys
-//                   (scores (b·a/t)·[n × d]·[d × n], values (b·a/t)·[n × n]·[n × d], one block
-//                   per ring step; softmax b·a·n·s elements)
 struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
   double block_forward_s = 0, block_backward_s = 0;  // one ring step's attention block (cp > 1)
+  double linear_forward_s = 0, linear_backward_s = 0;  // of the GEMMs: the four linear layers' (no recomputation)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
 };
-LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
-                                 Recompute recompute, int cp = 1);
+LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, const ParallelConfig& cfg);
 
 // The LM head on the last stage: logits [bs × h]·[h × V/t], its two backward GEMMs, and the
 // softmax cross-entropy over the logits (read + write b·s·V/t forward, twice backward).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/theory/framework_memory.h"
 #include "core/theory/kernel_time.h"
 #include "core/theory/step_model.h"
 #include "core/util/units.h"
@@ -89,6 +90,15 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (m.heads > 0 && m.heads % p.tp != 0)
     throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.heads) +
                      " attention heads (each TP rank computes whole heads)");
+  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0)
+    throw UsageError("--heads " + std::to_string(m.heads) + " does not divide --hidden " + std::to_string(m.hidden) +
+                     ": each head has hidden/heads features; choose a head count that divides the hidden size");
+  if (m.kv_heads > 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0))
+    throw UsageError("--kv-heads " + std::to_string(m.kv_heads) + " must divide the " + std::to_string(m.heads) +
+                     " query heads (--heads): each key/value head serves heads/kv-heads query heads");
+  if (m.kv_heads > 0 && m.kv_heads % p.tp != 0)
+    throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.kv_heads) +
+                     " key/value heads (--kv-heads): each TP rank holds whole key/value heads");
   if (m.layers > 0 && p.pp > m.layers)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
@@ -245,7 +255,7 @@ void add_cp_entries(Plan& out, const Span& span, Link link) {
   const auto& m = out.model;
   const auto& p = out.config;
   if (p.cp < 2 || !m.has_shape()) return;
-  const LayerTime layer = transformer_layer_time(out.cluster, m, p.micro_batch_size, p.tp, p.recompute, p.cp);
+  const LayerTime layer = transformer_layer_time(out.cluster, m, p);
   const double block_f = layer.block_forward_s, block_b = layer.block_backward_s;  // the blocks from their shapes
   out.cp_ring = cp_ring(m, p, link, block_f, block_b);
   const int layers = p.micro_batches * layers_per_stage(m, p.pp);
@@ -277,14 +287,13 @@ void fill_memory(Plan& out) {
   mem.model_state_eight = state(ZeroConvention::eight);
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
-  const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
-  auto held = [&](double layer_bytes) {  // each GPU of a cp group holds s/cp of every sequence
-    return activations_in_flight(layer_bytes / p.cp, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
+  auto held = [&](double layer_bytes) {  // (layer_activation_bytes counts this GPU's s/cp positions)
+    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
   };
-  // Tensor parallelism with sequence parallelism, as Megatron-LM runs it.
-  mem.activations_none = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::none));
-  mem.activations_selective = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::selective));
-  mem.activations_full = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::full));
+  // Korthikanti's terms as the run keeps them: sequence parallelism, dropout, flash (framework_memory.h).
+  mem.activations_none = held(layer_activation_bytes(m, p, Recompute::none));
+  mem.activations_selective = held(layer_activation_bytes(m, p, Recompute::selective));
+  mem.activations_full = held(layer_activation_bytes(m, p, Recompute::full));
   mem.activations = p.recompute == Recompute::none        ? mem.activations_none
                     : p.recompute == Recompute::selective ? mem.activations_selective
                                                           : mem.activations_full;
@@ -346,6 +355,7 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   out.config = p;
   out.psi = m.parameters();
   fill_memory(out);
+  out.memory.framework = framework_memory(out);
   auto span_of = [&](Axis a) { return group_span(axis_group(a, p), c); };
   const Span dp_span = group_span(replica_group(p), c), tp_span = span_of(Axis::tp), pp_span = span_of(Axis::pp);
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };

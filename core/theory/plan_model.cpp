@@ -18,20 +18,33 @@ std::string joined(const std::vector<std::string>& names) {
   return s;
 }
 
-double mlp_parameters(double h) { return 8 * h * h + 5 * h; }  // h → 4h → h with biases
-
-// What E experts add to each layer over the dense MLP: E − 1 more MLPs and the router.
+// What E experts add to each layer over the dense MLP: E − 1 more MLPs and the router (h·E).
 double moe_extra_parameters(const ModelSpec& m) {
   if (m.experts < 1) return 0;
-  const double h = m.hidden;
-  return double(m.layers) * ((m.experts - 1) * mlp_parameters(h) + h * m.experts);
+  return double(m.layers) * ((m.experts - 1) * m.mlp_parameters() + double(m.hidden) * m.experts);
 }
 
 }  // namespace
 
+// GPT: h → ffn → h with biases (8h² + 5h at ffn = 4h). Llama: SwiGLU's gate, up and down, no biases.
+double ModelSpec::mlp_parameters() const {
+  const double h = hidden, f = ffn_size();
+  return family == Family::llama ? 3 * h * f : 2 * h * f + f + h;
+}
+
+// GPT: QKV h·(3h) + 3h, projection h² + h, two LayerNorms 4h; Llama: Q h², K and V h·(h·kv/a) each,
+// projection h², two RMSNorms 2h; with the MLP above.
+double ModelSpec::layer_parameters() const {
+  const double h = hidden, q = qkv_width();
+  if (family == Family::llama) return h * q + h * h + 2 * h + mlp_parameters();
+  return h * q + q + h * h + h + 4 * h + mlp_parameters();
+}
+
 double ModelSpec::shape_parameters() const {
-  const double L = layers, h = hidden;
-  return L * (12 * h * h + 13 * h) + double(vocab) * h + double(seq) * h + 2 * h + moe_extra_parameters(*this);
+  const double h = hidden, V = vocab;
+  const double embeddings = family == Family::llama ? 2 * V * h + h                // untied, the final RMSNorm
+                                                    : V * h + double(seq) * h + 2 * h;  // tied, positions, final LN
+  return layers * layer_parameters() + embeddings + moe_extra_parameters(*this);
 }
 
 double ModelSpec::shape_parameters_approx() const {
@@ -39,27 +52,42 @@ double ModelSpec::shape_parameters_approx() const {
   return 12 * L * h * h * (1 + 13 / (12 * h) + (double(vocab) + double(seq)) / (12 * L * h)) + moe_extra_parameters(*this);
 }
 
-double ModelSpec::expert_parameters() const {
-  return experts > 0 ? double(layers) * experts * mlp_parameters(hidden) : 0;
-}
+double ModelSpec::expert_parameters() const { return experts > 0 ? double(layers) * experts * mlp_parameters() : 0; }
 
 double ModelSpec::active_parameters() const {
-  return parameters() - (experts > 0 ? double(layers) * (experts - top_k) * mlp_parameters(hidden) : 0);
+  return parameters() - (experts > 0 ? double(layers) * (experts - top_k) * mlp_parameters() : 0);
 }
 
 namespace {
 
 struct ModelPreset {
   const char* name;
-  double params;
+  double params;  // nominal Ψ (the seeds' 7b..1t); 0: counted from the shape
   int layers, hidden, heads, seq, vocab;
+  Family family = Family::gpt;
+  int kv_heads = 0, ffn = 0, experts = 0, top_k = 1;
+  double stated = 0;  // the count its authors publish (0: the nominal Ψ is the statement)
+  const char* source = "";
 };
-// Nominal Ψ as the seeds count it (175B, not the shape's 174.6B); shapes: LLaMA-2 7B/13B/70B
-// (dense-attention approximation), GPT-3 175B, Megatron-LM's 1T (Narayanan et al. 2021).
-constexpr ModelPreset kModels[] = {
-    {"7b", 7e9, 32, 4096, 32, 4096, 32000},        {"13b", 13e9, 40, 5120, 40, 4096, 32000},
-    {"70b", 70e9, 80, 8192, 64, 4096, 32000},      {"175b", 175e9, 96, 12288, 96, 2048, 50257},
+// The seeds' presets: nominal Ψ with a shape for activations and FLOPs (LLaMA-2 7B/13B/70B as
+// dense-attention GPTs, GPT-3 175B, Megatron-LM's 1T, Narayanan et al. 2021). The published
+// shapes: counted from the shape, checked against the stated count (tests/core/plan_test.cpp).
+const ModelPreset kModels[] = {
+    {"7b", 7e9, 32, 4096, 32, 4096, 32000},
+    {"13b", 13e9, 40, 5120, 40, 4096, 32000},
+    {"70b", 70e9, 80, 8192, 64, 4096, 32000},
+    {"175b", 175e9, 96, 12288, 96, 2048, 50257},
     {"1t", 1e12, 128, 25600, 160, 2048, 51200},
+    {"gpt3-175b", 0, 96, 12288, 96, 2048, 50257, Family::gpt, 0, 0, 0, 1, 175.0e9,
+     "Brown et al. 2020 (arXiv:2005.14165) Table 2.1: 96 layers, d_model 12288, 96 heads, context 2048, 175.0B"},
+    {"llama3-8b", 0, 32, 4096, 32, 8192, 128256, Family::llama, 8, 14336, 0, 1, 8030261248.0,
+     "Llama 3.1 8B config.json (meta-llama on Hugging Face); 8,030,261,248 parameters in its safetensors"},
+    {"llama3-70b", 0, 80, 8192, 64, 8192, 128256, Family::llama, 8, 28672, 0, 1, 70553706496.0,
+     "Llama 3.1 70B config.json; 70,553,706,496 parameters"},
+    {"llama3-405b", 0, 126, 16384, 128, 8192, 128256, Family::llama, 8, 53248, 0, 1, 405853388800.0,
+     "Llama 3.1 405B config.json (Dubey et al. 2024, Table 3: 126 layers, 16384, 128 heads, 8 KV heads, FFN 53248)"},
+    {"mixtral-8x7b", 0, 32, 4096, 32, 32768, 32000, Family::llama, 8, 14336, 8, 2, 46702792704.0,
+     "Jiang et al. 2024 (arXiv:2401.04088) Table 1: 8 experts, top-2, 46.7B total, 12.9B active"},
 };
 
 }  // namespace
@@ -72,9 +100,19 @@ std::vector<std::string> model_preset_names() {
 
 ModelSpec model_preset(std::string_view name) {
   for (const auto& p : kModels)
-    if (name == p.name) return {p.name, p.params, p.layers, p.hidden, p.heads, p.seq, p.vocab};
+    if (name == p.name) {
+      ModelSpec m{p.name, p.params, p.layers, p.hidden, p.heads, p.seq, p.vocab};
+      m.family = p.family, m.kv_heads = p.kv_heads, m.ffn = p.ffn, m.experts = p.experts, m.top_k = p.top_k;
+      return m;
+    }
   throw UsageError("unknown model '" + std::string(name) + "'; the presets are " + joined(model_preset_names()) +
                    ", or give --params (and --layers --hidden --heads --seq --vocab)");
+}
+
+PresetStatement model_preset_statement(std::string_view name) {
+  for (const auto& p : kModels)
+    if (name == p.name) return {p.stated > 0 ? p.stated : p.params, p.source};
+  return {};
 }
 
 std::vector<std::string> cluster_preset_names() { return {"a100-80gb", "h100-80gb", "h200"}; }
@@ -89,6 +127,8 @@ ClusterSpec cluster_from_profile(const GpuProfile& g) {
   c.gemm_flops = g.gemm_flops;
   c.memory_Bps = g.memory_Bps;
   c.kernel_gap_s = g.kernel_gap_s;
+  c.flash_forward_flops = g.flash_forward_flops;
+  c.flash_backward_flops = g.flash_backward_flops;
   c.sms = g.sms;
   c.arch = g.arch;
   c.nvls = g.nvls;

@@ -22,8 +22,13 @@ std::vector<int> layers_on_stages(int layers, int stages) {  // L/P each, the fi
 // Seconds per layer call from the shapes; the LM head spread over the last stage's layers.
 void time_layers(const Plan& p, StepComponents& k) {
   const auto& cfg = p.config;
-  const LayerTime layer = transformer_layer_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.recompute, cfg.cp);
+  const LayerTime layer = transformer_layer_time(p.cluster, p.model, cfg);
   const LayerTime head = lm_head_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.cp);
+  // A TP collective exposed, or overlapped with the GEMM beside it: each of a pass's calls hides
+  // behind its share of the layer's linear GEMMs (practice.h)
+  const bool overlapped = cfg.practice.tp_comm == CommOverlap::overlapped;
+  k.tp_forward_s = overlapped ? std::max(0.0, k.tp_s - layer.linear_forward_s / k.tp_calls_forward) : k.tp_s;
+  k.tp_backward_s = overlapped ? std::max(0.0, k.tp_s - layer.linear_backward_s / k.tp_calls_backward) : k.tp_s;
   k.layer_forward_s.assign(k.stage_layers.size(), layer.forward_s());
   k.layer_backward_s.assign(k.stage_layers.size(), layer.backward_s());
   const double last_layers = k.stage_layers.back();
@@ -51,13 +56,20 @@ void time_data_parallel(const Plan& p, StepComponents& k) {
   k.dp_fabric = cluster_fabric(c, replicas, group_per_node(replicas, cfg.tp, c.gpus_per_node));
   const double touched = optimizer_step_bytes(zero_precision(cfg.convention));
   const double shards = cfg.zero >= 1 ? double(replicas) : 1;
+  auto nccl = [&](Collective what, double bytes) { return replicas > 1 ? nccl_time(what, bytes, k.dp_fabric) : 0; };
+  const bool overlap = cfg.practice.dp_comm == CommOverlap::overlapped && cfg.zero <= 1 && replicas > 1;
+  k.dp_bucket_bytes = overlap ? cfg.practice.dp_bucket_bytes : 0;
+  k.zero3_prefetch = cfg.practice.zero3_prefetch;
   for (int L : k.stage_layers) {
     const double params = p.psi * L / p.model.layers / cfg.tp;
-    const double bytes = params * kBytes16;
-    k.dp_bytes.push_back(bytes);
-    k.dp_all_reduce_s.push_back(replicas > 1 ? nccl_time(Collective::all_reduce, bytes, k.dp_fabric) : 0);
-    k.dp_reduce_scatter_s.push_back(replicas > 1 ? nccl_time(Collective::reduce_scatter, bytes, k.dp_fabric) : 0);
-    k.dp_all_gather_s.push_back(replicas > 1 ? nccl_time(Collective::all_gather, bytes, k.dp_fabric) : 0);
+    const double grads = params * cfg.practice.grad_bytes(), weights = params * kBytes16;  // reduced, gathered
+    k.dp_bytes.push_back(grads);
+    k.dp_gather_bytes.push_back(weights);
+    k.dp_all_reduce_s.push_back(nccl(Collective::all_reduce, grads));
+    k.dp_reduce_scatter_s.push_back(nccl(Collective::reduce_scatter, grads));
+    k.dp_all_gather_s.push_back(nccl(Collective::all_gather, weights));
+    k.zero3_gather_s.push_back(nccl(Collective::all_gather, weights / L));  // per layer (ZeRO-3)
+    k.zero3_scatter_s.push_back(nccl(Collective::reduce_scatter, grads / L));
     k.optimizer_s.push_back(params / shards * touched / c.memory_Bps);
   }
 }
@@ -81,12 +93,12 @@ StepComponents step_components(const Plan& p) {
   const auto& cfg = p.config;
   StepComponents k;
   k.stage_layers = layers_on_stages(m.layers, cfg.pp);
-  time_layers(p, k);
   k.tp_calls_backward = cfg.recompute == Recompute::full ? 4 : 2;
   const double sbh = double(cfg.micro_batch_size) * m.seq / cfg.cp * m.hidden;  // this GPU's s/cp positions
   k.tp_bytes = sbh * kBytes16;
   k.tp_fabric = cluster_fabric(c, cfg.tp, group_per_node(cfg.tp, 1, c.gpus_per_node));
   k.tp_s = cfg.tp > 1 ? nccl_time(Collective::all_reduce, k.tp_bytes, k.tp_fabric) : 0;
+  time_layers(p, k);  // (after tp_s: an overlapped collective hides behind the layer's GEMMs)
   k.pp_bytes = sbh / cfg.tp * kBytes16;
   const long pp_stride = long(cfg.tp) * cfg.cp * cfg.dp;
   const Link pp_link = group_per_node(cfg.pp, pp_stride, c.gpus_per_node) < cfg.pp ? c.inter : c.intra;
@@ -95,31 +107,76 @@ StepComponents step_components(const Plan& p) {
   return k;
 }
 
+LayerOverlap zero3_layers(int layers, double layer_s, double gather_s, double scatter_s, int prefetch) {
+  LayerOverlap o;
+  double gather_end = 0, compute_end = 0, scatter_end = 0;
+  for (int i = 0; i < layers; ++i) {
+    double may_start = 0;  // the layer whose start (prefetch ≥ 1) or end (0) frees the gather
+    if (prefetch == 0) may_start = compute_end;
+    else if (i >= prefetch) may_start = o.compute_begin[std::size_t(i - prefetch)];
+    o.gather_begin.push_back(std::max(gather_end, may_start));
+    gather_end = o.gather_begin.back() + gather_s;
+    o.compute_begin.push_back(std::max(compute_end, gather_end));
+    compute_end = o.compute_begin.back() + layer_s;
+    o.scatter_begin.push_back(std::max(scatter_end, compute_end));
+    scatter_end = scatter_s > 0 ? o.scatter_begin.back() + scatter_s : scatter_end;
+  }
+  o.end = std::max(compute_end, scatter_end);
+  return o;
+}
+
+namespace {
+
+// One stage's F and B durations (the pipeline simulation's action times).
+pipeline::ActionTimes stage_action_times(const StepComponents& k, const ParallelConfig& p, std::size_t s) {
+  const int L = k.stage_layers[s];
+  const double forward = k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s;
+  const double backward = k.layer_backward_s[s] + k.tp_calls_backward * k.tp_backward_s + k.cp_backward_s;
+  pipeline::ActionTimes t;
+  t.p2p = k.pp_send_s;
+  if (p.zero == 3) {  // per-layer gathers (and reduce-scatters) beside the layers
+    t.forward = zero3_layers(L, forward, k.zero3_gather_s[s], 0, k.zero3_prefetch).end;
+    t.backward = zero3_layers(L, backward, k.zero3_gather_s[s], k.zero3_scatter_s[s], k.zero3_prefetch).end;
+    return t;
+  }
+  t.forward = L * forward;
+  t.backward = L * backward + (p.zero == 2 ? k.dp_reduce_scatter_s[s] : 0);
+  return t;
+}
+
+}  // namespace
+
 StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
   const int P = int(k.stage_layers.size()), M = p.micro_batches;
   std::vector<pipeline::ActionTimes> times;
-  for (int s = 0; s < P; ++s) {
-    const double L = k.stage_layers[std::size_t(s)];
-    const double before = p.zero == 3 ? k.dp_all_gather_s[std::size_t(s)] : 0;
-    const double after = p.zero >= 2 ? k.dp_reduce_scatter_s[std::size_t(s)] : 0;
-    pipeline::ActionTimes t;
-    t.forward = before + L * (k.layer_forward_s[std::size_t(s)] + k.tp_calls_forward * k.tp_s + k.cp_forward_s);
-    t.backward = before + L * (k.layer_backward_s[std::size_t(s)] + k.tp_calls_backward * k.tp_s + k.cp_backward_s) + after;
-    t.p2p = k.pp_send_s;
-    times.push_back(t);
-  }
+  for (int s = 0; s < P; ++s) times.push_back(stage_action_times(k, p, std::size_t(s)));
   const pipeline::Simulation sim =
       pipeline::simulate(pipeline::make_schedule(pipeline::ScheduleKind::one_f_one_b, {P, M, 1}), times);
-  std::vector<double> last_end(std::size_t(P), 0.0);
-  for (const auto& a : sim.actions) last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
+  std::vector<double> last_end(std::size_t(P), 0.0), last_backward_begin(std::size_t(P), 0.0);
+  for (const auto& a : sim.actions) {
+    const std::size_t i = std::size_t(a.stage);
+    if (a.action.op == pipeline::Op::backward && a.end >= last_end[i]) last_backward_begin[i] = a.begin;
+    last_end[i] = std::max(last_end[i], a.end);
+  }
   StepTime best;
   double best_end = -1;
   for (int s = 0; s < P; ++s) {  // the end of the step on stage s (the simulator's close_step)
     const std::size_t i = std::size_t(s);
     const bool dp = p.dp * p.cp > 1;
     double closing = 0;
-    if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
-    if (dp && p.zero == 1) closing += k.dp_reduce_scatter_s[i];
+    if (k.dp_bucket_bytes > 0) {  // the buckets beside the last backward: the step waits for the last
+      const double layer = times[i].backward / k.stage_layers[i];
+      const bool scatter = p.zero == 1;
+      const auto buckets = gradient_buckets(last_backward_begin[i], layer, k.stage_layers[i], k.dp_bytes[i],
+                                            k.dp_bucket_bytes, [&](double bytes) {
+                                              return nccl_time(scatter ? Collective::reduce_scatter : Collective::all_reduce,
+                                                               bytes, k.dp_fabric);
+                                            });
+      closing += std::max(0.0, buckets.back().end - last_end[i]);
+    } else {
+      if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
+      if (dp && p.zero == 1) closing += k.dp_reduce_scatter_s[i];
+    }
     if (dp && (p.zero == 1 || p.zero == 2)) closing += k.dp_all_gather_s[i];
     const double end = std::max(last_end[i] + closing + k.optimizer_s[i], last_end[i] + (s > 0 ? k.pp_send_s : 0));
     if (end <= best_end) continue;
@@ -127,9 +184,12 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     const double L = k.stage_layers[i];
     StepTime t;
     t.busy = M * L * (k.layer_forward_s[i] + k.layer_backward_s[i]);
-    t.tp = M * L * (k.tp_calls_forward + k.tp_calls_backward) * k.tp_s;
+    t.tp = M * L * (k.tp_calls_forward * k.tp_forward_s + k.tp_calls_backward * k.tp_backward_s);
     t.cp = M * L * (k.cp_forward_s + k.cp_backward_s);
-    t.dp = closing + M * ((p.zero == 3 ? 2 * k.dp_all_gather_s[i] : 0) + (p.zero >= 2 ? k.dp_reduce_scatter_s[i] : 0));
+    const double in_actions = times[i].forward + times[i].backward - L * (k.layer_forward_s[i] + k.layer_backward_s[i]) -
+                              L * (k.tp_calls_forward * k.tp_forward_s + k.tp_calls_backward * k.tp_backward_s) -
+                              L * (k.cp_forward_s + k.cp_backward_s);  // ZeRO-2/3's collectives left exposed
+    t.dp = closing + M * in_actions;
     t.optimizer = k.optimizer_s[i];
     t.bubble = end - (t.busy + t.tp + t.cp + t.dp + t.optimizer);  // waiting for other stages and their sends
     best = t;

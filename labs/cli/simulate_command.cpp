@@ -37,7 +37,6 @@ struct SimulateArgs {
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "nccl", calibrate_link = "pcie4";
   sim::ComputeModel compute = sim::ComputeModel::roofline;
   int chunks = 1;
-  double dp_bucket_mb = 0;
   bool calibrate = false;
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
@@ -68,9 +67,7 @@ void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, 
   rep.add("sim.hardware_tflops", "hardware TFLOP/s per GPU (with the recomputed forward)",
           per_gpu * pl.hardware_flops_per_token / 1e12, "TFLOP/s");
   if (compute != sim::ComputeModel::roofline) return;
-  const th::LayerTime l =
-      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute,
-                                 pl.config.cp);
+  const th::LayerTime l = th::transformer_layer_time(pl.cluster, pl.model, pl.config);
   th::KernelTime gemms = l.forward_gemm;
   gemms += l.backward_gemm;
   char from[160];
@@ -98,7 +95,7 @@ void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, 
   for (const auto& s : r.stages) exposed = std::max(exposed, s.dp_exposed), optimizer = std::max(optimizer, s.host);
   const char* gathers = w.zero == 1 || w.zero == 2 ? " + the parameter all-gather" : "";
   rep.add("sim.dp_exposed", "DP waited for after the last backward", exposed, "s").source =
-      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) + gathers;
+      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-comm overlapped)") : std::string("gradient reduction")) + gathers;
   char from[160];
   std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s",
                 th::optimizer_step_bytes(th::zero_precision(pl.config.convention)),
@@ -130,11 +127,12 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
                    std::to_string(w.pp) + (w.cp > 1 ? " × cp " + std::to_string(w.cp) + " (" + th::cp_algo_name(pl.config.cp_algo) + ")" : "") + " · ZeRO-" + std::to_string(w.zero) +
                    (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " + std::to_string(w.micro_batches) +
                    " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
-               w.tp_route.describe("tp"), w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
+               "practice: " + th::practice_words(pl.config.practice), w.tp_route.describe("tp"),
+               w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
   char took[160];
   std::snprintf(took, sizeof took, "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
                 r.elapsed_s, r.stages.size(), w.gpus(), trace_ranks);
-  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 2, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
+  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 3, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
   rep.setup.push_back(took);
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
@@ -199,7 +197,6 @@ int run_simulate(const SimulateArgs& a) {
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
   sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), a.compute);
   w.chunks = a.chunks;
-  w.dp_bucket_bytes = a.dp_bucket_mb * 1024 * 1024;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
@@ -263,10 +260,6 @@ Command add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--schedule", a->schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
-  p->add_option("--dp-bucket-mb", a->dp_bucket_mb,
-                 "Overlap ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) with the last backward in buckets "
-                 "of this many MiB (PyTorch DDP's bucket_cap_mb, 25 there); 0: one collective after backward")
-      ->check(finite_range(0, 1e6))->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))->capture_default_str();
   p->add_option("--algo", a->algo,
@@ -296,6 +289,7 @@ Command add_simulate_command(CLI::App& app) {
     check_calibrate_options(p, a->calibrate);
     require_simulate_options_apply(*p, !a->trace.empty(), a->compute);
     require_cp_options_apply(*p, a->plan);
+    if (!a->calibrate) resolve_practice(*p, a->plan);
     return run_simulate(*a);
   };
 }

@@ -92,6 +92,14 @@ struct Workload {
   // do: a bucket of this many bytes is reduced on the comm stream as soon as its layers'
   // backward is done (the buckets one after another); 0: one collective after the last backward.
   double dp_bucket_bytes = 0;
+  std::vector<double> dp_gather_bytes;  // per stage: its 16-bit parameters (empty: dp_bytes)
+  // ZeRO-3 (≥ 0): each layer's parameters gathered beside the layers, this many layers ahead, and its
+  // gradients reduce-scattered after it (core/theory/step_model.h's zero3_layers); < 0: one gather
+  // of the stage's parameters before each action and one reduce-scatter after its backward.
+  int zero3_prefetch = -1;
+  // Per TP collective, what it costs the layer (≥ 0: from the step model, overlapped or not; < 0: the
+  // whole all-reduce of tp_bytes on tp_route)
+  double tp_forward_s = -1, tp_backward_s = -1;
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured

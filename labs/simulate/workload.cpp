@@ -91,10 +91,16 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const double sbh = tokens_mb * m.hidden;
   w.tp_bytes = sbh * kBytes16;
   w.pp_bytes = sbh / cfg.tp * kBytes16;
-  for (int L : w.stage_layers) w.dp_bytes.push_back(p.psi * L / m.layers / cfg.tp * kBytes16);  // replicated over cp
   w.flops_per_s = c.peak_flops * cfg.efficiency;  // (flat only: the roofline times each layer below)
   const theory::StepComponents k = theory::step_components(p);
   if (compute == ComputeModel::roofline) copy_step_components(k, w);
+  // What the run's practice makes of the communication (core/theory/practice.h), as the plan has it:
+  // the gradients in their precision, the parameters gathered in 16 bits, TP exposed or overlapped,
+  // the DP reduction in buckets beside the last backward, ZeRO-3's gathers per layer.
+  w.dp_bytes = k.dp_bytes, w.dp_gather_bytes = k.dp_gather_bytes;
+  w.tp_forward_s = k.tp_forward_s, w.tp_backward_s = k.tp_backward_s;
+  w.dp_bucket_bytes = k.dp_bucket_bytes;
+  w.zero3_prefetch = k.zero3_prefetch;
   time_optimizer_step(p, k, w);
   const int gpn = c.gpus_per_node;
   // rank order tp, cp, dp, pp (core/theory/plan.h); the gradients over the dp·cp replicas

@@ -145,3 +145,22 @@ TEST(PlanCli, ContextParallelismIsPlannedAndWhatCannotBeSplitIsRefused) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": one line\n" << r.err;
   }
 }
+
+// Model families and bad shapes (issue 45): a Llama-style shape plans; heads that do not divide the
+// hidden size, key/value heads that do not divide the heads or do not split over tp are exit 2
+// saying what to do.
+TEST(PlanCli, LlamaShapesPlanAndBadShapesAreRefused) {
+  const auto llama = run_dtlab("plan --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --family llama "
+                               "--seq 8192 --vocab 128256 --dp 8");
+  ASSERT_EQ(llama.code, 0) << llama.err;
+  EXPECT_NE(llama.out.find("8.03 billion"), std::string::npos) << llama.out;  // Llama 3 8B's 8,030,261,248
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --layers 2 --hidden 100 --heads 7 --seq 64 --vocab 100", "--heads 7 does not divide --hidden 100"},
+           {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 3 --seq 64 --vocab 100", "--kv-heads 3 must divide"},
+           {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 2 --seq 64 --vocab 100 --tp 4", "--kv-heads"},
+           {"plan --model llama3-8b --kv-heads 4", "another model"}}) {
+    const auto r = run_dtlab(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+  }
+}

@@ -57,12 +57,18 @@ TEST(KernelTime, ALayersGemmFlopsAreNarayanansClosedForm) {
     for (const int b : {1, 4}) {
       const double B = b, s = m.seq, h = m.hidden;
       const double forward = 24 * B * s * h * h * (1 + s / (6 * h)) / t;
-      const th::LayerTime none = th::transformer_layer_time(gpu, m, b, t, th::Recompute::none);
+      auto layer = [&](th::Recompute r) {  // Megatron's unfused attention: the whole s × s through GEMMs
+        th::ParallelConfig cfg;
+        cfg.micro_batch_size = b, cfg.tp = t, cfg.recompute = r;
+        cfg.practice.attention = th::AttentionKernel::unfused;
+        return th::transformer_layer_time(gpu, m, cfg);
+      };
+      const th::LayerTime none = layer(th::Recompute::none);
       EXPECT_NEAR(none.forward_gemm.flops / forward, 1, 1e-12) << "t " << t << " b " << b;
       EXPECT_NEAR(none.backward_gemm.flops / forward, 2, 1e-12);
-      const th::LayerTime full = th::transformer_layer_time(gpu, m, b, t, th::Recompute::full);
+      const th::LayerTime full = layer(th::Recompute::full);
       EXPECT_NEAR(full.backward_gemm.flops / forward, 3, 1e-12) << "full recomputation reruns the forward";
-      const th::LayerTime selective = th::transformer_layer_time(gpu, m, b, t, th::Recompute::selective);
+      const th::LayerTime selective = layer(th::Recompute::selective);
       EXPECT_NEAR(selective.backward_gemm.flops - none.backward_gemm.flops, 4 * B * s * s * h / t, 1e-3 * forward)
           << "selective reruns only Q·Kᵀ and P·V";
       // The LM head: 2·B·s·h·V/t forward, twice that backward.
@@ -78,7 +84,9 @@ TEST(KernelTime, LargerModelsReachMoreOfThePeak) {
   small.layers = 12, small.hidden = 768, small.heads = 12, small.seq = 1024;
   large.layers = 96, large.hidden = 12288, large.heads = 96, large.seq = 2048;
   auto share = [&](const th::ModelSpec& m) {
-    const th::LayerTime l = th::transformer_layer_time(gpu, m, 1, 1, th::Recompute::none);
+    th::ParallelConfig cfg;
+    cfg.practice.attention = th::AttentionKernel::unfused;
+    const th::LayerTime l = th::transformer_layer_time(gpu, m, cfg);
     th::KernelTime all = l.forward_gemm;
     all += l.forward_memory;
     return th::achieved_share(gpu, all);
