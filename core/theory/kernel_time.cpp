@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 namespace dtl::theory {
@@ -130,9 +131,17 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
   const double rows = b * n, d = h / a, f = m.ffn_size();
   const double up = m.family == Family::llama ? 2 * f : f;  // SwiGLU's gate and up in one GEMM
   LayerTime l;
-  for (const auto& [in, out] : {std::pair{h, m.qkv_width() / t}, {h / t, h}, {h, up / t}, {f / t, h}}) {
-    l.forward_gemm += linear_forward(gpu, rows, in, out);
-    l.backward_gemm += linear_backward(gpu, rows, in, out);
+  // A mixture of experts: this GPU's E/ep experts each take b·n·k·ep/E rows (a balanced router: the
+  // k copies of every token spread evenly), and the router [bn × h]·[h × E] picks them.
+  const double experts = m.experts > 0 ? double(m.experts) / cfg.ep : 1;
+  const double mlp_rows = m.experts > 0 ? rows * m.top_k / experts : rows;
+  for (const auto& [in, out, r, count] : {std::tuple{h, m.qkv_width() / t, rows, 1.0}, {h / t, h, rows, 1.0},
+                                          {h, up / t, mlp_rows, experts}, {f / t, h, mlp_rows, experts},
+                                          {h, m.experts > 0 ? double(m.experts) : 0.0, rows, 1.0}}) {
+    for (int e = 0; e < int(count) && out > 0; ++e) {
+      l.forward_gemm += linear_forward(gpu, r, in, out);
+      l.backward_gemm += linear_backward(gpu, r, in, out);
+    }
   }
   l.linear_forward_s = l.forward_gemm.seconds, l.linear_backward_s = l.backward_gemm.seconds;
   // The attention core: cp blocks of n queries against n keys (one per ring step), s keys in all.

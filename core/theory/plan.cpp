@@ -215,7 +215,7 @@ void add_dp_entries(Plan& out, double params, int d, long stride, const std::str
 
 // Expert parallelism's all-to-alls (plan.h): dispatch and combine per MoE layer and
 // micro-batch, forward and backward (and the recomputed forward), balanced load.
-void add_ep_entries(Plan& out, const Span& span, Link link) {
+void add_ep_entries(Plan& out, const Span& span) {
   const auto& m = out.model;
   const auto& p = out.config;
   if (m.experts < 1 || p.ep < 2 || !m.has_shape()) return;
@@ -223,8 +223,9 @@ void add_ep_entries(Plan& out, const Span& span, Link link) {
   const int calls = p.micro_batches * layers_per_stage(m, p.pp) * per_layer;
   const double rows = double(m.seq) * p.micro_batch_size / p.tp * m.top_k;  // (b·s/t)·k
   const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
+  const double whole = rows * m.hidden * kBytes16;  // as step_model.h times it: NCCL's grouped send/recv
   out.ledger.push_back(entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
-                             (p.ep - 1) * link.alpha_s + leaving / link.beta_Bps, span));
+                             group_collective_s(out.cluster, Collective::all_gather, whole, p.ep, long(p.tp) * p.cp), span));
 }
 
 void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
@@ -317,8 +318,6 @@ void fill_time(Plan& out) {
   // added on top, exposed in every slot of the pipeline.
   auto& t = out.time;
   t = step_time(step_components(out), p);
-  for (const auto& e : out.ledger)
-    if (e.axis == Axis::ep) t.ep += e.time_s * double(M + P - 1) / M;
   out.tokens_per_s = out.tokens_per_step / t.total();
   const double peak = double(out.cluster.gpus) * out.cluster.peak_flops;
   out.mfu = out.model_flops_per_token * out.tokens_per_s / peak;
@@ -366,7 +365,7 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   add_cp_entries(out, cp_span, link(cp_span));
   if (experts > 0) {
     const Span ep_span = span_of(Axis::ep), replica_span = group_span(expert_replica_group(p), c);
-    add_ep_entries(out, ep_span, link(ep_span));
+    add_ep_entries(out, ep_span);
     add_dp_entries(out, experts / (shards * p.ep), p.dp / p.ep, long(p.tp) * p.cp * p.ep, " (experts)", replica_span);
   }
   double total = 0;

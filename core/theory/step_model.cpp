@@ -60,8 +60,11 @@ void time_data_parallel(const Plan& p, StepComponents& k) {
   const bool overlap = cfg.practice.dp_comm == CommOverlap::overlapped && cfg.zero <= 1 && replicas > 1;
   k.dp_bucket_bytes = overlap ? cfg.practice.dp_bucket_bytes : 0;
   k.zero3_prefetch = cfg.practice.zero3_prefetch;
+  // this GPU's parameters: the dense part and its E/ep experts (the experts' gradients are reduced
+  // with the dense ones over dp·cp here; the ledger times them on their own dp/ep group)
+  const double experts = p.model.expert_parameters(), own = p.psi - experts + experts / cfg.ep;
   for (int L : k.stage_layers) {
-    const double params = p.psi * L / p.model.layers / cfg.tp;
+    const double params = own * L / p.model.layers / cfg.tp;
     const double grads = params * cfg.practice.grad_bytes(), weights = params * kBytes16;  // reduced, gathered
     k.dp_bytes.push_back(grads);
     k.dp_gather_bytes.push_back(weights);
@@ -98,6 +101,12 @@ StepComponents step_components(const Plan& p) {
   k.tp_bytes = sbh * kBytes16;
   k.tp_fabric = cluster_fabric(c, cfg.tp, group_per_node(cfg.tp, 1, c.gpus_per_node));
   k.tp_s = cfg.tp > 1 ? nccl_time(Collective::all_reduce, k.tp_bytes, k.tp_fabric) : 0;
+  if (m.experts > 0 && cfg.ep > 1) {  // NCCL's all-to-all is grouped send/recv: (R−1)/R of it leaves, as an all-gather's
+    k.ep_calls_backward = cfg.recompute == Recompute::full ? 4 : 2;
+    k.ep_bytes = sbh / cfg.tp * m.top_k * kBytes16;
+    k.ep_fabric = cluster_fabric(c, cfg.ep, group_per_node(cfg.ep, long(cfg.tp) * cfg.cp, c.gpus_per_node));
+    k.ep_s = nccl_time(Collective::all_gather, k.ep_bytes, k.ep_fabric);
+  }
   time_layers(p, k);  // (after tp_s: an overlapped collective hides behind the layer's GEMMs)
   k.pp_bytes = sbh / cfg.tp * kBytes16;
   const long pp_stride = long(cfg.tp) * cfg.cp * cfg.dp;
@@ -130,8 +139,9 @@ namespace {
 // One stage's F and B durations (the pipeline simulation's action times).
 pipeline::ActionTimes stage_action_times(const StepComponents& k, const ParallelConfig& p, std::size_t s) {
   const int L = k.stage_layers[s];
-  const double forward = k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s;
-  const double backward = k.layer_backward_s[s] + k.tp_calls_backward * k.tp_backward_s + k.cp_backward_s;
+  const double forward = k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s + k.ep_calls_forward * k.ep_s;
+  const double backward =
+      k.layer_backward_s[s] + k.tp_calls_backward * k.tp_backward_s + k.cp_backward_s + k.ep_calls_backward * k.ep_s;
   pipeline::ActionTimes t;
   t.p2p = k.pp_send_s;
   if (p.zero == 3) {  // per-layer gathers (and reduce-scatters) beside the layers
@@ -186,12 +196,11 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     t.busy = M * L * (k.layer_forward_s[i] + k.layer_backward_s[i]);
     t.tp = M * L * (k.tp_calls_forward * k.tp_forward_s + k.tp_calls_backward * k.tp_backward_s);
     t.cp = M * L * (k.cp_forward_s + k.cp_backward_s);
-    const double in_actions = times[i].forward + times[i].backward - L * (k.layer_forward_s[i] + k.layer_backward_s[i]) -
-                              L * (k.tp_calls_forward * k.tp_forward_s + k.tp_calls_backward * k.tp_backward_s) -
-                              L * (k.cp_forward_s + k.cp_backward_s);  // ZeRO-2/3's collectives left exposed
+    t.ep = M * L * (k.ep_calls_forward + k.ep_calls_backward) * k.ep_s;
+    const double in_actions = times[i].forward + times[i].backward - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
     t.dp = closing + M * in_actions;
     t.optimizer = k.optimizer_s[i];
-    t.bubble = end - (t.busy + t.tp + t.cp + t.dp + t.optimizer);  // waiting for other stages and their sends
+    t.bubble = end - (t.busy + t.tp + t.cp + t.ep + t.dp + t.optimizer);  // waiting for other stages and their sends
     best = t;
   }
   return best;

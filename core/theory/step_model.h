@@ -37,6 +37,11 @@ struct StepComponents {
   // What each TP collective costs the layer: tp_s exposed; overlapped, what lasts beyond the GEMM
   // beside it (half the layer's linear GEMMs of that pass: TransformerEngine's userbuffers)
   double tp_forward_s = 0, tp_backward_s = 0;
+  // Expert parallelism: per MoE layer and micro-batch, an all-to-all to dispatch and one to combine,
+  // forward and backward (again with full recomputation), each of (b·n/t)·k·h 16-bit values per rank
+  int ep_calls_forward = 2, ep_calls_backward = 2;
+  double ep_bytes = 0, ep_s = 0;                     // per all-to-all
+  NcclFabric ep_fabric;
   double dp_bucket_bytes = 0;                        // > 0: ZeRO-0/1's reduction overlaps the last backward
   int zero3_prefetch = 1;                            // ZeRO-3: layers gathered ahead (practice.h)
   std::vector<double> zero3_gather_s, zero3_scatter_s;  // ZeRO-3: one layer's all-gather, reduce-scatter, per stage

@@ -146,6 +146,11 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
   if (w.cp > 1) add_cp_row(rep, pl, r);
+  if (pl.model.experts > 0) {
+    double ep = 0;
+    for (const auto& s : r.stages) ep = std::max(ep, s.ep);
+    rep.add("sim.ep", "EP all-to-alls per GPU", ep, "s").predict(pl.time.ep, "plan: NCCL's model");
+  }
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
       std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo) + ": " + dp_schedule_words(w.zero);
   add_step_end_rows(rep, pl, w, r);

@@ -127,7 +127,7 @@ double tp_call_seconds(const Workload& w, bool fwd) {
 double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
   const bool fwd = op == pipeline::Op::forward;
   return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * tp_call_seconds(w, fwd) +
-         (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s);
+         (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s) + (fwd ? w.ep_forward_s : w.ep_backward_s);
 }
 
 // ZeRO-3's per-layer gathers (and backward's reduce-scatters) beside one action's layers.
@@ -168,6 +168,7 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
                    : axis == 't'             ? tl.tp
                    : axis == 'p'             ? tl.pp
                    : axis == 'c'             ? tl.cp
+                   : axis == 'e'             ? tl.ep
                                              : tl.dp;
   bucket += seconds;
 }
@@ -241,6 +242,9 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
       add(tl, at, fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s, SpanKind::collective,
           fwd ? w.cp_forward_label : w.cp_backward_label, 'c', m, fwd ? w.cp_forward_bytes : w.cp_backward_bytes,
           Role{.pass = pass});
+    if (w.ep_forward_s > 0)  // the experts' dispatch and combine all-to-alls (step_model.h)
+      add(tl, at, fwd ? w.ep_forward_s : w.ep_backward_s, SpanKind::collective, "all_to_all dispatch and combine", 'e',
+          m, fwd ? w.ep_forward_bytes : w.ep_backward_bytes, library_collective_role(CollectiveKind::all_to_all));
     if (per_layer && !fwd)
       add_beside(tl, a.begin + z.scatter_begin[k], w.dp_route.reduce_scatter(action_dp_bytes(w, stage) / L),
                  "reduce_scatter layer gradients", m, action_dp_bytes(w, stage) / L, CollectiveKind::reduce_scatter);

@@ -100,6 +100,8 @@ struct Workload {
   // Per TP collective, what it costs the layer (≥ 0: from the step model, overlapped or not; < 0: the
   // whole all-reduce of tp_bytes on tp_route)
   double tp_forward_s = -1, tp_backward_s = -1;
+  // Expert parallelism per layer and micro-batch: the all-to-alls' seconds and bytes (step_model.h)
+  double ep_forward_s = 0, ep_backward_s = 0, ep_forward_bytes = 0, ep_backward_bytes = 0;
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
@@ -123,7 +125,7 @@ struct Span {
   double begin = 0, end = 0;  // seconds from the step's start
   SpanKind kind = SpanKind::compute;
   std::string label;  // "F", "B", "layer 3 forward", "all_reduce", ...
-  char axis = 0;      // 'd', 't', 'p', 'c' for communication
+  char axis = 0;      // 'd', 't', 'p', 'c', 'e' for communication
   int micro_batch = -1;
   double bytes = 0;
   Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
@@ -133,7 +135,7 @@ struct Span {
 struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
-  double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, host = 0;  // seconds spent in each (cp: exposed hops)
+  double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, host = 0;  // seconds spent in each (cp: exposed hops)
   double dp_exposed = 0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
 };
 

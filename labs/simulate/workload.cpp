@@ -75,9 +75,6 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const auto& cfg = p.config;
   if (!m.has_shape())
     throw UsageError("simulate needs the model's shape (--layers --hidden --heads --seq), not only --params");
-  if (m.experts > 0)
-    throw UsageError("simulate has no mixture-of-experts layers yet: `dtlab plan --experts` plans their memory and "
-                     "all-to-all traffic");
   Workload w;
   w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.cp = cfg.cp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
   w.schedule = schedule;
@@ -101,6 +98,8 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   w.tp_forward_s = k.tp_forward_s, w.tp_backward_s = k.tp_backward_s;
   w.dp_bucket_bytes = k.dp_bucket_bytes;
   w.zero3_prefetch = k.zero3_prefetch;
+  w.ep_forward_s = k.ep_calls_forward * k.ep_s, w.ep_backward_s = k.ep_calls_backward * k.ep_s;
+  w.ep_forward_bytes = k.ep_calls_forward * k.ep_bytes, w.ep_backward_bytes = k.ep_calls_backward * k.ep_bytes;
   time_optimizer_step(p, k, w);
   const int gpn = c.gpus_per_node;
   // rank order tp, cp, dp, pp (core/theory/plan.h); the gradients over the dp·cp replicas

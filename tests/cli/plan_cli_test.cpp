@@ -96,6 +96,11 @@ TEST(PlanCli, AnEmptySearchSaysWhichRuleLeftNothing) {
 TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
   const auto o = run_dtlab("plan --model 7b --experts 8 --ep 2 --gpus 32 --dp 4 --tp 4 --pp 2");
   ASSERT_EQ(o.code, 0) << o.err;
+  const auto simulated = run_dtlab("simulate --model mixtral-8x7b --ep 8 --dp 8 --tp 2 --seq 4096 --micro-batches 8");
+  ASSERT_NE(simulated.code, 0) << "--seq 4096 is another Mixtral (32768): refused";
+  const auto mixtral = run_dtlab("simulate --model mixtral-8x7b --ep 8 --dp 8 --tp 2 --micro-batches 8 --recompute full");
+  ASSERT_EQ(mixtral.code, 0) << mixtral.err;
+  EXPECT_NE(mixtral.out.find("EP all-to-alls per GPU"), std::string::npos) << mixtral.out;
   for (const char* want : {"with 8 experts (top-2)", "active per token", "ep all_to_all dispatch and combine",
                            "(experts)", "exposed EP all-to-alls"})
     EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
@@ -104,8 +109,7 @@ TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
            {"plan --params 7e9 --experts 8", "--params"},
            {"plan --model 7b --experts 8 --ep 3 --dp 3 --gpus 3", "divide"},
            {"plan --model 7b --ep 2 --dp 2 --gpus 2", "--experts"},
-           {"plan --model 7b --experts 8 --search 16", "--experts"},
-           {"simulate --model 7b --experts 8 --dp 2", "mixture-of-experts"}}) {
+           {"plan --model 7b --experts 8 --search 16", "--experts"}}) {
     const auto r = run_dtlab(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
