@@ -55,11 +55,12 @@ KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes
   k.flops = 2.0 * g.m * g.n * g.k * g.batch;
   k.bytes = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes;
   k.seconds = std::max(compute_s, k.bytes / gpu.memory_Bps) + gpu.kernel_gap_s;
+  k.kernels = 1;
   return k;
 }
 
 KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels) {
-  return {bytes / gpu.memory_Bps + kernels * gpu.kernel_gap_s, 0, bytes};
+  return {bytes / gpu.memory_Bps + kernels * gpu.kernel_gap_s, 0, bytes, double(kernels)};
 }
 
 namespace {
@@ -76,8 +77,9 @@ AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, doub
   }
   const double forward = 0.5 * 4 * n * keys * d * heads;  // causal: half the score blocks
   AttentionCore a;
-  a.forward = {forward / gpu.flash_forward_flops + gpu.kernel_gap_s, forward, 4 * n * d * heads * kActivationBytes};
-  a.backward = {2.5 * forward / gpu.flash_backward_flops + gpu.kernel_gap_s, 2 * forward, 8 * n * d * heads * kActivationBytes};
+  a.forward = {forward / gpu.flash_forward_flops + gpu.kernel_gap_s, forward, 4 * n * d * heads * kActivationBytes, 1};
+  a.backward = {2.5 * forward / gpu.flash_backward_flops + gpu.kernel_gap_s, 2 * forward,
+                8 * n * d * heads * kActivationBytes, 1};
   return a;
 }
 
@@ -151,11 +153,15 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
   l.backward_gemm += core.backward;
   l.forward_memory = elementwise_forward(gpu, m, cfg, n, s);
   // backward: twice the forward's traffic and kernels (each reads its output's gradient and its input)
-  l.backward_memory = {2 * l.forward_memory.seconds, 0, 2 * l.forward_memory.bytes};
+  l.backward_memory = {2 * l.forward_memory.seconds, 0, 2 * l.forward_memory.bytes, 2 * l.forward_memory.kernels};
+  l.core = core.forward;
+  l.core += core.backward;
   if (cfg.recompute == Recompute::full) {  // backward reruns the whole forward first
     l.backward_gemm += l.forward_gemm;
     l.backward_memory += l.forward_memory;
-  } else if (cfg.recompute == Recompute::selective) {  // only the attention core
+  }
+  if (cfg.recompute != Recompute::none) l.core += core.forward;  // the recomputed core
+  if (cfg.recompute == Recompute::selective) {  // only the attention core
     l.backward_gemm += core.forward;
     l.backward_memory += softmax_rerun(gpu, m, cfg, n, s);
   }

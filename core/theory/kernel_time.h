@@ -35,8 +35,9 @@ struct KernelTime {
   double seconds = 0;
   double flops = 0;  // useful FLOPs (0 for a memory-bound kernel)
   double bytes = 0;  // bytes moved to and from memory
+  double kernels = 0;  // launches (each followed by the profile's gap)
   KernelTime& operator+=(const KernelTime& o) {
-    seconds += o.seconds, flops += o.flops, bytes += o.bytes;
+    seconds += o.seconds, flops += o.flops, bytes += o.bytes, kernels += o.kernels;
     return *this;
   }
 };
@@ -67,6 +68,7 @@ struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
   double block_forward_s = 0, block_backward_s = 0;  // one ring step's attention block (cp > 1)
   double linear_forward_s = 0, linear_backward_s = 0;  // of the GEMMs: the four linear layers' (no recomputation)
+  KernelTime core;  // the attention core's forward, backward and recomputed forward (part of the GEMMs above)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
 };

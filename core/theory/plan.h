@@ -225,6 +225,7 @@ struct LedgerEntry {
 // bubble and its sends). pp stays 0: a send delays the next stage and shows in its bubble.
 struct StepTime {
   double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0, optimizer = 0;
+  int stage = 0;  // which stage ends last
   double total() const { return busy + bubble + tp + pp + dp + ep + cp + optimizer; }
 };
 

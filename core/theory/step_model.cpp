@@ -200,10 +200,33 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     const double in_actions = times[i].forward + times[i].backward - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
     t.dp = closing + M * in_actions;
     t.optimizer = k.optimizer_s[i];
+    t.stage = s;
     t.bubble = end - (t.busy + t.tp + t.cp + t.ep + t.dp + t.optimizer);  // waiting for other stages and their sends
     best = t;
   }
   return best;
+}
+
+StepBreakdown explain_step(const Plan& p) {
+  const auto& cfg = p.config;
+  const StepTime& t = p.time;
+  StepBreakdown b;
+  b.tp = t.tp, b.cp = t.cp, b.ep = t.ep, b.bubble = t.bubble, b.dp = t.dp, b.optimizer = t.optimizer;
+  if (!p.model.has_shape()) return b;
+  const int stages = cfg.pp, L = p.model.layers / stages + (t.stage < p.model.layers % stages ? 1 : 0);
+  const double calls = double(cfg.micro_batches) * L, gap = p.cluster.kernel_gap_s;
+  const LayerTime l = transformer_layer_time(p.cluster, p.model, cfg);
+  KernelTime gemm = l.forward_gemm, memory = l.forward_memory;
+  gemm += l.backward_gemm, memory += l.backward_memory;
+  b.gaps = calls * (gemm.kernels + memory.kernels) * gap;
+  b.attention = calls * (l.core.seconds - l.core.kernels * gap);
+  b.gemm = calls * (gemm.seconds - gemm.kernels * gap) - b.attention;
+  b.memory = calls * (memory.seconds - memory.kernels * gap);
+  if (t.stage == stages - 1) {  // the LM head and its loss, once per micro-batch on the last stage
+    const LayerTime head = lm_head_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.cp);
+    b.lm_head = cfg.micro_batches * (head.forward_s() + head.backward_s());
+  }
+  return b;
 }
 
 }  // namespace dtl::theory

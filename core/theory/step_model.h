@@ -92,6 +92,17 @@ std::vector<Bucket> gradient_buckets(double begin, double layer_s, int layers, d
 // The 1F1B step from the components, split for the report (the stage that ends last).
 StepTime step_time(const StepComponents& k, const ParallelConfig& p);
 
+// Where the step's seconds go on the stage that ends last (`dtlab simulate --explain`): its layers'
+// GEMMs at their achieved rate, the attention core, the memory-bound kernels and the gaps after
+// every kernel (each without the others' gaps), the LM head, then StepTime's exposed communication,
+// bubble (with the sends) and optimizer. total() is plan's step time.
+struct StepBreakdown {
+  double gemm = 0, attention = 0, memory = 0, gaps = 0, lm_head = 0;
+  double tp = 0, cp = 0, ep = 0, bubble = 0, dp = 0, optimizer = 0;
+  double total() const { return gemm + attention + memory + gaps + lm_head + tp + cp + ep + bubble + dp + optimizer; }
+};
+StepBreakdown explain_step(const Plan& p);
+
 // Seconds of one NCCL collective of `bytes` over `size` ranks `stride` apart on cluster c.
 double group_collective_s(const ClusterSpec& c, Collective what, double bytes, int size, long stride);
 

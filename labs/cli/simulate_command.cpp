@@ -18,6 +18,7 @@
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
+#include "labs/cli/simulate_explain.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
 #include "labs/report_format.h"
@@ -37,7 +38,8 @@ struct SimulateArgs {
   std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "nccl", calibrate_link = "pcie4";
   sim::ComputeModel compute = sim::ComputeModel::roofline;
   int chunks = 1;
-  bool calibrate = false;
+  bool calibrate = false, explain = false;
+  std::string versus;  // --explain's second layout
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
 };
@@ -113,6 +115,12 @@ void add_cp_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
                                                                  : "plan: α-β, none hidden");
 }
 
+void add_ep_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
+  double ep = 0;
+  for (const auto& s : r.stages) ep = std::max(ep, s.ep);
+  rep.add("sim.ep", "EP all-to-alls per GPU", ep, "s").predict(pl.time.ep, "plan: NCCL's model");
+}
+
 Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
                        sim::ComputeModel compute_model) {
   Report rep;
@@ -146,11 +154,7 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
   if (w.cp > 1) add_cp_row(rep, pl, r);
-  if (pl.model.experts > 0) {
-    double ep = 0;
-    for (const auto& s : r.stages) ep = std::max(ep, s.ep);
-    rep.add("sim.ep", "EP all-to-alls per GPU", ep, "s").predict(pl.time.ep, "plan: NCCL's model");
-  }
+  if (pl.model.experts > 0) add_ep_row(rep, pl, r);
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
       std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo) + ": " + dp_schedule_words(w.zero);
   add_step_end_rows(rep, pl, w, r);
@@ -205,6 +209,13 @@ int run_simulate(const SimulateArgs& a) {
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
+  if (a.explain) {  // where the step's time goes, and a second layout's beside it
+    const th::Plan other = a.versus.empty() ? pl : th::plan(model_from(a.plan), cluster_from(versus_args(a.plan, a.versus)),
+                                                            config_from(versus_args(a.plan, a.versus)));
+    const Report rep = explain_report(pl, r.step_s, a.versus.empty() ? nullptr : &other);
+    std::cout << (a.plan.json ? rep.to_json().dump(2) + "\n" : text_without_result(rep));
+    return 0;
+  }
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -244,6 +255,8 @@ void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::C
   if (compute == sim::ComputeModel::roofline && p.count("--efficiency"))
     throw UsageError("--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
                      "each GEMM from its shape instead: add --compute flat to use it");
+  if (p.count("--versus") && !p.count("--explain"))
+    throw UsageError("--versus is the second layout --explain shows: add --explain");
   if (!writes_trace)
     for (const char* flag : {"--steps", "--ranks-in-trace"})
       if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
@@ -278,6 +291,9 @@ Command add_simulate_command(CLI::App& app) {
                                                                                std::end(sim::kComputeModelNames))))
       ->option_text("roofline|flat")
       ->default_str(sim::compute_model_name(sim::ComputeModel::roofline));
+  p->add_flag("--explain", a->explain, "Where each millisecond of the step goes (GEMMs, attention, kernels, gaps, "
+                                       "exposed communication, bubble, optimizer)");
+  p->add_option("--versus", a->versus, "With --explain: a second layout beside it, e.g. dp=128,tp=4,pp=32");
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
   p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
   p->add_option("--calibrate-compute-us", a->calibration.compute_us,

@@ -50,7 +50,7 @@ const std::map<std::string, std::string> kValue = {
     {"--framework", "megatron-2021"}, {"--sequence-parallel", "off"}, {"--attention", "unfused"},
     {"--dropout", "on"},         {"--kernels", "unfused"},     {"--tp-comm", "overlapped"}, {"--dp-comm", "exposed"},
     {"--grads", "bf16"},         {"--zero3-prefetch", "2"},    {"--family", "llama"},       {"--kv-heads", "8"},
-    {"--ffn", "11008"},
+    {"--ffn", "11008"},           {"--explain", ""},            {"--versus", "tp=2,pp=4"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/theory/plan.h"
+#include "core/theory/step_model.h"
 #include "labs/simulate/workload.h"
 
 namespace th = dtl::theory;
@@ -80,6 +81,8 @@ TEST(PlanSimulate, PracticesFamiliesAndExpertsMatchToo) {
     std::printf("%-12s %-13s: plan %.6f s, simulate %.6f s\n", k.model, th::framework_name(k.framework), planned, simulated);
     worst = std::max(worst, std::abs(planned / simulated - 1));
     EXPECT_NEAR(planned / simulated, 1.0, 1e-9) << k.model;
+    // --explain's rows add up to the same step (step_model.h's explain_step)
+    EXPECT_NEAR(th::explain_step(pl).total() / planned, 1.0, 1e-9) << k.model << ": the breakdown misses time";
   }
   std::printf("largest relative difference %.3g\n", worst);
 }
