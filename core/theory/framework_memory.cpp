@@ -12,7 +12,9 @@ double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recom
   if (r == Recompute::full) return 2 * sbh / outside;  // each layer's input
   const double masks = x.has_dropout() ? 2 * sbh : 0;
   const double unsplit = (4 + 2 + 2) * sbh + masks;
-  const double kv = 2 * 2 * sbh * m.kv() / a, inner = (m.family == Family::llama ? 4 : 2) * 2 * s * b * m.ffn_size();
+  const double experts = m.experts > 0 ? m.top_k : 1;  // a token's k experts keep their own MLP tensors
+  const double kv = 2 * 2 * sbh * m.kv() / a;
+  const double inner = experts * (m.family == Family::llama ? 4 : 2) * 2 * s * b * m.ffn_size();
   const double split = 2 * sbh + kv + 2 * sbh + inner;
   double scores = 0;  // the s × s terms: the keys are all s positions of the sequence
   const double keys = m.seq;

@@ -16,6 +16,7 @@ namespace dtl::theory {
 //     and the MLP's inputs 2·s·b·h each, two dropout masks s·b·h each (with dropout)
 //   inside TP (÷ t): Q 2·s·b·h, K and V 2·s·b·h·kv/a each, the projection's input 2·s·b·h; the MLP's
 //     inner tensors: GPT fc1 and GeLU outputs 2·2·s·b·ffn, Llama gate, up, SiLU and product 4·2·s·b·ffn
+//     (× k with experts: each token's k expert MLPs keep theirs)
 //   scores (÷ t; unfused attention without recomputation): the softmax output 2·a·s²·b, with dropout
 //     its 1-byte mask and its output 3·a·s²·b more; flash keeps only its 4-byte log-sum-exp 4·a·s·b
 //   selective: no score terms; full: the layer's input 2·s·b·h (÷ t with sequence parallelism)

@@ -69,17 +69,19 @@ namespace {
 // unfused: the batched GEMMs over the whole n × keys (attention_core above); flash: one kernel
 // forward and one backward at the profile's flash rates, the causal half of the blocks computed
 // (4·n·keys·d per head forward, FlashAttention's backward 2.5× that: it recomputes the scores).
-AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, double d, double heads, bool flash) {
-  if (!flash) {
+AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, double d, double heads, AttentionKernel kind) {
+  if (kind == AttentionKernel::unfused) {
     AttentionCore a = attention_core(gpu, n, d, heads);  // one block: n queries, n keys; keys/n = cp of them
     for (KernelTime* k : {&a.forward, &a.backward}) k->seconds *= keys / n, k->flops *= keys / n, k->bytes *= keys / n;
     return a;
   }
   const double forward = 0.5 * 4 * n * keys * d * heads;  // causal: half the score blocks
+  const bool two = kind == AttentionKernel::flash2;
+  const double rate_f = two ? gpu.flash2_forward_flops : gpu.flash_forward_flops;
+  const double rate_b = two ? gpu.flash2_backward_flops : gpu.flash_backward_flops;
   AttentionCore a;
-  a.forward = {forward / gpu.flash_forward_flops + gpu.kernel_gap_s, forward, 4 * n * d * heads * kActivationBytes, 1};
-  a.backward = {2.5 * forward / gpu.flash_backward_flops + gpu.kernel_gap_s, 2 * forward,
-                8 * n * d * heads * kActivationBytes, 1};
+  a.forward = {forward / rate_f + gpu.kernel_gap_s, forward, 4 * n * d * heads * kActivationBytes, 1};
+  a.backward = {2.5 * forward / rate_b + gpu.kernel_gap_s, 2 * forward, 8 * n * d * heads * kActivationBytes, 1};
   return a;
 }
 
@@ -94,11 +96,14 @@ AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, doub
 //   rotary         Llama: Q and K read and written once (fused), three passes (unfused)
 //   scores         unfused attention: the scaled-masked softmax 2S fused, or scale, mask and softmax
 //                  2S each; dropout 2S + S mask bytes; the context's transpose copy 2·b·n·h/t
+//   experts        (F counts a token's k experts) the router's fp32 softmax and top-k over b·n·E, and
+//                  the permutation of the k copies of each token to its experts and back (2 · 2·k·b·n·h/t)
 KernelTime elementwise_forward(const ClusterSpec& gpu, const ModelSpec& m, const ParallelConfig& cfg, double n,
                                double keys) {
   const Practice& p = cfg.practice;
   const double b = cfg.micro_batch_size, t = cfg.tp, h = m.hidden, B = kActivationBytes;
-  const double E = b * n * h / (p.sp() ? t : 1), F = b * n * m.ffn_size() / t, S = b * m.heads / t * n * keys;
+  const double k = m.experts > 0 ? m.top_k : 1;  // a token's k experts each run the MLP's element-wise work
+  const double E = b * n * h / (p.sp() ? t : 1), F = k * b * n * m.ffn_size() / t, S = b * m.heads / t * n * keys;
   const bool fused = p.kernels == ElementwiseKernels::fused, gpt = m.family == Family::gpt, drop = p.has_dropout();
   double bytes = 2 * 2 * E * B;
   int kernels = 2;
@@ -110,6 +115,10 @@ KernelTime elementwise_forward(const ClusterSpec& gpu, const ModelSpec& m, const
   if (!gpt) {
     const double qk = b * n * (m.heads + m.kv()) * (h / m.heads) / t;
     bytes += (fused ? 2 : 6) * qk * B, kernels += fused ? 1 : 3;
+  }
+  if (m.experts > 0) {  // the router's softmax and top-k, the tokens permuted to their experts and back
+    bytes += 2 * b * n * m.experts * 4 + 2 * 2 * k * b * n * h / t * B;
+    kernels += 3;
   }
   if (!p.flash()) {
     bytes += (fused ? 2 : 6) * S * B + (drop ? 2 * S * B + S : 0) + 2 * b * n * h / t * B;
@@ -147,7 +156,7 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
   }
   l.linear_forward_s = l.forward_gemm.seconds, l.linear_backward_s = l.backward_gemm.seconds;
   // The attention core: cp blocks of n queries against n keys (one per ring step), s keys in all.
-  AttentionCore core = core_attention(gpu, n, s, d, b * a / t, cfg.practice.flash());
+  AttentionCore core = core_attention(gpu, n, s, d, b * a / t, cfg.practice.attention);
   l.block_forward_s = core.forward.seconds / cfg.cp, l.block_backward_s = core.backward.seconds / cfg.cp;
   l.forward_gemm += core.forward;
   l.backward_gemm += core.backward;

@@ -47,11 +47,11 @@
 //   EP traffic              per MoE layer and micro-batch an all-to-all to dispatch and one to
 //                           combine, forward and backward (6 with full recomputation), each
 //                           (b·s/t)·k·h elements of which (ep−1)/ep leave the GPU when the
-//                           load is balanced; α-β (ep−1)α + bytes/β, exposed like TP
+//                           load is balanced; timed on NCCL's model inside each layer (step_model.h)
 //   DP traffic              the dense part over dp, the experts' over their dp/ep replicas
 //   FLOPs per token         6 · the active Ψ + 12·L·h·s
-//   activations             the dense model's: a token's k expert MLPs count as one (low by
-//                           the MLP's share of Korthikanti's 34·s·b·h times k − 1)
+//   activations             the dense model's with each token's MLP tensors k times (its k experts,
+//                           framework_memory.h)
 //
 // Context parallelism (ParallelConfig::cp; context_parallel.h for ring attention's exchange):
 // each GPU of a cp group holds s/cp positions of every sequence (zig-zag split: s divisible by
@@ -151,6 +151,7 @@ struct ClusterSpec {
   double memory_Bps = 1.80e12;
   double kernel_gap_s = 1e-6;
   double flash_forward_flops = 228e12, flash_backward_flops = 197e12;  // achieved by FlashAttention (gpu_profile.h)
+  double flash2_forward_flops = 228e12, flash2_backward_flops = 197e12;  // FlashAttention-2 (PyTorch's SDPA)
   int sms = 108;
   int tile_m = 128, tile_n = 128;
   GpuArch arch = GpuArch::ampere;

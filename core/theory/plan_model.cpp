@@ -129,6 +129,8 @@ ClusterSpec cluster_from_profile(const GpuProfile& g) {
   c.kernel_gap_s = g.kernel_gap_s;
   c.flash_forward_flops = g.flash_forward_flops;
   c.flash_backward_flops = g.flash_backward_flops;
+  c.flash2_forward_flops = g.flash2_forward_flops;
+  c.flash2_backward_flops = g.flash2_backward_flops;
   c.sms = g.sms;
   c.arch = g.arch;
   c.nvls = g.nvls;
@@ -206,8 +208,8 @@ std::vector<std::string> plan_formulas(const Plan& out) {
     f.push_back("experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
                 "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) + "), their state ZeRO'd over the dp/ep "
                 "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
-                "recomputation), (ep−1)/ep leaving the GPU; FLOPs per token from the active Ψ; activations as the dense "
-                "model's (a token's k expert MLPs counted once)");
+                "recomputation), (ep−1)/ep leaving the GPU, on NCCL's model; FLOPs per token from the active Ψ; activations "
+                "with each token's MLP tensors k times");
   if (p.cp > 1) f.push_back(cp_words(p));
   if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;

@@ -8,9 +8,11 @@
 //                       b·s/t positions per TP rank (reduce-scatter + all-gather instead of the
 //                       all-reduce: the same bytes, recompute.h's activations ÷ t). Off: those kernels
 //                       and their activations are whole on every TP rank (10·s·b·h unsplit).
-//   attention           flash: one fused causal kernel (FlashAttention-2, Dao 2023): the s×s scores
-//                       never reach HBM, the causal half of the blocks is skipped, timed at the
-//                       profile's achieved flash rate (gpu_profile.h). unfused: Megatron's core
+//   attention           flash: one fused causal kernel, the GPU's best (FlashAttention-2 on an A100,
+//                       FlashAttention-3 / cuDNN's on an H100, as TransformerEngine runs it); flash2:
+//                       FlashAttention-2 (PyTorch's SDPA) on any GPU. The s×s scores never reach HBM,
+//                       the causal half of the blocks is skipped, timed at the profile's achieved
+//                       rate for that kernel (gpu_profile.h). unfused: Megatron's core
 //                       attention: Q·Kᵀ and P·V as batched GEMMs over the whole s×s (the mask after),
 //                       the scores through HBM by the softmax (and the dropout) kernels.
 //   dropout             on: GPT-3 / Megatron's 0.1 after attention and MLP and on the attention
@@ -41,7 +43,7 @@
 namespace dtl::theory {
 
 enum class OnOff { off, on };
-enum class AttentionKernel { flash, unfused };
+enum class AttentionKernel { flash, flash2, unfused };
 enum class ElementwiseKernels { fused, unfused };
 enum class CommOverlap { exposed, overlapped };
 enum class GradPrecision { bf16, fp32 };
@@ -52,13 +54,13 @@ enum class GradPrecision { bf16, fp32 };
 //   megatron-core  Megatron-Core with TransformerEngine (2024): sequence parallel, flash attention,
 //                  no dropout, fusions, TP exposed (--tp-comm-overlap is opt-in), DP overlapped
 //                  (--overlap-grad-reduce), fp32 gradients (the default)
-//   fsdp           PyTorch FSDP, eager (2023–24): flash (SDPA), no dropout, unfused element-wise
+//   fsdp           PyTorch FSDP, eager (2023–24): flash2 (SDPA), no dropout, unfused element-wise
 //                  kernels, DP overlapped, bf16 gradients, ZeRO-3 prefetch 1
 enum class Framework { megatron_2021, megatron_core, fsdp };
 
 inline constexpr std::pair<const char*, OnOff> kOnOffNames[] = {{"on", OnOff::on}, {"off", OnOff::off}};
-inline constexpr std::pair<const char*, AttentionKernel> kAttentionNames[] = {{"flash", AttentionKernel::flash},
-                                                                             {"unfused", AttentionKernel::unfused}};
+inline constexpr std::pair<const char*, AttentionKernel> kAttentionNames[] = {
+    {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
 inline constexpr std::pair<const char*, ElementwiseKernels> kKernelsNames[] = {{"fused", ElementwiseKernels::fused},
                                                                               {"unfused", ElementwiseKernels::unfused}};
 inline constexpr std::pair<const char*, CommOverlap> kOverlapNames[] = {{"exposed", CommOverlap::exposed},
@@ -80,7 +82,7 @@ struct Practice {
   GradPrecision grads = GradPrecision::fp32;
   int zero3_prefetch = 1;
   bool sp() const { return sequence_parallel == OnOff::on; }
-  bool flash() const { return attention == AttentionKernel::flash; }
+  bool flash() const { return attention != AttentionKernel::unfused; }
   bool has_dropout() const { return dropout == OnOff::on; }
   double grad_bytes() const { return grads == GradPrecision::fp32 ? 4 : 2; }  // per parameter, held and reduced
 };
