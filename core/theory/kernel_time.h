@@ -1,16 +1,17 @@
-// Compute time from the shapes of the work (`dtlab simulate`, issue 30): every GEMM of a
-// transformer layer timed on the GPU's documented peak, quantized onto its SMs, and the
-// element-wise and normalization kernels timed on its memory bandwidth. No fitted
-// efficiency: what the model leaves out (kernel launch gaps, cuBLAS's own shortfall from
-// peak, host stalls) shows as its error against published runs (docs/planning.md).
+// Compute time from the shapes of the work (`dtlab simulate` and `dtlab plan`, issues 30, 45):
+// every GEMM of a transformer layer timed on the GPU's *achieved* cuBLAS rate (the profile's
+// gemm_flops, measured at its best shape: gpu_profile.h), quantized onto its SMs, the
+// element-wise and normalization kernels on its achieved memory bandwidth, and every kernel
+// followed by the profile's gap between kernels. No fitted efficiency: what the model still
+// leaves out (host stalls, fusion) shows as its error against published runs (docs/planning.md).
 //
 // A GEMM C[m×n] = A[m×k]·B[k×n] (`batch` of them) on a GPU of S SMs, output tiles tm×tn:
 //   tiles  = batch · ⌈m/tm⌉ · ⌈n/tn⌉                     one thread block per tile
 //   waves  = ⌈tiles / S⌉                                 each SM computes one tile at a time
-//   compute time = waves · 2·tm·tn·k / (peak / S)        padded tiles and a last partial wave
+//   compute time = waves · 2·tm·tn·k / (achieved / S)    padded tiles and a last partial wave
 //                                                        cost a full tile and a full wave
 //   memory time  = batch · (m·k + k·n + m·n) · bytes / bandwidth
-//   time = max(compute, memory)                          (the roofline)
+//   time = max(compute, memory) + the gap between kernels (the roofline, then the launch)
 // The GEMM's efficiency = useful FLOPs 2·m·n·k·batch / (time · peak): tile quantization
 // (m, n not multiples of the tile) and wave quantization (tiles not a multiple of S) lower
 // it for small or oddly sized matrices and leave it near 1 for large ones, which is why
@@ -34,41 +35,44 @@ struct KernelTime {
   double seconds = 0;
   double flops = 0;  // useful FLOPs (0 for a memory-bound kernel)
   double bytes = 0;  // bytes moved to and from memory
+  double kernels = 0;  // launches (each followed by the profile's gap)
   KernelTime& operator+=(const KernelTime& o) {
-    seconds += o.seconds, flops += o.flops, bytes += o.bytes;
+    seconds += o.seconds, flops += o.flops, bytes += o.bytes, kernels += o.kernels;
     return *this;
   }
 };
 
 // One GEMM (16-bit operands: element_bytes 2) and one memory-bound kernel on `gpu`.
 KernelTime gemm_time(const ClusterSpec& gpu, const Gemm& g, double element_bytes = 2);
-KernelTime memory_time(const ClusterSpec& gpu, double bytes);
+// `kernels` memory-bound kernels moving `bytes` in all: bytes / bandwidth + kernels · gap.
+KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels = 1);
 
-// One transformer layer (dtlab's GPT: LayerNorm → attention → LayerNorm → MLP 4h, GELU, no
-// dropout) for one micro-batch of b sequences on one GPU of a TP group of t with sequence
-// parallelism (every tensor divided by t), 16-bit activations.
-//   forward GEMMs   QKV [bs × h]·[h × 3h/t], scores (b·a/t)·[s × d]·[d × s], values
-//                   (b·a/t)·[s × s]·[s × d], projection [bs × h/t]·[h/t × h], MLP up
-//                   [bs × h]·[h × 4h/t] and down [bs × 4h/t]·[4h/t × h]      (d = h/a)
+// One transformer layer for one micro-batch of b sequences on one GPU of a TP group of t, 16-bit
+// activations, as the run's practice says (practice.h). GPT: LayerNorm → attention → LayerNorm →
+// MLP h → ffn → h, GELU; Llama: RMSNorm, rotary Q/K, grouped-query attention (kv heads), SwiGLU.
+//   forward GEMMs   QKV [bs × h]·[h × (h + 2·kv·d)/t], projection [bs × h/t]·[h/t × h], MLP up
+//                   [bs × h]·[h × ffn/t] (SwiGLU: 2·ffn/t, gate and up) and down [bs × ffn/t]·[ffn/t × h]
+//   attention core  unfused: scores (b·a/t)·[s × d]·[d × s] and values (b·a/t)·[s × s]·[s × d] as
+//                   batched GEMMs over the whole s × s; flash: one kernel, the causal half, at the
+//                   profile's flash rates (backward 2.5× the forward's FLOPs)      (d = h/a)
 //   backward GEMMs  two per forward GEMM: the input's gradient and the weight's (scores and
 //                   values: the gradients of both operands)
-//   memory-bound    forward: 2 LayerNorms (read + write b·s·h each), 2 residual adds (read 2,
-//                   write 1), GELU (read + write 4·b·s·h), softmax (read + write b·a·s²):
-//                   18·b·s·h + 2·b·a·s² elements, /t; backward twice the forward's traffic
-//   recomputation   full: backward adds the whole forward; selective: the attention core
-//                   (scores, softmax, values)
+//   memory-bound    elementwise_forward (kernel_time.cpp): norms, residual adds, dropout, activation,
+//                   rotary, and with unfused attention the scores' softmax — ÷ t inside the TP
+//                   regions, outside them only with sequence parallelism; backward twice the forward
+//   recomputation   full: backward adds the whole forward; selective: the attention core (and the
+//                   unfused softmax)
 //   context par. cp each GPU holds n = s/cp positions (context_parallel.h): every bs above is
 //                   b·n, and the attention core is cp blocks of n queries against n keys
-//                   (scores (b·a/t)·[n × d]·[d × n], values (b·a/t)·[n × n]·[n × d], one block
-//                   per ring step; softmax b·a·n·s elements)
 struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
   double block_forward_s = 0, block_backward_s = 0;  // one ring step's attention block (cp > 1)
+  double linear_forward_s = 0, linear_backward_s = 0;  // of the GEMMs: the four linear layers' (no recomputation)
+  KernelTime core;  // the attention core's forward, backward and recomputed forward (part of the GEMMs above)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
 };
-LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp,
-                                 Recompute recompute, int cp = 1);
+LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, const ParallelConfig& cfg);
 
 // The LM head on the last stage: logits [bs × h]·[h × V/t], its two backward GEMMs, and the
 // softmax cross-entropy over the logits (read + write b·s·V/t forward, twice backward).

@@ -9,6 +9,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/theory/framework_memory.h"
+#include "core/theory/kernel_time.h"
+#include "core/theory/step_model.h"
 #include "core/util/units.h"
 
 namespace dtl::theory {
@@ -87,6 +90,15 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (m.heads > 0 && m.heads % p.tp != 0)
     throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.heads) +
                      " attention heads (each TP rank computes whole heads)");
+  if (m.heads > 0 && m.hidden > 0 && m.hidden % m.heads != 0)
+    throw UsageError("--heads " + std::to_string(m.heads) + " does not divide --hidden " + std::to_string(m.hidden) +
+                     ": each head has hidden/heads features; choose a head count that divides the hidden size");
+  if (m.kv_heads > 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0))
+    throw UsageError("--kv-heads " + std::to_string(m.kv_heads) + " must divide the " + std::to_string(m.heads) +
+                     " query heads (--heads): each key/value head serves heads/kv-heads query heads");
+  if (m.kv_heads > 0 && m.kv_heads % p.tp != 0)
+    throw UsageError("tp = " + std::to_string(p.tp) + " must divide the " + std::to_string(m.kv_heads) +
+                     " key/value heads (--kv-heads): each TP rank holds whole key/value heads");
   if (m.layers > 0 && p.pp > m.layers)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
@@ -159,12 +171,6 @@ Span group_span(const Group& g, const ClusterSpec& c) {
 
 int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
 
-// Ring reduce-scatter or all-gather of `bytes` in all over n ranks: (n−1)α + (n−1)/n·bytes/β.
-double ring_half_seconds(int n, double bytes, Link link) {
-  if (n < 2) return 0;
-  return (n - 1) * link.alpha_s + double(n - 1) / n * bytes / link.beta_Bps;
-}
-
 LedgerEntry entry(Axis axis, std::string what, int calls, double bytes_per_call, double seconds_per_call,
                   const Span& span) {
   LedgerEntry e;
@@ -181,18 +187,19 @@ LedgerEntry entry(Axis axis, std::string what, int calls, double bytes_per_call,
 
 // ZeRO's collectives over d replicas of `params` parameters on this GPU (plan.h: once per
 // step for stages 0/1, per micro-batch after); `whose` names them ("", " (experts)").
-void add_dp_entries(Plan& out, double params, int d, const std::string& whose, const Span& span, Link link) {
+// Each collective timed as NCCL would run it on the group of d ranks `stride` apart (nccl_model.h).
+void add_dp_entries(Plan& out, double params, int d, long stride, const std::string& whose, const Span& span) {
   const auto& p = out.config;
   const int M = p.micro_batches;
   if (d < 2 || params <= 0) return;
   const double payload = params * kBytes16;
   const double half = double(d - 1) / d * payload;
-  const double t_half = ring_half_seconds(d, payload, link);
+  const double t_half = group_collective_s(out.cluster, Collective::reduce_scatter, payload, d, stride);
   auto add = [&](const char* what, int calls, double bytes, double seconds) {
     out.ledger.push_back(entry(Axis::dp, what + whose, calls, bytes, seconds, span));
   };
   if (p.zero == 0) {
-    add("all_reduce gradients", 1, 2 * half, ring_all_reduce_seconds(d, payload, link));
+    add("all_reduce gradients", 1, 2 * half, group_collective_s(out.cluster, Collective::all_reduce, payload, d, stride));
   } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
     add("reduce_scatter gradients", 1, half, t_half);
     add("all_gather parameters", 1, half, t_half);
@@ -208,7 +215,7 @@ void add_dp_entries(Plan& out, double params, int d, const std::string& whose, c
 
 // Expert parallelism's all-to-alls (plan.h): dispatch and combine per MoE layer and
 // micro-batch, forward and backward (and the recomputed forward), balanced load.
-void add_ep_entries(Plan& out, const Span& span, Link link) {
+void add_ep_entries(Plan& out, const Span& span) {
   const auto& m = out.model;
   const auto& p = out.config;
   if (m.experts < 1 || p.ep < 2 || !m.has_shape()) return;
@@ -216,8 +223,9 @@ void add_ep_entries(Plan& out, const Span& span, Link link) {
   const int calls = p.micro_batches * layers_per_stage(m, p.pp) * per_layer;
   const double rows = double(m.seq) * p.micro_batch_size / p.tp * m.top_k;  // (b·s/t)·k
   const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
+  const double whole = rows * m.hidden * kBytes16;  // as step_model.h times it: NCCL's grouped send/recv
   out.ledger.push_back(entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
-                             (p.ep - 1) * link.alpha_s + leaving / link.beta_Bps, span));
+                             group_collective_s(out.cluster, Collective::all_gather, whole, p.ep, long(p.tp) * p.cp), span));
 }
 
 void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
@@ -231,7 +239,7 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
     const int calls = M * layers_per_stage(m, p.pp) * per_layer;
     const double payload = sbh * kBytes16;
     out.ledger.push_back(entry(Axis::tp, "all_reduce activations", calls, 2.0 * (p.tp - 1) / p.tp * payload,
-                               ring_all_reduce_seconds(p.tp, payload, tp_link), tp_span));
+                               group_collective_s(out.cluster, Collective::all_reduce, payload, p.tp, 1), tp_span));
   }
   if (p.pp > 1) {
     const double message = sbh / p.tp * kBytes16;
@@ -248,11 +256,12 @@ void add_cp_entries(Plan& out, const Span& span, Link link) {
   const auto& m = out.model;
   const auto& p = out.config;
   if (p.cp < 2 || !m.has_shape()) return;
-  const double rate = out.cluster.peak_flops * p.efficiency, block_f = cp_block_forward_flops(m, p) / rate;
-  out.cp_ring = cp_ring(m, p, link, block_f, 2 * block_f);
+  const LayerTime layer = transformer_layer_time(out.cluster, m, p);
+  const double block_f = layer.block_forward_s, block_b = layer.block_backward_s;  // the blocks from their shapes
+  out.cp_ring = cp_ring(m, p, link, block_f, block_b);
   const int layers = p.micro_batches * layers_per_stage(m, p.pp);
   const int passes = p.recompute == Recompute::full ? 2 : 1;
-  for (const CpLine& l : cp_lines(m, p, link, block_f, 2 * block_f)) {
+  for (const CpLine& l : cp_lines(m, p, link, block_f, block_b)) {
     const int runs = layers * (l.backward ? 1 : passes);
     LedgerEntry e = entry(Axis::cp, l.what, runs * l.calls, l.bytes_per_call, 0, span);
     e.time_s = runs * l.exposed_s;
@@ -279,14 +288,13 @@ void fill_memory(Plan& out) {
   mem.model_state_eight = state(ZeroConvention::eight);
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
-  const double s = m.seq, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
-  auto held = [&](double layer_bytes) {  // each GPU of a cp group holds s/cp of every sequence
-    return activations_in_flight(layer_bytes / p.cp, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
+  auto held = [&](double layer_bytes) {  // (layer_activation_bytes counts this GPU's s/cp positions)
+    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
   };
-  // Tensor parallelism with sequence parallelism, as Megatron-LM runs it.
-  mem.activations_none = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::none));
-  mem.activations_selective = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::selective));
-  mem.activations_full = held(korthikanti_layer_bytes(s, b, h, a, t, true, Recompute::full));
+  // Korthikanti's terms as the run keeps them: sequence parallelism, dropout, flash (framework_memory.h).
+  mem.activations_none = held(layer_activation_bytes(m, p, Recompute::none));
+  mem.activations_selective = held(layer_activation_bytes(m, p, Recompute::selective));
+  mem.activations_full = held(layer_activation_bytes(m, p, Recompute::full));
   mem.activations = p.recompute == Recompute::none        ? mem.activations_none
                     : p.recompute == Recompute::selective ? mem.activations_selective
                                                           : mem.activations_full;
@@ -305,17 +313,11 @@ void fill_time(Plan& out) {
   out.bubble = double(P - 1) / double(M + P - 1);
   if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
   out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * m.seq;
+  // The step is the simulator's (step_model.h): the same components through the same 1F1B
+  // pipeline simulation; only the experts' all-to-alls, which simulate does not time yet, are
+  // added on top, exposed in every slot of the pipeline.
   auto& t = out.time;
-  t.busy = out.hardware_flops_per_token * out.tokens_per_step /
-           (double(out.cluster.gpus) * out.cluster.peak_flops * p.efficiency);
-  t.bubble = t.busy * (P - 1) / M;
-  for (const auto& e : out.ledger) {
-    if (e.axis == Axis::tp) t.tp += e.time_s * double(M + P - 1) / M;  // each slot of the pipeline waits for it
-    if (e.axis == Axis::ep) t.ep += e.time_s * double(M + P - 1) / M;  // (as TP: inside every layer)
-    if (e.axis == Axis::cp) t.cp += e.time_s * double(M + P - 1) / M;
-    if (e.axis == Axis::pp) t.pp += e.time_s;
-    if (e.axis == Axis::dp) t.dp += e.time_s;
-  }
+  t = step_time(step_components(out), p);
   out.tokens_per_s = out.tokens_per_step / t.total();
   const double peak = double(out.cluster.gpus) * out.cluster.peak_flops;
   out.mfu = out.model_flops_per_token * out.tokens_per_s / peak;
@@ -352,18 +354,19 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   out.config = p;
   out.psi = m.parameters();
   fill_memory(out);
+  out.memory.framework = framework_memory(out);
   auto span_of = [&](Axis a) { return group_span(axis_group(a, p), c); };
   const Span dp_span = group_span(replica_group(p), c), tp_span = span_of(Axis::tp), pp_span = span_of(Axis::pp);
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
   add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
   const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
-  add_dp_entries(out, (out.psi - experts) / shards, p.dp * p.cp, p.cp > 1 ? " (over dp·cp)" : "", dp_span, link(dp_span));
+  add_dp_entries(out, (out.psi - experts) / shards, p.dp * p.cp, p.tp, p.cp > 1 ? " (over dp·cp)" : "", dp_span);
   const Span cp_span = span_of(Axis::cp);
   add_cp_entries(out, cp_span, link(cp_span));
   if (experts > 0) {
     const Span ep_span = span_of(Axis::ep), replica_span = group_span(expert_replica_group(p), c);
-    add_ep_entries(out, ep_span, link(ep_span));
-    add_dp_entries(out, experts / (shards * p.ep), p.dp / p.ep, " (experts)", replica_span, link(replica_span));
+    add_ep_entries(out, ep_span);
+    add_dp_entries(out, experts / (shards * p.ep), p.dp / p.ep, long(p.tp) * p.cp * p.ep, " (experts)", replica_span);
   }
   double total = 0;
   for (const auto& e : out.ledger) total += e.bytes;

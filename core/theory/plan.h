@@ -47,11 +47,11 @@
 //   EP traffic              per MoE layer and micro-batch an all-to-all to dispatch and one to
 //                           combine, forward and backward (6 with full recomputation), each
 //                           (b·s/t)·k·h elements of which (ep−1)/ep leave the GPU when the
-//                           load is balanced; α-β (ep−1)α + bytes/β, exposed like TP
+//                           load is balanced; timed on NCCL's model inside each layer (step_model.h)
 //   DP traffic              the dense part over dp, the experts' over their dp/ep replicas
 //   FLOPs per token         6 · the active Ψ + 12·L·h·s
-//   activations             the dense model's: a token's k expert MLPs count as one (low by
-//                           the MLP's share of Korthikanti's 34·s·b·h times k − 1)
+//   activations             the dense model's with each token's MLP tensors k times (its k experts,
+//                           framework_memory.h)
 //
 // Context parallelism (ParallelConfig::cp; context_parallel.h for ring attention's exchange):
 // each GPU of a cp group holds s/cp positions of every sequence (zig-zag split: s divisible by
@@ -76,21 +76,39 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/theory/collectives.h"
 #include "core/theory/context_parallel.h"
+#include "core/theory/gpu_profile.h"
+#include "core/theory/nccl_model.h"
+#include "core/theory/practice.h"
 #include "core/theory/recompute.h"
 #include "core/theory/zero.h"
 
 namespace dtl::theory {
+
+// gpt: GPT-2/3 (LayerNorm with biases, GELU MLP of ffn = 4h, learned positions, biases, tied
+// embeddings); llama: Llama-style (RMSNorm, SwiGLU MLP of its own ffn size, rotary positions (no
+// parameters), grouped-query attention with kv_heads, no biases, untied embeddings).
+enum class Family { gpt, llama };
+inline constexpr std::pair<const char*, Family> kFamilyNames[] = {{"gpt", Family::gpt}, {"llama", Family::llama}};
 
 struct ModelSpec {
   std::string name = "custom";
   double params = 0;  // Ψ as counted (a preset's nominal size); 0: from the shape
   int layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
   int experts = 0, top_k = 1;  // experts 0: a dense model
+  Family family = Family::gpt;
+  int kv_heads = 0;  // key/value heads (grouped-query attention); 0: heads
+  int ffn = 0;       // the MLP's inner size; 0: 4h
   bool has_shape() const { return layers > 0 && hidden > 0 && heads > 0 && seq > 0; }
+  int kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  double ffn_size() const { return ffn > 0 ? ffn : 4.0 * hidden; }
+  double qkv_width() const { return hidden + 2.0 * kv() * hidden / heads; }  // Q, K and V's output features
+  double mlp_parameters() const;  // one MLP (one expert)
+  double layer_parameters() const;  // one layer with a dense MLP
   // Every expert of every layer (L·E·(8h² + 5h); 0 for a dense model), and what one token
   // uses of Ψ (all of it, dense).
   double expert_parameters() const;
@@ -105,24 +123,47 @@ struct ModelSpec {
   double parameters() const { return params > 0 ? params : shape_parameters(); }
 };
 // "7b", "13b", "70b", "175b" (GPT-3), "1t" (Megatron's 1T); throws UsageError naming them.
+// Llama 3's and Mixtral's published shapes: "gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b",
+// "mixtral-8x7b" (Ψ counted from the shape).
 ModelSpec model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
+// The parameter count a preset's authors state, and where (empty for an unknown name).
+struct PresetStatement {
+  double params = 0;
+  std::string source;
+};
+PresetStatement model_preset_statement(std::string_view name);
 
 struct ClusterSpec {
   std::string name = "custom";
   int gpus = 0, gpus_per_node = 8;
   double gpu_memory = 80e9;  // bytes (GB = 1e9, as the curriculum counts "80 GB")
-  Link intra, inter;         // NVLink / InfiniBand, per GPU
-  double peak_flops = 312e12;
-  // The GPU for compute from shapes (core/theory/kernel_time.h): HBM bandwidth, SMs, and the
-  // output tile one thread block of a large 16-bit GEMM computes (CUTLASS's and cuBLAS's
-  // common 128 × 128: an assumption, not a documented figure), with where each came from.
-  double memory_Bps = 2.039e12;
+  // Per GPU and per direction: α = one hop's latency, β = the bus bandwidth NCCL reaches on the
+  // tier (NVLink in a node, the network between nodes; gpu_profile.h says where each came from).
+  Link intra, inter;
+  int nics_per_node = 0;  // 0: one NIC per GPU
+  double peak_flops = 312e12;  // datasheet bf16 dense: what MFU divides by
+  // The GPU for compute from shapes (core/theory/kernel_time.h): the achieved cuBLAS rate at
+  // its best shape, achieved HBM bandwidth, the gap between kernels, SMs, and the output tile
+  // one thread block of a large 16-bit GEMM computes (CUTLASS's and cuBLAS's common 128 × 128:
+  // an assumption, not a documented figure).
+  double gemm_flops = 271.2e12;
+  double memory_Bps = 1.80e12;
+  double kernel_gap_s = 1e-6;
+  double flash_forward_flops = 228e12, flash_backward_flops = 197e12;  // achieved by FlashAttention (gpu_profile.h)
+  double flash2_forward_flops = 228e12, flash2_backward_flops = 197e12;  // FlashAttention-2 (PyTorch's SDPA)
   int sms = 108;
   int tile_m = 128, tile_n = 128;
-  std::string spec_source;
+  GpuArch arch = GpuArch::ampere;
+  bool nvls = false;  // NVLink SHARP all-reduce in a node (nccl_model.h)
+  std::vector<std::string> sources;  // the GPU profile's sources
+  std::string spec_source;           // the same, one line
 };
-// "a100-80gb", "h100-80gb" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
+// The cluster's GPUs of a profile (gpu_profile.h): its figures into the fields above.
+ClusterSpec cluster_from_profile(const GpuProfile& g);
+// The NCCL communicator of `ranks` ranks, `per_node` on each node, on this cluster (nccl_model.h).
+NcclFabric cluster_fabric(const ClusterSpec& c, int ranks, int per_node);
+// "a100-80gb", "h100-80gb", "h200" (gpus left 0: the run's dp·tp·pp); throws UsageError naming them.
 ClusterSpec cluster_preset(std::string_view name);
 std::vector<std::string> cluster_preset_names();
 
@@ -136,10 +177,19 @@ struct ParallelConfig {
   int ep = 1;  // expert parallelism, within dp (a mixture-of-experts model only)
   int cp = 1;  // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
   CpAlgo cp_algo = CpAlgo::ring;  // how attention reaches the other ranks' K/V (context_parallel.h)
+  Practice practice;              // what the run does beyond the layout (practice.h): megatron-core's defaults
 };
 
 enum class Axis { dp, tp, pp, ep, cp };
 const char* axis_name(Axis a);
+
+// Memory a framework holds beyond model state and activations (framework_memory.h), one line each.
+struct MemoryLine {
+  std::string id, label;
+  double bytes = 0;  // per GPU
+  std::string source;
+  bool counted = true;  // in the total (the busiest GPU's); false: another stage's
+};
 
 struct Memory {
   double params = 0, grads = 0, optimizer = 0;  // under the run's convention
@@ -147,8 +197,14 @@ struct Memory {
   double activations = 0;  // under the run's recomputation
   double activations_none = 0, activations_selective = 0, activations_full = 0;
   double capacity = 0;
+  std::vector<MemoryLine> framework;  // beyond model state and activations
   double model_state() const { return params + grads + optimizer; }
-  double total() const { return model_state() + activations; }
+  double framework_bytes() const {
+    double b = 0;
+    for (const auto& l : framework) b += l.counted ? l.bytes : 0;
+    return b;
+  }
+  double total() const { return model_state() + activations + framework_bytes(); }
   double headroom() const { return capacity - total(); }  // < 0: misses by that much
   bool fits() const { return headroom() >= 0; }
 };
@@ -165,9 +221,13 @@ struct LedgerEntry {
   double time_s = 0;       // α-β time on the critical path
 };
 
+// The step of the stage that ends last (step_model.h): its compute, its exposed communication
+// by axis, its optimizer step, and the rest of the step it spends waiting (the pipeline's
+// bubble and its sends). pp stays 0: a send delays the next stage and shows in its bubble.
 struct StepTime {
-  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0;
-  double total() const { return busy + bubble + tp + pp + dp + ep + cp; }
+  double busy = 0, bubble = 0, tp = 0, pp = 0, dp = 0, ep = 0, cp = 0, optimizer = 0;
+  int stage = 0;  // which stage ends last
+  double total() const { return busy + bubble + tp + pp + dp + ep + cp + optimizer; }
 };
 
 struct Plan {

@@ -48,9 +48,13 @@ Report header(const th::Plan& pl) {
   std::snprintf(psi, sizeof psi, "Ψ = %.4g billion parameters", pl.psi / 1e9);
   rep.setup = {"model " + m.name, psi};
   if (m.params <= 0 && m.has_shape()) {  // counted from the shape: the exact count beside the closed form
-    char count[160];
-    std::snprintf(count, sizeof count, "Ψ from the shape: %.0f exactly; 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)) = %.0f",
-                  m.shape_parameters(), m.shape_parameters_approx());
+    char count[200];
+    if (m.family == th::Family::llama)
+      std::snprintf(count, sizeof count, "Ψ from the Llama-style shape: %.0f exactly (%d KV heads, ffn %.0f, untied)",
+                    m.shape_parameters(), m.kv(), m.ffn_size());
+    else
+      std::snprintf(count, sizeof count, "Ψ from the shape: %.0f exactly; 12·L·h²·(1 + 13/(12h) + (V+s)/(12·L·h)) = %.0f",
+                    m.shape_parameters(), m.shape_parameters_approx());
     rep.setup.push_back(count);
   }
   if (m.experts > 0) {
@@ -82,14 +86,19 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
   rep.add("memory.model_state_8", "model state under 8 B/param", mem.model_state_eight / 1e9, "GB").source = "2+2+4";
   if (pl.model.has_shape()) {  // (a model given by Ψ alone has no activations to count)
     rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
-            mem.activations / 1e9, "GB").source = "Korthikanti et al. 2022";
+            mem.activations / 1e9, "GB").source = std::string("Korthikanti et al. 2022; SP ") +
+                                                  (p.practice.sp() ? "on" : "off") + (p.practice.flash() ? ", flash" : "") +
+                                                  (p.practice.has_dropout() ? ", dropout" : "");
+    const std::string terms = p.practice.flash() || !p.practice.has_dropout() ? "Korthikanti's tensors, as run" : "";
     rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source =
-        "s·b·h(34+5as/h)" + per_cp;
+        terms.empty() ? "s·b·h(34+5as/h)" + per_cp : terms;
     rep.add("memory.activations_selective", "activations, selective recomputation", mem.activations_selective / 1e9,
-            "GB").source = "34·s·b·h" + per_cp;
+            "GB").source = terms.empty() ? "34·s·b·h" + per_cp : terms;
     rep.add("memory.activations_full", "activations, full recomputation", mem.activations_full / 1e9, "GB").source =
-        "2·s·b·h" + per_cp;
+        "2·s·b·h" + (p.practice.sp() ? per_cp : std::string(p.cp > 1 ? "/cp" : ""));
   }
+  for (const th::MemoryLine& l : mem.framework)  // what frameworks hold beyond the two (framework_memory.h)
+    rep.add(l.id, l.label + (l.counted ? "" : " (not this GPU)"), l.bytes / 1e9, "GB").source = l.source;
   rep.add("memory.total", "total per GPU", mem.total() / 1e9, "GB");
   rep.add("memory.capacity", "GPU memory", mem.capacity / 1e9, "GB");
   rep.add("memory.headroom", mem.fits() ? "fits, to spare" : "does NOT fit, misses by", std::fabs(mem.headroom()) / 1e9, "GB");
@@ -117,18 +126,18 @@ void add_cp_time_rows(Report& rep, const th::Plan& pl) {
   const th::CpRing& r = pl.cp_ring;
   rep.add("time.cp_hop", "CP ring: one K/V hop", r.hop_s, "s").source = "α + 2·(b·s/cp)·(h/tp)·2 B / β";
   rep.add("time.cp_block", "CP ring: one block's attention, forward", r.block_forward_s, "s").source =
-      "4·b·(s/cp)²·h/tp FLOPs / (peak·efficiency)";
+      "its GEMMs from their shapes (kernel_time.h)";
   rep.add("time.cp", "exposed CP ring hops", pl.time.cp, "s").source = "max(0, hop − block) per hop, + the last dK/dV hop";
 }
 
 void add_time_rows(Report& rep, const th::Plan& pl) {
   const auto& t = pl.time;
   rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source = "(p−1)/(M+p−1)";
-  rep.add("time.busy", "compute (busy)", t.busy, "s").source = "hardware FLOPs / (peak·efficiency)";
-  rep.add("time.bubble", "bubble", t.bubble, "s");
-  rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "α-β";
-  rep.add("time.pp", "exposed PP communication", t.pp, "s").source = "α-β";
-  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "α-β, no overlap";
+  rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
+  rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source = "1F1B simulated (step_model.h)";
+  rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "NCCL's model";
+  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "NCCL's model, no overlap";
+  rep.add("time.optimizer", "optimizer step", t.optimizer, "s").source = "AdamW bytes / achieved HBM bandwidth";
   if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
   if (pl.config.cp > 1 && pl.config.cp_algo == th::CpAlgo::ring) add_cp_time_rows(rep, pl);
   if (pl.config.cp > 1 && pl.config.cp_algo != th::CpAlgo::ring)
@@ -144,6 +153,7 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
 Report plan_report(const th::Plan& pl) {
   Report rep = header(pl);
   rep.setup.push_back(config_words(pl.config));
+  rep.setup.push_back("practice: " + th::practice_words(pl.config.practice));
   rep.config = {{"dp", pl.config.dp},   {"tp", pl.config.tp}, {"pp", pl.config.pp}, {"cp", pl.config.cp}, {"zero", pl.config.zero},
                 {"micro_batch_size", pl.config.micro_batch_size}, {"micro_batches", pl.config.micro_batches},
                 {"recompute", th::recompute_name(pl.config.recompute)}, {"psi", pl.psi},
@@ -217,8 +227,12 @@ Command add_plan_command(CLI::App& app) {
       ->check(whole_range(1, 100000000));
   p->add_flag("--json", a->json, "Print the report as JSON");
   return [a, p] {
+    if (p->count("--efficiency"))  // one model under plan and simulate (issue 45): no flat share of peak
+      throw UsageError("--efficiency is simulate's --compute flat only: plan times every GEMM and kernel from its shape "
+                       "on the GPU's achieved rates (give --peak-tflops to scale them)");
     require_search_options_apply(*p, a->search > 0);
     require_cp_options_apply(*p, *a);
+    resolve_practice(*p, *a);
     const th::ModelSpec m = model_from(*a);
     th::ClusterSpec c = cluster_from(*a);
     Report rep;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -125,6 +126,26 @@ th::ModelSpec with_experts(th::ModelSpec m, const PlanArgs& a) {
 
 }  // namespace
 
+namespace {
+
+// --family, --kv-heads, --ffn: on a shape they describe it; on a preset they must be its own.
+th::ModelSpec with_family(th::ModelSpec m, const PlanArgs& a) {
+  const bool preset = !a.model.empty() || (a.layers == 0 && a.hidden == 0);
+  auto differs = [&](bool given, bool same, const std::string& what) {
+    if (given && preset && !same)
+      throw UsageError("--model " + m.name + " is not " + what + ": that is another model; drop --model and give the "
+                       "whole shape (--layers --hidden --heads --seq --vocab) with it");
+  };
+  differs(a.family != th::Family::gpt, m.family == a.family, "--family llama");
+  differs(a.kv_heads > 0, m.kv() == a.kv_heads, "--kv-heads " + std::to_string(a.kv_heads));
+  differs(a.ffn > 0, m.ffn_size() == a.ffn, "--ffn " + std::to_string(a.ffn));
+  if (preset) return m;
+  m.family = a.family, m.kv_heads = a.kv_heads, m.ffn = a.ffn;
+  return m;
+}
+
+}  // namespace
+
 th::ModelSpec model_from(const PlanArgs& a) {
   const std::vector<ShapeOption> shape = shape_options(a);
   bool shape_given = false;
@@ -147,7 +168,7 @@ th::ModelSpec model_from(const PlanArgs& a) {
                        ? model_from_shape(shape)
                        : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
   if (!shape_given || !a.model.empty()) require_preset_shape(m, shape);
-  return with_experts(m, a);
+  return with_experts(with_family(m, a), a);
 }
 
 th::ClusterSpec cluster_from(const PlanArgs& a) {
@@ -165,14 +186,69 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
   if (a.inter_bw > 0) c.inter.beta_Bps = a.inter_bw * 1e9;
   if (a.intra_us >= 0) c.intra.alpha_s = a.intra_us * 1e-6;
   if (a.inter_us >= 0) c.inter.alpha_s = a.inter_us * 1e-6;
-  if (a.peak_tflops > 0) c.peak_flops = a.peak_tflops * 1e12;
+  if (a.peak_tflops > 0) {  // the achieved GEMM rate keeps its share of the peak (gpu_profile.h)
+    c.gemm_flops *= a.peak_tflops * 1e12 / c.peak_flops;
+    c.peak_flops = a.peak_tflops * 1e12;
+  }
   return c;
 }
 
 th::ParallelConfig config_from(const PlanArgs& a) {
   return {a.dp, a.tp, a.pp, a.zero, a.micro_batch_size, a.micro_batches, th::parse_recompute(a.recompute),
-          parse_convention(a.convention), a.efficiency, a.ep, a.cp, a.cp_algo};
+          parse_convention(a.convention), a.efficiency, a.ep, a.cp, a.cp_algo, a.practice};
 }
+
+void resolve_practice(const CLI::App& p, PlanArgs& a) {
+  th::Practice x = th::framework_practice(a.framework);
+  auto given = [&](const char* flag) { return p.count(flag) > 0; };
+  if (given("--sequence-parallel")) x.sequence_parallel = a.sequence_parallel;
+  if (given("--attention")) x.attention = a.attention;
+  if (given("--dropout")) x.dropout = a.dropout;
+  if (given("--kernels")) x.kernels = a.kernels;
+  if (given("--tp-comm")) x.tp_comm = a.tp_comm;
+  if (given("--dp-comm")) x.dp_comm = a.dp_comm;
+  if (given("--grads")) x.grads = a.grads;
+  if (given("--dp-bucket-mb")) x.dp_bucket_bytes = a.dp_bucket_mb * 1e6;
+  if (given("--zero3-prefetch")) x.zero3_prefetch = a.zero3_prefetch;
+  for (const char* flag : {"--sequence-parallel", "--tp-comm"})
+    if (given(flag) && a.tp < 2)
+      throw UsageError(std::string(flag) + " acts on tensor parallelism's collectives and split: add --tp N (N > 1)");
+  if (given("--dp-bucket-mb") && x.dp_comm == th::CommOverlap::exposed)
+    throw UsageError("--dp-bucket-mb sizes the buckets of an overlapped gradient reduction, and this run's is exposed "
+                     "(--framework " + std::string(th::framework_name(a.framework)) + "): add --dp-comm overlapped");
+  if (given("--zero3-prefetch") && a.zero != 3)
+    throw UsageError("--zero3-prefetch is how many layers ZeRO-3 gathers ahead: add --zero 3");
+  a.practice = x;
+}
+
+namespace {
+void add_practice_options(CLI::App* p, PlanArgs& a) {
+  auto choice = [&](const char* flag, auto& field, const auto& names, const char* text, const char* help) {
+    using Value = std::decay_t<decltype(field)>;
+    p->add_option(flag, field, help)
+        ->transform(CLI::CheckedTransformer(std::map<std::string, Value>(std::begin(names), std::end(names))))
+        ->option_text(text);
+  };
+  choice("--framework", a.framework, th::kFrameworkNames, "megatron-2021|megatron-core|fsdp",
+         "The framework era whose defaults the run takes (core/theory/practice.h); default megatron-core");
+  choice("--sequence-parallel", a.sequence_parallel, th::kOnOffNames, "on|off",
+         "Element-wise work and its activations split over TP ranks (Korthikanti et al. 2022)");
+  choice("--attention", a.attention, th::kAttentionNames, "flash|unfused",
+         "flash: fused causal kernel at the profile's flash rate; unfused: the s×s scores through HBM");
+  choice("--dropout", a.dropout, th::kOnOffNames, "on|off", "Dropout after attention and MLP and on the attention probabilities");
+  choice("--kernels", a.kernels, th::kKernelsNames, "fused|unfused",
+         "Element-wise kernels: Megatron's fusions, or each op its own kernel (a pass over HBM and a launch gap)");
+  choice("--tp-comm", a.tp_comm, th::kOverlapNames, "exposed|overlapped",
+         "TP collectives on the critical path, or under the GEMM beside them (TransformerEngine's userbuffers)");
+  choice("--dp-comm", a.dp_comm, th::kOverlapNames, "exposed|overlapped",
+         "The gradient reduction after the last backward, or in buckets beside it (DDP, --overlap-grad-reduce)");
+  choice("--grads", a.grads, th::kGradNames, "bf16|fp32", "Gradients held and reduced in (Megatron's bf16 runs: fp32)");
+  p->add_option("--dp-bucket-mb", a.dp_bucket_mb, "With --dp-comm overlapped: bucket size, MB (megatron-core 80, fsdp 26.2)")
+      ->check(finite_range(1e-3, 1e6));
+  p->add_option("--zero3-prefetch", a.zero3_prefetch, "With --zero 3: layers whose parameters are gathered ahead (FSDP 1)")
+      ->check(whole_range(0, 64));
+}
+}  // namespace
 
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
   if (p.count("--cp-algo") && a.cp < 2)
@@ -180,10 +256,21 @@ void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
                      "exchange keys and values: add --cp N (N > 1)");
 }
 
+namespace {
+void add_practice_options(CLI::App* p, PlanArgs& a);
+}  // namespace
+
 void add_plan_options(CLI::App* p, PlanArgs& a) {
-  p->add_option("--model", a.model, "Preset: 7b 13b 70b 175b 1t (default 175b, unless --params or a shape is given)");
+  p->add_option("--model", a.model, "Preset: 7b 13b 70b 175b 1t gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b (default 175b, unless --params or a shape is given)");
   p->add_option("--params", a.params, "Parameters instead of a preset (175e9, 175B, 1.2T)");
   p->add_option("--layers", a.layers, "Transformer layers L")->check(whole_range(1, 100000));
+  p->add_option("--family", a.family, "gpt (LayerNorm, GELU 4h, biases, tied) or llama (RMSNorm, SwiGLU, GQA, untied)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, th::Family>(std::begin(th::kFamilyNames),
+                                                                         std::end(th::kFamilyNames))))
+      ->option_text("gpt|llama");
+  p->add_option("--kv-heads", a.kv_heads, "Key/value heads (grouped-query attention; dividing --heads)")
+      ->check(whole_range(1, 100000));
+  p->add_option("--ffn", a.ffn, "The MLP's inner size (default 4h)")->check(whole_range(1, 100000000));
   p->add_option("--hidden", a.hidden, "Hidden size h")->check(whole_range(1, 10000000));
   p->add_option("--heads", a.heads, "Attention heads a")->check(whole_range(1, 100000));
   p->add_option("--seq", a.seq, "Sequence length s")->check(whole_range(1, 100000000));
@@ -209,7 +296,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
       ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
   p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
       ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
-  p->add_option("--efficiency", a.efficiency, "Achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
+  p->add_option("--efficiency", a.efficiency, "simulate --compute flat only: achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
       ->capture_default_str();
   p->add_option("--experts", a.experts, "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
       ->check(whole_range(1, 1000000));
@@ -227,6 +314,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
                                                                           std::end(th::kCpAlgoNames))))
       ->option_text("ring|all-gather|ulysses")
       ->default_str(th::cp_algo_name(th::CpAlgo::ring));
+  add_practice_options(p, a);
 }
 
 std::string text_without_result(const Report& rep) {

@@ -23,6 +23,19 @@ struct PlanArgs {
   std::string recompute = "none", convention = "16";
   double efficiency = 0.5;
   bool json = false;
+  // A Llama-style model (family llama), grouped-query attention, the MLP's own size (plan.h)
+  theory::Family family = theory::Family::gpt;
+  int kv_heads = 0, ffn = 0;
+  // What the run does (core/theory/practice.h): the framework's defaults, each overridable
+  theory::Framework framework = theory::Framework::megatron_core;
+  theory::OnOff sequence_parallel = theory::OnOff::on, dropout = theory::OnOff::off;
+  theory::AttentionKernel attention = theory::AttentionKernel::flash;
+  theory::ElementwiseKernels kernels = theory::ElementwiseKernels::fused;
+  theory::CommOverlap tp_comm = theory::CommOverlap::exposed, dp_comm = theory::CommOverlap::overlapped;
+  theory::GradPrecision grads = theory::GradPrecision::fp32;
+  double dp_bucket_mb = 0;
+  int zero3_prefetch = 1;
+  theory::Practice practice;  // resolved by resolve_practice() after parsing
 };
 
 // Registers --model .. --efficiency on `p` (not --search, --global-batch, --json).
@@ -38,6 +51,10 @@ theory::ParallelConfig config_from(const PlanArgs& a);
 theory::ZeroConvention parse_convention(const std::string& text);  // throws UsageError
 // --cp-algo chooses how --cp's ranks exchange K/V: given without --cp N > 1 it is a UsageError.
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a);
+// The framework's practice (--framework) with each option given on the command line over it; an
+// option that cannot act on this layout (--sequence-parallel or --tp-comm without --tp > 1,
+// --dp-bucket-mb with --dp-comm exposed, --zero3-prefetch without --zero 3) is a UsageError.
+void resolve_practice(const CLI::App& p, PlanArgs& a);
 // Report::to_text ends with "result: OK, 0 checks passed": a plan or a simulation checks
 // nothing, so that line goes.
 std::string text_without_result(const Report& rep);

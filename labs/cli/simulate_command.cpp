@@ -20,6 +20,7 @@
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
+#include "labs/cli/simulate_explain.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
 #include "labs/report_format.h"
@@ -36,11 +37,11 @@ namespace th = dtl::theory;
 struct SimulateArgs {
   PlanArgs plan;
   int steps = 2;
-  std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "hierarchical", calibrate_link = "pcie4";
+  std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "nccl", calibrate_link = "pcie4";
   sim::ComputeModel compute = sim::ComputeModel::roofline;
   int chunks = 1;
-  double dp_bucket_mb = 0;
-  bool calibrate = false;
+  bool calibrate = false, explain = false;
+  std::string versus;  // --explain's second layout
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
 };
@@ -70,9 +71,7 @@ void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, 
   rep.add("sim.hardware_tflops", "hardware TFLOP/s per GPU (with the recomputed forward)",
           per_gpu * pl.hardware_flops_per_token / 1e12, "TFLOP/s");
   if (compute != sim::ComputeModel::roofline) return;
-  const th::LayerTime l =
-      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute,
-                                 pl.config.cp);
+  const th::LayerTime l = th::transformer_layer_time(pl.cluster, pl.model, pl.config);
   th::KernelTime gemms = l.forward_gemm;
   gemms += l.backward_gemm;
   char from[160];
@@ -100,7 +99,7 @@ void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, 
   for (const auto& s : r.stages) exposed = std::max(exposed, s.dp_exposed), optimizer = std::max(optimizer, s.host);
   const char* gathers = w.zero == 1 || w.zero == 2 ? " + the parameter all-gather" : "";
   rep.add("sim.dp_exposed", "DP waited for after the last backward", exposed, "s").source =
-      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) + gathers;
+      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-comm overlapped)") : std::string("gradient reduction")) + gathers;
   char from[160];
   std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s",
                 th::optimizer_step_bytes(th::zero_precision(pl.config.convention)),
@@ -118,6 +117,12 @@ void add_cp_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
                                                                  : "plan: α-β, none hidden");
 }
 
+void add_ep_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
+  double ep = 0;
+  for (const auto& s : r.stages) ep = std::max(ep, s.ep);
+  rep.add("sim.ep", "EP all-to-alls per GPU", ep, "s").predict(pl.time.ep, "plan: NCCL's model");
+}
+
 Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
                        sim::ComputeModel compute_model) {
   Report rep;
@@ -132,11 +137,12 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
                    std::to_string(w.pp) + (w.cp > 1 ? " × cp " + std::to_string(w.cp) + " (" + th::cp_algo_name(pl.config.cp_algo) + ")" : "") + " · ZeRO-" + std::to_string(w.zero) +
                    (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " + std::to_string(w.micro_batches) +
                    " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
-               w.tp_route.describe("tp"), w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
+               "practice: " + th::practice_words(pl.config.practice), w.tp_route.describe("tp"),
+               w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
   char took[160];
   std::snprintf(took, sizeof took, "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
                 r.elapsed_s, r.stages.size(), w.gpus(), trace_ranks);
-  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 2, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
+  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 3, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
   rep.setup.push_back(took);
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
@@ -150,6 +156,7 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
   if (w.cp > 1) add_cp_row(rep, pl, r);
+  if (pl.model.experts > 0) add_ep_row(rep, pl, r);
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
       std::string("α-β, ") + sim::comm_algo_name(w.dp_route.algo) + ": " + dp_schedule_words(w.zero);
   add_step_end_rows(rep, pl, w, r);
@@ -216,11 +223,19 @@ int run_simulate(const SimulateArgs& a) {
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
   sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), a.compute);
   w.chunks = a.chunks;
-  w.dp_bucket_bytes = a.dp_bucket_mb * 1024 * 1024;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
   if (!a.trace.empty()) require_trace_fits(r, ranks.size(), a.steps);
+  if (a.explain && !a.trace.empty())
+    throw UsageError("--explain prints where the step's time goes and writes no trace: drop --trace or --explain");
+  if (a.explain) {  // where the step's time goes, and a second layout's beside it
+    const th::Plan other = a.versus.empty() ? pl : th::plan(model_from(a.plan), cluster_from(versus_args(a.plan, a.versus)),
+                                                            config_from(versus_args(a.plan, a.versus)));
+    const Report rep = explain_report(pl, r.step_s, a.versus.empty() ? nullptr : &other);
+    std::cout << (a.plan.json ? rep.to_json().dump(2) + "\n" : text_without_result(rep));
+    return 0;
+  }
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -260,6 +275,8 @@ void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::C
   if (compute == sim::ComputeModel::roofline && p.count("--efficiency"))
     throw UsageError("--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
                      "each GEMM from its shape instead: add --compute flat to use it");
+  if (p.count("--versus") && !p.count("--explain"))
+    throw UsageError("--versus is the second layout --explain shows: add --explain");
   if (!writes_trace)
     for (const char* flag : {"--steps", "--ranks-in-trace"})
       if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
@@ -281,14 +298,12 @@ Command add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--schedule", a->schedule, "Pipeline schedule")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
-  p->add_option("--dp-bucket-mb", a->dp_bucket_mb,
-                 "Overlap ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) with the last backward in buckets "
-                 "of this many MiB (PyTorch DDP's bucket_cap_mb, 25 there); 0: one collective after backward")
-      ->check(finite_range(0, 1e6))->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))->capture_default_str();
-  p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
+  p->add_option("--algo", a->algo,
+                "Collectives: nccl (NCCL's tuning model picks ring/tree/NVLS × LL/LL128/Simple per call), or the α-β "
+                "forms ring, tree, hierarchical (ring in node + ring across nodes)")
+      ->check(CLI::IsMember({"nccl", "ring", "tree", "hierarchical"}))->capture_default_str();
   p->add_option("--compute", a->compute,
                  "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
                  "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
@@ -296,6 +311,9 @@ Command add_simulate_command(CLI::App& app) {
                                                                                std::end(sim::kComputeModelNames))))
       ->option_text("roofline|flat")
       ->default_str(sim::compute_model_name(sim::ComputeModel::roofline));
+  p->add_flag("--explain", a->explain, "Where each millisecond of the step goes (GEMMs, attention, kernels, gaps, "
+                                       "exposed communication, bubble, optimizer)");
+  p->add_option("--versus", a->versus, "With --explain: a second layout beside it, e.g. dp=128,tp=4,pp=32");
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
   p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
   p->add_option("--calibrate-compute-us", a->calibration.compute_us,
@@ -312,6 +330,7 @@ Command add_simulate_command(CLI::App& app) {
     check_calibrate_options(p, a->calibrate);
     require_simulate_options_apply(*p, !a->trace.empty(), a->compute);
     require_cp_options_apply(*p, a->plan);
+    if (!a->calibrate) resolve_practice(*p, a->plan);
     return run_simulate(*a);
   };
 }

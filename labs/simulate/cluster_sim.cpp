@@ -8,17 +8,18 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/theory/step_model.h"
 
 namespace dtl::sim {
 
 namespace {
-constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical"};  // in CommAlgo's order
+constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical", "nccl"};  // in CommAlgo's order
 }  // namespace
 
 CommAlgo parse_comm_algo(std::string_view name) {
   for (std::size_t i = 0; i < std::size(kCommAlgoNames); ++i)
     if (name == kCommAlgoNames[i]) return CommAlgo(i);
-  throw UsageError("--algo is ring, tree or hierarchical, not '" + std::string(name) + "'");
+  throw UsageError("--algo is nccl, ring, tree or hierarchical, not '" + std::string(name) + "'");
 }
 
 const char* comm_algo_name(CommAlgo a) { return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?"; }
@@ -40,6 +41,7 @@ bool hierarchy_helps(const AxisRoute& r) {
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::all_reduce, bytes, fabric);
   if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
   if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
@@ -49,12 +51,16 @@ double AxisRoute::all_reduce(double bytes) const {
 
 double AxisRoute::reduce_scatter(double bytes) const {
   if (size < 2) return 0;
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::reduce_scatter, bytes, fabric);
   if (!hierarchy_helps(*this)) return call_overhead_s + ring_half(size, bytes, slowest());
   const int k = per_node, nodes = size / per_node;
   return call_overhead_s + ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
 }
 
-double AxisRoute::all_gather(double bytes) const { return reduce_scatter(bytes); }  // the same ring, reversed
+double AxisRoute::all_gather(double bytes) const {  // the same ring, reversed
+  if (size >= 2 && algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::all_gather, bytes, fabric);
+  return reduce_scatter(bytes);
+}
 
 std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
   std::string s = std::string(axis) + ": " + std::to_string(size) + " ranks, ";
@@ -65,6 +71,7 @@ std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
     s += (size % per_node ? "up to " : "") + std::to_string(per_node) + " per node over " +
          std::to_string((size + per_node - 1) / per_node) + " nodes (NVLink + InfiniBand)";
   if (point_to_point) return s + ", point-to-point between neighbouring stages";
+  if (algo == CommAlgo::nccl) return s + ", NCCL's tuning model (ring/tree/NVLS × LL/LL128/Simple, the fastest)";
   const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
   return s + ", " + comm_algo_name(shown) + (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
 }
@@ -75,8 +82,7 @@ AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, th
   r.intra = intra;
   r.inter = inter;
   r.algo = algo;
-  r.per_node = 0;
-  for (long i = 0; i < size; ++i) r.per_node += (i * stride) / gpus_per_node == 0 ? 1 : 0;
+  r.per_node = theory::group_per_node(size, stride, gpus_per_node);
   return r;
 }
 
@@ -91,14 +97,18 @@ namespace {
 // An action's share of its stage: one chunk of v (interleaved), else the whole stage.
 int action_layers(const Workload& w, int stage) { return w.stage_layers[std::size_t(stage)] / w.chunks; }
 double action_dp_bytes(const Workload& w, int stage) { return w.dp_bytes[std::size_t(stage)] / w.chunks; }
+double action_gather_bytes(const Workload& w, int stage) {
+  return (w.dp_gather_bytes.empty() ? w.dp_bytes : w.dp_gather_bytes)[std::size_t(stage)] / w.chunks;
+}
+bool zero3_per_layer(const Workload& w) { return w.zero == 3 && w.zero3_prefetch >= 0; }
 
 // The communication a ZeRO stage adds around each action (cluster_sim.h): the parameters
 // or gradients of the layers that action computes.
 double zero_before(const Workload& w, int stage) {
-  return w.zero == 3 ? w.dp_route.all_gather(action_dp_bytes(w, stage)) : 0;
+  return w.zero == 3 && !zero3_per_layer(w) ? w.dp_route.all_gather(action_gather_bytes(w, stage)) : 0;
 }
 double zero_after_backward(const Workload& w, int stage) {
-  return w.zero >= 2 ? w.dp_route.reduce_scatter(action_dp_bytes(w, stage)) : 0;
+  return w.zero >= 2 && !zero3_per_layer(w) ? w.dp_route.reduce_scatter(action_dp_bytes(w, stage)) : 0;
 }
 
 // One layer's compute on `stage`: measured seconds when the workload has them, else FLOPs / rate.
@@ -108,10 +118,25 @@ double compute_seconds(const Workload& w, int stage, bool fwd) {
   return (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
 }
 
+// One TP collective as the layer pays it: the step model's (overlapped or not), else the all-reduce.
+double tp_call_seconds(const Workload& w, bool fwd) {
+  const double given = fwd ? w.tp_forward_s : w.tp_backward_s;
+  return given >= 0 ? given : w.tp_route.all_reduce(w.tp_bytes);
+}
+
 double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
   const bool fwd = op == pipeline::Op::forward;
-  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes) +
-         (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s);
+  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * tp_call_seconds(w, fwd) +
+         (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s) + (fwd ? w.ep_forward_s : w.ep_backward_s);
+}
+
+// ZeRO-3's per-layer gathers (and backward's reduce-scatters) beside one action's layers.
+theory::LayerOverlap zero3_overlap(const Workload& w, int stage, bool fwd) {
+  const int L = action_layers(w, stage);
+  const double gather = w.dp_route.all_gather(action_gather_bytes(w, stage) / L);
+  const double scatter = fwd ? 0 : w.dp_route.reduce_scatter(action_dp_bytes(w, stage) / L);
+  return theory::zero3_layers(L, layer_seconds(w, stage, fwd ? pipeline::Op::forward : pipeline::Op::backward), gather,
+                              scatter, w.zero3_prefetch);
 }
 
 // The grid lab's --compute-us: the action lasts at least the floor (F) or twice it (B).
@@ -122,6 +147,11 @@ double floored(const Workload& w, bool fwd, double seconds) {
 pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   const int L = action_layers(w, stage);
   pipeline::ActionTimes t;
+  if (zero3_per_layer(w)) {
+    t.forward = zero3_overlap(w, stage, true).end, t.backward = zero3_overlap(w, stage, false).end;
+    t.p2p = w.pp_route.send(w.pp_bytes);
+    return t;
+  }
   t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, pipeline::Op::forward));
   t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, pipeline::Op::backward)) +
                zero_after_backward(w, stage);
@@ -138,34 +168,49 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
                    : axis == 't'             ? tl.tp
                    : axis == 'p'             ? tl.pp
                    : axis == 'c'             ? tl.cp
+                   : axis == 'e'             ? tl.ep
                                              : tl.dp;
   bucket += seconds;
 }
 
-// The comm stream of a stage's last backward when the DP all-reduce overlaps it (dp_bucket_bytes):
-// a bucket launches once its layers' gradients are final, after the bucket before it.
+// The comm stream of a stage's last backward when the DP reduction overlaps it (dp_bucket_bytes):
+// when its last bucket ends.
 struct BucketStream {
-  double filled = 0;     // bytes of layers done, not yet launched
-  double free_at = 0;    // the stream's previous bucket ends
+  double free_at = 0;
 };
 
-// ZeRO-0 all-reduces each bucket; ZeRO-1 (the distributed optimizer) reduce-scatters it, as
-// Megatron's overlap_grad_reduce does with --use-distributed-optimizer.
-void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double ready_at) {
-  const bool scatter = w.zero == 1;
-  const double begin = std::max(ready_at, b.free_at);
-  const double seconds = scatter ? w.dp_route.reduce_scatter(b.filled) : w.dp_route.all_reduce(b.filled);
-  Span s{begin, begin + seconds, SpanKind::collective,
-         scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)", 'd', -1, b.filled,
-         library_collective_role(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce)};
+// A collective on the comm stream, beside compute (an overlapped bucket, a ZeRO-3 layer's gather).
+void add_beside(StageTimeline& tl, double begin, double seconds, std::string label, int m, double bytes, CollectiveKind kind) {
+  Span s{begin, begin + seconds, SpanKind::collective, std::move(label), 'd', m, bytes, library_collective_role(kind)};
   s.on_comm_stream = true;
   tl.spans.push_back(s);
   tl.dp += seconds;
-  b.free_at = s.end, b.filled = 0;
+}
+
+// ZeRO-0 all-reduces each bucket; ZeRO-1 (the distributed optimizer) reduce-scatters it, as
+// Megatron's overlap_grad_reduce does with --use-distributed-optimizer (step_model.h's gradient_buckets).
+void launch_buckets(const Workload& w, int stage, StageTimeline& tl, BucketStream& b, double begin) {
+  const bool scatter = w.zero == 1;
+  const auto seconds = [&](double bytes) { return scatter ? w.dp_route.reduce_scatter(bytes) : w.dp_route.all_reduce(bytes); };
+  const double layer = layer_seconds(w, stage, pipeline::Op::backward);
+  for (const theory::Bucket& k : theory::gradient_buckets(begin, layer, action_layers(w, stage), action_dp_bytes(w, stage),
+                                                          w.dp_bucket_bytes, seconds)) {
+    add_beside(tl, k.begin, k.end - k.begin, scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)",
+               -1, k.bytes, scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce);
+    b.free_at = k.end;
+  }
+}
+
+int first_layer_of(const Workload& w, int stage, int virtual_stage, int L) {
+  if (w.chunks > 1) return virtual_stage * L;  // (interleaved: every stage holds the same layers, check())
+  int f = 0;
+  for (int s = 0; s < stage; ++s) f += w.stage_layers[std::size_t(s)];
+  return f;
 }
 
 // One F or B action, layer by layer, starting at `at`. `buckets`: this is the stage's last
-// backward and its DP all-reduce overlaps it (null otherwise).
+// backward and its DP reduction overlaps it (null otherwise). ZeRO-3 per layer: each layer waits
+// for its gather (step_model.h's zero3_layers), the gathers and reduce-scatters on the comm stream.
 void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl, BucketStream* buckets) {
   const bool fwd = a.action.op == pipeline::Op::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
@@ -175,17 +220,19 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
-  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_dp_bytes(w, stage), all_gather);
-  const double compute = compute_seconds(w, stage, fwd);
-  const double tp = w.tp_route.all_reduce(w.tp_bytes);
-  const int first_layer = [&] {  // (interleaved: every stage holds the same layers, check())
-    if (w.chunks > 1) return virtual_stage * L;
-    int f = 0;
-    for (int s = 0; s < stage; ++s) f += w.stage_layers[std::size_t(s)];
-    return f;
-  }();
+  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_gather_bytes(w, stage), all_gather);
+  const double compute = compute_seconds(w, stage, fwd), tp = tp_call_seconds(w, fwd);
+  const bool per_layer = zero3_per_layer(w);
+  const theory::LayerOverlap z = per_layer ? zero3_overlap(w, stage, fwd) : theory::LayerOverlap{};
+  const int first_layer = first_layer_of(w, stage, virtual_stage, L);
   for (int i = 0; i < L; ++i) {
     const int layer = fwd ? first_layer + i : first_layer + L - 1 - i;
+    const std::size_t k = std::size_t(i);
+    if (per_layer) {
+      add_beside(tl, a.begin + z.gather_begin[k], w.dp_route.all_gather(action_gather_bytes(w, stage) / L),
+                 "all_gather layer parameters", m, action_gather_bytes(w, stage) / L, CollectiveKind::all_gather);
+      at = a.begin + z.compute_begin[k];
+    }
     add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m, 0,
         Role{.pass = pass, .block = std::int16_t(layer)});
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
@@ -195,11 +242,14 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
       add(tl, at, fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s, SpanKind::collective,
           fwd ? w.cp_forward_label : w.cp_backward_label, 'c', m, fwd ? w.cp_forward_bytes : w.cp_backward_bytes,
           Role{.pass = pass});
-    if (buckets) {  // layer `layer`'s gradients are final: into the bucket, launched once full
-      buckets->filled += action_dp_bytes(w, stage) / L;
-      if (buckets->filled >= w.dp_bucket_bytes || i + 1 == L) launch_bucket(w, tl, *buckets, at);
-    }
+    if (w.ep_forward_s > 0)  // the experts' dispatch and combine all-to-alls (step_model.h)
+      add(tl, at, fwd ? w.ep_forward_s : w.ep_backward_s, SpanKind::collective, "all_to_all dispatch and combine", 'e',
+          m, fwd ? w.ep_forward_bytes : w.ep_backward_bytes, library_collective_role(CollectiveKind::all_to_all));
+    if (per_layer && !fwd)
+      add_beside(tl, a.begin + z.scatter_begin[k], w.dp_route.reduce_scatter(action_dp_bytes(w, stage) / L),
+                 "reduce_scatter layer gradients", m, action_dp_bytes(w, stage) / L, CollectiveKind::reduce_scatter);
   }
+  if (buckets) launch_buckets(w, stage, tl, *buckets, a.begin);
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
@@ -231,8 +281,9 @@ void close_step(const Workload& w, int stage, StageTimeline& tl, double last_act
   if (!w.stage_host_s.empty())
     add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, w.host_label, 0, -1, 0, Role{.pass = Pass::optimizer});
   if (dp && (w.zero == 1 || w.zero == 2)) {
-    const double ag = w.dp_route.all_gather(bytes);
-    add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
+    const double gathered = (w.dp_gather_bytes.empty() ? w.dp_bytes : w.dp_gather_bytes)[std::size_t(stage)];
+    const double ag = w.dp_route.all_gather(gathered);
+    add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', -1, gathered,
         library_collective_role(CollectiveKind::all_gather));
     tl.dp_exposed += ag;
   }

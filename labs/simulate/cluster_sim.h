@@ -38,11 +38,14 @@
 #include <vector>
 
 #include "core/theory/collectives.h"
+#include "core/theory/nccl_model.h"
 #include "core/theory/schedule.h"
 
 namespace dtl::sim {
 
-enum class CommAlgo { ring, tree, hierarchical };
+// nccl (the default on a cluster): each collective timed as NCCL's tuning model times and
+// chooses it (core/theory/nccl_model.h); ring, tree, hierarchical: the α-β textbook forms.
+enum class CommAlgo { ring, tree, hierarchical, nccl };
 CommAlgo parse_comm_algo(std::string_view name);  // throws UsageError
 const char* comm_algo_name(CommAlgo a);
 
@@ -55,6 +58,7 @@ struct AxisRoute {
   // What the backend adds to every call beyond α-β, once per collective or send (0 on a
   // cluster; on thread ranks the measured wake-ups of the threads that carry it).
   double call_overhead_s = 0;
+  theory::NcclFabric fabric;  // where the group runs, for algo nccl (set by workload_from_plan)
   bool crosses_nodes() const { return per_node < size; }
   theory::Link slowest() const { return crosses_nodes() ? inter : intra; }
   double all_reduce(double bytes) const;      // bytes: the vector each rank holds
@@ -88,6 +92,16 @@ struct Workload {
   // do: a bucket of this many bytes is reduced on the comm stream as soon as its layers'
   // backward is done (the buckets one after another); 0: one collective after the last backward.
   double dp_bucket_bytes = 0;
+  std::vector<double> dp_gather_bytes;  // per stage: its 16-bit parameters (empty: dp_bytes)
+  // ZeRO-3 (≥ 0): each layer's parameters gathered beside the layers, this many layers ahead, and its
+  // gradients reduce-scattered after it (core/theory/step_model.h's zero3_layers); < 0: one gather
+  // of the stage's parameters before each action and one reduce-scatter after its backward.
+  int zero3_prefetch = -1;
+  // Per TP collective, what it costs the layer (≥ 0: from the step model, overlapped or not; < 0: the
+  // whole all-reduce of tp_bytes on tp_route)
+  double tp_forward_s = -1, tp_backward_s = -1;
+  // Expert parallelism per layer and micro-batch: the all-to-alls' seconds and bytes (step_model.h)
+  double ep_forward_s = 0, ep_backward_s = 0, ep_forward_bytes = 0, ep_backward_bytes = 0;
   double flops_per_s = 1;                           // achieved, per GPU
   double step_extra_s = 0;                          // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
@@ -111,7 +125,7 @@ struct Span {
   double begin = 0, end = 0;  // seconds from the step's start
   SpanKind kind = SpanKind::compute;
   std::string label;  // "F", "B", "layer 3 forward", "all_reduce", ...
-  char axis = 0;      // 'd', 't', 'p', 'c' for communication
+  char axis = 0;      // 'd', 't', 'p', 'c', 'e' for communication
   int micro_batch = -1;
   double bytes = 0;
   Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
@@ -121,7 +135,7 @@ struct Span {
 struct StageTimeline {
   std::vector<Span> spans;  // in time order of their start
   double end = 0;           // the stage's last span ends
-  double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, host = 0;  // seconds spent in each (cp: exposed hops)
+  double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, host = 0;  // seconds spent in each (cp: exposed hops)
   double dp_exposed = 0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
 };
 

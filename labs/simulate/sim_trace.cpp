@@ -40,7 +40,7 @@ int parse_rank(std::string_view text, const Workload& w) {
 }
 
 std::uint16_t axis_group_rank(const Coord& c, char axis) {
-  return std::uint16_t(axis == 't' ? c.tp : axis == 'd' ? c.dp : axis == 'c' ? c.cp : c.pp);
+  return std::uint16_t(axis == 't' ? c.tp : axis == 'd' || axis == 'e' ? c.dp : axis == 'c' ? c.cp : c.pp);  // (ep: within dp)
 }
 
 GroupAxis group_axis(char axis) {

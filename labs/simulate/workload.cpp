@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
+#include "core/theory/step_model.h"
 #include "core/theory/zero.h"
 
 namespace dtl::sim {
@@ -22,33 +23,19 @@ const char* compute_model_name(ComputeModel m) {
 
 namespace {
 
-// Seconds per layer call on each stage from the shapes (kernel_time.h); the last stage
-// also runs the LM head, spread over its layers so that a stage's F and B add it once.
-void time_layers_from_shapes(const theory::Plan& p, Workload& w) {
-  const auto& cfg = p.config;
-  const theory::LayerTime layer =
-      theory::transformer_layer_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.recompute, cfg.cp);
-  const theory::LayerTime head = theory::lm_head_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.cp);
-  w.stage_layer_forward_s.assign(w.stage_layers.size(), layer.forward_s());
-  w.stage_layer_backward_s.assign(w.stage_layers.size(), layer.backward_s());
-  const double last_layers = w.stage_layers.back();
-  w.stage_layer_forward_s.back() += head.forward_s() / last_layers;
-  w.stage_layer_backward_s.back() += head.backward_s() / last_layers;
+// The roofline's components are the planner's (core/theory/step_model.h): the same layer
+// times, optimizer steps and exposed CP exchange, so plan and simulate share one model.
+void copy_step_components(const theory::StepComponents& k, Workload& w) {
+  w.stage_layer_forward_s = k.layer_forward_s;
+  w.stage_layer_backward_s = k.layer_backward_s;
+  w.cp_forward_exposed_s = k.cp_forward_s, w.cp_backward_exposed_s = k.cp_backward_s;
+  w.cp_forward_bytes = k.cp_forward_bytes, w.cp_backward_bytes = k.cp_backward_bytes;
 }
 
-// The optimizer step of each stage's GPU, memory-bound: AdamW reads every parameter's
-// gradient and optimizer state (fp32 master, m, v) and writes the state and the parameter
-// back, grad + 2·K + param bytes (28 B per parameter under 2+2+12), at the GPU's memory
-// bandwidth; ZeRO-1 and up step only this rank's 1/(dp·cp) of the stage's Ψ·L_s/(L·t)
-// parameters (the distributed optimizer, sharded over the dp·cp replicas: core/theory/plan.h).
-void time_optimizer_step(const theory::Plan& p, Workload& w) {
-  const double touched = theory::optimizer_step_bytes(theory::zero_precision(p.config.convention));
-  const double shards = p.config.zero >= 1 ? double(p.config.dp) * p.config.cp : 1;
-  w.stage_host_s.clear();
-  for (int L : w.stage_layers) {
-    const double params = p.psi * L / p.model.layers / p.config.tp / shards;
-    w.stage_host_s.push_back(params * touched / p.cluster.memory_Bps);
-  }
+// The optimizer step of each stage's GPU, memory-bound (step_model.h: grad + 2·K + param bytes
+// per parameter, 28 B under 2+2+12, on this rank's 1/(dp·cp) with ZeRO ≥ 1).
+void time_optimizer_step(const theory::Plan& p, const theory::StepComponents& k, Workload& w) {
+  w.stage_host_s = k.optimizer_s;
   w.host_label = p.config.zero >= 1 ? (p.config.cp > 1 ? "optimizer step (this rank's 1/(dp·cp))"
                                                          : "optimizer step (this rank's 1/dp)")
                                      : "optimizer step";
@@ -61,14 +48,10 @@ void time_optimizer_step(const theory::Plan& p, Workload& w) {
 void time_cp_ring(const theory::Plan& p, Workload& w, ComputeModel compute) {
   const auto& cfg = p.config;
   if (cfg.cp < 2) return;
-  double block_f = theory::cp_block_forward_flops(p.model, cfg) / w.flops_per_s, block_b = 2 * block_f;
-  if (compute == ComputeModel::roofline) {
-    const theory::LayerTime l =
-        theory::transformer_layer_time(p.cluster, p.model, cfg.micro_batch_size, cfg.tp, cfg.recompute, cfg.cp);
-    block_f = l.block_forward_s, block_b = l.block_backward_s;
-  }
+  const double block_f = theory::cp_block_forward_flops(p.model, cfg) / w.flops_per_s, block_b = 2 * block_f;
   const int reruns = cfg.recompute == theory::Recompute::full ? 1 : 0;
   for (const theory::CpLine& l : theory::cp_lines(p.model, cfg, w.cp_route.slowest(), block_f, block_b)) {
+    if (compute == ComputeModel::roofline) break;  // (the roofline's were copied from the step's components)
     const double bytes = l.calls * l.bytes_per_call;
     (l.backward ? w.cp_backward_exposed_s : w.cp_forward_exposed_s) += l.exposed_s;
     (l.backward ? w.cp_backward_bytes : w.cp_forward_bytes) += bytes;
@@ -92,9 +75,6 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const auto& cfg = p.config;
   if (!m.has_shape())
     throw UsageError("simulate needs the model's shape (--layers --hidden --heads --seq), not only --params");
-  if (m.experts > 0)
-    throw UsageError("simulate has no mixture-of-experts layers yet: `dtlab plan --experts` plans their memory and "
-                     "all-to-all traffic");
   Workload w;
   w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.cp = cfg.cp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
   w.schedule = schedule;
@@ -108,16 +88,27 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const double sbh = tokens_mb * m.hidden;
   w.tp_bytes = sbh * kBytes16;
   w.pp_bytes = sbh / cfg.tp * kBytes16;
-  for (int L : w.stage_layers) w.dp_bytes.push_back(p.psi * L / m.layers / cfg.tp * kBytes16);  // replicated over cp
   w.flops_per_s = c.peak_flops * cfg.efficiency;  // (flat only: the roofline times each layer below)
-  if (compute == ComputeModel::roofline) time_layers_from_shapes(p, w);
-  time_optimizer_step(p, w);
+  const theory::StepComponents k = theory::step_components(p);
+  if (compute == ComputeModel::roofline) copy_step_components(k, w);
+  // What the run's practice makes of the communication (core/theory/practice.h), as the plan has it:
+  // the gradients in their precision, the parameters gathered in 16 bits, TP exposed or overlapped,
+  // the DP reduction in buckets beside the last backward, ZeRO-3's gathers per layer.
+  w.dp_bytes = k.dp_bytes, w.dp_gather_bytes = k.dp_gather_bytes;
+  w.tp_forward_s = k.tp_forward_s, w.tp_backward_s = k.tp_backward_s;
+  w.dp_bucket_bytes = k.dp_bucket_bytes;
+  w.zero3_prefetch = k.zero3_prefetch;
+  w.ep_forward_s = k.ep_calls_forward * k.ep_s, w.ep_backward_s = k.ep_calls_backward * k.ep_s;
+  w.ep_forward_bytes = k.ep_calls_forward * k.ep_bytes, w.ep_backward_bytes = k.ep_calls_backward * k.ep_bytes;
+  time_optimizer_step(p, k, w);
   const int gpn = c.gpus_per_node;
   // rank order tp, cp, dp, pp (core/theory/plan.h); the gradients over the dp·cp replicas
   w.tp_route = route(cfg.tp, 1, gpn, c.intra, c.inter, algo);
   w.cp_route = route(cfg.cp, cfg.tp, gpn, c.intra, c.inter, CommAlgo::ring);
   w.dp_route = route(cfg.dp * cfg.cp, cfg.tp, gpn, c.intra, c.inter, algo);
   w.pp_route = route(cfg.pp, long(cfg.tp) * cfg.cp * cfg.dp, gpn, c.intra, c.inter, algo);
+  for (AxisRoute* r : {&w.tp_route, &w.cp_route, &w.dp_route, &w.pp_route})  // NCCL's model needs the GPUs too
+    r->fabric = theory::cluster_fabric(c, r->size, r->per_node);
   time_cp_ring(p, w, compute);
   w.tokens_per_step = p.tokens_per_step;
   w.model_flops_per_step = p.model_flops_per_token * p.tokens_per_step;

@@ -96,6 +96,11 @@ TEST(PlanCli, AnEmptySearchSaysWhichRuleLeftNothing) {
 TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
   const auto o = run_dtlab("plan --model 7b --experts 8 --ep 2 --gpus 32 --dp 4 --tp 4 --pp 2");
   ASSERT_EQ(o.code, 0) << o.err;
+  const auto simulated = run_dtlab("simulate --model mixtral-8x7b --ep 8 --dp 8 --tp 2 --seq 4096 --micro-batches 8");
+  ASSERT_NE(simulated.code, 0) << "--seq 4096 is another Mixtral (32768): refused";
+  const auto mixtral = run_dtlab("simulate --model mixtral-8x7b --ep 8 --dp 8 --tp 2 --micro-batches 8 --recompute full");
+  ASSERT_EQ(mixtral.code, 0) << mixtral.err;
+  EXPECT_NE(mixtral.out.find("EP all-to-alls per GPU"), std::string::npos) << mixtral.out;
   for (const char* want : {"with 8 experts (top-2)", "active per token", "ep all_to_all dispatch and combine",
                            "(experts)", "exposed EP all-to-alls"})
     EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
@@ -104,8 +109,7 @@ TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
            {"plan --params 7e9 --experts 8", "--params"},
            {"plan --model 7b --experts 8 --ep 3 --dp 3 --gpus 3", "divide"},
            {"plan --model 7b --ep 2 --dp 2 --gpus 2", "--experts"},
-           {"plan --model 7b --experts 8 --search 16", "--experts"},
-           {"simulate --model 7b --experts 8 --dp 2", "mixture-of-experts"}}) {
+           {"plan --model 7b --experts 8 --search 16", "--experts"}}) {
     const auto r = run_dtlab(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
@@ -143,5 +147,24 @@ TEST(PlanCli, ContextParallelismIsPlannedAndWhatCannotBeSplitIsRefused) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": one line\n" << r.err;
+  }
+}
+
+// Model families and bad shapes (issue 45): a Llama-style shape plans; heads that do not divide the
+// hidden size, key/value heads that do not divide the heads or do not split over tp are exit 2
+// saying what to do.
+TEST(PlanCli, LlamaShapesPlanAndBadShapesAreRefused) {
+  const auto llama = run_dtlab("plan --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --family llama "
+                               "--seq 8192 --vocab 128256 --dp 8");
+  ASSERT_EQ(llama.code, 0) << llama.err;
+  EXPECT_NE(llama.out.find("8.03 billion"), std::string::npos) << llama.out;  // Llama 3 8B's 8,030,261,248
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --layers 2 --hidden 100 --heads 7 --seq 64 --vocab 100", "--heads 7 does not divide --hidden 100"},
+           {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 3 --seq 64 --vocab 100", "--kv-heads 3 must divide"},
+           {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 2 --seq 64 --vocab 100 --tp 4", "--kv-heads"},
+           {"plan --model llama3-8b --kv-heads 4", "another model"}}) {
+    const auto r = run_dtlab(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
   }
 }

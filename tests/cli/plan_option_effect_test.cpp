@@ -43,9 +43,14 @@ const std::map<std::string, std::string> kValue = {
     {"--efficiency", "0.25"},    {"--search", "16"},          {"--global-batch", "64"},   {"--steps", "3"},
     {"--ranks-in-trace", "all"}, {"--schedule", "gpipe"},     {"--algo", "ring"},         {"--calibrate-link", "nvlink4"},
     {"--calibrate-compute-us", "100"}, {"--calibrate-compute-from", "same-run"},        {"--calibrate-repeat", "2"},
-    {"--compute", "flat"},       {"--chunks", "2"},           {"--dp-bucket-mb", "25"},
+    {"--compute", "flat"},       {"--chunks", "2"},           {"--dp-bucket-mb", "2000"},
     {"--experts", "8"},          {"--top-k", "1"},            {"--ep", "2"},              {"--cp", "2"},
     {"--cp-algo", "all-gather"},
+    // what real runs do (core/theory/practice.h) and the model families (issue 45)
+    {"--framework", "megatron-2021"}, {"--sequence-parallel", "off"}, {"--attention", "unfused"},
+    {"--dropout", "on"},         {"--kernels", "unfused"},     {"--tp-comm", "overlapped"}, {"--dp-comm", "exposed"},
+    {"--grads", "bf16"},         {"--zero3-prefetch", "2"},    {"--family", "llama"},       {"--kv-heads", "8"},
+    {"--ffn", "11008"},           {"--explain", ""},            {"--versus", "tp=2,pp=4"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/theory/kernel_time.h"
 #include "core/theory/plan.h"
 #include "core/theory/schedule.h"
 
@@ -19,6 +20,12 @@ namespace {
 th::ParallelConfig config(int dp, int tp, int pp, int zero, th::ZeroConvention c, int M = 1, int b = 1) {
   th::ParallelConfig p;
   p.dp = dp, p.tp = tp, p.pp = pp, p.zero = zero, p.convention = c, p.micro_batches = M, p.micro_batch_size = b;
+  // The seeds' textbook: Korthikanti's tensors (sequence parallel, unfused attention, dropout),
+  // 16-bit gradients, nothing overlapped (core/theory/practice.h).
+  p.practice.attention = th::AttentionKernel::unfused;
+  p.practice.dropout = th::OnOff::on;
+  p.practice.grads = th::GradPrecision::bf16;
+  p.practice.dp_comm = th::CommOverlap::exposed;
   return p;
 }
 
@@ -101,7 +108,11 @@ TEST(Plan, Seed002GptThreeOnTwoHundredFiftySixA100) {
   const double per_layer = 2048.0 * 12288 * 34 / 8;
   EXPECT_DOUBLE_EQ(p.memory.activations, per_layer * 24 * 4);
   EXPECT_TRUE(p.memory.fits());
-  EXPECT_NEAR(p.memory.total(), 25e9, 4e9);  // seed: ≈ 25 GB
+  EXPECT_NEAR(p.memory.model_state() + p.memory.activations, 25e9, 4e9);  // seed: ≈ 25 GB
+  // What the seed leaves out (framework_memory.h): the first stage's embedding, NCCL's buffers,
+  // the CUDA context; the logits live on the last stage (pp 4), outside this GPU's total.
+  EXPECT_NEAR(p.memory.total() - p.memory.model_state() - p.memory.activations, p.memory.framework_bytes(), 1);
+  EXPECT_GT(p.memory.framework_bytes(), 0.5e9);
 }
 
 // Seed 002, section 6: Llama 70B on 128 GPUs, TP 8 (inside the 8-GPU NVLink nodes) × PP 4 ×
@@ -182,13 +193,15 @@ TEST(Plan, BubbleMatchesTheSeedsAndThePipelineLab) {
   const auto eight = th::plan(m, a100(8), config(1, 1, 8, 0, th::ZeroConvention::sixteen, 32));
   EXPECT_NEAR(eight.bubble, 0.179, 0.0005);
   EXPECT_DOUBLE_EQ(eight.bubble, dtl::pipeline::bubble_idle_share(8, 32));
-  EXPECT_NEAR(eight.time.bubble / eight.time.busy, 7.0 / 32, 1e-12);  // relative to compute: (P−1)/M
+  // The step is simulated (step_model.h): the last stage's LM head and the sends between stages
+  // make it a little more than (P−1)/M of the compute.
+  EXPECT_NEAR(eight.time.bubble / eight.time.busy, 7.0 / 32, 0.03);
 }
 
 // Seed 000: 7B (14 GB of fp16 gradients) on 8 GPUs over InfiniBand at 50 GB/s: 2·7/8·14/50 =
 // 0.49 s; with 2 s of compute, efficiency 2/(2 + 0.49) ≈ 80 %. Seed 002: the same on NVLink at
-// 600 GB/s, ≈ 41 ms. Latency 0 as the seeds' formula has none; a node of 1 GPU puts every ring
-// edge on InfiniBand.
+// 600 GB/s, ≈ 41 ms. A node of 1 GPU puts every ring edge on InfiniBand. The collectives are
+// NCCL's (nccl_model.h): its own latencies (below 1 ms here) come on top of the seeds' bytes/β.
 TEST(Plan, Seed000DataParallelAllReduceOfSevenBillion) {
   th::ClusterSpec ib = a100(8);
   ib.gpus_per_node = 1;
@@ -196,7 +209,7 @@ TEST(Plan, Seed000DataParallelAllReduceOfSevenBillion) {
   const auto p = th::plan(th::model_preset("7b"), ib, config(8, 1, 1, 0, th::ZeroConvention::sixteen));
   const auto* dp = find(p, th::Axis::dp);
   ASSERT_TRUE(dp && dp->crosses_nodes);
-  EXPECT_NEAR(dp->time_s, 0.49, 1e-12);
+  EXPECT_NEAR(dp->time_s, 0.49, 1e-3);
   EXPECT_NEAR(th::comm_efficiency(2.0, dp->time_s), 0.80, 0.005);
   th::ClusterSpec nvlink = a100(8);
   nvlink.intra = {0, 600e9};
@@ -207,20 +220,23 @@ TEST(Plan, Seed000DataParallelAllReduceOfSevenBillion) {
 
 // Seed 000's exercise (7B on 8 A100 over NVLink 900 GB/s; 70B on 64 H100 across 8 nodes,
 // InfiniBand 400 Gb/s; 1T on 4096 H100) has no answer in the seed: these are the planner's
-// pure-DP all-reduce times (α = 0), the comm side of its ratio.
+// pure-DP all-reduce times, the comm side of its ratio: the seeds' bytes/β plus NCCL's latencies
+// (nccl_model.h; 64 ranks: about 1 ms, 4,096: about 70 ms). The seed's network is one 50 GB/s
+// ring through one NIC per node (NCCL on a DGX H100 would run a ring through each of its 8).
 TEST(Plan, Seed000ExerciseDataParallelTimes) {
   th::ClusterSpec a = a100(8);
   a.intra = {0, 900e9};
   const auto seven = th::plan(th::model_preset("7b"), a, config(8, 1, 1, 0, th::ZeroConvention::sixteen));
-  EXPECT_NEAR(find(seven, th::Axis::dp)->time_s, 2 * 7.0 / 8 * 14e9 / 900e9, 1e-12);  // 27.2 ms
+  EXPECT_NEAR(find(seven, th::Axis::dp)->time_s, 2 * 7.0 / 8 * 14e9 / 900e9, 1e-4);  // 27.2 ms
   th::ClusterSpec h = th::cluster_preset("h100-80gb");
-  h.inter.alpha_s = 0;
+  h.inter = {0, 50e9};
+  h.nics_per_node = 1;
   h.gpus = 64;
   const auto seventy = th::plan(th::model_preset("70b"), h, config(64, 1, 1, 0, th::ZeroConvention::sixteen));
-  EXPECT_NEAR(find(seventy, th::Axis::dp)->time_s, 2 * 63.0 / 64 * 140e9 / 50e9, 1e-9);  // 5.51 s
+  EXPECT_NEAR(find(seventy, th::Axis::dp)->time_s, 2 * 63.0 / 64 * 140e9 / 50e9, 2e-3);  // 5.51 s
   h.gpus = 4096;
   const auto trillion = th::plan(th::model_preset("1t"), h, config(4096, 1, 1, 0, th::ZeroConvention::sixteen));
-  EXPECT_NEAR(find(trillion, th::Axis::dp)->time_s, 2 * 4095.0 / 4096 * 2e12 / 50e9, 1e-6);  // 80 s
+  EXPECT_NEAR(find(trillion, th::Axis::dp)->time_s, 2 * 4095.0 / 4096 * 2e12 / 50e9, 0.1);  // 80 s
 }
 
 TEST(Plan, MfuAndHfuFollowTheirFlopCounts) {
@@ -231,7 +247,7 @@ TEST(Plan, MfuAndHfuFollowTheirFlopCounts) {
   EXPECT_DOUBLE_EQ(p.model_flops_per_token, 6 * 175e9 + attention);
   EXPECT_DOUBLE_EQ(p.hardware_flops_per_token, 8 * 175e9 + attention * 4 / 3);
   EXPECT_NEAR(p.hfu / p.mfu, p.hardware_flops_per_token / p.model_flops_per_token, 1e-12);
-  EXPECT_LT(p.hfu, cfg.efficiency);  // bubble and communication only take away
+  EXPECT_LT(p.hfu, p.cluster.gemm_flops / p.cluster.peak_flops);  // below the achieved GEMM rate: the rest takes away
   EXPECT_DOUBLE_EQ(p.tokens_per_step, 8.0 * 32 * 2048);
 }
 
@@ -362,12 +378,13 @@ TEST(Plan, ContextParallelismSplitsTheSequenceAndRingsKeysAndValues) {
   EXPECT_DOUBLE_EQ(dp->bytes, 0.75 * 86144 * 2);
   EXPECT_DOUBLE_EQ(dp->inter_bytes, 0.75 * 86144 * 2 / 2);
   EXPECT_NE(dp->collective.find("dp·cp"), std::string::npos);
-  // Exposed per layer: forward hops beyond their block (4·b·(s/cp)²·h/t = 524,288 FLOPs at peak·
-  // efficiency), backward steps (K/V and dK/dV) beyond twice it, the last dK/dV hop whole.
-  const double block = 524288 / (c.peak_flops * 0.5), hop = c.intra.alpha_s + 8192 / c.intra.beta_Bps;
+  // Exposed per layer: forward hops beyond their block (its GEMMs from their shapes, kernel_time.h),
+  // backward steps (K/V and dK/dV) beyond the block's backward, the last dK/dV hop whole.
+  const th::LayerTime layer = th::transformer_layer_time(c, m, cfg);
+  const double block = layer.block_forward_s, hop = c.intra.alpha_s + 8192 / c.intra.beta_Bps;
   const double step = c.intra.alpha_s + 2 * 8192 / c.intra.beta_Bps;
   EXPECT_DOUBLE_EQ(p.cp_ring.block_forward_s, block);
-  EXPECT_NEAR(p.time.cp, 2 * (std::max(0.0, hop - block) + std::max(0.0, step - 2 * block) + hop), 1e-15);
+  EXPECT_NEAR(p.time.cp, 2 * (std::max(0.0, hop - block) + std::max(0.0, step - layer.block_backward_s) + hop), 1e-15);
   // The world and the rules: dp·tp·pp·cp = gpus; 2·cp divides s (zig-zag); a sequence to split.
   EXPECT_NE(thrown(m, a100(4), cfg).find("--cp"), std::string::npos);
   EXPECT_NE(thrown(th::ModelSpec{"psi", 7e9}, a100(8), cfg).find("sequence"), std::string::npos);

@@ -1,0 +1,64 @@
+// Activations by practice and the framework's memory lines (framework_memory.h).
+#include "core/theory/framework_memory.h"
+
+#include <algorithm>
+
+namespace dtl::theory {
+
+double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recompute r) {
+  const Practice& x = p.practice;
+  const double s = double(m.seq) / p.cp, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
+  const double sbh = s * b * h, outside = x.sp() ? t : 1;
+  if (r == Recompute::full) return 2 * sbh / outside;  // each layer's input
+  const double masks = x.has_dropout() ? 2 * sbh : 0;
+  const double unsplit = (4 + 2 + 2) * sbh + masks;
+  const double experts = m.experts > 0 ? m.top_k : 1;  // a token's k experts keep their own MLP tensors
+  const double kv = 2 * 2 * sbh * m.kv() / a;
+  const double inner = experts * (m.family == Family::llama ? 4 : 2) * 2 * s * b * m.ffn_size();
+  const double split = 2 * sbh + kv + 2 * sbh + inner;
+  double scores = 0;  // the s × s terms: the keys are all s positions of the sequence
+  const double keys = m.seq;
+  if (x.flash()) scores = 4 * a * s * b;
+  else if (r == Recompute::none) scores = (2 + (x.has_dropout() ? 3 : 0)) * a * s * keys * b;
+  return unsplit / outside + (split + scores) / t;
+}
+
+namespace {
+
+double stage_parameters(const Plan& p) { return p.psi / (double(p.config.tp) * p.config.pp); }
+
+}  // namespace
+
+std::vector<MemoryLine> framework_memory(const Plan& pl) {
+  const auto& m = pl.model;
+  const auto& p = pl.config;
+  std::vector<MemoryLine> out;
+  const int d = p.dp * p.cp;
+  const double held = stage_parameters(pl) / (p.zero >= 2 ? d : 1);  // gradients this GPU keeps
+  if (p.practice.grads == GradPrecision::fp32)
+    out.push_back({"memory.fp32_grads", "fp32 gradients (+2 B/param)", 2 * held,
+                   "Megatron-LM arguments.py: --bf16 accumulates and reduces the gradients in fp32"});
+  if (!m.has_shape()) return out;
+  const double V = m.vocab, h = m.hidden, t = p.tp;
+  if (p.pp > 1 && V > 0) {
+    const double extra = V * h / t - V * h / (t * p.pp);  // its embedding beyond the even split
+    const double state = extra * (pl.memory.model_state() / std::max(1.0, stage_parameters(pl)));
+    out.push_back({"memory.embedding", "embedding on the first stage", state,
+                   "V·h/tp parameters beyond Ψ/(tp·pp), at its bytes per parameter"});
+  }
+  if (V > 0) {
+    const double logits = double(p.micro_batch_size) * m.seq / p.cp * V / t;
+    out.push_back({"memory.logits", "logits, last stage", 6 * logits,
+                   "b·s·V/tp · (2 + 4) B: Megatron's cross-entropy runs on an fp32 copy",
+                   p.pp == 1});
+  }
+  int communicators = 0;
+  for (int size : {p.tp, p.dp * p.cp, p.pp, p.ep}) communicators += size > 1 ? 1 : 0;
+  out.push_back({"memory.nccl", "NCCL buffers", communicators * 16 * 2 * 4.0 * 1024 * 1024,
+                 "per communicator 16 channels × 2 protocols × 4 MiB (NCCL_BUFFSIZE, NCCL docs)"});
+  out.push_back({"memory.context", "CUDA context and workspaces", 0.5e9,
+                 "assumed (not measured by dtlab): context, cuBLAS workspace, modules"});
+  return out;
+}
+
+}  // namespace dtl::theory

@@ -1,0 +1,108 @@
+// One performance model (issue 45): `dtlab plan`'s step time is `dtlab simulate`'s for the same
+// layout. The planner runs the step's components through the pipeline simulation without events
+// (core/theory/step_model.h); the simulator lays the same components out event by event
+// (labs/simulate). Each layout below exercises another part: DP across nodes, TP in a node,
+// PP across nodes, ZeRO-1/2/3, full recomputation, context parallelism, H100 with NVLS.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/theory/plan.h"
+#include "core/theory/step_model.h"
+#include "labs/simulate/workload.h"
+
+namespace th = dtl::theory;
+namespace sim = dtl::sim;
+
+namespace {
+
+struct Layout {
+  const char* model;
+  const char* cluster;
+  th::ParallelConfig config;
+};
+
+double simulated_step(const th::Plan& p) {
+  const sim::Workload w = sim::workload_from_plan(p, dtl::pipeline::ScheduleKind::one_f_one_b, sim::CommAlgo::nccl);
+  return sim::simulate_step(w).step_s;
+}
+
+}  // namespace
+
+TEST(PlanSimulate, SameStepTimeForTheSameLayout) {
+  const Layout layouts[] = {
+      {"175b", "a100-80gb", {8, 8, 4, 1, 1, 32, th::Recompute::selective}},
+      {"175b", "a100-80gb", {8, 8, 4, 2, 1, 32, th::Recompute::full}},
+      {"70b", "h100-80gb", {4, 8, 2, 3, 1, 8, th::Recompute::none}},
+      {"7b", "h200", {16, 2, 1, 0, 2, 4, th::Recompute::selective}},
+      {"13b", "a100-80gb", {2, 4, 5, 0, 1, 10, th::Recompute::full}},
+  };
+  double worst = 0;
+  for (const Layout& l : layouts) {
+    th::ClusterSpec c = th::cluster_preset(l.cluster);
+    const th::ParallelConfig& p = l.config;
+    c.gpus = p.dp * p.tp * p.pp * p.cp;
+    const th::Plan pl = th::plan(th::model_preset(l.model), c, p);
+    const double planned = pl.time.total(), simulated = simulated_step(pl);
+    const double difference = std::abs(planned / simulated - 1);
+    std::printf("%-5s %-10s dp %d tp %d pp %d ZeRO-%d: plan %.6f s, simulate %.6f s\n", l.model, l.cluster, p.dp, p.tp,
+                p.pp, p.zero, planned, simulated);
+    worst = std::max(worst, difference);
+    EXPECT_LT(difference, 1e-9) << l.model << " on " << l.cluster << ": plan " << planned << " s, simulate " << simulated;
+  }
+  std::printf("largest relative difference %.3g\n", worst);
+}
+
+// What real runs do (core/theory/practice.h) and the other model families go through both as well.
+TEST(PlanSimulate, PracticesFamiliesAndExpertsMatchToo) {
+  struct Case {
+    const char* model;
+    th::Framework framework;
+    th::ParallelConfig config;
+  };
+  const Case cases[] = {
+      {"gpt3-175b", th::Framework::megatron_2021, {8, 8, 4, 1, 1, 32, th::Recompute::full}},
+      {"llama3-8b", th::Framework::fsdp, {16, 1, 1, 3, 2, 1, th::Recompute::none}},
+      {"llama3-70b", th::Framework::megatron_core, {4, 8, 2, 1, 1, 8, th::Recompute::selective}},
+      {"mixtral-8x7b", th::Framework::megatron_core, {8, 2, 2, 1, 1, 8, th::Recompute::full, th::ZeroConvention::sixteen, 0.5, 8}},
+  };
+  double worst = 0;
+  for (const Case& k : cases) {
+    th::ClusterSpec c = th::cluster_preset("h100-80gb");
+    th::ParallelConfig p = k.config;
+    p.practice = th::framework_practice(k.framework);
+    if (std::string(k.model) == "llama3-70b") p.practice.tp_comm = th::CommOverlap::overlapped;
+    if (std::string(k.model) == "llama3-8b") p.practice.zero3_prefetch = 0;
+    c.gpus = p.dp * p.tp * p.pp * p.cp;
+    const th::Plan pl = th::plan(th::model_preset(k.model), c, p);
+    const double planned = pl.time.total(), simulated = simulated_step(pl);
+    std::printf("%-12s %-13s: plan %.6f s, simulate %.6f s\n", k.model, th::framework_name(k.framework), planned, simulated);
+    worst = std::max(worst, std::abs(planned / simulated - 1));
+    EXPECT_NEAR(planned / simulated, 1.0, 1e-9) << k.model;
+    // --explain's rows add up to the same step (step_model.h's explain_step)
+    EXPECT_NEAR(th::explain_step(pl).total() / planned, 1.0, 1e-9) << k.model << ": the breakdown misses time";
+  }
+  std::printf("largest relative difference %.3g\n", worst);
+}
+
+TEST(PlanSimulate, ContextParallelStepMatchesToo) {
+  th::ModelSpec m{"long", 0, 32, 4096, 32, 131072, 32000};
+  th::ClusterSpec c = th::cluster_preset("h100-80gb");
+  th::ParallelConfig p{4, 4, 1, 1, 1, 8, th::Recompute::selective};
+  p.cp = 4;
+  c.gpus = 64;
+  const th::Plan pl = th::plan(m, c, p);
+  EXPECT_NEAR(pl.time.total() / simulated_step(pl), 1.0, 1e-9);
+}
+
+TEST(PlanSimulate, NoFlatEfficiencyInThePlan) {
+  // The planner's step no longer reads ParallelConfig::efficiency (simulate --compute flat still does).
+  th::ClusterSpec c = th::cluster_preset("a100-80gb");
+  c.gpus = 256;
+  th::ParallelConfig p{8, 8, 4, 1, 1, 32, th::Recompute::selective};
+  const double at_half = th::plan(th::model_preset("175b"), c, p).time.total();
+  p.efficiency = 0.9;
+  EXPECT_EQ(th::plan(th::model_preset("175b"), c, p).time.total(), at_half);
+}
