@@ -35,7 +35,7 @@ enum class RunMode {
 
 // What the user asked for, parsed by the caller's command line.
 struct RunRequest {
-  LabConfig cfg;          // its options as typed, not yet validated (launch fills the defaults)
+  LabConfig cfg;  // its options as typed, not yet validated (launch fills the defaults)
   RunMode mode = RunMode::free;
   FaultPlan faults;       // --inject-fault, --inject-hang (what they count is the lab's: LabInfo::faults_count)
   double timeout_s = 60;  // the watchdog: no rank making progress this long aborts the run
@@ -43,11 +43,11 @@ struct RunRequest {
 
 // The run, ready to start.
 struct Launch {
-  LabConfig cfg;                            // validated, with the lab's defaults
-  std::map<std::string, std::string> meta;  // the trace's metadata before the first event
+  LabConfig cfg;                                    // validated, with the lab's defaults
+  std::map<std::string, std::string> meta;          // the trace's metadata before the first event
   StepGate::Unit unit = StepGate::Unit::transfers;  // what one step of a stepped run moves
-  int chunks = 0;                           // the chunk picture's grid (0: the lab draws none)
-  ThreadsOptions threads;                   // world, faults, watchdog, link, priorities; no trace, no gate
+  int chunks = 0;                                   // the chunk picture's grid (0: the lab draws none)
+  ThreadsOptions threads;                           // world, faults, watchdog, link, priorities; no trace, no gate
 
   void start_trace(Trace& trace) const;  // writes `meta` into it
 };

@@ -145,14 +145,17 @@ double library_collective_time(std::string_view name, int P, double bytes, Link 
   if (P <= 1 || link.beta_Bps <= 0) return 0;
   const double a = link.alpha_s, b = link.beta_Bps;
   if (name == "all_reduce") return 2.0 * (P - 1) * a + 2.0 * (P - 1) / P * bytes / b;
-  if (name == "reduce_scatter" || name == "all_gather" || name == "all_to_all") return (P - 1) * a + (P - 1.0) / P * bytes / b;
+  if (name == "reduce_scatter" || name == "all_gather" || name == "all_to_all")
+    return (P - 1) * a + (P - 1.0) / P * bytes / b;
   if (name == "broadcast" || name == "reduce") return (P - 1) * a + bytes / b;
   if (name == "barrier") return 2.0 * ceil_log2(P) * a;
   if (name == "all_to_allv") return (P - 1) * a + bytes / b;  // bytes: the rank's busier direction
   return 0;
 }
 
-double ring_all_reduce_time(int P, double bytes, Link link) { return all_reduce_cost(Algo::ring, P, bytes, link).time_s; }
+double ring_all_reduce_time(int P, double bytes, Link link) {
+  return all_reduce_cost(Algo::ring, P, bytes, link).time_s;
+}
 
 double comm_efficiency(double compute_s, double comm_s) {
   return compute_s + comm_s > 0 ? compute_s / (compute_s + comm_s) : 1.0;

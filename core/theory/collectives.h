@@ -36,8 +36,8 @@ Collective parse_collective(std::string_view name);
 std::string_view collective_name(Collective c);
 
 struct Link {
-  double alpha_s = 0;    // per-message latency, seconds
-  double beta_Bps = 0;   // bandwidth, bytes per second
+  double alpha_s = 0;   // per-message latency, seconds
+  double beta_Bps = 0;  // bandwidth, bytes per second
 };
 
 struct CommCost {

@@ -18,8 +18,10 @@ double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recom
   const double split = 2 * sbh + kv + 2 * sbh + inner;
   double scores = 0;  // the s × s terms: the keys are all s positions of the sequence
   const double keys = m.seq;
-  if (x.flash()) scores = 4 * a * s * b;
-  else if (r == Recompute::none) scores = (2 + (x.has_dropout() ? 3 : 0)) * a * s * keys * b;
+  if (x.flash())
+    scores = 4 * a * s * b;
+  else if (r == Recompute::none)
+    scores = (2 + (x.has_dropout() ? 3 : 0)) * a * s * keys * b;
   return unsplit / outside + (split + scores) / t;
 }
 
@@ -49,8 +51,7 @@ std::vector<MemoryLine> framework_memory(const Plan& pl) {
   if (V > 0) {
     const double logits = double(p.micro_batch_size) * m.seq / p.cp * V / t;
     out.push_back({"memory.logits", "logits, last stage", 6 * logits,
-                   "b·s·V/tp · (2 + 4) B: Megatron's cross-entropy runs on an fp32 copy",
-                   p.pp == 1});
+                   "b·s·V/tp · (2 + 4) B: Megatron's cross-entropy runs on an fp32 copy", p.pp == 1});
   }
   int communicators = 0;
   for (int size : {p.tp, p.dp * p.cp, p.pp, p.ep}) communicators += size > 1 ? 1 : 0;

@@ -8,16 +8,17 @@ namespace dtl::theory {
 namespace {
 
 // Shared by every profile (the sources say where each came from).
-constexpr double kKernelGap = 1.0e-6;  // NVIDIA blog "Getting Started with CUDA Graphs" (A. Gray, 2019):
-                                       // launch-bound short kernels ran 3.8 µs apart for 2.9 µs of work
+constexpr double kKernelGap = 1.0e-6;           // NVIDIA blog "Getting Started with CUDA Graphs" (A. Gray, 2019):
+                                                // launch-bound short kernels ran 3.8 µs apart for 2.9 µs of work
 constexpr double kNvlinkHopLatency = 3.4e-6;    // NCCL tuning.cc hwLat[NVLINK][Ring][Simple]
 constexpr double kNetworkHopLatency = 14.0e-6;  // NCCL tuning.cc hwLat[NET][Ring][Simple] (2.18+)
 
 const char* kGemmSource =
     "achieved bf16 GEMM: MAMF table, stas00/ml-engineering compute/accelerator/README.md (mamf-finder.py, "
     "mean of 100 iterations at the best shape)";
-const char* kGapSource = "kernel gap 1 µs: NVIDIA blog 'Getting Started with CUDA Graphs' (2019), 3.8 µs per "
-                         "launch-bound kernel against 2.9 µs of kernel time";
+const char* kGapSource =
+    "kernel gap 1 µs: NVIDIA blog 'Getting Started with CUDA Graphs' (2019), 3.8 µs per "
+    "launch-bound kernel against 2.9 µs of kernel time";
 const char* kLatencySource = "hop latency: NCCL src/graph/tuning.cc hwLat, Ring/Simple: NVLink 3.4 µs, network 14 µs";
 
 GpuProfile a100() {
@@ -31,7 +32,7 @@ GpuProfile a100() {
   g.gpu_memory = 80e9;
   g.sms = 108;
   g.kernel_gap_s = kKernelGap;
-  g.flash_forward_flops = 0.73 * 312e12;  // 228 TFLOP/s
+  g.flash_forward_flops = 0.73 * 312e12;   // 228 TFLOP/s
   g.flash_backward_flops = 0.63 * 312e12;  // 197 TFLOP/s
   g.flash2_forward_flops = g.flash_forward_flops, g.flash2_backward_flops = g.flash_backward_flops;
   g.nvls = false;
@@ -68,8 +69,8 @@ GpuProfile h100() {
   g.sms = 132;
   g.kernel_gap_s = kKernelGap;
   g.flash_forward_flops = 740e12;
-  g.flash_backward_flops = 740e12 * 0.63 / 0.73;  // 639 TFLOP/s
-  g.flash2_forward_flops = 0.35 * 989e12;          // 346 TFLOP/s
+  g.flash_backward_flops = 740e12 * 0.63 / 0.73;          // 639 TFLOP/s
+  g.flash2_forward_flops = 0.35 * 989e12;                 // 346 TFLOP/s
   g.flash2_backward_flops = 0.35 * 989e12 * 0.63 / 0.73;  // 299 TFLOP/s
   g.nvls = true;
   g.nvlink = {450e9, 370.8e9, kNvlinkHopLatency};
@@ -101,8 +102,9 @@ GpuProfile h200() {
   g.gpu_memory = 141e9;
   g.sources[0] = "peak 989 TFLOP/s bf16 dense, 4.8 TB/s HBM3e, 141 GB: NVIDIA H200 datasheet (2024); 132 SMs";
   g.sources[1] = std::string(kGemmSource) + ": the H100 SXM's 794.5 TFLOP/s ('H200 is the same')";
-  g.sources[2] = "achieved HBM 3.96 TB/s: device-to-device copy measured by tests/gpu/run.sh on an H200 "
-                 "(docs/cluster.md; another run read 4.22)";
+  g.sources[2] =
+      "achieved HBM 3.96 TB/s: device-to-device copy measured by tests/gpu/run.sh on an H200 "
+      "(docs/cluster.md; another run read 4.22)";
   return g;
 }
 

@@ -45,7 +45,7 @@ struct GpuProfile {
   double gpu_memory = 0;  // bytes
   int sms = 0;
   double kernel_gap_s = 0;
-  double flash_forward_flops = 0, flash_backward_flops = 0;  // achieved by the GPU's best fused attention kernel
+  double flash_forward_flops = 0, flash_backward_flops = 0;    // achieved by the GPU's best fused attention kernel
   double flash2_forward_flops = 0, flash2_backward_flops = 0;  // by FlashAttention-2 (the same on an A100)
   bool nvls = false;  // NVLink SHARP (NVSwitch 3): NCCL's NVLS all-reduce on one node
   LinkTier nvlink, network;

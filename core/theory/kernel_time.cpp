@@ -69,7 +69,8 @@ namespace {
 // unfused: the batched GEMMs over the whole n × keys (attention_core above); flash: one kernel
 // forward and one backward at the profile's flash rates, the causal half of the blocks computed
 // (4·n·keys·d per head forward, FlashAttention's backward 2.5× that: it recomputes the scores).
-AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, double d, double heads, AttentionKernel kind) {
+AttentionCore core_attention(const ClusterSpec& gpu, double n, double keys, double d, double heads,
+                             AttentionKernel kind) {
   if (kind == AttentionKernel::unfused) {
     AttentionCore a = attention_core(gpu, n, d, heads);  // one block: n queries, n keys; keys/n = cp of them
     for (KernelTime* k : {&a.forward, &a.backward}) k->seconds *= keys / n, k->flops *= keys / n, k->bytes *= keys / n;
@@ -108,10 +109,14 @@ KernelTime elementwise_forward(const ClusterSpec& gpu, const ModelSpec& m, const
   double bytes = 2 * 2 * E * B;
   int kernels = 2;
   const double mask = drop ? E : 0;  // 1 byte per element
-  if (fused) bytes += 2 * (3 * E * B + mask), kernels += 2;
-  else bytes += 2 * ((gpt ? 2 * E * B : 0) + (drop ? 2 * E * B + mask : 0) + 3 * E * B), kernels += 2 * (1 + gpt + drop);
-  if (gpt) bytes += (fused ? 2 : 4) * F * B, kernels += fused ? 1 : 2;
-  else bytes += (fused ? 3 : 5) * F * B, kernels += fused ? 1 : 2;
+  if (fused)
+    bytes += 2 * (3 * E * B + mask), kernels += 2;
+  else
+    bytes += 2 * ((gpt ? 2 * E * B : 0) + (drop ? 2 * E * B + mask : 0) + 3 * E * B), kernels += 2 * (1 + gpt + drop);
+  if (gpt)
+    bytes += (fused ? 2 : 4) * F * B, kernels += fused ? 1 : 2;
+  else
+    bytes += (fused ? 3 : 5) * F * B, kernels += fused ? 1 : 2;
   if (!gpt) {
     const double qk = b * n * (m.heads + m.kv()) * (h / m.heads) / t;
     bytes += (fused ? 2 : 6) * qk * B, kernels += fused ? 1 : 3;
@@ -146,8 +151,10 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
   // k copies of every token spread evenly), and the router [bn × h]·[h × E] picks them.
   const double experts = m.experts > 0 ? double(m.experts) / cfg.ep : 1;
   const double mlp_rows = m.experts > 0 ? rows * m.top_k / experts : rows;
-  for (const auto& [in, out, r, count] : {std::tuple{h, m.qkv_width() / t, rows, 1.0}, {h / t, h, rows, 1.0},
-                                          {h, up / t, mlp_rows, experts}, {f / t, h, mlp_rows, experts},
+  for (const auto& [in, out, r, count] : {std::tuple{h, m.qkv_width() / t, rows, 1.0},
+                                          {h / t, h, rows, 1.0},
+                                          {h, up / t, mlp_rows, experts},
+                                          {f / t, h, mlp_rows, experts},
                                           {h, m.experts > 0 ? double(m.experts) : 0.0, rows, 1.0}}) {
     for (int e = 0; e < int(count) && out > 0; ++e) {
       l.forward_gemm += linear_forward(gpu, r, in, out);
@@ -170,7 +177,7 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
     l.backward_memory += l.forward_memory;
   }
   if (cfg.recompute != Recompute::none) l.core += core.forward;  // the recomputed core
-  if (cfg.recompute == Recompute::selective) {  // only the attention core
+  if (cfg.recompute == Recompute::selective) {                   // only the attention core
     l.backward_gemm += core.forward;
     l.backward_memory += softmax_rerun(gpu, m, cfg, n, s);
   }

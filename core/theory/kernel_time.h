@@ -33,8 +33,8 @@ struct Gemm {
 
 struct KernelTime {
   double seconds = 0;
-  double flops = 0;  // useful FLOPs (0 for a memory-bound kernel)
-  double bytes = 0;  // bytes moved to and from memory
+  double flops = 0;    // useful FLOPs (0 for a memory-bound kernel)
+  double bytes = 0;    // bytes moved to and from memory
   double kernels = 0;  // launches (each followed by the profile's gap)
   KernelTime& operator+=(const KernelTime& o) {
     seconds += o.seconds, flops += o.flops, bytes += o.bytes, kernels += o.kernels;
@@ -66,7 +66,7 @@ KernelTime memory_time(const ClusterSpec& gpu, double bytes, int kernels = 1);
 //                   b·n, and the attention core is cp blocks of n queries against n keys
 struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
-  double block_forward_s = 0, block_backward_s = 0;  // one ring step's attention block (cp > 1)
+  double block_forward_s = 0, block_backward_s = 0;    // one ring step's attention block (cp > 1)
   double linear_forward_s = 0, linear_backward_s = 0;  // of the GEMMs: the four linear layers' (no recomputation)
   KernelTime core;  // the attention core's forward, backward and recomputed forward (part of the GEMMs above)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }

@@ -57,7 +57,8 @@ double bus_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
     if (c != Collective::all_reduce) return 0;
     const double T = std::min(B * 0.92, channels * kTreePerChannel[ai][si]);
     if (p == NcclProto::ll) return std::min(T / 3.8, kLlMax[ai][si]);
-    if (p == NcclProto::ll128) return std::min(T * (f.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kTreeLl128PerChannel[ai][si]);
+    if (p == NcclProto::ll128)
+      return std::min(T * (f.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kTreeLl128PerChannel[ai][si]);
     return T;
   }
   const bool nvls = f.nvls && f.nodes == 1 && c == Collective::all_reduce && p == NcclProto::simple;
@@ -83,8 +84,8 @@ double latency_us(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, N
     const int steps = ring_steps(c, f.ranks);
     const int inter_steps = f.nodes <= 1 ? 0 : (c == Collective::all_reduce ? 2 * (f.nodes - 1) : f.nodes - 1);
     lat += (steps - inter_steps) * intra + inter_steps * inter;
-    const bool plateau = f.nodes > 1 && p == NcclProto::simple && c == Collective::all_reduce &&
-                         bytes >= f.ranks / 16.0 * 65536;
+    const bool plateau =
+        f.nodes > 1 && p == NcclProto::simple && c == Collective::all_reduce && bytes >= f.ranks / 16.0 * 65536;
     return plateau ? lat * 1.9 : lat;
   }
   if (a == NcclAlgo::tree) return lat + 2 * ((f.ranks_per_node() - 1) * intra + std::log2(double(f.nodes)) * inter);
@@ -94,7 +95,9 @@ double latency_us(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, N
 }  // namespace
 
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::ring ? "ring" : a == NcclAlgo::tree ? "tree" : "nvls"; }
-const char* nccl_proto_name(NcclProto p) { return p == NcclProto::ll ? "LL" : p == NcclProto::ll128 ? "LL128" : "Simple"; }
+const char* nccl_proto_name(NcclProto p) {
+  return p == NcclProto::ll ? "LL" : p == NcclProto::ll128 ? "LL128" : "Simple";
+}
 
 NcclAlgo parse_nccl_algo(std::string_view name) {
   for (NcclAlgo a : {NcclAlgo::ring, NcclAlgo::tree, NcclAlgo::nvls})
@@ -146,11 +149,14 @@ NcclChoice nccl_choose(Collective c, double bytes, const NcclFabric& f) {
       const NcclCost cost = nccl_cost(c, bytes, f, a, p);
       if (!cost.supported) continue;
       const NcclChoice here{a, p, cost.time_s, ""};
-      if (best.time_s < 0 || here.time_s < best.time_s) second = best, best = here;
-      else if (second.time_s < 0 || here.time_s < second.time_s) second = here;
+      if (best.time_s < 0 || here.time_s < best.time_s)
+        second = best, best = here;
+      else if (second.time_s < 0 || here.time_s < second.time_s)
+        second = here;
     }
   char why[160];
-  std::snprintf(why, sizeof why, "%s/%s: %.1f µs", nccl_algo_name(best.algo), nccl_proto_name(best.proto), best.time_s * 1e6);
+  std::snprintf(why, sizeof why, "%s/%s: %.1f µs", nccl_algo_name(best.algo), nccl_proto_name(best.proto),
+                best.time_s * 1e6);
   best.why = why;
   if (second.time_s >= 0) {
     std::snprintf(why, sizeof why, ", next %s/%s %.1f µs", nccl_algo_name(second.algo), nccl_proto_name(second.proto),

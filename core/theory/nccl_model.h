@@ -51,9 +51,9 @@ struct NcclFabric {
   int ranks = 1, nodes = 1;  // ranks spread evenly: ranks / nodes per node
   GpuArch arch = GpuArch::ampere;
   LinkTier nvlink, network;
-  bool nvls = false;       // NVSwitch 3 with NVLink SHARP (H100, H200)
-  int channels = 16;       // NCCL's channels (caps per channel apply to LL128 and tree)
-  int nics_per_node = 0;   // 0: one NIC per GPU on the node
+  bool nvls = false;      // NVSwitch 3 with NVLink SHARP (H100, H200)
+  int channels = 16;      // NCCL's channels (caps per channel apply to LL128 and tree)
+  int nics_per_node = 0;  // 0: one NIC per GPU on the node
   int ranks_per_node() const { return nodes > 0 ? ranks / nodes : ranks; }
 };
 // A fabric for `ranks` ranks of `profile`, `per_node` of them on each node.

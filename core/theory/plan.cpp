@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "core/error.h"
@@ -58,12 +58,16 @@ void validate_experts(const ModelSpec& m, const ParallelConfig& p) {
     if (p.ep > 1) throw UsageError(ep + " splits experts over ranks, and this model has none: give --experts E");
     return;
   }
-  if (!m.has_shape()) throw UsageError("experts are the MLPs of the model's layers: give its shape (or --model), not --params");
+  if (!m.has_shape())
+    throw UsageError("experts are the MLPs of the model's layers: give its shape (or --model), not --params");
   if (m.top_k < 1 || m.top_k > m.experts)
-    throw UsageError("top-k = " + std::to_string(m.top_k) + " must be from 1 to the " + std::to_string(m.experts) + " experts");
+    throw UsageError("top-k = " + std::to_string(m.top_k) + " must be from 1 to the " + std::to_string(m.experts) +
+                     " experts");
   if (p.dp % p.ep != 0 || m.experts % p.ep != 0)
-    throw UsageError(ep + " must divide dp = " + std::to_string(p.dp) + " (expert parallelism runs within the data-parallel "
-                     "ranks) and the " + std::to_string(m.experts) + " experts");
+    throw UsageError(ep + " must divide dp = " + std::to_string(p.dp) +
+                     " (expert parallelism runs within the data-parallel "
+                     "ranks) and the " +
+                     std::to_string(m.experts) + " experts");
 }
 
 }  // namespace
@@ -103,7 +107,8 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
   if (p.zero < 0 || p.zero > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(p.zero));
-  if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
+  if (!(p.efficiency > 0 && p.efficiency <= 1))
+    throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
   if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
   validate_experts(m, p);
@@ -199,7 +204,8 @@ void add_dp_entries(Plan& out, double params, int d, long stride, const std::str
     out.ledger.push_back(entry(Axis::dp, what + whose, calls, bytes, seconds, span));
   };
   if (p.zero == 0) {
-    add("all_reduce gradients", 1, 2 * half, group_collective_s(out.cluster, Collective::all_reduce, payload, d, stride));
+    add("all_reduce gradients", 1, 2 * half,
+        group_collective_s(out.cluster, Collective::all_reduce, payload, d, stride));
   } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
     add("reduce_scatter gradients", 1, half, t_half);
     add("all_gather parameters", 1, half, t_half);
@@ -225,7 +231,8 @@ void add_ep_entries(Plan& out, const Span& span) {
   const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
   const double whole = rows * m.hidden * kBytes16;  // as step_model.h times it: NCCL's grouped send/recv
   out.ledger.push_back(entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
-                             group_collective_s(out.cluster, Collective::all_gather, whole, p.ep, long(p.tp) * p.cp), span));
+                             group_collective_s(out.cluster, Collective::all_gather, whole, p.ep, long(p.tp) * p.cp),
+                             span));
 }
 
 void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
@@ -306,9 +313,10 @@ void fill_time(Plan& out) {
   const double attention = m.has_shape() ? 12.0 * m.layers * m.hidden * m.seq : 0;
   const double active = m.experts > 0 ? m.active_parameters() : out.psi;  // what one token computes with
   out.model_flops_per_token = 6 * active + attention;
-  out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * active + attention / 3
-                                                              : p.recompute == Recompute::selective ? attention / 3
-                                                                                                     : 0);
+  out.hardware_flops_per_token =
+      out.model_flops_per_token + (p.recompute == Recompute::full        ? 2 * active + attention / 3
+                                   : p.recompute == Recompute::selective ? attention / 3
+                                                                         : 0);
   const int M = p.micro_batches, P = p.pp;
   out.bubble = double(P - 1) / double(M + P - 1);
   if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)

@@ -107,8 +107,8 @@ struct ModelSpec {
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
   double ffn_size() const { return ffn > 0 ? ffn : 4.0 * hidden; }
   double qkv_width() const { return hidden + 2.0 * kv() * hidden / heads; }  // Q, K and V's output features
-  double mlp_parameters() const;  // one MLP (one expert)
-  double layer_parameters() const;  // one layer with a dense MLP
+  double mlp_parameters() const;                                             // one MLP (one expert)
+  double layer_parameters() const;                                           // one layer with a dense MLP
   // Every expert of every layer (L·E·(8h² + 5h); 0 for a dense model), and what one token
   // uses of Ψ (all of it, dense).
   double expert_parameters() const;
@@ -141,7 +141,7 @@ struct ClusterSpec {
   // Per GPU and per direction: α = one hop's latency, β = the bus bandwidth NCCL reaches on the
   // tier (NVLink in a node, the network between nodes; gpu_profile.h says where each came from).
   Link intra, inter;
-  int nics_per_node = 0;  // 0: one NIC per GPU
+  int nics_per_node = 0;       // 0: one NIC per GPU
   double peak_flops = 312e12;  // datasheet bf16 dense: what MFU divides by
   // The GPU for compute from shapes (core/theory/kernel_time.h): the achieved cuBLAS rate at
   // its best shape, achieved HBM bandwidth, the gap between kernels, SMs, and the output tile
@@ -150,12 +150,12 @@ struct ClusterSpec {
   double gemm_flops = 271.2e12;
   double memory_Bps = 1.80e12;
   double kernel_gap_s = 1e-6;
-  double flash_forward_flops = 228e12, flash_backward_flops = 197e12;  // achieved by FlashAttention (gpu_profile.h)
+  double flash_forward_flops = 228e12, flash_backward_flops = 197e12;    // achieved by FlashAttention (gpu_profile.h)
   double flash2_forward_flops = 228e12, flash2_backward_flops = 197e12;  // FlashAttention-2 (PyTorch's SDPA)
   int sms = 108;
   int tile_m = 128, tile_n = 128;
   GpuArch arch = GpuArch::ampere;
-  bool nvls = false;  // NVLink SHARP all-reduce in a node (nccl_model.h)
+  bool nvls = false;                 // NVLink SHARP all-reduce in a node (nccl_model.h)
   std::vector<std::string> sources;  // the GPU profile's sources
   std::string spec_source;           // the same, one line
 };
@@ -173,9 +173,9 @@ struct ParallelConfig {
   int micro_batch_size = 1, micro_batches = 1;
   Recompute recompute = Recompute::none;
   ZeroConvention convention = ZeroConvention::sixteen;
-  double efficiency = 0.5;  // achieved / peak FLOP/s of the compute
-  int ep = 1;  // expert parallelism, within dp (a mixture-of-experts model only)
-  int cp = 1;  // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
+  double efficiency = 0.5;        // achieved / peak FLOP/s of the compute
+  int ep = 1;                     // expert parallelism, within dp (a mixture-of-experts model only)
+  int cp = 1;                     // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
   CpAlgo cp_algo = CpAlgo::ring;  // how attention reaches the other ranks' K/V (context_parallel.h)
   Practice practice;              // what the run does beyond the layout (practice.h): megatron-core's defaults
 };
@@ -216,9 +216,9 @@ struct LedgerEntry {
   int calls = 0;           // per step
   double bytes = 0;        // per GPU per step (the busiest GPU of the group)
   double intra_bytes = 0, inter_bytes = 0;
-  double share = 0;        // of every axis' bytes together
+  double share = 0;  // of every axis' bytes together
   bool crosses_nodes = false;
-  double time_s = 0;       // α-β time on the critical path
+  double time_s = 0;  // α-β time on the critical path
 };
 
 // The step of the stage that ends last (step_model.h): its compute, its exposed communication

@@ -42,14 +42,15 @@ double ModelSpec::layer_parameters() const {
 
 double ModelSpec::shape_parameters() const {
   const double h = hidden, V = vocab;
-  const double embeddings = family == Family::llama ? 2 * V * h + h                // untied, the final RMSNorm
+  const double embeddings = family == Family::llama ? 2 * V * h + h                     // untied, the final RMSNorm
                                                     : V * h + double(seq) * h + 2 * h;  // tied, positions, final LN
   return layers * layer_parameters() + embeddings + moe_extra_parameters(*this);
 }
 
 double ModelSpec::shape_parameters_approx() const {
   const double L = layers, h = hidden;
-  return 12 * L * h * h * (1 + 13 / (12 * h) + (double(vocab) + double(seq)) / (12 * L * h)) + moe_extra_parameters(*this);
+  return 12 * L * h * h * (1 + 13 / (12 * h) + (double(vocab) + double(seq)) / (12 * L * h)) +
+         moe_extra_parameters(*this);
 }
 
 double ModelSpec::expert_parameters() const { return experts > 0 ? double(layers) * experts * mlp_parameters() : 0; }
@@ -152,9 +153,10 @@ NcclFabric cluster_fabric(const ClusterSpec& c, int ranks, int per_node) {
 
 // The presets are the GPU profiles (gpu_profile.h) under the planner's short names.
 ClusterSpec cluster_preset(std::string_view name) {
-  const std::string_view profile = name == "a100-80gb" ? "a100-sxm4-80gb" : name == "h100-80gb" ? "h100-sxm5"
-                                   : name == "h200"    ? "h200"
-                                                       : "";
+  const std::string_view profile = name == "a100-80gb"   ? "a100-sxm4-80gb"
+                                   : name == "h100-80gb" ? "h100-sxm5"
+                                   : name == "h200"      ? "h200"
+                                                         : "";
   if (profile.empty())
     throw UsageError("unknown cluster '" + std::string(name) + "'; the presets are " + joined(cluster_preset_names()));
   ClusterSpec c = cluster_from_profile(gpu_profile(profile));
@@ -176,9 +178,11 @@ std::string cp_words(const ParallelConfig& p) {
             "of dK/dV in backward, the same bytes; exposed whole (the gathered K/V kept for backward not counted)"
           : "Ulysses per layer and micro-batch: all-to-alls of Q/K/V (3·b·(s/cp)·h/tp) and the output (b·(s/cp)·h/tp), "
             "forward and backward, (cp−1)/cp leaving, 2 B each; exposed whole";
-  return "context parallelism: cp = " + std::to_string(p.cp) + " GPUs hold s/cp positions of each sequence (zig-zag "
+  return "context parallelism: cp = " + std::to_string(p.cp) +
+         " GPUs hold s/cp positions of each sequence (zig-zag "
          "split, balanced causal work assumed): activations, TP and PP messages ÷ cp; weights replicated over cp, ZeRO "
-         "and the gradient reduction over dp·cp; " + exchange;
+         "and the gradient reduction over dp·cp; " +
+         exchange;
 }
 
 }  // namespace
@@ -188,7 +192,8 @@ std::vector<std::string> plan_formulas(const Plan& out) {
   const auto& p = out.config;
   std::vector<std::string> f = {
       "model state: Ψ/(tp·pp) · " + std::string(zero_convention_name(p.convention)) + " with ZeRO-" +
-          std::to_string(p.zero) + (p.cp > 1 ? " over dp·cp = " + std::to_string(p.dp * p.cp) : " over dp = " + std::to_string(p.dp)),
+          std::to_string(p.zero) +
+          (p.cp > 1 ? " over dp·cp = " + std::to_string(p.dp * p.cp) : " over dp = " + std::to_string(p.dp)),
       "activations (Korthikanti et al. 2022, TP with sequence parallelism): per layer and micro-batch "
       "s·b·h·(34 + 5·a·s/h)/tp, selective 34·s·b·h/tp, full 2·s·b·h/tp; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
       "DP: ZeRO-0 one all-reduce 2(d−1)/d·2Ψ/(tp·pp) B per step; ZeRO-1 (distributed optimizer) one reduce-scatter + "
@@ -205,15 +210,17 @@ std::vector<std::string> plan_formulas(const Plan& out) {
           "; node = rank / " + std::to_string(out.cluster.gpus_per_node),
   };
   if (out.model.experts > 0)
-    f.push_back("experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
-                "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) + "), their state ZeRO'd over the dp/ep "
-                "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
-                "recomputation), (ep−1)/ep leaving the GPU, on NCCL's model; FLOPs per token from the active Ψ; activations "
-                "with each token's MLP tensors k times");
+    f.push_back(
+        "experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
+        "; each GPU holds E/ep of them (ep = " + std::to_string(p.ep) +
+        "), their state ZeRO'd over the dp/ep "
+        "replicas; EP: 4 all-to-alls of (b·s/tp)·k·h elements per layer per micro-batch (6 with full "
+        "recomputation), (ep−1)/ep leaving the GPU, on NCCL's model; FLOPs per token from the active Ψ; activations "
+        "with each token's MLP tensors k times");
   if (p.cp > 1) f.push_back(cp_words(p));
-  if (!out.model.has_shape()) f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
+  if (!out.model.has_shape())
+    f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;
 }
-
 
 }  // namespace dtl::theory

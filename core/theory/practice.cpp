@@ -15,7 +15,7 @@ Practice framework_practice(Framework f) {
   } else if (f == Framework::fsdp) {
     p.sequence_parallel = OnOff::off;  // (no TP in plain FSDP; with TP, none of Megatron's SP)
     p.kernels = ElementwiseKernels::unfused;
-    p.attention = AttentionKernel::flash2;  // PyTorch's SDPA runs FlashAttention-2
+    p.attention = AttentionKernel::flash2;   // PyTorch's SDPA runs FlashAttention-2
     p.dp_bucket_bytes = 25 * 1024.0 * 1024;  // PyTorch DDP's bucket_cap_mb (FSDP: one unit per layer)
     p.grads = GradPrecision::bf16;
   }
@@ -31,9 +31,10 @@ const char* framework_name(Framework f) {
 std::string practice_words(const Practice& p) {
   char bucket[48];
   std::snprintf(bucket, sizeof bucket, " (%.0f MB buckets)", p.dp_bucket_bytes / 1e6);
-  return std::string("sequence parallel ") + (p.sp() ? "on" : "off") + ", " + (p.attention == AttentionKernel::flash    ? "flash"
-                                                           : p.attention == AttentionKernel::flash2 ? "flash2"
-                                                                                                    : "unfused") +
+  return std::string("sequence parallel ") + (p.sp() ? "on" : "off") + ", " +
+         (p.attention == AttentionKernel::flash    ? "flash"
+          : p.attention == AttentionKernel::flash2 ? "flash2"
+                                                   : "unfused") +
          " attention, dropout " + (p.has_dropout() ? "on" : "off") + ", " +
          (p.kernels == ElementwiseKernels::fused ? "fused" : "unfused") + " element-wise kernels, TP " +
          (p.tp_comm == CommOverlap::exposed ? "exposed" : "overlapped") + ", DP " +

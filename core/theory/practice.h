@@ -61,15 +61,15 @@ enum class Framework { megatron_2021, megatron_core, fsdp };
 inline constexpr std::pair<const char*, OnOff> kOnOffNames[] = {{"on", OnOff::on}, {"off", OnOff::off}};
 inline constexpr std::pair<const char*, AttentionKernel> kAttentionNames[] = {
     {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
-inline constexpr std::pair<const char*, ElementwiseKernels> kKernelsNames[] = {{"fused", ElementwiseKernels::fused},
-                                                                              {"unfused", ElementwiseKernels::unfused}};
+inline constexpr std::pair<const char*, ElementwiseKernels> kKernelsNames[] = {
+    {"fused", ElementwiseKernels::fused}, {"unfused", ElementwiseKernels::unfused}};
 inline constexpr std::pair<const char*, CommOverlap> kOverlapNames[] = {{"exposed", CommOverlap::exposed},
-                                                                       {"overlapped", CommOverlap::overlapped}};
+                                                                        {"overlapped", CommOverlap::overlapped}};
 inline constexpr std::pair<const char*, GradPrecision> kGradNames[] = {{"bf16", GradPrecision::bf16},
-                                                                      {"fp32", GradPrecision::fp32}};
+                                                                       {"fp32", GradPrecision::fp32}};
 inline constexpr std::pair<const char*, Framework> kFrameworkNames[] = {{"megatron-2021", Framework::megatron_2021},
-                                                                       {"megatron-core", Framework::megatron_core},
-                                                                       {"fsdp", Framework::fsdp}};
+                                                                        {"megatron-core", Framework::megatron_core},
+                                                                        {"fsdp", Framework::fsdp}};
 
 struct Practice {
   OnOff sequence_parallel = OnOff::on;

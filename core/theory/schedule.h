@@ -35,11 +35,13 @@ namespace dtl::pipeline {
 using ScheduleKind = dtl::ScheduleKind;     // core/trace/vocab.h: the trace's vocabulary names them too
 const char* schedule_name(ScheduleKind k);  // "gpipe", "1f1b", "interleaved", "zb-h1"
 
-enum class Op { forward, backward, weight };  // F, B (input gradient; full backward unless zb), W
-const char* op_letter(Op op);                 // "F", "B", "W"
+enum class Op { forward, backward, weight };                 // F, B (input gradient; full backward unless zb), W
+const char* op_letter(Op op);                                // "F", "B", "W"
 std::optional<Op> parse_op_letter(std::string_view letter);  // the reverse (nullopt: none of them)
 // The trace's Pass of an action: forward, backward, weight.
-inline Pass pass_of(Op op) { return op == Op::forward ? Pass::forward : op == Op::backward ? Pass::backward : Pass::weight; }
+inline Pass pass_of(Op op) {
+  return op == Op::forward ? Pass::forward : op == Op::backward ? Pass::backward : Pass::weight;
+}
 // The reverse: an action's op from a trace span's Pass (nullopt: not F, B or W).
 inline std::optional<Op> op_of(Pass p) {
   if (p == Pass::forward) return Op::forward;

@@ -37,7 +37,8 @@ void time_layers(const Plan& p, StepComponents& k) {
   if (cfg.cp < 2) return;
   // Ring attention's hops beyond the blocks they overlap (context_parallel.h); full
   // recomputation reruns the forward's exchange in backward.
-  const Link cp_link = group_per_node(cfg.cp, cfg.tp, p.cluster.gpus_per_node) < cfg.cp ? p.cluster.inter : p.cluster.intra;
+  const Link cp_link =
+      group_per_node(cfg.cp, cfg.tp, p.cluster.gpus_per_node) < cfg.cp ? p.cluster.inter : p.cluster.intra;
   const int reruns = cfg.recompute == Recompute::full ? 1 : 0;
   for (const CpLine& l : cp_lines(p.model, cfg, cp_link, layer.block_forward_s, layer.block_backward_s)) {
     const double bytes = l.calls * l.bytes_per_call;
@@ -101,7 +102,8 @@ StepComponents step_components(const Plan& p) {
   k.tp_bytes = sbh * kBytes16;
   k.tp_fabric = cluster_fabric(c, cfg.tp, group_per_node(cfg.tp, 1, c.gpus_per_node));
   k.tp_s = cfg.tp > 1 ? nccl_time(Collective::all_reduce, k.tp_bytes, k.tp_fabric) : 0;
-  if (m.experts > 0 && cfg.ep > 1) {  // NCCL's all-to-all is grouped send/recv: (R−1)/R of it leaves, as an all-gather's
+  if (m.experts > 0 &&
+      cfg.ep > 1) {  // NCCL's all-to-all is grouped send/recv: (R−1)/R of it leaves, as an all-gather's
     k.ep_calls_backward = cfg.recompute == Recompute::full ? 4 : 2;
     k.ep_bytes = sbh / cfg.tp * m.top_k * kBytes16;
     k.ep_fabric = cluster_fabric(c, cfg.ep, group_per_node(cfg.ep, long(cfg.tp) * cfg.cp, c.gpus_per_node));
@@ -121,8 +123,10 @@ LayerOverlap zero3_layers(int layers, double layer_s, double gather_s, double sc
   double gather_end = 0, compute_end = 0, scatter_end = 0;
   for (int i = 0; i < layers; ++i) {
     double may_start = 0;  // the layer whose start (prefetch ≥ 1) or end (0) frees the gather
-    if (prefetch == 0) may_start = compute_end;
-    else if (i >= prefetch) may_start = o.compute_begin[std::size_t(i - prefetch)];
+    if (prefetch == 0)
+      may_start = compute_end;
+    else if (i >= prefetch)
+      may_start = o.compute_begin[std::size_t(i - prefetch)];
     o.gather_begin.push_back(std::max(gather_end, may_start));
     gather_end = o.gather_begin.back() + gather_s;
     o.compute_begin.push_back(std::max(compute_end, gather_end));
@@ -139,7 +143,8 @@ namespace {
 // One stage's F and B durations (the pipeline simulation's action times).
 pipeline::ActionTimes stage_action_times(const StepComponents& k, const ParallelConfig& p, std::size_t s) {
   const int L = k.stage_layers[s];
-  const double forward = k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s + k.ep_calls_forward * k.ep_s;
+  const double forward =
+      k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s + k.ep_calls_forward * k.ep_s;
   const double backward =
       k.layer_backward_s[s] + k.tp_calls_backward * k.tp_backward_s + k.cp_backward_s + k.ep_calls_backward * k.ep_s;
   pipeline::ActionTimes t;
@@ -177,11 +182,10 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     if (k.dp_bucket_bytes > 0) {  // the buckets beside the last backward: the step waits for the last
       const double layer = times[i].backward / k.stage_layers[i];
       const bool scatter = p.zero == 1;
-      const auto buckets = gradient_buckets(last_backward_begin[i], layer, k.stage_layers[i], k.dp_bytes[i],
-                                            k.dp_bucket_bytes, [&](double bytes) {
-                                              return nccl_time(scatter ? Collective::reduce_scatter : Collective::all_reduce,
-                                                               bytes, k.dp_fabric);
-                                            });
+      const auto buckets = gradient_buckets(
+          last_backward_begin[i], layer, k.stage_layers[i], k.dp_bytes[i], k.dp_bucket_bytes, [&](double bytes) {
+            return nccl_time(scatter ? Collective::reduce_scatter : Collective::all_reduce, bytes, k.dp_fabric);
+          });
       closing += std::max(0.0, buckets.back().end - last_end[i]);
     } else {
       if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
@@ -197,7 +201,8 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     t.tp = M * L * (k.tp_calls_forward * k.tp_forward_s + k.tp_calls_backward * k.tp_backward_s);
     t.cp = M * L * (k.cp_forward_s + k.cp_backward_s);
     t.ep = M * L * (k.ep_calls_forward + k.ep_calls_backward) * k.ep_s;
-    const double in_actions = times[i].forward + times[i].backward - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
+    const double in_actions =
+        times[i].forward + times[i].backward - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
     t.dp = closing + M * in_actions;
     t.optimizer = k.optimizer_s[i];
     t.stage = s;

@@ -30,29 +30,29 @@ namespace dtl::theory {
 int group_per_node(int size, long stride, int gpus_per_node);
 
 struct StepComponents {
-  std::vector<int> stage_layers;                     // layers on each stage
+  std::vector<int> stage_layers;                          // layers on each stage
   std::vector<double> layer_forward_s, layer_backward_s;  // compute per layer call, per stage
-  int tp_calls_forward = 2, tp_calls_backward = 2;   // all-reduces per layer
-  double tp_bytes = 0, tp_s = 0;                     // per all-reduce
+  int tp_calls_forward = 2, tp_calls_backward = 2;        // all-reduces per layer
+  double tp_bytes = 0, tp_s = 0;                          // per all-reduce
   // What each TP collective costs the layer: tp_s exposed; overlapped, what lasts beyond the GEMM
   // beside it (half the layer's linear GEMMs of that pass: TransformerEngine's userbuffers)
   double tp_forward_s = 0, tp_backward_s = 0;
   // Expert parallelism: per MoE layer and micro-batch, an all-to-all to dispatch and one to combine,
   // forward and backward (again with full recomputation), each of (b·n/t)·k·h 16-bit values per rank
   int ep_calls_forward = 2, ep_calls_backward = 2;
-  double ep_bytes = 0, ep_s = 0;                     // per all-to-all
+  double ep_bytes = 0, ep_s = 0;  // per all-to-all
   NcclFabric ep_fabric;
-  double dp_bucket_bytes = 0;                        // > 0: ZeRO-0/1's reduction overlaps the last backward
-  int zero3_prefetch = 1;                            // ZeRO-3: layers gathered ahead (practice.h)
+  double dp_bucket_bytes = 0;                           // > 0: ZeRO-0/1's reduction overlaps the last backward
+  int zero3_prefetch = 1;                               // ZeRO-3: layers gathered ahead (practice.h)
   std::vector<double> zero3_gather_s, zero3_scatter_s;  // ZeRO-3: one layer's all-gather, reduce-scatter, per stage
-  std::vector<double> dp_gather_bytes;               // per stage: its 16-bit parameters on one GPU
-  double cp_forward_s = 0, cp_backward_s = 0;        // exposed exchange per layer
+  std::vector<double> dp_gather_bytes;                  // per stage: its 16-bit parameters on one GPU
+  double cp_forward_s = 0, cp_backward_s = 0;           // exposed exchange per layer
   double cp_forward_bytes = 0, cp_backward_bytes = 0;
-  double pp_bytes = 0, pp_send_s = 0;                // per message between stages
-  std::vector<double> dp_bytes;                      // per stage: its gradients on one GPU (fp32 or 16-bit)
+  double pp_bytes = 0, pp_send_s = 0;  // per message between stages
+  std::vector<double> dp_bytes;        // per stage: its gradients on one GPU (fp32 or 16-bit)
   std::vector<double> dp_all_reduce_s, dp_reduce_scatter_s, dp_all_gather_s;  // of a stage's dp_bytes
-  std::vector<double> optimizer_s;                   // per stage, once per step
-  NcclFabric tp_fabric, dp_fabric;                   // where TP and the gradient reduction run
+  std::vector<double> optimizer_s;                                            // per stage, once per step
+  NcclFabric tp_fabric, dp_fabric;                                            // where TP and the gradient reduction run
 };
 StepComponents step_components(const Plan& p);
 

@@ -22,9 +22,7 @@ void require_writable_file(const std::string& path, std::string_view what) {
   // again), and the path is no folder, socket or pipe that nobody reads (never waited on).
   try {
     AtomicFile probe(path, what);
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
+  } catch (const UsageError&) { throw; } catch (const Error& e) {
     throw UsageError(e.what());
   }
 }
@@ -34,7 +32,8 @@ namespace {
 // The same file: the same inode when both exist, else the same absolute path once "..",
 // "." and symbolic links in the existing part are resolved.
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   const bool a_exists = ::stat(a.c_str(), &sa) == 0, b_exists = ::stat(b.c_str(), &sb) == 0;
   if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (a_exists != b_exists) return false;
@@ -78,7 +77,8 @@ std::uintmax_t require_readable_file(const std::string& path, std::string_view w
   if (::stat(path.c_str(), &st) != 0)
     throw UsageError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    throw UsageError(std::string(what) + " '" + path + "' is not a regular file (a device or a pipe has no end to read "
+    throw UsageError(std::string(what) + " '" + path +
+                     "' is not a regular file (a device or a pipe has no end to read "
                      "to); give a file");
   if (std::uintmax_t(st.st_size) > max_bytes)
     throw UsageError(std::string(what) + " '" + path + "' is " + std::to_string(st.st_size) + " bytes, more than the " +

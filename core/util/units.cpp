@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.h"
@@ -64,9 +64,12 @@ void require_memory(double bytes, std::string_view what) {
     // In the unit that shows the figure (a limit of 300 MB is not "0.3 GB", a need of 40 MB not "0.0 GB").
     const auto amount = [](double b) {
       char text[32];
-      if (b >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", b * 1e-9);
-      else if (b >= 1e6) std::snprintf(text, sizeof text, "%.0f MB", b * 1e-6);
-      else std::snprintf(text, sizeof text, "%.0f KB", std::max(1.0, b * 1e-3));
+      if (b >= 1e9)
+        std::snprintf(text, sizeof text, "%.1f GB", b * 1e-9);
+      else if (b >= 1e6)
+        std::snprintf(text, sizeof text, "%.0f MB", b * 1e-6);
+      else
+        std::snprintf(text, sizeof text, "%.0f KB", std::max(1.0, b * 1e-3));
       return std::string(text);
     };
     throw UsageError("this run needs about " + amount(bytes) + " of memory and the process may use " + amount(have) +

@@ -5,6 +5,45 @@
 
 namespace dtl::cli {
 
+namespace {
+
+// --backend nccl: a process per GPU under a launcher (NCCL's unique id shared over MPI), or
+// one process with a thread per GPU.
+Backend choose_nccl(Backend b, int requested_ranks) {
+  if (!nccl_backend_built())
+    throw UsageError(
+        "this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); use "
+        "--backend threads or mpi");
+  if (const auto env = detect_launch_env(); env && env->world_size > 1) {  // a process per GPU, id over MPI
+    if (!mpi_backend_built())
+      throw UsageError(env->launcher + " started " + std::to_string(env->world_size) +
+                       " processes, but this dtlab was built without MPI, which --backend nccl uses to share NCCL's "
+                       "unique id; install libopenmpi-dev and rebuild");
+    const MpiWorld w = mpi_init();
+    if (requested_ranks != -1 && requested_ranks != w.size)
+      throw UsageError("--ranks " + std::to_string(requested_ranks) + " but the launcher started " +
+                       std::to_string(w.size) + " processes; drop --ranks");
+    b.ranks = w.size;
+    b.root = w.rank == 0;
+    b.multi_process = true;
+    return b;
+  }
+  std::string problem;  // one process: a thread per GPU
+  const int gpus = nccl_visible_gpus(&problem);
+  if (gpus == 0)
+    throw UsageError("--backend nccl needs GPUs, and this machine has none usable (" + problem +
+                     "); use --backend threads or mpi");
+  b.ranks = requested_ranks == -1 ? gpus : requested_ranks;
+  if (b.ranks < 1 || b.ranks > gpus)
+    throw UsageError("--ranks " + std::to_string(b.ranks) +
+                     " with --backend nccl needs one GPU per rank, and this machine has " + std::to_string(gpus) +
+                     "; use --ranks 1.." + std::to_string(gpus) +
+                     ", start one process per GPU with mpirun/srun, or --backend threads --device cuda to share GPUs");
+  return b;
+}
+
+}  // namespace
+
 Backend Backend::choose(const std::string& name, int requested_ranks) {
   Backend b;
   b.name = name;
@@ -21,7 +60,8 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
   }
   if (name == "mpi") {
     if (!mpi_backend_built())
-      throw UsageError("this dtlab was built without MPI; install libopenmpi-dev and rebuild, or use --backend threads");
+      throw UsageError(
+          "this dtlab was built without MPI; install libopenmpi-dev and rebuild, or use --backend threads");
     const MpiWorld w = mpi_init();
     if (requested_ranks != -1 && requested_ranks != w.size)
       throw UsageError("--ranks " + std::to_string(requested_ranks) + " but mpirun started " + std::to_string(w.size) +
@@ -31,36 +71,7 @@ Backend Backend::choose(const std::string& name, int requested_ranks) {
     b.multi_process = true;
     return b;
   }
-  if (name == "nccl") {
-    if (!nccl_backend_built())
-      throw UsageError("this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); use "
-                       "--backend threads or mpi");
-    if (const auto env = detect_launch_env(); env && env->world_size > 1) {  // a process per GPU, id over MPI
-      if (!mpi_backend_built())
-        throw UsageError(env->launcher + " started " + std::to_string(env->world_size) +
-                         " processes, but this dtlab was built without MPI, which --backend nccl uses to share NCCL's "
-                         "unique id; install libopenmpi-dev and rebuild");
-      const MpiWorld w = mpi_init();
-      if (requested_ranks != -1 && requested_ranks != w.size)
-        throw UsageError("--ranks " + std::to_string(requested_ranks) + " but the launcher started " +
-                         std::to_string(w.size) + " processes; drop --ranks");
-      b.ranks = w.size;
-      b.root = w.rank == 0;
-      b.multi_process = true;
-      return b;
-    }
-    std::string problem;  // one process: a thread per GPU
-    const int gpus = nccl_visible_gpus(&problem);
-    if (gpus == 0)
-      throw UsageError("--backend nccl needs GPUs, and this machine has none usable (" + problem +
-                       "); use --backend threads or mpi");
-    b.ranks = requested_ranks == -1 ? gpus : requested_ranks;
-    if (b.ranks < 1 || b.ranks > gpus)
-      throw UsageError("--ranks " + std::to_string(b.ranks) + " with --backend nccl needs one GPU per rank, and this "
-                       "machine has " + std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
-                       ", start one process per GPU with mpirun/srun, or --backend threads --device cuda to share GPUs");
-    return b;
-  }
+  if (name == "nccl") return choose_nccl(b, requested_ranks);
   throw UsageError("unknown --backend '" + name + "'; use threads, mpi or nccl");
 }
 

@@ -14,8 +14,8 @@ namespace dtl::cli {
 
 struct Backend {
   std::string name = "threads";
-  int ranks = 4;      // world size: --ranks for threads, the process count under mpirun
-  bool root = true;   // this process prints and writes files (rank 0 under MPI)
+  int ranks = 4;               // world size: --ranks for threads, the process count under mpirun
+  bool root = true;            // this process prints and writes files (rank 0 under MPI)
   bool multi_process = false;  // one process per rank (mpi, or nccl under mpirun/srun)
 
   // Parses --backend and resolves the world size; requested_ranks = -1 means "not given".

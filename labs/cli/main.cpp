@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   ErrnoKeepingBuf stdout_buf(original);
   std::cout.rdbuf(&stdout_buf);
   const int code = run_dtlab(argc, argv, stdout_buf);
-  std::cout.rdbuf(original);  // std::cout is flushed again after main returns
+  std::cout.rdbuf(original);                                 // std::cout is flushed again after main returns
   dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels.h)
   return code;
 }

@@ -27,19 +27,23 @@ double parse_count(const std::string& text, const char* what, bool bytes) {
   double v = 0;
   try {
     v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  } catch (const std::exception&) { used = 0; }
   std::string rest = used ? text.substr(used) : text;
   if (bytes && !rest.empty() && (rest.back() == 'B' || rest.back() == 'b') && rest.size() > 1) rest.pop_back();
   double scale = 1;
-  if (rest == "K" || rest == "k") scale = 1e3;
-  else if (rest == "M") scale = 1e6;
-  else if (rest == "G" || (!bytes && rest == "B")) scale = 1e9;
-  else if (rest == "T") scale = 1e12;
-  else if (!rest.empty()) used = 0;
+  if (rest == "K" || rest == "k")
+    scale = 1e3;
+  else if (rest == "M")
+    scale = 1e6;
+  else if (rest == "G" || (!bytes && rest == "B"))
+    scale = 1e9;
+  else if (rest == "T")
+    scale = 1e12;
+  else if (!rest.empty())
+    used = 0;
   if (used == 0 || !std::isfinite(v) || v <= 0)
-    throw UsageError(std::string(what) + " '" + text + "' is not a positive number (suffixes K, M, G, T: powers of 1000)");
+    throw UsageError(std::string(what) + " '" + text +
+                     "' is not a positive number (suffixes K, M, G, T: powers of 1000)");
   return v * scale;
 }
 
@@ -48,9 +52,7 @@ template <class F>
 auto with_option(const char* option, F&& f) {
   try {
     return f();
-  } catch (const UsageError& e) {
-    throw UsageError(std::string(option) + ": " + e.what());
-  }
+  } catch (const UsageError& e) { throw UsageError(std::string(option) + ": " + e.what()); }
 }
 
 }  // namespace
@@ -72,8 +74,10 @@ struct ShapeOption {
 };
 
 std::vector<ShapeOption> shape_options(const PlanArgs& a) {
-  return {{"--layers", a.layers, 0, &th::ModelSpec::layers}, {"--hidden", a.hidden, 0, &th::ModelSpec::hidden},
-          {"--heads", a.heads, 0, &th::ModelSpec::heads},    {"--seq", a.seq, 0, &th::ModelSpec::seq},
+  return {{"--layers", a.layers, 0, &th::ModelSpec::layers},
+          {"--hidden", a.hidden, 0, &th::ModelSpec::hidden},
+          {"--heads", a.heads, 0, &th::ModelSpec::heads},
+          {"--seq", a.seq, 0, &th::ModelSpec::seq},
           {"--vocab", a.vocab, -1, &th::ModelSpec::vocab}};
 }
 bool is_given(const ShapeOption& o) { return o.given != o.unset; }
@@ -91,8 +95,10 @@ th::ModelSpec model_from_shape(const std::vector<ShapeOption>& shape) {
   th::ModelSpec m;
   std::string missing, words;
   for (const ShapeOption& o : shape) {
-    if (!is_given(o)) missing += std::string(missing.empty() ? "" : " ") + o.flag;
-    else m.*o.field = o.given;
+    if (!is_given(o))
+      missing += std::string(missing.empty() ? "" : " ") + o.flag;
+    else
+      m.*o.field = o.given;
   }
   if (!missing.empty())
     throw UsageError("a model from its shape needs all of --layers --hidden --heads --seq --vocab; missing " + missing +
@@ -133,7 +139,8 @@ th::ModelSpec with_family(th::ModelSpec m, const PlanArgs& a) {
   const bool preset = !a.model.empty() || (a.layers == 0 && a.hidden == 0);
   auto differs = [&](bool given, bool same, const std::string& what) {
     if (given && preset && !same)
-      throw UsageError("--model " + m.name + " is not " + what + ": that is another model; drop --model and give the "
+      throw UsageError("--model " + m.name + " is not " + what +
+                       ": that is another model; drop --model and give the "
                        "whole shape (--layers --hidden --heads --seq --vocab) with it");
   };
   differs(a.family != th::Family::gpt, m.family == a.family, "--family llama");
@@ -151,22 +158,26 @@ th::ModelSpec model_from(const PlanArgs& a) {
   bool shape_given = false;
   for (const ShapeOption& o : shape) shape_given = shape_given || is_given(o);
   if (!a.params.empty()) {
-    if (!a.model.empty()) throw UsageError("--params " + a.params + " and --model " + a.model + " both set the model: keep one");
+    if (!a.model.empty())
+      throw UsageError("--params " + a.params + " and --model " + a.model + " both set the model: keep one");
     if (shape_given)
-      throw UsageError("--params " + a.params + " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
+      throw UsageError("--params " + a.params +
+                       " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
                        "its own: give --params alone, or the whole shape alone");
     if (a.experts)
-      throw UsageError("--experts makes each layer's MLP E experts, and --params " + a.params + " has no layers: give the "
+      throw UsageError("--experts makes each layer's MLP E experts, and --params " + a.params +
+                       " has no layers: give the "
                        "shape (or --model) instead");
     th::ModelSpec m;
     m.params = parse_count(a.params, "--params", false);
-    if (m.params < 1) throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
+    if (m.params < 1)
+      throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
     m.name = "--params " + a.params + " (no shape)";
     return m;
   }
   th::ModelSpec m = a.model.empty() && shape_given
-                       ? model_from_shape(shape)
-                       : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
+                        ? model_from_shape(shape)
+                        : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
   if (!shape_given || !a.model.empty()) require_preset_shape(m, shape);
   return with_experts(with_family(m, a), a);
 }
@@ -176,9 +187,9 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
   // each up to 10^7, cp up to 10^4: 64 bits hold the product
   const std::int64_t product = std::int64_t(a.dp) * a.tp * a.pp * a.cp;
   if (product > 10000000)
-    throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " + std::to_string(a.pp) +
-                     (a.cp > 1 ? " × --cp " + std::to_string(a.cp) : "") + " = " + std::to_string(product) +
-                     " GPUs, more than the 10,000,000 the planner takes: lower them");
+    throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " +
+                     std::to_string(a.pp) + (a.cp > 1 ? " × --cp " + std::to_string(a.cp) : "") + " = " +
+                     std::to_string(product) + " GPUs, more than the 10,000,000 the planner takes: lower them");
   c.gpus = a.gpus ? a.gpus : int(product);
   if (a.gpus_per_node) c.gpus_per_node = a.gpus_per_node;
   if (!a.gpu_memory.empty()) c.gpu_memory = parse_count(a.gpu_memory, "--gpu-memory", true);
@@ -194,8 +205,19 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
 }
 
 th::ParallelConfig config_from(const PlanArgs& a) {
-  return {a.dp, a.tp, a.pp, a.zero, a.micro_batch_size, a.micro_batches, th::parse_recompute(a.recompute),
-          parse_convention(a.convention), a.efficiency, a.ep, a.cp, a.cp_algo, a.practice};
+  return {a.dp,
+          a.tp,
+          a.pp,
+          a.zero,
+          a.micro_batch_size,
+          a.micro_batches,
+          th::parse_recompute(a.recompute),
+          parse_convention(a.convention),
+          a.efficiency,
+          a.ep,
+          a.cp,
+          a.cp_algo,
+          a.practice};
 }
 
 void resolve_practice(const CLI::App& p, PlanArgs& a) {
@@ -214,8 +236,10 @@ void resolve_practice(const CLI::App& p, PlanArgs& a) {
     if (given(flag) && a.tp < 2)
       throw UsageError(std::string(flag) + " acts on tensor parallelism's collectives and split: add --tp N (N > 1)");
   if (given("--dp-bucket-mb") && x.dp_comm == th::CommOverlap::exposed)
-    throw UsageError("--dp-bucket-mb sizes the buckets of an overlapped gradient reduction, and this run's is exposed "
-                     "(--framework " + std::string(th::framework_name(a.framework)) + "): add --dp-comm overlapped");
+    throw UsageError(
+        "--dp-bucket-mb sizes the buckets of an overlapped gradient reduction, and this run's is exposed "
+        "(--framework " +
+        std::string(th::framework_name(a.framework)) + "): add --dp-comm overlapped");
   if (given("--zero3-prefetch") && a.zero != 3)
     throw UsageError("--zero3-prefetch is how many layers ZeRO-3 gathers ahead: add --zero 3");
   a.practice = x;
@@ -235,7 +259,8 @@ void add_practice_options(CLI::App* p, PlanArgs& a) {
          "Element-wise work and its activations split over TP ranks (Korthikanti et al. 2022)");
   choice("--attention", a.attention, th::kAttentionNames, "flash|unfused",
          "flash: fused causal kernel at the profile's flash rate; unfused: the s×s scores through HBM");
-  choice("--dropout", a.dropout, th::kOnOffNames, "on|off", "Dropout after attention and MLP and on the attention probabilities");
+  choice("--dropout", a.dropout, th::kOnOffNames, "on|off",
+         "Dropout after attention and MLP and on the attention probabilities");
   choice("--kernels", a.kernels, th::kKernelsNames, "fused|unfused",
          "Element-wise kernels: Megatron's fusions, or each op its own kernel (a pass over HBM and a launch gap)");
   choice("--tp-comm", a.tp_comm, th::kOverlapNames, "exposed|overlapped",
@@ -243,16 +268,19 @@ void add_practice_options(CLI::App* p, PlanArgs& a) {
   choice("--dp-comm", a.dp_comm, th::kOverlapNames, "exposed|overlapped",
          "The gradient reduction after the last backward, or in buckets beside it (DDP, --overlap-grad-reduce)");
   choice("--grads", a.grads, th::kGradNames, "bf16|fp32", "Gradients held and reduced in (Megatron's bf16 runs: fp32)");
-  p->add_option("--dp-bucket-mb", a.dp_bucket_mb, "With --dp-comm overlapped: bucket size, MB (megatron-core 80, fsdp 26.2)")
+  p->add_option("--dp-bucket-mb", a.dp_bucket_mb,
+                "With --dp-comm overlapped: bucket size, MB (megatron-core 80, fsdp 26.2)")
       ->check(finite_range(1e-3, 1e6));
-  p->add_option("--zero3-prefetch", a.zero3_prefetch, "With --zero 3: layers whose parameters are gathered ahead (FSDP 1)")
+  p->add_option("--zero3-prefetch", a.zero3_prefetch,
+                "With --zero 3: layers whose parameters are gathered ahead (FSDP 1)")
       ->check(whole_range(0, 64));
 }
 }  // namespace
 
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
   if (p.count("--cp-algo") && a.cp < 2)
-    throw UsageError(std::string("--cp-algo ") + th::cp_algo_name(a.cp_algo) + " chooses how context-parallel ranks "
+    throw UsageError(std::string("--cp-algo ") + th::cp_algo_name(a.cp_algo) +
+                     " chooses how context-parallel ranks "
                      "exchange keys and values: add --cp N (N > 1)");
 }
 
@@ -261,12 +289,14 @@ void add_practice_options(CLI::App* p, PlanArgs& a);
 }  // namespace
 
 void add_plan_options(CLI::App* p, PlanArgs& a) {
-  p->add_option("--model", a.model, "Preset: 7b 13b 70b 175b 1t gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b (default 175b, unless --params or a shape is given)");
+  p->add_option("--model", a.model,
+                "Preset: 7b 13b 70b 175b 1t gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b (default 175b, "
+                "unless --params or a shape is given)");
   p->add_option("--params", a.params, "Parameters instead of a preset (175e9, 175B, 1.2T)");
   p->add_option("--layers", a.layers, "Transformer layers L")->check(whole_range(1, 100000));
   p->add_option("--family", a.family, "gpt (LayerNorm, GELU 4h, biases, tied) or llama (RMSNorm, SwiGLU, GQA, untied)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, th::Family>(std::begin(th::kFamilyNames),
-                                                                         std::end(th::kFamilyNames))))
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, th::Family>(std::begin(th::kFamilyNames), std::end(th::kFamilyNames))))
       ->option_text("gpt|llama");
   p->add_option("--kv-heads", a.kv_heads, "Key/value heads (grouped-query attention; dividing --heads)")
       ->check(whole_range(1, 100000));
@@ -287,31 +317,44 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--dp", a.dp, "Data-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--tp", a.tp, "Tensor-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--pp", a.pp, "Pipeline stages")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--zero", a.zero, "ZeRO stage over dp, 0-3 (1: optimizer states sharded, reduce-scatter + all-gather: Megatron's distributed optimizer)")->check(whole_range(0, 3))->capture_default_str();
-  p->add_option("--micro-batch-size", a.micro_batch_size, "Sequences per micro-batch b")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--recompute", a.recompute, "none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
-  p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
-      ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
-  p->add_option("--efficiency", a.efficiency, "simulate --compute flat only: achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
+  p->add_option("--zero", a.zero,
+                "ZeRO stage over dp, 0-3 (1: optimizer states sharded, reduce-scatter + all-gather: Megatron's "
+                "distributed optimizer)")
+      ->check(whole_range(0, 3))
       ->capture_default_str();
-  p->add_option("--experts", a.experts, "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
+  p->add_option("--micro-batch-size", a.micro_batch_size, "Sequences per micro-batch b")
+      ->check(whole_range(1, 1000000))
+      ->capture_default_str();
+  p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")
+      ->check(whole_range(1, 1000000))
+      ->capture_default_str();
+  p->add_option("--recompute", a.recompute, "none, selective, full")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->capture_default_str();
+  p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
+      ->check(CLI::IsMember({"16", "12", "8"}))
+      ->capture_default_str();
+  p->add_option("--efficiency", a.efficiency, "simulate --compute flat only: achieved share of peak FLOP/s")
+      ->check(finite_range(1e-6, 1))
+      ->capture_default_str();
+  p->add_option("--experts", a.experts,
+                "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
       ->check(whole_range(1, 1000000));
   p->add_option("--top-k", a.top_k, "With --experts: experts per token k (default 2)")->check(whole_range(1, 1000000));
   p->add_option("--ep", a.ep, "With --experts: expert-parallel ranks, within dp (dividing dp and E)")
-      ->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--cp", a.cp,
-                "Context-parallel size: each sequence split over cp GPUs (zig-zag, 2·cp dividing --seq), ring attention; "
-                "GPUs = dp·tp·pp·cp, ranks tp fastest, then cp, dp, pp")
-      ->check(whole_range(1, 10000))->capture_default_str();
+      ->check(whole_range(1, 10000000))
+      ->capture_default_str();
+  p->add_option(
+       "--cp", a.cp,
+       "Context-parallel size: each sequence split over cp GPUs (zig-zag, 2·cp dividing --seq), ring attention; "
+       "GPUs = dp·tp·pp·cp, ranks tp fastest, then cp, dp, pp")
+      ->check(whole_range(1, 10000))
+      ->capture_default_str();
   p->add_option("--cp-algo", a.cp_algo,
                 "With --cp: ring (K/V hops overlapped with attention blocks), all-gather (Llama 3: K/V gathered, "
                 "dK/dV reduce-scattered) or ulysses (all-to-alls to whole heads; heads/tp divisible by cp)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames),
-                                                                          std::end(th::kCpAlgoNames))))
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames), std::end(th::kCpAlgoNames))))
       ->option_text("ring|all-gather|ulysses")
       ->default_str(th::cp_algo_name(th::CpAlgo::ring));
   add_practice_options(p, a);

@@ -19,9 +19,15 @@ PlanArgs versus_args(const PlanArgs& base, const std::string& text) {
   for (std::string pair; std::getline(in, pair, ',');) {
     const auto eq = pair.find('=');
     const std::string key = pair.substr(0, eq), value = eq == std::string::npos ? "" : pair.substr(eq + 1);
-    int* field = key == "dp" ? &a.dp : key == "tp" ? &a.tp : key == "pp" ? &a.pp : key == "cp" ? &a.cp
-               : key == "ep" ? &a.ep : key == "zero" ? &a.zero : key == "micro-batches" ? &a.micro_batches
-               : key == "micro-batch-size" ? &a.micro_batch_size : nullptr;
+    int* field = key == "dp"                 ? &a.dp
+                 : key == "tp"               ? &a.tp
+                 : key == "pp"               ? &a.pp
+                 : key == "cp"               ? &a.cp
+                 : key == "ep"               ? &a.ep
+                 : key == "zero"             ? &a.zero
+                 : key == "micro-batches"    ? &a.micro_batches
+                 : key == "micro-batch-size" ? &a.micro_batch_size
+                                             : nullptr;
     if (key == "recompute" && !value.empty()) {
       a.recompute = value;
       continue;
@@ -30,11 +36,10 @@ PlanArgs versus_args(const PlanArgs& base, const std::string& text) {
     int v = 0;
     try {
       v = std::stoi(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    } catch (const std::exception&) { used = 0; }
     if (!field || used == 0 || used != value.size() || v < 0)
-      throw UsageError("--versus '" + pair + "': give key=value pairs, keys dp tp pp cp ep zero micro-batches "
+      throw UsageError("--versus '" + pair +
+                       "': give key=value pairs, keys dp tp pp cp ep zero micro-batches "
                        "micro-batch-size recompute (e.g. --versus dp=128,tp=4,pp=32)");
     *field = v;
   }
@@ -89,9 +94,10 @@ Report explain_report(const th::Plan& a, double simulated_a, const th::Plan* b) 
   char agree[160];
   std::snprintf(agree, sizeof agree, "simulate's step of %s: %.6g s (the rows add up to plan's step, the same model)",
                 first.c_str(), simulated_a);
-  rep.notes = {agree,
-               "GEMMs, attention and memory-bound kernels are each without their launch gaps, counted apart; TP, CP, EP "
-               "and DP are what the schedule leaves exposed; the bubble is the stage's wait for the others and their sends."};
+  rep.notes = {
+      agree,
+      "GEMMs, attention and memory-bound kernels are each without their launch gaps, counted apart; TP, CP, EP "
+      "and DP are what the schedule leaves exposed; the bubble is the stage's wait for the others and their sends."};
   return rep;
 }
 

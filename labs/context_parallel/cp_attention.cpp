@@ -3,13 +3,13 @@
 // its formula; the context-parallel labs' sizes are small enough for that.
 #include "labs/context_parallel/cp_attention.h"
 
-#include <vector>
-#include <utility>
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "exercises/context_parallel.h"
@@ -117,8 +117,9 @@ std::vector<float> softmax_delta(const CpShape& s, int n, const float* out, int 
   std::vector<float> delta(std::size_t(n * s.batch * s.heads));
   for (int r = 0; r < n * s.batch; ++r)
     for (int h = 0; h < s.heads; ++h)
-      delta[std::size_t(r * s.heads + h)] = dot(out + std::size_t(r) * std::size_t(out_stride) + std::size_t(h * d),
-                                                dout + std::size_t(r) * std::size_t(dout_stride) + std::size_t(h * d), d);
+      delta[std::size_t(r * s.heads + h)] =
+          dot(out + std::size_t(r) * std::size_t(out_stride) + std::size_t(h * d),
+              dout + std::size_t(r) * std::size_t(dout_stride) + std::size_t(h * d), d);
   return delta;
 }
 
@@ -140,14 +141,14 @@ void block_backward(const CpShape& s, const CpRows& q, const CpRows& k, const Cp
           const float* kj = head_of(k, s, j, b, h);
           const float* vj = head_of(v, s, j, b, h);
           const float p = std::exp(dot(qi, kj, d) * scale - g.lse[at]);  // P = exp(S − LSE)
-          const float ds = p * (dot(dout, vj, d) - g.delta[at]);           // dS = P·(dP − D)
+          const float ds = p * (dot(dout, vj, d) - g.delta[at]);         // dS = P·(dP − D)
           const std::size_t key_row = std::size_t(j * s.batch + b) * std::size_t(kg.stride) + col;
           float* dk = kg.dk + key_row;
           float* dv = kg.dv + key_row;
           for (int f = 0; f < d; ++f) {
-            dv[f] += p * dout[f];           // dV += Pᵀ·dout
-            dq[f] += ds * kj[f] * scale;    // dQ += dS·K/√d
-            dk[f] += ds * qi[f] * scale;    // dK += dSᵀ·Q/√d
+            dv[f] += p * dout[f];         // dV += Pᵀ·dout
+            dq[f] += ds * kj[f] * scale;  // dQ += dS·K/√d
+            dk[f] += ds * qi[f] * scale;  // dK += dSᵀ·Q/√d
           }
         }
       }
@@ -199,7 +200,8 @@ double merge_error_on_crafted_partials() {
     crafted_partial(both, ro, &rm, &rl);
     for (int f = 0; f < d; ++f) {
       const double got = o[std::size_t(p * d + f)], lp = l[std::size_t(p)];
-      const double err = both.scores.empty() ? std::fabs(got) + std::fabs(lp) : std::fabs(got / lp - double(ro[f]) / rl);
+      const double err =
+          both.scores.empty() ? std::fabs(got) + std::fabs(lp) : std::fabs(got / lp - double(ro[f]) / rl);
       if (std::isnan(err)) return std::numeric_limits<double>::infinity();
       worst = std::max(worst, err);
     }

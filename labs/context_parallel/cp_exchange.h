@@ -69,8 +69,8 @@ CpSaved ring_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv)
 std::vector<float> ring_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
                                            const float* dout);
 CpSaved all_gather_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv);
-std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv,
-                                                 const CpSaved& saved, const float* dout);
+std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
+                                                 const float* dout);
 CpSaved ulysses_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv);
 std::vector<float> ulysses_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
                                               const float* dout);

@@ -37,8 +37,8 @@ void copy_step_components(const theory::StepComponents& k, Workload& w) {
 void time_optimizer_step(const theory::Plan& p, const theory::StepComponents& k, Workload& w) {
   w.stage_host_s = k.optimizer_s;
   w.host_label = p.config.zero >= 1 ? (p.config.cp > 1 ? "optimizer step (this rank's 1/(dp·cp))"
-                                                         : "optimizer step (this rank's 1/dp)")
-                                     : "optimizer step";
+                                                       : "optimizer step (this rank's 1/dp)")
+                                    : "optimizer step";
 }
 
 // Context parallelism's exchange per layer and micro-batch (core/theory/context_parallel.h):
@@ -58,12 +58,12 @@ void time_cp_ring(const theory::Plan& p, Workload& w, ComputeModel compute) {
     if (!l.backward) w.cp_backward_exposed_s += reruns * l.exposed_s, w.cp_backward_bytes += reruns * bytes;
   }
   const bool ring = cfg.cp_algo == theory::CpAlgo::ring;
-  w.cp_forward_label = ring ? "ring K/V hops (exposed)" : cfg.cp_algo == theory::CpAlgo::all_gather
-                                                              ? "all_gather K/V"
-                                                              : "all_to_all Q/K/V and output (Ulysses)";
-  w.cp_backward_label = ring ? "ring K/V + dK/dV hops (exposed)" : cfg.cp_algo == theory::CpAlgo::all_gather
-                                                                       ? "reduce_scatter dK/dV"
-                                                                       : "all_to_all gradients (Ulysses)";
+  w.cp_forward_label = ring                                        ? "ring K/V hops (exposed)"
+                       : cfg.cp_algo == theory::CpAlgo::all_gather ? "all_gather K/V"
+                                                                   : "all_to_all Q/K/V and output (Ulysses)";
+  w.cp_backward_label = ring                                        ? "ring K/V + dK/dV hops (exposed)"
+                        : cfg.cp_algo == theory::CpAlgo::all_gather ? "reduce_scatter dK/dV"
+                                                                    : "all_to_all gradients (Ulysses)";
 }
 
 }  // namespace

@@ -41,11 +41,12 @@ void check_heads(const Gpt& model, const SafeTensors& ckpt) {
       std::snprintf(esc, sizeof esc, "\\x%02x", ch);
       shown += ch >= 0x20 && ch < 0x7f ? std::string(1, char(ch)) : std::string(esc);
     }
-    throw UsageError(ckpt.source() + ": its metadata's n_head \"" + shown + "\" is not a whole number; the file is damaged");
+    throw UsageError(ckpt.source() + ": its metadata's n_head \"" + shown +
+                     "\" is not a whole number; the file is damaged");
   }
   if (got != want)
-    throw UsageError(ckpt.source() + ": n_head is " + it->second + ", the model has " + want +
-                     " heads (give --heads " + it->second + ")");
+    throw UsageError(ckpt.source() + ": n_head is " + it->second + ", the model has " + want + " heads (give --heads " +
+                     it->second + ")");
 }
 
 }  // namespace
@@ -63,10 +64,12 @@ void load_gpt_checkpoint(Gpt& model, const SafeTensors& ckpt) {
   for (const GptTensor& t : model.tensors()) {
     values.push_back(ckpt.require_floats(t.name, t.full_shape));
     // A NaN or infinite weight trains into NaN (a run of such a file read "all checks passed").
-    const auto bad = std::find_if(values.back().begin(), values.back().end(), [](float v) { return !std::isfinite(v); });
+    const auto bad =
+        std::find_if(values.back().begin(), values.back().end(), [](float v) { return !std::isfinite(v); });
     if (bad != values.back().end())
-      throw UsageError(ckpt.source() + ": tensor '" + t.name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinite value") +
-                       " at element " + std::to_string(bad - values.back().begin()) + "; this checkpoint cannot be trained from");
+      throw UsageError(ckpt.source() + ": tensor '" + t.name + "' holds " +
+                       (std::isnan(*bad) ? "NaN" : "an infinite value") + " at element " +
+                       std::to_string(bad - values.back().begin()) + "; this checkpoint cannot be trained from");
   }
   for (std::size_t i = 0; i < values.size(); ++i) model.set_full_tensor(model.tensors()[i].name, values[i]);
 }

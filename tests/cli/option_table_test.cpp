@@ -2,6 +2,8 @@
 // through the lab's settings struct (parsed into its field and written back, the others
 // left at their defaults), and a wrong value of any flag exits `dtlab run` with 2 and a
 // message naming the flag and what it takes. Also the table's own mechanics on a toy struct.
+#include "labs/option_table.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +17,6 @@
 #include "core/error.h"
 #include "labs/lab.h"
 #include "labs/launch.h"
-#include "labs/option_table.h"
 #include "tests/cli/cli_util.h"
 
 using namespace dtl;
@@ -43,8 +44,10 @@ std::vector<std::string> values_of(const OptionSpec& s) {
   switch (s.kind) {
     case OptionKind::choice: return s.choices;
     case OptionKind::path: return {"dir/model.safetensors"};
-    case OptionKind::integer: return {canonical(s, s.min), canonical(s, s.max), canonical(s, std::floor((s.min + s.max) / 3))};
-    case OptionKind::number: return {canonical(s, s.min), canonical(s, s.max), canonical(s, s.min + (s.max - s.min) / 4)};
+    case OptionKind::integer:
+      return {canonical(s, s.min), canonical(s, s.max), canonical(s, std::floor((s.min + s.max) / 3))};
+    case OptionKind::number:
+      return {canonical(s, s.min), canonical(s, s.max), canonical(s, s.min + (s.max - s.min) / 4)};
     case OptionKind::bytes: return {canonical(s, s.min), canonical(s, s.max)};
   }
   return {};
@@ -57,7 +60,8 @@ TEST(OptionTable, EveryFlagOfEveryLabRoundTripsThroughItsSettings) {
   for (const LabInfo& lab : lab_registry()) {
     ASSERT_TRUE(lab.settings_text.write) << lab.name << " has no option table's settings_text (labs/option_table.h)";
     const auto defaults = lab.settings_text.write(with_defaults(lab, LabConfig{}).options);
-    for (const OptionSpec& s : lab.options) EXPECT_EQ(defaults.at(s.name), s.default_value) << lab.name << " --" << s.name;
+    for (const OptionSpec& s : lab.options)
+      EXPECT_EQ(defaults.at(s.name), s.default_value) << lab.name << " --" << s.name;
     for (const OptionSpec& s : lab.options)
       for (const std::string& value : values_of(s)) {
         LabConfig cfg;
@@ -92,7 +96,8 @@ TEST(OptionTable, EveryLabsSettingsReadBackTypedFromItsLaunchsTraceMetadata) {
         ASSERT_EQ(back.size(), lab.options.size()) << "dtlab run " << lab.name << " --" << s.name << " " << value;
         for (const OptionSpec& o : lab.options)
           EXPECT_EQ(back.at(o.name), run_wide_meta_key(o.name) ? o.default_value : written.at(o.name))
-              << "dtlab run " << lab.name << " --" << s.name << " " << value << ": --" << o.name << " read from the trace";
+              << "dtlab run " << lab.name << " --" << s.name << " " << value << ": --" << o.name
+              << " read from the trace";
         for (const auto& [key, text] : run.meta)
           EXPECT_TRUE(written.count(key) || run_wide_meta_key(key))
               << lab.name << ": the launch wrote \"" << key << "\", neither a setting nor a run-wide key";
@@ -137,7 +142,8 @@ const OptionTable<Toy>& toy_table() {
   static const OptionTable<Toy> table = [] {
     OptionTable<Toy> t;
     t.integer("width", &Toy::width, 8, 1, 64, "width")
-        .integer("depth", [](Toy& x) -> int& { return x.inner.depth; }, 3, 1, 9, "depth")
+        .integer(
+            "depth", [](Toy& x) -> int& { return x.inner.depth; }, 3, 1, 9, "depth")
         .number("rate", &Toy::rate, 0.5, 0, 1, "rate")
         .choice("color", &Toy::color, Color::green, {{Color::red, "red"}, {Color::green, "green"}}, "color")
         .choice("on", &Toy::on, true, {{false, "off"}, {true, "on"}}, "switch");
@@ -178,17 +184,18 @@ TEST(OptionTable, ParsesIntoFieldsAndKnowsWhichWereGiven) {
 
 TEST(OptionTable, ReadsATracesMetadataTyped) {
   const OptionTable<Toy>& table = toy_table();
-  const std::map<std::string, std::string> meta = {{"lab", "toy"}, {"color", "red"}, {"rate", "0.25"}, {"bytes", "4096"}};
+  const std::map<std::string, std::string> meta = {
+      {"lab", "toy"}, {"color", "red"}, {"rate", "0.25"}, {"bytes", "4096"}};
   const std::optional<Toy> t = table.from_meta(meta);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->color, Color::red);
   EXPECT_EQ(t->rate, 0.25);
-  EXPECT_EQ(t->width, 8);  // not recorded (an older trace): its default...
+  EXPECT_EQ(t->width, 8);                           // not recorded (an older trace): its default...
   EXPECT_FALSE(table.recorded(meta, &Toy::width));  // ...which a view can tell apart
   EXPECT_TRUE(table.recorded(meta, &Toy::color));
   EXPECT_FALSE(table.from_meta({{"lab", "other"}, {"bytes", "4096"}}));  // none of the toy's settings
-  EXPECT_FALSE(table.from_meta({{"color", "blue"}}));                   // not a value --color takes
-  EXPECT_FALSE(table.from_meta({{"depth", "10"}}));                     // outside --depth's range
+  EXPECT_FALSE(table.from_meta({{"color", "blue"}}));                    // not a value --color takes
+  EXPECT_FALSE(table.from_meta({{"depth", "10"}}));                      // outside --depth's range
 }
 
 TEST(OptionTable, AValueOutsideItsRangeNamesTheFlag) {
@@ -196,7 +203,8 @@ TEST(OptionTable, AValueOutsideItsRangeNamesTheFlag) {
     validated({{"depth", "10"}});
     ADD_FAILURE() << "--depth 10 was accepted (range 1 to 9)";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--depth '10' is not valid: give a whole number from 1 to 9"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--depth '10' is not valid: give a whole number from 1 to 9"),
+              std::string::npos)
         << e.what();
   }
 }

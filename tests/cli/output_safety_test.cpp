@@ -8,7 +8,6 @@
 //   - an empty value for every file and text option: exit 2 naming the option;
 //   - a small address-space limit: the process ends (no wait on OpenBLAS's threads).
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -42,7 +41,8 @@ struct Folder {
   std::string operator/(const std::string& file) const { return path + "/" + file; }
   // `prefix` is a shell prefix (a limit); the command is dtlab's, bounded to 60 s.
   Output dtlab(const std::string& args, const std::string& prefix = "") const {
-    return dtl::test::run_dtlab_shell("cd '" + path + "' && " + prefix + "timeout -s KILL 60 " + std::string(DTLAB_EXE) + " " + args);
+    return dtl::test::run_dtlab_shell("cd '" + path + "' && " + prefix + "timeout -s KILL 60 " +
+                                      std::string(DTLAB_EXE) + " " + args);
   }
   // Files here other than `keep` (a temporary left behind by a failed write would show).
   std::vector<std::string> others(const std::vector<std::string>& keep) const {
@@ -77,7 +77,8 @@ TEST(OutputSafety, AFailedWriteLeavesTheExistingFileIntact) {
     std::string args, file, says;
   } rows[] = {
       {kGpt + " --save ck.st", "ck.st", "writing the checkpoint to 'ck.st' failed: File too large"},
-      {"run collectives --ranks 4 --bytes 64K --trace tr.json", "tr.json", "writing the trace to 'tr.json' failed: File too large"},
+      {"run collectives --ranks 4 --bytes 64K --trace tr.json", "tr.json",
+       "writing the trace to 'tr.json' failed: File too large"},
   };
   for (const auto& r : rows) {
     const Output o = dir.dtlab(r.args, file_size_limit(8));
@@ -88,7 +89,8 @@ TEST(OutputSafety, AFailedWriteLeavesTheExistingFileIntact) {
   EXPECT_EQ(contents(dir / "ck.st"), ck) << "the checkpoint changed";
   EXPECT_EQ(contents(dir / "tr.json"), tr) << "the trace changed";
   EXPECT_EQ(contents(dir / "tr.json.dtlt"), dtlt) << "the binary trace changed";
-  EXPECT_TRUE(dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).empty()) << "a temporary was left: " << dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).front();
+  EXPECT_TRUE(dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).empty())
+      << "a temporary was left: " << dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).front();
 }
 
 // A full device: exit 1 with the system's words, the report printed first.
@@ -96,7 +98,9 @@ TEST(OutputSafety, SavingToAFullDeviceSaysWhyAndKeepsTheReport) {
   Folder dir;
   const Output o = dir.dtlab(kGpt + " --save /dev/full");
   EXPECT_EQ(o.code, 1) << o.err;
-  EXPECT_NE(o.out.find("--save: writing the checkpoint to '/dev/full' failed: No space left on device"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--save: writing the checkpoint to '/dev/full' failed: No space left on device"),
+            std::string::npos)
+      << o.out;
   EXPECT_NE(o.out.find("train loss"), std::string::npos) << "the training's report is lost:\n" << o.out;
 }
 
@@ -113,7 +117,8 @@ TEST(OutputSafety, OutputsNamingTheSameFileAreRefusedBeforeTheRun) {
       {kGpt + " --save X.dtlt --trace X", "name the same file"},
       {kGpt + " --load ck.st --trace ck.st", "names the file --load reads"},
       {kGpt + " --load ck.st --save ck.st", "names the file --load reads"},
-      {kGpt + " --load ck.st --save ../" + fs::path(dir.path).filename().string() + "/ck.st", "names the file --load reads"},
+      {kGpt + " --load ck.st --save ../" + fs::path(dir.path).filename().string() + "/ck.st",
+       "names the file --load reads"},
   };
   for (const auto& r : rows) {
     const Output o = dir.dtlab(r.args);
@@ -177,12 +182,14 @@ TEST(OutputSafety, UsageMessagesSayWhatIsWrong) {
     std::string args, says;
   } rows[] = {
       {"run --ranks 2 gpt", "--ranks came before the lab's name"},
-      {"run collectives --ranks 2 --ranks 3", "--ranks was given 2 times; give it once (see 'dtlab run collectives --help')"},
+      {"run collectives --ranks 2 --ranks 3",
+       "--ranks was given 2 times; give it once (see 'dtlab run collectives --help')"},
       {"run collectives --ranks 2 --link-bw 10 --link-latency 5000000 --timeout 1", "is not below --timeout"},
       {"plan --layers 2 --hidden 100 --heads 3 --seq 64 --vocab 100", "hidden 100 must be divisible by heads 3"},
       {"plan --layers 1 --hidden 1 --heads 100000 --seq 8 --vocab 0", "hidden 1 must be divisible by heads 100000"},
       // simulate's trace estimated before it is built (it wrote 1 GB+ or ended in bad_alloc)
-      {"simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --ranks-in-trace 0-255 --steps 1000 --trace big.json",
+      {"simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --ranks-in-trace 0-255 --steps 1000 --trace "
+       "big.json",
        "lower --steps or --ranks-in-trace"},
   };
   for (const auto& r : rows) {
@@ -206,9 +213,7 @@ TEST(OutputSafety, ASmallAddressSpaceLimitEndsTheProcess) {
   EXPECT_EQ(list.code, 0) << list.err;  // (137: killed by the time limit, a hang)
   const Output run = dir.dtlab("run collectives --ranks 2 --bytes 4K", "ulimit -v 300000; ");
   EXPECT_TRUE(run.code == 0 || run.code == 2) << "exit " << run.code << "\n" << run.err;
-  if (run.code == 2) {
-    EXPECT_NE(run.err.find("ulimit -v"), std::string::npos) << run.err;
-  }
+  if (run.code == 2) { EXPECT_NE(run.err.find("ulimit -v"), std::string::npos) << run.err; }
 }
 
 // A checkpoint whose n_head is "4\0" (a JSON "\u0000"): the message stopped at the NUL and

@@ -22,7 +22,7 @@ TEST(Ceiling, MpiTrafficCopiesEveryReceivedByte) {
   // 4(P-1)·N: 2(P-1)/P·N received by each of P ranks, each byte read and written once.
   EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 4, 1e6), 12e6);
   EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 2, 1e6), 4e6);  // = threads' 2PN
-  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::mpi_shared_memory, 4, 16e9), 2e9);      // BW / (2P)
+  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::mpi_shared_memory, 4, 16e9), 2e9);     // BW / (2P)
 }
 
 // A ceiling is a bound: an all-reduce that moves exactly its least traffic at the

@@ -2,13 +2,14 @@
 // each row names where its figure was published; the model was not fitted to any of them
 // (the A100's NVLink bandwidth comes from a 2-GPU run, nccl-tests issue #178, and is checked
 // here on 8 GPUs; the H100's is NCCL's own 20.6 GB/s per link).
+#include "core/theory/nccl_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
-#include "core/theory/nccl_model.h"
 
 namespace th = dtl::theory;
 
@@ -29,8 +30,8 @@ struct Published {
 const Published kRows[] = {
     {"8× A100 all_reduce, 1 GiB", "a100-sxm4-80gb", th::Collective::all_reduce, 8, 8, 0, false, kGiB, 200,
      "nccl-tests issue #149 (HPE Apollo 6500, NCCL 2.18.1): busbw ~200 GB/s"},
-    {"24× A100 (3 nodes, 4 HDR NICs) all_reduce, 128 MiB", "a100-sxm4-80gb", th::Collective::all_reduce, 24, 8, 4, false,
-     128 * kMiB, 96, "nccl-tests issue #119: peak busbw ~96 GB/s, average 84.8 over 1–128 MiB"},
+    {"24× A100 (3 nodes, 4 HDR NICs) all_reduce, 128 MiB", "a100-sxm4-80gb", th::Collective::all_reduce, 24, 8, 4,
+     false, 128 * kMiB, 96, "nccl-tests issue #119: peak busbw ~96 GB/s, average 84.8 over 1–128 MiB"},
     {"8× H100 all_reduce NCCL_ALGO=RING, 8 GiB", "h100-sxm5", th::Collective::all_reduce, 8, 8, 0, true, 8 * kGiB, 370,
      "nccl-tests issue #212 (S. Jeaugey): 'effective NVLink bandwidth of 370GB/s ... with NCCL_ALGO=RING'"},
     {"8× H100 all_gather, 8 GiB", "h100-sxm5", th::Collective::all_gather, 8, 8, 0, false, 8 * kGiB, 370,

@@ -48,7 +48,8 @@ TEST(Practice, FlashAndNoDropoutDropTheirTerms) {
   const double sbh = 2048.0 * 2 * 12288;
   const double with_all = th::layer_activation_bytes(m, p, th::Recompute::none);
   p.practice.dropout = th::OnOff::off;  // two 1-byte masks, the scores' mask and dropout output go
-  EXPECT_NEAR(with_all - th::layer_activation_bytes(m, p, th::Recompute::none), (2 * sbh + 3.0 * 96 * 2048 * 2048 * 2) / 8, 1);
+  EXPECT_NEAR(with_all - th::layer_activation_bytes(m, p, th::Recompute::none),
+              (2 * sbh + 3.0 * 96 * 2048 * 2048 * 2) / 8, 1);
   p.practice.attention = th::AttentionKernel::flash;  // no s² terms: 32·s·b·h/t and the log-sum-exp
   EXPECT_NEAR(th::layer_activation_bytes(m, p, th::Recompute::none), (32 * sbh + 4.0 * 96 * 2048 * 2) / 8, 1);
 }
@@ -99,7 +100,7 @@ TEST(Practice, ZeroThreeWithoutPrefetchIsTheSerialSum) {
   EXPECT_DOUBLE_EQ(serial.compute_begin.back(), 3 * 1.25 + 0.25);
   EXPECT_DOUBLE_EQ(serial.end, 4 * 1.25 + 0.5);  // the last reduce-scatter after the last layer
   const th::LayerOverlap ahead = th::zero3_layers(4, 1.0, 0.25, 0.5, 1);
-  EXPECT_DOUBLE_EQ(ahead.end, 0.25 + 4 * 1.0 + 0.5);  // only the first gather and the last scatter show
+  EXPECT_DOUBLE_EQ(ahead.end, 0.25 + 4 * 1.0 + 0.5);                  // only the first gather and the last scatter show
   const th::LayerOverlap slow = th::zero3_layers(4, 1.0, 2.0, 0, 1);  // gathers slower than layers
   EXPECT_DOUBLE_EQ(slow.end, 4 * 2.0 + 1.0);
 }

@@ -27,7 +27,7 @@ TEST(Theory, CurriculumWorkedExamples) {
 TEST(Theory, RecursiveHalvingDoublingPowerOfTwoAndNot) {
   const CommCost p8 = all_reduce_cost(Algo::rhd, 8, 1000);
   EXPECT_DOUBLE_EQ(p8.bytes_per_rank, 1750);
-  EXPECT_EQ(p8.steps, 6);  // 2·log2 8
+  EXPECT_EQ(p8.steps, 6);                                   // 2·log2 8
   const CommCost p6 = all_reduce_cost(Algo::rhd, 6, 1000);  // core of 4, two ranks pair up
   EXPECT_DOUBLE_EQ(p6.bytes_per_rank, 1500 + 1000);
   EXPECT_EQ(p6.steps, 2 * 2 + 2);

@@ -13,7 +13,8 @@ namespace {
 
 // The exercise id that graded suite `suite` belongs to ("" for a suite no exercise names).
 std::string exercise_of_suite(std::string suite) {
-  if (const auto slash = suite.rfind('/'); slash != std::string::npos) suite = suite.substr(slash + 1);  // TEST_P's prefix
+  if (const auto slash = suite.rfind('/'); slash != std::string::npos)
+    suite = suite.substr(slash + 1);  // TEST_P's prefix
   for (const dtl::LabInfo& lab : dtl::lab_registry())
     for (const dtl::ExerciseInfo& e : lab.exercises)
       if (e.suite == suite) return e.id;

@@ -1,12 +1,13 @@
 // A stub not written yet (exercises/track/unwritten.h): the grader sees NotImplemented, a lab the
 // reference's result, and the learner one note per function naming the stub's file.
+#include "exercises/track/unwritten.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "core/error.h"
-#include "exercises/track/unwritten.h"
 
 namespace {
 
@@ -32,7 +33,9 @@ TEST(UnwrittenExercise, AGradedCaseRunsTheReferenceOfAnotherExerciseOnly) {
   EXPECT_EQ(stub_twice(21), 42) << "doubling is another exercise: its reference runs";
   EXPECT_EQ(stub_twice(1), 2);
   const std::string notes = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(notes, "note: adding's graded case also calls stub_twice (exercise doubling, not written yet): its reference runs\n");
+  EXPECT_EQ(
+      notes,
+      "note: adding's graded case also calls stub_twice (exercise doubling, not written yet): its reference runs\n");
   EXPECT_THROW(stub_add(1, 2), dtl::NotImplemented) << "the exercise under grade never runs its reference";
   dtl::ex::set_exercise_under_grade("");
   EXPECT_THROW(stub_twice(1), dtl::NotImplemented) << "between graded cases every stub fails";

@@ -17,8 +17,10 @@ using namespace dtl;
 TEST(LabCatchesMutant, PipelineFailsAOneFOneBThatRunsEveryForwardFirst) {
   const int P = 4, M = 8;
   Trace trace(P);
-  const Report rep = test::run_for_results("pipeline", P, {{"schedule", "1f1b"}, {"width", "16"}, {"depth", "4"},
-                                                           {"batch", "16"}, {"micro-batches", std::to_string(M)}}, trace);
+  const Report rep = test::run_for_results(
+      "pipeline", P,
+      {{"schedule", "1f1b"}, {"width", "16"}, {"depth", "4"}, {"batch", "16"}, {"micro-batches", std::to_string(M)}},
+      trace);
   EXPECT_FALSE(rep.ok) << "the lab passed a schedule that holds every micro-batch:\n" << rep.to_text();
   for (int s = 0; s < P; ++s) {
     const ReportRow* r = rep.find("1f1b.in_flight_stage" + std::to_string(s));
@@ -33,8 +35,8 @@ TEST(LabCatchesMutant, PipelineFailsAOneFOneBThatRunsEveryForwardFirst) {
 // runs never merge two empty sides; its crafted-partials check against float64 does.
 TEST(LabCatchesMutant, ContextParallelFailsAMergeThatGivesNaNForTwoEmptySides) {
   Trace trace(2);
-  const Report rep = test::run_for_results("context_parallel", 2, {{"batch", "2"}, {"hidden", "16"}, {"layers", "1"},
-                                                                   {"seq", "16"}}, trace);
+  const Report rep = test::run_for_results("context_parallel", 2,
+                                           {{"batch", "2"}, {"hidden", "16"}, {"layers", "1"}, {"seq", "16"}}, trace);
   EXPECT_FALSE(rep.ok) << "the lab passed a merge that gives NaN:\n" << rep.to_text();
   const ReportRow* r = rep.find("merge_vs_float64");
   ASSERT_NE(r, nullptr);

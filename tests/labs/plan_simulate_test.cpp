@@ -50,7 +50,8 @@ TEST(PlanSimulate, SameStepTimeForTheSameLayout) {
     std::printf("%-5s %-10s dp %d tp %d pp %d ZeRO-%d: plan %.6f s, simulate %.6f s\n", l.model, l.cluster, p.dp, p.tp,
                 p.pp, p.zero, planned, simulated);
     worst = std::max(worst, difference);
-    EXPECT_LT(difference, 1e-9) << l.model << " on " << l.cluster << ": plan " << planned << " s, simulate " << simulated;
+    EXPECT_LT(difference, 1e-9) << l.model << " on " << l.cluster << ": plan " << planned << " s, simulate "
+                                << simulated;
   }
   std::printf("largest relative difference %.3g\n", worst);
 }
@@ -66,7 +67,9 @@ TEST(PlanSimulate, PracticesFamiliesAndExpertsMatchToo) {
       {"gpt3-175b", th::Framework::megatron_2021, {8, 8, 4, 1, 1, 32, th::Recompute::full}},
       {"llama3-8b", th::Framework::fsdp, {16, 1, 1, 3, 2, 1, th::Recompute::none}},
       {"llama3-70b", th::Framework::megatron_core, {4, 8, 2, 1, 1, 8, th::Recompute::selective}},
-      {"mixtral-8x7b", th::Framework::megatron_core, {8, 2, 2, 1, 1, 8, th::Recompute::full, th::ZeroConvention::sixteen, 0.5, 8}},
+      {"mixtral-8x7b",
+       th::Framework::megatron_core,
+       {8, 2, 2, 1, 1, 8, th::Recompute::full, th::ZeroConvention::sixteen, 0.5, 8}},
   };
   double worst = 0;
   for (const Case& k : cases) {
@@ -78,7 +81,8 @@ TEST(PlanSimulate, PracticesFamiliesAndExpertsMatchToo) {
     c.gpus = p.dp * p.tp * p.pp * p.cp;
     const th::Plan pl = th::plan(th::model_preset(k.model), c, p);
     const double planned = pl.time.total(), simulated = simulated_step(pl);
-    std::printf("%-12s %-13s: plan %.6f s, simulate %.6f s\n", k.model, th::framework_name(k.framework), planned, simulated);
+    std::printf("%-12s %-13s: plan %.6f s, simulate %.6f s\n", k.model, th::framework_name(k.framework), planned,
+                simulated);
     worst = std::max(worst, std::abs(planned / simulated - 1));
     EXPECT_NEAR(planned / simulated, 1.0, 1e-9) << k.model;
     // --explain's rows add up to the same step (step_model.h's explain_step)

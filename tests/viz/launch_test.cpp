@@ -10,11 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/units.h"
 #include "labs/lab.h"
@@ -37,11 +36,16 @@ SmallRun small_run(const LabInfo& lab) {
   SmallRun r;
   for (const auto& [flag, value] : flags) {
     r.args += " --" + flag + " " + value;
-    if (flag == "ranks") r.cfg.ranks = std::stoi(value);
-    else if (flag == "bytes") r.cfg.bytes = parse_size(value, "--bytes");
-    else if (flag == "iters") r.cfg.iters = std::stoi(value);
-    else if (flag == "repeat") r.cfg.repeat = std::stoi(value);
-    else r.cfg.options.set(flag, value);
+    if (flag == "ranks")
+      r.cfg.ranks = std::stoi(value);
+    else if (flag == "bytes")
+      r.cfg.bytes = parse_size(value, "--bytes");
+    else if (flag == "iters")
+      r.cfg.iters = std::stoi(value);
+    else if (flag == "repeat")
+      r.cfg.repeat = std::stoi(value);
+    else
+      r.cfg.options.set(flag, value);
   }
   return r;
 }
@@ -56,8 +60,10 @@ LiveRun live_run(const LabInfo& lab, const LabConfig& cfg) {
   const std::unique_ptr<viz::Session> s = viz::Session::live(lab, cfg);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!s->finished() && std::chrono::steady_clock::now() < deadline) {
-    if (s->can_advance()) s->advance_one();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (s->can_advance())
+      s->advance_one();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   EXPECT_TRUE(s->finished()) << lab.name << ": " << s->status();
   s->refresh();  // the report, written when the run ended
@@ -88,13 +94,15 @@ TEST(Launch, DtlabRunAndTheViewersLiveSessionStartTheSameRun) {
     const LiveRun live = live_run(lab, run.cfg);
     const std::map<std::string, std::string>& viewer = live.meta;
     EXPECT_NE(o.err.find("one " + live.step + " at a time"), std::string::npos)
-        << lab.name << ": the viewer steps by " << live.step << "; dtlab said\n" << o.err.substr(0, 200);
+        << lab.name << ": the viewer steps by " << live.step << "; dtlab said\n"
+        << o.err.substr(0, 200);
     EXPECT_EQ(report_config(viewer), report_config(dtlab)) << lab.name;
     EXPECT_FALSE(report_config(dtlab).is_null()) << lab.name << ": no report in dtlab's trace";
     for (const auto& [key, value] : dtlab) {
       const auto it = viewer.find(key);
       if (key == meta_key_name(MetaKey::world_size)) continue;  // the trace writer's, from the trace's ranks
-      if (it == viewer.end()) ADD_FAILURE() << lab.name << ": the viewer's run has no meta \"" << key << "\"";
+      if (it == viewer.end())
+        ADD_FAILURE() << lab.name << ": the viewer's run has no meta \"" << key << "\"";
       else if (!timed.count(key) && !key.starts_with(simulated))
         EXPECT_EQ(it->second, value) << lab.name << ": meta \"" << key << "\"";
     }

@@ -102,7 +102,8 @@ bool Session::finished() const {
 }
 
 std::string Session::status() const {
-  if (!live()) return data_.meta_of(MetaKey::error) ? "trace of a failed run: " + *data_.meta_of(MetaKey::error) : "replay";
+  if (!live())
+    return data_.meta_of(MetaKey::error) ? "trace of a failed run: " + *data_.meta_of(MetaKey::error) : "replay";
   std::lock_guard lock(const_cast<std::mutex&>(mu_));
   if (done_) return error_.empty() ? "finished" : "failed: " + error_;
   switch (gate_->poll()) {

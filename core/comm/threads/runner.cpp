@@ -57,8 +57,9 @@ void require_thread_room(int P, double other_bytes_per_rank) {
     int fit = P;
     while (fit > 0 && need(fit) > left) --fit;
     if (fit == 0)
-      throw UsageError("this process's address-space limit (ulimit -v) leaves no room for the threads of even one rank (" +
-                       std::to_string(int(need(1) / kMiB)) + " MiB of stacks and malloc arenas); raise the limit");
+      throw UsageError(
+          "this process's address-space limit (ulimit -v) leaves no room for the threads of even one rank (" +
+          std::to_string(int(need(1) / kMiB)) + " MiB of stacks and malloc arenas); raise the limit");
     if (P > fit) {
       char msg[320];
       std::snprintf(msg, sizeof msg,
@@ -73,8 +74,10 @@ void require_thread_room(int P, double other_bytes_per_rank) {
   require_memory(threads * kMiB + P * other_bytes_per_rank, "--ranks (each rank is two threads)");
   rlimit nproc{};
   if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY && threads > double(nproc.rlim_cur))
-    throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) + " threads, more than this "
-                     "user's limit of " + std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
+    throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) +
+                     " threads, more than this "
+                     "user's limit of " +
+                     std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
                      std::to_string(std::max<long>(1, long(nproc.rlim_cur) / 2 - 8)) + " or fewer, or --backend mpi");
 }
 
@@ -100,9 +103,7 @@ struct RankThreads {
       threads::ThreadsComm comm(world, r);
       try {
         body(comm);
-      } catch (const Aborted& e) {
-        result.rank_errors[std::size_t(r)] = e.what();
-      } catch (const std::exception& e) {
+      } catch (const Aborted& e) { result.rank_errors[std::size_t(r)] = e.what(); } catch (const std::exception& e) {
         result.rank_errors[std::size_t(r)] = e.what();
         {
           std::lock_guard lock(first_failure_mu);
@@ -146,8 +147,10 @@ struct RankThreads {
                  !said_still_waiting && opt.still_waiting_s > 0 && stalled > opt.still_waiting_s &&
                  (opt.timeout_s <= 0 || stalled < opt.timeout_s)) {
         said_still_waiting = true;
-        std::fprintf(stderr, "still waiting: no rank made progress for %.0f s (the watchdog stops the run at --timeout %g s):\n  %s\n",
-                     stalled, opt.timeout_s, universe.describe_blocked().c_str());
+        std::fprintf(
+            stderr,
+            "still waiting: no rank made progress for %.0f s (the watchdog stops the run at --timeout %g s):\n  %s\n",
+            stalled, opt.timeout_s, universe.describe_blocked().c_str());
       } else if (opt.timeout_s > 0 && stalled > opt.timeout_s) {
         result.watchdog_fired = true;
         universe.abort(-1, "no rank made progress for " + format_g(opt.timeout_s) + " s (--timeout):\n  " +
@@ -161,7 +164,8 @@ struct RankThreads {
     for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
       if (r < 0 || r >= opt.world_size) continue;
       const threads::RankState& rs = universe.rank_state(r);
-      const int made = opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
+      const int made =
+          opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
       if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
     }
   }
@@ -196,8 +200,9 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
     try {
       threads.emplace_back([&ranks, &body, r] { ranks.run_rank(r, body); });
     } catch (const std::system_error& e) {  // the ranks already started stop at the abort
-      start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() + "): " +
-                      std::to_string(r) + " of " + std::to_string(opt.world_size) + " rank threads fit in this process";
+      start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() +
+                      "): " + std::to_string(r) + " of " + std::to_string(opt.world_size) +
+                      " rank threads fit in this process";
       universe.abort(r, start_failure);
       ranks.running.fetch_sub(opt.world_size - r);  // those never started never finish
     }

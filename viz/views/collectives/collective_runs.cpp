@@ -58,7 +58,8 @@ std::vector<CollectiveRun> collective_runs(const TraceData& d, const std::vector
 std::size_t run_at(const std::vector<CollectiveRun>& runs, std::size_t cursor) {
   if (runs.empty()) return 0;
   const std::size_t k = cursor == 0 ? 0 : cursor - 1;
-  const auto it = std::upper_bound(runs.begin(), runs.end(), k, [](std::size_t v, const CollectiveRun& r) { return v < r.end; });
+  const auto it =
+      std::upper_bound(runs.begin(), runs.end(), k, [](std::size_t v, const CollectiveRun& r) { return v < r.end; });
   return std::min(std::size_t(it - runs.begin()), runs.size() - 1);
 }
 
