@@ -55,10 +55,10 @@ struct Args {
   bool bytes_given = false;
   int ranks = 4, frames = 3, width = 1600, height = 1000;
   long at_step = -1;
-  std::string screenshot, bench, view, pipeline_schedule;
+  std::string screenshot, bench, view;
   float zoom = 1;
-  bool pipeline_compare = false, overlap = false;
-  int highlight_rank = -1;
+  bool overlap = false;
+  std::map<std::string, std::string> view_options;  // the options the views declare (PanelKind::options)
 };
 
 // Reads the back buffer before the swap (as the GL spec leaves it undefined after), encodes
@@ -281,9 +281,7 @@ int run(const Args& a) {
   GLFWwindow* window = open_window(a);
   dtl::viz::App app;
   app.settings.zoom = a.zoom;
-  app.settings.pipeline_schedule = a.pipeline_schedule;
-  app.settings.pipeline_compare = a.pipeline_compare;
-  app.settings.highlight_rank = a.highlight_rank;
+  app.settings.given = a.view_options;
   app.solo_view = a.view;
   app.Open(std::move(session));
   if (a.at_step >= 0) go_to_step(app, a.at_step);
@@ -293,8 +291,23 @@ int run(const Args& a) {
   return 0;
 }
 
-// What the window shows and where it starts: a view, a zoom, the pipeline view's run, the
-// topology's highlighted rank; and the modes without a window (--overlap, --bench).
+// One option a view declared (its file's register_panel): given, it lands in Args::view_options.
+void add_view_option(CLI::App& cli, Args& a, const dtl::viz::ViewOption& o) {
+  using Kind = dtl::viz::ViewOption::Kind;
+  const std::string name = o.name, flag = "--" + name;
+  if (o.kind == Kind::flag) {
+    cli.add_flag_function(
+        flag, [&a, name](std::int64_t) { a.view_options[name] = "on"; }, o.help);
+    return;
+  }
+  CLI::Option* opt = cli.add_option_function<std::string>(
+      flag, [&a, name](const std::string& v) { a.view_options[name] = v; }, o.help);
+  if (o.kind == Kind::rank) opt->check(dtl::cli::whole_range(0, dtl::trace_limits::kMaxRanks - 1));
+}
+
+// What the window shows and where it starts: a view, a zoom, each view's own start-up options
+// (the pipeline view's run, the topology's highlighted rank); and the modes without a window
+// (--overlap, --bench).
 void add_view_options(CLI::App& cli, Args& a) {
   std::vector<dtl::ViewKind> all_views;  // the viewer's and every lab's that registered a panel
   std::vector<std::string> view_names;
@@ -304,19 +317,12 @@ void add_view_options(CLI::App& cli, Args& a) {
       ->check(CLI::IsMember(view_names));
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")
       ->check(dtl::cli::finite_range(1, 1e9));
-  cli.add_option("--pipeline-schedule", a.pipeline_schedule,
-                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default "
-                 "1f1b, else the first)");
-  cli.add_flag(
-      "--pipeline-compare", a.pipeline_compare,
-      "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
   cli.add_flag("--overlap", a.overlap,
                "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
                "torch.profiler Chrome trace) and exit (no window)");
-  cli.add_option("--highlight-rank", a.highlight_rank,
-                 "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)")
-      ->check(dtl::cli::whole_range(0, dtl::trace_limits::kMaxRanks - 1));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
+  for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
+    for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);
 }
 
 }  // namespace

@@ -64,4 +64,9 @@ std::string view_names(const std::vector<ViewKind>& views) {
   return out;
 }
 
+std::string PanelSettings::option(const std::string& name, const std::string& otherwise) const {
+  const auto it = given.find(name);
+  return it == given.end() ? otherwise : it->second;
+}
+
 }  // namespace dtl::viz

@@ -109,17 +109,27 @@ struct ReportView final : Panel {
 
 ImU32 axis_color(GroupAxis a);  // dp, tp, pp: the topology's outlines and the timeline's transfers
 
+// A start-up option a view declares with its registration (dtlab-viz --pipeline-compare): the
+// viewer adds it to its command line, so a view's options live in the view's own file.
+struct ViewOption {
+  enum class Kind { flag, text, rank };  // rank: a whole number from 0 to the largest rank a trace holds
+  const char* name;                      // without the dashes: "pipeline-schedule"
+  Kind kind;
+  const char* help;
+};
+
 // The registry of view kinds → panels (viz/app/panels.cpp).
 struct PanelSettings {
-  float zoom = 1;                 // --zoom: the timeline's start zoom
-  std::string pipeline_schedule;  // --pipeline-schedule: the pipeline view's measured run ("": 1f1b or the first)
-  bool pipeline_compare = false;  // --pipeline-compare: the pipeline view starts comparing schedules
-  int highlight_rank = -1;        // --highlight-rank: the topology view lights this rank's groups
+  float zoom = 1;                            // --zoom: the timeline's start zoom
+  std::map<std::string, std::string> given;  // each view option given: name → value ("on" for a flag)
+  // A view option's value as given, or `otherwise` when it was not.
+  std::string option(const std::string& name, const std::string& otherwise = "") const;
 };
 struct PanelKind {
   ViewKind kind;
   const char* title;  // the panel's heading
   std::unique_ptr<Panel> (*make)(const PanelSettings&);
+  std::vector<ViewOption> options = {};  // its start-up options, if it has any
 };
 // The viewer's own panels (timeline, memory, report) and every one a lab's folder registered.
 const std::vector<PanelKind>& panel_registry();

@@ -215,11 +215,15 @@ void TopologyView::Draw(const Frame& f) {
 namespace {
 std::unique_ptr<Panel> make_topology(const PanelSettings& s) {
   auto t = std::make_unique<TopologyView>();
-  t->pinned = s.highlight_rank;
+  t->pinned = std::stoi(s.option("highlight-rank", "-1"));  // (a whole number: the option's check)
   return t;
 }
 const bool registered = register_panel(
-    {kTopologyView, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology});
+    {kTopologyView,
+     "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups",
+     make_topology,
+     {{"highlight-rank", ViewOption::Kind::rank,
+       "The topology view lights this rank's dp, tp and pp groups as if it were hovered (screenshots)"}}});
 }  // namespace
 
 }  // namespace dtl::viz

@@ -400,12 +400,20 @@ void PipelineView::DrawCompare() {
 namespace {
 std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
   auto p = std::make_unique<PipelineView>();
-  p->schedule = s.pipeline_schedule;
-  p->compare = s.pipeline_compare;
+  p->schedule = s.option("pipeline-schedule");
+  p->compare = s.option("pipeline-compare") == "on";
   return p;
 }
 const bool registered =
-    register_panel({kPipelineView, "Pipeline: stages, micro-batches and the bubble", make_pipeline});
+    register_panel({kPipelineView,
+                    "Pipeline: stages, micro-batches and the bubble",
+                    make_pipeline,
+                    {{"pipeline-schedule", ViewOption::Kind::text,
+                      "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; "
+                      "default 1f1b, else the first)"},
+                     {"pipeline-compare", ViewOption::Kind::flag,
+                      "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the "
+                      "trace, stacked"}}});
 }  // namespace
 
 }  // namespace dtl::viz
