@@ -138,6 +138,10 @@ std::string pad(const std::string& s, std::size_t width, bool right_align) {
   return right_align ? std::string(width - w, ' ') + s : s + std::string(width - w, ' ');
 }
 
+std::string count_of(long long n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural.empty() ? singular + "s" : plural);
+}
+
 int terminal_width() {
   int columns = 0;
   winsize size{};

@@ -31,6 +31,9 @@ std::vector<std::string> wrap(const std::string& text, std::size_t width);
 // `s` padded with spaces to `width` columns, on the left (right-aligned) or the right.
 std::string pad(const std::string& s, std::size_t width, bool right_align = false);
 
+// "1 run", "5 runs": a count and its noun in the right number (`plural` when adding "s" is wrong).
+std::string count_of(long long n, const std::string& singular, const std::string& plural = "");
+
 // The columns a report printed on stdout may take, so the terminal never breaks a word: the
 // terminal's own width when stdout is one, else $COLUMNS, else 100; within [60, 200].
 int terminal_width();

@@ -323,7 +323,7 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSet
                       : s.collective == CollectiveChoice::broadcast ? "1"
                                                                     : "(P-1)/P";
   if (cfg.iters > 0)
-    rep.notes.push_back("Times: the slowest rank's, median of " + std::to_string(cfg.iters) + " runs (min–max) after " +
+    rep.notes.push_back("Times: the slowest rank's, median of " + count_of(cfg.iters, "run") + " (min–max) after " +
                         std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
                         " (nccl-tests); N = bytes per rank, P = ranks.");
   if ((!s.algo || s.algo == Algo::rhd) && theory::floor_pow2(P) != P)

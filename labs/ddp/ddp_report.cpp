@@ -133,9 +133,9 @@ void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<Ddp
   if (cfg.slow_rank >= 0)
     rep.setup.push_back("rank " + std::to_string(cfg.slow_rank) + " computes " + format_number(cfg.slow_factor) +
                         "× slower");
-  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " +
-                      std::to_string(s.steps) +
-                      " steps (min–max), after 1 warm-up step. Exposed communication: the wait after backward of the "
+  rep.notes.push_back("Times per step: the median of " + count_of(s.repeat, "run") + " of " +
+                      count_of(s.steps, "step") +
+                      " (min–max), after 1 warm-up step. Exposed communication: the wait after backward of the "
                       "rank that finished backward last; waiting for slower ranks: what the others waited on top.");
   rep.notes.push_back(
       "Speedup: 1 rank's step on the global batch (measured by rank 0 in this run) over this step; "

@@ -5,6 +5,7 @@
 
 #include "core/util/units.h"
 #include "labs/experts/experts_lab.h"
+#include "labs/report_format.h"
 
 namespace dtl {
 
@@ -98,7 +99,7 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
     rep.setup.push_back("every MLP " + std::to_string(m.experts) + " experts " + experts);
     rep.setup.push_back(std::to_string(s.gpt.batch) + " × " + std::to_string(s.gpt.seq) + " tokens per step");
   } else {
-    rep.setup.push_back(std::to_string(m.layers) + " MoE blocks " + experts);
+    rep.setup.push_back(count_of(m.layers, "MoE block") + " " + experts);
     rep.setup.push_back(std::to_string(m.tokens) + " tokens per step");
   }
   if (m.router_skew > 0) rep.setup.push_back("router skew " + format_g(m.router_skew));

@@ -102,8 +102,8 @@ void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::
       "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
       "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; zero-bubble's is "
       "the simulator's with this run's F, B and W.");
-  rep.notes.push_back("Times: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
-                      " steps after 1 warm-up step." +
+  rep.notes.push_back("Times: the median of " + count_of(s.repeat, "run") + " of " + count_of(s.steps, "step") +
+                      " after 1 warm-up step." +
                       (s.emulated() ? " Each action is stretched to its --compute-us time "
                                       "(the real compute runs inside it)."
                                     : ""));

@@ -78,13 +78,13 @@ void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings&
   struct Convention {
     theory::ZeroConvention c;
     const char* id;
-    const char* seeds;
+    const char* source;  // the course text that gives this convention
   };
-  for (const Convention& c : {Convention{theory::ZeroConvention::sixteen, "conv16", "seeds 003, 004"},
-                              Convention{theory::ZeroConvention::twelve, "conv12", "seed 002"},
-                              Convention{theory::ZeroConvention::eight, "conv8", "seed 001"}})
+  for (const Convention& c : {Convention{theory::ZeroConvention::sixteen, "conv16", "Parallelism Basic"},
+                              Convention{theory::ZeroConvention::twelve, "conv12", "Distributed Training Mathematics"},
+                              Convention{theory::ZeroConvention::eight, "conv8", "When One GPU Isn't Enough"}})
     rep.add(n + c.id, std::string("model state vs ") + theory::zero_convention_name(c.c), rank0, "B")
-        .predict(theory::zero_model_state_bytes(psi, stage_number(m.stage), P, c.c), c.seeds);
+        .predict(theory::zero_model_state_bytes(psi, stage_number(m.stage), P, c.c), c.source);
   rep.add(n + "padding", "padding elements (all ranks)", double(m.padding), "");
 }
 
@@ -207,14 +207,15 @@ void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<Z
                                        : "no prefetch");
   rep.notes.push_back(
       "Memory from each rank's alloc/free events. Model state = params + grads + fp32 master + m + v; "
-      "the formula (seed 004: p + g + K over N per sharded part) holds it up to the padding: each unit "
+      "the formula (the course's " Parallelism Basic
+      ": p + g + K over N per sharded part) holds it up to the padding: each unit "
       "is padded to N·ceil(n/N) elements.");
   rep.notes.push_back(
       "Bytes: what a ring moves per rank — (N-1)/N of each reduce-scatter and all-gather buffer, 2(N-1)/N "
       "of each all-reduce — from the collectives' events; exact against whole padded units.");
-  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " +
-                      std::to_string(s.steps) +
-                      " steps (min–max) after 1 warm-up step; waiting: the mean over ranks of the time blocked on a "
+  rep.notes.push_back("Times per step: the median of " + count_of(s.repeat, "run") + " of " +
+                      count_of(s.steps, "step") +
+                      " (min–max) after 1 warm-up step; waiting: the mean over ranks of the time blocked on a "
                       "collective.");
 }
 
