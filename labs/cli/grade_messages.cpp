@@ -48,17 +48,21 @@ bool unwrap_exception(std::string& text) {
 }
 
 // "Expected equality of these values:" then each side's expression, with "Which is: v"
-// under it when the value differs from the expression: "is v1, expected v2".
+// under it when the value differs from the expression: "out[3] is -nan, expected 0" (the
+// first side's expression names what is wrong; a bare value needs no subject).
 std::size_t equality_block(const std::vector<std::string>& lines, std::size_t i, std::string& out) {
-  std::vector<std::string> values;
+  std::vector<std::string> expressions, values;
   std::size_t j = i + 1;
   while (j < lines.size() && values.size() < 2 && starts_with(lines[j], "  ")) {
-    std::string v = trim(lines[j]);
+    const std::string e = trim(lines[j]);
+    std::string v = e;
     if (j + 1 < lines.size() && starts_with(trim(lines[j + 1]), "Which is: ")) v = trim(lines[++j]).substr(10);
-    values.push_back(v);
+    expressions.push_back(e), values.push_back(v);
     ++j;
   }
-  if (values.size() == 2) out = "is " + values[0] + ", expected " + values[1];
+  if (values.size() != 2) return j;
+  const std::string subject = expressions[0] == values[0] ? "" : expressions[0] + " ";
+  out = subject + "is " + values[0] + ", expected " + values[1];
   return j;
 }
 

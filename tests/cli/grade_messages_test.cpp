@@ -37,7 +37,12 @@ TEST(GradeMessages, AnEscapedExceptionIsItsDescription) {
 TEST(GradeMessages, GoogleTestsOwnAssertionsAreReworded) {
   EXPECT_EQ(learner_message("a.cpp:3\nExpected equality of these values:\n  p.messages_sent\n    Which is: 4\n"
                             "  2 * (P - 1)\n    Which is: 6\none message per step"),
-            "is 4, expected 6; one message per step");
+            "p.messages_sent is 4, expected 6; one message per step");
+  // A bare value needs no subject; an expression names what is wrong (it was "is -nan, expected 0").
+  EXPECT_EQ(learner_message("a.cpp:3\nExpected equality of these values:\n  out[0]\n    Which is: -nan\n  0\n"),
+            "out[0] is -nan, expected 0");
+  EXPECT_EQ(learner_message("a.cpp:3\nExpected equality of these values:\n  3\n  out.size()\n    Which is: 4\n"),
+            "is 3, expected 4");
   EXPECT_EQ(learner_message("a.cpp:3\nValue of: grade::same(x)\n  Actual: false (rank 1: element 0 is 2, expected 3)\n"
                             "Expected: true\n"),
             "rank 1: element 0 is 2, expected 3");
