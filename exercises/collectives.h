@@ -18,8 +18,9 @@
 //  * The buffer may live on a GPU (--device cuda): never read or write it from the host.
 //    Move bytes with comm's calls, dtl::copy_bytes and a dtl::ScratchBuffer for staging
 //    (core/memory/device_ops.h); finish_average works on either memory.
-//  * Annotate transfers with TransferInfo{step, first_chunk, chunk_count} so traces
-//    and the step-through can draw which chunk moved.
+//  * Annotate transfers with TransferInfo{.step = s, .chunk = c, .chunk_count = n} (the
+//    algorithm's step, the first chunk the message carries, how many) so traces and the
+//    step-through can draw which chunk moved (core/comm/comm.h).
 #pragma once
 
 #include <cstddef>
