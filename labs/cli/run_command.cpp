@@ -101,7 +101,7 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
 ThreadsOptions make_run_options(const LabInfo& lab, const RunArgs& a, const LabConfig& cfg, Trace& trace) {
   ThreadsOptions opt;
   opt.world_size = cfg.ranks;
-  opt.faults.counted = lab.faults_count;
+  opt.faults.counted = lab.step_unit;
   if (!a.inject_fault.empty())
     parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, opt.faults.fault_rank, opt.faults.fault_step);
   if (!a.inject_hang.empty())
@@ -173,9 +173,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   ThreadsOptions opt = make_run_options(lab, a, cfg, trace);
   const int chunks = lab.chunk_grid ? lab.chunk_grid(cfg) : 0;
   std::unique_ptr<StepGate> gate;
-  const StepSetup step_setup{lab.faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives
-                                                                                : StepGate::Unit::transfers,
-                             chunks};
+  const StepSetup step_setup{lab.step_unit, chunks};
   if (a.step) {
     if (chunks > 0 && cfg.ranks > 64)
       throw UsageError("--step draws a chunk picture per transfer, readable up to 64 ranks; give --ranks 64 or fewer");
@@ -281,7 +279,7 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
       return;
     case RunOption::faults:
     {
-      const std::string op = lab.faults_count == FaultPlan::Counted::sends ? "send" : "library collective (all-reduce, ...)";
+      const std::string op = lab.step_unit == StepUnit::transfers ? "send" : "library collective (all-reduce, ...)";
       sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th " + op + " (0 = first)");
       sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank goes silent from its STEP-th " + op + " on");
     }

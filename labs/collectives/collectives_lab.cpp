@@ -389,7 +389,7 @@ LabInfo collectives_lab_info() {
        {"rhd_all_reduce", "RhdAllReduce", 20}, {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
-      FaultPlan::Counted::sends, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
+      StepUnit::transfers, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
       collectives_option_table().read_back(),
       ex::collectives_hints(),
       {},

@@ -189,7 +189,7 @@ LabInfo context_parallel_lab_info() {
        {"ring_step", "RingStep", 10}},
       run_context_parallel_lab,
       nullptr,
-      FaultPlan::Counted::sends,
+      StepUnit::transfers,
       /*overlaps_compute=*/false,
       {kCpAttentionView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       // A live, stepped run: one layer of a short sequence, a handful of hops to step through.

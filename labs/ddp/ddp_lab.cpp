@@ -324,7 +324,7 @@ LabInfo ddp_lab_info() {
        {"sync_this_micro_batch", "SyncThisMicroBatch", 5}},
       run_ddp_lab,
       nullptr,
-      FaultPlan::Counted::collectives,  // DDP posts no sends: faults count its all-reduces
+      StepUnit::collectives,  // DDP posts no sends: faults count its all-reduces
       /*overlaps_compute=*/true,
       {ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see

@@ -258,7 +258,7 @@ LabInfo pipeline_lab_info() {
       {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
       run_pipeline_lab,
       nullptr,
-      FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
+      StepUnit::transfers,  // stages talk point to point: faults count their sends
       /*overlaps_compute=*/false,
       {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},

@@ -356,7 +356,7 @@ LabInfo zero_lab_info() {
        {"units_to_gather", "UnitsToGather", 10}},
       run_zero_lab,
       nullptr,
-      FaultPlan::Counted::collectives,  // ZeRO posts no sends: faults count its collectives
+      StepUnit::collectives,  // ZeRO posts no sends: faults count its collectives
       /*overlaps_compute=*/true,
       {ViewKind::memory, ViewKind::timeline, ViewKind::report},
       {{"steps", "1"}, {"width", "256"}},

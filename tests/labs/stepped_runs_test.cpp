@@ -62,10 +62,6 @@ LabConfig live_config(const LabInfo& lab, const LabCase& c) {
   return cfg;
 }
 
-StepGate::Unit unit_of(const LabInfo& lab) {
-  return lab.faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives : StepGate::Unit::transfers;
-}
-
 struct Outcome {
   Report report;
   int releases = 0;
@@ -75,7 +71,7 @@ struct Outcome {
 // One run of `lab`; with `stepped`, a controller thinks kThink before each release.
 Outcome run_lab(const LabInfo& lab, const LabConfig& cfg, bool stepped) {
   Trace trace(cfg.ranks);
-  StepGate gate(cfg.ranks, unit_of(lab));
+  StepGate gate(cfg.ranks, lab.step_unit);
   ThreadsOptions opt;
   opt.world_size = cfg.ranks;
   opt.trace = &trace;

@@ -7,10 +7,8 @@
 namespace dtl::viz {
 
 namespace {
-// Labs built on library collectives step by collective (LabInfo::faults_count says which).
-StepUnit unit_of(const LabInfo* lab) {
-  return lab && lab->faults_count == FaultPlan::Counted::collectives ? StepUnit::collectives : StepUnit::transfers;
-}
+// Labs built on library collectives step by collective (LabInfo::step_unit says which).
+StepUnit unit_of(const LabInfo* lab) { return lab ? lab->step_unit : StepUnit::transfers; }
 }  // namespace
 
 std::unique_ptr<Session> Session::replay(const std::string& path) {
@@ -48,8 +46,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   trace.set_meta(MetaKey::bytes, std::to_string(s->cfg_.bytes));
   trace.set_meta(MetaKey::device, device_meta(s->cfg_));
   trace.set_meta(MetaKey::chunks, std::to_string(lab.chunk_grid ? lab.chunk_grid(s->cfg_) : s->cfg_.ranks));
-  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_ == StepUnit::collectives ? StepGate::Unit::collectives
-                                                                                         : StepGate::Unit::transfers);
+  s->gate_ = std::make_unique<StepGate>(s->cfg_.ranks, s->unit_);
   s->data_ = from_trace(trace);  // the ranks and the metadata, before the first event arrives
   s->index_ = index_trace(s->data_, s->unit_);
   Session* self = s.get();

@@ -68,7 +68,7 @@ class NcclComm final : public Comm {
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
-    inject_faults(FaultPlan::Counted::sends, "send");
+    inject_faults(StepUnit::transfers, "send");
     // A host buffer is copied to the GPU first (stream-ordered before the send).
     std::shared_ptr<Scratch> staged;
     const void* src = buf;
@@ -221,8 +221,8 @@ class NcclComm final : public Comm {
   }
 
   // --inject-fault / --inject-hang at this rank's n-th operation of `kind`.
-  void inject_faults(FaultPlan::Counted kind, const char* what) {
-    const int n = kind == FaultPlan::Counted::sends ? st_.sends_posted++ : st_.collectives_posted++;
+  void inject_faults(StepUnit kind, const char* what) {
+    const int n = kind == StepUnit::transfers ? st_.sends_posted++ : st_.collectives_posted++;
     const FaultPlan::Action act = st_.faults.at(kind, st_.world_rank, n);
     if (act == FaultPlan::Action::fail)
       throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its " + FaultPlan::operation(what, n) +
@@ -267,7 +267,7 @@ class NcclComm final : public Comm {
   Request collective(CollectiveKind kind, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
                      std::size_t r_bytes, bool r_wanted, AfterFn after, const std::function<void(const void*, void*)>& call) {
     const char* name = collective_kind_name(kind);
-    inject_faults(FaultPlan::Counted::collectives, name);
+    inject_faults(StepUnit::collectives, name);
     wait_for_device_work_of_this_thread();  // the kernels that wrote s (or use r) are done first
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
     auto span = std::make_shared<GpuSpan>();

@@ -144,7 +144,7 @@ struct RankThreads {
     for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
       if (r < 0 || r >= opt.world_size) continue;
       const threads::RankState& rs = universe.rank_state(r);
-      const int made = opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
+      const int made = opt.faults.counted == StepUnit::transfers ? rs.sends_posted.load() : rs.collectives_posted.load();
       if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
     }
   }
