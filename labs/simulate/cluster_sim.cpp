@@ -40,7 +40,7 @@ bool hierarchy_helps(const AxisRoute& r) {
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
-  if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
+  if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(AlgorithmKind::tree, size, bytes, slowest()).time_s;
   if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
   const int k = per_node, nodes = size / per_node;

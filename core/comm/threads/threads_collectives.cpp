@@ -123,7 +123,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
   const double modeled_bytes = link_bytes >= 0 ? link_bytes : double(bytes);
-  const double modeled_s = u.link().active() ? theory::library_collective_time(name, size(), modeled_bytes,
+  const double modeled_s = u.link().active() ? theory::library_collective_time(kind, size(), modeled_bytes,
                                                                                {u.link().alpha_s(), u.link().beta_Bps()})
                                              : 0.0;
   StepGate* gate = u.gate();
