@@ -114,7 +114,7 @@ void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Sc
                       {"chunks", sched.config.chunks}, {"makespan", sim.makespan}, {"bubble", sim.bubble_fraction()}};
   j["actions"] = nlohmann::json::array();
   for (const pipeline::TimedAction& a : sim.actions)
-    j["actions"].push_back({a.stage, pipeline::op_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
+    j["actions"].push_back({a.stage, pass_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
   comm.trace()->set_meta(meta_key_name(MetaKey::pipeline_simulated, name), j.dump());
 }
 

@@ -108,8 +108,8 @@ double compute_seconds(const Workload& w, int stage, bool fwd) {
   return (fwd ? w.layer_forward_flops : w.layer_backward_flops) / w.flops_per_s;
 }
 
-double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
-  const bool fwd = op == pipeline::Op::forward;
+double layer_seconds(const Workload& w, int stage, Pass op) {
+  const bool fwd = op == Pass::forward;
   return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes) +
          (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s);
 }
@@ -122,8 +122,8 @@ double floored(const Workload& w, bool fwd, double seconds) {
 pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   const int L = action_layers(w, stage);
   pipeline::ActionTimes t;
-  t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, pipeline::Op::forward));
-  t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, pipeline::Op::backward)) +
+  t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, Pass::forward));
+  t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, Pass::backward)) +
                zero_after_backward(w, stage);
   t.p2p = w.pp_route.send(w.pp_bytes);
   return t;
@@ -167,7 +167,7 @@ void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double
 // One F or B action, layer by layer, starting at `at`. `buckets`: this is the stage's last
 // backward and its DP all-reduce overlaps it (null otherwise).
 void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl, BucketStream* buckets) {
-  const bool fwd = a.action.op == pipeline::Op::forward;
+  const bool fwd = a.action.op == Pass::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
   const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
   const Pass pass = fwd ? Pass::forward : Pass::backward;
@@ -283,7 +283,7 @@ SimResult simulate_step(const Workload& w) {
                                                                      std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
   for (const pipeline::TimedAction& a : pipe.actions) {
     const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
-    if (a.action.op == pipeline::Op::backward && (!last || a.end >= last->end)) last = &a;
+    if (a.action.op == Pass::backward && (!last || a.end >= last->end)) last = &a;
   }
   const bool overlap = w.dp_bucket_bytes > 0 && w.replicas() > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));

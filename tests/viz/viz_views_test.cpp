@@ -712,12 +712,12 @@ TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
   ASSERT_EQ(s.blocks.size(), 8u);
   struct Want {
     int stage;
-    PipeOp op;
+    Pass op;
     int mb;
     double b, e;
   };
-  const Want want[] = {{0, PipeOp::F, 0, 0, 100},   {0, PipeOp::F, 1, 100, 200}, {0, PipeOp::B, 0, 500, 700}, {0, PipeOp::B, 1, 700, 900},
-                       {1, PipeOp::F, 0, 100, 200}, {1, PipeOp::F, 1, 200, 300}, {1, PipeOp::B, 0, 300, 500}, {1, PipeOp::B, 1, 500, 700}};
+  const Want want[] = {{0, Pass::forward, 0, 0, 100},   {0, Pass::forward, 1, 100, 200}, {0, Pass::backward, 0, 500, 700}, {0, Pass::backward, 1, 700, 900},
+                       {1, Pass::forward, 0, 100, 200}, {1, Pass::forward, 1, 200, 300}, {1, Pass::backward, 0, 300, 500}, {1, Pass::backward, 1, 500, 700}};
   for (std::size_t i = 0; i < 8; ++i) {
     const PipeBlock& k = s.blocks[i];
     EXPECT_EQ(k.stage, want[i].stage) << "block " << i;
@@ -806,7 +806,7 @@ TEST(PipelineModel, ParsesTheSimulatedTimeline) {
   EXPECT_DOUBLE_EQ(sim.bubble, 1.0 / 3.0);
   ASSERT_EQ(sim.blocks.size(), 8u);
   EXPECT_EQ(sim.blocks[2].stage, 0);  // sorted by (stage, begin)
-  EXPECT_EQ(sim.blocks[2].op, PipeOp::B);
+  EXPECT_EQ(sim.blocks[2].op, Pass::backward);
   EXPECT_DOUBLE_EQ(sim.blocks[2].begin, 5e-7);
   ASSERT_EQ(sim.stage_idle.size(), 2u);
   EXPECT_NEAR(sim.stage_idle[0], 1.0 / 3.0, 1e-12);  // the same step as the measured one: the same idle

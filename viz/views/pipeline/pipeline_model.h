@@ -28,11 +28,9 @@
 
 namespace dtl::viz {
 
-enum class PipeOp : std::uint8_t { F, B, W };  // forward, backward (input grad), weight grad (zero-bubble)
-
 struct PipeBlock {
   int stage = 0;
-  PipeOp op = PipeOp::F;
+  Pass op = Pass::forward;  // forward F, backward B (input grad), weight W (zero-bubble)
   int micro_batch = 0, chunk = 0;
   double begin = 0, end = 0;  // seconds from the step's start (measured) or the simulation's start
 };
