@@ -14,7 +14,7 @@ namespace dtl::cli {
 namespace {
 
 theory::Transport transport_of(const BenchPlan& p) {
-  return p.backend.name == "mpi" ? theory::Transport::mpi_shared_memory : theory::Transport::shared_address_space;
+  return p.backend.kind == BackendKind::mpi ? theory::Transport::mpi_shared_memory : theory::Transport::shared_address_space;
 }
 
 // The kernel's view (sysfs) first: inside a VM glibc's sysconf reports the host's whole L3

@@ -83,7 +83,7 @@ std::size_t probe_bytes_per_thread(int threads) {
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const MemoryBandwidth& bw) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  device %s  ranks %d  dtype %s  op %s\n",
-                a.collective.c_str(), a.impl.c_str(), p.backend.name.c_str(), p.on_gpu ? "cuda" : "cpu", p.P,
+                a.collective.c_str(), a.impl.c_str(), p.backend.name(), p.on_gpu ? "cuda" : "cpu", p.P,
                 std::string(dtype_name(p.t)).c_str(), a.op.c_str());
   out << line;
   std::snprintf(line, sizeof line, "# %s %.2f GB/s (%d threads at once) -> ceiling busbw %.2f GB/s\n",
@@ -210,7 +210,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
     out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
   if (trace) write_chrome_trace(*trace, a.trace_path);
   if (!a.json_path.empty()) {
-    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", p.backend.name}, {"ranks", p.P},
+    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", p.backend.name()}, {"ranks", p.P},
                         {"dtype", std::string(dtype_name(p.t))}, {"op", a.op}, {"traced", trace != nullptr},
                         {"memory_GBps", {{"read", bw.read / 1e9}, {"write", bw.write / 1e9}, {"copy", bw.copy / 1e9},
                                          {"triad", bw.triad / 1e9}, {"threads", bw.threads}}},

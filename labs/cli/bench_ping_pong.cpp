@@ -30,7 +30,7 @@ constexpr int kTag = 7301;  // the ping-pong's messages; nothing else in the ben
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench ping_pong  backend %s  ranks %d (0 <-> 1)  dtype %s%s%s\n",
-                p.backend.name.c_str(), p.P, std::string(dtype_name(p.t)).c_str(),
+                p.backend.name(), p.P, std::string(dtype_name(p.t)).c_str(),
                 p.link.active() ? "  link " : "", p.link.active() ? p.link.name.c_str() : "");
   out << line;
   std::snprintf(line, sizeof line, "# one way = round trip / 2, mean over %d round trips after %d warm-up\n", a.iters,
@@ -78,7 +78,7 @@ void write_footer_and_json(std::ostream& out, const BenchArgs& a, const BenchPla
   if (p.sweep.rounded)
     out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
   if (a.json_path.empty()) return;
-  nlohmann::json j = {{"collective", "ping_pong"}, {"impl", "send_recv"}, {"backend", p.backend.name},
+  nlohmann::json j = {{"collective", "ping_pong"}, {"impl", "send_recv"}, {"backend", p.backend.name()},
                       {"ranks", p.P},             {"dtype", std::string(dtype_name(p.t))}, {"rows", rows}};
   if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
   if (a.json_path == "-") std::cout << j.dump(2) << "\n";

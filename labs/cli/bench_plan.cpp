@@ -160,7 +160,7 @@ BenchPlan plan_bench(BenchArgs& a) {
   p.sweep = plan_sweep(a, lo, hi, p.unit, p.unit_is);
   if (p.ping_pong) {
     if (p.P < 2) throw UsageError("ping_pong needs at least 2 ranks (" + std::to_string(p.P) + " given)");
-    require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? 2 : 1), "-e");
+    require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.kind == BackendKind::threads ? 2 : 1), "-e");
     return p;  // ranks 0 and 1 hold a send and a receive buffer each
   }
   // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in
@@ -169,7 +169,7 @@ BenchPlan plan_bench(BenchArgs& a) {
   p.recv_elements = p.coll == CollectiveKind::all_to_allv
                         ? skewed_all_to_allv(p.P, 0, largest / std::size_t(p.P), p.skew).recv_extent()
                         : largest;
-  require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.name == "threads" ? p.P : 1),
+  require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.kind == BackendKind::threads ? p.P : 1),
                  "-e (or --ranks)");
   p.fn = make_op(a, p.coll, p.P, p.t, p.op, p.skew);
   if (a.backend == "nccl") {  // NCCL moves GPU memory only

@@ -335,7 +335,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
   // Each rank keeps its input, the working buffer, the exact reference and the library's
   // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
-  require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1), "--bytes (or --ranks)");
+  require_memory(4.0 * double(cfg.bytes) * (comm.backend() == BackendKind::threads ? comm.size() : 1), "--bytes (or --ranks)");
   const std::size_t count = cfg.bytes / es;
 
   Report rep = start_report(comm, cfg, "collectives");

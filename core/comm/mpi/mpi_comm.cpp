@@ -104,7 +104,7 @@ class MpiComm final : public Comm {
   int size() const override { return size_; }
   int global_rank() const override { return sh_.world_rank; }
   int global_rank_of(int r) const override { return globals_.at(std::size_t(r)); }
-  std::string backend_name() const override { return "mpi"; }
+  BackendKind backend() const override { return BackendKind::mpi; }
   Trace* trace() override { return sh_.trace; }
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {

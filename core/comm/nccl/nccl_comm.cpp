@@ -62,7 +62,7 @@ class NcclComm final : public Comm {
   int size() const override { return size_; }
   int global_rank() const override { return st_.world_rank; }
   int global_rank_of(int r) const override { return globals_.at(std::size_t(r)); }
-  std::string backend_name() const override { return "nccl"; }
+  BackendKind backend() const override { return BackendKind::nccl; }
   Trace* trace() override { return st_.trace; }
   Handle& handle() { return *h_; }
 
