@@ -786,6 +786,7 @@ TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   EXPECT_DOUBLE_EQ(rows.at("gpipe").predicted, 1.0 / 3.0);
   EXPECT_DOUBLE_EQ(rows.at("gpipe").measured, 0.34);
   EXPECT_EQ(rows.at("gpipe").source, "(P-1)/(M+P-1)");
+  EXPECT_EQ(rows.at("gpipe").provenance, Provenance::formula);  // no "provenance": a formula
   ASSERT_EQ(rows.count("1f1b"), 1u);  // malformed numbers: absent, not a crash
   EXPECT_EQ(rows.at("1f1b").predicted, -1);
   EXPECT_EQ(rows.at("1f1b").measured, -1);
@@ -793,6 +794,10 @@ TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   TraceData bad;
   bad.meta["report"] = "{\"rows\": [";
   EXPECT_TRUE(report_bubbles(bad).empty());
+  TraceData zb;  // the simulator's prediction is told by its provenance, not by the words of its source
+  zb.meta["report"] = R"json({"rows": [{"id": "zb-h1.bubble", "measured": 0.2, "predicted": 0.1, "source": "anything",
+                                        "provenance": "simulated"}]})json";
+  EXPECT_EQ(report_bubbles(zb).at("zb-h1").provenance, Provenance::simulated);
 }
 
 TEST(PipelineModel, ParsesTheSimulatedTimeline) {

@@ -205,6 +205,8 @@ std::map<std::string, BubbleRow> report_bubbles(const TraceData& d) {
     b.measured = number("measured");
     b.predicted = number("predicted");
     if (row.contains("source") && row["source"].is_string()) b.source = printable(row["source"].get_ref<const std::string&>(), 40);
+    if (row.contains("provenance") && row["provenance"].is_string())
+      b.provenance = parse_provenance(row["provenance"].get_ref<const std::string&>()).value_or(Provenance::formula);
     out[printable(id.substr(0, id.size() - suffix.size()), 40)] = b;
   }
   return out;

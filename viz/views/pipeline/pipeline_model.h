@@ -7,7 +7,8 @@
 // relative to the step's start across stages, each stage's idle share and the bubble
 //   1 − Σ_s busy_s / (P · makespan)
 // as the lab measures it (labs/pipeline/pipeline_lab.cpp, across_stages), beside the
-// formula the report gives for it (row "<schedule>.bubble": "predicted" and "source").
+// formula the report gives for it (row "<schedule>.bubble": "predicted", "source" and
+// "provenance").
 //
 // Simulated: meta "pipeline_simulated.<schedule>" = {"stages", "micro_batches", "chunks",
 // "makespan", "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin_s,
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "labs/report.h"
 #include "viz/model/trace_data.h"
 
 namespace dtl::viz {
@@ -80,7 +82,8 @@ PipelineRuns pipeline_runs(const TraceData& d);
 // The report's numbers for one schedule's bubble (row "<schedule>.bubble").
 struct BubbleRow {
   double measured = -1, predicted = -1;  // idle shares in [0, 1]; -1: absent or malformed
-  std::string source;                    // how the lab predicted it: "(P-1)/(M+P-1)", "simulator"
+  std::string source;                    // how the lab predicted it, in words: "(P-1)/(M+P-1)", "simulator"
+  Provenance provenance = Provenance::formula;  // and whether that was a formula or the simulator
 };
 // Rows of the meta "report" whose id ends in ".bubble", by schedule; never throws.
 std::map<std::string, BubbleRow> report_bubbles(const TraceData& d);

@@ -179,7 +179,7 @@ void draw_axis(ImDrawList* dl, const Rows& g, float y_top, float y) {
 std::string bubble_line(double measured, const BubbleRow* row) {
   std::string text = "bubble " + percent(measured) + " measured";
   if (row && row->predicted >= 0)
-    text += " \xc2\xb7 " + percent(row->predicted) + " " + (row->source == "simulator" ? "simulated" : "formula " + row->source);
+    text += " \xc2\xb7 " + percent(row->predicted) + " " + (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
   return text;
 }
 
@@ -356,7 +356,7 @@ void PipelineView::DrawCompare() {
     const auto row = bubbles_.find(r.schedule);
     std::string title = r.schedule + "   bubble " + percent(r.bubble) + " simulated";
     if (row != bubbles_.end() && row->second.measured >= 0) title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
-    if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.source != "simulator")
+    if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.provenance != Provenance::simulated)
       title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
     title += "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
     dl->AddText(ImVec2(start.x, y + 3), kYellow, title.c_str());
