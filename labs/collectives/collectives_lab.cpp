@@ -26,7 +26,6 @@
 #include "core/util/units.h"
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
-#include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
@@ -40,19 +39,15 @@ namespace {
 
 // The options' words are the vocabulary's names (core/trace/vocab.h): one spelling for the
 // command line, the trace and the report.
+EnumName<std::optional<AlgorithmKind>> algo_word(AlgorithmKind a) { return {a, algorithm_kind_name(a)}; }
 EnumName<CollectiveKind> collective_word(CollectiveKind c) { return {c, collective_kind_name(c)}; }
-const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = [] {
-  EnumNames<std::optional<AlgorithmKind>> names;
-  for (const AlgorithmKind a : {AlgorithmKind::naive, AlgorithmKind::ring, AlgorithmKind::tree, AlgorithmKind::rhd})
-    names.push_back({a, algorithm_kind_name(a)});
-  names.push_back({std::nullopt, "all"});
-  return names;
-}();
+const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmKind::naive), algo_word(AlgorithmKind::ring),
+                                                            algo_word(AlgorithmKind::tree), algo_word(AlgorithmKind::rhd),
+                                                            {std::nullopt, "all"}};
 const EnumNames<CollectiveKind> kCollectiveNames = {
     collective_word(CollectiveKind::all_reduce), collective_word(CollectiveKind::reduce_scatter),
     collective_word(CollectiveKind::all_gather), collective_word(CollectiveKind::broadcast)};
 const EnumNames<ReduceOp> kOpNames = {{ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
-
 
 // One algorithm of one collective, as the lab runs it.
 struct Case {
