@@ -66,7 +66,7 @@ double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 
 void GridRank::record_action(Pass pass, int m, double t0) {
   Trace* tr = topo_.world().trace();
   tr->record(Event{.begin_ns = std::int64_t(t0 * 1e9), .end_ns = tr->now_ns(), .rank = topo_.world().global_rank(), .step = step_,
-                   .chunk = 0, .micro_batch = std::int16_t(m), .label = tr->label(pass == Pass::forward ? "F" : "B", Role{.pass = pass}),
+                   .chunk = 0, .micro_batch = std::int16_t(m), .label = tr->label(pass_letter(pass), Role{.pass = pass}),
                    .kind = EventKind::compute});
 }
 

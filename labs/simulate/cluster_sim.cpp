@@ -171,7 +171,7 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   const int m = a.action.micro_batch, L = action_layers(w, stage);
   const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
   const Pass pass = fwd ? Pass::forward : Pass::backward;
-  tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0, Role{.pass = pass}});
+  tl.spans.push_back({a.begin, a.end, SpanKind::action, pass_letter(pass), 0, m, 0, Role{.pass = pass}});
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
