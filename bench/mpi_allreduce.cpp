@@ -22,10 +22,12 @@ struct Options {
 };
 
 double time_one_size(std::vector<float>& send, std::vector<float>& recv, std::size_t count, const Options& o) {
-  for (int i = 0; i < o.warmup; ++i) MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < o.warmup; ++i)
+    MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
-  for (int i = 0; i < o.iters; ++i) MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < o.iters; ++i)
+    MPI_Allreduce(send.data(), recv.data(), int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   double seconds = (MPI_Wtime() - t0) / o.iters;
   MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return seconds;
@@ -39,13 +41,14 @@ std::string sweep_json(const Options& o, int P) {
     const double t = time_one_size(send, recv, count, o);
     const double bytes = double(count * sizeof(float)), busbw = bytes / t / 1e9 * 2.0 * (P - 1) / P;
     char row[200];
-    std::snprintf(row, sizeof row, "%s\n    {\"bytes\": %.0f, \"inplace\": false, \"time_us\": %.3f, \"busbw_GBps\": %.6f}",
+    std::snprintf(row, sizeof row,
+                  "%s\n    {\"bytes\": %.0f, \"inplace\": false, \"time_us\": %.3f, \"busbw_GBps\": %.6f}",
                   rows.empty() ? "" : ",", bytes, t * 1e6, busbw);
     rows += row;
     if (o.factor <= 1) break;
   }
-  return "{\"impl\": \"MPI_Allreduce\", \"backend\": \"openmpi\", \"ranks\": " + std::to_string(P) + ", \"rows\": [" + rows +
-         "\n]}\n";
+  return "{\"impl\": \"MPI_Allreduce\", \"backend\": \"openmpi\", \"ranks\": " + std::to_string(P) + ", \"rows\": [" +
+         rows + "\n]}\n";
 }
 
 }  // namespace
@@ -60,12 +63,17 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  const Options o{std::strtoull(argv[1], nullptr, 10), std::strtoull(argv[2], nullptr, 10), std::atof(argv[3]),
-                  std::atoi(argv[4]), std::atoi(argv[5]), argv[6]};
+  const Options o{std::strtoull(argv[1], nullptr, 10),
+                  std::strtoull(argv[2], nullptr, 10),
+                  std::atof(argv[3]),
+                  std::atoi(argv[4]),
+                  std::atoi(argv[5]),
+                  argv[6]};
   const std::string json = sweep_json(o, P);
   if (rank == 0) {
     FILE* f = std::fopen(o.json_path.c_str(), "w");
-    if (!f || std::fputs(json.c_str(), f) < 0) std::fprintf(stderr, "dtl-mpi-allreduce: cannot write %s\n", o.json_path.c_str());
+    if (!f || std::fputs(json.c_str(), f) < 0)
+      std::fprintf(stderr, "dtl-mpi-allreduce: cannot write %s\n", o.json_path.c_str());
     if (f) std::fclose(f);
   }
   MPI_Finalize();

@@ -53,10 +53,12 @@ std::optional<double> measured_crossover(const std::map<double, double>& a, cons
   for (const auto& [bytes, ta] : a) {
     if (!b.count(bytes)) continue;
     const double ratio = ta / b.at(bytes);
-    if (ratio >= 1) at.reset();
-    else if (!at) at = prev_bytes > 0 ? std::exp(std::log(prev_bytes) + std::log(bytes / prev_bytes) *
-                                                    std::log(prev_ratio) / (std::log(prev_ratio) - std::log(ratio)))
-                                      : bytes;
+    if (ratio >= 1)
+      at.reset();
+    else if (!at)
+      at = prev_bytes > 0 ? std::exp(std::log(prev_bytes) + std::log(bytes / prev_bytes) * std::log(prev_ratio) /
+                                                                (std::log(prev_ratio) - std::log(ratio)))
+                          : bytes;
     prev_bytes = bytes, prev_ratio = ratio;
   }
   return at;
@@ -81,15 +83,16 @@ void print_emulated_link(std::ostream& out, const Results& r, const std::string&
   for (const auto& [key, by_p] : r.fit)
     if (key.rfind(backend + "-", 0) == 0 && by_p.count(P) && by_p.at(P).link_GBps > 0) {
       char line[160];
-      std::snprintf(line, sizeof line, "  (the emulated link: α = %.2f µs, 1/β = %.2f GB/s)\n", by_p.at(P).link_latency_us,
-                    by_p.at(P).link_GBps);
+      std::snprintf(line, sizeof line, "  (the emulated link: α = %.2f µs, 1/β = %.2f GB/s)\n",
+                    by_p.at(P).link_latency_us, by_p.at(P).link_GBps);
       out << line;
       return;
     }
 }
 
 // One algorithm's worst error under the joint fit, and its own fit.
-void print_algo_fit(std::ostream& out, AlgorithmKind a, int P, const std::map<double, double>& times, const theory::AlphaBetaFit& joint) {
+void print_algo_fit(std::ostream& out, AlgorithmKind a, int P, const std::map<double, double>& times,
+                    const theory::AlphaBetaFit& joint) {
   double worst = 0;
   std::vector<theory::TimedRun> runs;
   for (const auto& [bytes, t] : times) {
@@ -97,7 +100,8 @@ void print_algo_fit(std::ostream& out, AlgorithmKind a, int P, const std::map<do
     runs.push_back({a, P, bytes, t});
   }
   char line[256];
-  std::snprintf(line, sizeof line, "  %-5s joint fit: max error %3.0f%%", std::string(algorithm_kind_name(a)).c_str(), 100 * worst);
+  std::snprintf(line, sizeof line, "  %-5s joint fit: max error %3.0f%%", std::string(algorithm_kind_name(a)).c_str(),
+                100 * worst);
   out << line;
   if (runs.size() >= 2) {
     const theory::AlphaBetaFit alone = theory::fit_alpha_beta(runs);
@@ -114,13 +118,16 @@ void print_alpha_beta(std::ostream& out, const Results& r) {
   const Measured m = measured_times(r);
   if (m.empty()) return;
   out << "α–β fitted by least squares of relative error to time = steps·α + critical-path bytes·β "
-         "(core/theory/collectives.h's formulas for naive, tree, ring, rhd; in-place times, median over the repeats). Joint: one α and β for "
-         "all four algorithms, as the curriculum's model claims; alone: each algorithm fitted by itself (its formula's shape only)\n\n";
+         "(core/theory/collectives.h's formulas for naive, tree, ring, rhd; in-place times, median over the repeats). "
+         "Joint: one α and β for "
+         "all four algorithms, as the curriculum's model claims; alone: each algorithm fitted by itself (its formula's "
+         "shape only)\n\n";
   for (const auto& [backend, by_p] : m)
     for (const auto& [P, by_algo] : by_p) {
       const theory::AlphaBetaFit f = theory::fit_alpha_beta(runs_of(by_algo, P));
       char line[256];
-      std::snprintf(line, sizeof line, "%s, P = %d: α = %.2f µs, β = 1/(%.2f GB/s); error rms %.0f%%, max %.0f%% (%s 20%%)\n",
+      std::snprintf(line, sizeof line,
+                    "%s, P = %d: α = %.2f µs, β = 1/(%.2f GB/s); error rms %.0f%%, max %.0f%% (%s 20%%)\n",
                     backend.c_str(), P, f.alpha_s * 1e6, 1e-9 / f.beta_s_per_byte, 100 * f.rms_rel_error,
                     100 * f.max_rel_error, f.max_rel_error <= 0.2 ? "within" : "over");
       out << line;

@@ -10,7 +10,8 @@ namespace dtl::peers {
 namespace {
 
 theory::Transport transport_of(const std::string& label) {
-  return label.rfind("threads", 0) == 0 ? theory::Transport::shared_address_space : theory::Transport::mpi_shared_memory;
+  return label.rfind("threads", 0) == 0 ? theory::Transport::shared_address_space
+                                        : theory::Transport::mpi_shared_memory;
 }
 
 void print_ceiling_rows(std::ostream& out, const Results& r, int P, const Sweep& threads) {
@@ -45,19 +46,23 @@ void print_ceilings(std::ostream& out, const Results& r) {
          "- only sizes whose P inputs and outputs exceed 4× the last-level cache (smaller ones run from cache).\n\n";
   for (const auto& [P, sweep] : lib->second) {
     char line[200];
-    std::snprintf(line, sizeof line, "P = %d: BW = %.2f GB/s -> threads ceiling %.2f GB/s, processes ceiling %.2f GB/s\n", P,
-                  sweep.memory_GBps, theory::all_reduce_ceiling_busbw(theory::Transport::shared_address_space, P, sweep.memory_GBps),
+    std::snprintf(line, sizeof line,
+                  "P = %d: BW = %.2f GB/s -> threads ceiling %.2f GB/s, processes ceiling %.2f GB/s\n", P,
+                  sweep.memory_GBps,
+                  theory::all_reduce_ceiling_busbw(theory::Transport::shared_address_space, P, sweep.memory_GBps),
                   theory::all_reduce_ceiling_busbw(theory::Transport::mpi_shared_memory, P, sweep.memory_GBps));
     out << line;
   }
-  out << "\n| ranks | size | implementation | busbw GB/s | ceiling GB/s | % of ceiling | |\n|---|---|---|---|---|---|---|\n";
+  out << "\n| ranks | size | implementation | busbw GB/s | ceiling GB/s | % of ceiling | "
+         "|\n|---|---|---|---|---|---|---|\n";
   for (const auto& [P, sweep] : lib->second) print_ceiling_rows(out, r, P, sweep);
   out << "\n";
 }
 
 void print_ddp_table(std::ostream& out, const Results& r) {
   if (r.ddp.empty()) return;
-  out << "DDP training step (bucketed, same MLP, AdamW, global batch split over ranks), ms, median [min–max] over runs\n\n"
+  out << "DDP training step (bucketed, same MLP, AdamW, global batch split over ranks), ms, median [min–max] over "
+         "runs\n\n"
          "| ranks | dtlab threads | dtlab mpi | PyTorch DDP gloo | dtlab threads / PyTorch | dtlab mpi / PyTorch |\n"
          "|---|---|---|---|---|---|\n";
   std::vector<int> ranks;

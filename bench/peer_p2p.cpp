@@ -47,9 +47,10 @@ std::string bandwidth_of(const theory::AlphaBetaFit& f) {
   return f.beta_s_per_byte > 0 ? fixed("%.2f", 1e-9 / f.beta_s_per_byte) : "∞";
 }
 
-void print_fit_row(std::ostream& out, const std::string& backend, const std::string& from, const theory::AlphaBetaFit& f) {
-  out << "| " << backend << " | " << from << " | " << fixed("%.2f", f.alpha_s * 1e6) << " | " << bandwidth_of(f) << " | "
-      << fixed("%.0f", 100 * f.rms_rel_error) << "% | " << fixed("%.0f", 100 * f.max_rel_error) << "% |\n";
+void print_fit_row(std::ostream& out, const std::string& backend, const std::string& from,
+                   const theory::AlphaBetaFit& f) {
+  out << "| " << backend << " | " << from << " | " << fixed("%.2f", f.alpha_s * 1e6) << " | " << bandwidth_of(f)
+      << " | " << fixed("%.0f", 100 * f.rms_rel_error) << "% | " << fixed("%.0f", 100 * f.max_rel_error) << "% |\n";
 }
 
 void print_one_way_table(std::ostream& out, const Results& r, const std::vector<std::string>& backends) {
@@ -92,7 +93,8 @@ double print_prediction_rows(std::ostream& out, const std::string& backend, cons
     out << "| " << backend << " | " << bytes_label(bytes) << " | " << us_cell(m) << " | " << us(from_p2p) << " | "
         << fixed("%+.0f%%", 100 * e) << " |";
     if (coll) {
-      const double from_coll = theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, coll->link()).time_s * 1e6;
+      const double from_coll =
+          theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, coll->link()).time_s * 1e6;
       out << " " << us(from_coll) << " | " << fixed("%+.0f%%", 100 * (from_coll - m.median) / m.median) << " |\n";
     } else {
       out << " — | — |\n";
@@ -120,18 +122,22 @@ void print_point_to_point(std::ostream& out, const Results& r) {
     if (fits.count(b)) backends.push_back(b);
   if (backends.empty()) return;
   out << "Point-to-point (dtlab bench ping_pong, rank 0 <-> rank 1 of 2: blocking send/recv; one way = round trip / 2, "
-         "mean of the timed round trips; median [min–max] over repeats). \"link\": thread ranks on the emulated link of "
+         "mean of the timed round trips; median [min–max] over repeats). \"link\": thread ranks on the emulated link "
+         "of "
          "the fit sweeps below\n\n";
   print_one_way_table(out, r, backends);
   out << "α–β per backend: from point-to-point, least squares of relative error to one way = α + N·β; from the "
          "collectives, the joint fit of the naive, tree, ring and rhd sweeps on "
-      << kRingRanks << " ranks (above)\n\n| backend | fitted to | α µs | 1/β GB/s | error rms | error max |\n|---|---|---|---|---|---|\n";
+      << kRingRanks
+      << " ranks (above)\n\n| backend | fitted to | α µs | 1/β GB/s | error rms | error max "
+         "|\n|---|---|---|---|---|---|\n";
   for (const auto& b : backends) {
     print_fit_row(out, b, "point-to-point, 2 ranks", fits.at(b));
     if (const auto coll = collective_fit(r, b, kRingRanks))
       print_fit_row(out, b, "all-reduce sweeps, " + std::to_string(kRingRanks) + " ranks", *coll);
   }
-  out << "\nRing all-reduce, " << kRingRanks << " ranks, in place: measured vs predicted, 2(P-1)·α + 2(P-1)/P·N·β, with "
+  out << "\nRing all-reduce, " << kRingRanks
+      << " ranks, in place: measured vs predicted, 2(P-1)·α + 2(P-1)/P·N·β, with "
          "the point-to-point α–β and with the collective fit's (µs; error = predicted / measured - 1)\n\n"
          "| backend | size | measured µs | from point-to-point µs | error | from collective fit µs | error |\n"
          "|---|---|---|---|---|---|---|\n";
@@ -159,17 +165,20 @@ bool plot_point_to_point(const Results& r, const std::string& path) {
   for (const auto& b : backends_of(r)) {
     if (!fits.count(b)) continue;
     const theory::AlphaBetaFit& f = fits.at(b);
-    plot::Series meas{b + " p2p", {}, {}, plot::palette(i)}, model{b + " p2p fit", {}, {}, plot::palette(i), true, false};
+    plot::Series meas{b + " p2p", {}, {}, plot::palette(i)},
+        model{b + " p2p fit", {}, {}, plot::palette(i), true, false};
     for (const auto& [bytes, t] : p2p_sweep(r, b)->time_s) {
       meas.x.push_back(bytes), meas.y.push_back(stats_of(t).median);
       model.x.push_back(bytes), model.y.push_back(f.alpha_s + f.beta_s_per_byte * bytes);
     }
     ch.series.push_back(meas), ch.series.push_back(model);
     if (const Sweep* ring = ring_sweep(r, b)) {
-      plot::Series rm{b + " ring", {}, {}, plot::palette(i + 5)}, rp{b + " ring from p2p", {}, {}, plot::palette(i + 5), true, false};
+      plot::Series rm{b + " ring", {}, {}, plot::palette(i + 5)},
+          rp{b + " ring from p2p", {}, {}, plot::palette(i + 5), true, false};
       for (const auto& [bytes, t] : ring->time_s) {
         rm.x.push_back(bytes), rm.y.push_back(stats_of(t).median);
-        rp.x.push_back(bytes), rp.y.push_back(theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, f.link()).time_s);
+        rp.x.push_back(bytes),
+            rp.y.push_back(theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, f.link()).time_s);
       }
       ch.series.push_back(rm), ch.series.push_back(rp);
     }

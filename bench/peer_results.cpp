@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -87,14 +86,18 @@ DdpPoint ddp_point(const nlohmann::json& j) {
   bool step = false;
   for (const auto& r : j.at("rows")) {
     const std::string id = r.at("id");
-    if (id == "bucketed.step_time") d.step_s = stats_of_row(r), step = true;
-    else if (id == "one_rank_step_time") d.one_rank_s = stats_of_row(r);
-    else if (id == "bucketed.grad_bytes_reduced") d.grad_bytes = r.at("measured").get<double>();
+    if (id == "bucketed.step_time")
+      d.step_s = stats_of_row(r), step = true;
+    else if (id == "one_rank_step_time")
+      d.one_rank_s = stats_of_row(r);
+    else if (id == "bucketed.grad_bytes_reduced")
+      d.grad_bytes = r.at("measured").get<double>();
   }
   if (!step) throw Error("bench results: no bucketed.step_time row in a dtlab DDP report");
   if (j.contains("config") && j["config"].contains("link")) {
     const auto& l = j["config"]["link"];
-    d.link_name = l.value("name", ""), d.link_latency_us = l.value("latency_us", 0.0), d.link_GBps = l.value("bandwidth_GBps", 0.0);
+    d.link_name = l.value("name", ""), d.link_latency_us = l.value("latency_us", 0.0),
+    d.link_GBps = l.value("bandwidth_GBps", 0.0);
   }
   return d;
 }

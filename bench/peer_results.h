@@ -29,8 +29,8 @@ Stats stats_of(std::vector<double> v);  // n = 0 when v is empty
 // repeat order, so repeat k of two implementations ran side by side.
 struct Sweep {
   std::map<double, std::vector<double>> busbw_GBps, time_s;
-  double memory_GBps = 0;       // the best memory bandwidth any repeat measured (dtlab only)
-  double ceiling_min_bytes = 0;  // below this the memory ceiling does not apply
+  double memory_GBps = 0;                     // the best memory bandwidth any repeat measured (dtlab only)
+  double ceiling_min_bytes = 0;               // below this the memory ceiling does not apply
   double link_latency_us = 0, link_GBps = 0;  // the emulated link the sweep ran on (0: none)
 };
 
@@ -44,12 +44,12 @@ struct DdpPoint {
 };
 
 struct Results {
-  std::map<std::string, std::map<int, Sweep>> all_reduce;          // label → P → sweep
-  std::map<std::string, std::map<int, Sweep>> fit;                 // "threads-ring" → P → sweep
-  std::map<std::string, std::map<int, Stats>> ddp;                 // label → P → step seconds over runs
-  std::map<std::string, std::map<int, Sweep>> trace;               // "on"/"off" → P → sweep
-  std::map<std::string, std::map<int, Sweep>> p2p;                 // "threads" → P → ping-pong sweep
-  std::map<std::string, std::map<int, DdpPoint>> ddp_scaling;      // link label → P → run
+  std::map<std::string, std::map<int, Sweep>> all_reduce;      // label → P → sweep
+  std::map<std::string, std::map<int, Sweep>> fit;             // "threads-ring" → P → sweep
+  std::map<std::string, std::map<int, Stats>> ddp;             // label → P → step seconds over runs
+  std::map<std::string, std::map<int, Sweep>> trace;           // "on"/"off" → P → sweep
+  std::map<std::string, std::map<int, Sweep>> p2p;             // "threads" → P → ping-pong sweep
+  std::map<std::string, std::map<int, DdpPoint>> ddp_scaling;  // link label → P → run
   std::vector<std::string> skipped;
 };
 

@@ -15,10 +15,10 @@ namespace dtl::peers {
 namespace {
 
 struct LinkRuns {
-  std::string name;                    // "none", "pcie4", "pcie4/100"
+  std::string name;  // "none", "pcie4", "pcie4/100"
   const std::map<int, DdpPoint>* runs;
-  std::optional<theory::Link> link;    // α–β the formula uses; none when unknown
-  std::string link_text;               // "5 µs, 32 GB/s"
+  std::optional<theory::Link> link;  // α–β the formula uses; none when unknown
+  std::string link_text;             // "5 µs, 32 GB/s"
 };
 
 // Links fastest first (none, then by bandwidth), each with the α–β its formula uses.
@@ -33,13 +33,16 @@ std::vector<LinkRuns> links_of(const Results& r) {
       l.link_text = fixed("%g µs, ", any.link_latency_us) + fixed("%g GB/s", any.link_GBps);
     } else if (p2p.count("threads")) {
       l.link = p2p.at("threads").link();
-      l.link_text = "memory: fitted " + fixed("%.3g µs, ", l.link->alpha_s * 1e6) + fixed("%.3g GB/s", l.link->beta_Bps / 1e9);
+      l.link_text =
+          "memory: fitted " + fixed("%.3g µs, ", l.link->alpha_s * 1e6) + fixed("%.3g GB/s", l.link->beta_Bps / 1e9);
     } else {
       l.link_text = "memory";
     }
     out.push_back(l);
   }
-  auto bw = [](const LinkRuns& l) { return l.runs->begin()->second.link_GBps > 0 ? l.runs->begin()->second.link_GBps : 1e300; };
+  auto bw = [](const LinkRuns& l) {
+    return l.runs->begin()->second.link_GBps > 0 ? l.runs->begin()->second.link_GBps : 1e300;
+  };
   std::stable_sort(out.begin(), out.end(), [&](const LinkRuns& a, const LinkRuns& b) { return bw(a) > bw(b); });
   return out;
 }
@@ -80,9 +83,11 @@ void print_ddp_scaling(std::ostream& out, const Results& r) {
   const double t1 = one_rank_step(r), G = grad_bytes(r);
   const std::vector<int> ranks = ranks_of(r);
   out << "DDP step vs ranks and link (dtlab run ddp, bucketed, thread ranks, the MLP above; ms, median [min–max] over "
-         "runs). Formula: t1/P + 2(P-1)·α + 2(P-1)/P·G·β, the ring all-reduce of the gradients not overlapped, with t1 = "
-      << fixed("%.2f", t1 * 1e3) << " ms (1 rank on the global batch, median over the runs) and G = "
-      << fixed("%.2f", G / 1e6) << " MB; ideal t1/P\n\n| link | α, 1/β |";
+         "runs). Formula: t1/P + 2(P-1)·α + 2(P-1)/P·G·β, the ring all-reduce of the gradients not overlapped, with t1 "
+         "= "
+      << fixed("%.2f", t1 * 1e3)
+      << " ms (1 rank on the global batch, median over the runs) and G = " << fixed("%.2f", G / 1e6)
+      << " MB; ideal t1/P\n\n| link | α, 1/β |";
   for (int P : ranks) out << " " << P << (P == 1 ? " rank" : " ranks") << " |";
   for (int P : ranks)
     if (P > 1) out << " formula, " << P << " |";
@@ -97,7 +102,8 @@ void print_ddp_scaling(std::ostream& out, const Results& r) {
       out << " " << cell(s) << " |";
     }
     for (int P : ranks)
-      if (P > 1) out << " " << (l.link && t1 > 0 ? fixed("%.3g", formula(t1, P, G, *l.link) * 1e3) : std::string("—")) << " |";
+      if (P > 1)
+        out << " " << (l.link && t1 > 0 ? fixed("%.3g", formula(t1, P, G, *l.link) * 1e3) : std::string("—")) << " |";
     out << "\n";
   }
   out << "| ideal t1/P | |";

@@ -19,7 +19,7 @@ const std::vector<Impl>& all_reduce_impls();  // in the table's column order
 // Repeat k of `a` over repeat k of `b` (they ran side by side), for k < both counts.
 std::vector<double> paired_ratios(const std::vector<double>& a, const std::vector<double>& b);
 std::string cell(const Stats& s, const char* format = "%.3g");  // "median [min–max]", "—" when empty
-std::string fixed(const char* format, double v);                 // one number, printf's `format`
+std::string fixed(const char* format, double v);                // one number, printf's `format`
 
 void print_all_reduce_table(std::ostream& out, const Results& r);
 void print_ceilings(std::ostream& out, const Results& r);

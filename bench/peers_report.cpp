@@ -36,9 +36,13 @@ bool plot_busbw(const Results& r, int P, const std::string& path) {
     const double bw = lib->second.at(P).memory_GBps;
     ch.title += "; ceilings apply from " + bytes_label(lib->second.at(P).ceiling_min_bytes);
     ch.horizontal.push_back({theory::all_reduce_ceiling_busbw(theory::Transport::shared_address_space, P, bw),
-                             "ceiling, threads", {200, 0, 0}, true});
+                             "ceiling, threads",
+                             {200, 0, 0},
+                             true});
     ch.horizontal.push_back({theory::all_reduce_ceiling_busbw(theory::Transport::mpi_shared_memory, P, bw),
-                             "ceiling, processes", {120, 120, 120}, true});
+                             "ceiling, processes",
+                             {120, 120, 120},
+                             true});
   }
   plot::write_chart_png(ch, path);
   return true;
@@ -72,4 +76,3 @@ int report(const std::string& dir, const std::string& plot_dir, std::ostream& ou
 }
 
 }  // namespace dtl::peers
-

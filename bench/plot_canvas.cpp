@@ -5,8 +5,8 @@
 #include <cstring>
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
 #include <stb/stb_easy_font.h>
+#include <stb/stb_image_write.h>
 
 #include "core/error.h"
 

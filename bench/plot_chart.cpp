@@ -10,7 +10,7 @@
 namespace dtl::plot {
 
 Rgb palette(int i) {
-  static const Rgb colors[] = {{31, 119, 180}, {214, 39, 40},  {44, 160, 44},  {255, 127, 14}, {148, 103, 189},
+  static const Rgb colors[] = {{31, 119, 180}, {214, 39, 40},   {44, 160, 44},  {255, 127, 14},  {148, 103, 189},
                                {140, 86, 75},  {227, 119, 194}, {23, 190, 207}, {127, 127, 127}, {188, 189, 34}};
   return colors[i % 10];
 }
@@ -126,7 +126,9 @@ void draw_series(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
   for (const Series& s : ch.series) {
     for (std::size_t i = 0; i < s.x.size(); ++i) {
       if (i > 0) c.line(x.px(s.x[i - 1]), y.px(s.y[i - 1]), x.px(s.x[i]), y.px(s.y[i]), s.color, 3, s.dashed ? 7 : 0);
-      if (s.markers) c.fill_rect(int(x.px(s.x[i])) - 4, int(y.px(s.y[i])) - 4, int(x.px(s.x[i])) + 5, int(y.px(s.y[i])) + 5, s.color);
+      if (s.markers)
+        c.fill_rect(int(x.px(s.x[i])) - 4, int(y.px(s.y[i])) - 4, int(x.px(s.x[i])) + 5, int(y.px(s.y[i])) + 5,
+                    s.color);
     }
     legend_entry(c, row++, s.name, s.color, s.dashed);
   }
@@ -137,7 +139,8 @@ void draw_series(Canvas& c, const LineChart& ch, const Axis& x, const Axis& y) {
 
 void write_chart_png(const LineChart& ch, const std::string& path, int width, int height) {
   std::vector<double> xs, ys;
-  for (const Series& s : ch.series) xs.insert(xs.end(), s.x.begin(), s.x.end()), ys.insert(ys.end(), s.y.begin(), s.y.end());
+  for (const Series& s : ch.series)
+    xs.insert(xs.end(), s.x.begin(), s.x.end()), ys.insert(ys.end(), s.y.begin(), s.y.end());
   for (const Marker& m : ch.horizontal) ys.push_back(m.at);
   for (const Marker& m : ch.vertical) xs.push_back(m.at);
   Canvas c(width, height);

@@ -40,9 +40,11 @@ class Aborted : public Error {
 class NotImplemented : public Error {
  public:
   explicit NotImplemented(std::string function, std::string exercise_id = {})
-      : Error(function + " is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) with your code; hints: "
-              "dtlab grade --exercise " + (exercise_id.empty() ? function : exercise_id) +
-              " --hint 1 (2 and 3 say more)"),
+      : Error(function +
+              " is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) "
+              "with your code; hints: "
+              "dtlab grade --exercise " +
+              (exercise_id.empty() ? function : exercise_id) + " --hint 1 (2 and 3 say more)"),
         function_(std::move(function)),
         exercise_id_(exercise_id.empty() ? function_ : std::move(exercise_id)) {}
   const std::string& function() const { return function_; }
@@ -56,9 +58,7 @@ class NotImplemented : public Error {
 }  // namespace dtl
 
 // DTL_CHECK(cond, message): throw dtl::Error naming file:line when cond is false.
-#define DTL_CHECK(cond, message)                                                         \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      throw ::dtl::Error(std::string(message) + " [" + __FILE__ + ":" +                  \
-                         std::to_string(__LINE__) + "]");                                \
+#define DTL_CHECK(cond, message)                                                                                    \
+  do {                                                                                                              \
+    if (!(cond)) throw ::dtl::Error(std::string(message) + " [" + __FILE__ + ":" + std::to_string(__LINE__) + "]"); \
   } while (0)

@@ -20,9 +20,10 @@
 //   build/release/student/dtlab learn collectives     # the path: formulas, commands, what to watch
 // The step-through (and the visualizer) draws your transfers: which chunk moved where,
 // and how many ranks' contributions each chunk of each rank holds afterwards.
-#include "exercises/track/unwritten.h"
 #include "exercises/collectives.h"
+
 #include "exercises/reference/collectives.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 

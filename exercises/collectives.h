@@ -65,9 +65,9 @@ static_assert(kTagRhd + kTagStride - 1 <= 32767, "the last phase's tags must sta
 // the bench call it before running these functions.
 inline void require_supported_world(int ranks) {
   if (ranks > kMaxRanks)
-    throw UsageError("the collectives exercises support at most " + std::to_string(kMaxRanks) + " ranks (their tags are " +
-                     std::to_string(kTagStride) + " apart per phase), got " + std::to_string(ranks) +
-                     "; use fewer ranks");
+    throw UsageError("the collectives exercises support at most " + std::to_string(kMaxRanks) +
+                     " ranks (their tags are " + std::to_string(kTagStride) + " apart per phase), got " +
+                     std::to_string(ranks) + "; use fewer ranks");
 }
 
 // Exercise 0 (warm-up), naive all-reduce: every rank sends its whole buffer to rank 0,
@@ -111,12 +111,12 @@ void rhd_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
 // Exercise 7, the communication-cost calculator (the curriculum's "7B on 8 GPUs"
 // questions): ring all-reduce of every gradient once per step.
 struct AllReduceQuestion {
-  double parameters = 0;        // model parameters
-  double bytes_per_param = 2;   // gradient bytes per parameter (2 for fp16/bf16)
+  double parameters = 0;       // model parameters
+  double bytes_per_param = 2;  // gradient bytes per parameter (2 for fp16/bf16)
   int gpus = 1;
-  double bandwidth_GBps = 0;    // per-link bandwidth, GB = 1e9 bytes
-  double latency_us = 0;        // per-step latency α
-  double compute_s = 0;         // forward + backward time of one step
+  double bandwidth_GBps = 0;  // per-link bandwidth, GB = 1e9 bytes
+  double latency_us = 0;      // per-step latency α
+  double compute_s = 0;       // forward + backward time of one step
 };
 struct AllReduceAnswer {
   double bytes_sent_per_gpu = 0;  // 2(P-1)/P · gradient bytes

@@ -4,9 +4,10 @@
 //   cmake --build --preset student -j2
 //   build/release/student/dtlab run context_parallel --ranks 4 --split zigzag
 //   build/release/student/dtlab grade --exercise online_softmax_merge   # --hint 1, 2 or 3 when stuck
-#include "exercises/track/unwritten.h"
 #include "exercises/context_parallel.h"
+
 #include "exercises/reference/context_parallel.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 

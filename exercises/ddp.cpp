@@ -6,9 +6,10 @@
 //   build/release/student/dtlab grade --exercise assign_buckets          # --hint 1, 2 or 3 when stuck
 // The visualizer's timeline shows your buckets' all-reduces on each rank's comm stream:
 // with bucketing right they start during backward instead of after it.
-#include "exercises/track/unwritten.h"
 #include "exercises/ddp.h"
+
 #include "exercises/reference/ddp.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 
@@ -17,7 +18,7 @@ std::vector<GradBucket> assign_buckets(const std::vector<std::size_t>& layer_flo
 }
 
 void launch_ready_buckets(Comm& comm, const GradBuffer& grads, const std::vector<GradBucket>& buckets, int layer,
-    std::vector<Request>& pending) {
+                          std::vector<Request>& pending) {
   return reference_until_written("launch_ready_buckets", ref::launch_ready_buckets, comm, grads, buckets, layer,
                                  pending);
 }

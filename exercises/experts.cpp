@@ -5,9 +5,10 @@
 //   cmake --build --preset student -j2
 //   build/release/student/dtlab run experts --ranks 4 --experts 8 --top-k 2
 //   build/release/student/dtlab grade --exercise top_k_router     # --hint 1, 2 or 3 when stuck
-#include "exercises/track/unwritten.h"
 #include "exercises/experts.h"
+
 #include "exercises/reference/experts.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 

@@ -4,9 +4,10 @@
 //   cmake --build --preset student -j2
 //   build/release/student/dtlab run pipeline --schedule 1f1b --ranks 4 --micro-batches 8
 //   build/release/student/dtlab grade --exercise one_f_one_b          # --hint 1, 2 or 3 when stuck
-#include "exercises/track/unwritten.h"
 #include "exercises/pipeline.h"
+
 #include "exercises/reference/pipeline.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 

@@ -4,15 +4,15 @@
 //   cmake --build --preset student -j2
 //   build/release/student/dtlab run tensor_parallel --model mlp --tp 2
 //   build/release/student/dtlab grade --exercise f_operator          # --hint 1, 2 or 3 when stuck
-#include "exercises/track/unwritten.h"
 #include "exercises/tensor_parallel.h"
+
 #include "exercises/reference/tensor_parallel.h"  // generated (exercises/track/reference_copy.cmake)
+#include "exercises/track/unwritten.h"
 
 namespace dtl::ex {
 
 LinearSlice column_parallel_slice(int out, int in, int rank, int tp) {
-  return reference_until_written({"column_parallel_slice", "tp_slices"}, ref::column_parallel_slice, out, in, rank,
-                                 tp);
+  return reference_until_written({"column_parallel_slice", "tp_slices"}, ref::column_parallel_slice, out, in, rank, tp);
 }
 
 LinearSlice row_parallel_slice(int out, int in, int rank, int tp) {
@@ -36,32 +36,31 @@ const float* g_backward(const TpGroup& g, const float* dy, float* dy_full, std::
 }
 
 const float* column_parallel_forward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x,
-    float* x_full, float* y_local, int rows) {
-  return reference_until_written({"column_parallel_forward", "column_parallel_linear"}, ref::column_parallel_forward,
-                                 g, math, layer, x, x_full, y_local, rows);
+                                     float* x_full, float* y_local, int rows) {
+  return reference_until_written({"column_parallel_forward", "column_parallel_linear"}, ref::column_parallel_forward, g,
+                                 math, layer, x, x_full, y_local, rows);
 }
 
 void column_parallel_backward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x_in,
-    const float* dy_local, float* dx_full, float* dx, int rows, bool accumulate) {
-  return reference_until_written({"column_parallel_backward", "column_parallel_linear"},
-                                 ref::column_parallel_backward, g, math, layer, x_in, dy_local, dx_full, dx, rows,
-                                 accumulate);
+                              const float* dy_local, float* dx_full, float* dx, int rows, bool accumulate) {
+  return reference_until_written({"column_parallel_backward", "column_parallel_linear"}, ref::column_parallel_backward,
+                                 g, math, layer, x_in, dy_local, dx_full, dx, rows, accumulate);
 }
 
 void row_parallel_forward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x_local,
-    float* y_partial, float* y, int rows) {
+                          float* y_partial, float* y, int rows) {
   return reference_until_written({"row_parallel_forward", "row_parallel_linear"}, ref::row_parallel_forward, g, math,
                                  layer, x_local, y_partial, y, rows);
 }
 
 void row_parallel_backward(const TpGroup& g, const LinearMath& math, const TpLinear& layer, const float* x_local,
-    const float* dy, float* dy_full, float* dx_local, int rows, bool accumulate) {
-  return reference_until_written({"row_parallel_backward", "row_parallel_linear"}, ref::row_parallel_backward, g,
-                                 math, layer, x_local, dy, dy_full, dx_local, rows, accumulate);
+                           const float* dy, float* dy_full, float* dx_local, int rows, bool accumulate) {
+  return reference_until_written({"row_parallel_backward", "row_parallel_linear"}, ref::row_parallel_backward, g, math,
+                                 layer, x_local, dy, dy_full, dx_local, rows, accumulate);
 }
 
 float vocab_parallel_cross_entropy(Comm& tp, const float* logits_local, const int* targets, int rows, int vocab_local,
-    int vocab_begin, float* dlogits_local) {
+                                   int vocab_begin, float* dlogits_local) {
   return reference_until_written("vocab_parallel_cross_entropy", ref::vocab_parallel_cross_entropy, tp, logits_local,
                                  targets, rows, vocab_local, vocab_begin, dlogits_local);
 }

@@ -81,8 +81,8 @@ const float* g_backward(const TpGroup& g, const float* dy, float* dy_full, std::
 // dW = dYᵀ·X, db = Σ_rows dY (db may be null), added to dW and db when `accumulate`.
 struct LinearMath {
   std::function<void(const float* X, const float* W, const float* b, float* Y, int rows, int in, int out)> forward;
-  std::function<void(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows,
-                     int in, int out, bool accumulate)>
+  std::function<void(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows, int in,
+                     int out, bool accumulate)>
       backward;
 };
 

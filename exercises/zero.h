@@ -71,6 +71,7 @@ Request all_gather_params(Comm& comm, const GradBuffer& unit_params, std::size_t
 // so their gathers run while this one computes; depth 0 gathers only the unit about to
 // compute. issued[u] says whether unit u's gather is already in flight or done in this
 // pass. Return the units to issue now, in compute order, none issued twice.
-std::vector<int> units_to_gather(const std::vector<int>& order, int position, int depth, const std::vector<bool>& issued);
+std::vector<int> units_to_gather(const std::vector<int>& order, int position, int depth,
+                                 const std::vector<bool>& issued);
 
 }  // namespace dtl::ex

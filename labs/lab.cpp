@@ -12,12 +12,13 @@
 namespace dtl {
 
 nlohmann::json LabConfig::to_json() const {
-  nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes}, {"dtype", std::string(dtype_name(dtype))},
+  nlohmann::json j = {{"ranks", ranks}, {"bytes", bytes},   {"dtype", std::string(dtype_name(dtype))},
                       {"iters", iters}, {"warmup", warmup}, {"repeat", repeat}};
   if (device != Device::Kind::cpu) j["device"] = device_meta(*this);
   for (const auto& [k, v] : options.text()) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
-  if (link.active()) j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
+  if (link.active())
+    j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
   return j;
 }
 

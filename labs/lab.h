@@ -6,12 +6,11 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/comm/comm.h"
 #include "core/comm/link.h"
@@ -80,8 +79,8 @@ struct ExerciseInfo {
 struct LabInfo {
   std::string name;
   std::string description;
-  std::vector<RunOption> run_options;  // which of the optional run-wide options it reads
-  std::vector<OptionSpec> options;     // its own options
+  std::vector<RunOption> run_options;   // which of the optional run-wide options it reads
+  std::vector<OptionSpec> options;      // its own options
   std::vector<ExerciseInfo> exercises;  // in the order a learner meets them
   std::function<Report(Comm&, const LabConfig&)> run;
   // Chunk grid the step-through draws (0: no chunk picture).

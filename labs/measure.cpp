@@ -122,7 +122,8 @@ void add_model_state_rows(Report& rep, const std::string& prefix, const std::str
       .predict(16.0, precision == DType::f32 ? "4+4+8 (W, G, m+v)" : "2+2+12 (W, G, fp32 W+m+v)");
 }
 
-void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words, const Role* phase) {
+void publish_memory_formula(Comm& comm, double params, double activation_bytes, const std::string& words,
+                            const Role* phase) {
   Trace* tr = comm.trace();
   if (!tr) return;
   const std::string rank = std::to_string(comm.global_rank());

@@ -18,8 +18,8 @@ namespace dtl {
 struct Traffic {
   double bytes_sent = 0;
   double messages_sent = 0;
-  double steps = 0;          // distinct tags this rank used: every algorithm step has its own
-  std::set<int> sent_to;     // global ranks this rank sent to
+  double steps = 0;       // distinct tags this rank used: every algorithm step has its own
+  std::set<int> sent_to;  // global ranks this rank sent to
 };
 
 // Where this rank's event log ends now; pass it to traffic_since.
@@ -88,7 +88,8 @@ inline double larger_difference(double worst, double d) { return std::isnan(d) ?
 // Largest |a[i] − b[i]| over the common length, NaN-aware (larger_difference).
 inline double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = larger_difference(d, std::fabs(double(a[i]) - double(b[i])));
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    d = larger_difference(d, std::fabs(double(a[i]) - double(b[i])));
   return d;
 }
 

@@ -57,7 +57,8 @@ class OptionTable {
   using FieldType = std::remove_cvref_t<std::invoke_result_t<F, Options&>>;
 
   template <typename F>
-  OptionTable& integer(std::string flag, F field, FieldType<F> default_value, double min, double max, std::string help) {
+  OptionTable& integer(std::string flag, F field, FieldType<F> default_value, double min, double max,
+                       std::string help) {
     static_assert(std::is_integral_v<FieldType<F>>, "an integer option binds an integer field");
     OptionSpec spec{std::move(flag), OptionKind::integer, std::to_string(default_value), std::move(help), {}, min, max};
     return add(
@@ -100,7 +101,9 @@ class OptionTable {
     OptionSpec spec{std::move(flag), OptionKind::path, "", std::move(help), {}, 0, 0};
     return add(
         std::move(spec), field,
-        [field](Options& o, const LabOptions& given, const std::string& name) { std::invoke(field, o) = given.text(name); },
+        [field](Options& o, const LabOptions& given, const std::string& name) {
+          std::invoke(field, o) = given.text(name);
+        },
         [field](Options& o) { return std::invoke(field, o); });
   }
 

@@ -13,8 +13,10 @@ namespace {
 
 std::string plain(double v) {
   char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 1e18) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%g", v);
+  if (v == std::floor(v) && std::fabs(v) < 1e18)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
@@ -38,9 +40,7 @@ double parse_value(const OptionSpec& spec, const std::string& text) {
     }
     case OptionKind::path:  // any text names a file; opening it is where a bad one fails
       return 0;
-    case OptionKind::bytes:
-      v = double(parse_size(text, "--" + spec.name));
-      break;
+    case OptionKind::bytes: v = double(parse_size(text, "--" + spec.name)); break;
     case OptionKind::integer:
     case OptionKind::number: {
       char* end = nullptr;
@@ -113,7 +113,8 @@ int tokens_per_step(std::int64_t batch, std::int64_t seq) {
   const std::int64_t tokens = batch * seq;  // each at most 2^24: no overflow in 64 bits
   if (tokens > std::numeric_limits<int>::max())
     throw UsageError("--batch " + std::to_string(batch) + " × --seq " + std::to_string(seq) + " = " +
-                     std::to_string(tokens) + " tokens per step, more than the labs count (2³¹ − 1): lower --batch or --seq");
+                     std::to_string(tokens) +
+                     " tokens per step, more than the labs count (2³¹ − 1): lower --batch or --seq");
   return int(tokens);
 }
 

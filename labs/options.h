@@ -29,12 +29,12 @@ enum class OptionKind {
 };
 
 struct OptionSpec {
-  std::string name;           // "width" → --width
+  std::string name;  // "width" → --width
   OptionKind kind = OptionKind::integer;
   std::string default_value;  // as it would be typed
   std::string help;
-  std::vector<std::string> choices;  // choice: the names, in the order of the lab's enum
-  double min = 0, max = 0;           // integer, number, bytes: the valid range, inclusive
+  std::vector<std::string> choices;    // choice: the names, in the order of the lab's enum
+  double min = 0, max = 0;             // integer, number, bytes: the valid range, inclusive
   std::string describe_valid() const;  // "a whole number from 1 to 65536", "one of: a, b"
 };
 

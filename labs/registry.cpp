@@ -7,10 +7,10 @@
 #include "labs/ddp/ddp_lab.h"
 #include "labs/experts/experts_lab.h"
 #include "labs/gpt/gpt_lab.h"
+#include "labs/grid/grid_lab.h"
 #include "labs/lab.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/tensor_parallel/tp_lab.h"
-#include "labs/grid/grid_lab.h"
 #include "labs/zero/zero_lab.h"
 
 namespace dtl {
@@ -29,22 +29,16 @@ Added& added() {
 }  // namespace
 
 void register_lab(LabInfo (*info)()) {
-  if (added().read) throw Error("register_lab after the lab registry was first read: register from a static initializer");
+  if (added().read)
+    throw Error("register_lab after the lab registry was first read: register from a static initializer");
   added().labs.push_back(info);
 }
 
 const std::vector<LabInfo>& lab_registry() {
   static const std::vector<LabInfo> labs = [] {
     std::vector<LabInfo> all = {
-        collectives_lab_info(),
-        ddp_lab_info(),
-        zero_lab_info(),
-        pipeline_lab_info(),
-        gpt_lab_info(),
-        tensor_parallel_lab_info(),
-        grid_lab_info(),
-        experts_lab_info(),
-        context_parallel_lab_info(),
+        collectives_lab_info(),     ddp_lab_info(),  zero_lab_info(),    pipeline_lab_info(),         gpt_lab_info(),
+        tensor_parallel_lab_info(), grid_lab_info(), experts_lab_info(), context_parallel_lab_info(),
     };
     added().read = true;
     for (LabInfo (*info)() : added().labs) all.push_back(info());

@@ -28,9 +28,7 @@ std::string ReportRow::metric() const {
   return dot == std::string::npos ? id : id.substr(dot + 1);
 }
 
-bool ReportRow::passed() const {
-  return !tolerance || (predicted && std::fabs(measured - *predicted) <= *tolerance);
-}
+bool ReportRow::passed() const { return !tolerance || (predicted && std::fabs(measured - *predicted) <= *tolerance); }
 
 ReportRow& ReportRow::predict(double value, std::string why, Provenance from) {
   predicted = value;
@@ -89,12 +87,15 @@ const ReportRow* Report::find(std::string_view id) const {
 
 nlohmann::json Report::to_json() const {
   using nlohmann::json;
-  json j = {{"lab", lab}, {"backend", backend}, {"ranks", ranks}, {"config", config}, {"ok", ok},
-            {"setup", setup}, {"notes", notes}, {"columns", columns}, {"value_title", value_title}};
+  json j = {{"lab", lab},     {"backend", backend}, {"ranks", ranks},     {"config", config},          {"ok", ok},
+            {"setup", setup}, {"notes", notes},     {"columns", columns}, {"value_title", value_title}};
   j["rows"] = json::array();
   for (const auto& r : rows) {
-    json row = {{"id", r.id},         {"label", r.label},   {"measured", r.measured},
-                {"unit", r.unit},     {"source", r.source},
+    json row = {{"id", r.id},
+                {"label", r.label},
+                {"measured", r.measured},
+                {"unit", r.unit},
+                {"source", r.source},
                 {"predicted", r.predicted ? json(*r.predicted) : json(nullptr)},
                 {"tolerance", r.tolerance ? json(*r.tolerance) : json(nullptr)}};
     if (r.is_check()) row["passed"] = r.passed();
@@ -111,8 +112,15 @@ nlohmann::json plots_json(const std::vector<ReportPlot>& plots) {
   using nlohmann::json;
   json out = json::array();
   for (const auto& p : plots)
-    out.push_back({{"id", p.id}, {"title", p.title}, {"x_label", p.x_label}, {"x_unit", p.x_unit}, {"y_label", p.y_label},
-                   {"y_unit", p.y_unit}, {"x", p.x}, {"y", p.y}, {"point_labels", p.point_labels}});
+    out.push_back({{"id", p.id},
+                   {"title", p.title},
+                   {"x_label", p.x_label},
+                   {"x_unit", p.x_unit},
+                   {"y_label", p.y_label},
+                   {"y_unit", p.y_unit},
+                   {"x", p.x},
+                   {"y", p.y},
+                   {"point_labels", p.point_labels}});
   return out;
 }
 

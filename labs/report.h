@@ -12,12 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace dtl {
 
@@ -43,24 +42,24 @@ const char* provenance_name(Provenance p);                       // "formula", "
 std::optional<Provenance> parse_provenance(std::string_view s);  // the reverse (nullopt: neither)
 
 struct ReportRow {
-  std::string id;      // "case.metric", stable
-  std::string label;   // for people; the case is shown as the section or column
+  std::string id;     // "case.metric", stable
+  std::string label;  // for people; the case is shown as the section or column
   double measured = 0;
-  std::string unit;    // SI: "B", "s", "B/s", "B/param", "x" (a ratio); "" for a plain number or a count
+  std::string unit;                 // SI: "B", "s", "B/s", "B/param", "x" (a ratio); "" for a plain number or a count
   std::optional<double> predicted;  // nullopt where no formula applies
   std::string source;               // where the prediction comes from, in a word: "ideal: P×", "16 B/param"
   Provenance provenance = Provenance::formula;  // and what kind of thing gave it
-  std::optional<double> tolerance;  // a check: it passes while |measured - predicted| <= tolerance
-  std::optional<Spread> spread;     // a timing over several runs (measured is the median)
+  std::optional<double> tolerance;              // a check: it passes while |measured - predicted| <= tolerance
+  std::optional<Spread> spread;                 // a timing over several runs (measured is the median)
 
   std::string case_id() const;  // before the first '.', or "" (a row about the whole run)
   std::string metric() const;   // after it
   bool is_check() const { return tolerance.has_value(); }
-  bool passed() const;          // true unless a check that failed
+  bool passed() const;  // true unless a check that failed
 
   // Setters for the row just added (the reference is valid until the next add).
   ReportRow& predict(double value, std::string why, Provenance from = Provenance::formula);
-  ReportRow& from(std::string why);  // the source of a check's expected value
+  ReportRow& from(std::string why);    // the source of a check's expected value
   ReportRow& over(const Repeated& r);  // measured = the median, spread = min-max
 };
 
@@ -90,8 +89,9 @@ struct Report {
                                      // one that fits the width is printed as written (spaces kept: charts)
   std::vector<std::string> columns;  // cases compared side by side (a column each) when there are 2 or more
   std::vector<ReportRow> rows;
-  std::vector<ReportPlot> plots;     // sweeps, in JSON as "plots": [{id, title, x_label, x_unit, y_label, y_unit, x, y, point_labels}]
-  bool ok = true;                     // every check the lab makes passed
+  std::vector<ReportPlot>
+      plots;       // sweeps, in JSON as "plots": [{id, title, x_label, x_unit, y_label, y_unit, x, y, point_labels}]
+  bool ok = true;  // every check the lab makes passed
   std::vector<std::string> failures;  // which checks failed, in words
 
   ReportRow& add(std::string id, std::string label, double measured, std::string unit);

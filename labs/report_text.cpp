@@ -20,7 +20,7 @@ namespace dtl {
 
 namespace {
 
-constexpr std::size_t kMinFlexible = 12;  // a wrapped column keeps at least this many columns
+constexpr std::size_t kMinFlexible = 12;                  // a wrapped column keeps at least this many columns
 constexpr std::size_t kKeepLabel = 36, kKeepSource = 16;  // widths to wrap others for first
 constexpr std::size_t kKeepPivotLabel = 28, kKeepPivotSource = 12;
 
@@ -133,7 +133,8 @@ std::string list_table(const std::vector<const ReportRow*>& rows, std::size_t wi
   for (const ReportRow* r : rows) {
     if (r->case_id() != current) {
       current = r->case_id();
-      if (t.rows.empty()) t.rows.push_back({" ", current, value_title, "predicted", "from"});  // titles once
+      if (t.rows.empty())
+        t.rows.push_back({" ", current, value_title, "predicted", "from"});  // titles once
       else {
         t.rows.push_back({""});
         if (!current.empty()) t.rows.push_back({" ", current, "", "", ""});  // (rows about the whole run: no heading)
@@ -163,8 +164,8 @@ void drop_empty_column(Table& t, std::size_t c) {
 
 // One metric of the side-by-side table: its row, and a "predicted" row below it when the
 // cases predict different values. Sources that differ by case go to the footnotes.
-void add_metric(Table& t, const std::vector<std::string>& columns, const std::map<std::string, const ReportRow*>& by_case,
-                std::vector<std::string>& footnotes) {
+void add_metric(Table& t, const std::vector<std::string>& columns,
+                const std::map<std::string, const ReportRow*>& by_case, std::vector<std::string>& footnotes) {
   const ReportRow* first = by_case.begin()->second;
   std::vector<std::string> cells, predicted;
   std::set<std::string> distinct_predicted, sources;
@@ -173,7 +174,8 @@ void add_metric(Table& t, const std::vector<std::string>& columns, const std::ma
     const auto it = by_case.find(c);
     const ReportRow* r = it == by_case.end() ? nullptr : it->second;
     cells.push_back(pivot_cell(r));
-    predicted.push_back(r && r->predicted ? format_value(*r->predicted, r->unit) : "");  // (tolerances: one case, or JSON)
+    predicted.push_back(r && r->predicted ? format_value(*r->predicted, r->unit)
+                                          : "");  // (tolerances: one case, or JSON)
     if (!r) continue;
     distinct_predicted.insert(predicted_text(*r));
     if (!r->source.empty()) sources.insert(r->source);
@@ -232,8 +234,9 @@ std::string pivot_table(const std::vector<std::string>& columns, const std::vect
 
 std::string Report::to_text(int width) const {
   const std::size_t w = std::size_t(std::max(40, width));
-  std::vector<std::string> head = title.empty() ? std::vector<std::string>{lab + " lab", std::to_string(ranks) + " ranks (" + backend + ")"}
-                                                 : std::vector<std::string>{title};
+  std::vector<std::string> head =
+      title.empty() ? std::vector<std::string>{lab + " lab", std::to_string(ranks) + " ranks (" + backend + ")"}
+                    : std::vector<std::string>{title};
   head.insert(head.end(), setup.begin(), setup.end());
   std::string out = joined(head, w) + "\n";
 

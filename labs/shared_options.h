@@ -29,8 +29,10 @@ struct MlpRowDefaults {
 
 template <typename Settings>
 void add_mlp_rows(OptionTable<Settings>& t, const MlpRowDefaults& d) {
-  t.integer("width", [](Settings& s) -> int& { return s.shape.width; }, d.width, 1, 1 << 16, "hidden width of the MLP")
-      .integer("depth", [](Settings& s) -> int& { return s.shape.layers; }, d.depth, 1, 1024, d.depth_help)
+  t.integer(
+       "width", [](Settings& s) -> int& { return s.shape.width; }, d.width, 1, 1 << 16, "hidden width of the MLP")
+      .integer(
+          "depth", [](Settings& s) -> int& { return s.shape.layers; }, d.depth, 1, 1024, d.depth_help)
       .integer("batch", &Settings::batch, d.batch, 1, 1 << 24, d.batch_help)
       .integer("steps", &Settings::steps, d.steps, 1, 1 << 20,
                "timed training steps per run (--repeat runs, after 1 warm-up step)");

@@ -2,11 +2,12 @@
 //
 // Run one:   dtlab run collectives --algo ring --ranks 4 --bytes 1K --step
 // Grade:     dtlab grade --exercise ring_all_reduce
+#include "core/theory/collectives.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "core/memory/device_ops.h"
-#include "core/theory/collectives.h"
 #include "exercises/collectives.h"
 
 // A call between two of these functions puts the name in parentheses, `(f)(args)`: it then
@@ -32,7 +33,8 @@ void naive_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
     for (int q = 1; q < P; ++q)  // rank 0's link carries all P-1 buffers, one after another
       comm.recv_reduce(buf.data, buf.count, buf.dtype, op, q, kTagNaive + q - 1, whole(q - 1, P));
     finish_average(buf.data, buf.count, buf.dtype, op, P);
-    for (int q = 1; q < P; ++q) comm.send(buf.data, buf.bytes(), q, kTagNaiveBroadcast + q - 1, whole(P - 1 + q - 1, P));
+    for (int q = 1; q < P; ++q)
+      comm.send(buf.data, buf.bytes(), q, kTagNaiveBroadcast + q - 1, whole(P - 1 + q - 1, P));
   } else {
     comm.send(buf.data, buf.bytes(), 0, kTagNaive + r - 1, whole(r - 1, P));
     comm.recv(buf.data, buf.bytes(), 0, kTagNaiveBroadcast + r - 1, whole(P - 1 + r - 1, P));

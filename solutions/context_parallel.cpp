@@ -1,10 +1,10 @@
 // Reference solutions of the context-parallel exercises (exercises/context_parallel.h).
+#include "exercises/context_parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
-
-#include "exercises/context_parallel.h"
 
 namespace dtl::ex {
 

@@ -1,7 +1,7 @@
 // Reference solutions of the DDP exercises (exercises/ddp.h).
-#include <algorithm>
-
 #include "exercises/ddp.h"
+
+#include <algorithm>
 
 namespace dtl::ex {
 
@@ -22,7 +22,8 @@ void launch_ready_buckets(Comm& comm, const GradBuffer& grads, const std::vector
                           std::vector<Request>& pending) {
   for (const GradBucket& b : buckets)
     if (b.first_layer == layer)
-      pending.push_back(comm.iall_reduce(grads.at(b.begin), grads.at(b.begin), b.end - b.begin, grads.dtype, ReduceOp::avg));
+      pending.push_back(
+          comm.iall_reduce(grads.at(b.begin), grads.at(b.begin), b.end - b.begin, grads.dtype, ReduceOp::avg));
 }
 
 void wait_for_buckets(std::vector<Request>& pending) {

@@ -79,7 +79,8 @@ Dispatch plan_dispatch(const Routing& r, const std::vector<std::uint8_t>& kept, 
                    [&r](int a, int b) { return r.expert[std::size_t(a)] < r.expert[std::size_t(b)]; });
   d.first_row_of_rank.assign(std::size_t(ranks), 0);
   for (int q = 1; q < ranks; ++q)
-    d.first_row_of_rank[std::size_t(q)] = d.first_row_of_rank[std::size_t(q - 1)] + d.tokens_to_rank[std::size_t(q - 1)];
+    d.first_row_of_rank[std::size_t(q)] =
+        d.first_row_of_rank[std::size_t(q - 1)] + d.tokens_to_rank[std::size_t(q - 1)];
   return d;
 }
 

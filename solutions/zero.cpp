@@ -26,11 +26,11 @@ ShardStep shard_step(const GradBuffer& unit_params, bool params_are_sharded, con
 
 Request all_gather_params(Comm& comm, const GradBuffer& unit_params, std::size_t chunk) {
   // In place: this rank's block r·chunk .. (r+1)·chunk is the input, the padded unit the output.
-  return comm.iall_gather(unit_params.at(std::size_t(comm.rank()) * chunk), unit_params.data, chunk,
-                          unit_params.dtype);
+  return comm.iall_gather(unit_params.at(std::size_t(comm.rank()) * chunk), unit_params.data, chunk, unit_params.dtype);
 }
 
-std::vector<int> units_to_gather(const std::vector<int>& order, int position, int depth, const std::vector<bool>& issued) {
+std::vector<int> units_to_gather(const std::vector<int>& order, int position, int depth,
+                                 const std::vector<bool>& issued) {
   // The unit about to compute and the next `depth` in the order, minus those already in flight.
   std::vector<int> units;
   const std::size_t last = std::min(order.size(), std::size_t(position) + std::size_t(depth) + 1);

@@ -10,7 +10,8 @@
 namespace dtl::test {
 
 // Runs body on `ranks` threads and fails the test (with the error) if any rank failed.
-inline void run_ranks(int ranks, const std::function<void(Comm&)>& body, Trace* trace = nullptr, double timeout_s = 30) {
+inline void run_ranks(int ranks, const std::function<void(Comm&)>& body, Trace* trace = nullptr,
+                      double timeout_s = 30) {
   ThreadsOptions opt;
   opt.world_size = ranks;
   opt.trace = trace;

@@ -27,7 +27,9 @@ std::vector<std::size_t> exclusive_sums(const std::vector<std::size_t>& counts) 
 
 std::size_t AllToAllvLayout::send_extent() const { return extent(send_counts, send_displs); }
 std::size_t AllToAllvLayout::recv_extent() const { return extent(recv_counts, recv_displs); }
-std::size_t AllToAllvLayout::sent() const { return std::accumulate(send_counts.begin(), send_counts.end(), std::size_t(0)); }
+std::size_t AllToAllvLayout::sent() const {
+  return std::accumulate(send_counts.begin(), send_counts.end(), std::size_t(0));
+}
 std::size_t AllToAllvLayout::sent_to_others(int me) const {
   return sent() - (std::size_t(me) < send_counts.size() ? send_counts[std::size_t(me)] : 0);
 }
@@ -49,10 +51,11 @@ AllToAllvLayout packed_all_to_allv(std::vector<std::size_t> send_counts, std::ve
 void check_all_to_allv_layout(const AllToAllvLayout& l, int ranks) {
   const std::size_t n = std::size_t(ranks);
   if (l.send_counts.size() != n || l.send_displs.size() != n || l.recv_counts.size() != n || l.recv_displs.size() != n)
-    throw Error("all_to_allv needs one send count, send displacement, receive count and receive displacement per rank (" +
-                std::to_string(ranks) + " ranks; got " + std::to_string(l.send_counts.size()) + ", " +
-                std::to_string(l.send_displs.size()) + ", " + std::to_string(l.recv_counts.size()) + ", " +
-                std::to_string(l.recv_displs.size()) + ")");
+    throw Error(
+        "all_to_allv needs one send count, send displacement, receive count and receive displacement per rank (" +
+        std::to_string(ranks) + " ranks; got " + std::to_string(l.send_counts.size()) + ", " +
+        std::to_string(l.send_displs.size()) + ", " + std::to_string(l.recv_counts.size()) + ", " +
+        std::to_string(l.recv_displs.size()) + ")");
 }
 
 }  // namespace dtl

@@ -18,7 +18,7 @@ struct AllToAllvLayout {
 
   std::size_t send_extent() const;  // elements the send buffer must hold: max(displ + count)
   std::size_t recv_extent() const;
-  std::size_t sent() const;         // elements this rank sends, its own block included
+  std::size_t sent() const;  // elements this rank sends, its own block included
   std::size_t sent_to_others(int me) const;
   std::size_t received_from_others(int me) const;
 };

@@ -1,11 +1,11 @@
 #include "core/comm/dtype.h"
 
+#include <emmintrin.h>  // SSE2: baseline on x86-64
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <vector>
-
-#include <emmintrin.h>  // SSE2: baseline on x86-64
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -72,7 +72,7 @@ float bf16_to_float(std::uint16_t v) { return std::bit_cast<float>(std::uint32_t
 std::uint16_t float_to_bf16(float f) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest, ties to even
-  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                      // keep NaN a NaN
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;                     // keep NaN a NaN
   return std::uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
@@ -124,8 +124,7 @@ void reduce_many_typed(T* out, const void* const* inputs, int n_in, std::size_t 
   for (std::size_t base = 0; base < n; base += kTile) {
     const std::size_t len = std::min(kTile, n - base);
     std::memcpy(acc, static_cast<const T*>(inputs[0]) + base, len * sizeof(T));
-    for (int k = 1; k < n_in; ++k)
-      reduce_into_typed(acc, static_cast<const T*>(inputs[k]) + base, len, op);
+    for (int k = 1; k < n_in; ++k) reduce_into_typed(acc, static_cast<const T*>(inputs[k]) + base, len, op);
     std::memcpy(out + base, acc, len * sizeof(T));
   }
 }
@@ -141,8 +140,10 @@ void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op
   switch (t) {
     case DType::f32: return reduce_into_typed(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
     case DType::f64: return reduce_into_typed(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
-    case DType::i32: return reduce_into_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), n, op);
-    case DType::i64: return reduce_into_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), n, op);
+    case DType::i32:
+      return reduce_into_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), n, op);
+    case DType::i64:
+      return reduce_into_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), n, op);
     case DType::f16:
       return reduce_into_half<f16_to_float, float_to_f16>(static_cast<std::uint16_t*>(dst),
                                                           static_cast<const std::uint16_t*>(src), n, op);
@@ -167,8 +168,7 @@ void reduce_many(void* out, const void* const* inputs, int n_in, std::size_t n, 
       for (std::size_t base = 0; base < n; base += kTile) {
         const std::size_t len = std::min(kTile, n - base);
         std::memcpy(acc, static_cast<const char*>(inputs[0]) + base * es, len * es);
-        for (int k = 1; k < n_in; ++k)
-          reduce_into(acc, static_cast<const char*>(inputs[k]) + base * es, len, t, op);
+        for (int k = 1; k < n_in; ++k) reduce_into(acc, static_cast<const char*>(inputs[k]) + base * es, len, t, op);
         std::memcpy(static_cast<char*>(out) + base * es, acc, len * es);
       }
       return;
@@ -189,22 +189,27 @@ inline void reduce_block(T* const* outs, int n_out, const T* const* ins, int n_i
   for (int k = 1; k < n_in; ++k) {
     const T* in = ins[k] + i;
     for (std::size_t j = 0; j < kBlock; ++j) {
-      if constexpr (Op == ReduceOp::max) acc[j] = acc[j] > in[j] ? acc[j] : in[j];
-      else if constexpr (Op == ReduceOp::min) acc[j] = acc[j] < in[j] ? acc[j] : in[j];
-      else acc[j] += in[j];
+      if constexpr (Op == ReduceOp::max)
+        acc[j] = acc[j] > in[j] ? acc[j] : in[j];
+      else if constexpr (Op == ReduceOp::min)
+        acc[j] = acc[j] < in[j] ? acc[j] : in[j];
+      else
+        acc[j] += in[j];
     }
   }
   if constexpr (Op == ReduceOp::avg)
     for (std::size_t j = 0; j < kBlock; ++j) acc[j] = T(acc[j] / divisor);
   for (int q = 0; q < n_out; ++q) {
-    if (streaming) copy_streaming(outs[q] + i, acc, sizeof acc);
-    else std::memcpy(outs[q] + i, acc, sizeof acc);
+    if (streaming)
+      copy_streaming(outs[q] + i, acc, sizeof acc);
+    else
+      std::memcpy(outs[q] + i, acc, sizeof acc);
   }
 }
 
 template <typename T, ReduceOp Op>
-void reduce_to_all_typed(void* const* outs_v, int n_out, const void* const* ins_v, int n_in, std::size_t n,
-                         int divisor, bool streaming) {
+void reduce_to_all_typed(void* const* outs_v, int n_out, const void* const* ins_v, int n_in, std::size_t n, int divisor,
+                         bool streaming) {
   constexpr std::size_t kBlock = 256 / sizeof(T);
   T* outs[64];
   const T* ins[64];
@@ -215,9 +220,12 @@ void reduce_to_all_typed(void* const* outs_v, int n_out, const void* const* ins_
   for (std::size_t i = whole; i < n; ++i) {  // the tail, element by element, same order
     T acc = ins[0][i];
     for (int k = 1; k < n_in; ++k) {
-      if constexpr (Op == ReduceOp::max) acc = acc > ins[k][i] ? acc : ins[k][i];
-      else if constexpr (Op == ReduceOp::min) acc = acc < ins[k][i] ? acc : ins[k][i];
-      else acc += ins[k][i];
+      if constexpr (Op == ReduceOp::max)
+        acc = acc > ins[k][i] ? acc : ins[k][i];
+      else if constexpr (Op == ReduceOp::min)
+        acc = acc < ins[k][i] ? acc : ins[k][i];
+      else
+        acc += ins[k][i];
     }
     if constexpr (Op == ReduceOp::avg) acc = T(acc / T(divisor));
     for (int q = 0; q < n_out; ++q) outs[q][i] = acc;
@@ -348,8 +356,12 @@ void to_float(const void* src, DType t, float* dst, std::size_t n) {
   const auto* h = static_cast<const std::uint16_t*>(src);
   switch (t) {
     case DType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case DType::bf16: for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(h[i]); return;
-    case DType::f16: for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_float(h[i]); return;
+    case DType::bf16:
+      for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(h[i]);
+      return;
+    case DType::f16:
+      for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_float(h[i]);
+      return;
     default: throw UsageError("to_float: " + std::string(dtype_name(t)) + " is not f32, f16 or bf16");
   }
 }
@@ -359,8 +371,10 @@ void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumu
   switch (t) {
     case DType::f32: {
       auto* f = static_cast<float*>(dst);
-      if (accumulate) for (std::size_t i = 0; i < n; ++i) f[i] += src[i];
-      else std::memcpy(dst, src, n * sizeof(float));
+      if (accumulate)
+        for (std::size_t i = 0; i < n; ++i) f[i] += src[i];
+      else
+        std::memcpy(dst, src, n * sizeof(float));
       return;
     }
     case DType::bf16:

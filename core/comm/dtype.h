@@ -15,18 +15,31 @@ enum class DType : std::uint8_t { f32, f64, i32, i64, f16, bf16 };
 enum class ReduceOp : std::uint8_t { sum, avg, max, min };
 
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);       // "float", "double", "int32", ... (nccl-tests names)
+std::string_view dtype_name(DType t);          // "float", "double", "int32", ... (nccl-tests names)
 std::string_view reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 // Accept "f32"/"float", ... and "sum", "avg", ...; a UsageError names `what` (the option).
 DType parse_dtype(std::string_view name, std::string_view what = "--dtype");
 ReduceOp parse_reduce_op(std::string_view name, std::string_view what = "--op");
 
 // Maps a C++ element type to its DType (float -> f32, ...).
-template <typename T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
+template <typename T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::i64;
+}
 
 // dst[i] = dst[i] (op) src[i] for i < count. `avg` combines like `sum`; the caller
 // divides once at the end with finish_average, so averaging P buffers costs one division.
@@ -34,8 +47,7 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType t, ReduceO
 
 // out[i] = in0[i] (op) in1[i] (op) ... over `n_inputs` buffers, in that order. The
 // order is fixed so every rank that reduces the same chunk gets identical bits.
-void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t,
-                 ReduceOp op);
+void reduce_many(void* out, const void* const* inputs, int n_inputs, std::size_t count, DType t, ReduceOp op);
 
 // The all-reduce kernel: for every element, combine inputs 0..n_in-1 in that order
 // (dividing by avg_divisor for avg) and write the result to all n_out outputs, in one
@@ -69,7 +81,9 @@ void to_float(const void* src, DType t, float* dst, std::size_t count);
 void from_float(const float* src, void* dst, DType t, std::size_t count, bool accumulate = false);
 
 // Element i of a flat buffer of type t (host or device address arithmetic only).
-inline std::byte* element(void* base, std::size_t i, DType t) { return static_cast<std::byte*>(base) + i * dtype_size(t); }
+inline std::byte* element(void* base, std::size_t i, DType t) {
+  return static_cast<std::byte*>(base) + i * dtype_size(t);
+}
 inline const std::byte* element(const void* base, std::size_t i, DType t) {
   return static_cast<const std::byte*>(base) + i * dtype_size(t);
 }

@@ -48,8 +48,8 @@ std::optional<LaunchEnv> detect_launch_env(const std::function<const char*(const
     const char* local = getenv_fn(c.local_rank);
     env.local_rank = local ? parse_count(c.local_rank, local) : 0;
     if (env.world_size < 1 || env.rank >= env.world_size)
-      throw UsageError(std::string(c.rank) + "=" + rank + " is outside 0.." + std::to_string(env.world_size - 1) + " (" +
-                       c.size + "=" + size + ")");
+      throw UsageError(std::string(c.rank) + "=" + rank + " is outside 0.." + std::to_string(env.world_size - 1) +
+                       " (" + c.size + "=" + size + ")");
     return env;
   }
   return std::nullopt;

@@ -8,7 +8,7 @@ namespace dtl {
 
 const std::vector<LinkSpec>& link_presets() {
   static const std::vector<LinkSpec> presets = {
-      {"nvlink4", 450, 2}, {"nvlink3", 300, 2}, {"pcie5", 64, 5},      {"pcie4", 32, 5},
+      {"nvlink4", 450, 2}, {"nvlink3", 300, 2}, {"pcie5", 64, 5},     {"pcie4", 32, 5},
       {"ib-ndr", 50, 5},   {"ib-hdr", 25, 5},   {"eth100", 12.5, 20},
   };
   return presets;

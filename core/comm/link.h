@@ -19,7 +19,7 @@
 namespace dtl {
 
 struct LinkSpec {
-  std::string name;          // "pcie4", or "custom"
+  std::string name;           // "pcie4", or "custom"
   double bandwidth_GBps = 0;  // per direction, GB = 1e9 bytes; 0 = no emulation
   double latency_us = 0;
   bool active() const { return bandwidth_GBps > 0; }

@@ -42,11 +42,11 @@ bool nccl_backend_built();
 int nccl_visible_gpus(std::string* problem);
 
 struct NcclOptions {
-  int ranks = -1;           // one process: how many GPUs (ranks) to drive; -1: all of them
-  Trace* trace = nullptr;   // events (null: tracing off)
+  int ranks = -1;          // one process: how many GPUs (ranks) to drive; -1: all of them
+  Trace* trace = nullptr;  // events (null: tracing off)
   FaultPlan faults;
-  double timeout_s = 60;    // a wait longer than this aborts the communicator
-  std::string trace_path;   // where a failing rank (MPI launch) dumps its partial trace
+  double timeout_s = 60;   // a wait longer than this aborts the communicator
+  std::string trace_path;  // where a failing rank (MPI launch) dumps its partial trace
 };
 
 // One process, one thread per GPU (ncclCommInitAll). Never throws for a rank's failure:

@@ -30,10 +30,10 @@ class StepGate;
 // its n-th library collective for labs built on them (DDP: its n-th all-reduce).
 struct FaultPlan {
   StepUnit counted = StepUnit::transfers;  // what the steps below count: sends, or library collectives
-  int fault_rank = -1;  // this rank throws...
-  int fault_step = 0;   // ...when it posts operation number fault_step (0 = first)
-  int hang_rank = -1;   // this rank stops communicating...
-  int hang_step = 0;    // ...from its operation number hang_step on
+  int fault_rank = -1;                     // this rank throws...
+  int fault_step = 0;                      // ...when it posts operation number fault_step (0 = first)
+  int hang_rank = -1;                      // this rank stops communicating...
+  int hang_step = 0;                       // ...from its operation number hang_step on
 
   enum class Action { none, fail, hang };
   // What `rank` does at its n-th operation of kind `kind`.
@@ -52,7 +52,8 @@ struct FaultPlan {
     if (!fault && !hang) return {};
     const char* what = counted == StepUnit::transfers ? "sends" : "library collectives";
     const std::string head = std::string(fault ? "--inject-fault " : "--inject-hang ") + std::to_string(rank) + ":" +
-                             std::to_string(fault ? fault_step : hang_step) + " never fired: rank " + std::to_string(rank);
+                             std::to_string(fault ? fault_step : hang_step) + " never fired: rank " +
+                             std::to_string(rank);
     if (operations_made == 0) return head + " made no " + what + " in this run; choose a rank that does";
     return head + " made " + std::to_string(operations_made) + " " + what + " in this run; give a STEP below " +
            std::to_string(operations_made);
@@ -67,12 +68,12 @@ inline constexpr int kMallocArenas = 4;
 
 struct ThreadsOptions {
   int world_size = 1;
-  Trace* trace = nullptr;     // where events go (null: tracing off)
-  StepGate* gate = nullptr;   // non-null: stepping mode
+  Trace* trace = nullptr;    // where events go (null: tracing off)
+  StepGate* gate = nullptr;  // non-null: stepping mode
   FaultPlan faults;
-  double timeout_s = 60.0;    // watchdog: abort when no rank makes progress this long (<= 0: off)
-  LinkSpec link;              // emulated interconnect (inactive: transfers at memory speed);
-                              // ignored while stepping, where a person sets the pace
+  double timeout_s = 60.0;  // watchdog: abort when no rank makes progress this long (<= 0: off)
+  LinkSpec link;            // emulated interconnect (inactive: transfers at memory speed);
+                            // ignored while stepping, where a person sets the pace
   // Rank threads (the "compute streams") run at this nice level above the comm-stream
   // threads, so a collective launched during backward gets the cores the moment it is
   // ready, as on a GPU where NCCL runs beside the compute kernels on a high-priority
@@ -84,11 +85,11 @@ struct ThreadsOptions {
 };
 
 struct RunResult {
-  int failed_rank = -1;               // first rank that threw (-1: none, or the watchdog)
+  int failed_rank = -1;  // first rank that threw (-1: none, or the watchdog)
   bool watchdog_fired = false;
-  std::string error;                  // the first error, empty when every rank succeeded
+  std::string error;                     // the first error, empty when every rank succeeded
   std::vector<std::string> rank_errors;  // what each rank saw ("" = returned normally)
-  std::exception_ptr first_failure;     // the failed rank's exception (to rethrow a UsageError)
+  std::exception_ptr first_failure;      // the failed rank's exception (to rethrow a UsageError)
   bool ok() const { return error.empty(); }
 };
 

@@ -12,8 +12,8 @@ int grid_rank(const GridShape& s, const GridCoord& c) { return c.pp * (s.dp * s.
 
 Topology::Topology(Comm& world, GridShape shape) : world_(world), shape_(shape) {
   if (shape.dp < 1 || shape.tp < 1 || shape.pp < 1 || shape.size() != world.size())
-    throw UsageError("the grid dp=" + std::to_string(shape.dp) + " × tp=" + std::to_string(shape.tp) + " × pp=" +
-                     std::to_string(shape.pp) + " needs " + std::to_string(shape.size()) + " ranks, but " +
+    throw UsageError("the grid dp=" + std::to_string(shape.dp) + " × tp=" + std::to_string(shape.tp) +
+                     " × pp=" + std::to_string(shape.pp) + " needs " + std::to_string(shape.size()) + " ranks, but " +
                      std::to_string(world.size()) + " were started; make dp·tp·pp equal --ranks");
   coord_ = grid_coord(shape, world.rank());
   // One split per group kind: the color is what the members share, the key orders them.
@@ -34,9 +34,9 @@ int Topology::prev_stage_world_rank() const {
 }
 
 std::string Topology::describe() const {
-  return "DP(" + std::to_string(shape_.dp) + ")-PP(" + std::to_string(shape_.pp) + ")-TP(" +
-         std::to_string(shape_.tp) + ") rank " + std::to_string(world_.rank()) + " (dp " + std::to_string(coord_.dp) +
-         ", pp " + std::to_string(coord_.pp) + ", tp " + std::to_string(coord_.tp) + ")";
+  return "DP(" + std::to_string(shape_.dp) + ")-PP(" + std::to_string(shape_.pp) + ")-TP(" + std::to_string(shape_.tp) +
+         ") rank " + std::to_string(world_.rank()) + " (dp " + std::to_string(coord_.dp) + ", pp " +
+         std::to_string(coord_.pp) + ", tp " + std::to_string(coord_.tp) + ")";
 }
 
 }  // namespace dtl

@@ -18,8 +18,8 @@ namespace dtl::detail {
 }
 }  // namespace dtl::detail
 
-#define DTL_NCCL_CHECK(call)                                                              \
-  do {                                                                                    \
-    const ncclResult_t dtl_nccl_rc_ = (call);                                             \
+#define DTL_NCCL_CHECK(call)                                                                            \
+  do {                                                                                                  \
+    const ncclResult_t dtl_nccl_rc_ = (call);                                                           \
     if (dtl_nccl_rc_ != ncclSuccess) ::dtl::detail::nccl_fail(dtl_nccl_rc_, #call, __FILE__, __LINE__); \
   } while (0)

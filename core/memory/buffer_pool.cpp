@@ -1,9 +1,9 @@
 #include "core/memory/buffer_pool.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/memory/device_ops.h"
-
-#include <algorithm>
 
 namespace dtl {
 
@@ -35,9 +35,11 @@ PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag, std::size_t coun
   // Best fit among the free blocks; a new block when none is large enough.
   std::size_t best = blocks_.size();
   for (std::size_t i = 0; i < blocks_.size(); ++i)
-    if (!blocks_[i].in_use && blocks_[i].bytes >= bytes && (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
+    if (!blocks_[i].in_use && blocks_[i].bytes >= bytes &&
+        (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
       best = i;
-  if (best == blocks_.size()) blocks_.push_back({device_ops(device_).allocate(std::max<std::size_t>(bytes, 1), device_.index), bytes, false});
+  if (best == blocks_.size())
+    blocks_.push_back({device_ops(device_).allocate(std::max<std::size_t>(bytes, 1), device_.index), bytes, false});
   Block& b = blocks_[best];
   b.in_use = true;
   in_use_bytes_ += counted;

@@ -1,6 +1,6 @@
 // A caching pool for short-lived buffers (ZeRO-3's gather buffers, ZeRO-2's gradient buckets,
-// the GPT's activations from a block's forward to its backward), the idea of PyTorch's caching allocator: memory is reserved once and
-// reused, so a step does not pay for fresh pages (first-touch faults are slow), while the
+// the GPT's activations from a block's forward to its backward), the idea of PyTorch's caching allocator: memory is
+// reserved once and reused, so a step does not pay for fresh pages (first-touch faults are slow), while the
 // MemoryTracker counts a buffer only while it is in use — memory_allocated, not
 // memory_reserved. reserved_bytes() is the difference a real run pays on top.
 #pragma once
@@ -26,7 +26,7 @@ class PooledBuffer {
   ~PooledBuffer() { reset(); }
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }  // as counted by the tracker
-  void reset();  // give it back now
+  void reset();                                 // give it back now
 
  private:
   friend class BufferPool;

@@ -39,8 +39,10 @@ class HostOps final : public DeviceOps {
     dtl::reduce_many(out, inputs, n, count, t, op);
   }
   void scale(void* buf, std::size_t count, DType t, double factor, int divisor) override {
-    if (divisor > 0) divide_on_host(buf, count, t, divisor);
-    else scale_on_host(buf, count, t, factor);
+    if (divisor > 0)
+      divide_on_host(buf, count, t, divisor);
+    else
+      scale_on_host(buf, count, t, factor);
   }
 
  private:
@@ -101,8 +103,7 @@ DeviceOps& device_ops_for(const void* a, const void* b) {
 DeviceOps& device_ops(Device device) {
   if (device.kind == Device::Kind::cpu) return g_host;
   DeviceOps* c = g_cuda.load(std::memory_order_acquire);
-  if (!c)
-    throw Error(device.name() + " memory needs a build with CUDA (DTL_WITH_CUDA) and a GPU; use --device cpu");
+  if (!c) throw Error(device.name() + " memory needs a build with CUDA (DTL_WITH_CUDA) and a GPU; use --device cpu");
   return *c;
 }
 

@@ -69,8 +69,14 @@ class Tensor {
 
   void* data() { return data_; }
   const void* data() const { return data_; }
-  template <typename T> T* as() { return static_cast<T*>(data_); }
-  template <typename T> const T* as() const { return static_cast<const T*>(data_); }
+  template <typename T>
+  T* as() {
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* as() const {
+    return static_cast<const T*>(data_);
+  }
   std::size_t numel() const { return numel_; }
   std::size_t bytes() const { return numel_ * dtype_size(dtype_); }
   std::size_t element_size() const { return dtype_size(dtype_); }

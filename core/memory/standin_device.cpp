@@ -128,10 +128,14 @@ void StandInDeviceOps::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0 || dst == src) return;
   ++copies;
   std::vector<unsigned char> plain(bytes);
-  if (owns(src)) decode(plain.data(), src, bytes, "copy's source");
-  else std::memcpy(plain.data(), src, bytes);
-  if (owns(dst)) encode(dst, plain.data(), bytes, "copy's destination");
-  else std::memcpy(dst, plain.data(), bytes);
+  if (owns(src))
+    decode(plain.data(), src, bytes, "copy's source");
+  else
+    std::memcpy(plain.data(), src, bytes);
+  if (owns(dst))
+    encode(dst, plain.data(), bytes, "copy's destination");
+  else
+    std::memcpy(dst, plain.data(), bytes);
 }
 
 void StandInDeviceOps::reduce_many(void* out, const void* const* inputs, int n, std::size_t count, DType t,

@@ -29,9 +29,7 @@ Row row_of(const TimedRun& r) {
 // and the other fitted alone.
 AlphaBetaFit solve(const std::vector<Row>& rows) {
   double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
-  for (const Row& r : rows) {
-    s11 += r.x1 * r.x1, s12 += r.x1 * r.x2, s22 += r.x2 * r.x2, b1 += r.x1, b2 += r.x2;
-  }
+  for (const Row& r : rows) { s11 += r.x1 * r.x1, s12 += r.x1 * r.x2, s22 += r.x2 * r.x2, b1 += r.x1, b2 += r.x2; }
   AlphaBetaFit f;
   const double det = s11 * s22 - s12 * s12;
   const bool solved = std::abs(det) > 1e-12 * s11 * s22;  // not when the rows are (nearly) collinear
@@ -61,7 +59,8 @@ AlphaBetaFit fit_rows(const std::vector<Sample>& samples, const std::vector<Row>
 }  // namespace
 
 double fit_error(const AlphaBetaFit& f, const TimedRun& r) {
-  const double predicted = f.alpha_s * latency_steps(r.algo, r.P, r.bytes) + f.beta_s_per_byte * critical_bytes(r.algo, r.P, r.bytes);
+  const double predicted =
+      f.alpha_s * latency_steps(r.algo, r.P, r.bytes) + f.beta_s_per_byte * critical_bytes(r.algo, r.P, r.bytes);
   return (predicted - r.time_s) / r.time_s;
 }
 
@@ -91,9 +90,9 @@ AlphaBetaFit fit_point_to_point(const std::vector<TimedMessage>& messages) {
 
 std::optional<double> predicted_crossover(AlgorithmKind a, AlgorithmKind b, int P, Link link) {
   if (link.beta_Bps <= 0) return std::nullopt;
-  const double steps_gap = latency_steps(a, P, 1) - latency_steps(b, P, 1);       // α terms: a - b
-  const double bytes_gap = critical_bytes(b, P, 1) - critical_bytes(a, P, 1);     // per byte of N: b - a
-  if (steps_gap <= 0 || bytes_gap <= 0) return std::nullopt;  // a is never slower, or never faster
+  const double steps_gap = latency_steps(a, P, 1) - latency_steps(b, P, 1);    // α terms: a - b
+  const double bytes_gap = critical_bytes(b, P, 1) - critical_bytes(a, P, 1);  // per byte of N: b - a
+  if (steps_gap <= 0 || bytes_gap <= 0) return std::nullopt;                   // a is never slower, or never faster
   return link.alpha_s * steps_gap * link.beta_Bps / bytes_gap;
 }
 

@@ -26,8 +26,9 @@ double all_reduce_ceiling_busbw(Transport t, int P, double bw) {
 }
 
 std::string_view all_reduce_traffic_formula(Transport t) {
-  return t == Transport::shared_address_space ? "2·P·N (each input read once, each output written once)"
-                                              : "4(P-1)·N (2(P-1)/P·N received per rank, each byte copied: read + write)";
+  return t == Transport::shared_address_space
+             ? "2·P·N (each input read once, each output written once)"
+             : "4(P-1)·N (2(P-1)/P·N received per rank, each byte copied: read + write)";
 }
 
 }  // namespace dtl::theory

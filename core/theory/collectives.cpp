@@ -123,7 +123,9 @@ double library_collective_time(CollectiveKind c, int P, double bytes, Link link)
   return 0;
 }
 
-double ring_all_reduce_time(int P, double bytes, Link link) { return all_reduce_cost(AlgorithmKind::ring, P, bytes, link).time_s; }
+double ring_all_reduce_time(int P, double bytes, Link link) {
+  return all_reduce_cost(AlgorithmKind::ring, P, bytes, link).time_s;
+}
 
 double comm_efficiency(double compute_s, double comm_s) {
   return compute_s + comm_s > 0 ? compute_s / (compute_s + comm_s) : 1.0;

@@ -24,8 +24,8 @@ namespace dtl::theory {
 // naive, ring, tree and rhd.
 
 struct Link {
-  double alpha_s = 0;    // per-message latency, seconds
-  double beta_Bps = 0;   // bandwidth, bytes per second
+  double alpha_s = 0;   // per-message latency, seconds
+  double beta_Bps = 0;  // bandwidth, bytes per second
 };
 
 struct CommCost {

@@ -19,7 +19,8 @@ double cp_block_forward_flops(const ModelSpec& m, const ParallelConfig& p) {
   return 4.0 * p.micro_batch_size * n * n * m.hidden / p.tp;
 }
 
-CpRing cp_ring(const ModelSpec& m, const ParallelConfig& p, Link link, double block_forward_s, double block_backward_s) {
+CpRing cp_ring(const ModelSpec& m, const ParallelConfig& p, Link link, double block_forward_s,
+               double block_backward_s) {
   CpRing r;
   r.cp = p.cp;
   if (p.cp < 2 || !m.has_shape()) return r;
@@ -33,8 +34,8 @@ CpRing cp_ring(const ModelSpec& m, const ParallelConfig& p, Link link, double bl
   const double step_backward_s = link.alpha_s + 2 * r.chunk_bytes / link.beta_Bps;  // K/V and dK/dV at once
   r.exposed_forward_s = r.forward_hops * std::max(0.0, r.hop_s - block_forward_s);
   r.exposed_backward_s = (p.cp - 1) * std::max(0.0, step_backward_s - block_backward_s) + r.hop_s;
-  r.overlapped_s = r.forward_hops * std::min(r.hop_s, block_forward_s) +
-                   (p.cp - 1) * std::min(step_backward_s, block_backward_s);
+  r.overlapped_s =
+      r.forward_hops * std::min(r.hop_s, block_forward_s) + (p.cp - 1) * std::min(step_backward_s, block_backward_s);
   return r;
 }
 
@@ -48,9 +49,10 @@ namespace {
 
 // The ring's three lines (context_parallel.h): forward hops, backward K/V, backward dK/dV home.
 std::vector<CpLine> ring_lines(const CpRing& r) {
-  return {{"send K/V (ring attention, forward)", false, r.forward_hops, r.chunk_bytes, r.exposed_forward_s},
-          {"send K/V (ring attention, backward)", true, r.backward_kv_hops, r.chunk_bytes, r.exposed_backward_s - r.hop_s},
-          {"send dK/dV (ring attention, backward)", true, r.backward_dkv_hops, r.chunk_bytes, r.hop_s}};
+  return {
+      {"send K/V (ring attention, forward)", false, r.forward_hops, r.chunk_bytes, r.exposed_forward_s},
+      {"send K/V (ring attention, backward)", true, r.backward_kv_hops, r.chunk_bytes, r.exposed_backward_s - r.hop_s},
+      {"send dK/dV (ring attention, backward)", true, r.backward_dkv_hops, r.chunk_bytes, r.hop_s}};
 }
 
 // Llama 3's all-gather of K/V and reduce-scatter of dK/dV: (cp−1)·chunk each, ring α-β, exposed.
@@ -89,17 +91,20 @@ void validate_cp(const ModelSpec& m, const ParallelConfig& p) {
   if (p.cp < 1) throw UsageError(cp + ": context parallelism must be at least 1");
   if (p.cp == 1) return;
   if (!m.has_shape())
-    throw UsageError(cp + " splits each sequence, and a model given by --params alone has no sequence length: give its "
+    throw UsageError(cp +
+                     " splits each sequence, and a model given by --params alone has no sequence length: give its "
                      "shape (--layers --hidden --heads --seq --vocab) or --model");
   if (m.seq % (2 * p.cp) != 0)
     throw UsageError(cp + ": the zig-zag split cuts each sequence into 2·cp = " + std::to_string(2 * p.cp) +
-                     " equal chunks, and s = " + std::to_string(m.seq) + " does not divide by it: pick a cp with 2·cp "
+                     " equal chunks, and s = " + std::to_string(m.seq) +
+                     " does not divide by it: pick a cp with 2·cp "
                      "dividing --seq");
   if (p.cp_algo == CpAlgo::ulysses && (m.heads % p.tp != 0 || (m.heads / p.tp) % p.cp != 0))
-    throw UsageError(cp + " with --cp-algo ulysses gives each GPU whole heads: the " + std::to_string(m.heads) + " heads / tp " +
-                     std::to_string(p.tp) + " must divide by cp; pick such a cp, or --cp-algo ring");
+    throw UsageError(cp + " with --cp-algo ulysses gives each GPU whole heads: the " + std::to_string(m.heads) +
+                     " heads / tp " + std::to_string(p.tp) + " must divide by cp; pick such a cp, or --cp-algo ring");
   if (m.experts > 0)
-    throw UsageError(cp + " with --experts is not planned (the experts' groups over dp·cp are not modelled): drop --cp or "
+    throw UsageError(cp +
+                     " with --experts is not planned (the experts' groups over dp·cp are not modelled): drop --cp or "
                      "--experts");
 }
 

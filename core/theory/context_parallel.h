@@ -51,12 +51,12 @@ const char* cp_algo_name(CpAlgo a);
 // The K/V exchange of one layer and one micro-batch on one GPU (every figure per GPU).
 struct CpRing {
   int cp = 1;
-  double chunk_bytes = 0;                                 // 2·(b·s/cp)·(h/t)·2
+  double chunk_bytes = 0;  // 2·(b·s/cp)·(h/t)·2
   int forward_hops = 0, backward_kv_hops = 0, backward_dkv_hops = 0;
-  double block_forward_s = 0, block_backward_s = 0;       // one block's attention compute
-  double hop_s = 0;                                       // α + chunk/β
-  double exposed_forward_s = 0, exposed_backward_s = 0;   // what the hops add to the layer
-  double overlapped_s = 0;                                 // hop time hidden behind blocks
+  double block_forward_s = 0, block_backward_s = 0;      // one block's attention compute
+  double hop_s = 0;                                      // α + chunk/β
+  double exposed_forward_s = 0, exposed_backward_s = 0;  // what the hops add to the layer
+  double overlapped_s = 0;                               // hop time hidden behind blocks
   double forward_bytes() const { return forward_hops * chunk_bytes; }
   double backward_bytes() const { return (backward_kv_hops + backward_dkv_hops) * chunk_bytes; }
 };
@@ -69,10 +69,10 @@ CpRing cp_ring(const ModelSpec& m, const ParallelConfig& p, Link link, double bl
 // line (× layers × micro-batches) and the simulator's span.
 struct CpLine {
   const char* what = "";
-  bool backward = false;       // forward lines run again in backward under full recomputation
-  int calls = 0;               // hops or collectives
-  double bytes_per_call = 0;   // leaving this GPU
-  double exposed_s = 0;        // all the calls' time not hidden behind attention blocks
+  bool backward = false;      // forward lines run again in backward under full recomputation
+  int calls = 0;              // hops or collectives
+  double bytes_per_call = 0;  // leaving this GPU
+  double exposed_s = 0;       // all the calls' time not hidden behind attention blocks
 };
 // Every line of `p.cp_algo`'s exchange (none for cp 1); the ring's blocks take the seconds given.
 std::vector<CpLine> cp_lines(const ModelSpec& m, const ParallelConfig& p, Link link, double block_forward_s,

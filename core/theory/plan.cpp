@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "core/error.h"
@@ -55,12 +55,16 @@ void validate_experts(const ModelSpec& m, const ParallelConfig& p) {
     if (p.ep > 1) throw UsageError(ep + " splits experts over ranks, and this model has none: give --experts E");
     return;
   }
-  if (!m.has_shape()) throw UsageError("experts are the MLPs of the model's layers: give its shape (or --model), not --params");
+  if (!m.has_shape())
+    throw UsageError("experts are the MLPs of the model's layers: give its shape (or --model), not --params");
   if (m.top_k < 1 || m.top_k > m.experts)
-    throw UsageError("top-k = " + std::to_string(m.top_k) + " must be from 1 to the " + std::to_string(m.experts) + " experts");
+    throw UsageError("top-k = " + std::to_string(m.top_k) + " must be from 1 to the " + std::to_string(m.experts) +
+                     " experts");
   if (p.dp % p.ep != 0 || m.experts % p.ep != 0)
-    throw UsageError(ep + " must divide dp = " + std::to_string(p.dp) + " (expert parallelism runs within the data-parallel "
-                     "ranks) and the " + std::to_string(m.experts) + " experts");
+    throw UsageError(ep + " must divide dp = " + std::to_string(p.dp) +
+                     " (expert parallelism runs within the data-parallel "
+                     "ranks) and the " +
+                     std::to_string(m.experts) + " experts");
 }
 
 }  // namespace
@@ -91,7 +95,8 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
   if (p.zero < 0 || p.zero > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(p.zero));
-  if (!(p.efficiency > 0 && p.efficiency <= 1)) throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
+  if (!(p.efficiency > 0 && p.efficiency <= 1))
+    throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
   if (!(c.gpu_memory > 0) || !(c.peak_flops > 0) || !(c.intra.beta_Bps > 0) || !(c.inter.beta_Bps > 0))
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
   validate_experts(m, p);
@@ -298,9 +303,10 @@ void fill_time(Plan& out) {
   const double attention = m.has_shape() ? 12.0 * m.layers * m.hidden * m.seq : 0;
   const double active = m.experts > 0 ? m.active_parameters() : out.psi;  // what one token computes with
   out.model_flops_per_token = 6 * active + attention;
-  out.hardware_flops_per_token = out.model_flops_per_token + (p.recompute == Recompute::full ? 2 * active + attention / 3
-                                                              : p.recompute == Recompute::selective ? attention / 3
-                                                                                                     : 0);
+  out.hardware_flops_per_token =
+      out.model_flops_per_token + (p.recompute == Recompute::full        ? 2 * active + attention / 3
+                                   : p.recompute == Recompute::selective ? attention / 3
+                                                                         : 0);
   const int M = p.micro_batches, P = p.pp;
   out.bubble = double(P - 1) / double(M + P - 1);
   if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
@@ -357,7 +363,8 @@ Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p) {
   auto link = [&](const Span& s) { return s.crosses_nodes ? c.inter : c.intra; };
   add_model_entries(out, tp_span, link(tp_span), pp_span, link(pp_span));
   const double experts = m.expert_parameters(), shards = double(p.tp) * p.pp;
-  add_dp_entries(out, (out.psi - experts) / shards, p.dp * p.cp, p.cp > 1 ? " (over dp·cp)" : "", dp_span, link(dp_span));
+  add_dp_entries(out, (out.psi - experts) / shards, p.dp * p.cp, p.cp > 1 ? " (over dp·cp)" : "", dp_span,
+                 link(dp_span));
   const Span cp_span = span_of(Axis::cp);
   add_cp_entries(out, cp_span, link(cp_span));
   if (experts > 0) {

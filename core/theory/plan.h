@@ -132,9 +132,9 @@ struct ParallelConfig {
   int micro_batch_size = 1, micro_batches = 1;
   Recompute recompute = Recompute::none;
   ZeroConvention convention = ZeroConvention::sixteen;
-  double efficiency = 0.5;  // achieved / peak FLOP/s of the compute
-  int ep = 1;  // expert parallelism, within dp (a mixture-of-experts model only)
-  int cp = 1;  // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
+  double efficiency = 0.5;        // achieved / peak FLOP/s of the compute
+  int ep = 1;                     // expert parallelism, within dp (a mixture-of-experts model only)
+  int cp = 1;                     // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
   CpAlgo cp_algo = CpAlgo::ring;  // how attention reaches the other ranks' K/V (context_parallel.h)
 };
 
@@ -160,9 +160,9 @@ struct LedgerEntry {
   int calls = 0;           // per step
   double bytes = 0;        // per GPU per step (the busiest GPU of the group)
   double intra_bytes = 0, inter_bytes = 0;
-  double share = 0;        // of every axis' bytes together
+  double share = 0;  // of every axis' bytes together
   bool crosses_nodes = false;
-  double time_s = 0;       // α-β time on the critical path
+  double time_s = 0;  // α-β time on the critical path
 };
 
 struct StepTime {

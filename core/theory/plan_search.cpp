@@ -76,13 +76,17 @@ std::string SearchRejections::words(int gpus, int global_batch) const {
     return "the global batch " + b + " leaves fewer micro-batches than pipeline stages in every split of " + n +
            " GPUs: raise --global-batch";
   if (batch_rule > 0)
-    return "the global batch " + b + " is not a multiple of dp·b for any split of " + n + " GPUs: give --global-batch a "
-           "multiple of " + n + " (or of its divisors)";
+    return "the global batch " + b + " is not a multiple of dp·b for any split of " + n +
+           " GPUs: give --global-batch a "
+           "multiple of " +
+           n + " (or of its divisors)";
   if (pp_rule > 0) return "no pipeline depth dividing " + n + " GPUs divides the layers: give another --search N";
   return "no tensor-parallel size fits: tp must divide the GPUs per node and the heads; give another --search N";
 }
 
-int search_global_batch(const SearchOptions& o, int gpus) { return o.global_batch > 0 ? o.global_batch : std::max(512, 2 * gpus); }
+int search_global_batch(const SearchOptions& o, int gpus) {
+  return o.global_batch > 0 ? o.global_batch : std::max(512, 2 * gpus);
+}
 
 std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int gpus, const SearchOptions& o,
                            SearchRejections* why) {
@@ -103,9 +107,9 @@ std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int g
       const bool batch_divides = global_batch % (dp * o.micro_batch_size) == 0;
       const int M = batch_divides ? global_batch / (dp * o.micro_batch_size) : 0;
       int* broke = m.layers % pp != 0 ? &rejected.pp_rule
-                   : !batch_divides     ? &rejected.batch_rule
-                   : M < pp             ? &rejected.micro_batches  // 1F1B needs a micro-batch for every stage
-                                        : nullptr;
+                   : !batch_divides   ? &rejected.batch_rule
+                   : M < pp           ? &rejected.micro_batches  // 1F1B needs a micro-batch for every stage
+                                      : nullptr;
       if (broke) {
         ++*broke;
         continue;

@@ -29,7 +29,7 @@ inline double korthikanti_layer_bytes(double s, double b, double h, double a, do
                                       Recompute r) {
   const double sbh = s * b * h;
   if (r == Recompute::full) return 2 * sbh / (sequence_parallel ? t : 1);  // each layer's input
-  const double softmax = r == Recompute::none ? 5 * a * s / h : 0;          // kept only without recomputation
+  const double softmax = r == Recompute::none ? 5 * a * s / h : 0;         // kept only without recomputation
   if (sequence_parallel) return sbh * (34 + softmax) / t;
   return sbh * (10 + 24 / t + softmax / t);
 }

@@ -25,8 +25,7 @@ const char* schedule_name(ScheduleKind k) { return schedule_kind_name(k); }
 
 void validate(ScheduleKind kind, const ScheduleConfig& c) {
   const std::string name = schedule_name(kind);
-  const std::string P = std::to_string(c.stages), M = std::to_string(c.micro_batches),
-                    v = std::to_string(c.chunks);
+  const std::string P = std::to_string(c.stages), M = std::to_string(c.micro_batches), v = std::to_string(c.chunks);
   if (c.stages < 1) throw UsageError("a pipeline needs at least one stage (P=" + P + "): raise --stages to 1 or more");
   if (c.micro_batches < 1)
     throw UsageError("a pipeline needs at least one micro-batch (M=" + M + "): raise --micro-batches to 1 or more");
@@ -38,8 +37,8 @@ void validate(ScheduleKind kind, const ScheduleConfig& c) {
       throw UsageError("interleaved needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
     if (c.micro_batches % c.stages != 0) {
       const int up = (c.micro_batches / c.stages + 1) * c.stages;
-      throw UsageError("interleaved needs M a multiple of P (M=" + M + ", P=" + P +
-                       "): set --micro-batches to " + std::to_string(up) + " or another multiple of " + P);
+      throw UsageError("interleaved needs M a multiple of P (M=" + M + ", P=" + P + "): set --micro-batches to " +
+                       std::to_string(up) + " or another multiple of " + P);
     }
     return;
   }

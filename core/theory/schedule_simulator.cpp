@@ -70,9 +70,9 @@ double duration(const Action& a, const Schedule& s, const ActionTimes& t) {
     for (const Input& in : inputs_of(a, vs, V)) {
       if (ends.at(in.op, a.micro_batch, in.vs) != kNotYet) continue;
       throw Error("pipeline schedule " + std::string(schedule_name(s.kind)) + " deadlocks: stage " +
-                  std::to_string(st) + " waits at its action #" + std::to_string(next[st]) + " " +
-                  describe(a, vs) + " for " + describe(Action{in.op, a.micro_batch, in.vs / P}, in.vs) +
-                  " on stage " + std::to_string(in.vs % P) +
+                  std::to_string(st) + " waits at its action #" + std::to_string(next[st]) + " " + describe(a, vs) +
+                  " for " + describe(Action{in.op, a.micro_batch, in.vs / P}, in.vs) + " on stage " +
+                  std::to_string(in.vs % P) +
                   ", which never runs before it; reorder the stage lists so every input comes first");
     }
   }
@@ -118,19 +118,18 @@ Simulation simulate(const Schedule& s, const ActionTimes& t) {
 
 Simulation simulate(const Schedule& s, const std::vector<ActionTimes>& t) {
   const int P = s.config.stages;
-  DTL_CHECK(int(t.size()) == P, "simulate needs one ActionTimes per stage: " + std::to_string(t.size()) + " for P=" +
-                                    std::to_string(P));
-  DTL_CHECK(int(s.stages.size()) == P, "schedule has " + std::to_string(s.stages.size()) + " stage lists for P=" +
-                                           std::to_string(P));
+  DTL_CHECK(int(t.size()) == P,
+            "simulate needs one ActionTimes per stage: " + std::to_string(t.size()) + " for P=" + std::to_string(P));
+  DTL_CHECK(int(s.stages.size()) == P,
+            "schedule has " + std::to_string(s.stages.size()) + " stage lists for P=" + std::to_string(P));
   for (int st = 0; st < P; ++st)
     for (const Action& a : s.stages[st]) {
       DTL_CHECK(is_action_pass(a.op), "stage " + std::to_string(st) + " lists a " + pass_name(a.op) +
                                           " action; a schedule's are forward, backward and weight (F, B, W)");
-      DTL_CHECK(a.micro_batch >= 0 && a.micro_batch < s.config.micro_batches && a.chunk >= 0 &&
-                    a.chunk < s.config.chunks,
-                "stage " + std::to_string(st) + " lists " + pass_letter(a.op) + " of micro-batch " +
-                    std::to_string(a.micro_batch) + " chunk " + std::to_string(a.chunk) +
-                    ", outside the schedule's M and v");
+      DTL_CHECK(
+          a.micro_batch >= 0 && a.micro_batch < s.config.micro_batches && a.chunk >= 0 && a.chunk < s.config.chunks,
+          "stage " + std::to_string(st) + " lists " + pass_letter(a.op) + " of micro-batch " +
+              std::to_string(a.micro_batch) + " chunk " + std::to_string(a.chunk) + ", outside the schedule's M and v");
     }
   EndTimes ends(s.config.micro_batches, s.virtual_stages());
   Simulation sim;

@@ -20,7 +20,9 @@ const char* zero_convention_name(ZeroConvention c) {
   return "?";
 }
 
-ZeroBytes zero_bytes_per_param(int stage, int N, ZeroConvention c) { return zero_bytes_per_param(stage, N, zero_precision(c)); }
+ZeroBytes zero_bytes_per_param(int stage, int N, ZeroConvention c) {
+  return zero_bytes_per_param(stage, N, zero_precision(c));
+}
 
 ZeroBytes zero_bytes_per_param(int stage, int N, ZeroPrecision p) {
   if (stage < 0 || stage > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(stage));

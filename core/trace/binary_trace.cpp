@@ -41,9 +41,14 @@ struct Writer {
     put(s.data(), s.size());
   }
   void role(const Role& r) {
-    const std::uint8_t small[8] = {std::uint8_t(r.collective), std::uint8_t(r.algorithm), std::uint8_t(r.part),
-                                   std::uint8_t(r.pass), r.schedule ? std::uint8_t(*r.schedule) : kNoSchedule,
-                                   std::uint8_t(r.zero_stage), std::uint8_t(r.prefetch), std::uint8_t(r.exchange)};
+    const std::uint8_t small[8] = {std::uint8_t(r.collective),
+                                   std::uint8_t(r.algorithm),
+                                   std::uint8_t(r.part),
+                                   std::uint8_t(r.pass),
+                                   r.schedule ? std::uint8_t(*r.schedule) : kNoSchedule,
+                                   std::uint8_t(r.zero_stage),
+                                   std::uint8_t(r.prefetch),
+                                   std::uint8_t(r.exchange)};
     const std::int16_t wide[2] = {r.block, r.bucket};
     put(small, sizeof small);
     put(wide, sizeof wide);
@@ -122,7 +127,8 @@ struct Reader {
   }
   std::uint64_t count(std::uint64_t limit, const char* what) {
     const std::uint64_t n = u64();
-    if (n > limit) damaged(std::string(what) + " count " + std::to_string(n) + " is beyond the limit of " + std::to_string(limit));
+    if (n > limit)
+      damaged(std::string(what) + " count " + std::to_string(n) + " is beyond the limit of " + std::to_string(limit));
     return n;
   }
   std::string string() {
@@ -145,8 +151,14 @@ struct Reader {
     const auto stage = std::int8_t(small[5]), prefetch = std::int8_t(small[6]);
     if (stage < -1 || stage > 3 || prefetch < -1 || prefetch > 64 || wide[0] < -1 || wide[1] < -1 || wide[1] > 16382)
       damaged("a label's role has a stage, prefetch depth, block or bucket out of range");
-    Role r{.collective = CollectiveKind(small[0]), .algorithm = AlgorithmKind(small[1]), .part = RunPart(small[2]),
-           .pass = Pass(small[3]), .zero_stage = stage, .prefetch = prefetch, .block = wide[0], .bucket = wide[1],
+    Role r{.collective = CollectiveKind(small[0]),
+           .algorithm = AlgorithmKind(small[1]),
+           .part = RunPart(small[2]),
+           .pass = Pass(small[3]),
+           .zero_stage = stage,
+           .prefetch = prefetch,
+           .block = wide[0],
+           .bucket = wide[1],
            .exchange = ExpertExchange(small[7])};
     if (small[4] != kNoSchedule) r.schedule = ScheduleKind(small[4]);
     return r;
@@ -161,10 +173,11 @@ BinaryTrace read_header(Reader& in) {
   std::uint32_t head[2];
   in.get(head, sizeof head);
   if (head[0] != kVersion)
-    throw Error("'" + in.path + "' is a binary trace of version " + std::to_string(head[0]) + "; this build reads version " +
-                std::to_string(kVersion) + " (open the .json instead)");
+    throw Error("'" + in.path + "' is a binary trace of version " + std::to_string(head[0]) +
+                "; this build reads version " + std::to_string(kVersion) + " (open the .json instead)");
   if (head[1] < 1 || head[1] > std::uint32_t(lim::kMaxRanks))
-    in.damaged("world size " + std::to_string(head[1]) + " is not between 1 and the limit of " + std::to_string(lim::kMaxRanks));
+    in.damaged("world size " + std::to_string(head[1]) + " is not between 1 and the limit of " +
+               std::to_string(lim::kMaxRanks));
   BinaryTrace t;
   t.world_size = int(head[1]);
   t.source.size = in.u64();
@@ -177,13 +190,15 @@ BinaryTrace read_header(Reader& in) {
 const char* event_problem(const Event& e, int world_size, std::size_t labels) {
   if (e.rank < 0 || e.rank >= world_size) return "its rank is outside the world";
   if (e.peer < -1 || e.peer >= world_size) return "its peer is outside the world";
-  if (e.begin_ns < -lim::kMaxNanoseconds || e.end_ns > lim::kMaxNanoseconds) return "its time is beyond the limit of 1e12 us";
+  if (e.begin_ns < -lim::kMaxNanoseconds || e.end_ns > lim::kMaxNanoseconds)
+    return "its time is beyond the limit of 1e12 us";
   if (e.end_ns < e.begin_ns) return "it ends before it begins";
   if (e.stream >= Trace::kStreams) return "its stream is unknown";
   if (std::uint8_t(e.kind) > std::uint8_t(EventKind::mark)) return "its kind is unknown";
   if (e.label >= labels) return "its label is not in the label table";
   if (e.bytes > lim::kMaxEventBytes) return "its byte count is beyond the limit of 2^50";
-  if (e.chunk < -1 || e.chunk > lim::kMaxChunks || e.chunk_count < 0) return "its chunk or chunk count is outside 0..32767";
+  if (e.chunk < -1 || e.chunk > lim::kMaxChunks || e.chunk_count < 0)
+    return "its chunk or chunk count is outside 0..32767";
   if (std::uint8_t(e.axis) >= kNumGroupAxes) return "its group axis is unknown";
   if (e.group_rank < -1 || e.group_rank >= world_size) return "its rank within its group is outside the world";
   return nullptr;
@@ -191,7 +206,8 @@ const char* event_problem(const Event& e, int world_size, std::size_t labels) {
 
 }  // namespace
 
-void write_binary_trace(const Trace& trace, const std::string& path, const ContentStamp& source, const std::string& error) {
+void write_binary_trace(const Trace& trace, const std::string& path, const ContentStamp& source,
+                        const std::string& error) {
   auto meta = trace.meta();
   meta["world_size"] = std::to_string(trace.world_size());
   if (!error.empty()) meta["error"] = error;

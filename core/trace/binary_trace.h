@@ -4,9 +4,9 @@
 //
 // Layout (host byte order): "DTLTRACE" u32 version u32 world_size, u64 size and u64 hash
 // of the JSON it was written beside (its ContentStamp), u64 label count and
-// length-prefixed labels each followed by its 12-byte Role (core/trace/vocab.h), u64 meta count and key/value strings, u64 event count, events.
-// The stamp is what makes it safe to prefer the companion: an edited JSON no longer
-// matches, and the reader goes back to the JSON (viz/model/trace_data.cpp).
+// length-prefixed labels each followed by its 12-byte Role (core/trace/vocab.h), u64 meta count and key/value strings,
+// u64 event count, events. The stamp is what makes it safe to prefer the companion: an edited JSON no longer matches,
+// and the reader goes back to the JSON (viz/model/trace_data.cpp).
 #pragma once
 
 #include <map>

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "core/error.h"
-#include "core/util/files.h"
 #include "core/trace/binary_trace.h"
+#include "core/util/files.h"
 
 namespace dtl {
 
@@ -79,7 +79,8 @@ std::string escape(const std::string& s) {
 // trace's epoch): -2818222 ns is "-2818.222", not "-2818.-222", which no parser reads.
 std::string us(std::int64_t ns) {
   char buf[32];
-  const unsigned long long a = ns < 0 ? 0ULL - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+  const unsigned long long a =
+      ns < 0 ? 0ULL - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
   std::snprintf(buf, sizeof buf, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
   return buf;
 }
@@ -88,7 +89,8 @@ std::string span_name(const Event& e, const std::vector<std::string>& labels) {
   if (e.label != 0 && e.label < labels.size()) return labels[e.label];
   switch (e.kind) {
     case EventKind::send: return "send → " + std::to_string(e.peer);
-    case EventKind::recv: return std::string(e.flags & kFlagReduce ? "recv_reduce ← " : "recv ← ") + std::to_string(e.peer);
+    case EventKind::recv:
+      return std::string(e.flags & kFlagReduce ? "recv_reduce ← " : "recv ← ") + std::to_string(e.peer);
     default: return kind_name(e.kind);
   }
 }
@@ -140,11 +142,13 @@ class ChromeJson {
           std::string args;
           for (int t = 0; t < kNumMemTags; ++t)
             args += std::string(t ? "," : "") + "\"" + mem_tag_name(MemTag(t)) + "\":" + std::to_string(mem.bytes[t]);
-          emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + args + "}}");
+          emit("{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":" + pid + ",\"ts\":" + us(e.begin_ns) +
+               ",\"args\":{" + args + "}}");
         } else if (e.kind == EventKind::mark) {
           // An instant keeps its label's role too (a run's start: what the views segment by).
           emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"" + escape(span_name(e, labels_)) + "\",\"pid\":" + pid +
-               ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + span_args(e) + "}}");
+               ",\"tid\":" + std::to_string(s * 1000) + ",\"ts\":" + us(e.begin_ns) + ",\"args\":{" + span_args(e) +
+               "}}");
         }
       }
       stream_spans(pid, s, std::move(spans));
@@ -167,16 +171,16 @@ class ChromeJson {
     for (std::size_t i = 0; i < spans.size(); ++i) {
       const Event& e = spans[i];
       const std::string tid = std::to_string(s * 1000 + lanes[i]);
-      emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" + escape(span_name(e, labels_)) +
-           "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
+      emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" +
+           escape(span_name(e, labels_)) + "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
            ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + span_args(e) + "}}");
       // Flow arrows: start inside the send span, finish inside the receive span.
       if (e.flow_id && (e.kind == EventKind::send || e.kind == EventKind::recv)) {
         const bool start = e.kind == EventKind::send;
         const std::int64_t at = start ? e.begin_ns : std::max(e.begin_ns, e.end_ns - 1);
-        emit(std::string("{\"ph\":\"") + (start ? "s" : "f") + "\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" +
-             std::to_string(e.flow_id) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(at) +
-             (start ? "" : ",\"bp\":\"e\"") + "}");
+        emit(std::string("{\"ph\":\"") + (start ? "s" : "f") +
+             "\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" + std::to_string(e.flow_id) + ",\"pid\":" + pid +
+             ",\"tid\":" + tid + ",\"ts\":" + us(at) + (start ? "" : ",\"bp\":\"e\"") + "}");
       }
     }
   }
@@ -185,7 +189,8 @@ class ChromeJson {
     std::string args = "\"bytes\":" + std::to_string(e.bytes);
     if (e.peer >= 0) args += ",\"peer\":" + std::to_string(e.peer) + ",\"tag\":" + std::to_string(e.tag);
     if (e.step >= 0) args += ",\"step\":" + std::to_string(e.step);
-    if (e.chunk >= 0) args += ",\"chunk\":" + std::to_string(e.chunk) + ",\"chunk_count\":" + std::to_string(e.chunk_count);
+    if (e.chunk >= 0)
+      args += ",\"chunk\":" + std::to_string(e.chunk) + ",\"chunk_count\":" + std::to_string(e.chunk_count);
     if (e.micro_batch >= 0) args += ",\"micro_batch\":" + std::to_string(e.micro_batch);
     if (e.flags & kFlagReduce) args += ",\"reduce\":1";
     if (e.flow_id) args += ",\"flow\":" + std::to_string(e.flow_id);

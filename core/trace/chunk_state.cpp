@@ -8,7 +8,9 @@
 namespace dtl {
 
 ChunkState::ChunkState(int ranks, int chunks)
-    : ranks_(ranks), chunks_(chunks), words_((std::size_t(ranks) + 63) / 64),
+    : ranks_(ranks),
+      chunks_(chunks),
+      words_((std::size_t(ranks) + 63) / 64),
       bits_(std::size_t(ranks) * std::size_t(chunks) * words_, 0) {
   DTL_CHECK(ranks >= 1 && chunks >= 1, "ChunkState needs at least one rank and one chunk");
   for (int r = 0; r < ranks; ++r)
@@ -18,7 +20,8 @@ ChunkState::ChunkState(int ranks, int chunks)
 void ChunkState::apply(const Event& e) {
   if (e.kind != EventKind::recv || e.chunk < 0) return;
   if (e.rank < 0 || e.rank >= ranks_ || e.peer < 0 || e.peer >= ranks_) return;
-  const int first = std::clamp(int(e.chunk), 0, chunks_), last = std::clamp(int(e.chunk) + int(e.chunk_count), 0, chunks_);
+  const int first = std::clamp(int(e.chunk), 0, chunks_),
+            last = std::clamp(int(e.chunk) + int(e.chunk_count), 0, chunks_);
   for (int c = first; c < last; ++c) {
     std::uint64_t* dst = &bits_[index(e.rank, c)];
     const std::uint64_t* src = &bits_[index(e.peer, c)];

@@ -21,12 +21,14 @@ class ChunkState {
   int ranks() const { return ranks_; }
   int chunks() const { return chunks_; }
 
-  void apply(const Event& recv);  // ignores events that are not receives
+  void apply(const Event& recv);         // ignores events that are not receives
   int count(int rank, int chunk) const;  // how many ranks' contributions
   bool holds(int rank, int chunk, int contributor) const;
 
  private:
-  std::size_t index(int rank, int chunk) const { return (std::size_t(rank) * std::size_t(chunks_) + std::size_t(chunk)) * words_; }
+  std::size_t index(int rank, int chunk) const {
+    return (std::size_t(rank) * std::size_t(chunks_) + std::size_t(chunk)) * words_;
+  }
   int ranks_, chunks_;
   std::size_t words_;
   std::vector<std::uint64_t> bits_;

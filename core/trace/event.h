@@ -57,7 +57,7 @@ struct Event {
   std::int32_t chunk = -1;    // first chunk moved, in the lab's chunk grid
   std::int16_t chunk_count = 0;
   std::int16_t micro_batch = -1;
-  std::uint16_t label = 0;    // index into the trace's label table ("ring all-reduce", ...)
+  std::uint16_t label = 0;  // index into the trace's label table ("ring all-reduce", ...)
   EventKind kind = EventKind::mark;
   std::uint8_t stream = kStreamMain;
   std::uint8_t flags = 0;
@@ -78,7 +78,7 @@ struct MemoryByTag {
   std::uint64_t peak[kNumMemTags] = {};     // each tag's most so far
   std::uint64_t total = 0, peak_total = 0;  // all tags: now, and the most so far
   std::uint64_t at_peak[kNumMemTags] = {};  // each tag's bytes when the total peaked
-  void apply(const Event& e) {  // ignores events that are not alloc/free
+  void apply(const Event& e) {              // ignores events that are not alloc/free
     if (e.kind != EventKind::alloc && e.kind != EventKind::free) return;
     const int t = e.tag < 0 ? 0 : e.tag >= kNumMemTags ? kNumMemTags - 1 : e.tag;
     std::uint64_t& cur = bytes[t];

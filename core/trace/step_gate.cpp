@@ -5,7 +5,10 @@
 namespace dtl {
 
 StepGate::StepGate(int n, StepUnit unit)
-    : blocked_(std::size_t(n), 0), comm_blocked_(std::size_t(n), 0), comm_work_(std::size_t(n), 0), finished_(std::size_t(n), 0),
+    : blocked_(std::size_t(n), 0),
+      comm_blocked_(std::size_t(n), 0),
+      comm_work_(std::size_t(n), 0),
+      finished_(std::size_t(n), 0),
       unit_(unit) {}
 
 bool StepGate::quiet_locked() const {
@@ -31,7 +34,8 @@ void StepGate::end_waiting_locked() {
 std::chrono::nanoseconds StepGate::paused() const {
   std::lock_guard lock(mu_);
   if (!waiting_since_) return waited_;
-  return waited_ + std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - *waiting_since_);
+  return waited_ +
+         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - *waiting_since_);
 }
 
 void StepGate::work_begin(int rank) {

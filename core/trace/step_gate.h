@@ -62,9 +62,9 @@ class StepGate {
   // Non-blocking form for a frame loop: the state if the world is quiet now, else `running`.
   enum class Poll { running, transfer_waiting, all_finished, aborted };
   Poll poll() const;
-  void release_one();   // moves the smallest waiting transfer, on the calling thread
-  void release_all();   // stop gating: move what waits and let the run go at full speed
-  void abort();         // drop what waits; wait_quiet returns `aborted` from now on
+  void release_one();               // moves the smallest waiting transfer, on the calling thread
+  void release_all();               // stop gating: move what waits and let the run go at full speed
+  void abort();                     // drop what waits; wait_quiet returns `aborted` from now on
   bool controller_waiting() const;  // ranks wait on the controller (the watchdog pauses)
   // The times the whole world sat waiting for the controller (quiet, a step ready, not yet
   // released): a person's thinking time, which a timeline of the run cuts out.
@@ -81,7 +81,7 @@ class StepGate {
   void end_waiting_locked();
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<char> blocked_;   // per rank: asleep on a request not yet done
+  std::vector<char> blocked_;       // per rank: asleep on a request not yet done
   std::vector<char> comm_blocked_;  // per rank: its comm stream asleep (on the rest of its group)
   std::vector<int> comm_work_;      // per rank: collectives queued on its comm stream, not done
   std::vector<char> finished_;

@@ -54,6 +54,7 @@ std::vector<Event> collectives_in_order(const std::vector<Event>& events);
 // alone before the ranks start). `is_reference` says which phase spans and begin marks are
 // one; a reference still running (a begin mark without its span) lasts to the end. The
 // viewer and the terminal number their steps the same. O(events log events).
-std::vector<Event> collective_steps(const std::vector<Event>& events, const std::function<bool(const Event&)>& is_reference);
+std::vector<Event> collective_steps(const std::vector<Event>& events,
+                                    const std::function<bool(const Event&)>& is_reference);
 
 }  // namespace dtl

@@ -53,7 +53,8 @@ EventLog::~EventLog() {
 void EventLog::append(const Event& e) {
   const std::size_t n = count_.load(std::memory_order_relaxed);
   const std::size_t b = n / kBlock;
-  if (b >= kMaxBlocks) throw Error("trace is full (" + std::to_string(n) + " events on one track); trace a shorter run");
+  if (b >= kMaxBlocks)
+    throw Error("trace is full (" + std::to_string(n) + " events on one track); trace a shorter run");
   Event* block = blocks_[b].load(std::memory_order_relaxed);
   if (block == nullptr) {  // a new block every 4096 events: the only allocation
     block = new Event[kBlock];
@@ -75,7 +76,8 @@ Trace::Trace(int world_size) : world_size_(world_size), epoch_(std::chrono::stea
 std::uint16_t Trace::label(std::string_view name, const Role& role) {
   std::lock_guard lock(mu_);
   auto by_name = label_ids_.find(name);
-  if (by_name == label_ids_.end()) by_name = label_ids_.emplace(std::string(name), std::map<std::uint64_t, std::uint16_t>{}).first;
+  if (by_name == label_ids_.end())
+    by_name = label_ids_.emplace(std::string(name), std::map<std::uint64_t, std::uint16_t>{}).first;
   const std::uint64_t code = role_code(role);
   if (const auto known = by_name->second.find(code); known != by_name->second.end()) return known->second;
   DTL_CHECK(labels_.size() < 65535, "too many distinct trace labels");
@@ -142,7 +144,11 @@ ScopedSpan::ScopedSpan(Trace* trace, int rank, EventKind kind, std::uint16_t lab
 #endif
   ev_.begin_ns = trace_->now_ns();
   if (kind == EventKind::phase)
-    trace_->record(Event{.begin_ns = ev_.begin_ns, .end_ns = ev_.begin_ns, .rank = rank, .step = step, .label = label,
+    trace_->record(Event{.begin_ns = ev_.begin_ns,
+                         .end_ns = ev_.begin_ns,
+                         .rank = rank,
+                         .step = step,
+                         .label = label,
                          .kind = EventKind::mark});
 }
 

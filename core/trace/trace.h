@@ -32,7 +32,9 @@ class EventLog {
 
   void append(const Event& e);  // single writer
   std::size_t size() const { return count_.load(std::memory_order_acquire); }
-  const Event& operator[](std::size_t i) const { return blocks_[i / kBlock].load(std::memory_order_relaxed)[i % kBlock]; }
+  const Event& operator[](std::size_t i) const {
+    return blocks_[i / kBlock].load(std::memory_order_relaxed)[i % kBlock];
+  }
 
  private:
   static constexpr std::size_t kBlock = 4096;
@@ -53,7 +55,8 @@ class Trace {
   // Nanoseconds since this trace was created (steady clock), less the learner's pauses of a
   // stepped run (leave_out_pauses): the clock RunClock keeps for the labs.
   std::int64_t now_ns() const {
-    const std::int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
+    const std::int64_t t =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
     return pauses_ ? t - paused_ns() : t;
   }
   // A stepped run: its events leave out the time `gate` kept the world waiting for the learner.
@@ -95,7 +98,7 @@ class Trace {
   std::vector<std::unique_ptr<EventLog>> logs_;
   mutable std::mutex mu_;  // guards labels_ and meta_ (cold path)
   std::vector<std::string> labels_;
-  std::vector<Role> roles_;  // parallel to labels_
+  std::vector<Role> roles_;                                                               // parallel to labels_
   std::map<std::string, std::map<std::uint64_t, std::uint16_t>, std::less<>> label_ids_;  // name → role_code → id
   std::map<std::string, std::string> meta_;
   std::atomic<std::uint64_t> next_flow_{1};

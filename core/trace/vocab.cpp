@@ -10,7 +10,8 @@ namespace dtl {
 
 namespace {
 
-constexpr std::array kCollectiveNames = {"", "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "barrier", "all_to_allv"};
+constexpr std::array kCollectiveNames = {"",       "all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                         "reduce", "all_to_all", "barrier",        "all_to_allv"};
 constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", "rhd"};
 constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
 constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer", "recompute"};
@@ -67,7 +68,9 @@ void member(std::string& out, const char* key, std::string_view value) {
   out += '"';
 }
 
-void member(std::string& out, const char* key, int value) { out += ",\"" + std::string(key) + "\":" + std::to_string(value); }
+void member(std::string& out, const char* key, int value) {
+  out += ",\"" + std::string(key) + "\":" + std::to_string(value);
+}
 
 }  // namespace
 
@@ -76,11 +79,17 @@ const char* algorithm_kind_name(AlgorithmKind a) { return name_in(kAlgorithmName
 const char* run_part_name(RunPart p) { return name_in(kRunPartNames, p); }
 const char* pass_name(Pass p) { return name_in(kPassNames, p); }
 const char* schedule_kind_name(ScheduleKind s) { return name_in(kScheduleNames, s); }
-std::optional<CollectiveKind> parse_collective_kind(std::string_view s) { return parse_in<CollectiveKind>(kCollectiveNames, s); }
-std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s) { return parse_in<AlgorithmKind>(kAlgorithmNames, s); }
+std::optional<CollectiveKind> parse_collective_kind(std::string_view s) {
+  return parse_in<CollectiveKind>(kCollectiveNames, s);
+}
+std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s) {
+  return parse_in<AlgorithmKind>(kAlgorithmNames, s);
+}
 std::optional<RunPart> parse_run_part(std::string_view s) { return parse_in<RunPart>(kRunPartNames, s); }
 std::optional<Pass> parse_pass(std::string_view s) { return parse_in<Pass>(kPassNames, s); }
-std::optional<ScheduleKind> parse_schedule_kind(std::string_view s) { return parse_in<ScheduleKind>(kScheduleNames, s); }
+std::optional<ScheduleKind> parse_schedule_kind(std::string_view s) {
+  return parse_in<ScheduleKind>(kScheduleNames, s);
+}
 const char* expert_exchange_name(ExpertExchange x) { return name_in(kExpertExchangeNames, x); }
 std::optional<ExpertExchange> parse_expert_exchange(std::string_view s) {
   return parse_in<ExpertExchange>(kExpertExchangeNames, s);
@@ -117,15 +126,19 @@ Role library_collective_role(CollectiveKind c) {
   return r;
 }
 
-ScopedCollectiveRole::ScopedCollectiveRole(const Role& extra) : saved_(t_collective_extra) { t_collective_extra = extra; }
+ScopedCollectiveRole::ScopedCollectiveRole(const Role& extra) : saved_(t_collective_extra) {
+  t_collective_extra = extra;
+}
 ScopedCollectiveRole::~ScopedCollectiveRole() { t_collective_extra = saved_; }
 
 std::uint64_t role_code(const Role& r) {
   // Each field has its bits (stage 20-23, prefetch 24-31, block 32-47, bucket 48-61, exchange
   // 62-63). The int8 stage could reach into prefetch's bits; a stage past 14 or a bucket past
   // 16382 would alias another Role.
-  if (r.zero_stage > 14) throw Error("role_code: ZeRO stage " + std::to_string(r.zero_stage) + " is out of its range (0..14)");
-  if (r.bucket > 16382) throw Error("role_code: bucket " + std::to_string(r.bucket) + " is out of its range (0..16382)");
+  if (r.zero_stage > 14)
+    throw Error("role_code: ZeRO stage " + std::to_string(r.zero_stage) + " is out of its range (0..14)");
+  if (r.bucket > 16382)
+    throw Error("role_code: bucket " + std::to_string(r.bucket) + " is out of its range (0..16382)");
   return std::uint64_t(r.collective) | std::uint64_t(r.algorithm) << 4 | std::uint64_t(r.part) << 8 |
          std::uint64_t(r.pass) << 12 | std::uint64_t(r.schedule ? int(*r.schedule) + 1 : 0) << 16 |
          std::uint64_t(std::uint8_t(r.zero_stage + 1)) << 20 | std::uint64_t(std::uint8_t(r.prefetch + 1)) << 24 |

@@ -22,7 +22,17 @@ namespace dtl {
 // A library collective (Comm's calls), or none. The collectives lab and the formulas use the
 // same values for the lab's own algorithms (a ring all-reduce is all_reduce by ring).
 // (all_to_allv after barrier: a trace written before it existed reads the same.)
-enum class CollectiveKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier, all_to_allv };
+enum class CollectiveKind : std::uint8_t {
+  none,
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  all_to_all,
+  barrier,
+  all_to_allv
+};
 inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_allv;
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
 // The α-β formulas (core/theory/collectives.h) take naive, ring, tree and rhd.
@@ -53,11 +63,11 @@ struct Role {
   AlgorithmKind algorithm = AlgorithmKind::none;
   RunPart part = RunPart::none;
   Pass pass = Pass::none;
-  std::optional<ScheduleKind> schedule;  // a pipeline run's phase span
-  std::int8_t zero_stage = -1;           // a ZeRO run's phase span: 0 (DDP) .. 3
-  std::int8_t prefetch = -1;             //   and, in a sweep of ZeRO-3's prefetch depth, the depth (0..64)
-  std::int16_t block = -1;               // the layer / transformer block a compute span covers
-  std::int16_t bucket = -1;              // a gradient bucket's index (0..16382)
+  std::optional<ScheduleKind> schedule;            // a pipeline run's phase span
+  std::int8_t zero_stage = -1;                     // a ZeRO run's phase span: 0 (DDP) .. 3
+  std::int8_t prefetch = -1;                       //   and, in a sweep of ZeRO-3's prefetch depth, the depth (0..64)
+  std::int16_t block = -1;                         // the layer / transformer block a compute span covers
+  std::int16_t bucket = -1;                        // a gradient bucket's index (0..16382)
   ExpertExchange exchange = ExpertExchange::none;  // an MoE all-to-all's part
   bool operator==(const Role&) const = default;
   bool empty() const { return *this == Role{}; }
@@ -137,7 +147,7 @@ enum class MetaKey : std::uint8_t {
   micro_batches,             // the pipeline and grid labs' --micro-batches ("micro-batches": the option's own value)
   predicted_bytes_of_rank,   // prefix: + "." + rank: that rank's memory formula, where ranks differ (pipeline stages)
   moe_routing,               // the experts lab's routing of one step, as JSON (labs/experts/experts_measure.cpp)
-  activation_formula,        // prefix: + "." + rank: the GPT's activation bytes by part, as JSON (gpt_activation_report.h)
+  activation_formula,  // prefix: + "." + rank: the GPT's activation bytes by part, as JSON (gpt_activation_report.h)
 };
 const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".

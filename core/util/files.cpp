@@ -58,7 +58,8 @@ std::uintmax_t require_readable_file(const std::string& path, std::string_view w
   if (::stat(path.c_str(), &st) != 0)
     throw UsageError("cannot open " + std::string(what) + " '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    throw UsageError(std::string(what) + " '" + path + "' is not a regular file (a device or a pipe has no end to read "
+    throw UsageError(std::string(what) + " '" + path +
+                     "' is not a regular file (a device or a pipe has no end to read "
                      "to); give a file");
   if (std::uintmax_t(st.st_size) > max_bytes)
     throw UsageError(std::string(what) + " '" + path + "' is " + std::to_string(st.st_size) + " bytes, more than the " +

@@ -61,8 +61,7 @@ void check_value_count(const std::string& name, const std::vector<std::int64_t>&
 std::size_t CheckpointTensor::elements() const { return element_count(shape); }
 
 void SafeTensors::add(const std::string& name, DType dtype, std::vector<std::int64_t> shape, const void* data) {
-  if (name.empty() || name == "__metadata__")
-    throw UsageError("a checkpoint tensor cannot be named '" + name + "'");
+  if (name.empty() || name == "__metadata__") throw UsageError("a checkpoint tensor cannot be named '" + name + "'");
   for (std::int64_t d : shape)
     if (d < 0) throw UsageError("checkpoint tensor '" + name + "' has a negative dimension in " + shape_text(shape));
   CheckpointTensor t;
@@ -79,7 +78,10 @@ const CheckpointTensor& SafeTensors::at(const std::string& name) const {
   std::string held;
   int shown = 0;
   for (const auto& [n, t] : tensors_) {
-    if (shown++ == 8) { held += ", ..."; break; }
+    if (shown++ == 8) {
+      held += ", ...";
+      break;
+    }
     held += (held.empty() ? "" : ", ") + n;
   }
   throw UsageError(source_ + " has no tensor '" + name + "' (it has " + std::to_string(tensors_.size()) +
@@ -109,9 +111,8 @@ namespace {
 std::vector<const std::pair<const std::string, CheckpointTensor>*> data_order(const SafeTensors& st) {
   std::vector<const std::pair<const std::string, CheckpointTensor>*> order;
   for (const auto& entry : st.tensors()) order.push_back(&entry);
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
-    return dtype_size(a->second.dtype) > dtype_size(b->second.dtype);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return dtype_size(a->second.dtype) > dtype_size(b->second.dtype); });
   return order;
 }
 

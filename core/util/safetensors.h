@@ -45,7 +45,8 @@ struct CheckpointTensor {
   std::size_t elements() const;
   // The values as T (T must be dtype's C++ type: float for F32, ..., std::uint16_t for the
   // bits of F16 and BF16); UsageError otherwise.
-  template <typename T> std::vector<T> values() const;
+  template <typename T>
+  std::vector<T> values() const;
 };
 
 // Named tensors plus string metadata: one checkpoint, in memory.
@@ -66,8 +67,7 @@ class SafeTensors {
   // at(name), after checking its dtype and shape against what the model expects:
   //   "checkpoint 'c.safetensors': tensor 'h.0.attn.c_attn.weight' has shape [24, 8],
   //    the model expects [48, 16]"
-  const CheckpointTensor& require(const std::string& name, DType dtype,
-                                  const std::vector<std::int64_t>& shape) const;
+  const CheckpointTensor& require(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) const;
   // require() for float tensors, returning the values.
   std::vector<float> require_floats(const std::string& name, const std::vector<std::int64_t>& shape) const;
 
@@ -105,7 +105,8 @@ void check_value_type(DType have, DType want);
 void check_value_count(const std::string& name, const std::vector<std::int64_t>& shape, std::size_t count);
 }  // namespace safetensors_detail
 
-template <typename T> std::vector<T> CheckpointTensor::values() const {
+template <typename T>
+std::vector<T> CheckpointTensor::values() const {
   if constexpr (std::is_same_v<T, std::uint16_t>)  // the raw bits of F16 and BF16
     safetensors_detail::check_value_type(dtype, dtype == DType::bf16 ? DType::bf16 : DType::f16);
   else

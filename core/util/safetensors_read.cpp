@@ -42,7 +42,8 @@ DType parse_format_dtype(const std::string& source, const std::string& name, con
 // A JSON array of non-negative integers, each at most `limit`.
 std::vector<std::uint64_t> parse_counts(const std::string& source, const std::string& name, const nlohmann::json& j,
                                         const char* key, std::uint64_t limit) {
-  const std::string what = "tensor '" + name + "' has a malformed \"" + key + "\" " + (j.is_null() ? "(missing)" : j.dump());
+  const std::string what =
+      "tensor '" + name + "' has a malformed \"" + key + "\" " + (j.is_null() ? "(missing)" : j.dump());
   if (!j.is_array()) bad(source, what);
   std::vector<std::uint64_t> out;
   for (const auto& v : j) {
@@ -88,9 +89,8 @@ Placed add_entry(SafeTensors& st, const std::string& source, const std::string& 
 // The tensors must tile the data section exactly, as the reference reader demands: no
 // overlap (two tensors sharing bytes), no gap, nothing after the last one.
 void check_tiling(std::vector<Placed> placed, std::uint64_t data_bytes, const std::string& source) {
-  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  std::sort(placed.begin(), placed.end(),
+            [](const Placed& a, const Placed& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   std::uint64_t covered = 0;
   for (std::size_t i = 0; i < placed.size(); ++i) {
     if (placed[i].begin < covered)

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/error.h"
@@ -62,8 +62,8 @@ void require_memory(double bytes, std::string_view what) {
     have = std::min(have, double(parse_size(cap, "DTL_MEMORY_LIMIT")));
   if (have > 0 && bytes > 0.5 * have) {
     char msg[160];
-    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the process may use %.1f GB; make ", bytes * 1e-9,
-                  have * 1e-9);
+    std::snprintf(msg, sizeof msg, "this run needs about %.1f GB of memory and the process may use %.1f GB; make ",
+                  bytes * 1e-9, have * 1e-9);
     throw UsageError(msg + std::string(what) + " smaller");
   }
 }

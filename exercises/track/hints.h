@@ -16,7 +16,7 @@ namespace dtl::ex {
 inline constexpr int kHintLevels = 3;
 
 struct ExerciseHints {
-  std::string_view id;                 // ExerciseInfo::id, e.g. "ring_all_reduce" or "tree"
+  std::string_view id;                  // ExerciseInfo::id, e.g. "ring_all_reduce" or "tree"
   std::string_view level[kHintLevels];  // level[0] is hint 1
 };
 

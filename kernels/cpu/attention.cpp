@@ -69,8 +69,8 @@ DTL_ELEMENTWISE_CLONES void causal_softmax_block(float* p, int first_row, int ro
 // Softmax's backward on the same rows, dP in ds becoming dS in place, with the scores'
 // 1/√d folded in: dS = P ∘ (dP − rowsum(dP ∘ P)) · scale. Keys past the diagonal (up to
 // `keys`, the block's last key) get 0, so the key-block GEMMs can read whole blocks.
-DTL_ELEMENTWISE_CLONES void softmax_backward_block(const float* p, float* ds, int first_row, int rows, int keys, int seq,
-                                                   float scale) {
+DTL_ELEMENTWISE_CLONES void softmax_backward_block(const float* p, float* ds, int first_row, int rows, int keys,
+                                                   int seq, float scale) {
   for (int r = 0; r < rows; ++r) {
     const float* pr = p + at_row(r, seq);
     float* dr = ds + at_row(r, seq);
@@ -87,8 +87,8 @@ void head_forward(const float* qkv, float* out, float* p, const AttentionShape& 
   for (int i0 = 0; i0 < s.seq; i0 += kBlock) {
     const int rows = std::min(kBlock, s.seq - i0), keys = i0 + rows;
     float* pb = p + at_row(i0, s.seq);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, s.head_dim, scale, qkv + v.q + at_row(i0, v.ld_qkv),
-                v.ld_qkv, qkv + v.k, v.ld_qkv, 0.0f, pb, s.seq);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, s.head_dim, scale,
+                qkv + v.q + at_row(i0, v.ld_qkv), v.ld_qkv, qkv + v.k, v.ld_qkv, 0.0f, pb, s.seq);
     causal_softmax_block(pb, i0, rows, s.seq);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, s.head_dim, keys, 1.0f, pb, s.seq, qkv + v.v, v.ld_qkv,
                 0.0f, out + v.out + at_row(i0, v.ld_out), v.ld_out);
@@ -135,13 +135,14 @@ void for_each_head(const AttentionShape& s, const std::function<void(const HeadV
 }  // namespace
 
 void attention_forward(const float* qkv, float* out, float* probs, const AttentionShape& s) {
-  for_each_head(s, [&](const HeadView& v, float*) { head_forward(qkv, out, probs + v.probs, s, v); }, 0);
+  for_each_head(
+      s, [&](const HeadView& v, float*) { head_forward(qkv, out, probs + v.probs, s, v); }, 0);
 }
 
 void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv, const AttentionShape& s) {
   const std::size_t ds_floats = std::size_t(s.seq) * std::size_t(s.seq);  // dP, then dS in place
-  for_each_head(s, [&](const HeadView& v, float* ds) { head_backward(qkv, probs + v.probs, dout, dqkv, ds, s, v); },
-                ds_floats);
+  for_each_head(
+      s, [&](const HeadView& v, float* ds) { head_backward(qkv, probs + v.probs, dout, dqkv, ds, s, v); }, ds_floats);
 }
 
 }  // namespace dtl::kernels

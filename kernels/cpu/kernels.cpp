@@ -1,8 +1,5 @@
 #include "kernels/cpu/kernels.h"
 
-#include "kernels/cpu/cpu_threads.h"
-#include "kernels/cpu/vector_math.h"
-
 #include <cblas.h>
 
 #include <algorithm>
@@ -11,6 +8,9 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "kernels/cpu/cpu_threads.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dtl::kernels {
 
@@ -21,7 +21,7 @@ using detail::fast_tanh;
 // its results equal one call's on the kernels measured, but for small parts (cpu_threads.h).
 constexpr std::size_t kGemmGrain = 96;
 constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
-}
+}  // namespace
 
 void use_one_blas_thread() { use_cpu_threads(1); }
 
@@ -38,13 +38,13 @@ void linear_forward(const float* X, const float* W, const float* b, float* Y, in
     float* Yp = Y + first * std::size_t(O);
     if (b)
       for (std::size_t r = first; r < last; ++r) std::copy(b, b + O, Y + r * std::size_t(O));  // Y = b, += X·Wᵀ
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I, W,
-                I, b ? 1.0f : 0.0f, Yp, O);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I,
+                W, I, b ? 1.0f : 0.0f, Yp, O);
   });
 }
 
-void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
-                     bool accumulate) {
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I,
+                     int O, bool accumulate) {
   if (dX)  // dX = dY·W, by rows of dX (samples)
     parallel_for(std::size_t(B), kGemmGrain, [&](std::size_t first, std::size_t last) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(last - first), I, O, 1.0f, dY + first * std::size_t(O),
@@ -56,8 +56,8 @@ void linear_backward(const float* X, const float* W, const float* dY, float* dX,
   // cache line at their boundary would pass it to and fro: transformer_kernels.cpp).
   parallel_for(std::size_t(O), kGemmGrain, [&](std::size_t first, std::size_t last) {
     const int outs = int(last - first);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outs, I, B, 1.0f, dY + first, O, X, I, accumulate ? 1.0f : 0.0f,
-                dW + first * std::size_t(I), I);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outs, I, B, 1.0f, dY + first, O, X, I,
+                accumulate ? 1.0f : 0.0f, dW + first * std::size_t(I), I);
     if (!db) return;  // a layer without a bias
     std::vector<float> part(std::size_t(outs), 0.0f);
     if (accumulate) std::copy(db + first, db + last, part.begin());
@@ -119,14 +119,15 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n) {
 void linear_gelu_forward(const float* X, const float* W, const float* b, float* pre, float* act, int B, int I, int O) {
   parallel_for(std::size_t(B), kGemmGrain, [&](std::size_t first, std::size_t last) {
     float* part = pre + first * std::size_t(O);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I, W,
-                I, 0.0f, part, O);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), O, I, 1.0f, X + first * std::size_t(I), I,
+                W, I, 0.0f, part, O);
     bias_gelu_rows(part, act + first * std::size_t(O), b, last - first, O);
   });
 }
 
 void residual_add(const float* a, const float* b, float* out, std::size_t n) {
-  parallel_for(n, kElementGrain, [&](std::size_t lo, std::size_t hi) { residual_add_part(a + lo, b + lo, out + lo, hi - lo); });
+  parallel_for(n, kElementGrain,
+               [&](std::size_t lo, std::size_t hi) { residual_add_part(a + lo, b + lo, out + lo, hi - lo); });
 }
 
 float mse_loss(const float* y, const float* target, float* dy, std::size_t n) {
@@ -223,7 +224,8 @@ void linear_forward(const float* X, const float* W, const float* b, float* Y, in
     }
 }
 
-void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O) {
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I,
+                     int O) {
   for (int r = 0; r < B; ++r)
     for (int i = 0; i < I; ++i) {
       double acc = 0;

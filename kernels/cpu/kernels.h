@@ -25,8 +25,8 @@ void linear_forward(const float* X, const float* W, const float* b, float* Y, in
 // dX null: no input gradient; dW (and db) null: the input gradient only (zero-bubble's
 // split of backward into B and W, each a call). b null in forward and db null in backward:
 // a layer without a bias (tensor parallelism's row-parallel layer on all ranks but one).
-void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O,
-                     bool accumulate = false);
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I,
+                     int O, bool accumulate = false);
 
 // GELU, tanh form (Hendrycks & Gimpel): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))).
 void gelu_forward(const float* x, float* y, std::size_t n);
@@ -68,7 +68,8 @@ void scale(float a, float* x, std::size_t n);
 
 namespace reference {
 void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O);
-void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I, int O);
+void linear_backward(const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int B, int I,
+                     int O);
 void gelu_forward(const float* x, float* y, std::size_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);
 float mse_loss(const float* y, const float* target, float* dy, std::size_t n);

@@ -1,13 +1,13 @@
 #include "kernels/cpu/transformer_kernels.h"
 
-#include "kernels/cpu/cpu_threads.h"
-#include "kernels/cpu/vector_math.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
+
+#include "kernels/cpu/cpu_threads.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace dtl::kernels {
 
@@ -17,9 +17,9 @@ using detail::lane_sum;
 
 // Both LayerNorm loops keep a row in L1 and sum it in SIMD lanes (vector_math.h): the
 // plain `sum += x[i]` could not vectorize without reordering the sum.
-DTL_ELEMENTWISE_CLONES void layernorm_forward_rows(const float* x, const float* w, const float* b, float* y, float* mean,
-                                                   float* rstd, std::size_t first, std::size_t last, int width,
-                                                   float eps) {
+DTL_ELEMENTWISE_CLONES void layernorm_forward_rows(const float* x, const float* w, const float* b, float* y,
+                                                   float* mean, float* rstd, std::size_t first, std::size_t last,
+                                                   int width, float eps) {
   for (std::size_t r = first; r < last; ++r) {
     const float* xr = x + r * std::size_t(width);
     float* yr = y + r * std::size_t(width);

@@ -23,7 +23,8 @@ struct Inputs {
 // written, and by the same thread, so out may alias any input (in-place collectives).
 template <typename T>
 __global__ void reduce_many_kernel(T* out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     T acc = static_cast<const T*>(in.p[0])[i];
     for (int k = 1; k < n_in; ++k) acc = combine(acc, static_cast<const T*>(in.p[k])[i], op);
     out[i] = acc;
@@ -37,7 +38,8 @@ struct Outputs {
 };
 template <typename T>
 __global__ void reduce_to_all_kernel(Outputs out, int n_out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     T acc = static_cast<const T*>(in.p[0])[i];
     for (int k = 1; k < n_in; ++k) acc = combine(acc, static_cast<const T*>(in.p[k])[i], op);
     for (int k = 0; k < n_out; ++k) static_cast<T*>(out.p[k])[i] = acc;
@@ -45,7 +47,8 @@ __global__ void reduce_to_all_kernel(Outputs out, int n_out, Inputs in, int n_in
 }
 template <typename H>
 __global__ void reduce_to_all_half_kernel(Outputs out, int n_out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     H acc = static_cast<const H*>(in.p[0])[i];
     for (int k = 1; k < n_in; ++k)
       acc = Widen<H>::store(combine(Widen<H>::load(acc), Widen<H>::load(static_cast<const H*>(in.p[k])[i]), op));
@@ -55,7 +58,8 @@ __global__ void reduce_to_all_half_kernel(Outputs out, int n_out, Inputs in, int
 
 template <typename H>  // __half or __nv_bfloat16: rounded after each step, as the CPU's fold
 __global__ void reduce_many_half_kernel(H* out, Inputs in, int n_in, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     H acc = static_cast<const H*>(in.p[0])[i];
     for (int k = 1; k < n_in; ++k)
       acc = Widen<H>::store(combine(Widen<H>::load(acc), Widen<H>::load(static_cast<const H*>(in.p[k])[i]), op));
@@ -65,13 +69,15 @@ __global__ void reduce_many_half_kernel(H* out, Inputs in, int n_in, std::size_t
 
 template <typename T>  // float: multiply by float(factor); double: by factor (as the CPU)
 __global__ void scale_kernel_of(T* buf, std::size_t n, T factor) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     buf[i] = buf[i] * factor;
 }
 
 template <typename H>
 __global__ void scale_half_kernel(H* buf, std::size_t n, float factor) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     buf[i] = Widen<H>::store(Widen<H>::load(buf[i]) * factor);
 }
 
@@ -79,9 +85,15 @@ void launch_reduce_many(void* out, const Inputs& in, int n_in, std::size_t n, DT
   switch (t) {
     case DType::f32: DTL_LAUNCH(reduce_many_kernel<float>, n, s, static_cast<float*>(out), in, n_in, n, op); return;
     case DType::f64: DTL_LAUNCH(reduce_many_kernel<double>, n, s, static_cast<double*>(out), in, n_in, n, op); return;
-    case DType::i32: DTL_LAUNCH(reduce_many_kernel<std::int32_t>, n, s, static_cast<std::int32_t*>(out), in, n_in, n, op); return;
-    case DType::i64: DTL_LAUNCH(reduce_many_kernel<long long>, n, s, static_cast<long long*>(out), in, n_in, n, op); return;
-    case DType::f16: DTL_LAUNCH(reduce_many_half_kernel<__half>, n, s, static_cast<__half*>(out), in, n_in, n, op); return;
+    case DType::i32:
+      DTL_LAUNCH(reduce_many_kernel<std::int32_t>, n, s, static_cast<std::int32_t*>(out), in, n_in, n, op);
+      return;
+    case DType::i64:
+      DTL_LAUNCH(reduce_many_kernel<long long>, n, s, static_cast<long long*>(out), in, n_in, n, op);
+      return;
+    case DType::f16:
+      DTL_LAUNCH(reduce_many_half_kernel<__half>, n, s, static_cast<__half*>(out), in, n_in, n, op);
+      return;
     case DType::bf16:
       DTL_LAUNCH(reduce_many_half_kernel<__nv_bfloat16>, n, s, static_cast<__nv_bfloat16*>(out), in, n_in, n, op);
       return;
@@ -151,18 +163,19 @@ void scale_floating(void* buf, std::size_t n, DType t, double factor, cudaStream
   }
 }
 
-
 // ---- 16-bit storage of the model: widen to fp32 and round back (mixed precision) ----
 
 template <typename T>
 __global__ void to_float_kernel(const T* src, float* dst, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(blockDim.x) * gridDim.x)
     dst[i] = Widen<T>::load(src[i]);
 }
 
 template <typename T>  // round once, after the add, as the CPU's from_float
 __global__ void from_float_kernel(const float* src, T* dst, std::size_t n, bool accumulate) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(blockDim.x) * gridDim.x)
     dst[i] = Widen<T>::store(accumulate ? Widen<T>::load(dst[i]) + src[i] : src[i]);
 }
 
@@ -182,8 +195,10 @@ void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumu
   if (n == 0) return;
   switch (t) {
     case DType::f32:
-      if (accumulate) DTL_LAUNCH(from_float_kernel<float>, n, s, src, static_cast<float*>(dst), n, true);
-      else DTL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+      if (accumulate)
+        DTL_LAUNCH(from_float_kernel<float>, n, s, src, static_cast<float*>(dst), n, true);
+      else
+        DTL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
       return;
     case DType::f16: DTL_LAUNCH(from_float_kernel<__half>, n, s, src, static_cast<__half*>(dst), n, accumulate); return;
     case DType::bf16:
@@ -194,7 +209,8 @@ void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumu
 }
 
 __global__ void nonfinite_kernel(const float* x, std::size_t n, int* flag) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(blockDim.x) * gridDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(blockDim.x) * gridDim.x)
     if (!isfinite(x[i])) *flag = 1;
 }
 

@@ -38,8 +38,10 @@ void* cublas_library() {
 template <typename Fn>
 Fn real(const char* name) {
   void* f = dlsym(cublas_library(), name);
-  if (!f) throw dtl::Error(std::string("cuBLAS has no ") + name + ": its version differs from the headers dtlab was built with (" +
-                           std::to_string(CUBLAS_VER_MAJOR) + ".x); rebuild dtlab against the installed toolkit");
+  if (!f)
+    throw dtl::Error(std::string("cuBLAS has no ") + name +
+                     ": its version differs from the headers dtlab was built with (" +
+                     std::to_string(CUBLAS_VER_MAJOR) + ".x); rebuild dtlab against the installed toolkit");
   return reinterpret_cast<Fn>(f);
 }
 
@@ -75,17 +77,18 @@ const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
   return fn(status);
 }
 
-cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                                           const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
-                                           float* C, int ldc) {
+cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                           int n, int k, const float* alpha, const float* A, int lda, const float* B,
+                                           int ldb, const float* beta, float* C, int ldc) {
   DTL_CUBLAS_FORWARD(cublasSgemm_v2);
   return fn(handle, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                                      int n, int k, const float* alpha, const float* A, int lda,
-                                                      long long int stride_a, const float* B, int ldb, long long int stride_b,
-                                                      const float* beta, float* C, int ldc, long long int stride_c, int batches) {
+cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb,
+                                                      int m, int n, int k, const float* alpha, const float* A, int lda,
+                                                      long long int stride_a, const float* B, int ldb,
+                                                      long long int stride_b, const float* beta, float* C, int ldc,
+                                                      long long int stride_c, int batches) {
   DTL_CUBLAS_FORWARD(cublasSgemmStridedBatched);
   return fn(handle, ta, tb, m, n, k, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batches);
 }

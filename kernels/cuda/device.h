@@ -8,8 +8,8 @@
 namespace dtl::cuda {
 
 struct Devices {
-  int count = 0;          // usable GPUs
-  std::string problem;    // why count is 0, in words ("" when count > 0)
+  int count = 0;        // usable GPUs
+  std::string problem;  // why count is 0, in words ("" when count > 0)
 };
 
 bool built_with_cuda();

@@ -13,8 +13,8 @@
 #include <map>
 #include <vector>
 
-#include "core/memory/device_ops.h"
 #include "core/cuda/check.h"
+#include "core/memory/device_ops.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/thread_stream.h"
@@ -108,8 +108,10 @@ class CudaOps final : public DeviceOps {
 
   void scale(void* buf, std::size_t count, DType t, double factor, int divisor) override {
     const cudaStream_t s = this_thread_stream(index_of(buf));
-    if (divisor > 0) cuda::finish_average(buf, count, t, ReduceOp::avg, divisor, s);
-    else scale_floating(buf, count, t, factor, s);
+    if (divisor > 0)
+      cuda::finish_average(buf, count, t, ReduceOp::avg, divisor, s);
+    else
+      scale_floating(buf, count, t, factor, s);
     DTL_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 

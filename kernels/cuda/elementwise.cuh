@@ -22,22 +22,25 @@ inline unsigned blocks_for(std::size_t n) {
 }
 
 // Launches kernel over n elements on stream, and checks the launch.
-#define DTL_LAUNCH(kernel, n, stream, ...)                                \
-  do {                                                                    \
+#define DTL_LAUNCH(kernel, n, stream, ...)                                                 \
+  do {                                                                                     \
     kernel<<<::dtl::cuda::blocks_for(n), ::dtl::cuda::kThreads, 0, stream>>>(__VA_ARGS__); \
-    DTL_CUDA_CHECK(cudaGetLastError());                                   \
+    DTL_CUDA_CHECK(cudaGetLastError());                                                    \
   } while (0)
 
 // Loads and stores through float for the half types, as the CPU path does.
-template <typename T> struct Widen {
+template <typename T>
+struct Widen {
   __device__ static float load(T v) { return float(v); }
   __device__ static T store(float v) { return T(v); }
 };
-template <> struct Widen<__half> {
+template <>
+struct Widen<__half> {
   __device__ static float load(__half v) { return __half2float(v); }
   __device__ static __half store(float v) { return __float2half_rn(v); }
 };
-template <> struct Widen<__nv_bfloat16> {
+template <>
+struct Widen<__nv_bfloat16> {
   __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
   __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
 };

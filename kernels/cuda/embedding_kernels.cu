@@ -16,7 +16,8 @@ namespace {
 __global__ void embedding_forward_kernel(const int* tokens, const float* table, int vocab_begin, int vocab_local,
                                          float* out, int rows, int width) {
   const std::size_t n = std::size_t(rows) * std::size_t(width);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t r = i / std::size_t(width), c = i % std::size_t(width);
     const int local = tokens[r] - vocab_begin;
     out[i] = local >= 0 && local < vocab_local ? table[std::size_t(local) * std::size_t(width) + c] : 0.0f;
@@ -32,7 +33,8 @@ __global__ void embedding_forward_kernel(const int* tokens, const float* table, 
 __global__ void embedding_backward_kernel(const int* tokens, const int* rows_by_token, const float* dout, float* dtable,
                                           int vocab_begin, int vocab_local, int rows, int width) {
   const std::size_t n = std::size_t(rows) * std::size_t(width);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const int k = int(i / std::size_t(width));
     const std::size_t c = i % std::size_t(width);
     const int token = tokens[rows_by_token[k]];
@@ -50,7 +52,8 @@ __global__ void embedding_backward_kernel(const int* tokens, const int* rows_by_
 // x[j][c] += table[j / rows_per_position][c]
 __global__ void position_forward_kernel(const float* table, float* x, int rows, int width, int rows_per_position) {
   const std::size_t n = std::size_t(rows) * std::size_t(width);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t row = i / std::size_t(width), col = i % std::size_t(width);
     x[i] += table[(row / std::size_t(rows_per_position)) * std::size_t(width) + col];
   }
@@ -61,7 +64,8 @@ __global__ void position_forward_kernel(const float* table, float* x, int rows, 
 __global__ void position_backward_kernel(const float* dx, float* dtable, int positions, int rows, int width,
                                          int rows_per_position) {
   const std::size_t n = std::size_t(positions) * std::size_t(width);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const int p = int(i / std::size_t(width)), col = int(i % std::size_t(width));
     float s = dtable[i];
     for (int r = p * rows_per_position; r < min(rows, (p + 1) * rows_per_position); ++r)

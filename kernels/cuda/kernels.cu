@@ -3,13 +3,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cuda/cublas_check.h"
-#include "kernels/cuda/kernels.h"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/kernels.h"
 
 namespace dtl::cuda {
 
@@ -17,57 +17,66 @@ namespace {
 
 template <typename T>
 __global__ void reduce_into_kernel(T* dst, const T* src, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = combine(dst[i], src[i], op);
 }
 
 template <typename H>  // __half or __nv_bfloat16: widen, combine in float, round once
 __global__ void reduce_into_half_kernel(H* dst, const H* src, std::size_t n, ReduceOp op) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = Widen<H>::store(combine(Widen<H>::load(dst[i]), Widen<H>::load(src[i]), op));
 }
 
 template <typename T>  // float and double
 __global__ void divide_kernel(T* buf, std::size_t n, int d) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     buf[i] = buf[i] / T(d);
 }
 
 template <typename H>  // __half or __nv_bfloat16
 __global__ void divide_half_kernel(H* buf, std::size_t n, int d) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     buf[i] = Widen<H>::store(Widen<H>::load(buf[i]) / float(d));
 }
 
 template <typename I>  // integers divide with truncation, like the CPU path
 __global__ void divide_int_kernel(I* buf, std::size_t n, int d) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     buf[i] = buf[i] / I(d);
 }
 
 // Rounded multiply, then rounded add (no fused multiply-add, which nvcc would otherwise
 // emit): the same two roundings as the CPU, so results match it bit for bit.
 __global__ void axpy_kernel(float a, const float* x, float* y, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
 }
 
 __global__ void scale_kernel(float a, float* x, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     x[i] *= a;
 }
 
 constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 
 __global__ void gelu_forward_kernel(const float* x, float* y, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float v = x[i];
     y[i] = 0.5f * v * (1.0f + tanhf(kGeluC * (v + 0.044715f * v * v * v)));
   }
 }
 
 __global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float v = x[i];
     const float t = tanhf(kGeluC * (v + 0.044715f * v * v * v));
     const float dt = (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
@@ -80,7 +89,8 @@ __global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx,
 __global__ void mse_kernel(const float* y, const float* t, float* dy, std::size_t n, double* total) {
   double local = 0;
   const float k = 2.0f / float(n);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float d = y[i] - t[i];
     local += double(d) * double(d);
     dy[i] = k * d;
@@ -112,10 +122,12 @@ __global__ void softmax_ce_kernel(const float* logits, const int* labels, float*
   float* dz = dlogits + std::size_t(r) * C;
   float mx = -INFINITY;
   for (int c = threadIdx.x; c < C; c += blockDim.x) mx = fmaxf(mx, z[c]);
-  mx = block_all_reduce(mx, [](float a, float b) { return fmaxf(a, b); }, shared_max);
+  mx = block_all_reduce(
+      mx, [](float a, float b) { return fmaxf(a, b); }, shared_max);
   double sum = 0;
   for (int c = threadIdx.x; c < C; c += blockDim.x) sum += exp(double(z[c] - mx));
-  sum = block_all_reduce(sum, [](double a, double b) { return a + b; }, shared_sum);
+  sum = block_all_reduce(
+      sum, [](double a, double b) { return a + b; }, shared_sum);
   const double log_sum = log(sum) + double(mx);
   if (threadIdx.x == 0) atomicAdd(total, log_sum - double(z[labels[r]]));
   for (int c = threadIdx.x; c < C; c += blockDim.x)
@@ -143,7 +155,12 @@ struct AdamArgs {
 };
 
 AdamArgs adam_args(const kernels::AdamWConfig& c, int t) {
-  return {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, 1.0f / (1.0f - std::pow(c.beta1, float(t))),
+  return {c.lr,
+          c.beta1,
+          c.beta2,
+          c.eps,
+          c.weight_decay,
+          1.0f / (1.0f - std::pow(c.beta1, float(t))),
           1.0f / (1.0f - std::pow(c.beta2, float(t)))};
 }
 
@@ -156,20 +173,23 @@ __device__ float adam_update(float& w, float g, float& m, float& v, const AdamAr
 }
 
 __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, std::size_t n, AdamArgs a) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     adam_update(w[i], g[i], m[i], v[i], a);
 }
 
 template <typename H>
 __global__ void any_nonfinite_kernel(const H* g, std::size_t n, int* flag) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     if (!isfinite(Widen<H>::load(g[i]))) *flag = 1;  // any writer wins; the value is all that matters
 }
 
 template <typename H>
 __global__ void adamw_mixed_kernel(float* master, const H* g, H* params, float* m, float* v, std::size_t n, AdamArgs a,
                                    float inv_scale) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     params[i] = Widen<H>::store(adam_update(master[i], Widen<H>::load(g[i]) * inv_scale, m[i], v[i], a));
 }
 
@@ -206,26 +226,33 @@ __global__ void bias_grad_finish_kernel(const float* partial, float* db, int chu
 // Y[r][o] = b[o] for every row, before the GEMM adds X·Wᵀ (beta = 1).
 __global__ void broadcast_bias_kernel(float* Y, const float* b, int B, int O) {
   const std::size_t n = std::size_t(B) * O;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     Y[i] = b[i % std::size_t(O)];
 }
 
 }  // namespace
 
-
 void reduce_into(void* dst, const void* src, std::size_t n, DType t, ReduceOp op, cudaStream_t s) {
   if (n == 0) return;
   switch (t) {
-    case DType::f32: DTL_LAUNCH(reduce_into_kernel<float>, n, s, static_cast<float*>(dst), static_cast<const float*>(src), n, op); return;
-    case DType::f64: DTL_LAUNCH(reduce_into_kernel<double>, n, s, static_cast<double*>(dst), static_cast<const double*>(src), n, op); return;
+    case DType::f32:
+      DTL_LAUNCH(reduce_into_kernel<float>, n, s, static_cast<float*>(dst), static_cast<const float*>(src), n, op);
+      return;
+    case DType::f64:
+      DTL_LAUNCH(reduce_into_kernel<double>, n, s, static_cast<double*>(dst), static_cast<const double*>(src), n, op);
+      return;
     case DType::i32:
-      DTL_LAUNCH(reduce_into_kernel<std::int32_t>, n, s, static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), n, op);
+      DTL_LAUNCH(reduce_into_kernel<std::int32_t>, n, s, static_cast<std::int32_t*>(dst),
+                 static_cast<const std::int32_t*>(src), n, op);
       return;
     case DType::i64:
-      DTL_LAUNCH(reduce_into_kernel<long long>, n, s, static_cast<long long*>(dst), static_cast<const long long*>(src), n, op);
+      DTL_LAUNCH(reduce_into_kernel<long long>, n, s, static_cast<long long*>(dst), static_cast<const long long*>(src),
+                 n, op);
       return;
     case DType::f16:
-      DTL_LAUNCH(reduce_into_half_kernel<__half>, n, s, static_cast<__half*>(dst), static_cast<const __half*>(src), n, op);
+      DTL_LAUNCH(reduce_into_half_kernel<__half>, n, s, static_cast<__half*>(dst), static_cast<const __half*>(src), n,
+                 op);
       return;
     case DType::bf16:
       DTL_LAUNCH(reduce_into_half_kernel<__nv_bfloat16>, n, s, static_cast<__nv_bfloat16*>(dst),
@@ -242,7 +269,9 @@ void finish_average(void* buf, std::size_t n, DType t, ReduceOp op, int d, cudaS
     case DType::i32: DTL_LAUNCH(divide_int_kernel<std::int32_t>, n, s, static_cast<std::int32_t*>(buf), n, d); return;
     case DType::i64: DTL_LAUNCH(divide_int_kernel<long long>, n, s, static_cast<long long*>(buf), n, d); return;
     case DType::f16: DTL_LAUNCH(divide_half_kernel<__half>, n, s, static_cast<__half*>(buf), n, d); return;
-    case DType::bf16: DTL_LAUNCH(divide_half_kernel<__nv_bfloat16>, n, s, static_cast<__nv_bfloat16*>(buf), n, d); return;
+    case DType::bf16:
+      DTL_LAUNCH(divide_half_kernel<__nv_bfloat16>, n, s, static_cast<__nv_bfloat16*>(buf), n, d);
+      return;
   }
 }
 
@@ -285,8 +314,10 @@ bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtyp
   int* flag = nullptr;
   DTL_CUDA_CHECK(cudaMallocAsync(&flag, sizeof(int), s));
   DTL_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), s));
-  if (dtype == DType::bf16) DTL_LAUNCH(any_nonfinite_kernel<__nv_bfloat16>, n, s, static_cast<const __nv_bfloat16*>(grads), n, flag);
-  else DTL_LAUNCH(any_nonfinite_kernel<__half>, n, s, static_cast<const __half*>(grads), n, flag);
+  if (dtype == DType::bf16)
+    DTL_LAUNCH(any_nonfinite_kernel<__nv_bfloat16>, n, s, static_cast<const __nv_bfloat16*>(grads), n, flag);
+  else
+    DTL_LAUNCH(any_nonfinite_kernel<__half>, n, s, static_cast<const __half*>(grads), n, flag);
   int overflow = 0;
   DTL_CUDA_CHECK(cudaMemcpyAsync(&overflow, flag, sizeof(int), cudaMemcpyDeviceToHost, s));
   DTL_CUDA_CHECK(cudaFreeAsync(flag, s));
@@ -297,8 +328,8 @@ bool adamw_step_mixed(float* master, const void* grads, void* params, DType dtyp
     DTL_LAUNCH(adamw_mixed_kernel<__nv_bfloat16>, n, s, master, static_cast<const __nv_bfloat16*>(grads),
                static_cast<__nv_bfloat16*>(params), m, v, n, a, inv_scale);
   else
-    DTL_LAUNCH(adamw_mixed_kernel<__half>, n, s, master, static_cast<const __half*>(grads), static_cast<__half*>(params), m, v,
-               n, a, inv_scale);
+    DTL_LAUNCH(adamw_mixed_kernel<__half>, n, s, master, static_cast<const __half*>(grads),
+               static_cast<__half*>(params), m, v, n, a, inv_scale);
   return true;
 }
 
@@ -322,7 +353,8 @@ void linear_backward(cublasHandle_t h, const float* X, const float* W, const flo
   const float one = 1.0f, zero = 0.0f;
   if (dX) DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, I, B, O, &one, W, I, dY, O, &zero, dX, I));
   if (!dW) return;  // the input gradient only (zero-bubble's B); the weight part runs later (W)
-  DTL_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, X, I, dY, O, accumulate ? &one : &zero, dW, I));
+  DTL_CUBLAS_CHECK(
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, I, O, B, &one, X, I, dY, O, accumulate ? &one : &zero, dW, I));
   if (!db) return;  // a layer without a bias
   const int chunks = std::max(1, (B + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk);
   float* partial = nullptr;

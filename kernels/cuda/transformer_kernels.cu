@@ -188,7 +188,9 @@ struct Batching {
   long long stride_qkv = 0, stride_out = 0, stride_probs = 0;  // between inner pairs
   std::size_t base_qkv(int o) const { return heads_inside ? std::size_t(o) * three_hd : std::size_t(o) * d; }
   std::size_t base_out(int o) const { return heads_inside ? std::size_t(o) * hd : std::size_t(o) * d; }
-  std::size_t base_probs(int o) const { return heads_inside ? std::size_t(o) * std::size_t(inner) * s2 : std::size_t(o) * s2; }
+  std::size_t base_probs(int o) const {
+    return heads_inside ? std::size_t(o) * std::size_t(inner) * s2 : std::size_t(o) * s2;
+  }
   bool heads_inside = true;
   std::size_t d = 0, hd = 0, three_hd = 0, s2 = 0;
 };
@@ -257,7 +259,8 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
   DTL_CUDA_CHECK(cudaGetLastError());
   const int chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
   float* partial = nullptr;  // [2][chunks][width]: dw's, then db's
-  DTL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), 2 * std::size_t(chunks) * width * sizeof(float), s));
+  DTL_CUDA_CHECK(
+      cudaMallocAsync(reinterpret_cast<void**>(&partial), 2 * std::size_t(chunks) * width * sizeof(float), s));
   float* pb = partial + std::size_t(chunks) * width;
   const dim3 block(kColTile, kRowSplit), grid(unsigned((width + kColTile - 1) / kColTile), unsigned(chunks));
   layernorm_dwdb_partial_kernel<<<grid, block, 0, s>>>(x, mean, rstd, dy, partial, pb, rows, width);

@@ -37,8 +37,9 @@ Backend choose_mpi(int requested_ranks) {
 
 Backend choose_nccl(int requested_ranks) {
   if (!nccl_backend_built())
-    throw UsageError("this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); use "
-                     "--backend threads or mpi");
+    throw UsageError(
+        "this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); use "
+        "--backend threads or mpi");
   Backend b;
   b.kind = BackendKind::nccl;
   if (const auto env = detect_launch_env(); env && env->world_size > 1) {  // a process per GPU, id over MPI
@@ -62,8 +63,10 @@ Backend choose_nccl(int requested_ranks) {
                      "); use --backend threads or mpi");
   b.ranks = requested_ranks == -1 ? gpus : requested_ranks;
   if (b.ranks < 1 || b.ranks > gpus)
-    throw UsageError("--ranks " + std::to_string(b.ranks) + " with --backend nccl needs one GPU per rank, and this "
-                     "machine has " + std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
+    throw UsageError("--ranks " + std::to_string(b.ranks) +
+                     " with --backend nccl needs one GPU per rank, and this "
+                     "machine has " +
+                     std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
                      ", start one process per GPU with mpirun/srun, or --backend threads --device cuda to share GPUs");
   return b;
 }

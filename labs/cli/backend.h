@@ -14,8 +14,8 @@ namespace dtl::cli {
 
 struct Backend {
   BackendKind kind = BackendKind::threads;
-  int ranks = 4;      // world size: --ranks for threads, the process count under mpirun
-  bool root = true;   // this process prints and writes files (rank 0 under MPI)
+  int ranks = 4;               // world size: --ranks for threads, the process count under mpirun
+  bool root = true;            // this process prints and writes files (rank 0 under MPI)
   bool multi_process = false;  // one process per rank (mpi, or nccl under mpirun/srun)
 
   const char* name() const { return backend_kind_name(kind); }  // "threads", "mpi", "nccl"

@@ -14,7 +14,8 @@ namespace dtl::cli {
 namespace {
 
 theory::Transport transport_of(const BenchPlan& p) {
-  return p.backend.kind == BackendKind::mpi ? theory::Transport::mpi_shared_memory : theory::Transport::shared_address_space;
+  return p.backend.kind == BackendKind::mpi ? theory::Transport::mpi_shared_memory
+                                            : theory::Transport::shared_address_space;
 }
 
 // The kernel's view (sysfs) first: inside a VM glibc's sysconf reports the host's whole L3
@@ -41,8 +42,9 @@ void print_derivation(std::ostream& out, const BenchPlan& p, const MemoryBandwid
   std::snprintf(line, sizeof line,
                 "# ceiling: %s: least traffic %s; time >= traffic/BW, busbw = N/time·2(P-1)/P -> %.2f GB/s "
                 "(sizes >= %llu B per rank, larger than the caches)\n",
-                std::string(theory::transport_name(t)).c_str(), std::string(theory::all_reduce_traffic_formula(t)).c_str(),
-                bench_ceiling_busbw(p, bw) / 1e9, static_cast<unsigned long long>(ceiling_min_bytes(p.P)));
+                std::string(theory::transport_name(t)).c_str(),
+                std::string(theory::all_reduce_traffic_formula(t)).c_str(), bench_ceiling_busbw(p, bw) / 1e9,
+                static_cast<unsigned long long>(ceiling_min_bytes(p.P)));
   out << line;
 }
 
@@ -56,7 +58,8 @@ double bench_ceiling_busbw(const BenchPlan& p, const MemoryBandwidth& bw) {
 
 std::uint64_t ceiling_min_bytes(int P) { return 4 * last_level_cache_bytes() / (2 * std::uint64_t(std::max(1, P))); }
 
-double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows) {
+double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw,
+                            const nlohmann::json& rows) {
   const double ceiling = bench_ceiling_busbw(p, bw) / 1e9;
   if (ceiling <= 0) {
     out << "# no ceiling derived for " << collective_kind_name(p.coll) << " (all_reduce only)\n";
@@ -69,7 +72,8 @@ double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryB
     worst = std::max(worst, r["busbw_GBps"].get<double>() / ceiling);
   }
   char line[256];
-  if (worst == 0) std::snprintf(line, sizeof line, "# ceiling %.2f GB/s: no row is large enough for it to apply\n", ceiling);
+  if (worst == 0)
+    std::snprintf(line, sizeof line, "# ceiling %.2f GB/s: no row is large enough for it to apply\n", ceiling);
   else
     std::snprintf(line, sizeof line, "# best busbw where the ceiling applies = %.0f%% of the ceiling %.2f GB/s%s\n",
                   100 * worst, ceiling, worst > 1 ? "  CEILING BUG: a measured run exceeds its bound" : "");

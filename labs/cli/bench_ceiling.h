@@ -6,9 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "labs/cli/bench_plan.h"
 #include "labs/cli/memory_bandwidth.h"
@@ -26,6 +25,7 @@ std::uint64_t ceiling_min_bytes(int P);
 // Footer lines: the measured bandwidths, the traffic formula, the ceiling, and each
 // applicable row's share of it; a row over 100 % is called a ceiling bug. Returns the
 // largest share (0 if no row applies).
-double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows);
+double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw,
+                            const nlohmann::json& rows);
 
 }  // namespace dtl::cli

@@ -15,9 +15,8 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
@@ -32,8 +31,8 @@
 #include "labs/cli/backend.h"
 #include "labs/cli/bench_ceiling.h"
 #include "labs/cli/bench_plan.h"
-#include "labs/cli/memory_bandwidth.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/memory_bandwidth.h"
 #include "labs/cli/validators.h"
 #include "labs/collectives/crafted.h"
 #include "labs/lab.h"
@@ -72,9 +71,7 @@ MemoryBandwidth device_copy_bandwidth(Device device, std::size_t bytes) {
 // beyond that threads add only scheduling), each with arrays of 256 MiB / threads, at
 // least 256 KiB and at most 32 MiB: together far larger than the caches, and at most
 // 768 MiB for the three arrays.
-int probe_threads(int P) {
-  return std::min(P, std::max(64, 2 * int(std::thread::hardware_concurrency())));
-}
+int probe_threads(int P) { return std::min(P, std::max(64, 2 * int(std::thread::hardware_concurrency()))); }
 std::size_t probe_bytes_per_thread(int threads) {
   return std::clamp<std::size_t>((std::size_t(256) << 20) / std::size_t(threads), std::size_t(256) << 10,
                                  std::size_t(32) << 20);
@@ -91,7 +88,8 @@ void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, con
                 bench_ceiling_busbw(p, bw) / 1e9);
   out << line;
   out << "#                                              out-of-place                       in-place\n"
-         "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+         "#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  "
+         "#wrong\n"
          "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)              (us)  (GB/s)  (GB/s)\n";
 }
 
@@ -104,8 +102,7 @@ struct RankBuffers {
   MemoryTracker mem;
   Tensor send, recv;
   std::vector<char> host;  // the staging copy when buffers are on a GPU
-  RankBuffers(Comm& comm, const BenchPlan& plan)
-      : p(plan), rank(comm.rank()), mem(comm.global_rank(), nullptr) {
+  RankBuffers(Comm& comm, const BenchPlan& plan) : p(plan), rank(comm.rank()), mem(comm.global_rank(), nullptr) {
     const auto max_count = std::int64_t(p.sweep.sizes.back() / p.es);  // sizes.back() is the largest
     const Device dev = rank_device(p.on_gpu ? Device::Kind::cuda : Device::Kind::cpu, comm);
     send = Tensor(mem, {max_count}, p.t, MemTag::comm, dev);
@@ -160,8 +157,10 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     if (inplace && p.split && !to_all) {
       // NCCL's in-place conventions: all_gather's input is block `rank` of the output;
       // reduce_scatter's output is block `rank` of the input.
-      if (p.coll == CollectiveKind::all_gather) s = static_cast<char*>(r) + std::size_t(comm.rank()) * count * p.es;
-      else r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * p.es;
+      if (p.coll == CollectiveKind::all_gather)
+        s = static_cast<char*>(r) + std::size_t(comm.rank()) * count * p.es;
+      else
+        r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * p.es;
     }
     if (inplace && to_all) r = buf.recv.data();  // no in-place all_to_all(v)
     buf.fill_send(p.split ? count * std::size_t(p.P) : count);
@@ -169,7 +168,8 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     comm.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < a.iters; ++i) p.fn(comm, s, r, count);
-    const double sec = max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
+    const double sec =
+        max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
     double wrong = 0;
     const bool checked = p.coll == CollectiveKind::all_reduce || p.coll == CollectiveKind::all_to_allv;
     if (a.check && checked) {  // one more run on fresh crafted input
@@ -183,9 +183,13 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     row.algbw[inplace] = bytes / sec / 1e9;
     row.busbw[inplace] = row.algbw[inplace] * theory::busbw_factor(p.coll, p.P);
     row.wrong[inplace] = wrong;
-    row.json[inplace] = {{"bytes", std::uint64_t(bytes)}, {"count", count}, {"inplace", bool(inplace)},
-                         {"time_us", row.time_us[inplace]}, {"algbw_GBps", row.algbw[inplace]},
-                         {"busbw_GBps", row.busbw[inplace]}, {"wrong", wrong}};
+    row.json[inplace] = {{"bytes", std::uint64_t(bytes)},
+                         {"count", count},
+                         {"inplace", bool(inplace)},
+                         {"time_us", row.time_us[inplace]},
+                         {"algbw_GBps", row.algbw[inplace]},
+                         {"busbw_GBps", row.busbw[inplace]},
+                         {"wrong", wrong}};
   }
   return row;
 }
@@ -194,8 +198,8 @@ void print_row(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const 
   char line[256];
   std::snprintf(line, sizeof line, "%12llu  %12zu  %8s  %6s  %7.1f  %6.2f  %6.2f  %6.0f  %7.1f  %6.2f  %6.2f  %6.0f\n",
                 static_cast<unsigned long long>(row.json[0]["bytes"].get<std::uint64_t>()), row.count,
-                std::string(dtype_name(p.t)).c_str(), a.op.c_str(), row.time_us[0], row.algbw[0], row.busbw[0], row.wrong[0],
-                row.time_us[1], row.algbw[1], row.busbw[1], row.wrong[1]);
+                std::string(dtype_name(p.t)).c_str(), a.op.c_str(), row.time_us[0], row.algbw[0], row.busbw[0],
+                row.wrong[0], row.time_us[1], row.algbw[1], row.busbw[1], row.wrong[1]);
   out << line << std::flush;
 }
 
@@ -207,18 +211,33 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
   const double share = print_ceiling_footer(out, p, bw, rows);
   out << "# #wrong total " << total_wrong << "\n";
   if (p.sweep.rounded)
-    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
+    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is
+        << "); the size column shows what ran\n";
   if (trace) write_chrome_trace(*trace, a.trace_path);
   if (!a.json_path.empty()) {
-    nlohmann::json j = {{"collective", a.collective}, {"impl", a.impl}, {"backend", p.backend.name()}, {"ranks", p.P},
-                        {"dtype", std::string(dtype_name(p.t))}, {"op", a.op}, {"traced", trace != nullptr},
-                        {"memory_GBps", {{"read", bw.read / 1e9}, {"write", bw.write / 1e9}, {"copy", bw.copy / 1e9},
-                                         {"triad", bw.triad / 1e9}, {"threads", bw.threads}}},
+    nlohmann::json j = {{"collective", a.collective},
+                        {"impl", a.impl},
+                        {"backend", p.backend.name()},
+                        {"ranks", p.P},
+                        {"dtype", std::string(dtype_name(p.t))},
+                        {"op", a.op},
+                        {"traced", trace != nullptr},
+                        {"memory_GBps",
+                         {{"read", bw.read / 1e9},
+                          {"write", bw.write / 1e9},
+                          {"copy", bw.copy / 1e9},
+                          {"triad", bw.triad / 1e9},
+                          {"threads", bw.threads}}},
                         {"ceiling_busbw_GBps", bench_ceiling_busbw(p, bw) / 1e9},
-                        {"ceiling_min_bytes", ceiling_min_bytes(p.P)}, {"ceiling_share", share}, {"rows", rows}};
-    if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
-    if (a.json_path == "-") std::cout << j.dump(2) << "\n";
-    else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
+                        {"ceiling_min_bytes", ceiling_min_bytes(p.P)},
+                        {"ceiling_share", share},
+                        {"rows", rows}};
+    if (p.link.active())
+      j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
+    if (a.json_path == "-")
+      std::cout << j.dump(2) << "\n";
+    else
+      write_text_file(a.json_path, j.dump(2) + "\n", "--json");
   }
   return total_wrong == 0 ? 0 : 1;
 }
@@ -227,10 +246,11 @@ int run_bench(BenchArgs& a) {
   const BenchPlan p = plan_bench(a);
   if (p.ping_pong) return run_ping_pong(a, p);
   std::ostream& out = a.json_path == "-" ? std::cerr : std::cout;  // --json -: stdout holds only JSON
-  std::unique_ptr<MemoryBandwidthProbe> probe;  // made on first use, by rank 0
+  std::unique_ptr<MemoryBandwidthProbe> probe;                     // made on first use, by rank 0
   auto measure_bandwidth = [&] {
     if (p.on_gpu) return device_copy_bandwidth(Device::cuda(0), std::size_t(256) << 20);
-    if (!probe) probe = std::make_unique<MemoryBandwidthProbe>(probe_threads(p.P), probe_bytes_per_thread(probe_threads(p.P)));
+    if (!probe)
+      probe = std::make_unique<MemoryBandwidthProbe>(probe_threads(p.P), probe_bytes_per_thread(probe_threads(p.P)));
     return probe->measure();
   };
   // The machine's bandwidth drifts on shared VMs: rank 0 measures it before the sweep and
@@ -276,8 +296,8 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("collective", a->collective,
                 "all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv, or ping_pong (send/recv "
                 "between ranks 0 and 1; one way = round trip / 2)")
-      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "all_to_allv",
-                             "ping_pong"}))
+      ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
+                             "all_to_allv", "ping_pong"}))
       ->capture_default_str();
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
       ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
@@ -287,14 +307,19 @@ Command add_bench_command(CLI::App& app) {
   b->add_option("--backend", a->backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank)")
       ->check(CLI::IsMember({"threads", "mpi", "nccl"}))
       ->capture_default_str();
-  b->add_option("--device", a->device, "Where the buffers live: cpu (default), or cuda (rank r on GPU r mod count; "
-                                      "implied by --backend nccl)")
+  b->add_option("--device", a->device,
+                "Where the buffers live: cpu (default), or cuda (rank r on GPU r mod count; "
+                "implied by --backend nccl)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   b->add_option("-b,--minbytes", a->min_bytes, "Smallest size (K/M/G = powers of 1024)")->capture_default_str();
   b->add_option("-e,--maxbytes", a->max_bytes, "Largest size")->capture_default_str();
   b->add_option("-f,--stepfactor", a->factor, "Multiply the size by this each step")->capture_default_str();
-  b->add_option("-n,--iters", a->iters, "Timed iterations per size")->check(whole_range(1, 1000000))->capture_default_str();
-  b->add_option("-w,--warmup_iters", a->warmup, "Untimed iterations first")->check(whole_range(0, 1000000))->capture_default_str();
+  b->add_option("-n,--iters", a->iters, "Timed iterations per size")
+      ->check(whole_range(1, 1000000))
+      ->capture_default_str();
+  b->add_option("-w,--warmup_iters", a->warmup, "Untimed iterations first")
+      ->check(whole_range(0, 1000000))
+      ->capture_default_str();
   b->add_option("-c,--check", a->check, "Check results (0/1)")->check(whole_range(0, 1))->capture_default_str();
   b->add_option("--dtype,-d", a->dtype, "f32 f64 i32 i64 f16 bf16")->capture_default_str();
   b->add_option("--op,-o", a->op, "sum avg max min")->capture_default_str();

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/memory/memory.h"
@@ -30,8 +29,8 @@ constexpr int kTag = 7301;  // the ping-pong's messages; nothing else in the ben
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench ping_pong  backend %s  ranks %d (0 <-> 1)  dtype %s%s%s\n",
-                p.backend.name(), p.P, std::string(dtype_name(p.t)).c_str(),
-                p.link.active() ? "  link " : "", p.link.active() ? p.link.name.c_str() : "");
+                p.backend.name(), p.P, std::string(dtype_name(p.t)).c_str(), p.link.active() ? "  link " : "",
+                p.link.active() ? p.link.name.c_str() : "");
   out << line;
   std::snprintf(line, sizeof line, "# one way = round trip / 2, mean over %d round trips after %d warm-up\n", a.iters,
                 a.warmup);
@@ -68,21 +67,35 @@ nlohmann::json print_row(std::ostream& out, const BenchPlan& p, std::uint64_t by
                 static_cast<unsigned long long>(bytes), count, std::string(dtype_name(p.t)).c_str(), one_way * 1e6,
                 rtt * 1e6, algbw, wrong);
   out << line << std::flush;
-  return {{"bytes", bytes},         {"count", count},           {"inplace", false},      {"time_us", one_way * 1e6},
-          {"round_trip_us", rtt * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw}, {"wrong", wrong}};
+  return {{"bytes", bytes},
+          {"count", count},
+          {"inplace", false},
+          {"time_us", one_way * 1e6},
+          {"round_trip_us", rtt * 1e6},
+          {"algbw_GBps", algbw},
+          {"busbw_GBps", algbw},
+          {"wrong", wrong}};
 }
 
 void write_footer_and_json(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const nlohmann::json& rows,
                            double total_wrong) {
   out << "# #wrong total " << total_wrong << "\n";
   if (p.sweep.rounded)
-    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is << "); the size column shows what ran\n";
+    out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is
+        << "); the size column shows what ran\n";
   if (a.json_path.empty()) return;
-  nlohmann::json j = {{"collective", "ping_pong"}, {"impl", "send_recv"}, {"backend", p.backend.name()},
-                      {"ranks", p.P},             {"dtype", std::string(dtype_name(p.t))}, {"rows", rows}};
-  if (p.link.active()) j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
-  if (a.json_path == "-") std::cout << j.dump(2) << "\n";
-  else write_text_file(a.json_path, j.dump(2) + "\n", "--json");
+  nlohmann::json j = {{"collective", "ping_pong"},
+                      {"impl", "send_recv"},
+                      {"backend", p.backend.name()},
+                      {"ranks", p.P},
+                      {"dtype", std::string(dtype_name(p.t))},
+                      {"rows", rows}};
+  if (p.link.active())
+    j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
+  if (a.json_path == "-")
+    std::cout << j.dump(2) << "\n";
+  else
+    write_text_file(a.json_path, j.dump(2) + "\n", "--json");
 }
 
 }  // namespace

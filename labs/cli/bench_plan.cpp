@@ -28,12 +28,13 @@ void check_counts_and_factor(const BenchArgs& a, std::uint64_t lo, std::uint64_t
   if (a.iters < 1) throw UsageError("-n " + std::to_string(a.iters) + ": the timed iterations must be >= 1");
   if (a.warmup < 0) throw UsageError("-w " + std::to_string(a.warmup) + ": the warm-up iterations must be >= 0");
   if (!std::isfinite(a.factor) || (lo < hi && a.factor <= 1))
-    throw UsageError("-f " + factor_text(a.factor) + ": the step factor must be a finite number > 1 (any finite number "
+    throw UsageError("-f " + factor_text(a.factor) +
+                     ": the step factor must be a finite number > 1 (any finite number "
                      "when -b equals -e)");
 }
 
-
-Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::uint64_t unit, const std::string& unit_is) {
+Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::uint64_t unit,
+                 const std::string& unit_is) {
   if (hi < unit)
     throw UsageError("-e " + a.max_bytes + " is less than " + unit_is + ": the smallest valid size is " +
                      std::to_string(unit) + " B; give -e " + std::to_string(unit) + " or more");
@@ -44,12 +45,14 @@ Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::ui
   }
   if (raw.size() > kMaxSweepSizes) {
     const double n = std::floor(std::log(double(hi) * 1.0000001 / double(lo)) / std::log(a.factor)) + 1;
-    const double min_factor = std::ceil(std::pow(double(hi) / double(lo), 1.0 / double(kMaxSweepSizes - 1)) * 1e4) / 1e4;
+    const double min_factor =
+        std::ceil(std::pow(double(hi) / double(lo), 1.0 / double(kMaxSweepSizes - 1)) * 1e4) / 1e4;
     char msg[256];
     std::snprintf(msg, sizeof msg,
                   "-f %s from -b %s to -e %s would be %.0f sizes, more than the %zu allowed; use -f %.4f or more, or "
                   "a narrower -b..-e range",
-                  factor_text(a.factor).c_str(), a.min_bytes.c_str(), a.max_bytes.c_str(), n, kMaxSweepSizes, min_factor);
+                  factor_text(a.factor).c_str(), a.min_bytes.c_str(), a.max_bytes.c_str(), n, kMaxSweepSizes,
+                  min_factor);
     throw UsageError(msg);
   }
   Sweep sweep;
@@ -61,7 +64,6 @@ Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::ui
   return sweep;
 }
 
-
 // The operation under test. Point-to-point algorithms work in place; their out-of-place
 // form copies the input to the output first, as a user of them would.
 OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp op, double skew) {
@@ -69,7 +71,8 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   if (a.impl == "library") {
     switch (coll) {
       case C::all_reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
-      case C::reduce_scatter: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
+      case C::reduce_scatter:
+        return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
       case C::all_gather: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
       case C::broadcast: return [t](Comm& c, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
       case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
@@ -85,9 +88,9 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   if (coll != C::all_reduce)
     throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
   ex::require_supported_world(P);
-  std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"    ? ex::ring_all_reduce
-                                                           : a.impl == "tree"  ? ex::tree_all_reduce
-                                                           : a.impl == "rhd"   ? ex::rhd_all_reduce
+  std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"   ? ex::ring_all_reduce
+                                                            : a.impl == "tree" ? ex::tree_all_reduce
+                                                            : a.impl == "rhd"  ? ex::rhd_all_reduce
                                                                                : ex::naive_all_reduce;
   return [fn, t, op](Comm& c, void* s, void* r, std::size_t n) {
     if (s != r) copy_bytes(r, s, n * dtype_size(t));  // host or device memory
@@ -99,7 +102,8 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
 void plan_ping_pong(BenchArgs& a) {
   if (a.impl != "library")
     throw UsageError("--impl " + a.impl + ": ping_pong is one send and one receive, there is no algorithm to choose");
-  if (a.op != "sum") throw UsageError("--op " + a.op + ": ping_pong sends the bytes back unchanged, there is nothing to reduce");
+  if (a.op != "sum")
+    throw UsageError("--op " + a.op + ": ping_pong sends the bytes back unchanged, there is nothing to reduce");
   if (a.backend == "nccl" || a.device == "cuda")
     throw UsageError("ping_pong moves host buffers: use --backend threads or mpi, without --device cuda");
   if (!a.trace_path.empty()) throw UsageError("--trace: ping_pong records no trace; trace an all_reduce sweep instead");
@@ -110,8 +114,10 @@ void plan_ping_pong(BenchArgs& a) {
 double plan_skew(const BenchArgs& a, CollectiveKind coll) {
   if (a.skew == 0) return 1;
   if (coll != CollectiveKind::all_to_allv)
-    throw UsageError("--skew makes one rank receive more of an all_to_allv; " + a.collective + " has a fixed layout (drop --skew)");
-  if (!(a.skew >= 1 && a.skew <= 1e6)) throw UsageError("--skew " + factor_text(a.skew) + ": give a number from 1 (even) to 1e6");
+    throw UsageError("--skew makes one rank receive more of an all_to_allv; " + a.collective +
+                     " has a fixed layout (drop --skew)");
+  if (!(a.skew >= 1 && a.skew <= 1e6))
+    throw UsageError("--skew " + factor_text(a.skew) + ": give a number from 1 (even) to 1e6");
   return a.skew;
 }
 
@@ -148,7 +154,8 @@ BenchPlan plan_bench(BenchArgs& a) {
   check_counts_and_factor(a, lo, hi);
   p.backend = Backend::choose(a.backend, a.ranks);
   p.link = make_link(a.link, a.link_bw, a.link_latency);
-  if (p.link.active() && a.backend != "threads") throw UsageError("--link emulates an interconnect between thread ranks only");
+  if (p.link.active() && a.backend != "threads")
+    throw UsageError("--link emulates an interconnect between thread ranks only");
   p.P = p.backend.ranks;
   p.es = dtype_size(p.t);
   p.skew = plan_skew(a, p.coll);
@@ -179,8 +186,9 @@ BenchPlan plan_bench(BenchArgs& a) {
   p.on_gpu = a.device == "cuda";
   if (p.on_gpu) {
     if (a.backend == "mpi")
-      throw UsageError("--device cuda: the Open MPI backend moves host buffers; use --backend nccl, or threads (ranks "
-                       "sharing GPUs)");
+      throw UsageError(
+          "--device cuda: the Open MPI backend moves host buffers; use --backend nccl, or threads (ranks "
+          "sharing GPUs)");
     cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
   return p;

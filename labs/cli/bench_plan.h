@@ -32,7 +32,6 @@ struct BenchArgs {
   double skew = 0;  // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
 };
 
-
 // The sizes of the sweep: -b, -b·f, -b·f², ... up to -e, each rounded down to a multiple
 // of `unit` (what one run moves at least: an element, or one per rank when the collective
 // splits the buffer P ways) and never below it. `rounded` says whether any size changed.
@@ -52,10 +51,10 @@ struct BenchPlan {
   LinkSpec link;
   int P = 1;
   std::size_t es = 4;
-  bool split = false;        // all_gather / reduce_scatter / all_to_all(v) split `size` P ways
-  double skew = 1;           // all_to_allv: rank 0's share over any other's (1: all_to_all's layout)
+  bool split = false;             // all_gather / reduce_scatter / all_to_all(v) split `size` P ways
+  double skew = 1;                // all_to_allv: rank 0's share over any other's (1: all_to_all's layout)
   std::size_t recv_elements = 0;  // the receive buffer: the largest size, or all_to_allv's hot rank's
-  std::uint64_t unit = 4;    // sizes are multiples of this
+  std::uint64_t unit = 4;         // sizes are multiples of this
   std::string unit_is;
   Sweep sweep;
   bool on_gpu = false;

@@ -2,9 +2,8 @@
 // it and gives the exit code (0 ok, 1 the run failed, 2 bad usage via UsageError).
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace dtl::cli {
 

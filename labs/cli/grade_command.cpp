@@ -19,8 +19,8 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/util/files.h"
@@ -63,15 +63,16 @@ GradeProgramRun run_grade_program(const std::string& filter) {
   if (fd < 0 || log_fd < 0) throw Error("cannot create a temporary file for the test results");
   close(fd), close(log_fd);
   const std::string results = results_tmpl, log = log_tmpl;
-  const std::string cmd = std::string("'") + graded_tests_program() + "' --gtest_filter='" + filter + "' --gtest_output=json:" +
-                          results + " > " + log + " 2>&1";
+  const std::string cmd = std::string("'") + graded_tests_program() + "' --gtest_filter='" + filter +
+                          "' --gtest_output=json:" + results + " > " + log + " 2>&1";
   const int status = std::system(cmd.c_str());
   GradeProgramRun run;
   std::ifstream log_in(log);
   run.output.assign(std::istreambuf_iterator<char>(log_in), std::istreambuf_iterator<char>());
   run.crash = crash_words(status);
   std::ifstream in(results);
-  if (in && in.peek() != std::ifstream::traits_type::eof() && run.crash.empty() && WIFEXITED(status) && WEXITSTATUS(status) <= 1)
+  if (in && in.peek() != std::ifstream::traits_type::eof() && run.crash.empty() && WIFEXITED(status) &&
+      WEXITSTATUS(status) <= 1)
     run.results = nlohmann::json::parse(in);
   std::remove(results.c_str());
   std::remove(log.c_str());
@@ -95,12 +96,14 @@ nlohmann::json run_graded_tests(const std::string& filter, const std::string& wh
     const std::string test = test_running_at_crash(run.output);
     if (run.crash.empty() || test.empty())
       throw Error("the graded tests did not run (" + std::string(graded_tests_program()) + "; " +
-                  (run.crash.empty() ? "its output: " + last_words(run.output) : run.crash) + "); rebuild and try again");
+                  (run.crash.empty() ? "its output: " + last_words(run.output) : run.crash) +
+                  "); rebuild and try again");
     const std::string words = last_words(run.output);
-    const std::string failure = "the grade program crashed (" + run.crash + ") in the test " + test +
-                                (words.empty() ? "" : "; its last words: " + words) +
-                                "; to have the overrun named, configure the student build with -DCMAKE_CXX_FLAGS=-fsanitize=address "
-                                "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address";
+    const std::string failure =
+        "the grade program crashed (" + run.crash + ") in the test " + test +
+        (words.empty() ? "" : "; its last words: " + words) +
+        "; to have the overrun named, configure the student build with -DCMAKE_CXX_FLAGS=-fsanitize=address "
+        "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address";
     const std::size_t dot = test.find('.');
     crashed.push_back({{"name", test.substr(0, dot)},
                        {"testsuite", {{{"name", test.substr(dot + 1)}, {"failures", {{{"failure", failure}}}}}}}});
@@ -121,8 +124,10 @@ std::vector<Score> score(const nlohmann::json& results, const std::vector<Exerci
       if (suite["name"] != e.suite) continue;
       for (const auto& t : suite["testsuite"]) {
         ++total;
-        if (!t.contains("failures")) ++passed;
-        else if (s.messages.empty()) s.messages.push_back(learner_message(t["failures"][0]["failure"].get<std::string>()));
+        if (!t.contains("failures"))
+          ++passed;
+        else if (s.messages.empty())
+          s.messages.push_back(learner_message(t["failures"][0]["failure"].get<std::string>()));
       }
     }
     s.passed += passed;
@@ -146,8 +151,8 @@ void write_scores_json(const std::vector<Score>& scores, const std::string& trac
   out["hint_level"] = hint_level;
   out["exercises"] = nlohmann::json::array();
   for (const Score& s : scores) {
-    nlohmann::json e = {{"id", s.id}, {"passed", s.passed}, {"total", s.total}, {"points", s.points},
-                        {"max_points", s.max_points}, {"messages", s.messages}};
+    nlohmann::json e = {{"id", s.id},         {"passed", s.passed},         {"total", s.total},
+                        {"points", s.points}, {"max_points", s.max_points}, {"messages", s.messages}};
     if (s.failed() && hint_level > 0) e["hint"] = hint_line(s.id, hint_level);
     out["exercises"].push_back(e);
   }
@@ -191,7 +196,8 @@ int run_grade(const std::string& only, int hint_level, const std::string& json_p
     chosen.push_back(e);
     filter += (filter.empty() ? "" : ":") + e.suite + ".*";
   }
-  if (chosen.empty()) throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
+  if (chosen.empty())
+    throw UsageError("--exercise '" + only + "' is not an exercise of this build; use one of: " + ids);
   const nlohmann::json results = run_graded_tests(filter, only.empty() ? "every exercise" : only);
   return report_scores(score(results, chosen), ex::track_name(), hint_level, json_path);
 }
@@ -212,7 +218,8 @@ Command add_grade_command(CLI::App& app) {
   g->add_option("--json", *json_path, "Also write the scores (with each failing exercise's hint) as JSON to this file");
   CLI::Option* exercise = g->get_option("--exercise");
   return [only, hint_level, json_path, exercise] {
-    if (exercise->count() > 0 && only->empty()) throw UsageError("--exercise needs an exercise id, e.g. ring_all_reduce");
+    if (exercise->count() > 0 && only->empty())
+      throw UsageError("--exercise needs an exercise id, e.g. ring_all_reduce");
     return run_grade(*only, *hint_level, *json_path);
   };
 }

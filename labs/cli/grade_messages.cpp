@@ -79,7 +79,8 @@ std::vector<std::string> readable_lines(const std::vector<std::string>& lines) {
       continue;
     if (starts_with(line, "Actual: ")) {  // "Actual: false (the AssertionResult's message)"
       const auto open = line.find('(');
-      if (open != std::string::npos && line.back() == ')') keep.push_back(line.substr(open + 1, line.size() - open - 2));
+      if (open != std::string::npos && line.back() == ')')
+        keep.push_back(line.substr(open + 1, line.size() - open - 2));
       continue;
     }
     keep.push_back(line);
@@ -177,16 +178,21 @@ std::string test_running_at_crash(const std::string& output) {
   std::istringstream in(output);
   std::string running;
   for (std::string line; std::getline(in, line);) {
-    if (starts_with(line, "[ RUN      ] ")) running = trim(line.substr(13));
-    else if (starts_with(line, "[       OK ] ") || starts_with(line, "[  FAILED  ] ") || starts_with(line, "[  SKIPPED ] ")) running.clear();
+    if (starts_with(line, "[ RUN      ] "))
+      running = trim(line.substr(13));
+    else if (starts_with(line, "[       OK ] ") || starts_with(line, "[  FAILED  ] ") ||
+             starts_with(line, "[  SKIPPED ] "))
+      running.clear();
   }
   return running;
 }
 
 std::string crash_words(int system_status) {
   int sig = 0;
-  if (WIFSIGNALED(system_status)) sig = WTERMSIG(system_status);
-  else if (WIFEXITED(system_status) && WEXITSTATUS(system_status) > 128) sig = WEXITSTATUS(system_status) - 128;  // via sh
+  if (WIFSIGNALED(system_status))
+    sig = WTERMSIG(system_status);
+  else if (WIFEXITED(system_status) && WEXITSTATUS(system_status) > 128)
+    sig = WEXITSTATUS(system_status) - 128;  // via sh
   if (sig <= 0) return {};
   const char* abbrev = sigabbrev_np(sig);
   const char* what = sigdescr_np(sig);
@@ -199,7 +205,8 @@ std::string last_words(const std::string& output) {
   std::string last;
   for (std::string line; std::getline(in, line);) {
     const std::string t = trim(line);
-    if (!t.empty() && t[0] != '[' && !starts_with(t, "Running main()") && !starts_with(t, "Note: Google Test filter")) last = t;
+    if (!t.empty() && t[0] != '[' && !starts_with(t, "Running main()") && !starts_with(t, "Note: Google Test filter"))
+      last = t;
   }
   return last;
 }

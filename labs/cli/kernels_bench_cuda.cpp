@@ -49,15 +49,17 @@ int run_cuda_kernel_bench(const KernelBenchSizes& s) {
   const std::size_t n = s.elements;
 
   // Ceilings.
-  DeviceArray X(std::size_t(B) * W, DType::f32, 1), Wt(std::size_t(W) * W, DType::f32, 2), bias(std::size_t(W), DType::f32, 3);
-  DeviceArray Y(std::size_t(B) * W, DType::f32, 4), dX(std::size_t(B) * W, DType::f32, 5), dW(std::size_t(W) * W, DType::f32, 6),
-      db(std::size_t(W), DType::f32, 7);
+  DeviceArray X(std::size_t(B) * W, DType::f32, 1), Wt(std::size_t(W) * W, DType::f32, 2),
+      bias(std::size_t(W), DType::f32, 3);
+  DeviceArray Y(std::size_t(B) * W, DType::f32, 4), dX(std::size_t(B) * W, DType::f32, 5),
+      dW(std::size_t(W) * W, DType::f32, 6), db(std::size_t(W), DType::f32, 7);
   const float one = 1.0f, zero = 0.0f;
   const double gemm_flops = 2.0 * B * W * W;
   const double sgemm = gemm_flops / timer.best_seconds(R, [&] {
     DTL_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, W, B, W, &one, Wt.f(), W, X.f(), W, &zero, Y.f(), W));
   }) * 1e-9;
-  DeviceArray a(n, DType::f32, 8), b(n, DType::f32, 9), m(n, DType::f32, 10), v(n, DType::f32, 11), master(n, DType::f32, 12);
+  DeviceArray a(n, DType::f32, 8), b(n, DType::f32, 9), m(n, DType::f32, 10), v(n, DType::f32, 11),
+      master(n, DType::f32, 12);
   DeviceArray g16(n, DType::bf16, 13), w16(n, DType::bf16, 14);
   const double bytes2 = 2.0 * double(n) * sizeof(float);
   const double d2d = bytes2 / timer.best_seconds(R, [&] {
@@ -80,15 +82,20 @@ int run_cuda_kernel_bench(const KernelBenchSizes& s) {
   memory_row("gelu backward", 12, [&] { cuda::gelu_backward(a.f(), m.f(), b.f(), n, stream); });
   memory_row("adamw (fp32)", 28, [&] { cuda::adamw_step(b.f(), a.f(), m.f(), v.f(), n, adam, 1, stream); });
   memory_row("adamw (bf16 grads, fp32 master)", 28,  // reads master, m, v, g16 (14 B), writes master, m, v, w16 (14 B)
-             [&] { cuda::adamw_step_mixed(master.f(), g16.ptr, w16.ptr, DType::bf16, m.f(), v.f(), n, adam, 1, 1.0f, stream); });
+             [&] {
+               cuda::adamw_step_mixed(master.f(), g16.ptr, w16.ptr, DType::bf16, m.f(), v.f(), n, adam, 1, 1.0f,
+                                      stream);
+             });
   memory_row("axpy  y += a*x", 12, [&] { cuda::axpy(0.5f, a.f(), b.f(), n, stream); });
   memory_row("scale x *= a", 8, [&] { cuda::scale(0.999f, b.f(), n, stream); });
-  memory_row("reduce_into f32 (sum)", 12, [&] { cuda::reduce_into(b.ptr, a.ptr, n, DType::f32, ReduceOp::sum, stream); });
-  memory_row("reduce_into bf16 (sum)", 6, [&] { cuda::reduce_into(w16.ptr, g16.ptr, n, DType::bf16, ReduceOp::sum, stream); });
+  memory_row("reduce_into f32 (sum)", 12,
+             [&] { cuda::reduce_into(b.ptr, a.ptr, n, DType::f32, ReduceOp::sum, stream); });
+  memory_row("reduce_into bf16 (sum)", 6,
+             [&] { cuda::reduce_into(w16.ptr, g16.ptr, n, DType::bf16, ReduceOp::sum, stream); });
 
   char line1[400], line2[200];
-  std::snprintf(line1, sizeof line1, "GPU 0: %s; GEMM %d x %d x %d; memory-bound kernels over %zu elements", gpu.device_name(), B, W,
-                W, n);
+  std::snprintf(line1, sizeof line1, "GPU 0: %s; GEMM %d x %d x %d; memory-bound kernels over %zu elements",
+                gpu.device_name(), B, W, W, n);
   std::snprintf(line2, sizeof line2, "ceilings measured now: cublasSgemm %.1f GFLOP/s; device-to-device copy %.1f GB/s",
                 sgemm, d2d);
   print_kernel_bench(s, {line1, line2}, rows, sgemm, d2d, "cuda");

@@ -51,8 +51,9 @@ int print_path(const std::string& lab) {
 }  // namespace
 
 Command add_learn_command(CLI::App& app) {
-  CLI::App* l = app.add_subcommand("learn", "Print the learner's path: the labs and exercises in order, each with "
-                                            "its formula, the commands to run and what to watch in the visualizer");
+  CLI::App* l = app.add_subcommand("learn",
+                                   "Print the learner's path: the labs and exercises in order, each with "
+                                   "its formula, the commands to run and what to watch in the visualizer");
   auto lab = std::make_shared<std::string>();
   l->add_option("lab", *lab, "Print only this lab's part (e.g. collectives)");
   return [lab] { return print_path(*lab); };

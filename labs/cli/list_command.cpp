@@ -1,6 +1,5 @@
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "labs/cli/commands.h"

@@ -70,7 +70,8 @@ MemoryBandwidth MemoryBandwidthProbe::measure(int rounds) {
     sink_[t] += double(sum);
   });
   m.write = best_rate(rounds, f, [this](std::size_t t) { std::memset(c_[t].data(), 0, n_ * sizeof(float)); });
-  m.copy = best_rate(rounds, 2 * f, [this](std::size_t t) { std::memcpy(c_[t].data(), a_[t].data(), n_ * sizeof(float)); });
+  m.copy =
+      best_rate(rounds, 2 * f, [this](std::size_t t) { std::memcpy(c_[t].data(), a_[t].data(), n_ * sizeof(float)); });
   m.triad = best_rate(rounds, 3 * f, [this](std::size_t t) {
     float* a = a_[t].data();
     const float* b = b_[t].data();

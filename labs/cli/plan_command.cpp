@@ -68,31 +68,36 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
   const auto& mem = pl.memory;
   const auto& p = pl.config;
   const std::string zero =
-      pl.model.experts > 0
-          ? "dense Ψ/(tp·pp) ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp) + "; experts /(ep·tp·pp) over dp/ep"
+      pl.model.experts > 0 ? "dense Ψ/(tp·pp) ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp) +
+                                 "; experts /(ep·tp·pp) over dp/ep"
       : p.cp > 1 ? "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp·cp " + std::to_string(p.dp * p.cp)
                  : "Ψ/(tp·pp), ZeRO-" + std::to_string(p.zero) + " over dp " + std::to_string(p.dp);
   const std::string per_cp = p.cp > 1 ? "/(t·cp)" : "/t";
   rep.add("memory.params", "parameters", mem.params / 1e9, "GB").source = zero;
   rep.add("memory.grads", "gradients", mem.grads / 1e9, "GB").source = zero;
   rep.add("memory.optimizer", "optimizer states", mem.optimizer / 1e9, "GB").source = zero;
-  rep.add("memory.model_state", "model state", mem.model_state() / 1e9, "GB").source = th::zero_convention_name(p.convention);
-  rep.add("memory.model_state_16", "model state under 16 B/param", mem.model_state_sixteen / 1e9, "GB").source = "2+2+12";
+  rep.add("memory.model_state", "model state", mem.model_state() / 1e9, "GB").source =
+      th::zero_convention_name(p.convention);
+  rep.add("memory.model_state_16", "model state under 16 B/param", mem.model_state_sixteen / 1e9, "GB").source =
+      "2+2+12";
   rep.add("memory.model_state_12", "model state under 12 B/param", mem.model_state_twelve / 1e9, "GB").source = "2+2+8";
   rep.add("memory.model_state_8", "model state under 8 B/param", mem.model_state_eight / 1e9, "GB").source = "2+2+4";
   if (pl.model.has_shape()) {  // (a model given by Ψ alone has no activations to count)
     rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
-            mem.activations / 1e9, "GB").source = "Korthikanti et al. 2022";
+            mem.activations / 1e9, "GB")
+        .source = "Korthikanti et al. 2022";
     rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source =
         "s·b·h(34+5as/h)" + per_cp;
     rep.add("memory.activations_selective", "activations, selective recomputation", mem.activations_selective / 1e9,
-            "GB").source = "34·s·b·h" + per_cp;
+            "GB")
+        .source = "34·s·b·h" + per_cp;
     rep.add("memory.activations_full", "activations, full recomputation", mem.activations_full / 1e9, "GB").source =
         "2·s·b·h" + per_cp;
   }
   rep.add("memory.total", "total per GPU", mem.total() / 1e9, "GB");
   rep.add("memory.capacity", "GPU memory", mem.capacity / 1e9, "GB");
-  rep.add("memory.headroom", mem.fits() ? "fits, to spare" : "does NOT fit, misses by", std::fabs(mem.headroom()) / 1e9, "GB");
+  rep.add("memory.headroom", mem.fits() ? "fits, to spare" : "does NOT fit, misses by", std::fabs(mem.headroom()) / 1e9,
+          "GB");
 }
 
 void add_traffic_rows(Report& rep, const th::Plan& pl) {
@@ -105,7 +110,8 @@ void add_traffic_rows(Report& rep, const th::Plan& pl) {
                               : e.intra_bytes == 0 ? "inter-node"
                                                    : "inter-node " + gb(e.inter_bytes);
     std::snprintf(share, sizeof share, "%.1f %% · %s", 100 * e.share, where.c_str());
-    rep.add(id, std::string(th::axis_name(e.axis)) + " " + e.collective + " ×" + std::to_string(e.calls), e.bytes / 1e9, "GB")
+    rep.add(id, std::string(th::axis_name(e.axis)) + " " + e.collective + " ×" + std::to_string(e.calls), e.bytes / 1e9,
+            "GB")
         .source = share;
     total += e.bytes;
   }
@@ -118,7 +124,8 @@ void add_cp_time_rows(Report& rep, const th::Plan& pl) {
   rep.add("time.cp_hop", "CP ring: one K/V hop", r.hop_s, "s").source = "α + 2·(b·s/cp)·(h/tp)·2 B / β";
   rep.add("time.cp_block", "CP ring: one block's attention, forward", r.block_forward_s, "s").source =
       "4·b·(s/cp)²·h/tp FLOPs / (peak·efficiency)";
-  rep.add("time.cp", "exposed CP ring hops", pl.time.cp, "s").source = "max(0, hop − block) per hop, + the last dK/dV hop";
+  rep.add("time.cp", "exposed CP ring hops", pl.time.cp, "s").source =
+      "max(0, hop − block) per hop, + the last dK/dV hop";
 }
 
 void add_time_rows(Report& rep, const th::Plan& pl) {
@@ -144,15 +151,27 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
 Report plan_report(const th::Plan& pl) {
   Report rep = header(pl);
   rep.setup.push_back(config_words(pl.config));
-  rep.config = {{"dp", pl.config.dp},   {"tp", pl.config.tp}, {"pp", pl.config.pp}, {"cp", pl.config.cp}, {"zero", pl.config.zero},
-                {"micro_batch_size", pl.config.micro_batch_size}, {"micro_batches", pl.config.micro_batches},
-                {"recompute", th::recompute_name(pl.config.recompute)}, {"psi", pl.psi},
+  rep.config = {{"dp", pl.config.dp},
+                {"tp", pl.config.tp},
+                {"pp", pl.config.pp},
+                {"cp", pl.config.cp},
+                {"zero", pl.config.zero},
+                {"micro_batch_size", pl.config.micro_batch_size},
+                {"micro_batches", pl.config.micro_batches},
+                {"recompute", th::recompute_name(pl.config.recompute)},
+                {"psi", pl.psi},
                 {"fits", pl.memory.fits()}};
   nlohmann::json ledger = nlohmann::json::array();
   for (const auto& e : pl.ledger)
-    ledger.push_back({{"axis", th::axis_name(e.axis)}, {"collective", e.collective}, {"calls", e.calls},
-                      {"bytes", e.bytes}, {"intra_bytes", e.intra_bytes}, {"inter_bytes", e.inter_bytes},
-                      {"share", e.share}, {"crosses_nodes", e.crosses_nodes}, {"time_s", e.time_s}});
+    ledger.push_back({{"axis", th::axis_name(e.axis)},
+                      {"collective", e.collective},
+                      {"calls", e.calls},
+                      {"bytes", e.bytes},
+                      {"intra_bytes", e.intra_bytes},
+                      {"inter_bytes", e.inter_bytes},
+                      {"share", e.share},
+                      {"crosses_nodes", e.crosses_nodes},
+                      {"time_s", e.time_s}});
   rep.config["ledger"] = ledger;
   if (pl.config.cp > 1) {
     rep.config["rank_order"] = "rank = pp_rank·(dp·cp·tp) + dp_rank·(cp·tp) + cp_rank·tp + tp_rank";
@@ -169,8 +188,10 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
   th::SearchRejections why;
   const auto ranked = th::search(m, c, gpus, o, &why);
   th::Plan first;
-  if (!ranked.empty()) first = ranked.front().plan;
-  else first.model = m, first.cluster = c, first.cluster.gpus = gpus, first.psi = m.parameters();
+  if (!ranked.empty())
+    first = ranked.front().plan;
+  else
+    first.model = m, first.cluster = c, first.cluster.gpus = gpus, first.psi = m.parameters();
   Report rep = header(first);
   rep.setup.push_back("search: every dp·tp·pp = " + std::to_string(gpus) + " that fits, fastest first");
   for (std::size_t i = 0; i < ranked.size(); ++i) {
@@ -183,8 +204,10 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
     rep.add(id + ".bubble", "bubble", 100 * pl.bubble, "%");
     rep.add(id + ".mfu", "MFU", 100 * pl.mfu, "%");
   }
-  if (ranked.empty()) rep.notes.push_back("no configuration fits: " + why.words(gpus, th::search_global_batch(o, gpus)));
-  else rep.notes = ranked.front().plan.formulas;
+  if (ranked.empty())
+    rep.notes.push_back("no configuration fits: " + why.words(gpus, th::search_global_batch(o, gpus)));
+  else
+    rep.notes = ranked.front().plan.formulas;
   return rep;
 }
 
@@ -192,16 +215,19 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
 // and --global-batch means something only to it.
 void require_search_options_apply(const CLI::App& p, bool search) {
   if (!search) {
-    if (p.count("--global-batch")) throw UsageError("--global-batch sizes the step of --search's configurations: add --search N");
+    if (p.count("--global-batch"))
+      throw UsageError("--global-batch sizes the step of --search's configurations: add --search N");
     return;
   }
-  for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts", "--ep"})
+  for (const char* flag :
+       {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts", "--ep"})
     if (p.count(flag))
       throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
                        "the micro-batches from --global-batch; it plans dense models only): drop it, or drop --search "
                        "to plan that configuration");
   if (p.count("--cp") || p.count("--cp-algo"))
-    throw UsageError(std::string(p.count("--cp") ? "--cp" : "--cp-algo") + ": --search ranks dp·tp·pp = N without "
+    throw UsageError(std::string(p.count("--cp") ? "--cp" : "--cp-algo") +
+                     ": --search ranks dp·tp·pp = N without "
                      "context parallelism (cp 1); drop --search to plan a cp configuration (--dp --tp --pp --cp)");
 }
 
@@ -232,8 +258,10 @@ Command add_plan_command(CLI::App& app) {
     } else {
       rep = plan_report(th::plan(m, c, config_from(*a)));
     }
-    if (a->json) std::cout << rep.to_json().dump(2) << "\n";
-    else std::cout << text_without_result(rep);
+    if (a->json)
+      std::cout << rep.to_json().dump(2) << "\n";
+    else
+      std::cout << text_without_result(rep);
     return 0;
   };
 }

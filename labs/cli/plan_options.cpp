@@ -23,19 +23,23 @@ double parse_count(const std::string& text, const char* what, bool bytes) {
   double v = 0;
   try {
     v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  } catch (const std::exception&) { used = 0; }
   std::string rest = used ? text.substr(used) : text;
   if (bytes && !rest.empty() && (rest.back() == 'B' || rest.back() == 'b') && rest.size() > 1) rest.pop_back();
   double scale = 1;
-  if (rest == "K" || rest == "k") scale = 1e3;
-  else if (rest == "M") scale = 1e6;
-  else if (rest == "G" || (!bytes && rest == "B")) scale = 1e9;
-  else if (rest == "T") scale = 1e12;
-  else if (!rest.empty()) used = 0;
+  if (rest == "K" || rest == "k")
+    scale = 1e3;
+  else if (rest == "M")
+    scale = 1e6;
+  else if (rest == "G" || (!bytes && rest == "B"))
+    scale = 1e9;
+  else if (rest == "T")
+    scale = 1e12;
+  else if (!rest.empty())
+    used = 0;
   if (used == 0 || !std::isfinite(v) || v <= 0)
-    throw UsageError(std::string(what) + " '" + text + "' is not a positive number (suffixes K, M, G, T: powers of 1000)");
+    throw UsageError(std::string(what) + " '" + text +
+                     "' is not a positive number (suffixes K, M, G, T: powers of 1000)");
   return v * scale;
 }
 
@@ -44,9 +48,7 @@ template <class F>
 auto with_option(const char* option, F&& f) {
   try {
     return f();
-  } catch (const UsageError& e) {
-    throw UsageError(std::string(option) + ": " + e.what());
-  }
+  } catch (const UsageError& e) { throw UsageError(std::string(option) + ": " + e.what()); }
 }
 
 }  // namespace
@@ -68,8 +70,10 @@ struct ShapeOption {
 };
 
 std::vector<ShapeOption> shape_options(const PlanArgs& a) {
-  return {{"--layers", a.layers, 0, &th::ModelSpec::layers}, {"--hidden", a.hidden, 0, &th::ModelSpec::hidden},
-          {"--heads", a.heads, 0, &th::ModelSpec::heads},    {"--seq", a.seq, 0, &th::ModelSpec::seq},
+  return {{"--layers", a.layers, 0, &th::ModelSpec::layers},
+          {"--hidden", a.hidden, 0, &th::ModelSpec::hidden},
+          {"--heads", a.heads, 0, &th::ModelSpec::heads},
+          {"--seq", a.seq, 0, &th::ModelSpec::seq},
           {"--vocab", a.vocab, -1, &th::ModelSpec::vocab}};
 }
 bool is_given(const ShapeOption& o) { return o.given != o.unset; }
@@ -87,8 +91,10 @@ th::ModelSpec model_from_shape(const std::vector<ShapeOption>& shape) {
   th::ModelSpec m;
   std::string missing, words;
   for (const ShapeOption& o : shape) {
-    if (!is_given(o)) missing += std::string(missing.empty() ? "" : " ") + o.flag;
-    else m.*o.field = o.given;
+    if (!is_given(o))
+      missing += std::string(missing.empty() ? "" : " ") + o.flag;
+    else
+      m.*o.field = o.given;
   }
   if (!missing.empty())
     throw UsageError("a model from its shape needs all of --layers --hidden --heads --seq --vocab; missing " + missing +
@@ -122,22 +128,26 @@ th::ModelSpec model_from(const PlanArgs& a) {
   bool shape_given = false;
   for (const ShapeOption& o : shape) shape_given = shape_given || is_given(o);
   if (!a.params.empty()) {
-    if (!a.model.empty()) throw UsageError("--params " + a.params + " and --model " + a.model + " both set the model: keep one");
+    if (!a.model.empty())
+      throw UsageError("--params " + a.params + " and --model " + a.model + " both set the model: keep one");
     if (shape_given)
-      throw UsageError("--params " + a.params + " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
+      throw UsageError("--params " + a.params +
+                       " gives Ψ and --layers/--hidden/--heads/--seq/--vocab a shape with a Ψ of "
                        "its own: give --params alone, or the whole shape alone");
     if (a.experts)
-      throw UsageError("--experts makes each layer's MLP E experts, and --params " + a.params + " has no layers: give the "
+      throw UsageError("--experts makes each layer's MLP E experts, and --params " + a.params +
+                       " has no layers: give the "
                        "shape (or --model) instead");
     th::ModelSpec m;
     m.params = parse_count(a.params, "--params", false);
-    if (m.params < 1) throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
+    if (m.params < 1)
+      throw UsageError("--params " + a.params + " is less than one parameter: give a count such as 7e9 or 7B");
     m.name = "--params " + a.params + " (no shape)";
     return m;
   }
   th::ModelSpec m = a.model.empty() && shape_given
-                       ? model_from_shape(shape)
-                       : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
+                        ? model_from_shape(shape)
+                        : with_option("--model", [&] { return th::model_preset(a.model.empty() ? "175b" : a.model); });
   if (!shape_given || !a.model.empty()) require_preset_shape(m, shape);
   return with_experts(m, a);
 }
@@ -147,9 +157,9 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
   // each up to 10^7, cp up to 10^4: 64 bits hold the product
   const std::int64_t product = std::int64_t(a.dp) * a.tp * a.pp * a.cp;
   if (product > 10000000)
-    throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " + std::to_string(a.pp) +
-                     (a.cp > 1 ? " × --cp " + std::to_string(a.cp) : "") + " = " + std::to_string(product) +
-                     " GPUs, more than the 10,000,000 the planner takes: lower them");
+    throw UsageError("--dp " + std::to_string(a.dp) + " × --tp " + std::to_string(a.tp) + " × --pp " +
+                     std::to_string(a.pp) + (a.cp > 1 ? " × --cp " + std::to_string(a.cp) : "") + " = " +
+                     std::to_string(product) + " GPUs, more than the 10,000,000 the planner takes: lower them");
   c.gpus = a.gpus ? a.gpus : int(product);
   if (a.gpus_per_node) c.gpus_per_node = a.gpus_per_node;
   if (!a.gpu_memory.empty()) c.gpu_memory = parse_count(a.gpu_memory, "--gpu-memory", true);
@@ -162,13 +172,24 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
 }
 
 th::ParallelConfig config_from(const PlanArgs& a) {
-  return {a.dp, a.tp, a.pp, a.zero, a.micro_batch_size, a.micro_batches, th::parse_recompute(a.recompute),
-          parse_convention(a.convention), a.efficiency, a.ep, a.cp, a.cp_algo};
+  return {a.dp,
+          a.tp,
+          a.pp,
+          a.zero,
+          a.micro_batch_size,
+          a.micro_batches,
+          th::parse_recompute(a.recompute),
+          parse_convention(a.convention),
+          a.efficiency,
+          a.ep,
+          a.cp,
+          a.cp_algo};
 }
 
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
   if (p.count("--cp-algo") && a.cp < 2)
-    throw UsageError(std::string("--cp-algo ") + th::cp_algo_name(a.cp_algo) + " chooses how context-parallel ranks "
+    throw UsageError(std::string("--cp-algo ") + th::cp_algo_name(a.cp_algo) +
+                     " chooses how context-parallel ranks "
                      "exchange keys and values: add --cp N (N > 1)");
 }
 
@@ -192,31 +213,44 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--dp", a.dp, "Data-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--tp", a.tp, "Tensor-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--pp", a.pp, "Pipeline stages")->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--zero", a.zero, "ZeRO stage over dp, 0-3 (1: optimizer states sharded, reduce-scatter + all-gather: Megatron's distributed optimizer)")->check(whole_range(0, 3))->capture_default_str();
-  p->add_option("--micro-batch-size", a.micro_batch_size, "Sequences per micro-batch b")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")
-      ->check(whole_range(1, 1000000))->capture_default_str();
-  p->add_option("--recompute", a.recompute, "none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
-  p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
-      ->check(CLI::IsMember({"16", "12", "8"}))->capture_default_str();
-  p->add_option("--efficiency", a.efficiency, "Achieved share of peak FLOP/s")->check(finite_range(1e-6, 1))
+  p->add_option("--zero", a.zero,
+                "ZeRO stage over dp, 0-3 (1: optimizer states sharded, reduce-scatter + all-gather: Megatron's "
+                "distributed optimizer)")
+      ->check(whole_range(0, 3))
       ->capture_default_str();
-  p->add_option("--experts", a.experts, "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
+  p->add_option("--micro-batch-size", a.micro_batch_size, "Sequences per micro-batch b")
+      ->check(whole_range(1, 1000000))
+      ->capture_default_str();
+  p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")
+      ->check(whole_range(1, 1000000))
+      ->capture_default_str();
+  p->add_option("--recompute", a.recompute, "none, selective, full")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->capture_default_str();
+  p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
+      ->check(CLI::IsMember({"16", "12", "8"}))
+      ->capture_default_str();
+  p->add_option("--efficiency", a.efficiency, "Achieved share of peak FLOP/s")
+      ->check(finite_range(1e-6, 1))
+      ->capture_default_str();
+  p->add_option("--experts", a.experts,
+                "Mixture of experts: every layer's MLP becomes E experts (each the dense MLP) and a router")
       ->check(whole_range(1, 1000000));
   p->add_option("--top-k", a.top_k, "With --experts: experts per token k (default 2)")->check(whole_range(1, 1000000));
   p->add_option("--ep", a.ep, "With --experts: expert-parallel ranks, within dp (dividing dp and E)")
-      ->check(whole_range(1, 10000000))->capture_default_str();
-  p->add_option("--cp", a.cp,
-                "Context-parallel size: each sequence split over cp GPUs (zig-zag, 2·cp dividing --seq), ring attention; "
-                "GPUs = dp·tp·pp·cp, ranks tp fastest, then cp, dp, pp")
-      ->check(whole_range(1, 10000))->capture_default_str();
+      ->check(whole_range(1, 10000000))
+      ->capture_default_str();
+  p->add_option(
+       "--cp", a.cp,
+       "Context-parallel size: each sequence split over cp GPUs (zig-zag, 2·cp dividing --seq), ring attention; "
+       "GPUs = dp·tp·pp·cp, ranks tp fastest, then cp, dp, pp")
+      ->check(whole_range(1, 10000))
+      ->capture_default_str();
   p->add_option("--cp-algo", a.cp_algo,
                 "With --cp: ring (K/V hops overlapped with attention blocks), all-gather (Llama 3: K/V gathered, "
                 "dK/dV reduce-scattered) or ulysses (all-to-alls to whole heads; heads/tp divisible by cp)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames),
-                                                                          std::end(th::kCpAlgoNames))))
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames), std::end(th::kCpAlgoNames))))
       ->option_text("ring|all-gather|ulysses")
       ->default_str(th::cp_algo_name(th::CpAlgo::ring));
 }

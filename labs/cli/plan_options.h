@@ -2,9 +2,8 @@
 // how they become the planner's ModelSpec, ClusterSpec and ParallelConfig (core/theory/plan.h).
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "core/theory/plan.h"
 #include "labs/report.h"

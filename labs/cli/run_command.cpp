@@ -4,9 +4,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -65,10 +65,13 @@ Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
   }
   if (a.device != "cuda" && a.device != "standin") return Device::Kind::cpu;
   if (a.backend == "mpi")
-    throw UsageError("--device " + a.device + " with --backend mpi: the Open MPI backend moves host buffers; use "
+    throw UsageError("--device " + a.device +
+                     " with --backend mpi: the Open MPI backend moves host buffers; use "
                      "--backend threads (ranks sharing devices), --backend nccl, or --device cpu");
-  if (a.device == "standin") use_standin_device();  // a GPU's rules on the CPU: no GPU needed
-  else cuda::use_cuda_memory();                     // no GPU or no CUDA build: says so, exit 2
+  if (a.device == "standin")
+    use_standin_device();  // a GPU's rules on the CPU: no GPU needed
+  else
+    cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   return Device::Kind::cuda;
 }
 
@@ -87,13 +90,15 @@ LabConfig make_config(const LabInfo& lab, RunArgs& a, const Backend& backend) {
   cfg.counts_steps = a.step || !a.inject_fault.empty() || !a.inject_hang.empty();
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   if (cfg.link.active() && a.backend != "threads")
-    throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend + " the real one is used");
-  if (cfg.link.active() && a.step) throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
+    throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend +
+                     " the real one is used");
+  if (cfg.link.active() && a.step)
+    throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
   if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
   cfg = with_defaults(lab, cfg);
   if (cfg.bytes < dtype_size(cfg.dtype))
-    throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) + " element; give at least " +
-                     std::to_string(dtype_size(cfg.dtype)));
+    throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) +
+                     " element; give at least " + std::to_string(dtype_size(cfg.dtype)));
   return cfg;
 }
 
@@ -124,33 +129,31 @@ int report_result(const RunArgs& a, const RunResult& result, const Report& repor
   if (!result.ok()) {
     try {  // a usage error found inside a rank (e.g. an option combination) is still a usage error
       if (result.first_failure) std::rethrow_exception(result.first_failure);
-    } catch (const UsageError&) {
-      throw;
-    } catch (...) {
+    } catch (const UsageError&) { throw; } catch (...) {
     }
     std::cerr << "dtlab: the run failed: " << result.error << "\n";
     return 1;
   }
-  if (a.json) std::cout << report.to_json().dump(2) << "\n";
-  else std::cout << report.to_text();
+  if (a.json)
+    std::cout << report.to_json().dump(2) << "\n";
+  else
+    std::cout << report.to_text();
   return report.ok ? 0 : 1;
 }
 
 // Rank 0's side after the run: the trace, then the report or the failure. A trace that
 // cannot be written (a full disk) does not hide the report or the run's own failure.
 int finish_run(const RunArgs& a, const Backend& backend, Trace& trace, const RunResult& result, const Report& report) {
-  std::ostream& human = a.json ? std::cerr : std::cout;  // with --json, stdout holds only JSON
+  std::ostream& human = a.json ? std::cerr : std::cout;                       // with --json, stdout holds only JSON
   if (result.ok()) trace.set_meta(MetaKey::report, report.to_json().dump());  // the visualizer's report view
-  std::unique_ptr<Trace> gathered = backend.gather(trace);  // MPI: every rank's events on rank 0
-  if (!backend.root) return 0;  // under MPI, rank 0 reports for everyone
+  std::unique_ptr<Trace> gathered = backend.gather(trace);                    // MPI: every rank's events on rank 0
+  if (!backend.root) return 0;                                                // under MPI, rank 0 reports for everyone
   std::string trace_error;
   if (!a.trace_path.empty()) {
     try {
       write_chrome_trace(gathered ? *gathered : trace, a.trace_path, result.error);
       human << "trace written to " << a.trace_path << " (open it in dtlab-viz or https://ui.perfetto.dev)\n";
-    } catch (const std::exception& e) {
-      trace_error = e.what();
-    }
+    } catch (const std::exception& e) { trace_error = e.what(); }
   }
   const int code = report_result(a, result, report);
   if (trace_error.empty()) return code;
@@ -163,7 +166,8 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   require_writable_file(a.trace_path, "--trace");  // before the run, not after it
   // (/dev/stdout is a regular file when stdout is redirected to one: refused all the same)
   if (a.json && !a.trace_path.empty() && a.trace_path.rfind("/dev/std", 0) == 0)
-    throw UsageError("--trace " + a.trace_path + " with --json would mix the trace into the report on stdout; give "
+    throw UsageError("--trace " + a.trace_path +
+                     " with --json would mix the trace into the report on stdout; give "
                      "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
   LabConfig cfg = make_config(lab, a, backend);
@@ -202,9 +206,11 @@ namespace {
 // A whole number in [0, most] from `text`, or a UsageError naming the flag (no bare stoi).
 int whole_number(const std::string& s, const std::string& text, const char* flag, long most, const char* form) {
   char* end = nullptr;
-  const long v = s.empty() || s.find_first_not_of("0123456789") != std::string::npos ? -1 : std::strtol(s.c_str(), &end, 10);
+  const long v =
+      s.empty() || s.find_first_not_of("0123456789") != std::string::npos ? -1 : std::strtol(s.c_str(), &end, 10);
   if (v < 0 || v > most)
-    throw UsageError(std::string(flag) + " '" + text + "' is not " + form + " (whole numbers, at most " + std::to_string(most) + ")");
+    throw UsageError(std::string(flag) + " '" + text + "' is not " + form + " (whole numbers, at most " +
+                     std::to_string(most) + ")");
   return int(v);
 }
 }  // namespace
@@ -212,7 +218,8 @@ int whole_number(const std::string& s, const std::string& text, const char* flag
 void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step) {
   const auto colon = text.find(':');
   rank = whole_number(text.substr(0, colon), text, flag, 1 << 20, "RANK or RANK:STEP");
-  step = colon == std::string::npos ? 0 : whole_number(text.substr(colon + 1), text, flag, 1 << 30, "RANK or RANK:STEP");
+  step =
+      colon == std::string::npos ? 0 : whole_number(text.substr(colon + 1), text, flag, 1 << 30, "RANK or RANK:STEP");
   if (rank >= ranks)
     throw UsageError(std::string(flag) + " names rank " + std::to_string(rank) + ", but only ranks 0.." +
                      std::to_string(ranks - 1) + " exist");
@@ -224,11 +231,12 @@ void parse_slow_rank(const std::string& text, int ranks, int& rank, double& fact
   char* end = nullptr;
   factor = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
   if (r.empty() || f.empty() || *end != '\0' || !(factor >= 1.0) || factor > 1000.0)
-    throw UsageError("--slow-rank '" + text + "' is not RANK:FACTOR with FACTOR between 1 and 1000, e.g. --slow-rank 1:2.5");
+    throw UsageError("--slow-rank '" + text +
+                     "' is not RANK:FACTOR with FACTOR between 1 and 1000, e.g. --slow-rank 1:2.5");
   rank = whole_number(r, text, "--slow-rank", 1 << 20, "RANK:FACTOR");
   if (rank >= ranks)
-    throw UsageError("--slow-rank names rank " + std::to_string(rank) + ", but only ranks 0.." + std::to_string(ranks - 1) +
-                     " exist");
+    throw UsageError("--slow-rank names rank " + std::to_string(rank) + ", but only ranks 0.." +
+                     std::to_string(ranks - 1) + " exist");
 }
 
 namespace {
@@ -237,7 +245,8 @@ namespace {
 void add_common_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--ranks,-r", a.ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)")
       ->check(whole_range(1, kMaxThreadRanks));
-  sub->add_option("--backend", a.backend, "threads; mpi under mpirun/srun; nccl (a GPU per rank: one process, or mpirun/srun)")
+  sub->add_option("--backend", a.backend,
+                  "threads; mpi under mpirun/srun; nccl (a GPU per rank: one process, or mpirun/srun)")
       ->check(CLI::IsMember({"threads", "mpi", "nccl"}))
       ->capture_default_str();
   sub->add_option("--trace", a.trace_path, "Write a Chrome/Perfetto trace to this file");
@@ -246,7 +255,8 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
       ->check(finite_range(0.001, 1e6))
       ->capture_default_str();
   sub->add_option("--link", a.link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
-  sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
+  sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction")
+      ->check(finite_range(1e-6, 1e6));
   sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));
   sub->add_option("--link-slowdown", a.link_slowdown,
                   "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
@@ -258,14 +268,17 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
 void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) {
   switch (o) {
     case RunOption::bytes:
-      sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")->capture_default_str();
+      sub->add_option("--bytes,-B", a.bytes, "Buffer size per rank: 4096, 64K, 64M, 1G (powers of 1024)")
+          ->capture_default_str();
       return;
     case RunOption::dtype:
       sub->add_option("--dtype", a.dtype, "Element type: f32 f64 i32 i64 f16 bf16")->capture_default_str();
       return;
     case RunOption::iters:
       sub->add_option("--iters", a.iters, "Timed repetitions")->check(whole_range(0, 1000000))->capture_default_str();
-      sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")->check(whole_range(0, 1000000))->capture_default_str();
+      sub->add_option("--warmup", a.warmup, "Untimed repetitions before timing")
+          ->check(whole_range(0, 1000000))
+          ->capture_default_str();
       return;
     case RunOption::device:
       sub->add_option("--device", a.device,
@@ -275,13 +288,15 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
           ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
       return;
     case RunOption::step:
-      sub->add_flag("--step", a.step, "Step through the run in the terminal: one transfer, or one collective for labs built on them");
+      sub->add_flag("--step", a.step,
+                    "Step through the run in the terminal: one transfer, or one collective for labs built on them");
       return;
-    case RunOption::faults:
-    {
+    case RunOption::faults: {
       const std::string op = lab.step_unit == StepUnit::transfers ? "send" : "library collective (all-reduce, ...)";
-      sub->add_option("--inject-fault", a.inject_fault, "RANK[:STEP]: that rank throws at its STEP-th " + op + " (0 = first)");
-      sub->add_option("--inject-hang", a.inject_hang, "RANK[:STEP]: that rank goes silent from its STEP-th " + op + " on");
+      sub->add_option("--inject-fault", a.inject_fault,
+                      "RANK[:STEP]: that rank throws at its STEP-th " + op + " (0 = first)");
+      sub->add_option("--inject-hang", a.inject_hang,
+                      "RANK[:STEP]: that rank goes silent from its STEP-th " + op + " on");
     }
       return;
     case RunOption::slow_rank:

@@ -22,16 +22,15 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/comm/link.h"
 #include "core/comm/threads_backend.h"
-#include "core/theory/collectives.h"
 #include "core/error.h"
+#include "core/theory/collectives.h"
 #include "core/trace/binary_trace.h"
 #include "labs/report.h"
 #include "labs/report_format.h"
@@ -133,11 +132,13 @@ double call_overhead_s(const LinkSpec& link) {
     for (int i = 0; i < kCalls; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       comm.all_reduce(&x, &x, 1, DType::f64, ReduceOp::sum);
-      if (comm.rank() == 0) took[std::size_t(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (comm.rank() == 0)
+        took[std::size_t(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   });
   if (!r.ok()) throw Error("measuring the cost per call on the emulated link failed: " + r.error);
-  const double modeled = theory::library_collective_time(CollectiveKind::all_reduce, 2, 8, {link.alpha_s(), link.beta_Bps()});
+  const double modeled =
+      theory::library_collective_time(CollectiveKind::all_reduce, 2, 8, {link.alpha_s(), link.beta_Bps()});
   return std::max(0.0, repeated(took).median - modeled);
 }
 
@@ -198,8 +199,8 @@ Outcome calibrate_once(const Case& c, const CalibrationOptions& o, const LinkSpe
 
 std::string phases_text(const sim::StepPhases& m, const sim::StepPhases& s) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f", 1e3 * m.compute, 1e3 * s.compute,
-                1e3 * m.tp, 1e3 * s.tp, 1e3 * m.dp, 1e3 * s.dp, 1e3 * m.rest, 1e3 * s.rest);
+  std::snprintf(buf, sizeof buf, "%5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f %5.1f/%-5.1f", 1e3 * m.compute,
+                1e3 * s.compute, 1e3 * m.tp, 1e3 * s.tp, 1e3 * m.dp, 1e3 * s.dp, 1e3 * m.rest, 1e3 * s.rest);
   return buf;
 }
 
@@ -227,16 +228,19 @@ void print_header(const CalibrationOptions& o, const LinkSpec& link) {
   std::printf("shapes dp×tp×pp, 4 blocks, h 256, M 4, on thread ranks; the simulator gets the link's α-β and ");
   switch (o.compute) {
     case CalibrationCompute::unlinked_run:
-      std::printf("(prediction) from runs\nof the same shape without the link, just before and after: compute per block, "
-                  "host work per step;\nthe backend's cost per call (2 ranks all-reducing 8 B on the link, minus α-β).\n");
+      std::printf(
+          "(prediction) from runs\nof the same shape without the link, just before and after: compute per block, "
+          "host work per step;\nthe backend's cost per call (2 ranks all-reducing 8 B on the link, minus α-β).\n");
       break;
     case CalibrationCompute::same_run:
-      std::printf("the compute per block\nand host work of the measured run itself (communication, waits and schedule "
-                  "predicted); the backend's\ncost per call (2 ranks all-reducing 8 B on the link, minus α-β).\n");
+      std::printf(
+          "the compute per block\nand host work of the measured run itself (communication, waits and schedule "
+          "predicted); the backend's\ncost per call (2 ranks all-reducing 8 B on the link, minus α-β).\n");
       break;
     case CalibrationCompute::flop_rate:
-      std::printf("one FLOP rate (the\nmodel before): the MLP's FLOPs over a 1-rank run's step; no host work, no cost "
-                  "per call.\n");
+      std::printf(
+          "one FLOP rate (the\nmodel before): the MLP's FLOPs over a 1-rank run's step; no host work, no cost "
+          "per call.\n");
       break;
   }
 }
@@ -262,30 +266,42 @@ int run_calibration(const CalibrationOptions& o) {
       const Outcome out = calibrate_once(c, o, link);
       errors.push_back(out.error_pct), measured.push_back(out.measured), simulated.push_back(out.simulated);
       all.push_back(std::fabs(out.error_pct));
-      runs.push_back({{"measured_s", out.measured}, {"simulated_s", out.simulated}, {"error_pct", out.error_pct},
-                      {"call_overhead_s", out.overhead_s}, {"measured_rank0", phases_json(out.measured_phases)},
+      runs.push_back({{"measured_s", out.measured},
+                      {"simulated_s", out.simulated},
+                      {"error_pct", out.error_pct},
+                      {"call_overhead_s", out.overhead_s},
+                      {"measured_rank0", phases_json(out.measured_phases)},
                       {"simulated_stage0", phases_json(out.simulated_phases)}});
       if (detail)
-        std::printf("%-6s %10.4f %11.4f %+6.1f%% %7.0f   %s\n", c.name.c_str(), out.measured, out.simulated, out.error_pct,
-                    1e6 * out.overhead_s, phases_text(out.measured_phases, out.simulated_phases).c_str());
+        std::printf("%-6s %10.4f %11.4f %+6.1f%% %7.0f   %s\n", c.name.c_str(), out.measured, out.simulated,
+                    out.error_pct, 1e6 * out.overhead_s,
+                    phases_text(out.measured_phases, out.simulated_phases).c_str());
     }
     const Repeated e = repeated(errors);
     if (!detail && !o.json)
       std::printf("%-6s %10.4f %11.4f %+7.1f%%   %+6.1f … %+5.1f%%\n", c.name.c_str(), repeated(measured).median,
                   repeated(simulated).median, e.median, e.spread.min, e.spread.max);
-    rows.push_back({{"config", c.name}, {"runs", runs}, {"median_error_pct", e.median}, {"min_error_pct", e.spread.min},
+    rows.push_back({{"config", c.name},
+                    {"runs", runs},
+                    {"median_error_pct", e.median},
+                    {"min_error_pct", e.spread.min},
                     {"max_error_pct", e.spread.max}});
   }
   const Repeated a = repeated(all);
   if (o.json)
-    std::cout << nlohmann::json{{"link", o.link}, {"slowdown", kSlowdown}, {"compute_us", o.compute_us},
+    std::cout << nlohmann::json{{"link", o.link},
+                                {"slowdown", kSlowdown},
+                                {"compute_us", o.compute_us},
                                 {"compute_from", calibration_compute_name(o.compute)},
                                 {"cases", rows},
-                                {"median_abs_error_pct", a.median}, {"max_abs_error_pct", a.spread.max}}.dump(2)
+                                {"median_abs_error_pct", a.median},
+                                {"max_abs_error_pct", a.spread.max}}
+                     .dump(2)
               << "\n";
   else
-    std::printf("|error|: median %.1f %%, largest %.1f %% (simulated reports print the benchmark's: %.1f %%, %.1f %%)\n",
-                a.median, a.spread.max, last_calibration().median_error_pct, last_calibration().max_error_pct);
+    std::printf(
+        "|error|: median %.1f %%, largest %.1f %% (simulated reports print the benchmark's: %.1f %%, %.1f %%)\n",
+        a.median, a.spread.max, last_calibration().median_error_pct, last_calibration().max_error_pct);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
+#include "core/util/files.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
@@ -22,7 +23,6 @@
 #include "labs/report.h"
 #include "labs/report_format.h"
 #include "labs/simulate/sim_trace.h"
-#include "core/util/files.h"
 #include "labs/simulate/workload.h"
 
 namespace dtl::cli {
@@ -46,14 +46,16 @@ struct SimulateArgs {
 // --schedule, in the vocabulary's names (core/trace/vocab.h); the simulator has no zb-h1.
 pipeline::ScheduleKind parse_schedule(const std::string& name) {
   const std::optional<ScheduleKind> kind = parse_schedule_kind(name);
-  if (!kind || *kind == ScheduleKind::zb_h1) throw UsageError("--schedule is gpipe, 1f1b or interleaved, not '" + name + "'");
+  if (!kind || *kind == ScheduleKind::zb_h1)
+    throw UsageError("--schedule is gpipe, 1f1b or interleaved, not '" + name + "'");
   return *kind;
 }
 
 std::string calibration_words() {
   const Calibration& c = last_calibration();
   char buf[256];
-  std::snprintf(buf, sizeof buf, "±%.0f %% median, %.0f %% largest (step-time error of predictions vs the grid lab, %s: %s)",
+  std::snprintf(buf, sizeof buf,
+                "±%.0f %% median, %.0f %% largest (step-time error of predictions vs the grid lab, %s: %s)",
                 c.median_error_pct, c.max_error_pct, c.date, c.command);
   return buf;
 }
@@ -63,22 +65,23 @@ std::string calibration_words() {
 // hardware FLOPs counting the recomputed forward).
 void add_compute_rows(Report& rep, const th::Plan& pl, const sim::SimResult& r, sim::ComputeModel compute) {
   const double gpus = pl.cluster.gpus, per_gpu = r.step_s > 0 ? pl.tokens_per_step / (r.step_s * gpus) : 0;
-  rep.add("sim.model_tflops", "model TFLOP/s per GPU (6Ψ + 12·L·h·s per token)", per_gpu * pl.model_flops_per_token / 1e12,
-          "TFLOP/s");
+  rep.add("sim.model_tflops", "model TFLOP/s per GPU (6Ψ + 12·L·h·s per token)",
+          per_gpu * pl.model_flops_per_token / 1e12, "TFLOP/s");
   rep.add("sim.hardware_tflops", "hardware TFLOP/s per GPU (with the recomputed forward)",
           per_gpu * pl.hardware_flops_per_token / 1e12, "TFLOP/s");
   if (compute != sim::ComputeModel::roofline) return;
-  const th::LayerTime l =
-      th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp, pl.config.recompute,
-                                 pl.config.cp);
+  const th::LayerTime l = th::transformer_layer_time(pl.cluster, pl.model, pl.config.micro_batch_size, pl.config.tp,
+                                                     pl.config.recompute, pl.config.cp);
   th::KernelTime gemms = l.forward_gemm;
   gemms += l.backward_gemm;
   char from[160];
-  std::snprintf(from, sizeof from, "roofline: GEMMs %s + memory-bound %s", format_value(l.forward_gemm.seconds, "s").c_str(),
-                format_value(l.forward_memory.seconds, "s").c_str());
+  std::snprintf(from, sizeof from, "roofline: GEMMs %s + memory-bound %s",
+                format_value(l.forward_gemm.seconds, "s").c_str(), format_value(l.forward_memory.seconds, "s").c_str());
   rep.add("sim.layer_forward", "one layer's forward, one micro-batch, one GPU", l.forward_s(), "s").source = from;
-  rep.add("sim.layer_backward", "one layer's backward (with any recomputation)", l.backward_s(), "s").source = "roofline";
-  rep.add("sim.gemm_share", "a layer's GEMMs: useful FLOPs / (time · peak)", 100 * th::achieved_share(pl.cluster, gemms), "%")
+  rep.add("sim.layer_backward", "one layer's backward (with any recomputation)", l.backward_s(), "s").source =
+      "roofline";
+  rep.add("sim.gemm_share", "a layer's GEMMs: useful FLOPs / (time · peak)",
+          100 * th::achieved_share(pl.cluster, gemms), "%")
       .source = "tile and wave quantization";
 }
 
@@ -98,12 +101,15 @@ void add_step_end_rows(Report& rep, const th::Plan& pl, const sim::Workload& w, 
   for (const auto& s : r.stages) exposed = std::max(exposed, s.dp_exposed), optimizer = std::max(optimizer, s.host);
   const char* gathers = w.zero == 1 || w.zero == 2 ? " + the parameter all-gather" : "";
   rep.add("sim.dp_exposed", "DP waited for after the last backward", exposed, "s").source =
-      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) + gathers;
+      (w.dp_bucket_bytes > 0 ? std::string("the last bucket (--dp-bucket-mb)") : std::string("gradient reduction")) +
+      gathers;
   char from[160];
   std::snprintf(from, sizeof from, "AdamW, memory-bound: %g B per parameter at %s%s",
                 th::optimizer_step_bytes(th::zero_precision(pl.config.convention)),
                 format_value(pl.cluster.memory_Bps, "B/s").c_str(),
-                w.zero < 1 ? "" : w.cp > 1 ? ", 1/(dp·cp) of them" : ", 1/dp of them");
+                w.zero < 1 ? ""
+                : w.cp > 1 ? ", 1/(dp·cp) of them"
+                           : ", 1/dp of them");
   rep.add("sim.optimizer", "optimizer step per GPU (busiest stage)", optimizer, "s").source = from;
 }
 
@@ -126,15 +132,21 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.value_title = "simulated";
   char psi[64];
   std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
-  rep.setup = {"model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
-                   std::to_string(w.pp) + (w.cp > 1 ? " × cp " + std::to_string(w.cp) + " (" + th::cp_algo_name(pl.config.cp_algo) + ")" : "") + " · ZeRO-" + std::to_string(w.zero) +
-                   (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " + std::to_string(w.micro_batches) +
-                   " · " + pipeline::schedule_name(w.schedule) + (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
-               w.tp_route.describe("tp"), w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
+  rep.setup = {
+      "model " + pl.model.name + psi + ", dp " + std::to_string(w.dp) + " × tp " + std::to_string(w.tp) + " × pp " +
+          std::to_string(w.pp) +
+          (w.cp > 1 ? " × cp " + std::to_string(w.cp) + " (" + th::cp_algo_name(pl.config.cp_algo) + ")" : "") +
+          " · ZeRO-" + std::to_string(w.zero) + (w.zero == 1 ? " (distributed optimizer)" : "") + " · M " +
+          std::to_string(w.micro_batches) + " · " + pipeline::schedule_name(w.schedule) +
+          (w.chunks > 1 ? " v " + std::to_string(w.chunks) : ""),
+      w.tp_route.describe("tp"), w.dp_route.describe(w.cp > 1 ? "dp·cp" : "dp"), w.pp_route.describe("pp", true)};
   char took[160];
-  std::snprintf(took, sizeof took, "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
+  std::snprintf(took, sizeof took,
+                "simulated in %.3f s: %zu distinct timelines (one per stage) stand for %d GPUs; %d in the trace",
                 r.elapsed_s, r.stages.size(), w.gpus(), trace_ranks);
-  if (w.cp > 1) rep.setup.insert(rep.setup.begin() + 2, w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
+  if (w.cp > 1)
+    rep.setup.insert(rep.setup.begin() + 2,
+                     w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
   rep.setup.push_back(took);
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
@@ -143,9 +155,11 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.bubble", "pipeline bubble", 100 * r.pipeline_bubble, "%")
       .predict(100 * pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P−1)/(v·M+P−1)" : "(P−1)/(M+P−1)");
   double compute = 0, tp = 0, pp = 0, dp = 0;
-  for (const auto& s : r.stages) compute = std::max(compute, s.compute), tp = std::max(tp, s.tp), pp = std::max(pp, s.pp), dp = std::max(dp, s.dp);
+  for (const auto& s : r.stages)
+    compute = std::max(compute, s.compute), tp = std::max(tp, s.tp), pp = std::max(pp, s.pp), dp = std::max(dp, s.dp);
   rep.add("sim.compute", "compute per GPU (busiest stage)", compute, "s").predict(pl.time.busy, "plan: busy");
-  rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source = "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
+  rep.add("sim.tp", "TP all-reduces per GPU", tp, "s").source =
+      "α-β, " + std::string(w.tp_route.crosses_nodes() ? "inter" : "intra") + "-node";
   rep.add("sim.pp", "PP sends per GPU", pp, "s").source = "α-β";
   if (w.cp > 1) add_cp_row(rep, pl, r);
   rep.add("sim.dp", "DP collectives per GPU", dp, "s").source =
@@ -159,17 +173,21 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
                                                      : "DP at the end of the step; nothing overlapped.";
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
-  rep.notes = {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
-               compute_model == sim::ComputeModel::roofline
-                   ? "Compute: each layer's GEMMs from their shapes on the GPU's peak, quantized onto its " +
-                         std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
-                         std::to_string(pl.cluster.tile_n) + " tiles, and its element-wise kernels on its memory "
-                         "bandwidth (" + (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
-                         "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
-                   : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
-                     "inside each layer, PP sends between stages, " + dp_words,
-               "The plan's formula charges the bubble and every exposed collective separately; the simulation places "
-               "each on the timeline, so the two differ by what the schedule hides or adds (PP sends on the critical path)."};
+  rep.notes = {
+      "Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
+      compute_model == sim::ComputeModel::roofline
+          ? "Compute: each layer's GEMMs from their shapes on the GPU's peak, quantized onto its " +
+                std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
+                std::to_string(pl.cluster.tile_n) +
+                " tiles, and its element-wise kernels on its memory "
+                "bandwidth (" +
+                (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
+                "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
+          : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
+            "inside each layer, PP sends between stages, " +
+                dp_words,
+      "The plan's formula charges the bubble and every exposed collective separately; the simulation places "
+      "each on the timeline, so the two differ by what the schedule hides or adds (PP sends on the critical path)."};
   return rep;
 }
 
@@ -182,8 +200,8 @@ sim::SimMemory sim_memory(const th::Plan& pl, const sim::Workload& w) {
   const double in_flight = double(w.stage_layers.front()) * double(std::min(w.micro_batches, w.pp));
   m.activation_per_layer = in_flight > 0 ? pl.memory.activations / in_flight : 0;
   m.predicted_peak = pl.memory.total();
-  m.predicted_text = "the planner's busiest GPU: model state " + format_value(pl.memory.model_state(), "B") + " + activations " +
-                     format_value(pl.memory.activations, "B");
+  m.predicted_text = "the planner's busiest GPU: model state " + format_value(pl.memory.model_state(), "B") +
+                     " + activations " + format_value(pl.memory.activations, "B");
   return m;
 }
 
@@ -191,7 +209,8 @@ int run_simulate(const SimulateArgs& a) {
   if (a.calibrate) {
     CalibrationOptions o = a.calibration;
     o.link = a.calibrate_link, o.json = a.plan.json;
-    for (CalibrationCompute c : {CalibrationCompute::unlinked_run, CalibrationCompute::same_run, CalibrationCompute::flop_rate})
+    for (CalibrationCompute c :
+         {CalibrationCompute::unlinked_run, CalibrationCompute::same_run, CalibrationCompute::flop_rate})
       if (a.calibrate_compute_from == calibration_compute_name(c)) o.compute = c;
     return run_calibration(o);
   }
@@ -206,20 +225,24 @@ int run_simulate(const SimulateArgs& a) {
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::map<std::string, std::string> meta = {
-        {"links", nlohmann::json{{"tp", w.tp_route.describe("tp")}, {"dp", w.dp_route.describe("dp")},
-                                 {"pp", w.pp_route.describe("pp", true)}, {"cp", w.cp_route.describe("cp")}}.dump()},
-        {"simulated_gpus", std::to_string(w.gpus())},
-        {"calibration", calibration_words()},
-        {"report", rep.to_json().dump()}};
+    std::map<std::string, std::string> meta = {{"links", nlohmann::json{{"tp", w.tp_route.describe("tp")},
+                                                                        {"dp", w.dp_route.describe("dp")},
+                                                                        {"pp", w.pp_route.describe("pp", true)},
+                                                                        {"cp", w.cp_route.describe("cp")}}
+                                                             .dump()},
+                                               {"simulated_gpus", std::to_string(w.gpus())},
+                                               {"calibration", calibration_words()},
+                                               {"report", rep.to_json().dump()}};
     meta[meta_key_name(MetaKey::gpus_per_node)] = std::to_string(c.gpus_per_node);
     sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl, w), a.trace, meta);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rep.notes.push_back("trace: " + a.trace + " (+ .dtlt), " + std::to_string(ranks.size()) + " ranks × " +
                         std::to_string(a.steps) + " steps, written in " + std::to_string(s).substr(0, 5) + " s");
   }
-  if (a.plan.json) std::cout << rep.to_json().dump(2) << "\n";
-  else std::cout << text_without_result(rep);
+  if (a.plan.json)
+    std::cout << rep.to_json().dump(2) << "\n";
+  else
+    std::cout << text_without_result(rep);
   return 0;
 }
 
@@ -233,7 +256,8 @@ void check_calibrate_options(const CLI::App* p, bool calibrate) {
     const std::string name = o->get_lnames().front();
     const bool calibration_option = name.rfind("calibrate-", 0) == 0;
     if (calibrate && !calibration_option)
-      throw UsageError("--" + name + ": --calibrate runs its own grid shapes; it takes only --calibrate-* options and --json");
+      throw UsageError("--" + name +
+                       ": --calibrate runs its own grid shapes; it takes only --calibrate-* options and --json");
     if (!calibrate && calibration_option) throw UsageError("--" + name + " needs --calibrate");
   }
 }
@@ -241,14 +265,16 @@ void check_calibrate_options(const CLI::App* p, bool calibrate) {
 // Options that would change nothing in this simulation are refused, saying why.
 void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::ComputeModel compute) {
   if (compute == sim::ComputeModel::roofline && p.count("--efficiency"))
-    throw UsageError("--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
-                     "each GEMM from its shape instead: add --compute flat to use it");
+    throw UsageError(
+        "--efficiency is the flat compute model's share of peak; the roofline (the default --compute) times "
+        "each GEMM from its shape instead: add --compute flat to use it");
   if (!writes_trace)
     for (const char* flag : {"--steps", "--ranks-in-trace"})
       if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
   for (const char* flag : {"--gpu-memory", "--convention"})
     if (p.count(flag))
-      throw UsageError(std::string(flag) + " sizes the memory plan, which the simulator does not use (it times a step): "
+      throw UsageError(std::string(flag) +
+                       " sizes the memory plan, which the simulator does not use (it times a step): "
                        "use it with dtlab plan");
 }
 
@@ -256,40 +282,52 @@ void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::C
 
 Command add_simulate_command(CLI::App& app) {
   auto a = std::make_shared<SimulateArgs>();
-  CLI::App* p = app.add_subcommand("simulate", "Simulate a step of a 3D run on a large cluster: report + per-rank trace");
+  CLI::App* p =
+      app.add_subcommand("simulate", "Simulate a step of a 3D run on a large cluster: report + per-rank trace");
   add_plan_options(p, a->plan);
   p->add_option("--steps", a->steps, "Steps in the trace")->check(whole_range(1, 1000))->capture_default_str();
   p->add_option("--trace", a->trace, "Write the simulated trace here (Chrome JSON + .dtlt)");
   p->add_option("--ranks-in-trace", a->ranks_in_trace, "default (one pipeline + one DP group), all, or 0,8,16-23")
       ->capture_default_str();
   p->add_option("--schedule", a->schedule, "Pipeline schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))->capture_default_str();
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
+      ->capture_default_str();
   p->add_option("--dp-bucket-mb", a->dp_bucket_mb,
-                 "Overlap ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) with the last backward in buckets "
-                 "of this many MiB (PyTorch DDP's bucket_cap_mb, 25 there); 0: one collective after backward")
-      ->check(finite_range(0, 1e6))->capture_default_str();
+                "Overlap ZeRO-0's gradient all-reduce (ZeRO-1's reduce-scatter) with the last backward in buckets "
+                "of this many MiB (PyTorch DDP's bucket_cap_mb, 25 there); 0: one collective after backward")
+      ->check(finite_range(0, 1e6))
+      ->capture_default_str();
   p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
-      ->check(whole_range(1, 64))->capture_default_str();
+      ->check(whole_range(1, 64))
+      ->capture_default_str();
   p->add_option("--algo", a->algo, "Collectives: ring, tree, hierarchical (ring in node + ring across nodes)")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))->capture_default_str();
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical"}))
+      ->capture_default_str();
   p->add_option("--compute", a->compute,
-                 "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
-                 "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
+                "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
+                "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
       ->transform(CLI::CheckedTransformer(std::map<std::string, sim::ComputeModel>(std::begin(sim::kComputeModelNames),
-                                                                               std::end(sim::kComputeModelNames))))
+                                                                                   std::end(sim::kComputeModelNames))))
       ->option_text("roofline|flat")
       ->default_str(sim::compute_model_name(sim::ComputeModel::roofline));
   p->add_flag("--calibrate", a->calibrate, "Run the grid lab here and compare its step time with the simulation");
-  p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")->capture_default_str();
-  p->add_option("--calibrate-compute-us", a->calibration.compute_us,
-                "With --calibrate: run the grid lab with --compute-us F (each F lasts at least F µs; 0: the real compute)")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
-  p->add_option("--calibrate-compute-from", a->calibrate_compute_from,
-                "With --calibrate: the compute fed to the simulator, from a run without the link (a prediction), "
-                "from the measured run itself (communication and schedule predicted), or one FLOP rate (the model before)")
-      ->check(CLI::IsMember({"unlinked-run", "same-run", "flop-rate"}))->capture_default_str();
-  p->add_option("--calibrate-repeat", a->calibration.repeat, "With --calibrate: calibrations per shape (median and range)")
-      ->check(whole_range(1, 100))->capture_default_str();
+  p->add_option("--calibrate-link", a->calibrate_link, "With --calibrate: the emulated link preset")
+      ->capture_default_str();
+  p->add_option(
+       "--calibrate-compute-us", a->calibration.compute_us,
+       "With --calibrate: run the grid lab with --compute-us F (each F lasts at least F µs; 0: the real compute)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  p->add_option(
+       "--calibrate-compute-from", a->calibrate_compute_from,
+       "With --calibrate: the compute fed to the simulator, from a run without the link (a prediction), "
+       "from the measured run itself (communication and schedule predicted), or one FLOP rate (the model before)")
+      ->check(CLI::IsMember({"unlinked-run", "same-run", "flop-rate"}))
+      ->capture_default_str();
+  p->add_option("--calibrate-repeat", a->calibration.repeat,
+                "With --calibrate: calibrations per shape (median and range)")
+      ->check(whole_range(1, 100))
+      ->capture_default_str();
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
   return [a, p] {
     check_calibrate_options(p, a->calibrate);

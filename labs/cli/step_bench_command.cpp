@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "core/util/units.h"
 #include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cuda/device.h"
 #include "labs/cli/commands.h"
 #include "labs/cli/step_bench.h"
 #include "labs/cli/validators.h"
-#include "core/memory/device_ops.h"
-#include "kernels/cuda/device.h"
 #include "labs/train/data.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
@@ -72,7 +72,8 @@ int run_step_bench(const StepBenchArgs& a, Device device) {
 
 Command add_step_bench_command(CLI::App& app) {
   auto a = std::make_shared<StepBenchArgs>();
-  CLI::App* b = app.add_subcommand("bench-step", "Time one rank's training step of the MLP or the GPT (cpu, or cuda vs PyTorch)");
+  CLI::App* b =
+      app.add_subcommand("bench-step", "Time one rank's training step of the MLP or the GPT (cpu, or cuda vs PyTorch)");
   b->add_option("--width", a->width, "Hidden width (default: cpu 1024, cuda 4096)")->check(whole_range(1, 1 << 16));
   b->add_option("--depth", a->depth, "Linear layers (default: cpu 4, cuda 8)")->check(whole_range(1, 1024));
   b->add_option("--batch", a->batch, "Rows per step (default: cpu 512, cuda 4096)")->check(whole_range(1, 1 << 24));
@@ -93,7 +94,8 @@ Command add_step_bench_command(CLI::App& app) {
   b->add_flag("--profile-ops", a->profile_ops, "GPT on the CPU: each op's time, share and rate against the ceilings");
   return [a, b] {
     const bool gpu = a->device == "cuda";
-    if (gpu && b->count("--threads") > 0) throw UsageError("--threads sets the CPU's threads; drop it with --device cuda");
+    if (gpu && b->count("--threads") > 0)
+      throw UsageError("--threads sets the CPU's threads; drop it with --device cuda");
     if (a->profile_ops && (gpu || a->model != StepModel::gpt))
       throw UsageError("--profile-ops times the GPT's CPU ops: use it with --model gpt --device cpu");
     // An option of the other model would have no effect: refuse it.

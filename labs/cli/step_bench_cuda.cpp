@@ -20,7 +20,9 @@ double cublas_gemm_tflops(int B, int W) {
   DTL_CUDA_CHECK(cudaMemset(a, 0, a_n * sizeof(float)));
   DTL_CUDA_CHECK(cudaMemset(w, 0, w_n * sizeof(float)));
   const float one = 1.0f, zero = 0.0f;
-  auto gemm = [&] { DTL_CUBLAS_CHECK(cublasSgemm(gpu.blas(), CUBLAS_OP_T, CUBLAS_OP_N, W, B, W, &one, w, W, a, W, &zero, c, W)); };
+  auto gemm = [&] {
+    DTL_CUBLAS_CHECK(cublasSgemm(gpu.blas(), CUBLAS_OP_T, CUBLAS_OP_N, W, B, W, &one, w, W, a, W, &zero, c, W));
+  };
   gemm();
   const double tflops = 2.0 * B * double(W) * W / timer.mean_seconds(10, gemm) * 1e-12;
   for (float* p : {a, w, c}) DTL_CUDA_CHECK(cudaFree(p));

@@ -52,7 +52,9 @@ int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
   kernels::use_cpu_threads(a.threads);
   const GptConfig c = config_of(a, gpu);
   // Weights, gradients, AdamW's m and v (16 B/param) and the activations, before allocating.
-  if (!gpu) require_memory(16 * gpt_approx_params(c) + gpt_activation_bytes(c, 1, ex::TpMode::plain), "--layers, --hidden, --seq, --batch or --vocab");
+  if (!gpu)
+    require_memory(16 * gpt_approx_params(c) + gpt_activation_bytes(c, 1, ex::TpMode::plain),
+                   "--layers, --hidden, --seq, --batch or --vocab");
   if (gpu) cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   const Device device = gpu ? Device::cuda(0) : Device::cpu();
   StepTimes times;
@@ -63,7 +65,7 @@ int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
   one.timeout_s = 0;  // a rank alone never waits on a peer: no watchdog
   OpProfile profile;
   const RunResult r = run_threads(one, [&](Comm& comm) {  // the model needs a (one-rank) group
-    std::optional<ScopedOpProfile> profiling;  // before the model: it keeps the ops it is built with
+    std::optional<ScopedOpProfile> profiling;             // before the model: it keeps the ops it is built with
     if (a.profile_ops) profiling.emplace(profile);
     MemoryTracker mem(0, nullptr);
     Gpt model(c, ex::TpGroup{comm, ex::TpMode::plain}, mem, 7, device);
@@ -85,8 +87,8 @@ int run_gpt_step_bench(const StepBenchArgs& a, bool gpu) {
   }
   if (!gpu) std::printf("blas %s\n", kernels::blas_kernels().c_str());
   std::printf("device %s  gpt layers %d  hidden %d  heads %d  seq %d  batch %d  vocab %d  params %zu  loss %.4f\n",
-              gpu ? device.name().c_str() : "cpu", c.layers, c.hidden, c.heads, c.seq, c.batch, c.vocab,
-              num_params, double(last_loss));
+              gpu ? device.name().c_str() : "cpu", c.layers, c.hidden, c.heads, c.seq, c.batch, c.vocab, num_params,
+              double(last_loss));
   print_step_times(times, gpt_step_flops(c) / times.median_s * 1e-12);
   if (a.profile_ops) print_op_profile(profile, a.steps, times.mean_s, c.rows(), c.hidden);
   return 0;

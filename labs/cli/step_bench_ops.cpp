@@ -25,8 +25,8 @@ double sgemm_rate(std::size_t B, std::size_t I, std::size_t O) {
   std::vector<float> X(B * I, 0.5f), W(O * I, 0.25f), Y(B * O);
   const double s = best_seconds(3, [&] {
     kernels::parallel_for(B, 64, [&](std::size_t first, std::size_t last) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), int(O), int(I), 1.0f, X.data() + first * I,
-                  int(I), W.data(), int(I), 0.0f, Y.data() + first * O, int(O));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(last - first), int(O), int(I), 1.0f,
+                  X.data() + first * I, int(I), W.data(), int(I), 0.0f, Y.data() + first * O, int(O));
     });
   });
   return 2.0 * double(B) * double(O) * double(I) / s;
@@ -87,11 +87,12 @@ void print_op_profile(const OpProfile& profile, int steps, double step_s, int ro
   const double outside = step_s - inside / steps;
   std::printf("%-24s %10s %10.3f %6.1f%%  (the model's own copies, pooling and bookkeeping)\n", "(outside the ops)", "",
               outside * 1e3, 100 * outside / step_s);
-  std::printf("ceilings measured now (%s, %d thread%s): cblas_sgemm %.1f GFLOP/s (the better of [%d x %d]·[%d x %d]^T "
-              "and 1024^3); copying 64 MiB %.1f GB/s (the best of memcpy, a copy loop and an in-place update; read + "
-              "write: above 100%%, the op's data stayed in the caches)\n",
-              kernels::blas_kernels().c_str(), kernels::cpu_threads(), kernels::cpu_threads() == 1 ? "" : "s",
-              gemm * 1e-9, rows, hidden, 4 * hidden, hidden, memory * 1e-9);
+  std::printf(
+      "ceilings measured now (%s, %d thread%s): cblas_sgemm %.1f GFLOP/s (the better of [%d x %d]·[%d x %d]^T "
+      "and 1024^3); copying 64 MiB %.1f GB/s (the best of memcpy, a copy loop and an in-place update; read + "
+      "write: above 100%%, the op's data stayed in the caches)\n",
+      kernels::blas_kernels().c_str(), kernels::cpu_threads(), kernels::cpu_threads() == 1 ? "" : "s", gemm * 1e-9,
+      rows, hidden, 4 * hidden, hidden, memory * 1e-9);
 }
 
 }  // namespace dtl::cli

@@ -26,12 +26,14 @@ void print_transfer(std::ostream& os, std::size_t index, const Event& e) {
   os << "transfer " << index << ": rank " << e.peer << " -> rank " << e.rank;
   if (e.chunk >= 0) {
     os << "  chunk";
-    if (e.chunk_count > 1) os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
-    else os << " " << e.chunk;
+    if (e.chunk_count > 1)
+      os << "s " << e.chunk << ".." << (e.chunk + e.chunk_count - 1);
+    else
+      os << " " << e.chunk;
   }
   if (e.micro_batch >= 0) os << "  micro-batch " << e.micro_batch;
-  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step << ", tag " << e.tag
-     << ")\n";
+  os << "  " << e.bytes << " B  " << ((e.flags & kFlagReduce) ? "reduce" : "copy") << "  (step " << e.step << ", tag "
+     << e.tag << ")\n";
 }
 
 namespace {
@@ -45,8 +47,9 @@ std::string group_words(const Event& e) {
 
 void print_collective(std::ostream& os, std::size_t index, const Event& e, const Trace& trace) {
   const std::string name = trace.label_name(e.label), why = role_purpose(trace.label_role(e.label));
-  os << "collective " << index << ": " << (name.empty() ? "collective" : name) << " of " << format_value(double(e.bytes), "B")
-     << " on " << group_words(e) << " (rank " << e.rank << "'s)" << (why.empty() ? "" : " · " + why) << "\n";
+  os << "collective " << index << ": " << (name.empty() ? "collective" : name) << " of "
+     << format_value(double(e.bytes), "B") << " on " << group_words(e) << " (rank " << e.rank << "'s)"
+     << (why.empty() ? "" : " · " + why) << "\n";
 }
 
 void MemoryLines::print_if_changed(std::ostream& os, const std::vector<Event>& events, int ranks) {
@@ -124,10 +127,11 @@ GanttRows gantt_of(const std::vector<Event>& events, int step, int ranks, const 
 
 void print_gantt(std::ostream& os, const GanttRows& g, int step, const char* state) {
   char head[128];
-  std::snprintf(head, sizeof head, "    training step %d %s (%zu actions, %.3g ms): bubble %.1f %% (dots)\n", step, state, g.actions,
-                g.span_ms, 100 * g.bubble);
+  std::snprintf(head, sizeof head, "    training step %d %s (%zu actions, %.3g ms): bubble %.1f %% (dots)\n", step,
+                state, g.actions, g.span_ms, 100 * g.bubble);
   os << head;
-  for (std::size_t r = 0; r < g.rows.size(); ++r) os << "    rank " << r << (r < 10 ? "  " : " ") << "|" << g.rows[r] << "|\n";
+  for (std::size_t r = 0; r < g.rows.size(); ++r)
+    os << "    rank " << r << (r < 10 ? "  " : " ") << "|" << g.rows[r] << "|\n";
 }
 
 }  // namespace

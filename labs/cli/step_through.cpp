@@ -33,14 +33,16 @@ class StepPrinter {
  private:
   bool transfers(const std::vector<Event>& events, bool quiet) {
     const std::vector<Event>& done = landed_.update(events);
-    const RunMarks marks = run_marks(events, trace_.world_size(), [&](const Event& e) { return trace_.label_role(e.label).part != RunPart::none; });
+    const RunMarks marks = run_marks(events, trace_.world_size(),
+                                     [&](const Event& e) { return trace_.label_role(e.label).part != RunPart::none; });
     const bool any = shown_ < done.size();
     for (; shown_ < done.size(); ++shown_) {
       const Event& e = done[shown_];
       if (const int r = run_of(marks, e); state_ && r != run_ && r >= 0) {  // a new run starts from its own data
         run_ = r;
         state_.emplace(trace_.world_size(), setup_.chunks);
-        if (!quiet) os_ << "run: " << trace_.label_name(marks.by_rank[std::size_t(e.rank)][std::size_t(r)]->label) << "\n";
+        if (!quiet)
+          os_ << "run: " << trace_.label_name(marks.by_rank[std::size_t(e.rank)][std::size_t(r)]->label) << "\n";
       }
       if (state_) state_->apply(e);
       if (quiet) continue;
@@ -62,9 +64,9 @@ class StepPrinter {
   StepSetup setup_;
   std::ostream& os_;
   std::size_t shown_ = 0;
-  LandingOrder landed_;           // release order: a transfer released now may carry an earlier run time
+  LandingOrder landed_;  // release order: a transfer released now may carry an earlier run time
   std::optional<ChunkState> state_;
-  int run_ = -1;                  // the lab's run the chunk picture is of
+  int run_ = -1;  // the lab's run the chunk picture is of
   TextGantt gantt_;
   MemoryLines memory_;
 };
@@ -78,7 +80,8 @@ void step_through(StepGate& gate, Trace& trace, const StepSetup& setup, std::ost
   const char* unit = step_unit_noun(setup.unit);
   os << "Step-through: one " << unit << " at a time";
   if (setup.chunks > 0)
-    os << "; each cell is a chunk of a rank's buffer, the number how many ranks'\ncontributions it holds (* = all of them)";
+    os << "; each cell is a chunk of a rank's buffer, the number how many ranks'\ncontributions it holds (* = all of "
+          "them)";
   os << ".\n";
   if (interactive) os << "Enter: next " << unit << " · c: continue to the end without printing\n";
   if (setup.chunks > 0) {

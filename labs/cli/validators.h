@@ -1,12 +1,11 @@
-// CLI11 validators for numbers and sizes: finite and in range (dtlab's and dtlab-viz's). CLI11's own Range lets NaN through
-// (every comparison with NaN is false), and a watchdog of `nan` seconds is no watchdog.
+// CLI11 validators for numbers and sizes: finite and in range (dtlab's and dtlab-viz's). CLI11's own Range lets NaN
+// through (every comparison with NaN is false), and a watchdog of `nan` seconds is no watchdog.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "core/error.h"
 #include "core/util/units.h"
@@ -52,8 +51,7 @@ inline CLI::Validator size_range(std::uint64_t lo, std::uint64_t hi) {
         try {
           const std::uint64_t v = parse_size(text, "the size");
           if (v >= lo && v <= hi) return std::string();
-        } catch (const Error&) {
-        }
+        } catch (const Error&) {}
         return "'" + text + "' is not " + range;
       },
       "SIZE in [" + format_size(lo) + ", " + format_size(hi) + "]");

@@ -21,12 +21,12 @@
 #include <limits>
 #include <random>
 
-#include "core/trace/run_clock.h"
 #include "core/error.h"
-#include "core/util/units.h"
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
+#include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
+#include "core/util/units.h"
 #include "exercises/collectives.h"
 #include "labs/collectives/crafted.h"
 #include "labs/collectives/lab_buffer.h"
@@ -41,25 +41,28 @@ namespace {
 // command line, the trace and the report.
 EnumName<std::optional<AlgorithmKind>> algo_word(AlgorithmKind a) { return {a, algorithm_kind_name(a)}; }
 EnumName<CollectiveKind> collective_word(CollectiveKind c) { return {c, collective_kind_name(c)}; }
-const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmKind::naive), algo_word(AlgorithmKind::ring),
-                                                            algo_word(AlgorithmKind::tree), algo_word(AlgorithmKind::rhd),
+const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmKind::naive),
+                                                            algo_word(AlgorithmKind::ring),
+                                                            algo_word(AlgorithmKind::tree),
+                                                            algo_word(AlgorithmKind::rhd),
                                                             {std::nullopt, "all"}};
 const EnumNames<CollectiveKind> kCollectiveNames = {
     collective_word(CollectiveKind::all_reduce), collective_word(CollectiveKind::reduce_scatter),
     collective_word(CollectiveKind::all_gather), collective_word(CollectiveKind::broadcast)};
-const EnumNames<ReduceOp> kOpNames = {{ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
+const EnumNames<ReduceOp> kOpNames = {
+    {ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
 
 // One algorithm of one collective, as the lab runs it.
 struct Case {
-  std::string name;                                   // "ring all_reduce": the trace's phase
-  std::string id;                                     // "ring": the case of the report's rows
+  std::string name;  // "ring all_reduce": the trace's phase
+  std::string id;    // "ring": the case of the report's rows
   theory::CommCost predicted;
   CollectiveFormulas formulas;
   CollectiveKind collective;
   AlgorithmKind algorithm;
-  std::function<void(Comm&, ex::BufferView)> run;     // the algorithm under test
-  std::function<void(ex::BufferView)> init;           // this rank's input
-  std::function<double(std::size_t)> expected;        // element i afterwards (NaN: not checked)
+  std::function<void(Comm&, ex::BufferView)> run;  // the algorithm under test
+  std::function<void(ex::BufferView)> init;        // this rank's input
+  std::function<double(std::size_t)> expected;     // element i afterwards (NaN: not checked)
 };
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
@@ -74,13 +77,14 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
   const std::vector<A> algos = s.algo ? std::vector<A>{*s.algo} : std::vector<A>{A::naive, A::ring, A::tree, A::rhd};
   std::vector<Case> cases;
   for (const A a : algos) {
-    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a == A::naive ? ex::naive_all_reduce
+    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a == A::naive  ? ex::naive_all_reduce
                                                               : a == A::ring ? ex::ring_all_reduce
                                                               : a == A::tree ? ex::tree_all_reduce
                                                                              : ex::rhd_all_reduce;
     const std::string algo_id(algorithm_kind_name(a));
     cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(CollectiveKind::all_reduce, a, P, N, link),
-                     collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
+                     collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a,
+                     [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
                      [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
   }
@@ -93,7 +97,8 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
   const ReduceOp op = s.op;
   const double N = double(count * dtype_size(t));
   const CollectiveKind collective = s.collective;
-  const theory::Link link{cfg.link.alpha_s(), cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
+  const theory::Link link{cfg.link.alpha_s(),
+                          cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
   if (collective == CollectiveKind::all_reduce) return all_reduce_cases(comm, cfg, s, N, link);
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
@@ -101,39 +106,46 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
   std::vector<Case> cases;
   if (collective == CollectiveKind::reduce_scatter || collective == CollectiveKind::all_gather) {
     if (s.algo != AlgorithmKind::ring)
-      throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) + " is built as a ring here; use --algo ring");
+      throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) +
+                       " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
     if (collective == CollectiveKind::reduce_scatter) {
-      cases.push_back({"ring reduce_scatter", "ring", collective_cost(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P, N, link),
-                       collective_formulas(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P), CollectiveKind::reduce_scatter,
-                       AlgorithmKind::ring,
+      cases.push_back({"ring reduce_scatter", "ring",
+                       collective_cost(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P, N, link),
+                       collective_formulas(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P),
+                       CollectiveKind::reduce_scatter, AlgorithmKind::ring,
                        [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
                        [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
                          if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
                          return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
                        }});
     } else {
-      cases.push_back({"ring all_gather", "ring", collective_cost(CollectiveKind::all_gather, AlgorithmKind::ring, P, N, link),
-                       collective_formulas(CollectiveKind::all_gather, AlgorithmKind::ring, P), CollectiveKind::all_gather, AlgorithmKind::ring,
-                       [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
-                       [P, count](std::size_t i) {  // chunk c comes from rank c
-                         for (int c = 0; c < P; ++c) {
-                           const ChunkRange cr = chunk_range(count, P, c);
-                           if (i >= cr.offset && i < cr.offset + cr.count) return crafted_value(c, i);
-                         }
-                         return kUnchecked;
-                       }});
+      cases.push_back(
+          {"ring all_gather", "ring", collective_cost(CollectiveKind::all_gather, AlgorithmKind::ring, P, N, link),
+           collective_formulas(CollectiveKind::all_gather, AlgorithmKind::ring, P), CollectiveKind::all_gather,
+           AlgorithmKind::ring, [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
+           [P, count](std::size_t i) {  // chunk c comes from rank c
+             for (int c = 0; c < P; ++c) {
+               const ChunkRange cr = chunk_range(count, P, c);
+               if (i >= cr.offset && i < cr.offset + cr.count) return crafted_value(c, i);
+             }
+             return kUnchecked;
+           }});
     }
     return cases;
   }
   // broadcast from rank 0
-  if (s.algo != AlgorithmKind::tree) throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", "tree", collective_cost(CollectiveKind::broadcast, AlgorithmKind::tree, P, N, link),
-                   collective_formulas(CollectiveKind::broadcast, AlgorithmKind::tree, P), CollectiveKind::broadcast, AlgorithmKind::tree,
-                   [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
+  if (s.algo != AlgorithmKind::tree)
+    throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
+  cases.push_back({"tree broadcast", "tree",
+                   collective_cost(CollectiveKind::broadcast, AlgorithmKind::tree, P, N, link),
+                   collective_formulas(CollectiveKind::broadcast, AlgorithmKind::tree, P), CollectiveKind::broadcast,
+                   AlgorithmKind::tree, [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
-                     if (r == 0) fill_crafted(b.data, b.count, t, 0);
-                     else std::memset(b.data, 0, b.bytes());
+                     if (r == 0)
+                       fill_crafted(b.data, b.count, t, 0);
+                     else
+                       std::memset(b.data, 0, b.bytes());
                    },
                    [](std::size_t i) { return crafted_value(0, i); }});
   return cases;
@@ -208,7 +220,8 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
   std::vector<double> times, algbw;
   const std::uint16_t label = comm.trace()->label(c.name, case_role(c, RunPart::timed));
   for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
-    report_progress(comm, cfg, c.name + ": run " + std::to_string(it + 1) + " of " + std::to_string(cfg.warmup + cfg.iters));
+    report_progress(comm, cfg,
+                    c.name + ": run " + std::to_string(it + 1) + " of " + std::to_string(cfg.warmup + cfg.iters));
     c.init(work.host());
     work.upload();
     comm.barrier();
@@ -253,8 +266,7 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
     b.download();
     double n = 0;
     const std::size_t es = dtype_size(t);
-    for (std::size_t i = 0; i < count; ++i)
-      n += std::memcmp(a.host().at(i), b.host().at(i), es) != 0;
+    for (std::size_t i = 0; i < count; ++i) n += std::memcmp(a.host().at(i), b.host().at(i), es) != 0;
     return max_over_ranks(comm, n);
   };
 
@@ -264,9 +276,11 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
   {
-    ScopedSpan check(tr, comm.global_rank(), EventKind::phase,
-                     tr->label("identity check: ring all_gather(reduce_scatter(x))",
-                               {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::ring, .part = RunPart::check}));
+    ScopedSpan check(
+        tr, comm.global_rank(), EventKind::phase,
+        tr->label(
+            "identity check: ring all_gather(reduce_scatter(x))",
+            {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::ring, .part = RunPart::check}));
     ex::ring_reduce_scatter(comm, bv, op);
     const ChunkRange mine = chunk_range(count, comm.size(), comm.rank());
     finish_average(bv.at(mine.offset), mine.count, t, op, comm.size());
@@ -285,9 +299,11 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
   copy_bytes(bv.data, av.data, av.bytes());
   comm.all_reduce(av.data, av.data, count, t, op);
   {
-    ScopedSpan check(tr, comm.global_rank(), EventKind::phase,
-                     tr->label("identity check: library all_gather(reduce_scatter(x))",
-                               {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::library, .part = RunPart::check}));
+    ScopedSpan check(
+        tr, comm.global_rank(), EventKind::phase,
+        tr->label(
+            "identity check: library all_gather(reduce_scatter(x))",
+            {.collective = CollectiveKind::all_reduce, .algorithm = AlgorithmKind::library, .part = RunPart::check}));
     ex::all_reduce_by_reduce_scatter_all_gather(comm, bv, op);
   }
   rep.check("identity.library_pieces", "elements differing: library AG∘RS(x) vs all_reduce(x), random x", differing(),
@@ -296,25 +312,26 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
 }
 
 // The header's words for this run, and how to read the times.
-void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count, Report& rep) {
+void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count,
+                    Report& rep) {
   const int P = comm.size();
   const std::string collective = name_of(kCollectiveNames, s.collective);
-  rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" + std::to_string(count) +
-                      " × " + std::string(dtype_name(cfg.dtype)) + ")");
+  rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" +
+                      std::to_string(count) + " × " + std::string(dtype_name(cfg.dtype)) + ")");
   if (s.collective == CollectiveKind::all_reduce || s.collective == CollectiveKind::reduce_scatter)
     rep.setup.push_back(std::string("op ") + name_of(kOpNames, s.op));
   rep.setup.push_back(std::string("algo ") + name_of(kAlgoNames, s.algo));
   if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
   const char* busbw = s.collective == CollectiveKind::all_reduce  ? "2(P-1)/P"
                       : s.collective == CollectiveKind::broadcast ? "1"
-                                                                    : "(P-1)/P";
+                                                                  : "(P-1)/P";
   if (cfg.iters > 0)
     rep.notes.push_back("Times: the slowest rank's, median of " + std::to_string(cfg.iters) + " runs (min–max) after " +
                         std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
                         " (nccl-tests); N = bytes per rank, P = ranks.");
   if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)
-    rep.notes.push_back("rhd on " + std::to_string(P) + " ranks: the largest power of two, Q = " +
-                        std::to_string(theory::floor_pow2(P)) +
+    rep.notes.push_back("rhd on " + std::to_string(P) +
+                        " ranks: the largest power of two, Q = " + std::to_string(theory::floor_pow2(P)) +
                         ", halves and doubles; the other ranks fold in first and out last.");
 }
 
@@ -330,7 +347,8 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
   // Each rank keeps its input, the working buffer, the exact reference and the library's
   // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
-  require_memory(4.0 * double(cfg.bytes) * (comm.backend() == BackendKind::threads ? comm.size() : 1), "--bytes (or --ranks)");
+  require_memory(4.0 * double(cfg.bytes) * (comm.backend() == BackendKind::threads ? comm.size() : 1),
+                 "--bytes (or --ranks)");
   const std::size_t count = cfg.bytes / es;
 
   Report rep = start_report(comm, cfg, "collectives");
@@ -345,7 +363,8 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     const double first_run_s = checked_run(comm, c, work, rep);
     timed_runs(comm, cfg, c, work, first_run_s, rep);
   }
-  if (s.collective == CollectiveKind::all_reduce) ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.link, rep);
+  if (s.collective == CollectiveKind::all_reduce)
+    ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.link, rep);
   if (s.collective == CollectiveKind::all_reduce && cfg.iters > 0) {
     check_identity(comm, cfg, s.op, mem, count, rep);
     rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
@@ -354,7 +373,8 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
 }
 
 int collectives_chunk_grid(const LabConfig& cfg) {
-  return collectives_option_table().parse(cfg.options).algo == AlgorithmKind::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+  return collectives_option_table().parse(cfg.options).algo == AlgorithmKind::rhd ? theory::floor_pow2(cfg.ranks)
+                                                                                  : cfg.ranks;
 }
 
 const OptionTable<CollectivesSettings>& collectives_option_table() {
@@ -385,11 +405,16 @@ LabInfo collectives_lab_info() {
        {"ring_all_gather", "RingAllGather", 10},
        {"ring_all_reduce", "RingAllReduce", 15},
        {"all_reduce_by_reduce_scatter_all_gather", "AllReduceByReduceScatterAllGather", 10},
-       {"tree", "TreeBroadcast", 10}, {"tree", "TreeAllReduce", 10},
-       {"rhd_all_reduce", "RhdAllReduce", 20}, {"all_reduce_cost", "AllReduceCost", 5}},
+       {"tree", "TreeBroadcast", 10},
+       {"tree", "TreeAllReduce", 10},
+       {"rhd_all_reduce", "RhdAllReduce", 20},
+       {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
-      StepUnit::transfers, false, {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline}, {},
+      StepUnit::transfers,
+      false,
+      {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline},
+      {},
       collectives_option_table().read_back(),
       ex::collectives_hints(),
       {},

@@ -13,7 +13,8 @@ namespace dtl {
 // The lab's options, typed (collectives_option_table() binds each flag to its field).
 struct CollectivesSettings {
   std::optional<AlgorithmKind> algo = AlgorithmKind::ring;  // --algo: one algorithm, or none for all of them
-  CollectiveKind collective = CollectiveKind::all_reduce;  // --collective: all_reduce, reduce_scatter, all_gather or broadcast
+  CollectiveKind collective =
+      CollectiveKind::all_reduce;  // --collective: all_reduce, reduce_scatter, all_gather or broadcast
   ReduceOp op = ReduceOp::sum;
 };
 const OptionTable<CollectivesSettings>& collectives_option_table();

@@ -1,8 +1,8 @@
 // The collectives lab's formulas (collectives_lab.h): what each algorithm costs, and where
 // the figures come from in the curriculum's words.
 #include "core/theory/collectives.h"
-#include "labs/collectives/collectives_lab.h"
 #include "exercises/collectives.h"
+#include "labs/collectives/collectives_lab.h"
 
 namespace dtl {
 

@@ -19,7 +19,9 @@ class LabBuffer {
     if (device.kind != Device::Kind::cpu) mirror_.resize(tensor_.bytes());
   }
   ex::BufferView view() { return {tensor_.data(), tensor_.numel(), tensor_.dtype()}; }  // where it lives
-  ex::BufferView host() { return mirror_.empty() ? view() : ex::BufferView{mirror_.data(), tensor_.numel(), tensor_.dtype()}; }
+  ex::BufferView host() {
+    return mirror_.empty() ? view() : ex::BufferView{mirror_.data(), tensor_.numel(), tensor_.dtype()};
+  }
   void upload() {
     if (!mirror_.empty()) copy_bytes(tensor_.data(), mirror_.data(), mirror_.size());
   }

@@ -114,8 +114,9 @@ std::vector<float> softmax_delta(const CpShape& s, int n, const float* out, int 
   std::vector<float> delta(std::size_t(n * s.batch * s.heads));
   for (int r = 0; r < n * s.batch; ++r)
     for (int h = 0; h < s.heads; ++h)
-      delta[std::size_t(r * s.heads + h)] = dot(out + std::size_t(r) * std::size_t(out_stride) + std::size_t(h * d),
-                                                dout + std::size_t(r) * std::size_t(dout_stride) + std::size_t(h * d), d);
+      delta[std::size_t(r * s.heads + h)] =
+          dot(out + std::size_t(r) * std::size_t(out_stride) + std::size_t(h * d),
+              dout + std::size_t(r) * std::size_t(dout_stride) + std::size_t(h * d), d);
   return delta;
 }
 
@@ -137,14 +138,14 @@ void block_backward(const CpShape& s, const CpRows& q, const CpRows& k, const Cp
           const float* kj = head_of(k, s, j, b, h);
           const float* vj = head_of(v, s, j, b, h);
           const float p = std::exp(dot(qi, kj, d) * scale - g.lse[at]);  // P = exp(S − LSE)
-          const float ds = p * (dot(dout, vj, d) - g.delta[at]);           // dS = P·(dP − D)
+          const float ds = p * (dot(dout, vj, d) - g.delta[at]);         // dS = P·(dP − D)
           const std::size_t key_row = std::size_t(j * s.batch + b) * std::size_t(kg.stride) + col;
           float* dk = kg.dk + key_row;
           float* dv = kg.dv + key_row;
           for (int f = 0; f < d; ++f) {
-            dv[f] += p * dout[f];           // dV += Pᵀ·dout
-            dq[f] += ds * kj[f] * scale;    // dQ += dS·K/√d
-            dk[f] += ds * qi[f] * scale;    // dK += dSᵀ·Q/√d
+            dv[f] += p * dout[f];         // dV += Pᵀ·dout
+            dq[f] += ds * kj[f] * scale;  // dQ += dS·K/√d
+            dk[f] += ds * qi[f] * scale;  // dK += dSᵀ·Q/√d
           }
         }
       }

@@ -43,8 +43,8 @@ CpSaved all_gather_attention_forward(Comm& cp, const CpLayer& layer, const float
 
 // Every rank's queries add to every rank's dK/dV: summed and handed out by one reduce-scatter
 // (rank q keeps block q, its own positions' rows).
-std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv,
-                                                 const CpSaved& saved, const float* dout) {
+std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
+                                                 const float* dout) {
   check_cp_layer(CpAlgo::all_gather, layer, cp.size());
   const CpLocal l = cp_local(cp, layer);
   const std::vector<int> all = all_positions(layer, l.P);
@@ -155,7 +155,8 @@ std::vector<float> ulysses_attention_backward(Comm& cp, const CpLayer& layer, co
   {
     const ScopedSpan span = attention_span(cp, CollectiveKind::all_to_all, Pass::backward);
     block_backward(mine, {h, 3 * hw, all.data(), S}, {h + hw, 3 * hw, all.data(), S},
-                   {h + 2 * hw, 3 * hw, all.data(), S}, g, CpKeyGrad{head_dqkv.data() + hw, head_dqkv.data() + 2 * hw, 3 * hw});
+                   {h + 2 * hw, 3 * hw, all.data(), S}, g,
+                   CpKeyGrad{head_dqkv.data() + hw, head_dqkv.data() + 2 * hw, 3 * hw});
   }
   return join_heads(exchange(cp, head_dqkv, Pass::backward), l.rows, l.P, hw, 3);  // all-to-all 4
 }

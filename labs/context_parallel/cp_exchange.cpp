@@ -6,11 +6,10 @@
 #include <utility>
 
 #include "core/error.h"
-#include "labs/context_parallel/cp_internal.h"
 #include "exercises/context_parallel.h"
+#include "labs/context_parallel/cp_internal.h"
 
 namespace dtl::cp {
-
 
 void check_cp_layer(CpAlgo algo, const CpLayer& layer, int ranks) {
   const kernels::AttentionShape& a = layer.shape;
@@ -94,12 +93,13 @@ CpSaved ring_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv)
     const std::vector<int> kpos = cp_positions(layer.split, layer.shape.seq, l.P, ring_origin(l, t));
     // The learner's ring step (exercises.h): the next hop posted first, so it travels while
     // this block is computed; then both waited for and the chunks swapped.
-    ex::ring_step(cp, kv, kv_next, kRingTagKv + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
-      const ScopedSpan span = block_span(cp, Pass::forward, t);
-      const CpRows q = q_rows(qkv, l.w, l.pos.data(), l.n), k = k_rows(chunk, l.w, kpos.data(), l.n),
-                   v = v_rows(chunk, l.w, kpos.data(), l.n);
-      merge_partial(acc, block_forward(l.s, q, k, v), l.s);  // the online softmax: any order of chunks will do
-    });
+    ex::ring_step(
+        cp, kv, kv_next, kRingTagKv + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
+          const ScopedSpan span = block_span(cp, Pass::forward, t);
+          const CpRows q = q_rows(qkv, l.w, l.pos.data(), l.n), k = k_rows(chunk, l.w, kpos.data(), l.n),
+                       v = v_rows(chunk, l.w, kpos.data(), l.n);
+          merge_partial(acc, block_forward(l.s, q, k, v), l.s);  // the online softmax: any order of chunks will do
+        });
   }
   CpSaved saved;
   saved.out.resize(l.rows * std::size_t(l.w));
@@ -125,19 +125,20 @@ std::vector<float> ring_attention_backward(Comm& cp, const CpLayer& layer, const
   const CpQueryGrad g{dout, l.w, saved.lse.data(), delta.data(), dqkv.data(), 3 * l.w};  // dQ: the Q part of dqkv
   for (int t = 0; t < l.P; ++t) {
     const std::vector<int> kpos = cp_positions(layer.split, layer.shape.seq, l.P, ring_origin(l, t));
-    ex::ring_step(cp, kv, kv_next, kRingTagKvBack + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
-      {
-        const ScopedSpan span = block_span(cp, Pass::backward, t);
-        block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(chunk, l.w, kpos.data(), l.n),
-                       v_rows(chunk, l.w, kpos.data(), l.n), g, CpKeyGrad{dkv.data(), dkv.data() + l.w, 2 * l.w});
-      }
-      if (l.P == 1) return;  // the accumulator follows its chunk (at t = P−1: home to its owner)
-      const TransferInfo info = hop_info(l, t, "the dK/dV accumulator");
-      Request d_send = cp.isend(dkv.data(), bytes, next, kRingTagDkv + t, info);
-      Request d_recv = cp.irecv(dkv_next.data(), bytes, prev, kRingTagDkv + t, info);
-      d_send.wait(), d_recv.wait();
-      std::swap(dkv, dkv_next);
-    });
+    ex::ring_step(
+        cp, kv, kv_next, kRingTagKvBack + t, hop_info(l, t, "the K/V chunk"), t + 1 == l.P, [&](const float* chunk) {
+          {
+            const ScopedSpan span = block_span(cp, Pass::backward, t);
+            block_backward(l.s, q_rows(qkv, l.w, l.pos.data(), l.n), k_rows(chunk, l.w, kpos.data(), l.n),
+                           v_rows(chunk, l.w, kpos.data(), l.n), g, CpKeyGrad{dkv.data(), dkv.data() + l.w, 2 * l.w});
+          }
+          if (l.P == 1) return;  // the accumulator follows its chunk (at t = P−1: home to its owner)
+          const TransferInfo info = hop_info(l, t, "the dK/dV accumulator");
+          Request d_send = cp.isend(dkv.data(), bytes, next, kRingTagDkv + t, info);
+          Request d_recv = cp.irecv(dkv_next.data(), bytes, prev, kRingTagDkv + t, info);
+          d_send.wait(), d_recv.wait();
+          std::swap(dkv, dkv_next);
+        });
   }
   put_kv_grad(dkv, dqkv, l.rows, l.w);
   return dqkv;

@@ -38,8 +38,8 @@ namespace dtl::cp {
 
 // The algorithm is core/theory's CpAlgo (ring, all_gather, ulysses), the one `dtlab plan`'s
 // --cp-algo names too, with its words ("ring", "all-gather", "ulysses") from cp_algo_name.
-using theory::CpAlgo;
 using theory::cp_algo_name;
+using theory::CpAlgo;
 
 // One attention layer: shape.seq is the WHOLE sequence S (each rank holds S/P of it).
 struct CpLayer {
@@ -72,8 +72,8 @@ CpSaved ring_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv)
 std::vector<float> ring_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
                                            const float* dout);
 CpSaved all_gather_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv);
-std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv,
-                                                 const CpSaved& saved, const float* dout);
+std::vector<float> all_gather_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
+                                                 const float* dout);
 CpSaved ulysses_attention_forward(Comm& cp, const CpLayer& layer, const float* qkv);
 std::vector<float> ulysses_attention_backward(Comm& cp, const CpLayer& layer, const float* qkv, const CpSaved& saved,
                                               const float* dout);

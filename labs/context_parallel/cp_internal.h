@@ -81,7 +81,8 @@ inline bool is_attention_block(const Role& r) {
 inline Role cp_phase_role(CpAlgo a) {
   if (a == CpAlgo::ring) return Role{.algorithm = AlgorithmKind::ring, .part = RunPart::timed};
   return Role{.collective = a == CpAlgo::all_gather ? CollectiveKind::all_gather : CollectiveKind::all_to_all,
-              .algorithm = AlgorithmKind::library, .part = RunPart::timed};
+              .algorithm = AlgorithmKind::library,
+              .part = RunPart::timed};
 }
 inline ScopedSpan attention_span(Comm& cp, CollectiveKind c, Pass pass) {
   const std::uint16_t label = cp.trace() ? cp.trace()->label("attention block", attention_block_role(c, pass)) : 0;

@@ -27,8 +27,10 @@ namespace dtl {
 namespace {
 
 EnumName<std::optional<cp::CpAlgo>> algo_word(cp::CpAlgo a) { return {a, cp::cp_algo_name(a)}; }
-const EnumNames<std::optional<cp::CpAlgo>> kAlgoNames = {algo_word(cp::CpAlgo::ring), algo_word(cp::CpAlgo::all_gather),
-                                                         algo_word(cp::CpAlgo::ulysses), {std::nullopt, "all"}};
+const EnumNames<std::optional<cp::CpAlgo>> kAlgoNames = {algo_word(cp::CpAlgo::ring),
+                                                         algo_word(cp::CpAlgo::all_gather),
+                                                         algo_word(cp::CpAlgo::ulysses),
+                                                         {std::nullopt, "all"}};
 const EnumNames<cp::CpSplit> kSplitNames = {{cp::CpSplit::contiguous, "contiguous"}, {cp::CpSplit::zigzag, "zigzag"}};
 
 std::string n(double v) { return std::to_string(long(v)); }
@@ -71,8 +73,9 @@ void check_shape(const LabConfig& cfg, const CpSettings& s, int P) {
                      ": --split zigzag cuts it into 2P chunks; give --seq a multiple of " + std::to_string(2 * P));
   const bool ulysses = !s.algo || *s.algo == cp::CpAlgo::ulysses;  // (none: all three)
   if (ulysses && s.heads % P != 0)
-    throw UsageError("--heads " + std::to_string(s.heads) + " is not divisible by " + ranks +
-                     ": --algo ulysses gives each rank A/P whole heads; change --heads or use --algo ring / all-gather");
+    throw UsageError(
+        "--heads " + std::to_string(s.heads) + " is not divisible by " + ranks +
+        ": --algo ulysses gives each rank A/P whole heads; change --heads or use --algo ring / all-gather");
   if (const std::string problem = gpt_config_problem(s.gpt(), 1, ex::TpMode::plain); !problem.empty())
     throw UsageError("the GPT (--hidden, --heads, --seq, --vocab): " + problem);
   const OptionTable<CpSettings>& t = cp_option_table();
@@ -122,10 +125,12 @@ CpSettings cp_settings(const LabConfig& cfg, int ranks) {
                    : std::vector<cp::CpAlgo>{cp::CpAlgo::ring, cp::CpAlgo::all_gather, cp::CpAlgo::ulysses};
   tokens_per_step(s.batch, s.seq);  // S·B counted in an int
   if (cfg.counts_steps && s.algo && *s.algo != cp::CpAlgo::ring)
-    throw UsageError("--step and --inject-* count the ring's transfers; all-gather CP and Ulysses move their bytes by "
-                     "library collectives only: add --algo ring (or all), or drop them");
+    throw UsageError(
+        "--step and --inject-* count the ring's transfers; all-gather CP and Ulysses move their bytes by "
+        "library collectives only: add --algo ring (or all), or drop them");
   if (ranks > 100)  // the ring's tags are 3200 + step, 3300 + step, 3400 + step (MPI guarantees tags to 32767)
-    throw UsageError("context parallelism over " + std::to_string(ranks) + " ranks: the ring's message tags allow at "
+    throw UsageError("context parallelism over " + std::to_string(ranks) +
+                     " ranks: the ring's message tags allow at "
                      "most 100; give --ranks 100 or fewer");
   check_shape(cfg, s, ranks);
   const char* what = "--seq, --batch, --hidden, --layers or --vocab (or --check off)";
@@ -180,7 +185,8 @@ LabInfo context_parallel_lab_info() {
       "context parallelism on the tiny GPT: ring attention, all-gather CP and Ulysses, contiguous vs zig-zag split",
       {RunOption::faults, RunOption::step},
       cp_option_table().specs(),
-      {{"online_softmax_merge", "OnlineSoftmaxMerge", 10}, {"zigzag_partition", "ZigzagPartition", 5},
+      {{"online_softmax_merge", "OnlineSoftmaxMerge", 10},
+       {"zigzag_partition", "ZigzagPartition", 5},
        {"ring_step", "RingStep", 10}},
       run_context_parallel_lab,
       nullptr,

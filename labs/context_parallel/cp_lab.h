@@ -68,7 +68,7 @@ CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s,
                           const CpReference* ref);
 
 Report run_context_parallel_lab(Comm& comm, const LabConfig& cfg);
-void describe_cp_setup(Report& rep, const CpSettings& s, int ranks);                         // cp_report.cpp
+void describe_cp_setup(Report& rep, const CpSettings& s, int ranks);                        // cp_report.cpp
 void add_cp_rows(Report& rep, const CpSettings& s, const CpMeasurement& m, int ranks);      // cp_report.cpp
 void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, int ranks);  // cp_report.cpp
 LabInfo context_parallel_lab_info();

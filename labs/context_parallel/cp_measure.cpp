@@ -27,7 +27,8 @@ double seconds(const Event& e) { return double(e.end_ns - e.begin_ns) * 1e-9; }
 
 // The ring's hops between the marks: the K/V receive of step t (tag base + t) against the
 // block of step t it was posted before; the dK/dV receives, posted after their block.
-void ring_hops(const EventLog& main, CpMarks from, CpMarks to, const std::vector<const Event*>& blocks, CpCallTrace& t) {
+void ring_hops(const EventLog& main, CpMarks from, CpMarks to, const std::vector<const Event*>& blocks,
+               CpCallTrace& t) {
   for (std::size_t i = from.main; i < to.main; ++i) {
     const Event& e = main[i];
     if (e.kind != EventKind::recv) continue;
@@ -36,7 +37,8 @@ void ring_hops(const EventLog& main, CpMarks from, CpMarks to, const std::vector
       continue;
     }
     const int base = e.tag >= cp::kRingTagKvBack ? cp::kRingTagKvBack : cp::kRingTagKv;
-    const auto block = std::find_if(blocks.begin(), blocks.end(), [&](const Event* b) { return b->step == e.tag - base; });
+    const auto block =
+        std::find_if(blocks.begin(), blocks.end(), [&](const Event* b) { return b->step == e.tag - base; });
     t.hop_s += seconds(e);
     if (block != blocks.end()) t.exposed_s += double(std::max<std::int64_t>(0, e.end_ns - (*block)->end_ns)) * 1e-9;
   }
@@ -131,8 +133,8 @@ void compare_final_weights(Comm& comm, CpGptRun& run, const CpReference& ref, Cp
   m.max_weight_diff = 0;
   const std::vector<std::vector<float>> w = run.tensors(false);
   for (std::size_t i = 0; i < w.size(); ++i)
-    m.max_weight_diff =
-        larger_difference(m.max_weight_diff, i < ref.final_params.size() ? max_abs_difference(w[i], ref.final_params[i]) : INFINITY);
+    m.max_weight_diff = larger_difference(
+        m.max_weight_diff, i < ref.final_params.size() ? max_abs_difference(w[i], ref.final_params[i]) : INFINITY);
   m.max_weight_diff = max_over_ranks(comm, m.max_weight_diff);
 }
 
@@ -153,13 +155,16 @@ void combine_calls(Comm& comm, const CpCallLog& log, int timed_steps, CpMeasurem
   double sums[4] = {log.compute_s * per, log.hop_s * per, log.exposed_s * per, log.dkv_s * per};
   comm.all_reduce(sums, sums, 4, DType::f64, ReduceOp::sum);
   m.attn_seconds_mean = sums[0] / comm.size();
-  m.hop_seconds = sums[1] / comm.size(), m.exposed_seconds = sums[2] / comm.size(), m.dkv_seconds = sums[3] / comm.size();
+  m.hop_seconds = sums[1] / comm.size(), m.exposed_seconds = sums[2] / comm.size(),
+  m.dkv_seconds = sums[3] / comm.size();
 }
 
 }  // namespace
 
-CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s, cp::CpAlgo algo, const CpReference* ref) {
-  if (!comm.trace()) throw UsageError("the context-parallel lab reads its bytes and times from the trace: run it with tracing on");
+CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s, cp::CpAlgo algo,
+                          const CpReference* ref) {
+  if (!comm.trace())
+    throw UsageError("the context-parallel lab reads its bytes and times from the trace: run it with tracing on");
   CpMeasurement m;
   m.algo = algo;
   if (ref) m.one_rank_activation_peak = one_rank_activation_peak(comm, s, algo);
@@ -178,7 +183,8 @@ CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s,
     const auto t0 = RunClock::now();
     float loss = 0;
     {
-      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"), step);
+      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"),
+                             step);
       loss = run.train_step(step);
     }
     const double took = max_over_ranks(comm, std::chrono::duration<double>(RunClock::now() - t0).count());

@@ -34,8 +34,8 @@ class CpAttention final : public GptAttentionOverride {
     std::copy(s.state.out.begin(), s.state.out.end(), out);
     std::vector<float>().swap(s.state.out);  // the block keeps it
     s.qkv = qkv, s.out = out;
-    s.bytes = sizeof(float) * (s.state.lse.size() + s.state.kv_all.size() + s.state.head_qkv.size() +
-                               s.state.head_out.size());
+    s.bytes = sizeof(float) *
+              (s.state.lse.size() + s.state.kv_all.size() + s.state.head_qkv.size() + s.state.head_out.size());
     mem_.record_use(s.bytes, MemTag::activation);
   }
 
@@ -68,7 +68,10 @@ class CpAttention final : public GptAttentionOverride {
 
 struct CpGptRun::Impl {
   Impl(const CpSettings& s, Comm& cp, cp::CpAlgo algo, MemoryTracker& mem, CpCallLog* log)
-      : s(s), cp(cp), alone(cp.split(cp.rank(), 0)), positions(cp::cp_positions(s.split, s.seq, cp.size(), cp.rank())),
+      : s(s),
+        cp(cp),
+        alone(cp.split(cp.rank(), 0)),
+        positions(cp::cp_positions(s.split, s.seq, cp.size(), cp.rank())),
         gpt(s.gpt(), ex::TpGroup{*alone, ex::TpMode::plain}, mem, 7),
         attention(cp, algo, s.layer(), s.layers, mem, log),
         opt(gpt.whole_params(), Device::cpu(), mem, s.adamw) {
@@ -107,7 +110,8 @@ void CpGptRun::adamw_step() { impl_->opt.step(impl_->gpt.whole_params()); }
 
 std::vector<std::vector<float>> gpt_tensors(Gpt& gpt, bool grads) {
   std::vector<std::vector<float>> out;
-  for (const GptTensor& t : gpt.tensors()) out.push_back(gpt.full_tensor(t.name, grads ? GptBuffer::grads : GptBuffer::params));
+  for (const GptTensor& t : gpt.tensors())
+    out.push_back(gpt.full_tensor(t.name, grads ? GptBuffer::grads : GptBuffer::params));
   return out;
 }
 

@@ -12,7 +12,8 @@ const char* cp_split_name(CpSplit s) { return s == CpSplit::zigzag ? "zigzag" : 
 
 void check_cp_split(CpSplit split, int seq, int ranks) {
   if (ranks < 1) throw UsageError("context parallelism needs at least 1 rank, got " + std::to_string(ranks));
-  if (seq < 1) throw UsageError("context parallelism needs a sequence of at least 1 position, got " + std::to_string(seq));
+  if (seq < 1)
+    throw UsageError("context parallelism needs a sequence of at least 1 position, got " + std::to_string(seq));
   // zigzag cuts 2P chunks, contiguous P: every rank must get the same number of positions
   const int pieces = split == CpSplit::zigzag ? 2 * ranks : ranks;
   if (seq % pieces == 0) return;
@@ -40,8 +41,9 @@ std::vector<int> cp_positions(CpSplit split, int seq, int ranks, int rank) {
                     std::adjacent_find(pos.begin(), pos.end(), std::greater_equal<>()) == pos.end() &&
                     std::all_of(pos.begin(), pos.end(), [&](int p) { return p >= 0 && p < seq; });
   if (!fits)
-    throw Error("zigzag_partition (your exercise) gave rank " + std::to_string(rank) + " " + std::to_string(pos.size()) +
-                " positions, not " + std::to_string(seq / ranks) + " strictly ascending ones in 0.." + std::to_string(seq - 1) +
+    throw Error("zigzag_partition (your exercise) gave rank " + std::to_string(rank) + " " +
+                std::to_string(pos.size()) + " positions, not " + std::to_string(seq / ranks) +
+                " strictly ascending ones in 0.." + std::to_string(seq - 1) +
                 ": dtlab grade --exercise zigzag_partition");
   return pos;
 }

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "labs/context_parallel/cp_lab.h"
 #include "core/util/units.h"
+#include "labs/context_parallel/cp_lab.h"
 
 namespace dtl {
 
@@ -13,7 +13,8 @@ namespace {
 const char* bytes_formula(cp::CpAlgo a, bool backward) {
   switch (a) {
     case cp::CpAlgo::ring: return backward ? "(2P−1)·n·B·2h·4: K/V P−1 hops, dK/dV P" : "(P−1)·n·B·2h·4: P−1 K/V hops";
-    case cp::CpAlgo::all_gather: return backward ? "(P−1)·n·B·2h·4: reduce-scatter dK/dV" : "(P−1)·n·B·2h·4: all-gather K/V";
+    case cp::CpAlgo::all_gather:
+      return backward ? "(P−1)·n·B·2h·4: reduce-scatter dK/dV" : "(P−1)·n·B·2h·4: all-gather K/V";
     case cp::CpAlgo::ulysses: return backward ? "(P−1)/P·n·B·4h·4: dout, dqkv" : "(P−1)/P·n·B·4h·4: qkv, out";
   }
   return "";
@@ -88,8 +89,8 @@ void add_memory_rows(Report& rep, const std::string& c, const CpSettings& s, con
   rep.add(c + "activation_one_rank", "the same attention on 1 rank (peak)", m.one_rank_activation_peak, "B")
       .predict(one, "GPT on S·B rows + L·kept");
   const bool gathers = m.algo == cp::CpAlgo::all_gather;
-  rep.check(c + "activation_vs_one_rank", "activation per rank ÷ 1 rank's", m.activation_peak / m.one_rank_activation_peak,
-            mine / one, "x", 1e-9)
+  rep.check(c + "activation_vs_one_rank", "activation per rank ÷ 1 rank's",
+            m.activation_peak / m.one_rank_activation_peak, mine / one, "x", 1e-9)
       .from(gathers ? "> 1/P: S·B·2h gathered K/V kept per layer" : "1/P = " + format_g(1.0 / P));
 }
 
@@ -121,24 +122,28 @@ void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, i
 
 void describe_cp_setup(Report& rep, const CpSettings& s, int P) {
   char shape[200];
-  std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, B %d × S %d", s.layers, s.hidden, s.heads,
-                s.vocab, s.batch, s.seq);
+  std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, B %d × S %d", s.layers, s.hidden,
+                s.heads, s.vocab, s.batch, s.seq);
   rep.setup.push_back(shape);
-  rep.setup.push_back("CP = " + std::to_string(P) + ", " + cp::cp_split_name(s.split) + " split, n = S/P = " +
-                      std::to_string(s.seq / P) + " positions per rank");
+  rep.setup.push_back("CP = " + std::to_string(P) + ", " + cp::cp_split_name(s.split) +
+                      " split, n = S/P = " + std::to_string(s.seq / P) + " positions per rank");
   rep.setup.push_back("fp32, " + std::to_string(s.steps) + " AdamW steps");
-  rep.notes.push_back("Each rank holds n = S/P positions of every sequence (zig-zag: chunks i and 2P−1−i of 2P), the "
-                      "weights replicated; each block's attention runs across the ranks and the gradients are summed "
-                      "after backward (loss: the mean over all S·B tokens). 1 rank: the plain GPT on the whole batch.");
-  rep.notes.push_back("Bytes: each attention call's sends and collectives in the trace (a collective's P−1 blocks that "
-                      "leave the rank); ring: K/V chunk n·B·2h·4 per hop, dK/dV travel back with one more hop home; "
-                      "all-gather: gather K/V, reduce-scatter dK/dV; Ulysses: four all-to-alls of n·B·(3|1)h·4.");
-  rep.notes.push_back("Memory: the block keeps its qkv and output but no S² probabilities; the attention keeps its "
-                      "log-sum-exp per row and head (all-gather also the gathered K/V, Ulysses its heads' qkv and "
-                      "output over the sequence). Causal FLOPs: 4·d per (query, key ≤ query) pair per head forward, "
-                      "about 2.5× that backward (FlashAttention-2).");
-  rep.notes.push_back("Times: the attention's compute spans per step (the steps after the first); the ring's hops "
-                      "from their receives, exposed = after the block they overlapped ended.");
+  rep.notes.push_back(
+      "Each rank holds n = S/P positions of every sequence (zig-zag: chunks i and 2P−1−i of 2P), the "
+      "weights replicated; each block's attention runs across the ranks and the gradients are summed "
+      "after backward (loss: the mean over all S·B tokens). 1 rank: the plain GPT on the whole batch.");
+  rep.notes.push_back(
+      "Bytes: each attention call's sends and collectives in the trace (a collective's P−1 blocks that "
+      "leave the rank); ring: K/V chunk n·B·2h·4 per hop, dK/dV travel back with one more hop home; "
+      "all-gather: gather K/V, reduce-scatter dK/dV; Ulysses: four all-to-alls of n·B·(3|1)h·4.");
+  rep.notes.push_back(
+      "Memory: the block keeps its qkv and output but no S² probabilities; the attention keeps its "
+      "log-sum-exp per row and head (all-gather also the gathered K/V, Ulysses its heads' qkv and "
+      "output over the sequence). Causal FLOPs: 4·d per (query, key ≤ query) pair per head forward, "
+      "about 2.5× that backward (FlashAttention-2).");
+  rep.notes.push_back(
+      "Times: the attention's compute spans per step (the steps after the first); the ring's hops "
+      "from their receives, exposed = after the block they overlapped ended.");
 }
 
 }  // namespace dtl

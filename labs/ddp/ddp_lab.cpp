@@ -25,36 +25,38 @@
 #include "core/util/units.h"
 #include "exercises/ddp.h"
 #include "labs/measure.h"
-#include "labs/train/step_clock.h"
+#include "labs/shared_options.h"
 #include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/optimizer.h"
 #include "labs/train/reference.h"
-#include "labs/shared_options.h"
+#include "labs/train/step_clock.h"
 
 namespace dtl {
 
 namespace {
 
-
 DdpSettings settings_of(const LabConfig& cfg, int P) {
   const OptionTable<DdpSettings>& table = ddp_option_table();
   DdpSettings s = table.parse(cfg.options);
   s.repeat = cfg.repeat;
-  if (s.batch % P != 0) throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
+  if (s.batch % P != 0)
+    throw UsageError("--batch " + std::to_string(s.batch) + " must divide evenly over " + std::to_string(P) + " ranks");
   const DdpVariant variant = s.variant;
   const bool accumulates = variant == DdpVariant::accumulate || variant == DdpVariant::all;
   // Options the chosen variant would not read are errors, not silently ignored.
   if (table.given(cfg.options, &DdpSettings::micro) && !accumulates)
     throw UsageError("--micro-batches splits a step for --variant accumulate (or all); --variant " +
                      std::string(variant_name(variant)) + " runs one batch per step: drop it or change --variant");
-  if (table.given(cfg.options, &DdpSettings::bucket_mb) && (variant == DdpVariant::naive || variant == DdpVariant::flat))
+  if (table.given(cfg.options, &DdpSettings::bucket_mb) &&
+      (variant == DdpVariant::naive || variant == DdpVariant::flat))
     throw UsageError("--bucket-mb sizes the buckets of --variant bucketed and accumulate; --variant " +
                      std::string(variant_name(variant)) + " has none: drop it or change --variant");
   if (accumulates && (s.batch / P) % s.micro != 0)  // (--variant all used to run accumulate with 1, silently)
     throw UsageError("each rank's batch (" + std::to_string(s.batch / P) + ") must divide into --micro-batches " +
-                     std::to_string(s.micro) + " for the accumulate variant; change --micro-batches, --batch or --ranks");
+                     std::to_string(s.micro) +
+                     " for the accumulate variant; change --micro-batches, --batch or --ranks");
   // On thread ranks every rank, rank 0's 1-rank reference and the data share this process:
   // refuse before allocating anything, saying how much (not the out-of-memory killer).
   require_memory(ddp_process_bytes(s, P), "--width, --depth, --batch or --steps (or --ranks)");
@@ -108,7 +110,7 @@ struct Trainer {
   AdamW& opt;
   LossScaler& scaler;
   BucketedAllReduce& reducer;  // the bucketed variants' (labs/train/buckets.h)
-  DeviceBatch& batch;  // the micro-batch's rows on the model's device
+  DeviceBatch& batch;          // the micro-batch's rows on the model's device
 };
 
 // Forward and backward of `micro` micro-batches; bucketed variants launch a bucket's
@@ -120,7 +122,8 @@ float forward_backward(StepClock& clock, Trainer& tr, const Dataset& data, int f
   float loss = 0;
   for (int mb = 0; mb < micro; ++mb) {
     tr.batch.load(data, first_row + mb * mrows, mrows);
-    const float* y = clock.compute(Pass::forward, {}, [&](const LayerHooks& h) { return tr.model.forward(tr.batch.x(), mrows, h); });
+    const float* y =
+        clock.compute(Pass::forward, {}, [&](const LayerHooks& h) { return tr.model.forward(tr.batch.x(), mrows, h); });
     // Mean over the rank's rows, times the loss scale (f16; 1 otherwise).
     loss += tr.batch.mse_loss(tr.model.ops(), y, tr.scaler.scale() / float(micro)) / float(micro);
     const bool sync = bucketed && ex::sync_this_micro_batch(mb, micro);  // no_sync on the others
@@ -159,8 +162,8 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
   const double comm_done = c.last_end > 0 ? c.last_end : clock.now();
   if (gradients) *gradients = unscaled_gradients(tr.model, tr.scaler.scale());  // for the check
   // Every rank holds the same averaged gradients, so all skip an overflow together.
-  const double optimizer =
-      clock.compute(Pass::optimizer, [&] { tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale())); });
+  const double optimizer = clock.compute(
+      Pass::optimizer, [&] { tr.scaler.update(tr.opt.step(whole_model(tr.model), 1.0f / tr.scaler.scale())); });
   t = step_timing(clock, c, comm_done, optimizer);
   grad_bytes = c.bytes;
   return loss;
@@ -169,11 +172,12 @@ float train_step(Comm& comm, const LabConfig& cfg, Trainer& tr, const Dataset& d
 // Rank 0 trains the same model alone on the whole global batch, step for step, on its device.
 OneRankReference single_rank_reference(Comm& comm, const LabConfig& cfg, const Dataset& data, const DdpSettings& s) {
   const auto progress = [&](int step) {
-    report_progress(comm, cfg, "1-rank reference: step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
+    report_progress(comm, cfg,
+                    "1-rank reference: step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
   };
   MlpReferenceRun run = train_mlp_reference(
-      {s.shape, s.precision, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)}, data,
-      progress);
+      {s.shape, s.precision, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)},
+      data, progress);
   OneRankReference ref;
   ref.weights = std::move(run.weights);
   ref.first_gradients = std::move(run.first_gradients);
@@ -190,8 +194,8 @@ struct VariantRun {
   std::vector<StepTiming> timed;
 };
 
-VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s, const Dataset& data,
-                         Trainer& tr) {
+VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s,
+                         const Dataset& data, Trainer& tr) {
   const int rows = s.batch / comm.size(), total = s.train_steps();
   const std::string name = variant_name(variant);
   VariantRun run;
@@ -203,7 +207,7 @@ VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, c
     float loss = train_step(comm, cfg, tr, data, step * s.batch + comm.rank() * rows, rows, variant, s, step, t, bytes,
                             step == 0 ? &run.first_gradients : nullptr);
     if (step > 0) run.timed.push_back(t);
-    run.grad_bytes_per_step += bytes;  // summed whole (exact), divided at the end
+    run.grad_bytes_per_step += bytes;                             // summed whole (exact), divided at the end
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
     (step == 0 ? run.first_loss : run.last_loss) = loss;
   }
@@ -223,7 +227,8 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   Trainer tr{model, opt, scaler, reducer, batch};
   VariantRun run;
   {  // the variant's training is a phase: the timeline labels it and opens on one of its steps
-    ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(variant_name(variant), {.part = RunPart::timed}));
+    ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
+                     comm.trace()->label(variant_name(variant), {.part = RunPart::timed}));
     run = train_variant(comm, cfg, variant, s, data, tr);
   }
   DdpMeasurement m;
@@ -273,11 +278,13 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
     const double psi = double(parameter_count(s.shape));
     comm.trace()->set_meta(MetaKey::predicted_bytes_per_rank, std::to_string(16.0 * psi));
-    comm.trace()->set_meta(MetaKey::predicted_bytes_formula, "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
+    comm.trace()->set_meta(MetaKey::predicted_bytes_formula,
+                           "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
   }
   OneRankReference reference;
   if (comm.rank() == 0) {  // (the other ranks wait meanwhile: a long barrier on their timelines)
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase,
+                    comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
     reference = single_rank_reference(comm, cfg, data, s);
   }
   for (const DdpVariant v : variants) run_variant(comm, cfg, v, s, data, reference, rep);
@@ -287,8 +294,7 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
     const ReportRow* naive = rep.find("naive.exposed_comm_per_step");
     const ReportRow* bucketed = rep.find("bucketed.exposed_comm_per_step");
     if (naive && bucketed && naive->measured > 0)
-      rep.add("bucketed_vs_naive_exposed", "exposed: bucketed / naive",
-              bucketed->measured / naive->measured, "");
+      rep.add("bucketed_vs_naive_exposed", "exposed: bucketed / naive", bucketed->measured / naive->measured, "");
   }
   return rep;
 }
@@ -297,7 +303,8 @@ const OptionTable<DdpSettings>& ddp_option_table() {
   static const OptionTable<DdpSettings> table = [] {
     OptionTable<DdpSettings> t;
     t.choice("variant", &DdpSettings::variant, DdpVariant::bucketed, kVariantNames, "how gradients are averaged")
-        .number("bucket-mb", &DdpSettings::bucket_mb, 25.0, 1e-6, 1 << 20, "bucket capacity in MiB (PyTorch DDP's default is 25)");
+        .number("bucket-mb", &DdpSettings::bucket_mb, 25.0, 1e-6, 1 << 20,
+                "bucket capacity in MiB (PyTorch DDP's default is 25)");
     add_mlp_rows(t, {.width = 256, .depth = 4, .batch = 64, .steps = 5});
     t.integer("micro-batches", &DdpSettings::micro, 4, 1, 1 << 16, "micro-batches per step for --variant accumulate")
         .choice("precision", &DdpSettings::precision, DType::f32, kPrecisionNames,

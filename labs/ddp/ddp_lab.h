@@ -59,8 +59,9 @@ struct DdpMeasurement {
   double grad_bytes_per_step = 0;
   std::size_t params = 0, buckets = 0;
   int skipped_steps = 0;
-  std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0, total_peak = 0;
-  double total_estimate = 0;  // what ddp_rank_bytes predicted for this rank
+  std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0,
+              total_peak = 0;
+  double total_estimate = 0;     // what ddp_rank_bytes predicted for this rank
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
 };
 
@@ -74,12 +75,12 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg);
 LabInfo ddp_lab_info();
 // labs/ddp/ddp_report.cpp: the checks of one variant against one rank and between ranks,
 // and its exposed communication, combined over ranks (collective over comm) ...
-void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights, const std::vector<float>& first_grads,
-                     const OneRankReference& reference);
+void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights,
+                     const std::vector<float>& first_grads, const OneRankReference& reference);
 // ... and the report rows of one variant; the header's words and notes for the run.
 void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeasurement& m,
                   const OneRankReference& reference, int P);
-void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants, const LabConfig& cfg,
-                        std::size_t params);
+void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants,
+                        const LabConfig& cfg, std::size_t params);
 
 }  // namespace dtl

@@ -9,14 +9,16 @@
 
 namespace dtl {
 
-void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights, const std::vector<float>& first_grads,
-                     const OneRankReference& reference) {
+void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& weights,
+                     const std::vector<float>& first_grads, const OneRankReference& reference) {
   // Every rank must hold the same weights, and they must equal one rank on the global batch.
   std::vector<float> rank0 = weights;
   comm.broadcast(rank0.data(), rank0.size(), DType::f32, 0);
   double between = 0;
-  for (std::size_t i = 0; i < rank0.size(); ++i) between = larger_difference(between, double(std::fabs(rank0[i] - weights[i])));
-  if (comm.rank() == 0 && (reference.weights.size() != weights.size() || reference.first_gradients.size() != weights.size()))
+  for (std::size_t i = 0; i < rank0.size(); ++i)
+    between = larger_difference(between, double(std::fabs(rank0[i] - weights[i])));
+  if (comm.rank() == 0 &&
+      (reference.weights.size() != weights.size() || reference.first_gradients.size() != weights.size()))
     throw Error("rank 0 reports, so it must hold the 1-rank reference (" + std::to_string(reference.weights.size()) +
                 " weights for a model of " + std::to_string(weights.size()) + ")");
   for (std::size_t i = 0; i < reference.weights.size(); ++i)
@@ -98,13 +100,13 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
   // sum are rounded to 8 (bf16) or 11 (f16) significant bits, the sum once per addition
   // (labs/measure.h: sixteen_bit_gradient_bound).
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
-  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
-            fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
+  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0,
+            "", fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
       .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
   add_timing_rows(rep, n, m, reference, P);
   const double esize = double(dtype_size(s.precision));
-  rep.check(n + "grad_bytes_reduced", "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step, esize * psi,
-            "B")
+  rep.check(n + "grad_bytes_reduced", "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step,
+            esize * psi, "B")
       .from(format_number(esize) + " B/param");
   // What a ring all-reduce of those bytes puts on each rank's link (the library's own
   // wire is not observed here; the collectives lab measures the ring's bytes from events).
@@ -114,8 +116,8 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
   if (m.buckets > 0) rep.add(n + "buckets", "buckets", double(m.buckets), "");
 }
 
-void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants, const LabConfig& cfg,
-                        std::size_t params) {
+void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants,
+                        const LabConfig& cfg, std::size_t params) {
   const int P = rep.ranks;
   char mlp[128];
   std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers (%zu params)", s.shape.width, s.shape.layers, params);
@@ -131,12 +133,13 @@ void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<Ddp
   if (cfg.slow_rank >= 0)
     rep.setup.push_back("rank " + std::to_string(cfg.slow_rank) + " computes " + format_number(cfg.slow_factor) +
                         "× slower");
-  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
+  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " +
+                      std::to_string(s.steps) +
                       " steps (min–max), after 1 warm-up step. Exposed communication: the wait after backward of the "
                       "rank that finished backward last; waiting for slower ranks: what the others waited on top.");
-  rep.notes.push_back("Speedup: 1 rank's step on the global batch (measured by rank 0 in this run) over this step; "
-                      "ideally P. Below 1 the model is too small for the link: 1 rank is faster.");
+  rep.notes.push_back(
+      "Speedup: 1 rank's step on the global batch (measured by rank 0 in this run) over this step; "
+      "ideally P. Below 1 the model is too small for the link: 1 rank is faster.");
 }
-
 
 }  // namespace dtl

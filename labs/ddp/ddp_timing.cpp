@@ -38,7 +38,8 @@ DdpTimings combine_timings(Comm& comm, const std::vector<StepTiming>& timed, int
   const std::vector<double> compute_runs = run_means(compute, steps), exposed_runs = run_means(least, steps);
   std::vector<double> efficiency;
   for (std::size_t r = 0; r < compute_runs.size(); ++r)
-    efficiency.push_back(compute_runs[r] + exposed_runs[r] > 0 ? compute_runs[r] / (compute_runs[r] + exposed_runs[r]) : 1);
+    efficiency.push_back(compute_runs[r] + exposed_runs[r] > 0 ? compute_runs[r] / (compute_runs[r] + exposed_runs[r])
+                                                               : 1);
   t.compute = repeated(compute_runs);
   t.comm = repeated(run_means(comm_time, steps));
   t.exposed = repeated(exposed_runs);

@@ -4,9 +4,8 @@
 
 #include <cstddef>
 #include <memory>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "labs/experts/experts_lab.h"
 

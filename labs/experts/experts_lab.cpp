@@ -30,8 +30,12 @@ namespace dtl {
 
 const OptionTable<ExpertsSettings>& experts_option_table() {
   static const OptionTable<ExpertsSettings> table = [] {
-    auto shape = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.shape.*member; }; };
-    auto gpt = [](auto member) { return [member](ExpertsSettings& s) -> auto& { return s.gpt.*member; }; };
+    auto shape = [](auto member) {
+      return [member](ExpertsSettings & s) -> auto& { return s.shape.*member; };
+    };
+    auto gpt = [](auto member) {
+      return [member](ExpertsSettings & s) -> auto& { return s.gpt.*member; };
+    };
     OptionTable<ExpertsSettings> t;
     t.choice("model", &ExpertsSettings::model, ExpertsModelKind::mlp,
              {{ExpertsModelKind::mlp, "mlp"}, {ExpertsModelKind::gpt, "gpt"}},
@@ -49,7 +53,8 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
         .integer("layers", shape(&moe::MoeShape::layers), 2, 1, 16, "MoE blocks L")
         .integer("hidden", shape(&moe::MoeShape::hidden), 32, 1, 1024, "hidden size h")
         .integer("ffn", shape(&moe::MoeShape::ffn), 64, 1, 4096, "each expert's inner size f")
-        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 14, "tokens T per step, all ranks together (mlp)")
+        .integer("tokens", shape(&moe::MoeShape::tokens), 256, 1, 1 << 14,
+                 "tokens T per step, all ranks together (mlp)")
         .integer("seq", gpt(&ExpertsGptShape::seq), 16, 1, 1024, "sequence length S (gpt; T = S·B)")
         .integer("batch", gpt(&ExpertsGptShape::batch), 8, 1, 4096, "sequences B per step, all ranks together (gpt)")
         .integer("vocab", gpt(&ExpertsGptShape::vocab), 64, 2, 1 << 16, "vocabulary V (gpt)")
@@ -79,8 +84,8 @@ void check_model_options(const LabConfig& cfg, ExpertsSettings& s, int ep) {
   if (s.gpt.batch % ep != 0)
     throw UsageError("--batch " + std::to_string(s.gpt.batch) + " must be divisible by --ranks " + std::to_string(ep) +
                      ": each rank runs B/EP whole sequences");
-  const std::string problem = gpt_config_problem({s.gpt.vocab, s.gpt.seq, s.shape.hidden, s.gpt.heads, s.shape.layers,
-                                                  s.gpt.batch / ep}, 1, ex::TpMode::plain);
+  const std::string problem = gpt_config_problem(
+      {s.gpt.vocab, s.gpt.seq, s.shape.hidden, s.gpt.heads, s.shape.layers, s.gpt.batch / ep}, 1, ex::TpMode::plain);
   if (!problem.empty()) throw UsageError(problem);
 }
 
@@ -100,15 +105,15 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
   if (m.top_k > m.experts)
     throw UsageError("--top-k " + std::to_string(m.top_k) + " is more than the " + std::to_string(m.experts) +
                      " experts; use --top-k 1.." + std::to_string(m.experts));
-  if (s.overflow == ExpertOverflow::pad && experts_option_table().given(cfg.options, [](ExpertsSettings& x) -> double& {
-        return x.shape.capacity_factor;
-      }))
+  if (s.overflow == ExpertOverflow::pad &&
+      experts_option_table().given(cfg.options, [](ExpertsSettings& x) -> double& { return x.shape.capacity_factor; }))
     throw UsageError("--capacity-factor has no effect with --overflow pad (no token is dropped); drop one of them");
   if (m.experts == 1 && m.router_skew != 0)
     throw UsageError("--router-skew has no effect with one expert (every token goes to it); give --experts 2 or more");
-  require_memory(experts_process_bytes(s, ep), s.model == ExpertsModelKind::gpt
-                                                   ? "--batch, --seq, --vocab, --hidden, --ffn, --experts or --layers (or --check off)"
-                                                   : "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
+  require_memory(experts_process_bytes(s, ep),
+                 s.model == ExpertsModelKind::gpt
+                     ? "--batch, --seq, --vocab, --hidden, --ffn, --experts or --layers (or --check off)"
+                     : "--tokens, --hidden, --ffn, --experts or --layers (or --check off)");
   return s;
 }
 
@@ -138,7 +143,7 @@ namespace {
 // What one rank's reference (the model on a group of one, EP routing groups) found.
 struct OneRank {
   float first_loss = 0;
-  std::vector<float> choices;  // [block][T·k]: each slot's expert, −1 where dropped (first step)
+  std::vector<float> choices;            // [block][T·k]: each slot's expert, −1 where dropped (first step)
   TensorList first_grads, final_params;  // canonical order (experts_tensor_count)
 };
 
@@ -208,7 +213,8 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& mode
 void compare_final_weights(Comm& comm, ExpertsModel& model, const OneRank& ref, ExpertsMeasurement& m) {
   m.max_weight_diff = 0;
   for (const IndexedTensor& t : model.tensors(false))
-    m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(t.values, ref.final_params.at(std::size_t(t.index))));
+    m.max_weight_diff =
+        std::max(m.max_weight_diff, max_abs_difference(t.values, ref.final_params.at(std::size_t(t.index))));
   comm.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
 
@@ -236,8 +242,10 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
     }
     samples.add(comm, moe, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
-    if (log.wants(s, step)) publish_routing(comm, s, moe, step, log);
-    else if (step == 0) publish_routing_omitted(comm, s);
+    if (log.wants(s, step))
+      publish_routing(comm, s, moe, step, log);
+    else if (step == 0)
+      publish_routing_omitted(comm, s);
     if (step == 0) {
       measure_routing(comm, s, moe, m);
       measure_all_to_all_bytes(comm, s, moe, mark, m);

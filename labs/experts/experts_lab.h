@@ -41,25 +41,26 @@ double experts_process_bytes(const ExpertsSettings& s, int ep);  // the memory r
 struct ExpertsMeasurement {
   float first_loss = 0, last_loss = 0, aux_loss = 0;
   double loss_diff = -1, max_grad_rel_diff = -1, max_weight_diff = -1;  // vs 1 rank (-1: not checked)
-  double routing_differences = -1;     // slots routed or dropped differently from one rank
+  double routing_differences = -1;                        // slots routed or dropped differently from one rank
   double dropped = 0, reference_dropped = -1, slots = 0;  // first step, every block, all ranks
   int capacity = 0;
   double max_per_expert = 0, mean_per_expert = 0;  // routed choices, first step, busiest block
-  double a2a_bytes_diff = 0;      // |trace − routed rows × h × 4|, largest over ranks
-  double dispatch_bytes = 0;      // the forward dispatch's bytes per rank per block (mean), trace
-  double to_others_bytes = 0;     // of which to other ranks (mean over ranks and blocks)
+  double a2a_bytes_diff = 0;                       // |trace − routed rows × h × 4|, largest over ranks
+  double dispatch_bytes = 0;                       // the forward dispatch's bytes per rank per block (mean), trace
+  double to_others_bytes = 0;                      // of which to other ranks (mean over ranks and blocks)
   double a2a_calls = 0, a2a_calls_expected = 0;
-  Repeated step;                        // a training step (slowest rank)
-  double a2a_seconds = 0, expert_wall_seconds = 0;  // per step, medians (rank mean)
+  Repeated step;                                           // a training step (slowest rank)
+  double a2a_seconds = 0, expert_wall_seconds = 0;         // per step, medians (rank mean)
   double expert_seconds_max = 0, expert_seconds_mean = 0;  // the experts' CPU time, busiest rank and mean
-  double a2a_seconds_min = 0;  // the rank that waited least (its experts had the most rows)
+  double a2a_seconds_min = 0;                              // the rank that waited least (its experts had the most rows)
   double rows_max = 0, rows_mean = 0;  // rows the experts of a rank computed, max and mean over ranks
   double predicted_a2a_seconds = 0;    // on the emulated link (0 without one)
 };
 
 ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s);
 Report run_experts_lab(Comm& comm, const LabConfig& cfg);
-void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m, int ep);  // experts_report.cpp
+void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m,
+                      int ep);  // experts_report.cpp
 void describe_experts_setup(Report& rep, const ExpertsSettings& s);
 // The lab's own view in dtlab-viz: the tokens × experts routing of a step, the all-to-all
 // as a rank × rank matrix of rows, expert loads beside the capacity (viz/views/experts/).

@@ -3,9 +3,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
-
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
@@ -57,7 +56,8 @@ void measure_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
     for (std::size_t e = 0; e < E; ++e) routed[e] = double(b.routed_per_expert[e]);
     comm.all_reduce(routed.data(), routed.data(), E, DType::f64, ReduceOp::sum);
     const double top = *std::max_element(routed.begin(), routed.end());
-    if (top > m.max_per_expert) m.max_per_expert = top, m.mean_per_expert = double(s.shape.tokens * s.shape.top_k) / double(E);
+    if (top > m.max_per_expert)
+      m.max_per_expert = top, m.mean_per_expert = double(s.shape.tokens * s.shape.top_k) / double(E);
     dropped += double(b.dropped), slots += double(b.slots);
   }
   m.dropped = sum_over_ranks(comm, dropped);
@@ -117,7 +117,8 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
     comm.all_gather(mine.data(), all.data(), mine.size(), DType::i32);
     std::vector<std::int32_t> mine_routed(b.routed.begin(), b.routed.end()), routed(all.size());
     comm.all_gather(mine_routed.data(), routed.data(), mine_routed.size(), DType::i32);
-    std::vector<std::int64_t> rows(b.rows_to_rank.begin(), b.rows_to_rank.end()), matrix(std::size_t(P) * std::size_t(P));
+    std::vector<std::int64_t> rows(b.rows_to_rank.begin(), b.rows_to_rank.end()),
+        matrix(std::size_t(P) * std::size_t(P));
     comm.all_gather(rows.data(), matrix.data(), rows.size(), DType::i64);
     std::vector<double> kept(b.kept_per_expert.begin(), b.kept_per_expert.end());
     comm.all_reduce(kept.data(), kept.data(), kept.size(), DType::f64, ReduceOp::sum);
@@ -126,10 +127,13 @@ void publish_routing(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& 
   ++log.steps_kept;
   if (!comm.trace() || comm.rank() != 0) return;
   log.steps.push_back({{"step", step}, {"blocks", std::move(blocks)}});
-  const nlohmann::json meta = {{"experts", s.shape.experts},   {"ranks", P},
-                               {"tokens", s.shape.tokens},     {"top_k", s.shape.top_k},
+  const nlohmann::json meta = {{"experts", s.shape.experts},
+                               {"ranks", P},
+                               {"tokens", s.shape.tokens},
+                               {"top_k", s.shape.top_k},
                                {"capacity", model.routing().empty() ? 0 : model.routing().front().capacity},
-                               {"drop", s.shape.drop},         {"steps", log.steps}};
+                               {"drop", s.shape.drop},
+                               {"steps", log.steps}};
   comm.trace()->set_meta(MetaKey::moe_routing, meta.dump());
 }
 
@@ -137,10 +141,11 @@ void publish_routing_omitted(Comm& comm, const ExpertsSettings& s) {
   if (!comm.trace() || comm.rank() != 0) return;
   const double slots = 2.0 * s.shape.tokens * s.shape.top_k * s.shape.layers;
   char why[160];
-  std::snprintf(why, sizeof why, "a step routes %.0f slots (T·k·L, twice: kept and routed), more than the %.0f a trace keeps",
-                slots, RoutingLog::kMaxSlots);
-  const nlohmann::json meta = {{"experts", s.shape.experts}, {"ranks", comm.size()}, {"tokens", s.shape.tokens},
-                               {"top_k", s.shape.top_k},     {"capacity", 0},         {"drop", s.shape.drop},
+  std::snprintf(why, sizeof why,
+                "a step routes %.0f slots (T·k·L, twice: kept and routed), more than the %.0f a trace keeps", slots,
+                RoutingLog::kMaxSlots);
+  const nlohmann::json meta = {{"experts", s.shape.experts},       {"ranks", comm.size()}, {"tokens", s.shape.tokens},
+                               {"top_k", s.shape.top_k},           {"capacity", 0},        {"drop", s.shape.drop},
                                {"steps", nlohmann::json::array()}, {"omitted", why}};
   comm.trace()->set_meta(MetaKey::moe_routing, meta.dump());
 }
@@ -164,7 +169,8 @@ void StepSamples::add(Comm& comm, const moe::MoeModel& model, double step_second
   }
   if (step == 0 && steps > 1) return;  // a warm-up
   step_.push_back(slowest), a2a_.push_back(sums[0] / comm.size()), a2a_min_.push_back(least_a2a);
-  expert_max_.push_back(busiest), expert_mean_.push_back(sums[2] / comm.size()), expert_wall_.push_back(sums[1] / comm.size());
+  expert_max_.push_back(busiest), expert_mean_.push_back(sums[2] / comm.size()),
+      expert_wall_.push_back(sums[1] / comm.size());
 }
 
 void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s, ExpertsMeasurement& m) {
@@ -182,8 +188,9 @@ void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings
   const int P = comm.size();
   const double row = double(s.shape.hidden) * sizeof(float), counts = double(s.shape.experts) * 8;
   for (double busier_rows : busier_rows_)
-    m.predicted_a2a_seconds += theory::library_collective_time(CollectiveKind::all_to_all, P, counts, link) +
-                               4 * theory::library_collective_time(CollectiveKind::all_to_allv, P, busier_rows * row, link);
+    m.predicted_a2a_seconds +=
+        theory::library_collective_time(CollectiveKind::all_to_all, P, counts, link) +
+        4 * theory::library_collective_time(CollectiveKind::all_to_allv, P, busier_rows * row, link);
 }
 
 }  // namespace dtl

@@ -89,8 +89,12 @@ class MoeGptModel final : public ExpertsModel {
  public:
   // groups: routing groups this rank runs (1 under expert parallelism; the reference: EP).
   MoeGptModel(const ExpertsSettings& s, Comm& ep, int groups)
-      : s_(s), ep_(ep), alone_(ep.split(ep.rank(), 0)), mem_(ep.global_rank(), nullptr),
-        batch_(s.gpt.batch / ep.size()), moe_(gpt_moe_shape(s), ep, groups),
+      : s_(s),
+        ep_(ep),
+        alone_(ep.split(ep.rank(), 0)),
+        mem_(ep.global_rank(), nullptr),
+        batch_(s.gpt.batch / ep.size()),
+        moe_(gpt_moe_shape(s), ep, groups),
         gpt_(gpt_config(s, batch_), ex::TpGroup{*alone_, ex::TpMode::plain}, mem_, 7),
         mlp_(moe_, gpt_config(s, batch_), groups, s.shape.hidden),
         opt_(gpt_.whole_params(), Device::cpu(), mem_, s.adamw) {

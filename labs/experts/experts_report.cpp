@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "labs/experts/experts_lab.h"
 #include "core/util/units.h"
+#include "labs/experts/experts_lab.h"
 
 namespace dtl {
 
@@ -61,11 +61,11 @@ void add_load_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasureme
 void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
   rep.add("time.step", "step time (slowest rank)", m.step.median, "s").over(m.step);
   rep.add("time.all_to_all", "all-to-all time per step (rank mean, waits included)", m.a2a_seconds, "s");
-  ReportRow& least = rep.add("time.all_to_all_least", "all-to-all time per step, the rank waiting least",
-                             m.a2a_seconds_min, "s");
+  ReportRow& least =
+      rep.add("time.all_to_all_least", "all-to-all time per step, the rank waiting least", m.a2a_seconds_min, "s");
   if (m.predicted_a2a_seconds > 0) least.predict(m.predicted_a2a_seconds, "link: (P−1)α + busier side/β");
-  rep.add("time.all_to_all_share", "all-to-all share of the step", m.step.median > 0 ? m.a2a_seconds / m.step.median : 0,
-          "x");
+  rep.add("time.all_to_all_share", "all-to-all share of the step",
+          m.step.median > 0 ? m.a2a_seconds / m.step.median : 0, "x");
   rep.add("time.experts", "expert compute per step (rank mean)", m.expert_wall_seconds, "s");
   rep.add("loss.first", "loss, first step", m.first_loss, "");
   rep.add("loss.last", "loss, last step", m.last_loss, "");
@@ -90,16 +90,20 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
     rep.setup.push_back(std::to_string(m.tokens) + " tokens per step");
   }
   if (m.router_skew > 0) rep.setup.push_back("router skew " + format_g(m.router_skew));
-  rep.notes.push_back("Each rank holds E/EP experts and routes T/EP tokens; capacity is per expert and rank (GShard's "
-                      "groups), so 1 rank routing the same groups drops the same slots.");
+  rep.notes.push_back(
+      "Each rank holds E/EP experts and routes T/EP tokens; capacity is per expert and rank (GShard's "
+      "groups), so 1 rank routing the same groups drops the same slots.");
   if (s.model == ExpertsModelKind::gpt)
-    rep.notes.push_back("The GPT: attention, LayerNorms and embeddings replicated, each rank B/EP sequences, their "
-                        "gradients summed over the ranks; each block's MLP the mixture of experts (its loss: "
-                        "cross-entropy + α·the load-balancing loss).");
-  rep.notes.push_back("Bytes: every all_to_allv event in the trace against the rows the routing sent (kept slots out, "
-                      "the experts' rows back); balanced routing sends (T/EP)·k·h·(EP−1)/EP·4 B to other ranks.");
-  rep.notes.push_back("Times: medians over the steps after the first; all-to-all time includes waiting for the rank "
-                      "whose experts got the most rows (--router-skew makes the first ranks' experts hot).");
+    rep.notes.push_back(
+        "The GPT: attention, LayerNorms and embeddings replicated, each rank B/EP sequences, their "
+        "gradients summed over the ranks; each block's MLP the mixture of experts (its loss: "
+        "cross-entropy + α·the load-balancing loss).");
+  rep.notes.push_back(
+      "Bytes: every all_to_allv event in the trace against the rows the routing sent (kept slots out, "
+      "the experts' rows back); balanced routing sends (T/EP)·k·h·(EP−1)/EP·4 B to other ranks.");
+  rep.notes.push_back(
+      "Times: medians over the steps after the first; all-to-all time includes waiting for the rank "
+      "whose experts got the most rows (--router-skew makes the first ranks' experts hot).");
 }
 
 void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m, int ep) {

@@ -41,7 +41,9 @@ void permute_rows(const std::vector<float>& from, std::vector<float>& to, const 
   }
 }
 
-std::vector<float> rows_buffer(std::size_t rows, std::size_t h) { return std::vector<float>(std::max<std::size_t>(1, rows * h)); }
+std::vector<float> rows_buffer(std::size_t rows, std::size_t h) {
+  return std::vector<float>(std::max<std::size_t>(1, rows * h));
+}
 
 // What a collective of the block is for, on the trace, the step-through and the viewer.
 Role exchange_role(ExpertExchange x, Pass pass, int layer) {
@@ -88,7 +90,8 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
   auto t0 = Clock::now();
   std::vector<float> send;
   {
-    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "router", Pass::forward, layer));
+    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute,
+                          span_label(ep, "router", Pass::forward, layer));
     route(layer, c, tokens);
     send = rows_buffer(c.dispatch.send_order.size(), h);
     gather_rows(c.x.data(), s.hidden, c.dispatch, s.top_k, send.data());
@@ -105,7 +108,8 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
   std::vector<float> y = rows_buffer(R, h), y_recv = rows_buffer(R, h);
   const double cpu0 = thread_cpu_seconds();
   {
-    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "experts", Pass::forward, layer));
+    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute,
+                          span_label(ep, "experts", Pass::forward, layer));
     c.in = rows_buffer(R, h), c.pre = rows_buffer(R, f), c.act = rows_buffer(R, f);
     permute_rows(recv, c.in, c.perm, h, false);
     for (std::size_t j = 0, o = 0; j < c.batch_rows.size(); o += c.batch_rows[j], ++j)
@@ -120,7 +124,8 @@ void MoeModel::Impl::forward_group(int layer, GroupCache& c, int tokens, float* 
     ep.all_to_allv(y_recv.data(), c.back.data(), reversed(c.rows), DType::f32);
   }
   secs.all_to_all += since(t0), t0 = Clock::now();
-  const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "combine", Pass::forward, layer));
+  const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute,
+                        span_label(ep, "combine", Pass::forward, layer));
   combine_rows(c.back.data(), s.hidden, c.dispatch, c.routing, out);
   secs.router += since(t0);
 }
@@ -140,7 +145,8 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
   std::vector<float> dx_recv = rows_buffer(R, h);
   const double cpu0 = thread_cpu_seconds();
   {
-    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "experts", Pass::backward, layer));
+    const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute,
+                          span_label(ep, "experts", Pass::backward, layer));
     std::vector<float> d_batch = rows_buffer(R, h), dx_batch = rows_buffer(R, h);
     permute_rows(d_recv, d_batch, c.perm, h, false);
     for (std::size_t j = 0, o = 0; j < c.batch_rows.size(); o += c.batch_rows[j], ++j)
@@ -155,7 +161,8 @@ void MoeModel::Impl::backward_group(int layer, GroupCache& c, const float* dout,
     ep.all_to_allv(dx_recv.data(), d_send.data(), reversed(c.rows), DType::f32);
   }
   secs.all_to_all += since(t0), t0 = Clock::now();
-  const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute, span_label(ep, "router", Pass::backward, layer));
+  const ScopedSpan span(ep.trace(), ep.global_rank(), EventKind::compute,
+                        span_label(ep, "router", Pass::backward, layer));
   gather_rows_backward(d_send.data(), s.hidden, c.dispatch, s.top_k, dx);
   router_backward(layer, c, d_weight, dx);
   secs.router += since(t0);

@@ -12,7 +12,7 @@ namespace dtl::moe {
 
 // What one routing group's pass through one block keeps for backward.
 struct GroupCache {
-  std::vector<float> x;                 // the block's input rows [tokens × h]
+  std::vector<float> x;  // the block's input rows [tokens × h]
   Routing routing;
   std::vector<std::uint8_t> kept;
   Dispatch dispatch;

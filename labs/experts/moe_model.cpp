@@ -24,7 +24,7 @@ float draw(unsigned seed, std::uint64_t stream, std::uint64_t i, float stddev) {
 }
 
 Param make_param(const MoeShape& s, std::string name, int index, std::size_t n, float stddev) {
-  Param p{std::move(name), index, std::vector<float>(n), std::vector<float>(n, 0), std::vector<float>(n, 0),
+  Param p{std::move(name),         index, std::vector<float>(n), std::vector<float>(n, 0), std::vector<float>(n, 0),
           std::vector<float>(n, 0)};
   for (std::size_t i = 0; i < n; ++i) p.w[i] = draw(s.seed, std::uint64_t(index) + 16, i, stddev);
   return p;
@@ -35,7 +35,11 @@ Param make_param(const MoeShape& s, std::string name, int index, std::size_t n, 
 int MoeModel::param_count(const MoeShape& s) { return s.layers * (1 + 4 * s.experts); }
 
 MoeModel::Impl::Impl(const MoeShape& shape, Comm& group, int groups_per_rank)
-    : s(shape), ep(group), groups(groups_per_rank), P(group.size()), me(group.rank()),
+    : s(shape),
+      ep(group),
+      groups(groups_per_rank),
+      P(group.size()),
+      me(group.rank()),
       local_experts(shape.experts / group.size()) {
   if (shape.experts % P != 0 || shape.tokens % (P * groups) != 0)
     throw UsageError("the experts lab needs --experts and --tokens divisible by the expert-parallel ranks");
@@ -67,10 +71,12 @@ MoeModel::Impl::Impl(const MoeShape& shape, Comm& group, int groups_per_rank)
 void MoeModel::Impl::route(int layer, GroupCache& c, int tokens) {
   const int E = s.experts;
   std::vector<float> logits(std::size_t(tokens) * std::size_t(E));
-  if (tokens > 0) kernels::linear_forward(c.x.data(), router(layer).w.data(), nullptr, logits.data(), tokens, s.hidden, E);
+  if (tokens > 0)
+    kernels::linear_forward(c.x.data(), router(layer).w.data(), nullptr, logits.data(), tokens, s.hidden, E);
   if (s.router_skew != 0 && E > 1)
     for (std::size_t t = 0; t < std::size_t(tokens); ++t)
-      for (int e = 0; e < E; ++e) logits[t * std::size_t(E) + std::size_t(e)] += float(s.router_skew * (E - 1 - e) / (E - 1));
+      for (int e = 0; e < E; ++e)
+        logits[t * std::size_t(E) + std::size_t(e)] += float(s.router_skew * (E - 1 - e) / (E - 1));
   c.routing = route_top_k(logits.data(), tokens, E, s.top_k);
   const int capacity = s.drop ? expert_capacity(tokens, E, s.top_k, s.capacity_factor) : std::max(1, tokens * s.top_k);
   c.kept = kept_slots(c.routing, capacity);
@@ -84,17 +90,21 @@ void MoeModel::Impl::route(int layer, GroupCache& c, int tokens) {
 void MoeModel::Impl::check_exercise_outputs(const GroupCache& c, int tokens) const {
   const Routing& r = c.routing;
   const std::size_t slots = std::size_t(tokens) * std::size_t(s.top_k), E = std::size_t(s.experts);
-  const bool experts_ok = std::all_of(r.expert.begin(), r.expert.end(), [&](int e) { return e >= 0 && std::size_t(e) < E; });
+  const bool experts_ok =
+      std::all_of(r.expert.begin(), r.expert.end(), [&](int e) { return e >= 0 && std::size_t(e) < E; });
   if (r.expert.size() != slots || r.weight.size() != slots || r.probs.size() != std::size_t(tokens) * E || !experts_ok)
-    throw Error("route_top_k (exercise top_k_router) must fill expert and weight with tokens·k entries, experts in 0.." +
-                std::to_string(E - 1) + ", and probs with tokens·experts");
+    throw Error(
+        "route_top_k (exercise top_k_router) must fill expert and weight with tokens·k entries, experts in 0.." +
+        std::to_string(E - 1) + ", and probs with tokens·experts");
   if (c.kept.size() != slots) throw Error("kept_slots (exercise top_k_router) must return one flag per routed slot");
   const Dispatch& d = c.dispatch;
-  const bool order_ok = std::all_of(d.send_order.begin(), d.send_order.end(), [&](int x) { return x >= 0 && std::size_t(x) < slots; });
+  const bool order_ok =
+      std::all_of(d.send_order.begin(), d.send_order.end(), [&](int x) { return x >= 0 && std::size_t(x) < slots; });
   if (d.send_order.size() + d.dropped != slots || d.tokens_to_rank.size() != std::size_t(P) ||
       d.tokens_per_expert.size() != E || !order_ok)
-    throw Error("plan_dispatch (exercise dispatch_layout) returned a plan that does not account for every routed slot once, "
-                "with a count per rank and per expert");
+    throw Error(
+        "plan_dispatch (exercise dispatch_layout) returned a plan that does not account for every routed slot once, "
+        "with a count per rank and per expert");
 }
 
 // One expert's forward on its batch rows [o, o + n): H = X·W1ᵀ + b1, A = GELU(H), Y = A·W2ᵀ + b2.
@@ -133,8 +143,8 @@ void MoeModel::Impl::router_backward(int layer, GroupCache& c, const std::vector
   softmax_backward(r, d_probs.data(), d_logits.data());
   if (r.tokens == 0) return;
   std::vector<float> dx_router(std::size_t(r.tokens) * h);
-  kernels::linear_backward(c.x.data(), router(layer).w.data(), d_logits.data(), dx_router.data(), router(layer).g.data(),
-                           nullptr, r.tokens, s.hidden, s.experts, true);
+  kernels::linear_backward(c.x.data(), router(layer).w.data(), d_logits.data(), dx_router.data(),
+                           router(layer).g.data(), nullptr, r.tokens, s.hidden, s.experts, true);
   kernels::axpy(1.0f, dx_router.data(), dx, dx_router.size());
 }
 

@@ -27,11 +27,11 @@ namespace dtl::moe {
 
 struct MoeShape {
   int layers = 2, hidden = 32, ffn = 64, experts = 8, top_k = 2;
-  int tokens = 256;             // the global batch T, split evenly over the routing groups
+  int tokens = 256;  // the global batch T, split evenly over the routing groups
   double capacity_factor = 1.25;
-  bool drop = true;             // false: no capacity limit (each expert's batch is its whole load)
-  double router_skew = 0;       // expert e's logit += skew · (E−1−e)/(E−1): low experts run hot
-  float aux_weight = 0.01f;     // α of the load-balancing loss
+  bool drop = true;          // false: no capacity limit (each expert's batch is its whole load)
+  double router_skew = 0;    // expert e's logit += skew · (E−1−e)/(E−1): low experts run hot
+  float aux_weight = 0.01f;  // α of the load-balancing loss
   unsigned seed = 7;
 };
 
@@ -46,16 +46,16 @@ struct BlockRouting {
   std::vector<int> choice;                     // [tokens · k] this rank's choices, −1 where dropped
   std::vector<int> routed;                     // [tokens · k] the same before capacity (every expert)
   std::size_t dropped = 0, slots = 0;
-  double aux_loss = 0;                         // mean over this rank's groups
+  double aux_loss = 0;  // mean over this rank's groups
 };
 
 // Seconds of the last step on this rank.
 struct StepSeconds {
-  double all_to_all = 0;  // counts and rows, dispatch and combine, forward and backward
-  double experts = 0;     // the experts' forward and backward GEMMs
-  double experts_cpu = 0; // the same as the thread's CPU time: the work, without waiting for a
-                          // core (thread ranks outnumbering the cores share them)
-  double router = 0;      // router forward/backward, permutes and combine
+  double all_to_all = 0;   // counts and rows, dispatch and combine, forward and backward
+  double experts = 0;      // the experts' forward and backward GEMMs
+  double experts_cpu = 0;  // the same as the thread's CPU time: the work, without waiting for a
+                           // core (thread ranks outnumbering the cores share them)
+  double router = 0;       // router forward/backward, permutes and combine
 };
 
 struct Param {
@@ -92,7 +92,7 @@ class MoeModel {
   std::vector<Param>& params();  // this rank's: every router, its own experts
   const std::vector<BlockRouting>& routing() const;
   const StepSeconds& seconds() const;
-  float last_aux_loss() const;  // α-free load-balancing loss, mean over blocks and groups
+  float last_aux_loss() const;                // α-free load-balancing loss, mean over blocks and groups
   const std::vector<float>& inputs() const;   // this rank's tokens [T/EP × h] (the first block's x)
   const std::vector<float>& targets() const;  // and their regression targets
   static int param_count(const MoeShape& s);  // the canonical list's length

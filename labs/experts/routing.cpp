@@ -58,7 +58,8 @@ double load_balancing_loss(const Routing& r) {
   std::vector<double> routed(std::size_t(r.experts), 0), mean_prob(std::size_t(r.experts), 0);
   for (int e : r.expert) routed[std::size_t(e)] += 1;
   for (int t = 0; t < r.tokens; ++t)
-    for (int e = 0; e < r.experts; ++e) mean_prob[std::size_t(e)] += r.probs[std::size_t(t) * std::size_t(r.experts) + std::size_t(e)];
+    for (int e = 0; e < r.experts; ++e)
+      mean_prob[std::size_t(e)] += r.probs[std::size_t(t) * std::size_t(r.experts) + std::size_t(e)];
   double loss = 0;
   for (int e = 0; e < r.experts; ++e)
     loss += routed[std::size_t(e)] / (double(r.tokens) * r.top_k) * (mean_prob[std::size_t(e)] / r.tokens);

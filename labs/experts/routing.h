@@ -26,13 +26,13 @@ namespace dtl::moe {
 
 // The router, the capacity, the dispatch layout and the combine are the lab's exercises
 // (exercises/experts.h): the lab calls the learner's code through these names.
-using ex::Dispatch;
-using ex::Routing;
 using ex::combine_backward;
 using ex::combine_rows;
+using ex::Dispatch;
 using ex::kept_slots;
 using ex::plan_dispatch;
 using ex::route_top_k;
+using ex::Routing;
 
 // ⌈capacity_factor · k · tokens / experts⌉, at least 1; throws UsageError for a factor ≤ 0.
 int expert_capacity(int tokens, int experts, int k, double capacity_factor);

@@ -2,12 +2,11 @@
 // asked, train with AdamW while measuring the held-out loss, save, sample.
 #include "labs/gpt/gpt_lab.h"
 
-#include "core/trace/trace.h"
-
 #include <chrono>
 
-#include "core/trace/run_clock.h"
 #include "core/error.h"
+#include "core/trace/run_clock.h"
+#include "core/trace/trace.h"
 #include "core/util/files.h"
 #include "core/util/safetensors.h"
 #include "core/util/units.h"
@@ -26,8 +25,9 @@ GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& c
   if (!s.load.empty())
     require_memory(2.0 * double(require_readable_file(s.load, "--load", UINTMAX_MAX)), "--load's checkpoint");
   if (s.recompute != theory::Recompute::none && s.steps == 0)
-    throw UsageError("--recompute changes what training keeps for backward; with --steps 0 nothing trains: give "
-                     "--steps, or leave --recompute out");
+    throw UsageError(
+        "--recompute changes what training keeps for backward; with --steps 0 nothing trains: give "
+        "--steps, or leave --recompute out");
   const std::string problem = gpt_config_problem(s.model, T, ex::TpMode::plain);
   if (!problem.empty())
     throw UsageError("gpt lab on --ranks " + std::to_string(T) + " (tensor-parallel degree): " + problem +
@@ -57,7 +57,7 @@ double held_out_loss(Gpt& model, const TextCorpus& corpus, const GptLabSettings&
 void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, const TextCorpus& corpus,
            const GptLabSettings& s, GptTrainingLog& log) {
   AdamW opt(model.whole_params(), model.device(), mem, s.adamw);  // mixed precision: with the fp32 master
-  LossScaler scaler(s.precision);                                  // fp16 only; a fixed 1 otherwise
+  LossScaler scaler(s.precision);                                 // fp16 only; a fixed 1 otherwise
   const auto evaluate = [&](int step) {
     log.held_out_step.push_back(step);
     log.held_out_loss.push_back(held_out_loss(model, corpus, s));
@@ -67,9 +67,10 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   for (int step = 1; step <= s.steps; ++step) {
     const auto start = RunClock::now();
     float loss = 0;
-    {  // the step as a span holding its blocks: the timeline opens on one (and names it)
+    {                            // the step as a span holding its blocks: the timeline opens on one (and names it)
       Trace* tr = comm.trace();  // (the lab also runs untraced)
-      const ScopedSpan whole(tr, comm.global_rank(), EventKind::compute, tr ? tr->label("training step") : std::uint16_t(0), step);
+      const ScopedSpan whole(tr, comm.global_rank(), EventKind::compute,
+                             tr ? tr->label("training step") : std::uint16_t(0), step);
       const TokenBatch b = corpus.batch(Split::train, std::uint64_t(step), s.model.batch, s.model.seq, s.seed);
       loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
       scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
@@ -89,7 +90,8 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
   }
   log.train_seconds = seconds;
   log.skipped_steps = scaler.skipped_steps();
-  log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device(), double(model.activation_cache_bytes()));  // the optimizer still alive
+  log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device(),
+                                                  double(model.activation_cache_bytes()));  // the optimizer still alive
 }
 
 void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& log) {
@@ -97,17 +99,21 @@ void record_memory(const MemoryTracker& mem, const Gpt& model, GptTrainingLog& l
   log.grad_bytes = double(mem.peak(MemTag::grad));
   log.optimizer_bytes = double(mem.peak(MemTag::optimizer) + mem.peak(MemTag::master));
   log.activation_bytes = double(mem.peak(MemTag::activation));
-  log.predicted_activation = gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, model.recompute());
+  log.predicted_activation =
+      gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, model.recompute());
   log.local_params = model.num_params();
 }
 
 // With recomputation: the first training batch's gradients against a twin that keeps every
 // activation (same seed, same checkpoint), compared bit for bit; a check phase in the trace.
-double compare_with_twin(Comm& comm, const LabConfig& cfg, Gpt& model, const TextCorpus& corpus, const GptLabSettings& s) {
+double compare_with_twin(Comm& comm, const LabConfig& cfg, Gpt& model, const TextCorpus& corpus,
+                         const GptLabSettings& s) {
   Trace* tr = comm.trace();
-  const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr ? tr->label("recomputation check", {.part = RunPart::check}) : std::uint16_t(0));
+  const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase,
+                         tr ? tr->label("recomputation check", {.part = RunPart::check}) : std::uint16_t(0));
   MemoryTracker twin_mem(comm.global_rank(), nullptr);  // its bytes are not the run's
-  Gpt twin(s.model, ex::TpGroup{comm, ex::TpMode::plain}, twin_mem, s.seed, rank_device(cfg.device, comm), {}, s.precision);
+  Gpt twin(s.model, ex::TpGroup{comm, ex::TpMode::plain}, twin_mem, s.seed, rank_device(cfg.device, comm), {},
+           s.precision);
   if (!s.load.empty()) load_gpt_checkpoint(twin, read_safetensors(s.load));
   const TokenBatch b = corpus.batch(Split::train, 1, s.model.batch, s.model.seq, s.seed);
   return recompute_gradient_mismatches(comm, model, twin, b.tokens.data(), b.targets.data());
@@ -120,9 +126,7 @@ void save_checkpoint(Comm& comm, Gpt& model, const GptLabSettings& s) {
   if (comm.rank() == 0) {
     try {
       write_safetensors(s.save, ckpt);
-    } catch (const Error& e) {
-      error = e.what();
-    }
+    } catch (const Error& e) { error = e.what(); }
   }
   float failed = error.empty() ? 0.0f : 1.0f;
   comm.all_reduce(&failed, &failed, 1, DType::f32, ReduceOp::sum);
@@ -156,11 +160,14 @@ Report run_gpt_lab(Comm& comm, const LabConfig& cfg) {
                          gpt_activation_bytes(model.config(), model.tp_size(), ex::TpMode::plain, {}, s.recompute),
                          "16 B/param x the rank's parameters + activations (gpt_activation_bytes)");
   publish_activation_formula(comm, gpt_activation_parts(s.model, comm.size(), ex::TpMode::plain, {}, s.recompute),
-                             s.recompute, 1, korthikanti_layer_bytes(s.model, comm.size(), ex::TpMode::plain, s.recompute));
-  if (s.recompute != theory::Recompute::none) log.activation.gradient_bits_differing = compare_with_twin(comm, cfg, model, corpus, s);
+                             s.recompute, 1,
+                             korthikanti_layer_bytes(s.model, comm.size(), ex::TpMode::plain, s.recompute));
+  if (s.recompute != theory::Recompute::none)
+    log.activation.gradient_bits_differing = compare_with_twin(comm, cfg, model, corpus, s);
   {
     Trace* tr = comm.trace();
-    const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr ? tr->label("training", {.part = RunPart::timed}) : std::uint16_t(0));
+    const ScopedSpan phase(tr, comm.global_rank(), EventKind::phase,
+                           tr ? tr->label("training", {.part = RunPart::timed}) : std::uint16_t(0));
     train(comm, cfg, model, mem, corpus, s, log);
   }
   record_memory(mem, model, log);
@@ -182,13 +189,19 @@ const OptionTable<GptLabSettings>& gpt_option_table() {
   static const OptionTable<GptLabSettings> table = [] {
     using S = GptLabSettings;
     OptionTable<S> t;
-    t.integer("layers", [](S& s) -> int& { return s.model.layers; }, 2, 1, 64, "transformer layers L")
-        .integer("hidden", [](S& s) -> int& { return s.model.hidden; }, 64, 1, 4096, "hidden size h")
-        .integer("heads", [](S& s) -> int& { return s.model.heads; }, 4, 1, 256, "attention heads (divisible by --ranks)")
-        .integer("seq", [](S& s) -> int& { return s.model.seq; }, 64, 2, 4096, "characters per sequence s")
-        .integer("batch", [](S& s) -> int& { return s.model.batch; }, 8, 1, 4096, "sequences per step b")
+    t.integer(
+         "layers", [](S& s) -> int& { return s.model.layers; }, 2, 1, 64, "transformer layers L")
+        .integer(
+            "hidden", [](S& s) -> int& { return s.model.hidden; }, 64, 1, 4096, "hidden size h")
+        .integer(
+            "heads", [](S& s) -> int& { return s.model.heads; }, 4, 1, 256, "attention heads (divisible by --ranks)")
+        .integer(
+            "seq", [](S& s) -> int& { return s.model.seq; }, 64, 2, 4096, "characters per sequence s")
+        .integer(
+            "batch", [](S& s) -> int& { return s.model.batch; }, 8, 1, 4096, "sequences per step b")
         .integer("steps", &S::steps, 300, 0, 100000, "AdamW steps (0: evaluate and sample only)")
-        .number("lr", [](S& s) -> float& { return s.adamw.lr; }, 3e-3f, 0, 1, "AdamW learning rate (constant)")
+        .number(
+            "lr", [](S& s) -> float& { return s.adamw.lr; }, 3e-3f, 0, 1, "AdamW learning rate (constant)")
         .integer("eval-every", &S::eval_every, 25, 1, 1 << 20, "steps between held-out evaluations")
         .integer("seed", &S::seed, 1u, 0, 1 << 30, "initialization, batches and sampling")
         .path("save", &S::save, "write the trained model here (safetensors, docs/checkpoints.md)")
@@ -220,7 +233,12 @@ LabInfo gpt_lab_info() {
       // small_run: 300 steps of 16 tokens, the late loss a mean of 20 steps; its check (log V - 1
       // nat) passed by 0.5 nats (40 steps passed or failed as the README it trains on changed);
       // tiny steps: the option fuzz draws --steps 100000 on it (64 tokens took 60 s in CI)
-      {{"ranks", "1"}, {"layers", "1"}, {"hidden", "16"}, {"seq", "8"}, {"batch", "2"}, {"steps", "300"},
+      {{"ranks", "1"},
+       {"layers", "1"},
+       {"hidden", "16"},
+       {"seq", "8"},
+       {"batch", "2"},
+       {"steps", "300"},
        {"eval-every", "10"}},
   };
 }

@@ -29,8 +29,8 @@ namespace dtl {
 struct GptLabSettings {
   GptConfig model;  // vocab: the corpus's character vocabulary
   int steps = 300, eval_every = 25;
-  std::uint32_t seed = 1;  // initialization, batches and sampling
-  std::string save, load;  // checkpoint paths; "" for none
+  std::uint32_t seed = 1;        // initialization, batches and sampling
+  std::string save, load;        // checkpoint paths; "" for none
   DType precision = DType::f32;  // --precision: fp32, or bf16/fp16 mixed precision (labs/train/gpt.h)
   theory::Recompute recompute = theory::Recompute::none;  // --recompute (labs/train/gpt.h)
   // eps 1e-5 as in the tensor-parallel lab (tp_lab.h): gradients that are rounding noise
@@ -50,7 +50,7 @@ struct GptTrainingLog {
   // Rank 0's peak bytes by tag, its parameter count (its slice) and its activation prediction.
   double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_bytes = 0, predicted_activation = 0;
   std::size_t local_params = 0;
-  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
+  double device_vs_tracker = 0;     // the device's own count - the tracker (largest over ranks)
   GptActivationFigures activation;  // per layer, recomputed, and the twin's gradient check
 };
 

@@ -26,7 +26,8 @@ ReportPlot thinned(ReportPlot p, std::size_t limit) {
   const std::size_t n = p.x.size(), group = (n + limit - 1) / std::max<std::size_t>(limit, 1);
   if (group <= 1) return p;
   const auto mean = [](const std::vector<double>& v, std::size_t begin, std::size_t end) {
-    return std::accumulate(v.begin() + std::ptrdiff_t(begin), v.begin() + std::ptrdiff_t(end), 0.0) / double(end - begin);
+    return std::accumulate(v.begin() + std::ptrdiff_t(begin), v.begin() + std::ptrdiff_t(end), 0.0) /
+           double(end - begin);
   };
   std::vector<double> x, y;
   for (std::size_t begin = 0; begin < n; begin += group) {
@@ -42,11 +43,25 @@ ReportPlot thinned(ReportPlot p, std::size_t limit) {
 }  // namespace
 
 std::vector<ReportPlot> loss_curves(const GptTrainingLog& log) {
-  return {thinned({"train_loss", "training loss per step", "step", "", "loss (nats per character)", "", log.train_step,
-                   log.train_loss, {}},
+  return {thinned({"train_loss",
+                   "training loss per step",
+                   "step",
+                   "",
+                   "loss (nats per character)",
+                   "",
+                   log.train_step,
+                   log.train_loss,
+                   {}},
                   1000),
-          thinned({"held_out_loss", "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)", "step", "",
-                   "loss (nats per character)", "", log.held_out_step, log.held_out_loss, {}},
+          thinned({"held_out_loss",
+                   "held-out loss (mean of " + std::to_string(kHeldOutBatches) + " batches)",
+                   "step",
+                   "",
+                   "loss (nats per character)",
+                   "",
+                   log.held_out_step,
+                   log.held_out_loss,
+                   {}},
                   1000)};
 }
 
@@ -58,10 +73,10 @@ void add_curves(Report& rep, const GptTrainingLog& log) {
   // Up to 80 columns of marks, so the chart and its labels fit in the report's 100.
   const int columns = int(std::min<std::size_t>(80, std::max<std::size_t>(log.train_step.size(), 8)));
   rep.notes.push_back("Loss (nats per character) against the training step:");
-  for (const std::string& line : text_chart({{"train (mean per column)", "•", log.train_step, log.train_loss},
-                                             {"held-out", "◆", log.held_out_step, log.held_out_loss}},
-                                            "step", columns, 10,
-                                            *std::max_element(log.held_out_loss.begin(), log.held_out_loss.end())))
+  for (const std::string& line :
+       text_chart({{"train (mean per column)", "•", log.train_step, log.train_loss},
+                   {"held-out", "◆", log.held_out_step, log.held_out_loss}},
+                  "step", columns, 10, *std::max_element(log.held_out_loss.begin(), log.held_out_loss.end())))
     rep.notes.push_back(line);
 }
 
@@ -70,7 +85,8 @@ void add_curves(Report& rep, const GptTrainingLog& log) {
 void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& corpus, std::size_t params) {
   const GptConfig& c = s.model;
   char text[200];
-  std::snprintf(text, sizeof text, "GPT: %d layers, h %d, %d heads, %zu parameters", c.layers, c.hidden, c.heads, params);
+  std::snprintf(text, sizeof text, "GPT: %d layers, h %d, %d heads, %zu parameters", c.layers, c.hidden, c.heads,
+                params);
   rep.setup.push_back(text);
   std::snprintf(text, sizeof text, "%zu characters of dtlab's docs, vocabulary %d (%d used)", corpus.tokens().size(),
                 corpus.vocab_size(), corpus.symbols_used());
@@ -102,8 +118,8 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
   rep.add("held_out.loss_first", "held-out loss, before training", log.held_out_loss.front(), "");
   rep.add("held_out.loss_last", "held-out loss, after training", log.held_out_loss.back(), "");
   if (!log.train_loss.empty())
-    rep.check("held_out.loss_ratio", "held-out loss, after / before", log.held_out_loss.back() / log.held_out_loss.front(),
-              0.0, "", 0.9)
+    rep.check("held_out.loss_ratio", "held-out loss, after / before",
+              log.held_out_loss.back() / log.held_out_loss.front(), 0.0, "", 0.9)
         .from("the model learned");
   add_curves(rep, log);
   rep.notes.push_back("Sample (temperature 0.8, seed " + std::to_string(s.seed) + "): \"" + log.prompt + "\" → \"" +
@@ -123,9 +139,7 @@ void add_gpt_memory_rows(Report& rep, const GptLabSettings& s, const GptTraining
   add_device_memory_check(rep, "memory.", log.device_vs_tracker);
   GptConfig micro = s.model;  // the formulas' b: the sequences of one step
   add_gpt_activation_rows(rep, "memory.", micro, rep.ranks, ex::TpMode::plain, s.recompute, log.activation);
-  if (s.precision == DType::f16)
-    rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
+  if (s.precision == DType::f16) rep.add("train.skipped_steps", "fp16 steps skipped (overflow)", log.skipped_steps, "");
 }
-
 
 }  // namespace dtl

@@ -18,8 +18,10 @@ std::vector<float> full_logits_row(Gpt& model, Comm& comm, int pos) {
   const int Vl = model.vocab_local(), B = model.config().batch;
   const float* row = model.logits() + std::size_t(pos) * std::size_t(B) * std::size_t(Vl);
   std::vector<float> full(std::size_t(Vl) * std::size_t(model.tp_size()));
-  if (model.tp_size() > 1) comm.all_gather(row, full.data(), std::size_t(Vl), DType::f32);
-  else copy_bytes(full.data(), row, std::size_t(Vl) * sizeof(float));  // the logits may live on a GPU
+  if (model.tp_size() > 1)
+    comm.all_gather(row, full.data(), std::size_t(Vl), DType::f32);
+  else
+    copy_bytes(full.data(), row, std::size_t(Vl) * sizeof(float));  // the logits may live on a GPU
   return full;
 }
 
@@ -58,13 +60,19 @@ std::string printable_text(std::string_view bytes) {
   std::string out;
   for (std::size_t i = 0; i < bytes.size();) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n') out += "↵", ++i;
-    else if (c < 0x20 || c == 0x7f) out += ' ', ++i;
-    else if (c < 0x80) out += char(c), ++i;
+    if (c == '\n')
+      out += "↵", ++i;
+    else if (c < 0x20 || c == 0x7f)
+      out += ' ', ++i;
+    else if (c < 0x80)
+      out += char(c), ++i;
     else {
       // Well-formed UTF-8 (RFC 3629): a lead byte C2–F4, then 1–3 bytes 80–BF; after E0, ED,
       // F0 and F4 the second byte is narrower (no overlong forms, surrogates, or > U+10FFFF).
-      const std::size_t length = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+      const std::size_t length = c >= 0xC2 && c <= 0xDF   ? 2
+                                 : c >= 0xE0 && c <= 0xEF ? 3
+                                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                                          : 0;
       bool whole = length > 0 && i + length <= bytes.size();
       for (std::size_t k = 1; whole && k < length; ++k) {
         const auto b = static_cast<unsigned char>(bytes[i + k]);
@@ -72,8 +80,10 @@ std::string printable_text(std::string_view bytes) {
         if (k == 1) lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : lo, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : hi;
         whole = b >= lo && b <= hi;
       }
-      if (whole) out.append(bytes.substr(i, length)), i += length;
-      else out += '?', ++i;
+      if (whole)
+        out.append(bytes.substr(i, length)), i += length;
+      else
+        out += '?', ++i;
     }
   }
   return out;

@@ -16,8 +16,8 @@
 namespace dtl {
 
 struct ChartSeries {
-  std::string name;           // for the legend
-  std::string mark;           // one character (UTF-8)
+  std::string name;  // for the legend
+  std::string mark;  // one character (UTF-8)
   std::vector<double> x, y;
 };
 

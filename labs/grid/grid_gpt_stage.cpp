@@ -31,7 +31,9 @@ GptConfig micro_config(const GridSettings& s) {  // the GPT of one micro-batch: 
   return {s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
 }
 
-GptSpan span_of(Topology& topo, StageBlocks b) { return {b.first, b.last, topo.is_first_stage(), topo.is_last_stage()}; }
+GptSpan span_of(Topology& topo, StageBlocks b) {
+  return {b.first, b.last, topo.is_first_stage(), topo.is_last_stage()};
+}
 
 // The embedding group: the first and the last stage of one pipeline (null on the other
 // stages, and when P = 1: one stage holds both ends). A collective over the world.
@@ -46,10 +48,15 @@ std::unique_ptr<Comm> embedding_group(Topology& topo) {
 class GridGptStage final : public GridStage {
  public:
   GridGptStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b, Device device)
-      : topo_(topo), s_(s), blocks_(b),
+      : topo_(topo),
+        s_(s),
+        blocks_(b),
         model_(micro_config(s), {topo.tp_group(), ex::TpMode::plain}, mem, 7, device, {}, DType::f32, span_of(topo, b)),
-        embedding_(embedding_group(topo)), mem_(mem), acts_(std::size_t(s.micro_batches)),
-        tokens_(std::size_t(s.micro_batches)), targets_(std::size_t(s.micro_batches)) {
+        embedding_(embedding_group(topo)),
+        mem_(mem),
+        acts_(std::size_t(s.micro_batches)),
+        tokens_(std::size_t(s.micro_batches)),
+        targets_(std::size_t(s.micro_batches)) {
     model_.set_recompute(s.recompute);
   }
 
@@ -79,8 +86,8 @@ class GridGptStage final : public GridStage {
     GptActivations& a = acts_[std::size_t(m)];
     a = model_.make_activations();
     float part = 0;
-    const float* y = model_.forward_stage(tokens_[std::size_t(m)].data(), x, targets_[std::size_t(m)].data(), a, &part,
-                                          weight);
+    const float* y =
+        model_.forward_stage(tokens_[std::size_t(m)].data(), x, targets_[std::size_t(m)].data(), a, &part, weight);
     loss += double(part) * weight;
     return y;
   }
@@ -134,8 +141,9 @@ class GridGptStage final : public GridStage {
   }
   void publish_activation_formula(Comm& world, int in_flight) const override {
     const GptConfig c = micro_config(s_);
-    dtl::publish_activation_formula(world, gpt_activation_parts(c, s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute),
-                                    s_.recompute, in_flight, korthikanti_layer_bytes(c, s_.grid.tp, ex::TpMode::plain, s_.recompute));
+    dtl::publish_activation_formula(
+        world, gpt_activation_parts(c, s_.grid.tp, ex::TpMode::plain, model_.span(), s_.recompute), s_.recompute,
+        in_flight, korthikanti_layer_bytes(c, s_.grid.tp, ex::TpMode::plain, s_.recompute));
   }
   bool activation_figures(Comm& world, GptActivationFigures& f) const override {
     f = gpt_activation_figures(world, model_);
@@ -150,13 +158,12 @@ class GridGptStage final : public GridStage {
     const double T = s_.grid.tp, ring = 2 * (T - 1) / T, R = s_.micro_rows(), h = s_.hidden;
     // Full recomputation reruns each block's attention g (its MLP stops at GELU): one more.
     const double per_block = s_.recompute == theory::Recompute::full ? 5.0 : 4.0;
-    const double all_reduces = per_block * blocks_.count() + (topo_.is_first_stage() ? 1 : 0) + (topo_.is_last_stage() ? 1 : 0);
+    const double all_reduces =
+        per_block * blocks_.count() + (topo_.is_first_stage() ? 1 : 0) + (topo_.is_last_stage() ? 1 : 0);
     return ring * 4.0 * (all_reduces * R * h + (topo_.is_last_stage() ? 3 * R : 0));
   }
   // One all-reduce of wte's V/T·h floats between two ranks: 2·(2−1)/2 of its bytes.
-  double embedding_bytes() const override {
-    return embedding_ ? 4.0 * double(s_.vocab) / s_.grid.tp * s_.hidden : 0;
-  }
+  double embedding_bytes() const override { return embedding_ ? 4.0 * double(s_.vocab) / s_.grid.tp * s_.hidden : 0; }
 
  private:
   Topology& topo_;
@@ -165,7 +172,7 @@ class GridGptStage final : public GridStage {
   Gpt model_;
   std::unique_ptr<Comm> embedding_;  // the first and last stage of this pipeline (P > 1)
   MemoryTracker& mem_;
-  std::vector<GptActivations> acts_;                 // per micro-batch, from its forward to its backward
+  std::vector<GptActivations> acts_;                // per micro-batch, from its forward to its backward
   std::vector<std::vector<int>> tokens_, targets_;  // per micro-batch of this replica, [S][b]
   Tensor adam_m_, adam_v_;
 };
@@ -179,7 +186,8 @@ std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSetting
 
 OneRankRun train_gpt_one_rank(Comm& alone, const GridSettings& s, Device device) {
   MemoryTracker mem(alone.global_rank(), nullptr);
-  Gpt model(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, {alone, ex::TpMode::plain}, mem, 7, device);
+  Gpt model(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, {alone, ex::TpMode::plain}, mem, 7,
+            device);
   AdamW opt(model.whole_params(), device, mem, s.adamw);  // steps 1, 2, ...
   OneRankRun run;
   std::vector<int> tokens, targets;

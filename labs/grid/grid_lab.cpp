@@ -24,8 +24,8 @@
 #include "core/util/units.h"
 #include "labs/grid/grid_rank.h"
 #include "labs/grid/grid_stage.h"
-#include "labs/pipeline/pipeline_lab.h"
 #include "labs/measure.h"
+#include "labs/pipeline/pipeline_lab.h"
 #include "labs/shared_options.h"
 #include "labs/train/reference.h"
 
@@ -44,7 +44,8 @@ namespace {
 // (GridStage::whole_indices).
 OneRankRun one_rank_reference(Comm& world, const GridSettings& s, Device device) {
   TensorList all = reference_on_rank0(world, [&](Comm& alone) {
-    OneRankRun run = s.model == GridModelKind::gpt ? train_gpt_one_rank(alone, s, device) : train_mlp_one_rank(alone, s, device);
+    OneRankRun run =
+        s.model == GridModelKind::gpt ? train_gpt_one_rank(alone, s, device) : train_mlp_one_rank(alone, s, device);
     TensorList losses_weights{std::move(run.losses)};
     for (std::vector<float>& w : run.weights) losses_weights.push_back(std::move(w));
     return losses_weights;
@@ -116,7 +117,8 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
   for (std::size_t i = 0; i < names.size(); ++i) {  // the GPT's last stage: its copy of wte too
     const std::vector<float> w = rank.model().full_params(names[i]);
     const std::vector<float>& r = one.weights[whole[i]];  // the same tensor in the whole model
-    for (std::size_t k = 0; k < w.size(); ++k) m.max_weight_diff = larger_difference(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
+    for (std::size_t k = 0; k < w.size(); ++k)
+      m.max_weight_diff = larger_difference(m.max_weight_diff, double(std::fabs(w[k] - r[k])));
   }
   world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
@@ -125,8 +127,9 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
 // the checks after it are not in it): each step's time (the first warms up) and loss.
 void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridRank& rank, GridMeasurement& m,
                  std::vector<double>& steps, std::vector<float>& losses) {
-  const ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase,
-                         world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
+  const ScopedSpan phase(
+      world.trace(), world.global_rank(), EventKind::phase,
+      world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
   for (int step = 0; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();
@@ -149,9 +152,11 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   MemoryTracker mem(world.global_rank(), world.trace());
   const Device device = rank_device(cfg.device, world);
   GridRank rank(topo, s, mem, device);
-  const int in_flight = pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
-  publish_memory_formula(world, double(rank.local_params()), rank.model().activation_peak(in_flight),
-                         "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
+  const int in_flight =
+      pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp);
+  publish_memory_formula(
+      world, double(rank.local_params()), rank.model().activation_peak(in_flight),
+      "16 B/param x the rank's slice (/tp, /pp) + a micro-batch's activations x those its stage keeps in flight");
   rank.model().publish_activation_formula(world, in_flight);
   GridMeasurement m;
   std::vector<double> steps;
@@ -169,7 +174,8 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   f.predicted_optimizer = 8.0 * double(opt_elems);  // AdamW's m and v, fp32
   // One micro-batch's activations (the model's count), times as many as the schedule
   // keeps in flight.
-  f.predicted_activation = rank.model().activation_peak(pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp));
+  f.predicted_activation = rank.model().activation_peak(
+      pipeline::max_in_flight(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1}), topo.coord().pp));
   m.step = repeated(steps);
   m.device_vs_tracker = device_vs_tracker_bytes(world, mem, device, double(rank.model().activation_cache_bytes()));
   if (GptActivationFigures a; rank.model().activation_figures(world, a)) m.activation = a;
@@ -185,22 +191,32 @@ const OptionTable<GridSettings>& grid_option_table() {
   static const OptionTable<GridSettings> table = [] {
     OptionTable<GridSettings> t;
     using ScheduleKind = pipeline::ScheduleKind;
-    t.choice("model", &GridSettings::model, GridModelKind::mlp, {{GridModelKind::mlp, "mlp"}, {GridModelKind::gpt, "gpt"}},
-             "the model on the grid")
-        .integer("dp", [](GridSettings& s) -> int& { return s.grid.dp; }, 0, 0, 4096,
-                 "data-parallel replicas D (0: --ranks / (tp·pp))")
-        .integer("tp", [](GridSettings& s) -> int& { return s.grid.tp; }, 2, 1, 4096, "tensor-parallel ranks per stage T")
-        .integer("pp", [](GridSettings& s) -> int& { return s.grid.pp; }, 2, 1, 4096, "pipeline stages P")
+    t.choice("model", &GridSettings::model, GridModelKind::mlp,
+             {{GridModelKind::mlp, "mlp"}, {GridModelKind::gpt, "gpt"}}, "the model on the grid")
+        .integer(
+            "dp", [](GridSettings& s) -> int& { return s.grid.dp; }, 0, 0, 4096,
+            "data-parallel replicas D (0: --ranks / (tp·pp))")
+        .integer(
+            "tp", [](GridSettings& s) -> int& { return s.grid.tp; }, 2, 1, 4096, "tensor-parallel ranks per stage T")
+        .integer(
+            "pp", [](GridSettings& s) -> int& { return s.grid.pp; }, 2, 1, 4096, "pipeline stages P")
         .choice("zero", &GridSettings::zero, GridZero::none, {{GridZero::none, "0"}, {GridZero::optimizer_states, "1"}},
                 "ZeRO stage on the data axis")
         .choice("schedule", &GridSettings::schedule, ScheduleKind::one_f_one_b,
                 {{ScheduleKind::gpipe, "gpipe"}, {ScheduleKind::one_f_one_b, "1f1b"}}, "pipeline schedule")
         .integer("micro-batches", &GridSettings::micro_batches, 4, 1, 4096, "micro-batches per step M");
-    add_block_rows(t, {.layers = 4, .hidden = 64, .heads = 4, .seq = 16, .batch = 8, .vocab = 64, .steps = 3,
+    add_block_rows(t, {.layers = 4,
+                       .hidden = 64,
+                       .heads = 4,
+                       .seq = 16,
+                       .batch = 8,
+                       .vocab = 64,
+                       .steps = 3,
                        .layers_help = "MLP blocks (h → 4h → h) or GPT layers, split over the stages",
                        .batch_help = "global batch (sequences per step)"});
-    t.number("compute-us", &GridSettings::compute_us, 0.0, 0, 1e5,
-             "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)")
+    t.number(
+         "compute-us", &GridSettings::compute_us, 0.0, 0, 1e5,
+         "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)")
         .choice("check", &GridSettings::check, true, kOnOffNames, "train one rank too and compare the weights")
         .choice("recompute", &GridSettings::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
     return t;

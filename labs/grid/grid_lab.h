@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/comm/topology.h"
+#include "core/theory/schedule.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
 #include "labs/train/gpt_activation_report.h"
-#include "core/theory/schedule.h"
 
 namespace dtl {
 
@@ -28,12 +28,12 @@ struct GridSettings {
   GridZero zero = GridZero::none;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int layers = 4, hidden = 64, seq = 16, batch = 8, micro_batches = 4, steps = 3;
-  int heads = 4, vocab = 64;  // the GPT's
+  int heads = 4, vocab = 64;                              // the GPT's
   theory::Recompute recompute = theory::Recompute::none;  // the GPT's --recompute (labs/train/gpt.h)
   bool check = true;
   double compute_us = 0;  // > 0: every F lasts this long, every B twice (labs/pipeline's --compute-us)
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
-  int global_rows() const { return batch * seq; }                              // G: tokens per step
+  int global_rows() const { return batch * seq; }                               // G: tokens per step
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
   int micro_sequences() const { return batch / (grid.dp * micro_batches); }     // the GPT's: whole sequences
 };
@@ -56,27 +56,28 @@ struct AxisBytes {
 
 // What one rank measured and what the formulas say for it.
 struct GridRankFigures {
-  AxisBytes bytes, predicted;  // per step
+  AxisBytes bytes, predicted;                                                        // per step
   double param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, activation_peak = 0;  // peaks, by tag
   double predicted_optimizer = 0, predicted_activation = 0;
 };
 
 struct GridMeasurement {
   float first_loss = 0, last_loss = 0;
-  double max_weight_diff = -1;  // against one rank, max over ranks (-1: not checked)
-  double max_loss_diff = -1;    // against one rank, the largest over the steps (-1: not checked)
-  double bubble = 0;            // idle share of the step, 1 − Σ busy / (P·step), rank 0's pipeline
+  double max_weight_diff = -1;   // against one rank, max over ranks (-1: not checked)
+  double max_loss_diff = -1;     // against one rank, the largest over the steps (-1: not checked)
+  double bubble = 0;             // idle share of the step, 1 − Σ busy / (P·step), rank 0's pipeline
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
   Repeated step;
   GridRankFigures mine;
   std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed set (max over ranks)
-  std::vector<GridRankFigures> ranks;  // every rank's, in world order (run_grid_lab gathers them)
+  std::vector<GridRankFigures> ranks;              // every rank's, in world order (run_grid_lab gathers them)
 };
 
 GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s);
 GridSettings grid_settings(const LabConfig& cfg, int ranks);
 Report run_grid_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: the dp × tp × pp grid of ranks and the groups each belongs to (viz/views/grid/topology_view.cpp).
+// The lab's own view in dtlab-viz: the dp × tp × pp grid of ranks and the groups each belongs to
+// (viz/views/grid/topology_view.cpp).
 inline constexpr ViewKind kTopologyView{"topology"};
 LabInfo grid_lab_info();
 void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m);

@@ -14,7 +14,10 @@ namespace {
 class GridMlpStage final : public GridStage {
  public:
   GridMlpStage(Topology& topo, const GridSettings& s, MemoryTracker& mem, StageBlocks b, Device device)
-      : topo_(topo), s_(s), blocks_(b), ops_(train_ops(device)),
+      : topo_(topo),
+        s_(s),
+        blocks_(b),
+        ops_(train_ops(device)),
         model_({s.hidden, s.layers, s.micro_rows()}, {topo.tp_group(), ex::TpMode::plain}, mem, 7, ops_,
                BlockSpan{b.first, b.last}),
         acts_(std::size_t(s.micro_batches)),

@@ -79,7 +79,8 @@ void add_activation_row(Report& rep, const GridSettings& s, const GridMeasuremen
   const double planner = th::activations_in_flight(a.layer_bytes, first_stage_layers, M, P);
   const double extra = a.rank0_extra * std::min(M, P) + a.running;
   if (s.schedule == pipeline::ScheduleKind::one_f_one_b) {
-    rep.check("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, planner + extra, "B")
+    rep.check("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, planner + extra,
+              "B")
         .from("planner's + out (note)");
   } else {  // GPipe keeps all M micro-batches: the planner's min(M, P) does not apply
     rep.add("planner.activation_bytes", "rank 0: activations (peak)", m.ranks[0].activation_peak, "B")
@@ -90,15 +91,17 @@ void add_activation_row(Report& rep, const GridSettings& s, const GridMeasuremen
 // How the model maps onto the planner's transformer model (grid_planner.h), under the rows.
 std::string planner_note(const GridSettings& s, long long psi_rank0) {
   const bool mlp = s.model == GridModelKind::mlp;
-  std::string n = "Planner: dtlab plan's memory model (rank_model_state, activations_in_flight) in fp32, 4+4+8 B per "
-                  "parameter, fed Ψ_rank = the parameters the rank holds (rank 0: " + std::to_string(psi_rank0) +
-                  (mlp ? "; blocks × (8h²/T + 4h/T + h)" : "; blocks × (12h²/T + 7h/T + 6h), + Vh/T + sh on the first "
-                                                           "stage, + 2h (+ Vh/T, the head's wte) on the last") +
-                  ") for its Ψ/(tp·pp), and " +
-                  (mlp ? "an MLP block's 4(Rh + 8Rh/T)" : "the fp32 GPT's count (gpt.h)") +
-                  " activation bytes per layer and micro-batch for its transformer formula (Korthikanti's, 16-bit); "
-                  "it counts ⌈L/P⌉ layers × min(M,P) micro-batches in flight (1F1B, first stage). The lab also "
-                  "holds rank 0's output to the next stage (out = 4Rh per micro-batch in flight; with P = 1 the head's)";
+  std::string n =
+      "Planner: dtlab plan's memory model (rank_model_state, activations_in_flight) in fp32, 4+4+8 B per "
+      "parameter, fed Ψ_rank = the parameters the rank holds (rank 0: " +
+      std::to_string(psi_rank0) +
+      (mlp ? "; blocks × (8h²/T + 4h/T + h)"
+           : "; blocks × (12h²/T + 7h/T + 6h), + Vh/T + sh on the first "
+             "stage, + 2h (+ Vh/T, the head's wte) on the last") +
+      ") for its Ψ/(tp·pp), and " + (mlp ? "an MLP block's 4(Rh + 8Rh/T)" : "the fp32 GPT's count (gpt.h)") +
+      " activation bytes per layer and micro-batch for its transformer formula (Korthikanti's, 16-bit); "
+      "it counts ⌈L/P⌉ layers × min(M,P) micro-batches in flight (1F1B, first stage). The lab also "
+      "holds rank 0's output to the next stage (out = 4Rh per micro-batch in flight; with P = 1 the head's)";
   if (s.zero == GridZero::optimizer_states)
     n += " and ZeRO-1's reduce-scatter shard of the gradients (RS shard = 4⌈Ψ_rank/D⌉; the planner keeps ZeRO-1's "
          "gradients whole and counts no buffer); its AdamW shard is padded to ⌈Ψ_rank/D⌉ elements (< 8 B more)";
@@ -125,16 +128,14 @@ void add_planner_memory_rows(Report& rep, const GridSettings& s, const GridMeasu
   const GridRankFigures& r0 = m.ranks[0];
   const bool zero1 = s.zero == GridZero::optimizer_states;
   const long long psi = std::llround(grid_rank_params(s, 0));
-  rep.check("planner.param_bytes", "rank 0: parameters", r0.param_bytes, p.planner.params, "B")
-      .from("4Ψ_rank (fp32)");
+  rep.check("planner.param_bytes", "rank 0: parameters", r0.param_bytes, p.planner.params, "B").from("4Ψ_rank (fp32)");
   rep.check("planner.grad_bytes", "rank 0: gradients", r0.grad_bytes, p.planner.grads + p.shard_grads, "B")
       .from(zero1 ? "4Ψ_rank + RS shard" : "4Ψ_rank");
-  rep.check("planner.optimizer_bytes", "rank 0: optimizer state", r0.optimizer_bytes, p.planner.optimizer,
-            "B", p.optimizer_slack)
+  rep.check("planner.optimizer_bytes", "rank 0: optimizer state", r0.optimizer_bytes, p.planner.optimizer, "B",
+            p.optimizer_slack)
       .from(zero1 ? "8Ψ_rank/D (padded)" : "8Ψ_rank (m, v)");
   add_activation_row(rep, s, m);
-  rep.check("planner.model_state_worst", "model state: worst rank and part", worst_model_state(s, m), 0.0,
-            "B")
+  rep.check("planner.model_state_worst", "model state: worst rank and part", worst_model_state(s, m), 0.0, "B")
       .from("every rank's Ψ_rank");
   rep.notes.push_back(planner_note(s, psi));
 }

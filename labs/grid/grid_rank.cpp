@@ -31,7 +31,11 @@ Tensor rows_tensor(MemoryTracker& mem, int rows, int width, MemTag tag, Device d
 }  // namespace
 
 GridRank::GridRank(Topology& topo, const GridSettings& s, MemoryTracker& mem, Device device)
-    : topo_(topo), s_(s), mem_(mem), device_(device), blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
+    : topo_(topo),
+      s_(s),
+      mem_(mem),
+      device_(device),
+      blocks_(stage_blocks(s.layers, s.grid.pp, topo.coord().pp)),
       model_(make_stage(topo, s, mem, blocks_, device)),
       schedule_(pipeline::make_schedule(s.schedule, {s.grid.pp, s.micro_batches, 1})) {
   const int M = s.micro_batches, R = s.micro_rows(), h = s.hidden;
@@ -65,8 +69,13 @@ double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 
 // own: the pipeline view draws the grid's stages from them.
 void GridRank::record_action(Pass pass, int m, double t0) {
   Trace* tr = topo_.world().trace();
-  tr->record(Event{.begin_ns = std::int64_t(t0 * 1e9), .end_ns = tr->now_ns(), .rank = topo_.world().global_rank(), .step = step_,
-                   .chunk = 0, .micro_batch = std::int16_t(m), .label = tr->label(pass_letter(pass), Role{.pass = pass}),
+  tr->record(Event{.begin_ns = std::int64_t(t0 * 1e9),
+                   .end_ns = tr->now_ns(),
+                   .rank = topo_.world().global_rank(),
+                   .step = step_,
+                   .chunk = 0,
+                   .micro_batch = std::int16_t(m),
+                   .label = tr->label(pass_letter(pass), Role{.pass = pass}),
                    .kind = EventKind::compute});
 }
 
@@ -75,7 +84,8 @@ void GridRank::forward(int m) {
   const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
   const float* x = topo_.is_first_stage() ? nullptr : input_[std::size_t(m)].as<float>();
   const float* y = model_->forward(m, x, grad_in_[std::size_t(m)].as<float>(), loss_);
-  if (!topo_.is_last_stage()) copy_bytes(output_[std::size_t(m)].data(), y, bytes);  // acts may be freed before the send is done
+  if (!topo_.is_last_stage())
+    copy_bytes(output_[std::size_t(m)].data(), y, bytes);  // acts may be freed before the send is done
   pace(t0, 1);
   busy_ += now() - t0;
   record_action(Pass::forward, m, t0);
@@ -99,17 +109,23 @@ float GridRank::step(int step) {
   const int stage = topo_.coord().pp;
   const std::size_t bytes = std::size_t(s_.micro_rows()) * std::size_t(s_.hidden) * sizeof(float);
   auto what = [&](const char* thing, int m, int from) {
-    return TransferInfo{-1, -1, 1, std::string(thing) + " of micro-batch " + std::to_string(m) + " from stage " + std::to_string(from)};
+    return TransferInfo{
+        -1, -1, 1, std::string(thing) + " of micro-batch " + std::to_string(m) + " from stage " + std::to_string(from)};
   };
   ex::StageOps ops;
   ops.has_previous = [&](int) { return !topo_.is_first_stage(); };
   ops.has_next = [&](int) { return !topo_.is_last_stage(); };
-  ops.recv_activation = [&](int m, int) { return pp.irecv(input_[std::size_t(m)].data(), bytes, stage - 1, m, what("the activation", m, stage - 1)); };
+  ops.recv_activation = [&](int m, int) {
+    return pp.irecv(input_[std::size_t(m)].data(), bytes, stage - 1, m, what("the activation", m, stage - 1));
+  };
   ops.send_activation = [&](int m, int) { return pp.isend(output_[std::size_t(m)].data(), bytes, stage + 1, m); };
   ops.recv_gradient = [&](int m, int) {
-    return pp.irecv(grad_in_[std::size_t(m)].data(), bytes, stage + 1, kGradientTag + m, what("the gradient", m, stage + 1));
+    return pp.irecv(grad_in_[std::size_t(m)].data(), bytes, stage + 1, kGradientTag + m,
+                    what("the gradient", m, stage + 1));
   };
-  ops.send_gradient = [&](int m, int) { return pp.isend(grad_out_[std::size_t(m)].data(), bytes, stage - 1, kGradientTag + m); };
+  ops.send_gradient = [&](int m, int) {
+    return pp.isend(grad_out_[std::size_t(m)].data(), bytes, stage - 1, kGradientTag + m);
+  };
   ops.forward = [&](int m, int) { forward(m); };
   ops.backward = [&](int m, int) { backward(m); };
   ops.weight = [](int, int) { throw Error("the grid lab's schedules have no W actions"); };
@@ -147,7 +163,7 @@ void GridRank::zero1_step(int t) {
   dp.reduce_scatter(padded, shard_grads_.data(), chunk_, DType::f32, ReduceOp::sum);
   float* params = model_->params();
   train_ops(device_).adamw_step(params + shard.begin, shard_grads_.as<float>(), adam_m_.as<float>(),
-                                      adam_v_.as<float>(), shard.end - shard.begin, s_.adamw, t);
+                                adam_v_.as<float>(), shard.end - shard.begin, s_.adamw, t);
   float* mine = padded + std::size_t(dp.rank()) * chunk_;
   copy_bytes(mine, params + shard.begin, (shard.end - shard.begin) * sizeof(float));
   dp.all_gather(mine, padded, chunk_, DType::f32);  // in place: this rank's chunk is the input

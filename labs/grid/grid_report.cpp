@@ -6,10 +6,10 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
-#include "labs/grid/grid_lab.h"
-#include "labs/measure.h"
-#include "labs/grid/grid_planner.h"
 #include "core/util/units.h"
+#include "labs/grid/grid_lab.h"
+#include "labs/grid/grid_planner.h"
+#include "labs/measure.h"
 #include "labs/report_format.h"
 #include "labs/train/gpt.h"
 
@@ -47,7 +47,8 @@ void check_model(const GridSettings& s) {
 double estimated_bytes(const GridSettings& s, int ranks) {
   const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
   if (s.model == GridModelKind::mlp) {
-    const double rank_bytes = 16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
+    const double rank_bytes =
+        16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
     const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
     return ranks * (rank_bytes + reference);
   }
@@ -55,9 +56,11 @@ double estimated_bytes(const GridSettings& s, int ranks) {
   const GptConfig micro{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.micro_sequences()};
   const GptSpan most{0, int(blocks) - 1, true, true};  // a stage with both ends: an upper bound
   const double rank_bytes = 16 * (blocks * block + embeddings) / T +
-                            s.micro_batches * gpt_activation_bytes(micro, s.grid.tp, ex::TpMode::plain, most) + 8 * G * h;
+                            s.micro_batches * gpt_activation_bytes(micro, s.grid.tp, ex::TpMode::plain, most) +
+                            8 * G * h;
   const GptConfig whole{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch};
-  const double reference = s.check ? 16 * (s.layers * block + embeddings) + gpt_activation_bytes(whole, 1, ex::TpMode::plain) : 0;
+  const double reference =
+      s.check ? 16 * (s.layers * block + embeddings) + gpt_activation_bytes(whole, 1, ex::TpMode::plain) : 0;
   return ranks * (rank_bytes + reference);
 }
 
@@ -73,11 +76,13 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
     throw UsageError("--recompute is the GPT's (its attention and layers are what it recomputes): add --model gpt");
   if (s.grid.dp == 0) {  // as many replicas as the ranks hold
     if (ranks % (s.grid.tp * s.grid.pp) != 0)
-      throw UsageError("--ranks " + std::to_string(ranks) + " is not a multiple of tp·pp = " + std::to_string(s.grid.tp * s.grid.pp) +
+      throw UsageError("--ranks " + std::to_string(ranks) +
+                       " is not a multiple of tp·pp = " + std::to_string(s.grid.tp * s.grid.pp) +
                        ": give --dp, or --ranks a multiple of tp·pp (the product dp·tp·pp)");
     s.grid.dp = ranks / (s.grid.tp * s.grid.pp);
   }
-  const std::string grid = "dp " + std::to_string(s.grid.dp) + " × tp " + std::to_string(s.grid.tp) + " × pp " + std::to_string(s.grid.pp);
+  const std::string grid =
+      "dp " + std::to_string(s.grid.dp) + " × tp " + std::to_string(s.grid.tp) + " × pp " + std::to_string(s.grid.pp);
   if (s.grid.size() != ranks)
     throw UsageError("the grid " + grid + " needs " + std::to_string(s.grid.size()) + " ranks, but --ranks is " +
                      std::to_string(ranks) + ": make --ranks the product dp·tp·pp");
@@ -100,8 +105,9 @@ void add_bytes_rows(Report& rep, const GridSettings& s, const GridMeasurement& m
   const bool gpt = s.model == GridModelKind::gpt;
   const char* formula[] = {"2(D−1)/D·4Ψ + loss",
                            !gpt ? "4·nb·M·(T−1)/T·4Rh"
-                           : s.recompute == theory::Recompute::full ? "M·(5nb+ends)·2(T−1)/T·4Rh + CE"  // + recomputation's g
-                                                                     : "M·(4nb+ends)·2(T−1)/T·4Rh + CE",
+                           : s.recompute == theory::Recompute::full
+                               ? "M·(5nb+ends)·2(T−1)/T·4Rh + CE"  // + recomputation's g
+                               : "M·(4nb+ends)·2(T−1)/T·4Rh + CE",
                            "M·4Rh each way", "wte's grad 4·Vh/T"};
   const int axes = gpt && s.grid.pp > 1 ? 4 : 3;
   double worst = 0;
@@ -111,8 +117,9 @@ void add_bytes_rows(Report& rep, const GridSettings& s, const GridMeasurement& m
       if (axis_of(m.ranks[r].bytes, a) > axis_of(m.ranks[top].bytes, a)) top = r;
       worst = std::max(worst, std::fabs(axis_of(m.ranks[r].bytes, a) - axis_of(m.ranks[r].predicted, a)));
     }
-    rep.add("grid." + axis_name(a) + "_bytes", axis_name(a) + " bytes per step (rank " + std::to_string(top) + ": most)",
-            axis_of(m.ranks[top].bytes, a), "B")
+    rep.add("grid." + axis_name(a) + "_bytes",
+            axis_name(a) + " bytes per step (rank " + std::to_string(top) + ": most)", axis_of(m.ranks[top].bytes, a),
+            "B")
         .predict(axis_of(m.ranks[top].predicted, a), formula[a]);
   }
   rep.check("grid.bytes_vs_formula", "bytes: worst rank and axis vs formula", worst, 0.0, "B").from("exact");
@@ -165,7 +172,8 @@ namespace {
 
 void add_gpt_notes(Report& rep, const GridSettings& s) {
   const int b = s.micro_sequences();
-  rep.notes.push_back("GPT: a micro-batch is b = B/(D·M) = " + std::to_string(b) + (b == 1 ? " whole sequence" : " whole sequences") +
+  rep.notes.push_back("GPT: a micro-batch is b = B/(D·M) = " + std::to_string(b) +
+                      (b == 1 ? " whole sequence" : " whole sequences") +
                       "; the first stage also holds wte and wpe, the last ln_f and the LM head. tp per micro-batch: 4 "
                       "all-reduces of R·h per layer, one more on each end stage (embedding g, head f), 3 of R floats "
                       "for the vocab-parallel cross-entropy" +
@@ -173,9 +181,10 @@ void add_gpt_notes(Report& rep, const GridSettings& s) {
                                                                 "(one more all-reduce per layer)."
                                                               : "."));
   if (s.grid.pp > 1)
-    rep.notes.push_back("Tied head (Megatron-LM's embedding group): the last stage keeps its own copy of wte, drawn "
-                        "identical; after backward the first and last stage of each pipeline all-reduce its gradient, "
-                        "so both copies take the same step (row 'embedding bytes').");
+    rep.notes.push_back(
+        "Tied head (Megatron-LM's embedding group): the last stage keeps its own copy of wte, drawn "
+        "identical; after backward the first and last stage of each pipeline all-reduce its gradient, "
+        "so both copies take the same step (row 'embedding bytes').");
 }
 
 std::string model_text(const GridSettings& s) {
@@ -194,14 +203,18 @@ void describe(Report& rep, const GridSettings& s) {
                 s.grid.tp, s.grid.pp, s.zero == GridZero::optimizer_states ? " + ZeRO-1" : "", model_text(s).c_str(),
                 s.global_rows(), s.micro_batches);
   rep.setup.push_back(text);
-  rep.setup.push_back(std::string(pipeline::schedule_name(s.schedule)) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
-  rep.notes.push_back("Ranks: tp fastest, then dp, then pp (Megatron-LM): rank = pp·(D·T) + dp·T + tp. Bytes per axis are "
-                      "what each rank's dp and tp collectives send on a ring and its pp sends, from its own events.");
+  rep.setup.push_back(std::string(pipeline::schedule_name(s.schedule)) + ", fp32, " + std::to_string(s.steps) +
+                      " AdamW steps");
+  rep.notes.push_back(
+      "Ranks: tp fastest, then dp, then pp (Megatron-LM): rank = pp·(D·T) + dp·T + tp. Bytes per axis are "
+      "what each rank's dp and tp collectives send on a ring and its pp sends, from its own events.");
   if (s.compute_us > 0)
-    rep.notes.push_back("Each F lasts " + format_number(s.compute_us) + " µs and each B twice that (the real compute "
+    rep.notes.push_back("Each F lasts " + format_number(s.compute_us) +
+                        " µs and each B twice that (the real compute "
                         "runs inside): the bubble on a clean timeline, however many ranks share the cores.");
-  rep.notes.push_back("Ψ_stage: the parameters a rank holds (its stage's blocks, 1/T of each). R = tokens / (D·M) per "
-                      "micro-batch. ZeRO-1 pads Ψ_stage to D·⌈Ψ_stage/D⌉.");
+  rep.notes.push_back(
+      "Ψ_stage: the parameters a rank holds (its stage's blocks, 1/T of each). R = tokens / (D·M) per "
+      "micro-batch. ZeRO-1 pads Ψ_stage to D·⌈Ψ_stage/D⌉.");
   if (s.model == GridModelKind::gpt) add_gpt_notes(rep, s);
 }
 
@@ -212,14 +225,13 @@ Report run_grid_lab(Comm& comm, const LabConfig& cfg) {
   const GridSettings s = grid_settings(cfg, comm.size());
   kernels::use_one_blas_thread();
   if (comm.rank() == 0)
-    comm.trace()->set_meta(MetaKey::grid, "{\"dp\":" + std::to_string(s.grid.dp) + ",\"tp\":" + std::to_string(s.grid.tp) +
-                                       ",\"pp\":" + std::to_string(s.grid.pp) + "}");
+    comm.trace()->set_meta(MetaKey::grid, "{\"dp\":" + std::to_string(s.grid.dp) + ",\"tp\":" +
+                                              std::to_string(s.grid.tp) + ",\"pp\":" + std::to_string(s.grid.pp) + "}");
   Report rep = start_report(comm, cfg, "grid");
   describe(rep, s);
   const GridMeasurement m = run_grid(comm, cfg, s);
   add_grid_rows(rep, s, m);
   return rep;
 }
-
 
 }  // namespace dtl

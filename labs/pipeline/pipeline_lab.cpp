@@ -50,14 +50,17 @@ PipelineSettings settings_of(const LabConfig& cfg, int P) {
                      ": every rank is one stage; give --ranks " + std::to_string(s.stages));
   const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::interleaved) != kinds.end();
   if (!interleaved && s.chunks != 2)
-    throw UsageError("--chunks sets the model chunks per stage of --schedule interleaved; the other schedules hold one");
+    throw UsageError(
+        "--chunks sets the model chunks per stage of --schedule interleaved; the other schedules hold one");
   if (s.batch % s.micro_batches != 0)
-    throw UsageError("--batch " + std::to_string(s.batch) + " must divide into --micro-batches " + std::to_string(s.micro_batches));
+    throw UsageError("--batch " + std::to_string(s.batch) + " must divide into --micro-batches " +
+                     std::to_string(s.micro_batches));
   if (s.forward_us <= 0 && (s.backward_us > 0 || s.weight_us > 0))
     throw UsageError("--backward-us and --weight-us need --compute-us (the forward's time) too");
   if (s.forward_us > 0 && s.backward_us <= 0) s.backward_us = 2 * s.forward_us;
   const bool zb = std::find(kinds.begin(), kinds.end(), ScheduleKind::zb_h1) != kinds.end();
-  if (s.weight_us > 0 && !zb) throw UsageError("--weight-us is the W part of zero-bubble's backward: add --schedule zb-h1 or all");
+  if (s.weight_us > 0 && !zb)
+    throw UsageError("--weight-us is the W part of zero-bubble's backward: add --schedule zb-h1 or all");
   if (s.forward_us > 0 && s.weight_us <= 0) s.weight_us = s.backward_us / 2;
   if (s.weight_us >= s.backward_us && s.forward_us > 0)
     throw UsageError("--weight-us must be below --backward-us: W is a part of the backward");
@@ -66,27 +69,31 @@ PipelineSettings settings_of(const LabConfig& cfg, int P) {
     pipeline::validate(k, {P, s.micro_batches, v});
     if (s.shape.layers < P * v)
       throw UsageError("--depth " + std::to_string(s.shape.layers) + " layers cannot fill " + std::to_string(P * v) +
-                       " (virtual) stages of " + std::string(pipeline::schedule_name(k)) + ": raise --depth or lower --ranks" +
-                       (v > 1 ? " or --chunks" : ""));
+                       " (virtual) stages of " + std::string(pipeline::schedule_name(k)) +
+                       ": raise --depth or lower --ranks" + (v > 1 ? " or --chunks" : ""));
   }
-  require_memory(P * (mlp_memory(s.shape, DType::f32, s.batch).total() * 2 + 8.0 * mlp_memory(s.shape, DType::f32, 1).params) +
-                     4.0 * s.batch * s.train_steps() * (s.shape.in + s.shape.out),
-                 "--width, --depth, --batch or --micro-batches (or --ranks)");
+  require_memory(
+      P * (mlp_memory(s.shape, DType::f32, s.batch).total() * 2 + 8.0 * mlp_memory(s.shape, DType::f32, 1).params) +
+          4.0 * s.batch * s.train_steps() * (s.shape.in + s.shape.out),
+      "--width, --depth, --batch or --micro-batches (or --ranks)");
   return s;
 }
 
 pipeline::Schedule schedule_of(ScheduleKind k, const PipelineSettings& s, int P) {
-  if (k != ScheduleKind::one_f_one_b) return pipeline::make_schedule(k, {P, s.micro_batches, k == ScheduleKind::interleaved ? s.chunks : 1});
+  if (k != ScheduleKind::one_f_one_b)
+    return pipeline::make_schedule(k, {P, s.micro_batches, k == ScheduleKind::interleaved ? s.chunks : 1});
   pipeline::validate(k, {P, s.micro_batches, 1});
   pipeline::Schedule sched{k, {P, s.micro_batches, 1}, {}};
-  for (int stage = 0; stage < P; ++stage) sched.stages.push_back(ex::one_f_one_b(P, s.micro_batches, stage));  // exercise 18
+  for (int stage = 0; stage < P; ++stage)
+    sched.stages.push_back(ex::one_f_one_b(P, s.micro_batches, stage));  // exercise 18
   return sched;
 }
 
 // Rank 0 trains the whole model alone on the global batch, on its device: what every
 // schedule must equal.
 std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& data, Device device) {
-  return train_mlp_reference({s.shape, DType::f32, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), device}, data)
+  return train_mlp_reference({s.shape, DType::f32, MasterWeights::keep, s.adamw, s.batch, s.train_steps(), device},
+                             data)
       .weights;
 }
 
@@ -109,9 +116,13 @@ StepAcross across_stages(Comm& comm, const StageStep& r) {
 // visualizer's side-by-side comparison (it draws it without running the simulator):
 // meta "pipeline_simulated.<schedule>" = {"stages", "micro_batches", "chunks", "makespan",
 // "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin, end], ...]}, seconds.
-void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Schedule& sched, const pipeline::Simulation& sim) {
-  nlohmann::json j = {{"stages", sched.config.stages}, {"micro_batches", sched.config.micro_batches},
-                      {"chunks", sched.config.chunks}, {"makespan", sim.makespan}, {"bubble", sim.bubble_fraction()}};
+void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Schedule& sched,
+                         const pipeline::Simulation& sim) {
+  nlohmann::json j = {{"stages", sched.config.stages},
+                      {"micro_batches", sched.config.micro_batches},
+                      {"chunks", sched.config.chunks},
+                      {"makespan", sim.makespan},
+                      {"bubble", sim.bubble_fraction()}};
   j["actions"] = nlohmann::json::array();
   for (const pipeline::TimedAction& a : sim.actions)
     j["actions"].push_back({a.stage, pass_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
@@ -155,9 +166,10 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
                    comm.trace()->label(name, Role{.part = RunPart::timed, .schedule = kind}));
   PipelineStage stage(comm, cfg, s, sched);
   const Role schedule_role{.part = RunPart::timed, .schedule = kind};
-  publish_memory_formula(comm, double(stage.local_params()), predicted_activation_peak(s, sched, comm.rank()),
-                         "16 B/param x the stage's parameters + its micro-batches in flight x their activations (the schedule's)",
-                         &schedule_role);
+  publish_memory_formula(
+      comm, double(stage.local_params()), predicted_activation_peak(s, sched, comm.rank()),
+      "16 B/param x the stage's parameters + its micro-batches in flight x their activations (the schedule's)",
+      &schedule_role);
   PipelineMeasurement m;
   m.kind = kind;
   m.chunks = sched.config.chunks;
@@ -193,9 +205,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   m.simulated_bubble = simulated_bubble(comm, sched, totals, name);
   gather_stage_memory(comm, s, sched, stage, m);
   const std::vector<float> weights = stage.weights_on_rank0();
-  if (comm.rank() == 0) {
-    m.max_vs_reference = max_abs_difference(weights, reference);
-  }
+  if (comm.rank() == 0) { m.max_vs_reference = max_abs_difference(weights, reference); }
   return m;
 }
 
@@ -210,7 +220,8 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
   Report rep = start_report(comm, cfg, "pipeline");
   std::vector<float> reference;
   if (comm.rank() == 0) {
-    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
+    ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase,
+                    comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
     reference = one_rank_weights(s, data, rank_device(cfg.device, comm));
   }
   describe_pipeline_setup(rep, s, kinds);
@@ -224,20 +235,27 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
   static const OptionTable<PipelineSettings> table = [] {
     OptionTable<PipelineSettings> t;
     t.choice("schedule", &PipelineSettings::schedule, ScheduleChoice::one_f_one_b,
-             {{ScheduleChoice::gpipe, "gpipe"}, {ScheduleChoice::one_f_one_b, "1f1b"},
-              {ScheduleChoice::interleaved, "interleaved"}, {ScheduleChoice::zb_h1, "zb-h1"}, {ScheduleChoice::all, "all"}},
+             {{ScheduleChoice::gpipe, "gpipe"},
+              {ScheduleChoice::one_f_one_b, "1f1b"},
+              {ScheduleChoice::interleaved, "interleaved"},
+              {ScheduleChoice::zb_h1, "zb-h1"},
+              {ScheduleChoice::all, "all"}},
              "the order each stage computes in")
         .integer("stages", &PipelineSettings::stages, 0, 0, 4096, "pipeline stages: every rank is one (0: as --ranks)")
         .integer("micro-batches", &PipelineSettings::micro_batches, 8, 1, 4096, "micro-batches per step (M)")
         .integer("chunks", &PipelineSettings::chunks, 2, 1, 64, "model chunks per stage for --schedule interleaved (v)")
         .number("compute-us", &PipelineSettings::forward_us, 0.0, 0, 1e5,
-                "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real compute's "
+                "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real "
+                "compute's "
                 "time)")
         .number("backward-us", &PipelineSettings::backward_us, 0.0, 0, 2e5,
                 "each backward's µs with --compute-us (0: twice the forward)")
         .number("weight-us", &PipelineSettings::weight_us, 0.0, 0, 2e5,
                 "zb-h1: the W part of the backward, µs (0: half the backward)");
-    add_mlp_rows(t, {.width = 128, .depth = 8, .batch = 64, .steps = 2,
+    add_mlp_rows(t, {.width = 128,
+                     .depth = 8,
+                     .batch = 64,
+                     .steps = 2,
                      .depth_help = "linear layers of the MLP (split over the stages)",
                      .batch_help = "global batch (cut into the micro-batches)"});
     return t;
@@ -266,7 +284,12 @@ LabInfo pipeline_lab_info() {
       ex::pipeline_hints(),
       [](const LabConfig& c) { settings_of(c, c.ranks); },
       // small_run: the tests start from it (lab.h)
-      {{"ranks", "2"}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}, {"micro-batches", "4"}, {"steps", "1"},
+      {{"ranks", "2"},
+       {"width", "16"},
+       {"depth", "4"},
+       {"batch", "8"},
+       {"micro-batches", "4"},
+       {"steps", "1"},
        {"repeat", "1"}},
   };
 }

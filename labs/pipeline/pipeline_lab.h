@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "core/theory/schedule.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
-#include "core/theory/schedule.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
@@ -46,20 +46,21 @@ struct PipelineMeasurement {
   pipeline::ScheduleKind kind = pipeline::ScheduleKind::one_f_one_b;
   int chunks = 1;
   float first_loss = 0, last_loss = 0;
-  double max_vs_reference = -1;         // -1: emulated compute, nothing to compare
-  Repeated step, bubble;                // the step (slowest stage) and the idle share of it
-  std::vector<double> stage_bubble;     // per stage: 1 − busy / step (median run)
+  double max_vs_reference = -1;                                     // -1: emulated compute, nothing to compare
+  Repeated step, bubble;                                            // the step (slowest stage) and the idle share of it
+  std::vector<double> stage_bubble;                                 // per stage: 1 − busy / step (median run)
   std::vector<double> stage_activation_peak, stage_in_flight_peak;  // per stage
   std::vector<int> forwards_before_backward;                        // per stage, from the schedule
-  double p2p_bytes_per_step = 0;        // sent by all stages, from events
-  double simulated_bubble = 0;          // the simulator, with the run's action times
-  std::vector<int> predicted_in_flight;  // per stage, from the schedule
-  std::vector<double> predicted_activation;  // per stage
-  double device_vs_tracker = 0;              // the device's own count - the tracker (largest over stages)
+  double p2p_bytes_per_step = 0;                                    // sent by all stages, from events
+  double simulated_bubble = 0;                                      // the simulator, with the run's action times
+  std::vector<int> predicted_in_flight;                             // per stage, from the schedule
+  std::vector<double> predicted_activation;                         // per stage
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over stages)
 };
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: a row per stage of F/B/W blocks and the bubble between them (viz/views/pipeline/pipeline_view.cpp).
+// The lab's own view in dtlab-viz: a row per stage of F/B/W blocks and the bubble between them
+// (viz/views/pipeline/pipeline_view.cpp).
 inline constexpr ViewKind kPipelineView{"pipeline"};
 LabInfo pipeline_lab_info();
 

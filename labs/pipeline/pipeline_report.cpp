@@ -9,41 +9,51 @@ namespace dtl {
 
 namespace {
 
-void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
+void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m,
+                     int P) {
   const int M = s.micro_batches, v = m.chunks;
   const bool zb = m.kind == pipeline::ScheduleKind::zb_h1;
   // Idle share of the step, (P−1)/(v·M+P−1): the form the curriculum texts use.
   rep.add(n + "bubble", "bubble: idle share of the step", 0, "").over(m.bubble);
   ReportRow& idle = rep.rows.back();
-  if (zb) idle.predict(m.simulated_bubble, "simulator", Provenance::simulated);
-  else idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
+  if (zb)
+    idle.predict(m.simulated_bubble, "simulator", Provenance::simulated);
+  else
+    idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
   const double formula = *idle.predicted;  // (before the next add: it may move the rows)
   // Relative to the useful compute, (P−1)/(v·M): Megatron-LM's and the Ultra-Scale Playbook's form.
   const double b = m.bubble.median;
   rep.add(n + "bubble_vs_compute", "bubble relative to compute (idle / busy)", b < 1 ? b / (1 - b) : 0, "")
       .predict(zb ? m.simulated_bubble / (1 - m.simulated_bubble) : pipeline::bubble_vs_compute(P, M, v),
-               zb ? "simulator" : v > 1 ? "(P-1)/(vM)" : "(P-1)/M", zb ? Provenance::simulated : Provenance::formula);
+               zb      ? "simulator"
+               : v > 1 ? "(P-1)/(vM)"
+                       : "(P-1)/M",
+               zb ? Provenance::simulated : Provenance::formula);
   rep.add(n + "bubble_simulated", "bubble the simulator gives for this run's action times", m.simulated_bubble, "");
   // Without --compute-us an action's compute here is about as short as a hand-off between
   // threads: the stages then wait on hand-offs, not on the schedule's fill and drain.
   if (s.forward_us <= 0 && b - formula > 0.1)
-    rep.notes.push_back(std::string(pipeline::schedule_name(m.kind)) + "'s measured bubble " + format_number(b) + " is not the formula's " +
-                        format_number(formula) + " (the simulator, with this run's action times: " + format_number(m.simulated_bubble) +
-                        "): each action's compute here is about as short as handing a micro-batch to the next stage's thread, "
-                        "so stages wait on hand-offs, not on the schedule. --compute-us 2000 makes each F last 2 ms and each B "
-                        "4 ms, as a GPU's compute dwarfs a hand-off, and the measured bubble is the schedule's.");
+    rep.notes.push_back(
+        std::string(pipeline::schedule_name(m.kind)) + "'s measured bubble " + format_number(b) +
+        " is not the formula's " + format_number(formula) +
+        " (the simulator, with this run's action times: " + format_number(m.simulated_bubble) +
+        "): each action's compute here is about as short as handing a micro-batch to the next stage's thread, "
+        "so stages wait on hand-offs, not on the schedule. --compute-us 2000 makes each F last 2 ms and each B "
+        "4 ms, as a GPU's compute dwarfs a hand-off, and the measured bubble is the schedule's.");
   for (int st = 0; st < P; ++st)
-    rep.add(n + "bubble_stage" + std::to_string(st), "stage " + std::to_string(st) + ": idle share", m.stage_bubble[std::size_t(st)], "");
+    rep.add(n + "bubble_stage" + std::to_string(st), "stage " + std::to_string(st) + ": idle share",
+            m.stage_bubble[std::size_t(st)], "");
 }
 
-void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
+void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m,
+                     int P) {
   for (int st = 0; st < P; ++st) {
     const std::string k = std::to_string(st);
-    rep.check(n + "in_flight_stage" + k, "stage " + k + ": micro-batches in flight (most)", m.stage_in_flight_peak[std::size_t(st)],
-              m.predicted_in_flight[std::size_t(st)], "")
+    rep.check(n + "in_flight_stage" + k, "stage " + k + ": micro-batches in flight (most)",
+              m.stage_in_flight_peak[std::size_t(st)], m.predicted_in_flight[std::size_t(st)], "")
         .from(m.kind == pipeline::ScheduleKind::gpipe ? "M" : "schedule");
-    rep.check(n + "activation_stage" + k, "stage " + k + ": activation memory (peak)", m.stage_activation_peak[std::size_t(st)],
-              m.predicted_activation[std::size_t(st)], "B")
+    rep.check(n + "activation_stage" + k, "stage " + k + ": activation memory (peak)",
+              m.stage_activation_peak[std::size_t(st)], m.predicted_activation[std::size_t(st)], "B")
         .from("in flight × per micro-batch");
     rep.add(n + "warmup_stage" + k, "stage " + k + ": forwards before its first backward",
             m.forwards_before_backward[std::size_t(st)], "");
@@ -77,22 +87,25 @@ void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::
   char mlp[160];
   std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers over %d stages", s.shape.width, s.shape.layers, P);
   rep.setup.push_back(mlp);
-  rep.setup.push_back("batch " + std::to_string(s.batch) + " in " + std::to_string(s.micro_batches) + " micro-batches of " +
-                      std::to_string(s.rows()));
+  rep.setup.push_back("batch " + std::to_string(s.batch) + " in " + std::to_string(s.micro_batches) +
+                      " micro-batches of " + std::to_string(s.rows()));
   std::string names;
   for (pipeline::ScheduleKind k : kinds) names += (names.empty() ? "" : ", ") + std::string(pipeline::schedule_name(k));
   rep.setup.push_back("schedule " + names);
   if (s.emulated())
     rep.setup.push_back("actions last F " + format_number(s.forward_us) + " µs, B " + format_number(s.backward_us) +
-                        " µs (zb: B " + format_number(s.backward_us - s.weight_us) + " + W " + format_number(s.weight_us) + ")");
-  rep.notes.push_back("Bubble: 1 − Σ busy / (P · step), the step from the first stage's start to the last action's end; "
-                      "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
-                      "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; zero-bubble's is "
-                      "the simulator's with this run's F, B and W.");
+                        " µs (zb: B " + format_number(s.backward_us - s.weight_us) + " + W " +
+                        format_number(s.weight_us) + ")");
+  rep.notes.push_back(
+      "Bubble: 1 − Σ busy / (P · step), the step from the first stage's start to the last action's end; "
+      "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
+      "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; zero-bubble's is "
+      "the simulator's with this run's F, B and W.");
   rep.notes.push_back("Times: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
-                      " steps after 1 warm-up step." + (s.emulated() ? " Each action is stretched to its --compute-us time "
-                                                                        "(the real compute runs inside it)." : ""));
+                      " steps after 1 warm-up step." +
+                      (s.emulated() ? " Each action is stretched to its --compute-us time "
+                                      "(the real compute runs inside it)."
+                                    : ""));
 }
-
 
 }  // namespace dtl

@@ -59,8 +59,14 @@ double predicted_activation_peak(const PipelineSettings& s, const pipeline::Sche
   return peak;
 }
 
-PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, const pipeline::Schedule& schedule)
-    : comm_(comm), cfg_(cfg), s_(s), schedule_(schedule), P_(comm.size()), device_(rank_device(cfg.device, comm)),
+PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSettings& s,
+                             const pipeline::Schedule& schedule)
+    : comm_(comm),
+      cfg_(cfg),
+      s_(s),
+      schedule_(schedule),
+      P_(comm.size()),
+      device_(rank_device(cfg.device, comm)),
       mem_(comm.global_rank(), comm.trace()) {
   for (int c = 0; c < schedule.config.chunks; ++c) {
     Chunk chunk;
@@ -84,8 +90,13 @@ std::size_t PipelineStage::local_params() const {
 void PipelineStage::record(Pass op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
                            StageStep& rec) {
   Trace* tr = comm_.trace();
-  tr->record(Event{.begin_ns = std::int64_t(begin * 1e9), .end_ns = std::int64_t(end * 1e9), .rank = comm_.global_rank(),
-                   .step = step, .chunk = c, .micro_batch = std::int16_t(m), .label = tr->label(pass_letter(op), Role{.pass = op}),
+  tr->record(Event{.begin_ns = std::int64_t(begin * 1e9),
+                   .end_ns = std::int64_t(end * 1e9),
+                   .rank = comm_.global_rank(),
+                   .step = step,
+                   .chunk = c,
+                   .micro_batch = std::int16_t(m),
+                   .label = tr->label(pass_letter(op), Role{.pass = op}),
                    .kind = EventKind::compute});
   op_total += end - begin;
   rec.busy += end - begin;
@@ -102,7 +113,8 @@ void PipelineStage::pace(double begin, double target_us) {
 
 Request PipelineStage::post_send(Tensor buffer, int m, int to_vs, int kind, int step, StageStep& rec) {
   rec.sent_bytes += double(buffer.bytes());
-  Request r = comm_.isend(buffer.data(), buffer.bytes(), stage_of(to_vs), message_tag(kind, m, to_vs), TransferInfo{step, m, 1, {}});
+  Request r = comm_.isend(buffer.data(), buffer.bytes(), stage_of(to_vs), message_tag(kind, m, to_vs),
+                          TransferInfo{step, m, 1, {}});
   sent_.push_back({r, std::move(buffer)});  // kept until the step ends: the send may still read it
   return r;
 }
@@ -110,10 +122,11 @@ Request PipelineStage::post_send(Tensor buffer, int m, int to_vs, int kind, int 
 Request PipelineStage::post_recv(Tensor& into, std::size_t floats, int m, int from_vs, int kind, int step) {
   into = Tensor(mem_, {std::int64_t(floats)}, DType::f32, MemTag::comm, device_);
   const int my_vs = kind == kActivation ? from_vs + 1 : from_vs - 1;
-  const std::string what = std::string("for the ") + (kind == kActivation ? "activation" : "gradient") + " of micro-batch " +
-                           std::to_string(m) + " from stage " + std::to_string(stage_of(from_vs)) +
+  const std::string what = std::string("for the ") + (kind == kActivation ? "activation" : "gradient") +
+                           " of micro-batch " + std::to_string(m) + " from stage " + std::to_string(stage_of(from_vs)) +
                            (schedule_.config.chunks > 1 ? " (virtual stage " + std::to_string(from_vs) + ")" : "");
-  return comm_.irecv(into.data(), floats * 4, stage_of(from_vs), message_tag(kind, m, my_vs), TransferInfo{step, m, 1, what});
+  return comm_.irecv(into.data(), floats * 4, stage_of(from_vs), message_tag(kind, m, my_vs),
+                     TransferInfo{step, m, 1, what});
 }
 
 Tensor PipelineStage::rows_on_device(const float* host_rows, int width) {
@@ -236,9 +249,12 @@ StageStep PipelineStage::train_step(const Dataset& data, int step) {
   for (Request& r : sends) r.wait();
   for (Sent& s : sent_) s.request.wait();
   sent_.clear();
-  if (!in_flight_.empty()) throw Error("the schedule left " + std::to_string(in_flight_.size()) + " micro-batches in flight on stage " + std::to_string(comm_.rank()));
+  if (!in_flight_.empty())
+    throw Error("the schedule left " + std::to_string(in_flight_.size()) + " micro-batches in flight on stage " +
+                std::to_string(comm_.rank()));
   {
-    ScopedSpan span(comm_.trace(), comm_.global_rank(), EventKind::compute, comm_.trace()->label(pass_name(Pass::optimizer), Role{.pass = Pass::optimizer}), step);
+    ScopedSpan span(comm_.trace(), comm_.global_rank(), EventKind::compute,
+                    comm_.trace()->label(pass_name(Pass::optimizer), Role{.pass = Pass::optimizer}), step);
     for (Chunk& ch : chunks_) ch.opt->step(whole_model(*ch.model));
   }
   rec.loss = loss_sum_ / float(s_.micro_batches);
@@ -249,7 +265,8 @@ std::vector<float> PipelineStage::weights_on_rank0() {
   // The whole model's flat layout: layer l's weight and bias follow layers 0..l-1.
   std::vector<std::size_t> offset(std::size_t(s_.shape.layers) + 1, 0);
   for (int l = 0; l < s_.shape.layers; ++l) {
-    const std::size_t in = l == 0 ? s_.shape.in : s_.shape.width, out = l == s_.shape.layers - 1 ? s_.shape.out : s_.shape.width;
+    const std::size_t in = l == 0 ? s_.shape.in : s_.shape.width,
+                      out = l == s_.shape.layers - 1 ? s_.shape.out : s_.shape.width;
     offset[std::size_t(l) + 1] = offset[std::size_t(l)] + in * out + out;
   }
   std::vector<float> mine(offset.back(), 0.0f), all(comm_.rank() == 0 ? offset.back() : 0);

@@ -18,11 +18,11 @@ namespace dtl {
 // What one step on this stage did: its actions' times (for busy time and the simulator),
 // its compute span, and the loss (last stage).
 struct StageStep {
-  double begin = 0, end = 0;  // seconds on the trace clock: the step's start, its last action's end
-  double busy = 0;            // Σ action times
+  double begin = 0, end = 0;                     // seconds on the trace clock: the step's start, its last action's end
+  double busy = 0;                               // Σ action times
   double forward = 0, backward = 0, weight = 0;  // Σ per op
   int forwards = 0, backwards = 0, weights = 0;
-  float loss = 0;             // the global batch's loss (last stage; 0 elsewhere)
+  float loss = 0;  // the global batch's loss (last stage; 0 elsewhere)
   double sent_bytes = 0;
 };
 
@@ -48,7 +48,7 @@ class PipelineStage {
   struct InFlight {  // one micro-batch on one chunk, from its F to its B (zb: W)
     Tensor input;    // the activation received (none on the first virtual stage: the data)
     Activations acts;
-    Tensor grad_in;  // dL/d(output): received, or the loss's on the last virtual stage
+    Tensor grad_in;                 // dL/d(output): received, or the loss's on the last virtual stage
     const float* output = nullptr;  // the forward's output, in acts
   };
   struct Sent {
@@ -82,7 +82,7 @@ class PipelineStage {
   std::vector<Chunk> chunks_;
   std::map<std::pair<int, int>, InFlight> in_flight_;
   std::vector<Sent> sent_;
-  Tensor dx_;  // the last backward's dL/dx, until the loop sends it back
+  Tensor dx_;      // the last backward's dL/dx, until the loop sends it back
   Tensor target_;  // the last stage's targets of the micro-batch being forwarded
   int in_flight_peak_ = 0;
   float loss_sum_ = 0;

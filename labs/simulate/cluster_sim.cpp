@@ -21,7 +21,9 @@ CommAlgo parse_comm_algo(std::string_view name) {
   throw UsageError("--algo is ring, tree or hierarchical, not '" + std::string(name) + "'");
 }
 
-const char* comm_algo_name(CommAlgo a) { return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?"; }
+const char* comm_algo_name(CommAlgo a) {
+  return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?";
+}
 
 namespace {
 
@@ -40,7 +42,8 @@ bool hierarchy_helps(const AxisRoute& r) {
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
-  if (algo == CommAlgo::tree) return call_overhead_s + theory::all_reduce_cost(AlgorithmKind::tree, size, bytes, slowest()).time_s;
+  if (algo == CommAlgo::tree)
+    return call_overhead_s + theory::all_reduce_cost(AlgorithmKind::tree, size, bytes, slowest()).time_s;
   if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
   const int k = per_node, nodes = size / per_node;
@@ -59,14 +62,17 @@ double AxisRoute::all_gather(double bytes) const { return reduce_scatter(bytes);
 std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
   std::string s = std::string(axis) + ": " + std::to_string(size) + " ranks, ";
   if (size < 2) return s + "no communication";
-  if (!crosses_nodes()) s += "inside one node (NVLink)";
-  else if (per_node == 1) s += "one per node (InfiniBand)";
+  if (!crosses_nodes())
+    s += "inside one node (NVLink)";
+  else if (per_node == 1)
+    s += "one per node (InfiniBand)";
   else
     s += (size % per_node ? "up to " : "") + std::to_string(per_node) + " per node over " +
          std::to_string((size + per_node - 1) / per_node) + " nodes (NVLink + InfiniBand)";
   if (point_to_point) return s + ", point-to-point between neighbouring stages";
   const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
-  return s + ", " + comm_algo_name(shown) + (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
+  return s + ", " + comm_algo_name(shown) +
+         (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
 }
 
 AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, theory::Link inter, CommAlgo algo) {
@@ -110,7 +116,8 @@ double compute_seconds(const Workload& w, int stage, bool fwd) {
 
 double layer_seconds(const Workload& w, int stage, Pass op) {
   const bool fwd = op == Pass::forward;
-  return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes) +
+  return compute_seconds(w, stage, fwd) +
+         (fwd ? w.tp_calls_forward : w.tp_calls_backward) * w.tp_route.all_reduce(w.tp_bytes) +
          (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s);
 }
 
@@ -129,8 +136,8 @@ pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   return t;
 }
 
-void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m, double bytes,
-         Role role = {}) {
+void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::string label, char axis, int m,
+         double bytes, Role role = {}) {
   tl.spans.push_back({at, at + seconds, kind, std::move(label), axis, m, bytes, role});
   at += seconds;
   double& bucket = kind == SpanKind::compute ? tl.compute
@@ -145,8 +152,8 @@ void add(StageTimeline& tl, double& at, double seconds, SpanKind kind, std::stri
 // The comm stream of a stage's last backward when the DP all-reduce overlaps it (dp_bucket_bytes):
 // a bucket launches once its layers' gradients are final, after the bucket before it.
 struct BucketStream {
-  double filled = 0;     // bytes of layers done, not yet launched
-  double free_at = 0;    // the stream's previous bucket ends
+  double filled = 0;   // bytes of layers done, not yet launched
+  double free_at = 0;  // the stream's previous bucket ends
 };
 
 // ZeRO-0 all-reduces each bucket; ZeRO-1 (the distributed optimizer) reduce-scatters it, as
@@ -155,8 +162,13 @@ void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double
   const bool scatter = w.zero == 1;
   const double begin = std::max(ready_at, b.free_at);
   const double seconds = scatter ? w.dp_route.reduce_scatter(b.filled) : w.dp_route.all_reduce(b.filled);
-  Span s{begin, begin + seconds, SpanKind::collective,
-         scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)", 'd', -1, b.filled,
+  Span s{begin,
+         begin + seconds,
+         SpanKind::collective,
+         scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)",
+         'd',
+         -1,
+         b.filled,
          library_collective_role(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce)};
   s.on_comm_stream = true;
   tl.spans.push_back(s);
@@ -166,7 +178,8 @@ void launch_bucket(const Workload& w, StageTimeline& tl, BucketStream& b, double
 
 // One F or B action, layer by layer, starting at `at`. `buckets`: this is the stage's last
 // backward and its DP all-reduce overlaps it (null otherwise).
-void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl, BucketStream* buckets) {
+void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl,
+                   BucketStream* buckets) {
   const bool fwd = a.action.op == Pass::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
   const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
@@ -175,7 +188,8 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
-  if (ag > 0) add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_dp_bytes(w, stage), all_gather);
+  if (ag > 0)
+    add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_dp_bytes(w, stage), all_gather);
   const double compute = compute_seconds(w, stage, fwd);
   const double tp = w.tp_route.all_reduce(w.tp_bytes);
   const int first_layer = [&] {  // (interleaved: every stage holds the same layers, check())
@@ -186,8 +200,8 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   }();
   for (int i = 0; i < L; ++i) {
     const int layer = fwd ? first_layer + i : first_layer + L - 1 - i;
-    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m, 0,
-        Role{.pass = pass, .block = std::int16_t(layer)});
+    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m,
+        0, Role{.pass = pass, .block = std::int16_t(layer)});
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
       add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes,
           library_collective_role(CollectiveKind::all_reduce));
@@ -203,8 +217,9 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
-  if (rs > 0) add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, action_dp_bytes(w, stage),
-                  library_collective_role(CollectiveKind::reduce_scatter));
+  if (rs > 0)
+    add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, action_dp_bytes(w, stage),
+        library_collective_role(CollectiveKind::reduce_scatter));
   const bool sends = fwd ? virtual_stage < last_virtual : virtual_stage > 0;
   if (sends) {
     double send_at = a.end;
@@ -229,15 +244,17 @@ void close_step(const Workload& w, int stage, StageTimeline& tl, double last_act
         library_collective_role(CollectiveKind::reduce_scatter));
   tl.dp_exposed = at - last_action_end;
   if (!w.stage_host_s.empty())
-    add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, w.host_label, 0, -1, 0, Role{.pass = Pass::optimizer});
+    add(tl, at, w.stage_host_s[std::size_t(stage)], SpanKind::host, w.host_label, 0, -1, 0,
+        Role{.pass = Pass::optimizer});
   if (dp && (w.zero == 1 || w.zero == 2)) {
     const double ag = w.dp_route.all_gather(bytes);
     add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', -1, bytes,
         library_collective_role(CollectiveKind::all_gather));
     tl.dp_exposed += ag;
   }
-  if (w.step_extra_s > 0) add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8,
-                                 library_collective_role(CollectiveKind::all_reduce));
+  if (w.step_extra_s > 0)
+    add(tl, at, w.step_extra_s, SpanKind::collective, "all_reduce loss", 'd', -1, 8,
+        library_collective_role(CollectiveKind::all_reduce));
   tl.end = at;
   for (const Span& s : tl.spans) tl.end = std::max(tl.end, s.end);
   // (an overlapped bucket was recorded when its layer finished, and may start after later spans)
@@ -254,12 +271,13 @@ void check(const Workload& w) {
   for (int L : w.stage_layers)
     if (w.chunks > 1 && (L != w.stage_layers.front() || L % w.chunks != 0))
       throw UsageError("the interleaved schedule needs the same layers on every stage, a multiple of the " +
-                       std::to_string(w.chunks) + " chunks: layers a multiple of pp · chunks = " +
-                       std::to_string(w.pp * w.chunks));
+                       std::to_string(w.chunks) +
+                       " chunks: layers a multiple of pp · chunks = " + std::to_string(w.pp * w.chunks));
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
   if (w.dp_bucket_bytes > 0 && w.zero >= 2)
-    throw UsageError("overlapping the DP gradient reduction with backward applies to ZeRO-0/1 (ZeRO-2/3 reduce-scatter "
-                     "after every micro-batch's backward already): drop the bucket size or use --zero 0 or 1");
+    throw UsageError(
+        "overlapping the DP gradient reduction with backward applies to ZeRO-0/1 (ZeRO-2/3 reduce-scatter "
+        "after every micro-batch's backward already): drop the bucket size or use --zero 0 or 1");
   for (const std::vector<double>* v : {&w.stage_layer_forward_s, &w.stage_layer_backward_s, &w.stage_host_s})
     if (!v->empty() && int(v->size()) != w.pp)
       throw UsageError("measured layer and host times need one value per pipeline stage");
@@ -279,8 +297,8 @@ SimResult simulate_step(const Workload& w) {
   std::vector<double> last_end(std::size_t(w.pp), 0.0);
   // The DP buckets overlap each chunk's last backward on each stage (one chunk but with the
   // interleaved schedule): after it, that chunk's gradients are final.
-  std::vector<std::vector<const pipeline::TimedAction*>> last_backward(std::size_t(w.pp),
-                                                                     std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
+  std::vector<std::vector<const pipeline::TimedAction*>> last_backward(
+      std::size_t(w.pp), std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
   for (const pipeline::TimedAction& a : pipe.actions) {
     const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
     if (a.action.op == Pass::backward && (!last || a.end >= last->end)) last = &a;

@@ -60,7 +60,9 @@ struct AxisRoute {
   double all_reduce(double bytes) const;      // bytes: the vector each rank holds
   double reduce_scatter(double bytes) const;  // bytes: the whole vector
   double all_gather(double bytes) const;      // bytes: the whole vector
-  double send(double bytes) const { return size < 2 ? 0 : call_overhead_s + slowest().alpha_s + bytes / slowest().beta_Bps; }
+  double send(double bytes) const {
+    return size < 2 ? 0 : call_overhead_s + slowest().alpha_s + bytes / slowest().beta_Bps;
+  }
   std::string describe(const char* axis, bool point_to_point = false) const;
 };
 
@@ -72,7 +74,7 @@ struct Workload {
   int dp = 1, tp = 1, pp = 1, zero = 0, micro_batches = 1;
   int cp = 1;  // context parallelism: each GPU holds s/cp positions (every figure here is this GPU's)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
-  int chunks = 1;  // v: model chunks per stage (interleaved 1F1B; every stage's layers a multiple of v)
+  int chunks = 1;                 // v: model chunks per stage (interleaved 1F1B; every stage's layers a multiple of v)
   std::vector<int> stage_layers;  // layers on each stage (size pp)
   double layer_forward_flops = 0, layer_backward_flops = 0;
   int tp_calls_forward = 2, tp_calls_backward = 2;  // all-reduces per layer
@@ -88,8 +90,8 @@ struct Workload {
   // do: a bucket of this many bytes is reduced on the comm stream as soon as its layers'
   // backward is done (the buckets one after another); 0: one collective after the last backward.
   double dp_bucket_bytes = 0;
-  double flops_per_s = 1;                           // achieved, per GPU
-  double step_extra_s = 0;                          // small collectives at the step's end (the loss)
+  double flops_per_s = 1;   // achieved, per GPU
+  double step_extra_s = 0;  // small collectives at the step's end (the loss)
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
   // (the calibration on thread ranks, labs/cli/simulate_calibrate.cpp); empty: FLOPs / rate.
   std::vector<double> stage_layer_forward_s, stage_layer_backward_s;
@@ -97,7 +99,7 @@ struct Workload {
   // workload.cpp) or the measured optimizer and host work (the calibration); empty: none.
   std::vector<double> stage_host_s;
   std::string host_label = "optimizer and host work";
-  double action_floor_s = 0;  // the grid lab's --compute-us: an F lasts at least this, a B twice
+  double action_floor_s = 0;                         // the grid lab's --compute-us: an F lasts at least this, a B twice
   AxisRoute tp_route, dp_route, pp_route, cp_route;  // dp_route: the dp·cp ranks holding the same weights
   double tokens_per_step = 0, model_flops_per_step = 0, peak_flops_per_gpu = 0;
   int gpus() const { return dp * tp * pp * cp; }
@@ -106,7 +108,14 @@ struct Workload {
 // Layers on each of P stages: L/P each, the first L mod P one more (as the grid lab splits).
 std::vector<int> split_layers(int layers, int stages);
 
-enum class SpanKind { compute, collective, send, action, step, host };  // host: optimizer, host work, --compute-us's wait
+enum class SpanKind {
+  compute,
+  collective,
+  send,
+  action,
+  step,
+  host
+};  // host: optimizer, host work, --compute-us's wait
 struct Span {
   double begin = 0, end = 0;  // seconds from the step's start
   SpanKind kind = SpanKind::compute;
@@ -114,15 +123,16 @@ struct Span {
   char axis = 0;      // 'd', 't', 'p', 'c' for communication
   int micro_batch = -1;
   double bytes = 0;
-  Role role;  // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
+  Role role;                    // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
   bool on_comm_stream = false;  // runs beside compute (an overlapped DP bucket), not after it
 };
 
 struct StageTimeline {
-  std::vector<Span> spans;  // in time order of their start
-  double end = 0;           // the stage's last span ends
+  std::vector<Span> spans;                                       // in time order of their start
+  double end = 0;                                                // the stage's last span ends
   double compute = 0, tp = 0, pp = 0, dp = 0, cp = 0, host = 0;  // seconds spent in each (cp: exposed hops)
-  double dp_exposed = 0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
+  double dp_exposed =
+      0;  // of dp: what the step waits for after the last backward (gradients, then ZeRO-1/2's parameters)
 };
 
 struct SimResult {

@@ -61,7 +61,8 @@ std::vector<RankEvents> by_rank(const std::vector<Event>& events, const std::vec
   const auto by_begin = [](const Event& a, const Event& b) { return a.begin_ns < b.begin_ns; };
   for (RankEvents& r : out) {
     std::sort(r.comm.begin(), r.comm.end(), by_begin);
-    std::sort(r.blocks.begin(), r.blocks.end(), [&](const Block& a, const Block& b) { return by_begin(a.span, b.span); });
+    std::sort(r.blocks.begin(), r.blocks.end(),
+              [&](const Block& a, const Block& b) { return by_begin(a.span, b.span); });
   }
   return out;
 }
@@ -92,7 +93,8 @@ bool is_loss_all_reduce(const Event& e, const std::vector<Role>& roles) {  // th
 double optimizer_gap(const RankEvents& r, const Window& w) {
   for (std::size_t i = 0; i + 1 < r.comm.size(); ++i) {
     const Event& c = r.comm[i];
-    if (w.holds(c) && c.axis == GroupAxis::dp && c.bytes > 8) return double(r.comm[i + 1].begin_ns - c.end_ns) * kSecondsPerNs;
+    if (w.holds(c) && c.axis == GroupAxis::dp && c.bytes > 8)
+      return double(r.comm[i + 1].begin_ns - c.end_ns) * kSecondsPerNs;
   }
   return 0;
 }
@@ -171,7 +173,8 @@ GridProfile profile_grid_events(const std::vector<Event>& events, const std::vec
     for (std::size_t i = 0; i < pre.size(); ++i) {
       double adamw = 0;
       for (int r = s * D * T; r < (s + 1) * D * T; ++r)
-        if (i < windows[std::size_t(r)].size()) adamw = std::max(adamw, optimizer_gap(ranks[std::size_t(r)], windows[std::size_t(r)][i]));
+        if (i < windows[std::size_t(r)].size())
+          adamw = std::max(adamw, optimizer_gap(ranks[std::size_t(r)], windows[std::size_t(r)][i]));
       host.push_back(pre[i] + adamw);
     }
     p.host_s.push_back(median(host));

@@ -32,7 +32,8 @@ int parse_rank(std::string_view text, const Workload& w) {
   int v = 0;
   bool ok = !text.empty() && text.size() < 10;
   for (char ch : text) ok = ok && ch >= '0' && ch <= '9', v = ok ? v * 10 + (ch - '0') : v;
-  if (!ok) throw UsageError("--ranks-in-trace: '" + std::string(text) + "' is not a rank (use default, all, or 0,8,16-23)");
+  if (!ok)
+    throw UsageError("--ranks-in-trace: '" + std::string(text) + "' is not a rank (use default, all, or 0,8,16-23)");
   if (v >= w.gpus())
     throw UsageError("--ranks-in-trace: rank " + std::to_string(v) + " does not exist; the cluster has ranks 0-" +
                      std::to_string(w.gpus() - 1));
@@ -62,7 +63,8 @@ std::vector<int> default_trace_ranks(const Workload& w) {
   std::vector<int> v;
   const int stage_stride = w.dp * w.cp * w.tp;
   for (int s = 0; s < w.pp; ++s) v.push_back(s * stage_stride);  // one pipeline: dp 0, cp 0, tp 0
-  for (int d = 1; d < w.replicas() && int(v.size()) < kMaxTraceRanks; ++d) v.push_back(d * w.tp);  // rank 0's dp·cp group
+  for (int d = 1; d < w.replicas() && int(v.size()) < kMaxTraceRanks; ++d)
+    v.push_back(d * w.tp);  // rank 0's dp·cp group
   return v;  // pipeline first (trace ranks 0..P−1 are its stages), each rank once (d ≥ 1 is no stage's rank)
 }
 
@@ -97,14 +99,17 @@ std::int64_t ns(double seconds) { return std::int64_t(std::llround(seconds * 1e9
 
 void record_memory(Trace& t, int index, EventKind kind, MemTag tag, double bytes, std::int64_t at) {
   if (bytes <= 0) return;
-  t.record(Event{.begin_ns = at, .end_ns = at, .bytes = std::uint64_t(bytes), .rank = index, .tag = int(tag), .kind = kind});
+  t.record(
+      Event{.begin_ns = at, .end_ns = at, .bytes = std::uint64_t(bytes), .rank = index, .tag = int(tag), .kind = kind});
 }
 
 // A micro-batch's activations on this stage: held from its F's end to its B's end.
 void record_activations(Trace& t, int index, const Span& s, std::int64_t offset, double bytes) {
   if (s.kind != SpanKind::action || s.micro_batch < 0) return;
-  if (s.role.pass == Pass::forward) record_memory(t, index, EventKind::alloc, MemTag::activation, bytes, offset + ns(s.end));
-  if (s.role.pass == Pass::backward) record_memory(t, index, EventKind::free, MemTag::activation, bytes, offset + ns(s.end));
+  if (s.role.pass == Pass::forward)
+    record_memory(t, index, EventKind::alloc, MemTag::activation, bytes, offset + ns(s.end));
+  if (s.role.pass == Pass::backward)
+    record_memory(t, index, EventKind::free, MemTag::activation, bytes, offset + ns(s.end));
 }
 
 void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_t offset, int step, int peer,
@@ -141,15 +146,16 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
 
 }  // namespace
 
-void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps, const SimMemory& memory,
-                     const std::string& path, const std::map<std::string, std::string>& meta) {
+void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
+                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta) {
   Trace trace(int(ranks.size()));
   std::map<int, int> index_of;
   for (std::size_t i = 0; i < ranks.size(); ++i) index_of[ranks[i]] = int(i);
   nlohmann::json who = nlohmann::json::array();
   const std::uint16_t step_label =
       trace.label(pipeline::schedule_name(w.schedule), Role{.part = RunPart::timed, .schedule = w.schedule});
-  std::vector<std::vector<std::uint16_t>> span_labels(r.stages.size());  // per stage: its spans' label ids, interned once
+  std::vector<std::vector<std::uint16_t>> span_labels(
+      r.stages.size());  // per stage: its spans' label ids, interned once
   for (std::size_t st = 0; st < r.stages.size(); ++st)
     for (const Span& s : r.stages[st].spans) span_labels[st].push_back(trace.label(s.label, s.role));
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -157,7 +163,8 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
     if (w.cp > 1) who.back()["cp"] = c.cp;
     const StageTimeline& tl = r.stages[std::size_t(c.pp)];
-    for (const auto& [tag, bytes] : {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
+    for (const auto& [tag, bytes] :
+         {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
       record_memory(trace, int(i), EventKind::alloc, tag, bytes, 0);
     const double activation = memory.activation_per_layer * double(w.stage_layers[std::size_t(c.pp)]);
     for (int step = 0; step < steps; ++step) {
@@ -170,7 +177,8 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
           const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.cp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
-        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k], peer >= 0 ? trace.next_flow_id() : 0);
+        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k],
+                    peer >= 0 ? trace.next_flow_id() : 0);
         record_activations(trace, int(i), s, offset, activation);
       }
     }

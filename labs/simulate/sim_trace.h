@@ -41,7 +41,7 @@ struct SimMemory {
 // Writes `path` and `path`.dtlt: `steps` identical steps of every rank in `ranks`. A send
 // whose receiver is traced gets its receive there (the learner steps through them); with
 // every rank traced, the meta "grid" lets the topology view draw the dp × tp × pp grid.
-void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps, const SimMemory& memory,
-                     const std::string& path, const std::map<std::string, std::string>& meta);
+void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
+                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta);
 
 }  // namespace dtl::sim

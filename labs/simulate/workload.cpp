@@ -50,8 +50,8 @@ void time_optimizer_step(const theory::Plan& p, Workload& w) {
     w.stage_host_s.push_back(params * touched / p.cluster.memory_Bps);
   }
   w.host_label = p.config.zero >= 1 ? (p.config.cp > 1 ? "optimizer step (this rank's 1/(dp·cp))"
-                                                         : "optimizer step (this rank's 1/dp)")
-                                     : "optimizer step";
+                                                       : "optimizer step (this rank's 1/dp)")
+                                    : "optimizer step";
 }
 
 // Context parallelism's exchange per layer and micro-batch (core/theory/context_parallel.h):
@@ -75,12 +75,12 @@ void time_cp_ring(const theory::Plan& p, Workload& w, ComputeModel compute) {
     if (!l.backward) w.cp_backward_exposed_s += reruns * l.exposed_s, w.cp_backward_bytes += reruns * bytes;
   }
   const bool ring = cfg.cp_algo == theory::CpAlgo::ring;
-  w.cp_forward_label = ring ? "ring K/V hops (exposed)" : cfg.cp_algo == theory::CpAlgo::all_gather
-                                                              ? "all_gather K/V"
-                                                              : "all_to_all Q/K/V and output (Ulysses)";
-  w.cp_backward_label = ring ? "ring K/V + dK/dV hops (exposed)" : cfg.cp_algo == theory::CpAlgo::all_gather
-                                                                       ? "reduce_scatter dK/dV"
-                                                                       : "all_to_all gradients (Ulysses)";
+  w.cp_forward_label = ring                                        ? "ring K/V hops (exposed)"
+                       : cfg.cp_algo == theory::CpAlgo::all_gather ? "all_gather K/V"
+                                                                   : "all_to_all Q/K/V and output (Ulysses)";
+  w.cp_backward_label = ring                                        ? "ring K/V + dK/dV hops (exposed)"
+                        : cfg.cp_algo == theory::CpAlgo::all_gather ? "reduce_scatter dK/dV"
+                                                                    : "all_to_all gradients (Ulysses)";
 }
 
 }  // namespace
@@ -93,8 +93,9 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   if (!m.has_shape())
     throw UsageError("simulate needs the model's shape (--layers --hidden --heads --seq), not only --params");
   if (m.experts > 0)
-    throw UsageError("simulate has no mixture-of-experts layers yet: `dtlab plan --experts` plans their memory and "
-                     "all-to-all traffic");
+    throw UsageError(
+        "simulate has no mixture-of-experts layers yet: `dtlab plan --experts` plans their memory and "
+        "all-to-all traffic");
   Workload w;
   w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.cp = cfg.cp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
   w.schedule = schedule;

@@ -17,7 +17,7 @@ namespace dtl::sim {
 enum class ComputeModel { roofline, flat };
 // The option's words for each model (`dtlab simulate --compute`: the command maps them to the enum).
 inline constexpr std::pair<const char*, ComputeModel> kComputeModelNames[] = {{"roofline", ComputeModel::roofline},
-                                                                             {"flat", ComputeModel::flat}};
+                                                                              {"flat", ComputeModel::flat}};
 const char* compute_model_name(ComputeModel m);
 
 // A transformer as the planner counts it (core/theory/plan.h): 16-bit activations and
@@ -44,9 +44,9 @@ struct GridTiming {
   // ...or, when given, seconds per block call on each stage, measured on the same thread
   // ranks (the same contention for the cores) without the emulated link
   std::vector<double> block_forward_s, block_backward_s;
-  std::vector<double> host_s;   // per stage, per step: the optimizer and host work, measured (empty: none)
-  double call_overhead_s = 0;   // per collective or send beyond α-β: the threads backend's wake-ups, measured
-  double compute_us = 0;        // the lab's --compute-us: an F lasts at least this many µs, a B twice
+  std::vector<double> host_s;  // per stage, per step: the optimizer and host work, measured (empty: none)
+  double call_overhead_s = 0;  // per collective or send beyond α-β: the threads backend's wake-ups, measured
+  double compute_us = 0;       // the lab's --compute-us: an F lasts at least this many µs, a B twice
 };
 Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, const GridTiming& t);
 // FLOPs one step of that MLP costs in all (forward 2·8h² per row and block, backward twice that).

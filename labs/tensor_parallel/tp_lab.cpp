@@ -15,13 +15,13 @@
 #include "labs/tensor_parallel/tp_lab.h"
 
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
-#include "core/trace/run_clock.h"
 #include "core/error.h"
 #include "core/theory/collectives.h"
+#include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/measure.h"
@@ -66,7 +66,8 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
   for (std::size_t i = comm_mark; i < log.size(); ++i) {
     const Event& e = log[i];
     if (e.kind != EventKind::collective) continue;
-    const auto in = std::find_if(spans.begin(), spans.end(), [&](const Span& s) { return e.begin_ns >= s.begin && e.begin_ns <= s.end; });
+    const auto in = std::find_if(spans.begin(), spans.end(),
+                                 [&](const Span& s) { return e.begin_ns >= s.begin && e.begin_ns <= s.end; });
     if (in == spans.end()) {
       c.outside_blocks += 1;
       continue;
@@ -74,14 +75,22 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
     const CollectiveKind kind = tr.label_role(e.label).collective;
     const bool fwd = in->pass == Pass::forward;
     if (in->pass == Pass::recompute) {
-      if (kind == CollectiveKind::all_reduce) c.all_reduce_again += 1;
-      else if (kind == CollectiveKind::all_gather) c.all_gather_again += 1;
-      else if (kind == CollectiveKind::reduce_scatter) c.reduce_scatter_again += 1;
-    } else if (kind == CollectiveKind::all_reduce) (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1;
-    else if (kind == CollectiveKind::all_gather) (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1;
-    else if (kind == CollectiveKind::reduce_scatter) (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1;
-    else c.others += 1;
-    if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::all_gather || kind == CollectiveKind::reduce_scatter)
+      if (kind == CollectiveKind::all_reduce)
+        c.all_reduce_again += 1;
+      else if (kind == CollectiveKind::all_gather)
+        c.all_gather_again += 1;
+      else if (kind == CollectiveKind::reduce_scatter)
+        c.reduce_scatter_again += 1;
+    } else if (kind == CollectiveKind::all_reduce)
+      (fwd ? c.all_reduce_fwd : c.all_reduce_bwd) += 1;
+    else if (kind == CollectiveKind::all_gather)
+      (fwd ? c.all_gather_fwd : c.all_gather_bwd) += 1;
+    else if (kind == CollectiveKind::reduce_scatter)
+      (fwd ? c.reduce_scatter_fwd : c.reduce_scatter_bwd) += 1;
+    else
+      c.others += 1;
+    if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::all_gather ||
+        kind == CollectiveKind::reduce_scatter)
       c.ring_bytes += theory::ring_bus_bytes(kind, T, double(e.bytes));
     c.largest_payload = std::max(c.largest_payload, double(e.bytes));
     c.seconds += double(e.end_ns - e.begin_ns) * 1e-9;
@@ -125,8 +134,10 @@ namespace {
 
 // With recomputation, after the first step's backward: its gradients against a twin that
 // keeps every activation, bit for bit (elements differing, summed over the group).
-double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s, const ex::TpGroup& g, TpModelRun& model) {
-  const ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("recomputation check"));
+double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s, const ex::TpGroup& g,
+                           TpModelRun& model) {
+  const ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::compute,
+                        comm.trace()->label("recomputation check"));
   MemoryTracker twin_mem(comm.global_rank(), nullptr);  // its bytes are not the run's
   TpSettings keep_all = s;
   keep_all.recompute = theory::Recompute::none;
@@ -147,12 +158,15 @@ double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
   comm.barrier();
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name, Role{.part = RunPart::timed}));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
+                   comm.trace()->label(name, Role{.part = RunPart::timed}));
   const std::size_t main_mark = comm.trace()->log(comm.global_rank(), kStreamMain).size();
   MemoryTracker mem(comm.global_rank(), comm.trace());
   const ex::TpGroup g{comm, mode};
   std::unique_ptr<TpModelRun> model = make_tp_model(s, g, mem, rank_device(cfg.device, comm));
-  TpMeasurement m{.mode = mode, .param_bytes = double(mem.peak(MemTag::param)), .regions = model->regions_per_block(),
+  TpMeasurement m{.mode = mode,
+                  .param_bytes = double(mem.peak(MemTag::param)),
+                  .regions = model->regions_per_block(),
                   .regathers = model->regathers_input()};
   m.predicted_activation = model->activation_bytes(), m.activation_formula = model->activation_formula();
   publish_memory_formula(comm, double(model->local_params()), m.predicted_activation,
@@ -167,14 +181,16 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     const auto t0 = Clock::now();
     float loss = 0;
     {  // the step as a span holding its blocks: the timeline opens on one (and names it)
-      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"), step);
+      const ScopedSpan whole(comm.trace(), comm.global_rank(), EventKind::compute, comm.trace()->label("training step"),
+                             step);
       loss = model->train_step(step);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     m.comm = block_collectives(comm, mm, cm);
     if (step > 0 || s.steps == 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
     (step == 0 ? m.first_loss : m.last_loss) = loss;
-    if (step == 0 && s.recompute != theory::Recompute::none) m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
+    if (step == 0 && s.recompute != theory::Recompute::none)
+      m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
     if (step == 0 && s.check) {
       m.loss_diff = std::fabs(double(loss) - double(ref.first_loss));
       const std::vector<std::string> names = model->names();
@@ -190,9 +206,11 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     const std::vector<std::string> names = model->names();
     m.max_weight_diff = 0;
     for (std::size_t i = 0; i < names.size(); ++i)
-      m.max_weight_diff = std::max(m.max_weight_diff, max_abs_difference(model->full_params(names[i]), ref.final_params[i]));
+      m.max_weight_diff =
+          std::max(m.max_weight_diff, max_abs_difference(model->full_params(names[i]), ref.final_params[i]));
   }
-  m.device_vs_tracker = device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm), double(model->activation_cache_bytes()));
+  m.device_vs_tracker =
+      device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm), double(model->activation_cache_bytes()));
   if (GptActivationFigures f; model->activation_figures(comm, f))
     m.activation = f, m.activation->gradient_bits_differing = m.recompute_bits;
   m.activation_peak = peak_bytes_since(comm, main_mark, MemTag::activation);
@@ -211,7 +229,13 @@ const OptionTable<TpSettings>& tp_option_table() {
         .choice("sequence-parallel", &TpSettings::sequence_parallel, TpSequenceChoice::off,
                 {{TpSequenceChoice::off, "off"}, {TpSequenceChoice::on, "on"}, {TpSequenceChoice::both, "both"}},
                 "split LayerNorm/residual regions along the sequence");
-    add_block_rows(t, {.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .batch = 4, .vocab = 64, .steps = 3,
+    add_block_rows(t, {.layers = 2,
+                       .hidden = 64,
+                       .heads = 4,
+                       .seq = 32,
+                       .batch = 4,
+                       .vocab = 64,
+                       .steps = 3,
                        .layers_help = "blocks (MLP) or transformer layers (GPT), L",
                        .batch_help = "batch b (sequences per step)"});
     t.choice("check", &TpSettings::check, true, kOnOffNames, "train one rank too and compare every gradient and weight")

@@ -30,7 +30,7 @@ struct TpSettings {
   int steps = 3;
   bool check = true;  // train the 1-rank reference and compare (off for big milestone runs)
   theory::Recompute recompute = theory::Recompute::none;  // --recompute, the GPT's (labs/train/gpt.h)
-  std::vector<ex::TpMode> modes;  // plain and/or sequence parallel, one report column each
+  std::vector<ex::TpMode> modes;                          // plain and/or sequence parallel, one report column each
   // eps 1e-5: attention's K bias has an exactly zero gradient (softmax ignores a shift of a
   // query's scores), whose rounding noise differs with T; eps 1e-8 would turn it into full
   // lr-sized steps and the weights could not be compared with one rank's.
@@ -68,7 +68,8 @@ class TpModelRun {
   virtual std::size_t local_params() const = 0;  // this rank's slice of the model
 };
 // On `device` (the rank's: rank_device), the batch's rows copied there each step.
-std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device);
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem,
+                                          Device device);
 
 // The collectives of one step inside the blocks, from this rank's events.
 struct BlockCollectives {
@@ -88,13 +89,13 @@ struct TpMeasurement {
   ex::TpMode mode = ex::TpMode::plain;
   float first_loss = 0, last_loss = 0;
   double max_grad_rel_diff = -1, max_weight_diff = -1, loss_diff = -1;  // vs 1 rank (-1: not checked)
-  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
-  BlockCollectives comm;                 // of the last step
-  double activation_peak = 0;            // bytes, this rank's MemTag::activation peak (max over ranks)
+  double device_vs_tracker = 0;                    // the device's own count - the tracker (largest over ranks)
+  BlockCollectives comm;                           // of the last step
+  double activation_peak = 0;                      // bytes, this rank's MemTag::activation peak (max over ranks)
   std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed figures
   double recompute_bits = -1;  // gradient elements differing from a twin without recomputation (-1: none ran)
-  double param_bytes = 0;                // per rank
-  int regions = 1;                       // the model's f…g regions per block
+  double param_bytes = 0;      // per rank
+  int regions = 1;             // the model's f…g regions per block
   bool regathers = false;
   double predicted_activation = 0;
   std::string activation_formula;
@@ -114,7 +115,8 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
 // The lab's options as settings for T ranks; UsageError naming the constraint a shape breaks.
 TpSettings tp_settings(const LabConfig& cfg, int T);
 Report run_tp_lab(Comm& comm, const LabConfig& cfg);
-// The lab's own view in dtlab-viz: which rank holds which slice of each weight matrix, f and g (viz/views/tensor_parallel/split_view.cpp).
+// The lab's own view in dtlab-viz: which rank holds which slice of each weight matrix, f and g
+// (viz/views/tensor_parallel/split_view.cpp).
 inline constexpr ViewKind kSplitView{"split"};
 LabInfo tensor_parallel_lab_info();
 

@@ -26,8 +26,9 @@ ex::LinearMath linear_math(TrainOps& ops) {
   m.forward = [&ops](const float* X, const float* W, const float* b, float* Y, int rows, int in, int out) {
     ops.linear_forward(X, W, b, Y, rows, in, out);
   };
-  m.backward = [&ops](const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows, int in,
-                      int out, bool accumulate) { ops.linear_backward(X, W, dY, dX, dW, db, rows, in, out, accumulate); };
+  m.backward = [&ops](const float* X, const float* W, const float* dY, float* dX, float* dW, float* db, int rows,
+                      int in, int out,
+                      bool accumulate) { ops.linear_backward(X, W, dY, dX, dW, db, rows, in, out, accumulate); };
   return m;
 }
 
@@ -57,10 +58,18 @@ void copy_slice(const std::vector<float>& full, int in, const ex::LinearSlice& s
 
 TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, TrainOps& ops,
              BlockSpan span)
-    : shape_(shape), tp_(tp), ops_(ops), math_(linear_math(ops)), T_(tp.comm.size()), r_(tp.comm.rank()),
-      first_(span.first), last_(span.last < 0 ? shape.layers - 1 : span.last), mem_(mem) {
+    : shape_(shape),
+      tp_(tp),
+      ops_(ops),
+      math_(linear_math(ops)),
+      T_(tp.comm.size()),
+      r_(tp.comm.rank()),
+      first_(span.first),
+      last_(span.last < 0 ? shape.layers - 1 : span.last),
+      mem_(mem) {
   if (first_ < 0 || first_ > last_ || last_ >= shape.layers)
-    throw Error("TpMlp: blocks " + std::to_string(first_) + ".." + std::to_string(last_) + " of " + std::to_string(shape.layers));
+    throw Error("TpMlp: blocks " + std::to_string(first_) + ".." + std::to_string(last_) + " of " +
+                std::to_string(shape.layers));
   const int h = shape.hidden;
   ff_local_ = 4 * h / T_;
   std::size_t n = 0;
@@ -78,8 +87,10 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   init_params(seed);
   if (Trace* trace = tp.comm.trace())  // interned once, not on every block
     for (int l = first_; l <= last_; ++l) {
-      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
-      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
+      fwd_labels_.push_back(
+          trace->label("fwd block " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
+      bwd_labels_.push_back(
+          trace->label("bwd block " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
     }
   fwd_labels_.resize(blocks_.size()), bwd_labels_.resize(blocks_.size());  // 0 without a trace
   const std::int64_t R = shape.rows, Rl = local_rows();
@@ -103,7 +114,8 @@ ScopedSpan TpMlp::block_span(std::uint16_t label) {
 int TpMlp::local_rows(int rows) const { return tp_.mode == ex::TpMode::sequence_parallel ? rows / T_ : rows; }
 
 TpMlpActivations TpMlp::make_activations(int rows) {
-  if (rows > shape_.rows) throw Error("TpMlp: " + std::to_string(rows) + " rows, made for " + std::to_string(shape_.rows));
+  if (rows > shape_.rows)
+    throw Error("TpMlp: " + std::to_string(rows) + " rows, made for " + std::to_string(shape_.rows));
   TpMlpActivations a;
   a.rows = rows;
   const std::int64_t R = rows, Rl = local_rows(rows), h = shape_.hidden;
@@ -138,8 +150,8 @@ ex::TpLinear TpMlp::fc(int slot, bool with_grads) {
   const Block& b = blocks_[std::size_t(slot)];
   float* p = params_.as<float>();
   float* g = grads_.as<float>();
-  return {p + b.fc_w, p + b.fc_b, with_grads ? g + b.fc_w : nullptr, with_grads ? g + b.fc_b : nullptr, shape_.hidden,
-          ff_local_};
+  return {p + b.fc_w,    p + b.fc_b, with_grads ? g + b.fc_w : nullptr, with_grads ? g + b.fc_b : nullptr,
+          shape_.hidden, ff_local_};
 }
 
 ex::TpLinear TpMlp::proj(int slot) {
@@ -181,8 +193,8 @@ const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accum
     ops_.gelu_backward(acts.z[k].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
     // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
     const float* x_in = ex::f_forward(tp_, acts.x[k].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
-    ex::column_parallel_backward(tp_, math_, fc(i, true), x_in, dz_.as<float>(), dx_full_.as<float>(), dres_.as<float>(),
-                                 R, accumulate);
+    ex::column_parallel_backward(tp_, math_, fc(i, true), x_in, dz_.as<float>(), dx_full_.as<float>(),
+                                 dres_.as<float>(), R, accumulate);
     ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
   }
   ops_.synchronize();
@@ -220,9 +232,9 @@ namespace {
 // A block's four tensors, in names()' order: what each is, and its name in the checkpoint.
 enum class MlpTensor { fc_weight, fc_bias, proj_weight, proj_bias };
 constexpr std::pair<MlpTensor, const char*> kBlockTensors[] = {{MlpTensor::fc_weight, "c_fc.weight"},
-                                                                {MlpTensor::fc_bias, "c_fc.bias"},
-                                                                {MlpTensor::proj_weight, "c_proj.weight"},
-                                                                {MlpTensor::proj_bias, "c_proj.bias"}};
+                                                               {MlpTensor::fc_bias, "c_fc.bias"},
+                                                               {MlpTensor::proj_weight, "c_proj.weight"},
+                                                               {MlpTensor::proj_bias, "c_proj.bias"}};
 constexpr std::size_t kTensorsPerBlock = std::size(kBlockTensors);
 
 }  // namespace
@@ -263,7 +275,8 @@ std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {
   for (int r = 0; r < T_; ++r)
     for (int row = 0; row < h; ++row)
       for (int c = 0; c < ff_local_; ++c)
-        full[std::size_t(row) * ff + std::size_t(r * ff_local_ + c)] = all[std::size_t(r) * n + std::size_t(row) * ff_local_ + std::size_t(c)];
+        full[std::size_t(row) * ff + std::size_t(r * ff_local_ + c)] =
+            all[std::size_t(r) * n + std::size_t(row) * ff_local_ + std::size_t(c)];
   return full;
 }
 

@@ -102,10 +102,10 @@ class TpMlp {
   ex::LinearMath math_;
   int T_ = 1, r_ = 0, ff_local_ = 0, first_ = 0, last_ = 0;
   MemoryTracker& mem_;
-  std::vector<Block> blocks_;  // the held blocks, by slot (block first_ + slot)
+  std::vector<Block> blocks_;                           // the held blocks, by slot (block first_ + slot)
   std::vector<std::uint16_t> fwd_labels_, bwd_labels_;  // per slot
-  Tensor params_, grads_, adam_m_, adam_v_;  // AdamW's moments made on its first step
-  TpMlpActivations own_;                     // forward_backward's
+  Tensor params_, grads_, adam_m_, adam_v_;             // AdamW's moments made on its first step
+  TpMlpActivations own_;                                // forward_backward's
   float* x_full() { return x_full_.numel() ? x_full_.as<float>() : nullptr; }
   Tensor x_full_, partial_, dy_full_, dz_, da_, dx_full_, dres_, dnext_;
 };

@@ -17,7 +17,9 @@ namespace {
 class TpMlpRun final : public TpModelRun {
  public:
   TpMlpRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
-      : s_(s), tp_(tp), model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(device)),
+      : s_(s),
+        tp_(tp),
+        model_({s.hidden, s.layers, s.rows()}, tp, mem, 7, train_ops(device)),
         y_(mem, {std::int64_t(model_.local_rows()) * s.hidden}, DType::f32, MemTag::data, device) {}
 
   float train_step(int step) override {
@@ -26,7 +28,7 @@ class TpMlpRun final : public TpModelRun {
     mlp_task_batch(step, rows * h, x, y);
     const std::size_t first = std::size_t(tp_.comm.rank()) * std::size_t(model_.local_rows()) * h;
     const bool sp = tp_.mode == ex::TpMode::sequence_parallel;
-    copy_bytes(y_.data(), y.data() + (sp ? first : 0), y_.bytes());  // this rank's targets onto its device
+    copy_bytes(y_.data(), y.data() + (sp ? first : 0), y_.bytes());               // this rank's targets onto its device
     return model_.forward_backward(x.data() + (sp ? first : 0), y_.as<float>());  // (forward copies x to the device)
   }
   void adamw_step(const kernels::AdamWConfig& c, int step) override { model_.adamw_step(c, step); }
@@ -61,8 +63,7 @@ GptConfig gpt_config(const TpSettings& s) { return {s.vocab, s.seq, s.hidden, s.
 class TpGptRun final : public TpModelRun {
  public:
   TpGptRun(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device)
-      : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7, device),
-        opt_(model_.whole_params(), device, mem, s.adamw) {
+      : s_(s), tp_(tp), model_(gpt_config(s), tp, mem, 7, device), opt_(model_.whole_params(), device, mem, s.adamw) {
     model_.set_recompute(s.recompute);
   }
   void publish_activation_lines() const override {
@@ -84,7 +85,9 @@ class TpGptRun final : public TpModelRun {
     for (const GptTensor& t : model_.tensors()) n.push_back(t.name);
     return n;
   }
-  std::vector<float> full_params(const std::string& name) override { return model_.full_tensor(name, GptBuffer::params); }
+  std::vector<float> full_params(const std::string& name) override {
+    return model_.full_tensor(name, GptBuffer::params);
+  }
   std::vector<float> full_grads(const std::string& name) override { return model_.full_tensor(name, GptBuffer::grads); }
   std::size_t partial_replicated_grads() const override { return model_.sequence_partial_numel(); }
   int regions_per_block() const override { return 2; }  // attention and MLP
@@ -109,7 +112,8 @@ class TpGptRun final : public TpModelRun {
 
 }  // namespace
 
-std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem, Device device) {
+std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem,
+                                          Device device) {
   if (s.model == TpModelKind::mlp) return std::make_unique<TpMlpRun>(s, tp, mem, device);
   return std::make_unique<TpGptRun>(s, tp, mem, device);
 }

@@ -5,9 +5,9 @@
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
+#include "labs/measure.h"
 #include "labs/report_format.h"
 #include "labs/tensor_parallel/tp_lab.h"
-#include "labs/measure.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -37,21 +37,26 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   require_divisible(4 * s.hidden, T, "4 × --hidden " + std::to_string(s.hidden) + " = " + std::to_string(4 * s.hidden),
                     "the MLP's 4h columns are split over " + tp);
   if (sp != TpSequenceChoice::off)
-    require_divisible(s.seq, T, "--seq " + std::to_string(s.seq), "sequence parallelism splits the sequence over " + tp);
+    require_divisible(s.seq, T, "--seq " + std::to_string(s.seq),
+                      "sequence parallelism splits the sequence over " + tp);
   if (s.model == TpModelKind::gpt) {
     for (ex::TpMode m : s.modes) {
-      const std::string problem = gpt_config_problem(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m);
+      const std::string problem =
+          gpt_config_problem(GptConfig{s.vocab, s.seq, s.hidden, s.heads, s.layers, s.batch}, T, m);
       if (!problem.empty())  // the model's own rules (labs/train/gpt.h), in its words
-        throw UsageError("--model gpt on " + tp + ": " + problem + "; change --heads, --hidden, --vocab, --seq or --ranks");
+        throw UsageError("--model gpt on " + tp + ": " + problem +
+                         "; change --heads, --hidden, --vocab, --seq or --ranks");
     }
   } else {
-    if (table.given(cfg.options, &TpSettings::heads) || table.given(cfg.options, &TpSettings::vocab)) throw UsageError("--heads and --vocab are GPT options: add --model gpt");
+    if (table.given(cfg.options, &TpSettings::heads) || table.given(cfg.options, &TpSettings::vocab))
+      throw UsageError("--heads and --vocab are GPT options: add --model gpt");
     if (table.given(cfg.options, &TpSettings::recompute))
       throw UsageError("--recompute is the GPT's (its attention and layers are what it recomputes): add --model gpt");
   }
   const double R = s.rows(), h = s.hidden;
-  const double per_rank = 4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +
-                          (s.model == TpModelKind::gpt ? 4.0 * (R * s.vocab / T + 4 * s.batch * s.seq * double(s.seq) * s.heads / T) : 0);
+  const double per_rank =
+      4.0 * (s.layers * (12 * h * h / T + 6 * R * h + 2 * R * 4 * h / T) + 4 * R * h) +
+      (s.model == TpModelKind::gpt ? 4.0 * (R * s.vocab / T + 4 * s.batch * s.seq * double(s.seq) * s.heads / T) : 0);
   require_memory(T * per_rank * (s.check ? 2 : 1), "--layers, --hidden, --seq, --batch (or --check off)");
   return s;
 }
@@ -77,10 +82,17 @@ nlohmann::json split_meta(const TpSettings& s, int T) {
   }
   add("h.0.mlp.c_fc.weight", 4 * h, h, "column", "mlp");
   add("h.0.mlp.c_proj.weight", h, 4 * h, "row", "mlp");
-  return {{"T", T}, {"model", s.model == TpModelKind::gpt ? "gpt" : "mlp"}, {"layers", s.layers}, {"hidden", h},
-          {"heads", s.heads}, {"vocab", s.vocab}, {"rows", s.rows()}, {"tensors", t},
-          {"operators", "f before each column-parallel layer (identity forward, all-reduce backward); g after each "
-                        "row-parallel one (all-reduce forward, identity backward)"}};
+  return {{"T", T},
+          {"model", s.model == TpModelKind::gpt ? "gpt" : "mlp"},
+          {"layers", s.layers},
+          {"hidden", h},
+          {"heads", s.heads},
+          {"vocab", s.vocab},
+          {"rows", s.rows()},
+          {"tensors", t},
+          {"operators",
+           "f before each column-parallel layer (identity forward, all-reduce backward); g after each "
+           "row-parallel one (all-reduce forward, identity backward)"}};
 }
 
 }  // namespace
@@ -91,7 +103,8 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
   const std::string n = "tp.";
   const double k = m.regions, L = s.layers, payload = 4.0 * s.rows() * s.hidden;
   const BlockCollectives& c = m.comm;
-  rep.check(n + "fwd_all_reduces", "forward all-reduces per step (all layers)", c.all_reduce_fwd, k * L, "").from(k > 1 ? "2L" : "L");
+  rep.check(n + "fwd_all_reduces", "forward all-reduces per step (all layers)", c.all_reduce_fwd, k * L, "")
+      .from(k > 1 ? "2L" : "L");
   rep.check(n + "fwd_all_reduce_bytes", "forward all-reduce bytes per step (fp32)", c.fwd_payload, k * L * payload, "B")
       .from(k > 1 ? "2L·b·s·h·4" : "L·b·s·h·4");
   rep.add(n + "fwd_all_reduce_bytes_16bit", "the same at 2 bytes per value (the seed's fp16)", c.fwd_payload / 2, "B")
@@ -100,20 +113,23 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
   rep.add(n + "fwd_compute", "forward compute in the blocks (without the all-reduces)", compute, "s");
   // A collective's span also holds the wait for the slowest rank to arrive: the α–β time
   // is a lower bound, not a check.
-  ReportRow& comm_time = rep.add(n + "fwd_comm", "forward all-reduces' time (with waits for other ranks)", c.fwd_comm_seconds, "s");
+  ReportRow& comm_time =
+      rep.add(n + "fwd_comm", "forward all-reduces' time (with waits for other ranks)", c.fwd_comm_seconds, "s");
   if (!link.active()) return;
   const theory::Link l{link.alpha_s(), link.beta_Bps()};
   const double on_link = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload, l);
   comm_time.predict(on_link, link.name + ", α–β");
   // Where the seed's ~6% comes from: its bytes (2 per value) on its link against its 50 ms GPU forward.
-  const double seed_comm = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload / 2, l), seed_forward = 50e-3;
+  const double seed_comm = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload / 2, l),
+               seed_forward = 50e-3;
   char text[400];
   std::snprintf(text, sizeof text,
                 "The seed's ~6%%: %d all-reduces of %s (2 bytes per value) on %s take %s; against the seed's "
                 "50 ms GPU forward that is %.1f%%. This run's forward computed %s on CPU cores, so the same "
                 "transfers would be %.2g%% of it.",
-                int(k * L), format_value(payload / 2, "B").c_str(), link.name.c_str(), format_value(seed_comm, "s").c_str(),
-                100 * seed_comm / seed_forward, format_value(compute, "s").c_str(), compute > 0 ? 100 * seed_comm / compute : 0.0);
+                int(k * L), format_value(payload / 2, "B").c_str(), link.name.c_str(),
+                format_value(seed_comm, "s").c_str(), 100 * seed_comm / seed_forward,
+                format_value(compute, "s").c_str(), compute > 0 ? 100 * seed_comm / compute : 0.0);
   rep.notes.push_back(text);
 }
 
@@ -124,11 +140,13 @@ namespace {
 // parallelism two all-gathers; plain f forward is the identity).
 void add_recomputed_collective_rows(Report& rep, const std::string& n, bool sp, const BlockCollectives& c, double L) {
   if (!sp) {
-    rep.check(n + "all_reduce_per_layer_again", "all-reduces per layer, recomputation (g)", c.all_reduce_again / L, 1.0, "")
+    rep.check(n + "all_reduce_per_layer_again", "all-reduces per layer, recomputation (g)", c.all_reduce_again / L, 1.0,
+              "")
         .from("attention's g; the MLP stops at GELU");
     return;
   }
-  rep.check(n + "all_gather_per_layer_again", "all-gathers per layer, recomputation (f)", c.all_gather_again / L, 2.0, "")
+  rep.check(n + "all_gather_per_layer_again", "all-gathers per layer, recomputation (f)", c.all_gather_again / L, 2.0,
+            "")
       .from("before c_attn and c_fc");
   rep.check(n + "reduce_scatter_per_layer_again", "reduce-scatters per layer, recomputation (g)",
             c.reduce_scatter_again / L, 1.0, "")
@@ -144,7 +162,8 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
   rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
   if (m.max_grad_rel_diff >= 0) {
-    rep.check(n + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0.0, "", 1e-5).from("fp32 sum order");
+    rep.check(n + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0.0, "", 1e-5)
+        .from("fp32 sum order");
     rep.check(n + "grad_diff_vs_one_rank", "max gradient diff vs 1 rank (relative)", m.max_grad_rel_diff, 0.0, "", 1e-4)
         .from("fp32 sum order");
     // AdamW moves a weight by about lr·sign(g) per step whatever |g|: a gradient near zero
@@ -155,16 +174,26 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
   }
   const BlockCollectives& c = m.comm;
   if (T > 1 && !sp) {
-    rep.check(n + "all_reduce_per_layer_fwd", "all-reduces per layer, forward (g)", c.all_reduce_fwd / L, k, "").from(k > 1 ? "attention + MLP" : "one g");
-    rep.check(n + "all_reduce_per_layer_bwd", "all-reduces per layer, backward (f)", c.all_reduce_bwd / L, k, "").from(k > 1 ? "attention + MLP" : "one f");
+    rep.check(n + "all_reduce_per_layer_fwd", "all-reduces per layer, forward (g)", c.all_reduce_fwd / L, k, "")
+        .from(k > 1 ? "attention + MLP" : "one g");
+    rep.check(n + "all_reduce_per_layer_bwd", "all-reduces per layer, backward (f)", c.all_reduce_bwd / L, k, "")
+        .from(k > 1 ? "attention + MLP" : "one f");
     rep.check(n + "payload_per_collective", "bytes per all-reduce", c.largest_payload, payload, "B").from("b·s·h·4");
   } else if (T > 1) {
-    rep.check(n + "all_gather_per_layer_fwd", "all-gathers per layer, forward (f)", c.all_gather_fwd / L, k, "").from("f");
-    rep.check(n + "reduce_scatter_per_layer_fwd", "reduce-scatters per layer, forward (g)", c.reduce_scatter_fwd / L, k, "").from("g");
-    rep.check(n + "reduce_scatter_per_layer_bwd", "reduce-scatters per layer, backward (f)", c.reduce_scatter_bwd / L, k, "").from("f");
+    rep.check(n + "all_gather_per_layer_fwd", "all-gathers per layer, forward (f)", c.all_gather_fwd / L, k, "")
+        .from("f");
+    rep.check(n + "reduce_scatter_per_layer_fwd", "reduce-scatters per layer, forward (g)", c.reduce_scatter_fwd / L, k,
+              "")
+        .from("g");
+    rep.check(n + "reduce_scatter_per_layer_bwd", "reduce-scatters per layer, backward (f)", c.reduce_scatter_bwd / L,
+              k, "")
+        .from("f");
     rep.check(n + "all_gather_per_layer_bwd", "all-gathers per layer, backward (g, re-gather)", c.all_gather_bwd / L,
-              k * (m.regathers ? 2 : 1), "").from(m.regathers ? "g + input again" : "g");
-    rep.check(n + "payload_per_collective", "bytes per all-gather / reduce-scatter (whole)", c.largest_payload, payload, "B").from("b·s·h·4");
+              k * (m.regathers ? 2 : 1), "")
+        .from(m.regathers ? "g + input again" : "g");
+    rep.check(n + "payload_per_collective", "bytes per all-gather / reduce-scatter (whole)", c.largest_payload, payload,
+              "B")
+        .from("b·s·h·4");
   }
   const bool again = s.recompute == theory::Recompute::full && T > 1;
   if (again) add_recomputed_collective_rows(rep, n, sp, c, L);
@@ -178,7 +207,8 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
             (recomputed > 0 ? " + recomputation's" : ""));
   rep.add(n + "collectives_outside_blocks", "collectives outside the blocks (loss, embedding)", c.outside_blocks, "");
   if (sp && m.partial_replicated > 0)  // the extra all-reduce sequence parallelism needs
-    rep.add(n + "sequence_partial_grads", "LayerNorm + wpe gradients all-reduced (bytes)", 4.0 * double(m.partial_replicated), "B")
+    rep.add(n + "sequence_partial_grads", "LayerNorm + wpe gradients all-reduced (bytes)",
+            4.0 * double(m.partial_replicated), "B")
         .predict(4.0 * ((4.0 * s.layers + 2) * s.hidden + double(s.seq) * s.hidden), "((4L+2)h + s·h)·4");
   rep.check(n + "activation_bytes", "activation memory per rank", m.activation_peak, m.predicted_activation, "B")
       .from(m.activation_formula);
@@ -197,25 +227,32 @@ void describe_tp_setup(Report& rep, const TpSettings& s, const LabConfig& cfg) {
     std::snprintf(shape, sizeof shape, "MLP: %d blocks h→4h→h, h = %d, %d tokens (b %d × s %d)", s.layers, s.hidden,
                   s.rows(), s.batch, s.seq);
   else
-    std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
-                  s.vocab, s.batch, s.seq);
+    std::snprintf(shape, sizeof shape, "GPT: %d layers, h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden,
+                  s.heads, s.vocab, s.batch, s.seq);
   rep.setup.push_back(shape);
-  if (rep.ranks == 1) rep.notes.push_back("One rank: the whole model, nothing to communicate (the rows counting collectives need T ≥ 2).");
+  if (rep.ranks == 1)
+    rep.notes.push_back(
+        "One rank: the whole model, nothing to communicate (the rows counting collectives need T ≥ 2).");
   rep.setup.push_back("T = " + std::to_string(rep.ranks) + ", fp32, " + std::to_string(s.steps) + " AdamW steps");
-  rep.notes.push_back("Megatron-LM's split: c_fc (and attention's Q, K, V by heads) column-parallel after f, c_proj "
-                      "row-parallel before g. f: identity forward, all-reduce backward; g: all-reduce forward, identity "
-                      "backward. Sequence parallel: f = all-gather / reduce-scatter, g = reduce-scatter / all-gather.");
-  rep.notes.push_back("Counterparts: g's forward all-reduce after c_proj is f's backward all-reduce before c_fc (or "
-                      "c_attn), the same b·s·h values; under sequence parallelism each forward all-gather (f) has a "
-                      "backward reduce-scatter and each forward reduce-scatter (g) a backward all-gather.");
+  rep.notes.push_back(
+      "Megatron-LM's split: c_fc (and attention's Q, K, V by heads) column-parallel after f, c_proj "
+      "row-parallel before g. f: identity forward, all-reduce backward; g: all-reduce forward, identity "
+      "backward. Sequence parallel: f = all-gather / reduce-scatter, g = reduce-scatter / all-gather.");
+  rep.notes.push_back(
+      "Counterparts: g's forward all-reduce after c_proj is f's backward all-reduce before c_fc (or "
+      "c_attn), the same b·s·h values; under sequence parallelism each forward all-gather (f) has a "
+      "backward reduce-scatter and each forward reduce-scatter (g) a backward all-gather.");
   if (s.model == TpModelKind::gpt)
-    rep.notes.push_back("Sequence parallelism: each rank's LayerNorms and position embedding see only its s/T positions, "
-                        "so their gradients are partial sums: one all-reduce of them after backward (the row above).");
+    rep.notes.push_back(
+        "Sequence parallelism: each rank's LayerNorms and position embedding see only its s/T positions, "
+        "so their gradients are partial sums: one all-reduce of them after backward (the row above).");
   if (s.model == TpModelKind::mlp)
-    rep.notes.push_back("Under sequence parallelism backward gathers c_fc's input again (Megatron-LM's choice): one more "
-                        "all-gather per block for 1/T of the residual stream's memory.");
-  rep.notes.push_back("Times: the median over the steps after the first, min–max beside it." +
-                      std::string(cfg.link.active() ? " Collectives last at least their time on the emulated link." : ""));
+    rep.notes.push_back(
+        "Under sequence parallelism backward gathers c_fc's input again (Megatron-LM's choice): one more "
+        "all-gather per block for 1/T of the residual stream's memory.");
+  rep.notes.push_back(
+      "Times: the median over the steps after the first, min–max beside it." +
+      std::string(cfg.link.active() ? " Collectives last at least their time on the emulated link." : ""));
 }
 
 Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
@@ -234,6 +271,5 @@ Report run_tp_lab(Comm& comm, const LabConfig& cfg) {
   if (s.modes.size() > 1) rep.columns = {"tp", "tp+sp"};
   return rep;
 }
-
 
 }  // namespace dtl

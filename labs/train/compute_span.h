@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "core/trace/run_clock.h"
 #include "core/comm/comm.h"
+#include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
 #include "labs/lab.h"
 #include "labs/train/mlp.h"
@@ -50,8 +50,10 @@ class LayerSpans {
   LayerSpans(Comm& comm, int layers, int step) : trace_(comm.trace()), rank_(comm.global_rank()), step_(step) {
     if (!trace_) return;
     for (int l = 0; l < layers; ++l) {
-      forward_.push_back(trace_->label("forward " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
-      backward_.push_back(trace_->label("backward " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
+      forward_.push_back(
+          trace_->label("forward " + std::to_string(l), Role{.pass = Pass::forward, .block = std::int16_t(l)}));
+      backward_.push_back(
+          trace_->label("backward " + std::to_string(l), Role{.pass = Pass::backward, .block = std::int16_t(l)}));
     }
   }
   LayerHooks forward_hooks(ComputeSpan& span) { return hooks(span, forward_); }
@@ -70,8 +72,12 @@ class LayerSpans {
     h.after_forward = [this, &span, &labels](int l) {
       span.pace();
       if (trace_ && l >= 0 && std::size_t(l) < labels.size())
-        trace_->record(Event{.begin_ns = begin_, .end_ns = trace_->now_ns(), .rank = rank_, .step = step_,
-                             .label = labels[std::size_t(l)], .kind = EventKind::compute});
+        trace_->record(Event{.begin_ns = begin_,
+                             .end_ns = trace_->now_ns(),
+                             .rank = rank_,
+                             .step = step_,
+                             .label = labels[std::size_t(l)],
+                             .kind = EventKind::compute});
     };
     return h;
   }

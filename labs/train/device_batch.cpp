@@ -6,7 +6,9 @@
 namespace dtl {
 
 DeviceBatch::DeviceBatch(MemoryTracker& mem, Device device, int in, int out, int rows)
-    : in_(in), out_(out), capacity_(rows),
+    : in_(in),
+      out_(out),
+      capacity_(rows),
       x_(mem, {std::int64_t(rows) * in}, DType::f32, MemTag::data, device),
       y_(mem, {std::int64_t(rows) * out}, DType::f32, MemTag::data, device),
       dy_(mem, {std::int64_t(rows) * out}, DType::f32, MemTag::data, device) {}

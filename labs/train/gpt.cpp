@@ -1,9 +1,8 @@
 // The GPT's forward and backward (the model and its tensor parallelism: gpt.h).
 #include "labs/train/gpt.h"
 
-#include <chrono>
-
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
@@ -17,9 +16,16 @@ constexpr float kLayerNormEps = 1e-5f;
 
 Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std::uint32_t seed, Device device,
          GptInit init, DType precision, GptSpan span)
-    : c_(config), span_(span), tp_(tp), T_(tp.comm.size()), rank_(tp.comm.rank()),
-      sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1), mem_(mem), ops_(train_ops(device)),
-      precision_(precision), pool_(mem, device) {
+    : c_(config),
+      span_(span),
+      tp_(tp),
+      T_(tp.comm.size()),
+      rank_(tp.comm.rank()),
+      sp_(tp.mode == ex::TpMode::sequence_parallel && T_ > 1),
+      mem_(mem),
+      ops_(train_ops(device)),
+      precision_(precision),
+      pool_(mem, device) {
   if (precision != DType::f32 && precision != DType::bf16 && precision != DType::f16)
     throw UsageError("the GPT runs in fp32, or mixed precision with bf16 or fp16 parameters");
   if (const std::string problem = gpt_config_problem(c_, T_, tp.mode); !problem.empty())
@@ -43,10 +49,12 @@ Gpt::Gpt(const GptConfig& config, const ex::TpGroup& tp, MemoryTracker& mem, std
   allocate_windows();
   if (Trace* trace = tp_.comm.trace())
     for (int i = 0; i < c_.layers; ++i) {
-      fwd_labels_.push_back(trace->label("fwd block " + std::to_string(i), Role{.pass = Pass::forward, .block = std::int16_t(i)}));
-      bwd_labels_.push_back(trace->label("bwd block " + std::to_string(i), Role{.pass = Pass::backward, .block = std::int16_t(i)}));
-      recompute_labels_.push_back(
-          trace->label("recompute block " + std::to_string(i), Role{.pass = Pass::recompute, .block = std::int16_t(i)}));
+      fwd_labels_.push_back(
+          trace->label("fwd block " + std::to_string(i), Role{.pass = Pass::forward, .block = std::int16_t(i)}));
+      bwd_labels_.push_back(
+          trace->label("bwd block " + std::to_string(i), Role{.pass = Pass::backward, .block = std::int16_t(i)}));
+      recompute_labels_.push_back(trace->label("recompute block " + std::to_string(i),
+                                               Role{.pass = Pass::recompute, .block = std::int16_t(i)}));
     }
 }
 
@@ -130,8 +138,8 @@ void Gpt::embed_forward(const int* tokens, GptActivations& a) {
     ops_.embedding_forward(tokens, param(wte_), 0, c_.vocab, x0, rows_, h);
   }
   for (const PositionRun& r : position_runs())
-    ops_.position_forward(param(kWpe) + std::size_t(r.position) * std::size_t(h), x0 + std::size_t(r.row) * std::size_t(h),
-                          r.rows, h, c_.batch);
+    ops_.position_forward(param(kWpe) + std::size_t(r.position) * std::size_t(h),
+                          x0 + std::size_t(r.row) * std::size_t(h), r.rows, h, c_.batch);
 }
 
 // Row = s·B + b: position s = row / B. This rank's rows start at a whole position (under
@@ -154,8 +162,8 @@ void Gpt::embed_backward(const int* tokens) {
   const int h = c_.hidden;
   const float* d = dresid_.as<float>();
   for (const PositionRun& r : position_runs())
-    ops_.position_backward(d + std::size_t(r.row) * std::size_t(h), grad(kWpe) + std::size_t(r.position) * std::size_t(h),
-                           r.rows, h, c_.batch);
+    ops_.position_backward(d + std::size_t(r.row) * std::size_t(h),
+                           grad(kWpe) + std::size_t(r.position) * std::size_t(h), r.rows, h, c_.batch);
   const std::size_t full_n = std::size_t(rows_) * std::size_t(h);
   const float* d_all = tp_active() ? ex::g_backward(tp_, d, full_scratch_.as<float>(), full_n) : d;
   ops_.embedding_backward(tokens, d_all, grad(wte_), vocab_begin(), vocab_local(), rows_, h);
@@ -204,7 +212,7 @@ void Gpt::block_forward(int i, GptActivations& acts) {
     row_forward(linear(i, mlp_proj_w), a.fc_act, y);
   }
   ops_.axpy(1.0f, a.resid_mid, y, local_n);  // x += mlp(ln_2(x)), in the workspace
-  a.recomputed.reset();  // the running set goes before the next block's kept set comes
+  a.recomputed.reset();                      // the running set goes before the next block's kept set comes
   const bool last = k + 1 == acts.blocks.size();
   if (last)
     acquire_end(acts);
@@ -283,8 +291,8 @@ void Gpt::head_backward(GptActivations& a) {
   const float* x = sp_ ? full_x_.as<float>() : a.lnf_out;
   float* dx_all = full_scratch_.as<float>();
   // dx = dlogits·wte_local (a partial sum over the vocabulary), dwte_local += dlogitsᵀ·x.
-  ops_.linear_backward(x, param(wte_), a.dlogits, dx_all, grad(wte_), db_scratch_.as<float>(), rows_, h,
-                       vocab_local(), true);
+  ops_.linear_backward(x, param(wte_), a.dlogits, dx_all, grad(wte_), db_scratch_.as<float>(), rows_, h, vocab_local(),
+                       true);
   const float* dln = dx_all;
   if (tp_active()) {
     ex::f_backward(tp_, dx_all, dln_.as<float>(), std::size_t(rows_) * std::size_t(h));
@@ -299,7 +307,8 @@ void Gpt::head_backward(GptActivations& a) {
 // ---- the step ------------------------------------------------------------------------
 
 float Gpt::run_forward(const int* tokens, const int* targets) {
-  if (!whole()) throw Error("Gpt: forward and forward_backward run the whole model; a pipeline stage runs forward_stage");
+  if (!whole())
+    throw Error("Gpt: forward and forward_backward run the whole model; a pipeline stage runs forward_stage");
   own_ = make_activations();  // the last call's logits given back
   widen_edges();
   acquire_block(own_, 0);
@@ -316,7 +325,7 @@ void Gpt::forward_blocks(GptActivations& a) {
     widen_block(i);
     block_forward(i, a);
   }
-  if (recompute_ == theory::Recompute::none) return;  // the time is only compared with recomputation's
+  if (recompute_ == theory::Recompute::none) return;                // the time is only compared with recomputation's
   if (ops_.device().kind != Device::Kind::cpu) ops_.synchronize();  // (a GPU's: the work's, not its launch's)
   measure_.forward_block_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   measure_.forward_blocks += held_blocks();

@@ -71,11 +71,11 @@ std::string gpt_config_problem(const GptConfig& c, int tp, ex::TpMode mode);
 
 // How a tensor is cut across the tp group (exercises' column_parallel_slice / row_parallel_slice).
 enum class GptSplit : std::uint8_t {
-  replicated,   // every rank holds all of it
-  column,       // rows [r·out/T, (r+1)·out/T): c_fc weight and bias
-  qkv_column,   // the column slice of each of the Q, K and V blocks: c_attn weight and bias
-  row,          // columns [r·in/T, (r+1)·in/T): both c_proj weights
-  vocab_rows,   // rows [r·V/T, (r+1)·V/T): wte
+  replicated,  // every rank holds all of it
+  column,      // rows [r·out/T, (r+1)·out/T): c_fc weight and bias
+  qkv_column,  // the column slice of each of the Q, K and V blocks: c_attn weight and bias
+  row,         // columns [r·in/T, (r+1)·in/T): both c_proj weights
+  vocab_rows,  // rows [r·V/T, (r+1)·V/T): wte
 };
 
 // What a tensor starts as (GPT-2's initialization): a weight matrix or embedding drawn from
@@ -83,10 +83,10 @@ enum class GptSplit : std::uint8_t {
 enum class GptStart : std::uint8_t { drawn, zeros, ones };
 
 struct GptTensor {
-  std::string name;                     // GPT-2's name, e.g. "h.0.attn.c_attn.weight"
-  std::vector<std::int64_t> full_shape; // in the whole model
-  std::vector<std::int64_t> local_shape;// on this rank
-  Range range;                          // this rank's elements in the flat buffers
+  std::string name;                       // GPT-2's name, e.g. "h.0.attn.c_attn.weight"
+  std::vector<std::int64_t> full_shape;   // in the whole model
+  std::vector<std::int64_t> local_shape;  // on this rank
+  Range range;                            // this rank's elements in the flat buffers
   GptSplit split = GptSplit::replicated;
   // Under sequence parallelism its gradient here covers only this rank's rows: the
   // all-reduce after backward sums it (LayerNorm weights and biases, wpe).
@@ -133,17 +133,15 @@ struct GptInit {
 //   full       all but the block's input (the forward is rerun up to GELU: the last
 //              projection's output is not needed by backward)
 struct GptActivationBytes {
-  int blocks = 0;          // held by the stage
-  double block = 0;        // one block keeps from its forward to its backward
-  double end = 0;          // the end group above, from the last block's forward to the head's backward
-  double recomputed = 0;   // one block holds while it runs (0 without recomputation)
+  int blocks = 0;         // held by the stage
+  double block = 0;       // one block keeps from its forward to its backward
+  double end = 0;         // the end group above, from the last block's forward to the head's backward
+  double recomputed = 0;  // one block holds while it runs (0 without recomputation)
   double kept() const { return blocks * block + end; }  // a micro-batch after its forward
   // The most held at once with `in_flight` micro-batches between forward and backward: all
   // of them kept, or the running block's recomputed set on top of all but one micro-batch's end
   // (the last block's forward, before its end exists; a backward, after the head gave it back).
-  double peak(int in_flight = 1) const {
-    return in_flight * kept() + (recomputed > end ? recomputed - end : 0.0);
-  }
+  double peak(int in_flight = 1) const { return in_flight * kept() + (recomputed > end ? recomputed - end : 0.0); }
 };
 enum class GptAttention : std::uint8_t { dense, replaced };  // replaced: set_context_parallel's override
 GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode mode, GptSpan span = {},
@@ -297,7 +295,18 @@ class Gpt {
   // bias. A stage's table holds its part in the same order (a head stage without the
   // embeddings: its copy of wte after ln_f).
   enum BlockParam : int {
-    ln1_w, ln1_b, attn_w, attn_b, attn_proj_w, attn_proj_b, ln2_w, ln2_b, fc_w, fc_b, mlp_proj_w, mlp_proj_b,
+    ln1_w,
+    ln1_b,
+    attn_w,
+    attn_b,
+    attn_proj_w,
+    attn_proj_b,
+    ln2_w,
+    ln2_b,
+    fc_w,
+    fc_b,
+    mlp_proj_w,
+    mlp_proj_b,
     kBlockParams
   };
   static constexpr std::size_t kWpe = 1, kNone = std::size_t(-1);
@@ -326,9 +335,9 @@ class Gpt {
   void begin_block_backward(int i);  // widen_block, and block i's fp32 gradients zeroed
   void narrow_block_grads(int i);    // block i's fp32 gradients rounded into the 16-bit buffer
   void narrow_edge_grads();
-  void store_floats(Range r, const float* values);  // elements r of the parameters, from fp32
+  void store_floats(Range r, const float* values);                 // elements r of the parameters, from fp32
   std::vector<float> load_floats(Range r, GptBuffer which) const;  // and back, on the host
-  std::size_t block_tensor(int block, int which) const {  // block: the model's number, first..last
+  std::size_t block_tensor(int block, int which) const {           // block: the model's number, first..last
     return blocks_begin() + std::size_t(block - span_.first) * kBlockParams + std::size_t(which);
   }
   ex::TpLinear linear(int block, int weight_index);
@@ -387,8 +396,8 @@ class Gpt {
   Tensor edge_w_, edge_g_, block_w_, block_g_;
   int widened_block_ = -1;
   theory::Recompute recompute_ = theory::Recompute::none;
-  BufferPool pool_;       // the activations' memory, reserved once and reused step after step
-  GptActivations own_;    // forward_backward's and forward's
+  BufferPool pool_;     // the activations' memory, reserved once and reused step after step
+  GptActivations own_;  // forward_backward's and forward's
   GptActivationMeasure measure_;
   // Workspace (MemTag::other): full-row buffers for f/g, the backward's gradients, a zero bias.
   Tensor full_x_, full_scratch_, y_, dresid_, dln_, dqkv_, dattn_, dfc_act_, dfc_pre_, zero_bias_, db_scratch_,

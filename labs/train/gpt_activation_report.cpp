@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
@@ -48,8 +47,7 @@ void add_gpt_activation_rows(Report& rep, const std::string& prefix, const GptCo
   const std::string how = std::string(" (recompute ") + theory::recompute_name(r) + ")";
   rep.check(prefix + "activation_per_layer", "kept per layer and micro-batch" + how, f.block, parts.block, "B")
       .from("this GPT's tensors (gpt.h)");
-  rep.add(prefix + "activation_per_layer_paper", "the layer in Korthikanti et al.'s terms (16-bit)", f.block,
-          "B")
+  rep.add(prefix + "activation_per_layer_paper", "the layer in Korthikanti et al.'s terms (16-bit)", f.block, "B")
       .predict(korthikanti_layer_bytes(c, tp, mode, r), "Korthikanti et al. 2022");
   const std::string notes[] = {
       "Activations per layer, this GPT (fp32, no dropout): 4·(Rl·h input + 3·Rl·h ln_1 out, residual, ln_2 out + "
@@ -77,9 +75,15 @@ void publish_activation_formula(Comm& comm, const GptActivationBytes& p, theory:
                                 double paper_block) {
   Trace* tr = comm.trace();
   if (!tr) return;
-  const nlohmann::json j = {{"recompute", theory::recompute_name(r)}, {"blocks", p.blocks}, {"block", p.block},
-                            {"end", p.end}, {"recomputed", p.recomputed}, {"in_flight", in_flight},
-                            {"kept", in_flight * p.kept()}, {"peak", p.peak(in_flight)}, {"paper_block", paper_block}};
+  const nlohmann::json j = {{"recompute", theory::recompute_name(r)},
+                            {"blocks", p.blocks},
+                            {"block", p.block},
+                            {"end", p.end},
+                            {"recomputed", p.recomputed},
+                            {"in_flight", in_flight},
+                            {"kept", in_flight * p.kept()},
+                            {"peak", p.peak(in_flight)},
+                            {"paper_block", paper_block}};
   tr->set_meta(meta_key_name(MetaKey::activation_formula, std::to_string(comm.global_rank())), j.dump());
 }
 

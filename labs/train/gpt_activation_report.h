@@ -10,17 +10,17 @@
 #include <string>
 
 #include "labs/report.h"
-#include "labs/view_kind.h"
 #include "labs/train/gpt.h"
+#include "labs/view_kind.h"
 
 namespace dtl {
 
 // What the model measured (its GptActivationMeasure), the largest over the ranks.
 struct GptActivationFigures {
-  double block = 0, end = 0, recomputed = 0;     // bytes: one block keeps; the end; one block's running set
-  double recompute_per_block = 0;                // seconds: one block's recomputation, mean
-  double forward_per_block = 0;                  // seconds: one block's forward, mean
-  double gradient_bits_differing = -1;           // vs a twin that keeps everything; < 0: not compared
+  double block = 0, end = 0, recomputed = 0;  // bytes: one block keeps; the end; one block's running set
+  double recompute_per_block = 0;             // seconds: one block's recomputation, mean
+  double forward_per_block = 0;               // seconds: one block's forward, mean
+  double gradient_bits_differing = -1;        // vs a twin that keeps everything; < 0: not compared
 };
 GptActivationFigures gpt_activation_figures(Comm& comm, const Gpt& model);
 

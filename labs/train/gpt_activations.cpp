@@ -20,8 +20,8 @@ GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode m
   // The formula and what each term is: gpt.h, above GptActivationBytes.
   const double T = tp, R = c.rows(), h = c.hidden, S = c.seq, B = c.batch, A = c.heads, V = c.vocab;
   const double Rl = mode == ex::TpMode::sequence_parallel && tp > 1 ? R / T : R;
-  const double input = Rl * h;                                  // the block's input
-  const double rest = 3 * Rl * h + 4 * Rl + 12 * R * h / T;     // everything else but the probabilities
+  const double input = Rl * h;                               // the block's input
+  const double rest = 3 * Rl * h + 4 * Rl + 12 * R * h / T;  // everything else but the probabilities
   const double probs = attention == GptAttention::dense ? B * (A / T) * S * S : 0.0, attention_again = R * h / T;
   GptActivationBytes p;
   p.blocks = (span.last < 0 ? c.layers - 1 : span.last) - span.first + 1;
@@ -107,11 +107,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 void Gpt::set_recompute(theory::Recompute r) {
   if (r != theory::Recompute::none && attention_override_)
-    throw UsageError("recomputation reruns the attention from its probabilities; a replaced attention (context "
-                     "parallelism) keeps none: use --recompute none");
+    throw UsageError(
+        "recomputation reruns the attention from its probabilities; a replaced attention (context "
+        "parallelism) keeps none: use --recompute none");
   if (r == theory::Recompute::full && mlp_override_)
-    throw UsageError("full recomputation would run a replaced MLP (the experts lab's all-to-alls) twice; use "
-                     "--recompute selective or none");
+    throw UsageError(
+        "full recomputation would run a replaced MLP (the experts lab's all-to-alls) twice; use "
+        "--recompute selective or none");
   recompute_ = r;
 }
 
@@ -130,7 +132,8 @@ GptActivations Gpt::make_activations() {
 
 void Gpt::acquire_block(GptActivations& a, std::size_t k) {
   Carver kept, running;
-  plan_block(block_sizes(rows_, rows_local_, c_.hidden, T_, probability_floats()), recompute_, a.blocks[k], kept, running);
+  plan_block(block_sizes(rows_, rows_local_, c_.hidden, T_, probability_floats()), recompute_, a.blocks[k], kept,
+             running);
   const std::size_t before = mem_.current(MemTag::activation);
   a.blocks[k].kept = kept.take(pool_);
   measure_.block[k] = double(mem_.current(MemTag::activation) - before);

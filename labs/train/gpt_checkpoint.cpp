@@ -31,8 +31,8 @@ void check_heads(const Gpt& model, const SafeTensors& ckpt) {
   if (it == ckpt.metadata().end()) return;  // a file from elsewhere: the shapes are all we can check
   const std::string want = std::to_string(model.config().heads);
   if (it->second != want)
-    throw UsageError(ckpt.source() + ": n_head is " + it->second + ", the model has " + want +
-                     " heads (give --heads " + it->second + ")");
+    throw UsageError(ckpt.source() + ": n_head is " + it->second + ", the model has " + want + " heads (give --heads " +
+                     it->second + ")");
 }
 
 }  // namespace
@@ -50,10 +50,12 @@ void load_gpt_checkpoint(Gpt& model, const SafeTensors& ckpt) {
   for (const GptTensor& t : model.tensors()) {
     values.push_back(ckpt.require_floats(t.name, t.full_shape));
     // A NaN or infinite weight trains into NaN (a run of such a file read "all checks passed").
-    const auto bad = std::find_if(values.back().begin(), values.back().end(), [](float v) { return !std::isfinite(v); });
+    const auto bad =
+        std::find_if(values.back().begin(), values.back().end(), [](float v) { return !std::isfinite(v); });
     if (bad != values.back().end())
-      throw UsageError(ckpt.source() + ": tensor '" + t.name + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinite value") +
-                       " at element " + std::to_string(bad - values.back().begin()) + "; this checkpoint cannot be trained from");
+      throw UsageError(ckpt.source() + ": tensor '" + t.name + "' holds " +
+                       (std::isnan(*bad) ? "NaN" : "an infinite value") + " at element " +
+                       std::to_string(bad - values.back().begin()) + "; this checkpoint cannot be trained from");
   }
   for (std::size_t i = 0; i < values.size(); ++i) model.set_full_tensor(model.tensors()[i].name, values[i]);
 }

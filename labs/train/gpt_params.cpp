@@ -37,7 +37,8 @@ void Gpt::build_table() {
                        GptStart start = GptStart::drawn) {
     if (held) {
       const ParamTensor& p = layout_.add(layer, name, local);
-      tensors_.push_back({std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial, id, start});
+      tensors_.push_back(
+          {std::move(name), std::move(full), std::move(local), p.range, split, sequence_partial, id, start});
     }
     ++id;
   };

@@ -88,7 +88,8 @@ void Gpt::narrow_block_grads(int i) {
 void Gpt::narrow_edge_grads() {
   if (!mixed()) return;
   const Range first = layout_.layer_range(0), last = layout_.layer_range(c_.layers + 1);
-  ops_.from_float(edge_g_.as<float>(), element(grads_.data(), first.begin, precision_), precision_, first.size(), false);
+  ops_.from_float(edge_g_.as<float>(), element(grads_.data(), first.begin, precision_), precision_, first.size(),
+                  false);
   ops_.from_float(edge_g_.as<float>() + first.size(), element(grads_.data(), last.begin, precision_), precision_,
                   last.size(), false);
 }

@@ -20,8 +20,9 @@ void Gpt::check_span() {
   if (precision_ != DType::f32)
     throw UsageError("a GPT pipeline stage runs in fp32 (mixed precision's windows assume the whole model)");
   if (sp_)
-    throw UsageError("a GPT pipeline stage runs without sequence parallelism (its head's backward would need the "
-                     "gathered ln_f output of a micro-batch long gone)");
+    throw UsageError(
+        "a GPT pipeline stage runs without sequence parallelism (its head's backward would need the "
+        "gathered ln_f output of a micro-batch long gone)");
 }
 
 void Gpt::require_stage_use(const char* what) const {
@@ -32,16 +33,18 @@ void Gpt::require_stage_use(const char* what) const {
 void Gpt::set_mlp_override(GptMlpOverride* mlp) {
   // The override reads and writes host fp32 rows of the whole model's residual stream.
   if (mlp && (precision_ != DType::f32 || ops_.device().kind != Device::Kind::cpu || T_ != 1 || !whole()))
-    throw UsageError("a replaced MLP (the experts lab's mixture of experts) needs the whole GPT in fp32 on the host, "
-                     "without tensor parallelism");
+    throw UsageError(
+        "a replaced MLP (the experts lab's mixture of experts) needs the whole GPT in fp32 on the host, "
+        "without tensor parallelism");
   mlp_override_ = mlp;
 }
 
 void Gpt::set_context_parallel(GptAttentionOverride* attention, std::vector<int> positions) {
   if (precision_ != DType::f32 || ops_.device().kind != Device::Kind::cpu || T_ != 1 || !whole() ||
       recompute_ != theory::Recompute::none)
-    throw UsageError("context parallelism (a replaced attention) needs the whole GPT in fp32 on the host, without "
-                     "tensor parallelism or recomputation");
+    throw UsageError(
+        "context parallelism (a replaced attention) needs the whole GPT in fp32 on the host, without "
+        "tensor parallelism or recomputation");
   if (!own_.blocks.empty()) throw Error("Gpt::set_context_parallel: call it before the first forward");
   if (positions.empty()) throw UsageError("context parallelism: a rank holds at least one position");
   for (std::size_t i = 0; i < positions.size(); ++i)

@@ -77,7 +77,7 @@ std::size_t parameter_count(const MlpShape& s, LayerSpan span) {
   auto in = [&](int l) { return std::size_t(l == 0 ? s.in : s.width); };
   auto out = [&](int l) { return std::size_t(l == s.layers - 1 ? s.out : s.width); };
   std::size_t params = 0;
-  for (int l = span.first; l <= last; ++l) params += in(l) * out(l) + out(l);
+  for (int l = span.first; l <= last; ++l) params += in(l)*out(l) + out(l);
   return params;
 }
 
@@ -87,7 +87,7 @@ MlpMemory mlp_memory(const MlpShape& s, DType precision, int rows, LayerSpan spa
   auto out = [&](int l) { return double(l == s.layers - 1 ? s.out : s.width); };
   double largest = 0, widest = in(span.first), activations = 0;
   for (int l = span.first; l <= last; ++l) {
-    largest = std::max(largest, in(l) * out(l) + out(l));
+    largest = std::max(largest, in(l)*out(l) + out(l));
     widest = std::max(widest, out(l));
     activations += 4.0 * rows * out(l) * (l < s.layers - 1 ? 2 : 1);  // z, and GELU(z) but after the last layer
   }
@@ -101,11 +101,13 @@ MlpMemory mlp_memory(const MlpShape& s, DType precision, int rows, LayerSpan spa
 namespace {
 void require_f32(DType precision, const char* accessor, const char* raw_accessor) {
   if (precision != DType::f32)
-    throw Error(std::string("Mlp::") + accessor + "() as floats needs f32; in mixed precision use " + raw_accessor + "()");
+    throw Error(std::string("Mlp::") + accessor + "() as floats needs f32; in mixed precision use " + raw_accessor +
+                "()");
 }
 
 void require_own(bool owned, const char* what) {
-  if (!owned) throw Error(std::string("this Mlp does not hold its ") + what + " (MlpStorage): they are bound layer by layer");
+  if (!owned)
+    throw Error(std::string("this Mlp does not hold its ") + what + " (MlpStorage): they are bound layer by layer");
 }
 }  // namespace
 
@@ -156,13 +158,15 @@ void Mlp::bind_layer_grads(int l, void* g) {
 const void* Mlp::layer_params(int l) const {
   if (storage_.params) return element(const_cast<void*>(params_.data()), layout_.layer_range(l).begin, precision_);
   const void* p = bound_params_[std::size_t(slot(l))];
-  if (!p) throw Error("layer " + std::to_string(l) + "'s parameters are not bound (a sharded model gathers them before use)");
+  if (!p)
+    throw Error("layer " + std::to_string(l) + "'s parameters are not bound (a sharded model gathers them before use)");
   return p;
 }
 void* Mlp::layer_grads(int l) {
   if (storage_.grads) return element(grads_.data(), layout_.layer_range(l).begin, precision_);
   void* g = bound_grads_[std::size_t(slot(l))];
-  if (!g) throw Error("layer " + std::to_string(l) + "'s gradients are not bound (a sharded model binds a bucket first)");
+  if (!g)
+    throw Error("layer " + std::to_string(l) + "'s gradients are not bound (a sharded model binds a bucket first)");
   return g;
 }
 
@@ -178,7 +182,8 @@ Activations Mlp::make_activations(int batch) {
   Activations a;
   a.batch_ = batch;
   for (int l = first_; l <= last_; ++l) {
-    a.pre.emplace_back(mem_, std::vector<std::int64_t>{batch, out_features(l)}, DType::f32, MemTag::activation, device());
+    a.pre.emplace_back(mem_, std::vector<std::int64_t>{batch, out_features(l)}, DType::f32, MemTag::activation,
+                       device());
     if (l < shape_.layers - 1)  // the last layer has no GELU
       a.post.emplace_back(mem_, std::vector<std::int64_t>{batch, out_features(l)}, DType::f32, MemTag::activation,
                           device());
@@ -217,7 +222,8 @@ void Mlp::backward_layer(int l, const float* dy, Activations& acts, bool accumul
   const int B = acts.batch_, in = in_features(l), out = out_features(l);
   const float* dz = dy;
   if (l < shape_.layers - 1) {  // through this layer's GELU: dL/dz = GELU'(z)·dL/dy
-    ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), dy, dz_.as<float>(), std::size_t(B) * std::size_t(out));
+    ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), dy, dz_.as<float>(),
+                       std::size_t(B) * std::size_t(out));
     dz = dz_.as<float>();
   }
   const float* x = l == first_ ? acts.input : acts.post[std::size_t(slot(l) - 1)].as<float>();
@@ -253,7 +259,8 @@ const float* Mlp::forward(const float* x, Activations& acts, const LayerHooks& h
   return h;
 }
 
-const float* Mlp::backward(const float* dy, Activations& acts, bool accumulate, const LayerHooks& hooks, bool input_grad) {
+const float* Mlp::backward(const float* dy, Activations& acts, bool accumulate, const LayerHooks& hooks,
+                           bool input_grad) {
   ensure_workspace(acts.batch_);
   const float* d = dy;
   float* next = dbuf_a_.as<float>();
@@ -273,17 +280,22 @@ const float* Mlp::backward_input(const float* dy, Activations& acts, const Layer
   ensure_workspace(acts.batch_);
   if (acts.dz.empty())
     for (int l = first_; l <= last_; ++l)
-      acts.dz.emplace_back(mem_, std::vector<std::int64_t>{acts.batch_, out_features(l)}, DType::f32, MemTag::activation, device());
+      acts.dz.emplace_back(mem_, std::vector<std::int64_t>{acts.batch_, out_features(l)}, DType::f32,
+                           MemTag::activation, device());
   const float* d = dy;
   float* next = dbuf_a_.as<float>();
   for (int l = last_; l >= first_; --l) {
     call_hook(ops_, hooks.before_backward, l);
     const std::size_t n = std::size_t(acts.batch_) * std::size_t(out_features(l));
     float* dz = acts.dz[std::size_t(slot(l))].as<float>();
-    if (l < shape_.layers - 1) ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), d, dz, n);
-    else copy_bytes(dz, d, n * sizeof(float));  // the last layer has no GELU: dL/dz = dL/dy
+    if (l < shape_.layers - 1)
+      ops_.gelu_backward(acts.pre[std::size_t(slot(l))].as<float>(), d, dz, n);
+    else
+      copy_bytes(dz, d, n * sizeof(float));  // the last layer has no GELU: dL/dz = dL/dy
     float* dx = l > first_ || input_grad ? next : nullptr;
-    if (dx) ops_.linear_backward(nullptr, layer_weights(l), dz, dx, nullptr, nullptr, acts.batch_, in_features(l), out_features(l), false);
+    if (dx)
+      ops_.linear_backward(nullptr, layer_weights(l), dz, dx, nullptr, nullptr, acts.batch_, in_features(l),
+                           out_features(l), false);
     call_hook(ops_, hooks.after_backward, l);
     d = dx;
     next = next == dbuf_a_.as<float>() ? dbuf_b_.as<float>() : dbuf_a_.as<float>();

@@ -71,9 +71,9 @@ class Activations {
  private:
   friend class Mlp;
   int batch_ = 0;
-  const float* input = nullptr;    // the caller's x: must outlive the backward
-  std::vector<Tensor> pre, post;   // per held layer: z = x·Wᵀ + b, and GELU(z)
-  std::vector<Tensor> dz;          // per held layer: dL/dz, kept by backward_input for backward_weight
+  const float* input = nullptr;   // the caller's x: must outlive the backward
+  std::vector<Tensor> pre, post;  // per held layer: z = x·Wᵀ + b, and GELU(z)
+  std::vector<Tensor> dz;         // per held layer: dL/dz, kept by backward_input for backward_weight
 };
 
 // What an Mlp allocates in its rank's MemoryTracker, by tag, with `rows` rows in flight
@@ -138,7 +138,8 @@ class Mlp {
   // through the held layers, keeping each layer's dL/dz in `acts` — and backward_weight is
   // W — the weight and bias gradients from those, any time later. Together they equal
   // backward(). Hooks fire as in backward(); input_grad as there.
-  const float* backward_input(const float* dy, Activations& acts, const LayerHooks& hooks = {}, bool input_grad = false);
+  const float* backward_input(const float* dy, Activations& acts, const LayerHooks& hooks = {},
+                              bool input_grad = false);
   void backward_weight(Activations& acts, bool accumulate);
 
   // The same with activations the model keeps itself (one micro-batch in flight).
@@ -152,7 +153,7 @@ class Mlp {
 
  private:
   int slot(int l) const { return l - first_; }
-  const float* layer_weights(int l);  // fp32 weights then bias of layer l
+  const float* layer_weights(int l);      // fp32 weights then bias of layer l
   const void* layer_params(int l) const;  // layer l's parameters, own or bound
   void* layer_grads(int l);
   void ensure_workspace(int batch);

@@ -43,7 +43,6 @@ class ProfiledTrainOps final : public TrainOps {
     return fn();
   }
 
-
  public:
   ProfiledTrainOps(TrainOps& inner, OpProfile& profile) : in_(inner), profile_(profile) {}
   Device device() const override { return in_.device(); }
@@ -135,7 +134,8 @@ class ProfiledTrainOps final : public TrainOps {
     timed("to_float", 0, double(n) * (double(dtype_size(t)) + kF), [&] { in_.to_float(src, t, dst, n); });
   }
   void from_float(const float* src, void* dst, DType t, std::size_t n, bool accumulate) override {
-    timed("from_float", 0, double(n) * (double(dtype_size(t)) + kF), [&] { in_.from_float(src, dst, t, n, accumulate); });
+    timed("from_float", 0, double(n) * (double(dtype_size(t)) + kF),
+          [&] { in_.from_float(src, dst, t, n, accumulate); });
   }
   void sgd_step(float* w, const float* g, std::size_t n, float lr) override {
     timed("sgd_step", 0, 3 * kF * double(n), [&] { in_.sgd_step(w, g, n, lr); });

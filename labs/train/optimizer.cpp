@@ -12,15 +12,14 @@ constexpr std::size_t kChunk = std::size_t(1) << 16;  // elements widened at a t
 constexpr float kInitialF16Scale = 65536.0f;          // 2^16
 constexpr int kGrowthInterval = 2000;
 
-
 }  // namespace
 
 ParamSlice slice_of(Mlp& model, Range r) {
   if (r.end > model.num_params() || r.begin > r.end)
     throw Error("range [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ") is outside the model's " +
                 std::to_string(model.num_params()) + " parameters");
-  return {element(model.param_data(), r.begin, model.precision()), element(model.grad_data(), r.begin, model.precision()),
-          r.size(), model.precision()};
+  return {element(model.param_data(), r.begin, model.precision()),
+          element(model.grad_data(), r.begin, model.precision()), r.size(), model.precision()};
 }
 
 Optimizer::Optimizer(const ParamSlice& initial, Device device, MemoryTracker& mem, MasterWeights master)
@@ -89,7 +88,8 @@ double adamw_state_bytes(std::size_t n, DType precision, MasterWeights master) {
 
 AdamW::AdamW(const ParamSlice& initial, Device device, MemoryTracker& mem, const kernels::AdamWConfig& config,
              MasterWeights master)
-    : Optimizer(initial, device, mem, master), config_(config),
+    : Optimizer(initial, device, mem, master),
+      config_(config),
       m_(mem, {std::int64_t(std::max<std::size_t>(1, initial.count))}, DType::f32, MemTag::optimizer, device),
       v_(mem, {std::int64_t(std::max<std::size_t>(1, initial.count))}, DType::f32, MemTag::optimizer, device) {}
 

@@ -62,7 +62,7 @@ class Optimizer {
   DType dtype_;
   std::size_t count_;
   int applied_ = 0;
-  Tensor master_;        // 16-bit parameters with MasterWeights::keep
+  Tensor master_;           // 16-bit parameters with MasterWeights::keep
   Tensor work_w_, work_g_;  // one chunk of widened weights and gradients (16-bit only)
 };
 
@@ -84,7 +84,8 @@ class AdamW final : public Optimizer {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const ParamSlice& initial, Device device, MemoryTracker& mem, float lr, MasterWeights master = MasterWeights::keep);
+  Sgd(const ParamSlice& initial, Device device, MemoryTracker& mem, float lr,
+      MasterWeights master = MasterWeights::keep);
 
  private:
   void update(float* w, const float* g, std::size_t offset, std::size_t n, int t) override;

@@ -33,9 +33,9 @@ Range intersect(Range a, Range b);
 
 // One rank's piece of a flat buffer of n elements (see the convention above).
 struct Shard {
-  Range range;               // what this rank owns, clipped to the buffer (may be empty)
-  std::size_t chunk = 0;     // ceil(n / world): the size every rank's piece is padded to
-  std::size_t padding = 0;   // world·chunk − n: padding elements over all ranks
+  Range range;              // what this rank owns, clipped to the buffer (may be empty)
+  std::size_t chunk = 0;    // ceil(n / world): the size every rank's piece is padded to
+  std::size_t padding = 0;  // world·chunk − n: padding elements over all ranks
   int world = 1;
   std::size_t padded_numel() const { return chunk * std::size_t(world); }
   // This rank's padding: the elements of its chunk past the end of the buffer.
@@ -45,10 +45,10 @@ struct Shard {
 Shard shard_of(std::size_t n, int rank, int world);
 
 struct ParamTensor {
-  std::string name;                  // "weight", "bias", ...
-  int layer = 0;                     // the model's layer number (a stage keeps the global number)
-  std::vector<std::int64_t> shape;   // e.g. {out, in} for a linear weight, as nn.Linear
-  Range range;                       // its elements in the flat buffer
+  std::string name;                 // "weight", "bias", ...
+  int layer = 0;                    // the model's layer number (a stage keeps the global number)
+  std::vector<std::int64_t> shape;  // e.g. {out, in} for a linear weight, as nn.Linear
+  Range range;                      // its elements in the flat buffer
 };
 
 class ParamLayout {

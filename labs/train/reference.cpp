@@ -18,8 +18,10 @@ std::vector<float> unscaled_gradients(const Mlp& model, float loss_scale) {
 
 std::vector<float> fp32_weights(const Mlp& model, const AdamW& opt) {
   std::vector<float> w(model.num_params());
-  if (opt.master()) copy_to_host_floats(opt.master(), DType::f32, w);
-  else copy_to_host_floats(model.param_data(), model.precision(), w);
+  if (opt.master())
+    copy_to_host_floats(opt.master(), DType::f32, w);
+  else
+    copy_to_host_floats(model.param_data(), model.precision(), w);
   return w;
 }
 
@@ -47,7 +49,8 @@ MlpReferenceRun train_mlp_reference(const MlpReferenceConfig& c, const Dataset& 
 }
 
 TensorList reference_on_rank0(Comm& world, const std::function<TensorList(Comm& alone)>& train) {
-  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase, world.trace()->label(kReferencePhaseLabel, kReferenceRole));
+  ScopedSpan phase(world.trace(), world.global_rank(), EventKind::phase,
+                   world.trace()->label(kReferencePhaseLabel, kReferenceRole));
   TensorList found;
   std::unique_ptr<Comm> alone = world.split(world.rank() == 0 ? 0 : -1, 0);  // null on the other ranks
   if (alone) found = train(*alone);

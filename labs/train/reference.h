@@ -21,8 +21,8 @@ struct MlpReferenceConfig {
   DType precision = DType::f32;                // f32, or bf16/f16 mixed precision
   MasterWeights master = MasterWeights::keep;  // mixed precision: keep an fp32 master
   kernels::AdamWConfig adamw;
-  int batch = 0;   // the global batch: rows [step·batch, (step+1)·batch) of the data
-  int steps = 0;   // training steps, the first a warm-up
+  int batch = 0;  // the global batch: rows [step·batch, (step+1)·batch) of the data
+  int steps = 0;  // training steps, the first a warm-up
   Device device;
 };
 

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "labs/train/compute_span.h"
 #include "core/trace/run_clock.h"
+#include "labs/train/compute_span.h"
 
 namespace dtl {
 

@@ -13,9 +13,7 @@ extern const std::size_t kTextBytes;
 extern const char kSources[];
 }  // namespace corpus_data
 
-std::string_view shipped_text() {
-  return {reinterpret_cast<const char*>(corpus_data::kText), corpus_data::kTextBytes};
-}
+std::string_view shipped_text() { return {reinterpret_cast<const char*>(corpus_data::kText), corpus_data::kTextBytes}; }
 
 std::string_view shipped_text_sources() { return corpus_data::kSources; }
 
@@ -61,8 +59,8 @@ std::string TextCorpus::decode(const std::vector<std::int32_t>& tokens) const {
   for (std::int32_t t : tokens) {
     if (t < 0 || std::size_t(t) >= byte_of_id_.size())
       throw UsageError("token " + std::to_string(t) + " is not a symbol of this vocabulary (" +
-                       std::to_string(byte_of_id_.size()) + " symbols, ids " +
-                       std::to_string(byte_of_id_.size()) + ".." + std::to_string(vocab_size_ - 1) + " are padding)");
+                       std::to_string(byte_of_id_.size()) + " symbols, ids " + std::to_string(byte_of_id_.size()) +
+                       ".." + std::to_string(vocab_size_ - 1) + " are padding)");
     out.push_back(static_cast<char>(byte_of_id_[std::size_t(t)]));
   }
   return out;

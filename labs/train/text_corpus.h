@@ -75,8 +75,8 @@ class TextCorpus {
  private:
   Vocab vocab_;
   int vocab_size_ = 256;
-  std::vector<std::int32_t> id_of_byte_;     // [256], -1 when the byte is not in the vocabulary
-  std::vector<unsigned char> byte_of_id_;    // [symbols used]
+  std::vector<std::int32_t> id_of_byte_;   // [256], -1 when the byte is not in the vocabulary
+  std::vector<unsigned char> byte_of_id_;  // [symbols used]
   std::vector<std::int32_t> tokens_;
 };
 

@@ -62,15 +62,15 @@ class TrainOps {
   // CUDA ops copy them to the device on the ops' stream (rows ints) before the kernel.
   virtual void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                                  int rows, int width, float eps) = 0;
-  virtual void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd,
-                                  const float* dy, float* dx, float* dw, float* db, int rows, int width) = 0;
+  virtual void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                                  float* dx, float* dw, float* db, int rows, int width) = 0;
   virtual void attention_forward(const float* qkv, float* out, float* probs, const kernels::AttentionShape& s) = 0;
   virtual void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv,
                                   const kernels::AttentionShape& s) = 0;
   virtual void embedding_forward(const int* tokens, const float* table, int vocab_begin, int vocab_local, float* out,
                                  int rows, int width) = 0;
-  virtual void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin,
-                                  int vocab_local, int rows, int width) = 0;
+  virtual void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local,
+                                  int rows, int width) = 0;
   // Learned positions (the GPT's wpe), rows laid out [s][b]: x[j] += table[j / rows_per_position];
   // backward dtable[p] += the sum of position p's rows (kernels/cpu/transformer_kernels.h).
   virtual void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) = 0;

@@ -44,8 +44,8 @@ class CudaTrainOps final : public TrainOps {
     const cudaError_t e = cudaStreamSynchronize(stream());
     if (e != cudaSuccess)
       throw Error(std::string("GPU ") + std::to_string(index_) + ": " + cudaGetErrorName(e) + " (" +
-                  cudaGetErrorString(e) + ") surfaced at a synchronize; the last operation this thread queued there was " +
-                  last_op());
+                  cudaGetErrorString(e) +
+                  ") surfaced at a synchronize; the last operation this thread queued there was " + last_op());
   }
 
   void linear_forward(const float* X, const float* W, const float* b, float* Y, int B, int I, int O) override {

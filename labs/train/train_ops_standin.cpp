@@ -41,7 +41,9 @@ class StandInTrainOps final : public TrainOps {
     launch("linear_backward",
            {in(X, B * I, "X"), in(W, O * I, "W"), in(dY, B * O, "dY"), out(dX, B * I, "dX"), out(dW, O * I, "dW"),
             out(db, O, "db")},
-           [=](auto& h) { cpu().linear_backward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), B, I, O, accumulate); });
+           [=](auto& h) {
+             cpu().linear_backward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), B, I, O, accumulate);
+           });
   }
   void gelu_forward(const float* x, float* y, std::size_t n) override {
     launch("gelu_forward", {in(x, n, "x"), out(y, n, "y")}, [=](auto& h) { cpu().gelu_forward(f(h[0]), f(h[1]), n); });
@@ -76,7 +78,9 @@ class StandInTrainOps final : public TrainOps {
     launch("layernorm_forward",
            {in(x, n, "x"), in(w, width, "w"), in(b, width, "b"), out(y, n, "y"), out(mean, rows, "mean"),
             out(rstd, rows, "rstd")},
-           [=](auto& h) { cpu().layernorm_forward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), rows, width, eps); });
+           [=](auto& h) {
+             cpu().layernorm_forward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), rows, width, eps);
+           });
   }
   void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
                           float* dx, float* dw, float* db, int rows, int width) override {
@@ -85,21 +89,25 @@ class StandInTrainOps final : public TrainOps {
            {in(x, n, "x"), in(w, width, "w"), in(mean, rows, "mean"), in(rstd, rows, "rstd"), in(dy, n, "dy"),
             out(dx, n, "dx"), out(dw, width, "dw"), out(db, width, "db")},
            [=](auto& h) {
-             cpu().layernorm_backward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), f(h[6]), f(h[7]), rows, width);
+             cpu().layernorm_backward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), f(h[4]), f(h[5]), f(h[6]), f(h[7]), rows,
+                                      width);
            });
   }
   void attention_forward(const float* qkv, float* o, float* probs, const kernels::AttentionShape& s) override {
-    const std::size_t rows = std::size_t(s.seq) * std::size_t(s.batch), hd = std::size_t(s.heads) * std::size_t(s.head_dim);
+    const std::size_t rows = std::size_t(s.seq) * std::size_t(s.batch),
+                      hd = std::size_t(s.heads) * std::size_t(s.head_dim);
     const std::size_t p = std::size_t(s.batch) * std::size_t(s.heads) * std::size_t(s.seq) * std::size_t(s.seq);
     launch("attention_forward", {in(qkv, rows * 3 * hd, "qkv"), out(o, rows * hd, "out"), out(probs, p, "probs")},
            [=](auto& h) { cpu().attention_forward(f(h[0]), f(h[1]), f(h[2]), s); });
   }
   void attention_backward(const float* qkv, const float* probs, const float* dout, float* dqkv,
                           const kernels::AttentionShape& s) override {
-    const std::size_t rows = std::size_t(s.seq) * std::size_t(s.batch), hd = std::size_t(s.heads) * std::size_t(s.head_dim);
+    const std::size_t rows = std::size_t(s.seq) * std::size_t(s.batch),
+                      hd = std::size_t(s.heads) * std::size_t(s.head_dim);
     const std::size_t p = std::size_t(s.batch) * std::size_t(s.heads) * std::size_t(s.seq) * std::size_t(s.seq);
     launch("attention_backward",
-           {in(qkv, rows * 3 * hd, "qkv"), in(probs, p, "probs"), in(dout, rows * hd, "dout"), out(dqkv, rows * 3 * hd, "dqkv")},
+           {in(qkv, rows * 3 * hd, "qkv"), in(probs, p, "probs"), in(dout, rows * hd, "dout"),
+            out(dqkv, rows * 3 * hd, "dqkv")},
            [=](auto& h) { cpu().attention_backward(f(h[0]), f(h[1]), f(h[2]), f(h[3]), s); });
   }
   // tokens are host memory on every device (train_ops.h): copied now, as the CUDA ops copy
@@ -109,24 +117,30 @@ class StandInTrainOps final : public TrainOps {
     auto ids = std::make_shared<std::vector<int>>(tokens, tokens + rows);
     const std::size_t n = std::size_t(rows) * std::size_t(width);
     launch("embedding_forward", {in(table, std::size_t(vocab_local) * std::size_t(width), "table"), out(o, n, "out")},
-           [=](auto& h) { cpu().embedding_forward(ids->data(), f(h[0]), vocab_begin, vocab_local, f(h[1]), rows, width); });
+           [=](auto& h) {
+             cpu().embedding_forward(ids->data(), f(h[0]), vocab_begin, vocab_local, f(h[1]), rows, width);
+           });
   }
   void embedding_backward(const int* tokens, const float* dout, float* dtable, int vocab_begin, int vocab_local,
                           int rows, int width) override {
     auto ids = std::make_shared<std::vector<int>>(tokens, tokens + rows);
     const std::size_t n = std::size_t(rows) * std::size_t(width);
-    launch("embedding_backward", {in(dout, n, "dout"), out(dtable, std::size_t(vocab_local) * std::size_t(width), "dtable")},
-           [=](auto& h) { cpu().embedding_backward(ids->data(), f(h[0]), f(h[1]), vocab_begin, vocab_local, rows, width); });
+    launch("embedding_backward",
+           {in(dout, n, "dout"), out(dtable, std::size_t(vocab_local) * std::size_t(width), "dtable")}, [=](auto& h) {
+             cpu().embedding_backward(ids->data(), f(h[0]), f(h[1]), vocab_begin, vocab_local, rows, width);
+           });
   }
   void position_forward(const float* table, float* x, int rows, int width, int rows_per_position) override {
     const std::size_t n = std::size_t(rows) * std::size_t(width);
-    const std::size_t positions = (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
+    const std::size_t positions =
+        (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
     launch("position_forward", {in(table, positions * std::size_t(width), "table"), out(x, n, "x")},
            [=](auto& h) { cpu().position_forward(f(h[0]), f(h[1]), rows, width, rows_per_position); });
   }
   void position_backward(const float* dx, float* dtable, int rows, int width, int rows_per_position) override {
     const std::size_t n = std::size_t(rows) * std::size_t(width);
-    const std::size_t positions = (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
+    const std::size_t positions =
+        (std::size_t(rows) + std::size_t(rows_per_position) - 1) / std::size_t(rows_per_position);
     launch("position_backward", {in(dx, n, "dx"), out(dtable, positions * std::size_t(width), "dtable")},
            [=](auto& h) { cpu().position_backward(f(h[0]), f(h[1]), rows, width, rows_per_position); });
   }
@@ -158,8 +172,11 @@ class StandInTrainOps final : public TrainOps {
                         const kernels::AdamWConfig& c, int step, float inv_scale) override {
     bool applied = false;
     launch_and_wait("adamw_step_mixed",
-                    {out(master, n, "master"), {grads, n * dtype_size(t), false, "grads"},
-                     {params, n * dtype_size(t), true, "params"}, out(m, n, "m"), out(v, n, "v")},
+                    {out(master, n, "master"),
+                     {grads, n * dtype_size(t), false, "grads"},
+                     {params, n * dtype_size(t), true, "params"},
+                     out(m, n, "m"),
+                     out(v, n, "v")},
                     [&](auto& h) {
                       applied = cpu().adamw_step_mixed(f(h[0]), h[1], h[2], t, f(h[3]), f(h[4]), n, c, step, inv_scale);
                     });
@@ -199,7 +216,8 @@ class StandInTrainOps final : public TrainOps {
     }
     body(host);
     for (std::size_t i = 0; i < args.size(); ++i)
-      if (args[i].written && args[i].device) dev().encode(const_cast<void*>(args[i].device), host[i], args[i].bytes, op);
+      if (args[i].written && args[i].device)
+        dev().encode(const_cast<void*>(args[i].device), host[i], args[i].bytes, op);
   }
   int index_;
 };

@@ -37,11 +37,12 @@ std::string stage_phase(ZeroStage stage) { return "ZeRO-" + std::to_string(stage
 
 // What a stage's phase span is, for the viewer (its words are stage_phase's).
 Role phase_role(ZeroStage stage, bool sweeping, int depth) {
-  return Role{.part = RunPart::timed, .zero_stage = std::int8_t(stage_number(stage)), .prefetch = std::int8_t(sweeping ? depth : -1)};
+  return Role{.part = RunPart::timed,
+              .zero_stage = std::int8_t(stage_number(stage)),
+              .prefetch = std::int8_t(sweeping ? depth : -1)};
 }
 
 namespace {
-
 
 std::vector<ZeroStage> stages_of(const ZeroSettings& s) {
   switch (s.stage) {
@@ -59,22 +60,27 @@ void require_zero_options_apply(const LabOptions& o, const ZeroSettings& s, cons
   const OptionTable<ZeroSettings>& t = zero_option_table();
   const auto runs = [&](ZeroStage stage) { return std::find(stages.begin(), stages.end(), stage) != stages.end(); };
   if (!s.prefetch && t.given(o, &ZeroSettings::prefetch_depth))
-    throw UsageError("--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
-  if (!runs(ZeroStage::parameters) && (t.given(o, &ZeroSettings::prefetch) || t.given(o, &ZeroSettings::prefetch_depth)))
+    throw UsageError(
+        "--prefetch-depth sets how far --prefetch on gathers ahead; with --prefetch off nothing is prefetched");
+  if (!runs(ZeroStage::parameters) &&
+      (t.given(o, &ZeroSettings::prefetch) || t.given(o, &ZeroSettings::prefetch_depth)))
     throw UsageError("--prefetch and --prefetch-depth are stage 3's (FSDP's parameter gathers): add --stage 3 or all");
   if (!runs(ZeroStage::ddp) && t.given(o, &ZeroSettings::bucket_mb))
-    throw UsageError("--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
-                     "(set --unit): add --stage 0 or all");
+    throw UsageError(
+        "--bucket-mb sizes stage 0's all-reduce buckets; stages 1-3 reduce-scatter one unit at a time "
+        "(set --unit): add --stage 0 or all");
   if (stages == std::vector<ZeroStage>{ZeroStage::ddp} && t.given(o, &ZeroSettings::layers_per_unit))
-    throw UsageError("--unit groups layers into ZeRO's sharding units; stage 0 (DDP) shards nothing: add --stage 1, 2, 3 "
-                     "or all");
+    throw UsageError(
+        "--unit groups layers into ZeRO's sharding units; stage 0 (DDP) shards nothing: add --stage 1, 2, 3 "
+        "or all");
   if (s.layers_per_unit > s.shape.layers)
     throw UsageError("--unit " + std::to_string(s.layers_per_unit) + " is more layers than the model's --depth " +
                      std::to_string(s.shape.layers) + ": give at most " + std::to_string(s.shape.layers));
   const int units = (s.shape.layers + s.layers_per_unit - 1) / s.layers_per_unit;
   if (t.given(o, &ZeroSettings::prefetch_depth) && s.prefetch_depth > units - 1)
-    throw UsageError("--prefetch-depth " + std::to_string(s.prefetch_depth) + " gathers more units ahead than there are: the " +
-                     "model has " + std::to_string(units) + " units, so at most " + std::to_string(std::max(units - 1, 0)) +
+    throw UsageError("--prefetch-depth " + std::to_string(s.prefetch_depth) +
+                     " gathers more units ahead than there are: the " + "model has " + std::to_string(units) +
+                     " units, so at most " + std::to_string(std::max(units - 1, 0)) +
                      " can be ahead of the one computing");
 }
 
@@ -91,8 +97,9 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
   require_zero_options_apply(cfg.options, s, stages);
   if (!s.prefetch) s.prefetch_depth = 0;
   if (s.master == MasterWeights::none && s.precision == DType::f32)
-    throw UsageError("--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
-                     "their own master: use --precision bf16 or fp16");
+    throw UsageError(
+        "--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
+        "their own master: use --precision bf16 or fp16");
   const double psi = double(parameter_count(s.shape));
   if (psi < P)
     throw UsageError("the model has " + format_number(psi) + " parameters, fewer than the " + std::to_string(P) +
@@ -104,16 +111,19 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
 
 }  // namespace
 
-double zero_process_bytes(const ZeroSettings& s, int P, int /*stages run one after another, each freed before the next*/) {
+double zero_process_bytes(const ZeroSettings& s, int P,
+                          int /*stages run one after another, each freed before the next*/) {
   const int rows = s.batch / P;
   const double psi = double(parameter_count(s.shape));
   auto trainer = [&](DType t, int r) {  // a model, its AdamW and activations; stage 0 holds the most
-    return mlp_memory(s.shape, t, r).total() + adamw_state_bytes(std::size_t(psi), t, t == DType::f32 ? MasterWeights::keep : s.master);
+    return mlp_memory(s.shape, t, r).total() +
+           adamw_state_bytes(std::size_t(psi), t, t == DType::f32 ? MasterWeights::keep : s.master);
   };
   // Rank 0's references train first, one at a time, and keep 3 fp32 vectors (weights in the
   // run's precision and in fp32, first gradients). Then every rank trains, with a host copy
   // of its pieces for the checks, and rank 0 assembles weights and gradients (3 more).
-  const double references = std::max(trainer(s.precision, s.batch), s.precision == DType::f32 ? 0.0 : trainer(DType::f32, s.batch));
+  const double references =
+      std::max(trainer(s.precision, s.batch), s.precision == DType::f32 ? 0.0 : trainer(DType::f32, s.batch));
   const double ranks = P * (trainer(s.precision, rows) + 4.0 * psi) + 3 * 4.0 * psi;
   const double data = 4.0 * double(s.batch) * s.train_steps() * (s.shape.in + s.shape.out) +
                       mlp_memory(s.shape, DType::f32, kTeacherChunk).total();
@@ -123,16 +133,18 @@ double zero_process_bytes(const ZeroSettings& s, int P, int /*stages run one aft
 namespace {
 
 // One process training on the whole global batch on rank 0's device, as the ranks do together.
-MlpReferenceRun train_one_rank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, DType precision, const Dataset& data) {
-  return train_mlp_reference({s.shape, precision, s.master, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)},
-                             data);
+MlpReferenceRun train_one_rank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, DType precision,
+                               const Dataset& data) {
+  return train_mlp_reference(
+      {s.shape, precision, s.master, s.adamw, s.batch, s.train_steps(), rank_device(cfg.device, comm)}, data);
 }
 
 ZeroReference reference_of(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, const Dataset& data) {
   ZeroReference ref;
   if (comm.rank() != 0) return ref;
   report_progress(comm, cfg, "1-rank reference");
-  ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
+  ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase,
+                  comm.trace()->label(kReferencePhaseLabel, kReferenceRole));
   MlpReferenceRun run = train_one_rank(comm, cfg, s, s.precision, data);
   ref.weights = std::move(run.weights);
   ref.first_gradients = std::move(run.first_gradients);
@@ -211,7 +223,8 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   const bool sweeping = s.sweep == ZeroSweep::prefetch && shards_params(stage);
   const std::string name = stage_phase(stage) + (sweeping ? " depth " + std::to_string(depth) : "");
   comm.barrier();
-  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase, comm.trace()->label(name, phase_role(stage, sweeping, depth)));
+  ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
+                   comm.trace()->label(name, phase_role(stage, sweeping, depth)));
   ZeroRank rank(comm, cfg, s, stage, depth);
   const int rows = s.batch / comm.size();
   Timed timed;
@@ -248,7 +261,8 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
     }
     m.first_grad_rel_diff = diff / scale;
     if (weights_out) *weights_out = weights;
-    if (stage != ZeroStage::ddp && stage0_weights && !stage0_weights->empty()) m.max_vs_stage0 = max_abs_difference(weights, *stage0_weights);
+    if (stage != ZeroStage::ddp && stage0_weights && !stage0_weights->empty())
+      m.max_vs_stage0 = max_abs_difference(weights, *stage0_weights);
   }
   gather_memory(comm, m, memory_from_events(comm, rank.memory_mark()), rank.exact_model_state(), rank.pool_reserved());
   m.padding = rank.units().padding();
@@ -293,7 +307,8 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
     }
     for (int depth : depths) {
       set_formula_meta(comm, s, stage, double(psi), phase_role(stage, sweeping, depth));
-      ZeroMeasurement m = run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == ZeroStage::ddp ? &stage0 : nullptr);
+      ZeroMeasurement m =
+          run_stage(comm, cfg, s, stage, depth, data, ref, &stage0, stage == ZeroStage::ddp ? &stage0 : nullptr);
       units = m.units;
       if (sweeping) sweep.push_back(m);
       if (depth == s.prefetch_depth) add_zero_rows(rep, s, m, psi, comm.size());
@@ -318,20 +333,27 @@ const OptionTable<ZeroSettings>& zero_option_table() {
   static const OptionTable<ZeroSettings> table = [] {
     OptionTable<ZeroSettings> t;
     t.choice("stage", &ZeroSettings::stage, ZeroStageChoice::all,
-             {{ZeroStageChoice::ddp, "0"}, {ZeroStageChoice::optimizer_states, "1"}, {ZeroStageChoice::gradients, "2"},
-              {ZeroStageChoice::parameters, "3"}, {ZeroStageChoice::all, "all"}},
+             {{ZeroStageChoice::ddp, "0"},
+              {ZeroStageChoice::optimizer_states, "1"},
+              {ZeroStageChoice::gradients, "2"},
+              {ZeroStageChoice::parameters, "3"},
+              {ZeroStageChoice::all, "all"}},
              "what is sharded: 0 nothing (DDP), 1 optimizer, 2 + gradients, 3 + parameters")
         .choice("precision", &ZeroSettings::precision, DType::bf16, kPrecisionNames,
                 "bf16/fp16 mixed (16-bit params and grads, fp32 master, m, v) or fp32")
         .choice("master", &ZeroSettings::master, MasterWeights::keep,
                 {{MasterWeights::keep, "keep"}, {MasterWeights::none, "none"}},
                 "mixed precision: keep an fp32 master (16 B/param) or not (12 B/param)")
-        .choice("prefetch", &ZeroSettings::prefetch, true, kOnOffNames, "stage 3: all-gather the next units while one computes")
-        .integer("prefetch-depth", &ZeroSettings::prefetch_depth, 1, 1, 64, "stage 3: units gathered ahead with --prefetch on")
+        .choice("prefetch", &ZeroSettings::prefetch, true, kOnOffNames,
+                "stage 3: all-gather the next units while one computes")
+        .integer("prefetch-depth", &ZeroSettings::prefetch_depth, 1, 1, 64,
+                 "stage 3: units gathered ahead with --prefetch on")
         .integer("unit", &ZeroSettings::layers_per_unit, 1, 1, 1024,
                  "layers per sharding unit (1: every layer its own, as FSDP per module)")
-        .number("bucket-mb", &ZeroSettings::bucket_mb, 25.0, 1e-6, 1 << 20, "stage 0: DDP's all-reduce bucket capacity in MiB")
-        .choice("sweep", &ZeroSettings::sweep, ZeroSweep::none, {{ZeroSweep::none, "none"}, {ZeroSweep::prefetch, "prefetch"}},
+        .number("bucket-mb", &ZeroSettings::bucket_mb, 25.0, 1e-6, 1 << 20,
+                "stage 0: DDP's all-reduce bucket capacity in MiB")
+        .choice("sweep", &ZeroSettings::sweep, ZeroSweep::none,
+                {{ZeroSweep::none, "none"}, {ZeroSweep::prefetch, "prefetch"}},
                 "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)");
     add_mlp_rows(t, {.width = 512, .depth = 6, .batch = 32, .steps = 3});
     return t;
@@ -346,7 +368,8 @@ std::span<const ExerciseHints> zero_hints();  // exercises/zero_hints.cpp
 LabInfo zero_lab_info() {
   return {
       "zero",
-      "ZeRO stages 0 (DDP), 1, 2, 3 (FSDP): sharded optimizer state, gradients, parameters; memory and bytes vs formulas",
+      "ZeRO stages 0 (DDP), 1, 2, 3 (FSDP): sharded optimizer state, gradients, parameters; memory and bytes vs "
+      "formulas",
       {RunOption::slow_rank, RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       zero_option_table().specs(),
       {{"shard_range", "ShardRange", 5},

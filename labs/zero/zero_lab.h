@@ -17,10 +17,12 @@ namespace dtl {
 // One of ZeRO's stages (core/theory/zero.h): what each rank keeps only its 1/N shard of.
 // The code asks what a stage does (shards_params), never which number it is.
 enum class ZeroStage : std::uint8_t { ddp = 0, optimizer_states = 1, gradients = 2, parameters = 3 };
-inline int stage_number(ZeroStage s) { return int(s); }  // the curriculum's 0..3
-inline bool shards_optimizer(ZeroStage s) { return s != ZeroStage::ddp; }        // 1-3: master, m, v
-inline bool shards_gradients(ZeroStage s) { return s >= ZeroStage::gradients; }  // 2, 3: a bucket per unit, freed once reduced
-inline bool shards_params(ZeroStage s) { return s == ZeroStage::parameters; }    // 3 (FSDP): gathered before each use
+inline int stage_number(ZeroStage s) { return int(s); }                    // the curriculum's 0..3
+inline bool shards_optimizer(ZeroStage s) { return s != ZeroStage::ddp; }  // 1-3: master, m, v
+inline bool shards_gradients(ZeroStage s) {
+  return s >= ZeroStage::gradients;
+}  // 2, 3: a bucket per unit, freed once reduced
+inline bool shards_params(ZeroStage s) { return s == ZeroStage::parameters; }  // 3 (FSDP): gathered before each use
 // 1, 2: every rank holds every parameter, so the updated shards are all-gathered after the step.
 inline bool gathers_after_step(ZeroStage s) { return shards_optimizer(s) && !shards_params(s); }
 
@@ -35,10 +37,10 @@ struct ZeroSettings {
   MlpShape shape;
   int batch = 32, steps = 3, repeat = 3;
   int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
-  int layers_per_unit = 1;   // --unit: layers per sharding unit
-  bool prefetch = true;      // --prefetch: stage 3 gathers ahead
-  int prefetch_depth = 1;    // stage 3: units gathered ahead (0 after parsing when --prefetch off)
-  double bucket_mb = 25;     // stage 0: DDP's all-reduce buckets
+  int layers_per_unit = 1;                                // --unit: layers per sharding unit
+  bool prefetch = true;                                   // --prefetch: stage 3 gathers ahead
+  int prefetch_depth = 1;  // stage 3: units gathered ahead (0 after parsing when --prefetch off)
+  double bucket_mb = 25;   // stage 0: DDP's all-reduce buckets
   DType precision = DType::bf16;
   MasterWeights master = MasterWeights::keep;
   ZeroSweep sweep = ZeroSweep::none;
@@ -67,16 +69,16 @@ struct ZeroMeasurement {
   int prefetch_depth = 0;
   float first_loss = 0, last_loss = 0;
   double max_vs_reference = 0, max_vs_fp32 = 0, first_grad_rel_diff = 0;
-  double max_vs_stage0 = -1;          // rank 0: against stage 0's weights in this run (-1: not run)
+  double max_vs_stage0 = -1;  // rank 0: against stage 0's weights in this run (-1: not run)
   Repeated step, exposed, exposed_gather, optimizer;
-  double bus_bytes_per_step = 0;      // rank 0's collectives, ring bytes sent (see zero_report.cpp)
-  std::vector<ZeroMemory> memory;     // per rank (rank 0 holds all)
-  std::vector<double> exact_model_state;  // per rank: what its buffers' sizes add up to
+  double bus_bytes_per_step = 0;           // rank 0's collectives, ring bytes sent (see zero_report.cpp)
+  std::vector<ZeroMemory> memory;          // per rank (rank 0 holds all)
+  std::vector<double> exact_model_state;   // per rank: what its buffers' sizes add up to
   std::vector<std::size_t> pool_reserved;  // per rank: bytes its buffer pool keeps
-  std::size_t padding = 0;            // elements over all ranks
-  double device_vs_tracker = 0;       // the device's own count - tracker - pool (largest over ranks)
+  std::size_t padding = 0;                 // elements over all ranks
+  double device_vs_tracker = 0;            // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
-  std::size_t buckets = 0;            // stage 0: DDP's all-reduce buckets (--bucket-mb)
+  std::size_t buckets = 0;  // stage 0: DDP's all-reduce buckets (--bucket-mb)
 };
 
 // Rank 0's references: one process training the same model on the whole global batch, in
@@ -97,8 +99,9 @@ LabInfo zero_lab_info();
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.
 void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, double stage0_step);
-void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi, int units);
-std::string stage_case(ZeroStage stage);  // "zero0" .. "zero3": the report's case ids
+void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi,
+                         int units);
+std::string stage_case(ZeroStage stage);   // "zero0" .. "zero3": the report's case ids
 std::string stage_phase(ZeroStage stage);  // "ZeRO-0" .. "ZeRO-3": the trace's phase labels
 
 }  // namespace dtl

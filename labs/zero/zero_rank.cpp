@@ -33,7 +33,9 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
       scaler_(s.precision),
       batch_(mem_, model_.device(), s.shape.in, s.shape.out, s.batch / comm.size()) {
   const Device dev = model_.device();
-  const auto n = [](std::size_t count) { return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))}; };
+  const auto n = [](std::size_t count) {
+    return std::vector<std::int64_t>{std::int64_t(std::max<std::size_t>(1, count))};
+  };
   if (!shards_optimizer(stage_)) {
     opts_.push_back(std::make_unique<AdamW>(whole_model(model_), dev, mem_, s.adamw, s.master));
     ddp_.emplace(comm, model_, s.bucket_mb);  // stage 0 is DDP, on the DDP lab's bucketed code
@@ -48,13 +50,17 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
   } else {
     shard_params_ = Tensor(mem_, n(units_.shard_numel), s.precision, MemTag::param, dev);
     for (const ZeroUnit& u : units_.units)
-      pieces.push_back({{u.range.begin + u.own.begin, u.range.begin + u.own.end}, at(shard_params_.data(), u.shard_begin)});
+      pieces.push_back(
+          {{u.range.begin + u.own.begin, u.range.begin + u.own.end}, at(shard_params_.data(), u.shard_begin)});
   }
   model_.initial_params(pieces);
-  if (!shards_gradients(stage_)) full_grads_ = Tensor(mem_, n(units_.padded_numel), s.precision, MemTag::grad, dev);
-  else shard_grads_ = Tensor(mem_, n(units_.shard_numel), s.precision, MemTag::grad, dev);
+  if (!shards_gradients(stage_))
+    full_grads_ = Tensor(mem_, n(units_.padded_numel), s.precision, MemTag::grad, dev);
+  else
+    shard_grads_ = Tensor(mem_, n(units_.shard_numel), s.precision, MemTag::grad, dev);
   for (const ZeroUnit& u : units_.units) {
-    if (!shards_params(stage_)) {  // the model reads its parameters from the padded whole, and stage 1 writes gradients there
+    if (!shards_params(
+            stage_)) {  // the model reads its parameters from the padded whole, and stage 1 writes gradients there
       for (int l = u.first_layer; l <= u.last_layer; ++l) {
         const std::size_t off = u.padded_begin + (model_.layout().layer_range(l).begin - u.range.begin);
         model_.bind_layer_params(l, at(full_params_.data(), off));
@@ -62,9 +68,10 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
       }
     }
     // The optimizer of this rank's real elements of the unit (its state sized to them).
-    const ex::ShardStep st = ex::shard_step({unit_params(u), s.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
-    opts_.push_back(st.count ? std::make_unique<AdamW>(ParamSlice{st.params, st.grads, st.count, s.precision}, dev, mem_,
-                                                       s.adamw, s.master)
+    const ex::ShardStep st =
+        ex::shard_step({unit_params(u), s.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
+    opts_.push_back(st.count ? std::make_unique<AdamW>(ParamSlice{st.params, st.grads, st.count, s.precision}, dev,
+                                                       mem_, s.adamw, s.master)
                              : nullptr);
   }
   const std::size_t U = units_.units.size();
@@ -109,10 +116,12 @@ void ZeroRank::gather_for(const std::vector<int>& order, int position) {
   }
   const int u = order[std::size_t(position)];
   const ZeroUnit& unit = units_.units[std::size_t(u)];
-  if (!issued_[std::size_t(u)]) throw Error("units_to_gather did not issue unit " + std::to_string(u) + ", which computes now");
+  if (!issued_[std::size_t(u)])
+    throw Error("units_to_gather did not issue unit " + std::to_string(u) + ", which computes now");
   waited_gather_ += wait(gathering_[std::size_t(u)]);
   for (int l = unit.first_layer; l <= unit.last_layer; ++l)
-    model_.bind_layer_params(l, at(gathered_[std::size_t(u)].data(), model_.layout().layer_range(l).begin - unit.range.begin));
+    model_.bind_layer_params(
+        l, at(gathered_[std::size_t(u)].data(), model_.layout().layer_range(l).begin - unit.range.begin));
 }
 
 void ZeroRank::release_gather(const ZeroUnit& u) {
@@ -230,7 +239,8 @@ void ZeroRank::optimizer_step() {
   for (std::size_t i = 0; i < units_.units.size(); ++i) {
     if (!opts_[i]) continue;
     const ZeroUnit& u = units_.units[i];
-    const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
+    const ex::ShardStep st =
+        ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
     opts_[i]->step({st.params, st.grads, st.count, s_.precision}, inv_scale);
   }
   scaler_.update(true);
@@ -260,8 +270,8 @@ float ZeroRank::train_step(const Dataset& data, int first_row, int rows, int ste
   const float loss = batch_.mse_loss(model_.ops(), y, scaler_.scale());
   std::fill(issued_.begin(), issued_.end(), false);
   clock.compute(Pass::backward, backward_hooks(), [&](const LayerHooks& h) { model_.backward(batch_.dy(), false, h); });
-  wait_reductions(0);                                                // stages 1-3: the last units' reduce-scatters
-  if (ddp_) clock.waiting([&] { ddp_->wait(); });                  // stage 0: DDP's buckets
+  wait_reductions(0);                              // stages 1-3: the last units' reduce-scatters
+  if (ddp_) clock.waiting([&] { ddp_->wait(); });  // stage 0: DDP's buckets
   t.optimizer = clock.compute(Pass::optimizer, [&] { optimizer_step(); });
   if (gathers_after_step(stage_)) all_gather_params();  // every rank needs every parameter again
   t.step = clock.elapsed();
@@ -291,16 +301,21 @@ std::vector<float> ZeroRank::full_weights() {
   std::vector<float> mine(units_.numel, 0.0f);
   if (!shards_optimizer(stage_)) {
     if (comm_.rank() == 0) {
-      if (opts_[0]->master()) place(mine, 0, opts_[0]->master(), DType::f32, units_.numel);
-      else place(mine, 0, model_.param_data(), s_.precision, units_.numel);
+      if (opts_[0]->master())
+        place(mine, 0, opts_[0]->master(), DType::f32, units_.numel);
+      else
+        place(mine, 0, model_.param_data(), s_.precision, units_.numel);
     }
   } else {
     for (std::size_t i = 0; i < units_.units.size(); ++i) {
       if (!opts_[i]) continue;
       const ZeroUnit& u = units_.units[i];
-      const ex::ShardStep st = ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
-      if (opts_[i]->master()) place(mine, u.range.begin + u.own.begin, opts_[i]->master(), DType::f32, st.count);
-      else place(mine, u.range.begin + u.own.begin, st.params, s_.precision, st.count);
+      const ex::ShardStep st =
+          ex::shard_step({unit_params(u), s_.precision}, shards_params(stage_), unit_shard_grads(u), u.own);
+      if (opts_[i]->master())
+        place(mine, u.range.begin + u.own.begin, opts_[i]->master(), DType::f32, st.count);
+      else
+        place(mine, u.range.begin + u.own.begin, st.params, s_.precision, st.count);
     }
   }
   return assemble_on_rank0(comm_, mine);

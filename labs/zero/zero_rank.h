@@ -20,12 +20,12 @@
 #include <optional>
 #include <vector>
 
+#include "core/memory/buffer_pool.h"
 #include "exercises/ddp.h"
 #include "labs/train/buckets.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/step_clock.h"
-#include "core/memory/buffer_pool.h"
 #include "labs/zero/zero_lab.h"
 #include "labs/zero/zero_units.h"
 

@@ -23,10 +23,12 @@ void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings&
   const bool fp32 = s.precision == DType::f32;
   rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
-  rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_reference, 0.0, "", weight_tolerance(s))
+  rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_reference, 0.0, "",
+            weight_tolerance(s))
       .from(fp32 ? "fp32 sum order" : "16-bit rounding");
   if (m.max_vs_stage0 >= 0)
-    rep.check(n + "weight_diff_vs_stage0", "max weight diff vs stage 0 (DDP)", m.max_vs_stage0, 0.0, "", weight_tolerance(s))
+    rep.check(n + "weight_diff_vs_stage0", "max weight diff vs stage 0 (DDP)", m.max_vs_stage0, 0.0, "",
+              weight_tolerance(s))
         .from(fp32 ? "fp32 sum order" : "16-bit rounding");
   if (!fp32)
     rep.check(n + "weight_diff_vs_fp32", "max weight diff vs 1 rank in fp32", m.max_vs_fp32, 0.0, "",
@@ -34,21 +36,23 @@ void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings&
         .from("2·lr per step");
   // A missing 1/N hides in AdamW's weights (it is invariant to the gradient's scale), not here.
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
-  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0, "",
-            fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
+  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0,
+            "", fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
       .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
   if (s.precision == DType::f16)
     rep.add(n + "skipped_steps", "steps skipped (f16 overflow; loss scale halved)", m.skipped_steps, "");
 }
 
 // Model state against the formula of the precision run, and beside it the seeds' three counts.
-void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, double psi,
-                          int P) {
+void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m,
+                          double psi, int P) {
   const theory::ZeroPrecision pp = s.bytes_per_param();
   const theory::ZeroBytes b = theory::zero_bytes_per_param(stage_number(m.stage), P, pp);
   const ZeroMemory& r0 = m.memory[0];
-  rep.add(n + "param_bytes", "params per rank (rank 0)", double(tag(r0, MemTag::param)), "B").predict(psi * b.params, "Ψ·p/N^[s≥3]");
-  rep.add(n + "grad_bytes", "grads per rank (rank 0)", double(tag(r0, MemTag::grad)), "B").predict(psi * b.grads, "Ψ·g/N^[s≥2]");
+  rep.add(n + "param_bytes", "params per rank (rank 0)", double(tag(r0, MemTag::param)), "B")
+      .predict(psi * b.params, "Ψ·p/N^[s≥3]");
+  rep.add(n + "grad_bytes", "grads per rank (rank 0)", double(tag(r0, MemTag::grad)), "B")
+      .predict(psi * b.grads, "Ψ·g/N^[s≥2]");
   rep.add(n + "optimizer_bytes", "master + m + v per rank (rank 0)",
           double(tag(r0, MemTag::master) + tag(r0, MemTag::optimizer)), "B")
       .predict(psi * b.optimizer, "Ψ·K/N^[s≥1]");
@@ -65,8 +69,8 @@ void add_model_state_rows(Report& rep, const std::string& n, const ZeroSettings&
   }
   (void)worst_formula;
   const double bound = (pp.param + pp.grad + pp.optimizer) * double(m.padding);
-  rep.check(n + "model_state_bytes", "model state per rank (the rank farthest off)", worst_measured, psi * b.total(), "B",
-            bound)
+  rep.check(n + "model_state_bytes", "model state per rank (the rank farthest off)", worst_measured, psi * b.total(),
+            "B", bound)
       .from(format_number(b.total()) + " B/param, ± padding");
   rep.check(n + "model_state_vs_buffers", "model state: events - buffer sizes (max over ranks)", worst_exact, 0.0, "B")
       .from("exact");
@@ -91,7 +95,8 @@ void add_residual_rows(Report& rep, const std::string& n, const ZeroSettings& s,
   int worst = 0;
   for (int r = 0; r < P; ++r) {
     const ZeroMemory& z = m.memory[std::size_t(r)];
-    rep.add(n + "peak_rank" + std::to_string(r), "rank " + std::to_string(r) + ": peak memory", double(z.peak_total), "B")
+    rep.add(n + "peak_rank" + std::to_string(r), "rank " + std::to_string(r) + ": peak memory", double(z.peak_total),
+            "B")
         .predict(formula, "model-state formula");
     if (z.peak_total > m.memory[std::size_t(worst)].peak_total) worst = r;
   }
@@ -106,8 +111,8 @@ void add_residual_rows(Report& rep, const std::string& n, const ZeroSettings& s,
   rep.add(n + "residual_workspace", who + "workspace", at(MemTag::other), "B");
   rep.add(n + "residual_padding", who + "padding, uneven shards", state - formula, "B");
   rep.check(n + "residual_total", who + "peak - formula = the rows above", double(z.peak_total) - formula,
-            at(MemTag::gather) + at(MemTag::comm) + at(MemTag::activation) + at(MemTag::data) + at(MemTag::other) + state -
-                formula,
+            at(MemTag::gather) + at(MemTag::comm) + at(MemTag::activation) + at(MemTag::data) + at(MemTag::other) +
+                state - formula,
             "B")
       .from("sum of the split");
   rep.add(n + "pool_reserved", "buffer pool reserved (rank 0)", double(m.pool_reserved[0]), "B");
@@ -124,9 +129,12 @@ void add_comm_rows(Report& rep, const std::string& n, const ZeroSettings& s, con
   if (shards_optimizer(m.stage) && s.precision == DType::f16) exact += 2 * ring * 4;
   rep.check(n + "bus_bytes_per_step", "bytes sent per rank per step (ring)", m.bus_bytes_per_step, exact, "B",
             1e-9 * exact)
-      .from(shards_params(m.stage) ? "3·N·chunk·(N-1)/N" : shards_optimizer(m.stage) ? "2·N·chunk·(N-1)/N" : "2Ψ(N-1)/N");
+      .from(shards_params(m.stage)      ? "3·N·chunk·(N-1)/N"
+            : shards_optimizer(m.stage) ? "2·N·chunk·(N-1)/N"
+                                        : "2Ψ(N-1)/N");
   rep.add(n + "comm_formula", "bytes per rank per step vs the formula", m.bus_bytes_per_step, "B")
-      .predict(theory::zero_comm_elements_per_rank(psi, stage_number(m.stage), P) * es, shards_params(m.stage) ? "3Ψ(N-1)/N" : "2Ψ(N-1)/N");
+      .predict(theory::zero_comm_elements_per_rank(psi, stage_number(m.stage), P) * es,
+               shards_params(m.stage) ? "3Ψ(N-1)/N" : "2Ψ(N-1)/N");
 }
 
 }  // namespace
@@ -139,13 +147,14 @@ std::size_t ZeroMemory::model_state() const {
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P) {
   const std::string n = stage_case(m.stage) + ".";
   add_equivalence_rows(rep, n, s, m, P);
-  if (!shards_optimizer(m.stage)) rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
+  if (!shards_optimizer(m.stage))
+    rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
   rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);
   if (shards_params(m.stage))
-    rep.add(n + "exposed_allgather", "of which parameter all-gathers (prefetch " + std::to_string(m.prefetch_depth) + ")",
-            0, "s")
+    rep.add(n + "exposed_allgather",
+            "of which parameter all-gathers (prefetch " + std::to_string(m.prefetch_depth) + ")", 0, "s")
         .over(m.exposed_gather);
   // Padded elements: Ψ plus the padding, which is what make_zero_units laid out.
   add_comm_rows(rep, n, s, m, double(psi), psi + m.padding, P);
@@ -154,13 +163,21 @@ void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m,
 }
 
 void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, double stage0_step) {
-  ReportPlot plot{"prefetch_sweep", "stage 3: prefetch depth, exposed all-gather time against peak memory",
-                  "peak memory (rank 0)", "B", "exposed all-gather per step", "s", {}, {}, {}};
+  ReportPlot plot{"prefetch_sweep",
+                  "stage 3: prefetch depth, exposed all-gather time against peak memory",
+                  "peak memory (rank 0)",
+                  "B",
+                  "exposed all-gather per step",
+                  "s",
+                  {},
+                  {},
+                  {}};
   for (const ZeroMeasurement& m : sweep) {
     const std::string d = "prefetch" + std::to_string(m.prefetch_depth);
     rep.add(d + ".exposed_allgather", "exposed all-gather per step", 0, "s").over(m.exposed_gather);
     rep.add(d + ".peak_memory", "peak memory (rank 0)", double(m.memory[0].peak_total), "B");
-    rep.add(d + ".gather_peak", "gather buffers at most (rank 0)", double(m.memory[0].peak[std::size_t(MemTag::gather)]), "B");
+    rep.add(d + ".gather_peak", "gather buffers at most (rank 0)",
+            double(m.memory[0].peak[std::size_t(MemTag::gather)]), "B");
     rep.add(d + ".step_time", "step time (slowest rank)", 0, "s").over(m.step);
     if (stage0_step > 0) rep.add(d + ".step_vs_ddp", "step time / stage 0's", m.step.median / stage0_step, "x");
     plot.x.push_back(double(m.memory[0].peak_total));
@@ -170,30 +187,35 @@ void add_prefetch_sweep(Report& rep, const std::vector<ZeroMeasurement>& sweep, 
   rep.plots.push_back(plot);
 }
 
-void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi, int units) {
+void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<ZeroStage>& stages, std::size_t psi,
+                         int units) {
   const int P = rep.ranks;
   char mlp[128];
   std::snprintf(mlp, sizeof mlp, "MLP %d wide × %d layers (Ψ = %zu params)", s.shape.width, s.shape.layers, psi);
   rep.setup.push_back(mlp);
   rep.setup.push_back("batch " + std::to_string(s.batch) + " (" + std::to_string(s.batch / P) + " per rank)");
-  rep.setup.push_back(s.precision == DType::f32 ? "fp32 (4+4+8 B/param)"
-                                                : std::string(dtype_name(s.precision)) +
-                                                      (s.master == MasterWeights::keep ? " mixed, fp32 master (2+2+12 B/param)"
-                                                                                       : " mixed, no master (2+2+8 B/param)"));
+  rep.setup.push_back(s.precision == DType::f32
+                          ? "fp32 (4+4+8 B/param)"
+                          : std::string(dtype_name(s.precision)) + (s.master == MasterWeights::keep
+                                                                        ? " mixed, fp32 master (2+2+12 B/param)"
+                                                                        : " mixed, no master (2+2+8 B/param)"));
   std::string names;
   for (ZeroStage st : stages) names += (names.empty() ? "" : ", ") + std::to_string(stage_number(st));
   rep.setup.push_back("stage " + names);
   rep.setup.push_back(std::to_string(units) + " sharding units of " + std::to_string(s.layers_per_unit) + " layer(s)");
-  rep.setup.push_back(s.prefetch_depth ? "prefetch " + std::to_string(s.prefetch_depth) + " unit(s) ahead" : "no prefetch");
-  rep.notes.push_back("Memory from each rank's alloc/free events. Model state = params + grads + fp32 master + m + v; "
-                      "the formula (seed 004: p + g + K over N per sharded part) holds it up to the padding: each unit "
-                      "is padded to N·ceil(n/N) elements.");
-  rep.notes.push_back("Bytes: what a ring moves per rank — (N-1)/N of each reduce-scatter and all-gather buffer, 2(N-1)/N "
-                      "of each all-reduce — from the collectives' events; exact against whole padded units.");
-  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " + std::to_string(s.steps) +
+  rep.setup.push_back(s.prefetch_depth ? "prefetch " + std::to_string(s.prefetch_depth) + " unit(s) ahead"
+                                       : "no prefetch");
+  rep.notes.push_back(
+      "Memory from each rank's alloc/free events. Model state = params + grads + fp32 master + m + v; "
+      "the formula (seed 004: p + g + K over N per sharded part) holds it up to the padding: each unit "
+      "is padded to N·ceil(n/N) elements.");
+  rep.notes.push_back(
+      "Bytes: what a ring moves per rank — (N-1)/N of each reduce-scatter and all-gather buffer, 2(N-1)/N "
+      "of each all-reduce — from the collectives' events; exact against whole padded units.");
+  rep.notes.push_back("Times per step: the median of " + std::to_string(s.repeat) + " runs of " +
+                      std::to_string(s.steps) +
                       " steps (min–max) after 1 warm-up step; waiting: the mean over ranks of the time blocked on a "
                       "collective.");
 }
-
 
 }  // namespace dtl

@@ -32,10 +32,10 @@ struct ZeroUnit {
 struct ZeroUnits {
   std::vector<ZeroUnit> units;  // in forward order
   int world = 1;
-  std::size_t numel = 0;         // Ψ: the model's parameters
-  std::size_t padded_numel = 0;  // Σ N·chunk: a padded full buffer
-  std::size_t shard_numel = 0;   // Σ chunk: one rank's shard buffer, padding included
-  std::size_t own_numel = 0;     // this rank's real elements
+  std::size_t numel = 0;                                        // Ψ: the model's parameters
+  std::size_t padded_numel = 0;                                 // Σ N·chunk: a padded full buffer
+  std::size_t shard_numel = 0;                                  // Σ chunk: one rank's shard buffer, padding included
+  std::size_t own_numel = 0;                                    // this rank's real elements
   std::size_t padding() const { return padded_numel - numel; }  // over all ranks
   const ZeroUnit& unit_of_layer(int layer) const;
 };

@@ -1,6 +1,8 @@
 // The peer report (bench/peers_report.h) on crafted results folders: ratios paired repeat
 // by repeat, a run over its ceiling called a ceiling bug, α–β recovered from times made
 // with known values, and the charts written as PNG files.
+#include "bench/peers_report.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/peers_report.h"
 #include "core/theory/alpha_beta_fit.h"
 
 namespace fs = std::filesystem;
@@ -31,7 +32,8 @@ struct Folder {
 // One sweep file with one out-of-place row; dtlab's carry the memory bandwidth.
 std::string sweep(double bytes, double busbw_GBps, double memory_GBps = 0) {
   std::ostringstream s;
-  s << R"({"rows": [{"bytes": )" << bytes << R"(, "inplace": false, "time_us": 100, "busbw_GBps": )" << busbw_GBps << "}]";
+  s << R"({"rows": [{"bytes": )" << bytes << R"(, "inplace": false, "time_us": 100, "busbw_GBps": )" << busbw_GBps
+    << "}]";
   if (memory_GBps > 0) s << R"(, "memory_GBps": {"read": )" << memory_GBps << R"(}, "ceiling_min_bytes": 1048576)";
   return s.str() + "}";
 }
@@ -69,11 +71,13 @@ TEST(PeersReport, FitRecoversAlphaAndBetaAndWritesCharts) {
       rows << (n > 1024 ? "," : "") << R"({"bytes": )" << n << R"(, "inplace": true, "time_us": )" << t * 1e6
            << R"(, "busbw_GBps": 1})";
     }
-    f.write("fit-threads-" + std::string(dtl::algorithm_kind_name(algo)) + "-p4.json", "{\"rows\": [" + rows.str() + "]}");
+    f.write("fit-threads-" + std::string(dtl::algorithm_kind_name(algo)) + "-p4.json",
+            "{\"rows\": [" + rows.str() + "]}");
   }
   f.write("ar-threads-library-p4-r1.json", sweep(64 << 20, 2, 50));
   const std::string out = f.report(f.dir.string());
-  EXPECT_NE(out.find("threads, P = 4: α = 10.00 µs, β = 1/(1.00 GB/s); error rms 0%, max 0%"), std::string::npos) << out;
+  EXPECT_NE(out.find("threads, P = 4: α = 10.00 µs, β = 1/(1.00 GB/s); error rms 0%, max 0%"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("ring beats tree above: predicted 7.81K"), std::string::npos) << out;  // 2α/(2.5β)
   for (const char* png : {"peers-busbw-4-ranks.png", "peers-alpha-beta-threads.png"}) {
     std::ifstream in(f.dir / png, std::ios::binary);
@@ -127,7 +131,9 @@ TEST(PeersReport, PointToPointFitPredictsTheRingAllReduce) {
   EXPECT_NE(out.find("| link | point-to-point, 2 ranks | 20.00 | 1.00 | 0% | 0% |"), std::string::npos) << out;
   // 4 ranks, 1 MiB: 6·20 µs + 1.5·1048576 B / 1 GB/s = 1692.864 µs, predicted exactly.
   EXPECT_NE(out.find("| link | 1M | 1693 | 1693 | +0% |"), std::string::npos) << out;
-  EXPECT_NE(out.find("link: the point-to-point α–β predicts the ring within 0% at every size (within"), std::string::npos) << out;
+  EXPECT_NE(out.find("link: the point-to-point α–β predicts the ring within 0% at every size (within"),
+            std::string::npos)
+      << out;
   // ±5 % noise: α and β within a few percent, the error shown; the slower ring is over target.
   EXPECT_NE(out.find("| threads | point-to-point, 2 ranks | "), std::string::npos) << out;
   EXPECT_NE(out.find("threads: the point-to-point α–β predicts the ring within"), std::string::npos) << out;

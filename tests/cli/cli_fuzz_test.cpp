@@ -6,9 +6,8 @@
 // table (tests/run_all.sh); there the address-space limit is left out (ASan reserves
 // terabytes of shadow address space), and DTL_MEMORY_LIMIT plus the check of each run's
 // peak resident size hold the same 2 GiB.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -117,9 +116,15 @@ Outcome run_limited(const std::vector<std::string>& args, const std::string& dir
 // Each command with options that keep a valid run small; the fuzzed option replaces its own.
 const std::vector<std::pair<std::string, std::map<std::string, std::string>>> kCommands = {
     {"run collectives", {{"--ranks", "2"}, {"--bytes", "4K"}, {"--iters", "1"}, {"--warmup", "0"}, {"--timeout", "2"}}},
-    {"run ddp", {{"--ranks", "2"}, {"--width", "16"}, {"--depth", "2"}, {"--batch", "8"}, {"--steps", "2"}, {"--timeout", "2"}}},
-    {"bench all_reduce", {{"--ranks", "2"}, {"--minbytes", "1K"}, {"--maxbytes", "4K"}, {"--iters", "1"},
-                          {"--warmup_iters", "0"}, {"--timeout", "2"}}},
+    {"run ddp",
+     {{"--ranks", "2"}, {"--width", "16"}, {"--depth", "2"}, {"--batch", "8"}, {"--steps", "2"}, {"--timeout", "2"}}},
+    {"bench all_reduce",
+     {{"--ranks", "2"},
+      {"--minbytes", "1K"},
+      {"--maxbytes", "4K"},
+      {"--iters", "1"},
+      {"--warmup_iters", "0"},
+      {"--timeout", "2"}}},
     {"bench-kernels", {{"--batch", "16"}, {"--width", "32"}, {"--elements", "64K"}, {"--repeats", "1"}}},
     {"bench-step", {{"--width", "32"}, {"--depth", "2"}, {"--batch", "16"}, {"--steps", "1"}, {"--warmup", "0"}}},
     {"grade", {{"--exercise", "sync_this_micro_batch"}}},
@@ -163,7 +168,8 @@ std::vector<Case> fuzz_cases() {
       for (const std::string& value : kHostile) {
         std::vector<std::string> args = words(command);
         for (const auto& [name, v] : base)
-          if (std::find(opt.names.begin(), opt.names.end(), name) == opt.names.end()) args.insert(args.end(), {name, v});
+          if (std::find(opt.names.begin(), opt.names.end(), name) == opt.names.end())
+            args.insert(args.end(), {name, v});
         args.insert(args.end(), {opt.names.back(), value});
         cases.push_back({args, opt, {}});
       }
@@ -287,7 +293,8 @@ TEST(CliFuzz, HostileValuesForEveryDeclaredOptionEndCleanly) {
   }
   std::vector<const Case*> slowest;
   for (const Case& c : cases) slowest.push_back(&c);
-  std::sort(slowest.begin(), slowest.end(), [](const Case* a, const Case* b) { return a->outcome.seconds > b->outcome.seconds; });
+  std::sort(slowest.begin(), slowest.end(),
+            [](const Case* a, const Case* b) { return a->outcome.seconds > b->outcome.seconds; });
   for (std::size_t i = 0; i < 5 && i < slowest.size(); ++i) {
     std::string line;
     for (const auto& a : slowest[i]->args) line += " '" + a + "'";

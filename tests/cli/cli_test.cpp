@@ -1,6 +1,5 @@
 // The dtlab command as a user runs it: exit codes, JSON on stdout, traces, errors.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,21 +82,43 @@ TEST(Cli, RunJsonPutsOnlyTheReportOnStdout) {
 }
 
 TEST(Cli, BadInputIsUsageErrorTwo) {
-  for (const char* args : {"run collectives --bytes -3", "run collectives --bytes 12Q", "run nolab",
-                           "run collectives --algo butterfly", "run collectives --ranks 0",
-                           "run collectives --ranks 99999999", "run collectives --frobnicate", "bench nothing",
-                           "bench all_reduce --impl ring -b 1M -e 1K", "run collectives --inject-fault 9",
-                           "run collectives --link carrier-pigeon", "run collectives --link pcie4 --step",
-                           "run ddp --slow-rank 4:2", "run ddp --slow-rank 1", "run ddp --slow-rank 1:0.5",
-                           "run ddp --slow-rank x:2", "bench-kernels --device cuda",
-                           "bench-step --device cuda", "bench-step --width 0", "run ddp --width abc",
-                           "run ddp --bucket-mb x", "run ddp --steps 99999999999", "run ddp --depth 2.5",
-                           "run ddp --width 60000", "bench-step --width 60000", "bench-kernels --elements 8G",
-                           "run collectives --bytes 4096G", "bench all_reduce -b 4096G -e 4096G",
-                           "run collectives --backend nccl --device cpu", "run collectives --backend mpi --device cuda",
-                           "bench all_reduce --backend mpi --device cuda", "run ddp --device cuda",
-                           "bench ping_pong --impl ring", "bench ping_pong --ranks 1", "bench ping_pong --device cuda",
-                           "bench ping_pong --backend nccl", "bench ping_pong --op max"}) {
+  for (const char* args : {"run collectives --bytes -3",
+                           "run collectives --bytes 12Q",
+                           "run nolab",
+                           "run collectives --algo butterfly",
+                           "run collectives --ranks 0",
+                           "run collectives --ranks 99999999",
+                           "run collectives --frobnicate",
+                           "bench nothing",
+                           "bench all_reduce --impl ring -b 1M -e 1K",
+                           "run collectives --inject-fault 9",
+                           "run collectives --link carrier-pigeon",
+                           "run collectives --link pcie4 --step",
+                           "run ddp --slow-rank 4:2",
+                           "run ddp --slow-rank 1",
+                           "run ddp --slow-rank 1:0.5",
+                           "run ddp --slow-rank x:2",
+                           "bench-kernels --device cuda",
+                           "bench-step --device cuda",
+                           "bench-step --width 0",
+                           "run ddp --width abc",
+                           "run ddp --bucket-mb x",
+                           "run ddp --steps 99999999999",
+                           "run ddp --depth 2.5",
+                           "run ddp --width 60000",
+                           "bench-step --width 60000",
+                           "bench-kernels --elements 8G",
+                           "run collectives --bytes 4096G",
+                           "bench all_reduce -b 4096G -e 4096G",
+                           "run collectives --backend nccl --device cpu",
+                           "run collectives --backend mpi --device cuda",
+                           "bench all_reduce --backend mpi --device cuda",
+                           "run ddp --device cuda",
+                           "bench ping_pong --impl ring",
+                           "bench ping_pong --ranks 1",
+                           "bench ping_pong --device cuda",
+                           "bench ping_pong --backend nccl",
+                           "bench ping_pong --op max"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
@@ -134,7 +155,8 @@ TEST(Cli, StepPrintsEveryTransfer) {
 TEST(Cli, StepStartsEachAlgorithmsRunFromOwnData) {
   const Output o = dtlab("run collectives --algo all --ranks 3 --bytes 48 --step < /dev/null");
   ASSERT_EQ(o.code, 0) << o.err;
-  for (const char* run : {"run: naive all_reduce\n", "run: ring all_reduce\n", "run: tree all_reduce\n", "run: rhd all_reduce\n"}) {
+  for (const char* run :
+       {"run: naive all_reduce\n", "run: ring all_reduce\n", "run: tree all_reduce\n", "run: rhd all_reduce\n"}) {
     const std::size_t at = o.out.find(run);
     ASSERT_NE(at, std::string::npos) << run << o.out;
     const std::size_t first_picture_end = o.out.find("rank 2", at);
@@ -201,7 +223,7 @@ TEST(Cli, BenchPingPongTimesOneWayAndChecksTheData) {
   EXPECT_NE(o.out.find("one-way"), std::string::npos) << o.out;
   const json j = json::parse(slurp(path));
   EXPECT_EQ(j["collective"], "ping_pong");
-  EXPECT_EQ(j["ranks"], 2);  // the default for ping_pong
+  EXPECT_EQ(j["ranks"], 2);         // the default for ping_pong
   ASSERT_EQ(j["rows"].size(), 3u);  // 1K, 8K, 64K
   for (const auto& row : j["rows"]) {
     EXPECT_EQ(row["wrong"].get<double>(), 0);
@@ -247,7 +269,8 @@ TEST(Cli, ThreadsBackendUnderALauncherIsAUsageError) {
 // --device cuda on a machine without a GPU (or a build without CUDA): exit 2 and a message
 // that says why and what to use instead, never a crash.
 TEST(Cli, DeviceCudaWithoutAGpuIsAClearUsageError) {
-  if (dtl::cuda::probe_devices().count > 0) GTEST_SKIP() << "this machine has a GPU (tests/gpu covers --device cuda there)";
+  if (dtl::cuda::probe_devices().count > 0)
+    GTEST_SKIP() << "this machine has a GPU (tests/gpu covers --device cuda there)";
   for (const char* args : {"run collectives --bytes 1K --device cuda", "bench all_reduce --device cuda -b 1K -e 1K"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 2) << args << "\n" << o.err;
@@ -275,8 +298,9 @@ TEST(Cli, BenchStepPrintsStepTimeAndRate) {
 // rank, 2L + 1 LayerNorms, L attentions, L residual adds in one pass), and the ops' times
 // add up to the step's, less what runs outside the ops (the row that says so).
 TEST(Cli, BenchStepProfilesTheGptsOps) {
-  const Output o = dtlab("bench-step --model gpt --layers 3 --hidden 32 --heads 2 --seq 16 --batch 2 --vocab 64 "
-                         "--steps 2 --warmup 1 --profile-ops");
+  const Output o = dtlab(
+      "bench-step --model gpt --layers 3 --hidden 32 --heads 2 --seq 16 --batch 2 --vocab 64 "
+      "--steps 2 --warmup 1 --profile-ops");
   ASSERT_EQ(o.code, 0) << o.err;
   const auto calls = [&](const std::string& op) {
     const std::size_t at = o.out.find("\n" + op + " ");
@@ -376,13 +400,14 @@ TEST(Cli, WritingToAFullDiskIsAnError) {
     EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
     const std::string expected = "dtlab: error writing standard output: No space left on device\n";
     EXPECT_TRUE(o.err.size() >= expected.size() && o.err.substr(o.err.size() - expected.size()) == expected)
-        << args << ": stderr should end with '" << expected << "', it is:\n" << o.err;
+        << args << ": stderr should end with '" << expected << "', it is:\n"
+        << o.err;
   }
-  for (const char* args : {"bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json /dev/full",
-                           "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 --json /dev/full",
-                           "grade --exercise all_reduce_cost --json /dev/full",
-                           "run collectives --ranks 2 --bytes 1K --trace /dev/full",
-                           "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --trace /dev/full"}) {
+  for (const char* args :
+       {"bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --json /dev/full",
+        "bench-kernels --batch 8 --width 64 --elements 64K --repeats 1 --json /dev/full",
+        "grade --exercise all_reduce_cost --json /dev/full", "run collectives --ranks 2 --bytes 1K --trace /dev/full",
+        "bench all_reduce --ranks 2 -b 1K -e 1K -n 1 -w 0 --trace /dev/full"}) {
     const Output o = dtlab(args);
     EXPECT_EQ(o.code, 1) << args << "\n" << o.err;
     EXPECT_NE(o.err.find("'/dev/full'"), std::string::npos) << args << ": the message names the file:\n" << o.err;
@@ -412,7 +437,8 @@ TEST(Cli, MoreThreadRanksThanTheProcessCanHoldIsAUsageError) {
   ASSERT_NE(at, std::string::npos) << v.err;
   const int fit = std::atoi(v.err.c_str() + at + 12);
   EXPECT_GT(fit, 0) << v.err;
-  const Output ok = limited("ulimit -S -v 3000000", "run collectives --ranks " + std::to_string(fit) + " --bytes 4 --iters 1");
+  const Output ok =
+      limited("ulimit -S -v 3000000", "run collectives --ranks " + std::to_string(fit) + " --bytes 4 --iters 1");
   EXPECT_EQ(ok.code, 0) << "the figure it gave does not run: " << ok.err;
 #endif
 }

@@ -2,7 +2,6 @@
 // message naming what is wrong, before anything runs; a trace that cannot be written late
 // in a run does not hide the report.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -85,16 +84,19 @@ TEST(CliUsage, DdpHonoursInjectedFaultsAndHangs) {
   const std::string small = " --ranks 4 --width 32 --depth 3 --batch 16 --steps 3 --timeout 5";
   const auto fault = run_dtlab("run ddp --inject-fault 2:3" + small);
   EXPECT_EQ(fault.code, 1) << fault.err;
-  EXPECT_NE(fault.err.find("rank 2 failed: injected fault on rank 2 at its all_reduce #3"), std::string::npos) << fault.err;
+  EXPECT_NE(fault.err.find("rank 2 failed: injected fault on rank 2 at its all_reduce #3"), std::string::npos)
+      << fault.err;
   EXPECT_EQ(fault.err.find("watchdog"), std::string::npos) << "the peers were left hanging:\n" << fault.err;
-  const auto hang = run_dtlab("run ddp --inject-hang 1:2 --ranks 3 --width 32 --depth 3 --batch 12 --steps 3 --timeout 1");
+  const auto hang =
+      run_dtlab("run ddp --inject-hang 1:2 --ranks 3 --width 32 --depth 3 --batch 12 --steps 3 --timeout 1");
   EXPECT_EQ(hang.code, 1) << hang.err;
   EXPECT_NE(hang.err.find("rank 1 waits nothing: it stopped communicating on purpose"), std::string::npos) << hang.err;
 }
 
 TEST(CliUsage, ZeroHonoursInjectedFaultsAndIsRefusedWhenTooLarge) {
   // ZeRO posts no sends either: STEP counts its collectives (reduce-scatters, all-gathers).
-  const auto fault = run_dtlab("run zero --inject-fault 1:4 --ranks 2 --width 32 --depth 3 --batch 8 --steps 2 --timeout 5");
+  const auto fault =
+      run_dtlab("run zero --inject-fault 1:4 --ranks 2 --width 32 --depth 3 --batch 8 --steps 2 --timeout 5");
   EXPECT_EQ(fault.code, 1) << fault.err;
   EXPECT_NE(fault.err.find("rank 1 failed: injected fault on rank 1"), std::string::npos) << fault.err;
   EXPECT_EQ(fault.err.find("watchdog"), std::string::npos) << "the peers were left hanging:\n" << fault.err;
@@ -106,7 +108,8 @@ TEST(CliUsage, ZeroHonoursInjectedFaultsAndIsRefusedWhenTooLarge) {
 
 TEST(CliUsage, APipelineStageThatStopsAnsweringIsNamedByTheWatchdog) {
   // Stage 1 hangs at its 3rd send: stage 2 waits for an activation that never comes.
-  const auto o = run_dtlab("run pipeline --ranks 4 --inject-hang 1:3 --width 16 --depth 4 --batch 8 --micro-batches 4 --timeout 2");
+  const auto o = run_dtlab(
+      "run pipeline --ranks 4 --inject-hang 1:3 --width 16 --depth 4 --batch 8 --micro-batches 4 --timeout 2");
   EXPECT_EQ(o.code, 1) << o.err;
   EXPECT_NE(o.err.find("waits for the activation of micro-batch"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("from stage 1"), std::string::npos) << o.err;
@@ -124,7 +127,8 @@ TEST(CliUsage, AGptCheckpointThatDoesNotFitIsExit2NamingTheTensor) {
   const std::string path = testing::TempDir() + "/cli_usage_gpt_" + std::to_string(::getpid()) + ".safetensors";
   const std::string tiny = " --ranks 1 --layers 1 --hidden 32 --heads 2 --seq 16 --batch 2";
   ASSERT_EQ(run_dtlab("run gpt --steps 0" + tiny + " --save " + path).code, 0);
-  const auto narrow = run_dtlab("run gpt --steps 0 --ranks 1 --layers 1 --hidden 16 --heads 2 --seq 16 --batch 2 --load " + path);
+  const auto narrow =
+      run_dtlab("run gpt --steps 0 --ranks 1 --layers 1 --hidden 16 --heads 2 --seq 16 --batch 2 --load " + path);
   EXPECT_EQ(narrow.code, 2) << narrow.err;
   EXPECT_NE(narrow.err.find("tensor 'wte'"), std::string::npos) << narrow.err;
   const auto absent = run_dtlab("run gpt --steps 0" + tiny + " --load /nonexistent-folder/g.safetensors");

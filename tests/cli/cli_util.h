@@ -12,9 +12,9 @@
 namespace dtl::test {
 
 struct CliOutput {
-  int code = -1;     // exit code; -1 if killed by a signal
-  std::string out;   // stdout
-  std::string err;   // stderr
+  int code = -1;    // exit code; -1 if killed by a signal
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 // A shell command line (a limit set first, say), with its stderr kept apart.

@@ -59,7 +59,8 @@ TEST(DdpStability, ExposedCommunicationOfConsecutiveRunsWithin20Percent) {
                                             [](const Exposed& a, const Exposed& b) { return a.median < b.median; });
   ASSERT_GT(lo->median, 0) << figures;
   const double spread = hi->median / lo->median - 1;
-  std::printf("dtlab %s, exposed communication per step:\n%sspread %.0f%%\n", args.c_str(), figures.c_str(), 100 * spread);
+  std::printf("dtlab %s, exposed communication per step:\n%sspread %.0f%%\n", args.c_str(), figures.c_str(),
+              100 * spread);
   if (spread <= 0.2) return;
   double load = 0;
   const int cores = int(std::thread::hardware_concurrency());
@@ -68,5 +69,6 @@ TEST(DdpStability, ExposedCommunicationOfConsecutiveRunsWithin20Percent) {
     GTEST_SKIP() << "spread " << int(100 * spread) << "% over 20%, on a machine with " << cores << " cores and load "
                  << load << " (the run has 8 busy threads): the comm streams waited for a core\n"
                  << figures;
-  FAIL() << "exposed communication of three consecutive runs spreads " << int(100 * spread) << "% (over 20%)\n" << figures;
+  FAIL() << "exposed communication of three consecutive runs spreads " << int(100 * spread) << "% (over 20%)\n"
+         << figures;
 }

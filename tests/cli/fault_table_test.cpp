@@ -60,7 +60,8 @@ TEST(FaultTable, AFailingRankEndsEveryLabNamingIt) {
   for (const Case& c : kCases) {
     const Ran r = run(std::string(c.lab) + " --inject-fault 1:1");
     EXPECT_EQ(r.out.code, 1) << c.lab << "\n" << r.out.err;
-    EXPECT_NE(r.out.err.find("rank 1 failed: injected fault on rank 1"), std::string::npos) << c.lab << "\n" << r.out.err;
+    EXPECT_NE(r.out.err.find("rank 1 failed: injected fault on rank 1"), std::string::npos) << c.lab << "\n"
+                                                                                            << r.out.err;
     EXPECT_LT(r.seconds, 15.0) << c.lab;
     std::printf("%-100s fault: %.2f s\n", c.lab, r.seconds);
   }

@@ -1,8 +1,8 @@
 // What `dtlab grade` makes of GoogleTest's failure texts (labs/cli/grade_messages.h): the
 // graded test's message, never file:line, "Failed", "Value of" or "thrown in the test body".
-#include <gtest/gtest.h>
-
 #include "labs/cli/grade_messages.h"
+
+#include <gtest/gtest.h>
 
 using dtl::cli::learner_message;
 using dtl::cli::wrap_text;
@@ -15,10 +15,12 @@ TEST(GradeMessages, AGradedCheckKeepsOnlyItsMessage) {
 
 TEST(GradeMessages, AStubIsNamedWithoutItsHintPointer) {
   const std::string stub =
-      "tree_reduce is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) with your code; hints: dtlab "
+      "tree_reduce is not implemented yet: replace the reference_until_written line of its stub (exercises/<lab>.cpp) "
+      "with your code; hints: dtlab "
       "grade --exercise tree --hint 1 (2 and 3 say more)";
   EXPECT_EQ(learner_message("/src/tests/grade/grade_util.h:120\nFailed\ntree_all_reduce on 2 ranks, 1 float: rank 0 "
-                            "failed: " + stub),
+                            "failed: " +
+                            stub),
             "tree_reduce is not implemented yet");
   EXPECT_EQ(learner_message("unknown file\nC++ exception with description \"" + stub + "\" thrown in the test body."),
             "tree_reduce is not implemented yet");
@@ -45,8 +47,9 @@ TEST(GradeMessages, AMultiLineDeadlockReportBecomesOneLine) {
   const std::string m = learner_message(
       "x.cpp:1\nFailed\nring_all_reduce on 3 ranks, 8 floats: watchdog: no rank made progress for 5 s:\n"
       "  rank 0 waits recv from rank 2 tag 12288 (8 B)\n  rank 1 waits recv from rank 0 tag 12288 (8 B)\n");
-  EXPECT_EQ(m, "ring_all_reduce on 3 ranks, 8 floats: watchdog: no rank made progress for 5 s: rank 0 waits recv from "
-               "rank 2 tag 12288 (8 B); rank 1 waits recv from rank 0 tag 12288 (8 B)");
+  EXPECT_EQ(m,
+            "ring_all_reduce on 3 ranks, 8 floats: watchdog: no rank made progress for 5 s: rank 0 waits recv from "
+            "rank 2 tag 12288 (8 B); rank 1 waits recv from rank 0 tag 12288 (8 B)");
   EXPECT_EQ(m.find('\n'), std::string::npos);
   EXPECT_LE(learner_message(std::string(5000, 'x'), 100).size(), 100u);
 }
@@ -60,10 +63,18 @@ TEST(GradeMessages, WrapIndentsContinuationLines) {
 // GoogleTest's JSON escapes each byte of "·", "×" and "→" apart ("2Â·5"): the message a
 // learner reads is clean UTF-8 again, and text that was never re-encoded stays as it is.
 TEST(GradeMessages, BytesEscapedOneByOneAreUtf8Again) {
-  const std::string mangled = "padded unit of 2\xc3\x82\xc2\xb7" "5 elements; rows 8 \xc3\x83\xc2\x97 in 8 \xc3\xa2\xc2\x86\xc2\x92 out 12";
-  EXPECT_EQ(dtl::cli::repair_byte_escapes(mangled), "padded unit of 2\xc2\xb7" "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
-  EXPECT_EQ(learner_message("x.cpp:3\nFailed\n" + mangled), "padded unit of 2\xc2\xb7" "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
-  for (const std::string clean : {"2\xc2\xb7" "5 and 8 \xc3\x97 8", "plain ascii", "caf\xc3\xa9", "\xce\xa8 = 12"})
+  const std::string mangled =
+      "padded unit of 2\xc3\x82\xc2\xb7"
+      "5 elements; rows 8 \xc3\x83\xc2\x97 in 8 \xc3\xa2\xc2\x86\xc2\x92 out 12";
+  EXPECT_EQ(dtl::cli::repair_byte_escapes(mangled),
+            "padded unit of 2\xc2\xb7"
+            "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
+  EXPECT_EQ(learner_message("x.cpp:3\nFailed\n" + mangled),
+            "padded unit of 2\xc2\xb7"
+            "5 elements; rows 8 \xc3\x97 in 8 \xe2\x86\x92 out 12");
+  for (const std::string clean : {"2\xc2\xb7"
+                                  "5 and 8 \xc3\x97 8",
+                                  "plain ascii", "caf\xc3\xa9", "\xce\xa8 = 12"})
     EXPECT_EQ(dtl::cli::repair_byte_escapes(clean), clean) << clean;  // "é" alone: Latin-1 bytes that are not UTF-8
 }
 

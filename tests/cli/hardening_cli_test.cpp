@@ -33,7 +33,8 @@ std::string temp_path(const std::string& name) { return ::testing::TempDir() + n
 // (3) batch × seq past an int: "0 tokens" and NaN losses, or a negative tensor dimension.
 TEST(Hardening, TokensPerStepPastAnIntAreAUsageError) {
   expect_usage_error("run tensor_parallel --ranks 2 --seq 65536 --batch 65536", "4294967296 tokens per step");
-  expect_usage_error("run tensor_parallel --ranks 2 --seq 65536 --batch 32768 --model gpt", "2147483648 tokens per step");
+  expect_usage_error("run tensor_parallel --ranks 2 --seq 65536 --batch 32768 --model gpt",
+                     "2147483648 tokens per step");
 }
 
 // (4) stepping with an injected fault waited for the 60 s watchdog, blaming the wrong rank.
@@ -59,8 +60,10 @@ TEST(Hardening, LoadingFromADeviceIsRefusedBeforeReading) {
 // (9) outputs are checked before the work that fills them, not after.
 TEST(Hardening, UnwritableOutputsAreRefusedBeforeTheWork) {
   const auto t0 = std::chrono::steady_clock::now();
-  expect_usage_error("run gpt --ranks 1 --steps 3000 --save /nonexistent/x.safetensors", "--save '/nonexistent/x.safetensors'");
-  expect_usage_error("simulate --model 7b --dp 8 --tp 8 --pp 2 --trace /nonexistent/s.json", "--trace '/nonexistent/s.json'");
+  expect_usage_error("run gpt --ranks 1 --steps 3000 --save /nonexistent/x.safetensors",
+                     "--save '/nonexistent/x.safetensors'");
+  expect_usage_error("simulate --model 7b --dp 8 --tp 8 --pp 2 --trace /nonexistent/s.json",
+                     "--trace '/nonexistent/s.json'");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 

@@ -35,8 +35,9 @@ std::vector<Flag> flags_of(RunOption o) {
   return {};
 }
 
-const std::vector<RunOption> kAllRunOptions = {RunOption::bytes, RunOption::dtype,  RunOption::iters,     RunOption::device,
-                                               RunOption::step,  RunOption::faults, RunOption::slow_rank, RunOption::repeat};
+const std::vector<RunOption> kAllRunOptions = {RunOption::bytes,     RunOption::dtype, RunOption::iters,
+                                               RunOption::device,    RunOption::step,  RunOption::faults,
+                                               RunOption::slow_rank, RunOption::repeat};
 
 // Every option some lab declares or some run-wide option names, that `lab` does not take.
 std::vector<Flag> undeclared_for(const LabInfo& lab) {
@@ -66,9 +67,11 @@ TEST(LabOptions, EveryLabRefusesEveryOptionItDoesNotDeclare) {
       const test::CliOutput o = test::run_dtlab(args);
       ++tried;
       EXPECT_EQ(o.code, 2) << "dtlab " << args << "\n" << o.err;
-      EXPECT_NE(o.err.find("--" + f.name), std::string::npos) << "dtlab " << args << " must name the option:\n" << o.err;
-      EXPECT_NE(o.err.find("its options are"), std::string::npos) << "dtlab " << args << " should list the lab's options:\n"
-                                                                  << o.err;
+      EXPECT_NE(o.err.find("--" + f.name), std::string::npos) << "dtlab " << args << " must name the option:\n"
+                                                              << o.err;
+      EXPECT_NE(o.err.find("its options are"), std::string::npos)
+          << "dtlab " << args << " should list the lab's options:\n"
+          << o.err;
     }
   EXPECT_GE(tried, 10) << "too few options to try: is the registry empty?";
 }

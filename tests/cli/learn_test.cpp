@@ -54,9 +54,7 @@ TEST(Learn, OneLabPrintsOnlyItsPart) {
     EXPECT_EQ(o.out.rfind("## ", 0), 0u) << lab.name << ": starts at its heading:\n" << o.out;
     EXPECT_NE(o.out.find("Lab `" + lab.name + "`"), std::string::npos);
     for (const dtl::LabInfo& other : labs) {
-      if (other.name != lab.name) {
-        EXPECT_EQ(o.out.find("Lab `" + other.name + "`"), std::string::npos) << lab.name;
-      }
+      if (other.name != lab.name) { EXPECT_EQ(o.out.find("Lab `" + other.name + "`"), std::string::npos) << lab.name; }
     }
   }
 }

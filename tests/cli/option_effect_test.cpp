@@ -25,9 +25,12 @@ namespace {
 // capacities above the whole model, compute times of a microsecond, a backward near its
 // default of twice the forward (3 ms against 4 ms moved the step time by less than CI's noise).
 const std::map<std::pair<std::string, std::string>, std::string> kValue = {
-    {{"ddp", "bucket-mb"}, "0.01"},        {{"zero", "bucket-mb"}, "0.001"},
-    {{"pipeline", "compute-us"}, "3000"},  {{"pipeline", "backward-us"}, "12000"},
-    {{"pipeline", "weight-us"}, "1000"},  {{"grid", "compute-us"}, "3000"},
+    {{"ddp", "bucket-mb"}, "0.01"},
+    {{"zero", "bucket-mb"}, "0.001"},
+    {{"pipeline", "compute-us"}, "3000"},
+    {{"pipeline", "backward-us"}, "12000"},
+    {{"pipeline", "weight-us"}, "1000"},
+    {{"grid", "compute-us"}, "3000"},
     {{"grid", "dp"}, "2"},  // (0 means ranks / (tp·pp) = 1 here: the next value, 1, is the same grid)
 };
 
@@ -70,14 +73,15 @@ LabRun run(const std::string& lab, const std::map<std::string, std::string>& opt
 
 // Every number in the report's rows and plots, by a path naming it ("rows/bucketed.loss_last/measured").
 void flatten(const json& j, const std::string& at, std::map<std::string, double>& out) {
-  if (j.is_number()) out[at] = j.get<double>();
+  if (j.is_number())
+    out[at] = j.get<double>();
   else if (j.is_object())
     for (const auto& [k, v] : j.items()) flatten(v, at + "/" + k, out);
   else if (j.is_array())
     for (std::size_t i = 0; i < j.size(); ++i) {
       const json& e = j[i];
-      const std::string key = e.is_object() && e.contains("id") && e["id"].is_string() ? e["id"].get<std::string>()
-                                                                                         : std::to_string(i);
+      const std::string key =
+          e.is_object() && e.contains("id") && e["id"].is_string() ? e["id"].get<std::string>() : std::to_string(i);
       flatten(e, at + "/" + key, out);
     }
 }
@@ -103,7 +107,8 @@ std::string what_moved(const std::map<std::string, double>& a, const std::map<st
     const auto again = a2.find(k);
     const double noise = again == a2.end() ? std::fabs(v) : std::fabs(again->second - v), w = it->second;
     if (noise == 0 && w != v) return k;
-    if (noise > 0 && std::fabs(w - v) > 3 * noise && std::fabs(w - v) > 0.1 * std::fabs(v)) return k + " (beyond its noise)";
+    if (noise > 0 && std::fabs(w - v) > 3 * noise && std::fabs(w - v) > 0.1 * std::fabs(v))
+      return k + " (beyond its noise)";
   }
   return {};
 }

@@ -2,6 +2,8 @@
 // through the lab's settings struct (parsed into its field and written back, the others
 // left at their defaults), and a wrong value of any flag exits `dtlab run` with 2 and a
 // message naming the flag and what it takes. Also the table's own mechanics on a toy struct.
+#include "labs/option_table.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 
 #include "core/error.h"
 #include "labs/lab.h"
-#include "labs/option_table.h"
 #include "tests/cli/cli_util.h"
 
 using namespace dtl;
@@ -40,8 +41,10 @@ std::vector<std::string> values_of(const OptionSpec& s) {
   switch (s.kind) {
     case OptionKind::choice: return s.choices;
     case OptionKind::path: return {"dir/model.safetensors"};
-    case OptionKind::integer: return {canonical(s, s.min), canonical(s, s.max), canonical(s, std::floor((s.min + s.max) / 3))};
-    case OptionKind::number: return {canonical(s, s.min), canonical(s, s.max), canonical(s, s.min + (s.max - s.min) / 4)};
+    case OptionKind::integer:
+      return {canonical(s, s.min), canonical(s, s.max), canonical(s, std::floor((s.min + s.max) / 3))};
+    case OptionKind::number:
+      return {canonical(s, s.min), canonical(s, s.max), canonical(s, s.min + (s.max - s.min) / 4)};
     case OptionKind::bytes: return {canonical(s, s.min), canonical(s, s.max)};
   }
   return {};
@@ -54,7 +57,8 @@ TEST(OptionTable, EveryFlagOfEveryLabRoundTripsThroughItsSettings) {
   for (const LabInfo& lab : lab_registry()) {
     ASSERT_TRUE(lab.read_back) << lab.name << " has no option table's read_back (labs/option_table.h)";
     const auto defaults = lab.read_back(with_defaults(lab, LabConfig{}).options);
-    for (const OptionSpec& s : lab.options) EXPECT_EQ(defaults.at(s.name), s.default_value) << lab.name << " --" << s.name;
+    for (const OptionSpec& s : lab.options)
+      EXPECT_EQ(defaults.at(s.name), s.default_value) << lab.name << " --" << s.name;
     for (const OptionSpec& s : lab.options)
       for (const std::string& value : values_of(s)) {
         LabConfig cfg;
@@ -105,7 +109,8 @@ const OptionTable<Toy>& toy_table() {
   static const OptionTable<Toy> table = [] {
     OptionTable<Toy> t;
     t.integer("width", &Toy::width, 8, 1, 64, "width")
-        .integer("depth", [](Toy& x) -> int& { return x.inner.depth; }, 3, 1, 9, "depth")
+        .integer(
+            "depth", [](Toy& x) -> int& { return x.inner.depth; }, 3, 1, 9, "depth")
         .number("rate", &Toy::rate, 0.5, 0, 1, "rate")
         .choice("color", &Toy::color, Color::green, {{Color::red, "red"}, {Color::green, "green"}}, "color")
         .choice("on", &Toy::on, true, {{false, "off"}, {true, "on"}}, "switch");
@@ -149,7 +154,8 @@ TEST(OptionTable, AValueOutsideItsRangeNamesTheFlag) {
     validated({{"depth", "10"}});
     ADD_FAILURE() << "--depth 10 was accepted (range 1 to 9)";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--depth '10' is not valid: give a whole number from 1 to 9"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--depth '10' is not valid: give a whole number from 1 to 9"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -3,11 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_util.h"
 
@@ -65,12 +64,16 @@ TEST(PlanCli, TheModelDescribedIsTheModelComputed) {
     const char* args;
     const char* names;  // what the message must quote
   };
-  for (const Bad& b : {Bad{"plan --model 7b --layers 24", "--layers 32, not 24"}, Bad{"plan --layers 24 --hidden 2304", "missing --heads"},
-                       Bad{"plan --params 1.5B --layers 96", "--params 1.5B"}, Bad{"simulate --params 1.5B --layers 96", "--params 1.5B"},
-                       Bad{"plan --params 7B --model 7b", "--model 7b"}, Bad{"plan --params 1e-3", "less than one parameter"},
-                       Bad{"plan --dp 10000 --tp 1000 --pp 1000", "10000000000 GPUs"},
-                       Bad{"plan --global-batch 64", "--search"}, Bad{"plan --search 8 --model 7b --recompute full", "--recompute"},
-                       Bad{"simulate --model 7b --dp 2 --steps 3", "--trace"}, Bad{"simulate --model 7b --dp 2 --convention 12", "--convention"}}) {
+  for (const Bad& b :
+       {Bad{"plan --model 7b --layers 24", "--layers 32, not 24"},
+        Bad{"plan --layers 24 --hidden 2304", "missing --heads"},
+        Bad{"plan --params 1.5B --layers 96", "--params 1.5B"},
+        Bad{"simulate --params 1.5B --layers 96", "--params 1.5B"}, Bad{"plan --params 7B --model 7b", "--model 7b"},
+        Bad{"plan --params 1e-3", "less than one parameter"},
+        Bad{"plan --dp 10000 --tp 1000 --pp 1000", "10000000000 GPUs"}, Bad{"plan --global-batch 64", "--search"},
+        Bad{"plan --search 8 --model 7b --recompute full", "--recompute"},
+        Bad{"simulate --model 7b --dp 2 --steps 3", "--trace"},
+        Bad{"simulate --model 7b --dp 2 --convention 12", "--convention"}}) {
     const auto o = run_dtlab(b.args);
     EXPECT_EQ(o.code, 2) << b.args << "\n" << o.out << o.err;
     EXPECT_NE(o.err.find(b.names), std::string::npos) << b.args << "\n" << o.err;
@@ -117,28 +120,30 @@ TEST(PlanCli, ExpertsArePlannedAndWhatCannotHoldThemIsRefused) {
 TEST(PlanCli, ContextParallelismIsPlannedAndWhatCannotBeSplitIsRefused) {
   const auto o = run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --zero 1");
   ASSERT_EQ(o.code, 0) << o.err;
-  for (const char* want : {"× cp 2", "then cp, dp, pp", "cp send K/V (ring attention, forward)",
-                           "cp send dK/dV (ring attention, backward)", "(over dp·cp)", "exposed CP ring hops", "/(t·cp)"})
+  for (const char* want :
+       {"× cp 2", "then cp, dp, pp", "cp send K/V (ring attention, forward)",
+        "cp send dK/dV (ring attention, backward)", "(over dp·cp)", "exposed CP ring hops", "/(t·cp)"})
     EXPECT_NE(o.out.find(want), std::string::npos) << want << " missing:\n" << o.out;
   const auto j = nlohmann::json::parse(run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --json").out);
   EXPECT_EQ(j["config"]["cp"], 2);
   EXPECT_NE(j["config"]["rank_order"].get<std::string>().find("cp_rank·tp"), std::string::npos);
   const auto ulysses = run_dtlab("plan --model 7b --gpus 32 --dp 2 --tp 4 --pp 2 --cp 2 --cp-algo ulysses");
   ASSERT_EQ(ulysses.code, 0) << ulysses.err;
-  for (const char* want : {"× cp 2 (ulysses)", "cp all_to_all Q/K/V (Ulysses, forward)", "exposed CP ulysses collectives"})
+  for (const char* want :
+       {"× cp 2 (ulysses)", "cp all_to_all Q/K/V (Ulysses, forward)", "exposed CP ulysses collectives"})
     EXPECT_NE(ulysses.out.find(want), std::string::npos) << want << " missing:\n" << ulysses.out;
-  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
-           {"plan --model 7b --cp 3 --gpus 3", "2·cp"},
-           {"plan --params 7e9 --cp 2", "sequence"},
-           {"plan --model 7b --cp 2 --gpus 4 --dp 4", "--cp"},
-           {"plan --model 7b --cp 2 --search 16", "--cp"},
-           {"plan --model 7b --experts 8 --cp 2", "--experts"},
-           {"plan --model 7b --cp 0", "--cp"},
-           {"simulate --model 7b --cp 3", "2·cp"},
-           {"plan --model 7b --cp-algo ulysses", "--cp N"},
-           {"simulate --model 7b --cp-algo all-gather", "--cp N"},
-           {"plan --model 7b --tp 4 --cp 16 --cp-algo ulysses", "heads"},
-           {"plan --model 7b --cp 2 --cp-algo zigzag", "--cp-algo"}}) {
+  for (const auto& [args, says] :
+       std::vector<std::pair<std::string, std::string>>{{"plan --model 7b --cp 3 --gpus 3", "2·cp"},
+                                                        {"plan --params 7e9 --cp 2", "sequence"},
+                                                        {"plan --model 7b --cp 2 --gpus 4 --dp 4", "--cp"},
+                                                        {"plan --model 7b --cp 2 --search 16", "--cp"},
+                                                        {"plan --model 7b --experts 8 --cp 2", "--experts"},
+                                                        {"plan --model 7b --cp 0", "--cp"},
+                                                        {"simulate --model 7b --cp 3", "2·cp"},
+                                                        {"plan --model 7b --cp-algo ulysses", "--cp N"},
+                                                        {"simulate --model 7b --cp-algo all-gather", "--cp N"},
+                                                        {"plan --model 7b --tp 4 --cp 16 --cp-algo ulysses", "heads"},
+                                                        {"plan --model 7b --cp 2 --cp-algo zigzag", "--cp-algo"}}) {
     const auto r = run_dtlab(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;

@@ -8,11 +8,10 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_util.h"
 
@@ -34,17 +33,48 @@ std::string command_line(const std::string& command, const Options& options) {
 
 // Another valid value of each option (flags: ""). What it does in each command is the test's.
 const std::map<std::string, std::string> kValue = {
-    {"--model", "13b"},          {"--params", "7e9"},         {"--layers", "40"},         {"--hidden", "5120"},
-    {"--heads", "40"},           {"--seq", "1024"},           {"--vocab", "64000"},       {"--cluster", "h100-80gb"},
-    {"--gpus", "32"},            {"--gpus-per-node", "4"},    {"--gpu-memory", "40G"},    {"--intra-bw", "100"},
-    {"--inter-bw", "5"},         {"--intra-latency", "500"},  {"--inter-latency", "500"}, {"--peak-tflops", "100"},
-    {"--dp", "4"},               {"--tp", "2"},               {"--pp", "4"},              {"--zero", "1"},
-    {"--micro-batch-size", "4"}, {"--micro-batches", "64"},   {"--recompute", "full"},    {"--convention", "12"},
-    {"--efficiency", "0.25"},    {"--search", "16"},          {"--global-batch", "64"},   {"--steps", "3"},
-    {"--ranks-in-trace", "all"}, {"--schedule", "gpipe"},     {"--algo", "ring"},         {"--calibrate-link", "nvlink4"},
-    {"--calibrate-compute-us", "100"}, {"--calibrate-compute-from", "same-run"},        {"--calibrate-repeat", "2"},
-    {"--compute", "flat"},       {"--chunks", "2"},           {"--dp-bucket-mb", "25"},
-    {"--experts", "8"},          {"--top-k", "1"},            {"--ep", "2"},              {"--cp", "2"},
+    {"--model", "13b"},
+    {"--params", "7e9"},
+    {"--layers", "40"},
+    {"--hidden", "5120"},
+    {"--heads", "40"},
+    {"--seq", "1024"},
+    {"--vocab", "64000"},
+    {"--cluster", "h100-80gb"},
+    {"--gpus", "32"},
+    {"--gpus-per-node", "4"},
+    {"--gpu-memory", "40G"},
+    {"--intra-bw", "100"},
+    {"--inter-bw", "5"},
+    {"--intra-latency", "500"},
+    {"--inter-latency", "500"},
+    {"--peak-tflops", "100"},
+    {"--dp", "4"},
+    {"--tp", "2"},
+    {"--pp", "4"},
+    {"--zero", "1"},
+    {"--micro-batch-size", "4"},
+    {"--micro-batches", "64"},
+    {"--recompute", "full"},
+    {"--convention", "12"},
+    {"--efficiency", "0.25"},
+    {"--search", "16"},
+    {"--global-batch", "64"},
+    {"--steps", "3"},
+    {"--ranks-in-trace", "all"},
+    {"--schedule", "gpipe"},
+    {"--algo", "ring"},
+    {"--calibrate-link", "nvlink4"},
+    {"--calibrate-compute-us", "100"},
+    {"--calibrate-compute-from", "same-run"},
+    {"--calibrate-repeat", "2"},
+    {"--compute", "flat"},
+    {"--chunks", "2"},
+    {"--dp-bucket-mb", "25"},
+    {"--experts", "8"},
+    {"--top-k", "1"},
+    {"--ep", "2"},
+    {"--cp", "2"},
     {"--cp-algo", "all-gather"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
@@ -117,13 +147,16 @@ TEST(PlanOptionEffect, EveryOptionOfPlanAndSimulateChangesTheFiguresOrIsRefused)
       const std::string args = command_line(command, options);
       const auto b = run_dtlab(args);
       if (b.code == 2) {
-        EXPECT_NE(b.err.find(option), std::string::npos) << "dtlab " << args << ": refused without naming " << option << "\n" << b.err;
+        EXPECT_NE(b.err.find(option), std::string::npos)
+            << "dtlab " << args << ": refused without naming " << option << "\n"
+            << b.err;
         std::printf("%-80s refused: %s", args.c_str(), b.err.c_str());
         ++refused;
         continue;
       }
       ASSERT_EQ(b.code, 0) << "dtlab " << args << "\n" << b.err;
-      EXPECT_TRUE(differs(before, figures(b.out))) << "dtlab " << args << ": accepted, yet no figure of the report changed";
+      EXPECT_TRUE(differs(before, figures(b.out)))
+          << "dtlab " << args << ": accepted, yet no figure of the report changed";
       std::printf("%-80s changes the figures\n", args.c_str());
       ++changed;
     }

@@ -12,8 +12,8 @@
 #include "labs/report_format.h"
 #include "tests/cli/cli_util.h"
 
-using nlohmann::json;
 using dtl::test::run_dtlab;
+using nlohmann::json;
 
 namespace {
 
@@ -65,7 +65,8 @@ TEST(ReportCli, HeaderNamesTheConfigurationAndUnitsAreReadable) {
   EXPECT_NE(o.out.find(" KiB"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find(" µs"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("e+0"), std::string::npos) << "no raw exponents such as 1.732e+07:\n" << o.out;
-  EXPECT_NE(o.out.find("ideal: P×"), std::string::npos) << "the speedup's prediction says where it comes from:\n" << o.out;
+  EXPECT_NE(o.out.find("ideal: P×"), std::string::npos) << "the speedup's prediction says where it comes from:\n"
+                                                        << o.out;
   EXPECT_NE(o.out.find("≤ 1e-5"), std::string::npos) << "a check's tolerance:\n" << o.out;
 }
 
@@ -76,8 +77,9 @@ TEST(ReportCli, AllVariantsAreOneTableWithAColumnEach) {
   std::istringstream in(o.out);
   bool header = false;
   for (std::string line; std::getline(in, line);)
-    header = header || (line.find("naive") < line.find("flat") && line.find("flat") < line.find("bucketed") &&
-                        line.find("bucketed") < line.find("accumulate") && line.find("accumulate") != std::string::npos);
+    header =
+        header || (line.find("naive") < line.find("flat") && line.find("flat") < line.find("bucketed") &&
+                   line.find("bucketed") < line.find("accumulate") && line.find("accumulate") != std::string::npos);
   EXPECT_TRUE(header) << "a column per variant, in order:\n" << o.out;
   const auto c = run_dtlab("run collectives --algo all --ranks 4 --bytes 64K --iters 2");
   ASSERT_EQ(c.code, 0) << c.err;
@@ -110,7 +112,8 @@ TEST(ReportCli, TimingsAreTheMedianOfRepeatedRuns) {
 }
 
 TEST(ReportCli, ALongRunPrintsProgressOnStderr) {
-  const std::string args = "run ddp --variant all --ranks 2 --width 32 --depth 2 --batch 16 --steps 2 --repeat 2 --json";
+  const std::string args =
+      "run ddp --variant all --ranks 2 --width 32 --depth 2 --batch 16 --steps 2 --repeat 2 --json";
   const auto start = std::chrono::steady_clock::now();
   const auto quick = run_dtlab(args);  // over in well under the 2 s it stays quiet for (here ~0.2 s)
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

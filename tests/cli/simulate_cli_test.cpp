@@ -4,10 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_util.h"
 
@@ -53,10 +52,11 @@ TEST(SimulateCli, BadInputIsExitTwoNamingTheRule) {
 }
 
 TEST(SimulateCli, CalibrateOptionsNeedCalibrateAndCalibrateTakesNoOtherOptions) {
-  for (const char* args : {"simulate --calibrate-repeat 3", "simulate --calibrate-link nvlink4",
-                           "simulate --model 7b --calibrate-compute-us 5", "simulate --calibrate-compute-from same-run",
-                           "simulate --calibrate --model 175b", "simulate --calibrate --trace /dev/null",
-                           "simulate --calibrate --calibrate-repeat 2 --dp 2", "simulate --calibrate --schedule gpipe"}) {
+  for (const char* args :
+       {"simulate --calibrate-repeat 3", "simulate --calibrate-link nvlink4",
+        "simulate --model 7b --calibrate-compute-us 5", "simulate --calibrate-compute-from same-run",
+        "simulate --calibrate --model 175b", "simulate --calibrate --trace /dev/null",
+        "simulate --calibrate --calibrate-repeat 2 --dp 2", "simulate --calibrate --schedule gpipe"}) {
     const auto bad = run_dtlab(args);  // exits before any grid run
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.out << bad.err;
   }
@@ -68,7 +68,8 @@ TEST(SimulateCli, CalibrateOptionsNeedCalibrateAndCalibrateTakesNoOtherOptions) 
 TEST(SimulateCli, ContextParallelismPutsTheRingOnTheTimeline) {
   const std::string path = testing::TempDir() + "/sim_cp.json";
   const auto base = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --micro-batches 8 --json");
-  const auto o = run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --cp 2 --micro-batches 8 --trace " + path + " --json");
+  const auto o =
+      run_dtlab("simulate --model 7b --dp 2 --tp 4 --pp 2 --cp 2 --micro-batches 8 --trace " + path + " --json");
   ASSERT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(base.code, 0) << base.err;
   auto row = [](const std::string& text, const char* id) {

@@ -46,7 +46,8 @@ INSTANTIATE_TEST_SUITE_P(
     Labs, StepEveryLab,
     ::testing::Values(LabStep{"ddp --ranks 2 --steps 2", "collective 1:", "gradient bucket 0"},
                       LabStep{"zero --ranks 2 --stage 3 --steps 1", "collective 1:", "all_gather of"},
-                      LabStep{"pipeline --ranks 2 --micro-batches 4 --compute-us 200 --steps 1", "transfer 1:", "bubble"},
+                      LabStep{"pipeline --ranks 2 --micro-batches 4 --compute-us 200 --steps 1",
+                              "transfer 1:", "bubble"},
                       LabStep{"tensor_parallel --ranks 2 --steps 1", "collective 1:", "all_reduce of 32 KiB"},
                       LabStep{"grid --ranks 4 --tp 2 --pp 2 --steps 1", "collective 1:", "the tp group"},
                       LabStep{"gpt --ranks 2 --steps 60", "collective 1:", "all_reduce of"},
@@ -55,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(
 // The pipeline's text Gantt: a row per stage, its actions (F0, B0, ...) and the bubble as dots;
 // at the end of 1F1B with P = 2, M = 4 the last Gantt holds every F and B of each stage.
 TEST(StepCli, ThePipelineGrowsATextGantt) {
-  const CliOutput o = dtl::test::run_dtlab("run pipeline --ranks 2 --micro-batches 4 --compute-us 500 --steps 1 --step < /dev/null");
+  const CliOutput o =
+      dtl::test::run_dtlab("run pipeline --ranks 2 --micro-batches 4 --compute-us 500 --steps 1 --step < /dev/null");
   ASSERT_EQ(o.code, 0) << o.err;
   // Step 0 printed whole once the next step began (its header, then a row per stage).
   const std::size_t last = o.out.find("training step 0 complete");
@@ -63,14 +65,16 @@ TEST(StepCli, ThePipelineGrowsATextGantt) {
   std::size_t end = last;
   for (int line = 0; line < 3; ++line) end = o.out.find('\n', end) + 1;
   const std::string gantt = o.out.substr(last, end - last);
-  for (const char* action : {"F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"}) EXPECT_EQ(count(gantt, action), 2u) << action << "\n" << gantt;
+  for (const char* action : {"F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"})
+    EXPECT_EQ(count(gantt, action), 2u) << action << "\n" << gantt;
   EXPECT_NE(gantt.find("(16 actions"), std::string::npos) << gantt;
   std::printf("%s", gantt.c_str());
 }
 
 // On a terminal: two Enters move two collectives, 'c' runs to the end without printing more.
 TEST(StepCli, EnterStepsAndCContinuesOnATerminal) {
-  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "util-linux's script (a pseudo-terminal) is not installed";
+  if (std::system("command -v script >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "util-linux's script (a pseudo-terminal) is not installed";
   const CliOutput o = dtl::test::run_dtlab_shell("printf '\\n\\nc\\n' | script -qec '" + std::string(DTLAB_EXE) +
                                                  " run ddp --ranks 2 --steps 2 --step' /dev/null");
   ASSERT_EQ(o.code, 0) << o.err << o.out;

@@ -23,7 +23,7 @@ TEST(Ceiling, MpiTrafficCopiesEveryReceivedByte) {
   // 4(P-1)·N: 2(P-1)/P·N received by each of P ranks, each byte read and written once.
   EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 4, 1e6), 12e6);
   EXPECT_DOUBLE_EQ(all_reduce_min_traffic_bytes(Transport::mpi_shared_memory, 2, 1e6), 4e6);  // = threads' 2PN
-  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::mpi_shared_memory, 4, 16e9), 2e9);      // BW / (2P)
+  EXPECT_DOUBLE_EQ(all_reduce_ceiling_busbw(Transport::mpi_shared_memory, 4, 16e9), 2e9);     // BW / (2P)
 }
 
 // A ceiling is a bound: an all-reduce that moves exactly its least traffic at the
@@ -66,7 +66,8 @@ TEST(AlphaBetaFit, RecoversTheAlphaAndBetaThatMadeTheTimes) {
 
 TEST(AlphaBetaFit, NeedsTwoPositiveRuns) {
   EXPECT_THROW(fit_alpha_beta({{AlgorithmKind::ring, 4, 1e3, 1e-5}}), dtl::UsageError);
-  EXPECT_THROW(fit_alpha_beta({{AlgorithmKind::ring, 4, 1e3, 1e-5}, {AlgorithmKind::ring, 4, 1e6, 0}}), dtl::UsageError);
+  EXPECT_THROW(fit_alpha_beta({{AlgorithmKind::ring, 4, 1e3, 1e-5}, {AlgorithmKind::ring, 4, 1e6, 0}}),
+               dtl::UsageError);
 }
 
 TEST(AlphaBetaFit, RingBeatsTreeAboveTheCrossover) {
@@ -75,8 +76,10 @@ TEST(AlphaBetaFit, RingBeatsTreeAboveTheCrossover) {
   const auto n = predicted_crossover(AlgorithmKind::ring, AlgorithmKind::tree, 4, link);
   ASSERT_TRUE(n.has_value());
   EXPECT_NEAR(*n, 2 * 10e-6 / 2.5 * 1e9, 1e-6);
-  EXPECT_FALSE(predicted_crossover(AlgorithmKind::tree, AlgorithmKind::ring, 4, link).has_value());  // tree never wins at large N
-  EXPECT_FALSE(predicted_crossover(AlgorithmKind::ring, AlgorithmKind::rhd, 4, link).has_value());   // rhd: fewer steps, same bytes
+  EXPECT_FALSE(predicted_crossover(AlgorithmKind::tree, AlgorithmKind::ring, 4, link)
+                   .has_value());  // tree never wins at large N
+  EXPECT_FALSE(predicted_crossover(AlgorithmKind::ring, AlgorithmKind::rhd, 4, link)
+                   .has_value());  // rhd: fewer steps, same bytes
 }
 
 // Point-to-point: one-way times made from α + n·β give α and β back exactly; ±10 %

@@ -19,7 +19,9 @@ double value(int r, std::size_t i) { return double((r * 5 + int(i % 11)) % 9) - 
 double reduced(int P, std::size_t i, ReduceOp op) {
   double acc = value(0, i);
   for (int r = 1; r < P; ++r)
-    acc = op == ReduceOp::max ? std::max(acc, value(r, i)) : op == ReduceOp::min ? std::min(acc, value(r, i)) : acc + value(r, i);
+    acc = op == ReduceOp::max   ? std::max(acc, value(r, i))
+          : op == ReduceOp::min ? std::min(acc, value(r, i))
+                                : acc + value(r, i);
   return op == ReduceOp::avg ? acc / P : acc;
 }
 }  // namespace
@@ -137,7 +139,11 @@ TEST(LibraryCollectives, AllToAllvMovesUnevenBlocksToTheirPlaces) {
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[d + i], q * 1000 + me * 10 + int(i)) << "from rank " << q;
         ASSERT_EQ(out[d + n], -7) << "the gap after rank " << q << "'s block was written";
       }
-      EXPECT_EQ(l.sent(), [&] { std::size_t s = 0; for (auto n : send_counts) s += n; return s; }());
+      EXPECT_EQ(l.sent(), [&] {
+        std::size_t s = 0;
+        for (auto n : send_counts) s += n;
+        return s;
+      }());
       EXPECT_EQ(l.sent_to_others(me), l.sent() - count(me, me));
     });
 }
@@ -216,7 +222,9 @@ TEST(SubGroups, SplitFormsIndependentGroupsOrderedByKey) {
 TEST(SubGroups, NegativeColorJoinsNoGroup) {
   test::run_ranks(3, [](Comm& c) {
     auto sub = c.split(c.rank() == 1 ? -1 : 0, c.rank());
-    if (c.rank() == 1) EXPECT_EQ(sub, nullptr);
-    else EXPECT_EQ(sub->size(), 2);
+    if (c.rank() == 1)
+      EXPECT_EQ(sub, nullptr);
+    else
+      EXPECT_EQ(sub->size(), 2);
   });
 }

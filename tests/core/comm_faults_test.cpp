@@ -11,8 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/error.h"
 #include "core/comm/chunking.h"
+#include "core/error.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -35,7 +35,8 @@ TEST(Abort, ThrowingRankStopsEveryPeerWithinASecond) {
     EXPECT_NE(r.error.find("boom in the forward pass"), std::string::npos) << r.error;
     for (int q = 0; q < P; ++q) {
       if (q == 1) continue;
-      EXPECT_NE(r.rank_errors[std::size_t(q)].find("rank 1 failed"), std::string::npos) << r.rank_errors[std::size_t(q)];
+      EXPECT_NE(r.rank_errors[std::size_t(q)].find("rank 1 failed"), std::string::npos)
+          << r.rank_errors[std::size_t(q)];
     }
   }
 }
@@ -127,8 +128,10 @@ TEST(FaultInjection, FaultAtAGivenSendAndHangAtAnother) {
   const RunResult r = run_threads(opt, [](Comm& c) {
     for (int i = 0; i < 4; ++i) {
       int v = i;
-      if (c.rank() == 1) c.send(&v, 4, 0, i);
-      else c.recv(&v, 4, 1, i);
+      if (c.rank() == 1)
+        c.send(&v, 4, 0, i);
+      else
+        c.recv(&v, 4, 1, i);
     }
   });
   EXPECT_EQ(r.failed_rank, 1);
@@ -140,8 +143,10 @@ TEST(FaultInjection, FaultAtAGivenSendAndHangAtAnother) {
   hang.timeout_s = 0.3;
   const RunResult h = run_threads(hang, [](Comm& c) {
     int v = 0;
-    if (c.rank() == 0) c.send(&v, 4, 1, 0);
-    else c.recv(&v, 4, 0, 0);
+    if (c.rank() == 0)
+      c.send(&v, 4, 1, 0);
+    else
+      c.recv(&v, 4, 0, 0);
   });
   ASSERT_TRUE(h.watchdog_fired);
   EXPECT_NE(h.error.find("--inject-hang"), std::string::npos) << h.error;

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
-#include "core/error.h"
 #include "core/comm/chunking.h"
+#include "core/error.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -50,7 +50,8 @@ TEST(PointToPoint, SameTagKeepsSendOrder) {
   test::run_ranks(2, [](Comm& c) {
     for (int i = 0; i < 50; ++i) {
       int v = i;
-      if (c.rank() == 0) c.send(&v, sizeof v, 1, 0);
+      if (c.rank() == 0)
+        c.send(&v, sizeof v, 1, 0);
       else {
         c.recv(&v, sizeof v, 0, 0);
         ASSERT_EQ(v, i);
@@ -75,8 +76,10 @@ TEST(PointToPoint, RecvReduceCombinesWithoutStaging) {
 
 TEST(PointToPoint, ZeroByteMessagesWork) {
   test::run_ranks(2, [](Comm& c) {
-    if (c.rank() == 0) c.send(nullptr, 0, 1, 5);
-    else c.recv(nullptr, 0, 0, 5);
+    if (c.rank() == 0)
+      c.send(nullptr, 0, 1, 5);
+    else
+      c.recv(nullptr, 0, 0, 5);
   });
 }
 
@@ -86,8 +89,10 @@ TEST(PointToPoint, SizeMismatchIsAClearErrorNotAHang) {
   opt.timeout_s = 10;
   const RunResult r = run_threads(opt, [](Comm& c) {
     char buf[16] = {};
-    if (c.rank() == 0) c.send(buf, 8, 1, 0);
-    else c.recv(buf, 16, 0, 0);
+    if (c.rank() == 0)
+      c.send(buf, 8, 1, 0);
+    else
+      c.recv(buf, 16, 0, 0);
   });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error.find("16 bytes"), std::string::npos) << r.error;

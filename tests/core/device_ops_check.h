@@ -24,9 +24,9 @@ inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, D
                                                          const RankRunner& runner = {}) {
   const std::size_t es = dtype_size(t);
   std::vector<std::vector<char>> results(static_cast<std::size_t>(P));
-  const RankRunner run = runner ? runner : RankRunner([](int ranks, const std::function<void(Comm&)>& body) {
-    test::run_ranks(ranks, body);
-  });
+  const RankRunner run =
+      runner ? runner
+             : RankRunner([](int ranks, const std::function<void(Comm&)>& body) { test::run_ranks(ranks, body); });
   run(P, [&](Comm& c) {
     MemoryTracker mem(c.rank(), nullptr);
     const Device dev =
@@ -44,7 +44,7 @@ inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, D
     upload();
     c.all_reduce(in.data(), out.data(), total, t, ReduceOp::avg);  // out of place, divided by P
     keep(out, total * es);
-    c.all_reduce(in.data(), in.data(), total, t, ReduceOp::max);   // in place
+    c.all_reduce(in.data(), in.data(), total, t, ReduceOp::max);  // in place
     keep(in, total * es);
     upload();
     c.reduce_scatter(in.data(), out.data(), n, t, ReduceOp::sum);
@@ -85,7 +85,6 @@ inline std::vector<std::vector<char>> run_all_operations(int P, std::size_t n, D
   });
   return results;
 }
-
 
 // Bytes that differ between two runs' results, rank by rank (0 for each rank expected).
 inline std::vector<std::size_t> differing_bytes(const std::vector<std::vector<char>>& a,

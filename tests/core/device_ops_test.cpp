@@ -3,6 +3,8 @@
 // collectives lab, checked on a stand-in device whose memory is unreadable from the host
 // (tests/core/scrambled_device.h). Each result is compared, bit for bit, with the same
 // operation on host buffers.
+#include "core/memory/device_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,18 +12,16 @@
 
 #include "core/comm/dtype.h"
 #include "core/error.h"
-#include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
+#include "core/memory/standin_device.h"
 #include "core/trace/trace.h"
 #include "labs/collectives/crafted.h"
 #include "labs/lab.h"
 #include "tests/core/device_ops_check.h"
-#include "core/memory/standin_device.h"
 #include "tests/labs/lab_test_util.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
-
 
 TEST(DeviceOps, HostIsTheDefaultAndOwnsEverything) {
   int x = 0;
@@ -55,8 +55,8 @@ TEST(DeviceOps, ThreadsBackendOnDeviceBuffersMatchesHostBitForBit) {
       EXPECT_GT(scope.ops.reductions, reductions_before);
       const std::vector<std::size_t> differing = test::differing_bytes(host, device);
       for (int r = 0; r < P; ++r)
-        EXPECT_EQ(differing[std::size_t(r)], 0u) << dtype_name(t) << " P=" << P << " rank " << r
-                                                 << ": bytes differing from the host run";
+        EXPECT_EQ(differing[std::size_t(r)], 0u)
+            << dtype_name(t) << " P=" << P << " rank " << r << ": bytes differing from the host run";
     }
 }
 

@@ -1,4 +1,6 @@
 // Reductions and half-precision conversions against plain float64 arithmetic.
+#include "core/comm/dtype.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -6,9 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/comm/dtype.h"
-#include "core/util/units.h"
 #include "core/error.h"
+#include "core/util/units.h"
 
 using namespace dtl;
 
@@ -142,7 +143,9 @@ TEST(HalfTypes, ToFromFloatAndScaleInPlace) {
     std::vector<float> back(4);
     to_float(h.data(), t, back.data(), 4);
     for (std::size_t i = 0; i < 4; ++i) {
-      const float want = t == DType::f32 ? x[i] : t == DType::bf16 ? bf16_to_float(float_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
+      const float want = t == DType::f32    ? x[i]
+                         : t == DType::bf16 ? bf16_to_float(float_to_bf16(x[i]))
+                                            : f16_to_float(float_to_f16(x[i]));
       EXPECT_EQ(back[i], want) << dtype_name(t) << " element " << i;
     }
     from_float(x.data(), h.data(), t, x.size(), /*accumulate=*/true);  // now 2x, exactly (a power of two)

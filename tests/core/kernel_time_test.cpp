@@ -1,10 +1,11 @@
 // Compute time from shapes (core/theory/kernel_time.h), against numbers worked by hand and
 // against the closed forms of Narayanan et al. 2021 (forward FLOPs of a layer 24·B·s·h²·(1 + s/6h)).
+#include "core/theory/kernel_time.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/theory/kernel_time.h"
 #include "core/theory/plan.h"
 
 namespace th = dtl::theory;

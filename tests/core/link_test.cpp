@@ -2,12 +2,13 @@
 // rank's concurrent sends queue on its link, collectives take at least their ring time,
 // and bad link options are usage errors. (Lower bounds only: how close the emulation
 // comes to the model is a benchmark's business, not a timed test's.)
+#include "core/comm/link.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <vector>
 
-#include "core/comm/link.h"
 #include "core/error.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
@@ -36,8 +37,10 @@ TEST(EmulatedLink, TransferTakesAtLeastAlphaPlusBytesOverBeta) {
     std::vector<char> buf(bytes, 1);
     c.barrier();
     const auto t0 = Clock::now();
-    if (c.rank() == 0) c.send(buf.data(), bytes, 1, 0);
-    else c.recv(buf.data(), bytes, 0, 0);
+    if (c.rank() == 0)
+      c.send(buf.data(), bytes, 1, 0);
+    else
+      c.recv(buf.data(), bytes, 0, 0);
     if (c.rank() == 1) elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   });
   ASSERT_TRUE(r.ok()) << r.error;
@@ -83,7 +86,8 @@ TEST(EmulatedLink, LibraryAllReduceTakesAtLeastItsRingTime) {
     EXPECT_EQ(v[n - 1], 4.0f);
   });
   ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_GE(elapsed, theory::library_collective_time(CollectiveKind::all_reduce, 4, double(n * 4), {link.alpha_s(), link.beta_Bps()}));
+  EXPECT_GE(elapsed, theory::library_collective_time(CollectiveKind::all_reduce, 4, double(n * 4),
+                                                     {link.alpha_s(), link.beta_Bps()}));
 }
 
 TEST(EmulatedLink, PresetsAndUsageErrors) {

@@ -1,8 +1,9 @@
 // MemoryTracker: current and peak bytes per tag, and the alloc/free events it emits.
+#include "core/memory/memory.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "core/memory/memory.h"
 #include "core/trace/trace.h"
 
 using namespace dtl;
@@ -36,7 +37,5 @@ TEST(MemoryTracker, CudaWithoutCudaIsAClearError) {
   try {
     Tensor t(mem, {4}, DType::f32, MemTag::param, Device::cuda(0));
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what(); }
 }

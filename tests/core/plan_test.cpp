@@ -1,6 +1,8 @@
 // The planner (core/theory/plan.h) against the curriculum's worked examples, each with the
 // seed it comes from and the seed's own figure; where the seed rounds or counts bytes
 // another way, the test says how and by how much.
+#include "core/theory/plan.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/theory/plan.h"
 #include "core/theory/schedule.h"
 
 namespace th = dtl::theory;
@@ -37,9 +38,7 @@ const th::LedgerEntry* find(const th::Plan& p, th::Axis axis) {
 std::string thrown(const th::ModelSpec& m, const th::ClusterSpec& c, const th::ParallelConfig& p) {
   try {
     th::plan(m, c, p);
-  } catch (const dtl::UsageError& e) {
-    return e.what();
-  }
+  } catch (const dtl::UsageError& e) { return e.what(); }
   return "(nothing thrown)";
 }
 
@@ -94,7 +93,7 @@ TEST(Plan, Seed002GptThreeOnTwoHundredFiftySixA100) {
   auto cfg = config(8, 8, 4, 2, th::ZeroConvention::twelve, 8);
   cfg.recompute = th::Recompute::selective;
   const auto p = th::plan(m, a100(256), cfg);
-  EXPECT_DOUBLE_EQ(p.memory.params, 175e9 * 2 / 32);     // 10.9375 GB, seed 10.94
+  EXPECT_DOUBLE_EQ(p.memory.params, 175e9 * 2 / 32);      // 10.9375 GB, seed 10.94
   EXPECT_DOUBLE_EQ(p.memory.optimizer, 175e9 * 8 / 256);  // 5.46875 GB, seed 5.47
   EXPECT_DOUBLE_EQ(p.memory.grads, 175e9 * 2 / 256);      // 1.3671875 GB, seed 1.37
   EXPECT_NEAR(p.memory.model_state(), 17.78e9, 0.01e9);   // 17.7734 GB
@@ -286,8 +285,9 @@ TEST(Plan, ParametersFromTheShapeAreGptTwosPublishedCounts) {
     int layers, hidden;
     double params;
   };
-  for (const Published& p : {Published{"gpt2", 12, 768, 124439808}, Published{"gpt2-medium", 24, 1024, 354823168},
-                             Published{"gpt2-large", 36, 1280, 774030080}, Published{"gpt2-xl", 48, 1600, 1557611200}}) {
+  for (const Published& p :
+       {Published{"gpt2", 12, 768, 124439808}, Published{"gpt2-medium", 24, 1024, 354823168},
+        Published{"gpt2-large", 36, 1280, 774030080}, Published{"gpt2-xl", 48, 1600, 1557611200}}) {
     th::ModelSpec m;
     m.layers = p.layers, m.hidden = p.hidden, m.heads = 12, m.seq = 1024, m.vocab = 50257;
     EXPECT_EQ(m.shape_parameters(), p.params) << p.name;
@@ -389,8 +389,8 @@ TEST(Plan, ContextParallelAllGatherAndUlyssesSendTheirCollectivesBytes) {
   EXPECT_EQ(cp_lines(gather), (std::vector<std::pair<int, double>>{{2, 2 * 8192.0}, {2, 2 * 8192.0}}));
   EXPECT_NEAR(gather.time.cp, 4 * (c.intra.alpha_s + 8192 / c.intra.beta_Bps), 1e-15);
   th::ParallelConfig cfg = cp_config(th::CpAlgo::ulysses);
-  EXPECT_EQ(cp_lines(th::plan(m, c, cfg)), (std::vector<std::pair<int, double>>{
-                                               {2, 2 * 6144.0}, {2, 2 * 2048.0}, {2, 2 * 2048.0}, {2, 2 * 6144.0}}));
+  EXPECT_EQ(cp_lines(th::plan(m, c, cfg)),
+            (std::vector<std::pair<int, double>>{{2, 2 * 6144.0}, {2, 2 * 2048.0}, {2, 2 * 2048.0}, {2, 2 * 6144.0}}));
   cfg.recompute = th::Recompute::full;  // reruns the forward's collectives: its lines count twice
   EXPECT_EQ(cp_lines(th::plan(m, c, cfg)).front(), (std::pair<int, double>{4, 4 * 6144.0}));
   // Ulysses gives each GPU whole heads: 4 heads / tp 2 = 2 do not split over cp 4.

@@ -1,6 +1,8 @@
 // safetensors checkpoints: round trip, the exact bytes of a small file, a clear error for
 // every kind of malformed file, and a cross-check with PyTorch (tests/python/) when a
 // python3 with torch is installed.
+#include "core/util/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +13,6 @@
 
 #include "core/error.h"
 #include "core/util/files.h"
-#include "core/util/safetensors.h"
 #include "tests/python_torch.h"
 
 using namespace dtl;
@@ -89,13 +90,14 @@ TEST(SafeTensors, WritesTheExactLayout) {
       R"("b":{"data_offsets":[8,16],"dtype":"F32","shape":[2]},"c":{"data_offsets":[0,8],"dtype":"I64","shape":[1]}})";
   const std::size_t n = (json.size() + 7) / 8 * 8;
   ASSERT_EQ(file.size(), 8 + n + 18);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(std::uint8_t(file[i]), std::uint8_t((n >> (8 * i)) & 0xFF)) << "length byte " << i;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(std::uint8_t(file[i]), std::uint8_t((n >> (8 * i)) & 0xFF)) << "length byte " << i;
   EXPECT_EQ(file.substr(8, json.size()), json);
   EXPECT_EQ(file.substr(8 + json.size(), n - json.size()), std::string(n - json.size(), ' '));
   EXPECT_EQ((8 + n) % 8, 0u);
   const std::string data = file.substr(8 + n);
-  const std::string want_data = std::string("\x07\0\0\0\0\0\0\0", 8) + std::string("\0\0\x80\x3f\0\0\0\x40", 8) +
-                                std::string("\0\x3c", 2);
+  const std::string want_data =
+      std::string("\x07\0\0\0\0\0\0\0", 8) + std::string("\0\0\x80\x3f\0\0\0\x40", 8) + std::string("\0\x3c", 2);
   EXPECT_EQ(data, want_data);
 }
 
@@ -114,7 +116,8 @@ TEST(SafeTensors, EveryMalformedFileGivesAClearError) {
                     {"'t'", "F32 [3] (12 bytes)", "span 8 bytes"});
   expect_read_error("overlap",
                     craft(R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                          R"("u":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+                          R"("u":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                          8),
                     {"'t' and 'u' overlap"});
   expect_read_error("gap", craft(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
                     {"data bytes 0 to 4 belong to no tensor", "'t'"});
@@ -123,8 +126,7 @@ TEST(SafeTensors, EveryMalformedFileGivesAClearError) {
   expect_read_error("negative_shape", craft(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
                     {"'t'", "\"shape\""});
   expect_read_error("bad_metadata", craft(R"({"__metadata__":{"step":7}})", 0), {"'step' is not a string"});
-  expect_read_error("empty_name", craft(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4),
-                    {"empty name"});
+  expect_read_error("empty_name", craft(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4), {"empty name"});
   expect_read_error("empty_file", "", {"it is 0 bytes"});
   EXPECT_THROW(read_safetensors(temp_path("no_such_file")), UsageError);
 }
@@ -135,14 +137,17 @@ TEST(SafeTensors, RequireNamesTheTensorAndBothShapes) {
   auto message = [&](auto&& call) {
     try {
       call();
-    } catch (const UsageError& e) {
-      return std::string(e.what());
-    }
+    } catch (const UsageError& e) { return std::string(e.what()); }
     return std::string("no error");
   };
-  EXPECT_EQ(message([&] { st.require("h.0.attn.c_attn.weight", DType::f32, {48, 16}); }),
-            "checkpoint 'gpt.safetensors': tensor 'h.0.attn.c_attn.weight' has shape [24, 8], the model expects [48, 16]");
-  EXPECT_EQ(message([&] { st.require("h.0.attn.c_attn.weight", DType::bf16, {24, 8}); }),
+  EXPECT_EQ(
+      message([&] {
+        st.require("h.0.attn.c_attn.weight", DType::f32, {48, 16});
+      }),
+      "checkpoint 'gpt.safetensors': tensor 'h.0.attn.c_attn.weight' has shape [24, 8], the model expects [48, 16]");
+  EXPECT_EQ(message([&] {
+              st.require("h.0.attn.c_attn.weight", DType::bf16, {24, 8});
+            }),
             "checkpoint 'gpt.safetensors': tensor 'h.0.attn.c_attn.weight' is F32, the model expects BF16");
   EXPECT_NE(message([&] { st.require("wte", DType::f32, {256, 8}); }).find("has no tensor 'wte'"), std::string::npos);
   EXPECT_NO_THROW(st.require("h.0.attn.c_attn.weight", DType::f32, {24, 8}));
@@ -155,8 +160,8 @@ TEST(SafeTensorsPython, DtlabFileReadsInTorchAndBack) {
   const std::string from_dtlab = temp_path("from_dtlab.safetensors"), for_dtlab = temp_path("for_dtlab.safetensors");
   write_safetensors(from_dtlab, sample());
   std::remove(for_dtlab.c_str());
-  const std::string cmd = python + " " DTL_SOURCE_DIR "/tests/python/safetensors_cross_check.py " + from_dtlab + " " +
-                          for_dtlab;
+  const std::string cmd =
+      python + " " DTL_SOURCE_DIR "/tests/python/safetensors_cross_check.py " + from_dtlab + " " + for_dtlab;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const SafeTensors back = read_safetensors(for_dtlab);
   EXPECT_EQ(back.require_floats("x", {3, 2}), (std::vector<float>{-0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f}));

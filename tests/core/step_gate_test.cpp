@@ -1,4 +1,6 @@
 // The step gate releases one transfer at a time, in the same order on every run.
+#include "core/trace/step_gate.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chunk_state.h"
 #include "core/trace/run_clock.h"
-#include "core/trace/step_gate.h"
 #include "core/trace/trace.h"
 #include "exercises/collectives.h"
 
@@ -17,7 +18,7 @@ using namespace dtl;
 
 namespace {
 struct Stepped {
-  std::vector<std::string> order;        // "src->dst:chunk" per transfer, as released
+  std::vector<std::string> order;          // "src->dst:chunk" per transfer, as released
   std::vector<std::size_t> done_per_step;  // transfers completed at each quiet point
   bool all_complete = false;
 };
@@ -87,7 +88,10 @@ TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
       std::vector<Request> pending;
       std::vector<float>& v = sums[std::size_t(c.rank())];
       for (int k = 0; k < kCollectives; ++k) {
-        { ScopedSpan span(c.trace(), c.rank(), EventKind::compute, work, k); v[std::size_t(k)] = float(c.rank() + k); }
+        {
+          ScopedSpan span(c.trace(), c.rank(), EventKind::compute, work, k);
+          v[std::size_t(k)] = float(c.rank() + k);
+        }
         pending.push_back(c.iall_reduce(&v[std::size_t(k)], &v[std::size_t(k)], 1, DType::f32, ReduceOp::sum));
       }
       for (Request& r : pending) r.wait();
@@ -99,7 +103,8 @@ TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
     std::vector<int> computed(P, 0);
     for (const Event& e : trace.snapshot())
       if (e.kind == EventKind::compute) computed[std::size_t(e.rank)]++;
-    for (int r = 0; r < P; ++r) EXPECT_EQ(computed[std::size_t(r)], releases + 1) << "rank " << r << ", release " << releases;
+    for (int r = 0; r < P; ++r)
+      EXPECT_EQ(computed[std::size_t(r)], releases + 1) << "rank " << r << ", release " << releases;
     gate.release_one();
     ++releases;
   }
@@ -107,7 +112,8 @@ TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
   ASSERT_TRUE(result.ok()) << result.error;
   EXPECT_EQ(releases, kCollectives);
   for (int r = 0; r < P; ++r)
-    for (int k = 0; k < kCollectives; ++k) EXPECT_EQ(sums[std::size_t(r)][std::size_t(k)], float(P * (P - 1) / 2 + P * k));
+    for (int k = 0; k < kCollectives; ++k)
+      EXPECT_EQ(sums[std::size_t(r)][std::size_t(k)], float(P * (P - 1) / 2 + P * k));
 }
 
 // The learner's pauses are nobody's work: a stepped ring whose controller thinks 15 ms
@@ -132,7 +138,8 @@ TEST(StepGate, ALearnersPausesAreLeftOutOfTheRunsClocks) {
       std::vector<float> v(std::size_t(c.size()) * 4, float(c.rank()));
       ex::ring_all_reduce(c, {v.data(), v.size(), DType::f32}, ReduceOp::sum);
       run_s[std::size_t(c.rank())] = std::chrono::duration<double>(RunClock::now() - run0).count();
-      steady_s[std::size_t(c.rank())] = std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
+      steady_s[std::size_t(c.rank())] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - steady0).count();
     });
   });
   int releases = 0;
@@ -147,8 +154,9 @@ TEST(StepGate, ALearnersPausesAreLeftOutOfTheRunsClocks) {
   EXPECT_NEAR(std::chrono::duration<double>(gate.paused()).count(), thought, 0.5 * thought);
   for (int r = 0; r < P; ++r) {
     EXPECT_GE(steady_s[std::size_t(r)], 0.9 * thought) << "rank " << r << ": the wall clock did wait";
-    EXPECT_LT(run_s[std::size_t(r)], 0.25 * thought) << "rank " << r << ": " << run_s[std::size_t(r)] << " s measured of "
-                                                     << steady_s[std::size_t(r)] << " s wall, " << thought << " s of it thinking";
+    EXPECT_LT(run_s[std::size_t(r)], 0.25 * thought)
+        << "rank " << r << ": " << run_s[std::size_t(r)] << " s measured of " << steady_s[std::size_t(r)] << " s wall, "
+        << thought << " s of it thinking";
   }
   // The trace: the run's events span about what the ranks measured, not the thinking time.
   std::int64_t first = INT64_MAX, last = 0;

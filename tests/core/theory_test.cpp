@@ -28,7 +28,7 @@ TEST(Theory, CurriculumWorkedExamples) {
 TEST(Theory, RecursiveHalvingDoublingPowerOfTwoAndNot) {
   const CommCost p8 = all_reduce_cost(AlgorithmKind::rhd, 8, 1000);
   EXPECT_DOUBLE_EQ(p8.bytes_per_rank, 1750);
-  EXPECT_EQ(p8.steps, 6);  // 2·log2 8
+  EXPECT_EQ(p8.steps, 6);                                            // 2·log2 8
   const CommCost p6 = all_reduce_cost(AlgorithmKind::rhd, 6, 1000);  // core of 4, two ranks pair up
   EXPECT_DOUBLE_EQ(p6.bytes_per_rank, 1500 + 1000);
   EXPECT_EQ(p6.steps, 2 * 2 + 2);
@@ -45,8 +45,10 @@ TEST(Theory, TreeAndNaive) {
 
 TEST(Theory, LatencyRhdBeatsRingForSmallMessages) {
   const Link link{5e-6, 25e9};
-  EXPECT_LT(all_reduce_cost(AlgorithmKind::rhd, 64, 1024, link).time_s, all_reduce_cost(AlgorithmKind::ring, 64, 1024, link).time_s);
-  EXPECT_LT(all_reduce_cost(AlgorithmKind::ring, 64, 1e9, link).time_s, all_reduce_cost(AlgorithmKind::tree, 64, 1e9, link).time_s);
+  EXPECT_LT(all_reduce_cost(AlgorithmKind::rhd, 64, 1024, link).time_s,
+            all_reduce_cost(AlgorithmKind::ring, 64, 1024, link).time_s);
+  EXPECT_LT(all_reduce_cost(AlgorithmKind::ring, 64, 1e9, link).time_s,
+            all_reduce_cost(AlgorithmKind::tree, 64, 1e9, link).time_s);
 }
 
 TEST(Theory, BusBandwidthFactorsAreNcclTests) {

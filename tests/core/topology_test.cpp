@@ -1,11 +1,12 @@
 // The dp × tp × pp grid: index math and the groups it builds.
+#include "core/comm/topology.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "core/comm/topology.h"
-#include "core/trace/trace.h"
 #include "core/error.h"
+#include "core/trace/trace.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -67,15 +68,20 @@ TEST(TopologyGroups, WrongWorldSizeIsAUsageError) {
 TEST(TopologyGroups, EventsCarryTheirGroupAxisAndRank) {
   const GridShape shape{2, 2, 1};
   Trace trace(4);
-  test::run_ranks(4, [](Comm& c) {
-    Topology topo(c, {2, 2, 1});
-    double v = 1;
-    topo.dp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
-    topo.tp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
-    int token = c.rank();
-    if (topo.coord().tp == 0) topo.tp_group().send(&token, sizeof token, 1, 3);
-    else topo.tp_group().recv(&token, sizeof token, 0, 3);
-  }, &trace);
+  test::run_ranks(
+      4,
+      [](Comm& c) {
+        Topology topo(c, {2, 2, 1});
+        double v = 1;
+        topo.dp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+        topo.tp_group().all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+        int token = c.rank();
+        if (topo.coord().tp == 0)
+          topo.tp_group().send(&token, sizeof token, 1, 3);
+        else
+          topo.tp_group().recv(&token, sizeof token, 0, 3);
+      },
+      &trace);
   std::map<GroupAxis, int> collectives, transfers;
   for (const Event& e : trace.snapshot()) {
     if (e.kind != EventKind::collective && e.kind != EventKind::send && e.kind != EventKind::recv) continue;
@@ -91,5 +97,5 @@ TEST(TopologyGroups, EventsCarryTheirGroupAxisAndRank) {
   EXPECT_EQ(collectives[GroupAxis::dp], 4);  // one all-reduce per rank on each axis
   EXPECT_EQ(collectives[GroupAxis::tp], 4);
   EXPECT_EQ(collectives[GroupAxis::none], 3 * 4);  // Topology's three splits
-  EXPECT_EQ(transfers[GroupAxis::tp], 4);  // two sends, two receives
+  EXPECT_EQ(transfers[GroupAxis::tp], 4);          // two sends, two receives
 }

@@ -4,12 +4,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/comm/chunking.h"
 #include "core/error.h"
 #include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/chunk_state.h"
 #include "core/trace/content_stamp.h"
-#include "core/comm/chunking.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -63,7 +63,8 @@ TEST(ChromeTrace, IsWellFormedAndJoinsEverySendToItsRecv) {
   for (const auto& [id, n] : flow_starts) EXPECT_EQ(flow_ends[id], 1) << "flow " << id << " has no end";
   // Nesting: on every track, a span that starts inside another must end inside it.
   for (auto& [track, list] : spans) {
-    std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    std::sort(list.begin(), list.end(),
+              [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
     std::vector<double> open;
     for (const auto& [b, e] : list) {
       while (!open.empty() && open.back() <= b) open.pop_back();
@@ -98,15 +99,16 @@ TEST(ChromeTrace, TimesBeforeTheEpochAreNegativeNumbers) {
 TEST(ChromeTrace, LanesSeparatePartialOverlaps) {
   std::vector<Event> spans(3);
   spans[0].begin_ns = 0, spans[0].end_ns = 10;
-  spans[1].begin_ns = 2, spans[1].end_ns = 5;    // nests in 0
-  spans[2].begin_ns = 4, spans[2].end_ns = 20;   // overlaps 0 and 1 partially
+  spans[1].begin_ns = 2, spans[1].end_ns = 5;   // nests in 0
+  spans[2].begin_ns = 4, spans[2].end_ns = 20;  // overlaps 0 and 1 partially
   const std::vector<int> lanes = assign_lanes(spans);
   EXPECT_EQ(lanes, (std::vector<int>{0, 0, 1}));
 }
 
 TEST(ChromeTrace, LanesStopAtTheCapAndTheLastOneIsShared) {
   std::vector<Event> spans(100);
-  for (int i = 0; i < 100; ++i) spans[std::size_t(i)].begin_ns = i, spans[std::size_t(i)].end_ns = 100 + i;  // each overlaps all before
+  for (int i = 0; i < 100; ++i)
+    spans[std::size_t(i)].begin_ns = i, spans[std::size_t(i)].end_ns = 100 + i;  // each overlaps all before
   const std::vector<int> lanes = assign_lanes(spans, 8);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(lanes[std::size_t(i)], std::min(i, 7)) << "span " << i;
 }
@@ -118,7 +120,8 @@ TEST(ContentStamp, AnySplitGivesTheSameStampAndAnEditChangesIt) {
   EXPECT_EQ(whole.size, text.size());
   for (std::size_t block : {1, 3, 31, 32, 33, 4096}) {
     ContentHasher h;
-    for (std::size_t at = 0; at < text.size(); at += block) h.update(text.data() + at, std::min(block, text.size() - at));
+    for (std::size_t at = 0; at < text.size(); at += block)
+      h.update(text.data() + at, std::min(block, text.size() - at));
     EXPECT_EQ(h.finish(), whole) << "blocks of " << block;
   }
   for (std::size_t at : {std::size_t(0), text.size() / 2, text.size() - 1}) {  // one bit anywhere, the tail included
@@ -154,9 +157,7 @@ TEST(ChromeTrace, WritingToAFullDiskThrowsNamingThePath) {
     std::string what = "no error";
     try {
       write();
-    } catch (const Error& e) {
-      what = e.what();
-    }
+    } catch (const Error& e) { what = e.what(); }
     EXPECT_NE(what.find("'/dev/full'"), std::string::npos) << name << ": " << what;
     EXPECT_NE(what.find("No space left on device"), std::string::npos) << name << ": " << what;
   }

@@ -2,7 +2,6 @@
 // a failing call into an error naming the call, file and line, the device probe answers
 // without crashing (here, without a GPU, with the reason), and the gpu tests skip there.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -28,8 +27,10 @@ TEST(CudaErrors, TheProbeAnswersWithACountOrAReason) {
   const cuda::Devices d = cuda::probe_devices();
   std::printf("GPUs: %d%s%s\n", d.count, d.problem.empty() ? "" : ", because ", d.problem.c_str());
   EXPECT_EQ(d.count > 0, d.problem.empty());
-  if (d.count == 0) EXPECT_THROW(cuda::require_devices(d), UsageError);
-  else EXPECT_EQ(cuda::device_for_rank(d.count + 1, d), 1);  // rank r uses GPU r mod count
+  if (d.count == 0)
+    EXPECT_THROW(cuda::require_devices(d), UsageError);
+  else
+    EXPECT_EQ(cuda::device_for_rank(d.count + 1, d), 1);  // rank r uses GPU r mod count
 }
 
 // Issue 14: on a machine without a GPU, plain `ctest` reported every gpu test as failed.
@@ -47,7 +48,8 @@ TEST(GpuTests, SkipWithTheReasonWithoutAGpu) {
     EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << exe << " failed instead of skipping:\n" << out;
     EXPECT_NE(out.find("[  SKIPPED ]"), std::string::npos) << exe << "\n" << out;
     EXPECT_NE(out.find("no CUDA device: cudaGetDeviceCount returned"), std::string::npos)
-        << exe << ": the skip should say why\n" << out;
+        << exe << ": the skip should say why\n"
+        << out;
     EXPECT_EQ(out.find("[  FAILED  ]"), std::string::npos) << exe << "\n" << out;
   }
 }

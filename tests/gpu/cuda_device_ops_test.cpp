@@ -51,8 +51,7 @@ TEST_F(CudaDeviceOps, EveryCommOperationMatchesHostBitForBit) {
     for (int P : {1, 2, 4, 5}) {
       const auto diff = test::differing_bytes(test::run_all_operations(P, 1001, t, Device::Kind::cpu),
                                               test::run_all_operations(P, 1001, t, Device::Kind::cuda));
-      for (int r = 0; r < P; ++r)
-        EXPECT_EQ(diff[std::size_t(r)], 0u) << dtype_name(t) << " P=" << P << " rank " << r;
+      for (int r = 0; r < P; ++r) EXPECT_EQ(diff[std::size_t(r)], 0u) << dtype_name(t) << " P=" << P << " rank " << r;
     }
 }
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "kernels/cpu/kernels.h"
-#include "tests/kernels/kernel_test_util.h"
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
 #include "tests/gpu/device_buffer.h"
 #include "tests/gpu/skip_without_gpu.h"
+#include "tests/kernels/kernel_test_util.h"
 
 using namespace dtl;
 
@@ -45,12 +45,30 @@ TEST_F(Cuda, ReduceIntoMatchesTheCpuBitForBitForEveryTypeAndOp) {
       const auto fa = random(n, 1), fb = random(n, 2);
       for (std::size_t i = 0; i < n; ++i) {  // values of each type from the same floats
         switch (t) {
-          case DType::f32: reinterpret_cast<float*>(a.data())[i] = fa[i]; reinterpret_cast<float*>(b.data())[i] = fb[i]; break;
-          case DType::f64: reinterpret_cast<double*>(a.data())[i] = fa[i]; reinterpret_cast<double*>(b.data())[i] = fb[i]; break;
-          case DType::i32: reinterpret_cast<std::int32_t*>(a.data())[i] = std::int32_t(fa[i] * 1000); reinterpret_cast<std::int32_t*>(b.data())[i] = std::int32_t(fb[i] * 1000); break;
-          case DType::i64: reinterpret_cast<std::int64_t*>(a.data())[i] = std::int64_t(fa[i] * 1e6); reinterpret_cast<std::int64_t*>(b.data())[i] = std::int64_t(fb[i] * 1e6); break;
-          case DType::f16: reinterpret_cast<std::uint16_t*>(a.data())[i] = float_to_f16(fa[i]); reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_f16(fb[i]); break;
-          case DType::bf16: reinterpret_cast<std::uint16_t*>(a.data())[i] = float_to_bf16(fa[i]); reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_bf16(fb[i]); break;
+          case DType::f32:
+            reinterpret_cast<float*>(a.data())[i] = fa[i];
+            reinterpret_cast<float*>(b.data())[i] = fb[i];
+            break;
+          case DType::f64:
+            reinterpret_cast<double*>(a.data())[i] = fa[i];
+            reinterpret_cast<double*>(b.data())[i] = fb[i];
+            break;
+          case DType::i32:
+            reinterpret_cast<std::int32_t*>(a.data())[i] = std::int32_t(fa[i] * 1000);
+            reinterpret_cast<std::int32_t*>(b.data())[i] = std::int32_t(fb[i] * 1000);
+            break;
+          case DType::i64:
+            reinterpret_cast<std::int64_t*>(a.data())[i] = std::int64_t(fa[i] * 1e6);
+            reinterpret_cast<std::int64_t*>(b.data())[i] = std::int64_t(fb[i] * 1e6);
+            break;
+          case DType::f16:
+            reinterpret_cast<std::uint16_t*>(a.data())[i] = float_to_f16(fa[i]);
+            reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_f16(fb[i]);
+            break;
+          case DType::bf16:
+            reinterpret_cast<std::uint16_t*>(a.data())[i] = float_to_bf16(fa[i]);
+            reinterpret_cast<std::uint16_t*>(b.data())[i] = float_to_bf16(fb[i]);
+            break;
         }
       }
       DeviceBuffer<unsigned char> da(a), db(b);
@@ -60,7 +78,8 @@ TEST_F(Cuda, ReduceIntoMatchesTheCpuBitForBitForEveryTypeAndOp) {
       finish_average(a.data(), n, t, op, 2);
       const std::vector<unsigned char> got = da.read();
       std::size_t differing = 0;
-      for (std::size_t i = 0; i < n; ++i) differing += std::memcmp(&got[i * dtype_size(t)], &a[i * dtype_size(t)], dtype_size(t)) != 0;
+      for (std::size_t i = 0; i < n; ++i)
+        differing += std::memcmp(&got[i * dtype_size(t)], &a[i * dtype_size(t)], dtype_size(t)) != 0;
       EXPECT_EQ(differing, 0u) << dtype_name(t) << " " << reduce_op_name(op) << ": elements differing from the CPU";
     }
 }
@@ -169,29 +188,31 @@ TEST_F(Cuda, LinearThroughCublasMatchesTheReference) {
   // Odd sizes: no layout mistake can hide; 37 rows are one chunk of the bias gradient's
   // column sums, 1000 rows 16 of them (the last one partial).
   for (const int B : {37, 1000}) {
-  const int I = 129, O = 65;
-  const auto X = random(std::size_t(B) * I, 8), W = random(std::size_t(O) * I, 9), b = random(std::size_t(O), 10),
-             dY = random(std::size_t(B) * O, 11);
-  std::vector<float> Y(std::size_t(B) * O), dX(std::size_t(B) * I), dW(std::size_t(O) * I, 0.5f), db(std::size_t(O), 0.5f);
-  std::vector<float> rY = Y, rdX = dX, rdW(dW.size()), rdb(db.size());
-  cublasHandle_t h = nullptr;
-  DTL_CUBLAS_CHECK(cublasCreate(&h));
-  // Pin FP32 GEMMs to full precision (no TF32) so the comparison is with fp32 math.
-  DTL_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
-  DeviceBuffer<float> dXin(X), dWin(W), dbin(b), ddY(dY), dYout(Y), ddX(dX), ddW(dW), ddb(db);
-  cuda::linear_forward(h, dXin.ptr, dWin.ptr, dbin.ptr, dYout.ptr, B, I, O, nullptr);
-  cuda::linear_backward(h, dXin.ptr, dWin.ptr, ddY.ptr, ddX.ptr, ddW.ptr, ddb.ptr, B, I, O, /*accumulate=*/true, nullptr);
-  kernels::reference::linear_forward(X.data(), W.data(), b.data(), rY.data(), B, I, O);
-  kernels::reference::linear_backward(X.data(), W.data(), dY.data(), rdX.data(), rdW.data(), rdb.data(), B, I, O);
-  for (auto& x : rdW) x += 0.5f;  // accumulate onto the 0.5 already there
-  for (auto& x : rdb) x += 0.5f;
-  const double eY = max_rel_error(dYout.read(), rY), edX = max_rel_error(ddX.read(), rdX), edW = max_rel_error(ddW.read(), rdW),
-               edb = max_rel_error(ddb.read(), rdb);
-  std::printf("linear max rel errors: Y %.3g, dX %.3g, dW %.3g, db %.3g\n", eY, edX, edW, edb);
-  EXPECT_LT(eY, 1e-5);
-  EXPECT_LT(edX, 1e-5);
-  EXPECT_LT(edW, 1e-5);
-  EXPECT_LT(edb, 1e-5);
-  DTL_CUBLAS_CHECK(cublasDestroy(h));
+    const int I = 129, O = 65;
+    const auto X = random(std::size_t(B) * I, 8), W = random(std::size_t(O) * I, 9), b = random(std::size_t(O), 10),
+               dY = random(std::size_t(B) * O, 11);
+    std::vector<float> Y(std::size_t(B) * O), dX(std::size_t(B) * I), dW(std::size_t(O) * I, 0.5f),
+        db(std::size_t(O), 0.5f);
+    std::vector<float> rY = Y, rdX = dX, rdW(dW.size()), rdb(db.size());
+    cublasHandle_t h = nullptr;
+    DTL_CUBLAS_CHECK(cublasCreate(&h));
+    // Pin FP32 GEMMs to full precision (no TF32) so the comparison is with fp32 math.
+    DTL_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
+    DeviceBuffer<float> dXin(X), dWin(W), dbin(b), ddY(dY), dYout(Y), ddX(dX), ddW(dW), ddb(db);
+    cuda::linear_forward(h, dXin.ptr, dWin.ptr, dbin.ptr, dYout.ptr, B, I, O, nullptr);
+    cuda::linear_backward(h, dXin.ptr, dWin.ptr, ddY.ptr, ddX.ptr, ddW.ptr, ddb.ptr, B, I, O, /*accumulate=*/true,
+                          nullptr);
+    kernels::reference::linear_forward(X.data(), W.data(), b.data(), rY.data(), B, I, O);
+    kernels::reference::linear_backward(X.data(), W.data(), dY.data(), rdX.data(), rdW.data(), rdb.data(), B, I, O);
+    for (auto& x : rdW) x += 0.5f;  // accumulate onto the 0.5 already there
+    for (auto& x : rdb) x += 0.5f;
+    const double eY = max_rel_error(dYout.read(), rY), edX = max_rel_error(ddX.read(), rdX),
+                 edW = max_rel_error(ddW.read(), rdW), edb = max_rel_error(ddb.read(), rdb);
+    std::printf("linear max rel errors: Y %.3g, dX %.3g, dW %.3g, db %.3g\n", eY, edX, edW, edb);
+    EXPECT_LT(eY, 1e-5);
+    EXPECT_LT(edX, 1e-5);
+    EXPECT_LT(edW, 1e-5);
+    EXPECT_LT(edb, 1e-5);
+    DTL_CUBLAS_CHECK(cublasDestroy(h));
   }
 }

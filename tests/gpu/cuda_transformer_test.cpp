@@ -3,7 +3,6 @@
 // whole GPT's forward+backward on the GPU against the same model on the CPU: the loss and
 // every gradient. Each comparison prints its largest difference relative to the CPU
 // tensor's scale (max|gpu − cpu| / max|cpu|). Skips, with the reason, without a GPU.
-#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +20,7 @@
 #include "tests/gpu/device_buffer.h"
 #include "tests/gpu/skip_without_gpu.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/labs/gpt_test_util.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -97,11 +97,12 @@ TEST_F(CudaTransformer, LayerNormForwardAndBackwardMatchTheCpu) {
 TEST_F(CudaTransformer, AttentionForwardAndBackwardMatchTheCpu) {
   // heads > batch (batched over heads), batch > heads with heads > 1 (batched over the
   // batch, one softmax-backward launch per pair), one head, seq not a multiple of 32.
-  const kernels::AttentionShape shapes[] = {
-      {16, 2, 4, 8}, {37, 3, 2, 16}, {5, 1, 1, 4}, {33, 5, 2, 8}, {70, 1, 3, 32}, {9, 4, 1, 8}, {1, 2, 2, 4}};
+  const kernels::AttentionShape shapes[] = {{16, 2, 4, 8},  {37, 3, 2, 16}, {5, 1, 1, 4}, {33, 5, 2, 8},
+                                            {70, 1, 3, 32}, {9, 4, 1, 8},   {1, 2, 2, 4}};
   unsigned seed = 100;
   for (const kernels::AttentionShape& s : shapes) {
-    const std::size_t R = std::size_t(s.seq) * std::size_t(s.batch), hd = std::size_t(s.heads) * std::size_t(s.head_dim);
+    const std::size_t R = std::size_t(s.seq) * std::size_t(s.batch),
+                      hd = std::size_t(s.heads) * std::size_t(s.head_dim);
     const std::size_t n_qkv = R * 3 * hd, n_out = R * hd,
                       n_probs = std::size_t(s.batch) * std::size_t(s.heads) * std::size_t(s.seq) * std::size_t(s.seq);
     const auto qkv = random(n_qkv, seed++), dout = random(n_out, seed++);
@@ -127,7 +128,8 @@ TEST_F(CudaTransformer, AttentionForwardAndBackwardMatchTheCpu) {
     for (std::size_t pair = 0; pair < std::size_t(s.batch) * std::size_t(s.heads); ++pair)
       for (int i = 0; i < s.seq; ++i)
         for (int j = i + 1; j < s.seq; ++j)
-          nonzero_masked += got_probs[(pair * std::size_t(s.seq) + std::size_t(i)) * std::size_t(s.seq) + std::size_t(j)] != 0.0f;
+          nonzero_masked +=
+              got_probs[(pair * std::size_t(s.seq) + std::size_t(i)) * std::size_t(s.seq) + std::size_t(j)] != 0.0f;
     EXPECT_EQ(nonzero_masked, 0u) << attention_name(s);
   }
 }
@@ -194,8 +196,8 @@ TEST(CudaGpt, ForwardBackwardMatchesTheCpuLossAndEveryGradient) {
   DTL_SKIP_WITHOUT_GPU();
   cuda::use_cuda_memory();
   const GptConfig configs[] = {
-      {.vocab = 64, .seq = 16, .hidden = 32, .heads = 4, .layers = 2, .batch = 2},   // the lab's default
-      {.vocab = 97, .seq = 37, .hidden = 48, .heads = 3, .layers = 3, .batch = 5},   // batch > heads, odd sizes
+      {.vocab = 64, .seq = 16, .hidden = 32, .heads = 4, .layers = 2, .batch = 2},  // the lab's default
+      {.vocab = 97, .seq = 37, .hidden = 48, .heads = 3, .layers = 3, .batch = 5},  // batch > heads, odd sizes
       {.vocab = 256, .seq = 128, .hidden = 256, .heads = 8, .layers = 2, .batch = 4},
   };
   for (const GptConfig& c : configs) {

@@ -50,8 +50,8 @@ TEST_F(Nccl, EveryCommOperationMatchesTheThreadsBackend) {
       const auto got = test::run_all_operations(gpus_, 1001, t, kind, nccl_runner());
       const auto diff = test::differing_bytes(want, got);
       for (int r = 0; r < gpus_; ++r)
-        EXPECT_EQ(diff[std::size_t(r)], 0u) << dtype_name(t) << (kind == Device::Kind::cpu ? " host" : " device")
-                                            << " buffers, rank " << r;
+        EXPECT_EQ(diff[std::size_t(r)], 0u)
+            << dtype_name(t) << (kind == Device::Kind::cpu ? " host" : " device") << " buffers, rank " << r;
     }
 }
 
@@ -68,7 +68,7 @@ TEST_F(Nccl, CollectivesLabPassesItsChecks) {
   cfg = with_defaults(*lab, cfg);
   Trace trace(gpus_);
   Report report;
-  nccl_runner(&trace)(gpus_, [&](Comm& c) {
+  nccl_runner (&trace)(gpus_, [&](Comm& c) {
     Report r = lab->run(c, cfg);
     if (c.rank() == 0) report = r;
   });

@@ -10,6 +10,6 @@
 // In a fixture's SetUp() or a test body: GTEST_SKIP (which returns) when there is no GPU.
 #define DTL_SKIP_WITHOUT_GPU()                                                               \
   do {                                                                                       \
-    const ::dtl::cuda::Devices dtl_devices_ = ::dtl::cuda::probe_devices();                   \
+    const ::dtl::cuda::Devices dtl_devices_ = ::dtl::cuda::probe_devices();                  \
     if (dtl_devices_.count == 0) GTEST_SKIP() << "no CUDA device: " << dtl_devices_.problem; \
   } while (0)

@@ -34,7 +34,7 @@ struct RankPattern {
   int messages_sent = 0;
   std::set<int> sent_to;
   std::set<int> tags;
-  std::vector<std::string> collectives;        // library collectives it called (by name)
+  std::vector<std::string> collectives;         // library collectives it called (by name)
   std::vector<std::uint64_t> collective_bytes;  // and the bytes each one's event records
 };
 
@@ -136,12 +136,12 @@ inline void expect_same(const std::vector<double>& got, const std::vector<double
 
 // DTL_GRADE_EXPECT(cond) << message: a graded check whose failure text is the message (the
 // grader shows it as the exercise's first failure); DTL_GRADE_ASSERT also ends the test.
-#define DTL_GRADE_EXPECT(cond) \
+#define DTL_GRADE_EXPECT(cond)  \
   GTEST_AMBIGUOUS_ELSE_BLOCKER_ \
   if (cond) {                   \
   } else                        \
     ADD_FAILURE()
-#define DTL_GRADE_ASSERT(cond) \
+#define DTL_GRADE_ASSERT(cond)  \
   GTEST_AMBIGUOUS_ELSE_BLOCKER_ \
   if (cond) {                   \
   } else                        \

@@ -29,7 +29,7 @@ TEST(GradingHarness, LibraryShortcutShowsNoPointToPointTraffic) {
   });
   ASSERT_TRUE(run.error.empty()) << run.error;
   for (const auto& p : run.ranks) {
-    EXPECT_EQ(p.bytes_sent, 0.0);  // the ring test expects 2(P-1)/P·N here
+    EXPECT_EQ(p.bytes_sent, 0.0);                                      // the ring test expects 2(P-1)/P·N here
     EXPECT_EQ(p.collectives, std::vector<std::string>{"all_reduce"});  // and this list to be empty
   }
 }

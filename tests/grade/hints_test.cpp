@@ -2,6 +2,8 @@
 // every exercise of every lab in the registry, none of them code, and no line of the
 // reference solutions in any of them. tests/grade/check_student_grader.sh checks the same
 // on the student track's real grader output.
+#include "exercises/track/hints.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "exercises/track/hints.h"
 #include "labs/lab.h"
 
 using namespace dtl;
@@ -91,7 +92,8 @@ TEST(ExerciseHints, NoHintContainsALineOfTheSolutions) {
     for (int level = 1; level <= ex::kHintLevels; ++level) {
       const std::string hint = squeeze(std::string(exercise_hint(h.id, level)));
       for (const std::string& line : lines)
-        EXPECT_EQ(hint.find(line), std::string::npos) << h.id << " hint " << level << " contains solution code: " << line;
+        EXPECT_EQ(hint.find(line), std::string::npos)
+            << h.id << " hint " << level << " contains solution code: " << line;
     }
 }
 

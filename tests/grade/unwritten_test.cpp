@@ -1,12 +1,13 @@
 // A stub not written yet (exercises/track/unwritten.h): the grader sees NotImplemented, a lab the
 // reference's result, and the learner one note per function naming the stub's file.
+#include "exercises/track/unwritten.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "core/error.h"
-#include "exercises/track/unwritten.h"
 
 namespace {
 

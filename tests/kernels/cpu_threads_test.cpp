@@ -4,6 +4,8 @@
 // code), the linear layers' split GEMMs the same within float32 rounding.
 // Also the blocked attention and the SIMD-lane LayerNorm at sizes that cross their blocks
 // and lanes, against the float64 twins.
+#include "kernels/cpu/cpu_threads.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cpu/cpu_threads.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/transformer_kernels.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -41,9 +42,7 @@ void expect_covered_once(std::size_t count, std::size_t grain) {
   std::atomic<int> parts{0};
   parallel_for(count, grain, [&](std::size_t a, std::size_t b) {
     ++parts;
-    if (b != count) {
-      EXPECT_EQ((b - a) % grain, 0u) << a << ".." << b;
-    }
+    if (b != count) { EXPECT_EQ((b - a) % grain, 0u) << a << ".." << b; }
     for (std::size_t i = a; i < b; ++i) ++seen[i];
   });
   for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(seen[i].load(), 1) << "index " << i << " of " << count;
@@ -71,12 +70,13 @@ std::vector<std::vector<float>> run_every_kernel() {
   residual_add(x.data(), dy.data(), sum.data(), n);
 
   const int rows = 100, width = 300;
-  const auto lx = random(std::size_t(rows) * width, 8), lw = random(std::size_t(width), 9), lb = random(std::size_t(width), 10);
+  const auto lx = random(std::size_t(rows) * width, 8), lw = random(std::size_t(width), 9),
+             lb = random(std::size_t(width), 10);
   const auto ldy = random(std::size_t(rows) * width, 11);
   std::vector<float> ly(lx.size()), mean(rows + 0), rstd(rows + 0), ldx(lx.size()), ldw(width + 0), ldb(width + 0);
   layernorm_forward(lx.data(), lw.data(), lb.data(), ly.data(), mean.data(), rstd.data(), rows, width, 1e-5f);
-  layernorm_backward(lx.data(), lw.data(), mean.data(), rstd.data(), ldy.data(), ldx.data(), ldw.data(), ldb.data(), rows,
-                     width);
+  layernorm_backward(lx.data(), lw.data(), mean.data(), rstd.data(), ldy.data(), ldx.data(), ldw.data(), ldb.data(),
+                     rows, width);
 
   const AttentionShape s{.seq = 150, .batch = 2, .heads = 3, .head_dim = 16};
   const std::size_t tokens = std::size_t(s.seq) * std::size_t(s.batch), hd = std::size_t(s.heads * s.head_dim);
@@ -94,8 +94,8 @@ TEST(CpuThreads, ParallelForVisitsEachIndexOnce) {
   for (int threads : {1, 2, 3}) {
     Threads t(threads);
     EXPECT_EQ(cpu_threads(), threads);
-    for (auto [count, grain] : {std::pair<std::size_t, std::size_t>{0, 16}, {1, 16}, {31, 16}, {32, 16}, {1000, 64},
-                                {1000, 1}, {7, 1}})
+    for (auto [count, grain] :
+         {std::pair<std::size_t, std::size_t>{0, 16}, {1, 16}, {31, 16}, {32, 16}, {1000, 64}, {1000, 1}, {7, 1}})
       expect_covered_once(count, grain);
   }
 }
@@ -188,7 +188,8 @@ TEST(LaneLayerNorm, MatchesFloat64AcrossLanesAndTail) {
   layernorm_forward(x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows, width, 1e-5f);
   reference::layernorm_forward(x.data(), w.data(), b.data(), y_ref.data(), rows, width, 1e-5f);
   std::vector<float> dx(x.size()), dw(width), db(width), dx_ref(x.size()), dw_ref(width), db_ref(width);
-  layernorm_backward(x.data(), w.data(), mean.data(), rstd.data(), dy.data(), dx.data(), dw.data(), db.data(), rows, width);
+  layernorm_backward(x.data(), w.data(), mean.data(), rstd.data(), dy.data(), dx.data(), dw.data(), db.data(), rows,
+                     width);
   reference::layernorm_backward(x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), db_ref.data(), rows, width,
                                 1e-5f);
   std::printf("layernorm, width 300: y %.2e, dx %.2e, dw %.2e, db %.2e\n", max_rel_error(y, y_ref),

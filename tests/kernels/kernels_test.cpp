@@ -1,4 +1,6 @@
 // Every CPU kernel against its float64 reference; the largest relative error is printed.
+#include "kernels/cpu/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +8,6 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/kernels.h"
 #include "tests/kernels/kernel_test_util.h"
 
 using namespace dtl::kernels;
@@ -19,16 +20,18 @@ using dtl::test::random;
 TEST(Linear, ForwardAndBackwardMatchReference) {
   use_one_blas_thread();
   for (auto [B, I, O] : {std::tuple{1, 1, 1}, std::tuple{7, 13, 5}, std::tuple{32, 64, 48}, std::tuple{3, 200, 1}}) {
-    const auto X = random(std::size_t(B * I), 1), W = random(std::size_t(O * I), 2, 0.1f), b = random(std::size_t(O), 3), dY = random(std::size_t(B * O), 4);
-    std::vector<float> Y(std::size_t(B * O)), Yr(Y.size()), dX(std::size_t(B * I)), dXr(dX.size()), dW(std::size_t(O * I)),
-        dWr(dW.size()), db(static_cast<std::size_t>(O)), dbr(db.size());
+    const auto X = random(std::size_t(B * I), 1), W = random(std::size_t(O * I), 2, 0.1f),
+               b = random(std::size_t(O), 3), dY = random(std::size_t(B * O), 4);
+    std::vector<float> Y(std::size_t(B * O)), Yr(Y.size()), dX(std::size_t(B * I)), dXr(dX.size()),
+        dW(std::size_t(O * I)), dWr(dW.size()), db(static_cast<std::size_t>(O)), dbr(db.size());
     linear_forward(X.data(), W.data(), b.data(), Y.data(), B, I, O);
     reference::linear_forward(X.data(), W.data(), b.data(), Yr.data(), B, I, O);
     linear_backward(X.data(), W.data(), dY.data(), dX.data(), dW.data(), db.data(), B, I, O);
     reference::linear_backward(X.data(), W.data(), dY.data(), dXr.data(), dWr.data(), dbr.data(), B, I, O);
     const double e[4] = {max_rel_error(Y, Yr), max_rel_error(dX, dXr), max_rel_error(dW, dWr), max_rel_error(db, dbr)};
-    for (double x : e) EXPECT_LT(x, 1e-5) << "B=" << B << " I=" << I << " O=" << O << " rel errors Y " << e[0] << " dX " << e[1]
-                                           << " dW " << e[2] << " db " << e[3];
+    for (double x : e)
+      EXPECT_LT(x, 1e-5) << "B=" << B << " I=" << I << " O=" << O << " rel errors Y " << e[0] << " dX " << e[1]
+                         << " dW " << e[2] << " db " << e[3];
   }
 }
 
@@ -38,7 +41,8 @@ TEST(Linear, ForwardAndBackwardMatchReference) {
 TEST(LinearGelu, FusedMatchesTheLayerThenTheGelu) {
   use_one_blas_thread();
   const int B = 37, I = 48, O = 130;
-  const auto X = random(std::size_t(B * I), 41), W = random(std::size_t(O * I), 42, 0.2f), b = random(std::size_t(O), 43);
+  const auto X = random(std::size_t(B * I), 41), W = random(std::size_t(O * I), 42, 0.2f),
+             b = random(std::size_t(O), 43);
   for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
     std::vector<float> pre(std::size_t(B * O)), act(pre.size()), pre_ref(pre.size()), act_ref(pre.size());
     std::vector<float> pre_fast(pre.size()), act_fast(pre.size());
@@ -85,7 +89,8 @@ TEST(Gelu, ForwardAndAnalyticBackwardMatchReference) {
 TEST(Losses, MseAndSoftmaxCrossEntropyMatchReference) {
   const auto y = random(300, 7), t = random(300, 8);
   std::vector<float> dy(300), dyr(300);
-  const float l = mse_loss(y.data(), t.data(), dy.data(), 300), lr = reference::mse_loss(y.data(), t.data(), dyr.data(), 300);
+  const float l = mse_loss(y.data(), t.data(), dy.data(), 300),
+              lr = reference::mse_loss(y.data(), t.data(), dyr.data(), 300);
   EXPECT_NEAR(l, lr, 1e-5 * lr);
   EXPECT_LT(max_rel_error(dy, dyr), 1e-5);
   const int B = 6, C = 10;
@@ -132,7 +137,8 @@ TEST(Optimizers, MixedPrecisionAdamWUpdatesTheMasterAndRoundsTheWeights) {
       dtl::from_float(g.data(), grads.data(), t, n);
       dtl::to_float(grads.data(), t, widened.data(), n);
       for (auto& x : widened) x /= scale;
-      ASSERT_TRUE(adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, step, 1.0f / scale));
+      ASSERT_TRUE(adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, step,
+                                   1.0f / scale));
       reference::adamw_step(ref.data(), widened.data(), mr.data(), vr.data(), n, c, step);
     }
     EXPECT_LT(max_rel_error(master, ref), 1e-5) << dtl::dtype_name(t) << ": " << max_rel_error(master, ref);
@@ -146,7 +152,8 @@ TEST(Optimizers, MixedPrecisionAdamWUpdatesTheMasterAndRoundsTheWeights) {
     // Overflow: nothing moves.
     const auto before = master;
     grads[4321] = t == dtl::DType::bf16 ? dtl::float_to_bf16(INFINITY) : dtl::float_to_f16(INFINITY);
-    EXPECT_FALSE(adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, 6, 1.0f / scale));
+    EXPECT_FALSE(
+        adamw_step_mixed(master.data(), grads.data(), params.data(), t, m.data(), v.data(), n, c, 6, 1.0f / scale));
     EXPECT_EQ(master, before);
   }
 }

@@ -132,7 +132,8 @@ TEST(ClusterSim, ZeroOneReduceScattersStepsItsShardAndAllGathers) {
   std::vector<std::string> tail;
   for (const sim::Span& s : r.stages[0].spans)
     if (s.kind == sim::SpanKind::collective || s.kind == sim::SpanKind::host) tail.push_back(s.label);
-  const std::vector<std::string> want = {"reduce_scatter gradients", "optimizer and host work", "all_gather parameters"};
+  const std::vector<std::string> want = {"reduce_scatter gradients", "optimizer and host work",
+                                         "all_gather parameters"};
   EXPECT_EQ(tail, want);
   // Overlapped: two buckets of 4e6 B reduce-scattered (10 µs + 2 ms each) beside the backward,
   // ready at 8 and 12 ms; then the step and the all-gather.
@@ -163,7 +164,8 @@ TEST(ClusterSim, OptimizerStepIsItsBytesOverTheMemoryBandwidth) {
   auto cluster = dtl::theory::cluster_preset("a100-80gb");
   cluster.gpus = 16;
   for (int zero : {0, 1, 3}) {
-    const dtl::theory::Plan p = dtl::theory::plan(model, cluster, {.dp = 4, .tp = 2, .pp = 2, .zero = zero, .micro_batches = 8});
+    const dtl::theory::Plan p =
+        dtl::theory::plan(model, cluster, {.dp = 4, .tp = 2, .pp = 2, .zero = zero, .micro_batches = 8});
     const sim::Workload w = sim::workload_from_plan(p, dtl::pipeline::ScheduleKind::one_f_one_b, sim::CommAlgo::ring);
     ASSERT_EQ(w.stage_host_s.size(), 2u);
     for (std::size_t s = 0; s < 2; ++s) {
@@ -206,7 +208,7 @@ TEST(ClusterSim, TraceRanksThatDoNotExistAreRefused) {
 
 TEST(ClusterSim, RoutesSayWhichLinkEachAxisUses) {
   const dtl::theory::Link nv{5e-6, 600e9}, ib{10e-6, 25e9};
-  EXPECT_FALSE(sim::route(8, 1, 8, nv, ib, sim::CommAlgo::ring).crosses_nodes());  // tp 8 in a node
+  EXPECT_FALSE(sim::route(8, 1, 8, nv, ib, sim::CommAlgo::ring).crosses_nodes());       // tp 8 in a node
   const sim::AxisRoute dp = sim::route(16, 4, 8, nv, ib, sim::CommAlgo::hierarchical);  // tp 4: 2 dp ranks per node
   EXPECT_EQ(dp.per_node, 2);
   EXPECT_TRUE(dp.crosses_nodes());
@@ -235,9 +237,9 @@ TEST(ClusterSim, ComputeFloorPacesEveryActionAsTheGridLabDoes) {
   w.action_floor_s = 10e-3;
   const sim::SimResult r = sim::simulate_step(w);
   EXPECT_NEAR(r.step_s, (4 + 2 - 1) * 30e-3, 1e-9);
-  EXPECT_NEAR(r.stages[0].compute, 4 * 4 * 3e-3, 1e-12);                    // the layers' own compute
-  EXPECT_NEAR(r.stages[0].host, 4 * (30e-3 - 4 * 3e-3), 1e-12);            // the paced rest of each F and B
-  w.action_floor_s = 1e-3;  // below the compute: no effect
+  EXPECT_NEAR(r.stages[0].compute, 4 * 4 * 3e-3, 1e-12);         // the layers' own compute
+  EXPECT_NEAR(r.stages[0].host, 4 * (30e-3 - 4 * 3e-3), 1e-12);  // the paced rest of each F and B
+  w.action_floor_s = 1e-3;                                       // below the compute: no effect
   EXPECT_NEAR(sim::simulate_step(w).step_s, (4 + 2 - 1) * 4 * 3e-3, 1e-9);
 }
 

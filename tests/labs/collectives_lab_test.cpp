@@ -1,9 +1,10 @@
 // The collectives lab: every algorithm, world size and uneven size passes its own checks,
 // and the measured bytes equal the formula (ring: exactly 2(P-1)/P·N).
+#include "labs/collectives/collectives_lab.h"
+
 #include <gtest/gtest.h>
 
 #include "core/trace/trace.h"
-#include "labs/collectives/collectives_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;

@@ -9,6 +9,8 @@
 //   (d) ring, all-gather and Ulysses on 2 and 4 thread ranks, both partitions: the output
 //       and dQ/dK/dV equal a one-rank run, and the bytes each rank sent, read from the trace,
 //       equal cp_bytes_per_rank exactly
+#include "labs/context_parallel/cp_attention.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +22,6 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
-#include "labs/context_parallel/cp_attention.h"
 #include "labs/context_parallel/cp_exchange.h"
 #include "labs/context_parallel/cp_partition.h"
 #include "tests/test_util.h"
@@ -64,7 +65,8 @@ std::vector<double> ref_forward(const std::vector<double>& qkv, const Shape& a) 
         const std::vector<double> p = ref_probs(qkv, a, b, h, i);
         for (int j = 0; j <= i; ++j)
           for (int f = 0; f < a.head_dim; ++f)
-            out[std::size_t((i * a.batch + b) * w + h * a.head_dim + f)] += p[std::size_t(j)] * q_at(qkv, a, j, b, 2, h, f);
+            out[std::size_t((i * a.batch + b) * w + h * a.head_dim + f)] +=
+                p[std::size_t(j)] * q_at(qkv, a, j, b, 2, h, f);
       }
   return out;
 }
@@ -147,14 +149,17 @@ CpRows part_rows(const std::vector<float>& qkv, const Shape& a, const std::vecto
 CpShape heads_of(const Shape& a) { return {a.batch, a.heads, a.head_dim}; }
 
 // The whole sequence's queries against the key chunks in `order`, merged and finalized.
-std::vector<float> merged_forward(const std::vector<float>& qkv, const Shape& a, const std::vector<std::vector<int>>& keys,
-                                  const std::vector<int>& order, std::vector<float>* lse_out = nullptr) {
+std::vector<float> merged_forward(const std::vector<float>& qkv, const Shape& a,
+                                  const std::vector<std::vector<int>>& keys, const std::vector<int>& order,
+                                  std::vector<float>* lse_out = nullptr) {
   const CpShape s = heads_of(a);
   const std::vector<int> all = chunks_of(a.seq, a.seq)[0];
   CpPartial acc = empty_partial(s, a.seq);
   for (int c : order)
-    merge_partial(acc, block_forward(s, part_rows(qkv, a, all, 0), part_rows(qkv, a, keys[std::size_t(c)], 1),
-                                     part_rows(qkv, a, keys[std::size_t(c)], 2)), s);
+    merge_partial(acc,
+                  block_forward(s, part_rows(qkv, a, all, 0), part_rows(qkv, a, keys[std::size_t(c)], 1),
+                                part_rows(qkv, a, keys[std::size_t(c)], 2)),
+                  s);
   std::vector<float> out(std::size_t(a.seq * a.batch * s.width())), lse(std::size_t(a.seq * a.batch * a.heads));
   finalize_partial(acc, s, out.data(), s.width(), lse.data());
   if (lse_out) *lse_out = lse;
@@ -190,7 +195,8 @@ TEST(CpAttention, ABlockInTheQueriesFutureAddsNothingAndNoNaN) {
   const CpShape s = heads_of(a);
   const std::vector<float> qkv = random_floats(std::size_t(a.seq * a.batch * 3 * s.width()), 2);
   const std::vector<std::vector<int>> c = chunks_of(a.seq, 4);
-  const CpPartial masked = block_forward(s, part_rows(qkv, a, c[0], 0), part_rows(qkv, a, c[2], 1), part_rows(qkv, a, c[2], 2));
+  const CpPartial masked =
+      block_forward(s, part_rows(qkv, a, c[0], 0), part_rows(qkv, a, c[2], 1), part_rows(qkv, a, c[2], 2));
   const CpPartial empty = empty_partial(s, 4);
   EXPECT_EQ(masked.o, empty.o);
   EXPECT_EQ(masked.m, empty.m);
@@ -206,8 +212,8 @@ TEST(CpAttention, ABlockInTheQueriesFutureAddsNothingAndNoNaN) {
   finalize_partial(none, s, out.data(), s.width(), lse.data());
   for (float x : out) EXPECT_EQ(x, 0.0f);
   for (float x : lse) EXPECT_TRUE(std::isinf(x) && x < 0);
-  std::vector<float> dout(out.size(), 1.0f), delta(lse.size(), 0.0f), dq(std::size_t(4 * a.batch * 3 * s.width()), 0.0f),
-      dkv(std::size_t(4 * a.batch * 2 * s.width()), 0.0f);
+  std::vector<float> dout(out.size(), 1.0f), delta(lse.size(), 0.0f),
+      dq(std::size_t(4 * a.batch * 3 * s.width()), 0.0f), dkv(std::size_t(4 * a.batch * 2 * s.width()), 0.0f);
   const float finite_lse = 0.0f;  // as if the queries had seen keys elsewhere
   std::vector<float> lse0(lse.size(), finite_lse);
   block_backward(s, part_rows(qkv, a, c[0], 0), part_rows(qkv, a, c[2], 1), part_rows(qkv, a, c[2], 2),
@@ -255,8 +261,9 @@ TEST(CpAttention, BlockBackwardEqualsTheReferenceGradients) {
     const std::vector<int>& qp = c[std::size_t(qc)];
     const std::vector<int>& kp = c[std::size_t(kc)];
     const std::size_t qrow = std::size_t(qp[0] * a.batch), krow = std::size_t(kp[0] * a.batch);
-    const CpQueryGrad g{dout.data() + qrow * std::size_t(w), w, lse.data() + qrow * std::size_t(a.heads),
-                        delta.data() + qrow * std::size_t(a.heads), dqkv.data() + qrow * std::size_t(3 * w), 3 * w};
+    const CpQueryGrad g{dout.data() + qrow * std::size_t(w),      w,
+                        lse.data() + qrow * std::size_t(a.heads), delta.data() + qrow * std::size_t(a.heads),
+                        dqkv.data() + qrow * std::size_t(3 * w),  3 * w};
     float* dk = dqkv.data() + krow * std::size_t(3 * w) + std::size_t(w);
     block_backward(s, part_rows(qkv, a, qp, 0), part_rows(qkv, a, kp, 1), part_rows(qkv, a, kp, 2), g,
                    CpKeyGrad{dk, dk + w, 3 * w});
@@ -331,8 +338,8 @@ TEST(CpPartition, EveryPositionOnceAndPairsSumToTheTriangle) {
       }
   const CpBalance c = cp_balance(CpSplit::contiguous, 48, 4), z = cp_balance(CpSplit::zigzag, 48, 4);
   std::printf("S 48 over 4 ranks: contiguous pairs %lld %lld %lld %lld (max/mean %.3f), zig-zag %lld each (%.3f)\n",
-              (long long)c.pairs[0], (long long)c.pairs[1], (long long)c.pairs[2], (long long)c.pairs[3], c.max_over_mean,
-              (long long)z.pairs[0], z.max_over_mean);
+              (long long)c.pairs[0], (long long)c.pairs[1], (long long)c.pairs[2], (long long)c.pairs[3],
+              c.max_over_mean, (long long)z.pairs[0], z.max_over_mean);
   EXPECT_NEAR(c.max_over_mean, 7.0 * 12 * 12 / 2 / (48.0 * 49 / 2 / 4), 0.05);  // ≈ (2P−1)/P, the formula's
 }
 
@@ -360,7 +367,8 @@ TEST(CpExchange, TheByteFormulasByHand) {
   EXPECT_EQ(cp_bytes_per_rank(CpAlgo::ring, layer, 4).backward, 7u * 2048);  // K/V 3 hops, dK/dV 4
   EXPECT_EQ(cp_bytes_per_rank(CpAlgo::all_gather, layer, 4).forward, 3u * 2048);
   EXPECT_EQ(cp_bytes_per_rank(CpAlgo::all_gather, layer, 4).backward, 3u * 2048);
-  EXPECT_EQ(cp_bytes_per_rank(CpAlgo::ulysses, layer, 4).forward, 3u * 256 * 4);  // q, k, v and out: 3 blocks leave each
+  EXPECT_EQ(cp_bytes_per_rank(CpAlgo::ulysses, layer, 4).forward,
+            3u * 256 * 4);  // q, k, v and out: 3 blocks leave each
   EXPECT_EQ(cp_bytes_per_rank(CpAlgo::ulysses, layer, 4).backward, 3u * 256 * 4);
   for (CpAlgo algo : {CpAlgo::ring, CpAlgo::all_gather, CpAlgo::ulysses}) {
     EXPECT_EQ(cp_bytes_per_rank(algo, layer, 1).forward, 0u) << cp_algo_name(algo);
@@ -380,7 +388,8 @@ std::vector<float> rows_of(const std::vector<float>& full, int width, const std:
     }
   return local;
 }
-void put_rows(std::vector<float>& full, const std::vector<float>& local, int width, const std::vector<int>& pos, int B) {
+void put_rows(std::vector<float>& full, const std::vector<float>& local, int width, const std::vector<int>& pos,
+              int B) {
   for (std::size_t i = 0; i < pos.size(); ++i)
     for (int b = 0; b < B; ++b)
       std::copy_n(local.begin() + std::ptrdiff_t((i * std::size_t(B) + std::size_t(b)) * std::size_t(width)), width,
@@ -428,15 +437,16 @@ RingOverlap ring_overlap(Comm& c, Marks from, Marks to, int tag_base) {
     if (main[i].step + 1 >= c.size()) continue;
     bool posted = false;
     for (std::size_t j = from.main; j < to.main; ++j)
-      posted |= main[j].kind == EventKind::recv && main[j].tag == tag_base + main[i].step && main[j].begin_ns <= main[i].begin_ns;
+      posted |= main[j].kind == EventKind::recv && main[j].tag == tag_base + main[i].step &&
+                main[j].begin_ns <= main[i].begin_ns;
     o.late += posted ? 0 : 1;
   }
   return o;
 }
 
 struct CpRun {
-  std::vector<float> out, dqkv;  // the whole sequence's, gathered from the ranks
-  std::vector<CpBytes> sent;     // per rank, measured
+  std::vector<float> out, dqkv;                                // the whole sequence's, gathered from the ranks
+  std::vector<CpBytes> sent;                                   // per rank, measured
   std::vector<RingOverlap> forward_overlap, backward_overlap;  // per rank (ring)
 };
 
@@ -447,20 +457,23 @@ CpRun run_cp(CpAlgo algo, CpSplit split, int P, const Shape& a, const std::vecto
   CpRun run{std::vector<float>(dout.size()), std::vector<float>(qkv.size()), std::vector<CpBytes>(std::size_t(P)),
             std::vector<RingOverlap>(std::size_t(P)), std::vector<RingOverlap>(std::size_t(P))};
   Trace trace(P);
-  dtl::test::run_ranks(P, [&](Comm& c) {
-    const std::vector<int> pos = cp_positions(split, a.seq, P, c.rank());
-    const std::vector<float> my_qkv = rows_of(qkv, 3 * w, pos, a.batch), my_dout = rows_of(dout, w, pos, a.batch);
-    const Marks m0 = marks_of(c);
-    const CpSaved saved = cp_attention_forward(c, algo, layer, my_qkv.data());
-    const Marks m1 = marks_of(c);
-    const std::vector<float> my_dqkv = cp_attention_backward(c, algo, layer, my_qkv.data(), saved, my_dout.data());
-    const Marks m2 = marks_of(c);
-    run.sent[std::size_t(c.rank())] = {sent_between(c, m0, m1), sent_between(c, m1, m2)};
-    run.forward_overlap[std::size_t(c.rank())] = ring_overlap(c, m0, m1, kRingTagKv);
-    run.backward_overlap[std::size_t(c.rank())] = ring_overlap(c, m1, m2, kRingTagKvBack);
-    put_rows(run.out, saved.out, w, pos, a.batch);  // each rank its own rows: no two write the same
-    put_rows(run.dqkv, my_dqkv, 3 * w, pos, a.batch);
-  }, &trace);
+  dtl::test::run_ranks(
+      P,
+      [&](Comm& c) {
+        const std::vector<int> pos = cp_positions(split, a.seq, P, c.rank());
+        const std::vector<float> my_qkv = rows_of(qkv, 3 * w, pos, a.batch), my_dout = rows_of(dout, w, pos, a.batch);
+        const Marks m0 = marks_of(c);
+        const CpSaved saved = cp_attention_forward(c, algo, layer, my_qkv.data());
+        const Marks m1 = marks_of(c);
+        const std::vector<float> my_dqkv = cp_attention_backward(c, algo, layer, my_qkv.data(), saved, my_dout.data());
+        const Marks m2 = marks_of(c);
+        run.sent[std::size_t(c.rank())] = {sent_between(c, m0, m1), sent_between(c, m1, m2)};
+        run.forward_overlap[std::size_t(c.rank())] = ring_overlap(c, m0, m1, kRingTagKv);
+        run.backward_overlap[std::size_t(c.rank())] = ring_overlap(c, m1, m2, kRingTagKvBack);
+        put_rows(run.out, saved.out, w, pos, a.batch);  // each rank its own rows: no two write the same
+        put_rows(run.dqkv, my_dqkv, 3 * w, pos, a.batch);
+      },
+      &trace);
   return run;
 }
 
@@ -484,12 +497,13 @@ void check_every_algorithm(const Shape& a, std::initializer_list<int> rank_count
         const CpRun run = run_cp(algo, split, P, a, qkv, dout);
         const double d_out = rel_diff(run.out, one.out), d_grad = rel_diff(run.dqkv, one.dqkv);
         const CpBytes want = cp_bytes_per_rank(algo, CpLayer{a, split}, P);
-        std::printf("%-10s %-10s P %d: out %.2e, dqkv %.2e vs 1 rank (%.2e, %.2e vs float64); rank 0 sent %llu B "
-                    "forward, %llu B backward (formula %llu, %llu)\n",
-                    cp_algo_name(algo), cp_split_name(split), P, d_out, d_grad, rel_diff(run.out, want_out),
-                    rel_diff(run.dqkv, want_dqkv), (unsigned long long)run.sent[0].forward,
-                    (unsigned long long)run.sent[0].backward, (unsigned long long)want.forward,
-                    (unsigned long long)want.backward);
+        std::printf(
+            "%-10s %-10s P %d: out %.2e, dqkv %.2e vs 1 rank (%.2e, %.2e vs float64); rank 0 sent %llu B "
+            "forward, %llu B backward (formula %llu, %llu)\n",
+            cp_algo_name(algo), cp_split_name(split), P, d_out, d_grad, rel_diff(run.out, want_out),
+            rel_diff(run.dqkv, want_dqkv), (unsigned long long)run.sent[0].forward,
+            (unsigned long long)run.sent[0].backward, (unsigned long long)want.forward,
+            (unsigned long long)want.backward);
         EXPECT_LE(d_out, 1e-5) << cp_algo_name(algo) << " " << cp_split_name(split) << " P " << P;
         EXPECT_LE(d_grad, 1e-5) << cp_algo_name(algo) << " " << cp_split_name(split) << " P " << P;
         EXPECT_GT(want.forward, 0u);

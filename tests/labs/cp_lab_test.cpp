@@ -4,13 +4,14 @@
 // per rank equals its formula and is 1/P of the same attention on one rank (all-gather: more,
 // it keeps the gathered K/V); zig-zag evens the causal pairs that a contiguous split leaves
 // uneven. Bad shapes and options without effect are usage errors naming the option.
+#include "labs/context_parallel/cp_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
 #include <string>
 
-#include "labs/context_parallel/cp_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -38,10 +39,11 @@ TEST(CpLab, EveryAlgorithmAndSplitEqualsOneRankAndItsFormulas) {
         if (std::string(algo) != "ulysses") o["split"] = split;
         const Report rep = run_cp_case(P, o);
         const std::string c = std::string(algo) + ".";
-        std::printf("%-10s %-10s P %d: grad %.2e, weights %.2e, bytes fwd %.0f bwd %.0f, activation %.0f B (%.3f of 1 rank)\n",
-                    algo, split, P, row(rep, c + "grad_vs_one_rank"), row(rep, c + "weights_vs_one_rank"),
-                    row(rep, c + "bytes_fwd_per_layer"), row(rep, c + "bytes_bwd_per_layer"),
-                    row(rep, c + "activation_per_rank"), row(rep, c + "activation_vs_one_rank"));
+        std::printf(
+            "%-10s %-10s P %d: grad %.2e, weights %.2e, bytes fwd %.0f bwd %.0f, activation %.0f B (%.3f of 1 rank)\n",
+            algo, split, P, row(rep, c + "grad_vs_one_rank"), row(rep, c + "weights_vs_one_rank"),
+            row(rep, c + "bytes_fwd_per_layer"), row(rep, c + "bytes_bwd_per_layer"),
+            row(rep, c + "activation_per_rank"), row(rep, c + "activation_vs_one_rank"));
         EXPECT_TRUE(rep.ok) << rep.to_text();
         EXPECT_LE(row(rep, c + "grad_vs_one_rank"), 1e-5);
         const cp::CpSplit sp = std::string(split) == "zigzag" ? cp::CpSplit::zigzag : cp::CpSplit::contiguous;
@@ -62,9 +64,7 @@ TEST(CpLab, EveryAlgorithmAndSplitEqualsOneRankAndItsFormulas) {
         } else {
           EXPECT_GT(pairs_imbalance, 1.0);
         }
-        if (a == cp::CpAlgo::ring) {
-          EXPECT_GE(row(rep, c + "ring_hop_time"), row(rep, c + "ring_exposed_time"));
-        }
+        if (a == cp::CpAlgo::ring) { EXPECT_GE(row(rep, c + "ring_hop_time"), row(rep, c + "ring_exposed_time")); }
       }
 }
 

@@ -1,5 +1,7 @@
 // The DDP lab: every variant on several world sizes ends with the weights of one rank on
 // the global batch. (The model itself is tested in train_substrate_test.cpp.)
+#include "labs/ddp/ddp_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,7 +12,6 @@
 #include "core/trace/trace.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/train/compute_span.h"
-#include "labs/ddp/ddp_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -30,13 +31,16 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
   for (int P : {1, 2, 4}) {
     Trace trace(P);
     const Report rep = run_ddp(
-        P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}}, trace);
+        P,
+        {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "4"}, {"bucket-mb", "0.004"}},
+        trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
     for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
       const ReportRow* d = rep.find(std::string(v) + ".weight_diff_vs_one_rank");
       ASSERT_NE(d, nullptr) << v;
       EXPECT_LT(d->measured, 1e-5) << v << " P=" << P << ": largest weight difference " << d->measured;
-      const ReportRow *first = rep.find(std::string(v) + ".loss_first"), *last = rep.find(std::string(v) + ".loss_last");
+      const ReportRow *first = rep.find(std::string(v) + ".loss_first"),
+                      *last = rep.find(std::string(v) + ".loss_last");
       EXPECT_LT(last->measured, first->measured) << v << ": the loss must go down";
     }
     EXPECT_GT(rep.find("bucketed.buckets")->measured, 1) << "a tiny bucket size must give several buckets";
@@ -52,8 +56,8 @@ TEST(DdpLab, EveryVariantEqualsOneRankOnTheGlobalBatch) {
         backward += name == "backward";
         optimizer += name == "optimizer";
       }
-      const int micro = 4, steps = 1 + 4;  // the lab's default --micro-batches; warm-up + --steps 4
-      EXPECT_EQ(optimizer, steps * 4) << "rank " << r;                // 4 variants
+      const int micro = 4, steps = 1 + 4;               // the lab's default --micro-batches; warm-up + --steps 4
+      EXPECT_EQ(optimizer, steps * 4) << "rank " << r;  // 4 variants
       EXPECT_EQ(forward, steps * 3 + steps * micro) << "rank " << r;  // accumulate runs `micro` per step
       EXPECT_EQ(backward, forward) << "rank " << r;
     }
@@ -83,34 +87,46 @@ TEST(DdpLab, SlowRankStretchesOnlyItsComputeSpans) {
   cfg.slow_factor = 3.0;
   Trace trace(2);
   std::vector<double> work_ns(2);
-  test::run_ranks(2, [&](Comm& c) {
-    {
-      ComputeSpan span(c, cfg, Pass::forward);
-      const auto t0 = std::chrono::steady_clock::now();  // inside the span: a lower bound on what it stretches
-      volatile double x = 0;
-      for (int i = 0; i < 2000000; ++i) x = x + 1e-9 * i;
-      work_ns[std::size_t(c.rank())] = double((std::chrono::steady_clock::now() - t0).count());
-    }
-  }, &trace);
+  test::run_ranks(
+      2,
+      [&](Comm& c) {
+        {
+          ComputeSpan span(c, cfg, Pass::forward);
+          const auto t0 = std::chrono::steady_clock::now();  // inside the span: a lower bound on what it stretches
+          volatile double x = 0;
+          for (int i = 0; i < 2000000; ++i) x = x + 1e-9 * i;
+          work_ns[std::size_t(c.rank())] = double((std::chrono::steady_clock::now() - t0).count());
+        }
+      },
+      &trace);
   for (int r = 0; r < 2; ++r) {
     const EventLog& log = trace.log(r, kStreamMain);
     ASSERT_EQ(log.size(), 1u);
     const double span = double(log[0].end_ns - log[0].begin_ns), work = work_ns[std::size_t(r)];
-    if (r == 1) EXPECT_GE(span, 0.99 * 3.0 * work) << "straggler span " << span << " ns, work " << work << " ns";
-    else EXPECT_LT(span, 2.0 * work + 50e6) << "rank 0 must not be slowed: span " << span << " ns, work " << work << " ns";
+    if (r == 1)
+      EXPECT_GE(span, 0.99 * 3.0 * work) << "straggler span " << span << " ns, work " << work << " ns";
+    else
+      EXPECT_LT(span, 2.0 * work + 50e6) << "rank 0 must not be slowed: span " << span << " ns, work " << work << " ns";
   }
 }
 
 // Mixed precision: every variant on 1, 2 and 4 ranks, bf16 and fp16 weights and gradients.
 // Ranks agree exactly; master weights stay within the stated tolerance of one rank's and
 // the averaged first-step gradients within 2^-6 of its (the lab checks both; the gradient
-// check is the one that catches an averaging mistake, which AdamW's updates hide); the memory is 2 + 2 + 12 = 16 bytes/parameter; gradients travel in 2
-// bytes; and the loss ends within 2% of the fp32 run's.
+// check is the one that catches an averaging mistake, which AdamW's updates hide); the memory is 2 + 2 + 12 = 16
+// bytes/parameter; gradients travel in 2 bytes; and the loss ends within 2% of the fp32 run's.
 TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
   auto run = [&](int P, const std::string& precision) {
     Trace trace(P);
-    return run_ddp(P, {{"variant", "all"}, {"width", "32"}, {"depth", "3"}, {"batch", "16"}, {"steps", "6"},
-                       {"bucket-mb", "0.002"}, {"precision", precision}}, trace);
+    return run_ddp(P,
+                   {{"variant", "all"},
+                    {"width", "32"},
+                    {"depth", "3"},
+                    {"batch", "16"},
+                    {"steps", "6"},
+                    {"bucket-mb", "0.002"},
+                    {"precision", precision}},
+                   trace);
   };
   const double fp32_loss = run(1, "fp32").find("bucketed.loss_last")->measured;
   for (const char* precision : {"bf16", "fp16"})
@@ -121,8 +137,7 @@ TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
         const std::string n = std::string(v) + ".";
         EXPECT_EQ(rep.find(n + "weight_diff_between_ranks")->measured, 0.0) << precision << " " << v;
         std::printf("%s P=%d %s: max master weight diff vs 1 rank %.3g, step-1 gradients %.3g\n", precision, P, v,
-                    rep.find(n + "weight_diff_vs_one_rank")->measured,
-                    rep.find(n + "grad_diff_vs_one_rank")->measured);
+                    rep.find(n + "weight_diff_vs_one_rank")->measured, rep.find(n + "grad_diff_vs_one_rank")->measured);
         EXPECT_EQ(rep.find(n + "model_state_bytes_per_param")->measured, 16.0) << precision << " " << v;
         const ReportRow* grads = rep.find(n + "grad_bytes");
         ASSERT_NE(grads, nullptr) << precision << " " << v;
@@ -136,8 +151,14 @@ TEST(DdpLab, MixedPrecisionMatchesOneRankAndFp32) {
 TEST(DdpLab, MemoryEstimateStandsBesideTheMeasuredPeak) {
   for (const char* precision : {"fp32", "bf16"}) {
     Trace trace(2);
-    const Report rep = run_ddp(2, {{"variant", "all"}, {"width", "48"}, {"depth", "3"}, {"batch", "32"}, {"steps", "2"},
-                                   {"precision", precision}}, trace);
+    const Report rep = run_ddp(2,
+                               {{"variant", "all"},
+                                {"width", "48"},
+                                {"depth", "3"},
+                                {"batch", "32"},
+                                {"steps", "2"},
+                                {"precision", precision}},
+                               trace);
     EXPECT_TRUE(rep.ok) << rep.to_text();
     for (const char* v : {"naive", "flat", "bucketed", "accumulate"}) {
       const ReportRow* row = rep.find(std::string(v) + ".memory_peak");
@@ -154,8 +175,13 @@ TEST(DdpLab, MemoryEstimateStandsBesideTheMeasuredPeak) {
 TEST(DdpLab, EveryBucketAllReduceCarriesItsBucket) {
   const int P = 2, steps = 3;
   Trace trace(P);
-  const Report rep = run_ddp(P, {{"variant", "bucketed"}, {"width", "32"}, {"depth", "4"}, {"batch", "8"},
-                                 {"steps", std::to_string(steps)}, {"bucket-mb", "0.004"}},
+  const Report rep = run_ddp(P,
+                             {{"variant", "bucketed"},
+                              {"width", "32"},
+                              {"depth", "4"},
+                              {"batch", "8"},
+                              {"steps", std::to_string(steps)},
+                              {"bucket-mb", "0.004"}},
                              trace);
   ASSERT_TRUE(rep.ok) << rep.to_text();
   const int buckets = int(rep.find("bucketed.buckets")->measured);
@@ -169,7 +195,8 @@ TEST(DdpLab, EveryBucketAllReduceCarriesItsBucket) {
     ASSERT_EQ(int(per_bucket.size()), buckets) << "rank " << r;
     for (const auto& [bucket, count] : per_bucket) {
       EXPECT_LT(bucket, buckets) << "rank " << r;
-      EXPECT_EQ(count, 1 + steps) << "rank " << r << ", bucket " << bucket << " (a warm-up step and " << steps << " timed)";
+      EXPECT_EQ(count, 1 + steps) << "rank " << r << ", bucket " << bucket << " (a warm-up step and " << steps
+                                  << " timed)";
     }
   }
 }

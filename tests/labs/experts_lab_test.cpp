@@ -3,12 +3,13 @@
 // rank's (routing the same groups), every all_to_allv's bytes equal the routed rows, and the
 // hot experts of --router-skew show up as load, drops and a busier rank. Bad shapes are usage
 // errors naming what to change.
+#include "labs/experts/experts_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "core/error.h"
-#include "labs/experts/experts_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -32,17 +33,16 @@ TEST(ExpertsLab, EveryShapeEqualsOneRankAndItsRoutedBytes) {
   };
   for (const Case& c : {Case{1, "drop", "0", "2"}, Case{2, "drop", "0", "1"}, Case{4, "drop", "0", "2"},
                         Case{4, "pad", "0", "2"}, Case{4, "drop", "3", "2"}, Case{4, "pad", "3", "3"}}) {
-    const Report rep = run_experts_case(c.ranks, {{"overflow", c.overflow}, {"router-skew", c.skew}, {"top-k", c.top_k}});
-    std::printf("EP %d, %s, skew %s, top-%s: grad diff %.2e, weight diff %.2e, dropped %.0f, bytes off %.0f B\n", c.ranks,
-                c.overflow, c.skew, c.top_k, row(rep, "grad_vs_one_rank"), row(rep, "weights_vs_one_rank"),
+    const Report rep =
+        run_experts_case(c.ranks, {{"overflow", c.overflow}, {"router-skew", c.skew}, {"top-k", c.top_k}});
+    std::printf("EP %d, %s, skew %s, top-%s: grad diff %.2e, weight diff %.2e, dropped %.0f, bytes off %.0f B\n",
+                c.ranks, c.overflow, c.skew, c.top_k, row(rep, "grad_vs_one_rank"), row(rep, "weights_vs_one_rank"),
                 row(rep, "dropped_vs_one_rank"), row(rep, "a2a.bytes_vs_routing"));
     EXPECT_TRUE(rep.ok) << rep.to_text();
     EXPECT_LE(row(rep, "grad_vs_one_rank"), 1e-5);
     EXPECT_EQ(row(rep, "routing_vs_one_rank"), 0);
     EXPECT_EQ(row(rep, "a2a.bytes_vs_routing"), 0);
-    if (std::string(c.overflow) == "pad") {
-      EXPECT_EQ(row(rep, "dropped_vs_one_rank"), 0) << "pad drops nothing";
-    }
+    if (std::string(c.overflow) == "pad") { EXPECT_EQ(row(rep, "dropped_vs_one_rank"), 0) << "pad drops nothing"; }
   }
 }
 
@@ -53,8 +53,8 @@ TEST(ExpertsLab, TheGptWithMoeMlpsEqualsOneRank) {
   for (int ranks : {2, 4})
     for (const char* skew : {"0", "2"}) {
       const Report rep = run_experts_case(ranks, {{"model", "gpt"}, {"router-skew", skew}});
-      std::printf("GPT, EP %d, skew %s: loss %.4f -> %.4f, grad diff %.2e, weight diff %.2e, dropped %.0f\n", ranks, skew,
-                  row(rep, "loss.first"), row(rep, "loss.last"), row(rep, "grad_vs_one_rank"),
+      std::printf("GPT, EP %d, skew %s: loss %.4f -> %.4f, grad diff %.2e, weight diff %.2e, dropped %.0f\n", ranks,
+                  skew, row(rep, "loss.first"), row(rep, "loss.last"), row(rep, "grad_vs_one_rank"),
                   row(rep, "weights_vs_one_rank"), row(rep, "dropped_vs_one_rank"));
       EXPECT_TRUE(rep.ok) << rep.to_text();
       EXPECT_EQ(row(rep, "routing_vs_one_rank"), 0);
@@ -69,8 +69,8 @@ TEST(ExpertsLab, HotExpertsDropMoreAndLoadOneRank) {
   const Report hot = run_experts_case(4, {{"steps", "2"}, {"router-skew", "4"}});
   const double balanced = 256.0 / 4 * 2 * 32 * (4 - 1) / 4 * 4;  // T/EP · k · h · (EP−1)/EP · 4 B
   std::printf("to other ranks: even %.0f B, hot %.0f B, balanced formula %.0f B; busiest expert ÷ mean %.2f vs %.2f\n",
-              row(even, "a2a.to_other_ranks"), row(hot, "a2a.to_other_ranks"), balanced, row(even, "load.busiest_expert"),
-              row(hot, "load.busiest_expert"));
+              row(even, "a2a.to_other_ranks"), row(hot, "a2a.to_other_ranks"), balanced,
+              row(even, "load.busiest_expert"), row(hot, "load.busiest_expert"));
   EXPECT_NEAR(row(even, "a2a.to_other_ranks"), balanced, 0.1 * balanced) << "random routing is close to balanced";
   EXPECT_GT(row(hot, "load.busiest_expert"), 2 * row(even, "load.busiest_expert"));
   EXPECT_GT(row(hot, "load.dropped_share"), 5 * row(even, "load.dropped_share") + 0.05);

@@ -2,7 +2,6 @@
 // (gpt_reference.h): the loss, and every parameter element's analytic fp32 gradient
 // against central finite differences of the float64 loss. The transformer kernels'
 // fast paths against their float64 twins.
-#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "kernels/cpu/transformer_kernels.h"
 #include "labs/train/gpt.h"
 #include "tests/labs/gpt_reference.h"
+#include "tests/labs/gpt_test_util.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -100,14 +100,16 @@ TEST(GptConfigCheck, NamesTheBrokenConstraint) {
   EXPECT_EQ(gpt_config_problem(c, 1, ex::TpMode::plain), "");
   EXPECT_NE(gpt_config_problem(c, 2, ex::TpMode::plain).find("heads 3"), std::string::npos);
   EXPECT_NE(gpt_config_problem(c, 4, ex::TpMode::plain).find("exceeds"), std::string::npos);
-  EXPECT_NE(gpt_config_problem({.vocab = 15, .seq = 6, .hidden = 10, .heads = 3}, 1, ex::TpMode::plain).find("hidden 10"),
-            std::string::npos);
+  EXPECT_NE(
+      gpt_config_problem({.vocab = 15, .seq = 6, .hidden = 10, .heads = 3}, 1, ex::TpMode::plain).find("hidden 10"),
+      std::string::npos);
   EXPECT_EQ(gpt_config_problem(c, 3, ex::TpMode::sequence_parallel), "");  // 3 heads, 4h = 48, V = 15, S = 6
   EXPECT_NE(gpt_config_problem({.vocab = 16, .seq = 6, .hidden = 16, .heads = 4}, 4, ex::TpMode::sequence_parallel)
                 .find("seq 6"),
             std::string::npos);
-  EXPECT_NE(gpt_config_problem({.vocab = 10, .seq = 8, .hidden = 16, .heads = 4}, 4, ex::TpMode::plain).find("vocab 10"),
-            std::string::npos);
+  EXPECT_NE(
+      gpt_config_problem({.vocab = 10, .seq = 8, .hidden = 16, .heads = 4}, 4, ex::TpMode::plain).find("vocab 10"),
+      std::string::npos);
 }
 
 TEST(TransformerKernels, FastPathsMatchFloat64Twins) {

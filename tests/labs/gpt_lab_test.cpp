@@ -1,8 +1,9 @@
 // The GPT lab (labs/gpt/): a short run learns, a checkpoint round trip gives the same
 // model, a checkpoint that does not fit is a usage error naming the tensor, and two
 // tensor-parallel ranks train like one.
-#include <gtest/gtest.h>
+#include "labs/gpt/gpt_lab.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,7 +14,6 @@
 
 #include "core/error.h"
 #include "core/util/safetensors.h"
-#include "labs/gpt/gpt_lab.h"
 #include "labs/gpt/loss_chart.h"
 #include "labs/train/text_corpus.h"
 #include "tests/labs/lab_test_util.h"
@@ -26,8 +26,8 @@ using Options = std::map<std::string, std::string>;
 
 // A model small enough for a second: 1 layer, h 32, 2 heads, 16 sequences of 32 characters.
 Options small(Options extra) {
-  Options o = {{"layers", "1"}, {"hidden", "32"}, {"heads", "2"}, {"seq", "32"},
-               {"batch", "16"}, {"lr", "1e-2"}, {"eval-every", "20"}};
+  Options o = {{"layers", "1"}, {"hidden", "32"}, {"heads", "2"},      {"seq", "32"},
+               {"batch", "16"}, {"lr", "1e-2"},   {"eval-every", "20"}};
   for (const auto& [k, v] : extra) o[k] = v;
   return o;
 }
@@ -104,9 +104,7 @@ TEST(GptLab, ACheckpointOfAnotherShapeIsAUsageErrorNamingTheTensor) {
     const std::string V = std::to_string(TextCorpus::shipped(Vocab::chars).vocab_size());
     EXPECT_NE(what.find("[" + V + ", 32]"), std::string::npos) << what;
     EXPECT_NE(what.find("[" + V + ", 16]"), std::string::npos) << what;
-  } catch (...) {
-    ADD_FAILURE() << "not a UsageError: " << r.error;
-  }
+  } catch (...) { ADD_FAILURE() << "not a UsageError: " << r.error; }
 }
 
 TEST(GptLab, TwoTensorParallelRanksTrainLikeOne) {
@@ -144,10 +142,9 @@ TEST(GptLab, ASampleOfAnyBytesIsPrintableAndValidJson) {
 }
 
 TEST(LossChart, PlacesEachSeriesAndSurvivesASpikeAndNaN) {
-  const std::vector<std::string> chart = text_chart({{"train", "•", {1, 2, 3, 4}, {4.0, 9.0, NAN, 1.0}},
-                                                     {"held-out", "◆", {0, 4}, {4.0, 2.0}}},
-                                                    "step", 8, 5, 4.0);
-  ASSERT_EQ(chart.size(), 8u);  // 5 rows, the axis, its labels, the legend
+  const std::vector<std::string> chart = text_chart(
+      {{"train", "•", {1, 2, 3, 4}, {4.0, 9.0, NAN, 1.0}}, {"held-out", "◆", {0, 4}, {4.0, 2.0}}}, "step", 8, 5, 4.0);
+  ASSERT_EQ(chart.size(), 8u);                              // 5 rows, the axis, its labels, the legend
   EXPECT_EQ(chart[0].rfind("4.00 ┤◆", 0), 0u) << chart[0];  // the top is 4 (y_top), not the spike's 9
   EXPECT_NE(chart[4].find("1.00 ┤"), std::string::npos) << chart[4];
   EXPECT_NE(chart[4].find("•"), std::string::npos) << "step 4's train loss 1 on the bottom row: " << chart[4];

@@ -3,7 +3,6 @@
 // parallel, mixed precision, pipeline stages with several micro-batches in flight — and the
 // memory each mode holds, as the tracker counts it, against gpt_activation_parts and against
 // numbers worked by hand.
-#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "labs/train/gpt.h"
+#include "tests/labs/gpt_test_util.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -73,15 +73,16 @@ TEST(GptRecompute, GradientsEqualKeepingEverythingBitForBit) {
     std::vector<Step> by_mode;
     for (Recompute r : kModes) {
       std::vector<Step> ranks(std::size_t(c.T));
-      test::run_ranks(c.T, [&](Comm& comm) { ranks[std::size_t(comm.rank())] = whole_model_step(comm, c.mode, c.precision, r); });
+      test::run_ranks(
+          c.T, [&](Comm& comm) { ranks[std::size_t(comm.rank())] = whole_model_step(comm, c.mode, c.precision, r); });
       by_mode.push_back(ranks[std::size_t(c.T - 1)]);  // the last rank's slice
     }
     for (std::size_t m = 1; m < by_mode.size(); ++m) {
       const std::size_t diff = differing_bytes(by_mode[m].grads, by_mode[0].grads);
       std::printf("T=%d %s %s, recompute %-9s: loss %.8f vs %.8f, gradient bytes differing %zu of %zu\n", c.T,
-                  c.mode == ex::TpMode::sequence_parallel ? "sp" : "plain", std::string(dtype_name(c.precision)).c_str(),
-                  theory::recompute_name(kModes[m]), double(by_mode[m].loss), double(by_mode[0].loss), diff,
-                  by_mode[0].grads.size());
+                  c.mode == ex::TpMode::sequence_parallel ? "sp" : "plain",
+                  std::string(dtype_name(c.precision)).c_str(), theory::recompute_name(kModes[m]),
+                  double(by_mode[m].loss), double(by_mode[0].loss), diff, by_mode[0].grads.size());
       EXPECT_EQ(std::memcmp(&by_mode[m].loss, &by_mode[0].loss, sizeof(float)), 0);
       EXPECT_EQ(diff, 0u);
       EXPECT_FALSE(by_mode[0].grads.empty());
@@ -97,8 +98,10 @@ std::vector<unsigned char> two_stage_pipeline(Recompute r, double* peak0, double
   std::vector<unsigned char> grads;
   test::run_ranks(1, [&](Comm& comm) {
     MemoryTracker mem0(0, nullptr), mem1(0, nullptr);
-    Gpt first(kConfig, ex::TpGroup{comm, ex::TpMode::plain}, mem0, 5, Device::cpu(), kInit, DType::f32, {0, 1, true, false});
-    Gpt last(kConfig, ex::TpGroup{comm, ex::TpMode::plain}, mem1, 5, Device::cpu(), kInit, DType::f32, {2, 2, false, true});
+    Gpt first(kConfig, ex::TpGroup{comm, ex::TpMode::plain}, mem0, 5, Device::cpu(), kInit, DType::f32,
+              {0, 1, true, false});
+    Gpt last(kConfig, ex::TpGroup{comm, ex::TpMode::plain}, mem1, 5, Device::cpu(), kInit, DType::f32,
+             {2, 2, false, true});
     first.set_recompute(r), last.set_recompute(r);
     first.zero_grads(), last.zero_grads();
     std::vector<GptActivations> a0, a1;
@@ -133,9 +136,10 @@ TEST(GptRecompute, PipelineStagesWithMicroBatchesInFlight) {
   EXPECT_EQ(peak, predicted);
   for (Recompute r : {Recompute::selective, Recompute::full}) {
     const std::vector<unsigned char> again = two_stage_pipeline(r, &peak, &predicted);
-    std::printf("two stages, 2 micro-batches in flight, recompute %-9s: gradient bytes differing %zu; stage 0's "
-                "activation peak %.0f B, formula %.0f B\n",
-                theory::recompute_name(r), differing_bytes(again, keep), peak, predicted);
+    std::printf(
+        "two stages, 2 micro-batches in flight, recompute %-9s: gradient bytes differing %zu; stage 0's "
+        "activation peak %.0f B, formula %.0f B\n",
+        theory::recompute_name(r), differing_bytes(again, keep), peak, predicted);
     EXPECT_EQ(differing_bytes(again, keep), 0u);
     EXPECT_EQ(peak, predicted);
   }
@@ -176,18 +180,17 @@ TEST(GptRecompute, TrackerCountsEqualTheFormulaInEveryMode) {
         const GptActivationBytes p = gpt_activation_parts(kConfig, 2, mode, {}, r);
         const GptActivationMeasure& m = model.activation_measure();
         if (comm.rank() == 0)
-          std::printf("T=2 %s recompute %-9s: per block %.0f B (formula %.0f), running %.0f (%.0f), end %.0f (%.0f), "
-                      "peak %zu (%.0f)\n",
-                      mode == ex::TpMode::plain ? "plain" : "sp", theory::recompute_name(r), m.block[0], p.block,
-                      m.recomputed, p.recomputed, m.end, p.end, mem.peak(MemTag::activation), p.peak(1));
+          std::printf(
+              "T=2 %s recompute %-9s: per block %.0f B (formula %.0f), running %.0f (%.0f), end %.0f (%.0f), "
+              "peak %zu (%.0f)\n",
+              mode == ex::TpMode::plain ? "plain" : "sp", theory::recompute_name(r), m.block[0], p.block, m.recomputed,
+              p.recomputed, m.end, p.end, mem.peak(MemTag::activation), p.peak(1));
         for (double b : m.block) EXPECT_EQ(b, p.block);
         EXPECT_EQ(m.recomputed, p.recomputed);
         EXPECT_EQ(m.end, p.end);
         EXPECT_EQ(double(mem.peak(MemTag::activation)), p.peak(1));
         EXPECT_EQ(mem.current(MemTag::activation), 0u) << "backward gives every activation back";
-        if (r == Recompute::full) {
-          EXPECT_EQ(m.recomputed_blocks, kConfig.layers);
-        }
+        if (r == Recompute::full) { EXPECT_EQ(m.recomputed_blocks, kConfig.layers); }
       });
 }
 

@@ -4,7 +4,6 @@
 // the reason, where no python3 imports torch. Also: loading a checkpoint that does not
 // fit the model is refused with the tensor's name (labs/train/gpt_checkpoint.h).
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,7 +76,7 @@ TEST(GptTorch, LossLogitsAndEveryGradientMatchPyTorch) {
   const std::string checkpoint = temp_path("gpt.safetensors"), io = temp_path("gpt_io.safetensors");
   write_files(checkpoint, io);
   const test::CommandResult r = test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/gpt_torch_check.py " +
-                                      checkpoint + " " + io + " --tolerance 1e-5");
+                                                  checkpoint + " " + io + " --tolerance 1e-5");
   std::printf("%s", r.output.c_str());  // the per-tensor errors, in the log whether it passes or not
   EXPECT_EQ(r.code, 0) << "gpt_torch_check.py: exit 0 pass, 1 over tolerance, 2 the files do not fit:\n" << r.output;
 }
@@ -97,9 +96,7 @@ std::string load_error(const std::function<void(SafeTensors&)>& edit) {
     write_safetensors(path, ckpt);
     try {
       load_gpt_checkpoint(model, read_safetensors(path));
-    } catch (const UsageError& e) {
-      message = e.what();
-    }
+    } catch (const UsageError& e) { message = e.what(); }
   });
   return message;
 }
@@ -126,7 +123,8 @@ TEST(GptCheckpoint, AMissingOrExtraTensorOrOtherHeadsAreRefused) {
     c = without;
   });
   EXPECT_NE(missing.find("'h.1.ln_2.bias'"), std::string::npos) << missing;
-  const std::string heads = load_error([](SafeTensors& c) { c.metadata()["n_head"] = std::to_string(2 * kConfig.heads); });
+  const std::string heads =
+      load_error([](SafeTensors& c) { c.metadata()["n_head"] = std::to_string(2 * kConfig.heads); });
   EXPECT_NE(heads.find("n_head is 8"), std::string::npos) << heads;
   EXPECT_EQ(load_error([](SafeTensors&) {}), "") << "the model's own checkpoint loads";
 }

@@ -2,7 +2,6 @@
 // without sequence parallelism, against the single-rank model: the loss, every full
 // gradient, and the weights after three AdamW steps; the collectives one step issues;
 // the activation memory against its prediction.
-#include "tests/labs/gpt_test_util.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "core/trace/trace.h"
 #include "labs/train/gpt.h"
 #include "labs/train/optimizer.h"
+#include "tests/labs/gpt_test_util.h"
 #include "tests/test_util.h"
 
 using namespace dtl;
@@ -75,9 +75,10 @@ TEST(GptTensorParallel, LossGradientsAndAdamWStepsEqualTheSingleRankModel) {
       std::string g_name, p_name;
       const double g_err = worst_relative(tp.grads, single.grads, g_name);
       const double p_err = worst_relative(tp.params_after_steps, single.params_after_steps, p_name);
-      std::printf("T=%d %-17s loss %.7f vs %.7f | gradients: max relative diff %.2e (%s) | weights after 3 AdamW "
-                  "steps: %.2e (%s)\n",
-                  T, mode_name(mode), tp.loss, single.loss, g_err, g_name.c_str(), p_err, p_name.c_str());
+      std::printf(
+          "T=%d %-17s loss %.7f vs %.7f | gradients: max relative diff %.2e (%s) | weights after 3 AdamW "
+          "steps: %.2e (%s)\n",
+          T, mode_name(mode), tp.loss, single.loss, g_err, g_name.c_str(), p_err, p_name.c_str());
       EXPECT_NEAR(tp.loss, single.loss, 1e-5 * single.loss) << "T=" << T << " " << mode_name(mode);
       double k_bias_grad = 0;  // rows [h, 2h) of c_attn's bias: the K bias (see run())
       for (int i = kConfig.hidden; i < 2 * kConfig.hidden; ++i)
@@ -97,11 +98,14 @@ namespace {
 std::map<std::string, std::vector<std::uint64_t>> collectives_of_one_step(int T, ex::TpMode mode) {
   const std::vector<int> tokens = random_tokens(kConfig.rows(), kConfig.vocab, 13);
   Trace trace(T);
-  test::run_ranks(T, [&](Comm& comm) {
-    MemoryTracker mem(comm.rank(), nullptr);
-    Gpt model(kConfig, ex::TpGroup{comm, mode}, mem, 5);
-    model.forward_backward(tokens.data(), tokens.data());
-  }, &trace);
+  test::run_ranks(
+      T,
+      [&](Comm& comm) {
+        MemoryTracker mem(comm.rank(), nullptr);
+        Gpt model(kConfig, ex::TpGroup{comm, mode}, mem, 5);
+        model.forward_backward(tokens.data(), tokens.data());
+      },
+      &trace);
   std::map<std::string, std::vector<std::uint64_t>> by_name;
   const EventLog& log = trace.log(0, kStreamComm);
   for (std::size_t i = 0; i < log.size(); ++i)
@@ -181,8 +185,8 @@ TEST(GptTensorParallel, ActivationMemoryEqualsThePrediction) {
       measured[std::size_t(comm.rank())] = double(mem.peak(MemTag::activation));
     });
     const double predicted = gpt_activation_bytes(kConfig, 2, mode);
-    std::printf("T=2 %-17s activations per rank: predicted %.0f B, tracker %.0f / %.0f B\n", mode_name(mode),
-                predicted, measured[0], measured[1]);
+    std::printf("T=2 %-17s activations per rank: predicted %.0f B, tracker %.0f / %.0f B\n", mode_name(mode), predicted,
+                measured[0], measured[1]);
     EXPECT_EQ(measured[0], predicted);
     EXPECT_EQ(measured[1], predicted);
   }

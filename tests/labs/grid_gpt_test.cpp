@@ -18,10 +18,20 @@ namespace {
 constexpr int kLayers = 4, kHidden = 32, kHeads = 4, kSeq = 8, kVocab = 64, kBatch = 16, kMicro = 4;
 
 std::map<std::string, std::string> gpt_options(int dp, int tp, int pp, const char* zero, const char* schedule) {
-  return {{"model", "gpt"}, {"dp", std::to_string(dp)}, {"tp", std::to_string(tp)}, {"pp", std::to_string(pp)},
-          {"zero", zero}, {"schedule", schedule}, {"layers", std::to_string(kLayers)}, {"hidden", std::to_string(kHidden)},
-          {"heads", std::to_string(kHeads)}, {"seq", std::to_string(kSeq)}, {"vocab", std::to_string(kVocab)},
-          {"batch", std::to_string(kBatch)}, {"micro-batches", std::to_string(kMicro)}, {"steps", "3"}};
+  return {{"model", "gpt"},
+          {"dp", std::to_string(dp)},
+          {"tp", std::to_string(tp)},
+          {"pp", std::to_string(pp)},
+          {"zero", zero},
+          {"schedule", schedule},
+          {"layers", std::to_string(kLayers)},
+          {"hidden", std::to_string(kHidden)},
+          {"heads", std::to_string(kHeads)},
+          {"seq", std::to_string(kSeq)},
+          {"vocab", std::to_string(kVocab)},
+          {"batch", std::to_string(kBatch)},
+          {"micro-batches", std::to_string(kMicro)},
+          {"steps", "3"}};
 }
 
 // The most bytes any rank sends per step on each axis (the report's rows), from the
@@ -57,14 +67,16 @@ TEST(GridGpt, EveryGridEndsWithOneRanksLossAndWeightsAndTheFormulasBytes) {
     const char* schedule = "1f1b";
   };
   // GPipe keeps all M micro-batches' activations at once: each needs its own set.
-  for (const Case& c : {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"}, Case{2, 2, 2, "1"},
-                        Case{1, 2, 4, "0", "gpipe"}}) {
+  for (const Case& c : {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"},
+                        Case{2, 2, 2, "1"}, Case{1, 2, 4, "0", "gpipe"}}) {
     Trace trace(8);
     const Report rep = dtl::test::run_for_results("grid", 8, gpt_options(c.dp, c.tp, c.pp, c.zero, c.schedule), trace);
     const Expected e = expected_bytes(c.dp, c.tp, c.pp);
-    std::printf("GPT dp %d × tp %d × pp %d, ZeRO-%s, %s: max diff vs 1 rank: loss %.2e, weights %.2e; bytes off the "
-                "formula %.0f B\n", c.dp, c.tp, c.pp, c.zero, c.schedule, row(rep, "grid.loss_diff_vs_one_rank"),
-                row(rep, "grid.weight_diff_vs_one_rank"), row(rep, "grid.bytes_vs_formula"));
+    std::printf(
+        "GPT dp %d × tp %d × pp %d, ZeRO-%s, %s: max diff vs 1 rank: loss %.2e, weights %.2e; bytes off the "
+        "formula %.0f B\n",
+        c.dp, c.tp, c.pp, c.zero, c.schedule, row(rep, "grid.loss_diff_vs_one_rank"),
+        row(rep, "grid.weight_diff_vs_one_rank"), row(rep, "grid.bytes_vs_formula"));
     // fp32 sums in another order (per micro-batch, per rank): a few ulps of weights near 1
     // after 3 steps of lr 1e-3; a wrong gradient would be off by a share of lr.
     EXPECT_LE(row(rep, "grid.loss_diff_vs_one_rank"), 2e-6);
@@ -93,9 +105,7 @@ TEST(GridGpt, BadShapesAreUsageErrorsNamingTheConstraint) {
     try {
       grid_settings(with_defaults(*lab, cfg), 8);
       ADD_FAILURE() << "no error, expected one saying '" << words << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
+    } catch (const UsageError& e) { EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what(); }
   };
   expect_usage({{"model", "gpt"}, {"heads", "6"}, {"hidden", "36"}, {"tp", "4"}, {"dp", "1"}, {"pp", "2"}},
                "heads 6 must be divisible by the tensor-parallel degree 4");

@@ -2,10 +2,11 @@
 // (dp×tp×pp) and 2×2×2 with ZeRO-1 on the data axis end with one rank's weights — every
 // axis's bytes on every rank equal the formulas, the optimizer state and activations
 // equal theirs, and bad grids are usage errors naming the constraint.
+#include "labs/grid/grid_lab.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "labs/grid/grid_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -16,13 +17,18 @@ TEST(GridLab, EveryGridEndsWithOneRanksWeightsAndTheFormulasBytes) {
     int dp, tp, pp;
     const char* zero;
   };
-  for (const Case& c : {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"}, Case{2, 2, 2, "1"}}) {
+  for (const Case& c :
+       {Case{2, 2, 2, "0"}, Case{1, 2, 4, "0"}, Case{4, 1, 2, "0"}, Case{2, 4, 1, "0"}, Case{2, 2, 2, "1"}}) {
     Trace trace(8);
-    const Report rep = dtl::test::run_for_results(
-        "grid", 8, {{"dp", std::to_string(c.dp)}, {"tp", std::to_string(c.tp)}, {"pp", std::to_string(c.pp)}, {"zero", c.zero}, {"steps", "3"}},
-        trace);
-    std::printf("dp %d × tp %d × pp %d, ZeRO-%s: max weight diff vs 1 rank %.2e, bytes off the formula %.0f B\n", c.dp, c.tp,
-                c.pp, c.zero, row(rep, "grid.weight_diff_vs_one_rank"), row(rep, "grid.bytes_vs_formula"));
+    const Report rep = dtl::test::run_for_results("grid", 8,
+                                                  {{"dp", std::to_string(c.dp)},
+                                                   {"tp", std::to_string(c.tp)},
+                                                   {"pp", std::to_string(c.pp)},
+                                                   {"zero", c.zero},
+                                                   {"steps", "3"}},
+                                                  trace);
+    std::printf("dp %d × tp %d × pp %d, ZeRO-%s: max weight diff vs 1 rank %.2e, bytes off the formula %.0f B\n", c.dp,
+                c.tp, c.pp, c.zero, row(rep, "grid.weight_diff_vs_one_rank"), row(rep, "grid.bytes_vs_formula"));
     EXPECT_LE(row(rep, "grid.weight_diff_vs_one_rank"), 1e-6);
     EXPECT_EQ(row(rep, "grid.bytes_vs_formula"), 0);
     EXPECT_EQ(row(rep, "grid.optimizer_vs_formula"), 0);

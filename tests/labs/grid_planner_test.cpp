@@ -4,6 +4,8 @@
 // the padding of one element). The grids cover uneven stages (5 blocks on 2 and 4 stages),
 // ZeRO-1 with a Ψ_rank that D does not divide, GPipe (activations not compared), and the GPT
 // (--model gpt) with its embeddings and head on the end stages.
+#include "labs/grid/grid_planner.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <string>
 
 #include "core/theory/plan.h"
-#include "labs/grid/grid_planner.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -41,10 +42,25 @@ TEST(GridPlanner, MemoryByTagMatchesThePlannersModelOnEveryGrid) {
       {4, {{"dp", "2"}, {"tp", "1"}, {"pp", "2"}, {"zero", "1"}, {"schedule", "gpipe"}}},
       // The GPT: embeddings on the first stage, ln_f and the head's wte on the last (3 blocks on 2
       // stages: uneven), and P = 1 with both ends on one stage.
-      {8, {{"model", "gpt"}, {"dp", "2"}, {"tp", "2"}, {"pp", "2"}, {"layers", "3"}, {"hidden", "32"}, {"seq", "8"},
-           {"batch", "16"}, {"zero", "1"}}},
-      {2, {{"model", "gpt"}, {"dp", "1"}, {"tp", "2"}, {"pp", "1"}, {"layers", "2"}, {"hidden", "32"}, {"seq", "8"},
-           {"batch", "16"}}},
+      {8,
+       {{"model", "gpt"},
+        {"dp", "2"},
+        {"tp", "2"},
+        {"pp", "2"},
+        {"layers", "3"},
+        {"hidden", "32"},
+        {"seq", "8"},
+        {"batch", "16"},
+        {"zero", "1"}}},
+      {2,
+       {{"model", "gpt"},
+        {"dp", "1"},
+        {"tp", "2"},
+        {"pp", "1"},
+        {"layers", "2"},
+        {"hidden", "32"},
+        {"seq", "8"},
+        {"batch", "16"}}},
   };
   double largest = 0;
   for (const Case& c : cases) {
@@ -58,14 +74,16 @@ TEST(GridPlanner, MemoryByTagMatchesThePlannersModelOnEveryGrid) {
     std::string grid = "?";
     for (const std::string& line : rep.setup)
       if (line.rfind("DP(", 0) == 0) grid = line.substr(0, line.find(" ·"));
-    std::printf("%s: model state worst rank/part off the planner %.0f B, rank 0 activations %.0f B%s\n",
-                grid.c_str(), worst, act, one_f_one_b ? "" : " (GPipe: not compared)");
+    std::printf("%s: model state worst rank/part off the planner %.0f B, rank 0 activations %.0f B%s\n", grid.c_str(),
+                worst, act, one_f_one_b ? "" : " (GPipe: not compared)");
     EXPECT_EQ(worst, 0);
     EXPECT_EQ(gap(rep, "planner.param_bytes"), 0);
     EXPECT_EQ(gap(rep, "planner.grad_bytes"), 0);
     EXPECT_LT(gap(rep, "planner.optimizer_bytes"), 8);  // ZeRO-1's padding: under one element's m and v
-    if (one_f_one_b) EXPECT_EQ(act, 0);
-    else EXPECT_GT(act, 0);  // GPipe holds all M micro-batches, more than the planner's min(M, P)
+    if (one_f_one_b)
+      EXPECT_EQ(act, 0);
+    else
+      EXPECT_GT(act, 0);  // GPipe holds all M micro-batches, more than the planner's min(M, P)
     EXPECT_TRUE(rep.ok) << rep.to_text();
     largest = std::max({largest, worst, one_f_one_b ? act : 0.0});
   }

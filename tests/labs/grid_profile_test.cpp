@@ -2,12 +2,13 @@
 // hand-made trace of 2 tp ranks whose figures are known: the block compute without the tp
 // all-reduce inside it, the slower rank of the group setting the pace, the batch and AdamW
 // gaps as host work, and rank 0's step split.
+#include "labs/simulate/grid_profile.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "core/error.h"
-#include "labs/simulate/grid_profile.h"
 
 using namespace dtl;
 
@@ -23,8 +24,8 @@ const std::vector<Role> kLabels = {{},
                                    Role{.pass = Pass::forward, .block = 0},
                                    Role{.pass = Pass::backward, .block = 0}};
 
-Event span(int rank, EventKind kind, Label label, std::int64_t begin_us, std::int64_t end_us, GroupAxis axis = GroupAxis::none,
-           std::uint64_t bytes = 0) {
+Event span(int rank, EventKind kind, Label label, std::int64_t begin_us, std::int64_t end_us,
+           GroupAxis axis = GroupAxis::none, std::uint64_t bytes = 0) {
   Event e;
   e.rank = rank, e.kind = kind, e.label = label, e.axis = axis, e.bytes = bytes;
   e.stream = kind == EventKind::collective ? kStreamComm : kStreamMain;
@@ -63,15 +64,16 @@ TEST(GridProfile, BlockComputeHostWorkAndStepSplitFromTheEvents) {
   const sim::GridProfile p = sim::profile_grid_events(ev, kLabels, sim::GridShapeSpec{1, 2, 1, 1, 64, 16, 8, 1});
   EXPECT_EQ(p.steps_read, 2);  // steps 1 and 2: the first warms up, the last has no barrier after it
   ASSERT_EQ(p.block_forward_s.size(), 1u);
-  std::printf("block forward %.0f µs, backward %.0f µs, host %.0f µs; rank 0: compute %.0f tp %.0f dp %.0f rest %.0f µs\n",
-              p.block_forward_s[0] * 1e6, p.block_backward_s[0] * 1e6, p.host_s[0] * 1e6, p.rank0.compute * 1e6,
-              p.rank0.tp * 1e6, p.rank0.dp * 1e6, p.rank0.rest * 1e6);
-  EXPECT_NEAR(p.block_forward_s[0], 400e-6, 1e-12);   // the slower tp rank, without the all-reduce inside
+  std::printf(
+      "block forward %.0f µs, backward %.0f µs, host %.0f µs; rank 0: compute %.0f tp %.0f dp %.0f rest %.0f µs\n",
+      p.block_forward_s[0] * 1e6, p.block_backward_s[0] * 1e6, p.host_s[0] * 1e6, p.rank0.compute * 1e6,
+      p.rank0.tp * 1e6, p.rank0.dp * 1e6, p.rank0.rest * 1e6);
+  EXPECT_NEAR(p.block_forward_s[0], 400e-6, 1e-12);  // the slower tp rank, without the all-reduce inside
   EXPECT_NEAR(p.block_backward_s[0], 800e-6, 1e-12);
-  EXPECT_NEAR(p.host_s[0], 100e-6 + 300e-6, 1e-12);   // rank 0's batch + the stage's slowest AdamW
+  EXPECT_NEAR(p.host_s[0], 100e-6 + 300e-6, 1e-12);  // rank 0's batch + the stage's slowest AdamW
   EXPECT_NEAR(p.rank0.compute, 900e-6, 1e-12);
   EXPECT_NEAR(p.rank0.tp, 400e-6, 1e-12);
-  EXPECT_NEAR(p.rank0.dp, 1050e-6, 1e-12);            // the gradients and the loss
+  EXPECT_NEAR(p.rank0.dp, 1050e-6, 1e-12);  // the gradients and the loss
   // The window runs from the barrier's end to the next barrier: 10 ms less 10 µs.
   EXPECT_NEAR(p.rank0.rest, 9990e-6 - 900e-6 - 400e-6 - 1050e-6, 1e-12);
 }
@@ -85,7 +87,5 @@ TEST(GridProfile, TooFewStepsIsAnErrorSayingSo) {
   try {
     sim::profile_grid_events(ev, kLabels, sim::GridShapeSpec{1, 1, 1, 1, 64, 16, 8, 1});
     ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("at least 3 steps"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("at least 3 steps"), std::string::npos) << e.what(); }
 }

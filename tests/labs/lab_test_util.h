@@ -20,16 +20,20 @@ inline Report run_lab(const std::string& name, LabConfig cfg, Trace& trace) {
   if (!lab) return {};
   cfg = with_defaults(*lab, cfg);
   Report report;
-  run_ranks(cfg.ranks, [&](Comm& c) {
-    Report r = lab->run(c, cfg);
-    if (c.rank() == 0) report = r;
-  }, &trace);
+  run_ranks(
+      cfg.ranks,
+      [&](Comm& c) {
+        Report r = lab->run(c, cfg);
+        if (c.rank() == 0) report = r;
+      },
+      &trace);
   return report;
 }
 
 // The lab on P thread ranks for its results, not its timings: one timed run of 2 steps
 // (unless `options` sets --steps) after the warm-up step.
-inline Report run_for_results(const std::string& name, int P, std::map<std::string, std::string> options, Trace& trace) {
+inline Report run_for_results(const std::string& name, int P, std::map<std::string, std::string> options,
+                              Trace& trace) {
   LabConfig cfg;
   cfg.ranks = P;
   cfg.repeat = 1;
@@ -59,9 +63,7 @@ inline void expect_usage_error(const std::string& name, int ranks, std::map<std:
   try {
     lab->check_config(with_defaults(*lab, cfg));
     ADD_FAILURE() << name << ": no error, expected one saying '" << words << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-  }
+  } catch (const UsageError& e) { EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what(); }
 }
 
 }  // namespace dtl::test

@@ -70,9 +70,7 @@ TEST(MlpStorage, BoundLayersTrainLikeTheOwnedModel) {
     try {
       bare.forward(data.x_row(0), batch);
       ADD_FAILURE() << "a forward through an unbound layer ran";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
-    }
+    } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what(); }
   }
 }
 
@@ -97,7 +95,8 @@ TEST(MlpSplitBackward, InputThenWeightEqualsTheWholeBackwardBitForBit) {
     const float* dx_split = split.backward_input(dy.data(), b, {}, true);
     EXPECT_EQ(differing_bytes(dx1.data(), dx_split, dx1.size() * 4), 0u) << "B: the input gradient";
     split.backward_weight(b, false);
-    EXPECT_EQ(differing_bytes(whole.grad_data(), split.grad_data(), whole.num_params() * 4), 0u) << "W: the weight gradients";
+    EXPECT_EQ(differing_bytes(whole.grad_data(), split.grad_data(), whole.num_params() * 4), 0u)
+        << "W: the weight gradients";
   }
   MemoryTracker mem(0, nullptr);
   Mlp bf16({6, 9, 4, 2}, mem, 8, DType::bf16);

@@ -89,7 +89,8 @@ TEST(MoeRouting, BalancedDispatchSendsTkhTimesEpMinusOneOverEp) {
     EXPECT_EQ(l.sent_to_others(0) * 4, std::size_t(T * k * h * (ep - 1) / ep * 4)) << "EP " << ep;
     for (std::size_t i = 1; i < d.send_order.size(); ++i) {  // rank, expert, token order
       const int a = d.send_order[i - 1], b = d.send_order[i];
-      EXPECT_TRUE(r.expert[std::size_t(a)] < r.expert[std::size_t(b)] || (r.expert[std::size_t(a)] == r.expert[std::size_t(b)] && a < b));
+      EXPECT_TRUE(r.expert[std::size_t(a)] < r.expert[std::size_t(b)] ||
+                  (r.expert[std::size_t(a)] == r.expert[std::size_t(b)] && a < b));
     }
     EXPECT_NEAR(moe::load_balancing_loss(r), 1.0, 1e-9) << "uniform routing and probabilities";
   }
@@ -142,7 +143,8 @@ TEST(MoeRouting, DispatchAndCombineOverRanksEqualOneRank) {
     for (int slot : d.send_order) {  // one rank: the same kept slots, in the same order
       const int t = slot / k;
       for (int i = 0; i < h; ++i)
-        want[std::size_t(t * h + i)] += r.weight[std::size_t(slot)] * (x[std::size_t(t * h + i)] * float(r.expert[std::size_t(slot)] + 1));
+        want[std::size_t(t * h + i)] +=
+            r.weight[std::size_t(slot)] * (x[std::size_t(t * h + i)] * float(r.expert[std::size_t(slot)] + 1));
     }
     float worst = 0;
     for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(out[i] - want[i]));

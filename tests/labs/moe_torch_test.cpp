@@ -5,7 +5,6 @@
 // relative error at most 1e-5. With drops (capacity factor 1), without (padded), and with a
 // skewed router. Skipped, with the reason, where no python3 imports torch.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -84,8 +83,8 @@ TEST(MoeTorch, RoutingLossAndEveryGradientMatchPyTorch) {
     write_step(shape, 2, path, c.what);
     files += " " + path;
   }
-  const test::CommandResult r =
-      test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/moe_torch_check.py" + files + " --tolerance 1e-5");
+  const test::CommandResult r = test::run_command(python + " " + DTL_SOURCE_DIR + "/tests/python/moe_torch_check.py" +
+                                                  files + " --tolerance 1e-5");
   std::printf("%s", r.output.c_str());
   EXPECT_EQ(r.code, 0) << "moe_torch_check.py: exit 0 pass, 1 over tolerance:\n" << r.output;
 }

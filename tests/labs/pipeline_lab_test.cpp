@@ -3,6 +3,8 @@
 // stage equal the schedule's prediction; bytes between stages are exact; with emulated
 // action times the measured bubble is the formula's. (Bad configurations and a silent
 // stage: tests/cli/cli_usage_test.cpp, through the command.)
+#include "labs/pipeline/pipeline_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "core/error.h"
 #include "core/trace/trace.h"
-#include "labs/pipeline/pipeline_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -29,8 +30,8 @@ TEST(PipelineLab, EveryScheduleEqualsOneRankOnTheGlobalBatch) {
   for (int P : {2, 4}) {
     Trace trace(P);
     // 9 layers: uneven over 2 and 4 stages (and 8 virtual stages).
-    const Report rep = run_pipeline(P, {{"schedule", "all"}, {"width", "24"}, {"depth", "9"}, {"batch", "16"},
-                                        {"micro-batches", "8"}}, trace);
+    const Report rep = run_pipeline(
+        P, {{"schedule", "all"}, {"width", "24"}, {"depth", "9"}, {"batch", "16"}, {"micro-batches", "8"}}, trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
     for (const char* k : {"gpipe", "1f1b", "interleaved", "zb-h1"}) {
       const double d = row(rep, std::string(k) + ".weight_diff_vs_one_rank");
@@ -44,8 +45,9 @@ TEST(PipelineLab, EveryScheduleEqualsOneRankOnTheGlobalBatch) {
 TEST(PipelineLab, InFlightAndActivationMemoryPerStageFollowTheSchedule) {
   const int P = 4, M = 8;
   Trace trace(P);
-  const Report rep = run_pipeline(P, {{"schedule", "all"}, {"width", "32"}, {"depth", "8"}, {"batch", "32"},
-                                      {"micro-batches", std::to_string(M)}}, trace);
+  const Report rep = run_pipeline(
+      P, {{"schedule", "all"}, {"width", "32"}, {"depth", "8"}, {"batch", "32"}, {"micro-batches", std::to_string(M)}},
+      trace);
   ASSERT_TRUE(rep.ok) << rep.to_text();
   for (int s = 0; s < P; ++s) {
     const std::string k = std::to_string(s);
@@ -68,8 +70,14 @@ TEST(PipelineLab, EmulatedTimesReproduceTheBubbleFormula) {
   // still tells the schedules apart (GPipe at M = 8 vs M = 4 differ by 9 points).
   for (int M : {1, 4, 8}) {
     Trace trace(2);
-    const Report rep = run_pipeline(2, {{"schedule", "gpipe"}, {"width", "16"}, {"depth", "4"}, {"batch", std::to_string(2 * M)},
-                                        {"micro-batches", std::to_string(M)}, {"compute-us", "3000"}}, trace);
+    const Report rep = run_pipeline(2,
+                                    {{"schedule", "gpipe"},
+                                     {"width", "16"},
+                                     {"depth", "4"},
+                                     {"batch", std::to_string(2 * M)},
+                                     {"micro-batches", std::to_string(M)},
+                                     {"compute-us", "3000"}},
+                                    trace);
     ASSERT_TRUE(rep.ok) << rep.to_text();
     const double bubble = row(rep, "gpipe.bubble"), formula = 1.0 / (M + 1);
     std::printf("P=2 M=%d: bubble %.3f (formula %.3f), efficiency %.1f %%\n", M, bubble, formula, 100 * (1 - bubble));
@@ -85,9 +93,11 @@ TEST(PipelineLab, ADefaultRunSaysWhyItsBubbleDiffersFromTheFormula) {
   const double measured = row(rep, "1f1b.bubble"), formula = *rep.find("1f1b.bubble")->predicted;
   bool noted = false;
   for (const std::string& n : rep.notes) noted = noted || n.find("--compute-us 2000") != std::string::npos;
-  std::printf("default 1F1B on 4 stages: bubble %.3f, formula %.3f, note %s\n", measured, formula, noted ? "given" : "none");
+  std::printf("default 1F1B on 4 stages: bubble %.3f, formula %.3f, note %s\n", measured, formula,
+              noted ? "given" : "none");
   EXPECT_EQ(noted, measured - formula > 0.1);
   Trace paced(4);
   const Report with = run_pipeline(4, {{"compute-us", "2000"}}, paced);
-  for (const std::string& n : with.notes) EXPECT_EQ(n.find("--compute-us 2000"), std::string::npos) << "paced: no such note";
+  for (const std::string& n : with.notes)
+    EXPECT_EQ(n.find("--compute-us 2000"), std::string::npos) << "paced: no such note";
 }

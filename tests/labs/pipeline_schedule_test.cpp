@@ -53,10 +53,10 @@ void expect_table(ScheduleKind kind, ScheduleConfig c, const std::vector<std::st
     size_t i = 0;
     while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
     EXPECT_TRUE(i == want.size() && i == got.size())
-        << schedule_name(kind) << " P=" << c.stages << " M=" << c.micro_batches << " v=" << c.chunks << " stage "
-        << st << ": first difference at action #" << i << ": want "
-        << (i < want.size() ? want[i] : "(end)") << ", got " << (i < got.size() ? got[i] : "(end)")
-        << "\n  want: " << gold[st] << "\n  got:  " << render(s.stages[st], c.chunks > 1);
+        << schedule_name(kind) << " P=" << c.stages << " M=" << c.micro_batches << " v=" << c.chunks << " stage " << st
+        << ": first difference at action #" << i << ": want " << (i < want.size() ? want[i] : "(end)") << ", got "
+        << (i < got.size() ? got[i] : "(end)") << "\n  want: " << gold[st]
+        << "\n  got:  " << render(s.stages[st], c.chunks > 1);
   }
 }
 
@@ -74,10 +74,8 @@ TEST(PipelineGold, GpipeP2M4) {
 
 TEST(PipelineGold, OneFOneBP4M8) {
   expect_table(ScheduleKind::one_f_one_b, {4, 8, 1},
-               {"F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7",
-                "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",
-                "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7",
-                "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"});
+               {"F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7", "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",
+                "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7", "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"});
 }
 
 TEST(PipelineGold, OneFOneBP2M4) {
@@ -131,9 +129,7 @@ void expect_usage_error(ScheduleKind k, ScheduleConfig c, const std::string& tex
   try {
     validate(k, c);
     ADD_FAILURE() << schedule_name(k) << ": expected UsageError containing \"" << text << "\"";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
+  } catch (const UsageError& e) { EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what(); }
 }
 
 TEST(PipelineValidate, NamesTheRuleAndTheFix) {

@@ -150,9 +150,7 @@ TEST(PipelineSchedule, InFlightBounds) {
               << name_of(c) << " stage " << st;
           break;
       }
-      if (c.kind != ScheduleKind::zb_h1) {
-        EXPECT_EQ(held, forwards_before_first_backward(s, st)) << name_of(c);
-      }
+      if (c.kind != ScheduleKind::zb_h1) { EXPECT_EQ(held, forwards_before_first_backward(s, st)) << name_of(c); }
     }
   }
 }
@@ -231,9 +229,7 @@ TEST(PipelineBubble, CurriculumNumbers) {
     const double eff = 1 - simulated_bubble(ScheduleKind::gpipe, 2, ms[i]);
     std::printf("P=2 M=%d: efficiency %.4f (%.0f %%)\n", ms[i], eff, 100 * eff);
     EXPECT_NEAR(std::round(100 * eff), want[i], 1e-9);
-    if (ms[i] >= 2) {
-      EXPECT_NEAR(1 - simulated_bubble(ScheduleKind::one_f_one_b, 2, ms[i]), eff, 1e-12);
-    }
+    if (ms[i] >= 2) { EXPECT_NEAR(1 - simulated_bubble(ScheduleKind::one_f_one_b, 2, ms[i]), eff, 1e-12); }
   }
   // Seed 002's "K > 133 for < 5 %": 7/140 is exactly 5 %, so M = 134 is the first below.
   EXPECT_LT(bubble_idle_share(8, 134), 0.05);

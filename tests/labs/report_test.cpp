@@ -1,15 +1,15 @@
 // Reports: readable units, rows found by id, JSON with raw SI values, and a terminal table
 // that fits its width, leaves "predicted" blank where there is none and puts the cases of
 // a `--variant all` run side by side.
+#include "labs/report.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <sstream>
 
 #include "labs/ddp/ddp_lab.h"
 #include "labs/measure.h"
-#include "labs/report.h"
 #include "labs/report_format.h"
 
 using namespace dtl;
@@ -139,10 +139,14 @@ TEST(ReportText, FitsItsWidthAndLeavesMissingPredictionsBlank) {
   rep.lab = "ddp";
   rep.backend = "threads";
   rep.ranks = 4;
-  rep.setup = {"link pcie4: 32 GB/s, α 5 µs", "MLP 256 wide × 4 layers (164672 params)", "batch 64 (16 per rank)",
-               "fp32", "variant bucketed", "buckets ≤ 25 MiB"};
-  rep.add("bucketed.waiting", "waiting for slower ranks per step, a label long enough to need wrapping twice over", 7e-4,
-          "s")
+  rep.setup = {"link pcie4: 32 GB/s, α 5 µs",
+               "MLP 256 wide × 4 layers (164672 params)",
+               "batch 64 (16 per rank)",
+               "fp32",
+               "variant bucketed",
+               "buckets ≤ 25 MiB"};
+  rep.add("bucketed.waiting", "waiting for slower ranks per step, a label long enough to need wrapping twice over",
+          7e-4, "s")
       .over(repeated({6e-4, 7e-4, 1.1e-3}));
   rep.add("bucketed.loss_first", "loss, first step", 0.003378, "");
   rep.add("bucketed.speedup", "speedup over 1 rank", 2.2, "x").predict(4, "ideal: P×");

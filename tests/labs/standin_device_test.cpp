@@ -2,6 +2,8 @@
 // it must punish what a GPU punishes — host code reading device memory, a kernel given a
 // host pointer, a buffer handed to another thread before its kernels ran — and every lab's
 // device path must pass its checks on it, as it will on a GPU.
+#include "core/memory/standin_device.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
-#include "core/memory/standin_device.h"
 #include "labs/measure.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
@@ -97,7 +98,8 @@ TEST(StandIn, ALabReadingDeviceMemoryFromTheHostGetsWrongNumbers) {
   const double cpu = first_loss(Device::cpu(), false);
   StandInDeviceScope scope;
   const double right = first_loss(Device::cuda(1), false), wrong = first_loss(Device::cuda(1), true);
-  std::printf("first loss: cpu %.7g, stand-in through its ops %.7g, stand-in read from the host %.7g\n", cpu, right, wrong);
+  std::printf("first loss: cpu %.7g, stand-in through its ops %.7g, stand-in read from the host %.7g\n", cpu, right,
+              wrong);
   EXPECT_NEAR(right, cpu, 1e-6 * cpu);
   EXPECT_FALSE(std::fabs(wrong - cpu) < 0.1 * cpu) << "host reads of device memory went unnoticed";
 }

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -107,8 +107,8 @@ int compare_timings(const char* lab, const Outcome& stepped, const Outcome& free
     const ReportRow* f = free.report.find(s.id);
     if (!f || !(s.unit == "s" || s.unit == "B/s" || is_fraction(s))) continue;
     ++compared;
-    std::printf("  %-12s %-36s stepped %-11.4g free %-11.4g (%d releases, %.3f s of pauses)\n", lab, s.id.c_str(), s.measured,
-                f->measured, stepped.releases, stepped.thought_s);
+    std::printf("  %-12s %-36s stepped %-11.4g free %-11.4g (%d releases, %.3f s of pauses)\n", lab, s.id.c_str(),
+                s.measured, f->measured, stepped.releases, stepped.thought_s);
     if (s.unit == "s") {
       EXPECT_LE(s.measured, 3 * f->measured + 0.003) << lab << " " << s.id << ": the stepped run counted the pauses?";
       EXPECT_GE(s.measured, f->measured / 3 - 0.003) << lab << " " << s.id << ": a clock that ran short (waits lost)";
@@ -154,27 +154,24 @@ TEST_P(SteppedRun, ReportsTheTimingsOfAFreeRun) {
 // interleaving). Before the per-thread run clock it read 0.76 (every stage computing alone).
 TEST(SteppedRun, ThePipelinesBubbleIsTheSchedules) {
   const LabInfo& lab = *find_lab("pipeline");
-  const LabConfig cfg =
-      live_config(lab, {"pipeline", 4, {{"micro-batches", "4"}, {"compute-us", "1500"}, {"steps", "1"}, {"schedule", "1f1b"}}});
+  const LabConfig cfg = live_config(
+      lab, {"pipeline", 4, {{"micro-batches", "4"}, {"compute-us", "1500"}, {"steps", "1"}, {"schedule", "1f1b"}}});
   const Outcome stepped = run_lab(lab, cfg, true);
   const ReportRow* bubble = stepped.report.find("1f1b.bubble");
   ASSERT_NE(bubble, nullptr);
   const double P = 4, M = 4, formula = (P - 1) / (M + P - 1);
-  std::printf("stepped 1F1B, P=4, M=4: bubble %.4f, formula (P-1)/(M+P-1) = %.4f (%d releases)\n", bubble->measured, formula,
-              stepped.releases);
+  std::printf("stepped 1F1B, P=4, M=4: bubble %.4f, formula (P-1)/(M+P-1) = %.4f (%d releases)\n", bubble->measured,
+              formula, stepped.releases);
   EXPECT_NEAR(bubble->measured, formula, 0.03);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     EveryLab, SteppedRun,
-    ::testing::Values(LabCase{"collectives", 4, {{"algo", "ring"}}},
-                      LabCase{"collectives", 4, {{"algo", "rhd"}}},
-                      LabCase{"ddp", 4, {}},
-                      LabCase{"zero", 2, {{"stage", "3"}}},
+    ::testing::Values(LabCase{"collectives", 4, {{"algo", "ring"}}}, LabCase{"collectives", 4, {{"algo", "rhd"}}},
+                      LabCase{"ddp", 4, {}}, LabCase{"zero", 2, {{"stage", "3"}}},
                       LabCase{"pipeline", 4, {{"micro-batches", "4"}, {"compute-us", "1000"}, {"steps", "1"}}},
                       LabCase{"tensor_parallel", 2, {}},
-                      LabCase{"grid", 4, {{"tp", "2"}, {"pp", "2"}, {"compute-us", "2000"}}},
-                      LabCase{"gpt", 2, {}}),
+                      LabCase{"grid", 4, {{"tp", "2"}, {"pp", "2"}, {"compute-us", "2000"}}}, LabCase{"gpt", 2, {}}),
     [](const ::testing::TestParamInfo<LabCase>& info) {
       std::string name = std::string(info.param.lab) + "_" + std::to_string(info.index);
       for (char& ch : name)

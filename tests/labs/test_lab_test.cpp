@@ -3,6 +3,8 @@
 // one registration line below, and then the registry, the option table, a run on thread
 // ranks, its small run, the hints and the grade suite (its grade_test.cpp, linked in) all
 // find it.
+#include "tests/test_lab/labs/test_lab/test_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,7 +12,6 @@
 #include "core/error.h"
 #include "labs/lab.h"
 #include "tests/labs/lab_test_util.h"
-#include "tests/test_lab/labs/test_lab/test_lab.h"
 
 using namespace dtl;
 
@@ -67,9 +68,11 @@ TEST(TestLab, ItsSmallRunPassesItsChecks) {
 }
 
 TEST(TestLab, ItsHintsAreFoundByTheExercisesId) {
-  for (int level = 1; level <= ex::kHintLevels; ++level) EXPECT_FALSE(exercise_hint("weighted_sum", level).empty()) << level;
+  for (int level = 1; level <= ex::kHintLevels; ++level)
+    EXPECT_FALSE(exercise_hint("weighted_sum", level).empty()) << level;
   const LabInfo* lab = find_lab("test_lab");
   ASSERT_NE(lab, nullptr);
   ASSERT_EQ(lab->exercises.size(), 1u);
-  EXPECT_EQ(lab->exercises[0].suite, "WeightedSum");  // tests/test_lab/tests/grade/test_lab/grade_test.cpp, linked into this binary
+  EXPECT_EQ(lab->exercises[0].suite,
+            "WeightedSum");  // tests/test_lab/tests/grade/test_lab/grade_test.cpp, linked into this binary
 }

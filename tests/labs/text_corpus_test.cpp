@@ -1,12 +1,13 @@
 // The embedded text corpus: the shipped text round-trips through both vocabularies, targets
 // are the next token, batches depend only on their arguments, shards tile a batch, and the
 // train and held-out splits never share a token.
+#include "labs/train/text_corpus.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "core/error.h"
-#include "labs/train/text_corpus.h"
 
 using namespace dtl;
 
@@ -30,8 +31,8 @@ TEST(TextCorpus, CharsVocabularyIsTheDistinctBytesRoundedUpToEight) {
   EXPECT_EQ(c.symbols_used(), 9);
   EXPECT_EQ(c.vocab_size(), 16);
   EXPECT_EQ(c.encode(" ,dehlorw"), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
-  EXPECT_THROW(c.encode("x"), UsageError);    // not in the text
-  EXPECT_THROW(c.decode({9}), UsageError);     // a padding id
+  EXPECT_THROW(c.encode("x"), UsageError);  // not in the text
+  EXPECT_THROW(c.decode({9}), UsageError);  // a padding id
   const TextCorpus shipped = TextCorpus::shipped(Vocab::chars);
   EXPECT_EQ(shipped.vocab_size() % 8, 0);
   EXPECT_GE(shipped.vocab_size(), shipped.symbols_used());
@@ -47,9 +48,7 @@ TEST(TextCorpus, TargetsAreTheTokensShiftedByOne) {
     for (int s = 0; s < 17; ++s) {
       EXPECT_EQ(b.token(s, col), c.tokens()[b.starts[std::size_t(col)] + std::size_t(s)]);
       EXPECT_EQ(b.target(s, col), c.tokens()[b.starts[std::size_t(col)] + std::size_t(s) + 1]);
-      if (s + 1 < 17) {
-        EXPECT_EQ(b.target(s, col), b.token(s + 1, col));
-      }
+      if (s + 1 < 17) { EXPECT_EQ(b.target(s, col), b.token(s + 1, col)); }
     }
   }
 }

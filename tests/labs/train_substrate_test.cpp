@@ -42,7 +42,12 @@ std::vector<float> quadratic_dy(const float* y, std::size_t n) {
 
 TEST(ParamLayout, ShardsTileTheBufferWithPaddingAtTheEnd) {
   // chunk = ceil(n / world); rank r owns [r·chunk, (r+1)·chunk) clipped to n.
-  struct Case { std::size_t n; int world; std::vector<Range> expect; std::size_t padding; };
+  struct Case {
+    std::size_t n;
+    int world;
+    std::vector<Range> expect;
+    std::size_t padding;
+  };
   const std::vector<Case> cases = {
       {12, 3, {{0, 4}, {4, 8}, {8, 12}}, 0},
       {10, 4, {{0, 3}, {3, 6}, {6, 9}, {9, 10}}, 2},
@@ -154,7 +159,8 @@ void expect_stages_equal_whole(DType precision, const std::vector<LayerSpan>& st
     models.push_back(std::make_unique<Mlp>(shape, mem, 1, precision, Device::cpu(), span));
     acts.push_back(models.back()->make_activations(batch));
     const float* y = models.back()->forward(h, acts.back());
-    handoff.emplace_back(y, y + std::size_t(batch) * std::size_t(models.back()->out_features(models.back()->last_layer())));
+    handoff.emplace_back(
+        y, y + std::size_t(batch) * std::size_t(models.back()->out_features(models.back()->last_layer())));
     h = handoff.back().data();
   }
   EXPECT_EQ(differing(h, out_whole.data(), out_whole.size(), DType::f32), 0u) << "stage outputs";
@@ -165,9 +171,13 @@ void expect_stages_equal_whole(DType precision, const std::vector<LayerSpan>& st
     const Range r = whole.layout().layers_range(models[s]->first_layer(), models[s]->last_layer());
     ASSERT_EQ(r.size(), models[s]->num_params());
     const std::size_t es = dtype_size(precision);
-    EXPECT_EQ(differing(models[s]->param_data(), static_cast<const char*>(whole.param_data()) + r.begin * es, r.size(), precision), 0u)
+    EXPECT_EQ(differing(models[s]->param_data(), static_cast<const char*>(whole.param_data()) + r.begin * es, r.size(),
+                        precision),
+              0u)
         << "stage " << s << " parameters";
-    EXPECT_EQ(differing(models[s]->grad_data(), static_cast<const char*>(whole.grad_data()) + r.begin * es, r.size(), precision), 0u)
+    EXPECT_EQ(differing(models[s]->grad_data(), static_cast<const char*>(whole.grad_data()) + r.begin * es, r.size(),
+                        precision),
+              0u)
         << "stage " << s << " gradients";
   }
   EXPECT_EQ(differing(grad.data(), input_grad_whole.data(), grad.size(), DType::f32), 0u) << "first stage's dX";
@@ -276,7 +286,8 @@ void expect_sharded_equals_whole(const MlpShape& shape, DType precision, int wor
   Mlp whole(shape, mem, 1, precision), sharded(shape, mem, 1, precision);
   auto whole_opt = make(whole_model(whole), mem);
   std::vector<decltype(whole_opt)> shard_opts;
-  for (int r = 0; r < world; ++r) shard_opts.push_back(make(slice_of(sharded, sharded.layout().shard(r, world).range), mem));
+  for (int r = 0; r < world; ++r)
+    shard_opts.push_back(make(slice_of(sharded, sharded.layout().shard(r, world).range), mem));
   const Dataset data = make_teacher_data(shape, 4 * 3, 8);
   const std::size_t outputs = 4 * std::size_t(shape.out);
   for (int step = 0; step < 3; ++step)

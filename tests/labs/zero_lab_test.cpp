@@ -3,6 +3,8 @@
 // formula up to the padding; the bytes on the wire equal the prediction exactly, counted
 // here again from the trace's collective events; stage 2 never holds the whole gradient
 // buffer and stage 3 never the whole model; bad options are usage errors.
+#include "labs/zero/zero_lab.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "core/error.h"
 #include "core/theory/zero.h"
 #include "core/trace/trace.h"
-#include "labs/zero/zero_lab.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -40,7 +41,8 @@ TEST(ZeroLab, EveryStageEqualsStageZeroAndOneRankOnUnevenShards) {
   // Width 37: no layer divides evenly over 3, 4 or 8 ranks, so every unit is padded.
   for (int P : {2, 3, 4, 8}) {
     Trace trace(P);
-    const Report rep = run_zero(P, {{"precision", "fp32"}, {"width", "37"}, {"depth", "3"}, {"batch", std::to_string(3 * 8)}}, trace);
+    const Report rep =
+        run_zero(P, {{"precision", "fp32"}, {"width", "37"}, {"depth", "3"}, {"batch", std::to_string(3 * 8)}}, trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
     for (int stage : {1, 2, 3}) {
       const std::string n = "zero" + std::to_string(stage) + ".";
@@ -50,9 +52,7 @@ TEST(ZeroLab, EveryStageEqualsStageZeroAndOneRankOnUnevenShards) {
       EXPECT_LT(vs_ddp, 1e-5) << n << " P=" << P;
       EXPECT_LT(row(rep, n + "loss_last"), row(rep, n + "loss_first")) << n << ": the loss must go down";
     }
-    if (P > 2) {
-      EXPECT_GT(row(rep, "zero3.padding"), 0) << "width 37 must pad over " << P << " ranks";
-    }
+    if (P > 2) { EXPECT_GT(row(rep, "zero3.padding"), 0) << "width 37 must pad over " << P << " ranks"; }
   }
 }
 
@@ -61,7 +61,8 @@ TEST(ZeroLab, UnitsOfSeveralLayersShardAndGatherAsOne) {
   // its first layer's forward and frees it after its last.
   for (const char* unit : {"2", "3"}) {
     Trace trace(3);
-    const Report rep = run_zero(3, {{"precision", "fp32"}, {"width", "37"}, {"depth", "5"}, {"batch", "12"}, {"unit", unit}}, trace);
+    const Report rep =
+        run_zero(3, {{"precision", "fp32"}, {"width", "37"}, {"depth", "5"}, {"batch", "12"}, {"unit", unit}}, trace);
     EXPECT_TRUE(rep.ok) << "--unit " << unit << "\n" << rep.to_text();
     for (int stage : {1, 2, 3}) {
       const double d = row(rep, "zero" + std::to_string(stage) + ".weight_diff_vs_stage0");
@@ -109,10 +110,15 @@ TEST(ZeroLab, ModelStateIsTheFormulaUpToPaddingForEveryPrecision) {
     const char* master;
     theory::ZeroPrecision bytes;
   };
-  for (const Case& c : {Case{"fp32", "keep", {4, 4, 8}}, Case{"bf16", "keep", {2, 2, 12}}, Case{"bf16", "none", {2, 2, 8}}}) {
+  for (const Case& c :
+       {Case{"fp32", "keep", {4, 4, 8}}, Case{"bf16", "keep", {2, 2, 12}}, Case{"bf16", "none", {2, 2, 8}}}) {
     Trace trace(P);
-    const Report rep = run_zero(P, {{"precision", c.precision}, {"master", c.master}, {"width", std::to_string(width)},
-                                    {"depth", std::to_string(depth)}, {"batch", "8"}},
+    const Report rep = run_zero(P,
+                                {{"precision", c.precision},
+                                 {"master", c.master},
+                                 {"width", std::to_string(width)},
+                                 {"depth", std::to_string(depth)},
+                                 {"batch", "8"}},
                                 trace);
     EXPECT_TRUE(rep.ok) << c.precision << "/" << c.master << "\n" << rep.to_text();
     const double padding = row(rep, "zero0.padding");
@@ -124,9 +130,7 @@ TEST(ZeroLab, ModelStateIsTheFormulaUpToPaddingForEveryPrecision) {
       std::printf("%s/%s stage %d: model state %.0f B, formula %.0f B, bound ±%.0f B\n", c.precision, c.master, stage,
                   measured, formula, bound);
       EXPECT_LE(std::fabs(measured - formula), bound) << n << c.precision;
-      if (stage == 0) {
-        EXPECT_EQ(measured, formula) << "DDP holds no padding";
-      }
+      if (stage == 0) { EXPECT_EQ(measured, formula) << "DDP holds no padding"; }
     }
   }
 }
@@ -137,8 +141,10 @@ TEST(ZeroLab, BytesOnTheWireAreExactFromTheEvents) {
   const int P = 3, width = 37, depth = 3;
   for (int stage : {0, 1, 2, 3}) {
     Trace trace(P);
-    std::map<std::string, std::string> options = {{"stage", std::to_string(stage)}, {"precision", "bf16"},
-                                                  {"width", std::to_string(width)}, {"depth", std::to_string(depth)},
+    std::map<std::string, std::string> options = {{"stage", std::to_string(stage)},
+                                                  {"precision", "bf16"},
+                                                  {"width", std::to_string(width)},
+                                                  {"depth", std::to_string(depth)},
                                                   {"batch", "12"}};
     if (stage > 0) options["unit"] = "1";  // (stage 0 has no units: --unit there is refused)
     const Report rep = run_zero(P, options, trace);
@@ -193,9 +199,10 @@ TEST(ZeroLab, StageTwoNeverHoldsAllGradientsAndStageThreeNeverAllParameters) {
 
 TEST(ZeroLab, PrefetchSweepTradesMemoryForExposedGathers) {
   Trace trace(2);
-  const Report rep = run_zero(2, {{"stage", "3"}, {"sweep", "prefetch"}, {"precision", "fp32"}, {"width", "64"},
-                                  {"depth", "6"}, {"batch", "8"}},
-                              trace);
+  const Report rep = run_zero(
+      2,
+      {{"stage", "3"}, {"sweep", "prefetch"}, {"precision", "fp32"}, {"width", "64"}, {"depth", "6"}, {"batch", "8"}},
+      trace);
   ASSERT_TRUE(rep.ok) << rep.to_text();
   // Depth d keeps d + 1 units' gather buffers alive (at the ends of a pass, fewer):
   // hidden layers are 64·64 + 64 elements, gathered as fp32.

@@ -39,7 +39,9 @@ TEST(MpiCollectives, AllReduceEveryOpInAndOutOfPlace) {
           for (std::size_t i = 0; i < n; ++i) {
             double want = value(0, i);
             for (int r = 1; r < P; ++r)
-              want = op == ReduceOp::max ? std::max(want, value(r, i)) : op == ReduceOp::min ? std::min(want, value(r, i)) : want + value(r, i);
+              want = op == ReduceOp::max   ? std::max(want, value(r, i))
+                     : op == ReduceOp::min ? std::min(want, value(r, i))
+                                           : want + value(r, i);
             if (op == ReduceOp::avg) want /= P;
             worst = std::max(worst, std::fabs(dst[i] - want));
           }
@@ -76,9 +78,7 @@ TEST(MpiCollectives, ReduceScatterAllGatherBroadcastReduceAllToAll) {
     EXPECT_EQ(b[4], 3.5);
     double s = 1, total = 0;
     c.reduce(&s, &total, 1, DType::f64, ReduceOp::sum, 0);
-    if (c.rank() == 0) {
-      EXPECT_EQ(total, P);
-    }
+    if (c.rank() == 0) { EXPECT_EQ(total, P); }
     std::vector<std::int64_t> send(static_cast<std::size_t>(P)), recv(static_cast<std::size_t>(P));
     for (int q = 0; q < P; ++q) send[std::size_t(q)] = c.rank() * 100 + q;
     c.all_to_all(send.data(), recv.data(), 1, DType::i64);
@@ -89,7 +89,8 @@ TEST(MpiCollectives, ReduceScatterAllGatherBroadcastReduceAllToAll) {
     const AllToAllvLayout l = packed_all_to_allv(to, from);
     std::vector<std::int64_t> vsend(l.send_extent()), vrecv(l.recv_extent(), -1);
     for (int q = 0; q < P; ++q)
-      for (std::size_t i = 0; i < to[std::size_t(q)]; ++i) vsend[l.send_displs[std::size_t(q)] + i] = c.rank() * 100 + q;
+      for (std::size_t i = 0; i < to[std::size_t(q)]; ++i)
+        vsend[l.send_displs[std::size_t(q)] + i] = c.rank() * 100 + q;
     c.all_to_allv(vsend.data(), vrecv.data(), l, DType::i64);
     for (int q = 0; q < P; ++q)
       for (std::size_t i = 0; i <= std::size_t(c.rank()); ++i)
@@ -123,22 +124,24 @@ TEST(MpiPointToPoint, TagsRecvReduceAndSizeErrors) {
 
 TEST(MpiSubGroups, SplitAndTheRingExercise) {
   Trace trace(mpi_init().size);
-  on_mpi([](Comm& c) {
-    auto half = c.split(c.rank() % 2, c.rank());
-    ASSERT_NE(half, nullptr);
-    double v = c.rank();
-    half->all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
-    double want = 0;
-    for (int q = c.rank() % 2; q < c.size(); q += 2) want += q;
-    EXPECT_EQ(v, want);
-    // The lab code runs unchanged on MPI: the ring exercise on crafted input is exact.
-    for (auto fn : {ex::ring_all_reduce, ex::rhd_all_reduce, ex::tree_all_reduce, ex::naive_all_reduce}) {
-      std::vector<float> buf(1003);
-      fill_crafted(buf.data(), buf.size(), DType::f32, c.rank());
-      fn(c, {buf.data(), buf.size(), DType::f32}, ReduceOp::sum);
-      EXPECT_EQ(compare_with_crafted(buf.data(), buf.size(), DType::f32, c.size(), ReduceOp::sum).wrong, 0u);
-    }
-  }, &trace);
+  on_mpi(
+      [](Comm& c) {
+        auto half = c.split(c.rank() % 2, c.rank());
+        ASSERT_NE(half, nullptr);
+        double v = c.rank();
+        half->all_reduce(&v, &v, 1, DType::f64, ReduceOp::sum);
+        double want = 0;
+        for (int q = c.rank() % 2; q < c.size(); q += 2) want += q;
+        EXPECT_EQ(v, want);
+        // The lab code runs unchanged on MPI: the ring exercise on crafted input is exact.
+        for (auto fn : {ex::ring_all_reduce, ex::rhd_all_reduce, ex::tree_all_reduce, ex::naive_all_reduce}) {
+          std::vector<float> buf(1003);
+          fill_crafted(buf.data(), buf.size(), DType::f32, c.rank());
+          fn(c, {buf.data(), buf.size(), DType::f32}, ReduceOp::sum);
+          EXPECT_EQ(compare_with_crafted(buf.data(), buf.size(), DType::f32, c.size(), ReduceOp::sum).wrong, 0u);
+        }
+      },
+      &trace);
   // And the merged trace joins every send to a receive.
   std::unique_ptr<Trace> merged = merge_traces_on_root(trace);
   if (merged) {

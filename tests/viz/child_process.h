@@ -24,10 +24,10 @@ struct ChildLimits {
 };
 
 struct ChildResult {
-  int exit_code = -1;    // 0: the body returned; 1: it threw dtl::Error; 3: another exception
-  int signal = 0;        // the signal that ended it (SIGALRM: the time limit)
-  std::string message;   // what the body reported, or the exception's what()
-  long max_rss_kb = 0;   // peak resident memory of the child
+  int exit_code = -1;   // 0: the body returned; 1: it threw dtl::Error; 3: another exception
+  int signal = 0;       // the signal that ended it (SIGALRM: the time limit)
+  std::string message;  // what the body reported, or the exception's what()
+  long max_rss_kb = 0;  // peak resident memory of the child
   bool hung() const { return signal == SIGALRM; }
   std::string describe() const {
     if (signal) return std::string("killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
@@ -64,9 +64,7 @@ inline ChildResult run_in_child(const std::function<std::string()>& body, const 
     std::string out;
     try {
       out = body();
-    } catch (const Error& e) {
-      code = 1, out = e.what();
-    } catch (const std::exception& e) {
+    } catch (const Error& e) { code = 1, out = e.what(); } catch (const std::exception& e) {
       code = 3, out = std::string("not a dtl::Error: ") + e.what();
     }
     for (std::size_t at = 0; at < out.size();) {
@@ -86,8 +84,10 @@ inline ChildResult run_in_child(const std::function<std::string()>& body, const 
   rusage usage{};
   if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return r;
   r.max_rss_kb = usage.ru_maxrss;
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  else r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    r.signal = WTERMSIG(status);
+  else
+    r.exit_code = WEXITSTATUS(status);
   return r;
 }
 

@@ -16,8 +16,8 @@
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/collectives/collectives_lab.h"
-#include "viz/views/collectives/ring_view.h"
 #include "tests/viz/headless_imgui.h"
+#include "viz/views/collectives/ring_view.h"
 
 using namespace dtl;
 using viz::RingView;
@@ -54,8 +54,8 @@ std::vector<RunSeen> step_to_the_end(viz::App& app, viz::testing::HeadlessImGui&
   return runs;
 }
 
-std::vector<RunSeen> live_runs(const std::map<std::string, std::string>& options, int ranks, std::uint64_t bytes, float w = 1280,
-                               float h = 800) {
+std::vector<RunSeen> live_runs(const std::map<std::string, std::string>& options, int ranks, std::uint64_t bytes,
+                               float w = 1280, float h = 800) {
   viz::testing::HeadlessImGui gui(w, h);
   LabConfig cfg;
   cfg.ranks = ranks;

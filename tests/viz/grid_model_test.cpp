@@ -1,13 +1,14 @@
 // The grid lab's views in plain code: the topology view's model (viz/model/grid_model.h:
 // cells, groups, what a hover lights, the layout) against core's Topology index math, and
 // the timeline's lanes grouped by axis and folded (viz/model/lane_groups.h) on crafted traces.
+#include "viz/model/grid_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <tuple>
 
-#include "viz/model/grid_model.h"
 #include "viz/model/lane_groups.h"
 
 using namespace dtl;
@@ -25,7 +26,7 @@ std::vector<int> brute_group(const GridShape& s, int rank, GroupAxis axis) {
   std::vector<int> out;
   for (int r = 0; r < s.size(); ++r) {
     const GridCoord o = grid_coord(s, r);
-    const bool same = axis == GroupAxis::dp ? o.tp == c.tp && o.pp == c.pp
+    const bool same = axis == GroupAxis::dp   ? o.tp == c.tp && o.pp == c.pp
                       : axis == GroupAxis::tp ? o.dp == c.dp && o.pp == c.pp
                                               : o.dp == c.dp && o.tp == c.tp;
     if (same) out.push_back(r);
@@ -33,7 +34,8 @@ std::vector<int> brute_group(const GridShape& s, int rank, GroupAxis axis) {
   return out;
 }
 
-Event span(int rank, EventKind kind, std::int64_t b, std::int64_t e, GroupAxis axis = GroupAxis::none, std::uint8_t stream = kStreamMain) {
+Event span(int rank, EventKind kind, std::int64_t b, std::int64_t e, GroupAxis axis = GroupAxis::none,
+           std::uint8_t stream = kStreamMain) {
   Event ev;
   ev.rank = rank, ev.kind = kind, ev.begin_ns = b, ev.end_ns = e, ev.axis = axis, ev.stream = stream;
   return ev;
@@ -79,8 +81,9 @@ TEST(GridModel, ReadsTheLabsMeta) {
 }
 
 TEST(GridModel, RefusesMalformedMetaWithAMessage) {
-  for (const char* bad : {"", "[1,2]", "{\"dp\":2,\"tp\":2}", "{\"dp\":0,\"tp\":2,\"pp\":2}", "{\"dp\":2.5,\"tp\":2,\"pp\":2}",
-                          "{\"dp\":5000,\"tp\":1,\"pp\":1}", "{\"dp\":4096,\"tp\":4096,\"pp\":1}"}) {
+  for (const char* bad :
+       {"", "[1,2]", "{\"dp\":2,\"tp\":2}", "{\"dp\":0,\"tp\":2,\"pp\":2}", "{\"dp\":2.5,\"tp\":2,\"pp\":2}",
+        "{\"dp\":5000,\"tp\":1,\"pp\":1}", "{\"dp\":4096,\"tp\":4096,\"pp\":1}"}) {
     const GridModel m = parse_grid_model(bad);
     EXPECT_TRUE(m.empty()) << bad;
     EXPECT_FALSE(m.message.empty()) << bad;
@@ -92,7 +95,8 @@ TEST(GridModel, RefusesMalformedMetaWithAMessage) {
 }
 
 TEST(GridModel, DescribesARankAsTopologyDoes) {
-  EXPECT_EQ(grid_describe({2, 2, 2}, 5), "DP(2)-PP(2)-TP(2) rank 5 (dp 0, pp 1, tp 1)");  // core/comm/topology.h's example
+  EXPECT_EQ(grid_describe({2, 2, 2}, 5),
+            "DP(2)-PP(2)-TP(2) rank 5 (dp 0, pp 1, tp 1)");  // core/comm/topology.h's example
   EXPECT_EQ(grid_describe({1, 2, 4}, 7), "DP(1)-PP(4)-TP(2) rank 7 (dp 0, pp 3, tp 1)");
 }
 
@@ -134,12 +138,15 @@ TEST(GridLayout, StagesAreColumnsReplicasStackedCellsApart) {
       const GridCoord k = grid_coord(s, r);
       const Rect& box = g.replicas[std::size_t(k.pp * s.dp + k.dp)];
       const Rect& col = g.stages[std::size_t(k.pp)];
-      EXPECT_TRUE(c.x >= box.x && c.x + c.w <= box.x + box.w && c.y >= box.y && c.y + c.h <= box.y + box.h) << "rank " << r;
+      EXPECT_TRUE(c.x >= box.x && c.x + c.w <= box.x + box.w && c.y >= box.y && c.y + c.h <= box.y + box.h)
+          << "rank " << r;
       EXPECT_TRUE(box.x >= col.x && box.x + box.w <= col.x + col.w + 0.01f) << "rank " << r;
-      EXPECT_TRUE(c.x >= area.x && c.x + c.w <= area.x + area.w && c.y >= area.y && c.y + c.h <= area.y + area.h) << "rank " << r;
+      EXPECT_TRUE(c.x >= area.x && c.x + c.w <= area.x + area.w && c.y >= area.y && c.y + c.h <= area.y + area.h)
+          << "rank " << r;
       EXPECT_EQ(grid_rank_at(g, c.x + c.w / 2, c.y + c.h / 2), r);
     }
-    for (int p = 1; p < s.pp; ++p) EXPECT_GT(g.stages[std::size_t(p)].x, g.stages[std::size_t(p - 1)].x + g.stages[std::size_t(p - 1)].w - 0.01f);
+    for (int p = 1; p < s.pp; ++p)
+      EXPECT_GT(g.stages[std::size_t(p)].x, g.stages[std::size_t(p - 1)].x + g.stages[std::size_t(p - 1)].w - 0.01f);
     for (int d = 1; d < s.dp; ++d) EXPECT_GT(g.replicas[std::size_t(d)].y, g.replicas[std::size_t(d - 1)].y);
     EXPECT_EQ(grid_rank_at(g, area.x - 5, area.y - 5), -1);
   }
@@ -171,8 +178,10 @@ TEST(LaneRows, GroupedByStageThenReplicaThenTensorRank) {
       ranks.push_back(tracks[r.track].rank);
     }
   }
-  EXPECT_EQ(headers, (std::vector<std::string>{"stage 0 \xc2\xb7 replica 0 \xc2\xb7 ranks 0-1", "stage 1 \xc2\xb7 replica 0 \xc2\xb7 ranks 2-3",
-                                              "stage 2 \xc2\xb7 replica 0 \xc2\xb7 ranks 4-5", "stage 3 \xc2\xb7 replica 0 \xc2\xb7 ranks 6-7"}));
+  EXPECT_EQ(headers,
+            (std::vector<std::string>{
+                "stage 0 \xc2\xb7 replica 0 \xc2\xb7 ranks 0-1", "stage 1 \xc2\xb7 replica 0 \xc2\xb7 ranks 2-3",
+                "stage 2 \xc2\xb7 replica 0 \xc2\xb7 ranks 4-5", "stage 3 \xc2\xb7 replica 0 \xc2\xb7 ranks 6-7"}));
   ASSERT_EQ(ranks.size(), tracks.size());
   for (std::size_t i = 1; i < ranks.size(); ++i) {  // (pp, dp, tp) never goes back
     const GridCoord a = grid_coord(s, ranks[i - 1]), b = grid_coord(s, ranks[i]);
@@ -213,11 +222,13 @@ TEST(LaneRows, FoldAboveThirtyTwoRanksIntoStageReplicaRows) {
 }
 
 TEST(FoldActivity, UnionOfTheGroupsRanksByAxis) {
-  std::vector<Event> ev = {span(0, EventKind::compute, 0, 1000), span(1, EventKind::collective, 1000, 2000, GroupAxis::dp, kStreamComm),
-                           span(0, EventKind::send, 3000, 4000, GroupAxis::pp), span(2, EventKind::compute, 2000, 3000),  // another group
-                           span(1, EventKind::phase, 0, 4000)};
-  for (int i = 0; i < 200; ++i) ev.push_back(span(1, EventKind::collective, 2200 + 2 * i, 2201 + 2 * i, GroupAxis::tp));  // sub-pixel
-  ev.push_back(span(0, EventKind::collective, 2650, 2800));  // a world collective
+  std::vector<Event> ev = {
+      span(0, EventKind::compute, 0, 1000), span(1, EventKind::collective, 1000, 2000, GroupAxis::dp, kStreamComm),
+      span(0, EventKind::send, 3000, 4000, GroupAxis::pp), span(2, EventKind::compute, 2000, 3000),  // another group
+      span(1, EventKind::phase, 0, 4000)};
+  for (int i = 0; i < 200; ++i)
+    ev.push_back(span(1, EventKind::collective, 2200 + 2 * i, 2201 + 2 * i, GroupAxis::tp));  // sub-pixel
+  ev.push_back(span(0, EventKind::collective, 2650, 2800));                                   // a world collective
   const TraceData d = crafted(4, ev);
   const std::vector<Track> tracks = layout_tracks(d);
   std::vector<std::size_t> members;

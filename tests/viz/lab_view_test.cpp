@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/error.h"
 #include "core/comm/threads_backend.h"
+#include "core/error.h"
 #include "labs/lab.h"
 #include "tests/test_lab/labs/test_lab/test_lab.h"
 #include "tests/test_lab/viz/views/test_lab/bytes_view.h"
@@ -61,7 +61,8 @@ TEST(LabViews, TheTestLabsOwnViewShowsItsLiveRun) {
   }
   ASSERT_TRUE(app.session->finished()) << app.session->status();
   gui.frame(app);
-  for (int r = 0; r < ranks; ++r) EXPECT_EQ(view->shown_bytes[std::size_t(r)], 4.0 * length) << "rank " << r << ": one all-reduce of 4n bytes";
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_EQ(view->shown_bytes[std::size_t(r)], 4.0 * length) << "rank " << r << ": one all-reduce of 4n bytes";
 }
 
 namespace {
@@ -113,7 +114,8 @@ TEST(LabViews, ASteppedDdpRunMeasuresTheStepTimeOfAFreeRun) {
   ASSERT_TRUE(r.ok()) << r.error;
   const double free_run = free_report.find("bucketed.step_time")->measured;
   const double paused = 0.003 * steps;
-  std::printf("stepped %d steps (%.3f s of pauses): step time %.3f ms stepped, %.3f ms free\n", steps, paused, stepped * 1e3, free_run * 1e3);
+  std::printf("stepped %d steps (%.3f s of pauses): step time %.3f ms stepped, %.3f ms free\n", steps, paused,
+              stepped * 1e3, free_run * 1e3);
   // Noise on a shared 2-core machine is a factor, not a percent: the pauses were 50x the step.
   EXPECT_LT(stepped, 3 * free_run + 0.002) << "the stepped run counted the learner's pauses";
   EXPECT_LT(stepped, 0.2 * paused);

@@ -5,22 +5,22 @@
 // group of one moved nothing, and whose memory is not the ranks'), so its memory view has
 // bars after the first steps.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <unistd.h>
 #include <map>
 #include <thread>
 
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/grid/grid_lab.h"
-#include "viz/views/grid/topology_view.h"
 #include "labs/lab.h"
 #include "tests/viz/headless_imgui.h"
 #include "viz/model/memory_model.h"
-#include "viz/model/trace_data.h"
 #include "viz/model/report_plots.h"
+#include "viz/model/trace_data.h"
+#include "viz/views/grid/topology_view.h"
 
 using namespace dtl;
 
@@ -63,8 +63,8 @@ TEST(LivePanels, AZeroStageInProgressHasItsMemoryBars) {
     ++in_progress;
     ASSERT_EQ(p.peak.size(), 2u);
     for (std::size_t r = 0; r < 2; ++r) EXPECT_GT(p.peak[r], 0u) << p.label << ", rank " << r << ": empty bars mid-run";
-    std::printf("mid-run: %s in progress, peaks %.1f and %.1f KiB (formula %.1f KiB)\n", p.label.c_str(), double(p.peak[0]) / 1024,
-                double(p.peak[1]) / 1024, p.formula / 1024);
+    std::printf("mid-run: %s in progress, peaks %.1f and %.1f KiB (formula %.1f KiB)\n", p.label.c_str(),
+                double(p.peak[0]) / 1024, double(p.peak[1]) / 1024, p.formula / 1024);
   }
   EXPECT_EQ(in_progress, 1) << "one stage is being stepped";
 }
@@ -136,8 +136,8 @@ TEST(LivePanels, TheTopologyLightsTheCollectiveAtTheCursor) {
                                          << group_axis_name(e.axis);
     ++seen[e.axis];
   }
-  std::printf("stepped: %d tp, %d dp, %d pp, %d world collectives\n", seen[GroupAxis::tp], seen[GroupAxis::dp], seen[GroupAxis::pp],
-              seen[GroupAxis::none]);
+  std::printf("stepped: %d tp, %d dp, %d pp, %d world collectives\n", seen[GroupAxis::tp], seen[GroupAxis::dp],
+              seen[GroupAxis::pp], seen[GroupAxis::none]);
   EXPECT_GT(seen[GroupAxis::tp], 0) << "tensor-parallel collectives were stepped";
   EXPECT_GT(seen[GroupAxis::dp], 0) << "data-parallel gradient all-reduces were stepped";
 }
@@ -205,11 +205,12 @@ TEST(LivePanels, EveryLabsMemoryViewHasEachRanksFormula) {
       if (e.rank >= 0 && e.rank < c.ranks) held[std::size_t(e.rank)].apply(e);
     for (int r = 0; r < c.ranks; ++r) {
       const MemoryByTag& m = held[std::size_t(r)];
-      const double counted = double(m.peak[int(MemTag::param)] + m.peak[int(MemTag::grad)] + m.peak[int(MemTag::optimizer)] +
-                                    m.peak[int(MemTag::master)] + m.peak[int(MemTag::activation)]);
+      const double counted =
+          double(m.peak[int(MemTag::param)] + m.peak[int(MemTag::grad)] + m.peak[int(MemTag::optimizer)] +
+                 m.peak[int(MemTag::master)] + m.peak[int(MemTag::activation)]);
       const double formula = pic.formula_of_rank[std::size_t(r)];
-      std::printf("%-16s rank %d: formula %8.1f KiB, held %8.1f KiB (model state + activations at their peaks)\n", c.lab, r,
-                  formula / 1024, counted / 1024);
+      std::printf("%-16s rank %d: formula %8.1f KiB, held %8.1f KiB (model state + activations at their peaks)\n",
+                  c.lab, r, formula / 1024, counted / 1024);
       EXPECT_NEAR(formula, counted, 0.02 * counted) << c.lab << " rank " << r;
     }
     EXPECT_FALSE(pic.formula_text.empty()) << c.lab;
@@ -253,8 +254,8 @@ TEST(LivePanels, EachSchedulesFormulaShowsInsideItsPhase) {
       const std::string schedule = d.label(e.label);
       stage0[schedule] = pic.formula_of_rank[0];
       const double held = held_in(e.begin_ns, e.end_ns);
-      std::printf("%-12s stage 0: formula %8.1f KiB, held %8.1f KiB inside the phase\n", schedule.c_str(), stage0[schedule] / 1024,
-                  held / 1024);
+      std::printf("%-12s stage 0: formula %8.1f KiB, held %8.1f KiB inside the phase\n", schedule.c_str(),
+                  stage0[schedule] / 1024, held / 1024);
       EXPECT_NEAR(stage0[schedule], held, 0.02 * held) << schedule;
     }
   ASSERT_TRUE(stage0.count("gpipe") && stage0.count("1f1b")) << "phases found: " << stage0.size();

@@ -53,7 +53,9 @@ int main(int argc, char** argv) {
         const int nb[4][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}};
         for (auto& d : nb) {
           const int nx = cx + d[0], ny = cy + d[1];
-          if (nx < 0 || ny < 0 || nx >= w / 2 || ny >= h * 6 / 10 || label[std::size_t(ny * w + nx)] || !is_frame(nx, ny)) continue;
+          if (nx < 0 || ny < 0 || nx >= w / 2 || ny >= h * 6 / 10 || label[std::size_t(ny * w + nx)] ||
+              !is_frame(nx, ny))
+            continue;
           label[std::size_t(ny * w + nx)] = 1;
           stack.push_back(ny * w + nx);
         }

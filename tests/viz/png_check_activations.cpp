@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   const bool at_peak = drawn && std::abs(curve_top - peak_y) <= 3;
   const bool passes = forward >= 500 && recompute >= 500;
   if (!drawn) std::fprintf(stderr, "png_check_activations: the curve, the peak line or the kept line is missing\n");
-  if (drawn && !at_peak) std::fprintf(stderr, "png_check_activations: the measured peak is not on the formula's line\n");
+  if (drawn && !at_peak)
+    std::fprintf(stderr, "png_check_activations: the measured peak is not on the formula's line\n");
   if (!passes) std::fprintf(stderr, "png_check_activations: the forward or recomputation spans are missing\n");
   return at_peak && passes ? 0 : 1;
 }

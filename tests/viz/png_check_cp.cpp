@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   long white = 0;
   for (int y = h * 10 / 100; y < h; ++y)
     for (int x = 0; x < w / 2; ++x) {
-      if (is(at(x, y), 40, 40, 46)) x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+      if (is(at(x, y), 40, 40, 46))
+        x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
       if (is(at(x, y), 255, 255, 255)) ++white;
     }
   const bool found = x1 > x0 + 100 && y1 > y0 + 100;

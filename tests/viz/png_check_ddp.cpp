@@ -26,7 +26,7 @@ int overlap_columns(const Image& im) {
   for (int x = 0; x < im.w; ++x) {
     bool backward = false, collective = false;
     for (int y = 0; y < im.h * 55 / 100; ++y) {
-      backward = backward || im.is(x, y, 40, 125, 80);      // TimelineView's backward
+      backward = backward || im.is(x, y, 40, 125, 80);       // TimelineView's backward
       collective = collective || im.is(x, y, 150, 90, 200);  // kind_color(collective)
     }
     columns += backward && collective;
@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
   const int overlap = overlap_columns(im), yellow = longest_yellow_run(im);
   const int params = count_color(im, im.h * 55 / 100, 60, 120, 220);  // tag_color(param)
   stbi_image_free(im.px);
-  std::printf("png_check_ddp: %dx%d, %d columns of backward over an all-reduce, formula line %d px, %d param-bar px\n", im.w,
-              im.h, overlap, yellow, params);
+  std::printf("png_check_ddp: %dx%d, %d columns of backward over an all-reduce, formula line %d px, %d param-bar px\n",
+              im.w, im.h, overlap, yellow, params);
   if (overlap < 10) std::fprintf(stderr, "png_check_ddp: no bucket all-reduce overlaps backward on the timeline\n");
   if (yellow < 100) std::fprintf(stderr, "png_check_ddp: the memory view has no formula line\n");
   if (params < 500) std::fprintf(stderr, "png_check_ddp: the memory view has no parameter bars\n");

@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
       if (d) drop_x0 = std::min(drop_x0, x), drop_x1 = std::max(drop_x1, x);
     }
   stbi_image_free(px);
-  std::printf("1st choice: %ld px, 2nd: %ld px, dropped: %ld px; choices in x %d..%d, drops in x %d..%d\n", first, second, dropped,
-              x0, x1, drop_x0, drop_x1);
+  std::printf("1st choice: %ld px, 2nd: %ld px, dropped: %ld px; choices in x %d..%d, drops in x %d..%d\n", first,
+              second, dropped, x0, x1, drop_x0, drop_x1);
   const bool drawn = first >= 500 && second >= 200, drops = dropped >= 100;
   const bool inside = drops && drop_x0 >= x0 && drop_x1 <= x1;
   if (!drawn) std::fprintf(stderr, "png_check_routing: the routing picture's 1st and 2nd choices are missing\n");

@@ -4,7 +4,6 @@
 // the pipeline of its stages (one rank per stage: dp 0, tp 0), the topology, the memory per
 // rank beside the planner's line, and names lanes by global rank and (pp, dp, tp).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -36,13 +35,15 @@ void remove_trace(const std::string& path) {
 
 TEST(SimulatedTrace, StepsDrawsItsPipelineAndMemoryAndNamesItsRanks) {
   constexpr int P = 4, M = 8;
-  const std::string path = simulate("--model 7b --cluster a100-80gb --gpus 16 --dp 2 --tp 2 --pp 4 --micro-batches 8", "sim_");
+  const std::string path =
+      simulate("--model 7b --cluster a100-80gb --gpus 16 --dp 2 --tp 2 --pp 4 --micro-batches 8", "sim_");
   viz::testing::HeadlessImGui gui;
   viz::App app;
   app.Open(viz::Session::replay(path));
   const viz::TraceData& d = app.session->data();
   // The views of a run: the pipeline, the topology (every rank traced), memory, report.
-  for (ViewKind v : {ViewKind::timeline, ViewKind::memory, ViewKind::report}) EXPECT_NE(app.panel(v), nullptr) << view_kind_name(v);
+  for (ViewKind v : {ViewKind::timeline, ViewKind::memory, ViewKind::report})
+    EXPECT_NE(app.panel(v), nullptr) << view_kind_name(v);
   EXPECT_EQ(app.session->views().size(), 5u) << viz::view_names(app.session->views());
   // Steps: the sends between stages, received by traced ranks.
   const std::size_t steps = app.session->steps().size();

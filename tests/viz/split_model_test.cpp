@@ -1,13 +1,13 @@
 // The tensor-parallel split view's model (viz/views/tensor_parallel/split_model.h): the meta "tp_split" as
 // matrices cut into rank-owned bands, f/g markers, the layout, and which operator a
 // collective at the cursor is, on crafted traces.
+#include "viz/views/tensor_parallel/split_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-
-#include "viz/views/tensor_parallel/split_model.h"
 
 using namespace dtl;
 using namespace dtl::viz;
@@ -17,15 +17,19 @@ namespace {
 // The meta the lab writes for the GPT (labs/tensor_parallel/tp_report.cpp, split_meta).
 std::string gpt_meta(int T, int h = 64, int heads = 4, int vocab = 64) {
   const std::string H = std::to_string(h), H3 = std::to_string(3 * h), H4 = std::to_string(4 * h);
-  return "{\"T\":" + std::to_string(T) + ",\"model\":\"gpt\",\"layers\":2,\"hidden\":" + H + ",\"heads\":" + std::to_string(heads) +
-         ",\"vocab\":" + std::to_string(vocab) + ",\"tensors\":[" +
-         "{\"name\":\"wte\",\"rows\":" + std::to_string(vocab) + ",\"cols\":" + H + ",\"split\":\"vocab_rows\",\"region\":\"embedding\"}," +
-         "{\"name\":\"h.0.ln_1.weight\",\"rows\":1,\"cols\":" + H + ",\"split\":\"replicated\",\"region\":\"attention\"}," +
-         "{\"name\":\"h.0.attn.c_attn.weight\",\"rows\":" + H3 + ",\"cols\":" + H + ",\"split\":\"qkv_column\",\"region\":\"attention\"}," +
-         "{\"name\":\"h.0.attn.c_proj.weight\",\"rows\":" + H + ",\"cols\":" + H + ",\"split\":\"row\",\"region\":\"attention\"}," +
+  return "{\"T\":" + std::to_string(T) + ",\"model\":\"gpt\",\"layers\":2,\"hidden\":" + H +
+         ",\"heads\":" + std::to_string(heads) + ",\"vocab\":" + std::to_string(vocab) + ",\"tensors\":[" +
+         "{\"name\":\"wte\",\"rows\":" + std::to_string(vocab) + ",\"cols\":" + H +
+         ",\"split\":\"vocab_rows\",\"region\":\"embedding\"}," +
+         "{\"name\":\"h.0.ln_1.weight\",\"rows\":1,\"cols\":" + H +
+         ",\"split\":\"replicated\",\"region\":\"attention\"}," +
+         "{\"name\":\"h.0.attn.c_attn.weight\",\"rows\":" + H3 + ",\"cols\":" + H +
+         ",\"split\":\"qkv_column\",\"region\":\"attention\"}," + "{\"name\":\"h.0.attn.c_proj.weight\",\"rows\":" + H +
+         ",\"cols\":" + H + ",\"split\":\"row\",\"region\":\"attention\"}," +
          "{\"name\":\"h.0.ln_2.weight\",\"rows\":1,\"cols\":" + H + ",\"split\":\"replicated\",\"region\":\"mlp\"}," +
-         "{\"name\":\"h.0.mlp.c_fc.weight\",\"rows\":" + H4 + ",\"cols\":" + H + ",\"split\":\"column\",\"region\":\"mlp\"}," +
-         "{\"name\":\"h.0.mlp.c_proj.weight\",\"rows\":" + H + ",\"cols\":" + H4 + ",\"split\":\"row\",\"region\":\"mlp\"}]}";
+         "{\"name\":\"h.0.mlp.c_fc.weight\",\"rows\":" + H4 + ",\"cols\":" + H +
+         ",\"split\":\"column\",\"region\":\"mlp\"}," + "{\"name\":\"h.0.mlp.c_proj.weight\",\"rows\":" + H +
+         ",\"cols\":" + H4 + ",\"split\":\"row\",\"region\":\"mlp\"}]}";
 }
 
 std::string mlp_meta(int T) {
@@ -39,7 +43,8 @@ void expect_tiles(const SplitMatrix& m) {
   std::int64_t area = 0;
   for (std::size_t i = 0; i < m.bands.size(); ++i) {
     const SplitBand& a = m.bands[i];
-    EXPECT_TRUE(a.c0 >= 0 && a.c0 <= a.c1 && a.c1 <= m.cols && a.r0 >= 0 && a.r0 <= a.r1 && a.r1 <= m.rows) << m.name << " band " << i;
+    EXPECT_TRUE(a.c0 >= 0 && a.c0 <= a.c1 && a.c1 <= m.cols && a.r0 >= 0 && a.r0 <= a.r1 && a.r1 <= m.rows)
+        << m.name << " band " << i;
     area += (a.c1 - a.c0) * (a.r1 - a.r0);
     for (std::size_t j = 0; j < i; ++j) {
       const SplitBand& b = m.bands[j];
@@ -59,7 +64,8 @@ const SplitMatrix& find(const SplitModel& s, const std::string& name) {
 Event event(EventKind kind, int rank, std::uint8_t stream, std::int64_t b, std::int64_t e, std::uint16_t label,
             std::uint64_t bytes = 0) {
   Event ev;
-  ev.kind = kind, ev.rank = rank, ev.stream = stream, ev.begin_ns = b, ev.end_ns = e, ev.label = label, ev.bytes = bytes;
+  ev.kind = kind, ev.rank = rank, ev.stream = stream, ev.begin_ns = b, ev.end_ns = e, ev.label = label,
+  ev.bytes = bytes;
   return ev;
 }
 
@@ -125,8 +131,9 @@ TEST(SplitModel, FBeforeEachColumnMatrixGAfterEachRowMatrix) {
 TEST(SplitModel, MissingOrInvalidMetaGivesAnEmptyModelWithAMessage) {
   EXPECT_NE(split_model(TraceData{}).message, "");
   EXPECT_TRUE(split_model(TraceData{}).empty());
-  for (const char* bad : {"", "{", "[1]", "{\"T\":0,\"tensors\":[]}", "{\"T\":2}", "{\"T\":99999,\"tensors\":[{}]}",
-                          "{\"T\":2,\"tensors\":[1,{\"name\":\"x\",\"rows\":-1,\"cols\":2,\"split\":\"row\"}]}", "{\"T\":\"2\"}"}) {
+  for (const char* bad :
+       {"", "{", "[1]", "{\"T\":0,\"tensors\":[]}", "{\"T\":2}", "{\"T\":99999,\"tensors\":[{}]}",
+        "{\"T\":2,\"tensors\":[1,{\"name\":\"x\",\"rows\":-1,\"cols\":2,\"split\":\"row\"}]}", "{\"T\":\"2\"}"}) {
     const SplitModel s = parse_split_model(bad);
     EXPECT_TRUE(s.empty()) << bad;
     EXPECT_NE(s.message, "") << bad;
@@ -135,7 +142,8 @@ TEST(SplitModel, MissingOrInvalidMetaGivesAnEmptyModelWithAMessage) {
   // One bad tensor is left out with a note; the rest is drawn.
   const SplitModel s = parse_split_model(
       "{\"T\":2,\"tensors\":[{\"name\":\"a\",\"rows\":4,\"cols\":4,\"split\":\"diagonal\"},"
-      "{\"name\":\"b\",\"rows\":4,\"cols\":4,\"split\":\"row\"},{\"name\":\"q\",\"rows\":4,\"cols\":4,\"split\":\"qkv_column\"}]}");
+      "{\"name\":\"b\",\"rows\":4,\"cols\":4,\"split\":\"row\"},{\"name\":\"q\",\"rows\":4,\"cols\":4,\"split\":\"qkv_"
+      "column\"}]}");
   ASSERT_EQ(s.matrices.size(), 1u);
   ASSERT_EQ(s.notes.size(), 2u);
   EXPECT_NE(s.notes[0].find("diagonal"), std::string::npos);
@@ -185,12 +193,17 @@ Crafted crafted(const std::vector<std::string>& fwd, const std::vector<std::stri
                library_collective_role(CollectiveKind::all_reduce),
                library_collective_role(CollectiveKind::all_gather),
                library_collective_role(CollectiveKind::reduce_scatter)};
-  auto label = [&](const std::string& n) { return std::uint16_t(std::find(c.d.labels.begin(), c.d.labels.end(), n) - c.d.labels.begin()); };
+  auto label = [&](const std::string& n) {
+    return std::uint16_t(std::find(c.d.labels.begin(), c.d.labels.end(), n) - c.d.labels.begin());
+  };
   std::vector<Event> ev;
   auto block = [&](std::uint16_t l, std::int64_t t0, const std::vector<std::string>& names) {
-    for (int r = 0; r < 2; ++r) ev.push_back(event(EventKind::compute, r, kStreamMain, t0, t0 + 20 * std::int64_t(names.size()) + 10, l));
+    for (int r = 0; r < 2; ++r)
+      ev.push_back(event(EventKind::compute, r, kStreamMain, t0, t0 + 20 * std::int64_t(names.size()) + 10, l));
     for (std::size_t i = 0; i < names.size(); ++i)
-      for (int r = 0; r < 2; ++r) ev.push_back(event(EventKind::collective, r, kStreamComm, t0 + 5 + 20 * std::int64_t(i), t0 + 15 + 20 * std::int64_t(i), label(names[i]), 32768));
+      for (int r = 0; r < 2; ++r)
+        ev.push_back(event(EventKind::collective, r, kStreamComm, t0 + 5 + 20 * std::int64_t(i),
+                           t0 + 15 + 20 * std::int64_t(i), label(names[i]), 32768));
   };
   ev.push_back(event(EventKind::collective, 0, kStreamComm, 0, 10, label("all_reduce"), 256));  // the embedding's
   block(1, 100, fwd);
@@ -206,7 +219,9 @@ std::string ops(const Crafted& c, const SplitModel& s) {
   std::string out;
   for (std::size_t i : c.rank0) {
     const TpMoment t = tp_moment(c.d, s, c.d.events[i]);
-    out += t.in_block ? std::string(1, t.op ? t.op : '?') + (t.regather ? "*" : "") + ":" + t.region + (t.marker >= 0 ? "" : "!") + " " : "out ";
+    out += t.in_block ? std::string(1, t.op ? t.op : '?') + (t.regather ? "*" : "") + ":" + t.region +
+                            (t.marker >= 0 ? "" : "!") + " "
+                      : "out ";
   }
   return out;
 }
@@ -222,7 +237,8 @@ TEST(TpMoment, PlainGptForwardGAttentionGMlpBackwardFMlpFAttention) {
   EXPECT_FALSE(t.forward);
   EXPECT_EQ(t.marker, s.marker_of('f', "mlp"));
   EXPECT_EQ(t.caption, "layer 1 \xc2\xb7 backward \xc2\xb7 f before mlp.c_fc: all-reduce 32 KiB");
-  EXPECT_EQ(tp_moment(c.d, s, c.d.events[c.rank0[0]]).caption, "outside the blocks: all-reduce 256 B (embedding, loss, or the check against one rank)");
+  EXPECT_EQ(tp_moment(c.d, s, c.d.events[c.rank0[0]]).caption,
+            "outside the blocks: all-reduce 256 B (embedding, loss, or the check against one rank)");
 }
 
 TEST(TpMoment, MlpModelOneGForwardOneFBackward) {
@@ -232,9 +248,11 @@ TEST(TpMoment, MlpModelOneGForwardOneFBackward) {
 
 TEST(TpMoment, SequenceParallelGathersAndScattersWithTheRegather) {
   const SplitModel gpt = parse_split_model(gpt_meta(2));
-  const Crafted c = crafted({"all_gather", "reduce_scatter", "all_gather", "reduce_scatter"},
-                           {"all_gather", "all_gather", "reduce_scatter", "all_gather", "all_gather", "reduce_scatter"});
-  EXPECT_EQ(ops(c, gpt), "out f:attention g:attention f:mlp g:mlp g:mlp f*:mlp f:mlp g:attention f*:attention f:attention ");
+  const Crafted c =
+      crafted({"all_gather", "reduce_scatter", "all_gather", "reduce_scatter"},
+              {"all_gather", "all_gather", "reduce_scatter", "all_gather", "all_gather", "reduce_scatter"});
+  EXPECT_EQ(ops(c, gpt),
+            "out f:attention g:attention f:mlp g:mlp g:mlp f*:mlp f:mlp g:attention f*:attention f:attention ");
   const SplitModel mlp = parse_split_model(mlp_meta(2));
   EXPECT_EQ(ops(crafted({"all_gather", "reduce_scatter"}, {"all_gather", "all_gather", "reduce_scatter"}), mlp),
             "out f:mlp g:mlp g:mlp f*:mlp f:mlp ");

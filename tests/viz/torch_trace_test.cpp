@@ -1,6 +1,8 @@
 // torch.profiler traces in the visualizer's model (viz/model/torch_trace.h) and the
 // overlap figures (comm_overlap.h): crafted traces with hand-computed answers, and a trace
 // bench/torch_ddp.py recorded (PyTorch DDP over gloo, 2 ranks, rank 0 profiled).
+#include "viz/model/torch_trace.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,7 +11,6 @@
 
 #include "core/error.h"
 #include "viz/model/comm_overlap.h"
-#include "viz/model/torch_trace.h"
 
 using namespace dtl::viz;
 
@@ -22,8 +23,9 @@ std::string span(const char* name, int tid, int ts, int dur) {
 
 // The legacy layout: one process, the main thread computes, gloo's worker communicates.
 TEST(TorchTrace, LegacyLayoutOutermostSpansAndLanes) {
-  const std::string json = "[" + span("DistributedDataParallel.forward", 1, 0, 100) + "," + span("aten::addmm", 1, 10, 40) +
-                           "," + span("autograd::engine::evaluate_function: AddmmBackward0", 1, 100, 200) + "," +
+  const std::string json = "[" + span("DistributedDataParallel.forward", 1, 0, 100) + "," +
+                           span("aten::addmm", 1, 10, 40) + "," +
+                           span("autograd::engine::evaluate_function: AddmmBackward0", 1, 100, 200) + "," +
                            span("gloo:all_reduce", 2, 250, 150) + "," + span("gloo:all_reduce", 2, 260, 10) + "]";
   ASSERT_TRUE(looks_like_torch_trace(json));
   const TraceData t = parse_torch_trace(json);
@@ -42,7 +44,8 @@ TEST(TorchTrace, LegacyLayoutOutermostSpansAndLanes) {
 
 TEST(TorchTrace, KinetoLayoutTakesItsRankFromDistributedInfo) {
   const std::string json = R"({"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": 1, "world_size": 2},
-    "traceEvents": [)" + span("aten::mm", 7, 5, 10) + "]}";
+    "traceEvents": [)" + span("aten::mm", 7, 5, 10) +
+                           "]}";
   ASSERT_TRUE(looks_like_torch_trace(json));
   const TraceData t = parse_torch_trace(json);
   EXPECT_EQ(t.ranks, 2);
@@ -63,9 +66,7 @@ TEST(TorchTrace, AShortFileLoads) {
   const std::string json = "[" + span("aten::mm", 1, 0, 100) + "," + span("gloo:all_reduce", 2, 50, 20) + "]";
   ASSERT_LT(json.size(), 4096u);
   const std::string path = ::testing::TempDir() + "short_torch_trace.json";
-  {
-    std::ofstream(path) << json;
-  }
+  { std::ofstream(path) << json; }
   const TraceData t = load_trace(path);
   EXPECT_EQ(t.meta.at("source"), "torch.profiler");
   EXPECT_EQ(t.events.size(), 2u);

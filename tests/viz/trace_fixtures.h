@@ -7,19 +7,18 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/lab.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
-#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 namespace dtl::test {
 
@@ -90,14 +89,16 @@ inline std::string load_like_the_app(const std::string& path) {
   }
   const viz::TimeAxis axis{double(d.t_begin), double(d.t_end) + 1, 0, 1000};
   std::size_t boxes = 0;
-  for (std::size_t i = 0; i < x.tracks.size() && i < 256; ++i) boxes += viz::visible_boxes(d, x.tracks[i], axis, 3).size();
+  for (std::size_t i = 0; i < x.tracks.size() && i < 256; ++i)
+    boxes += viz::visible_boxes(d, x.tracks[i], axis, 3).size();
   double idle = 0;
   for (int r = 0; r < d.ranks && r < 256; ++r) idle += x.busy.idle_fraction(r, d.t_begin, d.t_end + 1);
   // What the DDP views add: steps by collective, the window without the reference phase,
   // the memory picture with its formula, and both axes.
   const std::size_t collectives = viz::collectives_in_order(d.events).size();
   const viz::TimeRange shown = viz::shown_range(d, x, false);
-  const std::size_t ticks = viz::time_ticks(double(shown.begin), double(shown.end) + 1, double(shown.begin), 1000, 80).size();
+  const std::size_t ticks =
+      viz::time_ticks(double(shown.begin), double(shown.end) + 1, double(shown.begin), 1000, 80).size();
   const viz::MemoryPicture mem = viz::memory_at(d, d.t_end);
   const std::size_t mem_ticks = viz::byte_scale(mem.largest(), 5).ticks.size();
   // A run of phases with formulas (ZeRO's --stage all), and the report's plots.

@@ -49,8 +49,10 @@ bool clean_error(const ChildResult& r) {
 std::string shape_of(const std::string& message) {
   std::string out;
   for (char c : message.substr(0, message.find("; "))) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) out += c;
-    else if (out.empty() || out.back() != '#') out += '#';
+    if (!std::isdigit(static_cast<unsigned char>(c)))
+      out += c;
+    else if (out.empty() || out.back() != '#')
+      out += '#';
   }
   return out;
 }
@@ -71,7 +73,8 @@ void run_cases(const std::vector<HostileCase>& cases, Outcomes& out) {
       const std::string kept = testing::TempDir() + "viz_fuzz_failure_" + std::to_string(out.failures.size()) +
                                (c.binary ? ".dtlt" : ".json");
       write_file(kept, c.bytes);
-      out.failures.push_back(c.name + ": " + (r.hung() ? "hung (over 10 s)" : r.describe()) + " (input kept in " + kept + ")");
+      out.failures.push_back(c.name + ": " + (r.hung() ? "hung (over 10 s)" : r.describe()) + " (input kept in " +
+                             kept + ")");
     }
     std::remove(path.c_str());
   }
@@ -86,7 +89,8 @@ void expect_all_clean(const std::vector<HostileCase>& cases, std::size_t at_leas
   for (const auto& [text, n] : out.messages) std::printf("  %4d x %s\n", n, text.c_str());
   std::string shown;
   for (std::size_t i = 0; i < out.failures.size() && i < 20; ++i) shown += "\n  " + out.failures[i];
-  EXPECT_TRUE(out.failures.empty()) << out.failures.size() << " cases crashed, hung or failed without a clean error:" << shown;
+  EXPECT_TRUE(out.failures.empty()) << out.failures.size()
+                                    << " cases crashed, hung or failed without a clean error:" << shown;
 }
 
 }  // namespace

@@ -2,12 +2,13 @@
 // (core/trace/trace_limits.h), what the visualizer derives stays O(events) (the chunk
 // picture's checkpoints, lanes), the JSON reader does not care where blocks end, and a
 // .dtlt companion is used only while it matches its JSON byte for byte.
+#include "core/trace/trace_limits.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "core/trace/binary_trace.h"
-#include "core/trace/trace_limits.h"
 #include "tests/viz/child_process.h"
 #include "tests/viz/trace_fixtures.h"
 #include "tests/viz/trace_mutations.h"
@@ -21,9 +22,7 @@ namespace {
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "(accepted)";
 }
 
@@ -52,10 +51,13 @@ std::vector<Event> ring_receives(int P) {
 // compare padding bytes).
 std::string text(const Event& e) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "kind %d rank %d stream %d [%lld, %lld] bytes %llu flow %llu peer %d tag %d step %d chunk %d+%d mb %d label %d flags %d group %s/%d",
-                int(e.kind), e.rank, int(e.stream), static_cast<long long>(e.begin_ns), static_cast<long long>(e.end_ns),
-                static_cast<unsigned long long>(e.bytes), static_cast<unsigned long long>(e.flow_id), e.peer, e.tag, e.step, e.chunk,
-                int(e.chunk_count), int(e.micro_batch), int(e.label), int(e.flags), group_axis_name(e.axis), int(e.group_rank));
+  std::snprintf(buf, sizeof buf,
+                "kind %d rank %d stream %d [%lld, %lld] bytes %llu flow %llu peer %d tag %d step %d chunk %d+%d mb %d "
+                "label %d flags %d group %s/%d",
+                int(e.kind), e.rank, int(e.stream), static_cast<long long>(e.begin_ns),
+                static_cast<long long>(e.end_ns), static_cast<unsigned long long>(e.bytes),
+                static_cast<unsigned long long>(e.flow_id), e.peer, e.tag, e.step, e.chunk, int(e.chunk_count),
+                int(e.micro_batch), int(e.label), int(e.flags), group_axis_name(e.axis), int(e.group_rank));
   return buf;
 }
 
@@ -78,7 +80,8 @@ TEST(TraceLimits, ImplausibleTracesAreRejectedNamingTheLimit) {
   };
   for (const auto& [json, expected] : cases) {
     const std::string message = error_of([&] { parse_chrome_trace(json); });
-    EXPECT_NE(message.find(expected), std::string::npos) << "input: " << json.substr(0, 120) << "\nmessage: " << message;
+    EXPECT_NE(message.find(expected), std::string::npos)
+        << "input: " << json.substr(0, 120) << "\nmessage: " << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
 }
@@ -101,8 +104,9 @@ TEST(TraceLimits, BinaryCountsBeyondTheLimitAreRejectedBeforeAllocating) {
 TEST(TraceLimits, LargestRankCountLoadsInLittleMemory) {
   TempFolder dir("viz_limits_ranks");
   const std::string path = dir.file("t.json");
-  write_file(path, "{\"otherData\":{\"world_size\":\"16384\"},\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"recv\",\"pid\":16383,"
-                   "\"ts\":1,\"dur\":1,\"args\":{\"peer\":0,\"chunk\":0,\"chunk_count\":1}}]}");
+  write_file(path,
+             "{\"otherData\":{\"world_size\":\"16384\"},\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"recv\",\"pid\":16383,"
+             "\"ts\":1,\"dur\":1,\"args\":{\"peer\":0,\"chunk\":0,\"chunk_count\":1}}]}");
   const ChildResult r = run_in_child([&] { return load_like_the_app(path); });
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_LT(r.max_rss_kb, 256 * 1024) << "peak " << r.max_rss_kb / 1024 << " MiB for one event on 16384 ranks";
@@ -135,7 +139,8 @@ TEST(ChunkTimeline, SparseCheckpointsGiveTheSamePictures) {
   for (std::size_t k = 0; k <= transfers.size(); k += 997) {
     const ChunkState a = t.state_after(transfers, k), b = chunk_state_after(transfers, P, P, k);
     for (int r = 0; r < P; ++r)
-      for (int c = 0; c < P; ++c) ASSERT_EQ(a.count(r, c), b.count(r, c)) << "k=" << k << " rank " << r << " chunk " << c;
+      for (int c = 0; c < P; ++c)
+        ASSERT_EQ(a.count(r, c), b.count(r, c)) << "k=" << k << " rank " << r << " chunk " << c;
   }
 }
 
@@ -177,7 +182,7 @@ TEST(Companion, AnEditedJsonIsReadEvenWhenItsCompanionLooksNewer) {
   edited.replace(at, 19, "\"lab\":\"collectivez\"");  // same size
   const auto mtime = fs::last_write_time(path);
   write_file(path, edited);
-  fs::last_write_time(path, mtime);                                   // same mtime as before the edit
+  fs::last_write_time(path, mtime);                                      // same mtime as before the edit
   fs::last_write_time(path + ".dtlt", mtime + std::chrono::seconds(5));  // and the companion newer
   EXPECT_EQ(load_trace(path).meta.at("lab"), "collectivez") << "the stale companion was used";
   EXPECT_EQ(read_binary_stamp(path + ".dtlt"), stamp_of_file(path)) << "the companion was not rebuilt";

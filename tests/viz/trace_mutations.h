@@ -16,8 +16,8 @@ namespace dtl::test {
 
 struct HostileCase {
   std::string name;
-  std::string bytes;   // the file's content
-  bool binary = false; // written as NAME.dtlt and opened as such (else NAME.json)
+  std::string bytes;    // the file's content
+  bool binary = false;  // written as NAME.dtlt and opened as such (else NAME.json)
 };
 
 // Replaces the numbers after "key": — the first occurrence only, or every one.
@@ -49,7 +49,8 @@ inline std::string set_meta(const std::string& json, const std::string& key, con
 }
 
 inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -65,7 +66,6 @@ inline std::string drop_lines(const std::string& json, const std::string& prefix
   return replace_all(out, ",\n]", "\n]");  // the last event may have been dropped
 }
 
-
 // A trace of `n` spans on one track that each overlap the previous ones without nesting:
 // the worst case for lane assignment.
 inline std::string staggered_spans(int n) {
@@ -78,12 +78,15 @@ inline std::string staggered_spans(int n) {
   return out + "]}";
 }
 
-inline std::string nested(int depth) { return std::string(std::size_t(depth), '[') + std::string(std::size_t(depth), ']'); }
+inline std::string nested(int depth) {
+  return std::string(std::size_t(depth), '[') + std::string(std::size_t(depth), ']');
+}
 
 inline std::vector<HostileCase> json_cases(const std::string& base) {
   std::vector<HostileCase> cases;
   auto add = [&](std::string name, std::string bytes) { cases.push_back({std::move(name), std::move(bytes), false}); };
-  for (int k = 0; k < 60; ++k) add("truncated at " + std::to_string(k) + "/60", base.substr(0, base.size() * std::size_t(k) / 60));
+  for (int k = 0; k < 60; ++k)
+    add("truncated at " + std::to_string(k) + "/60", base.substr(0, base.size() * std::size_t(k) / 60));
   std::mt19937_64 rng(14);
   for (int k = 0; k < 150; ++k) {
     std::string s = base;
@@ -98,10 +101,28 @@ inline std::vector<HostileCase> json_cases(const std::string& base) {
     s[at] = swaps[rng() % sizeof swaps];
     add("byte swap " + std::to_string(k) + " at byte " + std::to_string(at), s);
   }
-  const char* fields[] = {"pid", "tid", "ts", "dur", "bytes", "peer", "chunk", "chunk_count", "flow", "step", "tag", "id", "reduce"};
-  const char* values[] = {"-1", "0", "65535", "16383", "16384", "2147483648", "4294967296", "9223372036854775807",
-                          "18446744073709551615", "1e300", "-1e300", "1.5", "1e12", "-1e12", "\"x\"", "null", "true", "[]",
-                          "{}", "1e-300"};
+  const char* fields[] = {"pid",         "tid",  "ts",   "dur", "bytes", "peer",  "chunk",
+                          "chunk_count", "flow", "step", "tag", "id",    "reduce"};
+  const char* values[] = {"-1",
+                          "0",
+                          "65535",
+                          "16383",
+                          "16384",
+                          "2147483648",
+                          "4294967296",
+                          "9223372036854775807",
+                          "18446744073709551615",
+                          "1e300",
+                          "-1e300",
+                          "1.5",
+                          "1e12",
+                          "-1e12",
+                          "\"x\"",
+                          "null",
+                          "true",
+                          "[]",
+                          "{}",
+                          "1e-300"};
   for (const char* f : fields)
     for (const char* v : values) add(std::string("first '") + f + "' = " + v, set_field(base, f, v, false));
   for (const char* f : {"pid", "ts", "dur", "peer", "bytes", "chunk"})
@@ -123,7 +144,8 @@ inline std::vector<HostileCase> structural_cases(const std::string& base) {
     std::string s = base;
     s.insert(args + 8, "\"deep\":" + nested(depth) + ",");
     add("nesting " + std::to_string(depth) + " inside an event", s);
-    add("nesting " + std::to_string(depth) + " outside traceEvents", "{\"deep\":" + nested(depth) + "," + base.substr(1));
+    add("nesting " + std::to_string(depth) + " outside traceEvents",
+        "{\"deep\":" + nested(depth) + "," + base.substr(1));
   }
   add("nesting 200000 as the document", nested(200000));
   add("no flow ends", drop_lines(base, "{\"ph\":\"f\""));
@@ -134,8 +156,9 @@ inline std::vector<HostileCase> structural_cases(const std::string& base) {
   add("two traceEvents arrays", "{\"traceEvents\":[]," + base.substr(1));
   add("traceEvents is an object", "{\"traceEvents\":{\"ph\":\"X\"}}");
   add("enormous world, few events", set_meta(base, "world_size", "16384"));
-  add("one event at rank 16383", "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"send\",\"pid\":16383,\"ts\":1,\"dur\":1,"
-                                 "\"args\":{\"peer\":0,\"chunk\":32767,\"chunk_count\":32767,\"bytes\":1125899906842624}}]}");
+  add("one event at rank 16383",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"send\",\"pid\":16383,\"ts\":1,\"dur\":1,"
+      "\"args\":{\"peer\":0,\"chunk\":32767,\"chunk_count\":32767,\"bytes\":1125899906842624}}]}");
   add("staggered spans 200000", staggered_spans(200000));
   std::string names = "{\"traceEvents\":[";
   for (int i = 0; i < 70000; ++i) {
@@ -171,11 +194,13 @@ inline DtltLayout dtlt_layout(const std::string& b) {
     return v;
   };
   auto skip_strings = [&](std::size_t at, std::uint64_t n) {  // stays inside the file whatever it holds
-    for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size()));
+    for (std::uint64_t i = 0; i < n && at < b.size(); ++i)
+      at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size()));
     return std::min(at, b.size());
   };
   auto skip_labels = [&](std::size_t at, std::uint64_t n) {  // each: a string and its 12-byte Role
-    for (std::uint64_t i = 0; i < n && at < b.size(); ++i) at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size())) + kDtltRoleBytes;
+    for (std::uint64_t i = 0; i < n && at < b.size(); ++i)
+      at += 8 + std::size_t(std::min<std::uint64_t>(u64(at), b.size())) + kDtltRoleBytes;
     return std::min(at, b.size());
   };
   l.meta = skip_labels(l.labels + 8, u64(l.labels));
@@ -193,11 +218,13 @@ inline std::vector<HostileCase> binary_cases(const std::string& base) {
     std::memcpy(s.data() + at, v, n);
     add(std::move(name), s);
   };
-  for (int k = 0; k < 40; ++k) add("dtlt truncated at " + std::to_string(k) + "/40", base.substr(0, base.size() * std::size_t(k) / 40));
+  for (int k = 0; k < 40; ++k)
+    add("dtlt truncated at " + std::to_string(k) + "/40", base.substr(0, base.size() * std::size_t(k) / 40));
   std::mt19937_64 rng(1414);
   for (int k = 0; k < 100; ++k) {
     std::string s = base;
-    const std::size_t at = k < 50 ? rng() % std::min<std::size_t>(s.size(), 4096) : rng() % s.size();  // half in the header
+    const std::size_t at =
+        k < 50 ? rng() % std::min<std::size_t>(s.size(), 4096) : rng() % s.size();  // half in the header
     s[at] = char(s[at] ^ (1 << (rng() % 8)));
     add("dtlt bit flip " + std::to_string(k) + " at byte " + std::to_string(at), s);
   }
@@ -217,13 +244,14 @@ inline std::vector<HostileCase> binary_cases(const std::string& base) {
     std::int64_t value;
     std::size_t size;
   };
-  const Field fields[] = {{"begin", 0, INT64_MIN, 8},  {"end", 8, -5, 8},     {"bytes", 16, INT64_MAX, 8}, {"rank", 32, -1, 4},
-                          {"rank", 32, 1 << 20, 4},    {"peer", 36, -7, 4},   {"peer", 36, 99999, 4},     {"chunk", 48, -9, 4},
-                          {"chunk_count", 52, -1, 2},  {"label", 56, 65535, 2}, {"kind", 58, 200, 1},     {"stream", 59, 9, 1}};
+  const Field fields[] = {{"begin", 0, INT64_MIN, 8}, {"end", 8, -5, 8},        {"bytes", 16, INT64_MAX, 8},
+                          {"rank", 32, -1, 4},        {"rank", 32, 1 << 20, 4}, {"peer", 36, -7, 4},
+                          {"peer", 36, 99999, 4},     {"chunk", 48, -9, 4},     {"chunk_count", 52, -1, 2},
+                          {"label", 56, 65535, 2},    {"kind", 58, 200, 1},     {"stream", 59, 9, 1}};
   for (const Field& f : fields)
     for (std::size_t event : {std::size_t(0), std::size_t(7)})
-      poke("dtlt event " + std::to_string(event) + " " + f.name + " = " + std::to_string(f.value), l.events + 64 * event + f.offset,
-           &f.value, f.size);
+      poke("dtlt event " + std::to_string(event) + " " + f.name + " = " + std::to_string(f.value),
+           l.events + 64 * event + f.offset, &f.value, f.size);
   return cases;
 }
 

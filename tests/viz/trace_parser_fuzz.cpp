@@ -11,12 +11,13 @@
 
 #include "core/error.h"
 #include "viz/model/memory_model.h"
-#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/trace_index.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const dtl::viz::TraceData t = dtl::viz::parse_chrome_trace(std::string_view(reinterpret_cast<const char*>(data), size));
+    const dtl::viz::TraceData t =
+        dtl::viz::parse_chrome_trace(std::string_view(reinterpret_cast<const char*>(data), size));
     const dtl::viz::TraceIndex x = dtl::viz::index_trace(t);
     if (x.chunk_timeline.available()) (void)x.chunk_timeline.state_after(x.transfers, x.transfers.size() / 2);
     (void)dtl::viz::memory_by_phase(t).largest();
@@ -29,7 +30,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     (void)dtl::viz::report_bubbles(t).size();
     (void)dtl::viz::simulated_pipelines(t, order).runs.size();
-  } catch (const dtl::Error&) {
-  }
+  } catch (const dtl::Error&) {}
   return 0;
 }

@@ -55,7 +55,9 @@ class Out {
   std::string buf_;
 };
 
-long long flow_id(int round, int step, int sender) { return (static_cast<long long>(round) * kSteps + step) * P + sender + 1; }
+long long flow_id(int round, int step, int sender) {
+  return (static_cast<long long>(round) * kSteps + step) * P + sender + 1;
+}
 
 // One transfer step of rank r: the receive from r-1 (reduce in the first half) and the
 // send to r+1, each with its flow event, as core/trace/chrome_writer.cpp writes them.
@@ -67,14 +69,15 @@ void write_step(Out& o, int r, int round, int step, long long t) {
   o.us(t) << ",\"dur\":0.500,\"args\":{\"bytes\":128,\"peer\":" << from << ",\"tag\":" << tag << ",\"step\":" << step
           << ",\"chunk\":" << (r - step - 1 + 2 * P) % P << ",\"chunk_count\":1" << (reduce ? ",\"reduce\":1" : "")
           << ",\"flow\":" << flow_id(round, step, from) << "}}";
-  o << ",\n{\"ph\":\"f\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" << flow_id(round, step, from) << ",\"pid\":" << r
-    << ",\"tid\":0,\"ts\":";
+  o << ",\n{\"ph\":\"f\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" << flow_id(round, step, from)
+    << ",\"pid\":" << r << ",\"tid\":0,\"ts\":";
   o.us(t + 499) << ",\"bp\":\"e\"}";
   o << ",\n{\"ph\":\"X\",\"cat\":\"send\",\"name\":\"send \u2192 " << to << "\",\"pid\":" << r << ",\"tid\":1,\"ts\":";
-  o.us(t + 100) << ",\"dur\":0.800,\"args\":{\"bytes\":128,\"peer\":" << to << ",\"tag\":" << tag << ",\"step\":" << step
-                << ",\"chunk\":" << (r - step + 2 * P) % P << ",\"chunk_count\":1,\"flow\":" << flow_id(round, step, r) << "}}";
-  o << ",\n{\"ph\":\"s\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" << flow_id(round, step, r) << ",\"pid\":" << r
-    << ",\"tid\":1,\"ts\":";
+  o.us(t + 100) << ",\"dur\":0.800,\"args\":{\"bytes\":128,\"peer\":" << to << ",\"tag\":" << tag
+                << ",\"step\":" << step << ",\"chunk\":" << (r - step + 2 * P) % P
+                << ",\"chunk_count\":1,\"flow\":" << flow_id(round, step, r) << "}}";
+  o << ",\n{\"ph\":\"s\",\"cat\":\"transfer\",\"name\":\"transfer\",\"id\":" << flow_id(round, step, r)
+    << ",\"pid\":" << r << ",\"tid\":1,\"ts\":";
   o.us(t + 100) << "}";
 }
 
@@ -91,23 +94,28 @@ void write_rank(Out& o, int r) {
   o << ",\n{\"ph\":\"X\",\"cat\":\"phase\",\"name\":\"ring all_reduce\",\"pid\":" << r << ",\"tid\":0,\"ts\":";
   o.us(100000 + round_ns) << ",\"dur\":";
   o.us(round_ns) << ",\"args\":{\"bytes\":0}}";
-  const char* collectives[] = {"all_reduce", "all_reduce", "all_reduce", "all_reduce", "all_reduce", "all_reduce", "all_reduce",
-                               "all_reduce", "barrier",    "barrier",    "barrier",    "all_gather", "reduce_scatter"};
+  const char* collectives[] = {"all_reduce", "all_reduce", "all_reduce",    "all_reduce", "all_reduce",
+                               "all_reduce", "all_reduce", "all_reduce",    "barrier",    "barrier",
+                               "barrier",    "all_gather", "reduce_scatter"};
   long long t = 100000 + kRounds * round_ns;
   for (const char* c : collectives) {
     o << ",\n{\"ph\":\"X\",\"cat\":\"collective\",\"name\":\"" << c << "\",\"pid\":" << r << ",\"tid\":0,\"ts\":";
     o.us(t += 20000) << ",\"dur\":15.000,\"args\":{\"bytes\":65536}}";
   }
   for (int round = 0; round < kRounds; ++round)
-    for (int step = 0; step < kSteps; ++step) write_step(o, r, round, step, 100000 + round * round_ns + step * 3000LL + 2 * r);
+    for (int step = 0; step < kSteps; ++step)
+      write_step(o, r, round, step, 100000 + round * round_ns + step * 3000LL + 2 * r);
 }
 
 void write_512_rank_trace(const std::string& path) {
   Out o(path);
   ASSERT_TRUE(o.ok()) << "cannot write " << path;
-  o << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"algo\":\"ring\",\"bytes\":\"65536\",\"chunks\":\"512\",\"collective\":"
-       "\"all_reduce\",\"dtype\":\"float\",\"lab\":\"collectives\",\"op\":\"sum\",\"report\":\"{\\\"ok\\\":true,\\\"rows\\\":[]}\","
-       "\"world_size\":\"512\"},\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{\"name\":\"dtlab\"}}";
+  o << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"algo\":\"ring\",\"bytes\":\"65536\",\"chunks\":\"512\","
+       "\"collective\":"
+       "\"all_reduce\",\"dtype\":\"float\",\"lab\":\"collectives\",\"op\":\"sum\",\"report\":\"{\\\"ok\\\":true,"
+       "\\\"rows\\\":[]}\","
+       "\"world_size\":\"512\"},\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{"
+       "\"name\":\"dtlab\"}}";
   for (int r = 0; r < P; ++r) write_rank(o, r);
   o << "\n]}\n";
 }
@@ -128,8 +136,10 @@ TEST(TraceScale, A512RankTraceLoadsInUnderOneGiB) {
               double(std::filesystem::file_size(path)) / 1e9, r.describe().c_str(), r.max_rss_kb / 1024, seconds);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const long long spans = P * (1 + 13 + kRounds * kSteps * 2LL), receives = P * kRounds * 1LL * kSteps;
-  EXPECT_NE(r.message.find("loaded " + std::to_string(spans) + " events, 512 ranks, " + std::to_string(receives) + " transfers"),
+  EXPECT_NE(r.message.find("loaded " + std::to_string(spans) + " events, 512 ranks, " + std::to_string(receives) +
+                           " transfers"),
             std::string::npos)
       << r.message;
-  EXPECT_LT(r.max_rss_kb, 1024 * 1024) << "peak resident memory " << r.max_rss_kb / 1024 << " MiB, the limit is 1024 MiB";
+  EXPECT_LT(r.max_rss_kb, 1024 * 1024) << "peak resident memory " << r.max_rss_kb / 1024
+                                       << " MiB, the limit is 1024 MiB";
 }

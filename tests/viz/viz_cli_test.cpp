@@ -3,7 +3,6 @@
 // message naming the option and its range (it used to reach GLFW: --width -5 aborted).
 // Runs without a display: DISPLAY and WAYLAND_DISPLAY are removed for the child.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -43,27 +42,38 @@ TEST(VizCli, NumericOptionsOutOfRangeAreUsageErrorsNamingTheRange) {
       {"--window-width 99999999999", "--window-width", "from 64 to 8192"},
       {"--window-width abc", "--window-width", "from 64 to 8192"},
       {"--window-height -1", "--window-height", "from 64 to 8192"},
-      {"--window-height 100000", "--window-height", "from 64 to 8192"},    {"--ranks 0", "--ranks", "from 1 to 64"},
-      {"-r 65", "--ranks", "from 1 to 64"},                  {"--ranks -3", "--ranks", "from 1 to 64"},
-      {"--bytes 0", "--bytes", "from 4 to 16M"},             {"--bytes 1G", "--bytes", "from 4 to 16M"},
-      {"--bytes -3", "--bytes", "from 4 to 16M"},            {"--bytes 12Q", "--bytes", "from 4 to 16M"},
-      {"--zoom 0.5", "--zoom", "from 1 to 1e+09"},           {"--zoom nan", "--zoom", "from 1 to 1e+09"},
-      {"--zoom 1e10", "--zoom", "from 1 to 1e+09"},          {"--at-step -2", "--at-step", "from 0 to 1000000000"},
-      {"--at-step 1e99", "--at-step", "from 0 to 1000000000"}, {"--frames 0", "--frames", "from 1 to 10000"},
+      {"--window-height 100000", "--window-height", "from 64 to 8192"},
+      {"--ranks 0", "--ranks", "from 1 to 64"},
+      {"-r 65", "--ranks", "from 1 to 64"},
+      {"--ranks -3", "--ranks", "from 1 to 64"},
+      {"--bytes 0", "--bytes", "from 4 to 16M"},
+      {"--bytes 1G", "--bytes", "from 4 to 16M"},
+      {"--bytes -3", "--bytes", "from 4 to 16M"},
+      {"--bytes 12Q", "--bytes", "from 4 to 16M"},
+      {"--zoom 0.5", "--zoom", "from 1 to 1e+09"},
+      {"--zoom nan", "--zoom", "from 1 to 1e+09"},
+      {"--zoom 1e10", "--zoom", "from 1 to 1e+09"},
+      {"--at-step -2", "--at-step", "from 0 to 1000000000"},
+      {"--at-step 1e99", "--at-step", "from 0 to 1000000000"},
+      {"--frames 0", "--frames", "from 1 to 10000"},
       {"--frames -1", "--frames", "from 1 to 10000"},
   };
   for (const auto& c : cases) {
     const VizRun r = viz(c.args);
     EXPECT_EQ(r.code, 2) << "dtlab-viz " << c.args << "\n" << r.output;
-    EXPECT_NE(r.output.find(c.option), std::string::npos) << "dtlab-viz " << c.args << " does not name the option:\n" << r.output;
-    EXPECT_NE(r.output.find(c.range), std::string::npos) << "dtlab-viz " << c.args << " does not give the range:\n" << r.output;
+    EXPECT_NE(r.output.find(c.option), std::string::npos) << "dtlab-viz " << c.args << " does not name the option:\n"
+                                                          << r.output;
+    EXPECT_NE(r.output.find(c.range), std::string::npos) << "dtlab-viz " << c.args << " does not give the range:\n"
+                                                         << r.output;
   }
 }
 
 // Values inside the ranges pass the parser: what fails next is the missing trace (bad
 // input: exit 2, as dtlab's).
 TEST(VizCli, ValuesInsideTheRangesAreAccepted) {
-  const VizRun r = viz("/nonexistent/trace.json --window-width 64 --window-height 8192 --ranks 64 --bytes 16M --zoom 1 --at-step 0 --frames 1");
+  const VizRun r =
+      viz("/nonexistent/trace.json --window-width 64 --window-height 8192 --ranks 64 --bytes 16M --zoom 1 --at-step 0 "
+          "--frames 1");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot open the trace"), std::string::npos) << r.output;
 }
@@ -77,12 +87,15 @@ TEST(VizCli, EachLabTakesItsOwnOptions) {
   } refused[] = {
       {"--lab ddp --algo ring", "the ddp lab has no option --algo; its options are --variant, --bucket-mb"},
       {"--lab ddp --bytes 1K", "the ddp lab has no option --bytes"},
-      {"--lab collectives --variant naive", "the collectives lab has no option --variant; its options are --bytes, --algo"},
+      {"--lab collectives --variant naive",
+       "the collectives lab has no option --variant; its options are --bytes, --algo"},
       {"--lab collectives --width 32", "the window's size is --window-width"},
       {"--lab ddp --variant teleport", "--variant"},
       {"--lab ddp --width 0", "--width"},
-      {"--lab ddp --ranks 2 --batch 8 --view ring", "the ddp lab has no ring view; its views are timeline, memory, report"},
-      {"/nonexistent/trace.json --width 1280", "a trace replays as it was recorded; the window's size is --window-width"},
+      {"--lab ddp --ranks 2 --batch 8 --view ring",
+       "the ddp lab has no ring view; its views are timeline, memory, report"},
+      {"/nonexistent/trace.json --width 1280",
+       "a trace replays as it was recorded; the window's size is --window-width"},
       {"/nonexistent/trace.json --device standin", "--device is an option of a live run (--lab)"},
       {"--lab zero --device tpu", "--device"},
       // A live run the lab's own rules refuse: exit 2 before any window (it used to open an

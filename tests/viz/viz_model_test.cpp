@@ -1,7 +1,6 @@
 // The visualizer's plain-code parts: the trace parser (good and hostile input) and the
 // layout math (ring positions, time axis, lanes, folding, idle time, chunk state).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -60,14 +59,17 @@ TEST(TraceParser, HostileInputGivesClearErrorsNotCrashes) {
       {"{\"foo\":1}", "no \"traceEvents\""},
       {"{\"traceEvents\":[5]}", "is not an object"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1}]}", "no \"dur\""},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":\"soon\",\"dur\":1,\"cat\":\"send\"}]}", "'ts' is not a number"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":\"soon\",\"dur\":1,\"cat\":\"send\"}]}",
+       "'ts' is not a number"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1e300,\"ts\":1,\"dur\":1,\"cat\":\"send\"}]}", "'pid'"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":-1,\"ts\":1,\"dur\":1,\"cat\":\"send\"}]}", "'pid'"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1e300,\"dur\":1,\"cat\":\"send\"}]}", "out of range"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":-5,\"cat\":\"send\"}]}", "negative"},
       {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"teleport\"}]}", "unknown category"},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"chunk\":99999999}}]}", "'chunk'"},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"peer\":\"x\"}}]}", "'peer'"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"chunk\":99999999}}]}",
+       "'chunk'"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"send\",\"args\":{\"peer\":\"x\"}}]}",
+       "'peer'"},
       {"{\"traceEvents\":[{\"ph\":\"C\",\"pid\":0,\"ts\":1}]}", "without \"args\""},
       // The block reader's own grammar (viz/model/json_splitter.h).
       {"{\"traceEvents\":[{\"ph\":\"M\",\"pid\":0},]}", "expected an event at byte 35"},
@@ -91,12 +93,14 @@ TEST(TraceParser, HostileInputGivesClearErrorsNotCrashes) {
 TEST(TraceParser, WhitespaceAndEmptyArraysAreFine) {
   EXPECT_EQ(parse_chrome_trace(" {\n \"traceEvents\" : [ ] ,\"otherData\":{\"lab\":\"x\"}}\n").meta.at("lab"), "x");
   EXPECT_TRUE(parse_chrome_trace("{\"traceEvents\":[]}").events.empty());
-  EXPECT_EQ(parse_chrome_trace("{\"traceEvents\":[ {\"ph\":\"M\",\"pid\":2} ,\n\t{\"ph\":\"M\",\"pid\":0} ]}").ranks, 3);
+  EXPECT_EQ(parse_chrome_trace("{\"traceEvents\":[ {\"ph\":\"M\",\"pid\":2} ,\n\t{\"ph\":\"M\",\"pid\":0} ]}").ranks,
+            3);
 }
 
 TEST(TraceParser, SendWithoutRecvAndMissingOptionalFieldsAreFine) {
   const TraceData d = parse_chrome_trace(
-      "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":2,\"ts\":1.5,\"dur\":2,\"cat\":\"send\",\"args\":{\"peer\":0,\"flow\":7}},"
+      "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":2,\"ts\":1.5,\"dur\":2,\"cat\":\"send\",\"args\":{\"peer\":0,\"flow\":7}"
+      "},"
       "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":3}]}");
   EXPECT_EQ(d.ranks, 4);
   ASSERT_EQ(d.events.size(), 1u);
@@ -144,7 +148,7 @@ TEST(Layout, FoldsSubPixelRunsAndCountsTheirEvents) {
   const auto boxes = visible_boxes(d, tracks[0], axis, 3);
   std::uint32_t total = 0;
   for (const auto& b : boxes) total += b.count;
-  EXPECT_EQ(total, 1001u);           // every event accounted for
+  EXPECT_EQ(total, 1001u);            // every event accounted for
   EXPECT_LE(boxes.size(), 40u);       // ~10 µs of tiny spans = 100 px → about 34 boxes of 3 px
   EXPECT_EQ(boxes.back().count, 1u);  // the wide span stays itself
   EXPECT_NEAR(boxes.back().x1 - boxes.back().x0, 100, 1e-3);

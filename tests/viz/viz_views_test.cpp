@@ -8,9 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
@@ -23,9 +22,9 @@
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/panels.h"
-#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/report_plots.h"
 #include "viz/model/trace_index.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 using namespace dtl;
 using namespace dtl::viz;
@@ -53,13 +52,14 @@ Event span(EventKind kind, int rank, std::int64_t b, std::int64_t e, std::uint16
 TEST(TimeTicks, LabelsCountFromTheRunStartInTheUnitOfTheWindow) {
   using V = std::vector<std::string>;
   // 55 ms over 1000 px, ticks at least 80 px apart: every 5 ms.
-  EXPECT_EQ(labels(time_ticks(0, 55e6, 0, 1000, 80)),
-            (V{"0 ms", "5 ms", "10 ms", "15 ms", "20 ms", "25 ms", "30 ms", "35 ms", "40 ms", "45 ms", "50 ms", "55 ms"}));
+  EXPECT_EQ(labels(time_ticks(0, 55e6, 0, 1000, 80)), (V{"0 ms", "5 ms", "10 ms", "15 ms", "20 ms", "25 ms", "30 ms",
+                                                         "35 ms", "40 ms", "45 ms", "50 ms", "55 ms"}));
   // Zoomed to 100 µs at 40 ms: 10 µs steps, still in ms (the magnitude), with the decimals they need.
   EXPECT_EQ(labels(time_ticks(40e6, 40.1e6, 0, 1000, 80)).front(), "40 ms");
   EXPECT_EQ(labels(time_ticks(40e6, 40.1e6, 0, 1000, 80))[1], "40.01 ms");
   // Counted from the origin (the run after the reference phase), not from the trace's zero.
-  EXPECT_EQ(labels(time_ticks(1e9, 1.0008e9, 1e9, 800, 100)), (V{"0 µs", "100 µs", "200 µs", "300 µs", "400 µs", "500 µs", "600 µs", "700 µs", "800 µs"}));
+  EXPECT_EQ(labels(time_ticks(1e9, 1.0008e9, 1e9, 800, 100)),
+            (V{"0 µs", "100 µs", "200 µs", "300 µs", "400 µs", "500 µs", "600 µs", "700 µs", "800 µs"}));
   EXPECT_EQ(labels(time_ticks(0, 400, 0, 400, 100)), (V{"0 ns", "100 ns", "200 ns", "300 ns", "400 ns"}));
   EXPECT_EQ(labels(time_ticks(0, 12e9, 0, 600, 100)), (V{"0 s", "2 s", "4 s", "6 s", "8 s", "10 s", "12 s"}));
   EXPECT_EQ(format_duration(1.5e6, 5e5, 2e6), "1.5 ms");
@@ -183,8 +183,8 @@ TraceData phased_trace() {
   d.labels = {"", "ZeRO-0", "ZeRO-1", "DDP", "compute"};
   // The phases are found by their roles; the metadata is keyed by role_key (the words differ).
   d.roles = {{}, Role{.zero_stage = 0}, Role{.zero_stage = 1}, Role{.part = RunPart::timed}, {}};
-  d.events = {span(EventKind::phase, 0, 100, 200, 1), span(EventKind::phase, 1, 100, 210, 1),
-              span(EventKind::phase, 0, 300, 400, 2), span(EventKind::phase, 1, 300, 400, 2),
+  d.events = {span(EventKind::phase, 0, 100, 200, 1),   span(EventKind::phase, 1, 100, 210, 1),
+              span(EventKind::phase, 0, 300, 400, 2),   span(EventKind::phase, 1, 300, 400, 2),
               span(EventKind::compute, 0, 240, 260, 2),  // the label, but not a phase: no span of ZeRO-1
               span(EventKind::phase, 0, 450, 470, 2),    // ZeRO-1 again on rank 0: the larger peak counts
               span(EventKind::phase, 0, 500, 600, 3)};
@@ -195,20 +195,20 @@ TraceData phased_trace() {
     return m;
   };
   using enum MemTag;
-  d.memory = {sample(0, 50, {{param, 1000}}),                                       // carried into ZeRO-0
+  d.memory = {sample(0, 50, {{param, 1000}}),  // carried into ZeRO-0
               sample(1, 50, {{param, 800}}),
-              sample(0, 120, {{param, 1000}, {grad, 1000}, {optimizer, 4000}}),     // rank 0's ZeRO-0 peak
+              sample(0, 120, {{param, 1000}, {grad, 1000}, {optimizer, 4000}}),  // rank 0's ZeRO-0 peak
               sample(0, 150, {{param, 1000}, {grad, 1000}}),
-              sample(0, 195, {{param, 1000}, {activation, 5000}}),                  // as large, later: not chosen
-              sample(1, 205, {{param, 800}, {grad, 800}}),                          // inside rank 1's span only
-              sample(1, 215, {{param, 5000}}),                                      // after it: not counted
-              sample(0, 250, {{activation, 99999}}),                                // between phases
+              sample(0, 195, {{param, 1000}, {activation, 5000}}),  // as large, later: not chosen
+              sample(1, 205, {{param, 800}, {grad, 800}}),          // inside rank 1's span only
+              sample(1, 215, {{param, 5000}}),                      // after it: not counted
+              sample(0, 250, {{activation, 99999}}),                // between phases
               sample(0, 260, {}),
-              sample(1, 280, {{param, 300}}),                                       // rank 1 holds this through ZeRO-1
+              sample(1, 280, {{param, 300}}),  // rank 1 holds this through ZeRO-1
               sample(0, 350, {{param, 500}, {optimizer, 1000}, {gather, 2000}}),
-              sample(0, 420, {{comm, 99999}}),                                      // between rank 0's two ZeRO-1 spans
+              sample(0, 420, {{comm, 99999}}),  // between rank 0's two ZeRO-1 spans
               sample(0, 440, {{param, 500}}),
-              sample(0, 460, {{param, 500}, {comm, 3200}}),                         // the second span's larger peak
+              sample(0, 460, {{param, 500}, {comm, 3200}}),  // the second span's larger peak
               sample(0, 480, {}),
               sample(0, 550, {{master, 9000}}),
               sample(1, 580, {{param, 100}})};
@@ -264,8 +264,8 @@ TEST(MemoryByPhase, EachRanksBytesByTagAtItsPeakInsideEachPhaseInTimeOrder) {
   EXPECT_EQ(ddp.at_peak[1].t_ns, 500);
   const PhaseMemory& z9 = m.phases[3];
   EXPECT_FALSE(z9.in_trace);
-  EXPECT_EQ(z9.formula, 0);          // "12x" is no number: no line
-  EXPECT_EQ(z9.formula_text, "");    // and no text without it
+  EXPECT_EQ(z9.formula, 0);        // "12x" is no number: no line
+  EXPECT_EQ(z9.formula_text, "");  // and no text without it
   EXPECT_EQ(z9.peak, (std::vector<std::uint64_t>{0, 0}));
   EXPECT_EQ(m.largest(), 10000);  // DDP's formula: the shared axis reaches every panel's top
   // The picture at the cursor is unchanged beside it.
@@ -300,7 +300,8 @@ TEST(MemoryByPhase, FormulaBytesArePlainFiniteNumbersOrIgnored) {
   EXPECT_EQ(parse_formula_bytes("7000"), 7000);
   EXPECT_EQ(parse_formula_bytes(" 1.5e6\t"), 1.5e6);
   EXPECT_EQ(parse_formula_bytes("2621440.5"), 2621440.5);
-  for (const char* bad : {"", " ", "12x", "x12", "1 2", "nan", "inf", "-5", "0", "0x10", "1e400", "1e30", "+", "--1", "1e"})
+  for (const char* bad :
+       {"", " ", "12x", "x12", "1 2", "nan", "inf", "-5", "0", "0x10", "1e400", "1e30", "+", "--1", "1e"})
     EXPECT_EQ(parse_formula_bytes(bad), 0) << "'" << bad << "'";
 }
 
@@ -318,7 +319,8 @@ TEST(MemoryByPhase, TheSyntheticZeroTraceShrinksFromStageToStage) {
     for (int r = 0; r < 4; ++r) {
       // Each rank peaks with its activations held (1.5 MB + 0.1 MB per rank), above the formula.
       EXPECT_GT(double(p.peak[std::size_t(r)]), p.formula) << p.label << " rank " << r;
-      EXPECT_EQ(p.at_peak[std::size_t(r)].bytes[std::size_t(MemTag::activation)], 1'500'000u + 100'000u * unsigned(r)) << p.label;
+      EXPECT_EQ(p.at_peak[std::size_t(r)].bytes[std::size_t(MemTag::activation)], 1'500'000u + 100'000u * unsigned(r))
+          << p.label;
       if (s > 0) {
         EXPECT_LT(p.peak[std::size_t(r)], m.phases[s - 1].peak[std::size_t(r)]) << p.label << " rank " << r;
       }
@@ -351,14 +353,17 @@ TEST(ReportPlots, ReadsWellFormedPlotsAndSkipsBrokenOnesWithANote) {
   EXPECT_EQ(a.y, (std::vector<double>{0.004, 0.0025, 0.002}));
   EXPECT_EQ(a.point_labels, (std::vector<std::string>{"depth 0", "depth 1", "depth 2"}));
   EXPECT_TRUE(p.plots[1].point_labels.empty());
-  const std::vector<std::string> want = {"plot 3 ('short y'): x has 3 points, y 2", "plot 4 ('no y'): no 'y' array",
+  const std::vector<std::string> want = {"plot 3 ('short y'): x has 3 points, y 2",
+                                         "plot 4 ('no y'): no 'y' array",
                                          "plot 5 ('a string in x'): 'x' holds a value that is not a finite number",
                                          "plot 6 ('two labels for three points'): 2 point labels for 3 points",
-                                         "plot 7: no points", "plot 8: not an object"};
+                                         "plot 7: no points",
+                                         "plot 8: not an object"};
   EXPECT_EQ(p.skipped, want);
   // No plots (older reports), plots that are not a list, a report that is not an object.
   EXPECT_TRUE(parse_report_plots(nlohmann::json::parse(R"({"rows": []})")).plots.empty());
-  EXPECT_EQ(parse_report_plots(nlohmann::json::parse(R"({"plots": {}})")).skipped, (std::vector<std::string>{"'plots' is not a list"}));
+  EXPECT_EQ(parse_report_plots(nlohmann::json::parse(R"({"plots": {}})")).skipped,
+            (std::vector<std::string>{"'plots' is not a list"}));
   EXPECT_TRUE(parse_report_plots(nlohmann::json::parse("[1]")).plots.empty());
   // Bounded: more than kMaxPlots plots, or points.
   nlohmann::json many = {{"plots", nlohmann::json::array()}};
@@ -366,7 +371,9 @@ TEST(ReportPlots, ReadsWellFormedPlotsAndSkipsBrokenOnesWithANote) {
   const ReportPlots m = parse_report_plots(many);
   EXPECT_EQ(m.plots.size(), kMaxPlots);
   EXPECT_EQ(m.skipped, (std::vector<std::string>{"5 more plots not shown (the limit is 16)"}));
-  nlohmann::json big = {{"plots", {{{"x", std::vector<double>(kMaxPlotPoints + 1, 1.0)}, {"y", std::vector<double>(kMaxPlotPoints + 1, 1.0)}}}}};
+  nlohmann::json big = {
+      {"plots",
+       {{{"x", std::vector<double>(kMaxPlotPoints + 1, 1.0)}, {"y", std::vector<double>(kMaxPlotPoints + 1, 1.0)}}}}};
   EXPECT_EQ(parse_report_plots(big).skipped.size(), 1u);
 }
 
@@ -398,18 +405,22 @@ TEST(Panels, EachLabsViewsTileTheWindowMainViewTallest) {
     double covered = 0;
     for (std::size_t i = 0; i < p.size(); ++i) {
       const Rect& r = p[i].rect;
-      EXPECT_TRUE(r.x >= area.x && r.y >= area.y && r.x + r.w <= area.x + area.w + 0.01f && r.y + r.h <= area.y + area.h + 0.01f)
+      EXPECT_TRUE(r.x >= area.x && r.y >= area.y && r.x + r.w <= area.x + area.w + 0.01f &&
+                  r.y + r.h <= area.y + area.h + 0.01f)
           << lab.name << " " << view_kind_name(p[i].kind);
       covered += double(r.w) * r.h;
       for (std::size_t j = 0; j < i; ++j) {
         const Rect& q = p[j].rect;
         const bool apart = r.x >= q.x + q.w || q.x >= r.x + r.w || r.y >= q.y + q.h || q.y >= r.y + r.h;
-        EXPECT_TRUE(apart) << lab.name << ": " << view_kind_name(p[i].kind) << " overlaps " << view_kind_name(p[j].kind);
+        EXPECT_TRUE(apart) << lab.name << ": " << view_kind_name(p[i].kind) << " overlaps "
+                           << view_kind_name(p[j].kind);
       }
     }
     EXPECT_GT(covered, 0.95 * area.w * area.h) << lab.name;
-    const auto main = std::find_if(p.begin(), p.end(), [&](const PanelPlace& x) { return x.kind == lab.views.front(); });
-    for (const PanelPlace& x : p) EXPECT_GE(main->rect.h, x.rect.h) << lab.name << ": the main view gets the taller band";
+    const auto main =
+        std::find_if(p.begin(), p.end(), [&](const PanelPlace& x) { return x.kind == lab.views.front(); });
+    for (const PanelPlace& x : p)
+      EXPECT_GE(main->rect.h, x.rect.h) << lab.name << ": the main view gets the taller band";
   }
   // The ring is the collectives lab's alone.
   EXPECT_NE(std::count(find_lab("collectives")->views.begin(), find_lab("collectives")->views.end(), kRingView), 0);
@@ -435,7 +446,8 @@ TEST(Panels, ASmallWindowStacksReadablePanelsInsteadOfShrinkingThem) {
       stacked = stacked || r.y + r.h > 560.01f;
       for (std::size_t j = 0; j < i; ++j) {
         const Rect& q = small[j].rect;
-        EXPECT_TRUE(r.x >= q.x + q.w || q.x >= r.x + r.w || r.y >= q.y + q.h || q.y >= r.y + r.h) << lab.name << ": overlap";
+        EXPECT_TRUE(r.x >= q.x + q.w || q.x >= r.x + r.w || r.y >= q.y + q.h || q.y >= r.y + r.h)
+            << lab.name << ": overlap";
       }
     }
     if (stacked) {  // a column, full width, the main view first
@@ -521,15 +533,17 @@ TEST(DdpTrace, PerLayerSpansBucketStepsFormulaAndNoEmptyRank) {
   ASSERT_TRUE(x.timed);
   EXPECT_EQ(shown.begin, std::max(x.reference->end, x.timed->begin));
   EXPECT_EQ(shown.end, x.timed->end);
-  const auto first_bucket = std::find_if(x.steps().begin(), x.steps().end(),
-                                         [&](const Event& e) { return d.label(e.label) == "all_reduce" && e.bytes > 64; });
+  const auto first_bucket = std::find_if(x.steps().begin(), x.steps().end(), [&](const Event& e) {
+    return d.label(e.label) == "all_reduce" && e.bytes > 64;
+  });
   ASSERT_NE(first_bucket, x.steps().end());
   // When the first step (a barrier) ends, every rank has reached it, so each has built its
   // model (rank 0's barrier may begin before a slow-starting rank allocates); and later.
   for (const std::int64_t t : {x.steps().front().end_ns, first_bucket->end_ns}) {
     const MemoryPicture at = memory_at(d, t);
     for (int r = 0; r < 4; ++r)
-      EXPECT_EQ(at.now[std::size_t(r)].bytes[std::size_t(MemTag::param)], std::uint64_t(4 * params)) << "rank " << r << " at " << t;
+      EXPECT_EQ(at.now[std::size_t(r)].bytes[std::size_t(MemTag::param)], std::uint64_t(4 * params))
+          << "rank " << r << " at " << t;
   }
 }
 
@@ -543,7 +557,8 @@ TEST(EventGroup, AxisAndGroupRankSurviveJsonAndBinaryAndAreChecked) {
   trace.record(span(EventKind::compute, 2, 5, 30));
   test::TempFolder dir("event_group");
   write_chrome_trace(trace, dir.file("g.json"));
-  for (const TraceData& d : {parse_chrome_trace(test::read_file(dir.file("g.json"))), load_trace(dir.file("g.json.dtlt"))}) {
+  for (const TraceData& d :
+       {parse_chrome_trace(test::read_file(dir.file("g.json"))), load_trace(dir.file("g.json.dtlt"))}) {
     ASSERT_EQ(d.events.size(), 2u);
     const Event& c = d.events[0].kind == EventKind::collective ? d.events[0] : d.events[1];
     const Event& k = d.events[0].kind == EventKind::collective ? d.events[1] : d.events[0];
@@ -553,7 +568,8 @@ TEST(EventGroup, AxisAndGroupRankSurviveJsonAndBinaryAndAreChecked) {
     EXPECT_EQ(k.group_rank, -1);
   }
   const std::string bad_axis =
-      "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"collective\",\"args\":{\"axis\":\"zz\"}}]}";
+      "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":0,\"ts\":1,\"dur\":1,\"cat\":\"collective\",\"args\":{\"axis\":\"zz\"}}]"
+      "}";
   EXPECT_THROW(parse_chrome_trace(bad_axis), Error);
   BinaryTrace b = read_binary_trace(dir.file("g.json.dtlt"));
   b.events[0].axis = GroupAxis(9);
@@ -561,9 +577,7 @@ TEST(EventGroup, AxisAndGroupRankSurviveJsonAndBinaryAndAreChecked) {
   try {
     read_binary_trace(dir.file("bad.dtlt"));
     ADD_FAILURE() << "an unknown axis was accepted";
-  } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("group axis"), std::string::npos) << err.what();
-  }
+  } catch (const Error& err) { EXPECT_NE(std::string(err.what()).find("group axis"), std::string::npos) << err.what(); }
 }
 
 TEST(TimeCuts, LeaveTheLearnersWaitsOutOfTheAxis) {
@@ -571,11 +585,11 @@ TEST(TimeCuts, LeaveTheLearnersWaitsOutOfTheAxis) {
   ASSERT_EQ(cuts.ranges().size(), 2u);
   EXPECT_EQ(cuts.ranges()[0].end, 1200);
   EXPECT_DOUBLE_EQ(cuts.compress(50), 50);
-  EXPECT_DOUBLE_EQ(cuts.compress(600), 100);    // inside a cut: at its break
-  EXPECT_DOUBLE_EQ(cuts.compress(1300), 200);   // 1300 - 1100 cut before it
-  EXPECT_DOUBLE_EQ(cuts.compress(4000), 900);   // 4000 - 1100 - 2000
+  EXPECT_DOUBLE_EQ(cuts.compress(600), 100);   // inside a cut: at its break
+  EXPECT_DOUBLE_EQ(cuts.compress(1300), 200);  // 1300 - 1100 cut before it
+  EXPECT_DOUBLE_EQ(cuts.compress(4000), 900);  // 4000 - 1100 - 2000
   for (double t : {0.0, 50.0, 1300.0, 1499.0, 3600.0, 9000.0}) EXPECT_DOUBLE_EQ(cuts.expand(cuts.compress(t)), t) << t;
-  EXPECT_DOUBLE_EQ(cuts.expand(100), 100);  // a break maps to its cut's start
+  EXPECT_DOUBLE_EQ(cuts.expand(100), 100);     // a break maps to its cut's start
   EXPECT_DOUBLE_EQ(cuts.compress(1200), 100);  // (and so does its end)
 
   // An axis over [0, 3600] real ns, 500 without the waits, on 500 px: a pixel per run ns.
@@ -646,7 +660,7 @@ TraceData pipeline_trace() {
   for (int r = 0; r < 2; ++r) ev.push_back(span(EventKind::phase, r, 900, 6000, kGpipe));
   gpipe_step(ev, 0, 1000);
   gpipe_step(ev, 1, 3000);
-  ev.push_back(action(0, kF, 0, 2, 5000, 5100));  // step 2 only began: incomplete
+  ev.push_back(action(0, kF, 0, 2, 5000, 5100));      // step 2 only began: incomplete
   Event send = span(EventKind::send, 0, 1100, 1110);  // p2p: not an action
   send.peer = 1;
   ev.push_back(send);
@@ -658,15 +672,19 @@ TraceData pipeline_trace() {
   ev.push_back(action(1, kW, 0, 0, 7300, 7400, 1));
   ev.push_back(action(0, kB, 0, 0, 7300, 7400, 1));
   ev.push_back(action(0, kW, 0, 0, 7400, 7500, 1));
-  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank; });
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+    return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
+  });
   d.t_begin = 900, d.t_end = 8000;
-  d.meta["report"] = R"json({"rows": [{"id": "gpipe.bubble", "measured": 0.34, "predicted": 0.3333333333333333, "source": "(P-1)/(M+P-1)"},
+  d.meta["report"] =
+      R"json({"rows": [{"id": "gpipe.bubble", "measured": 0.34, "predicted": 0.3333333333333333, "source": "(P-1)/(M+P-1)"},
                                   {"id": "gpipe.bubble_vs_compute", "measured": 0.5, "predicted": 0.5},
                                   {"id": "1f1b.bubble", "measured": 7, "predicted": "oops"}, 17, {"id": ".bubble"}]})json";
   return d;
 }
 
-const char* kSimulated = R"({"stages": 2, "micro_batches": 2, "chunks": 1, "makespan": 9e-7, "bubble": 0.3333333333333333,
+const char* kSimulated =
+    R"({"stages": 2, "micro_batches": 2, "chunks": 1, "makespan": 9e-7, "bubble": 0.3333333333333333,
   "actions": [[0, "F", 0, 0, 0.0, 1e-7], [0, "F", 1, 0, 1e-7, 2e-7], [1, "F", 0, 0, 1e-7, 2e-7], [1, "F", 1, 0, 2e-7, 3e-7],
               [1, "B", 0, 0, 3e-7, 5e-7], [1, "B", 1, 0, 5e-7, 7e-7], [0, "B", 0, 0, 5e-7, 7e-7], [0, "B", 1, 0, 7e-7, 9e-7]]})";
 
@@ -716,8 +734,10 @@ TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
     int mb;
     double b, e;
   };
-  const Want want[] = {{0, Pass::forward, 0, 0, 100},   {0, Pass::forward, 1, 100, 200}, {0, Pass::backward, 0, 500, 700}, {0, Pass::backward, 1, 700, 900},
-                       {1, Pass::forward, 0, 100, 200}, {1, Pass::forward, 1, 200, 300}, {1, Pass::backward, 0, 300, 500}, {1, Pass::backward, 1, 500, 700}};
+  const Want want[] = {{0, Pass::forward, 0, 0, 100},    {0, Pass::forward, 1, 100, 200},
+                       {0, Pass::backward, 0, 500, 700}, {0, Pass::backward, 1, 700, 900},
+                       {1, Pass::forward, 0, 100, 200},  {1, Pass::forward, 1, 200, 300},
+                       {1, Pass::backward, 0, 300, 500}, {1, Pass::backward, 1, 500, 700}};
   for (std::size_t i = 0; i < 8; ++i) {
     const PipeBlock& k = s.blocks[i];
     EXPECT_EQ(k.stage, want[i].stage) << "block " << i;
@@ -787,7 +807,7 @@ TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   EXPECT_DOUBLE_EQ(rows.at("gpipe").measured, 0.34);
   EXPECT_EQ(rows.at("gpipe").source, "(P-1)/(M+P-1)");
   EXPECT_EQ(rows.at("gpipe").provenance, Provenance::formula);  // no "provenance": a formula
-  ASSERT_EQ(rows.count("1f1b"), 1u);  // malformed numbers: absent, not a crash
+  ASSERT_EQ(rows.count("1f1b"), 1u);                            // malformed numbers: absent, not a crash
   EXPECT_EQ(rows.at("1f1b").predicted, -1);
   EXPECT_EQ(rows.at("1f1b").measured, -1);
   EXPECT_EQ(rows.count(""), 0u);
@@ -834,19 +854,36 @@ TEST(PipelineModel, AMalformedSimulatedTimelineIsLeftOutWithANote) {
     return s.replace(at, from.size(), to);
   };
   const std::vector<std::string> bad = {
-      "", "[]", "{", "null", good.substr(0, good.size() / 2), std::string(5000, '[') + std::string(5000, ']'),
-      with("\"stages\": 2", "\"stages\": 0"), with("\"stages\": 2", "\"stages\": 1.5"), with("\"stages\": 2", "\"stages\": 18446744073709551615"),
-      with("\"stages\": 2", "\"stages\": -3"), with("\"micro_batches\": 2", "\"micro_batches\": \"2\""), with("\"chunks\": 1", "\"chunks\": 99999"),
-      with("\"makespan\": 9e-7", "\"makespan\": -1"), with("\"makespan\": 9e-7", "\"makespan\": 1e300"), with("\"bubble\": 0.3333333333333333", "\"bubble\": 2"),
-      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[2, \"F\", 0, 0, 0.0, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"X\", 0, 0, 0.0, 1e-7]"),
-      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 2, 0, 0.0, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 1, 0.0, 1e-7]"),
-      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 2e-7, 1e-7]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0, 5.0]"),
-      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0]"), with("[0, \"F\", 0, 0, 0.0, 1e-7]", "{\"stage\": 0}"),
+      "",
+      "[]",
+      "{",
+      "null",
+      good.substr(0, good.size() / 2),
+      std::string(5000, '[') + std::string(5000, ']'),
+      with("\"stages\": 2", "\"stages\": 0"),
+      with("\"stages\": 2", "\"stages\": 1.5"),
+      with("\"stages\": 2", "\"stages\": 18446744073709551615"),
+      with("\"stages\": 2", "\"stages\": -3"),
+      with("\"micro_batches\": 2", "\"micro_batches\": \"2\""),
+      with("\"chunks\": 1", "\"chunks\": 99999"),
+      with("\"makespan\": 9e-7", "\"makespan\": -1"),
+      with("\"makespan\": 9e-7", "\"makespan\": 1e300"),
+      with("\"bubble\": 0.3333333333333333", "\"bubble\": 2"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[2, \"F\", 0, 0, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"X\", 0, 0, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 2, 0, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 1, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 2e-7, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0, 5.0]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "{\"stage\": 0}"),
       with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, [\"F\"], 0, 0, 0.0, 1e-7]"),
       with("\"actions\": [", "\"actions\": 3, \"x\": ["),
       // 13 actions where 2 stages x 2 micro-batches x 1 chunk x 3 ops allow 12
-      with("[0, \"F\", 0, 0, 0.0, 1e-7]", "[0, \"F\", 0, 0, 0.0, 1e-7]" + std::string(5, ' ') +
-                                               ", [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7]"),
+      with("[0, \"F\", 0, 0, 0.0, 1e-7]",
+           "[0, \"F\", 0, 0, 0.0, 1e-7]" + std::string(5, ' ') +
+               ", [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7], [0, \"F\", 0, "
+               "0, 0.0, 1e-7], [0, \"F\", 0, 0, 0.0, 1e-7]"),
   };
   TraceData d;
   for (std::size_t i = 0; i < bad.size(); ++i) {
@@ -877,8 +914,8 @@ TEST(PipelineModel, ActionsOutsideAnyPhaseAndHostileFieldsAreHandled) {
   d.labels = {"", "F", "B"};
   d.roles = {{}, Role{.pass = Pass::forward}, Role{.pass = Pass::backward}};
   d.meta["schedule"] = "zb-h1";
-  d.events = {action(0, 1, 0, 0, 0, 10), action(1, 1, 0, 0, 10, 20), action(1, 2, 0, 0, 20, 40), action(0, 2, 0, 0, 40, 60),
-              action(5, 1, 0, 0, 0, 10),   // a rank beyond the trace's: ignored
+  d.events = {action(0, 1, 0, 0, 0, 10),  action(1, 1, 0, 0, 10, 20), action(1, 2, 0, 0, 20, 40),
+              action(0, 2, 0, 0, 40, 60), action(5, 1, 0, 0, 0, 10),  // a rank beyond the trace's: ignored
               action(0, 1, -7, 0, 60, 70)};  // a negative micro-batch: drawn as 0, makes the step incomplete
   d.events.back().chunk = 1 << 30;
   const PipelineRuns runs = pipeline_runs(d);

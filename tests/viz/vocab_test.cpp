@@ -3,26 +3,25 @@
 // .dtlt, read back by the visualizer, keeps its role; the words of a label do not matter;
 // a role value no build knows is an error naming it; and the labs' own traces carry the
 // roles the viewer reads (a run of the tensor-parallel and pipeline labs).
+#include "core/trace/vocab.h"
+
 #include <gtest/gtest.h>
-
-#include <thread>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/binary_trace.h"
 #include "core/trace/chrome_writer.h"
-#include "core/trace/vocab.h"
 #include "labs/lab.h"
-#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/trace_data.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 using namespace dtl;
 using namespace dtl::viz;
@@ -43,9 +42,16 @@ std::vector<Role> every_role() {
   out.push_back({.bucket = 12});
   out.push_back({.bucket = 16382});
   for (int x = 1; x <= int(ExpertExchange::combine); ++x) out.push_back({.exchange = ExpertExchange(x)});
-  out.push_back({.collective = CollectiveKind::reduce_scatter, .algorithm = AlgorithmKind::ring, .part = RunPart::check,
-                 .pass = Pass::weight, .schedule = ScheduleKind::interleaved, .zero_stage = 2, .prefetch = 0,
-                 .block = 0, .bucket = 0, .exchange = ExpertExchange::dispatch});
+  out.push_back({.collective = CollectiveKind::reduce_scatter,
+                 .algorithm = AlgorithmKind::ring,
+                 .part = RunPart::check,
+                 .pass = Pass::weight,
+                 .schedule = ScheduleKind::interleaved,
+                 .zero_stage = 2,
+                 .prefetch = 0,
+                 .block = 0,
+                 .bucket = 0,
+                 .exchange = ExpertExchange::dispatch});
   return out;
 }
 
@@ -54,8 +60,10 @@ std::unique_ptr<Trace> trace_of(const std::vector<Role>& roles) {
   auto trace = std::make_unique<Trace>(1);
   Trace& t = *trace;
   for (std::size_t i = 0; i < roles.size(); ++i)
-    t.record(Event{.begin_ns = std::int64_t(i) * 1000, .end_ns = std::int64_t(i) * 1000 + 500,
-                   .label = t.label("the same words", roles[i]), .kind = EventKind::compute});
+    t.record(Event{.begin_ns = std::int64_t(i) * 1000,
+                   .end_ns = std::int64_t(i) * 1000 + 500,
+                   .label = t.label("the same words", roles[i]),
+                   .kind = EventKind::compute});
   return trace;
 }
 
@@ -76,7 +84,8 @@ TEST(Vocabulary, EveryRoleFieldSurvivesChromeJsonAndTheBinaryTrace) {
   const std::unique_ptr<Trace> trace = trace_of(roles);
   const Trace& t = *trace;
   expect_roles(parse_chrome_trace(chrome_trace_json(t)), roles, "Chrome JSON");
-  const std::string path = (std::filesystem::temp_directory_path() / ("dtl_vocab_" + std::to_string(::getpid()) + ".json")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("dtl_vocab_" + std::to_string(::getpid()) + ".json")).string();
   write_chrome_trace(t, path);
   expect_roles(load_trace(path + ".dtlt"), roles, ".dtlt");
   const BinaryTrace b = read_binary_trace(path + ".dtlt");
@@ -88,7 +97,8 @@ TEST(Vocabulary, EveryRoleFieldSurvivesChromeJsonAndTheBinaryTrace) {
 TEST(Vocabulary, NamesRoundTripAndUnknownNamesAreNone) {
   for (int c = 0; c <= int(kLastCollectiveKind); ++c)
     EXPECT_EQ(parse_collective_kind(collective_kind_name(CollectiveKind(c))), CollectiveKind(c));
-  for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s) EXPECT_EQ(parse_schedule_kind(schedule_kind_name(ScheduleKind(s))), ScheduleKind(s));
+  for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s)
+    EXPECT_EQ(parse_schedule_kind(schedule_kind_name(ScheduleKind(s))), ScheduleKind(s));
   EXPECT_EQ(parse_pass("fwd"), std::nullopt);
   EXPECT_EQ(role_key(Role{.zero_stage = 2}), "zero_stage=2");
   EXPECT_EQ(role_key(Role{}), "");
@@ -109,12 +119,26 @@ TEST(Vocabulary, AnUnknownRoleValueInATraceIsAnErrorNamingIt) {
 // A label renamed keeps its picture: the pipeline view finds F/B/W and the schedule by role.
 TEST(Vocabulary, RenamedLabelsKeepThePipelinePicture) {
   Trace t(2);
-  const std::uint16_t phase = t.label("a schedule by any other name", Role{.part = RunPart::timed, .schedule = ScheduleKind::gpipe});
-  const std::uint16_t fwd = t.label("vorwärts", Role{.pass = Pass::forward}), bwd = t.label("rückwärts", Role{.pass = Pass::backward});
+  const std::uint16_t phase =
+      t.label("a schedule by any other name", Role{.part = RunPart::timed, .schedule = ScheduleKind::gpipe});
+  const std::uint16_t fwd = t.label("vorwärts", Role{.pass = Pass::forward}),
+                      bwd = t.label("rückwärts", Role{.pass = Pass::backward});
   for (int r = 0; r < 2; ++r) {
     t.record(Event{.begin_ns = 0, .end_ns = 100, .rank = r, .label = phase, .kind = EventKind::phase});
-    t.record(Event{.begin_ns = 10 + r, .end_ns = 20 + r, .rank = r, .step = 0, .micro_batch = 0, .label = fwd, .kind = EventKind::compute});
-    t.record(Event{.begin_ns = 30 + r, .end_ns = 50 + r, .rank = r, .step = 0, .micro_batch = 0, .label = bwd, .kind = EventKind::compute});
+    t.record(Event{.begin_ns = 10 + r,
+                   .end_ns = 20 + r,
+                   .rank = r,
+                   .step = 0,
+                   .micro_batch = 0,
+                   .label = fwd,
+                   .kind = EventKind::compute});
+    t.record(Event{.begin_ns = 30 + r,
+                   .end_ns = 50 + r,
+                   .rank = r,
+                   .step = 0,
+                   .micro_batch = 0,
+                   .label = bwd,
+                   .kind = EventKind::compute});
   }
   const PipelineRuns runs = pipeline_runs(parse_chrome_trace(chrome_trace_json(t)));
   ASSERT_EQ(runs.runs.size(), 1u);
@@ -144,11 +168,14 @@ TEST(Vocabulary, LabTracesCarryTheRolesTheViewerReads) {
   const std::vector<Role> tp = roles_of("tensor_parallel", 2, {{"model", "gpt"}, {"layers", "1"}, {"steps", "1"}});
   EXPECT_TRUE(has(tp, [](const Role& r) { return r.pass == Pass::forward && r.block == 0; }));
   EXPECT_TRUE(has(tp, [](const Role& r) { return r.pass == Pass::backward && r.block == 0; }));
-  EXPECT_TRUE(has(tp, [](const Role& r) { return r.collective == CollectiveKind::all_reduce && r.algorithm == AlgorithmKind::library; }));
+  EXPECT_TRUE(has(tp, [](const Role& r) {
+    return r.collective == CollectiveKind::all_reduce && r.algorithm == AlgorithmKind::library;
+  }));
   EXPECT_TRUE(has(tp, [](const Role& r) { return r.part == RunPart::reference; }));
   const std::vector<Role> pp = roles_of("pipeline", 2, {{"schedule", "all"}, {"steps", "1"}});
   for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s)
-    EXPECT_TRUE(has(pp, [&](const Role& r) { return r.schedule == ScheduleKind(s); })) << schedule_kind_name(ScheduleKind(s));
+    EXPECT_TRUE(has(pp, [&](const Role& r) { return r.schedule == ScheduleKind(s); }))
+        << schedule_kind_name(ScheduleKind(s));
   EXPECT_TRUE(has(pp, [](const Role& r) { return r.pass == Pass::weight; }));  // zb-h1's W
 }
 
@@ -158,8 +185,9 @@ TEST(Vocabulary, OneNameUnderManyRolesKeepsEachRole) {
   constexpr int kBlocks = 20000;
   std::string json = R"({"traceEvents":[)";
   for (int b = 0; b < kBlocks; ++b)
-    json += std::string(b ? "," : "") + R"({"ph":"X","cat":"compute","name":"block","pid":0,"tid":0,"ts":)" + std::to_string(b) +
-            R"(,"dur":1,"args":{"pass":")" + (b % 2 ? "backward" : "forward") + R"(","block":)" + std::to_string(b) + "}}";
+    json += std::string(b ? "," : "") + R"({"ph":"X","cat":"compute","name":"block","pid":0,"tid":0,"ts":)" +
+            std::to_string(b) + R"(,"dur":1,"args":{"pass":")" + (b % 2 ? "backward" : "forward") + R"(","block":)" +
+            std::to_string(b) + "}}";
   json += "]}";
   const TraceData d = parse_chrome_trace(json);
   ASSERT_EQ(d.events.size(), std::size_t(kBlocks));
@@ -178,7 +206,8 @@ TEST(Vocabulary, RoleCodeRefusesAFieldPastItsBits) {
   EXPECT_THROW(role_code(Role{.zero_stage = 15}), Error);
   EXPECT_NE(role_code(Role{.zero_stage = 14}), role_code(Role{.zero_stage = 14, .prefetch = 0}));
   for (int a = -1; a <= 14; ++a)
-    for (int b = a + 1; b <= 14; ++b) EXPECT_NE(role_code(Role{.zero_stage = std::int8_t(a)}), role_code(Role{.zero_stage = std::int8_t(b)}));
+    for (int b = a + 1; b <= 14; ++b)
+      EXPECT_NE(role_code(Role{.zero_stage = std::int8_t(a)}), role_code(Role{.zero_stage = std::int8_t(b)}));
   // The bucket shares its 16 bits with the MoE exchange's 2: a bucket past 16382 is refused.
   EXPECT_THROW(role_code(Role{.bucket = 16383}), Error);
   EXPECT_NE(role_code(Role{.bucket = 16382}), role_code(Role{.bucket = 16382, .exchange = ExpertExchange::counts}));

@@ -80,8 +80,10 @@ void App::Advance(float dt) {
   // Playing: one step every 1/speed seconds; the animation takes that long too.
   if (c.anim < 1) c.anim = std::min(1.0f, c.anim + dt * c.speed);
   if (c.playing && c.anim >= 1) {
-    if (c.cursor < available || session->can_advance()) StepOne();
-    else if (session->finished()) c.playing = false;
+    if (c.cursor < available || session->can_advance())
+      StepOne();
+    else if (session->finished())
+      c.playing = false;
   }
   if (c.cursor > available && (!session->live() || session->finished())) c.cursor = available;
 }
@@ -108,8 +110,9 @@ void App::Frame(float dt) {
   HandleKeys();
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
-  ImGui::Begin("dtlab", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                                     ImGuiWindowFlags_NoBringToFrontOnFocus);
+  ImGui::Begin("dtlab", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus);
   DrawControls();
   if (session->live()) DrawRunChoices();
   DrawPanels(viz::Frame{*session, controls.cursor, controls.anim});
@@ -133,11 +136,14 @@ void App::DrawPanels(const viz::Frame& f) {
   // Laid out in a scrolling region: a small window stacks the panels (arrange_panels) and
   // scrolls them instead of shrinking them to specks.
   std::vector<PanelPlace> places = arrange_panels(kinds, {0, 0, avail.x, avail.y}, gap);
-  const bool scrolls = std::any_of(places.begin(), places.end(), [&](const PanelPlace& p) { return p.rect.y + p.rect.h > avail.y + 1; });
+  const bool scrolls =
+      std::any_of(places.begin(), places.end(), [&](const PanelPlace& p) { return p.rect.y + p.rect.h > avail.y + 1; });
   if (scrolls) places = arrange_panels(kinds, {0, 0, avail.x - scrollbar - gap, avail.y}, gap);
-  ImGui::BeginChild("panels", avail, false, scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::BeginChild("panels", avail, false,
+                    scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   for (const PanelPlace& place : places) {
-    Placed& p = *std::find_if(panels.begin(), panels.end(), [&](const Placed& x) { return x.kind->kind == place.kind; });
+    Placed& p =
+        *std::find_if(panels.begin(), panels.end(), [&](const Placed& x) { return x.kind->kind == place.kind; });
     ImGui::SetCursorPos(ImVec2(place.rect.x, place.rect.y));
     ImGui::BeginChild(std::string(view_kind_name(place.kind)).c_str(), ImVec2(place.rect.w, place.rect.h), true);
     ImGui::TextUnformatted(p.kind->title);

@@ -54,7 +54,7 @@ struct App {
   std::string solo_view;       // "", or one of the lab's views filling the window (--view)
 
   void Open(std::unique_ptr<Session> s);  // takes the session, makes the panels of its views
-  Panel* panel(ViewKind kind);             // nullptr when the lab does not show it
+  Panel* panel(ViewKind kind);            // nullptr when the lab does not show it
   // Advances time by dt seconds (play, animation) and draws one frame of ImGui.
   void Frame(float dt);
   void StepOne();    // one transfer or collective (right arrow)

@@ -16,7 +16,8 @@ int run_bench(const std::string& path) {
   std::unique_ptr<Session> session = Session::replay(path);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const TraceData& d = session->data();
-  std::printf("loaded %zu events, %d ranks, %zu tracks in %.3f s\n", d.events.size(), d.ranks, session->tracks().size(), load_s);
+  std::printf("loaded %zu events, %d ranks, %zu tracks in %.3f s\n", d.events.size(), d.ranks, session->tracks().size(),
+              load_s);
   std::fflush(stdout);
 
   // Headless ImGui: fonts built, no renderer; a frame is the CPU work of building draw lists.
@@ -24,7 +25,8 @@ int run_bench(const std::string& path) {
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;
   io.DisplaySize = ImVec2(1600, 1000);
-  io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;  // as the OpenGL3 renderer declares: >64K vertices per list
+  io.BackendFlags |=
+      ImGuiBackendFlags_RendererHasVtxOffset;  // as the OpenGL3 renderer declares: >64K vertices per list
   unsigned char* pixels = nullptr;
   int w = 0, h = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);

@@ -38,8 +38,9 @@ LabConfig RunChoices::Apply(LabConfig cfg) const {
   // Fields with a live override are always passed, or the override would come back.
   LabOptions options;
   for (const Field& f : fields) {
-    const std::string value =
-        f.choices.empty() ? std::string(f.text) : f.choices[std::size_t(std::clamp(f.choice, 0, int(f.choices.size()) - 1))];
+    const std::string value = f.choices.empty()
+                                  ? std::string(f.text)
+                                  : f.choices[std::size_t(std::clamp(f.choice, 0, int(f.choices.size()) - 1))];
     if (value != f.default_value || f.has_live_override) options.set(f.name, value);
   }
   cfg.options = options;
@@ -78,7 +79,9 @@ void same_line_if_room(float width) {
   if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
 }
 
-float label_width(const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().ItemInnerSpacing.x; }
+float label_width(const std::string& text) {
+  return ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().ItemInnerSpacing.x;
+}
 }  // namespace
 
 void App::DrawRunChoices() {

@@ -16,9 +16,8 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
-#include <stb/stb_image_write.h>
-
 #include <malloc.h>
+#include <stb/stb_image_write.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -73,8 +72,8 @@ void save_screenshot(const std::string& path, int w, int h) {
 // Ranges of the numeric options, checked while parsing (before any window or run), so a
 // bad value is a usage error (exit 2) that names the option and its range, never a
 // failure deep inside GLFW or the lab.
-constexpr long kMinWindow = 64, kMaxWindow = 8192;  // 8192² RGBA is a 256 MiB screenshot
-constexpr long kMaxLiveRanks = 64;                   // live runs step every transfer by hand
+constexpr long kMinWindow = 64, kMaxWindow = 8192;    // 8192² RGBA is a 256 MiB screenshot
+constexpr long kMaxLiveRanks = 64;                    // live runs step every transfer by hand
 constexpr std::uint64_t kMaxLiveBytes = 16ull << 20;  // per rank; a live run is for watching chunks move
 constexpr long kMaxFrames = 10000, kMaxStep = 1'000'000'000;
 
@@ -84,11 +83,13 @@ void add_lab_options(CLI::App& cli, Args& a) {
   for (const dtl::LabInfo& lab : dtl::lab_registry())
     for (const dtl::OptionSpec& spec : lab.options) {
       const auto live = lab.live_options.find(spec.name);  // what a live run here starts from instead
-      help[spec.name] += (help[spec.name].empty() ? "" : "; ") + lab.name + ": " + spec.help + ", " + spec.describe_valid() +
-                         " (default " + (live == lab.live_options.end() ? spec.default_value : live->second + " here") + ")";
+      help[spec.name] += (help[spec.name].empty() ? "" : "; ") + lab.name + ": " + spec.help + ", " +
+                         spec.describe_valid() + " (default " +
+                         (live == lab.live_options.end() ? spec.default_value : live->second + " here") + ")";
     }
   for (const auto& [name, text] : help)
-    cli.add_option_function<std::string>("--" + name, [&a, name = name](const std::string& v) { a.lab_options[name] = v; }, text);
+    cli.add_option_function<std::string>(
+        "--" + name, [&a, name = name](const std::string& v) { a.lab_options[name] = v; }, text);
 }
 
 std::string option_names(const dtl::LabInfo& lab) {
@@ -107,17 +108,21 @@ dtl::Device::Kind choose_device(const dtl::LabInfo& lab, const std::string& devi
   if (device.empty() || device == "cpu") return dtl::Device::Kind::cpu;
   if (!lab.uses(dtl::RunOption::device))
     throw dtl::UsageError("the " + lab.name + " lab has no device path (--device); drop --device");
-  if (device == "standin") dtl::use_standin_device();  // a GPU's rules on the CPU
-  else dtl::cuda::use_cuda_memory();                   // no GPU or no CUDA build: says so, exit 2
+  if (device == "standin")
+    dtl::use_standin_device();  // a GPU's rules on the CPU
+  else
+    dtl::cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   return dtl::Device::Kind::cuda;
 }
 
 std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
   if (!a.trace_path.empty()) {
     if (!a.lab_options.empty())
-      throw dtl::UsageError("--" + a.lab_options.begin()->first + " is an option of a live run (--lab); a trace replays as it was recorded" +
+      throw dtl::UsageError("--" + a.lab_options.begin()->first +
+                            " is an option of a live run (--lab); a trace replays as it was recorded" +
                             window_hint(a.lab_options.begin()->first));
-    if (!a.device.empty()) throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
+    if (!a.device.empty())
+      throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
     try {
       return dtl::viz::Session::replay(a.trace_path);
     } catch (const dtl::UsageError&) {
@@ -129,11 +134,12 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");
   auto refuse = [&](const std::string& option) {
-    throw dtl::UsageError("the " + lab->name + " lab has no option --" + option + "; its options are " + option_names(*lab) +
-                          " (see 'dtlab run " + lab->name + " --help')" + window_hint(option));
+    throw dtl::UsageError("the " + lab->name + " lab has no option --" + option + "; its options are " +
+                          option_names(*lab) + " (see 'dtlab run " + lab->name + " --help')" + window_hint(option));
   };
   for (const auto& [name, value] : a.lab_options)
-    if (std::none_of(lab->options.begin(), lab->options.end(), [&](const dtl::OptionSpec& s) { return s.name == name; }))
+    if (std::none_of(lab->options.begin(), lab->options.end(),
+                     [&](const dtl::OptionSpec& s) { return s.name == name; }))
       refuse(name);
   if (a.bytes_given && !lab->uses(dtl::RunOption::bytes)) refuse("bytes");
   dtl::LabConfig cfg;  // --ranks and --bytes were range-checked while parsing
@@ -151,7 +157,8 @@ void check_view(const dtl::viz::Session& s, const std::string& view) {
   if (view.empty()) return;
   for (dtl::ViewKind v : s.views())
     if (dtl::view_kind_name(v) == view) return;
-  throw dtl::UsageError("the " + s.lab_name() + " lab has no " + view + " view; its views are " + dtl::viz::view_names(s.views()));
+  throw dtl::UsageError("the " + s.lab_name() + " lab has no " + view + " view; its views are " +
+                        dtl::viz::view_names(s.views()));
 }
 
 // --at-step K: move the cursor to step K (a live run is released that far first).
@@ -171,12 +178,12 @@ void go_to_step(dtl::viz::App& app, long k) {
 // from Debian's fonts-dejavu-core, at ImGui's own 13 px; without the file, ImGui's built-in
 // font (ASCII and Latin-1 only: those symbols then show as '?').
 void load_font() {
-  static const ImWchar ranges[] = {0x0020, 0x00FF,   // Latin
-                                   0x0370, 0x03FF,   // Greek
-                                   0x1D00, 0x1DBF,   // phonetic superscripts (ᵀ)
-                                   0x2000, 0x23FF,   // punctuation, super/subscripts, arrows, math, ⌈⌉
-                                   0x2500, 0x25FF,   // boxes, blocks, shapes
-                                   0x2700, 0x27BF,   // ✓ ✗
+  static const ImWchar ranges[] = {0x0020, 0x00FF,  // Latin
+                                   0x0370, 0x03FF,  // Greek
+                                   0x1D00, 0x1DBF,  // phonetic superscripts (ᵀ)
+                                   0x2000, 0x23FF,  // punctuation, super/subscripts, arrows, math, ⌈⌉
+                                   0x2500, 0x25FF,  // boxes, blocks, shapes
+                                   0x2700, 0x27BF,  // ✓ ✗
                                    0};
   const char* path = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
   if (std::FILE* f = std::fopen(path, "rb")) {
@@ -189,8 +196,9 @@ void load_font() {
 GLFWwindow* open_window(const Args& a) {
   glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "GLFW error %d: %s\n", code, text); });
   if (!glfwInit())
-    throw dtl::Error("no display to open a window on; run under 'xvfb-run -a', or step in the terminal with "
-                     "'dtlab run collectives --step'");
+    throw dtl::Error(
+        "no display to open a window on; run under 'xvfb-run -a', or step in the terminal with "
+        "'dtlab run collectives --step'");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
@@ -230,7 +238,8 @@ void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
     last = now;
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
-    if (!a.screenshot.empty()) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no tooltip where Xvfb left the pointer
+    if (!a.screenshot.empty())
+      ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no tooltip where Xvfb left the pointer
     ImGui::NewFrame();
     app.Frame(a.screenshot.empty() ? dt : 0.0f);
     ImGui::Render();
@@ -282,11 +291,14 @@ void add_view_options(CLI::App& cli, Args& a) {
     all_views.push_back(p.kind), view_names.emplace_back(dtl::view_kind_name(p.kind));
   cli.add_option("--view", a.view, "Show one of the lab's views filling the window: " + dtl::viz::view_names(all_views))
       ->check(CLI::IsMember(view_names));
-  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")->check(dtl::cli::finite_range(1, 1e9));
+  cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")
+      ->check(dtl::cli::finite_range(1, 1e9));
   cli.add_option("--pipeline-schedule", a.pipeline_schedule,
-                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default 1f1b, else the first)");
-  cli.add_flag("--pipeline-compare", a.pipeline_compare,
-               "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
+                 "The pipeline view's measured run: a schedule in the trace (gpipe, 1f1b, interleaved, zb-h1; default "
+                 "1f1b, else the first)");
+  cli.add_flag(
+      "--pipeline-compare", a.pipeline_compare,
+      "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the trace, stacked");
   cli.add_flag("--overlap", a.overlap,
                "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
                "torch.profiler Chrome trace) and exit (no window)");
@@ -299,7 +311,7 @@ void add_view_options(CLI::App& cli, Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  mallopt(M_ARENA_MAX, dtl::kMallocArenas);  // live runs are thread ranks: as dtlab's main
+  mallopt(M_ARENA_MAX, dtl::kMallocArenas);           // live runs are thread ranks: as dtlab's main
   dtl::ex::run_references_for_unwritten_exercises();  // as dtlab's main: a stub not written yet runs the reference
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
   Args a;
@@ -309,7 +321,9 @@ int main(int argc, char** argv) {
                  "A live lab's tensors: cpu (default), cuda (the GPUs; the memory view shows device memory), or "
                  "standin (the CPU stand-in for a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "standin"}));
-  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")->check(dtl::cli::whole_range(1, kMaxLiveRanks))->capture_default_str();
+  cli.add_option("--ranks,-r", a.ranks, "Ranks of a live run")
+      ->check(dtl::cli::whole_range(1, kMaxLiveRanks))
+      ->capture_default_str();
   cli.add_option("--bytes,-B", a.bytes, "Bytes per rank of a live run, for labs that read it (K/M = 1024-based)")
       ->check(dtl::cli::size_range(4, kMaxLiveBytes))
       ->capture_default_str();
@@ -320,24 +334,27 @@ int main(int argc, char** argv) {
   cli.add_option("--at-step", a.at_step, "Show the state after this many steps (transfers, or collectives for DDP)")
       ->check(dtl::cli::whole_range(0, kMaxStep));
   // (--width is the DDP lab's MLP width: the window's size has its own names)
-  cli.add_option("--window-width", a.width, "Window width")->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))->capture_default_str();
-  cli.add_option("--window-height", a.height, "Window height")->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))->capture_default_str();
+  cli.add_option("--window-width", a.width, "Window width")
+      ->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))
+      ->capture_default_str();
+  cli.add_option("--window-height", a.height, "Window height")
+      ->check(dtl::cli::whole_range(kMinWindow, kMaxWindow))
+      ->capture_default_str();
   add_view_options(cli, a);
   add_lab_options(cli, a);
   try {
     cli.parse(argc, argv);
     a.bytes_given = cli.get_option("--bytes")->count() > 0;
     return run(a);
-  } catch (const CLI::CallForHelp&) {
-    return cli.exit(CLI::CallForHelp());
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp&) { return cli.exit(CLI::CallForHelp()); } catch (const CLI::ParseError& e) {
     std::cerr << "dtlab-viz: error: " << e.what() << " (see dtlab-viz --help)\n";
     return 2;
   } catch (const dtl::UsageError& e) {
     std::cerr << "dtlab-viz: error: " << e.what() << "\n";
     return 2;
   } catch (const std::bad_alloc&) {  // the trace limits should prevent it; say what happened if not
-    std::cerr << "dtlab-viz: out of memory; the trace is too large for this machine (limits: core/trace/trace_limits.h)\n";
+    std::cerr
+        << "dtlab-viz: out of memory; the trace is too large for this machine (limits: core/trace/trace_limits.h)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "dtlab-viz: " << e.what() << "\n";

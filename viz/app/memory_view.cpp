@@ -20,8 +20,9 @@ namespace {
 // Bars stack the model state first (what the formulas count: parameters, gradients, fp32
 // master, m and v), then what they leave out (gather and reduce buffers, activations,
 // workspace), so the formula's line meets the model state's top. Tags keep their numbers.
-constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param, MemTag::grad,       MemTag::master, MemTag::optimizer, MemTag::gather,
-                                             MemTag::comm,  MemTag::activation, MemTag::data,   MemTag::other};
+constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param,      MemTag::grad,   MemTag::master,
+                                             MemTag::optimizer,  MemTag::gather, MemTag::comm,
+                                             MemTag::activation, MemTag::data,   MemTag::other};
 
 constexpr float kAxisWidth = 70, kMinPanelWidth = 150;
 
@@ -47,7 +48,8 @@ void draw_rank_formulas(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, floa
     dl->AddLine(ImVec2(x - bar / 2 - 6, fy), ImVec2(x + bar / 2 + 6, fy), yellow, 3.0f);
   }
   dl->AddText(ImVec2(o.x + w + 10, o.y), yellow, "formula per rank (yellow ticks)");
-  if (!pic.formula_text.empty()) dl->AddText(ImVec2(o.x + w + 10, o.y + ImGui::GetTextLineHeight() + 2), yellow, pic.formula_text.c_str());
+  if (!pic.formula_text.empty())
+    dl->AddText(ImVec2(o.x + w + 10, o.y + ImGui::GetTextLineHeight() + 2), yellow, pic.formula_text.c_str());
 }
 
 // The byte axis on the left: tick labels and faint lines across the bars.
@@ -68,9 +70,12 @@ std::string drawable(std::string_view text) {
   } swaps[] = {{"\u03a8", "Psi"}, {"\u03c8", "psi"}, {"\u2248", "~"}, {"\u2212", "-"}, {"\u2192", "->"}};
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
-    const auto s = std::find_if(std::begin(swaps), std::end(swaps), [&](const auto& x) { return text.substr(i).starts_with(x.from); });
-    if (s != std::end(swaps)) out += s->to, i += s->from.size();
-    else out += text[i++];
+    const auto s = std::find_if(std::begin(swaps), std::end(swaps),
+                                [&](const auto& x) { return text.substr(i).starts_with(x.from); });
+    if (s != std::end(swaps))
+      out += s->to, i += s->from.size();
+    else
+      out += text[i++];
   }
   return out;
 }
@@ -79,25 +84,32 @@ std::string drawable(std::string_view text) {
 // the shared scale, the formula's line; tick labels only left of a row's first panel.
 void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, ImVec2 o, ImVec2 size, bool tick_labels) {
   const float line = ImGui::GetTextLineHeight();
-  const ImU32 text = IM_COL32(220, 220, 225, 255), dim = IM_COL32(170, 170, 180, 255), yellow = IM_COL32(255, 220, 60, 230);
+  const ImU32 text = IM_COL32(220, 220, 225, 255), dim = IM_COL32(170, 170, 180, 255),
+              yellow = IM_COL32(255, 220, 60, 230);
   dl->PushClipRect(ImVec2(o.x - kAxisWidth, o.y), ImVec2(o.x + size.x, o.y + size.y), true);
   std::uint64_t most = 0;
   for (std::uint64_t b : p.peak) most = std::max(most, b);
   // Three lines over the bars: the phase and its largest peak, the formula's value, how
   // the lab got it (its own line: "2Psi + 14Psi/N = 5.5 B/param x 1M params" is long).
-  const std::string title = p.label + (p.in_progress ? " (in progress)" : p.in_trace ? "" : " (not run yet)") + "  peak " +
-                            human_bytes(double(most));
+  const std::string title = p.label +
+                            (p.in_progress ? " (in progress)"
+                             : p.in_trace  ? ""
+                                           : " (not run yet)") +
+                            "  peak " + human_bytes(double(most));
   dl->AddText(ImVec2(o.x + 4, o.y), text, title.c_str());
   const std::string value = p.formula > 0 ? "formula " + human_bytes(p.formula) : "no formula";
   dl->AddText(ImVec2(o.x + 4, o.y + line + 1), p.formula > 0 ? yellow : dim, value.c_str());
-  if (!p.formula_text.empty()) dl->AddText(ImVec2(o.x + 4, o.y + 2 * line + 2), IM_COL32(230, 205, 90, 200), drawable(p.formula_text).c_str());
+  if (!p.formula_text.empty())
+    dl->AddText(ImVec2(o.x + 4, o.y + 2 * line + 2), IM_COL32(230, 205, 90, 200), drawable(p.formula_text).c_str());
   if (ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(o, ImVec2(o.x + size.x, o.y + 3 * line + 2)))
-    ImGui::SetTooltip("%s\n%s\n%s", title.c_str(), value.c_str(), drawable(p.formula_text).c_str());  // the lines a narrow panel cuts
+    ImGui::SetTooltip("%s\n%s\n%s", title.c_str(), value.c_str(),
+                      drawable(p.formula_text).c_str());  // the lines a narrow panel cuts
   const float top = o.y + 3 * line + 10, h = std::max(20.0f, size.y - (top - o.y) - line - 4), w = size.x;
   const ImVec2 area(o.x, top);  // the bars' area: [area.x, area.x + w] x [top, top + h]
   for (const Tick& t : scale.ticks) {
     const float y = top + h - h * float(t.value / scale.top);
-    dl->AddLine(ImVec2(area.x - (tick_labels ? 4 : 0), y), ImVec2(area.x + w, y), IM_COL32(255, 255, 255, t.value == 0 ? 120 : 25));
+    dl->AddLine(ImVec2(area.x - (tick_labels ? 4 : 0), y), ImVec2(area.x + w, y),
+                IM_COL32(255, 255, 255, t.value == 0 ? 120 : 25));
     if (!tick_labels) continue;
     const ImVec2 ts = ImGui::CalcTextSize(t.label.c_str());
     dl->AddText(ImVec2(area.x - 8 - ts.x, y - ts.y / 2), IM_COL32(200, 200, 210, 255), t.label.c_str());
@@ -126,7 +138,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
       ImGui::BeginTooltip();
       ImGui::Text("%s, rank %d: peak %s", p.label.c_str(), r, human_bytes(double(p.peak[std::size_t(r)])).c_str());
       for (int tag = 0; tag < kNumMemTags; ++tag)
-        if (m.bytes[std::size_t(tag)] > 0) ImGui::Text("  %-10s %s", mem_tag_name(MemTag(tag)), human_bytes(double(m.bytes[std::size_t(tag)])).c_str());
+        if (m.bytes[std::size_t(tag)] > 0)
+          ImGui::Text("  %-10s %s", mem_tag_name(MemTag(tag)), human_bytes(double(m.bytes[std::size_t(tag)])).c_str());
       ImGui::EndTooltip();
     }
   }
@@ -140,7 +153,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
 }  // namespace
 
 const PhaseMemories& MemoryView::Phases(const TraceData& d) {
-  const std::array<std::size_t, 4> key = {reinterpret_cast<std::size_t>(&d), d.events.size(), d.memory.size(), d.meta.size()};
+  const std::array<std::size_t, 4> key = {reinterpret_cast<std::size_t>(&d), d.events.size(), d.memory.size(),
+                                          d.meta.size()};
   if (key != phases_key_) phases_ = memory_by_phase(d), phases_key_ = key;
   return phases_;
 }
@@ -152,15 +166,18 @@ void MemoryView::Draw(const Frame& f) {
       return e.kind == EventKind::mark && d.role(e).part == RunPart::reference;
     });
     if (reference)  // the labs' 1-rank reference trains on rank 0 alone, its memory untraced
-      ImGui::TextWrapped("No memory events yet: the 1-rank reference runs first (rank 0 alone, to check the ranks against; "
-                         "its memory is not the ranks'). Each rank's memory shows here once the ranks start.");
+      ImGui::TextWrapped(
+          "No memory events yet: the 1-rank reference runs first (rank 0 alone, to check the ranks against; "
+          "its memory is not the ranks'). Each rank's memory shows here once the ranks start.");
     else
-      ImGui::TextWrapped("No memory events in this run yet (labs allocate through MemoryTracker; each allocation shows here).");
+      ImGui::TextWrapped(
+          "No memory events in this run yet (labs allocate through MemoryTracker; each allocation shows here).");
     return;
   }
   const std::string* device = d.meta_of(MetaKey::device);  // where the lab's tensors lived
   if (device && *device != "cpu")
-    ImGui::Text("device memory (%s): what each rank allocated on its %s", device->c_str(), *device == "cuda" ? "GPU" : "stand-in device");
+    ImGui::Text("device memory (%s): what each rank allocated on its %s", device->c_str(),
+                *device == "cuda" ? "GPU" : "stand-in device");
   const bool phased = !Phases(d).phases.empty();
   if (phased) {
     int mode = by_phase ? 0 : 1;
@@ -177,8 +194,10 @@ void MemoryView::Draw(const Frame& f) {
     legend_swatch(tag_color(tag), mem_tag_name(MemTag(tag)));
   }
   ImGui::NewLine();
-  if (phased && by_phase) DrawPhases(d.ranks);
-  else DrawAtCursor(f);
+  if (phased && by_phase)
+    DrawPhases(d.ranks);
+  else
+    DrawAtCursor(f);
 }
 
 // Small multiples: one row (1 x n) while each panel gets kMinPanelWidth, else two rows
@@ -189,7 +208,8 @@ void MemoryView::DrawPhases(int ranks) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImGui::Dummy(ImVec2(1, 4));
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
-  const float line = ImGui::GetTextLineHeight(), gap = 16, bottom = line + 6, header = 4 * line + 14;  // as draw_phase lays a cell out
+  const float line = ImGui::GetTextLineHeight(), gap = 16, bottom = line + 6,
+              header = 4 * line + 14;  // as draw_phase lays a cell out
   const float usable = avail.x - kAxisWidth;
   auto cell_w = [&](int cols) { return (usable - gap * float(cols - 1)) / float(cols); };
   auto bars_h = [&](int rows) { return (avail.y - bottom - gap * float(rows - 1)) / float(rows) - header; };
@@ -218,7 +238,13 @@ void MemoryView::DrawAtCursor(const Frame& f) {
   ImGui::Dummy(ImVec2(1, 8));  // room for the top tick's label
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight();
-  const float gutter = pic.formula > 0 ? std::min(avail.x * 0.35f, 10 + ImGui::CalcTextSize(pic.formula_text.empty() ? "formula: 999.999 MiB" : pic.formula_text.c_str()).x) : 0;
+  const float gutter =
+      pic.formula > 0
+          ? std::min(
+                avail.x * 0.35f,
+                10 +
+                    ImGui::CalcTextSize(pic.formula_text.empty() ? "formula: 999.999 MiB" : pic.formula_text.c_str()).x)
+          : 0;
   const float h = std::max(40.0f, avail.y - 2 * (line + 4)), w = std::max(40.0f, avail.x - kAxisWidth - gutter - 4);
   const ImVec2 o(start.x + kAxisWidth, start.y);  // the bars' area: [o.x, o.x + w] x [o.y, o.y + h]
   const ByteScale scale = byte_scale(pic.largest(), std::max(2, int(h / (2.5f * line))));
@@ -240,11 +266,14 @@ void MemoryView::DrawAtCursor(const Frame& f) {
       char label[24];
       std::snprintf(label, sizeof label, "rank %d", r);
       const float lw = ImGui::CalcTextSize(label).x;
-      dl->AddText(ImVec2(x + bar / 2 - (slot > lw + 4 ? lw / 2 : 0), o.y + h + 2), IM_COL32(210, 210, 215, 255), slot > lw + 4 ? label : label + 5);
+      dl->AddText(ImVec2(x + bar / 2 - (slot > lw + 4 ? lw / 2 : 0), o.y + h + 2), IM_COL32(210, 210, 215, 255),
+                  slot > lw + 4 ? label : label + 5);
     }
   }
-  if (!pic.formula_of_rank.empty()) draw_rank_formulas(dl, pic, o, w, h, scale.top);
-  else if (pic.formula > 0) draw_formula(dl, pic, o, w, h, scale.top);
+  if (!pic.formula_of_rank.empty())
+    draw_rank_formulas(dl, pic, o, w, h, scale.top);
+  else if (pic.formula > 0)
+    draw_formula(dl, pic, o, w, h, scale.top);
   ImGui::SetCursorScreenPos(ImVec2(start.x, o.y + h + line + 6));
   ImGui::Text("bars: memory at the cursor; white: each rank's peak (largest %s)%s", human_bytes(pic.largest()).c_str(),
               pic.formula > 0 ? "; yellow: the formula per rank" : "");

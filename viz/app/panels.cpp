@@ -37,7 +37,9 @@ Registry& registry() {
 
 bool register_panel(const PanelKind& panel) {
   Registry& r = registry();
-  if (r.read) throw Error("register_panel(" + std::string(panel.kind.name) + ") after the panel registry was first read: register from a static initializer");
+  if (r.read)
+    throw Error("register_panel(" + std::string(panel.kind.name) +
+                ") after the panel registry was first read: register from a static initializer");
   if (std::any_of(r.panels.begin(), r.panels.end(), [&](const PanelKind& p) { return p.kind == panel.kind; }))
     throw Error("register_panel: the view '" + std::string(panel.kind.name) + "' is registered twice");
   r.panels.push_back(panel);

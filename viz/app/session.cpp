@@ -37,7 +37,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
     if (!cfg.options.has(name)) cfg.options.set_default(name, value);
   s->cfg_ = with_defaults(lab, std::move(cfg));
   if (lab.check_config) lab.check_config(s->cfg_);  // a configuration that cannot run: exit 2, no window
-  s->cfg_.iters = 0;  // one traced run: every transfer (or collective) is a step
+  s->cfg_.iters = 0;                                // one traced run: every transfer (or collective) is a step
   s->cfg_.warmup = 0;
   s->trace_ = std::make_unique<Trace>(s->cfg_.ranks);
   Trace& trace = *s->trace_;
@@ -108,7 +108,8 @@ bool Session::finished() const {
 }
 
 std::string Session::status() const {
-  if (!live()) return data_.meta_of(MetaKey::error) ? "trace of a failed run: " + *data_.meta_of(MetaKey::error) : "replay";
+  if (!live())
+    return data_.meta_of(MetaKey::error) ? "trace of a failed run: " + *data_.meta_of(MetaKey::error) : "replay";
   std::lock_guard lock(const_cast<std::mutex&>(mu_));
   if (done_) return error_.empty() ? "finished" : "failed: " + error_;
   switch (gate_->poll()) {

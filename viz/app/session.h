@@ -33,7 +33,7 @@ class Session {
   // The lab's views (LabInfo::views); a trace of a lab this build lacks gets the ring when it
   // holds transfers, and the timeline, memory and report.
   std::vector<ViewKind> views() const;
-  const LabInfo* lab() const { return lab_; }  // replay: the lab the trace names, if known
+  const LabInfo* lab() const { return lab_; }                               // replay: the lab the trace names, if known
   const std::vector<Event>& transfers() const { return index_.transfers; }  // receives, in landing order
   const std::vector<Track>& tracks() const { return index_.tracks; }
   const ChunkTimeline& chunk_timeline() const { return index_.chunk_timeline; }
@@ -41,7 +41,7 @@ class Session {
   const std::vector<Edge>& edges() const { return index_.edges; }
   int chunks() const { return chunk_grid(data_); }
 
-  void refresh();           // live: take what was recorded since the last frame
+  void refresh();            // live: take what was recorded since the last frame
   bool can_advance() const;  // live: a step (transfer or collective) waits at the gate
   void advance_one();        // live: let the next one move
   bool finished() const;

@@ -9,11 +9,11 @@ namespace dtl::viz {
 
 ImU32 kind_color(EventKind k) {
   switch (k) {
-    case EventKind::compute: return IM_COL32(120, 138, 158, 255);   // slate (forward, backward: greens)
-    case EventKind::send: return IM_COL32(60, 120, 220, 255);       // blue
-    case EventKind::recv: return IM_COL32(240, 150, 40, 255);       // orange
-    case EventKind::collective: return IM_COL32(150, 90, 200, 255); // purple
-    case EventKind::phase: return IM_COL32(110, 110, 120, 160);     // gray, translucent
+    case EventKind::compute: return IM_COL32(120, 138, 158, 255);    // slate (forward, backward: greens)
+    case EventKind::send: return IM_COL32(60, 120, 220, 255);        // blue
+    case EventKind::recv: return IM_COL32(240, 150, 40, 255);        // orange
+    case EventKind::collective: return IM_COL32(150, 90, 200, 255);  // purple
+    case EventKind::phase: return IM_COL32(110, 110, 120, 160);      // gray, translucent
     default: return IM_COL32(200, 200, 200, 255);
   }
 }
@@ -40,8 +40,9 @@ ImU32 tag_color(int tag) {
 
 // Tableau 10 without its yellow (the cursor's) and grey (what every rank holds); repeats after 8.
 ImU32 rank_color(int rank) {
-  static const ImU32 colors[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255), IM_COL32(118, 183, 178, 255),
-                                 IM_COL32(225, 87, 89, 255),   IM_COL32(89, 161, 79, 255),  IM_COL32(176, 122, 161, 255),
+  static const ImU32 colors[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),
+                                 IM_COL32(118, 183, 178, 255), IM_COL32(225, 87, 89, 255),
+                                 IM_COL32(89, 161, 79, 255),   IM_COL32(176, 122, 161, 255),
                                  IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255)};
   return colors[std::size_t(std::max(rank, 0)) % std::size(colors)];
 }
@@ -64,10 +65,14 @@ void legend_swatch(ImU32 color, const char* text) {
 
 std::string human_bytes(double b) {
   char buf[32];
-  if (b >= double(1 << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1 << 30));
-  else if (b >= double(1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
-  else if (b >= double(1 << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / double(1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  if (b >= double(1 << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1 << 30));
+  else if (b >= double(1 << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
+  else if (b >= double(1 << 10))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / double(1 << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
 

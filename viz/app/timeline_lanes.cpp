@@ -40,13 +40,16 @@ void tooltip(const TraceData& d, const DrawBox& box) {
   } else {
     const std::string name = d.label(e.label);
     ImGui::Text("%s%s%s", kind_text(e.kind), name.empty() ? "" : ": ", name.c_str());
-    if (const std::string what = role_key(d.role(e)); !what.empty()) ImGui::TextDisabled("%s", what.c_str());  // its typed role
+    if (const std::string what = role_key(d.role(e)); !what.empty())
+      ImGui::TextDisabled("%s", what.c_str());  // its typed role
     ImGui::Text("rank %d, %.3f us", e.rank, double(e.end_ns - e.begin_ns) / 1e3);
     if (e.bytes) ImGui::Text("%llu bytes", static_cast<unsigned long long>(e.bytes));
     if (e.peer >= 0) ImGui::Text("%s rank %d, tag %d", e.kind == EventKind::send ? "to" : "from", e.peer, e.tag);
-    if (e.axis != GroupAxis::none || e.group_rank >= 0) ImGui::Text("%s group, rank %d in it", group_axis_name(e.axis), e.group_rank);
+    if (e.axis != GroupAxis::none || e.group_rank >= 0)
+      ImGui::Text("%s group, rank %d in it", group_axis_name(e.axis), e.group_rank);
     if (e.step >= 0) ImGui::Text("step %d", e.step);
-    if (e.chunk >= 0) ImGui::Text("chunk %d (x%d)%s", e.chunk, e.chunk_count, (e.flags & kFlagReduce) ? ", reduced" : "");
+    if (e.chunk >= 0)
+      ImGui::Text("chunk %d (x%d)%s", e.chunk, e.chunk_count, (e.flags & kFlagReduce) ? ", reduced" : "");
     if (e.micro_batch >= 0) ImGui::Text("micro-batch %d", e.micro_batch);
   }
   ImGui::EndTooltip();
@@ -59,7 +62,8 @@ struct Strip {
   std::uint8_t bit;
   const char* name;
 };
-constexpr Strip kStrips[] = {{kActCompute, "compute"}, {kActDp, "dp"}, {kActTp, "tp"}, {kActPp, "pp"}, {kActWorld, "world"}};
+constexpr Strip kStrips[] = {
+    {kActCompute, "compute"}, {kActDp, "dp"}, {kActTp, "tp"}, {kActPp, "pp"}, {kActWorld, "world"}};
 
 ImU32 strip_color(std::uint8_t bit) {  // the colors of the unfolded lanes: compute, the axes, a world collective
   switch (bit) {
@@ -104,8 +108,8 @@ void TimelineView::GroupLanes(const Frame& f) {
   }
   std::size_t toggles = grouping.toggled.size();
   for (int g : grouping.toggled) toggles = toggles * 31 + std::size_t(g);
-  const std::array<std::size_t, 5> key = {reinterpret_cast<std::size_t>(&d), f.session.tracks().size(), grouping.by_axis,
-                                          grouping.fold_default, toggles};
+  const std::array<std::size_t, 5> key = {reinterpret_cast<std::size_t>(&d), f.session.tracks().size(),
+                                          grouping.by_axis, grouping.fold_default, toggles};
   if (key == rows_key_) return;
   rows_key_ = key;
   rows_ = lane_rows(f.session.tracks(), grid_.empty() ? GridShape{0, 0, 0} : grid_.shape, grouping);
@@ -118,8 +122,10 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
   dl->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + w, y + h), IM_COL32(255, 255, 255, row.folded ? 16 : 30));
   dl->AddLine(ImVec2(x0, y), ImVec2(x0 + w, y), IM_COL32(200, 200, 215, 90));
   const float cy = y + h / 2;  // a triangle: pointing right when folded, down when open
-  if (row.folded) dl->AddTriangleFilled(ImVec2(x0 + 3, cy - 4), ImVec2(x0 + 3, cy + 4), ImVec2(x0 + 9, cy), kText);
-  else dl->AddTriangleFilled(ImVec2(x0 + 2, cy - 3), ImVec2(x0 + 10, cy - 3), ImVec2(x0 + 6, cy + 3), kText);
+  if (row.folded)
+    dl->AddTriangleFilled(ImVec2(x0 + 3, cy - 4), ImVec2(x0 + 3, cy + 4), ImVec2(x0 + 9, cy), kText);
+  else
+    dl->AddTriangleFilled(ImVec2(x0 + 2, cy - 3), ImVec2(x0 + 10, cy - 3), ImVec2(x0 + 6, cy + 3), kText);
   const bool on_name = hovered && io.MousePos.y >= y && io.MousePos.y < y + h && io.MousePos.x < axis.x0;
   if (on_name && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     if (!grouping.toggled.erase(row.group)) grouping.toggled.insert(row.group);
@@ -139,11 +145,15 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
     const float a = axis.x0 + float(c), b = axis.x0 + float(e);
     if (!cols[c]) dl->AddRectFilled(ImVec2(a, y + 3), ImVec2(b, y + h - 3), kIdle);
     for (std::size_t s = 0; s < std::size(kStrips); ++s)
-      if (cols[c] & kStrips[s].bit) dl->AddRectFilled(ImVec2(a, y + 2 + strip * float(s)), ImVec2(b, y + 2 + strip * float(s + 1)), strip_color(kStrips[s].bit));
+      if (cols[c] & kStrips[s].bit)
+        dl->AddRectFilled(ImVec2(a, y + 2 + strip * float(s)), ImVec2(b, y + 2 + strip * float(s + 1)),
+                          strip_color(kStrips[s].bit));
     c = e;
   }
-  if (on_name) ImGui::SetTooltip("%s: %zu lanes folded into this row; click to open", row.label.c_str(), row.members.size());
-  else if (hovered && io.MousePos.y >= y && io.MousePos.y < y + h && io.MousePos.x >= axis.x0 && io.MousePos.x < axis.x0 + float(cols.size()))
+  if (on_name)
+    ImGui::SetTooltip("%s: %zu lanes folded into this row; click to open", row.label.c_str(), row.members.size());
+  else if (hovered && io.MousePos.y >= y && io.MousePos.y < y + h && io.MousePos.x >= axis.x0 &&
+           io.MousePos.x < axis.x0 + float(cols.size()))
     fold_tooltip(row, cols[std::size_t(io.MousePos.x - axis.x0)]);
 }
 
@@ -175,10 +185,12 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   ImDrawList* dl = ImGui::GetWindowDrawList();
   char name[128];
   const auto& names = f.session.index().rank_names;
-  const std::string who = tr.rank >= 0 && std::size_t(tr.rank) < names.size() ? names[std::size_t(tr.rank)] : "rank " + std::to_string(tr.rank);
+  const std::string who = tr.rank >= 0 && std::size_t(tr.rank) < names.size() ? names[std::size_t(tr.rank)]
+                                                                              : "rank " + std::to_string(tr.rank);
   std::snprintf(name, sizeof name, "%s%s %s", grouping.by_axis ? "  " : "", who.c_str(), lane_name(d, tr).c_str());
   const float indent = grouping.by_axis ? 8 : 0;
-  dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4), rank_color(tr.rank));  // the rank's own color
+  dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4),
+                    rank_color(tr.rank));  // the rank's own color
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);
   float last_x = axis.x0;
   for (const DrawBox& box : visible_boxes(d, tr, axis, kMinBoxPx)) {
@@ -194,10 +206,12 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
     if (box.x1 - box.x0 > 5) dl->AddRect(a, b, IM_COL32(10, 10, 14, 160), 2.0f);  // neighbouring layers stay apart
     if (box.x1 - box.x0 > 40) {
       char text[64];
-      if (box.count > 1) std::snprintf(text, sizeof text, "%u events", box.count);
+      if (box.count > 1)
+        std::snprintf(text, sizeof text, "%u events", box.count);
       else if (e.kind == EventKind::collective && !role_purpose(d.role(e)).empty())  // a bucket's, a layer's
         std::snprintf(text, sizeof text, "%s · %s", d.label(e.label).c_str(), role_purpose(d.role(e)).c_str());
-      else std::snprintf(text, sizeof text, "%s", d.label(e.label).empty() ? kind_text(e.kind) : d.label(e.label).c_str());
+      else
+        std::snprintf(text, sizeof text, "%s", d.label(e.label).empty() ? kind_text(e.kind) : d.label(e.label).c_str());
       dl->PushClipRect(ImVec2(box.x0, y), ImVec2(box.x1, y + kRowHeight), true);
       dl->AddText(ImVec2(box.x0 + 3, y + 2), IM_COL32(15, 15, 20, 255), text);
       dl->PopClipRect();
@@ -223,7 +237,8 @@ void TimelineView::DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hover
     if (row.kind == LaneRow::Kind::group) {
       DrawGroupRow(f, row, top.x, y, size.x, hovered);
     } else {
-      if (i % 2 == 0) dl->AddRectFilled(ImVec2(top.x, y), ImVec2(top.x + size.x, y + kRowHeight), IM_COL32(255, 255, 255, 10));
+      if (i % 2 == 0)
+        dl->AddRectFilled(ImVec2(top.x, y), ImVec2(top.x + size.x, y + kRowHeight), IM_COL32(255, 255, 255, 10));
       DrawTrack(f, row.track, top.x, y, hovered, flows);
     }
     y += RowHeight(row);
@@ -232,13 +247,15 @@ void TimelineView::DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hover
     auto it = flows.send_at.find(id);
     if (it == flows.send_at.end()) continue;
     dl->AddLine(it->second, to, IM_COL32(230, 230, 240, 110), 1.0f);
-    dl->AddTriangleFilled(ImVec2(to.x, to.y), ImVec2(to.x - 5, to.y - 3), ImVec2(to.x - 5, to.y + 3), IM_COL32(230, 230, 240, 160));
+    dl->AddTriangleFilled(ImVec2(to.x, to.y), ImVec2(to.x - 5, to.y - 3), ImVec2(to.x - 5, to.y + 3),
+                          IM_COL32(230, 230, 240, 160));
   }
   if (first_row > 0 || i < rows_.size()) {  // more rows than fit: say which are shown
     char text[96];
     std::snprintf(text, sizeof text, "rows %zu-%zu of %zu (wheel over the names)", first_row + 1, i, rows_.size());
     const ImVec2 ts = ImGui::CalcTextSize(text), at(top.x + size.x - ts.x - 8, top.y + size.y - ts.y - 4);
-    dl->AddRectFilled(ImVec2(at.x - 4, at.y - 2), ImVec2(at.x + ts.x + 4, at.y + ts.y + 2), IM_COL32(20, 20, 26, 220), 3.0f);
+    dl->AddRectFilled(ImVec2(at.x - 4, at.y - 2), ImVec2(at.x + ts.x + 4, at.y + ts.y + 2), IM_COL32(20, 20, 26, 220),
+                      3.0f);
     dl->AddText(at, kText, text);
   }
 }

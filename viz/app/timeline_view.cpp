@@ -31,10 +31,14 @@ void TimelineView::ColorLabels(const TraceData& d) {
   training_labels = recompute_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
     const Pass pass = d.role(std::uint16_t(i)).pass;  // a layer's, a block's, a pipeline action's
-    if (pass == Pass::forward) label_colors[i] = kForward;
-    else if (pass == Pass::backward || pass == Pass::weight) label_colors[i] = kBackward;
-    else if (pass == Pass::optimizer) label_colors[i] = kOptimizer;
-    else if (pass == Pass::recompute) label_colors[i] = kRecompute;  // a forward again, inside backward
+    if (pass == Pass::forward)
+      label_colors[i] = kForward;
+    else if (pass == Pass::backward || pass == Pass::weight)
+      label_colors[i] = kBackward;
+    else if (pass == Pass::optimizer)
+      label_colors[i] = kOptimizer;
+    else if (pass == Pass::recompute)
+      label_colors[i] = kRecompute;  // a forward again, inside backward
     training_labels = training_labels || label_colors[i] != kind_color(EventKind::compute);
     recompute_labels = recompute_labels || pass == Pass::recompute;
   }
@@ -101,8 +105,10 @@ void TimelineView::DrawHeader(const Frame& f) {
     ImGui::SameLine();
     if (ImGui::SmallButton(one_step ? "show the whole run" : "show one timed step")) {
       one_step = !one_step;
-      if (one_step) ShowRange(double(step->begin), double(step->end)), follow = false;
-      else follow = true;  // refit the run
+      if (one_step)
+        ShowRange(double(step->begin), double(step->end)), follow = false;
+      else
+        follow = true;  // refit the run
     }
   }
 
@@ -119,13 +125,17 @@ void TimelineView::DrawHeader(const Frame& f) {
     ImGui::SameLine(0, 20);
   }
   double idle_sum = 0;
-  for (int r = 0; r < d.ranks; ++r) idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
+  for (int r = 0; r < d.ranks; ++r)
+    idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
   const auto& ref = f.session.index().reference;
-  const bool ref_first = ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
+  const bool ref_first =
+      ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
   ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s  |  wheel: zoom, drag: pan",
               d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              !ref ? "the trace's start" : ref_first ? "the run's start, after the 1-rank reference" : "the run's start (the 1-rank reference after it hidden)");
+              !ref        ? "the trace's start"
+              : ref_first ? "the run's start, after the 1-rank reference"
+                          : "the run's start (the 1-rank reference after it hidden)");
 }
 
 // The time axis: ticks labelled from the run's start (after any reference phase), and
@@ -135,13 +145,15 @@ void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const double origin = axis.compress(double(shown_range(d, f.session.index(), false).begin));
   const float line = ImGui::GetTextLineHeight();
-  dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3), IM_COL32(150, 150, 160, 200));
+  dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3),
+              IM_COL32(150, 150, 160, 200));
   // Ticks count the run's own time: the picture's (compressed) time, waits left out.
   for (const Tick& t : time_ticks(axis.compress(axis.t0), axis.compress(axis.t1), origin, axis.width, kMinTickPx)) {
     const float x = axis.from_compressed(t.value);
     dl->AddLine(ImVec2(x, top.y + line), ImVec2(x, top.y + line + 6), IM_COL32(200, 200, 210, 255));
     dl->AddLine(ImVec2(x, top.y + line + 6), ImVec2(x, top.y + height), IM_COL32(255, 255, 255, 18));
-    dl->AddText(ImVec2(x - ImGui::CalcTextSize(t.label.c_str()).x / 2, top.y), IM_COL32(200, 200, 210, 255), t.label.c_str());
+    dl->AddText(ImVec2(x - ImGui::CalcTextSize(t.label.c_str()).x / 2, top.y), IM_COL32(200, 200, 210, 255),
+                t.label.c_str());
   }
 }
 
@@ -157,10 +169,12 @@ float TimelineView::DrawPhaseStrip(const Frame& f, ImVec2 top) {
   for (std::size_t k = 0; k < phases.size(); ++k) {
     const Event& e = d.events[phases[k]];
     if (double(e.begin_ns) > axis.t1) break;
-    const float a = std::max(axis.x0, axis.to_x(double(e.begin_ns))), b = std::min(axis.x0 + axis.width, axis.to_x(double(e.end_ns)));
+    const float a = std::max(axis.x0, axis.to_x(double(e.begin_ns))),
+                b = std::min(axis.x0 + axis.width, axis.to_x(double(e.end_ns)));
     if (b <= a || (b - a < 3 && a - last_x < 3)) continue;
     last_x = b;
-    dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + h - 2), k % 2 ? IM_COL32(70, 72, 86, 255) : IM_COL32(56, 58, 70, 255), 3.0f);
+    dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + h - 2),
+                      k % 2 ? IM_COL32(70, 72, 86, 255) : IM_COL32(56, 58, 70, 255), 3.0f);
     if (b - a < 12) continue;
     const std::string name = d.label(e.label), why = role_purpose(d.role(e));
     const std::string text = why.empty() ? name : name + " (" + why + ")";

@@ -23,8 +23,8 @@ namespace dtl::viz {
 // What every view needs this frame.
 struct Frame {
   const Session& session;
-  std::size_t cursor = 0;  // steps applied so far (transfers, or collectives: Session::unit)
-  float anim = 1;          // 0..1: how far the step `cursor - 1` has travelled
+  std::size_t cursor = 0;            // steps applied so far (transfers, or collectives: Session::unit)
+  float anim = 1;                    // 0..1: how far the step `cursor - 1` has travelled
   std::int64_t cursor_time() const;  // when step cursor-1 landed (cursor 0: when the first began)
 };
 
@@ -46,12 +46,12 @@ struct Panel {
 struct LaneFlows;  // the send → receive arrows of a frame (timeline_lanes.cpp)
 
 struct TimelineView final : Panel {
-  TimeAxis axis;          // the visible window (zoom and pan are view settings)
-  bool fitted = false;    // fit the run on the first frame...
-  bool follow = true;     // ...and keep fitting a growing live run until the user zooms or pans
-  float start_zoom = 1;   // then zoom this much closer around the cursor (--zoom)
+  TimeAxis axis;         // the visible window (zoom and pan are view settings)
+  bool fitted = false;   // fit the run on the first frame...
+  bool follow = true;    // ...and keep fitting a growing live run until the user zooms or pans
+  float start_zoom = 1;  // then zoom this much closer around the cursor (--zoom)
   bool show_flows = true;
-  bool show_reference = false;  // the 1-rank reference phase (hidden: it would fill the timeline)
+  bool show_reference = false;      // the 1-rank reference phase (hidden: it would fill the timeline)
   std::vector<ImU32> label_colors;  // per label id: compute spans colored by what they are
   bool training_labels = false;     // some are forward, backward or optimizer
   bool recompute_labels = false;    // some are a recomputed forward
@@ -63,14 +63,16 @@ struct TimelineView final : Panel {
   bool one_step = false;
   void Draw(const Frame& f) override;
   void Restart() override {
-    fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0, one_step = false;
+    fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0,
+    one_step = false;
   }
 
  private:
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
   void DrawAxis(const Frame& f, ImVec2 top, float height);
-  float DrawPhaseStrip(const Frame& f, ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
+  float DrawPhaseStrip(const Frame& f,
+                       ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
   void ShowRange(double t0, double t1);
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
   void ColorLabels(const TraceData& d);
@@ -95,7 +97,7 @@ struct MemoryView final : Panel {
 
  private:
   void DrawAtCursor(const Frame& f);
-  void DrawPhases(int ranks);  // phases_, as small multiples
+  void DrawPhases(int ranks);                       // phases_, as small multiples
   const PhaseMemories& Phases(const TraceData& d);  // recomputed when the trace grows
   PhaseMemories phases_;
   std::array<std::size_t, 4> phases_key_{};  // the trace (address, events, samples, meta) it was made from
@@ -125,7 +127,7 @@ const std::vector<PanelKind>& panel_registry();
 // compiled into dtlab-viz): `const bool registered = register_panel({kRingView, "Ring", make});`.
 // Returns true; Error when the registry was already read or the kind is registered twice.
 bool register_panel(const PanelKind& panel);
-const PanelKind* find_panel(ViewKind kind);  // nullptr: no panel draws this kind in this build
+const PanelKind* find_panel(ViewKind kind);                  // nullptr: no panel draws this kind in this build
 std::string view_names(const std::vector<ViewKind>& views);  // "timeline, memory, report"
 
 }  // namespace dtl::viz

@@ -36,7 +36,9 @@ std::string show(double d) {
   return buf;
 }
 
-std::string range(std::int64_t lo, std::int64_t hi) { return " (allowed: " + std::to_string(lo) + ".." + std::to_string(hi) + ")"; }
+std::string range(std::int64_t lo, std::int64_t hi) {
+  return " (allowed: " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+}
 
 double number(element v, std::uint64_t index, const char* key) {
   if (v.is_double()) return v.get_double().value();
@@ -61,7 +63,8 @@ EventKind kind_of(std::string_view cat, std::uint64_t index) {
 }
 
 // Optional integer argument within [lo, hi]; missing → fallback.
-std::int64_t arg_int(object args, const char* key, std::int64_t fallback, std::int64_t lo, std::int64_t hi, std::uint64_t index) {
+std::int64_t arg_int(object args, const char* key, std::int64_t fallback, std::int64_t lo, std::int64_t hi,
+                     std::uint64_t index) {
   element v;
   if (args[key].get(v)) return fallback;
   const std::string name = std::string("'") + key + "'";
@@ -73,7 +76,8 @@ std::int64_t arg_int(object args, const char* key, std::int64_t fallback, std::i
   if (v.is_uint64()) bad(index, name + " is too large" + range(lo, hi));
   if (!v.is_double()) bad(index, name + " is not a number");
   const double d = v.get_double().value();
-  if (!std::isfinite(d) || d < double(lo) || d > double(hi)) bad(index, name + " " + show(d) + " is out of range" + range(lo, hi));
+  if (!std::isfinite(d) || d < double(lo) || d > double(hi))
+    bad(index, name + " " + show(d) + " is out of range" + range(lo, hi));
   return std::int64_t(d);
 }
 
@@ -96,15 +100,18 @@ std::optional<Enum> role_member(object args, const char* key, Parse parse, std::
   std::string_view name;
   if (v.get(name)) bad(index, std::string("'") + key + "' is not a string");
   const std::optional<Enum> e = parse(name);
-  if (!e) bad(index, std::string("unknown '") + key + "' '" + printable(name) + "' (core/trace/vocab.h lists the names)");
+  if (!e)
+    bad(index, std::string("unknown '") + key + "' '" + printable(name) + "' (core/trace/vocab.h lists the names)");
   return e;
 }
 
 // The label's typed role from the span's args (core/trace/vocab.h's role_json_members).
 Role role_of(object args, std::uint64_t index) {
   Role r;
-  r.collective = role_member<CollectiveKind>(args, "collective", parse_collective_kind, index).value_or(CollectiveKind::none);
-  r.algorithm = role_member<AlgorithmKind>(args, "algorithm", parse_algorithm_kind, index).value_or(AlgorithmKind::none);
+  r.collective =
+      role_member<CollectiveKind>(args, "collective", parse_collective_kind, index).value_or(CollectiveKind::none);
+  r.algorithm =
+      role_member<AlgorithmKind>(args, "algorithm", parse_algorithm_kind, index).value_or(AlgorithmKind::none);
   r.part = role_member<RunPart>(args, "part", parse_run_part, index).value_or(RunPart::none);
   r.pass = role_member<Pass>(args, "pass", parse_pass, index).value_or(Pass::none);
   r.schedule = role_member<ScheduleKind>(args, "schedule", parse_schedule_kind, index);
@@ -112,15 +119,16 @@ Role role_of(object args, std::uint64_t index) {
   r.prefetch = std::int8_t(arg_int(args, "prefetch", -1, 0, 64, index));
   r.block = std::int16_t(arg_int(args, "block", -1, 0, 32767, index));
   r.bucket = std::int16_t(arg_int(args, "bucket", -1, 0, 16382, index));
-  r.exchange = role_member<ExpertExchange>(args, "exchange", parse_expert_exchange, index).value_or(ExpertExchange::none);
+  r.exchange =
+      role_member<ExpertExchange>(args, "exchange", parse_expert_exchange, index).value_or(ExpertExchange::none);
   return r;
 }
 
 int rank_of(element pid_el, std::uint64_t index) {
   const double pid = number(pid_el, index, "pid");
   if (!(pid >= 0 && pid < double(lim::kMaxRanks)) || pid != std::floor(pid))
-    bad(index, "'pid' (the rank) " + show(pid) + " is out of range" + range(0, lim::kMaxRanks - 1) + ", beyond the limit of " +
-                   std::to_string(lim::kMaxRanks) + " ranks");
+    bad(index, "'pid' (the rank) " + show(pid) + " is out of range" + range(0, lim::kMaxRanks - 1) +
+                   ", beyond the limit of " + std::to_string(lim::kMaxRanks) + " ranks");
   return int(pid);
 }
 
@@ -140,7 +148,8 @@ struct Collector {
   std::uint16_t label_of(std::string_view name, const Role& role, std::uint64_t index);
   void count_one(std::uint64_t index) {
     if (t.events.size() + t.memory.size() >= lim::kMaxEvents)
-      bad(index, "the trace holds more than " + std::to_string(lim::kMaxEvents) + " events (the limit); trace fewer ranks or --iters");
+      bad(index, "the trace holds more than " + std::to_string(lim::kMaxEvents) +
+                     " events (the limit); trace fewer ranks or --iters");
   }
 };
 
@@ -166,10 +175,14 @@ void Collector::item(element item, std::uint64_t index) {
     bad(index, "has no \"pid\"");
   }
   const int rank = rank_of(pid_el, index);
-  if (ph == "X") span(e, rank, index);
-  else if (ph == "C") counter(e, rank, index);
-  else if (ph == "i" || ph == "I") instant(e, rank, index);
-  else if (ph != "M") return;  // flows ("s", "f"): the views derive them
+  if (ph == "X")
+    span(e, rank, index);
+  else if (ph == "C")
+    counter(e, rank, index);
+  else if (ph == "i" || ph == "I")
+    instant(e, rank, index);
+  else if (ph != "M")
+    return;  // flows ("s", "f"): the views derive them
   max_rank = std::max<std::int64_t>(max_rank, rank);
 }
 
@@ -178,7 +191,8 @@ std::uint16_t Collector::label_of(std::string_view name, const Role& role, std::
   if (it == label_ids.end()) it = label_ids.emplace(std::string(name), std::map<std::uint64_t, std::uint16_t>{}).first;
   const std::uint64_t code = role_code(role);
   if (const auto known = it->second.find(code); known != it->second.end()) return known->second;
-  if (t.labels.size() >= lim::kMaxLabels) bad(index, "more than " + std::to_string(lim::kMaxLabels) + " distinct names (the limit)");
+  if (t.labels.size() >= lim::kMaxLabels)
+    bad(index, "more than " + std::to_string(lim::kMaxLabels) + " distinct names (the limit)");
   const auto id = std::uint16_t(t.labels.size());
   it->second.emplace(code, id);
   t.labels.emplace_back(name);
@@ -257,7 +271,8 @@ void Collector::counter(object e, int rank, std::uint64_t index) {
   object args;
   if (e["args"].get(args)) bad(index, "a counter without \"args\"");
   for (int tag = 0; tag < kNumMemTags; ++tag)
-    m.bytes[std::size_t(tag)] = std::uint64_t(arg_int(args, mem_tag_name(MemTag(tag)), 0, 0, std::int64_t(lim::kMaxEventBytes), index));
+    m.bytes[std::size_t(tag)] =
+        std::uint64_t(arg_int(args, mem_tag_name(MemTag(tag)), 0, 0, std::int64_t(lim::kMaxEventBytes), index));
   t.memory.push_back(m);
 }
 
@@ -273,7 +288,8 @@ void read_meta(TraceData& t, const std::string& other) {
     std::string_view s;
     if (!value.get(s)) t.meta[std::string(key)] = std::string(s);
   }
-  if (t.meta.size() > lim::kMaxMetaEntries) throw Error("the trace's otherData has more than 65536 entries (the limit)");
+  if (t.meta.size() > lim::kMaxMetaEntries)
+    throw Error("the trace's otherData has more than 65536 entries (the limit)");
 }
 
 TraceData finish(Collector& c, const std::string& other) {
@@ -285,7 +301,8 @@ TraceData finish(Collector& c, const std::string& other) {
   std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
     return a.begin_ns != b.begin_ns ? a.begin_ns < b.begin_ns : a.rank < b.rank;
   });
-  std::stable_sort(t.memory.begin(), t.memory.end(), [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
+  std::stable_sort(t.memory.begin(), t.memory.end(),
+                   [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
   if (!t.events.empty()) {
     t.t_begin = t.events.front().begin_ns;
     t.t_end = t.t_begin;
@@ -323,9 +340,10 @@ TraceData parse_chrome_trace_in_blocks(std::string_view json, std::size_t block)
 
 TraceData load_chrome_trace(const std::string& path, ContentStamp* stamp) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!f) throw Error("cannot open the trace '" + path + "'; check the path (write one with dtlab run ... --trace FILE)");
+  if (!f)
+    throw Error("cannot open the trace '" + path + "'; check the path (write one with dtlab run ... --trace FILE)");
   std::vector<char> buf(std::size_t(4) << 20);  // read in blocks: a FIFO or a 10 GB file alike
-  ContentHasher hasher;  // stamped while read: the companion rebuilt from it matches these bytes
+  ContentHasher hasher;                         // stamped while read: the companion rebuilt from it matches these bytes
   TraceData t = read([&] {
     const std::size_t n = std::fread(buf.data(), 1, buf.size(), f.get());
     if (n == 0 && std::ferror(f.get())) throw Error("reading the trace '" + path + "' failed");

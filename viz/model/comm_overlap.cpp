@@ -15,8 +15,10 @@ Intervals merged(Intervals v) {
   std::sort(v.begin(), v.end());
   Intervals out;
   for (const auto& [b, e] : v) {
-    if (!out.empty() && b <= out.back().second) out.back().second = std::max(out.back().second, e);
-    else out.emplace_back(b, e);
+    if (!out.empty() && b <= out.back().second)
+      out.back().second = std::max(out.back().second, e);
+    else
+      out.emplace_back(b, e);
   }
   return out;
 }
@@ -32,8 +34,10 @@ std::int64_t intersection(const Intervals& a, const Intervals& b) {
   std::int64_t s = 0;
   for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
     s += std::max<std::int64_t>(0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
-    if (a[i].second < b[j].second) ++i;
-    else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return s;
 }
@@ -46,8 +50,10 @@ std::vector<RankOverlap> comm_overlap(const TraceData& t) {
   std::vector<Intervals> compute(std::size_t(std::max(0, t.ranks))), comm(compute.size());
   for (const Event& e : t.events) {
     if (e.rank < 0 || std::size_t(e.rank) >= compute.size() || e.end_ns <= e.begin_ns) continue;
-    if (e.kind == EventKind::compute) compute[std::size_t(e.rank)].emplace_back(e.begin_ns, e.end_ns);
-    else if (is_comm(e.kind)) comm[std::size_t(e.rank)].emplace_back(e.begin_ns, e.end_ns);
+    if (e.kind == EventKind::compute)
+      compute[std::size_t(e.rank)].emplace_back(e.begin_ns, e.end_ns);
+    else if (is_comm(e.kind))
+      comm[std::size_t(e.rank)].emplace_back(e.begin_ns, e.end_ns);
   }
   std::vector<RankOverlap> out;
   for (std::size_t r = 0; r < compute.size(); ++r) {
@@ -68,9 +74,9 @@ std::string describe_overlap(const std::vector<RankOverlap>& ranks) {
   for (const RankOverlap& o : ranks) {
     char line[200];
     std::snprintf(line, sizeof line,
-                  "rank %d: compute %.3f ms, communication %.3f ms, overlapped %.3f ms (%.0f%%), exposed %.3f ms\n", o.rank,
-                  o.compute_s * 1e3, o.comm_s * 1e3, o.overlapped_s * 1e3, o.comm_s > 0 ? 100 * o.overlapped_s / o.comm_s : 0.0,
-                  o.exposed_s * 1e3);
+                  "rank %d: compute %.3f ms, communication %.3f ms, overlapped %.3f ms (%.0f%%), exposed %.3f ms\n",
+                  o.rank, o.compute_s * 1e3, o.comm_s * 1e3, o.overlapped_s * 1e3,
+                  o.comm_s > 0 ? 100 * o.overlapped_s / o.comm_s : 0.0, o.exposed_s * 1e3);
     out += line;
   }
   return out;

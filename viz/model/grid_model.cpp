@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "core/trace/trace_limits.h"
@@ -34,7 +33,8 @@ GridModel parse_grid_model(std::string_view grid_json, std::string_view gpus_per
   GridModel m;
   m.shape = {axis_size(j, "dp"), axis_size(j, "tp"), axis_size(j, "pp")};
   if (!m.shape.dp || !m.shape.tp || !m.shape.pp)
-    return refuse("the trace's meta \"grid\" needs \"dp\", \"tp\" and \"pp\", each an integer in [1, " + std::to_string(kMaxAxis) + "]");
+    return refuse("the trace's meta \"grid\" needs \"dp\", \"tp\" and \"pp\", each an integer in [1, " +
+                  std::to_string(kMaxAxis) + "]");
   if (std::int64_t(m.shape.dp) * m.shape.tp * m.shape.pp > trace_limits::kMaxRanks)
     return refuse("the grid dp·tp·pp has more than " + std::to_string(trace_limits::kMaxRanks) + " ranks");
   int g = 0;
@@ -45,11 +45,13 @@ GridModel parse_grid_model(std::string_view grid_json, std::string_view gpus_per
 
 GridModel grid_model(const TraceData& d) {
   const auto it = d.meta.find(kGridMeta);
-  if (it == d.meta.end()) return refuse("this trace has no meta \"grid\": the topology view draws runs of the grid lab (dtlab run grid)");
+  if (it == d.meta.end())
+    return refuse("this trace has no meta \"grid\": the topology view draws runs of the grid lab (dtlab run grid)");
   const auto g = d.meta.find(kGpusPerNodeMeta);
   GridModel m = parse_grid_model(it->second, g == d.meta.end() ? std::string_view() : std::string_view(g->second));
   if (!m.empty() && d.ranks > 0 && m.shape.size() != d.ranks)
-    return refuse("the meta \"grid\" has dp·tp·pp = " + std::to_string(m.shape.size()) + " ranks, the trace " + std::to_string(d.ranks));
+    return refuse("the meta \"grid\" has dp·tp·pp = " + std::to_string(m.shape.size()) + " ranks, the trace " +
+                  std::to_string(d.ranks));
   return m;
 }
 
@@ -59,9 +61,12 @@ std::vector<int> grid_group(const GridShape& s, int rank, GroupAxis axis) {
   const int n = axis == GroupAxis::dp ? s.dp : axis == GroupAxis::tp ? s.tp : axis == GroupAxis::pp ? s.pp : 1;
   for (int i = 0; i < n; ++i) {
     GridCoord m = c;
-    if (axis == GroupAxis::dp) m.dp = i;
-    else if (axis == GroupAxis::tp) m.tp = i;
-    else if (axis == GroupAxis::pp) m.pp = i;
+    if (axis == GroupAxis::dp)
+      m.dp = i;
+    else if (axis == GroupAxis::tp)
+      m.tp = i;
+    else if (axis == GroupAxis::pp)
+      m.pp = i;
     out.push_back(grid_rank(s, m));
   }
   return out;
@@ -79,7 +84,8 @@ std::vector<std::uint8_t> grid_highlight(const GridShape& s, int hovered) {
 std::string grid_describe(const GridShape& s, int rank) {
   const GridCoord c = grid_coord(s, rank);
   return "DP(" + std::to_string(s.dp) + ")-PP(" + std::to_string(s.pp) + ")-TP(" + std::to_string(s.tp) + ") rank " +
-         std::to_string(rank) + " (dp " + std::to_string(c.dp) + ", pp " + std::to_string(c.pp) + ", tp " + std::to_string(c.tp) + ")";
+         std::to_string(rank) + " (dp " + std::to_string(c.dp) + ", pp " + std::to_string(c.pp) + ", tp " +
+         std::to_string(c.tp) + ")";
 }
 
 GridLayout layout_grid(const GridShape& s, Rect area, float header_h, float gap, float pad) {
@@ -93,12 +99,14 @@ GridLayout layout_grid(const GridShape& s, Rect area, float header_h, float gap,
   int per_row = 1;
   for (int k = 1; k <= s.tp; ++k) {
     const int rows = (s.tp + k - 1) / k;
-    const float side = std::min((col_w - 2 * pad - cg * float(k - 1)) / float(k), (box_h - 2 * pad - cg * float(rows - 1)) / float(rows));
+    const float side = std::min((col_w - 2 * pad - cg * float(k - 1)) / float(k),
+                                (box_h - 2 * pad - cg * float(rows - 1)) / float(rows));
     if (side > g.cell) g.cell = side, per_row = k;
   }
   g.cell = std::clamp(g.cell, 1.0f, 96.0f);
   const int rows = (s.tp + per_row - 1) / per_row;
-  const float inner_w = float(per_row) * g.cell + cg * float(per_row - 1), inner_h = float(rows) * g.cell + cg * float(rows - 1);
+  const float inner_w = float(per_row) * g.cell + cg * float(per_row - 1),
+              inner_h = float(rows) * g.cell + cg * float(rows - 1);
   const float rep_w = inner_w + 2 * pad, rep_h = inner_h + 2 * pad;
   g.cells.resize(std::size_t(s.size()));
   g.replicas.resize(std::size_t(s.pp * s.dp));
@@ -110,8 +118,8 @@ GridLayout layout_grid(const GridShape& s, Rect area, float header_h, float gap,
       g.replicas[std::size_t(p * s.dp + d)] = box;
       for (int t = 0; t < s.tp; ++t) {
         const int row = t / per_row, col = t % per_row;
-        g.cells[std::size_t(grid_rank(s, {d, t, p}))] = {box.x + pad + float(col) * (g.cell + cg), box.y + pad + float(row) * (g.cell + cg),
-                                                         g.cell, g.cell};
+        g.cells[std::size_t(grid_rank(s, {d, t, p}))] = {box.x + pad + float(col) * (g.cell + cg),
+                                                         box.y + pad + float(row) * (g.cell + cg), g.cell, g.cell};
       }
     }
   }

@@ -80,8 +80,7 @@ std::size_t JsonSplitter::step(std::string_view s, std::size_t i) {
       if (c != ',' && c != '}') syntax("expected ',' or '}'" + where(i));
       at_ = c == ',' ? At::key : At::done;
       return i + 1;
-    default:
-      break;
+    default: break;
   }
   syntax("text after the end of the trace" + where(i));
 }
@@ -157,9 +156,10 @@ std::size_t JsonSplitter::capture(std::string_view s, std::size_t i) {
   target_->append(s.data() + from, i - from);
   const std::uint64_t size = target_->size() - value_start_;
   if ((in_element_ || in_key_) && size > limits_.element_bytes)
-    throw Error(in_key_ ? "the trace has a key longer than " + std::to_string(limits_.element_bytes) + " bytes (the limit)"
-                        : "trace event " + std::to_string(elements_) + " is larger than " +
-                              std::to_string(limits_.element_bytes) + " bytes (the limit for one event)");
+    throw Error(in_key_
+                    ? "the trace has a key longer than " + std::to_string(limits_.element_bytes) + " bytes (the limit)"
+                    : "trace event " + std::to_string(elements_) + " is larger than " +
+                          std::to_string(limits_.element_bytes) + " bytes (the limit for one event)");
   if (!in_element_ && !in_key_ && other_.size() > limits_.other_bytes)
     throw Error("the trace's data outside \"traceEvents\" is larger than " + std::to_string(limits_.other_bytes) +
                 " bytes (the limit)");
@@ -195,7 +195,8 @@ std::string JsonSplitter::finish() {
   if (offset_ == 0) throw Error("the trace is not valid JSON (the file is empty); write it again with --trace");
   if (at_ != At::done)
     throw Error("the trace is not valid JSON (it ends inside " +
-                (in_array_ ? "\"traceEvents\", after " + std::to_string(elements_) + " events" : std::string("the top-level object")) +
+                (in_array_ ? "\"traceEvents\", after " + std::to_string(elements_) + " events"
+                           : std::string("the top-level object")) +
                 "); was the file cut short? write it again with --trace");
   if (!seen_array_) throw Error("the trace has no \"traceEvents\" array; is it a Chrome trace?");
   return other_ + "}";

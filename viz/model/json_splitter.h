@@ -36,7 +36,7 @@ class JsonSplitter {
  private:
   enum class At { start, first_key, key, colon, value, comma, first_element, element, element_comma, done };
   std::size_t step(std::string_view s, std::size_t i);  // the object's grammar, one token
-  std::size_t step_in_array(char c, std::size_t i);      // the array's grammar, one token
+  std::size_t step_in_array(char c, std::size_t i);     // the array's grammar, one token
   std::size_t capture(std::string_view s, std::size_t i);
   void begin_value(char c, std::string& target, bool element);
   std::string where(std::size_t i) const;  // " at byte N", for errors
@@ -51,11 +51,11 @@ class JsonSplitter {
   bool capturing_ = false, in_element_ = false, in_array_ = false, seen_array_ = false;
   bool in_string_ = false, escape_ = false, scalar_ = false, in_key_ = false;
   std::int64_t depth_ = 0;
-  std::uint64_t offset_ = 0;        // bytes consumed before the current block
-  std::uint64_t value_start_ = 0;   // size of the target buffer when the value began
+  std::uint64_t offset_ = 0;       // bytes consumed before the current block
+  std::uint64_t value_start_ = 0;  // size of the target buffer when the value began
   std::uint64_t elements_ = 0, batch_first_ = 0;
   std::string batch_ = "[", other_ = "{";
-  std::string* target_ = nullptr;   // where the value being captured goes
+  std::string* target_ = nullptr;  // where the value being captured goes
 };
 
 }  // namespace dtl::viz

@@ -15,7 +15,8 @@ std::string group_place(const GridShape& s, int group) {
 std::string group_label(const GridShape& s, int group) {
   const int first = group * s.tp, last = first + s.tp - 1;
   return group_place(s, group) + " \xc2\xb7 " +
-         (first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last));
+         (first == last ? "rank " + std::to_string(first)
+                        : "ranks " + std::to_string(first) + "-" + std::to_string(last));
 }
 
 std::vector<LaneRow> lane_rows(const std::vector<Track>& tracks, const GridShape& s, const LaneGrouping& g) {
@@ -43,7 +44,8 @@ std::vector<LaneRow> lane_rows(const std::vector<Track>& tracks, const GridShape
       current = group;
       header = rows.size();
       if (group >= 0)
-        rows.push_back({LaneRow::Kind::group, 0, group, g.folded(group), {}, group_label(s, group), group_place(s, group)});
+        rows.push_back(
+            {LaneRow::Kind::group, 0, group, g.folded(group), {}, group_label(s, group), group_place(s, group)});
     }
     if (group >= 0) rows[header].members.push_back(i);
     if (group < 0 || !rows[header].folded) rows.push_back({LaneRow::Kind::track, i, group, false, {}, {}, {}});
@@ -83,7 +85,8 @@ std::vector<std::uint8_t> fold_activity(const TraceData& d, const std::vector<Tr
       }
       // A fold: its events begin in this pixel; the first few say what ran there.
       const std::int64_t t = d.events[box.event].begin_ns;  // the track is sorted by begin: search, then step to it
-      auto first = std::lower_bound(tr.events.begin(), tr.events.end(), t, [&](std::uint32_t i, std::int64_t v) { return d.events[i].begin_ns < v; });
+      auto first = std::lower_bound(tr.events.begin(), tr.events.end(), t,
+                                    [&](std::uint32_t i, std::int64_t v) { return d.events[i].begin_ns < v; });
       while (first != tr.events.end() && *first != box.event) ++first;
       const std::size_t at = std::size_t(first - tr.events.begin());
       for (std::size_t k = at; k < std::min<std::size_t>(tr.events.size(), at + std::min(box.count, kFoldSample)); ++k)

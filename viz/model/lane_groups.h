@@ -30,7 +30,7 @@ struct LaneRow {
 };
 
 struct LaneGrouping {
-  bool by_axis = false;  // false: one row per track, in the tracks' order
+  bool by_axis = false;       // false: one row per track, in the tracks' order
   bool fold_default = false;  // groups start folded (more than kFoldAboveRanks ranks)
   std::set<int> toggled;      // groups the learner folded or unfolded against the default
   bool folded(int group) const { return fold_default != (toggled.count(group) > 0); }

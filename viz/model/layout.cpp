@@ -25,8 +25,10 @@ TimeCuts::TimeCuts(std::vector<TimeRange> cuts) {
   std::sort(cuts.begin(), cuts.end(), [](const TimeRange& a, const TimeRange& b) { return a.begin < b.begin; });
   for (const TimeRange& c : cuts) {
     if (c.end <= c.begin) continue;
-    if (!cuts_.empty() && c.begin <= cuts_.back().end) cuts_.back().end = std::max(cuts_.back().end, c.end);
-    else cuts_.push_back(c);
+    if (!cuts_.empty() && c.begin <= cuts_.back().end)
+      cuts_.back().end = std::max(cuts_.back().end, c.end);
+    else
+      cuts_.push_back(c);
   }
   double total = 0;
   for (const TimeRange& c : cuts_) {
@@ -37,7 +39,8 @@ TimeCuts::TimeCuts(std::vector<TimeRange> cuts) {
 
 double TimeCuts::compress(double t) const {
   // The last cut starting at or before t.
-  const auto it = std::upper_bound(cuts_.begin(), cuts_.end(), t, [](double v, const TimeRange& c) { return v < double(c.begin); });
+  const auto it =
+      std::upper_bound(cuts_.begin(), cuts_.end(), t, [](double v, const TimeRange& c) { return v < double(c.begin); });
   if (it == cuts_.begin()) return t;
   const std::size_t i = std::size_t(it - cuts_.begin()) - 1;
   if (t < double(cuts_[i].end)) return double(cuts_[i].begin) - before_[i];  // inside the cut: its break
@@ -49,8 +52,10 @@ double TimeCuts::expand(double c) const {
   std::size_t lo = 0, hi = cuts_.size();
   while (lo < hi) {
     const std::size_t mid = (lo + hi) / 2;
-    if (double(cuts_[mid].begin) - before_[mid] < c) lo = mid + 1;
-    else hi = mid;
+    if (double(cuts_[mid].begin) - before_[mid] < c)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo == 0) return c;
   return c + before_[lo - 1] + double(cuts_[lo - 1].end - cuts_[lo - 1].begin);
@@ -104,7 +109,8 @@ std::vector<int> nested_compute_below(const std::vector<Event>& spans, std::vect
   for (const auto& a : at) number[a] = 0;
   int next = 0;
   for (auto& [key, n] : number) n = next++;
-  for (std::size_t i = 0; i < spans.size(); ++i) lane[i] = std::min(number[at[i]], trace_limits::kMaxLanes - 1);  // the cap holds
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    lane[i] = std::min(number[at[i]], trace_limits::kMaxLanes - 1);  // the cap holds
   return lane;
 }
 
@@ -140,7 +146,8 @@ std::vector<Track> layout_tracks(const TraceData& t) {
 std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& tr, const TimeAxis& axis, float min_px) {
   std::vector<DrawBox> out;
   // First event that can reach into the window: running max of ends > t0.
-  std::size_t i = std::size_t(std::upper_bound(tr.max_end.begin(), tr.max_end.end(), std::int64_t(axis.t0)) - tr.max_end.begin());
+  std::size_t i =
+      std::size_t(std::upper_bound(tr.max_end.begin(), tr.max_end.end(), std::int64_t(axis.t0)) - tr.max_end.begin());
   while (i < tr.events.size()) {
     const Event& e = t.events[tr.events[i]];
     if (double(e.begin_ns) > axis.t1) break;
@@ -167,8 +174,10 @@ std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& tr, const Ti
     std::size_t lo = i, hi = tr.events.size();
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (begins_after(mid)) hi = mid;
-      else lo = mid + 1;
+      if (begins_after(mid))
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     box.count = std::uint32_t(lo - i);  // every member begins inside [x0, x0 + min_px)
     out.push_back(box);
@@ -216,7 +225,8 @@ ChunkState chunk_state_after(const std::vector<Event>& transfers, int ranks, int
 std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ranks, std::size_t k) {
   std::vector<double> sent(std::size_t(ranks), 0.0);
   for (std::size_t i = 0; i < std::min(k, transfers.size()); ++i)
-    if (transfers[i].peer >= 0 && transfers[i].peer < ranks) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks)
+      sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
   return sent;
 }
 
@@ -234,7 +244,8 @@ BusyIndex::BusyIndex(const TraceData& t)
     : begin_(std::size_t(t.ranks)), end_(std::size_t(t.ranks)), before_(std::size_t(t.ranks)) {
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> spans(std::size_t(t.ranks));
   for (const Event& e : t.events)
-    if (is_busy(e.kind) && e.rank >= 0 && e.rank < t.ranks) spans[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
+    if (is_busy(e.kind) && e.rank >= 0 && e.rank < t.ranks)
+      spans[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns});
   for (std::size_t r = 0; r < spans.size(); ++r) {
     auto& s = spans[r];
     std::sort(s.begin(), s.end());
@@ -278,8 +289,8 @@ ChunkTimeline::ChunkTimeline(const std::vector<Event>& transfers, int ranks, int
   const std::uint64_t picture = chunk_picture_bytes(ranks_, chunks_);
   available_ = picture <= trace_limits::kMaxChunkPictureBytes;
   if (!available_)
-    why_ = "no chunk picture: " + std::to_string(ranks_) + " ranks x " + std::to_string(chunks_) + " chunks would need " +
-           std::to_string(picture >> 20) + " MiB, beyond the limit of " +
+    why_ = "no chunk picture: " + std::to_string(ranks_) + " ranks x " + std::to_string(chunks_) +
+           " chunks would need " + std::to_string(picture >> 20) + " MiB, beyond the limit of " +
            std::to_string(trace_limits::kMaxChunkPictureBytes >> 20) + " MiB";
   // Space checkpoints so that all of them fit the budget (plus the one at the start).
   const std::uint64_t per = (available_ ? picture : 0) + std::uint64_t(ranks_) * sizeof(double);
@@ -295,7 +306,8 @@ ChunkTimeline::ChunkTimeline(const std::vector<Event>& transfers, int ranks, int
     }
     if (i == transfers.size()) break;
     if (s) s->apply(transfers[i]);
-    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_)
+      sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
   }
 }
 
@@ -313,7 +325,8 @@ std::vector<double> ChunkTimeline::bytes_sent_after(const std::vector<Event>& tr
   const std::size_t c = std::min(k / every_, sent_.size() - 1);
   std::vector<double> sent = sent_[c];
   for (std::size_t i = c * every_; i < k; ++i)
-    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_) sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
+    if (transfers[i].peer >= 0 && transfers[i].peer < ranks_)
+      sent[std::size_t(transfers[i].peer)] += double(transfers[i].bytes);
   return sent;
 }
 

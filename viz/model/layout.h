@@ -58,8 +58,8 @@ struct TimeAxis {
 // One horizontal track of the timeline: a lane of one stream of one rank.
 struct Track {
   int rank = 0, stream = 0, lane = 0;
-  std::vector<std::uint32_t> events;      // indices into TraceData::events, sorted by begin
-  std::vector<std::int64_t> max_end;      // running max of end times (for cutting to a window)
+  std::vector<std::uint32_t> events;  // indices into TraceData::events, sorted by begin
+  std::vector<std::int64_t> max_end;  // running max of end times (for cutting to a window)
 };
 
 // Spans grouped into tracks (rank-major, then stream, then lane); lanes keep spans nested,
@@ -117,8 +117,8 @@ class ChunkTimeline {
   int ranks_ = 1, chunks_ = 1;
   bool available_ = true;
   std::string why_;
-  std::vector<ChunkState> states_;            // after i·every_ transfers
-  std::vector<std::vector<double>> sent_;     // bytes sent per rank after i·every_ transfers
+  std::vector<ChunkState> states_;         // after i·every_ transfers
+  std::vector<std::vector<double>> sent_;  // bytes sent per rank after i·every_ transfers
 };
 
 // Bytes of one chunk picture of ranks x chunks.

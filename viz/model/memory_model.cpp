@@ -1,14 +1,14 @@
 #include "viz/model/memory_model.h"
 
 #include <algorithm>
-#include <functional>
-#include <set>
-#include <tuple>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <limits>
+#include <set>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/trace/trace_limits.h"
@@ -35,7 +35,8 @@ std::vector<std::string> phase_keys_at(const TraceData& d, std::int64_t t) {
   if (!per_phase) return keys;
   for (const Event& e : d.events) {  // sorted by begin
     if (e.begin_ns > t) break;
-    if (e.kind == EventKind::mark && e.rank >= 0 && std::size_t(e.rank) < P && !d.role(e).empty()) keys[std::size_t(e.rank)] = role_key(d.role(e));
+    if (e.kind == EventKind::mark && e.rank >= 0 && std::size_t(e.rank) < P && !d.role(e).empty())
+      keys[std::size_t(e.rank)] = role_key(d.role(e));
   }
   return keys;
 }
@@ -66,13 +67,15 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t) {
   bool per_rank = false;
   for (std::size_t r = 0; r < P; ++r) {
     auto it = d.meta.end();
-    if (!phase_key[r].empty()) it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, phase_key[r] + "." + std::to_string(r)));
+    if (!phase_key[r].empty())
+      it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, phase_key[r] + "." + std::to_string(r)));
     if (it == d.meta.end()) it = d.meta.find(meta_key_name(MetaKey::predicted_bytes_of_rank, std::to_string(r)));
     if (it == d.meta.end()) continue;
     pic.formula_of_rank[r] = parse_formula_bytes(it->second);
     per_rank = per_rank || pic.formula_of_rank[r] > 0;
   }
-  if (per_rank && pic.formula == 0) pic.formula = *std::max_element(pic.formula_of_rank.begin(), pic.formula_of_rank.end());
+  if (per_rank && pic.formula == 0)
+    pic.formula = *std::max_element(pic.formula_of_rank.begin(), pic.formula_of_rank.end());
   if (!per_rank) pic.formula_of_rank.clear();
   if (const std::string* text = d.meta_of(MetaKey::predicted_bytes_formula); text && pic.formula > 0)
     pic.formula_text = printable(*text, 80);
@@ -116,8 +119,10 @@ std::vector<Span> merged(std::vector<Span> s) {
   std::sort(s.begin(), s.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   std::vector<Span> out;
   for (const Span& x : s) {
-    if (!out.empty() && x.begin <= out.back().end) out.back().end = std::max(out.back().end, x.end);
-    else out.push_back(x);
+    if (!out.empty() && x.begin <= out.back().end)
+      out.back().end = std::max(out.back().end, x.end);
+    else
+      out.push_back(x);
   }
   return out;
 }
@@ -139,7 +144,8 @@ std::vector<PhaseMemory> named_phases(const TraceData& d, std::vector<int>& phas
     PhaseMemory& p = named.emplace_back();
     p.label = printable(key, 40);  // until a span of the phase gives its words
     p.formula = parse_formula_bytes(it->second);
-    if (auto t = d.meta.find(text_key + key); t != d.meta.end() && p.formula > 0) p.formula_text = printable(t->second, 80);
+    if (auto t = d.meta.find(text_key + key); t != d.meta.end() && p.formula > 0)
+      p.formula_text = printable(t->second, 80);
   }
   phase_of_label.assign(d.labels.size(), -1);
   for (std::size_t id = 1; id < d.labels.size(); ++id) {
@@ -208,7 +214,8 @@ SamplesByRank samples_by_rank(const TraceData& d, std::size_t P) {
 // Rank r's peak inside `own` spans of phase p: the bytes held as each span begins (the
 // last sample at or before it), then every change inside it; the first moment of the
 // largest total wins.
-void peak_in_spans(const TraceData& d, const SamplesByRank& s, std::size_t r, const std::vector<Span>& own, PhaseMemory& p) {
+void peak_in_spans(const TraceData& d, const SamplesByRank& s, std::size_t r, const std::vector<Span>& own,
+                   PhaseMemory& p) {
   MemorySample& best = p.at_peak[r];
   bool found = false;
   auto consider = [&](const MemorySample& m, std::int64_t at) {
@@ -233,8 +240,8 @@ PhaseMemories memory_by_phase(const TraceData& d) {
   std::vector<PhaseMemory> named = named_phases(d, phase_of_label);
   if (named.empty()) return out;
   auto phase_of = [&](const Event& e) {
-    const bool ok = (e.kind == EventKind::phase || e.kind == EventKind::mark) && e.label < phase_of_label.size() && e.rank >= 0 &&
-                    std::size_t(e.rank) < P;
+    const bool ok = (e.kind == EventKind::phase || e.kind == EventKind::mark) && e.label < phase_of_label.size() &&
+                    e.rank >= 0 && std::size_t(e.rank) < P;
     return ok ? phase_of_label[e.label] : -1;
   };
   const std::vector<Event> ran = phase_spans_so_far(d, phase_of);
@@ -259,7 +266,9 @@ PhaseMemories memory_by_phase(const TraceData& d) {
     for (std::size_t r = 0; r < P; ++r) p.at_peak[r].rank = int(r);
     if (!p.in_trace) continue;
     for (std::size_t r = 0; r < P; ++r)
-      peak_in_spans(d, samples, r, spans[k][r].empty() ? std::vector<Span>{{p.begin_ns, p.end_ns}} : merged(std::move(spans[k][r])), p);
+      peak_in_spans(d, samples, r,
+                    spans[k][r].empty() ? std::vector<Span>{{p.begin_ns, p.end_ns}} : merged(std::move(spans[k][r])),
+                    p);
   }
   return out;
 }

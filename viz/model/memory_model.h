@@ -19,12 +19,12 @@
 namespace dtl::viz {
 
 struct MemoryPicture {
-  std::vector<MemorySample> now;    // per rank: bytes by tag at t (its last sample at or before t)
-  std::vector<std::uint64_t> peak;  // per rank: the largest total over the whole run
-  double formula = 0;               // predicted bytes per rank, 0 when the lab gives none
+  std::vector<MemorySample> now;        // per rank: bytes by tag at t (its last sample at or before t)
+  std::vector<std::uint64_t> peak;      // per rank: the largest total over the whole run
+  double formula = 0;                   // predicted bytes per rank, 0 when the lab gives none
   std::vector<double> formula_of_rank;  // per rank, where ranks differ (meta predicted_bytes_of_rank.R; 0: none)
-  std::string formula_text;         // how the lab got it, or ""
-  double largest() const;           // the largest peak or the formula: what the axis must reach
+  std::string formula_text;             // how the lab got it, or ""
+  double largest() const;               // the largest peak or the formula: what the axis must reach
 };
 
 MemoryPicture memory_at(const TraceData& d, std::int64_t t);
@@ -32,14 +32,14 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t);
 // One phase's picture: per rank, the bytes by tag at the moment its total peaked inside the
 // phase (its spans of this role; a rank without one gets the phase's whole time range).
 struct PhaseMemory {
-  std::string label;                    // the phase's label ("ZeRO-2"), made printable (its role key if no span has it)
+  std::string label;  // the phase's label ("ZeRO-2"), made printable (its role key if no span has it)
   std::int64_t begin_ns = 0, end_ns = 0;  // earliest begin, latest end over all ranks
-  bool in_trace = false;                // some rank has a span of this role (or began one)
-  bool in_progress = false;             // a live run is inside it: a rank began it, its span is not recorded yet
-  std::vector<MemorySample> at_peak;    // per rank: the sample at its peak (t_ns: when)
-  std::vector<std::uint64_t> peak;      // per rank: that sample's total
-  double formula = 0;                   // the formula's bytes per rank; 0: none or malformed
-  std::string formula_text;             // how the lab got it, or ""
+  bool in_trace = false;                  // some rank has a span of this role (or began one)
+  bool in_progress = false;               // a live run is inside it: a rank began it, its span is not recorded yet
+  std::vector<MemorySample> at_peak;      // per rank: the sample at its peak (t_ns: when)
+  std::vector<std::uint64_t> peak;        // per rank: that sample's total
+  double formula = 0;                     // the formula's bytes per rank; 0: none or malformed
+  std::string formula_text;               // how the lab got it, or ""
 };
 struct PhaseMemories {
   std::vector<PhaseMemory> phases;  // in time order (phases not in the trace last)

@@ -32,7 +32,8 @@ void place_others(const std::vector<ViewKind>& others, Rect band, float gap, std
 }
 
 bool any_too_small(const std::vector<PanelPlace>& places) {
-  return std::any_of(places.begin(), places.end(), [](const PanelPlace& p) { return p.rect.w < kMinPanelW || p.rect.h < kMinPanelH; });
+  return std::any_of(places.begin(), places.end(),
+                     [](const PanelPlace& p) { return p.rect.w < kMinPanelW || p.rect.h < kMinPanelH; });
 }
 
 // Full width, one under the other: the main view (listed first) as tall as the area allows,

@@ -1,10 +1,9 @@
 #include "viz/model/report_plots.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "viz/model/axes.h"
 #include "viz/model/trace_data.h"
@@ -26,7 +25,8 @@ std::string numbers(const json& p, const char* key, std::vector<double>& out) {
   if (it == p.end() || !it->is_array()) return std::string("no '") + key + "' array";
   if (it->size() > kMaxPlotPoints) return "more than " + std::to_string(kMaxPlotPoints) + " points (the limit)";
   for (const json& v : *it) {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) return std::string("'") + key + "' holds a value that is not a finite number";
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      return std::string("'") + key + "' holds a value that is not a finite number";
     out.push_back(v.get<double>());
   }
   return "";
@@ -43,7 +43,8 @@ std::string why_not(const json& p, Plot& plot) {
     if (!it->is_array()) return "'point_labels' is not an array";
     if (!it->empty() && it->size() != plot.x.size())
       return std::to_string(it->size()) + " point labels for " + std::to_string(plot.x.size()) + " points";
-    for (const json& l : *it) plot.point_labels.push_back(l.is_string() ? printable(l.get<std::string>(), 24) : std::string());
+    for (const json& l : *it)
+      plot.point_labels.push_back(l.is_string() ? printable(l.get<std::string>(), 24) : std::string());
   }
   return "";
 }
@@ -59,7 +60,9 @@ std::string si(double v, double magnitude, int decimals, const std::string& unit
   return "";
 }
 
-std::string plain(double v, int decimals, const std::string& unit) { return trimmed(v, decimals) + (unit.empty() ? "" : " " + unit); }
+std::string plain(double v, int decimals, const std::string& unit) {
+  return trimmed(v, decimals) + (unit.empty() ? "" : " " + unit);
+}
 
 int decimals_for(double step) { return step >= 1 ? 0 : int(std::ceil(-std::log10(step) - 1e-9)); }
 
@@ -82,7 +85,8 @@ ReportPlots parse_report_plots(const json& report) {
     plot.title = p.is_object() ? text(p, "title", 80) : "";
     const std::string name = "plot " + std::to_string(index) + (plot.title.empty() ? "" : " ('" + plot.title + "')");
     if (out.plots.size() >= kMaxPlots) {
-      out.skipped.push_back(std::to_string(it->size() - index + 1) + " more plots not shown (the limit is " + std::to_string(kMaxPlots) + ")");
+      out.skipped.push_back(std::to_string(it->size() - index + 1) + " more plots not shown (the limit is " +
+                            std::to_string(kMaxPlots) + ")");
       break;
     }
     if (std::string why = why_not(p, plot); !why.empty()) {
@@ -123,10 +127,14 @@ PlotAxis plot_axis(double lo, double hi, const std::string& unit, int max_ticks)
   for (double k = 0; a.lo + k * step <= a.hi + step * 1e-9 && k <= 1000; k += 1) {
     const double v = a.lo + k * step;
     std::string label;
-    if (unit == "B") label = format_bytes(v, magnitude);
-    else if (unit == "s") label = format_duration(v * 1e9, step * 1e9, magnitude * 1e9);
-    else if (unit == "B/s") label = si(v, magnitude, 3, "B/s");
-    else label = plain(v, decimals_for(step), unit);
+    if (unit == "B")
+      label = format_bytes(v, magnitude);
+    else if (unit == "s")
+      label = format_duration(v * 1e9, step * 1e9, magnitude * 1e9);
+    else if (unit == "B/s")
+      label = si(v, magnitude, 3, "B/s");
+    else
+      label = plain(v, decimals_for(step), unit);
     a.ticks.push_back({v, std::move(label)});
   }
   return a;

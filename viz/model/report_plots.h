@@ -3,9 +3,8 @@
 // view draws them on. Plain code so tests can check it; viz/app/report_view.cpp draws.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

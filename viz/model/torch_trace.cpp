@@ -31,7 +31,8 @@ struct Span {
 bool is_communication(std::string_view n) {
   for (std::string_view prefix : {"gloo:", "nccl:", "c10d::", "ProcessGroup"})
     if (n.substr(0, prefix.size()) == prefix) return true;
-  for (std::string_view word : {"all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "broadcast", "barrier"})
+  for (std::string_view word :
+       {"all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "broadcast", "barrier"})
     if (n.find(word) != std::string_view::npos) return true;
   return false;
 }
@@ -48,11 +49,16 @@ std::string id_text(element v) {
 
 std::int64_t micros_to_ns(element v, std::size_t index, const char* key) {
   double us = 0;
-  if (v.is_double()) us = v.get_double().value();
-  else if (v.is_int64()) us = double(v.get_int64().value());
-  else if (v.is_uint64()) us = double(v.get_uint64().value());
-  else bad(index, std::string("'") + key + "' is not a number");
-  if (!std::isfinite(us) || std::fabs(us) > lim::kMaxMicroseconds) bad(index, std::string("'") + key + "' is out of range");
+  if (v.is_double())
+    us = v.get_double().value();
+  else if (v.is_int64())
+    us = double(v.get_int64().value());
+  else if (v.is_uint64())
+    us = double(v.get_uint64().value());
+  else
+    bad(index, std::string("'") + key + "' is not a number");
+  if (!std::isfinite(us) || std::fabs(us) > lim::kMaxMicroseconds)
+    bad(index, std::string("'") + key + "' is out of range");
   return std::int64_t(std::llround(us * 1000.0));
 }
 
@@ -67,7 +73,10 @@ std::vector<Span> read_spans(simdjson::dom::array events, int fixed_rank) {
     std::string_view ph, name;
     element ts, dur, pid, tid;
     if (item.get(e)) bad(index, "is not an object");
-    if (e["ph"].get(ph) || ph != "X") { ++index; continue; }
+    if (e["ph"].get(ph) || ph != "X") {
+      ++index;
+      continue;
+    }
     if (e["ts"].get(ts) || e["dur"].get(dur)) bad(index, "a span without \"ts\" or \"dur\"");
     if (spans.size() >= lim::kMaxEvents) bad(index, "more spans than the limit of " + std::to_string(lim::kMaxEvents));
     Span s;
@@ -77,7 +86,8 @@ std::vector<Span> read_spans(simdjson::dom::array events, int fixed_rank) {
     s.end = s.begin + d;
     const std::string pid_text = e["pid"].get(pid) ? "" : id_text(pid);
     s.rank = fixed_rank >= 0 ? fixed_rank : ranks.emplace(pid_text, int(ranks.size())).first->second;
-    if (s.rank >= lim::kMaxRanks) bad(index, "more processes than the limit of " + std::to_string(lim::kMaxRanks) + " ranks");
+    if (s.rank >= lim::kMaxRanks)
+      bad(index, "more processes than the limit of " + std::to_string(lim::kMaxRanks) + " ranks");
     const std::string tid_text = e["tid"].get(tid) ? "" : id_text(tid);
     s.thread = threads.emplace(std::make_pair(s.rank, tid_text), int(threads.size())).first->second;
     if (!e["name"].get(name)) s.name = std::string(name.substr(0, 256));
@@ -151,7 +161,8 @@ TraceData to_trace_data(const std::vector<Span>& spans, int world) {
 bool looks_like_torch_trace(std::string_view head) {
   const std::size_t first = head.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && head[first] == '[') return true;  // the legacy layout
-  return head.find("\"schemaVersion\"") != std::string_view::npos || head.find("\"distributedInfo\"") != std::string_view::npos;
+  return head.find("\"schemaVersion\"") != std::string_view::npos ||
+         head.find("\"distributedInfo\"") != std::string_view::npos;
 }
 
 TraceData parse_torch_trace(std::string_view json) {

@@ -18,9 +18,7 @@ int TraceData::meta_int(const std::string& key, int fallback) const {
   if (it == meta.end()) return fallback;
   try {
     return std::stoi(it->second);
-  } catch (...) {
-    return fallback;
-  }
+  } catch (...) { return fallback; }
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {
@@ -36,9 +34,9 @@ int meta_count(const TraceData& t, const char* key, int fallback, int lo, int li
   char* end = nullptr;
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end != '\0' || v < lo || v > limit)
-    throw Error("the trace's metadata \"" + std::string(key) + "\" is '" + printable(it->second, 32) + "', not between " +
-                std::to_string(lo) + " and " +
-                std::to_string(limit) + " " + unit + " (the limit); the file is damaged or not written by dtlab");
+    throw Error("the trace's metadata \"" + std::string(key) + "\" is '" + printable(it->second, 32) +
+                "', not between " + std::to_string(lo) + " and " + std::to_string(limit) + " " + unit +
+                " (the limit); the file is damaged or not written by dtlab");
   return int(v);
 }
 
@@ -134,8 +132,10 @@ BinaryTrace to_binary(const TraceData& t, const ContentStamp& source) {
 namespace {
 
 TraceData from_binary(BinaryTrace b) {
-  TraceData t = from_events(b.world_size, std::move(b.labels), std::move(b.roles), std::move(b.meta), std::move(b.events));
-  meta_count(t, meta_key_name(MetaKey::chunks), 1, 0, trace_limits::kMaxChunks, "chunks");  // 0: the lab has no chunk grid
+  TraceData t =
+      from_events(b.world_size, std::move(b.labels), std::move(b.roles), std::move(b.meta), std::move(b.events));
+  meta_count(t, meta_key_name(MetaKey::chunks), 1, 0, trace_limits::kMaxChunks,
+             "chunks");  // 0: the lab has no chunk grid
   return t;
 }
 
@@ -145,9 +145,7 @@ std::optional<TraceData> current_companion(const std::string& json, const std::s
   try {
     if (read_binary_stamp(companion) != stamp_of_file(json)) return std::nullopt;
     return from_binary(read_binary_trace(companion));
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  } catch (const Error&) { return std::nullopt; }
 }
 
 }  // namespace
@@ -164,7 +162,8 @@ std::optional<TraceData> load_if_torch_trace(const std::string& path) {
   if (!looks_like_torch_trace(head)) return std::nullopt;
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size > (std::uintmax_t(1) << 30)) throw Error("the torch profiler trace '" + path + "' is larger than 1 GiB (the limit)");
+  if (ec || size > (std::uintmax_t(1) << 30))
+    throw Error("the torch profiler trace '" + path + "' is larger than 1 GiB (the limit)");
   std::string text(size, '\0');
   in.clear();  // a file shorter than the head hit its end: clear eofbit/failbit, or seekg does nothing
   in.seekg(0);

@@ -24,11 +24,11 @@ struct MemorySample {
 
 struct TraceData {
   int ranks = 0;
-  std::vector<Event> events;          // spans and instants, sorted by (begin, rank)
-  std::vector<std::string> labels;    // label id → text (0 = none): words for people
-  std::vector<Role> roles;            // label id → what it stands for (core/trace/vocab.h): what views read
+  std::vector<Event> events;                // spans and instants, sorted by (begin, rank)
+  std::vector<std::string> labels;          // label id → text (0 = none): words for people
+  std::vector<Role> roles;                  // label id → what it stands for (core/trace/vocab.h): what views read
   std::map<std::string, std::string> meta;  // lab, algo, chunks, report (JSON), error, ...
-  std::vector<MemorySample> memory;   // sorted by time
+  std::vector<MemorySample> memory;         // sorted by time
   std::int64_t t_begin = 0, t_end = 0;
 
   std::string label(std::uint16_t id) const { return id < labels.size() ? labels[id] : std::string(); }

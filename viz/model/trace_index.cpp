@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <climits>
 #include <map>
-#include <set>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
+#include <utility>
 
 namespace dtl::viz {
 
@@ -34,10 +33,12 @@ std::optional<TimeRange> first_timed_step(const TraceData& d) {
   if (!phase) return std::nullopt;
   TimeRange ph{phase->begin_ns, phase->end_ns};
   for (const Event& e : d.events)  // the same phase on every rank
-    if (e.kind == EventKind::phase && e.label == phase->label && e.begin_ns < ph.end) ph.end = std::max(ph.end, e.end_ns);
+    if (e.kind == EventKind::phase && e.label == phase->label && e.begin_ns < ph.end)
+      ph.end = std::max(ph.end, e.end_ns);
   std::map<int, std::int64_t> first_begin;  // step → its first compute span's begin inside the phase
   for (const Event& e : d.events)
-    if (e.kind == EventKind::compute && e.step >= 0 && e.begin_ns >= ph.begin && e.begin_ns < ph.end && !first_begin.count(e.step))
+    if (e.kind == EventKind::compute && e.step >= 0 && e.begin_ns >= ph.begin && e.begin_ns < ph.end &&
+        !first_begin.count(e.step))
       first_begin[e.step] = e.begin_ns;
   if (first_begin.empty()) return ph;
   auto it = first_begin.begin();
@@ -58,8 +59,10 @@ std::optional<TimeRange> timed_extent(const TraceData& d) {
     const std::int64_t end = e.kind == EventKind::phase ? e.end_ns : e.begin_ns;
     if (!r) r = TimeRange{e.begin_ns, end};
     r->begin = std::min(r->begin, e.begin_ns), r->end = std::max(r->end, end);
-    if (e.kind == EventKind::phase) last_span_end = std::max(last_span_end, e.end_ns);
-    else last_mark = std::max(last_mark, e.begin_ns);
+    if (e.kind == EventKind::phase)
+      last_span_end = std::max(last_span_end, e.end_ns);
+    else
+      last_mark = std::max(last_mark, e.begin_ns);
   }
   if (r && last_mark > last_span_end) r->end = d.t_end;
   return r;
@@ -74,14 +77,18 @@ TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_referen
     // The timed phases, less the reference on rank 0: the other ranks may enter theirs
     // (and wait at its first collective) while rank 0 still runs the reference.
     TimeRange timed{std::max(all.begin, x.timed->begin), std::min(all.end, x.timed->end)};
-    if (x.reference->end <= timed.end) timed.begin = std::max(timed.begin, x.reference->end);
-    else if (x.reference->begin >= timed.begin) timed.end = std::min(timed.end, x.reference->begin);
+    if (x.reference->end <= timed.end)
+      timed.begin = std::max(timed.begin, x.reference->end);
+    else if (x.reference->begin >= timed.begin)
+      timed.end = std::min(timed.end, x.reference->begin);
     if (timed.end > timed.begin) return timed;
   }
   const std::int64_t before = x.reference->begin - d.t_begin, after = d.t_end - x.reference->end;
   if (before <= 0 && after <= 0) return all;
-  if (after >= before) all.begin = std::max(all.begin, x.reference->end);
-  else all.end = std::min(all.end, x.reference->begin);
+  if (after >= before)
+    all.begin = std::max(all.begin, x.reference->end);
+  else
+    all.end = std::min(all.end, x.reference->begin);
   return all;
 }
 
@@ -94,15 +101,16 @@ std::vector<std::string> rank_names(const TraceData& d) {
   if (!j.is_array()) return names;
   auto whole = [](const nlohmann::json& o, const char* k, long most) -> long {
     const auto it = o.find(k);
-    return it != o.end() && it->is_number_integer() && it->get<long>() >= 0 && it->get<long>() <= most ? it->get<long>() : -1;
+    return it != o.end() && it->is_number_integer() && it->get<long>() >= 0 && it->get<long>() <= most ? it->get<long>()
+                                                                                                       : -1;
   };
   for (const nlohmann::json& e : j) {
     if (!e.is_object()) continue;
     const long i = whole(e, "trace_rank", long(d.ranks) - 1), g = whole(e, "rank", 1L << 30);
     const long pp = whole(e, "pp", 1L << 30), dp = whole(e, "dp", 1L << 30), tp = whole(e, "tp", 1L << 30);
     if (i < 0 || g < 0 || pp < 0 || dp < 0 || tp < 0) continue;
-    names[std::size_t(i)] = "rank " + std::to_string(g) + " (pp " + std::to_string(pp) + ", dp " + std::to_string(dp) + ", tp " +
-                            std::to_string(tp) + ")";
+    names[std::size_t(i)] = "rank " + std::to_string(g) + " (pp " + std::to_string(pp) + ", dp " + std::to_string(dp) +
+                            ", tp " + std::to_string(tp) + ")";
   }
   return names;
 }

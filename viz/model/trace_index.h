@@ -16,18 +16,21 @@
 namespace dtl::viz {
 
 struct TraceIndex {
-  std::vector<Event> transfers;  // receives, in landing order
+  std::vector<Event> transfers;    // receives, in landing order
   std::vector<Event> collectives;  // one per collective of a group, in finishing order (StepUnit::collectives only)
   StepUnit unit = StepUnit::transfers;
   std::vector<Track> tracks;
   ChunkTimeline chunk_timeline;
   BusyIndex busy;
-  std::vector<Edge> edges;  // rank pairs that exchanged data, by first transfer
+  std::vector<Edge> edges;             // rank pairs that exchanged data, by first transfer
   std::optional<TimeRange> reference;  // the single-rank reference phase (role part reference), if any
-  std::vector<std::string> rank_names;  // per trace rank: "rank 3", or a simulated trace's "rank 1024 (pp 1, dp 0, tp 0)"
-  std::optional<TimeRange> timed;       // from the first timed phase's begin to the last one's end (a running one: the trace's)
+  std::vector<std::string>
+      rank_names;  // per trace rank: "rank 3", or a simulated trace's "rank 1024 (pp 1, dp 0, tp 0)"
+  std::optional<TimeRange>
+      timed;  // from the first timed phase's begin to the last one's end (a running one: the trace's)
   std::optional<TimeRange> first_step;  // first_timed_step(): where a replay's timeline opens
-  std::vector<std::uint32_t> rank0_phases;  // rank 0's phase spans (indices into events, by begin): the timeline's strip
+  std::vector<std::uint32_t>
+      rank0_phases;  // rank 0's phase spans (indices into events, by begin): the timeline's strip
 
   // What the cursor counts: transfers, or collectives.
   const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }
@@ -61,6 +64,7 @@ std::optional<TimeRange> first_timed_step(const TraceData& d);
 
 // `landed`: a live, stepped run's transfers in the order they landed (core/trace/steps.h's
 // LandingOrder); without it, the trace's receives by end time.
-TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers, const std::vector<Event>* landed = nullptr);
+TraceIndex index_trace(const TraceData& d, StepUnit unit = StepUnit::transfers,
+                       const std::vector<Event>* landed = nullptr);
 
 }  // namespace dtl::viz

@@ -18,8 +18,8 @@ namespace dtl::detail {
 }
 }  // namespace dtl::detail
 
-#define DTL_MPI_CHECK(call)                                                        \
-  do {                                                                             \
-    const int dtl_mpi_rc_ = (call);                                                \
+#define DTL_MPI_CHECK(call)                                                                          \
+  do {                                                                                               \
+    const int dtl_mpi_rc_ = (call);                                                                  \
     if (dtl_mpi_rc_ != MPI_SUCCESS) ::dtl::detail::mpi_fail(dtl_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)

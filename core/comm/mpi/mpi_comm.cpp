@@ -110,8 +110,8 @@ class MpiComm final : public Comm {
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
     inject_faults(StepUnit::transfers, sh_.sends_posted++, "send");
-    auto r = make("send to rank " + std::to_string(global_rank_of(dst)) + " tag " + std::to_string(tag), EventKind::send,
-                  bytes, dst, tag, info);
+    auto r = make("send to rank " + std::to_string(global_rank_of(dst)) + " tag " + std::to_string(tag),
+                  EventKind::send, bytes, dst, tag, info);
     DTL_MPI_CHECK(MPI_Isend(buf, as_int(bytes, "send"), MPI_BYTE, dst, tag, comm_, &r->req));
     return Request(r);
   }
@@ -120,7 +120,8 @@ class MpiComm final : public Comm {
     return Request(post_recv(buf, bytes, src, tag, info, false));
   }
 
-  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info) override {
+  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag,
+                       TransferInfo info) override {
     // MPI has no receive-and-reduce: stage the message, combine on completion.
     auto staging = std::make_shared<std::vector<char>>(count * dtype_size(t));
     Request inner(post_recv(staging->data(), staging->size(), src, tag, info, true));
@@ -128,17 +129,18 @@ class MpiComm final : public Comm {
   }
 
  private:
-  std::shared_ptr<MpiRequest> post_recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info, bool reduce) {
+  std::shared_ptr<MpiRequest> post_recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info,
+                                        bool reduce) {
     check_peer(src, "recv");
-    auto r = make("recv from rank " + std::to_string(global_rank_of(src)) + " tag " + std::to_string(tag), EventKind::recv,
-                  bytes, src, tag, info);
+    auto r = make("recv from rank " + std::to_string(global_rank_of(src)) + " tag " + std::to_string(tag),
+                  EventKind::recv, bytes, src, tag, info);
     r->on_complete = [bytes, src_g = global_rank_of(src), me = sh_.world_rank, tag](const MPI_Status& st) {
       int got = 0;
       DTL_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
       if (std::size_t(got) != bytes)
-        throw Error("rank " + std::to_string(me) + " posted a receive of " + std::to_string(bytes) + " bytes from rank " +
-                    std::to_string(src_g) + " (tag " + std::to_string(tag) + "), but the message has " +
-                    std::to_string(got) + " bytes; make the counts on both sides agree");
+        throw Error("rank " + std::to_string(me) + " posted a receive of " + std::to_string(bytes) +
+                    " bytes from rank " + std::to_string(src_g) + " (tag " + std::to_string(tag) +
+                    "), but the message has " + std::to_string(got) + " bytes; make the counts on both sides agree");
     };
     if (reduce) r->ev.flags |= kFlagReduce;  // the trace says the data was combined, as on threads
     DTL_MPI_CHECK(MPI_Irecv(buf, as_int(bytes, "recv"), MPI_BYTE, src, tag, comm_, &r->req));
@@ -146,29 +148,34 @@ class MpiComm final : public Comm {
   }
 
  public:
-
   Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     auto q = collective(CollectiveKind::all_reduce, n * dtype_size(t), average_on_completion(r, n, t, op));
-    DTL_MPI_CHECK(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, as_int(n, "all_reduce"), mpi_type(t), mpi_op(t, op), comm_, &q->req));
+    DTL_MPI_CHECK(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, as_int(n, "all_reduce"), mpi_type(t), mpi_op(t, op),
+                                 comm_, &q->req));
     return Request(q);
   }
   Request ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     // NCCL's in-place form (r == s + rank·n) is not MPI's: stage the output then.
     const std::size_t bytes = n * dtype_size(t);
-    const bool overlaps = r >= s && static_cast<const char*>(r) < static_cast<const char*>(s) + bytes * std::size_t(size_);
+    const bool overlaps =
+        r >= s && static_cast<const char*>(r) < static_cast<const char*>(s) + bytes * std::size_t(size_);
     auto staging = overlaps ? std::make_shared<std::vector<char>>(bytes) : nullptr;
     void* out = staging ? staging->data() : r;
-    auto q = collective(CollectiveKind::reduce_scatter, bytes * std::size_t(size_), [staging, r, bytes, n, t, op, p = size_](const MPI_Status&) {
-      if (staging) std::memcpy(r, staging->data(), bytes);
-      finish_average(r, n, t, op, p);
-    });
-    DTL_MPI_CHECK(MPI_Ireduce_scatter_block(s, out, as_int(n, "reduce_scatter"), mpi_type(t), mpi_op(t, op), comm_, &q->req));
+    auto q = collective(CollectiveKind::reduce_scatter, bytes * std::size_t(size_),
+                        [staging, r, bytes, n, t, op, p = size_](const MPI_Status&) {
+                          if (staging) std::memcpy(r, staging->data(), bytes);
+                          finish_average(r, n, t, op, p);
+                        });
+    DTL_MPI_CHECK(
+        MPI_Ireduce_scatter_block(s, out, as_int(n, "reduce_scatter"), mpi_type(t), mpi_op(t, op), comm_, &q->req));
     return Request(q);
   }
   Request iall_gather(const void* s, void* r, std::size_t n, DType t) override {
-    const bool in_place = s == static_cast<char*>(r) + std::size_t(rank_) * n * dtype_size(t);  // same convention as MPI
+    const bool in_place =
+        s == static_cast<char*>(r) + std::size_t(rank_) * n * dtype_size(t);  // same convention as MPI
     auto q = collective(CollectiveKind::all_gather, n * dtype_size(t) * std::size_t(size_), nullptr);
-    DTL_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : s, as_int(n, "all_gather"), mpi_type(t), r, int(n), mpi_type(t), comm_, &q->req));
+    DTL_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : s, as_int(n, "all_gather"), mpi_type(t), r, int(n),
+                                 mpi_type(t), comm_, &q->req));
     return Request(q);
   }
   Request ibroadcast(void* b, std::size_t n, DType t, int root) override {
@@ -186,7 +193,8 @@ class MpiComm final : public Comm {
     return Request(q);
   }
   Request iall_to_all(const void* s, void* r, std::size_t n, DType t) override {
-    if (s == r && size_ > 1) throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
+    if (s == r && size_ > 1)
+      throw Error("all_to_all cannot run in place (send and recv are the same buffer); give it a separate output");
     auto q = collective(CollectiveKind::all_to_all, n * dtype_size(t) * std::size_t(size_), nullptr);
     DTL_MPI_CHECK(MPI_Ialltoall(s, as_int(n, "all_to_all"), mpi_type(t), r, int(n), mpi_type(t), comm_, &q->req));
     return Request(q);
@@ -194,13 +202,16 @@ class MpiComm final : public Comm {
   // MPI_Ialltoallv takes int counts and displacements; they live in the request until it completes.
   Request iall_to_allv(const void* s, void* r, const AllToAllvLayout& l, DType t) override {
     check_all_to_allv_layout(l, size_);
-    if (s == r && size_ > 1) throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
+    if (s == r && size_ > 1)
+      throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
     using Ints = std::array<std::vector<int>, 4>;
-    auto ints = std::make_shared<Ints>(Ints{as_ints(l.send_counts, "all_to_allv"), as_ints(l.send_displs, "all_to_allv"),
-                                            as_ints(l.recv_counts, "all_to_allv"), as_ints(l.recv_displs, "all_to_allv")});
+    auto ints =
+        std::make_shared<Ints>(Ints{as_ints(l.send_counts, "all_to_allv"), as_ints(l.send_displs, "all_to_allv"),
+                                    as_ints(l.recv_counts, "all_to_allv"), as_ints(l.recv_displs, "all_to_allv")});
     auto q = collective(CollectiveKind::all_to_allv, l.sent() * dtype_size(t), [ints](const MPI_Status&) {});
     const auto& v = *ints;
-    DTL_MPI_CHECK(MPI_Ialltoallv(s, v[0].data(), v[1].data(), mpi_type(t), r, v[2].data(), v[3].data(), mpi_type(t), comm_, &q->req));
+    DTL_MPI_CHECK(MPI_Ialltoallv(s, v[0].data(), v[1].data(), mpi_type(t), r, v[2].data(), v[3].data(), mpi_type(t),
+                                 comm_, &q->req));
     return Request(q);
   }
   Request ibarrier() override {
@@ -222,7 +233,8 @@ class MpiComm final : public Comm {
   // recv_reduce's request: waits for the staged message, then combines it.
   class StagedReduce final : public RequestImpl {
    public:
-    StagedReduce(Request inner, std::shared_ptr<std::vector<char>> staging, void* buf, std::size_t n, DType t, ReduceOp op)
+    StagedReduce(Request inner, std::shared_ptr<std::vector<char>> staging, void* buf, std::size_t n, DType t,
+                 ReduceOp op)
         : inner_(std::move(inner)), staging_(std::move(staging)), buf_(buf), n_(n), t_(t), op_(op) {}
     void wait() override {
       inner_.wait();
@@ -256,12 +268,19 @@ class MpiComm final : public Comm {
     if (op != ReduceOp::avg) return {};
     return [r, n, t, op, p = size_](const MPI_Status&) { finish_average(r, n, t, op, p); };
   }
-  std::shared_ptr<MpiRequest> make(std::string what, EventKind kind, std::size_t bytes, int peer, int tag, TransferInfo info) {
+  std::shared_ptr<MpiRequest> make(std::string what, EventKind kind, std::size_t bytes, int peer, int tag,
+                                   TransferInfo info) {
     auto r = std::make_shared<MpiRequest>(sh_, std::move(what));
     if (sh_.trace) {
       r->traced = true;
-      r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .peer = global_rank_of(peer),
-                    .tag = tag, .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
+      r->ev = Event{.begin_ns = sh_.trace->now_ns(),
+                    .bytes = bytes,
+                    .rank = sh_.world_rank,
+                    .peer = global_rank_of(peer),
+                    .tag = tag,
+                    .step = info.step,
+                    .chunk = info.chunk,
+                    .chunk_count = std::int16_t(info.chunk_count),
                     .kind = kind};
       stamp_group(r->ev);
     }
@@ -271,8 +290,8 @@ class MpiComm final : public Comm {
   void inject_faults(StepUnit kind, int n, const char* what) {
     const FaultPlan::Action act = sh_.faults.at(kind, sh_.world_rank, n);
     if (act == FaultPlan::Action::fail)
-      throw Error("injected fault on rank " + std::to_string(sh_.world_rank) + " at its " + FaultPlan::operation(what, n) +
-                  " (--inject-fault)");
+      throw Error("injected fault on rank " + std::to_string(sh_.world_rank) + " at its " +
+                  FaultPlan::operation(what, n) + " (--inject-fault)");
     if (act != FaultPlan::Action::hang) return;
     {
       std::lock_guard lock(sh_.mu);
@@ -281,20 +300,27 @@ class MpiComm final : public Comm {
     }
     // Said now: whichever process's watchdog ends the job first names only what it waits on,
     // and the others' lines may never be printed (MPI_Abort), so the silent rank speaks first.
-    std::fprintf(stderr, "dtlab: rank %d stops communicating on purpose before its %s (--inject-hang); the watchdog "
-                 "ends the job after --timeout\n", sh_.world_rank, FaultPlan::operation(what, n).c_str());
+    std::fprintf(stderr,
+                 "dtlab: rank %d stops communicating on purpose before its %s (--inject-hang); the watchdog "
+                 "ends the job after --timeout\n",
+                 sh_.world_rank, FaultPlan::operation(what, n).c_str());
     for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the watchdog aborts the job
   }
 
-  std::shared_ptr<MpiRequest> collective(CollectiveKind kind, std::size_t bytes, std::function<void(const MPI_Status&)> done) {
+  std::shared_ptr<MpiRequest> collective(CollectiveKind kind, std::size_t bytes,
+                                         std::function<void(const MPI_Status&)> done) {
     const char* name = collective_kind_name(kind);
     inject_faults(StepUnit::collectives, sh_.collectives_posted++, name);
     auto r = std::make_shared<MpiRequest>(sh_, std::string(name) + " (" + std::to_string(bytes) + " B)");
     r->on_complete = std::move(done);
     if (sh_.trace) {
       r->traced = true;
-      r->ev = Event{.begin_ns = sh_.trace->now_ns(), .bytes = bytes, .rank = sh_.world_rank, .label = sh_.trace->label(name, library_collective_role(kind)),
-                    .kind = EventKind::collective, .stream = kStreamComm};
+      r->ev = Event{.begin_ns = sh_.trace->now_ns(),
+                    .bytes = bytes,
+                    .rank = sh_.world_rank,
+                    .label = sh_.trace->label(name, library_collective_role(kind)),
+                    .kind = EventKind::collective,
+                    .stream = kStreamComm};
       stamp_group(r->ev);
     }
     return r;
@@ -386,8 +412,7 @@ RunResult run_mpi(const MpiOptions& opt, const std::function<void(Comm&)>& body)
     if (opt.trace && !opt.trace_path.empty()) {  // what this rank recorded up to the failure
       try {
         write_chrome_trace(*opt.trace, opt.trace_path + ".rank" + std::to_string(w.rank) + ".json", e.what());
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     // The exit code mpirun reports: 2 for bad usage (the same on every rank), as without MPI.
     MPI_Abort(MPI_COMM_WORLD, dynamic_cast<const UsageError*>(&e) ? 2 : 1);

@@ -68,13 +68,15 @@ std::vector<std::int64_t> clock_offsets(const Trace& local, int me, int P) {
   int len = 0;
   DTL_MPI_CHECK(MPI_Get_processor_name(host, &len));
   std::vector<char> hosts(std::size_t(P) * MPI_MAX_PROCESSOR_NAME);
-  DTL_MPI_CHECK(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD));
+  DTL_MPI_CHECK(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                              MPI_COMM_WORLD));
   std::vector<long long> epochs(static_cast<std::size_t>(P));
   long long my_epoch = local.epoch_steady_ns();
   DTL_MPI_CHECK(MPI_Allgather(&my_epoch, 1, MPI_LONG_LONG, epochs.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD));
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(P), 0);
   for (int r = 1; r < P; ++r) {
-    const bool same_host = std::strncmp(&hosts[0], &hosts[std::size_t(r) * MPI_MAX_PROCESSOR_NAME], MPI_MAX_PROCESSOR_NAME) == 0;
+    const bool same_host =
+        std::strncmp(&hosts[0], &hosts[std::size_t(r) * MPI_MAX_PROCESSOR_NAME], MPI_MAX_PROCESSOR_NAME) == 0;
     offsets[std::size_t(r)] = same_host ? epochs[0] - epochs[std::size_t(r)] : clock_offset(local, me, r);
   }
   return offsets;
@@ -100,12 +102,16 @@ std::vector<Event> receive_from(int r, std::int64_t offset, Trace& merged) {
   std::vector<Event> evs(static_cast<std::size_t>(sizes[0]));
   std::string labels(std::size_t(sizes[1]), '\0');
   std::vector<Role> roles(static_cast<std::size_t>(sizes[2]));
-  DTL_MPI_CHECK(MPI_Recv(evs.data(), int(evs.size() * sizeof(Event)), MPI_BYTE, r, kTagEvents, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-  DTL_MPI_CHECK(MPI_Recv(labels.data(), int(labels.size()), MPI_CHAR, r, kTagLabels, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-  DTL_MPI_CHECK(MPI_Recv(roles.data(), int(roles.size() * sizeof(Role)), MPI_BYTE, r, kTagRoles, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  DTL_MPI_CHECK(MPI_Recv(evs.data(), int(evs.size() * sizeof(Event)), MPI_BYTE, r, kTagEvents, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+  DTL_MPI_CHECK(
+      MPI_Recv(labels.data(), int(labels.size()), MPI_CHAR, r, kTagLabels, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  DTL_MPI_CHECK(MPI_Recv(roles.data(), int(roles.size() * sizeof(Role)), MPI_BYTE, r, kTagRoles, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
   const std::vector<std::string> names = split_labels(labels);
   std::vector<std::uint16_t> merged_id(names.size());  // rank r's label id → the merged table's, once per label
-  for (std::size_t i = 0; i < names.size(); ++i) merged_id[i] = merged.label(names[i], i < roles.size() ? roles[i] : Role{});
+  for (std::size_t i = 0; i < names.size(); ++i)
+    merged_id[i] = merged.label(names[i], i < roles.size() ? roles[i] : Role{});
   for (Event& e : evs) {
     e.begin_ns -= offset;
     e.end_ns -= offset;
@@ -128,7 +134,8 @@ void join_flows(std::vector<std::vector<Event>>& per_rank) {
     auto by_post = [](const Event* a, const Event* b) { return a->begin_ns < b->begin_ns; };
     std::sort(list.begin(), list.end(), by_post);
     std::sort(matching.begin(), matching.end(), by_post);
-    for (std::size_t k = 0; k < std::min(list.size(), matching.size()); ++k) list[k]->flow_id = matching[k]->flow_id = next_flow++;
+    for (std::size_t k = 0; k < std::min(list.size(), matching.size()); ++k)
+      list[k]->flow_id = matching[k]->flow_id = next_flow++;
   }
 }
 

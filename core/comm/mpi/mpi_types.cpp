@@ -11,7 +11,9 @@ namespace dtl {
 namespace {
 // MPI has no half types: user-defined ops widen to float through reduce_into.
 template <DType T, ReduceOp Op>
-void half_op(void* in, void* inout, int* len, MPI_Datatype*) { reduce_into(inout, in, std::size_t(*len), T, Op); }
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_into(inout, in, std::size_t(*len), T, Op);
+}
 }  // namespace
 
 MPI_Datatype mpi_type(DType t) {
@@ -33,7 +35,8 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
     if (ops[ti][oi] == MPI_Op{}) {
       MPI_User_function* fns[2][3] = {
           {half_op<DType::f16, ReduceOp::sum>, half_op<DType::f16, ReduceOp::max>, half_op<DType::f16, ReduceOp::min>},
-          {half_op<DType::bf16, ReduceOp::sum>, half_op<DType::bf16, ReduceOp::max>, half_op<DType::bf16, ReduceOp::min>}};
+          {half_op<DType::bf16, ReduceOp::sum>, half_op<DType::bf16, ReduceOp::max>,
+           half_op<DType::bf16, ReduceOp::min>}};
       DTL_MPI_CHECK(MPI_Op_create(fns[ti][oi], 1, &ops[ti][oi]));
     }
     return ops[ti][oi];

@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_request.h"
+#include "core/cuda/check.h"
+#include "core/cuda/nccl_check.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
-#include "core/cuda/check.h"
 
 namespace dtl::nccl {
 
@@ -91,7 +91,8 @@ class NcclComm final : public Comm {
     return Request(r);
   }
 
-  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag, TransferInfo info) override {
+  Request irecv_reduce(void* buf, std::size_t count, DType t, ReduceOp op, int src, int tag,
+                       TransferInfo info) override {
     check_peer(src, "recv");
     // NCCL has no receive-and-reduce for users: receive into staging, then the reduction
     // kernel (DeviceOps), or the CPU's for a host buffer.
@@ -114,14 +115,15 @@ class NcclComm final : public Comm {
 
   Request iall_reduce(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     const std::size_t b = n * dtype_size(t);
-    return collective(CollectiveKind::all_reduce, b, s, b, r, b, true, average(n, t, op), [&](const void* ds, void* dr) {
-      DTL_NCCL_CHECK(ncclAllReduce(ds, dr, n, nccl_type(t), nccl_op(op), h_->comm, st_.stream));
-    });
+    return collective(CollectiveKind::all_reduce, b, s, b, r, b, true, average(n, t, op),
+                      [&](const void* ds, void* dr) {
+                        DTL_NCCL_CHECK(ncclAllReduce(ds, dr, n, nccl_type(t), nccl_op(op), h_->comm, st_.stream));
+                      });
   }
   Request ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) override {
     const std::size_t b = n * dtype_size(t);
-    return collective(CollectiveKind::reduce_scatter, b * std::size_t(size_), s, b * std::size_t(size_), r, b, true, average(n, t, op),
-                      [&](const void* ds, void* dr) {
+    return collective(CollectiveKind::reduce_scatter, b * std::size_t(size_), s, b * std::size_t(size_), r, b, true,
+                      average(n, t, op), [&](const void* ds, void* dr) {
                         DTL_NCCL_CHECK(ncclReduceScatter(ds, dr, n, nccl_type(t), nccl_op(op), h_->comm, st_.stream));
                       });
   }
@@ -155,7 +157,8 @@ class NcclComm final : public Comm {
     return collective(CollectiveKind::all_to_all, total, s, total, r, total, true, {}, [&](const void* ds, void* dr) {
       DTL_NCCL_CHECK(ncclGroupStart());  // every pair exchanges its block: one group of sends and receives
       for (int q = 0; q < size_; ++q) {
-        DTL_NCCL_CHECK(ncclSend(static_cast<const char*>(ds) + std::size_t(q) * b, b, ncclUint8, q, h_->comm, st_.stream));
+        DTL_NCCL_CHECK(
+            ncclSend(static_cast<const char*>(ds) + std::size_t(q) * b, b, ncclUint8, q, h_->comm, st_.stream));
         DTL_NCCL_CHECK(ncclRecv(static_cast<char*>(dr) + std::size_t(q) * b, b, ncclUint8, q, h_->comm, st_.stream));
       }
       DTL_NCCL_CHECK(ncclGroupEnd());
@@ -168,25 +171,27 @@ class NcclComm final : public Comm {
     if (s == r && size_ > 1)
       throw Error("all_to_allv cannot run in place (send and recv are the same buffer); give it a separate output");
     const std::size_t es = dtype_size(t), s_bytes = l.send_extent() * es, r_bytes = l.recv_extent() * es;
-    return collective(CollectiveKind::all_to_allv, l.sent() * es, s, s_bytes, r, r_bytes, true, {}, [&](const void* ds, void* dr) {
-      DTL_NCCL_CHECK(ncclGroupStart());
-      for (int q = 0; q < size_; ++q) {
-        const std::size_t p = std::size_t(q);
-        DTL_NCCL_CHECK(ncclSend(static_cast<const char*>(ds) + l.send_displs[p] * es, l.send_counts[p] * es, ncclUint8, q,
-                                h_->comm, st_.stream));
-        DTL_NCCL_CHECK(ncclRecv(static_cast<char*>(dr) + l.recv_displs[p] * es, l.recv_counts[p] * es, ncclUint8, q,
-                                h_->comm, st_.stream));
-      }
-      DTL_NCCL_CHECK(ncclGroupEnd());
-    });
+    return collective(CollectiveKind::all_to_allv, l.sent() * es, s, s_bytes, r, r_bytes, true, {},
+                      [&](const void* ds, void* dr) {
+                        DTL_NCCL_CHECK(ncclGroupStart());
+                        for (int q = 0; q < size_; ++q) {
+                          const std::size_t p = std::size_t(q);
+                          DTL_NCCL_CHECK(ncclSend(static_cast<const char*>(ds) + l.send_displs[p] * es,
+                                                  l.send_counts[p] * es, ncclUint8, q, h_->comm, st_.stream));
+                          DTL_NCCL_CHECK(ncclRecv(static_cast<char*>(dr) + l.recv_displs[p] * es, l.recv_counts[p] * es,
+                                                  ncclUint8, q, h_->comm, st_.stream));
+                        }
+                        DTL_NCCL_CHECK(ncclGroupEnd());
+                      });
   }
   Request ibarrier() override {
     auto token = std::make_shared<Scratch>(sizeof(float), st_.stream);  // an all-reduce of one value
     DTL_CUDA_CHECK(cudaMemsetAsync(token->p, 0, sizeof(float), st_.stream));
-    return collective(CollectiveKind::barrier, 0, token->p, sizeof(float), token->p, sizeof(float), false, [token](void*) {},
-                      [&](const void* ds, void* dr) {
-                        DTL_NCCL_CHECK(ncclAllReduce(ds, dr, 1, ncclFloat32, ncclSum, h_->comm, st_.stream));
-                      });
+    return collective(
+        CollectiveKind::barrier, 0, token->p, sizeof(float), token->p, sizeof(float), false, [token](void*) {},
+        [&](const void* ds, void* dr) {
+          DTL_NCCL_CHECK(ncclAllReduce(ds, dr, 1, ncclFloat32, ncclSum, h_->comm, st_.stream));
+        });
   }
 
   std::unique_ptr<Comm> split(int color, int key) override {
@@ -225,13 +230,14 @@ class NcclComm final : public Comm {
     const int n = kind == StepUnit::transfers ? st_.sends_posted++ : st_.collectives_posted++;
     const FaultPlan::Action act = st_.faults.at(kind, st_.world_rank, n);
     if (act == FaultPlan::Action::fail)
-      throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its " + FaultPlan::operation(what, n) +
-                  " (--inject-fault)");
+      throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its " +
+                  FaultPlan::operation(what, n) + " (--inject-fault)");
     if (act != FaultPlan::Action::hang) return;
     while (!(st_.world_failed && st_.world_failed->load() >= 0))  // silent until a peer's deadline fails it
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_rank) + " stopped communicating on purpose "
-                                            "(--inject-hang) and the run was aborted");
+    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_rank) +
+                                                " stopped communicating on purpose "
+                                                "(--inject-hang) and the run was aborted");
   }
 
   AfterFn average(std::size_t n, DType t, ReduceOp op) {
@@ -250,12 +256,19 @@ class NcclComm final : public Comm {
                                                std::to_string(peer_g) + " tag " + std::to_string(tag));
     r->launch = [g = pending_, h = h_, &st = st_] { g->launch(st, h->comm); };
     if (st_.trace) {
-      const int from = kind == EventKind::send ? st_.world_rank : peer_g, to = kind == EventKind::send ? peer_g : st_.world_rank;
+      const int from = kind == EventKind::send ? st_.world_rank : peer_g,
+                to = kind == EventKind::send ? peer_g : st_.world_rank;
       const std::uint64_t k = st_.messages[{from, to}]++;
       r->traced = true;
-      r->ev = Event{.bytes = bytes, .flow_id = (std::uint64_t(from) << 44) ^ (std::uint64_t(to) << 24) ^ (k + 1),
-                    .rank = st_.world_rank, .peer = peer_g, .tag = tag, .step = info.step, .chunk = info.chunk,
-                    .chunk_count = std::int16_t(info.chunk_count), .kind = kind};
+      r->ev = Event{.bytes = bytes,
+                    .flow_id = (std::uint64_t(from) << 44) ^ (std::uint64_t(to) << 24) ^ (k + 1),
+                    .rank = st_.world_rank,
+                    .peer = peer_g,
+                    .tag = tag,
+                    .step = info.step,
+                    .chunk = info.chunk,
+                    .chunk_count = std::int16_t(info.chunk_count),
+                    .kind = kind};
       stamp_group(r->ev);
     }
     return r;
@@ -265,13 +278,15 @@ class NcclComm final : public Comm {
   // order). Host buffers are staged through one device buffer laid out like the caller's
   // (in-place forms keep their offsets) and copied back when it completes.
   Request collective(CollectiveKind kind, std::size_t trace_bytes, const void* s, std::size_t s_bytes, void* r,
-                     std::size_t r_bytes, bool r_wanted, AfterFn after, const std::function<void(const void*, void*)>& call) {
+                     std::size_t r_bytes, bool r_wanted, AfterFn after,
+                     const std::function<void(const void*, void*)>& call) {
     const char* name = collective_kind_name(kind);
     inject_faults(StepUnit::collectives, name);
     wait_for_device_work_of_this_thread();  // the kernels that wrote s (or use r) are done first
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
     auto span = std::make_shared<GpuSpan>();
-    auto q = std::make_shared<NcclRequest>(st_, h_, span, std::string(name) + " (" + std::to_string(trace_bytes) + " B)");
+    auto q =
+        std::make_shared<NcclRequest>(st_, h_, span, std::string(name) + " (" + std::to_string(trace_bytes) + " B)");
     const void* ds = s;
     void* dr = r;
     std::shared_ptr<Scratch> staged;
@@ -301,8 +316,11 @@ class NcclComm final : public Comm {
     };
     if (st_.trace) {
       q->traced = true;
-      q->ev = Event{.bytes = trace_bytes, .rank = st_.world_rank, .label = st_.trace->label(name, library_collective_role(kind)),
-                    .kind = EventKind::collective, .stream = kStreamComm};
+      q->ev = Event{.bytes = trace_bytes,
+                    .rank = st_.world_rank,
+                    .label = st_.trace->label(name, library_collective_role(kind)),
+                    .kind = EventKind::collective,
+                    .stream = kStreamComm};
       stamp_group(q->ev);
     }
     return Request(q);

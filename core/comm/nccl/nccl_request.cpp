@@ -15,8 +15,10 @@ void PendingGroup::launch(RankState& st, ncclComm_t comm) {
   DTL_NCCL_CHECK(ncclGroupStart());
   try {
     for (const Op& o : ops) {
-      if (o.send) DTL_NCCL_CHECK(ncclSend(o.buf, o.bytes, ncclUint8, o.peer, comm, st.stream));
-      else DTL_NCCL_CHECK(ncclRecv(o.buf, o.bytes, ncclUint8, o.peer, comm, st.stream));
+      if (o.send)
+        DTL_NCCL_CHECK(ncclSend(o.buf, o.bytes, ncclUint8, o.peer, comm, st.stream));
+      else
+        DTL_NCCL_CHECK(ncclRecv(o.buf, o.bytes, ncclUint8, o.peer, comm, st.stream));
     }
   } catch (...) {
     (void)ncclGroupEnd();
@@ -31,8 +33,10 @@ void NcclRequest::wait() {
   if (launch) launch();
   const auto start = std::chrono::steady_clock::now();
   for (int spins = 0; !finished_on_gpu(start); ++spins) {
-    if (spins < 2000) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (spins < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   finish();
 }
@@ -53,7 +57,8 @@ bool NcclRequest::finished_on_gpu(std::chrono::steady_clock::time_point start) {
     DTL_CUDA_CHECK(e);
   }
   if (h_->aborted)  // another operation of this rank failed first; the communicator is gone
-    throw Error("rank " + std::to_string(st_.world_rank) + ": " + what_ + " cannot finish: the communicator was aborted");
+    throw Error("rank " + std::to_string(st_.world_rank) + ": " + what_ +
+                " cannot finish: the communicator was aborted");
   ncclResult_t async = ncclSuccess;
   DTL_NCCL_CHECK(ncclCommGetAsyncError(h_->comm, &async));
   if (async != ncclSuccess && async != ncclInProgress) {
@@ -63,15 +68,15 @@ bool NcclRequest::finished_on_gpu(std::chrono::steady_clock::time_point start) {
   }
   if (st_.world_failed && st_.world_failed->load() >= 0) {
     h_->abort();
-    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_failed->load()) +
-                                                " failed; rank " + std::to_string(st_.world_rank) +
-                                                " stopped waiting for " + what_);
+    throw Aborted(st_.world_failed->load(), "rank " + std::to_string(st_.world_failed->load()) + " failed; rank " +
+                                                std::to_string(st_.world_rank) + " stopped waiting for " + what_);
   }
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (st_.timeout_s > 0 && waited > st_.timeout_s) {
     h_->abort();
     throw Error("rank " + std::to_string(st_.world_rank) + ": " + what_ + " did not complete within " +
-                std::to_string(st_.timeout_s) + " s (--timeout): a peer failed or posted a different sequence of "
+                std::to_string(st_.timeout_s) +
+                " s (--timeout): a peer failed or posted a different sequence of "
                 "operations; communicator aborted");
   }
   return false;

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_comm.h"
-#include "core/trace/event.h"
 #include "core/cuda/check.h"
+#include "core/cuda/nccl_check.h"
+#include "core/trace/event.h"
 
 namespace dtl::nccl {
 
@@ -92,8 +92,7 @@ class NcclRequest final : public RequestImpl {
   void settle() noexcept override {
     try {
       wait();  // bounded: the deadline or a peer's failure ends it
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
  private:

@@ -10,14 +10,14 @@
 
 #include "core/comm/launch_env.h"
 #include "core/comm/mpi_backend.h"
-#include "core/cuda/nccl_check.h"
 #include "core/comm/nccl/nccl_comm.h"
 #include "core/comm/nccl_backend.h"
+#include "core/cuda/check.h"
+#include "core/cuda/nccl_check.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/trace.h"
-#include "core/cuda/check.h"
 
 namespace dtl {
 
@@ -25,8 +25,9 @@ namespace {
 
 void require_device_ops() {
   if (!cuda_ops())
-    throw Error("the NCCL backend needs GPU memory support in this process: call dtl::cuda::use_cuda_memory() first "
-                "(dtlab does it for --backend nccl)");
+    throw Error(
+        "the NCCL backend needs GPU memory support in this process: call dtl::cuda::use_cuda_memory() first "
+        "(dtlab does it for --backend nccl)");
 }
 
 }  // namespace
@@ -38,7 +39,8 @@ int nccl_visible_gpus(std::string* problem) {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {  // no driver or no GPU: an error, not 0
     (void)cudaGetLastError();
-    if (problem) *problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+    if (problem)
+      *problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
     return 0;
   }
   if (n == 0 && problem) *problem = "cudaGetDeviceCount found no GPU";
@@ -52,9 +54,9 @@ int nccl_thread_ranks(const NcclOptions& opt) {
   if (gpus == 0) throw UsageError("--backend nccl needs GPUs, and this machine has none usable (" + problem + ")");
   const int P = opt.ranks < 0 ? gpus : opt.ranks;
   if (P < 1 || P > gpus)
-    throw UsageError("--ranks " + std::to_string(P) + " with --backend nccl needs one GPU per rank, and this process sees " +
-                     std::to_string(gpus) + "; use --ranks 1.." + std::to_string(gpus) +
-                     ", or --backend threads to share GPUs between ranks");
+    throw UsageError("--ranks " + std::to_string(P) +
+                     " with --backend nccl needs one GPU per rank, and this process sees " + std::to_string(gpus) +
+                     "; use --ranks 1.." + std::to_string(gpus) + ", or --backend threads to share GPUs between ranks");
   return P;
 }
 
@@ -89,8 +91,10 @@ RunResult run_nccl_threads(const NcclOptions& opt, const std::function<void(Comm
         failures[std::size_t(r)] = std::current_exception();
         int expected = -1;
         if (!dynamic_cast<const Aborted*>(&e)) first_failed.compare_exchange_strong(expected, r);
-        if (world) nccl::abort_world(*world);  // peers blocked in NCCL with this rank see an error
-        else if (comms[std::size_t(r)]) (void)ncclCommAbort(comms[std::size_t(r)]);
+        if (world)
+          nccl::abort_world(*world);  // peers blocked in NCCL with this rank see an error
+        else if (comms[std::size_t(r)])
+          (void)ncclCommAbort(comms[std::size_t(r)]);
       }
       world.reset();
       st.stop();
@@ -119,17 +123,20 @@ RunResult run_nccl_mpi(const NcclOptions& opt, const std::function<void(Comm&)>&
   std::string problem;
   const int gpus = nccl_visible_gpus(&problem);
   if (gpus == 0)
-    throw UsageError("rank " + std::to_string(w.rank) + ": --backend nccl needs a GPU, and this node has none usable (" +
-                     problem + ")");
+    throw UsageError("rank " + std::to_string(w.rank) +
+                     ": --backend nccl needs a GPU, and this node has none usable (" + problem + ")");
   const std::optional<LaunchEnv> env = detect_launch_env();
   const int local = env ? env->local_rank : w.rank;
   // NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected"): say
   // so before it does, with what to do instead.
   if (local >= gpus)
     throw UsageError("rank " + std::to_string(w.rank) + " is process " + std::to_string(local + 1) +
-                     " on its node, which has " + std::to_string(gpus) + " GPU(s): NCCL needs one GPU per rank; start at "
-                     "most " + std::to_string(gpus) + " processes per node (mpirun --map-by ppr:" + std::to_string(gpus) +
-                     ":node, srun --ntasks-per-node " + std::to_string(gpus) + "), or share GPUs with --backend threads "
+                     " on its node, which has " + std::to_string(gpus) +
+                     " GPU(s): NCCL needs one GPU per rank; start at "
+                     "most " +
+                     std::to_string(gpus) + " processes per node (mpirun --map-by ppr:" + std::to_string(gpus) +
+                     ":node, srun --ntasks-per-node " + std::to_string(gpus) +
+                     "), or share GPUs with --backend threads "
                      "--device cuda");
   const int gpu = local;  // one GPU per process on its node
 
@@ -151,14 +158,14 @@ RunResult run_nccl_mpi(const NcclOptions& opt, const std::function<void(Comm&)>&
     world = nccl::make_world_comm(comm, st);
     body(*world);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtlab: rank %d failed: %s\ndtlab: aborting the NCCL communicator and every rank (MPI_Abort)\n",
+    std::fprintf(stderr,
+                 "dtlab: rank %d failed: %s\ndtlab: aborting the NCCL communicator and every rank (MPI_Abort)\n",
                  w.rank, e.what());
     if (world) nccl::abort_world(*world);
     if (opt.trace && !opt.trace_path.empty()) {  // what this rank recorded up to the failure
       try {
         write_chrome_trace(*opt.trace, opt.trace_path + ".rank" + std::to_string(w.rank) + ".json", e.what());
-      } catch (...) {
-      }
+      } catch (...) {}
     }
     mpi_abort(dynamic_cast<const UsageError*>(&e) ? 2 : 1);
   }

@@ -6,8 +6,9 @@ namespace dtl {
 
 namespace {
 [[noreturn]] void nccl_unavailable() {
-  throw UsageError("this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); "
-                   "rebuild on a machine with both, or use --backend threads or mpi");
+  throw UsageError(
+      "this dtlab was built without NCCL (it needs the CUDA toolkit and NCCL at configure time); "
+      "rebuild on a machine with both, or use --backend threads or mpi");
 }
 }  // namespace
 

@@ -47,7 +47,7 @@ void require_thread_room(int P) {
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const double left = double(as.rlim_cur) - address_space_in_use();
     const double max_arenas = kMallocArenas + 1;  // (mallopt in main; the main arena is one more)
-    const auto need = [&](int p) {  // stacks (+ a guard page and bookkeeping, rounded up) and arenas
+    const auto need = [&](int p) {                // stacks (+ a guard page and bookkeeping, rounded up) and arenas
       return 2.0 * p * (stack_bytes + kMiB) + std::min(2.0 * p, max_arenas) * 64 * kMiB;
     };
     int fit = P;
@@ -66,8 +66,10 @@ void require_thread_room(int P) {
   require_memory(threads * kMiB, "--ranks (each rank is two threads)");
   rlimit nproc{};
   if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY && threads > double(nproc.rlim_cur))
-    throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) + " threads, more than this "
-                     "user's limit of " + std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
+    throw UsageError("--ranks " + std::to_string(P) + " needs " + std::to_string(2 * P) +
+                     " threads, more than this "
+                     "user's limit of " +
+                     std::to_string(nproc.rlim_cur) + " (ulimit -u); use --ranks " +
                      std::to_string(std::max<long>(1, long(nproc.rlim_cur) / 2 - 8)) + " or fewer, or --backend mpi");
 }
 
@@ -91,9 +93,7 @@ struct RankThreads {
       threads::ThreadsComm comm(world, r);
       try {
         body(comm);
-      } catch (const Aborted& e) {
-        result.rank_errors[std::size_t(r)] = e.what();
-      } catch (const std::exception& e) {
+      } catch (const Aborted& e) { result.rank_errors[std::size_t(r)] = e.what(); } catch (const std::exception& e) {
         result.rank_errors[std::size_t(r)] = e.what();
         {
           std::lock_guard lock(first_failure_mu);
@@ -144,7 +144,8 @@ struct RankThreads {
     for (int r : {opt.faults.fault_rank, opt.faults.hang_rank}) {
       if (r < 0 || r >= opt.world_size) continue;
       const threads::RankState& rs = universe.rank_state(r);
-      const int made = opt.faults.counted == StepUnit::transfers ? rs.sends_posted.load() : rs.collectives_posted.load();
+      const int made =
+          opt.faults.counted == StepUnit::transfers ? rs.sends_posted.load() : rs.collectives_posted.load();
       if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
     }
   }
@@ -179,8 +180,9 @@ RunResult run_threads(const ThreadsOptions& opt, const std::function<void(Comm&)
     try {
       threads.emplace_back([&ranks, &body, r] { ranks.run_rank(r, body); });
     } catch (const std::system_error& e) {  // the ranks already started stop at the abort
-      start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() + "): " +
-                      std::to_string(r) + " of " + std::to_string(opt.world_size) + " rank threads fit in this process";
+      start_failure = "could not start the thread of rank " + std::to_string(r) + " (" + e.what() +
+                      "): " + std::to_string(r) + " of " + std::to_string(opt.world_size) +
+                      " rank threads fit in this process";
       universe.abort(r, start_failure);
       ranks.running.fetch_sub(opt.world_size - r);  // those never started never finish
     }

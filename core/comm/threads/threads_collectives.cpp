@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "core/comm/chunking.h"
-#include "core/theory/collectives.h"
 #include "core/comm/threads/threads_comm.h"
 #include "core/memory/device_ops.h"
+#include "core/theory/collectives.h"
 
 namespace dtl::threads {
 
@@ -94,7 +94,8 @@ ThreadsComm::~ThreadsComm() {
   }
 }
 
-Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body, double link_bytes) {
+Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body,
+                                    double link_bytes) {
   const char* name = collective_kind_name(kind);
   wait_for_device_work_of_this_thread();  // the comm stream reads what this thread's kernels wrote
   Universe& u = group_->u;
@@ -105,9 +106,10 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
     throw Error("injected fault on rank " + std::to_string(me) + " at its " + FaultPlan::operation(name, n) +
                 " (--inject-fault)");
   if (act == FaultPlan::Action::hang)
-    u.wait_until(me, Waiter::main, [] { return false; },
-                 "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
-                     " (--inject-hang)");
+    u.wait_until(
+        me, Waiter::main, [] { return false; },
+        "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
+            " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
   const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
   // A collective of a group of one moves nothing (a 1-rank reference's tensor-parallel f/g):
@@ -117,15 +119,19 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;
   Trace* tr = u.trace();
-  Event ev{.bytes = bytes, .rank = me, .label = tr ? tr->label(name, library_collective_role(kind)) : std::uint16_t(0), .kind = EventKind::collective,
+  Event ev{.bytes = bytes,
+           .rank = me,
+           .label = tr ? tr->label(name, library_collective_role(kind)) : std::uint16_t(0),
+           .kind = EventKind::collective,
            .stream = kStreamComm};
   stamp_group(ev);
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
   const double modeled_bytes = link_bytes >= 0 ? link_bytes : double(bytes);
-  const double modeled_s = u.link().active() ? theory::library_collective_time(kind, size(), modeled_bytes,
-                                                                               {u.link().alpha_s(), u.link().beta_Bps()})
-                                             : 0.0;
+  const double modeled_s =
+      u.link().active()
+          ? theory::library_collective_time(kind, size(), modeled_bytes, {u.link().alpha_s(), u.link().beta_Bps()})
+          : 0.0;
   StepGate* gate = u.gate();
   if (gate) gate->work_begin(me);  // a stepped world is not quiet while this runs
   queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u, gate]() mutable {
@@ -137,9 +143,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
       const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                      std::chrono::duration<double>(modeled_s));
       u.sleep_until(me, until);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    } catch (...) { error = std::current_exception(); }
     const std::int64_t t1 = tr ? tr->now_ns() : 0;
     if (tr) {
       ev.begin_ns = t0;
@@ -173,10 +177,13 @@ void ThreadsComm::await_release(StepGate& gate, std::uint64_t seq, const std::st
     if (!gate.submit(key, release)) release();  // running freely
   }
   const RunClock::time_point from = RunClock::now();
-  group_->u.wait_until(global_rank(), Waiter::main, [&g, seq] {
-    std::lock_guard lock(g.gate_mu);
-    return g.gate_released > seq;
-  }, what);
+  group_->u.wait_until(
+      global_rank(), Waiter::main,
+      [&g, seq] {
+        std::lock_guard lock(g.gate_mu);
+        return g.gate_released > seq;
+      },
+      what);
   RunClock::resume_at(from);  // a free run launches at once: this wait is stepping's alone
 }
 
@@ -207,16 +214,18 @@ Request ThreadsComm::ireduce(const void* s, void* r, std::size_t n, DType t, Red
 Request ThreadsComm::ireduce_scatter(const void* s, void* r, std::size_t n, DType t, ReduceOp op) {
   auto g = group_;
   const int me = rank_;
-  return run_collective(CollectiveKind::reduce_scatter, n * dtype_size(t) * std::size_t(size()), [g, me, s, r, n, t, op] {
-    const std::size_t P = g->members.size(), es = dtype_size(t);
-    g->slots[std::size_t(me)] = {s, r};
-    enter(*g, me, "reduce_scatter");
-    std::vector<const void*> inputs(P);
-    for (std::size_t q = 0; q < P; ++q) inputs[q] = at(g->slots[q].send, std::size_t(me) * n * es);
-    device_ops_for(r, inputs[0]).reduce_many(r, inputs.data(), int(P), n, t, op);
-    finish_average(r, n, t, op, int(P));
-    leave(*g, me, "reduce_scatter");
-  });
+  return run_collective(CollectiveKind::reduce_scatter, n * dtype_size(t) * std::size_t(size()),
+                        [g, me, s, r, n, t, op] {
+                          const std::size_t P = g->members.size(), es = dtype_size(t);
+                          g->slots[std::size_t(me)] = {s, r};
+                          enter(*g, me, "reduce_scatter");
+                          std::vector<const void*> inputs(P);
+                          for (std::size_t q = 0; q < P; ++q)
+                            inputs[q] = at(g->slots[q].send, std::size_t(me) * n * es);
+                          device_ops_for(r, inputs[0]).reduce_many(r, inputs.data(), int(P), n, t, op);
+                          finish_average(r, n, t, op, int(P));
+                          leave(*g, me, "reduce_scatter");
+                        });
 }
 
 Request ThreadsComm::iall_gather(const void* s, void* r, std::size_t n, DType t) {
@@ -282,8 +291,8 @@ Request ThreadsComm::iall_to_allv(const void* s, void* r, const AllToAllvLayout&
       const AllToAllvLayout& from = *g->slots[q].layout;
       const std::size_t n = from.send_counts[std::size_t(me)];
       if (n != l.recv_counts[q] && mismatch.empty())
-        mismatch = "rank " + std::to_string(q) + " sends " + std::to_string(n) + " elements to rank " + std::to_string(me) +
-                   ", which expects " + std::to_string(l.recv_counts[q]);
+        mismatch = "rank " + std::to_string(q) + " sends " + std::to_string(n) + " elements to rank " +
+                   std::to_string(me) + ", which expects " + std::to_string(l.recv_counts[q]);
       copy_bytes(at(r, l.recv_displs[q] * es), at(g->slots[q].send, from.send_displs[std::size_t(me)] * es),
                  std::min(n, l.recv_counts[q]) * es);
     }

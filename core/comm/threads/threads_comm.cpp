@@ -41,7 +41,8 @@ void ThreadRequest::resume_owner_clock(RunClock::time_point waited_from) const {
 
 void ThreadRequest::wait() {
   const RunClock::time_point from = RunClock::now();
-  u_.wait_until(owner_, Waiter::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
+  u_.wait_until(
+      owner_, Waiter::main, [this] { return done_.load(std::memory_order_acquire); }, what_);
   resume_owner_clock(from);
   finish_on_owner();
 }
@@ -92,7 +93,8 @@ bool gates_transfers(const Universe& u) { return u.gate() && u.gate()->unit() ==
 
 // A stepped run moves a message when the learner releases it, on the controller's thread:
 // in run time it moved once both sides had posted, and took as long as the copy took.
-RunClock::time_point run_time_done(const PostedSend& s, const PostedRecv& r, std::chrono::steady_clock::time_point copy_began) {
+RunClock::time_point run_time_done(const PostedSend& s, const PostedRecv& r,
+                                   std::chrono::steady_clock::time_point copy_began) {
   return std::max(s.req->posted_at, r.req->posted_at) + (std::chrono::steady_clock::now() - copy_began);
 }
 
@@ -111,10 +113,10 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   if (u.aborted()) {  // a failed rank may have freed either buffer already
     error = std::make_exception_ptr(Error("the world was aborted before this transfer moved"));
   } else if (s.bytes != r.bytes) {
-    error = std::make_exception_ptr(Error(
-        "rank " + std::to_string(dst_g) + " posted a receive of " + std::to_string(r.bytes) + " bytes from rank " +
-        std::to_string(src_g) + " (tag " + std::to_string(s.tag) + "), but the message has " +
-        std::to_string(s.bytes) + " bytes; make the counts on both sides agree"));
+    error = std::make_exception_ptr(Error("rank " + std::to_string(dst_g) + " posted a receive of " +
+                                          std::to_string(r.bytes) + " bytes from rank " + std::to_string(src_g) +
+                                          " (tag " + std::to_string(s.tag) + "), but the message has " +
+                                          std::to_string(s.bytes) + " bytes; make the counts on both sides agree"));
   } else {
     // Host memory: memcpy and the CPU kernels; GPU memory: device-to-device copies and the
     // CUDA reduction kernel (core/memory/device_ops.h). Both are done when the call returns.
@@ -205,17 +207,25 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
     throw Error("injected fault on rank " + std::to_string(me) + " at its send #" + std::to_string(n) +
                 " (--inject-fault)");
   if (act == FaultPlan::Action::hang)
-    u.wait_until(me, Waiter::main, [] { return false; },
-                 "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
-                     std::to_string(dst_g) + " (--inject-hang)");
+    u.wait_until(
+        me, Waiter::main, [] { return false; },
+        "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
+            std::to_string(dst_g) + " (--inject-hang)");
 
   auto req = std::make_shared<ThreadRequest>(
       u, me, "send to rank " + std::to_string(dst_g) + " tag " + std::to_string(tag) + " (" + bytes_text(bytes) + ")");
   if (Trace* tr = u.trace()) {
     req->traced = true;
-    req->ev = Event{.begin_ns = tr->now_ns(), .bytes = bytes, .flow_id = tr->next_flow_id(), .rank = me,
-                    .peer = dst_g, .tag = tag, .step = info.step, .chunk = info.chunk,
-                    .chunk_count = std::int16_t(info.chunk_count), .kind = EventKind::send};
+    req->ev = Event{.begin_ns = tr->now_ns(),
+                    .bytes = bytes,
+                    .flow_id = tr->next_flow_id(),
+                    .rank = me,
+                    .peer = dst_g,
+                    .tag = tag,
+                    .step = info.step,
+                    .chunk = info.chunk,
+                    .chunk_count = std::int16_t(info.chunk_count),
+                    .kind = EventKind::send};
     stamp_group(req->ev);
   }
   PostedSend s{rank_, tag, buf, bytes, req};
@@ -242,14 +252,21 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   wait_for_device_work_of_this_thread();  // the sender's thread may write (or reduce into) the buffer at once
   Universe& u = group_->u;
   const int me = global_rank(), src_g = global_rank_of(r.src);
-  const std::string plain = std::string(verb) + " from rank " + std::to_string(src_g) + " tag " + std::to_string(r.tag) +
-                            " (" + bytes_text(r.bytes) + ")";
+  const std::string plain = std::string(verb) + " from rank " + std::to_string(src_g) + " tag " +
+                            std::to_string(r.tag) + " (" + bytes_text(r.bytes) + ")";
   r.req = std::make_shared<ThreadRequest>(u, me, info.what.empty() ? plain : info.what + " (" + plain + ")");
   if (Trace* tr = u.trace()) {
     r.req->traced = true;
-    r.req->ev = Event{.begin_ns = tr->now_ns(), .bytes = r.bytes, .rank = me, .peer = src_g, .tag = r.tag,
-                      .step = info.step, .chunk = info.chunk, .chunk_count = std::int16_t(info.chunk_count),
-                      .kind = EventKind::recv, .flags = std::uint8_t(r.reduce ? kFlagReduce : 0)};
+    r.req->ev = Event{.begin_ns = tr->now_ns(),
+                      .bytes = r.bytes,
+                      .rank = me,
+                      .peer = src_g,
+                      .tag = r.tag,
+                      .step = info.step,
+                      .chunk = info.chunk,
+                      .chunk_count = std::int16_t(info.chunk_count),
+                      .kind = EventKind::recv,
+                      .flags = std::uint8_t(r.reduce ? kFlagReduce : 0)};
     stamp_group(r.req->ev);
   }
   Request handle(r.req);

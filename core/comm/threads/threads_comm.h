@@ -6,8 +6,8 @@
 #include <exception>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>

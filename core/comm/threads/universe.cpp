@@ -23,9 +23,7 @@ ThreadSpawner::ThreadSpawner() {
       requests_.pop_front();
       try {  // a thread the system will not make (EAGAIN) is the caller's error, not this loop's
         r.made.set_value(std::thread(std::move(r.fn)));
-      } catch (...) {
-        r.made.set_exception(std::current_exception());
-      }
+      } catch (...) { r.made.set_exception(std::current_exception()); }
     }
   });
 }
@@ -51,15 +49,21 @@ std::thread ThreadSpawner::spawn(std::function<void()> fn) {
 }
 
 Universe::Universe(const ThreadsOptions& opt)
-    : size_(opt.world_size), trace_(opt.trace), gate_(opt.gate), faults_(opt.faults),
+    : size_(opt.world_size),
+      trace_(opt.trace),
+      gate_(opt.gate),
+      faults_(opt.faults),
       link_(opt.gate ? LinkSpec{} : opt.link),
-      send_free_(std::size_t(opt.world_size)), recv_free_(std::size_t(opt.world_size)), link_timer_(spawner_) {
+      send_free_(std::size_t(opt.world_size)),
+      recv_free_(std::size_t(opt.world_size)),
+      link_timer_(spawner_) {
   for (int i = 0; i < size_; ++i) ranks_.push_back(std::make_unique<RankState>());
 }
 
 std::chrono::steady_clock::time_point Universe::schedule_transfer(int src, int dst, std::size_t bytes) {
   using namespace std::chrono;
-  const auto cost = duration_cast<steady_clock::duration>(duration<double>(link_.alpha_s() + double(bytes) / link_.beta_Bps()));
+  const auto cost =
+      duration_cast<steady_clock::duration>(duration<double>(link_.alpha_s() + double(bytes) / link_.beta_Bps()));
   std::lock_guard lock(link_mu_);
   const auto start = std::max({steady_clock::now(), send_free_[std::size_t(src)], recv_free_[std::size_t(dst)]});
   const auto end = start + cost;
@@ -224,7 +228,7 @@ std::shared_ptr<WorkQueue> Universe::start_worker() {
 
 std::function<void()> Universe::worker_loop(std::shared_ptr<WorkQueue> q) const {
   return [q, gate = gate_] {
-    const RunClock::Install clock(gate);  // a stepped run: this stream keeps its own run time
+    const RunClock::Install clock(gate);                         // a stepped run: this stream keeps its own run time
     RunClock::time_point free_at = RunClock::time_point::min();  // when its last task ended, in run time
     for (;;) {
       WorkQueue::Task task;
@@ -306,10 +310,13 @@ void GroupBarrier::arrive_and_wait(Universe& u, const std::vector<int>& members,
     return;
   }
   try {
-    u.wait_until(g, role, [&] {
-      std::lock_guard lock(mu_);
-      return generation_ != my_generation;
-    }, what);
+    u.wait_until(
+        g, role,
+        [&] {
+          std::lock_guard lock(mu_);
+          return generation_ != my_generation;
+        },
+        what);
   } catch (...) {  // left by the abort: take the arrival back, so no later barrier counts it
     std::lock_guard lock(mu_);
     if (generation_ == my_generation) --arrived_;

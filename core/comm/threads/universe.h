@@ -11,13 +11,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
-#include <future>
-#include <thread>
 #include <functional>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/threads_backend.h"

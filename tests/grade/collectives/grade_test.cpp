@@ -56,7 +56,8 @@ grade::GradedRun all_reduce_everywhere(const std::string& name, int P, std::size
   });
   if (run.error.empty()) {
     const auto want = reference(P, n, op);
-    for (int r = 0; r < P; ++r) grade::expect_same(as_double(out[std::size_t(r)]), want, rank_of(where(name, P, n, op), r));
+    for (int r = 0; r < P; ++r)
+      grade::expect_same(as_double(out[std::size_t(r)]), want, rank_of(where(name, P, n, op), r));
   }
   return run;
 }
@@ -94,27 +95,27 @@ TEST(NaiveAllReduce, AveragesOnce) {
 // (dividing here too is the mistake that passed this grader and failed the lab).
 TEST(RingReduceScatter, OwnChunkHoldsTheFullReduction) {
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg})
-  for (int P : kGradedWorldSizes)
-    for (std::size_t n : kGradedCounts) {
-      const std::string w = where("ring_reduce_scatter", P, n, op);
-      std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
-      const auto run = grade::run_graded(P, [&](Comm& c) {
-        std::vector<float> v = crafted(c.rank(), n);
-        ex::ring_reduce_scatter(c, {v.data(), n, DType::f32}, op);
-        out[std::size_t(c.rank())] = v;
-      });
-      DTL_ASSERT_RAN(run, w);
-      const auto want = reference(P, n, op == ReduceOp::avg ? ReduceOp::sum : op);  // avg: the sum, not yet divided
-      for (int r = 0; r < P; ++r) {
-        const ChunkRange mine = chunk_range(n, P, r);
-        const auto from = std::ptrdiff_t(mine.offset), to = std::ptrdiff_t(mine.offset + mine.count);
-        std::vector<double> got(out[std::size_t(r)].begin() + from, out[std::size_t(r)].begin() + to);
-        std::vector<double> ref(want.begin() + from, want.begin() + to);
-        grade::expect_same(got, ref,
-                           rank_of(w, r) + ", its own chunk " + std::to_string(r) + " (elements from " +
-                               std::to_string(mine.offset) + ")");
+    for (int P : kGradedWorldSizes)
+      for (std::size_t n : kGradedCounts) {
+        const std::string w = where("ring_reduce_scatter", P, n, op);
+        std::vector<std::vector<float>> out(static_cast<std::size_t>(P));
+        const auto run = grade::run_graded(P, [&](Comm& c) {
+          std::vector<float> v = crafted(c.rank(), n);
+          ex::ring_reduce_scatter(c, {v.data(), n, DType::f32}, op);
+          out[std::size_t(c.rank())] = v;
+        });
+        DTL_ASSERT_RAN(run, w);
+        const auto want = reference(P, n, op == ReduceOp::avg ? ReduceOp::sum : op);  // avg: the sum, not yet divided
+        for (int r = 0; r < P; ++r) {
+          const ChunkRange mine = chunk_range(n, P, r);
+          const auto from = std::ptrdiff_t(mine.offset), to = std::ptrdiff_t(mine.offset + mine.count);
+          std::vector<double> got(out[std::size_t(r)].begin() + from, out[std::size_t(r)].begin() + to);
+          std::vector<double> ref(want.begin() + from, want.begin() + to);
+          grade::expect_same(got, ref,
+                             rank_of(w, r) + ", its own chunk " + std::to_string(r) + " (elements from " +
+                                 std::to_string(mine.offset) + ")");
+        }
       }
-    }
 }
 
 TEST(RingReduceScatter, SendsEveryChunkButItsOwnOnlyToTheRight) {
@@ -313,8 +314,8 @@ TEST(RhdAllReduce, PowerOfTwoUsesLogSteps) {
     for (int r = 0; r < P; ++r) {
       const auto& p = run.ranks[std::size_t(r)];
       const double bytes = 2.0 * (P - 1) / P * double(n * 4);
-      DTL_GRADE_EXPECT(p.bytes_sent == bytes) << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected "
-                                              << bytes << " (2(P-1)/P·N, as the ring)";
+      DTL_GRADE_EXPECT(p.bytes_sent == bytes)
+          << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected " << bytes << " (2(P-1)/P·N, as the ring)";
       DTL_GRADE_EXPECT(p.messages_sent == 2 * log2p) << rank_of(w, r) << ": sent " << p.messages_sent
                                                      << " messages, expected " << 2 * log2p << " (2·log2 P steps)";
       std::set<int> partners;
@@ -342,11 +343,10 @@ TEST(AllReduceCost, AgreesWithTheory) {
     ex::AllReduceAnswer a;
     try {
       a = ex::all_reduce_cost({q.params, q.bpp, q.gpus, q.bw, q.lat_us, q.compute});
-    } catch (const std::exception& e) {
-      FAIL() << w.str() << ": " << e.what();
-    }
+    } catch (const std::exception& e) { FAIL() << w.str() << ": " << e.what(); }
     const double bytes = q.params * q.bpp;
-    const theory::CommCost c = theory::all_reduce_cost(AlgorithmKind::ring, q.gpus, bytes, {q.lat_us * 1e-6, q.bw * 1e9});
+    const theory::CommCost c =
+        theory::all_reduce_cost(AlgorithmKind::ring, q.gpus, bytes, {q.lat_us * 1e-6, q.bw * 1e9});
     const double eff = theory::comm_efficiency(q.compute, c.time_s);
     DTL_GRADE_EXPECT(std::fabs(a.bytes_sent_per_gpu - c.bytes_per_rank) <= 1e-9 * bytes + 1e-9)
         << w.str() << ": bytes_sent_per_gpu is " << a.bytes_sent_per_gpu << ", expected " << c.bytes_per_rank;
@@ -358,5 +358,6 @@ TEST(AllReduceCost, AgreesWithTheory) {
   // The curriculum's 7B example: about 41 ms per all-reduce.
   const double t = ex::all_reduce_cost({7e9, 2, 8, 600, 0, 0}).time_s;
   DTL_GRADE_EXPECT(std::fabs(t - 0.0408) <= 5e-4)
-      << "all_reduce_cost for 7e9 parameters of 2 bytes on 8 GPUs at 600 GB/s: time_s is " << t << ", expected about 0.0408";
+      << "all_reduce_cost for 7e9 parameters of 2 bytes on 8 GPUs at 600 GB/s: time_s is " << t
+      << ", expected about 0.0408";
 }

@@ -113,7 +113,8 @@ TEST(OnlineSoftmaxMerge, AnEmptySideChangesNothingAndMakesNoNaN) {
   merge(b, full, p);   // and on the left
   merge(c, empty, p);  // both empty
   const auto same = [](const Partial& x, const Partial& y) {
-    return std::memcmp(x.o.data(), y.o.data(), x.o.size() * 4) == 0 && std::memcmp(x.m.data(), y.m.data(), x.m.size() * 4) == 0 &&
+    return std::memcmp(x.o.data(), y.o.data(), x.o.size() * 4) == 0 &&
+           std::memcmp(x.m.data(), y.m.data(), x.m.size() * 4) == 0 &&
            std::memcmp(x.l.data(), y.l.data(), x.l.size() * 4) == 0;
   };
   EXPECT_TRUE(same(a, full)) << "merging a partial result that has seen no key must leave the other as it was";
@@ -122,7 +123,8 @@ TEST(OnlineSoftmaxMerge, AnEmptySideChangesNothingAndMakesNoNaN) {
     EXPECT_EQ(c.m[i], kEmpty) << "two empty results stay empty (pair " << i << ")";
     EXPECT_EQ(c.l[i], 0.0f) << "pair " << i << ": a sum of nothing is 0, not NaN";
   }
-  for (std::size_t i = 0; i < c.o.size(); ++i) EXPECT_EQ(c.o[i], 0.0f) << "two empty results: output value " << i << " stays 0";
+  for (std::size_t i = 0; i < c.o.size(); ++i)
+    EXPECT_EQ(c.o[i], 0.0f) << "two empty results: output value " << i << " stays 0";
 }
 
 TEST(ZigzagPartition, WorkedByHand) {
@@ -142,7 +144,8 @@ TEST(ZigzagPartition, CoversEveryPositionOnceWithEqualCausalWork) {
       std::vector<std::int64_t> pairs;
       for (int r = 0; r < P; ++r) {
         const std::vector<int> pos = ex::zigzag_partition(S, P, r);
-        EXPECT_TRUE(std::is_sorted(pos.begin(), pos.end())) << "S " << S << ", P " << P << ", rank " << r << ": ascending";
+        EXPECT_TRUE(std::is_sorted(pos.begin(), pos.end()))
+            << "S " << S << ", P " << P << ", rank " << r << ": ascending";
         EXPECT_EQ(pos.size(), std::size_t(S / P)) << "S " << S << ", P " << P << ", rank " << r;
         std::int64_t work = 0;
         for (int q : pos) seen.insert(q), work += q + 1;  // a query at q attends to keys 0..q
@@ -165,15 +168,18 @@ struct RingRun {
 
 RingRun run_ring(int P, Trace* trace, int tag) {
   RingRun run{std::vector<std::vector<int>>(std::size_t(P)), std::vector<std::vector<std::int64_t>>(std::size_t(P))};
-  test::run_ranks(P, [&](Comm& comm) {
-    std::vector<float> current(64, float(comm.rank())), next(64, -1.0f);
-    for (int t = 0; t < P; ++t)
-      ex::ring_step(comm, current, next, tag + t, TransferInfo{.step = t}, t + 1 == P, [&](const float* chunk) {
-        run.began[std::size_t(comm.rank())].push_back(trace ? trace->now_ns() : 0);
-        const bool whole = std::all_of(chunk, chunk + 64, [&](float v) { return v == chunk[0]; });
-        run.seen[std::size_t(comm.rank())].push_back(whole ? int(chunk[0]) : -1);
-      });
-  }, trace);
+  test::run_ranks(
+      P,
+      [&](Comm& comm) {
+        std::vector<float> current(64, float(comm.rank())), next(64, -1.0f);
+        for (int t = 0; t < P; ++t)
+          ex::ring_step(comm, current, next, tag + t, TransferInfo{.step = t}, t + 1 == P, [&](const float* chunk) {
+            run.began[std::size_t(comm.rank())].push_back(trace ? trace->now_ns() : 0);
+            const bool whole = std::all_of(chunk, chunk + 64, [&](float v) { return v == chunk[0]; });
+            run.seen[std::size_t(comm.rank())].push_back(whole ? int(chunk[0]) : -1);
+          });
+      },
+      trace);
   return run;
 }
 
@@ -185,8 +191,8 @@ TEST(RingStep, EachStepComputesTheChunkOfTheRankBehind) {
     for (int r = 0; r < P; ++r) {
       std::vector<int> want;
       for (int t = 0; t < P; ++t) want.push_back(((r - t) % P + P) % P);
-      EXPECT_EQ(run.seen[std::size_t(r)], want) << P << " ranks, rank " << r
-                                                << ": step t computes the chunk of rank r − t (−1: a chunk that was torn)";
+      EXPECT_EQ(run.seen[std::size_t(r)], want)
+          << P << " ranks, rank " << r << ": step t computes the chunk of rank r − t (−1: a chunk that was torn)";
     }
   }
 }
@@ -196,7 +202,8 @@ TEST(RingStep, PostsEachHopBeforeItsBlockAndNoneAtTheLastStep) {
     Trace trace(P);
     const RingRun run = run_ring(P, &trace, 600);
     for (int r = 0; r < P; ++r) {
-      ASSERT_EQ(run.began[std::size_t(r)].size(), std::size_t(P)) << P << " ranks, rank " << r << ": compute runs once per step";
+      ASSERT_EQ(run.began[std::size_t(r)].size(), std::size_t(P))
+          << P << " ranks, rank " << r << ": compute runs once per step";
       const EventLog& log = trace.log(r, kStreamMain);
       for (int t = 0; t < P; ++t) {
         std::int64_t posted = -1, sent = -1;  // when the hop's receive and send were posted
@@ -210,7 +217,8 @@ TEST(RingStep, PostsEachHopBeforeItsBlockAndNoneAtTheLastStep) {
         }
         ASSERT_GE(posted, 0) << P << " ranks, rank " << r << ": no receive with tag " << 600 + t << " at step " << t;
         EXPECT_LE(posted, run.began[std::size_t(r)][std::size_t(t)])
-            << P << " ranks, rank " << r << ", step " << t << ": post the receive before computing, so the hop overlaps the block";
+            << P << " ranks, rank " << r << ", step " << t
+            << ": post the receive before computing, so the hop overlaps the block";
         EXPECT_GE(sent, 0) << P << " ranks, rank " << r << ": no send with tag " << 600 + t;
         EXPECT_LE(sent, run.began[std::size_t(r)][std::size_t(t)])
             << P << " ranks, rank " << r << ", step " << t << ": post the send before computing too";

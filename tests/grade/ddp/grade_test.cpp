@@ -92,8 +92,8 @@ TEST(LaunchReadyBuckets, EachBucketStartsWhenItsLastLayerIsDone) {
   // learner's assign_buckets, so this exercise does not depend on that one).
   const std::vector<ex::GradBucket> buckets{{3, 4, 90, 125}, {1, 2, 40, 90}, {0, 0, 0, 40}};
   for (int P : kGradedWorldSizes) {
-    const std::string w = grade::on_ranks("launch_ready_buckets", P) + ", 5 layers in " +
-                          grade::count_of(buckets.size(), "bucket");
+    const std::string w =
+        grade::on_ranks("launch_ready_buckets", P) + ", 5 layers in " + grade::count_of(buckets.size(), "bucket");
     std::string problem;
     const auto run = grade::run_graded(P, [&](Comm& c) {
       std::vector<float> g(125);
@@ -129,7 +129,8 @@ TEST(WaitForBuckets, WaitsForEveryRequestAndClears) {
                                  c.iall_reduce(b.data(), b.data(), 50, DType::f32, ReduceOp::sum)};
     ex::wait_for_buckets(pending);
     std::string& p = problems[std::size_t(c.rank())];
-    if (!pending.empty()) p = "pending still holds " + grade::count_of(pending.size(), "request");
+    if (!pending.empty())
+      p = "pending still holds " + grade::count_of(pending.size(), "request");
     else if (a[99] != 6.0f || b[0] != 4.0f)  // 0 + 1 + 2 + 3, and 4 · 1: complete when the call returned
       p = "returned before the all-reduces completed (element 99 is " + grade::plain(a[99]) + ", expected 6)";
   });
@@ -184,9 +185,9 @@ TEST(AverageGradients, Bf16GradientsAverageInBf16) {
           at = i;
         }
       }
-      DTL_GRADE_EXPECT(worst < 2.0 / 256) << w << ", rank " << c.rank() << ": element " << at << " is "
-                                          << bf16_to_float(g[at]) << ", expected the mean "
-                                          << double(int(at % 17) - 8) + (P - 1) / 2.0 << " within 2^-7";
+      DTL_GRADE_EXPECT(worst < 2.0 / 256)
+          << w << ", rank " << c.rank() << ": element " << at << " is " << bf16_to_float(g[at])
+          << ", expected the mean " << double(int(at % 17) - 8) + (P - 1) / 2.0 << " within 2^-7";
     });
     DTL_ASSERT_RAN(run, w);
   }
@@ -199,9 +200,7 @@ TEST(SyncThisMicroBatch, OnlyTheLastMicroBatchSynchronizes) {
       bool sync = false;
       try {
         sync = ex::sync_this_micro_batch(mb, k);
-      } catch (const std::exception& e) {
-        FAIL() << w << ": " << e.what();
-      }
+      } catch (const std::exception& e) { FAIL() << w << ": " << e.what(); }
       DTL_GRADE_EXPECT(sync == (mb == k - 1))
           << w << " is " << (sync ? "true" : "false") << ", expected " << (mb == k - 1 ? "true" : "false")
           << " (micro-batch " << mb << " of " << k << ")";

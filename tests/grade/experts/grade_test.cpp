@@ -70,7 +70,8 @@ TEST(TopKRouter, ChoicesAndWeightsAreTheSoftmaxsLargest) {
         ASSERT_EQ(r.expert[slot], want[std::size_t(j)]) << "k " << k << ", token " << t << ", choice " << j;
         worst = std::max(worst, std::fabs(double(r.weight[slot]) - p[std::size_t(want[std::size_t(j)])]));
       }
-      for (int e = 0; e < E; ++e) worst = std::max(worst, std::fabs(double(r.probs[std::size_t(t * E + e)]) - p[std::size_t(e)]));
+      for (int e = 0; e < E; ++e)
+        worst = std::max(worst, std::fabs(double(r.probs[std::size_t(t * E + e)]) - p[std::size_t(e)]));
     }
     EXPECT_LE(worst, 1e-6) << "k " << k << ": largest difference from a float64 softmax " << worst;
   }
@@ -159,13 +160,16 @@ TEST(DispatchLayout, RowsArriveAtTheirExpertsOverFourRanks) {
     std::vector<float> send(std::max<std::size_t>(1, d.send_order.size() * h));
     for (std::size_t i = 0; i < d.send_order.size(); ++i)  // a row names its rank, token and expert
       for (int j = 0; j < h; ++j)
-        send[i * h + std::size_t(j)] = float(j == 0 ? c.rank() : j == 1 ? d.send_order[i] / k : r.expert[std::size_t(d.send_order[i])]);
+        send[i * h + std::size_t(j)] = float(j == 0   ? c.rank()
+                                             : j == 1 ? d.send_order[i] / k
+                                                      : r.expert[std::size_t(d.send_order[i])]);
     std::vector<std::size_t> counts(static_cast<std::size_t>(P)), from(static_cast<std::size_t>(P));
     for (int q = 0; q < P; ++q) counts[std::size_t(q)] = d.tokens_to_rank.at(std::size_t(q));
     c.all_to_all(counts.data(), from.data(), 1, DType::i64);
     AllToAllvLayout l = packed_all_to_allv(std::vector<std::size_t>(std::size_t(P)), from);
     for (int q = 0; q < P; ++q) {
-      l.send_counts[std::size_t(q)] = counts[std::size_t(q)] * h, l.send_displs[std::size_t(q)] = d.first_row_of_rank.at(std::size_t(q)) * h;
+      l.send_counts[std::size_t(q)] = counts[std::size_t(q)] * h,
+      l.send_displs[std::size_t(q)] = d.first_row_of_rank.at(std::size_t(q)) * h;
       l.recv_counts[std::size_t(q)] *= h, l.recv_displs[std::size_t(q)] *= h;
     }
     std::vector<float> recv(std::max<std::size_t>(1, l.recv_extent()));

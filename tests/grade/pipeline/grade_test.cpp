@@ -15,7 +15,12 @@ namespace {
 // "F0 F1 B0 ..." as a learner reads a schedule.
 std::string text(const std::vector<Action>& actions) {
   std::string s;
-  for (const Action& a : actions) s += (s.empty() ? "" : " ") + std::string(a.op == Pass::forward ? "F" : a.op == Pass::backward ? "B" : "W") + std::to_string(a.micro_batch);
+  for (const Action& a : actions)
+    s += (s.empty() ? "" : " ") +
+         std::string(a.op == Pass::forward    ? "F"
+                     : a.op == Pass::backward ? "B"
+                                              : "W") +
+         std::to_string(a.micro_batch);
   return s;
 }
 
@@ -23,12 +28,17 @@ std::vector<Action> parse(const std::string& t) {
   std::vector<Action> out;
   std::istringstream in(t);
   std::string w;
-  while (in >> w) out.push_back({w[0] == 'F' ? Pass::forward : w[0] == 'B' ? Pass::backward : Pass::weight, std::stoi(w.substr(1)), 0});
+  while (in >> w)
+    out.push_back({w[0] == 'F'   ? Pass::forward
+                   : w[0] == 'B' ? Pass::backward
+                                 : Pass::weight,
+                   std::stoi(w.substr(1)), 0});
   return out;
 }
 
 std::string case_of(int P, int M, int s) {
-  return "one_f_one_b(stages " + std::to_string(P) + ", micro_batches " + std::to_string(M) + ", stage " + std::to_string(s) + ")";
+  return "one_f_one_b(stages " + std::to_string(P) + ", micro_batches " + std::to_string(M) + ", stage " +
+         std::to_string(s) + ")";
 }
 
 // 1F1B for P = 4, M = 8, written by hand: warm-up P - s - 1 forwards, then F/B pairs, then
@@ -45,7 +55,8 @@ const char* kOneFOneB48[] = {
 TEST(OneFOneB, MatchesTheHandWrittenTableForFourStagesAndEightMicroBatches) {
   for (int s = 0; s < 4; ++s) {
     const std::string got = text(ex::one_f_one_b(4, 8, s));
-    DTL_GRADE_EXPECT(got == kOneFOneB48[s]) << case_of(4, 8, s) << " is\n  " << got << "\nexpected\n  " << kOneFOneB48[s];
+    DTL_GRADE_EXPECT(got == kOneFOneB48[s])
+        << case_of(4, 8, s) << " is\n  " << got << "\nexpected\n  " << kOneFOneB48[s];
   }
 }
 
@@ -60,7 +71,8 @@ TEST(OneFOneB, FewMicroBatchesAndOneStage) {
   const char* names[] = {"(stages 4, micro_batches 2, stage 0)", "(stages 4, micro_batches 2, stage 3)",
                          "(stages 1, micro_batches 3, stage 0)", "(stages 2, micro_batches 1, stage 0)"};
   for (std::size_t i = 0; i < std::size(cases); ++i)
-    DTL_GRADE_EXPECT(cases[i].first == cases[i].second) << "one_f_one_b" << names[i] << " is " << cases[i].first << ", expected " << cases[i].second;
+    DTL_GRADE_EXPECT(cases[i].first == cases[i].second)
+        << "one_f_one_b" << names[i] << " is " << cases[i].first << ", expected " << cases[i].second;
 }
 
 TEST(OneFOneB, EveryMicroBatchOnceInOrderAndAtMostPMinusSInFlight) {
@@ -77,9 +89,9 @@ TEST(OneFOneB, EveryMicroBatchOnceInOrderAndAtMostPMinusSInFlight) {
         }
         DTL_GRADE_ASSERT(ok) << case_of(P, M, s) << " = " << text(a)
                              << ": every micro-batch must be forwarded then backwarded once, both in order 0..M-1";
-        DTL_GRADE_ASSERT(most <= std::min(M, P - s)) << case_of(P, M, s) << " holds " << most
-                                                     << " micro-batches at once; 1F1B holds at most min(M, P - stage) = "
-                                                     << std::min(M, P - s);
+        DTL_GRADE_ASSERT(most <= std::min(M, P - s))
+            << case_of(P, M, s) << " holds " << most
+            << " micro-batches at once; 1F1B holds at most min(M, P - stage) = " << std::min(M, P - s);
       }
 }
 
@@ -94,7 +106,8 @@ void run_loop(int P, int M, const std::function<std::vector<Action>(int)>& order
   std::vector<std::string> problems(static_cast<std::size_t>(P));
   const auto run = grade::run_graded(P, [&](Comm& comm) {
     const int s = comm.rank();
-    std::vector<float> in(std::size_t(M), -1), out(std::size_t(M), -1), gin(std::size_t(M), -1), gout(std::size_t(M), -1);
+    std::vector<float> in(std::size_t(M), -1), out(std::size_t(M), -1), gin(std::size_t(M), -1),
+        gout(std::size_t(M), -1);
     std::string& problem = problems[std::size_t(s)];
     ex::StageOps ops;
     ops.has_previous = [s](int) { return s > 0; };
@@ -108,7 +121,8 @@ void run_loop(int P, int M, const std::function<std::vector<Action>(int)>& order
       const float x = s == 0 ? float(m) : in[std::size_t(m)];
       if (x != want && problem.empty())
         problem = "stage " + std::to_string(s) + " computed the forward of micro-batch " + std::to_string(m) +
-                  " before its activation arrived (it read " + grade::plain(x) + ", expected " + grade::plain(want) + ")";
+                  " before its activation arrived (it read " + grade::plain(x) + ", expected " + grade::plain(want) +
+                  ")";
       out[std::size_t(m)] = x + float(s + 1);
     };
     ops.backward = [&](int m, int) {
@@ -133,22 +147,26 @@ void run_loop(int P, int M, const std::function<std::vector<Action>(int)>& order
         }
       }
   });
-  DTL_ASSERT_RAN(run, "run_stage under " + name + " on " + std::to_string(P) + " stages (a loop that waits on a send deadlocks)");
+  DTL_ASSERT_RAN(
+      run, "run_stage under " + name + " on " + std::to_string(P) + " stages (a loop that waits on a send deadlocks)");
   for (const std::string& p : problems) DTL_GRADE_EXPECT(p.empty()) << "run_stage under " << name << ": " << p;
 }
 
 }  // namespace
 
 TEST(RunStage, OneFOneBOnFourStagesNeverDeadlocksAndDeliversEveryTensor) {
-  run_loop(4, 8, [](int s) { return parse(kOneFOneB48[s]); }, "1F1B (P=4, M=8)");
+  run_loop(
+      4, 8, [](int s) { return parse(kOneFOneB48[s]); }, "1F1B (P=4, M=8)");
 }
 
 TEST(RunStage, GPipeOnFourStages) {
-  run_loop(4, 6, [](int) { return parse("F0 F1 F2 F3 F4 F5 B0 B1 B2 B3 B4 B5"); }, "GPipe (P=4, M=6)");
+  run_loop(
+      4, 6, [](int) { return parse("F0 F1 F2 F3 F4 F5 B0 B1 B2 B3 B4 B5"); }, "GPipe (P=4, M=6)");
 }
 
 TEST(RunStage, WeightActionsOnlyCompute) {
   // Zero-bubble's split backward: W(m) after B(m) on each stage, sends unchanged.
-  run_loop(2, 3, [](int s) { return parse(s == 0 ? "F0 F1 B0 W0 F2 B1 W1 B2 W2" : "F0 B0 W0 F1 B1 W1 F2 B2 W2"); },
-           "zero-bubble order (P=2, M=3)");
+  run_loop(
+      2, 3, [](int s) { return parse(s == 0 ? "F0 F1 B0 W0 F2 B1 W1 B2 W2" : "F0 B0 W0 F1 B1 W1 F2 B2 W2"); },
+      "zero-bubble order (P=2, M=3)");
 }

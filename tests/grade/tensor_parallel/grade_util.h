@@ -46,7 +46,7 @@ inline std::vector<Collective> collectives_of(const grade::RankPattern& p) {
 // Every rank called exactly `want` (on one rank: `want` or nothing), and sent no
 // point-to-point message.
 inline void expect_pattern(const grade::GradedRun& run, const std::vector<Collective>& want, const std::string& what,
-                    const std::string& why) {
+                           const std::string& why) {
   const int T = int(run.ranks.size());
   for (int r = 0; r < T; ++r) {
     const grade::RankPattern& p = run.ranks[std::size_t(r)];
@@ -93,7 +93,9 @@ inline void expect_close(const float* got, const std::vector<double>& want, int 
   if (!d.empty()) ADD_FAILURE() << where << ": " << d;
 }
 
-inline std::vector<float> nan_floats(std::size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
+inline std::vector<float> nan_floats(std::size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
 
 // A [rows × cols] block of a row-major matrix with `width` columns.
 inline std::vector<double> block(const std::vector<double>& m, int width, int r0, int r1, int c0, int c1) {

@@ -16,8 +16,8 @@
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;
-using grade::kGradedWorldSizes;
 using grade::ceil_div;
+using grade::kGradedWorldSizes;
 
 namespace {
 
@@ -84,9 +84,7 @@ void check_shard_step(std::size_t n, const std::vector<ex::ShardRange>& ranges, 
     ex::ShardStep got;
     try {
       got = ex::shard_step({unit.data(), t}, sharded, grads.data(), s);
-    } catch (const std::exception& e) {
-      FAIL() << w << ": " << e.what();
-    }
+    } catch (const std::exception& e) { FAIL() << w << ": " << e.what(); }
     // Stage 3's buffer holds only this rank's chunk, which starts at its first owned element.
     const std::size_t first = sharded ? 0 : s.begin;
     const std::string params = sharded ? "the rank's chunk" : "the padded unit";
@@ -97,8 +95,8 @@ void check_shard_step(std::size_t n, const std::vector<ex::ShardRange>& ranges, 
         << w << ": grads at " << where_in(got.grads, grads.data(), es, "shard_grads")
         << ", expected element 0 of shard_grads (it holds this rank's chunk from its start)";
     DTL_GRADE_EXPECT(got.count == s.end - s.begin)
-        << w << ": count " << got.count << ", expected " << s.end - s.begin << " (the real elements ["
-        << s.begin << ", " << s.end << "); the chunk of " << chunk << " includes padding, which is never stepped)";
+        << w << ": count " << got.count << ", expected " << s.end - s.begin << " (the real elements [" << s.begin
+        << ", " << s.end << "); the chunk of " << chunk << " includes padding, which is never stepped)";
   }
 }
 
@@ -140,8 +138,8 @@ void expect_gather(const std::vector<int>& order, int position, int depth, const
   const std::vector<bool> issued = issued_set(order.size(), issued_units);
   const auto got = gather_of(order, position, depth, issued);
   if (!got) return;
-  DTL_GRADE_EXPECT(*got == want) << gather_case(order, position, depth, issued) << " is " << list(*got)
-                                 << ", expected " << list(want) << " (" << why << ")";
+  DTL_GRADE_EXPECT(*got == want) << gather_case(order, position, depth, issued) << " is " << list(*got) << ", expected "
+                                 << list(want) << " (" << why << ")";
 }
 
 const std::vector<int> kForward{0, 1, 2, 3}, kBackward{3, 2, 1, 0};
@@ -189,8 +187,7 @@ TEST(ShardRange, RangesTileTheUnitInRankOrder) {
         DTL_GRADE_ASSERT(s->chunk * std::size_t(world) >= n && (s->chunk - 1) * std::size_t(world) < n)
             << w << ": expected chunk = ceil(" << n << " / " << world << ") = " << ceil_div(n, std::size_t(world));
         DTL_GRADE_ASSERT(s->chunk == chunk0) << w << ": every rank's chunk is the same, expected " << chunk0;
-        DTL_GRADE_ASSERT(s->begin == expect_begin && s->begin <= s->end && s->end <= n &&
-                         s->end - s->begin <= s->chunk)
+        DTL_GRADE_ASSERT(s->begin == expect_begin && s->begin <= s->end && s->end <= n && s->end - s->begin <= s->chunk)
             << w << ": expected it to start at " << expect_begin
             << " (where the rank before it ended) and to end at most one chunk later, and at most at n = " << n;
         expect_begin = s->end;

@@ -16,8 +16,8 @@
 #include "tests/grade/grade_util.h"
 
 using namespace dtl;
-using grade::kGradedWorldSizes;
 using grade::ceil_div;
+using grade::kGradedWorldSizes;
 
 namespace {
 
@@ -111,9 +111,10 @@ void check_reduce_scatter(int P, std::size_t n, DType t) {
       got[i] = element_as_double(shard.data(), i, t);
       want[i] = global < n ? unit_value(global) : 0.0;
     }
-    grade::expect_same(got, want, w + ", rank " + std::to_string(me) + "'s shard (elements " +
-                                      std::to_string(std::size_t(me) * chunk) + " .. " +
-                                      std::to_string(std::size_t(me + 1) * chunk - 1) + " of the unit, averaged)");
+    grade::expect_same(got, want,
+                       w + ", rank " + std::to_string(me) + "'s shard (elements " +
+                           std::to_string(std::size_t(me) * chunk) + " .. " +
+                           std::to_string(std::size_t(me + 1) * chunk - 1) + " of the unit, averaged)");
   });
   DTL_ASSERT_RAN(run, w);
   expect_one_collective(run, "reduce_scatter", std::uint64_t(P) * chunk * es, w,
@@ -211,8 +212,9 @@ TEST(AllGatherParams, ReturnsBeforeTheAllGatherCompletes) {
   const auto run = grade::run_graded(P, [&](Comm& c) {
     std::vector<float> unit(std::size_t(P) * chunk, float(c.rank()));
     if (c.rank() == P - 1) still_inside = hold.still_inside(P - 1);
-    Request req =
-        hold.call(c.rank() < P - 1, [&] { return ex::all_gather_params(c, {unit.data(), DType::f32}, chunk); });
+    Request req = hold.call(c.rank() < P - 1, [&] {
+      return ex::all_gather_params(c, {unit.data(), DType::f32}, chunk);
+    });
     if (!req.valid())
       problems[std::size_t(c.rank())] = "returned an empty Request; return the one comm.iall_gather gives";
     req.wait();

@@ -1,6 +1,7 @@
 // Exercise: the test lab's weighted sum (tests/test_lab/exercises/test_lab.h).
-#include "core/error.h"
 #include "tests/test_lab/exercises/test_lab.h"
+
+#include "core/error.h"
 
 namespace dtl::ex {
 

@@ -58,7 +58,8 @@ std::vector<CollectiveRun> collective_runs(const TraceData& d, const std::vector
 std::size_t run_at(const std::vector<CollectiveRun>& runs, std::size_t cursor) {
   if (runs.empty()) return 0;
   const std::size_t k = cursor == 0 ? 0 : cursor - 1;
-  const auto it = std::upper_bound(runs.begin(), runs.end(), k, [](std::size_t v, const CollectiveRun& r) { return v < r.end; });
+  const auto it =
+      std::upper_bound(runs.begin(), runs.end(), k, [](std::size_t v, const CollectiveRun& r) { return v < r.end; });
   return std::min(std::size_t(it - runs.begin()), runs.size() - 1);
 }
 
@@ -70,8 +71,8 @@ RunFormula run_formula(const Role& role, int P, double N) {
   // transfers are not the lab's).
   const bool lab_built = collective == CollectiveKind::all_reduce || collective == CollectiveKind::reduce_scatter ||
                          collective == CollectiveKind::all_gather || collective == CollectiveKind::broadcast;
-  const bool lab_algorithm = algo == AlgorithmKind::naive || algo == AlgorithmKind::ring || algo == AlgorithmKind::tree ||
-                             algo == AlgorithmKind::rhd;
+  const bool lab_algorithm = algo == AlgorithmKind::naive || algo == AlgorithmKind::ring ||
+                             algo == AlgorithmKind::tree || algo == AlgorithmKind::rhd;
   if (!lab_built || !lab_algorithm) return f;
   const theory::CommCost cost = collective_cost(collective, algo, P, N);
   const CollectiveFormulas words = collective_formulas(collective, algo, P);

@@ -44,14 +44,16 @@ void draw_node_cells(ImDrawList* dl, const Picture& pic, Vec2 p, int r, float ce
     if (cell >= 14 && pic.state) {
       char num[8];
       std::snprintf(num, sizeof num, "%d", pic.level(r, c));
-      dl->AddText(ImVec2(c0.x + 2, c0.y), pic.level(r, c) == pic.P ? IM_COL32(255, 255, 255, 255) : IM_COL32(20, 20, 20, 255), num);
+      dl->AddText(ImVec2(c0.x + 2, c0.y),
+                  pic.level(r, c) == pic.P ? IM_COL32(255, 255, 255, 255) : IM_COL32(20, 20, 20, 255), num);
     }
   }
 }
 
 // A small node: a box with the rank's number (many ranks; the cells are in the grid).
 void draw_node_box(ImDrawList* dl, Vec2 p, int r, float size) {
-  dl->AddRectFilled(ImVec2(p.x - size / 2, p.y - size / 2), ImVec2(p.x + size / 2, p.y + size / 2), IM_COL32(40, 42, 48, 255), 3.0f);
+  dl->AddRectFilled(ImVec2(p.x - size / 2, p.y - size / 2), ImVec2(p.x + size / 2, p.y + size / 2),
+                    IM_COL32(40, 42, 48, 255), 3.0f);
   char num[16];
   std::snprintf(num, sizeof num, "%d", r);
   const ImVec2 t = ImGui::CalcTextSize(num);
@@ -85,15 +87,17 @@ void draw_matrix(ImDrawList* dl, const Picture& pic, ImVec2 o, ImVec2 size, cons
       continue;
     }
     for (int c = 0; c < pic.chunks; ++c)
-      dl->AddRectFilled(ImVec2(o.x + label_w + cell * float(c) + 1, y + 1), ImVec2(o.x + label_w + cell * float(c + 1) - 1, y + row - 1),
-                        pic.color(r, c), row >= 8 ? 2.0f : 0.0f);
+      dl->AddRectFilled(ImVec2(o.x + label_w + cell * float(c) + 1, y + 1),
+                        ImVec2(o.x + label_w + cell * float(c + 1) - 1, y + row - 1), pic.color(r, c),
+                        row >= 8 ? 2.0f : 0.0f);
   }
   if (!moving || folded) return;
   const int first = std::max(0, moving->chunk), n = std::max<int>(1, moving->chunk_count);
   auto outline = [&](int r, ImU32 col) {
     if (r < 0 || r >= pic.P) return;
     const float y = o.y + row * float(r);
-    dl->AddRect(ImVec2(o.x + label_w + cell * float(first), y), ImVec2(o.x + label_w + cell * float(first + n), y + row), col, 2.0f, 0, 2.0f);
+    dl->AddRect(ImVec2(o.x + label_w + cell * float(first), y),
+                ImVec2(o.x + label_w + cell * float(first + n), y + row), col, 2.0f, 0, 2.0f);
   };
   outline(moving->peer, kind_color(EventKind::send));
   outline(moving->rank, kind_color(EventKind::recv));
@@ -101,8 +105,8 @@ void draw_matrix(ImDrawList* dl, const Picture& pic, ImVec2 o, ImVec2 size, cons
 
 // Edges this run used so far; those of the current step (the round of the transfer at the
 // cursor) drawn bold: halving-doubling's pairs, the tree's level, the ring's neighbours.
-void draw_edges(ImDrawList* dl, const std::vector<Vec2>& pos, const std::vector<Edge>& edges, const std::vector<Event>& tr,
-                std::size_t k) {
+void draw_edges(ImDrawList* dl, const std::vector<Vec2>& pos, const std::vector<Edge>& edges,
+                const std::vector<Event>& tr, std::size_t k) {
   const int P = int(pos.size());
   auto line = [&](int from, int to, ImU32 col, float width) {
     if (from < 0 || from >= P || to < 0 || to >= P) return;
@@ -138,15 +142,17 @@ void outline_landed(ImDrawList* dl, const Event& e, const std::vector<Vec2>& pos
   const float left = p.x - cell * float(chunks) / 2;
   const int first = std::clamp(e.chunk, 0, chunks - 1), n = std::clamp<int>(e.chunk_count, 1, chunks - first);
   // Inside the cells, so the node's frame stays whole around them.
-  dl->AddRect(ImVec2(left + cell * float(first) + 1, p.y - cell / 2 + 1), ImVec2(left + cell * float(first + n) - 1, p.y + cell / 2 - 1),
-              kind_color(EventKind::recv), 2.0f, 0, 2.0f);
+  dl->AddRect(ImVec2(left + cell * float(first) + 1, p.y - cell / 2 + 1),
+              ImVec2(left + cell * float(first + n) - 1, p.y + cell / 2 - 1), kind_color(EventKind::recv), 2.0f, 0,
+              2.0f);
 }
 
 std::string run_title(const CollectiveRun& run) {
   std::string t = run.name;
   // The checked run first, then the repetitions the report times (warm-up included).
   if (run.role.part == RunPart::timed)
-    t += run.repeats > 1 ? " · run " + std::to_string(run.repeat) + " of " + std::to_string(run.repeats) : " · traced run";
+    t += run.repeats > 1 ? " · run " + std::to_string(run.repeat) + " of " + std::to_string(run.repeats)
+                         : " · traced run";
   return t;
 }
 
@@ -157,7 +163,8 @@ void draw_legend(CellMeaning m, int P) {
     legend_swatch(contribution_color(P, P), "all ranks (done)");
   } else {
     legend_swatch(IM_COL32(70, 72, 80, 255), "not received yet");
-    legend_swatch(contribution_color(P, P), m == CellMeaning::owner_chunk ? "chunk c from its owner, rank c" : "rank 0's data");
+    legend_swatch(contribution_color(P, P),
+                  m == CellMeaning::owner_chunk ? "chunk c from its owner, rank c" : "rank 0's data");
   }
   ImGui::NewLine();
 }
@@ -223,7 +230,8 @@ void draw_nodes(ImDrawList* dl, const Layout& l, const Picture& pic, const std::
     draw_node_cells(dl, pic, p, r, l.cell);
     char label[96];
     std::snprintf(label, sizeof label, "rank %d  sent %s", r, human_bytes(sent[std::size_t(r)]).c_str());
-    dl->AddText(ImVec2(p.x - ImGui::CalcTextSize(label).x / 2, p.y - l.cell / 2 - line - 2), IM_COL32(230, 230, 235, 255), label);
+    dl->AddText(ImVec2(p.x - ImGui::CalcTextSize(label).x / 2, p.y - l.cell / 2 - line - 2),
+                IM_COL32(230, 230, 235, 255), label);
   }
 }
 
@@ -233,14 +241,15 @@ void draw_nodes(ImDrawList* dl, const Layout& l, const Picture& pic, const std::
 void RingView::DrawCaption(const Frame& f, const CollectiveRun& run, const Event* moving, bool going_on) {
   ImGui::Text("run %zu of %zu%s: %s", run_ + 1, runs_.size(), going_on ? " so far" : "", shown.run.c_str());
   if (moving)  // wrapped: a narrow panel keeps the whole sentence
-    ImGui::TextWrapped("transfer %zu of %zu%s in this run: rank %d -> rank %d, chunk %d%s, %s, %s, step %d", shown.done, shown.total,
-                going_on ? " so far" : "", moving->peer, moving->rank, moving->chunk, moving->chunk_count > 1 ? "+" : "",
-                human_bytes(double(moving->bytes)).c_str(), (moving->flags & kFlagReduce) ? "reduce" : "copy", moving->step);
+    ImGui::TextWrapped("transfer %zu of %zu%s in this run: rank %d -> rank %d, chunk %d%s, %s, %s, step %d", shown.done,
+                       shown.total, going_on ? " so far" : "", moving->peer, moving->rank, moving->chunk,
+                       moving->chunk_count > 1 ? "+" : "", human_bytes(double(moving->bytes)).c_str(),
+                       (moving->flags & kFlagReduce) ? "reduce" : "copy", moving->step);
   else
     ImGui::Text("before its first transfer: every rank holds only its own data");
   if (!shown.formula.empty())
-    ImGui::TextWrapped("most sent by one rank in this run: %s   formula %s (the whole run)", human_bytes(shown.most_sent).c_str(),
-                shown.formula.c_str());
+    ImGui::TextWrapped("most sent by one rank in this run: %s   formula %s (the whole run)",
+                       human_bytes(shown.most_sent).c_str(), shown.formula.c_str());
   else
     ImGui::TextDisabled("most sent by one rank: %s (a trace without run marks: no formula to compare)",
                         human_bytes(shown.most_sent).c_str());
@@ -256,8 +265,9 @@ void RingView::Draw(const Frame& f) {
   const bool going_on = f.session.live() && !f.session.finished();
   if (runs_.empty()) {
     shown = {};
-    return ImGui::TextWrapped("before any transfer: every rank holds only its own data%s",
-                              going_on ? " (live: the transfers appear as they move)" : " (this trace has no transfers)");
+    return ImGui::TextWrapped(
+        "before any transfer: every rank holds only its own data%s",
+        going_on ? " (live: the transfers appear as they move)" : " (this trace has no transfers)");
   }
   const CollectiveRun& run = runs_[run_];
   const std::size_t k = std::min(f.cursor > run.first ? f.cursor - run.first : 0, run_transfers_.size());
@@ -275,16 +285,25 @@ void RingView::Draw(const Frame& f) {
   // it landed (never a box parked over the receiver).
   const Event* moving = k > 0 ? &run_transfers_[k - 1] : nullptr;
   if (moving && in_flight)
-    draw_in_flight(dl, *moving, l.pos, l.matrix ? l.node_w / 3 : l.cell * float(std::max<int>(1, moving->chunk_count)) / 2, f.anim);
+    draw_in_flight(dl, *moving, l.pos,
+                   l.matrix ? l.node_w / 3 : l.cell * float(std::max<int>(1, moving->chunk_count)) / 2, f.anim);
   else if (moving && !l.matrix)
     outline_landed(dl, *moving, l.pos, l.cell, chunks);
   if (l.matrix)
-    draw_matrix(dl, pic, ImVec2(l.origin.x + l.graph_w + 8, l.origin.y), ImVec2(l.avail.x - l.graph_w - 8, l.area_h), sent, moving);
+    draw_matrix(dl, pic, ImVec2(l.origin.x + l.graph_w + 8, l.origin.y), ImVec2(l.avail.x - l.graph_w - 8, l.area_h),
+                sent, moving);
 
   const double N = std::atof(d.meta_of(MetaKey::bytes) ? d.meta_of(MetaKey::bytes)->c_str() : "0");
   const RunFormula formula = run_formula(run.role, P, N);
-  shown = {run_title(run), formula.known ? formula.bytes_text + " = " + human_bytes(formula.bytes_per_rank) : "",
-           *std::max_element(sent.begin(), sent.end()), formula.bytes_per_rank, k, run_transfers_.size(), l.shape, l.matrix, 0};
+  shown = {run_title(run),
+           formula.known ? formula.bytes_text + " = " + human_bytes(formula.bytes_per_rank) : "",
+           *std::max_element(sent.begin(), sent.end()),
+           formula.bytes_per_rank,
+           k,
+           run_transfers_.size(),
+           l.shape,
+           l.matrix,
+           0};
   for (int r = 0; r < P && state; ++r)
     for (int c = 0; c < chunks; ++c) shown.complete_cells += pic.level(r, c) == P;
   ImGui::SetCursorScreenPos(ImVec2(l.origin.x, l.origin.y + l.area_h + 4));

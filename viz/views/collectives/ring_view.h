@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/trace/chunk_state.h"
-#include "viz/views/collectives/collective_runs.h"
 #include "viz/app/views.h"
 #include "viz/model/layout.h"
+#include "viz/views/collectives/collective_runs.h"
 
 namespace dtl::viz {
 
@@ -27,14 +27,14 @@ std::vector<Vec2> shape_positions(RunShape shape, int P, float x0, float y0, flo
 struct RingView final : Panel {
   // What the last frame showed (tests read it): the run, its formula, its counters.
   struct Shown {
-    std::string run;            // "ring all_reduce · run 1 of 7" (the checked run, then the timed repetitions)
-    std::string formula;        // "2(P-1)/P·N = 1.5 KiB" ("" when the run's kind is unknown)
-    double most_sent = 0;       // bytes the busiest rank sent in this run so far
-    double predicted = 0;       // the formula's bytes per rank
+    std::string run;                  // "ring all_reduce · run 1 of 7" (the checked run, then the timed repetitions)
+    std::string formula;              // "2(P-1)/P·N = 1.5 KiB" ("" when the run's kind is unknown)
+    double most_sent = 0;             // bytes the busiest rank sent in this run so far
+    double predicted = 0;             // the formula's bytes per rank
     std::size_t done = 0, total = 0;  // this run's transfers landed so far, and in all (a live run: so far)
     RunShape shape = RunShape::ring;
-    bool matrix = false;        // cells in a rank × chunk grid beside the nodes (too many to sit on them)
-    int complete_cells = 0;     // cells at their final level (count == P, or final data)
+    bool matrix = false;     // cells in a rank × chunk grid beside the nodes (too many to sit on them)
+    int complete_cells = 0;  // cells at their final level (count == P, or final data)
   } shown;
   void Draw(const Frame& f) override;
   void Restart() override { runs_key_ = {}, picture_key_ = {}; }
@@ -43,11 +43,11 @@ struct RingView final : Panel {
   void Index(const Frame& f);  // runs_ and the current run's picture, when the trace grew
   void DrawCaption(const Frame& f, const CollectiveRun& run, const Event* moving, bool going_on);
   std::vector<CollectiveRun> runs_;
-  std::array<std::size_t, 2> runs_key_{};  // (trace address, transfers)
-  std::size_t run_ = 0;                    // the run at the cursor
-  std::vector<Event> run_transfers_;       // its transfers, landing order
-  ChunkTimeline timeline_;                 // its pictures (from every rank holding its own data)
-  std::vector<Edge> run_edges_;            // the pairs it used, by first transfer
+  std::array<std::size_t, 2> runs_key_{};     // (trace address, transfers)
+  std::size_t run_ = 0;                       // the run at the cursor
+  std::vector<Event> run_transfers_;          // its transfers, landing order
+  ChunkTimeline timeline_;                    // its pictures (from every rank holding its own data)
+  std::vector<Edge> run_edges_;               // the pairs it used, by first transfer
   std::array<std::size_t, 3> picture_key_{};  // (runs key's transfers, run index, run end)
 };
 

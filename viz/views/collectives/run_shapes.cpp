@@ -39,7 +39,8 @@ std::vector<Vec2> binomial_levels(int P, float x0, float y0, float w, float h) {
   std::vector<Vec2> p(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) {
     const int d = depth(r), n = in_level[std::size_t(d)];
-    p[std::size_t(r)] = {x0 + w * (float(index[std::size_t(r)]) + 0.5f) / float(n), y0 + h * (float(d) + 0.5f) / float(levels)};
+    p[std::size_t(r)] = {x0 + w * (float(index[std::size_t(r)]) + 0.5f) / float(n),
+                         y0 + h * (float(d) + 0.5f) / float(levels)};
   }
   return p;
 }

@@ -117,19 +117,26 @@ struct Matrix {
 // The blocks: query chunk rows, key chunk columns; done[r][o]: rank r has its queries' block
 // with the K/V of rank o (the ring so far; all of them for the other algorithms).
 // by_heads (Ulysses): every rank computes every block, for its A/P heads: one neutral color.
-void draw_blocks(ImDrawList* dl, const Matrix& m, const std::vector<int>& owner, const std::vector<std::vector<bool>>& done,
-                 const std::vector<int>& now, bool by_heads) {
+void draw_blocks(ImDrawList* dl, const Matrix& m, const std::vector<int>& owner,
+                 const std::vector<std::vector<bool>>& done, const std::vector<int>& now, bool by_heads) {
   const int C = int(owner.size());
   for (int q = 0; q < C; ++q)
     for (int k = 0; k < C; ++k) {
       const ImVec2 a(m.o.x + float(k) * m.cell, m.o.y + float(q) * m.cell), z(a.x + m.cell, a.y + m.cell);
       const int r = owner[std::size_t(q)], o = owner[std::size_t(k)];
-      const ImU32 c = by_heads ? kEveryRank : done[std::size_t(r)][std::size_t(o)] ? rank_color(r) : faded(rank_color(r));
-      if (k > q) dl->AddRectFilled(a, z, kMasked);  // every key after every query: masked
-      else if (k == q) dl->AddTriangleFilled(ImVec2(a.x, a.y), ImVec2(a.x, z.y), ImVec2(z.x, z.y), c), dl->AddTriangleFilled(a, ImVec2(z.x, a.y), z, kMasked);
-      else dl->AddRectFilled(a, z, c);
+      const ImU32 c = by_heads                               ? kEveryRank
+                      : done[std::size_t(r)][std::size_t(o)] ? rank_color(r)
+                                                             : faded(rank_color(r));
+      if (k > q)
+        dl->AddRectFilled(a, z, kMasked);  // every key after every query: masked
+      else if (k == q)
+        dl->AddTriangleFilled(ImVec2(a.x, a.y), ImVec2(a.x, z.y), ImVec2(z.x, z.y), c),
+            dl->AddTriangleFilled(a, ImVec2(z.x, a.y), z, kMasked);
+      else
+        dl->AddRectFilled(a, z, c);
       dl->AddRect(a, z, kGridLine);
-      if (k <= q && now[std::size_t(r)] == o) dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(z.x - 1, z.y - 1), kNow, 0, 0, 2.0f);
+      if (k <= q && now[std::size_t(r)] == o)
+        dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(z.x - 1, z.y - 1), kNow, 0, 0, 2.0f);
     }
   dl->AddText(ImVec2(m.o.x, m.o.y + float(C) * m.cell + 4), kDim,
               by_heads ? "keys →   (rows: queries; every rank computes every block for its A/P heads)"
@@ -144,7 +151,8 @@ void draw_ring(ImDrawList* dl, ImVec2 c, float radius, const std::vector<int>& n
     const ImVec2 p(c.x + radius * std::cos(a), c.y + radius * std::sin(a));
     const float an = 6.2831853f * float((r + 1) % P) / float(P) - 1.5707963f;
     const ImVec2 pn(c.x + radius * std::cos(an), c.y + radius * std::sin(an));
-    dl->AddLine(ImVec2(p.x + (pn.x - p.x) * 0.2f, p.y + (pn.y - p.y) * 0.2f), ImVec2(p.x + (pn.x - p.x) * 0.8f, p.y + (pn.y - p.y) * 0.8f), kDim, 1.5f);
+    dl->AddLine(ImVec2(p.x + (pn.x - p.x) * 0.2f, p.y + (pn.y - p.y) * 0.2f),
+                ImVec2(p.x + (pn.x - p.x) * 0.8f, p.y + (pn.y - p.y) * 0.8f), kDim, 1.5f);
     dl->AddCircleFilled(p, 16, rank_color(r));
     char label[48];
     std::snprintf(label, sizeof label, "%d", r);
@@ -163,15 +171,17 @@ void draw_all_to_all(ImDrawList* dl, const TraceData& d, ImVec2 o, float cell, i
     if (e.kind == EventKind::phase && algo_of(d.role(e)) == Algo::ulysses && to == 0) from = e.begin_ns, to = e.end_ns;
   std::vector<double> bytes(std::size_t(P), 0);
   for (const Event& e : d.events)
-    if (e.kind == EventKind::collective && d.role(e).collective == CollectiveKind::all_to_all && e.rank >= 0 && e.rank < P &&
-        e.begin_ns >= from && e.begin_ns <= to && bytes[std::size_t(e.rank)] == 0)
+    if (e.kind == EventKind::collective && d.role(e).collective == CollectiveKind::all_to_all && e.rank >= 0 &&
+        e.rank < P && e.begin_ns >= from && e.begin_ns <= to && bytes[std::size_t(e.rank)] == 0)
       bytes[std::size_t(e.rank)] = double(e.bytes) / P;
   for (int i = 0; i < P; ++i)
     for (int j = 0; j < P; ++j) {
       const ImVec2 a(o.x + float(j) * cell, o.y + float(i) * cell), z(a.x + cell, a.y + cell);
       dl->AddRectFilled(a, z, i == j ? kMasked : rank_color(i));
       dl->AddRect(a, z, kGridLine);
-      if (i != j && cell > 40) dl->AddText(ImVec2(a.x + 3, a.y + cell / 2 - 7), IM_COL32(20, 20, 20, 255), human_bytes(bytes[std::size_t(i)]).c_str());
+      if (i != j && cell > 40)
+        dl->AddText(ImVec2(a.x + 3, a.y + cell / 2 - 7), IM_COL32(20, 20, 20, 255),
+                    human_bytes(bytes[std::size_t(i)]).c_str());
     }
   dl->AddText(ImVec2(o.x, o.y + float(P) * cell + 4), kDim, "all-to-all: row sends to column (the diagonal stays)");
 }
@@ -185,12 +195,14 @@ struct CpAttentionView final : Panel {
 void CpAttentionView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
   const Setup s = read_setup(d);
-  if (!s.ok) return ImGui::TextWrapped("No context-parallel run in this trace (dtlab run context_parallel writes one).");
+  if (!s.ok)
+    return ImGui::TextWrapped("No context-parallel run in this trace (dtlab run context_parallel writes one).");
   const std::int64_t t = f.cursor_time();
   const Algo algo = algo_at(d, t);
   const std::vector<int> owner = chunk_owners(s);
   Pass pass = Pass::none;
-  const std::vector<int> steps = algo == Algo::ring ? ring_steps_at(d, s.P, t, &pass) : std::vector<int>(std::size_t(s.P), -1);
+  const std::vector<int> steps =
+      algo == Algo::ring ? ring_steps_at(d, s.P, t, &pass) : std::vector<int>(std::size_t(s.P), -1);
   std::vector<int> now(std::size_t(s.P), -1);
   std::vector<std::vector<bool>> done(std::size_t(s.P), std::vector<bool>(std::size_t(s.P), algo != Algo::ring));
   for (int r = 0; r < s.P; ++r)
@@ -218,20 +230,21 @@ void CpAttentionView::Draw(const Frame& f) {
   draw_blocks(dl, m, owner, done, now, algo == Algo::ulysses);
   const ImVec2 right(start.x + side + 60, start.y + 8);
   const float rest = std::max(60.0f, avail.x - side - 80);
-  if (algo == Algo::ulysses) draw_all_to_all(dl, d, right, std::min(rest, side) / float(s.P), s.P);
+  if (algo == Algo::ulysses)
+    draw_all_to_all(dl, d, right, std::min(rest, side) / float(s.P), s.P);
   else if (algo == Algo::ring) {
     draw_ring(dl, ImVec2(right.x + rest / 2, right.y + side / 2), std::min(rest, side) * 0.35f, now);
     dl->AddText(ImVec2(right.x, right.y + side - ImGui::GetTextLineHeight()), kDim,
                 "each step a rank passes the K/V chunk it holds to the next rank (clockwise)");
-  }
-  else if (algo == Algo::all_gather) dl->AddText(right, kText, "all-gather: every rank holds every K/V chunk");
+  } else if (algo == Algo::all_gather)
+    dl->AddText(right, kText, "all-gather: every rank holds every K/V chunk");
   ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + side + 3 * ImGui::GetTextLineHeight()));
 }
 
 namespace {
 std::unique_ptr<Panel> make_cp_attention(const PanelSettings&) { return std::make_unique<CpAttentionView>(); }
-const bool registered =
-    register_panel({kCpAttentionView, "Context parallelism: attention blocks by rank, K/V around the ring", make_cp_attention});
+const bool registered = register_panel(
+    {kCpAttentionView, "Context parallelism: attention blocks by rank, K/V around the ring", make_cp_attention});
 }  // namespace
 
 }  // namespace dtl::viz

@@ -11,7 +11,8 @@
 namespace dtl::viz::routing_ui {
 
 bool light(ImU32 c) {
-  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff), b = float((c >> IM_COL32_B_SHIFT) & 0xff);
+  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff),
+              b = float((c >> IM_COL32_B_SHIFT) & 0xff);
   return 0.299f * r + 0.587f * g + 0.114f * b > 130;
 }
 
@@ -27,7 +28,9 @@ ImU32 heat(double t) {
   return t = std::clamp(t, 0.0, 1.0), IM_COL32(int(45 + 70 * t), int(52 + 160 * t), int(72 + 170 * t), 255);
 }
 
-std::string ordinal(int j) { return j < 3 ? std::string(j == 0 ? "1st" : j == 1 ? "2nd" : "3rd") : std::to_string(j + 1) + "th"; }
+std::string ordinal(int j) {
+  return j < 3 ? std::string(j == 0 ? "1st" : j == 1 ? "2nd" : "3rd") : std::to_string(j + 1) + "th";
+}
 
 std::string text_of(const char* fmt, ...) {
   char buf[640];
@@ -41,7 +44,8 @@ std::string text_of(const char* fmt, ...) {
 float text_w(const std::string& s) { return ImGui::CalcTextSize(s.c_str()).x; }
 
 Rect section(ImDrawList* dl, const Rect& s, const char* title, const std::string& caption) {
-  const float th = ImGui::CalcTextSize(title, nullptr, false, s.w).y, ch = ImGui::CalcTextSize(caption.c_str(), nullptr, false, s.w).y;
+  const float th = ImGui::CalcTextSize(title, nullptr, false, s.w).y,
+              ch = ImGui::CalcTextSize(caption.c_str(), nullptr, false, s.w).y;
   dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(s.x, s.y), kText, title, nullptr, s.w);
   return Rect{s.x, s.y + th + 8, s.w, std::max(40.0f, s.h - ch - th - 18)};
 }
@@ -52,7 +56,8 @@ void caption(ImDrawList* dl, const Rect& s, float y, const std::string& text) {
 
 void centered(ImDrawList* dl, ImVec2 a, ImVec2 z, ImU32 color, const std::string& text) {
   const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
-  if (ts.x + 2 <= z.x - a.x && ts.y <= z.y - a.y + 2) dl->AddText(ImVec2((a.x + z.x - ts.x) / 2, (a.y + z.y - ts.y) / 2), color, text.c_str());
+  if (ts.x + 2 <= z.x - a.x && ts.y <= z.y - a.y + 2)
+    dl->AddText(ImVec2((a.x + z.x - ts.x) / 2, (a.y + z.y - ts.y) / 2), color, text.c_str());
 }
 
 void rank_band(ImDrawList* dl, int p, ImVec2 a, ImVec2 z) {

@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <type_traits>
-
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 namespace dtl::viz {
 
@@ -38,8 +37,8 @@ bool numbers(const json& j, const char* key, std::size_t n, double lo, double hi
 // "routed" is optional (older traces have none); where present, a kept slot's expert is its choice.
 bool read_block(const json& o, const MoeRouting& m, MoeBlock& b) {
   const std::size_t P = std::size_t(m.P), slots = std::size_t(m.T) * std::size_t(m.k);
-  if (!o.is_object() || !numbers(o, "choice", slots, -1, m.E - 1, b.choice) || !numbers(o, "rows", P * P, 0, 1e15, b.rows) ||
-      !numbers(o, "kept_per_expert", std::size_t(m.E), 0, 1e15, b.kept))
+  if (!o.is_object() || !numbers(o, "choice", slots, -1, m.E - 1, b.choice) ||
+      !numbers(o, "rows", P * P, 0, 1e15, b.rows) || !numbers(o, "kept_per_expert", std::size_t(m.E), 0, 1e15, b.kept))
     return false;
   if (!o.contains("routed")) return true;
   if (!numbers(o, "routed", slots, 0, m.E - 1, b.routed)) return false;
@@ -94,15 +93,21 @@ MoeRouting parse_moe_routing(const std::string& text) {
   if (j.is_discarded() || !j.is_object()) return m.message = "the meta \"moe_routing\" is not a JSON object", m;
   if (const auto omitted = j.find("omitted"); omitted != j.end() && omitted->is_string())
     return m.message = "The lab kept no routing for this run: " + omitted->get<std::string>() +
-                       ". Run fewer --tokens, --layers or --top-k to see it.", m;
+                       ". Run fewer --tokens, --layers or --top-k to see it.",
+           m;
   m.E = whole(j, "experts", 1, 1024), m.P = whole(j, "ranks", 1, 4096), m.T = whole(j, "tokens", 1, 1 << 22);
   m.k = whole(j, "top_k", 1, 64), m.C = whole(j, "capacity", 0, 1 << 30);
   const auto drop = j.find("drop");
   if (m.E < 1 || m.P < 1 || m.T < 1 || m.k < 1 || m.C < 0 || drop == j.end() || !drop->is_boolean())
-    return m.message = "moe_routing: experts, ranks, tokens, top_k and capacity must be whole numbers in range, drop a boolean", m;
+    return m.message =
+               "moe_routing: experts, ranks, tokens, top_k and capacity must be whole numbers in range, drop a boolean",
+           m;
   m.drop = drop->get<bool>();
   if (m.E % m.P || m.T % m.P || m.k > m.E || std::size_t(m.T) * std::size_t(m.k) > (std::size_t(1) << 24))
-    return m.message = "moe_routing: experts and tokens must be divisible by the ranks, top_k at most the experts, tokens·top_k at most 2^24", m;
+    return m.message =
+               "moe_routing: experts and tokens must be divisible by the ranks, top_k at most the experts, "
+               "tokens·top_k at most 2^24",
+           m;
   // {steps: [{step, blocks}]}, or (a trace of an earlier build) the first step's {blocks}.
   const auto steps = j.find("steps");
   if (steps == j.end()) {
@@ -136,7 +141,8 @@ int training_step_at(const TraceData& d, std::int64_t time_ns) {
   int step = -1;
   for (const Event& e : d.events) {  // sorted by begin
     if (e.begin_ns > time_ns) break;
-    if (e.rank == 0 && e.stream == kStreamMain && e.kind == EventKind::compute && e.step >= 0) step = std::max(step, int(e.step));
+    if (e.rank == 0 && e.stream == kStreamMain && e.kind == EventKind::compute && e.step >= 0)
+      step = std::max(step, int(e.step));
   }
   return step;
 }
@@ -162,8 +168,10 @@ MoeTotals moe_totals(const MoeRouting& m, const MoeBlock& b) {
 Bins bins(int items, float pixels, float max_px) {
   Bins b;
   pixels = std::max(pixels, 1.0f);
-  if (float(items) <= pixels) b.n = items, b.px = std::clamp(std::floor(pixels / float(items)), 1.0f, max_px);
-  else b.per = int(std::ceil(float(items) / pixels)), b.n = (items + b.per - 1) / b.per;
+  if (float(items) <= pixels)
+    b.n = items, b.px = std::clamp(std::floor(pixels / float(items)), 1.0f, max_px);
+  else
+    b.per = int(std::ceil(float(items) / pixels)), b.n = (items + b.per - 1) / b.per;
   return b;
 }
 
@@ -180,8 +188,10 @@ MoeCells moe_cells(const MoeRouting& m, const MoeBlock& b, const Bins& rows, con
         continue;
       }
       std::uint8_t& v = c.cells[r * std::size_t(columns.n) + std::size_t(e / columns.per)];
-      if (b.choice[slot] < 0) v |= MoeCells::kDropped;
-      else if ((v & ~MoeCells::kDropped) == 0 || (v & ~MoeCells::kDropped) > j + 1) v = std::uint8_t((v & MoeCells::kDropped) | (j + 1));
+      if (b.choice[slot] < 0)
+        v |= MoeCells::kDropped;
+      else if ((v & ~MoeCells::kDropped) == 0 || (v & ~MoeCells::kDropped) > j + 1)
+        v = std::uint8_t((v & MoeCells::kDropped) | (j + 1));
     }
   return c;
 }

@@ -14,8 +14,8 @@ namespace dtl::viz {
 
 // One MoE block's routing over every rank.
 struct MoeBlock {
-  std::vector<int> choice;  // [T·k]: slot t·k + j = token t's j-th expert, −1 dropped (rank 0's tokens first)
-  std::vector<int> routed;  // [T·k]: the same before capacity, never −1; empty in older traces
+  std::vector<int> choice;   // [T·k]: slot t·k + j = token t's j-th expert, −1 dropped (rank 0's tokens first)
+  std::vector<int> routed;   // [T·k]: the same before capacity, never −1; empty in older traces
   std::vector<double> rows;  // [P·P]: rows[q·P + d] = rows rank q sent to rank d in the dispatch
   std::vector<double> kept;  // [E]: kept slots per expert, all ranks
 };
@@ -28,11 +28,11 @@ struct MoeRouting {
   double capacity_factor = 0;      // c of C = ⌈c·k·(T/EP)/E⌉ (0: not known)
   std::vector<MoeBlock> blocks;    // the shown training step's, at most 64 (the lab's --layers)
   struct Step {
-    int step = 0;                  // the training step (0: the first)
+    int step = 0;  // the training step (0: the first)
     std::vector<MoeBlock> blocks;
   };
-  std::vector<Step> steps;         // every step the lab published (its first 32 at most), in order
-  std::string message;             // why there is nothing to draw (no blocks)
+  std::vector<Step> steps;  // every step the lab published (its first 32 at most), in order
+  std::string message;      // why there is nothing to draw (no blocks)
 };
 
 // A block's rows and slots summed: the view's sums and captions.

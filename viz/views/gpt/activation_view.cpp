@@ -12,10 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "labs/train/gpt_activation_report.h"
 #include "viz/app/views.h"
@@ -73,8 +72,9 @@ std::vector<Point> step_at(const TraceData& d, int rank, std::int64_t t) {
   for (const MemorySample& s : d.memory)
     if (s.rank == rank) all.push_back({s.t_ns, double(s.bytes[std::size_t(MemTag::activation)])});
   if (all.empty()) return {};
-  std::size_t at = std::size_t(std::upper_bound(all.begin(), all.end(), t, [](std::int64_t v, const Point& p) { return v < p.t; }) -
-                               all.begin());
+  std::size_t at =
+      std::size_t(std::upper_bound(all.begin(), all.end(), t, [](std::int64_t v, const Point& p) { return v < p.t; }) -
+                  all.begin());
   at = at == 0 ? 0 : at - 1;
   if (all[at].bytes == 0)  // between steps: the next stretch
     while (at + 1 < all.size() && all[at].bytes == 0) ++at;
@@ -88,7 +88,9 @@ struct Plot {
   ImVec2 o, size;  // the curve's area
   std::int64_t t0, t1;
   double top;
-  float x(std::int64_t t) const { return o.x + size.x * float(double(t - t0) / double(std::max<std::int64_t>(1, t1 - t0))); }
+  float x(std::int64_t t) const {
+    return o.x + size.x * float(double(t - t0) / double(std::max<std::int64_t>(1, t1 - t0)));
+  }
   float y(double b) const { return o.y + size.y - size.y * float(b / top); }
 };
 
@@ -111,8 +113,10 @@ void draw_passes(ImDrawList* dl, const TraceData& d, const Plot& p, int rank, fl
     if (e.rank != rank || e.kind != EventKind::compute || e.end_ns < p.t0 || e.begin_ns > p.t1) continue;
     const Role& r = d.role(e);
     if (r.block < 0) continue;
-    const ImU32 c = r.pass == Pass::forward ? kForward : r.pass == Pass::recompute ? kRecompute
-                  : r.pass == Pass::backward ? kBackward : 0;
+    const ImU32 c = r.pass == Pass::forward     ? kForward
+                    : r.pass == Pass::recompute ? kRecompute
+                    : r.pass == Pass::backward  ? kBackward
+                                                : 0;
     if (!c) continue;
     const float x0 = p.x(std::max(e.begin_ns, p.t0)), x1 = p.x(std::min(e.end_ns, p.t1));
     dl->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1), y0 + h), c);
@@ -135,8 +139,10 @@ void ActivationView::Draw(const Frame& f) {
   if (d.ranks > 1) ImGui::SliderInt("rank", &rank, 0, d.ranks - 1);
   const Lines l = read_lines(d, rank);
   if (!l.ok)
-    return ImGui::TextWrapped("No activation formula for rank %d in this trace: the GPT labs write one (dtlab run gpt, "
-                              "tensor_parallel --model gpt with one --sequence-parallel mode).", rank);
+    return ImGui::TextWrapped(
+        "No activation formula for rank %d in this trace: the GPT labs write one (dtlab run gpt, "
+        "tensor_parallel --model gpt with one --sequence-parallel mode).",
+        rank);
   const std::vector<Point> pts = step_at(d, rank, f.cursor_time());
   ImGui::Text("recompute %s: each block keeps %s (Korthikanti et al.'s count: %s); a block running holds %s more",
               l.recompute.c_str(), bytes_text(l.block).c_str(), bytes_text(l.paper_block).c_str(),
@@ -157,8 +163,9 @@ void ActivationView::Draw(const Frame& f) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight(), left = 80, strip = line;
-  const Plot p{ImVec2(start.x + left, start.y + line), ImVec2(std::max(40.0f, avail.x - left - 10), std::max(40.0f, avail.y - 4 * line - strip)),
-               pts.front().t, pts.back().t, std::max({measured_peak, l.peak, l.kept, 1.0}) * 1.1};
+  const Plot p{ImVec2(start.x + left, start.y + line),
+               ImVec2(std::max(40.0f, avail.x - left - 10), std::max(40.0f, avail.y - 4 * line - strip)), pts.front().t,
+               pts.back().t, std::max({measured_peak, l.peak, l.kept, 1.0}) * 1.1};
   dl->AddLine(ImVec2(p.o.x, p.y(0)), ImVec2(p.o.x + p.size.x, p.y(0)), kAxis);
   dl->AddLine(ImVec2(p.o.x, p.o.y), ImVec2(p.o.x, p.y(0)), kAxis);
   draw_curve(dl, p, pts);
@@ -177,8 +184,8 @@ void ActivationView::Draw(const Frame& f) {
 
 namespace {
 std::unique_ptr<Panel> make_activations(const PanelSettings&) { return std::make_unique<ActivationView>(); }
-const bool registered =
-    register_panel({kActivationView, "Activations over a step: kept, recomputed, against the formula", make_activations});
+const bool registered = register_panel(
+    {kActivationView, "Activations over a step: kept, recomputed, against the formula", make_activations});
 }  // namespace
 
 }  // namespace dtl::viz

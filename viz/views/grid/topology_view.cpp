@@ -6,10 +6,10 @@
 // its dp group (gradient all-reduce), tp group (Megatron's f and g) and pp group (stage-to-
 // stage sends). With meta "gpus_per_node", node boundaries are drawn dashed. Geometry and
 // groups are viz/model/grid_model.
+#include "viz/views/grid/topology_view.h"
+
 #include <algorithm>
 #include <cstdio>
-
-#include "viz/views/grid/topology_view.h"
 
 #include "labs/grid/grid_lab.h"
 
@@ -17,8 +17,9 @@ namespace dtl::viz {
 
 namespace {
 
-constexpr ImU32 kCell = IM_COL32(70, 72, 84, 255), kHovered = IM_COL32(235, 235, 240, 255), kText = IM_COL32(225, 225, 230, 255),
-                kInk = IM_COL32(15, 15, 20, 255), kBox = IM_COL32(120, 120, 135, 160), kNode = IM_COL32(200, 200, 210, 140),
+constexpr ImU32 kCell = IM_COL32(70, 72, 84, 255), kHovered = IM_COL32(235, 235, 240, 255),
+                kText = IM_COL32(225, 225, 230, 255), kInk = IM_COL32(15, 15, 20, 255),
+                kBox = IM_COL32(120, 120, 135, 160), kNode = IM_COL32(200, 200, 210, 140),
                 kDim = IM_COL32(160, 160, 170, 255);
 
 ImVec2 lo(const Rect& r, float inset = 0) { return ImVec2(r.x + inset, r.y + inset); }
@@ -33,8 +34,11 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 void legend(const GridModel& m) {
   const GridShape& s = m.shape;
-  ImGui::Text("DP(%d) \xc3\x97 TP(%d) \xc3\x97 PP(%d) = %d ranks \xc2\xb7 rank = pp\xc2\xb7(dp\xc2\xb7tp) + dp\xc2\xb7tp + tp%s", s.dp, s.tp, s.pp,
-              s.size(), m.gpus_per_node ? (" \xc2\xb7 " + std::to_string(m.gpus_per_node) + " GPUs per node (dashed)").c_str() : "");
+  ImGui::Text(
+      "DP(%d) \xc3\x97 TP(%d) \xc3\x97 PP(%d) = %d ranks \xc2\xb7 rank = pp\xc2\xb7(dp\xc2\xb7tp) + dp\xc2\xb7tp + "
+      "tp%s",
+      s.dp, s.tp, s.pp, s.size(),
+      m.gpus_per_node ? (" \xc2\xb7 " + std::to_string(m.gpus_per_node) + " GPUs per node (dashed)").c_str() : "");
   legend_swatch(axis_color(GroupAxis::dp), "dp group (same tp, pp): gradients");
   legend_swatch(axis_color(GroupAxis::tp), "tp group (same dp, pp): f, g");
   legend_swatch(axis_color(GroupAxis::pp), "pp group (same dp, tp): stage sends");
@@ -45,9 +49,12 @@ void tooltip(const GridModel& m, int rank) {
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(grid_describe(m.shape, rank).c_str());
   if (m.gpus_per_node) ImGui::Text("node %d", m.node_of(rank));
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::dp)), "dp group: %s", rank_list(grid_group(m.shape, rank, GroupAxis::dp)).c_str());
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::tp)), "tp group: %s", rank_list(grid_group(m.shape, rank, GroupAxis::tp)).c_str());
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::pp)), "pp group: %s", rank_list(grid_group(m.shape, rank, GroupAxis::pp)).c_str());
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::dp)), "dp group: %s",
+                     rank_list(grid_group(m.shape, rank, GroupAxis::dp)).c_str());
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::tp)), "tp group: %s",
+                     rank_list(grid_group(m.shape, rank, GroupAxis::tp)).c_str());
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(axis_color(GroupAxis::pp)), "pp group: %s",
+                     rank_list(grid_group(m.shape, rank, GroupAxis::pp)).c_str());
   ImGui::EndTooltip();
 }
 
@@ -55,7 +62,8 @@ void tooltip(const GridModel& m, int rank) {
 void draw_cell(ImDrawList* dl, const Rect& c, int rank, std::uint8_t bits, bool hovered) {
   dl->AddRectFilled(lo(c), hi(c), hovered ? kHovered : kCell, 3.0f);
   const float t = std::clamp(c.w / 14, 1.0f, 3.0f);
-  const std::pair<std::uint8_t, GroupAxis> rings[] = {{kInDp, GroupAxis::dp}, {kInTp, GroupAxis::tp}, {kInPp, GroupAxis::pp}};
+  const std::pair<std::uint8_t, GroupAxis> rings[] = {
+      {kInDp, GroupAxis::dp}, {kInTp, GroupAxis::tp}, {kInPp, GroupAxis::pp}};
   float inset = t / 2;
   for (const auto& [bit, axis] : rings) {
     if (!(bits & bit)) continue;
@@ -65,7 +73,8 @@ void draw_cell(ImDrawList* dl, const Rect& c, int rank, std::uint8_t bits, bool 
   char text[16];
   std::snprintf(text, sizeof text, "%d", rank);
   const ImVec2 ts = ImGui::CalcTextSize(text);
-  if (ts.x + 4 <= c.w && ts.y <= c.h) dl->AddText(ImVec2(c.x + (c.w - ts.x) / 2, c.y + (c.h - ts.y) / 2), hovered ? kInk : kText, text);
+  if (ts.x + 4 <= c.w && ts.y <= c.h)
+    dl->AddText(ImVec2(c.x + (c.w - ts.x) / 2, c.y + (c.h - ts.y) / 2), hovered ? kInk : kText, text);
 }
 
 void dashed_rect(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col) {
@@ -88,7 +97,8 @@ void draw_nodes(ImDrawList* dl, const GridModel& m, const GridLayout& g, float p
       ImVec2 a(1e9f, 1e9f), b(-1e9f, -1e9f);
       for (; r < (p + 1) * per_stage && m.node_of(r) == node; ++r) {
         const Rect& c = g.cells[std::size_t(r)];
-        a = ImVec2(std::min(a.x, c.x), std::min(a.y, c.y)), b = ImVec2(std::max(b.x, c.x + c.w), std::max(b.y, c.y + c.h));
+        a = ImVec2(std::min(a.x, c.x), std::min(a.y, c.y)),
+        b = ImVec2(std::max(b.x, c.x + c.w), std::max(b.y, c.y + c.h));
       }
       const float out = pad + 4;  // outside the replica boxes (12 px apart)
       dashed_rect(dl, ImVec2(a.x - out, a.y - out), ImVec2(b.x + out, b.y + out), kNode);
@@ -126,8 +136,9 @@ std::vector<int> cursor_group(const Frame& f, const GridModel& m, GroupAxis& axi
   }
   const std::string name = f.session.data().label(e.label);
   what = "collective " + std::to_string(f.cursor) + ": " + (name.empty() ? std::string("collective") : name) + " of " +
-         human_bytes(double(e.bytes)) + " on " + (axis == GroupAxis::none ? std::string("every rank") : std::string(group_axis_name(axis)) + " group") +
-         " {" + rank_list(group) + "}";
+         human_bytes(double(e.bytes)) + " on " +
+         (axis == GroupAxis::none ? std::string("every rank") : std::string(group_axis_name(axis)) + " group") + " {" +
+         rank_list(group) + "}";
   return group;
 }
 
@@ -148,7 +159,8 @@ void light_group(ImDrawList* dl, const GridLayout& g, const std::vector<int>& gr
 void TopologyView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
   const auto grid = d.meta.find(kGridMeta), gpn = d.meta.find(kGpusPerNodeMeta);
-  const std::array<std::size_t, 3> key = {reinterpret_cast<std::size_t>(&d), grid == d.meta.end() ? 0 : grid->second.size() + 1,
+  const std::array<std::size_t, 3> key = {reinterpret_cast<std::size_t>(&d),
+                                          grid == d.meta.end() ? 0 : grid->second.size() + 1,
                                           gpn == d.meta.end() ? 0 : gpn->second.size() + 1};
   if (key != key_) model_ = grid_model(d), key_ = key;
   if (model_.empty()) {
@@ -180,18 +192,21 @@ void TopologyView::Draw(const Frame& f) {
       dl->AddRect(lo(box), hi(box), tp_group ? axis_color(GroupAxis::tp) : kBox, 4.0f, 0, tp_group ? 2.0f : 1.0f);
       std::snprintf(text, sizeof text, "replica %d", r);
       const ImVec2 ts = ImGui::CalcTextSize(text);
-      if (box.x - col.x >= ts.x + 6 && box.h >= ts.y) dl->AddText(ImVec2(box.x - ts.x - 6, box.y + (box.h - ts.y) / 2), kDim, text);
+      if (box.x - col.x >= ts.x + 6 && box.h >= ts.y)
+        dl->AddText(ImVec2(box.x - ts.x - 6, box.y + (box.h - ts.y) / 2), kDim, text);
     }
   }
   if (model_.gpus_per_node) draw_nodes(dl, model_, g, pad);
   for (int r = 0; r < model_.ranks(); ++r) draw_cell(dl, g.cells[std::size_t(r)], r, bits[std::size_t(r)], r == lit);
   light_group(dl, g, stepped_group, stepped_axis);
   if (lit >= 0) draw_pp_path(dl, model_.shape, g, lit);
-  if (under >= 0) tooltip(model_, under);
+  if (under >= 0)
+    tooltip(model_, under);
   else if (lit >= 0) {  // pinned: say what is lit under the grid, below its column
     const Rect& col = g.stages[std::size_t(model_.coord(lit).pp)];
     const bool right_half = col.x + col.w / 2 > area.x + area.w / 2;
-    ImGui::SetNextWindowPos(ImVec2(right_half ? col.x + col.w : col.x, col.y + col.h + 10), 0, ImVec2(right_half ? 1.0f : 0.0f, 0.0f));
+    ImGui::SetNextWindowPos(ImVec2(right_half ? col.x + col.w : col.x, col.y + col.h + 10), 0,
+                            ImVec2(right_half ? 1.0f : 0.0f, 0.0f));
     tooltip(model_, lit);
   }
   ImGui::Dummy(avail);
@@ -203,7 +218,8 @@ std::unique_ptr<Panel> make_topology(const PanelSettings& s) {
   t->pinned = s.highlight_rank;
   return t;
 }
-const bool registered = register_panel({kTopologyView, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology});
+const bool registered = register_panel(
+    {kTopologyView, "Topology: the dp \xc3\x97 tp \xc3\x97 pp grid of ranks and their groups", make_topology});
 }  // namespace
 
 }  // namespace dtl::viz

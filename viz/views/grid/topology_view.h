@@ -14,7 +14,8 @@ namespace dtl::viz {
 // rank (or --highlight-rank) outlines its dp, tp and pp groups in the axis colors.
 struct TopologyView final : Panel {
   int pinned = -1;  // a rank highlighted without the pointer (--highlight-rank), -1: none
-  std::vector<int> stepped_group;  // the ranks of the collective at the cursor, as the last frame lit them (tests read it)
+  std::vector<int>
+      stepped_group;  // the ranks of the collective at the cursor, as the last frame lit them (tests read it)
   void Draw(const Frame& f) override;
   void Restart() override { key_ = {}; }
 

@@ -1,10 +1,9 @@
 #include "viz/views/pipeline/pipeline_model.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "core/theory/schedule.h"
@@ -35,10 +34,14 @@ double share(double v) { return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 0.0
 // A new run for the phase `key` (a label id, or kNoPhase: the meta's --schedule).
 PipelineRun new_run(const TraceData& d, std::uint32_t key) {
   PipelineRun r;
-  if (key != kNoPhase) r.kind = d.role(std::uint16_t(key)).schedule;
-  else if (const std::string* s = d.meta_of(MetaKey::schedule)) r.kind = parse_schedule_kind(*s);  // a live run's own
-  if (r.kind) r.schedule = schedule_kind_name(*r.kind);
-  else if (key != kNoPhase) r.schedule = printable(d.label(std::uint16_t(key)), 40);
+  if (key != kNoPhase)
+    r.kind = d.role(std::uint16_t(key)).schedule;
+  else if (const std::string* s = d.meta_of(MetaKey::schedule))
+    r.kind = parse_schedule_kind(*s);  // a live run's own
+  if (r.kind)
+    r.schedule = schedule_kind_name(*r.kind);
+  else if (key != kNoPhase)
+    r.schedule = printable(d.label(std::uint16_t(key)), 40);
   if (r.schedule.empty()) r.schedule = "pipeline";
   return r;
 }
@@ -46,19 +49,23 @@ PipelineRun new_run(const TraceData& d, std::uint32_t key) {
 // Each action to its schedule: the innermost phase around it on its rank (a schedule's
 // phase wins), looking back over a few phases only, so a hostile trace's nesting costs nothing.
 // Only the ranks that draw a stage count.
-void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_label, const PipelineStages& st, PipelineRuns& out) {
+void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_label, const PipelineStages& st,
+                    PipelineRuns& out) {
   const std::size_t P = std::size_t(std::max(0, d.ranks));
   std::vector<std::vector<PhaseSpan>> phases(P);  // per rank, by begin (events are sorted by begin)
   for (const Event& e : d.events)
-    if (e.kind == EventKind::phase && e.rank >= 0 && std::size_t(e.rank) < P) phases[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns, e.label});
+    if (e.kind == EventKind::phase && e.rank >= 0 && std::size_t(e.rank) < P)
+      phases[std::size_t(e.rank)].push_back({e.begin_ns, e.end_ns, e.label});
   std::unordered_map<std::uint32_t, int> run_of_key;  // phase label (or kNoPhase) → run, -1: dropped
   for (std::size_t i = 0; i < d.events.size(); ++i) {
     const Event& e = d.events[i];
     const bool action = e.kind == EventKind::compute && e.stream == kStreamMain && e.label < op_of_label.size() &&
-                        op_of_label[e.label] >= 0 && e.rank >= 0 && std::size_t(e.rank) < P && st.of_rank[std::size_t(e.rank)] >= 0;
+                        op_of_label[e.label] >= 0 && e.rank >= 0 && std::size_t(e.rank) < P &&
+                        st.of_rank[std::size_t(e.rank)] >= 0;
     if (!action) continue;
     const auto& ps = phases[std::size_t(e.rank)];
-    auto it = std::upper_bound(ps.begin(), ps.end(), e.begin_ns, [](std::int64_t t, const PhaseSpan& p) { return t < p.begin; });
+    auto it = std::upper_bound(ps.begin(), ps.end(), e.begin_ns,
+                               [](std::int64_t t, const PhaseSpan& p) { return t < p.begin; });
     std::uint32_t key = kNoPhase;
     for (int k = 0; it != ps.begin() && k < 16; ++k) {
       --it;
@@ -100,7 +107,8 @@ void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label,
   std::int64_t fullest = 0;
   for (std::size_t i : r.actions) {
     const Event& e = d.events[i];
-    if (counts.empty() || counts.back().step != e.step || counts.back().stage != stage(e)) counts.push_back({e.step, stage(e), {}});
+    if (counts.empty() || counts.back().step != e.step || counts.back().stage != stage(e))
+      counts.push_back({e.step, stage(e), {}});
     fullest = std::max(fullest, ++counts.back().ops[std::size_t(op_of_label[e.label])]);
   }
   std::size_t a = 0;  // walks r.actions beside counts
@@ -168,8 +176,10 @@ PipelineStages pipeline_stages(const TraceData& d) {
   const bool grid = std::any_of(coord.begin(), coord.end(), [](const auto& c) { return c[0] >= 0; });
   for (int r = 0; r < P; ++r) {
     const auto& c = coord[std::size_t(r)];
-    if (!grid) st.of_rank[std::size_t(r)] = r;
-    else if (c[1] == 0 && c[2] == 0 && c[0] >= 0 && c[0] < P) st.of_rank[std::size_t(r)] = int(c[0]);
+    if (!grid)
+      st.of_rank[std::size_t(r)] = r;
+    else if (c[1] == 0 && c[2] == 0 && c[0] >= 0 && c[0] < P)
+      st.of_rank[std::size_t(r)] = int(c[0]);
   }
   for (int s : st.of_rank) st.count = std::max(st.count, s + 1);
   return st;
@@ -178,7 +188,8 @@ PipelineStages pipeline_stages(const TraceData& d) {
 PipelineRuns pipeline_runs(const TraceData& d) {
   PipelineRuns out;
   std::vector<std::int8_t> op_of_label(d.labels.size(), -1);
-  for (std::size_t id = 1; id < d.labels.size(); ++id) op_of_label[id] = std::int8_t(action_slot(d.role(std::uint16_t(id))));
+  for (std::size_t id = 1; id < d.labels.size(); ++id)
+    op_of_label[id] = std::int8_t(action_slot(d.role(std::uint16_t(id))));
   assign_actions(d, op_of_label, pipeline_stages(d), out);
   for (PipelineRun& r : out.runs) find_steps(d, op_of_label, r);
   return out;
@@ -204,7 +215,8 @@ std::map<std::string, BubbleRow> report_bubbles(const TraceData& d) {
     };
     b.measured = number("measured");
     b.predicted = number("predicted");
-    if (row.contains("source") && row["source"].is_string()) b.source = printable(row["source"].get_ref<const std::string&>(), 40);
+    if (row.contains("source") && row["source"].is_string())
+      b.source = printable(row["source"].get_ref<const std::string&>(), 40);
     if (row.contains("provenance") && row["provenance"].is_string())
       b.provenance = parse_provenance(row["provenance"].get_ref<const std::string&>()).value_or(Provenance::formula);
     out[printable(id.substr(0, id.size() - suffix.size()), 40)] = b;
@@ -223,10 +235,14 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
   out.schedule = run.schedule;
   const std::size_t P = std::size_t(run.stages.count);
   out.stages = int(P);
-  auto has = [&](int s) { return std::any_of(run.steps.begin(), run.steps.end(), [&](const PipeStepRange& r) { return r.step == s; }); };
-  if (step < 0 || !has(step)) step = run.last_complete >= 0 ? run.last_complete : run.steps.empty() ? -1 : run.steps.back().step;
+  auto has = [&](int s) {
+    return std::any_of(run.steps.begin(), run.steps.end(), [&](const PipeStepRange& r) { return r.step == s; });
+  };
+  if (step < 0 || !has(step))
+    step = run.last_complete >= 0 ? run.last_complete : run.steps.empty() ? -1 : run.steps.back().step;
   if (step < 0 && run.steps.empty()) return out;
-  const auto range = std::find_if(run.steps.begin(), run.steps.end(), [&](const PipeStepRange& r) { return r.step == step; });
+  const auto range =
+      std::find_if(run.steps.begin(), run.steps.end(), [&](const PipeStepRange& r) { return r.step == step; });
   if (range == run.steps.end()) return out;
   out.step = step;
   out.complete = range->complete;
@@ -255,7 +271,8 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
     out.blocks.push_back(k);
   }
   // M is the run's, not the micro-batches seen so far (a live step in progress showed M = 4 of 8).
-  out.micro_batches = std::max(out.micro_batches, std::clamp(d.meta_int(meta_key_name(MetaKey::micro_batches), 0), 0, 1 << 16));
+  out.micro_batches =
+      std::max(out.micro_batches, std::clamp(d.meta_int(meta_key_name(MetaKey::micro_batches), 0), 0, 1 << 16));
   const double span = double(out.end_ns - out.begin_ns);
   out.stage_idle.resize(P, 0.0);
   for (std::size_t s = 0; s < P && span > 0; ++s) out.stage_idle[s] = share(1 - busy[s] / span);
@@ -273,8 +290,10 @@ bool nested_at_most(std::string_view text, int most) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -320,18 +339,20 @@ bool parse_simulated_pipeline(std::string_view json, SimulatedPipeline& out, std
     to = int(v);
     return true;
   };
-  if (!field("stages", 1, trace_limits::kMaxRanks, out.stages) || !field("micro_batches", 1, 1 << 16, out.micro_batches) ||
-      !field("chunks", 1, 1024, out.chunks))
+  if (!field("stages", 1, trace_limits::kMaxRanks, out.stages) ||
+      !field("micro_batches", 1, 1 << 16, out.micro_batches) || !field("chunks", 1, 1024, out.chunks))
     return false;
   const double most_s = trace_limits::kMaxMicroseconds * 1e-6;
-  if (!j.contains("makespan") || !finite_number(j["makespan"], out.makespan) || out.makespan <= 0 || out.makespan > most_s)
+  if (!j.contains("makespan") || !finite_number(j["makespan"], out.makespan) || out.makespan <= 0 ||
+      out.makespan > most_s)
     return why = "'makespan' is not a number of seconds above 0", false;
   if (!j.contains("bubble") || !finite_number(j["bubble"], out.bubble) || out.bubble < 0 || out.bubble > 1)
     return why = "'bubble' is not a share from 0 to 1", false;
   if (!j.contains("actions") || !j["actions"].is_array()) return why = "'actions' is not a list", false;
   const auto& actions = j["actions"];
-  const std::uint64_t most = std::min<std::uint64_t>(kMaxSimulatedActions, 3ull * std::uint64_t(out.stages) *
-                                                                               std::uint64_t(out.micro_batches) * std::uint64_t(out.chunks));
+  const std::uint64_t most =
+      std::min<std::uint64_t>(kMaxSimulatedActions, 3ull * std::uint64_t(out.stages) *
+                                                        std::uint64_t(out.micro_batches) * std::uint64_t(out.chunks));
   if (actions.size() > most)
     return why = std::to_string(actions.size()) + " actions, more than " + std::to_string(most), false;
   const double late = out.makespan * (1 + 1e-9) + 1e-12;
@@ -342,17 +363,22 @@ bool parse_simulated_pipeline(std::string_view json, SimulatedPipeline& out, std
     std::int64_t stage = 0, mb = 0, chunk = 0;
     double b = 0, e = 0;
     if (!a.is_array() || a.size() != 6) return why = at + "not [stage, op, micro-batch, chunk, begin, end]", false;
-    if (!whole_in(a[0], 0, out.stages - 1, stage)) return why = at + "stage not in 0.." + std::to_string(out.stages - 1), false;
-    const std::optional<Pass> op = a[1].is_string() ? parse_pass_letter(a[1].get_ref<const std::string&>()) : std::nullopt;
+    if (!whole_in(a[0], 0, out.stages - 1, stage))
+      return why = at + "stage not in 0.." + std::to_string(out.stages - 1), false;
+    const std::optional<Pass> op =
+        a[1].is_string() ? parse_pass_letter(a[1].get_ref<const std::string&>()) : std::nullopt;
     if (!op) return why = at + "op is not \"F\", \"B\" or \"W\"", false;
-    if (!whole_in(a[2], 0, out.micro_batches - 1, mb)) return why = at + "micro-batch not in 0.." + std::to_string(out.micro_batches - 1), false;
-    if (!whole_in(a[3], 0, out.chunks - 1, chunk)) return why = at + "chunk not in 0.." + std::to_string(out.chunks - 1), false;
+    if (!whole_in(a[2], 0, out.micro_batches - 1, mb))
+      return why = at + "micro-batch not in 0.." + std::to_string(out.micro_batches - 1), false;
+    if (!whole_in(a[3], 0, out.chunks - 1, chunk))
+      return why = at + "chunk not in 0.." + std::to_string(out.chunks - 1), false;
     if (!finite_number(a[4], b) || !finite_number(a[5], e) || b < 0 || e < b || e > late)
       return why = at + "times are not 0 <= begin <= end <= makespan", false;
     out.blocks.push_back({int(stage), *op, int(mb), int(chunk), b, e});
   }
-  std::sort(out.blocks.begin(), out.blocks.end(),
-            [](const PipeBlock& x, const PipeBlock& y) { return x.stage != y.stage ? x.stage < y.stage : x.begin < y.begin; });
+  std::sort(out.blocks.begin(), out.blocks.end(), [](const PipeBlock& x, const PipeBlock& y) {
+    return x.stage != y.stage ? x.stage < y.stage : x.begin < y.begin;
+  });
   std::vector<double> busy(std::size_t(out.stages), 0.0);
   for (const PipeBlock& k : out.blocks) busy[std::size_t(k.stage)] += k.end - k.begin;
   out.stage_idle.clear();
@@ -379,9 +405,14 @@ SimulatedPipelines simulated_pipelines(const TraceData& d, const std::vector<std
     sim.schedule = name;
     out.runs.push_back(std::move(sim));
   }
-  if (left_out) out.notes.push_back(std::to_string(left_out) + " more simulated timelines left out (the limit is " + std::to_string(kMaxPipelineSchedules) + ")");
-  auto rank = [&](const SimulatedPipeline& s) { return std::size_t(std::find(order.begin(), order.end(), s.schedule) - order.begin()); };
-  std::stable_sort(out.runs.begin(), out.runs.end(), [&](const SimulatedPipeline& a, const SimulatedPipeline& b) { return rank(a) < rank(b); });
+  if (left_out)
+    out.notes.push_back(std::to_string(left_out) + " more simulated timelines left out (the limit is " +
+                        std::to_string(kMaxPipelineSchedules) + ")");
+  auto rank = [&](const SimulatedPipeline& s) {
+    return std::size_t(std::find(order.begin(), order.end(), s.schedule) - order.begin());
+  };
+  std::stable_sort(out.runs.begin(), out.runs.end(),
+                   [&](const SimulatedPipeline& a, const SimulatedPipeline& b) { return rank(a) < rank(b); });
   return out;
 }
 

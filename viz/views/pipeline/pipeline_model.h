@@ -57,15 +57,15 @@ PipelineStages pipeline_stages(const TraceData& d);
 // One schedule's measured actions.
 struct PipelineRun {
   std::optional<ScheduleKind> kind;  // the schedule phase's role; none: a phase of no schedule
-  std::string schedule;              // its name ("1f1b": the report's rows and the simulated runs use it), else the phase's label
+  std::string schedule;  // its name ("1f1b": the report's rows and the simulated runs use it), else the phase's label
   std::vector<std::size_t> actions;  // indices into TraceData::events, sorted by (step, stage, begin)
   std::vector<PipeStepRange> steps;  // ascending
   int last_complete = -1;            // the last complete step, -1: none
   PipelineStages stages;             // the trace ranks that draw the stages
 };
 struct PipelineRuns {
-  std::vector<PipelineRun> runs;  // in time order
-  std::size_t dropped = 0;        // schedules beyond kMaxPipelineSchedules, not shown
+  std::vector<PipelineRun> runs;                             // in time order
+  std::size_t dropped = 0;                                   // schedules beyond kMaxPipelineSchedules, not shown
   const PipelineRun* find(std::string_view schedule) const;  // by PipelineRun::schedule
   const PipelineRun* find(ScheduleKind kind) const;
 };
@@ -81,8 +81,8 @@ PipelineRuns pipeline_runs(const TraceData& d);
 
 // The report's numbers for one schedule's bubble (row "<schedule>.bubble").
 struct BubbleRow {
-  double measured = -1, predicted = -1;  // idle shares in [0, 1]; -1: absent or malformed
-  std::string source;                    // how the lab predicted it, in words: "(P-1)/(M+P-1)", "simulator"
+  double measured = -1, predicted = -1;         // idle shares in [0, 1]; -1: absent or malformed
+  std::string source;                           // how the lab predicted it, in words: "(P-1)/(M+P-1)", "simulator"
   Provenance provenance = Provenance::formula;  // and whether that was a formula or the simulator
 };
 // Rows of the meta "report" whose id ends in ".bubble", by schedule; never throws.
@@ -90,7 +90,7 @@ std::map<std::string, BubbleRow> report_bubbles(const TraceData& d);
 
 struct PipelineStep {
   std::string schedule;
-  int step = -1;                          // -1: the run has no actions
+  int step = -1;  // -1: the run has no actions
   bool complete = false;
   int stages = 0, micro_batches = 0, chunks = 1;
   std::int64_t begin_ns = 0, end_ns = 0;  // the step across stages, in trace time
@@ -113,7 +113,8 @@ struct SimulatedPipeline {
 };
 struct SimulatedPipelines {
   std::vector<SimulatedPipeline> runs;  // those named in `order` first, in that order; then by name
-  std::vector<std::string> notes;       // one line per entry left out: "pipeline_simulated.x: action 3: stage 9 is not in 0..3"
+  std::vector<std::string>
+      notes;  // one line per entry left out: "pipeline_simulated.x: action 3: stage 9 is not in 0..3"
 };
 inline const std::string kPipelineSimulated = meta_key_name(MetaKey::pipeline_simulated, "");
 // Each simulated timeline holds stages x micro-batches x chunks x 3 actions; beyond this

@@ -11,8 +11,8 @@
 
 #include "labs/pipeline/pipeline_lab.h"
 #include "viz/app/views.h"
-#include "viz/views/pipeline/pipeline_model.h"
 #include "viz/model/axes.h"
+#include "viz/views/pipeline/pipeline_model.h"
 
 namespace dtl::viz {
 
@@ -45,8 +45,9 @@ struct PipelineView final : Panel {
 namespace {
 
 constexpr float kStageLabelWidth = 64, kIdleWidth = 96, kMinTickPx = 90;
-constexpr ImU32 kText = IM_COL32(220, 220, 225, 255), kDim = IM_COL32(170, 170, 180, 255), kIdle = IM_COL32(200, 70, 70, 110),
-                kCursor = IM_COL32(255, 255, 255, 200), kYellow = IM_COL32(255, 220, 60, 255);
+constexpr ImU32 kText = IM_COL32(220, 220, 225, 255), kDim = IM_COL32(170, 170, 180, 255),
+                kIdle = IM_COL32(200, 70, 70, 110), kCursor = IM_COL32(255, 255, 255, 200),
+                kYellow = IM_COL32(255, 220, 60, 255);
 
 // Micro-batches by hue (Tableau 10 without its gray and red, which stay for idle time):
 // neighbours differ in hue and lightness, so 1F1B's interleaving of F and B reads at a glance.
@@ -63,7 +64,8 @@ ImU32 mix(ImU32 c, ImU32 to, float t) {
 }
 ImU32 with_alpha(ImU32 c, int a) { return (c & ~IM_COL32_A_MASK) | (ImU32(a) << IM_COL32_A_SHIFT); }
 bool light(ImU32 c) {
-  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff), b = float((c >> IM_COL32_B_SHIFT) & 0xff);
+  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff),
+              b = float((c >> IM_COL32_B_SHIFT) & 0xff);
   return 0.299f * r + 0.587f * g + 0.114f * b > 140;
 }
 
@@ -77,13 +79,18 @@ ImU32 block_fill(const PipeBlock& k) {
   }
 }
 
-const char* op_name(Pass op) { return op == Pass::forward ? "forward (F)" : op == Pass::backward ? "backward, input grad (B)" : "weight grad (W)"; }
+const char* op_name(Pass op) {
+  return op == Pass::forward ? "forward (F)" : op == Pass::backward ? "backward, input grad (B)" : "weight grad (W)";
+}
 
 // "3", or with chunks "3b" (chunk 1 of micro-batch 3).
 void block_text(const PipeBlock& k, int chunks, char* out, std::size_t n) {
-  if (chunks <= 1) std::snprintf(out, n, "%d", k.micro_batch);
-  else if (k.chunk < 26) std::snprintf(out, n, "%d%c", k.micro_batch, char('a' + k.chunk));
-  else std::snprintf(out, n, "%d.%d", k.micro_batch, k.chunk);
+  if (chunks <= 1)
+    std::snprintf(out, n, "%d", k.micro_batch);
+  else if (k.chunk < 26)
+    std::snprintf(out, n, "%d%c", k.micro_batch, char('a' + k.chunk));
+  else
+    std::snprintf(out, n, "%d.%d", k.micro_batch, k.chunk);
 }
 
 // Diagonal lines across [a, b]: idle time.
@@ -113,14 +120,15 @@ struct Rows {
 
 // One timeline's rows: idle gaps hatched, the blocks, each stage's idle share at the right.
 // Blocks that begin after `cursor_s` (>= 0) are dimmed.
-void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& blocks, int stages, double makespan, int chunks,
-               const std::vector<double>& idle, double cursor_s, float clip_bottom) {
+void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& blocks, int stages, double makespan,
+               int chunks, const std::vector<double>& idle, double cursor_s, float clip_bottom) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered = ImGui::IsWindowHovered();
   const float line = ImGui::GetTextLineHeight();
   std::size_t i = 0;
   for (int s = 0; s < stages; ++s) {
-    const float y = g.top + float(s) * g.row_h, y0 = y + (g.row_h > 6 ? 2.0f : 0.0f), y1 = y + g.row_h - (g.row_h > 6 ? 2.0f : 1.0f);
+    const float y = g.top + float(s) * g.row_h, y0 = y + (g.row_h > 6 ? 2.0f : 0.0f),
+                y1 = y + g.row_h - (g.row_h > 6 ? 2.0f : 1.0f);
     if (y > clip_bottom) break;
     if (s % 2 == 0) dl->AddRectFilled(ImVec2(g.x0, y), ImVec2(g.x(makespan), y + g.row_h), IM_COL32(255, 255, 255, 8));
     if (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0) {
@@ -138,20 +146,26 @@ void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& bloc
       const bool later = cursor_s >= 0 && k.begin >= cursor_s;
       const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)], fill = block_fill(k);
       dl->AddRectFilled(a, b, later ? with_alpha(fill, 50) : fill, 2.0f);
-      if (k.op == Pass::weight) dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
-      else if (b.x - a.x > 4) dl->AddRect(a, b, IM_COL32(10, 10, 14, later ? 60 : 170), 2.0f);
+      if (k.op == Pass::weight)
+        dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
+      else if (b.x - a.x > 4)
+        dl->AddRect(a, b, IM_COL32(10, 10, 14, later ? 60 : 170), 2.0f);
       char text[16];
       block_text(k, chunks, text, sizeof text);
       const ImVec2 ts = ImGui::CalcTextSize(text);
       if (ts.x + 4 < b.x - a.x && ts.y <= y1 - y0 + 2) {
-        const ImU32 ink = k.op == Pass::weight ? IM_COL32(235, 235, 240, 255) : light(fill) ? IM_COL32(15, 15, 20, 255) : IM_COL32(245, 245, 250, 255);
+        const ImU32 ink = k.op == Pass::weight ? IM_COL32(235, 235, 240, 255)
+                          : light(fill)        ? IM_COL32(15, 15, 20, 255)
+                                               : IM_COL32(245, 245, 250, 255);
         dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
       }
       if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) {
         ImGui::BeginTooltip();
         ImGui::Text("stage %d: %s", s, op_name(k.op));
-        ImGui::Text("micro-batch %d%s", k.micro_batch, chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
-        ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(), duration(k.end).c_str());
+        ImGui::Text("micro-batch %d%s", k.micro_batch,
+                    chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
+        ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(),
+                    duration(k.end).c_str());
         ImGui::EndTooltip();
       }
     }
@@ -179,7 +193,8 @@ void draw_axis(ImDrawList* dl, const Rows& g, float y_top, float y) {
 std::string bubble_line(double measured, const BubbleRow* row) {
   std::string text = "bubble " + percent(measured) + " measured";
   if (row && row->predicted >= 0)
-    text += " \xc2\xb7 " + percent(row->predicted) + " " + (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
+    text += " \xc2\xb7 " + percent(row->predicted) + " " +
+            (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
   return text;
 }
 
@@ -252,7 +267,8 @@ void PipelineView::Draw(const Frame& f) {
   const TraceData& d = f.session.data();
   Refresh(d);
   if (runs_.runs.empty() && sims_.runs.empty()) {
-    ImGui::TextWrapped("No pipeline actions in this run yet (the pipeline lab records each stage's F, B and W as compute spans).");
+    ImGui::TextWrapped(
+        "No pipeline actions in this run yet (the pipeline lab records each stage's F, B and W as compute spans).");
     return;
   }
   // The schedule shown: as asked (--pipeline-schedule or the combo), else the lab's default
@@ -264,10 +280,14 @@ void PipelineView::Draw(const Frame& f) {
   }
   const PipelineStep* s = run ? &StepShown(f, *run) : nullptr;
   DrawHeader(run, s);
-  if (compare) DrawCompare();
-  else if (s && s->step >= 0) DrawMeasured(f, *s);
-  else ImGui::TextDisabled("no measured actions for this schedule yet");
-  if (runs_.dropped) ImGui::TextDisabled("%zu more schedules not shown (the limit is %zu)", runs_.dropped, kMaxPipelineSchedules);
+  if (compare)
+    DrawCompare();
+  else if (s && s->step >= 0)
+    DrawMeasured(f, *s);
+  else
+    ImGui::TextDisabled("no measured actions for this schedule yet");
+  if (runs_.dropped)
+    ImGui::TextDisabled("%zu more schedules not shown (the limit is %zu)", runs_.dropped, kMaxPipelineSchedules);
 }
 
 void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
@@ -281,8 +301,10 @@ void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
     ImGui::SameLine();
     char shown[48];
     const bool at_cursor = s && run && at_cursor_;
-    if (step < 0) std::snprintf(shown, sizeof shown, "%s (%d)", at_cursor ? "at the cursor" : "last complete", s ? s->step : -1);
-    else std::snprintf(shown, sizeof shown, "%d", step);
+    if (step < 0)
+      std::snprintf(shown, sizeof shown, "%s (%d)", at_cursor ? "at the cursor" : "last complete", s ? s->step : -1);
+    else
+      std::snprintf(shown, sizeof shown, "%d", step);
     ImGui::SetNextItemWidth(150);
     if (run && ImGui::BeginCombo("step", shown)) {
       if (ImGui::Selectable("at the cursor, else the last complete", step < 0)) step = -1;
@@ -295,7 +317,8 @@ void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
     ImGui::SameLine(0, 20);
   }
   ImGui::Checkbox("compare schedules (simulated)", &compare);
-  if (compare && sims_.runs.empty()) ImGui::TextDisabled("this trace holds no simulated timelines (pipeline_simulated.*)");
+  if (compare && sims_.runs.empty())
+    ImGui::TextDisabled("this trace holds no simulated timelines (pipeline_simulated.*)");
   for (const std::string& note : sims_.notes) ImGui::TextDisabled("left out: %s", note.c_str());
 }
 
@@ -306,7 +329,8 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
   ImGui::SameLine(0, 24);
   ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, step time %s", s.schedule.c_str(), s.step,
                       s.complete ? "" : " (incomplete)", s.stages, s.micro_batches,
-                      s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "", duration(s.makespan()).c_str());
+                      s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
+                      duration(s.makespan()).c_str());
   legend(s.micro_batches);
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -330,7 +354,8 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
     dl->AddLine(ImVec2(x, g.top - 2), ImVec2(x, bottom + 2), kCursor, 2.0f);
   }
   ImGui::SetCursorScreenPos(ImVec2(start.x, std::min(bottom, start.y + avail.y - axis_h) + axis_h + 4));
-  ImGui::TextDisabled("time from the step's start; a stage's idle = 1 - busy / step time; bubble = 1 - sum of busy / (P x step time)");
+  ImGui::TextDisabled(
+      "time from the step's start; a stage's idle = 1 - busy / step time; bubble = 1 - sum of busy / (P x step time)");
 }
 
 // Small multiples: the simulator's timeline of every schedule, one shared time axis.
@@ -339,7 +364,8 @@ void PipelineView::DrawCompare() {
   int micro = 0;
   double longest = 0;
   int rows = 0;
-  for (const SimulatedPipeline& r : sims_.runs) micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages;
+  for (const SimulatedPipeline& r : sims_.runs)
+    micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages;
   legend(micro);
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -355,10 +381,12 @@ void PipelineView::DrawCompare() {
   for (const SimulatedPipeline& r : sims_.runs) {
     const auto row = bubbles_.find(r.schedule);
     std::string title = r.schedule + "   bubble " + percent(r.bubble) + " simulated";
-    if (row != bubbles_.end() && row->second.measured >= 0) title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
+    if (row != bubbles_.end() && row->second.measured >= 0)
+      title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
     if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.provenance != Provenance::simulated)
       title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
-    title += "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
+    title +=
+        "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
     dl->AddText(ImVec2(start.x, y + 3), kYellow, title.c_str());
     g.top = y + title_h;
     draw_rows(dl, g, r.blocks, r.stages, r.makespan, r.chunks, r.stage_idle, -1, start.y + avail.y);
@@ -376,7 +404,8 @@ std::unique_ptr<Panel> make_pipeline(const PanelSettings& s) {
   p->compare = s.pipeline_compare;
   return p;
 }
-const bool registered = register_panel({kPipelineView, "Pipeline: stages, micro-batches and the bubble", make_pipeline});
+const bool registered =
+    register_panel({kPipelineView, "Pipeline: stages, micro-batches and the bubble", make_pipeline});
 }  // namespace
 
 }  // namespace dtl::viz

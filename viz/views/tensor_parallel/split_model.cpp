@@ -14,7 +14,8 @@ namespace {
 constexpr std::int64_t kMaxDim = std::int64_t(1) << 30;
 
 bool split_kind_from(const std::string& s, SplitKind& out) {
-  for (SplitKind k : {SplitKind::column, SplitKind::qkv_column, SplitKind::row, SplitKind::vocab_rows, SplitKind::replicated})
+  for (SplitKind k :
+       {SplitKind::column, SplitKind::qkv_column, SplitKind::row, SplitKind::vocab_rows, SplitKind::replicated})
     if (s == split_kind_name(k)) return out = k, true;
   return false;
 }
@@ -44,11 +45,13 @@ void make_bands(SplitMatrix& m, int T, int heads) {
     case SplitKind::replicated: m.bands.push_back({0, m.cols, 0, m.rows, -1, "every rank"}); return;
     case SplitKind::qkv_column: qkv_bands(m, T, heads); return;
     case SplitKind::row:
-      for (int r = 0; r < T; ++r) m.bands.push_back({cut(m.cols, r, T), cut(m.cols, r + 1, T), 0, m.rows, r, rank_label("", r)});
+      for (int r = 0; r < T; ++r)
+        m.bands.push_back({cut(m.cols, r, T), cut(m.cols, r + 1, T), 0, m.rows, r, rank_label("", r)});
       return;
     case SplitKind::column:
     case SplitKind::vocab_rows:
-      for (int r = 0; r < T; ++r) m.bands.push_back({0, m.cols, cut(m.rows, r, T), cut(m.rows, r + 1, T), r, rank_label("", r)});
+      for (int r = 0; r < T; ++r)
+        m.bands.push_back({0, m.cols, cut(m.rows, r, T), cut(m.rows, r + 1, T), r, rank_label("", r)});
       return;
   }
 }
@@ -81,8 +84,10 @@ bool parse_tensor(const nlohmann::json& t, int T, int heads, SplitMatrix& m, std
   m.cols = dim(t, "cols");
   if (m.name.empty()) return why = "no name", false;
   if (m.rows < 0 || m.cols < 0) return why = m.name + ": rows and cols must be integers in 1..2^30", false;
-  if (!split_kind_from(text(t, "split"), m.split)) return why = m.name + ": split \"" + text(t, "split") + "\" is not known", false;
-  if (m.split == SplitKind::qkv_column && m.rows % 3 != 0) return why = m.name + ": Q, K, V need rows divisible by 3", false;
+  if (!split_kind_from(text(t, "split"), m.split))
+    return why = m.name + ": split \"" + text(t, "split") + "\" is not known", false;
+  if (m.split == SplitKind::qkv_column && m.rows % 3 != 0)
+    return why = m.name + ": Q, K, V need rows divisible by 3", false;
   make_bands(m, T, heads);
   return true;
 }
@@ -90,7 +95,8 @@ bool parse_tensor(const nlohmann::json& t, int T, int heads, SplitMatrix& m, std
 void add_markers(SplitModel& s) {
   for (std::size_t i = 0; i < s.matrices.size(); ++i) {
     const SplitMatrix& m = s.matrices[i];
-    if (m.split == SplitKind::column || m.split == SplitKind::qkv_column) s.markers.push_back({'f', i, false, m.region});
+    if (m.split == SplitKind::column || m.split == SplitKind::qkv_column)
+      s.markers.push_back({'f', i, false, m.region});
     if (m.split == SplitKind::row) s.markers.push_back({'g', i, true, m.region});
   }
 }
@@ -142,7 +148,8 @@ SplitModel parse_split_model(std::string_view json) {
   s.heads = count(j, "heads", 1 << 20);
   s.model = text(j, "model");
   const auto tensors = j.find("tensors");
-  if (tensors == j.end() || !tensors->is_array() || tensors->empty()) return s.message = "tp_split: no \"tensors\" list", s;
+  if (tensors == j.end() || !tensors->is_array() || tensors->empty())
+    return s.message = "tp_split: no \"tensors\" list", s;
   for (std::size_t i = 0; i < tensors->size(); ++i) {
     if (s.matrices.size() == kMaxSplitTensors) {
       s.notes.push_back(std::to_string(tensors->size() - i) + " more tensors not shown (the limit is 64)");
@@ -150,8 +157,10 @@ SplitModel parse_split_model(std::string_view json) {
     }
     SplitMatrix m;
     std::string why;
-    if (parse_tensor((*tensors)[i], s.T, s.heads, m, why)) s.matrices.push_back(std::move(m));
-    else s.notes.push_back("tensor " + std::to_string(i) + ": " + why);
+    if (parse_tensor((*tensors)[i], s.T, s.heads, m, why))
+      s.matrices.push_back(std::move(m));
+    else
+      s.notes.push_back("tensor " + std::to_string(i) + ": " + why);
   }
   if (s.matrices.empty()) s.message = "tp_split: no tensor could be read";
   add_markers(s);
@@ -180,8 +189,8 @@ Sized sized(const SplitMatrix& m, float scale, float min_px) {
 }
 
 // Rows of slots at `scale`: the slot widths and where each row starts; the total height.
-float flow(const SplitModel& m, float scale, const Rect& area, const std::vector<float>& label_w, float label_h, float gap,
-           float min_px, std::vector<std::size_t>* row_starts) {
+float flow(const SplitModel& m, float scale, const Rect& area, const std::vector<float>& label_w, float label_h,
+           float gap, float min_px, std::vector<std::size_t>* row_starts) {
   float x = 0, row_h = 0, total = 0;
   for (std::size_t i = 0; i < m.matrices.size(); ++i) {
     const Sized s = sized(m.matrices[i], scale, min_px);
@@ -240,10 +249,14 @@ SplitLayout layout_split(const SplitModel& m, Rect area, const std::vector<float
 std::string split_bytes(std::uint64_t b) {
   char buf[32];
   const double v = double(b);
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.3g GiB", v / double(1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.3g MiB", v / double(1ull << 20));
-  else if (b >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.3g KiB", v / double(1ull << 10));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.3g GiB", v / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.3g MiB", v / double(1ull << 20));
+  else if (b >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%.3g KiB", v / double(1ull << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
 

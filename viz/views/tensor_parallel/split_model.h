@@ -39,21 +39,21 @@ struct SplitMatrix {
   std::string region;  // "embedding", "attention", "mlp"
   SplitKind split = SplitKind::replicated;
   std::int64_t rows = 0, cols = 0;
-  std::vector<SplitBand> bands;  // tile [0, cols) × [0, rows) exactly
+  std::vector<SplitBand> bands;    // tile [0, cols) × [0, rows) exactly
   std::string short_name() const;  // "mlp.c_fc" (no "h.0." nor ".weight")
 };
 
 // Megatron's f before a column-parallel matrix, g after a row-parallel one.
 struct SplitMarker {
-  char op = 'f';        // 'f' or 'g'
+  char op = 'f';           // 'f' or 'g'
   std::size_t matrix = 0;  // the matrix it stands beside
-  bool after = false;   // g: after the matrix; f: before it
+  bool after = false;      // g: after the matrix; f: before it
   std::string region;
 };
 
 struct SplitModel {
   int T = 0, layers = 0, hidden = 0, heads = 0;
-  std::string model;  // "gpt" or "mlp"
+  std::string model;                  // "gpt" or "mlp"
   std::vector<SplitMatrix> matrices;  // in the block's order (wte first for the GPT)
   std::vector<SplitMarker> markers;   // in the order of the matrices
   std::vector<std::string> notes;     // tensors left out: "tensor 3: split \"diagonal\" is not known"
@@ -64,23 +64,23 @@ struct SplitModel {
 };
 
 inline const char* const kTpSplitMeta = meta_key_name(MetaKey::tp_split);
-inline constexpr int kMaxSplitRanks = 4096;      // the lab's --tp limit
+inline constexpr int kMaxSplitRanks = 4096;  // the lab's --tp limit
 inline constexpr std::size_t kMaxSplitTensors = 64;
 
-SplitModel split_model(const TraceData& d);          // from meta "tp_split"
+SplitModel split_model(const TraceData& d);           // from meta "tp_split"
 SplitModel parse_split_model(std::string_view json);  // one meta value
 
-const char* split_kind_name(SplitKind k);     // "column", "qkv_column", ...
-const char* marker_tooltip(char op);          // what f or g does, plain and sequence parallel
+const char* split_kind_name(SplitKind k);  // "column", "qkv_column", ...
+const char* marker_tooltip(char op);       // what f or g does, plain and sequence parallel
 
 // ---- layout: pixels ----
 
 struct SplitLayout {
-  float scale = 0;                   // pixels per element, the same for every matrix
-  std::vector<Rect> matrices;        // per matrix: its rectangle
-  std::vector<Rect> slots;           // per matrix: its slot (the marker gaps on both sides, its label under it)
-  std::vector<float> spine;          // per matrix: the y of the activation line through its row
-  std::vector<float> marker_x;       // per marker: its centre on its matrix's spine
+  float scale = 0;              // pixels per element, the same for every matrix
+  std::vector<Rect> matrices;   // per matrix: its rectangle
+  std::vector<Rect> slots;      // per matrix: its slot (the marker gaps on both sides, its label under it)
+  std::vector<float> spine;     // per matrix: the y of the activation line through its row
+  std::vector<float> marker_x;  // per marker: its centre on its matrix's spine
 };
 // Lays the matrices out in `area`, wrapping, at the largest scale that fits. Each slot is
 // `gap` + max(matrix width, label_w[i]) + `gap` wide (the gaps hold the markers); below each
@@ -97,8 +97,8 @@ SplitLayout layout_split(const SplitModel& m, Rect area, const std::vector<float
 // = g (a second one before the reduce-scatter re-gathers the column layer's input: f's
 // forward again), reduce-scatter = f.
 struct TpMoment {
-  bool valid = false;      // a collective was found
-  bool in_block = false;   // inside a block span (else: embedding, loss, ...)
+  bool valid = false;     // a collective was found
+  bool in_block = false;  // inside a block span (else: embedding, loss, ...)
   int layer = -1;
   bool forward = true;
   char op = 0;             // 'f', 'g', or 0 (unknown)
@@ -107,8 +107,8 @@ struct TpMoment {
   std::string collective;  // "all_reduce", "all_gather", "reduce_scatter"
   std::uint64_t bytes = 0;
   int rank = 0;
-  int marker = -1;         // index into SplitModel::markers, or -1
-  std::string caption;     // "layer 1 · backward · f before mlp.c_fc: all-reduce 32 KiB"
+  int marker = -1;      // index into SplitModel::markers, or -1
+  std::string caption;  // "layer 1 · backward · f before mlp.c_fc: all-reduce 32 KiB"
 };
 // `collective`: an event of d (kind collective). The regions come from the model's matrices.
 TpMoment tp_moment(const TraceData& d, const SplitModel& m, const Event& collective);

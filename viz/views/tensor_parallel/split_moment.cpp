@@ -41,11 +41,16 @@ void classify(const std::vector<const Event*>& in_block, const Event* target, co
     const CollectiveKind kind = d.role(*c).collective;
     char op = 0;
     bool regather = false, next_region = false;
-    if (kind == CollectiveKind::all_reduce) op = out.forward ? 'g' : 'f', next_region = true;
-    else if (kind == CollectiveKind::all_gather && out.forward) op = 'f';
-    else if (kind == CollectiveKind::reduce_scatter && out.forward) op = 'g', next_region = true;
-    else if (kind == CollectiveKind::all_gather) op = gathers == 0 ? 'g' : 'f', regather = gathers > 0, ++gathers;
-    else if (kind == CollectiveKind::reduce_scatter) op = 'f', next_region = true;
+    if (kind == CollectiveKind::all_reduce)
+      op = out.forward ? 'g' : 'f', next_region = true;
+    else if (kind == CollectiveKind::all_gather && out.forward)
+      op = 'f';
+    else if (kind == CollectiveKind::reduce_scatter && out.forward)
+      op = 'g', next_region = true;
+    else if (kind == CollectiveKind::all_gather)
+      op = gathers == 0 ? 'g' : 'f', regather = gathers > 0, ++gathers;
+    else if (kind == CollectiveKind::reduce_scatter)
+      op = 'f', next_region = true;
     if (c == target) {
       out.op = region < order.size() ? op : 0;
       out.region = region < order.size() ? order[region] : "";
@@ -64,7 +69,8 @@ std::string dashed(std::string s) {
 std::string caption(const SplitModel& m, const TpMoment& t) {
   const std::string what = dashed(t.collective) + " " + split_bytes(t.bytes);
   if (!t.in_block) return "outside the blocks: " + what + " (embedding, loss, or the check against one rank)";
-  std::string c = "layer " + std::to_string(t.layer) + " \xc2\xb7 " + (t.forward ? "forward" : "backward") + " \xc2\xb7 ";
+  std::string c =
+      "layer " + std::to_string(t.layer) + " \xc2\xb7 " + (t.forward ? "forward" : "backward") + " \xc2\xb7 ";
   if (t.marker < 0) return c + what;
   const SplitMarker& k = m.markers[std::size_t(t.marker)];
   c += std::string(1, t.op) + (k.after ? " after " : " before ") + m.matrices[k.matrix].short_name();
@@ -108,7 +114,8 @@ TpMoment tp_moment_at(const TraceData& d, const SplitModel& m, std::int64_t t) {
   const Event* best = nullptr;
   for (const Event& e : d.events) {
     if (e.begin_ns > t) break;
-    if (e.kind == EventKind::collective && e.stream != kStreamMain && e.end_ns >= t && (!best || e.rank < best->rank)) best = &e;
+    if (e.kind == EventKind::collective && e.stream != kStreamMain && e.end_ns >= t && (!best || e.rank < best->rank))
+      best = &e;
   }
   return best ? tp_moment(d, m, *best) : TpMoment{};
 }

@@ -39,7 +39,8 @@ constexpr ImU32 kText = IM_COL32(220, 220, 225, 255), kDim = IM_COL32(160, 160, 
 constexpr float kGap = 30, kMarkerRadius = 8;
 
 bool light(ImU32 c) {
-  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff), b = float((c >> IM_COL32_B_SHIFT) & 0xff);
+  const float r = float((c >> IM_COL32_R_SHIFT) & 0xff), g = float((c >> IM_COL32_G_SHIFT) & 0xff),
+              b = float((c >> IM_COL32_B_SHIFT) & 0xff);
   return 0.299f * r + 0.587f * g + 0.114f * b > 130;
 }
 
@@ -56,7 +57,8 @@ const char* split_text(SplitKind k) {
 
 std::string shape_text(const SplitMatrix& m) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "[%lld \xc3\x97 %lld] %s", static_cast<long long>(m.rows), static_cast<long long>(m.cols), split_text(m.split));
+  std::snprintf(buf, sizeof buf, "[%lld \xc3\x97 %lld] %s", static_cast<long long>(m.rows),
+                static_cast<long long>(m.cols), split_text(m.split));
   return buf;
 }
 
@@ -72,8 +74,8 @@ void band_rect(const SplitMatrix& m, const SplitBand& b, const Rect& r, ImVec2& 
 void band_tooltip(const SplitMatrix& m, const SplitBand& b) {
   ImGui::BeginTooltip();
   ImGui::Text("%s  [%lld x %lld]", m.name.c_str(), static_cast<long long>(m.rows), static_cast<long long>(m.cols));
-  ImGui::Text("%s: rows %lld..%lld, columns %lld..%lld", b.label.c_str(), static_cast<long long>(b.r0), static_cast<long long>(b.r1 - 1),
-              static_cast<long long>(b.c0), static_cast<long long>(b.c1 - 1));
+  ImGui::Text("%s: rows %lld..%lld, columns %lld..%lld", b.label.c_str(), static_cast<long long>(b.r0),
+              static_cast<long long>(b.r1 - 1), static_cast<long long>(b.c0), static_cast<long long>(b.c1 - 1));
   ImGui::TextDisabled("%s", split_text(m.split));
   ImGui::EndTooltip();
 }
@@ -93,7 +95,8 @@ void draw_matrix(ImDrawList* dl, const SplitMatrix& m, const Rect& r, const Rect
     const ImVec2 ts = ImGui::CalcTextSize(text);
     if (ts.x + 4 <= z.x - a.x && ts.y <= z.y - a.y)
       dl->AddText(ImVec2((a.x + z.x - ts.x) / 2, (a.y + z.y - ts.y) / 2), light(band_color(b)) ? kInk : kText, text);
-    if (hovered && mouse.x >= a.x && mouse.x < z.x && mouse.y >= a.y && mouse.y < std::max(z.y, a.y + 3)) band_tooltip(m, b);
+    if (hovered && mouse.x >= a.x && mouse.x < z.x && mouse.y >= a.y && mouse.y < std::max(z.y, a.y + 3))
+      band_tooltip(m, b);
   }
   dl->AddRect(ImVec2(r.x - 1, r.y - 1), ImVec2(r.x + r.w + 1, r.y + r.h + 1), IM_COL32(230, 230, 235, 200));
   const std::string shape = shape_text(m);
@@ -119,7 +122,8 @@ void draw_marker(ImDrawList* dl, const SplitMarker& k, ImVec2 c, bool lit) {
   dl->AddText(ImVec2(c.x - ts.x / 2, c.y - ts.y / 2 - 1), kInk, text);
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const float dx = mouse.x - c.x, dy = mouse.y - c.y;
-  if (ImGui::IsWindowHovered() && dx * dx + dy * dy <= (kMarkerRadius + 3) * (kMarkerRadius + 3)) ImGui::SetTooltip("%s", marker_tooltip(k.op));
+  if (ImGui::IsWindowHovered() && dx * dx + dy * dy <= (kMarkerRadius + 3) * (kMarkerRadius + 3))
+    ImGui::SetTooltip("%s", marker_tooltip(k.op));
 }
 
 void legend(int T) {
@@ -127,7 +131,8 @@ void legend(int T) {
   if (T > 16) ImGui::TextDisabled("... (colors repeat)"), ImGui::SameLine(0, 14);
   legend_swatch(kEvery, "every rank");
   ImGui::NewLine();
-  ImGui::TextDisabled("f: identity forward, all-reduce backward \xc2\xb7 g: all-reduce forward, identity backward (hover one)");
+  ImGui::TextDisabled(
+      "f: identity forward, all-reduce backward \xc2\xb7 g: all-reduce forward, identity backward (hover one)");
 }
 
 }  // namespace
@@ -135,7 +140,8 @@ void legend(int T) {
 void SplitView::Refresh(const Frame& f) {
   const TraceData& d = f.session.data();
   const auto it = d.meta.find(kTpSplitMeta);
-  const std::array<std::size_t, 2> key = {reinterpret_cast<std::size_t>(&d), it == d.meta.end() ? 0 : it->second.size() + 1};
+  const std::array<std::size_t, 2> key = {reinterpret_cast<std::size_t>(&d),
+                                          it == d.meta.end() ? 0 : it->second.size() + 1};
   if (key != model_key_) model_ = split_model(d), model_key_ = key, moment_key_ = {};
   const std::array<std::size_t, 3> mkey = {key[0], d.events.size(), f.cursor};
   if (mkey == moment_key_) return;
@@ -143,8 +149,10 @@ void SplitView::Refresh(const Frame& f) {
   moment_ = TpMoment{};
   const auto& steps = f.session.steps();
   if (f.cursor == 0) return;
-  if (f.session.unit() == StepUnit::collectives && f.cursor <= steps.size()) moment_ = tp_moment(d, model_, steps[f.cursor - 1]);
-  else moment_ = tp_moment_at(d, model_, f.cursor_time());
+  if (f.session.unit() == StepUnit::collectives && f.cursor <= steps.size())
+    moment_ = tp_moment(d, model_, steps[f.cursor - 1]);
+  else
+    moment_ = tp_moment_at(d, model_, f.cursor_time());
 }
 
 void SplitView::Draw(const Frame& f) {
@@ -154,11 +162,15 @@ void SplitView::Draw(const Frame& f) {
     for (const std::string& n : model_.notes) ImGui::TextDisabled("left out: %s", n.c_str());
     return;
   }
-  ImGui::Text("T = %d ranks \xc2\xb7 %s, block 0 of %d (every block is split alike) \xc2\xb7 W is [out \xc3\x97 in], rows = output features",
-              model_.T, model_.model.c_str(), model_.layers);
+  ImGui::Text(
+      "T = %d ranks \xc2\xb7 %s, block 0 of %d (every block is split alike) \xc2\xb7 W is [out \xc3\x97 in], rows = "
+      "output features",
+      model_.T, model_.model.c_str(), model_.layers);
   legend(model_.T);
-  if (moment_.valid) ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "moving now: %s", moment_.caption.c_str());
-  else ImGui::TextDisabled("step or scrub the run: the collective at the cursor is named here and its f or g lights up");
+  if (moment_.valid)
+    ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "moving now: %s", moment_.caption.c_str());
+  else
+    ImGui::TextDisabled("step or scrub the run: the collective at the cursor is named here and its f or g lights up");
   for (const std::string& n : model_.notes) ImGui::TextDisabled("left out: %s", n.c_str());
   DrawMatrices();
 }
@@ -169,11 +181,13 @@ void SplitView::DrawMatrices() {
   for (const SplitMatrix& m : model_.matrices)
     label_w.push_back(std::max(ImGui::CalcTextSize(m.name.c_str()).x, ImGui::CalcTextSize(shape_text(m).c_str()).x));
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
-  const Rect area{start.x + 16, start.y + 4, std::max(40.0f, avail.x - 20), std::max(40.0f, avail.y - 8)};  // room for a lit marker's halo
+  const Rect area{start.x + 16, start.y + 4, std::max(40.0f, avail.x - 20),
+                  std::max(40.0f, avail.y - 8)};  // room for a lit marker's halo
   const SplitLayout g = layout_split(model_, area, label_w, 2 * line + 6, kGap);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   for (std::size_t i = 0; i < g.matrices.size(); ++i) {  // the activation line through every slot, end to end
-    const float x0 = i == 0 ? g.matrices[i].x : g.slots[i].x, x1 = i + 1 == g.matrices.size() ? g.matrices[i].x + g.matrices[i].w : g.slots[i].x + g.slots[i].w;
+    const float x0 = i == 0 ? g.matrices[i].x : g.slots[i].x,
+                x1 = i + 1 == g.matrices.size() ? g.matrices[i].x + g.matrices[i].w : g.slots[i].x + g.slots[i].w;
     dl->AddLine(ImVec2(x0, g.spine[i]), ImVec2(x1, g.spine[i]), kSpine);
   }
   for (std::size_t i = 0; i < g.matrices.size(); ++i) {
