@@ -6,31 +6,39 @@
 #include <vector>
 
 #include "bench/plot_chart.h"
+#include "core/error.h"
 #include "core/theory/alpha_beta_fit.h"
 
 namespace dtl::peers {
 
 namespace {
 
-using theory::Algo;
-const Algo kAlgos[] = {Algo::naive, Algo::tree, Algo::ring, Algo::rhd};
+const AlgorithmKind kAlgos[] = {AlgorithmKind::naive, AlgorithmKind::tree, AlgorithmKind::ring, AlgorithmKind::rhd};
 
 // backend → P → algorithm → (bytes → median time)
-using Measured = std::map<std::string, std::map<int, std::map<Algo, std::map<double, double>>>>;
+using Measured = std::map<std::string, std::map<int, std::map<AlgorithmKind, std::map<double, double>>>>;
+
+// A fit file's algorithm, in the vocabulary's names: one of the lab's (naive, ring, tree, rhd).
+AlgorithmKind lab_algorithm(const std::string& word) {
+  const std::optional<AlgorithmKind> a = parse_algorithm_kind(word);
+  if (!a || *a == AlgorithmKind::none || *a == AlgorithmKind::library)
+    throw UsageError("unknown algorithm '" + word + "'; use one of naive ring tree rhd");
+  return *a;
+}
 
 Measured measured_times(const Results& r) {
   Measured m;
   for (const auto& [key, by_p] : r.fit) {
     const auto dash = key.find('-');
     if (dash == std::string::npos) continue;
-    const Algo a = theory::parse_algo(key.substr(dash + 1));
+    const AlgorithmKind a = lab_algorithm(key.substr(dash + 1));
     for (const auto& [P, sweep] : by_p)
       for (const auto& [bytes, t] : sweep.time_s) m[key.substr(0, dash)][P][a][bytes] = stats_of(t).median;
   }
   return m;
 }
 
-std::vector<theory::TimedRun> runs_of(const std::map<Algo, std::map<double, double>>& by_algo, int P) {
+std::vector<theory::TimedRun> runs_of(const std::map<AlgorithmKind, std::map<double, double>>& by_algo, int P) {
   std::vector<theory::TimedRun> runs;
   for (const auto& [a, times] : by_algo)
     for (const auto& [bytes, t] : times) runs.push_back({a, P, bytes, t});
@@ -56,14 +64,14 @@ std::optional<double> measured_crossover(const std::map<double, double>& a, cons
   return at;
 }
 
-void print_crossovers(std::ostream& out, const std::map<Algo, std::map<double, double>>& by_algo, int P,
+void print_crossovers(std::ostream& out, const std::map<AlgorithmKind, std::map<double, double>>& by_algo, int P,
                       const theory::AlphaBetaFit& f) {
-  for (Algo a : kAlgos)
-    for (Algo b : kAlgos) {
+  for (AlgorithmKind a : kAlgos)
+    for (AlgorithmKind b : kAlgos) {
       const auto predicted = theory::predicted_crossover(a, b, P, f.link());
       if (!predicted || !by_algo.count(a) || !by_algo.count(b)) continue;
       const auto measured = measured_crossover(by_algo.at(a), by_algo.at(b));
-      out << "  " << theory::algo_name(a) << " beats " << theory::algo_name(b) << " above: predicted "
+      out << "  " << algorithm_kind_name(a) << " beats " << algorithm_kind_name(b) << " above: predicted "
           << bytes_label(std::round(*predicted)) << ", measured "
           << (measured ? bytes_label(std::round(*measured)) : std::string("not within the sweep")) << "\n";
     }
@@ -83,7 +91,7 @@ void print_emulated_link(std::ostream& out, const Results& r, const std::string&
 }
 
 // One algorithm's worst error under the joint fit, and its own fit.
-void print_algo_fit(std::ostream& out, Algo a, int P, const std::map<double, double>& times,
+void print_algo_fit(std::ostream& out, AlgorithmKind a, int P, const std::map<double, double>& times,
                     const theory::AlphaBetaFit& joint) {
   double worst = 0;
   std::vector<theory::TimedRun> runs;
@@ -92,7 +100,7 @@ void print_algo_fit(std::ostream& out, Algo a, int P, const std::map<double, dou
     runs.push_back({a, P, bytes, t});
   }
   char line[256];
-  std::snprintf(line, sizeof line, "  %-5s joint fit: max error %3.0f%%", std::string(theory::algo_name(a)).c_str(),
+  std::snprintf(line, sizeof line, "  %-5s joint fit: max error %3.0f%%", std::string(algorithm_kind_name(a)).c_str(),
                 100 * worst);
   out << line;
   if (runs.size() >= 2) {
@@ -149,17 +157,17 @@ bool plot_alpha_beta(const Results& r, const std::string& backend, int P, const 
   ch.y_label = "time (s)";
   int i = 0;
   for (const auto& [a, times] : by_algo) {
-    plot::Series meas{std::string(theory::algo_name(a)) + " measured", {}, {}, plot::palette(i)};
-    plot::Series model{std::string(theory::algo_name(a)) + " fit", {}, {}, plot::palette(i++), true, false};
+    plot::Series meas{std::string(algorithm_kind_name(a)) + " measured", {}, {}, plot::palette(i)};
+    plot::Series model{std::string(algorithm_kind_name(a)) + " fit", {}, {}, plot::palette(i++), true, false};
     for (const auto& [bytes, t] : times) {
       meas.x.push_back(bytes), meas.y.push_back(t);
       model.x.push_back(bytes), model.y.push_back(theory::all_reduce_cost(a, P, bytes, f.link()).time_s);
     }
     ch.series.push_back(meas), ch.series.push_back(model);
   }
-  const auto predicted = theory::predicted_crossover(Algo::ring, Algo::tree, P, f.link());
-  const auto measured = by_algo.count(Algo::ring) && by_algo.count(Algo::tree)
-                            ? measured_crossover(by_algo.at(Algo::ring), by_algo.at(Algo::tree))
+  const auto predicted = theory::predicted_crossover(AlgorithmKind::ring, AlgorithmKind::tree, P, f.link());
+  const auto measured = by_algo.count(AlgorithmKind::ring) && by_algo.count(AlgorithmKind::tree)
+                            ? measured_crossover(by_algo.at(AlgorithmKind::ring), by_algo.at(AlgorithmKind::tree))
                             : std::nullopt;
   if (predicted) ch.vertical.push_back({*predicted, "ring beats tree (fit)", {90, 90, 90}, true});
   if (measured) ch.vertical.push_back({*measured, "ring beats tree (measured)", {0, 0, 0}, false});

@@ -87,14 +87,14 @@ double print_prediction_rows(std::ostream& out, const std::string& backend, cons
     std::vector<double> times_us;
     for (double t : times) times_us.push_back(t * 1e6);
     const Stats m = stats_of(times_us);
-    const double from_p2p = theory::all_reduce_cost(theory::Algo::ring, kRingRanks, bytes, p2p.link()).time_s * 1e6;
+    const double from_p2p = theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, p2p.link()).time_s * 1e6;
     const double e = (from_p2p - m.median) / m.median;
     worst = std::max(worst, std::abs(e));
     out << "| " << backend << " | " << bytes_label(bytes) << " | " << us_cell(m) << " | " << us(from_p2p) << " | "
         << fixed("%+.0f%%", 100 * e) << " |";
     if (coll) {
       const double from_coll =
-          theory::all_reduce_cost(theory::Algo::ring, kRingRanks, bytes, coll->link()).time_s * 1e6;
+          theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, coll->link()).time_s * 1e6;
       out << " " << us(from_coll) << " | " << fixed("%+.0f%%", 100 * (from_coll - m.median) / m.median) << " |\n";
     } else {
       out << " — | — |\n";
@@ -178,7 +178,7 @@ bool plot_point_to_point(const Results& r, const std::string& path) {
       for (const auto& [bytes, t] : ring->time_s) {
         rm.x.push_back(bytes), rm.y.push_back(stats_of(t).median);
         rp.x.push_back(bytes),
-            rp.y.push_back(theory::all_reduce_cost(theory::Algo::ring, kRingRanks, bytes, f.link()).time_s);
+            rp.y.push_back(theory::all_reduce_cost(AlgorithmKind::ring, kRingRanks, bytes, f.link()).time_s);
       }
       ch.series.push_back(rm), ch.series.push_back(rp);
     }

@@ -6,6 +6,7 @@
 #include "core/comm/launch_env.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
+#include "core/memory/standin_device.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -46,12 +47,12 @@ Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& l
   if (cfg.link.active())
     rep.setup.push_back("link " + cfg.link.name + ": " + format_number(cfg.link.bandwidth_GBps) + " GB/s, α " +
                         format_number(cfg.link.latency_us) + " µs");
-  else if (comm.backend_name() == "threads")
+  else if (comm.backend() == BackendKind::threads)
     rep.setup.push_back("no link emulated (memory copies)");
-  if (device_meta(cfg) == "standin")
+  if (cfg.device != Device::Kind::cpu && cuda_ops() == &standin_device())  // --device standin
     rep.setup.push_back("on the stand-in device (a GPU's rules on the CPU; timings are not a GPU's)");
   const int cores = int(std::thread::hardware_concurrency());
-  if (comm.backend_name() == "threads" && cores > 0 && comm.size() > cores)
+  if (comm.backend() == BackendKind::threads && cores > 0 && comm.size() > cores)
     rep.notes.push_back(std::to_string(comm.size()) + " ranks share " + std::to_string(cores) +
                         " cores here: timings include waiting for a core, and vary from run to run.");
   return rep;

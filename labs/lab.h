@@ -53,7 +53,7 @@ struct LabConfig {
   double slow_factor = 1.0;
   LabOptions options;  // the lab's own, validated by with_defaults
   // --step, --inject-fault/--inject-hang given: they count the lab's transfers (or collectives,
-  // LabInfo::faults_count), so a configuration that makes none refuses them.
+  // LabInfo::step_unit), so a configuration that makes none refuses them.
   bool counts_steps = false;
   // Where a lab says how far it has come ("bucketed: step 7 of 26"), from global rank 0;
   // empty: nowhere. `dtlab run` prints it on stderr once a run has taken a few seconds.
@@ -87,8 +87,8 @@ struct LabInfo {
   std::function<int(const LabConfig&)> chunk_grid;
   // What --inject-fault/--inject-hang RANK:STEP count: the rank's sends (labs built from
   // point-to-point messages), or its library collectives (DDP: its all-reduces). It is
-  // also what one step of a live run in dtlab-viz moves (StepGate::Unit).
-  FaultPlan::Counted faults_count = FaultPlan::Counted::sends;
+  // also what one step of a stepped run moves (`dtlab run --step`, dtlab-viz's StepGate).
+  StepUnit step_unit = StepUnit::transfers;
   // The lab computes while collectives run (DDP's backward): on thread ranks its rank
   // threads get a lower priority than their comm streams (ThreadsOptions::compute_nice).
   bool overlaps_compute = false;

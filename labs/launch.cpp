@@ -4,10 +4,7 @@
 
 namespace dtl {
 
-StepGate::Unit step_unit(const LabInfo* lab) {
-  return lab && lab->faults_count == FaultPlan::Counted::collectives ? StepGate::Unit::collectives
-                                                                     : StepGate::Unit::transfers;
-}
+StepUnit step_unit(const LabInfo* lab) { return lab ? lab->step_unit : StepUnit::transfers; }
 
 namespace {
 
@@ -53,7 +50,7 @@ Launch launch(const LabInfo& lab, RunRequest request) {
   ThreadsOptions& opt = run.threads;
   opt.world_size = run.cfg.ranks;
   opt.faults = request.faults;
-  opt.faults.counted = lab.faults_count;
+  opt.faults.counted = lab.step_unit;
   opt.timeout_s = request.timeout_s;
   opt.link = run.cfg.link;
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;  // collectives get the cores the moment they are ready

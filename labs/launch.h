@@ -37,17 +37,17 @@ enum class RunMode {
 struct RunRequest {
   LabConfig cfg;  // its options as typed, not yet validated (launch fills the defaults)
   RunMode mode = RunMode::free;
-  FaultPlan faults;       // --inject-fault, --inject-hang (what they count is the lab's: LabInfo::faults_count)
+  FaultPlan faults;       // --inject-fault, --inject-hang (what they count is the lab's: LabInfo::step_unit)
   double timeout_s = 60;  // the watchdog: no rank making progress this long aborts the run
 };
 
 // The run, ready to start.
 struct Launch {
-  LabConfig cfg;                                    // validated, with the lab's defaults
-  std::map<std::string, std::string> meta;          // the trace's metadata before the first event
-  StepGate::Unit unit = StepGate::Unit::transfers;  // what one step of a stepped run moves
-  int chunks = 0;                                   // the chunk picture's grid (0: the lab draws none)
-  ThreadsOptions threads;                           // world, faults, watchdog, link, priorities; no trace, no gate
+  LabConfig cfg;                            // validated, with the lab's defaults
+  std::map<std::string, std::string> meta;  // the trace's metadata before the first event
+  StepUnit unit = StepUnit::transfers;      // what one step of a stepped run moves
+  int chunks = 0;                           // the chunk picture's grid (0: the lab draws none)
+  ThreadsOptions threads;                   // world, faults, watchdog, link, priorities; no trace, no gate
 
   void start_trace(Trace& trace) const;  // writes `meta` into it
 };
@@ -57,6 +57,6 @@ Launch launch(const LabInfo& lab, RunRequest request);
 
 // What one step moves in a run of `lab` (nullptr: a trace of a lab this build lacks): its
 // library collectives for labs built on them (DDP), else each point-to-point transfer.
-StepGate::Unit step_unit(const LabInfo* lab);
+StepUnit step_unit(const LabInfo* lab);
 
 }  // namespace dtl

@@ -30,10 +30,19 @@ std::string ReportRow::metric() const {
 
 bool ReportRow::passed() const { return !tolerance || (predicted && std::fabs(measured - *predicted) <= *tolerance); }
 
-ReportRow& ReportRow::predict(double value, std::string why) {
+ReportRow& ReportRow::predict(double value, std::string why, Provenance from) {
   predicted = value;
   source = std::move(why);
+  provenance = from;
   return *this;
+}
+
+const char* provenance_name(Provenance p) { return p == Provenance::simulated ? "simulated" : "formula"; }
+
+std::optional<Provenance> parse_provenance(std::string_view s) {
+  for (const Provenance p : {Provenance::formula, Provenance::simulated})
+    if (s == provenance_name(p)) return p;
+  return std::nullopt;
 }
 
 ReportRow& ReportRow::from(std::string why) {
@@ -90,6 +99,7 @@ nlohmann::json Report::to_json() const {
                 {"predicted", r.predicted ? json(*r.predicted) : json(nullptr)},
                 {"tolerance", r.tolerance ? json(*r.tolerance) : json(nullptr)}};
     if (r.is_check()) row["passed"] = r.passed();
+    if (r.provenance != Provenance::formula) row["provenance"] = provenance_name(r.provenance);
     if (r.spread) row["spread"] = {{"min", r.spread->min}, {"max", r.spread->max}, {"runs", r.spread->runs}};
     j["rows"].push_back(std::move(row));
   }

@@ -11,6 +11,7 @@
 //   rep.check("ring.bytes_sent_per_rank", "bytes sent per rank (max)", sent, formula, "B").from("ring 2(P-1)/P·N");
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,6 +33,14 @@ struct Repeated {
 };
 Repeated repeated(std::vector<double> runs);
 
+// Where a row's predicted value comes from: a closed form (the default), or the pipeline
+// simulator run with this run's measured action times. `source` says it in words for people;
+// the viewer decides on this ("simulated" beside a bubble, "formula ..." otherwise). In JSON
+// a row carries "provenance" only when it is not a formula, so formula rows read as before.
+enum class Provenance : std::uint8_t { formula, simulated };
+const char* provenance_name(Provenance p);                       // "formula", "simulated"
+std::optional<Provenance> parse_provenance(std::string_view s);  // the reverse (nullopt: neither)
+
 struct ReportRow {
   std::string id;     // "case.metric", stable
   std::string label;  // for people; the case is shown as the section or column
@@ -39,8 +48,9 @@ struct ReportRow {
   std::string unit;                 // SI: "B", "s", "B/s", "B/param", "x" (a ratio); "" for a plain number or a count
   std::optional<double> predicted;  // nullopt where no formula applies
   std::string source;               // where the prediction comes from, in a word: "ideal: P×", "16 B/param"
-  std::optional<double> tolerance;  // a check: it passes while |measured - predicted| <= tolerance
-  std::optional<Spread> spread;     // a timing over several runs (measured is the median)
+  Provenance provenance = Provenance::formula;  // and what kind of thing gave it
+  std::optional<double> tolerance;              // a check: it passes while |measured - predicted| <= tolerance
+  std::optional<Spread> spread;                 // a timing over several runs (measured is the median)
 
   std::string case_id() const;  // before the first '.', or "" (a row about the whole run)
   std::string metric() const;   // after it
@@ -48,7 +58,7 @@ struct ReportRow {
   bool passed() const;  // true unless a check that failed
 
   // Setters for the row just added (the reference is valid until the next add).
-  ReportRow& predict(double value, std::string why);
+  ReportRow& predict(double value, std::string why, Provenance from = Provenance::formula);
   ReportRow& from(std::string why);    // the source of a check's expected value
   ReportRow& over(const Repeated& r);  // measured = the median, spread = min-max
 };

@@ -17,8 +17,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/comm/all_to_allv.h"
@@ -78,6 +81,24 @@ class Request {
   std::shared_ptr<Handle> h_;
 };
 
+// The backend a Comm runs on (--backend threads|mpi|nccl). Code that depends on it (thread
+// ranks share one process's memory) asks the kind; the name is for people and reports.
+enum class BackendKind : std::uint8_t { threads, mpi, nccl };
+inline const char* backend_kind_name(BackendKind b) {
+  switch (b) {
+    case BackendKind::threads: return "threads";
+    case BackendKind::mpi: return "mpi";
+    case BackendKind::nccl: return "nccl";
+  }
+  return "?";
+}
+// The reverse, for --backend (nullopt: no backend of that name).
+inline std::optional<BackendKind> parse_backend_kind(std::string_view s) {
+  for (const BackendKind b : {BackendKind::threads, BackendKind::mpi, BackendKind::nccl})
+    if (s == backend_kind_name(b)) return b;
+  return std::nullopt;
+}
+
 class Comm {
  public:
   virtual ~Comm() = default;
@@ -86,7 +107,8 @@ class Comm {
   virtual int size() const = 0;         // ranks in this group
   virtual int global_rank() const = 0;  // rank in the whole world (what traces show)
   virtual int global_rank_of(int group_rank) const = 0;
-  virtual std::string backend_name() const = 0;
+  virtual BackendKind backend() const = 0;
+  std::string backend_name() const { return backend_kind_name(backend()); }
   virtual Trace* trace() = 0;  // null when tracing is off
 
   // ---- point-to-point ----

@@ -19,6 +19,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/link.h"
+#include "core/trace/vocab.h"
 
 namespace dtl {
 
@@ -28,16 +29,15 @@ class StepGate;
 // --inject-fault / --inject-hang: make one rank fail or go silent at its n-th send, or at
 // its n-th library collective for labs built on them (DDP: its n-th all-reduce).
 struct FaultPlan {
-  enum class Counted { sends, collectives };
-  Counted counted = Counted::sends;  // what the steps below count
-  int fault_rank = -1;               // this rank throws...
-  int fault_step = 0;                // ...when it posts operation number fault_step (0 = first)
-  int hang_rank = -1;                // this rank stops communicating...
-  int hang_step = 0;                 // ...from its operation number hang_step on
+  StepUnit counted = StepUnit::transfers;  // what the steps below count: sends, or library collectives
+  int fault_rank = -1;                     // this rank throws...
+  int fault_step = 0;                      // ...when it posts operation number fault_step (0 = first)
+  int hang_rank = -1;                      // this rank stops communicating...
+  int hang_step = 0;                       // ...from its operation number hang_step on
 
   enum class Action { none, fail, hang };
   // What `rank` does at its n-th operation of kind `kind`.
-  Action at(Counted kind, int rank, int n) const {
+  Action at(StepUnit kind, int rank, int n) const {
     if (kind != counted) return Action::none;
     if (rank == fault_rank && n == fault_step) return Action::fail;
     if (rank == hang_rank && n >= hang_step) return Action::hang;
@@ -50,7 +50,7 @@ struct FaultPlan {
     const bool fault = rank == fault_rank && operations_made <= fault_step;
     const bool hang = rank == hang_rank && operations_made <= hang_step;
     if (!fault && !hang) return {};
-    const char* what = counted == Counted::sends ? "sends" : "library collectives";
+    const char* what = counted == StepUnit::transfers ? "sends" : "library collectives";
     const std::string head = std::string(fault ? "--inject-fault " : "--inject-hang ") + std::to_string(rank) + ":" +
                              std::to_string(fault ? fault_step : hang_step) + " never fired: rank " +
                              std::to_string(rank);

@@ -8,11 +8,11 @@
 
 namespace dtl::theory {
 
-double latency_steps(Algo a, int P, double N) {
+double latency_steps(AlgorithmKind a, int P, double N) {
   return all_reduce_cost(a, P, N, Link{1.0, std::numeric_limits<double>::infinity()}).time_s;
 }
 
-double critical_bytes(Algo a, int P, double N) { return all_reduce_cost(a, P, N, Link{0.0, 1.0}).time_s; }
+double critical_bytes(AlgorithmKind a, int P, double N) { return all_reduce_cost(a, P, N, Link{0.0, 1.0}).time_s; }
 
 namespace {
 
@@ -88,7 +88,7 @@ AlphaBetaFit fit_point_to_point(const std::vector<TimedMessage>& messages) {
   return fit_rows(messages, rows);
 }
 
-std::optional<double> predicted_crossover(Algo a, Algo b, int P, Link link) {
+std::optional<double> predicted_crossover(AlgorithmKind a, AlgorithmKind b, int P, Link link) {
   if (link.beta_Bps <= 0) return std::nullopt;
   const double steps_gap = latency_steps(a, P, 1) - latency_steps(b, P, 1);    // α terms: a - b
   const double bytes_gap = critical_bytes(b, P, 1) - critical_bytes(a, P, 1);  // per byte of N: b - a

@@ -12,7 +12,7 @@
 namespace dtl::theory {
 
 struct TimedRun {
-  Algo algo = Algo::ring;
+  AlgorithmKind algo = AlgorithmKind::ring;
   int P = 2;
   double bytes = 0;   // N, the vector each rank all-reduces
   double time_s = 0;  // measured
@@ -26,8 +26,8 @@ struct AlphaBetaFit {
 
 // The two terms of an algorithm's α–β time: sequential steps, and bytes on the critical
 // path (all_reduce_cost's time with α = 1, β = ∞ and with α = 0, β = 1).
-double latency_steps(Algo a, int P, double N);
-double critical_bytes(Algo a, int P, double N);
+double latency_steps(AlgorithmKind a, int P, double N);
+double critical_bytes(AlgorithmKind a, int P, double N);
 
 // Least squares over `runs` (at least two, with different step/byte ratios); α and β are
 // kept >= 0 (a negative one is set to 0 and the other refitted).
@@ -50,6 +50,6 @@ double fit_error(const AlphaBetaFit& f, const TimedMessage& m);
 
 // The size N > 0 where `a` and `b` take the same time under `link` (a is faster above it
 // when a has more steps and fewer bytes), or nullopt when one is never slower.
-std::optional<double> predicted_crossover(Algo a, Algo b, int P, Link link);
+std::optional<double> predicted_crossover(AlgorithmKind a, AlgorithmKind b, int P, Link link);
 
 }  // namespace dtl::theory

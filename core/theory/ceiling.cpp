@@ -22,7 +22,7 @@ double all_reduce_ceiling_busbw(Transport t, int P, double bw) {
   if (P <= 1) return 0;
   const double N = 1.0;
   const double min_time = all_reduce_min_traffic_bytes(t, P, N) / bw;
-  return N / min_time * busbw_factor(Collective::all_reduce, P);
+  return N / min_time * busbw_factor(CollectiveKind::all_reduce, P);
 }
 
 std::string_view all_reduce_traffic_formula(Transport t) {

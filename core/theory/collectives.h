@@ -19,21 +19,9 @@
 
 namespace dtl::theory {
 
-enum class Algo { naive, ring, tree, rhd };
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, all_to_allv };
-
-// The trace vocabulary's names for them (core/trace/vocab.h; barrier sits before all_to_allv there).
-inline CollectiveKind collective_kind(Collective c) {
-  return c == Collective::all_to_allv ? CollectiveKind::all_to_allv : CollectiveKind(int(c) + 1);
-}
-inline AlgorithmKind algorithm_kind(Algo a) { return AlgorithmKind(int(a) + 2); }
-static_assert(CollectiveKind(int(Collective::all_to_all) + 1) == CollectiveKind::all_to_all);
-static_assert(AlgorithmKind(int(Algo::rhd) + 2) == AlgorithmKind::rhd);
-
-Algo parse_algo(std::string_view name);  // throws UsageError
-std::string_view algo_name(Algo a);
-Collective parse_collective(std::string_view name);
-std::string_view collective_name(Collective c);
+// Collectives and algorithms are the trace's CollectiveKind and AlgorithmKind
+// (core/trace/vocab.h, with their names as text); the formulas take the lab algorithms
+// naive, ring, tree and rhd.
 
 struct Link {
   double alpha_s = 0;   // per-message latency, seconds
@@ -50,7 +38,8 @@ struct CommCost {
 int ceil_log2(int p);
 int floor_pow2(int p);  // largest power of two <= p
 
-CommCost all_reduce_cost(Algo a, int P, double N, Link link = {});
+// Throws Error for an AlgorithmKind that is no lab algorithm (none, library).
+CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link = {});
 
 // Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
 CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});
@@ -59,23 +48,23 @@ CommCost tree_broadcast_cost(int P, double N, Link link = {});
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw · factor. all_reduce 2(P-1)/P,
 // reduce_scatter and all_gather (P-1)/P, broadcast and reduce 1, all_to_all (P-1)/P (and
-// all_to_allv, whose even layout is all_to_all's).
-double busbw_factor(Collective c, int P);
+// all_to_allv, whose even layout is all_to_all's); 0 for none and barrier (no bytes).
+double busbw_factor(CollectiveKind c, int P);
 
 // Bytes one rank's collective call is about (what algbw divides by): the input for
 // all_reduce/broadcast/reduce, the full P·count vector for reduce_scatter/all_gather/all_to_all(v).
-double collective_bytes(Collective c, int P, double count_bytes);
+double collective_bytes(CollectiveKind c, int P, double count_bytes);
 
 // Ceilings (the least traffic of an all-reduce over memory bandwidth): ceiling.h.
 
-// What a library collective named like Comm's ("all_reduce", "reduce_scatter",
-// "all_gather", "broadcast", "reduce", "all_to_all", "barrier", "all_to_allv") costs on `link`, with the
+// What a library collective (Comm's all_reduce, reduce_scatter, all_gather, broadcast,
+// reduce, all_to_all, barrier, all_to_allv; none costs 0) costs on `link`, with the
 // algorithms NCCL uses on a ring: all_reduce 2(P-1)α + 2(P-1)/P·N/β; reduce_scatter and
 // all_gather (P-1)α + (P-1)/P·N/β with N the full vector; broadcast and reduce pipelined
 // (P-1)α + N/β; all_to_all (P-1)α + (P-1)/P·N/β; barrier 2⌈log2 P⌉α; all_to_allv (P-1)α +
 // N/β with N the bytes of the rank's busier direction, out to or in from the others
 // (full-duplex links; a hot expert's rank receives more than it sends).
-double library_collective_time(std::string_view name, int P, double bytes, Link link);
+double library_collective_time(CollectiveKind c, int P, double bytes, Link link);
 
 // Bytes a rank puts on its link for one library collective of `bytes` over N ranks, as a
 // ring moves them (nccl-tests' bus bytes, with the buffer the event records): all_reduce

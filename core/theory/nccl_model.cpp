@@ -43,9 +43,9 @@ double tier_bus_GBps(const NcclFabric& f) {
   return std::min(f.nvlink.nccl_Bps, nics * f.network.nccl_Bps) / kGB;
 }
 
-int ring_steps(Collective c, int n) { return c == Collective::all_reduce ? 2 * (n - 1) : n - 1; }
+int ring_steps(CollectiveKind c, int n) { return c == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1; }
 
-double bus_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+double bus_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const double B = tier_bus_GBps(f), channels = f.channels;
   const int ai = arch_index(f), si = scale_index(f);
   if (a == NcclAlgo::ring) {
@@ -54,18 +54,18 @@ double bus_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
     return B;
   }
   if (a == NcclAlgo::tree) {
-    if (c != Collective::all_reduce) return 0;
+    if (c != CollectiveKind::all_reduce) return 0;
     const double T = std::min(B * 0.92, channels * kTreePerChannel[ai][si]);
     if (p == NcclProto::ll) return std::min(T / 3.8, kLlMax[ai][si]);
     if (p == NcclProto::ll128)
       return std::min(T * (f.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * kTreeLl128PerChannel[ai][si]);
     return T;
   }
-  const bool nvls = f.nvls && f.nodes == 1 && c == Collective::all_reduce && p == NcclProto::simple;
+  const bool nvls = f.nvls && f.nodes == 1 && c == CollectiveKind::all_reduce && p == NcclProto::simple;
   return nvls ? f.nvlink.nccl_Bps / kGB : 0;
 }
 
-double algbw_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+double algbw_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const double bus = bus_GBps(c, f, a, p);
   if (a == NcclAlgo::ring) return bus * f.ranks / ring_steps(c, f.ranks);
   return a == NcclAlgo::tree ? bus * 0.5 : bus * 5.0 / 6.0;
@@ -75,17 +75,17 @@ double algbw_GBps(Collective c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
 // carry exactly NCCL's, so by default this is NCCL's table; --intra-latency 500 makes it slower).
 double hop_scale(const LinkTier& tier, double ring_simple_us) { return tier.latency_s / (ring_simple_us * kUs); }
 
-double latency_us(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+double latency_us(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const int ai = int(a), pi = int(p);
   const double intra = kNvlinkHop[ai][pi] * hop_scale(f.nvlink, kNvlinkHop[0][2]);
   const double inter = kNetworkHop[ai][pi] * hop_scale(f.network, kNetworkHop[0][2]);
   double lat = kBaseLatency[ai][pi];
   if (a == NcclAlgo::ring) {
     const int steps = ring_steps(c, f.ranks);
-    const int inter_steps = f.nodes <= 1 ? 0 : (c == Collective::all_reduce ? 2 * (f.nodes - 1) : f.nodes - 1);
+    const int inter_steps = f.nodes <= 1 ? 0 : (c == CollectiveKind::all_reduce ? 2 * (f.nodes - 1) : f.nodes - 1);
     lat += (steps - inter_steps) * intra + inter_steps * inter;
     const bool plateau =
-        f.nodes > 1 && p == NcclProto::simple && c == Collective::all_reduce && bytes >= f.ranks / 16.0 * 65536;
+        f.nodes > 1 && p == NcclProto::simple && c == CollectiveKind::all_reduce && bytes >= f.ranks / 16.0 * 65536;
     return plateau ? lat * 1.9 : lat;
   }
   if (a == NcclAlgo::tree) return lat + 2 * ((f.ranks_per_node() - 1) * intra + std::log2(double(f.nodes)) * inter);
@@ -123,7 +123,7 @@ NcclFabric nccl_fabric(const GpuProfile& profile, int ranks, int per_node) {
   return f;
 }
 
-NcclCost nccl_cost(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+NcclCost nccl_cost(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   NcclCost cost;
   if (f.ranks < 2) return {true, 0, 0, 0};
   const double bw = algbw_GBps(c, f, a, p);
@@ -140,7 +140,7 @@ NcclCost nccl_cost(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, 
   return cost;
 }
 
-NcclChoice nccl_choose(Collective c, double bytes, const NcclFabric& f) {
+NcclChoice nccl_choose(CollectiveKind c, double bytes, const NcclFabric& f) {
   NcclChoice best, second;
   best.time_s = second.time_s = -1;
   if (f.ranks < 2) return {NcclAlgo::ring, NcclProto::simple, 0, "one rank: nothing to send"};
@@ -166,9 +166,9 @@ NcclChoice nccl_choose(Collective c, double bytes, const NcclFabric& f) {
   return best;
 }
 
-double nccl_time(Collective c, double bytes, const NcclFabric& f) { return nccl_choose(c, bytes, f).time_s; }
+double nccl_time(CollectiveKind c, double bytes, const NcclFabric& f) { return nccl_choose(c, bytes, f).time_s; }
 
-double nccl_bus_bandwidth(Collective c, double bytes, const NcclFabric& f) {
+double nccl_bus_bandwidth(CollectiveKind c, double bytes, const NcclFabric& f) {
   const double t = nccl_time(c, bytes, f);
   return t > 0 ? bytes / t * busbw_factor(c, f.ranks) : 0;
 }

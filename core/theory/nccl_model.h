@@ -64,7 +64,7 @@ struct NcclCost {
   double latency_s = 0, algbw_Bps = 0;
   double time_s = 0;  // latency + bytes / algbw
 };
-NcclCost nccl_cost(Collective c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p);
+NcclCost nccl_cost(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p);
 
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::ring;
@@ -73,10 +73,10 @@ struct NcclChoice {
   std::string why;  // "ring/LL128: 41.0 µs, next tree/LL 52.3 µs"
 };
 // The fastest (algo, proto) for this call; a single rank costs nothing (time 0).
-NcclChoice nccl_choose(Collective c, double bytes, const NcclFabric& f);
-double nccl_time(Collective c, double bytes, const NcclFabric& f);  // nccl_choose(...).time_s
+NcclChoice nccl_choose(CollectiveKind c, double bytes, const NcclFabric& f);
+double nccl_time(CollectiveKind c, double bytes, const NcclFabric& f);  // nccl_choose(...).time_s
 
 // nccl-tests' bus bandwidth for that call: bytes / time · busbw_factor(c, ranks).
-double nccl_bus_bandwidth(Collective c, double bytes, const NcclFabric& f);
+double nccl_bus_bandwidth(CollectiveKind c, double bytes, const NcclFabric& f);
 
 }  // namespace dtl::theory

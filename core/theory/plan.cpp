@@ -199,13 +199,13 @@ void add_dp_entries(Plan& out, double params, int d, long stride, const std::str
   if (d < 2 || params <= 0) return;
   const double payload = params * kBytes16;
   const double half = double(d - 1) / d * payload;
-  const double t_half = group_collective_s(out.cluster, Collective::reduce_scatter, payload, d, stride);
+  const double t_half = group_collective_s(out.cluster, CollectiveKind::reduce_scatter, payload, d, stride);
   auto add = [&](const char* what, int calls, double bytes, double seconds) {
     out.ledger.push_back(entry(Axis::dp, what + whose, calls, bytes, seconds, span));
   };
   if (p.zero == 0) {
     add("all_reduce gradients", 1, 2 * half,
-        group_collective_s(out.cluster, Collective::all_reduce, payload, d, stride));
+        group_collective_s(out.cluster, CollectiveKind::all_reduce, payload, d, stride));
   } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
     add("reduce_scatter gradients", 1, half, t_half);
     add("all_gather parameters", 1, half, t_half);
@@ -230,9 +230,9 @@ void add_ep_entries(Plan& out, const Span& span) {
   const double rows = double(m.seq) * p.micro_batch_size / p.tp * m.top_k;  // (b·s/t)·k
   const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
   const double whole = rows * m.hidden * kBytes16;  // as step_model.h times it: NCCL's grouped send/recv
-  out.ledger.push_back(entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
-                             group_collective_s(out.cluster, Collective::all_gather, whole, p.ep, long(p.tp) * p.cp),
-                             span));
+  out.ledger.push_back(
+      entry(Axis::ep, "all_to_all dispatch and combine", calls, leaving,
+            group_collective_s(out.cluster, CollectiveKind::all_gather, whole, p.ep, long(p.tp) * p.cp), span));
 }
 
 void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span& pp_span, Link pp_link) {
@@ -246,7 +246,7 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
     const int calls = M * layers_per_stage(m, p.pp) * per_layer;
     const double payload = sbh * kBytes16;
     out.ledger.push_back(entry(Axis::tp, "all_reduce activations", calls, 2.0 * (p.tp - 1) / p.tp * payload,
-                               group_collective_s(out.cluster, Collective::all_reduce, payload, p.tp, 1), tp_span));
+                               group_collective_s(out.cluster, CollectiveKind::all_reduce, payload, p.tp, 1), tp_span));
   }
   if (p.pp > 1) {
     const double message = sbh / p.tp * kBytes16;

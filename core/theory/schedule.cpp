@@ -23,21 +23,6 @@ namespace dtl::pipeline {
 
 const char* schedule_name(ScheduleKind k) { return schedule_kind_name(k); }
 
-const char* op_letter(Op op) {
-  switch (op) {
-    case Op::forward: return "F";
-    case Op::backward: return "B";
-    case Op::weight: return "W";
-  }
-  return "?";
-}
-
-std::optional<Op> parse_op_letter(std::string_view letter) {
-  for (Op op : {Op::forward, Op::backward, Op::weight})
-    if (letter == op_letter(op)) return op;
-  return std::nullopt;
-}
-
 void validate(ScheduleKind kind, const ScheduleConfig& c) {
   const std::string name = schedule_name(kind);
   const std::string P = std::to_string(c.stages), M = std::to_string(c.micro_batches), v = std::to_string(c.chunks);
@@ -66,9 +51,9 @@ void validate(ScheduleKind kind, const ScheduleConfig& c) {
 
 namespace {
 
-Action F(int m, int chunk = 0) { return {Op::forward, m, chunk}; }
-Action B(int m, int chunk = 0) { return {Op::backward, m, chunk}; }
-Action W(int m) { return {Op::weight, m, 0}; }
+Action F(int m, int chunk = 0) { return {Pass::forward, m, chunk}; }
+Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk}; }
+Action W(int m) { return {Pass::weight, m, 0}; }
 
 std::vector<Action> gpipe_stage(int M) {
   std::vector<Action> a;
@@ -155,7 +140,7 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& c) {
 int forwards_before_first_backward(const Schedule& s, int stage) {
   int n = 0;
   for (const Action& a : s.stages.at(stage)) {
-    if (a.op != Op::forward) break;
+    if (a.op != Pass::forward) break;
     ++n;
   }
   return n;
@@ -164,10 +149,10 @@ int forwards_before_first_backward(const Schedule& s, int stage) {
 int max_in_flight(const Schedule& s, int stage) {
   // A micro-batch-chunk holds activations from its F until the pass that last reads them:
   // B, or W where the backward is split (W needs the layer inputs too).
-  const Op release = s.kind == ScheduleKind::zb_h1 ? Op::weight : Op::backward;
+  const Pass release = s.kind == ScheduleKind::zb_h1 ? Pass::weight : Pass::backward;
   int held = 0, most = 0;
   for (const Action& a : s.stages.at(stage)) {
-    if (a.op == Op::forward) most = std::max(most, ++held);
+    if (a.op == Pass::forward) most = std::max(most, ++held);
     if (a.op == release) --held;
   }
   return most;

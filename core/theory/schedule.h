@@ -35,23 +35,12 @@ namespace dtl::pipeline {
 using ScheduleKind = dtl::ScheduleKind;     // core/trace/vocab.h: the trace's vocabulary names them too
 const char* schedule_name(ScheduleKind k);  // "gpipe", "1f1b", "interleaved", "zb-h1"
 
-enum class Op { forward, backward, weight };                 // F, B (input gradient; full backward unless zb), W
-const char* op_letter(Op op);                                // "F", "B", "W"
-std::optional<Op> parse_op_letter(std::string_view letter);  // the reverse (nullopt: none of them)
-// The trace's Pass of an action: forward, backward, weight.
-inline Pass pass_of(Op op) {
-  return op == Op::forward ? Pass::forward : op == Op::backward ? Pass::backward : Pass::weight;
-}
-// The reverse: an action's op from a trace span's Pass (nullopt: not F, B or W).
-inline std::optional<Op> op_of(Pass p) {
-  if (p == Pass::forward) return Op::forward;
-  if (p == Pass::backward) return Op::backward;
-  if (p == Pass::weight) return Op::weight;
-  return std::nullopt;
-}
+// An action's op is the trace's Pass (core/trace/vocab.h), one of three: forward F, backward
+// B (the input gradient; the full backward unless zb), weight W (pass_letter writes them).
+inline bool is_action_pass(Pass p) { return p == Pass::forward || p == Pass::backward || p == Pass::weight; }
 
 struct Action {
-  Op op = Op::forward;
+  Pass op = Pass::forward;  // forward, backward or weight
   int micro_batch = 0;
   int chunk = 0;  // 0..v-1: the model chunk on this stage (virtual stage chunk·P + stage)
   bool operator==(const Action&) const = default;

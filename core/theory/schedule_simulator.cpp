@@ -24,7 +24,9 @@ constexpr double kNotYet = -1;
 class EndTimes {
  public:
   EndTimes(int M, int V) : M_(M), V_(V), end_(3 * size_t(M) * V, kNotYet) {}
-  double& at(Op op, int m, int vs) { return end_[(size_t(op) * M_ + m) * V_ + vs]; }
+  // F, B and W have a block each (simulate checks every action is one of them).
+  static size_t slot(Pass op) { return op == Pass::forward ? 0 : op == Pass::backward ? 1 : 2; }
+  double& at(Pass op, int m, int vs) { return end_[(slot(op) * M_ + m) * V_ + vs]; }
 
  private:
   int M_, V_;
@@ -32,36 +34,31 @@ class EndTimes {
 };
 
 struct Input {
-  Op op;
+  Pass op;
   int vs;  // virtual stage it runs on; -1: none
 };
 
 // The inputs of `a` on virtual stage vs (at most two), per the table above.
 std::vector<Input> inputs_of(const Action& a, int vs, int V) {
-  switch (a.op) {
-    case Op::forward: return vs > 0 ? std::vector<Input>{{Op::forward, vs - 1}} : std::vector<Input>{};
-    case Op::backward:
-      if (vs + 1 < V) return {{Op::forward, vs}, {Op::backward, vs + 1}};
-      return {{Op::forward, vs}};
-    case Op::weight: return {{Op::backward, vs}};
+  if (a.op == Pass::forward) return vs > 0 ? std::vector<Input>{{Pass::forward, vs - 1}} : std::vector<Input>{};
+  if (a.op == Pass::backward) {
+    if (vs + 1 < V) return {{Pass::forward, vs}, {Pass::backward, vs + 1}};
+    return {{Pass::forward, vs}};
   }
-  return {};
+  return {{Pass::backward, vs}};  // weight
 }
 
 std::string describe(const Action& a, int vs) {
-  return std::string(op_letter(a.op)) + "(micro-batch " + std::to_string(a.micro_batch) + ", virtual stage " +
+  return std::string(pass_letter(a.op)) + "(micro-batch " + std::to_string(a.micro_batch) + ", virtual stage " +
          std::to_string(vs) + ")";
 }
 
 double duration(const Action& a, const Schedule& s, const ActionTimes& t) {
-  if (s.kind != ScheduleKind::zb_h1) return a.op == Op::forward ? t.forward : t.backward;
+  if (s.kind != ScheduleKind::zb_h1) return a.op == Pass::forward ? t.forward : t.backward;
   const double weight = t.weight < 0 ? t.backward / 2 : t.weight;
-  switch (a.op) {
-    case Op::forward: return t.forward;
-    case Op::backward: return t.backward - weight;  // input gradient only
-    case Op::weight: return weight;
-  }
-  return 0;
+  if (a.op == Pass::forward) return t.forward;
+  if (a.op == Pass::backward) return t.backward - weight;  // input gradient only
+  return weight;
 }
 
 [[noreturn]] void throw_deadlock(const Schedule& s, const std::vector<size_t>& next, EndTimes& ends) {
@@ -126,11 +123,14 @@ Simulation simulate(const Schedule& s, const std::vector<ActionTimes>& t) {
   DTL_CHECK(int(s.stages.size()) == P,
             "schedule has " + std::to_string(s.stages.size()) + " stage lists for P=" + std::to_string(P));
   for (int st = 0; st < P; ++st)
-    for (const Action& a : s.stages[st])
+    for (const Action& a : s.stages[st]) {
+      DTL_CHECK(is_action_pass(a.op), "stage " + std::to_string(st) + " lists a " + pass_name(a.op) +
+                                          " action; a schedule's are forward, backward and weight (F, B, W)");
       DTL_CHECK(
           a.micro_batch >= 0 && a.micro_batch < s.config.micro_batches && a.chunk >= 0 && a.chunk < s.config.chunks,
-          "stage " + std::to_string(st) + " lists " + op_letter(a.op) + " of micro-batch " +
+          "stage " + std::to_string(st) + " lists " + pass_letter(a.op) + " of micro-batch " +
               std::to_string(a.micro_batch) + " chunk " + std::to_string(a.chunk) + ", outside the schedule's M and v");
+    }
   EndTimes ends(s.config.micro_batches, s.virtual_stages());
   Simulation sim;
   sim.busy.assign(P, 0.0);

@@ -57,7 +57,7 @@ void time_data_parallel(const Plan& p, StepComponents& k) {
   k.dp_fabric = cluster_fabric(c, replicas, group_per_node(replicas, cfg.tp, c.gpus_per_node));
   const double touched = optimizer_step_bytes(zero_precision(cfg.convention));
   const double shards = cfg.zero >= 1 ? double(replicas) : 1;
-  auto nccl = [&](Collective what, double bytes) { return replicas > 1 ? nccl_time(what, bytes, k.dp_fabric) : 0; };
+  auto nccl = [&](CollectiveKind what, double bytes) { return replicas > 1 ? nccl_time(what, bytes, k.dp_fabric) : 0; };
   const bool overlap = cfg.practice.dp_comm == CommOverlap::overlapped && cfg.zero <= 1 && replicas > 1;
   k.dp_bucket_bytes = overlap ? cfg.practice.dp_bucket_bytes : 0;
   k.zero3_prefetch = cfg.practice.zero3_prefetch;
@@ -69,11 +69,11 @@ void time_data_parallel(const Plan& p, StepComponents& k) {
     const double grads = params * cfg.practice.grad_bytes(), weights = params * kBytes16;  // reduced, gathered
     k.dp_bytes.push_back(grads);
     k.dp_gather_bytes.push_back(weights);
-    k.dp_all_reduce_s.push_back(nccl(Collective::all_reduce, grads));
-    k.dp_reduce_scatter_s.push_back(nccl(Collective::reduce_scatter, grads));
-    k.dp_all_gather_s.push_back(nccl(Collective::all_gather, weights));
-    k.zero3_gather_s.push_back(nccl(Collective::all_gather, weights / L));  // per layer (ZeRO-3)
-    k.zero3_scatter_s.push_back(nccl(Collective::reduce_scatter, grads / L));
+    k.dp_all_reduce_s.push_back(nccl(CollectiveKind::all_reduce, grads));
+    k.dp_reduce_scatter_s.push_back(nccl(CollectiveKind::reduce_scatter, grads));
+    k.dp_all_gather_s.push_back(nccl(CollectiveKind::all_gather, weights));
+    k.zero3_gather_s.push_back(nccl(CollectiveKind::all_gather, weights / L));  // per layer (ZeRO-3)
+    k.zero3_scatter_s.push_back(nccl(CollectiveKind::reduce_scatter, grads / L));
     k.optimizer_s.push_back(params / shards * touched / c.memory_Bps);
   }
 }
@@ -86,7 +86,7 @@ int group_per_node(int size, long stride, int gpus_per_node) {
   return n;
 }
 
-double group_collective_s(const ClusterSpec& c, Collective what, double bytes, int size, long stride) {
+double group_collective_s(const ClusterSpec& c, CollectiveKind what, double bytes, int size, long stride) {
   if (size < 2) return 0;
   return nccl_time(what, bytes, cluster_fabric(c, size, group_per_node(size, stride, c.gpus_per_node)));
 }
@@ -101,13 +101,13 @@ StepComponents step_components(const Plan& p) {
   const double sbh = double(cfg.micro_batch_size) * m.seq / cfg.cp * m.hidden;  // this GPU's s/cp positions
   k.tp_bytes = sbh * kBytes16;
   k.tp_fabric = cluster_fabric(c, cfg.tp, group_per_node(cfg.tp, 1, c.gpus_per_node));
-  k.tp_s = cfg.tp > 1 ? nccl_time(Collective::all_reduce, k.tp_bytes, k.tp_fabric) : 0;
+  k.tp_s = cfg.tp > 1 ? nccl_time(CollectiveKind::all_reduce, k.tp_bytes, k.tp_fabric) : 0;
   if (m.experts > 0 &&
       cfg.ep > 1) {  // NCCL's all-to-all is grouped send/recv: (R−1)/R of it leaves, as an all-gather's
     k.ep_calls_backward = cfg.recompute == Recompute::full ? 4 : 2;
     k.ep_bytes = sbh / cfg.tp * m.top_k * kBytes16;
     k.ep_fabric = cluster_fabric(c, cfg.ep, group_per_node(cfg.ep, long(cfg.tp) * cfg.cp, c.gpus_per_node));
-    k.ep_s = nccl_time(Collective::all_gather, k.ep_bytes, k.ep_fabric);
+    k.ep_s = nccl_time(CollectiveKind::all_gather, k.ep_bytes, k.ep_fabric);
   }
   time_layers(p, k);  // (after tp_s: an overlapped collective hides behind the layer's GEMMs)
   k.pp_bytes = sbh / cfg.tp * kBytes16;
@@ -170,7 +170,7 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
   std::vector<double> last_end(std::size_t(P), 0.0), last_backward_begin(std::size_t(P), 0.0);
   for (const auto& a : sim.actions) {
     const std::size_t i = std::size_t(a.stage);
-    if (a.action.op == pipeline::Op::backward && a.end >= last_end[i]) last_backward_begin[i] = a.begin;
+    if (a.action.op == Pass::backward && a.end >= last_end[i]) last_backward_begin[i] = a.begin;
     last_end[i] = std::max(last_end[i], a.end);
   }
   StepTime best;
@@ -184,7 +184,7 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
       const bool scatter = p.zero == 1;
       const auto buckets = gradient_buckets(
           last_backward_begin[i], layer, k.stage_layers[i], k.dp_bytes[i], k.dp_bucket_bytes, [&](double bytes) {
-            return nccl_time(scatter ? Collective::reduce_scatter : Collective::all_reduce, bytes, k.dp_fabric);
+            return nccl_time(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, bytes, k.dp_fabric);
           });
       closing += std::max(0.0, buckets.back().end - last_end[i]);
     } else {

@@ -104,6 +104,6 @@ struct StepBreakdown {
 StepBreakdown explain_step(const Plan& p);
 
 // Seconds of one NCCL collective of `bytes` over `size` ranks `stride` apart on cluster c.
-double group_collective_s(const ClusterSpec& c, Collective what, double bytes, int size, long stride);
+double group_collective_s(const ClusterSpec& c, CollectiveKind what, double bytes, int size, long stride);
 
 }  // namespace dtl::theory

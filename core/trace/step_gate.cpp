@@ -4,7 +4,7 @@
 
 namespace dtl {
 
-StepGate::StepGate(int n, Unit unit)
+StepGate::StepGate(int n, StepUnit unit)
     : blocked_(std::size_t(n), 0),
       comm_blocked_(std::size_t(n), 0),
       comm_work_(std::size_t(n), 0),

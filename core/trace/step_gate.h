@@ -9,7 +9,7 @@
 // same on every run. The terminal step-through (`dtlab run ... --step`) and the
 // visualizer are both controllers of this one gate.
 //
-// Labs built on library collectives (DDP) step by collective instead (Unit::collectives):
+// Labs built on library collectives (DDP) step by collective instead (StepUnit::collectives):
 // the members of a group meet at the collective's launch and wait there, blocked, until
 // the controller releases it; then all launch it and go on computing while it runs on
 // their comm streams, so a stepped run overlaps communication with backward exactly as a
@@ -28,13 +28,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/trace/vocab.h"
+
 namespace dtl {
 
 class StepGate {
  public:
-  enum class Unit { transfers, collectives };  // what one release lets move
-  explicit StepGate(int world_size, Unit unit = Unit::transfers);
-  Unit unit() const { return unit_; }
+  // `unit`: what one release lets move.
+  explicit StepGate(int world_size, StepUnit unit = StepUnit::transfers);
+  StepUnit unit() const { return unit_; }
 
   // ---- rank side (called by the threads backend) ----
   // Queues a matched transfer (or a collective all members have reached). Returns false
@@ -86,7 +88,7 @@ class StepGate {
   std::multimap<std::uint64_t, std::function<void()>> ready_;  // by key: smallest first
   bool free_running_ = false;
   bool aborted_ = false;
-  Unit unit_;
+  StepUnit unit_;
   std::optional<TimePoint> waiting_since_;
   std::vector<std::pair<TimePoint, TimePoint>> waits_;
   std::chrono::nanoseconds waited_{0};  // the closed waits' total

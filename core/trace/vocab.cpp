@@ -15,6 +15,9 @@ constexpr std::array kCollectiveNames = {"",       "all_reduce", "reduce_scatter
 constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", "rhd"};
 constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
 constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer", "recompute"};
+constexpr std::array kPassLetters = {"", "F", "B", "W", "", ""};
+static_assert(kPassLetters.size() == std::size_t(Pass::recompute) + 1, "one letter (or none) per Pass");
+constexpr std::array kStepUnitNouns = {"transfer", "collective"};
 constexpr std::array kScheduleNames = {"gpipe", "1f1b", "interleaved", "zb-h1"};
 constexpr std::array kExpertExchangeNames = {"", "counts", "dispatch", "combine"};
 constexpr std::array kMetaKeyNames = {"lab",
@@ -91,6 +94,12 @@ const char* expert_exchange_name(ExpertExchange x) { return name_in(kExpertExcha
 std::optional<ExpertExchange> parse_expert_exchange(std::string_view s) {
   return parse_in<ExpertExchange>(kExpertExchangeNames, s);
 }
+const char* pass_letter(Pass p) { return name_in(kPassLetters, p); }
+std::optional<Pass> parse_pass_letter(std::string_view s) {
+  if (s.empty()) return std::nullopt;  // "" is the letter of no schedule action
+  return parse_in<Pass>(kPassLetters, s);
+}
+const char* step_unit_noun(StepUnit u) { return name_in(kStepUnitNouns, u); }
 
 std::string role_json_members(const Role& r) {
   std::string out;

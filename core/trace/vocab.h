@@ -16,7 +16,11 @@
 
 namespace dtl {
 
-// A library collective (Comm's calls), or none.
+// The one enum per concept: labs, core/theory's formulas, traces and the viewer all read
+// these (theory includes this header: it is pure data, no Comm, no I/O).
+
+// A library collective (Comm's calls), or none. The collectives lab and the formulas use the
+// same values for the lab's own algorithms (a ring all-reduce is all_reduce by ring).
 // (all_to_allv after barrier: a trace written before it existed reads the same.)
 enum class CollectiveKind : std::uint8_t {
   none,
@@ -31,6 +35,7 @@ enum class CollectiveKind : std::uint8_t {
 };
 inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_allv;
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
+// The α-β formulas (core/theory/collectives.h) take naive, ring, tree and rhd.
 enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd };
 // Which part of a run a span belongs to: the timed steps are what reports measure; the
 // one-rank reference and the checks are there to prove them (the viewer hides the
@@ -39,13 +44,18 @@ enum class RunPart : std::uint8_t { none, setup, timed, check, reference };
 // The work of a training step: forward (F), backward (B: the input gradient, or the whole
 // backward unless a zero-bubble schedule splits it), weight gradient (W), optimizer.
 // recompute: a forward run again inside backward for the activations it did not keep
-// (activation recomputation, core/theory/recompute.h).
+// (activation recomputation, core/theory/recompute.h). A pipeline schedule's actions are
+// forward, backward and weight (core/theory/schedule.h), written F, B and W.
 enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer, recompute };
 // A mixture-of-experts layer's exchanges (the experts lab): the per-expert counts, the token
 // rows to their experts (dispatch) and back (combine); backward runs the same two layouts.
 enum class ExpertExchange : std::uint8_t { none, counts, dispatch, combine };
 // Pipeline schedules (core/theory/schedule.h has their rules).
 enum class ScheduleKind : std::uint8_t { gpipe, one_f_one_b, interleaved, zb_h1 };
+// What one step of a stepped run moves (StepGate), and what --inject-fault counts (FaultPlan):
+// a point-to-point transfer (a send and its receive), or a library collective of a group
+// (labs built on them: DDP, ZeRO, tensor parallelism). A lab names its unit in its registry entry.
+enum class StepUnit : std::uint8_t { transfers, collectives };
 
 // What a label stands for. Unset fields are none/-1; a span usually sets one or two.
 struct Role {
@@ -86,6 +96,8 @@ const char* run_part_name(RunPart p);                // "setup", "timed", "check
 const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer", "recompute"
 const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
 const char* expert_exchange_name(ExpertExchange x);  // "counts", "dispatch", "combine" ("" for none)
+const char* pass_letter(Pass p);                     // a schedule's "F", "B", "W" ("" for the others)
+const char* step_unit_noun(StepUnit u);              // one step's words: "transfer", "collective"
 // The reverse, for readers of traces (nullopt: not a name of that enum; "" is none).
 std::optional<CollectiveKind> parse_collective_kind(std::string_view s);
 std::optional<AlgorithmKind> parse_algorithm_kind(std::string_view s);
@@ -93,6 +105,7 @@ std::optional<RunPart> parse_run_part(std::string_view s);
 std::optional<Pass> parse_pass(std::string_view s);
 std::optional<ScheduleKind> parse_schedule_kind(std::string_view s);
 std::optional<ExpertExchange> parse_expert_exchange(std::string_view s);
+std::optional<Pass> parse_pass_letter(std::string_view s);  // "F", "B", "W"
 
 // The Role as Chrome-trace "args" members: `,"collective":"all_reduce","block":3` (empty
 // for an empty Role). The reader (viz/model/chrome_trace_reader.cpp) reads the same keys.

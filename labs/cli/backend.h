@@ -13,10 +13,12 @@
 namespace dtl::cli {
 
 struct Backend {
-  std::string name = "threads";
+  BackendKind kind = BackendKind::threads;
   int ranks = 4;               // world size: --ranks for threads, the process count under mpirun
   bool root = true;            // this process prints and writes files (rank 0 under MPI)
   bool multi_process = false;  // one process per rank (mpi, or nccl under mpirun/srun)
+
+  const char* name() const { return backend_kind_name(kind); }  // "threads", "mpi", "nccl"
 
   // Parses --backend and resolves the world size; requested_ranks = -1 means "not given".
   static Backend choose(const std::string& name, int requested_ranks);

@@ -14,7 +14,8 @@ namespace dtl::cli {
 namespace {
 
 theory::Transport transport_of(const BenchPlan& p) {
-  return p.backend.name == "mpi" ? theory::Transport::mpi_shared_memory : theory::Transport::shared_address_space;
+  return p.backend.kind == BackendKind::mpi ? theory::Transport::mpi_shared_memory
+                                            : theory::Transport::shared_address_space;
 }
 
 // The kernel's view (sysfs) first: inside a VM glibc's sysconf reports the host's whole L3
@@ -51,7 +52,7 @@ void print_derivation(std::ostream& out, const BenchPlan& p, const MemoryBandwid
 
 double bench_ceiling_busbw(const BenchPlan& p, const MemoryBandwidth& bw) {
   if (p.link.active()) return p.link.beta_Bps();  // busbw is normalized to a link's bandwidth
-  if (p.coll != theory::Collective::all_reduce) return 0;
+  if (p.coll != CollectiveKind::all_reduce) return 0;
   return theory::all_reduce_ceiling_busbw(transport_of(p), p.P, bw.best());
 }
 
@@ -61,7 +62,7 @@ double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryB
                             const nlohmann::json& rows) {
   const double ceiling = bench_ceiling_busbw(p, bw) / 1e9;
   if (ceiling <= 0) {
-    out << "# no ceiling derived for " << theory::collective_name(p.coll) << " (all_reduce only)\n";
+    out << "# no ceiling derived for " << collective_kind_name(p.coll) << " (all_reduce only)\n";
     return 0;
   }
   if (!p.link.active()) print_derivation(out, p, bw);

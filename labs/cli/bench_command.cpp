@@ -80,7 +80,7 @@ std::size_t probe_bytes_per_thread(int threads) {
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p, const MemoryBandwidth& bw) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench %s  impl %s  backend %s  device %s  ranks %d  dtype %s  op %s\n",
-                a.collective.c_str(), a.impl.c_str(), p.backend.name.c_str(), p.on_gpu ? "cuda" : "cpu", p.P,
+                a.collective.c_str(), a.impl.c_str(), p.backend.name(), p.on_gpu ? "cuda" : "cpu", p.P,
                 std::string(dtype_name(p.t)).c_str(), a.op.c_str());
   out << line;
   std::snprintf(line, sizeof line, "# %s %.2f GB/s (%d threads at once) -> ceiling busbw %.2f GB/s\n",
@@ -115,7 +115,7 @@ struct RankBuffers {
     copy_bytes(send.data(), host.data(), n * p.es);
   }
   std::size_t wrong_in(const void* result, std::size_t n) {
-    if (p.coll == theory::Collective::all_to_allv) return wrong_blocks(result, n);
+    if (p.coll == CollectiveKind::all_to_allv) return wrong_blocks(result, n);
     if (!p.on_gpu) return compare_with_crafted(result, n, p.t, p.P, p.op).wrong;
     copy_bytes(host.data(), result, n * p.es);
     return compare_with_crafted(host.data(), n, p.t, p.P, p.op).wrong;
@@ -153,11 +153,11 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
   for (int inplace = 0; inplace < 2; ++inplace) {
     void* s = buf.send.data();
     void* r = inplace ? buf.send.data() : buf.recv.data();
-    const bool to_all = p.coll == theory::Collective::all_to_all || p.coll == theory::Collective::all_to_allv;
+    const bool to_all = p.coll == CollectiveKind::all_to_all || p.coll == CollectiveKind::all_to_allv;
     if (inplace && p.split && !to_all) {
       // NCCL's in-place conventions: all_gather's input is block `rank` of the output;
       // reduce_scatter's output is block `rank` of the input.
-      if (p.coll == theory::Collective::all_gather)
+      if (p.coll == CollectiveKind::all_gather)
         s = static_cast<char*>(r) + std::size_t(comm.rank()) * count * p.es;
       else
         r = static_cast<char*>(s) + std::size_t(comm.rank()) * count * p.es;
@@ -171,7 +171,7 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     const double sec =
         max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
     double wrong = 0;
-    const bool checked = p.coll == theory::Collective::all_reduce || p.coll == theory::Collective::all_to_allv;
+    const bool checked = p.coll == CollectiveKind::all_reduce || p.coll == CollectiveKind::all_to_allv;
     if (a.check && checked) {  // one more run on fresh crafted input
       buf.fill_send(p.split ? count * std::size_t(p.P) : count);
       p.fn(comm, s, r, count);
@@ -217,7 +217,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"collective", a.collective},
                         {"impl", a.impl},
-                        {"backend", p.backend.name},
+                        {"backend", p.backend.name()},
                         {"ranks", p.P},
                         {"dtype", std::string(dtype_name(p.t))},
                         {"op", a.op},

@@ -29,7 +29,7 @@ constexpr int kTag = 7301;  // the ping-pong's messages; nothing else in the ben
 void print_header(std::ostream& out, const BenchArgs& a, const BenchPlan& p) {
   char line[256];
   std::snprintf(line, sizeof line, "# dtlab bench ping_pong  backend %s  ranks %d (0 <-> 1)  dtype %s%s%s\n",
-                p.backend.name.c_str(), p.P, std::string(dtype_name(p.t)).c_str(), p.link.active() ? "  link " : "",
+                p.backend.name(), p.P, std::string(dtype_name(p.t)).c_str(), p.link.active() ? "  link " : "",
                 p.link.active() ? p.link.name.c_str() : "");
   out << line;
   std::snprintf(line, sizeof line, "# one way = round trip / 2, mean over %d round trips after %d warm-up\n", a.iters,
@@ -86,7 +86,7 @@ void write_footer_and_json(std::ostream& out, const BenchArgs& a, const BenchPla
   if (a.json_path.empty()) return;
   nlohmann::json j = {{"collective", "ping_pong"},
                       {"impl", "send_recv"},
-                      {"backend", p.backend.name},
+                      {"backend", p.backend.name()},
                       {"ranks", p.P},
                       {"dtype", std::string(dtype_name(p.t))},
                       {"rows", rows}};

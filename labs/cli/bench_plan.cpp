@@ -66,8 +66,8 @@ Sweep plan_sweep(const BenchArgs& a, std::uint64_t lo, std::uint64_t hi, std::ui
 
 // The operation under test. Point-to-point algorithms work in place; their out-of-place
 // form copies the input to the output first, as a user of them would.
-OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, ReduceOp op, double skew) {
-  using C = theory::Collective;
+OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp op, double skew) {
+  using C = CollectiveKind;
   if (a.impl == "library") {
     switch (coll) {
       case C::all_reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
@@ -81,6 +81,8 @@ OpFn make_op(const BenchArgs& a, theory::Collective coll, int P, DType t, Reduce
         return [t, skew](Comm& c, void* s, void* r, std::size_t n) {
           c.all_to_allv(s, r, skewed_all_to_allv(c.size(), c.rank(), n, skew), t);
         };
+      case C::none:
+      case C::barrier: break;  // parse_bench_collective lets neither through
     }
   }
   if (coll != C::all_reduce)
@@ -109,14 +111,24 @@ void plan_ping_pong(BenchArgs& a) {
 }
 
 // --skew belongs to all_to_allv and lies in [1, 1e6].
-double plan_skew(const BenchArgs& a, theory::Collective coll) {
+double plan_skew(const BenchArgs& a, CollectiveKind coll) {
   if (a.skew == 0) return 1;
-  if (coll != theory::Collective::all_to_allv)
+  if (coll != CollectiveKind::all_to_allv)
     throw UsageError("--skew makes one rank receive more of an all_to_allv; " + a.collective +
                      " has a fixed layout (drop --skew)");
   if (!(a.skew >= 1 && a.skew <= 1e6))
     throw UsageError("--skew " + factor_text(a.skew) + ": give a number from 1 (even) to 1e6");
   return a.skew;
+}
+
+// --collective's word, in the vocabulary's names (core/trace/vocab.h): a collective that
+// moves bytes (a barrier has none to time).
+CollectiveKind parse_bench_collective(const std::string& word) {
+  const std::optional<CollectiveKind> c = parse_collective_kind(word);
+  if (!c || *c == CollectiveKind::none || *c == CollectiveKind::barrier)
+    throw UsageError("unknown collective '" + word +
+                     "'; use one of all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv");
+  return *c;
 }
 
 }  // namespace
@@ -134,7 +146,7 @@ BenchPlan plan_bench(BenchArgs& a) {
   BenchPlan p;
   p.ping_pong = a.collective == "ping_pong";
   if (p.ping_pong) plan_ping_pong(a);
-  p.coll = p.ping_pong ? theory::Collective::broadcast : theory::parse_collective(a.collective);  // ping_pong: unused
+  p.coll = p.ping_pong ? CollectiveKind::broadcast : parse_bench_collective(a.collective);  // ping_pong: unused
   p.t = parse_dtype(a.dtype);
   p.op = parse_reduce_op(a.op);
   const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
@@ -147,24 +159,24 @@ BenchPlan plan_bench(BenchArgs& a) {
   p.P = p.backend.ranks;
   p.es = dtype_size(p.t);
   p.skew = plan_skew(a, p.coll);
-  p.split = p.coll == theory::Collective::reduce_scatter || p.coll == theory::Collective::all_gather ||
-            p.coll == theory::Collective::all_to_all || p.coll == theory::Collective::all_to_allv;
+  p.split = p.coll == CollectiveKind::reduce_scatter || p.coll == CollectiveKind::all_gather ||
+            p.coll == CollectiveKind::all_to_all || p.coll == CollectiveKind::all_to_allv;
   p.unit = p.split ? p.es * std::uint64_t(p.P) : p.es;
   p.unit_is = p.split ? "one " + std::string(dtype_name(p.t)) + " element per rank on " + std::to_string(p.P) + " ranks"
                       : "one " + std::string(dtype_name(p.t)) + " element";
   p.sweep = plan_sweep(a, lo, hi, p.unit, p.unit_is);
   if (p.ping_pong) {
     if (p.P < 2) throw UsageError("ping_pong needs at least 2 ranks (" + std::to_string(p.P) + " given)");
-    require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.name == "threads" ? 2 : 1), "-e");
+    require_memory(2.0 * double(p.sweep.sizes.back()) * (p.backend.kind == BackendKind::threads ? 2 : 1), "-e");
     return p;  // ranks 0 and 1 hold a send and a receive buffer each
   }
   // Every rank holds a send and a receive buffer of the largest size (thread ranks: all in
   // here); all_to_allv's hot rank receives P times its share.
   const std::size_t largest = std::size_t(p.sweep.sizes.back() / p.es);
-  p.recv_elements = p.coll == theory::Collective::all_to_allv
+  p.recv_elements = p.coll == CollectiveKind::all_to_allv
                         ? skewed_all_to_allv(p.P, 0, largest / std::size_t(p.P), p.skew).recv_extent()
                         : largest;
-  require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.name == "threads" ? p.P : 1),
+  require_memory(double(largest + p.recv_elements) * double(p.es) * (p.backend.kind == BackendKind::threads ? p.P : 1),
                  "-e (or --ranks)");
   p.fn = make_op(a, p.coll, p.P, p.t, p.op, p.skew);
   if (a.backend == "nccl") {  // NCCL moves GPU memory only

@@ -44,7 +44,7 @@ using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count
 
 // Everything decided before the ranks start: what runs, on which sizes, where.
 struct BenchPlan {
-  theory::Collective coll = theory::Collective::all_reduce;
+  CollectiveKind coll = CollectiveKind::all_reduce;
   DType t = DType::f32;
   ReduceOp op = ReduceOp::sum;
   Backend backend;

@@ -313,8 +313,7 @@ void add_run_option(CLI::App* sub, RunArgs& a, RunOption o, const LabInfo& lab) 
                     "Step through the run in the terminal: one transfer, or one collective for labs built on them");
       return;
     case RunOption::faults: {
-      const std::string op =
-          lab.faults_count == FaultPlan::Counted::sends ? "send" : "library collective (all-reduce, ...)";
+      const std::string op = lab.step_unit == StepUnit::transfers ? "send" : "library collective (all-reduce, ...)";
       sub->add_option("--inject-fault", a.inject_fault,
                       "RANK[:STEP]: that rank throws at its STEP-th " + op + " (0 = first)");
       sub->add_option("--inject-hang", a.inject_hang,

@@ -137,7 +137,8 @@ double call_overhead_s(const LinkSpec& link) {
     }
   });
   if (!r.ok()) throw Error("measuring the cost per call on the emulated link failed: " + r.error);
-  const double modeled = theory::library_collective_time("all_reduce", 2, 8, {link.alpha_s(), link.beta_Bps()});
+  const double modeled =
+      theory::library_collective_time(CollectiveKind::all_reduce, 2, 8, {link.alpha_s(), link.beta_Bps()});
   return std::max(0.0, repeated(took).median - modeled);
 }
 

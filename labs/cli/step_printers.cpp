@@ -82,8 +82,10 @@ bool is_pipeline_action(const Event& e, const Trace& trace) {
   return e.kind == EventKind::compute && e.micro_batch >= 0 && trace.label_role(e.label).pass != Pass::none;
 }
 
-char pass_letter(Pass p) {
-  return p == Pass::forward ? 'F' : p == Pass::backward ? 'B' : p == Pass::weight ? 'W' : 'O';
+// An action's letter in the chart: a schedule's F, B or W (core/trace/vocab.h), O for any other pass.
+std::string action_letter(Pass p) {
+  const std::string letter = pass_letter(p);
+  return letter.empty() ? "O" : letter;
 }
 
 }  // namespace
@@ -114,7 +116,7 @@ GanttRows gantt_of(const std::vector<Event>& events, int step, int ranks, const 
     std::string& row = g.rows[std::size_t(e->rank)];
     const int a = std::clamp(int(double(e->begin_ns - t0) / per_col), 0, kColumns - 1);
     const int b = std::clamp(int(double(e->end_ns - t0) / per_col + 0.5), a + 1, kColumns);
-    const std::string text = pass_letter(trace.label_role(e->label).pass) + std::to_string(e->micro_batch);
+    const std::string text = action_letter(trace.label_role(e->label).pass) + std::to_string(e->micro_batch);
     for (int c = a; c < b; ++c) row[std::size_t(c)] = std::size_t(c - a) < text.size() ? text[std::size_t(c - a)] : '=';
     busy += double(e->end_ns - e->begin_ns);
   }

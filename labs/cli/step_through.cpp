@@ -24,7 +24,7 @@ class StepPrinter {
   // Prints what landed since the last call (quiet: only keeps count).
   void print_new(bool quiet) {
     const std::vector<Event> events = trace_.snapshot();
-    const bool any = setup_.unit == StepGate::Unit::transfers ? transfers(events, quiet) : collectives(events, quiet);
+    const bool any = setup_.unit == StepUnit::transfers ? transfers(events, quiet) : collectives(events, quiet);
     if (quiet || !any) return;
     gantt_.print_if_grown(os_, events, trace_.world_size(), trace_);
     memory_.print_if_changed(os_, events, trace_.world_size());
@@ -77,7 +77,7 @@ class StepPrinter {
 // printing. Not a terminal: prints every step.
 void step_through(StepGate& gate, Trace& trace, const StepSetup& setup, std::ostream& os) {
   const bool interactive = isatty(STDIN_FILENO);
-  const char* unit = setup.unit == StepGate::Unit::transfers ? "transfer" : "collective";
+  const char* unit = step_unit_noun(setup.unit);
   os << "Step-through: one " << unit << " at a time";
   if (setup.chunks > 0)
     os << "; each cell is a chunk of a rank's buffer, the number how many ranks'\ncontributions it holds (* = all of "

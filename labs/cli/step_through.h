@@ -16,7 +16,7 @@
 namespace dtl::cli {
 
 struct StepSetup {
-  StepGate::Unit unit = StepGate::Unit::transfers;
+  StepUnit unit = StepUnit::transfers;
   int chunks = 0;  // the chunk grid drawn after each transfer (0: none)
 };
 

@@ -24,7 +24,6 @@
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/memory/memory.h"
-#include "core/theory/collectives.h"
 #include "core/trace/run_clock.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
@@ -38,14 +37,18 @@ namespace dtl {
 
 namespace {
 
-using theory::Algo;
-
-const EnumNames<std::optional<Algo>> kAlgoNames = {
-    {Algo::naive, "naive"}, {Algo::ring, "ring"}, {Algo::tree, "tree"}, {Algo::rhd, "rhd"}, {std::nullopt, "all"}};
-const EnumNames<CollectiveChoice> kCollectiveNames = {{CollectiveChoice::all_reduce, "all_reduce"},
-                                                      {CollectiveChoice::reduce_scatter, "reduce_scatter"},
-                                                      {CollectiveChoice::all_gather, "all_gather"},
-                                                      {CollectiveChoice::broadcast, "broadcast"}};
+// The options' words are the vocabulary's names (core/trace/vocab.h): one spelling for the
+// command line, the trace and the report.
+EnumName<std::optional<AlgorithmKind>> algo_word(AlgorithmKind a) { return {a, algorithm_kind_name(a)}; }
+EnumName<CollectiveKind> collective_word(CollectiveKind c) { return {c, collective_kind_name(c)}; }
+const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmKind::naive),
+                                                            algo_word(AlgorithmKind::ring),
+                                                            algo_word(AlgorithmKind::tree),
+                                                            algo_word(AlgorithmKind::rhd),
+                                                            {std::nullopt, "all"}};
+const EnumNames<CollectiveKind> kCollectiveNames = {
+    collective_word(CollectiveKind::all_reduce), collective_word(CollectiveKind::reduce_scatter),
+    collective_word(CollectiveKind::all_gather), collective_word(CollectiveKind::broadcast)};
 const EnumNames<ReduceOp> kOpNames = {
     {ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
 
@@ -55,8 +58,8 @@ struct Case {
   std::string id;    // "ring": the case of the report's rows
   theory::CommCost predicted;
   CollectiveFormulas formulas;
-  theory::Collective collective;
-  theory::Algo algorithm;
+  CollectiveKind collective;
+  AlgorithmKind algorithm;
   std::function<void(Comm&, ex::BufferView)> run;  // the algorithm under test
   std::function<void(ex::BufferView)> init;        // this rank's input
   std::function<double(std::size_t)> expected;     // element i afterwards (NaN: not checked)
@@ -70,17 +73,17 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = s.op;
-  const std::vector<Algo> algos =
-      s.algo ? std::vector<Algo>{*s.algo} : std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd};
+  using A = AlgorithmKind;
+  const std::vector<A> algos = s.algo ? std::vector<A>{*s.algo} : std::vector<A>{A::naive, A::ring, A::tree, A::rhd};
   std::vector<Case> cases;
-  for (const Algo a : algos) {
-    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a == Algo::naive  ? ex::naive_all_reduce
-                                                              : a == Algo::ring ? ex::ring_all_reduce
-                                                              : a == Algo::tree ? ex::tree_all_reduce
-                                                                                : ex::rhd_all_reduce;
-    const std::string algo_id(theory::algo_name(a));
-    cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(theory::Collective::all_reduce, a, P, N, link),
-                     collective_formulas(theory::Collective::all_reduce, a, P), theory::Collective::all_reduce, a,
+  for (const A a : algos) {
+    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a == A::naive  ? ex::naive_all_reduce
+                                                              : a == A::ring ? ex::ring_all_reduce
+                                                              : a == A::tree ? ex::tree_all_reduce
+                                                                             : ex::rhd_all_reduce;
+    const std::string algo_id(algorithm_kind_name(a));
+    cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(CollectiveKind::all_reduce, a, P, N, link),
+                     collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a,
                      [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
                      [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
@@ -93,33 +96,34 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
   const DType t = cfg.dtype;
   const ReduceOp op = s.op;
   const double N = double(count * dtype_size(t));
-  const CollectiveChoice collective = s.collective;
+  const CollectiveKind collective = s.collective;
   const theory::Link link{cfg.link.alpha_s(),
                           cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
-  if (collective == CollectiveChoice::all_reduce) return all_reduce_cases(comm, cfg, s, N, link);
+  if (collective == CollectiveKind::all_reduce) return all_reduce_cases(comm, cfg, s, N, link);
   auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
   auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
 
   std::vector<Case> cases;
-  if (collective == CollectiveChoice::reduce_scatter || collective == CollectiveChoice::all_gather) {
-    if (s.algo != Algo::ring)
+  if (collective == CollectiveKind::reduce_scatter || collective == CollectiveKind::all_gather) {
+    if (s.algo != AlgorithmKind::ring)
       throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) +
                        " is built as a ring here; use --algo ring");
     const ChunkRange mine = chunk_range(count, P, r);
-    if (collective == CollectiveChoice::reduce_scatter) {
-      cases.push_back(
-          {"ring reduce_scatter", "ring", collective_cost(theory::Collective::reduce_scatter, Algo::ring, P, N, link),
-           collective_formulas(theory::Collective::reduce_scatter, Algo::ring, P), theory::Collective::reduce_scatter,
-           Algo::ring, [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
-           [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
-             if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
-             return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
-           }});
+    if (collective == CollectiveKind::reduce_scatter) {
+      cases.push_back({"ring reduce_scatter", "ring",
+                       collective_cost(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P, N, link),
+                       collective_formulas(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P),
+                       CollectiveKind::reduce_scatter, AlgorithmKind::ring,
+                       [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
+                       [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
+                         if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
+                         return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
+                       }});
     } else {
       cases.push_back(
-          {"ring all_gather", "ring", collective_cost(theory::Collective::all_gather, Algo::ring, P, N, link),
-           collective_formulas(theory::Collective::all_gather, Algo::ring, P), theory::Collective::all_gather,
-           Algo::ring, [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
+          {"ring all_gather", "ring", collective_cost(CollectiveKind::all_gather, AlgorithmKind::ring, P, N, link),
+           collective_formulas(CollectiveKind::all_gather, AlgorithmKind::ring, P), CollectiveKind::all_gather,
+           AlgorithmKind::ring, [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
            [P, count](std::size_t i) {  // chunk c comes from rank c
              for (int c = 0; c < P; ++c) {
                const ChunkRange cr = chunk_range(count, P, c);
@@ -131,11 +135,12 @@ std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const Collectives
     return cases;
   }
   // broadcast from rank 0
-  if (s.algo != Algo::tree)
+  if (s.algo != AlgorithmKind::tree)
     throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", "tree", collective_cost(theory::Collective::broadcast, Algo::tree, P, N, link),
-                   collective_formulas(theory::Collective::broadcast, Algo::tree, P), theory::Collective::broadcast,
-                   Algo::tree, [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
+  cases.push_back({"tree broadcast", "tree",
+                   collective_cost(CollectiveKind::broadcast, AlgorithmKind::tree, P, N, link),
+                   collective_formulas(CollectiveKind::broadcast, AlgorithmKind::tree, P), CollectiveKind::broadcast,
+                   AlgorithmKind::tree, [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
                    [t, r](ex::BufferView b) {
                      if (r == 0)
                        fill_crafted(b.data, b.count, t, 0);
@@ -167,9 +172,7 @@ double bytes_tolerance(int P, std::size_t count, DType t) {
 }
 
 Role case_role(const Case& c, RunPart part) {
-  return {.collective = theory::collective_kind(c.collective),
-          .algorithm = theory::algorithm_kind(c.algorithm),
-          .part = part};
+  return {.collective = c.collective, .algorithm = c.algorithm, .part = part};
 }
 
 // One traced run: correctness, and the traffic counted from its events beside the
@@ -315,18 +318,18 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSet
   const std::string collective = name_of(kCollectiveNames, s.collective);
   rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" +
                       std::to_string(count) + " × " + std::string(dtype_name(cfg.dtype)) + ")");
-  if (s.collective == CollectiveChoice::all_reduce || s.collective == CollectiveChoice::reduce_scatter)
+  if (s.collective == CollectiveKind::all_reduce || s.collective == CollectiveKind::reduce_scatter)
     rep.setup.push_back(std::string("op ") + name_of(kOpNames, s.op));
   rep.setup.push_back(std::string("algo ") + name_of(kAlgoNames, s.algo));
   if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
-  const char* busbw = s.collective == CollectiveChoice::all_reduce  ? "2(P-1)/P"
-                      : s.collective == CollectiveChoice::broadcast ? "1"
-                                                                    : "(P-1)/P";
+  const char* busbw = s.collective == CollectiveKind::all_reduce  ? "2(P-1)/P"
+                      : s.collective == CollectiveKind::broadcast ? "1"
+                                                                  : "(P-1)/P";
   if (cfg.iters > 0)
     rep.notes.push_back("Times: the slowest rank's, median of " + count_of(cfg.iters, "run") + " (min–max) after " +
                         std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
                         " (nccl-tests); N = bytes per rank, P = ranks.");
-  if ((!s.algo || s.algo == Algo::rhd) && theory::floor_pow2(P) != P)
+  if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)
     rep.notes.push_back("rhd on " + std::to_string(P) +
                         " ranks: the largest power of two, Q = " + std::to_string(theory::floor_pow2(P)) +
                         ", halves and doubles; the other ranks fold in first and out last.");
@@ -344,7 +347,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
   // Each rank keeps its input, the working buffer, the exact reference and the library's
   // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
-  require_memory(4.0 * double(cfg.bytes) * (comm.backend_name() == "threads" ? comm.size() : 1),
+  require_memory(4.0 * double(cfg.bytes) * (comm.backend() == BackendKind::threads ? comm.size() : 1),
                  "--bytes (or --ranks)");
   const std::size_t count = cfg.bytes / es;
 
@@ -360,9 +363,9 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
     const double first_run_s = checked_run(comm, c, work, rep);
     timed_runs(comm, cfg, c, work, first_run_s, rep);
   }
-  if (s.collective == CollectiveChoice::all_reduce)
+  if (s.collective == CollectiveKind::all_reduce)
     ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.link, rep);
-  if (s.collective == CollectiveChoice::all_reduce && cfg.iters > 0) {
+  if (s.collective == CollectiveKind::all_reduce && cfg.iters > 0) {
     check_identity(comm, cfg, s.op, mem, count, rep);
     rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
   }
@@ -370,14 +373,15 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
 }
 
 int collectives_chunk_grid(const LabConfig& cfg) {
-  return collectives_option_table().parse(cfg.options).algo == Algo::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
+  return collectives_option_table().parse(cfg.options).algo == AlgorithmKind::rhd ? theory::floor_pow2(cfg.ranks)
+                                                                                  : cfg.ranks;
 }
 
 const OptionTable<CollectivesSettings>& collectives_option_table() {
   static const OptionTable<CollectivesSettings> table = [] {
     OptionTable<CollectivesSettings> t;
-    t.choice("algo", &CollectivesSettings::algo, Algo::ring, kAlgoNames, "algorithm")
-        .choice("collective", &CollectivesSettings::collective, CollectiveChoice::all_reduce, kCollectiveNames,
+    t.choice("algo", &CollectivesSettings::algo, AlgorithmKind::ring, kAlgoNames, "algorithm")
+        .choice("collective", &CollectivesSettings::collective, CollectiveKind::all_reduce, kCollectiveNames,
                 "which collective to build")
         .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction");
     return t;
@@ -407,7 +411,7 @@ LabInfo collectives_lab_info() {
        {"all_reduce_cost", "AllReduceCost", 5}},
       run_collectives_lab,
       collectives_chunk_grid,
-      FaultPlan::Counted::sends,
+      StepUnit::transfers,
       false,
       {kRingView, ViewKind::report, ViewKind::memory, ViewKind::timeline},
       {},

@@ -10,13 +10,11 @@
 
 namespace dtl {
 
-// --collective.
-enum class CollectiveChoice { all_reduce, reduce_scatter, all_gather, broadcast };
-
 // The lab's options, typed (collectives_option_table() binds each flag to its field).
 struct CollectivesSettings {
-  std::optional<theory::Algo> algo = theory::Algo::ring;  // --algo: one algorithm, or none for all of them
-  CollectiveChoice collective = CollectiveChoice::all_reduce;
+  std::optional<AlgorithmKind> algo = AlgorithmKind::ring;  // --algo: one algorithm, or none for all of them
+  CollectiveKind collective =
+      CollectiveKind::all_reduce;  // --collective: all_reduce, reduce_scatter, all_gather or broadcast
   ReduceOp op = ReduceOp::sum;
 };
 const OptionTable<CollectivesSettings>& collectives_option_table();
@@ -26,10 +24,10 @@ const OptionTable<CollectivesSettings>& collectives_option_table();
 struct CollectiveFormulas {
   std::string bytes, messages, steps, time;
 };
-CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int P);
+CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P);
 // What one run of `a` building collective `c` costs (the lab builds reduce-scatter and
 // all-gather as rings, broadcast as a binomial tree): N = bytes per rank.
-theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link = {});
+theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, double N, theory::Link link = {});
 
 // Exercise 7, the learner's cost calculator (ex::all_reduce_cost), asked about this run: the
 // ring all-reduce of `bytes` per rank on P ranks over the emulated link. Its answer is checked

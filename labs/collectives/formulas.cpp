@@ -6,32 +6,32 @@
 
 namespace dtl {
 
-using theory::Algo;
-
 // N: the bytes per rank; P ranks; Q = 2^⌊log2 P⌋ (halving-doubling's core).
-CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int P) {
+CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P) {
   switch (c) {
-    case theory::Collective::reduce_scatter:
-    case theory::Collective::all_gather: return {"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
-    case theory::Collective::broadcast: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"};
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::all_gather: return {"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
+    case CollectiveKind::broadcast: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "⌈log2 P⌉", "α-β: ⌈log2 P⌉·(α+N/β)"};
     default: break;
   }
   switch (a) {
-    case Algo::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
-    case Algo::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
-    case Algo::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
-    case Algo::rhd:
+    case AlgorithmKind::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
+    case AlgorithmKind::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
+    case AlgorithmKind::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
+    case AlgorithmKind::rhd:
       if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
       return {"2(Q-1)/Q·N + N", "2·log2 Q + 1", "2·log2 Q + 2", "α-β: halving-doubling on Q + 2 folds"};
+    case AlgorithmKind::none:
+    case AlgorithmKind::library: break;  // no lab algorithm: no formula
   }
   return {};
 }
 
-theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link) {
+theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, double N, theory::Link link) {
   switch (c) {
-    case theory::Collective::reduce_scatter: return theory::ring_reduce_scatter_cost(P, N, link);
-    case theory::Collective::all_gather: return theory::ring_all_gather_cost(P, N, link);
-    case theory::Collective::broadcast: return theory::tree_broadcast_cost(P, N, link);
+    case CollectiveKind::reduce_scatter: return theory::ring_reduce_scatter_cost(P, N, link);
+    case CollectiveKind::all_gather: return theory::ring_all_gather_cost(P, N, link);
+    case CollectiveKind::broadcast: return theory::tree_broadcast_cost(P, N, link);
     default: return theory::all_reduce_cost(a, P, N, link);
   }
 }
@@ -46,7 +46,7 @@ void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, cons
   q.latency_us = link.active() ? link.alpha_s() * 1e6 : 0.0;
   const ex::AllReduceAnswer answer = ex::all_reduce_cost(q);
   const theory::CommCost ring =
-      theory::all_reduce_cost(Algo::ring, P, bytes, {link.alpha_s(), link.active() ? link.beta_Bps() : 0.0});
+      theory::all_reduce_cost(AlgorithmKind::ring, P, bytes, {link.alpha_s(), link.active() ? link.beta_Bps() : 0.0});
   rep.check("calculator.bytes_sent_per_gpu", "your all_reduce_cost: bytes per GPU (ring)", answer.bytes_sent_per_gpu,
             ring.bytes_per_rank, "B", 1e-9 * ring.bytes_per_rank)
       .from("2(P-1)/P·N, exercise all_reduce_cost");

@@ -11,15 +11,6 @@
 
 namespace dtl::cp {
 
-const char* cp_algo_name(CpAlgo a) {
-  switch (a) {
-    case CpAlgo::ring: return "ring";
-    case CpAlgo::all_gather: return "all-gather";
-    case CpAlgo::ulysses: return "ulysses";
-  }
-  return "?";
-}
-
 void check_cp_layer(CpAlgo algo, const CpLayer& layer, int ranks) {
   const kernels::AttentionShape& a = layer.shape;
   if (a.batch < 1 || a.heads < 1 || a.head_dim < 1)

@@ -29,14 +29,17 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/theory/context_parallel.h"
 #include "kernels/cpu/transformer_kernels.h"
 #include "labs/context_parallel/cp_attention.h"
 #include "labs/context_parallel/cp_partition.h"
 
 namespace dtl::cp {
 
-enum class CpAlgo : std::uint8_t { ring, all_gather, ulysses };
-const char* cp_algo_name(CpAlgo a);  // "ring", "all-gather", "ulysses"
+// The algorithm is core/theory's CpAlgo (ring, all_gather, ulysses), the one `dtlab plan`'s
+// --cp-algo names too, with its words ("ring", "all-gather", "ulysses") from cp_algo_name.
+using theory::cp_algo_name;
+using theory::CpAlgo;
 
 // One attention layer: shape.seq is the WHOLE sequence S (each rank holds S/P of it).
 struct CpLayer {

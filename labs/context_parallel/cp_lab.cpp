@@ -26,10 +26,11 @@ namespace dtl {
 
 namespace {
 
-const EnumNames<CpAlgoChoice> kAlgoNames = {{CpAlgoChoice::ring, "ring"},
-                                            {CpAlgoChoice::all_gather, "all-gather"},
-                                            {CpAlgoChoice::ulysses, "ulysses"},
-                                            {CpAlgoChoice::all, "all"}};
+EnumName<std::optional<cp::CpAlgo>> algo_word(cp::CpAlgo a) { return {a, cp::cp_algo_name(a)}; }
+const EnumNames<std::optional<cp::CpAlgo>> kAlgoNames = {algo_word(cp::CpAlgo::ring),
+                                                         algo_word(cp::CpAlgo::all_gather),
+                                                         algo_word(cp::CpAlgo::ulysses),
+                                                         {std::nullopt, "all"}};
 const EnumNames<cp::CpSplit> kSplitNames = {{cp::CpSplit::contiguous, "contiguous"}, {cp::CpSplit::zigzag, "zigzag"}};
 
 std::string n(double v) { return std::to_string(long(v)); }
@@ -39,7 +40,7 @@ std::string n(double v) { return std::to_string(long(v)); }
 const OptionTable<CpSettings>& cp_option_table() {
   static const OptionTable<CpSettings> table = [] {
     OptionTable<CpSettings> t;
-    t.choice("algo", &CpSettings::algo, CpAlgoChoice::ring, kAlgoNames,
+    t.choice("algo", &CpSettings::algo, std::optional<cp::CpAlgo>(cp::CpAlgo::ring), kAlgoNames,
              "how attention crosses the ranks: ring (K/V hops), all-gather (K/V gathered), ulysses (all-to-all to "
              "heads), or all three (a column each)")
         .choice("split", &CpSettings::split, cp::CpSplit::contiguous, kSplitNames,
@@ -70,7 +71,7 @@ void check_shape(const LabConfig& cfg, const CpSettings& s, int P) {
   if (s.split == cp::CpSplit::zigzag && s.seq % (2 * P) != 0)
     throw UsageError("--seq " + std::to_string(s.seq) + " is not divisible by 2 × " + ranks +
                      ": --split zigzag cuts it into 2P chunks; give --seq a multiple of " + std::to_string(2 * P));
-  const bool ulysses = s.algo == CpAlgoChoice::ulysses || s.algo == CpAlgoChoice::all;
+  const bool ulysses = !s.algo || *s.algo == cp::CpAlgo::ulysses;  // (none: all three)
   if (ulysses && s.heads % P != 0)
     throw UsageError(
         "--heads " + std::to_string(s.heads) + " is not divisible by " + ranks +
@@ -78,7 +79,7 @@ void check_shape(const LabConfig& cfg, const CpSettings& s, int P) {
   if (const std::string problem = gpt_config_problem(s.gpt(), 1, ex::TpMode::plain); !problem.empty())
     throw UsageError("the GPT (--hidden, --heads, --seq, --vocab): " + problem);
   const OptionTable<CpSettings>& t = cp_option_table();
-  if (t.given(cfg.options, &CpSettings::split) && (P == 1 || s.algo == CpAlgoChoice::ulysses))
+  if (t.given(cfg.options, &CpSettings::split) && (P == 1 || s.algo == cp::CpAlgo::ulysses))
     throw UsageError(std::string("--split has no effect ") +
                      (P == 1 ? "on one rank (it holds every position)"
                              : "with --algo ulysses (each rank attends its heads over the whole sequence: balanced "
@@ -120,14 +121,10 @@ double cp_process_bytes(const CpSettings& s, int P) {
 
 CpSettings cp_settings(const LabConfig& cfg, int ranks) {
   CpSettings s = cp_option_table().parse(cfg.options);
-  switch (s.algo) {
-    case CpAlgoChoice::ring: s.algos = {cp::CpAlgo::ring}; break;
-    case CpAlgoChoice::all_gather: s.algos = {cp::CpAlgo::all_gather}; break;
-    case CpAlgoChoice::ulysses: s.algos = {cp::CpAlgo::ulysses}; break;
-    case CpAlgoChoice::all: s.algos = {cp::CpAlgo::ring, cp::CpAlgo::all_gather, cp::CpAlgo::ulysses}; break;
-  }
+  s.algos = s.algo ? std::vector<cp::CpAlgo>{*s.algo}
+                   : std::vector<cp::CpAlgo>{cp::CpAlgo::ring, cp::CpAlgo::all_gather, cp::CpAlgo::ulysses};
   tokens_per_step(s.batch, s.seq);  // S·B counted in an int
-  if (cfg.counts_steps && s.algo != CpAlgoChoice::ring && s.algo != CpAlgoChoice::all)
+  if (cfg.counts_steps && s.algo && *s.algo != cp::CpAlgo::ring)
     throw UsageError(
         "--step and --inject-* count the ring's transfers; all-gather CP and Ulysses move their bytes by "
         "library collectives only: add --algo ring (or all), or drop them");
@@ -193,7 +190,7 @@ LabInfo context_parallel_lab_info() {
        {"ring_step", "RingStep", 10}},
       run_context_parallel_lab,
       nullptr,
-      FaultPlan::Counted::sends,
+      StepUnit::transfers,
       /*overlaps_compute=*/false,
       {kCpAttentionView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       // A live, stepped run: one layer of a short sequence, a handful of hops to step through.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,8 @@
 
 namespace dtl {
 
-// --algo: one algorithm, or all three one after the other (a report column each).
-enum class CpAlgoChoice : std::uint8_t { ring, all_gather, ulysses, all };
-
 struct CpSettings {
-  CpAlgoChoice algo = CpAlgoChoice::ring;
+  std::optional<cp::CpAlgo> algo = cp::CpAlgo::ring;  // --algo: one, or none for all three (a report column each)
   cp::CpSplit split = cp::CpSplit::contiguous;
   int layers = 2, hidden = 32, heads = 4, seq = 64, batch = 2, vocab = 64, steps = 3;
   bool check = true;  // train one rank too and compare the loss, every gradient and weight, its memory

@@ -66,14 +66,14 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
 }  // namespace
 
 double ddp_rank_bytes(const DdpSettings& s, int rows) {
-  const double psi = mlp_memory(s.shape, s.precision, rows).params / double(dtype_size(s.precision));
+  const double psi = double(parameter_count(s.shape));
   return mlp_memory(s.shape, s.precision, rows).total() + adamw_state_bytes(std::size_t(psi), s.precision) +
          DeviceBatch::bytes(s.shape.in, s.shape.out, rows);
 }
 
 double ddp_process_bytes(const DdpSettings& s, int P) {
   const int rows = s.batch / P;
-  const double psi = mlp_memory(s.shape, s.precision, rows).params / double(dtype_size(s.precision));
+  const double psi = double(parameter_count(s.shape));
   // Host copies the checks make: weights and gradients as fp32, and rank 0's copy of the weights.
   const double checks = 3 * 4.0 * psi;
   const double per_rank = ddp_rank_bytes(s, rows) + checks + 4.0 * rows * s.shape.out;
@@ -274,9 +274,9 @@ Report run_ddp_lab(Comm& comm, const LabConfig& cfg) {
   const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
   const std::vector<DdpVariant> variants = variants_of(s);
   Report rep = start_report(comm, cfg, "ddp");
-  describe_ddp_setup(rep, s, variants, cfg, std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4));
+  describe_ddp_setup(rep, s, variants, cfg, parameter_count(s.shape));
   if (comm.rank() == 0) {  // the memory view's formula line: every rank holds the whole model state
-    const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
+    const double psi = double(parameter_count(s.shape));
     comm.trace()->set_meta(MetaKey::predicted_bytes_per_rank, std::to_string(16.0 * psi));
     comm.trace()->set_meta(MetaKey::predicted_bytes_formula,
                            "16 B/param x " + std::to_string(std::size_t(psi)) + " params");
@@ -331,7 +331,7 @@ LabInfo ddp_lab_info() {
        {"sync_this_micro_batch", "SyncThisMicroBatch", 5}},
       run_ddp_lab,
       nullptr,
-      FaultPlan::Counted::collectives,  // DDP posts no sends: faults count its all-reduces
+      StepUnit::collectives,  // DDP posts no sends: faults count its all-reduces
       /*overlaps_compute=*/true,
       {ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see

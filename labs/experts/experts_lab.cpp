@@ -285,7 +285,7 @@ LabInfo experts_lab_info() {
       {{"top_k_router", "TopKRouter", 10}, {"dispatch_layout", "DispatchLayout", 10}, {"combine", "Combine", 10}},
       run_experts_lab,
       nullptr,
-      FaultPlan::Counted::collectives,
+      StepUnit::collectives,
       /*overlaps_compute=*/false,
       {kRoutingView, ViewKind::timeline, ViewKind::report},
       // A live, stepped run: one block of 32 tokens, so a step of dispatch, experts and

@@ -188,8 +188,9 @@ void StepSamples::finish(Comm& comm, const LabConfig& cfg, const ExpertsSettings
   const int P = comm.size();
   const double row = double(s.shape.hidden) * sizeof(float), counts = double(s.shape.experts) * 8;
   for (double busier_rows : busier_rows_)
-    m.predicted_a2a_seconds += theory::library_collective_time("all_to_all", P, counts, link) +
-                               4 * theory::library_collective_time("all_to_allv", P, busier_rows * row, link);
+    m.predicted_a2a_seconds +=
+        theory::library_collective_time(CollectiveKind::all_to_all, P, counts, link) +
+        4 * theory::library_collective_time(CollectiveKind::all_to_allv, P, busier_rows * row, link);
 }
 
 }  // namespace dtl

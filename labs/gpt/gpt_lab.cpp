@@ -230,7 +230,7 @@ LabInfo gpt_lab_info() {
       {},
       run_gpt_lab,
       nullptr,
-      FaultPlan::Counted::collectives,
+      StepUnit::collectives,
       /*overlaps_compute=*/false,
       {ViewKind::report, ViewKind::timeline, ViewKind::memory, kActivationView},
       {{"steps", "60"}},

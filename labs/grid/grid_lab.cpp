@@ -233,7 +233,7 @@ LabInfo grid_lab_info() {
       {},
       run_grid_lab,
       nullptr,
-      FaultPlan::Counted::collectives,
+      StepUnit::collectives,
       /*overlaps_compute=*/false,
       {kTopologyView, kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {},

@@ -75,7 +75,7 @@ void GridRank::record_action(Pass pass, int m, double t0) {
                    .step = step_,
                    .chunk = 0,
                    .micro_batch = std::int16_t(m),
-                   .label = tr->label(pass == Pass::forward ? "F" : "B", Role{.pass = pass}),
+                   .label = tr->label(pass_letter(pass), Role{.pass = pass}),
                    .kind = EventKind::compute});
 }
 

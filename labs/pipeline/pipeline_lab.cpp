@@ -125,8 +125,7 @@ void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Sc
                       {"bubble", sim.bubble_fraction()}};
   j["actions"] = nlohmann::json::array();
   for (const pipeline::TimedAction& a : sim.actions)
-    j["actions"].push_back(
-        {a.stage, pipeline::op_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
+    j["actions"].push_back({a.stage, pass_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
   comm.trace()->set_meta(meta_key_name(MetaKey::pipeline_simulated, name), j.dump());
 }
 
@@ -281,7 +280,7 @@ LabInfo pipeline_lab_info() {
       {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
       run_pipeline_lab,
       nullptr,
-      FaultPlan::Counted::sends,  // stages talk point to point: faults count their sends
+      StepUnit::transfers,  // stages talk point to point: faults count their sends
       /*overlaps_compute=*/false,
       {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},

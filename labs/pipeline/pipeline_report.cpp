@@ -17,7 +17,7 @@ void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& 
   rep.add(n + "bubble", "bubble: idle share of the step", 0, "").over(m.bubble);
   ReportRow& idle = rep.rows.back();
   if (zb)
-    idle.predict(m.simulated_bubble, "simulator");
+    idle.predict(m.simulated_bubble, "simulator", Provenance::simulated);
   else
     idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
   const double formula = *idle.predicted;  // (before the next add: it may move the rows)
@@ -27,7 +27,8 @@ void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& 
       .predict(zb ? m.simulated_bubble / (1 - m.simulated_bubble) : pipeline::bubble_vs_compute(P, M, v),
                zb      ? "simulator"
                : v > 1 ? "(P-1)/(vM)"
-                       : "(P-1)/M");
+                       : "(P-1)/M",
+               zb ? Provenance::simulated : Provenance::formula);
   rep.add(n + "bubble_simulated", "bubble the simulator gives for this run's action times", m.simulated_bubble, "");
   // Without --compute-us an action's compute here is about as short as a hand-off between
   // threads: the stages then wait on hand-offs, not on the schedule's fill and drain.

@@ -50,11 +50,10 @@ double predicted_activation_peak(const PipelineSettings& s, const pipeline::Sche
   double alive = 0, peak = 0;
   for (const pipeline::Action& a : sched.stages[std::size_t(stage)]) {
     const std::size_t c = std::size_t(a.chunk);
-    if (a.op == pipeline::Op::forward) alive += forward_bytes[c];
-    if (a.op == pipeline::Op::backward) alive += dz_bytes[c];
+    if (a.op == Pass::forward) alive += forward_bytes[c];
+    if (a.op == Pass::backward) alive += dz_bytes[c];
     peak = std::max(peak, alive);
-    if ((a.op == pipeline::Op::backward && !zb) || a.op == pipeline::Op::weight)
-      alive -= forward_bytes[c] + dz_bytes[c];
+    if ((a.op == Pass::backward && !zb) || a.op == Pass::weight) alive -= forward_bytes[c] + dz_bytes[c];
   }
   for (double w : workspace) peak += w;
   return peak;
@@ -88,8 +87,8 @@ std::size_t PipelineStage::local_params() const {
 
 // An action's span in the trace (its micro-batch and chunk on the event), and its time
 // added to the step's totals: the op's and the stage's busy time.
-void PipelineStage::record(pipeline::Op op, int m, int c, int step, double begin, double end, double& op_total,
-                           int& op_count, StageStep& rec) {
+void PipelineStage::record(Pass op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
+                           StageStep& rec) {
   Trace* tr = comm_.trace();
   tr->record(Event{.begin_ns = std::int64_t(begin * 1e9),
                    .end_ns = std::int64_t(end * 1e9),
@@ -97,7 +96,7 @@ void PipelineStage::record(pipeline::Op op, int m, int c, int step, double begin
                    .step = step,
                    .chunk = c,
                    .micro_batch = std::int16_t(m),
-                   .label = tr->label(pipeline::op_letter(op), Role{.pass = pipeline::pass_of(op)}),
+                   .label = tr->label(pass_letter(op), Role{.pass = op}),
                    .kind = EventKind::compute});
   op_total += end - begin;
   rec.busy += end - begin;
@@ -162,7 +161,7 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
   }
   pace(t0, s_.forward_us);
   const double t1 = now_s(comm_);
-  record(pipeline::Op::forward, m, c, step, t0, t1, rec.forward, rec.forwards, rec);
+  record(Pass::forward, m, c, step, t0, t1, rec.forward, rec.forwards, rec);
 }
 
 void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split) {
@@ -179,7 +178,7 @@ void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split)
   }
   pace(t0, split ? s_.backward_us - s_.weight_us : s_.backward_us);
   const double t1 = now_s(comm_);
-  record(pipeline::Op::backward, m, c, step, t0, t1, rec.backward, rec.backwards, rec);
+  record(Pass::backward, m, c, step, t0, t1, rec.backward, rec.backwards, rec);
   if (input_grad) {  // dX for the previous virtual stage, until the loop sends it
     const std::size_t n = std::size_t(s_.rows()) * std::size_t(ch.model->in_features(ch.span.first));
     dx_ = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
@@ -197,7 +196,7 @@ void PipelineStage::weight(int m, int c, int step, StageStep& rec) {
   ch.gradients_started = true;
   pace(t0, s_.weight_us);
   const double t1 = now_s(comm_);
-  record(pipeline::Op::weight, m, c, step, t0, t1, rec.weight, rec.weights, rec);
+  record(Pass::weight, m, c, step, t0, t1, rec.weight, rec.weights, rec);
   in_flight_.erase({m, c});
 }
 

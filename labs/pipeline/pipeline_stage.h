@@ -61,7 +61,7 @@ class PipelineStage {
   void weight(int m, int c, int step, StageStep& rec);
   Request post_send(Tensor buffer, int m, int to_vs, int kind, int step, StageStep& rec);
   Request post_recv(Tensor& into, std::size_t floats, int m, int from_vs, int kind, int step);
-  void record(pipeline::Op op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
+  void record(Pass op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
               StageStep& rec);
   void pace(double begin, double target_us);  // --compute-us: the action lasts target_us
   int stage_of(int vs) const { return vs % P_; }

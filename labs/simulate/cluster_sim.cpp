@@ -43,9 +43,9 @@ bool hierarchy_helps(const AxisRoute& r) {
 
 double AxisRoute::all_reduce(double bytes) const {
   if (size < 2) return 0;
-  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(theory::Collective::all_reduce, bytes, fabric);
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(CollectiveKind::all_reduce, bytes, fabric);
   if (algo == CommAlgo::tree)
-    return call_overhead_s + theory::all_reduce_cost(theory::Algo::tree, size, bytes, slowest()).time_s;
+    return call_overhead_s + theory::all_reduce_cost(AlgorithmKind::tree, size, bytes, slowest()).time_s;
   if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
   // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
   const int k = per_node, nodes = size / per_node;
@@ -54,8 +54,7 @@ double AxisRoute::all_reduce(double bytes) const {
 
 double AxisRoute::reduce_scatter(double bytes) const {
   if (size < 2) return 0;
-  if (algo == CommAlgo::nccl)
-    return call_overhead_s + theory::nccl_time(theory::Collective::reduce_scatter, bytes, fabric);
+  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(CollectiveKind::reduce_scatter, bytes, fabric);
   if (!hierarchy_helps(*this)) return call_overhead_s + ring_half(size, bytes, slowest());
   const int k = per_node, nodes = size / per_node;
   return call_overhead_s + ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
@@ -63,7 +62,7 @@ double AxisRoute::reduce_scatter(double bytes) const {
 
 double AxisRoute::all_gather(double bytes) const {  // the same ring, reversed
   if (size >= 2 && algo == CommAlgo::nccl)
-    return call_overhead_s + theory::nccl_time(theory::Collective::all_gather, bytes, fabric);
+    return call_overhead_s + theory::nccl_time(CollectiveKind::all_gather, bytes, fabric);
   return reduce_scatter(bytes);
 }
 
@@ -132,8 +131,8 @@ double tp_call_seconds(const Workload& w, bool fwd) {
   return given >= 0 ? given : w.tp_route.all_reduce(w.tp_bytes);
 }
 
-double layer_seconds(const Workload& w, int stage, pipeline::Op op) {
-  const bool fwd = op == pipeline::Op::forward;
+double layer_seconds(const Workload& w, int stage, Pass op) {
+  const bool fwd = op == Pass::forward;
   return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * tp_call_seconds(w, fwd) +
          (fwd ? w.cp_forward_exposed_s : w.cp_backward_exposed_s) + (fwd ? w.ep_forward_s : w.ep_backward_s);
 }
@@ -143,8 +142,8 @@ theory::LayerOverlap zero3_overlap(const Workload& w, int stage, bool fwd) {
   const int L = action_layers(w, stage);
   const double gather = w.dp_route.all_gather(action_gather_bytes(w, stage) / L);
   const double scatter = fwd ? 0 : w.dp_route.reduce_scatter(action_dp_bytes(w, stage) / L);
-  return theory::zero3_layers(L, layer_seconds(w, stage, fwd ? pipeline::Op::forward : pipeline::Op::backward), gather,
-                              scatter, w.zero3_prefetch);
+  return theory::zero3_layers(L, layer_seconds(w, stage, fwd ? Pass::forward : Pass::backward), gather, scatter,
+                              w.zero3_prefetch);
 }
 
 // The grid lab's --compute-us: the action lasts at least the floor (F) or twice it (B).
@@ -160,8 +159,8 @@ pipeline::ActionTimes stage_times(const Workload& w, int stage) {
     t.p2p = w.pp_route.send(w.pp_bytes);
     return t;
   }
-  t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, pipeline::Op::forward));
-  t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, pipeline::Op::backward)) +
+  t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, Pass::forward));
+  t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, Pass::backward)) +
                zero_after_backward(w, stage);
   t.p2p = w.pp_route.send(w.pp_bytes);
   return t;
@@ -203,7 +202,7 @@ void launch_buckets(const Workload& w, int stage, StageTimeline& tl, BucketStrea
   const auto seconds = [&](double bytes) {
     return scatter ? w.dp_route.reduce_scatter(bytes) : w.dp_route.all_reduce(bytes);
   };
-  const double layer = layer_seconds(w, stage, pipeline::Op::backward);
+  const double layer = layer_seconds(w, stage, Pass::backward);
   for (const theory::Bucket& k : theory::gradient_buckets(begin, layer, action_layers(w, stage),
                                                           action_dp_bytes(w, stage), w.dp_bucket_bytes, seconds)) {
     add_beside(tl, k.begin, k.end - k.begin,
@@ -225,11 +224,11 @@ int first_layer_of(const Workload& w, int stage, int virtual_stage, int L) {
 // for its gather (step_model.h's zero3_layers), the gathers and reduce-scatters on the comm stream.
 void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl,
                    BucketStream* buckets) {
-  const bool fwd = a.action.op == pipeline::Op::forward;
+  const bool fwd = a.action.op == Pass::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
   const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
   const Pass pass = fwd ? Pass::forward : Pass::backward;
-  tl.spans.push_back({a.begin, a.end, SpanKind::action, fwd ? "F" : "B", 0, m, 0, Role{.pass = pass}});
+  tl.spans.push_back({a.begin, a.end, SpanKind::action, pass_letter(pass), 0, m, 0, Role{.pass = pass}});
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
@@ -352,7 +351,7 @@ SimResult simulate_step(const Workload& w) {
       std::size_t(w.pp), std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
   for (const pipeline::TimedAction& a : pipe.actions) {
     const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
-    if (a.action.op == pipeline::Op::backward && (!last || a.end >= last->end)) last = &a;
+    if (a.action.op == Pass::backward && (!last || a.end >= last->end)) last = &a;
   }
   const bool overlap = w.dp_bucket_bytes > 0 && w.replicas() > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));

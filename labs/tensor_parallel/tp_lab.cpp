@@ -269,7 +269,7 @@ LabInfo tensor_parallel_lab_info() {
        {"vocab_parallel_cross_entropy", "VocabParallelCrossEntropy", 15}},
       run_tp_lab,
       nullptr,
-      FaultPlan::Counted::collectives,
+      StepUnit::collectives,
       /*overlaps_compute=*/false,
       {kSplitView, ViewKind::timeline, ViewKind::memory, kActivationView, ViewKind::report},
       {},

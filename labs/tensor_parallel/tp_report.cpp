@@ -117,10 +117,10 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
       rep.add(n + "fwd_comm", "forward all-reduces' time (with waits for other ranks)", c.fwd_comm_seconds, "s");
   if (!link.active()) return;
   const theory::Link l{link.alpha_s(), link.beta_Bps()};
-  const double on_link = k * L * theory::library_collective_time("all_reduce", T, payload, l);
+  const double on_link = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload, l);
   comm_time.predict(on_link, link.name + ", α–β");
   // Where the seed's ~6% comes from: its bytes (2 per value) on its link against its 50 ms GPU forward.
-  const double seed_comm = k * L * theory::library_collective_time("all_reduce", T, payload / 2, l),
+  const double seed_comm = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload / 2, l),
                seed_forward = 50e-3;
   char text[400];
   std::snprintf(text, sizeof text,

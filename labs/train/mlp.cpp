@@ -72,19 +72,27 @@ void Mlp::initial_params(const std::vector<ParamPiece>& pieces) const {
   }
 }
 
+std::size_t parameter_count(const MlpShape& s, LayerSpan span) {
+  const int last = span.last < 0 ? s.layers - 1 : span.last;
+  auto in = [&](int l) { return std::size_t(l == 0 ? s.in : s.width); };
+  auto out = [&](int l) { return std::size_t(l == s.layers - 1 ? s.out : s.width); };
+  std::size_t params = 0;
+  for (int l = span.first; l <= last; ++l) params += in(l)*out(l) + out(l);
+  return params;
+}
+
 MlpMemory mlp_memory(const MlpShape& s, DType precision, int rows, LayerSpan span) {
   const int last = span.last < 0 ? s.layers - 1 : span.last;
   auto in = [&](int l) { return double(l == 0 ? s.in : s.width); };
   auto out = [&](int l) { return double(l == s.layers - 1 ? s.out : s.width); };
-  double params = 0, largest = 0, widest = in(span.first), activations = 0;
+  double largest = 0, widest = in(span.first), activations = 0;
   for (int l = span.first; l <= last; ++l) {
-    params += in(l)*out(l) + out(l);
     largest = std::max(largest, in(l)*out(l) + out(l));
     widest = std::max(widest, out(l));
     activations += 4.0 * rows * out(l) * (l < s.layers - 1 ? 2 : 1);  // z, and GELU(z) but after the last layer
   }
   MlpMemory m;
-  m.params = m.grads = params * double(dtype_size(precision));
+  m.params = m.grads = double(parameter_count(s, span)) * double(dtype_size(precision));
   m.activations = activations + 3 * 4.0 * rows * widest;  // + the backward workspace: dL/dz and a ping-pong pair
   m.workspace = precision == DType::f32 ? 0 : 2 * 4.0 * largest;  // one layer's weights and gradients widened
   return m;

@@ -23,6 +23,7 @@
 // 16-bit values directly).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -83,6 +84,10 @@ struct MlpMemory {
   double total() const { return params + grads + activations + workspace; }
 };
 MlpMemory mlp_memory(const MlpShape& shape, DType precision, int rows, LayerSpan span = {});
+// Parameters of layers span.first..last (the whole model by default): Σ in·out + out over
+// the layers. The Ψ of the DDP and ZeRO formulas; mlp_memory's params are it times the bytes
+// of one parameter.
+std::size_t parameter_count(const MlpShape& shape, LayerSpan span = {});
 
 class Mlp {
  public:

@@ -100,7 +100,7 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
     throw UsageError(
         "--master none drops the fp32 master of 16-bit weights; with --precision fp32 the weights are "
         "their own master: use --precision bf16 or fp16");
-  const double psi = mlp_memory(s.shape, DType::f32, 1).params / 4;
+  const double psi = double(parameter_count(s.shape));
   if (psi < P)
     throw UsageError("the model has " + format_number(psi) + " parameters, fewer than the " + std::to_string(P) +
                      " ranks it would be sharded over: raise --width/--depth or lower --ranks");
@@ -114,7 +114,7 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
 double zero_process_bytes(const ZeroSettings& s, int P,
                           int /*stages run one after another, each freed before the next*/) {
   const int rows = s.batch / P;
-  const double psi = mlp_memory(s.shape, s.precision, 1).params / double(dtype_size(s.precision));
+  const double psi = double(parameter_count(s.shape));
   auto trainer = [&](DType t, int r) {  // a model, its AdamW and activations; stage 0 holds the most
     return mlp_memory(s.shape, t, r).total() +
            adamw_state_bytes(std::size_t(psi), t, t == DType::f32 ? MasterWeights::keep : s.master);
@@ -291,7 +291,7 @@ Report run_zero_lab(Comm& comm, const LabConfig& cfg) {
   const ZeroSettings s = settings_of(cfg, comm.size());
   const std::vector<ZeroStage> stages = stages_of(s);
   const Dataset data = make_teacher_data(s.shape, s.batch * s.train_steps(), 7);
-  const std::size_t psi = std::size_t(mlp_memory(s.shape, DType::f32, 1).params / 4);
+  const std::size_t psi = parameter_count(s.shape);
   Report rep = start_report(comm, cfg, "zero");
   const ZeroReference ref = reference_of(comm, cfg, s, data);
   std::vector<float> stage0;
@@ -379,7 +379,7 @@ LabInfo zero_lab_info() {
        {"units_to_gather", "UnitsToGather", 10}},
       run_zero_lab,
       nullptr,
-      FaultPlan::Counted::collectives,  // ZeRO posts no sends: faults count its collectives
+      StepUnit::collectives,  // ZeRO posts no sends: faults count its collectives
       /*overlaps_compute=*/true,
       {ViewKind::memory, ViewKind::timeline, ViewKind::report},
       {{"steps", "1"}, {"width", "256"}},

@@ -64,14 +64,14 @@ TEST(PeersReport, ARunOverItsCeilingIsACeilingBug) {
 
 TEST(PeersReport, FitRecoversAlphaAndBetaAndWritesCharts) {
   const Folder f;
-  for (auto algo : {dtl::theory::Algo::ring, dtl::theory::Algo::tree}) {
+  for (auto algo : {dtl::AlgorithmKind::ring, dtl::AlgorithmKind::tree}) {
     std::ostringstream rows;
     for (double n = 1024; n <= (16 << 20); n *= 4) {
       const double t = 10e-6 * dtl::theory::latency_steps(algo, 4, n) + 1e-9 * dtl::theory::critical_bytes(algo, 4, n);
       rows << (n > 1024 ? "," : "") << R"({"bytes": )" << n << R"(, "inplace": true, "time_us": )" << t * 1e6
            << R"(, "busbw_GBps": 1})";
     }
-    f.write("fit-threads-" + std::string(dtl::theory::algo_name(algo)) + "-p4.json",
+    f.write("fit-threads-" + std::string(dtl::algorithm_kind_name(algo)) + "-p4.json",
             "{\"rows\": [" + rows.str() + "]}");
   }
   f.write("ar-threads-library-p4-r1.json", sweep(64 << 20, 2, 50));

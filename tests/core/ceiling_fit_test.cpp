@@ -8,6 +8,7 @@
 #include "core/theory/alpha_beta_fit.h"
 #include "core/theory/ceiling.h"
 
+using namespace dtl;
 using namespace dtl::theory;
 
 TEST(Ceiling, ThreadsTrafficIsEveryInputReadAndEveryOutputWritten) {
@@ -43,7 +44,7 @@ namespace {
 std::vector<TimedRun> runs_from(double alpha, double beta, int P, double noise) {
   std::vector<TimedRun> runs;
   int i = 0;
-  for (Algo a : {Algo::ring, Algo::tree, Algo::rhd, Algo::naive})
+  for (AlgorithmKind a : {AlgorithmKind::ring, AlgorithmKind::tree, AlgorithmKind::rhd, AlgorithmKind::naive})
     for (double N = 1024; N <= 64e6; N *= 8, ++i) {
       const double t = alpha * latency_steps(a, P, N) + beta * critical_bytes(a, P, N);
       runs.push_back({a, P, N, t * (1 + (i % 2 ? noise : -noise))});
@@ -64,18 +65,21 @@ TEST(AlphaBetaFit, RecoversTheAlphaAndBetaThatMadeTheTimes) {
 }
 
 TEST(AlphaBetaFit, NeedsTwoPositiveRuns) {
-  EXPECT_THROW(fit_alpha_beta({{Algo::ring, 4, 1e3, 1e-5}}), dtl::UsageError);
-  EXPECT_THROW(fit_alpha_beta({{Algo::ring, 4, 1e3, 1e-5}, {Algo::ring, 4, 1e6, 0}}), dtl::UsageError);
+  EXPECT_THROW(fit_alpha_beta({{AlgorithmKind::ring, 4, 1e3, 1e-5}}), dtl::UsageError);
+  EXPECT_THROW(fit_alpha_beta({{AlgorithmKind::ring, 4, 1e3, 1e-5}, {AlgorithmKind::ring, 4, 1e6, 0}}),
+               dtl::UsageError);
 }
 
 TEST(AlphaBetaFit, RingBeatsTreeAboveTheCrossover) {
   // P = 4: ring 6 steps and 1.5·N bytes, tree 4 steps and 4·N: equal at N = 2α/(2.5β).
   const Link link{10e-6, 1e9};
-  const auto n = predicted_crossover(Algo::ring, Algo::tree, 4, link);
+  const auto n = predicted_crossover(AlgorithmKind::ring, AlgorithmKind::tree, 4, link);
   ASSERT_TRUE(n.has_value());
   EXPECT_NEAR(*n, 2 * 10e-6 / 2.5 * 1e9, 1e-6);
-  EXPECT_FALSE(predicted_crossover(Algo::tree, Algo::ring, 4, link).has_value());  // tree never wins at large N
-  EXPECT_FALSE(predicted_crossover(Algo::ring, Algo::rhd, 4, link).has_value());   // rhd: fewer steps, same bytes
+  EXPECT_FALSE(predicted_crossover(AlgorithmKind::tree, AlgorithmKind::ring, 4, link)
+                   .has_value());  // tree never wins at large N
+  EXPECT_FALSE(predicted_crossover(AlgorithmKind::ring, AlgorithmKind::rhd, 4, link)
+                   .has_value());  // rhd: fewer steps, same bytes
 }
 
 // Point-to-point: one-way times made from α + n·β give α and β back exactly; ±10 %
@@ -99,7 +103,7 @@ TEST(AlphaBetaFit, PointToPointRecoversTheLinkThatMadeTheTimes) {
   EXPECT_NEAR(n.alpha_s / alpha, 1.0, 0.15);
   EXPECT_NEAR(n.beta_s_per_byte / beta, 1.0, 0.15);
   // The ring all-reduce it predicts: 2(P-1)·α + 2(P-1)/P·N·β.
-  EXPECT_NEAR(all_reduce_cost(Algo::ring, 4, 1e6, f.link()).time_s, 6 * alpha + 1.5e6 * beta, 1e-12);
+  EXPECT_NEAR(all_reduce_cost(AlgorithmKind::ring, 4, 1e6, f.link()).time_s, 6 * alpha + 1.5e6 * beta, 1e-12);
 }
 
 TEST(AlphaBetaFit, PointToPointPinsANegativeTermToZero) {

@@ -86,8 +86,8 @@ TEST(EmulatedLink, LibraryAllReduceTakesAtLeastItsRingTime) {
     EXPECT_EQ(v[n - 1], 4.0f);
   });
   ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_GE(elapsed,
-            theory::library_collective_time("all_reduce", 4, double(n * 4), {link.alpha_s(), link.beta_Bps()}));
+  EXPECT_GE(elapsed, theory::library_collective_time(CollectiveKind::all_reduce, 4, double(n * 4),
+                                                     {link.alpha_s(), link.beta_Bps()}));
 }
 
 TEST(EmulatedLink, PresetsAndUsageErrors) {

@@ -75,7 +75,7 @@ TEST(StepGate, OneTransferPerStepInTheSameOrderEveryRun) {
 TEST(StepGate, StepsLibraryCollectivesOneAtATime) {
   constexpr int P = 4, kCollectives = 3;
   Trace trace(P);
-  StepGate gate(P, StepGate::Unit::collectives);
+  StepGate gate(P, StepUnit::collectives);
   ThreadsOptions opt;
   opt.world_size = P;
   opt.trace = &trace;
@@ -167,7 +167,7 @@ TEST(StepGate, ALearnersPausesAreLeftOutOfTheRunsClocks) {
 // While a released collective runs on the comm streams the world is not quiet, even when
 // every rank already sleeps at the next launch: its time is the run's, never a pause.
 TEST(StepGate, CommWorkInFlightKeepsTheWorldBusy) {
-  StepGate gate(1, StepGate::Unit::collectives);
+  StepGate gate(1, StepUnit::collectives);
   gate.block(0);
   gate.work_begin(0);
   bool released = false;

@@ -5,10 +5,11 @@
 #include "core/theory/collectives.h"
 #include "core/theory/zero.h"
 
+using namespace dtl;
 using namespace dtl::theory;
 
 TEST(Theory, RingAllReduceBytesStepsAndTime) {
-  const CommCost c = all_reduce_cost(Algo::ring, 4, 1000, {1e-6, 1e9});
+  const CommCost c = all_reduce_cost(AlgorithmKind::ring, 4, 1000, {1e-6, 1e9});
   EXPECT_DOUBLE_EQ(c.bytes_per_rank, 1500);  // 2·3/4·1000
   EXPECT_EQ(c.steps, 6);
   EXPECT_EQ(c.messages_per_rank, 6);
@@ -25,41 +26,45 @@ TEST(Theory, CurriculumWorkedExamples) {
 }
 
 TEST(Theory, RecursiveHalvingDoublingPowerOfTwoAndNot) {
-  const CommCost p8 = all_reduce_cost(Algo::rhd, 8, 1000);
+  const CommCost p8 = all_reduce_cost(AlgorithmKind::rhd, 8, 1000);
   EXPECT_DOUBLE_EQ(p8.bytes_per_rank, 1750);
-  EXPECT_EQ(p8.steps, 6);                                   // 2·log2 8
-  const CommCost p6 = all_reduce_cost(Algo::rhd, 6, 1000);  // core of 4, two ranks pair up
+  EXPECT_EQ(p8.steps, 6);                                            // 2·log2 8
+  const CommCost p6 = all_reduce_cost(AlgorithmKind::rhd, 6, 1000);  // core of 4, two ranks pair up
   EXPECT_DOUBLE_EQ(p6.bytes_per_rank, 1500 + 1000);
   EXPECT_EQ(p6.steps, 2 * 2 + 2);
   EXPECT_EQ(p6.messages_per_rank, 5);
 }
 
 TEST(Theory, TreeAndNaive) {
-  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::tree, 5, 1000).bytes_per_rank, 3000);  // ⌈log2 5⌉ = 3
-  EXPECT_EQ(all_reduce_cost(Algo::tree, 5, 1000).steps, 6);
-  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::naive, 4, 1000).bytes_per_rank, 3000);
-  EXPECT_EQ(all_reduce_cost(Algo::naive, 4, 1000).steps, 6);
-  EXPECT_DOUBLE_EQ(all_reduce_cost(Algo::ring, 1, 1000).bytes_per_rank, 0);
+  EXPECT_DOUBLE_EQ(all_reduce_cost(AlgorithmKind::tree, 5, 1000).bytes_per_rank, 3000);  // ⌈log2 5⌉ = 3
+  EXPECT_EQ(all_reduce_cost(AlgorithmKind::tree, 5, 1000).steps, 6);
+  EXPECT_DOUBLE_EQ(all_reduce_cost(AlgorithmKind::naive, 4, 1000).bytes_per_rank, 3000);
+  EXPECT_EQ(all_reduce_cost(AlgorithmKind::naive, 4, 1000).steps, 6);
+  EXPECT_DOUBLE_EQ(all_reduce_cost(AlgorithmKind::ring, 1, 1000).bytes_per_rank, 0);
 }
 
 TEST(Theory, LatencyRhdBeatsRingForSmallMessages) {
   const Link link{5e-6, 25e9};
-  EXPECT_LT(all_reduce_cost(Algo::rhd, 64, 1024, link).time_s, all_reduce_cost(Algo::ring, 64, 1024, link).time_s);
-  EXPECT_LT(all_reduce_cost(Algo::ring, 64, 1e9, link).time_s, all_reduce_cost(Algo::tree, 64, 1e9, link).time_s);
+  EXPECT_LT(all_reduce_cost(AlgorithmKind::rhd, 64, 1024, link).time_s,
+            all_reduce_cost(AlgorithmKind::ring, 64, 1024, link).time_s);
+  EXPECT_LT(all_reduce_cost(AlgorithmKind::ring, 64, 1e9, link).time_s,
+            all_reduce_cost(AlgorithmKind::tree, 64, 1e9, link).time_s);
 }
 
 TEST(Theory, BusBandwidthFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_reduce, 8), 1.75);
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::reduce_scatter, 8), 0.875);
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_gather, 4), 0.75);
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::all_to_all, 4), 0.75);
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::broadcast, 4), 1.0);
-  EXPECT_DOUBLE_EQ(busbw_factor(Collective::reduce, 4), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::all_reduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::reduce_scatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::all_gather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::all_to_all, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::broadcast, 4), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::reduce, 4), 1.0);
 }
 
 TEST(Theory, NamesParseBothWays) {
-  for (Algo a : {Algo::naive, Algo::ring, Algo::tree, Algo::rhd}) EXPECT_EQ(parse_algo(algo_name(a)), a);
-  EXPECT_THROW(parse_algo("butterfly"), dtl::UsageError);
+  for (AlgorithmKind a : {AlgorithmKind::naive, AlgorithmKind::ring, AlgorithmKind::tree, AlgorithmKind::rhd})
+    EXPECT_EQ(parse_algorithm_kind(algorithm_kind_name(a)), a);
+  EXPECT_FALSE(parse_algorithm_kind("butterfly").has_value());
+  EXPECT_THROW(all_reduce_cost(AlgorithmKind::library, 4, 1000), dtl::Error);  // no formula for the library's own
   EXPECT_EQ(ceil_log2(1), 0);
   EXPECT_EQ(ceil_log2(5), 3);
   EXPECT_EQ(floor_pow2(7), 4);

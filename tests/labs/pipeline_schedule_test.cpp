@@ -27,7 +27,7 @@ std::string render(const std::vector<Action>& list, bool chunks) {
   std::string out;
   for (const Action& a : list) {
     if (!out.empty()) out += ' ';
-    out += op_letter(a.op);
+    out += pass_letter(a.op);
     out += std::to_string(a.micro_batch);
     if (chunks) {
       out += '.';
@@ -155,9 +155,12 @@ TEST(PipelineSchedule, Names) {
   EXPECT_STREQ(schedule_name(ScheduleKind::one_f_one_b), "1f1b");
   EXPECT_STREQ(schedule_name(ScheduleKind::interleaved), "interleaved");
   EXPECT_STREQ(schedule_name(ScheduleKind::zb_h1), "zb-h1");
-  EXPECT_STREQ(op_letter(Op::forward), "F");
-  EXPECT_STREQ(op_letter(Op::backward), "B");
-  EXPECT_STREQ(op_letter(Op::weight), "W");
+  EXPECT_STREQ(pass_letter(Pass::forward), "F");
+  EXPECT_STREQ(pass_letter(Pass::backward), "B");
+  EXPECT_STREQ(pass_letter(Pass::weight), "W");
+  EXPECT_EQ(parse_pass_letter("B"), Pass::backward);
+  EXPECT_FALSE(parse_pass_letter("").has_value());  // the optimizer's and recompute's "letter"
+  EXPECT_FALSE(parse_pass_letter("X").has_value());
 }
 
 }  // namespace

@@ -54,16 +54,18 @@ TEST(PipelineSchedule, EveryActionOncePerStageInOrderFThenBThenW) {
       for (int i = 0; i < int(list.size()); ++i) {
         const Action& a = list[i];
         const bool fresh = position.emplace(std::tuple{int(a.op), a.micro_batch, a.chunk}, i).second;
-        ASSERT_TRUE(fresh) << name_of(c) << " stage " << st << ": " << op_letter(a.op) << a.micro_batch << "."
+        ASSERT_TRUE(fresh) << name_of(c) << " stage " << st << ": " << pass_letter(a.op) << a.micro_batch << "."
                            << a.chunk << " twice";
       }
       const size_t per_op = size_t(c.config.micro_batches) * c.config.chunks;
       ASSERT_EQ(list.size(), per_op * (zb ? 3 : 2)) << name_of(c) << " stage " << st;
       for (int m = 0; m < c.config.micro_batches; ++m)
         for (int ch = 0; ch < c.config.chunks; ++ch) {
-          const int f = position.at({int(Op::forward), m, ch}), b = position.at({int(Op::backward), m, ch});
+          const int f = position.at({int(Pass::forward), m, ch}), b = position.at({int(Pass::backward), m, ch});
           EXPECT_LT(f, b) << name_of(c) << " stage " << st << " micro-batch " << m << " chunk " << ch;
-          if (zb) { EXPECT_LT(b, position.at({int(Op::weight), m, ch})) << name_of(c) << " stage " << st << " W" << m; }
+          if (zb) {
+            EXPECT_LT(b, position.at({int(Pass::weight), m, ch})) << name_of(c) << " stage " << st << " W" << m;
+          }
         }
     }
   }
@@ -82,19 +84,19 @@ void expect_dependencies_hold(const Case& c, const Simulation& sim, double p2p) 
     // Neighbouring virtual stages sit on two stages whenever P > 1 (vs − 1 of chunk c's
     // stage 0 is stage P − 1 of chunk c − 1), so their messages pay p2p.
     const double hop = P > 1 ? p2p : 0;
-    if (op == int(Op::forward) && vs > 0) {
-      EXPECT_GE(t.begin + eps, by.at({int(Op::forward), m, vs - 1}).end + hop)
+    if (op == int(Pass::forward) && vs > 0) {
+      EXPECT_GE(t.begin + eps, by.at({int(Pass::forward), m, vs - 1}).end + hop)
           << name_of(c) << " F" << m << " vs " << vs;
     }
-    if (op == int(Op::backward)) {
-      EXPECT_GE(t.begin + eps, by.at({int(Op::forward), m, vs}).end) << name_of(c) << " B" << m << " vs " << vs;
+    if (op == int(Pass::backward)) {
+      EXPECT_GE(t.begin + eps, by.at({int(Pass::forward), m, vs}).end) << name_of(c) << " B" << m << " vs " << vs;
       if (vs + 1 < V) {
-        EXPECT_GE(t.begin + eps, by.at({int(Op::backward), m, vs + 1}).end + hop)
+        EXPECT_GE(t.begin + eps, by.at({int(Pass::backward), m, vs + 1}).end + hop)
             << name_of(c) << " B" << m << " vs " << vs;
       }
     }
-    if (op == int(Op::weight)) {
-      EXPECT_GE(t.begin + eps, by.at({int(Op::backward), m, vs}).end) << name_of(c) << " W" << m;
+    if (op == int(Pass::weight)) {
+      EXPECT_GE(t.begin + eps, by.at({int(Pass::backward), m, vs}).end) << name_of(c) << " W" << m;
     }
   }
 }
@@ -122,8 +124,8 @@ TEST(PipelineSimulator, CompletesAndKeepsDependenciesUniformAndRandomTimes) {
 int max_in_flight_until_b(const Schedule& s, int stage) {
   int held = 0, most = 0;
   for (const Action& a : s.stages[stage]) {
-    if (a.op == Op::forward) most = std::max(most, ++held);
-    if (a.op == Op::backward) --held;
+    if (a.op == Pass::forward) most = std::max(most, ++held);
+    if (a.op == Pass::backward) --held;
   }
   return most;
 }
@@ -170,8 +172,8 @@ TEST(PipelineSchedule, ForwardsBeforeFirstBackward) {
 
 TEST(PipelineSimulator, DeadlockNamesStageAndAction) {
   Schedule s = make_schedule(ScheduleKind::one_f_one_b, {2, 2, 1});
-  s.stages[1] = {{Op::backward, 0, 0}, {Op::forward, 0, 0}, {Op::forward, 1, 0}, {Op::backward, 1, 0}};
-  s.stages[0] = {{Op::forward, 0, 0}, {Op::forward, 1, 0}, {Op::backward, 1, 0}, {Op::backward, 0, 0}};
+  s.stages[1] = {{Pass::backward, 0, 0}, {Pass::forward, 0, 0}, {Pass::forward, 1, 0}, {Pass::backward, 1, 0}};
+  s.stages[0] = {{Pass::forward, 0, 0}, {Pass::forward, 1, 0}, {Pass::backward, 1, 0}, {Pass::backward, 0, 0}};
   try {
     simulate(s, ActionTimes{});
     FAIL() << "expected a deadlock";

@@ -126,8 +126,12 @@ TEST(Report, JsonKeepsRawSiValuesAndNullWhereNothingIsPredicted) {
   EXPECT_EQ(time["spread"]["min"].get<double>(), 1e-3);
   EXPECT_EQ(time["spread"]["runs"].get<int>(), 3);
   EXPECT_EQ(j["rows"][1]["source"], "ideal: P×");
+  EXPECT_FALSE(j["rows"][1].contains("provenance"));  // a formula's row reads as it always did
   EXPECT_EQ(j["rows"][2]["tolerance"].get<double>(), 0.0);
   EXPECT_TRUE(j["rows"][2]["passed"].get<bool>());
+  rep.add("zb.bubble", "bubble", 0.2, "").predict(0.1, "simulator", Provenance::simulated);
+  EXPECT_EQ(rep.to_json()["rows"][3]["provenance"], "simulated");
+  EXPECT_EQ(parse_provenance("simulated"), Provenance::simulated);
 }
 
 TEST(ReportText, FitsItsWidthAndLeavesMissingPredictionsBlank) {

@@ -384,5 +384,12 @@ TEST(Mlp, MemoryEstimateEqualsWhatIsAllocated) {
       EXPECT_EQ(double(mem.peak(MemTag::activation)), m.activations) << dtype_name(t);
       EXPECT_EQ(double(mem.peak(MemTag::other)), m.workspace) << dtype_name(t);
       EXPECT_EQ(double(mem.peak_total()), m.total()) << dtype_name(t);
+      EXPECT_EQ(parameter_count(shape, span), model.num_params()) << dtype_name(t);
     }
+}
+
+TEST(Mlp, ParameterCountFromTheShape) {
+  // 6→10→10→4: (6·10 + 10) + (10·10 + 10) + (10·4 + 4) = 70 + 110 + 44.
+  EXPECT_EQ(parameter_count(MlpShape{6, 10, 4, 3}), 224u);
+  EXPECT_EQ(parameter_count(MlpShape{6, 10, 4, 3}, LayerSpan{1, 1}), 110u);
 }

@@ -730,13 +730,14 @@ TEST(PipelineModel, TheStepsBlocksAndTheBubbleOfTwoStagesOfGpipe) {
   ASSERT_EQ(s.blocks.size(), 8u);
   struct Want {
     int stage;
-    PipeOp op;
+    Pass op;
     int mb;
     double b, e;
   };
-  const Want want[] = {{0, PipeOp::F, 0, 0, 100},   {0, PipeOp::F, 1, 100, 200}, {0, PipeOp::B, 0, 500, 700},
-                       {0, PipeOp::B, 1, 700, 900}, {1, PipeOp::F, 0, 100, 200}, {1, PipeOp::F, 1, 200, 300},
-                       {1, PipeOp::B, 0, 300, 500}, {1, PipeOp::B, 1, 500, 700}};
+  const Want want[] = {{0, Pass::forward, 0, 0, 100},    {0, Pass::forward, 1, 100, 200},
+                       {0, Pass::backward, 0, 500, 700}, {0, Pass::backward, 1, 700, 900},
+                       {1, Pass::forward, 0, 100, 200},  {1, Pass::forward, 1, 200, 300},
+                       {1, Pass::backward, 0, 300, 500}, {1, Pass::backward, 1, 500, 700}};
   for (std::size_t i = 0; i < 8; ++i) {
     const PipeBlock& k = s.blocks[i];
     EXPECT_EQ(k.stage, want[i].stage) << "block " << i;
@@ -805,13 +806,18 @@ TEST(PipelineModel, TheFormulaComesFromTheReportsBubbleRow) {
   EXPECT_DOUBLE_EQ(rows.at("gpipe").predicted, 1.0 / 3.0);
   EXPECT_DOUBLE_EQ(rows.at("gpipe").measured, 0.34);
   EXPECT_EQ(rows.at("gpipe").source, "(P-1)/(M+P-1)");
-  ASSERT_EQ(rows.count("1f1b"), 1u);  // malformed numbers: absent, not a crash
+  EXPECT_EQ(rows.at("gpipe").provenance, Provenance::formula);  // no "provenance": a formula
+  ASSERT_EQ(rows.count("1f1b"), 1u);                            // malformed numbers: absent, not a crash
   EXPECT_EQ(rows.at("1f1b").predicted, -1);
   EXPECT_EQ(rows.at("1f1b").measured, -1);
   EXPECT_EQ(rows.count(""), 0u);
   TraceData bad;
   bad.meta["report"] = "{\"rows\": [";
   EXPECT_TRUE(report_bubbles(bad).empty());
+  TraceData zb;  // the simulator's prediction is told by its provenance, not by the words of its source
+  zb.meta["report"] = R"json({"rows": [{"id": "zb-h1.bubble", "measured": 0.2, "predicted": 0.1, "source": "anything",
+                                        "provenance": "simulated"}]})json";
+  EXPECT_EQ(report_bubbles(zb).at("zb-h1").provenance, Provenance::simulated);
 }
 
 TEST(PipelineModel, ParsesTheSimulatedTimeline) {
@@ -825,7 +831,7 @@ TEST(PipelineModel, ParsesTheSimulatedTimeline) {
   EXPECT_DOUBLE_EQ(sim.bubble, 1.0 / 3.0);
   ASSERT_EQ(sim.blocks.size(), 8u);
   EXPECT_EQ(sim.blocks[2].stage, 0);  // sorted by (stage, begin)
-  EXPECT_EQ(sim.blocks[2].op, PipeOp::B);
+  EXPECT_EQ(sim.blocks[2].op, Pass::backward);
   EXPECT_DOUBLE_EQ(sim.blocks[2].begin, 5e-7);
   ASSERT_EQ(sim.stage_idle.size(), 2u);
   EXPECT_NEAR(sim.stage_idle[0], 1.0 / 3.0, 1e-12);  // the same step as the measured one: the same idle

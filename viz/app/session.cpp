@@ -7,18 +7,11 @@
 
 namespace dtl::viz {
 
-namespace {
-// The viewer's name for what one step moves (labs/launch.h, step_unit).
-StepUnit unit_of(StepGate::Unit unit) {
-  return unit == StepGate::Unit::collectives ? StepUnit::collectives : StepUnit::transfers;
-}
-}  // namespace
-
 std::unique_ptr<Session> Session::replay(const std::string& path) {
   std::unique_ptr<Session> s(new Session());
   s->data_ = load_trace(path);
   if (const std::string* lab = s->data_.meta_of(MetaKey::lab)) s->lab_ = find_lab(*lab);
-  s->unit_ = unit_of(step_unit(s->lab_));
+  s->unit_ = step_unit(s->lab_);
   s->index_ = index_trace(s->data_, s->unit_);
   return s;
 }
@@ -38,7 +31,7 @@ std::unique_ptr<Session> Session::live(const LabInfo& lab, LabConfig cfg) {
   const Launch run = launch(lab, std::move(request));  // a configuration that cannot run: exit 2, no window
   std::unique_ptr<Session> s(new Session());
   s->lab_ = &lab;
-  s->unit_ = unit_of(run.unit);
+  s->unit_ = run.unit;
   s->cfg_ = run.cfg;
   s->trace_ = std::make_unique<Trace>(run.cfg.ranks);
   run.start_trace(*s->trace_);

@@ -29,7 +29,7 @@ class Session {
   // What the learner steps through (the cursor counts these): transfers, or collectives.
   const std::vector<Event>& steps() const { return index_.steps(); }
   StepUnit unit() const { return index_.unit; }
-  const char* step_name() const { return unit() == StepUnit::transfers ? "transfer" : "collective"; }
+  const char* step_name() const { return step_unit_noun(unit()); }
   // The lab's views (LabInfo::views); a trace of a lab this build lacks gets the ring when it
   // holds transfers, and the timeline, memory and report.
   std::vector<ViewKind> views() const;

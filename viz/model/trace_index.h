@@ -10,14 +10,10 @@
 #include <optional>
 #include <vector>
 
+#include "core/trace/vocab.h"
 #include "viz/model/layout.h"
 
 namespace dtl::viz {
-
-// What one step of the learner moves: a point-to-point transfer (labs built from them:
-// the collectives lab), or a library collective of a whole group (DDP's bucket
-// all-reduces). The lab says which (LabInfo::faults_count), as its live step gate does.
-enum class StepUnit { transfers, collectives };
 
 struct TraceIndex {
   std::vector<Event> transfers;    // receives, in landing order

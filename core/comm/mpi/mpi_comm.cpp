@@ -104,12 +104,12 @@ class MpiComm final : public Comm {
   int size() const override { return size_; }
   int global_rank() const override { return sh_.world_rank; }
   int global_rank_of(int r) const override { return globals_.at(std::size_t(r)); }
-  std::string backend_name() const override { return "mpi"; }
+  BackendKind backend() const override { return BackendKind::mpi; }
   Trace* trace() override { return sh_.trace; }
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
-    inject_faults(FaultPlan::Counted::sends, sh_.sends_posted++, "send");
+    inject_faults(StepUnit::transfers, sh_.sends_posted++, "send");
     auto r = make("send to rank " + std::to_string(global_rank_of(dst)) + " tag " + std::to_string(tag),
                   EventKind::send, bytes, dst, tag, info);
     DTL_MPI_CHECK(MPI_Isend(buf, as_int(bytes, "send"), MPI_BYTE, dst, tag, comm_, &r->req));
@@ -287,7 +287,7 @@ class MpiComm final : public Comm {
     return r;
   }
   // --inject-fault / --inject-hang at this rank's n-th operation of `kind`.
-  void inject_faults(FaultPlan::Counted kind, int n, const char* what) {
+  void inject_faults(StepUnit kind, int n, const char* what) {
     const FaultPlan::Action act = sh_.faults.at(kind, sh_.world_rank, n);
     if (act == FaultPlan::Action::fail)
       throw Error("injected fault on rank " + std::to_string(sh_.world_rank) + " at its " +
@@ -310,7 +310,7 @@ class MpiComm final : public Comm {
   std::shared_ptr<MpiRequest> collective(CollectiveKind kind, std::size_t bytes,
                                          std::function<void(const MPI_Status&)> done) {
     const char* name = collective_kind_name(kind);
-    inject_faults(FaultPlan::Counted::collectives, sh_.collectives_posted++, name);
+    inject_faults(StepUnit::collectives, sh_.collectives_posted++, name);
     auto r = std::make_shared<MpiRequest>(sh_, std::string(name) + " (" + std::to_string(bytes) + " B)");
     r->on_complete = std::move(done);
     if (sh_.trace) {
@@ -373,7 +373,7 @@ RunResult run_mpi(const MpiOptions& opt, const std::function<void(Comm&)>& body)
     MpiComm world(MPI_COMM_WORLD, sh, false);
     body(world);
     // A planned fault this rank never reached is a usage error here too (threads: runner.cpp).
-    const int made = opt.faults.counted == FaultPlan::Counted::sends ? sh.sends_posted : sh.collectives_posted;
+    const int made = opt.faults.counted == StepUnit::transfers ? sh.sends_posted : sh.collectives_posted;
     if (const std::string why = opt.faults.unfired(w.rank, made); !why.empty()) throw UsageError(why);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dtlab: rank %d failed: %s\ndtlab: aborting every rank (MPI_Abort)\n", w.rank, e.what());

@@ -62,13 +62,13 @@ class NcclComm final : public Comm {
   int size() const override { return size_; }
   int global_rank() const override { return st_.world_rank; }
   int global_rank_of(int r) const override { return globals_.at(std::size_t(r)); }
-  std::string backend_name() const override { return "nccl"; }
+  BackendKind backend() const override { return BackendKind::nccl; }
   Trace* trace() override { return st_.trace; }
   Handle& handle() { return *h_; }
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override {
     check_peer(dst, "send");
-    inject_faults(FaultPlan::Counted::sends, "send");
+    inject_faults(StepUnit::transfers, "send");
     // A host buffer is copied to the GPU first (stream-ordered before the send).
     std::shared_ptr<Scratch> staged;
     const void* src = buf;
@@ -226,8 +226,8 @@ class NcclComm final : public Comm {
   }
 
   // --inject-fault / --inject-hang at this rank's n-th operation of `kind`.
-  void inject_faults(FaultPlan::Counted kind, const char* what) {
-    const int n = kind == FaultPlan::Counted::sends ? st_.sends_posted++ : st_.collectives_posted++;
+  void inject_faults(StepUnit kind, const char* what) {
+    const int n = kind == StepUnit::transfers ? st_.sends_posted++ : st_.collectives_posted++;
     const FaultPlan::Action act = st_.faults.at(kind, st_.world_rank, n);
     if (act == FaultPlan::Action::fail)
       throw Error("injected fault on rank " + std::to_string(st_.world_rank) + " at its " +
@@ -281,7 +281,7 @@ class NcclComm final : public Comm {
                      std::size_t r_bytes, bool r_wanted, AfterFn after,
                      const std::function<void(const void*, void*)>& call) {
     const char* name = collective_kind_name(kind);
-    inject_faults(FaultPlan::Counted::collectives, name);
+    inject_faults(StepUnit::collectives, name);
     wait_for_device_work_of_this_thread();  // the kernels that wrote s (or use r) are done first
     if (pending_ && !pending_->launched) pending_->launch(st_, h_->comm);
     auto span = std::make_shared<GpuSpan>();

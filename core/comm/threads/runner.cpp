@@ -165,7 +165,7 @@ struct RankThreads {
       if (r < 0 || r >= opt.world_size) continue;
       const threads::RankState& rs = universe.rank_state(r);
       const int made =
-          opt.faults.counted == FaultPlan::Counted::sends ? rs.sends_posted.load() : rs.collectives_posted.load();
+          opt.faults.counted == StepUnit::transfers ? rs.sends_posted.load() : rs.collectives_posted.load();
       if (const std::string why = opt.faults.unfired(r, made); !why.empty()) throw UsageError(why);
     }
   }

@@ -101,7 +101,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   Universe& u = group_->u;
   const int me = global_rank();
   const int n = u.rank_state(me).collectives_posted.fetch_add(1);
-  const FaultPlan::Action act = u.faults().at(FaultPlan::Counted::collectives, me, n);
+  const FaultPlan::Action act = u.faults().at(StepUnit::collectives, me, n);
   if (act == FaultPlan::Action::fail)
     throw Error("injected fault on rank " + std::to_string(me) + " at its " + FaultPlan::operation(name, n) +
                 " (--inject-fault)");
@@ -114,7 +114,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
   // A collective of a group of one moves nothing (a 1-rank reference's tensor-parallel f/g):
   // not a step to wait for.
-  if (StepGate* gate = u.gate(); gate && gate->unit() == StepGate::Unit::collectives && size() > 1)
+  if (StepGate* gate = u.gate(); gate && gate->unit() == StepUnit::collectives && size() > 1)
     await_release(*gate, seq, what + ", waiting for the step gate)");
   auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
   req->collective = true;
@@ -130,7 +130,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   const double modeled_bytes = link_bytes >= 0 ? link_bytes : double(bytes);
   const double modeled_s =
       u.link().active()
-          ? theory::library_collective_time(name, size(), modeled_bytes, {u.link().alpha_s(), u.link().beta_Bps()})
+          ? theory::library_collective_time(kind, size(), modeled_bytes, {u.link().alpha_s(), u.link().beta_Bps()})
           : 0.0;
   StepGate* gate = u.gate();
   if (gate) gate->work_begin(me);  // a stepped world is not quiet while this runs

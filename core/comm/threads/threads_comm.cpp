@@ -89,7 +89,7 @@ Group::Group(Universe& uni, std::vector<int> member_ranks)
 namespace {
 
 // Stepping by transfers (not by collectives: then transfers move at once, see StepGate).
-bool gates_transfers(const Universe& u) { return u.gate() && u.gate()->unit() == StepGate::Unit::transfers; }
+bool gates_transfers(const Universe& u) { return u.gate() && u.gate()->unit() == StepUnit::transfers; }
 
 // A stepped run moves a message when the learner releases it, on the controller's thread:
 // in run time it moved once both sides had posted, and took as long as the copy took.
@@ -202,7 +202,7 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
   const int me = global_rank(), dst_g = global_rank_of(dst);
   RankState& rs = u.rank_state(me);
   const int n = rs.sends_posted.fetch_add(1);
-  const FaultPlan::Action act = u.faults().at(FaultPlan::Counted::sends, me, n);
+  const FaultPlan::Action act = u.faults().at(StepUnit::transfers, me, n);
   if (act == FaultPlan::Action::fail)
     throw Error("injected fault on rank " + std::to_string(me) + " at its send #" + std::to_string(n) +
                 " (--inject-fault)");

@@ -115,7 +115,7 @@ class ThreadsComm final : public Comm {
   int size() const override { return int(group_->members.size()); }
   int global_rank() const override { return group_->members[std::size_t(rank_)]; }
   int global_rank_of(int r) const override { return group_->members.at(std::size_t(r)); }
-  std::string backend_name() const override { return "threads"; }
+  BackendKind backend() const override { return BackendKind::threads; }
   Trace* trace() override { return group_->u.trace(); }
 
   Request isend(const void* buf, std::size_t bytes, int dst, int tag, TransferInfo info) override;

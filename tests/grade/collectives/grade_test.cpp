@@ -346,7 +346,7 @@ TEST(AllReduceCost, AgreesWithTheory) {
     } catch (const std::exception& e) { FAIL() << w.str() << ": " << e.what(); }
     const double bytes = q.params * q.bpp;
     const theory::CommCost c =
-        theory::all_reduce_cost(theory::Algo::ring, q.gpus, bytes, {q.lat_us * 1e-6, q.bw * 1e9});
+        theory::all_reduce_cost(AlgorithmKind::ring, q.gpus, bytes, {q.lat_us * 1e-6, q.bw * 1e9});
     const double eff = theory::comm_efficiency(q.compute, c.time_s);
     DTL_GRADE_EXPECT(std::fabs(a.bytes_sent_per_gpu - c.bytes_per_rank) <= 1e-9 * bytes + 1e-9)
         << w.str() << ": bytes_sent_per_gpu is " << a.bytes_sent_per_gpu << ", expected " << c.bytes_per_rank;

@@ -9,7 +9,6 @@
 
 using namespace dtl;
 using pipeline::Action;
-using pipeline::Op;
 
 namespace {
 
@@ -18,9 +17,9 @@ std::string text(const std::vector<Action>& actions) {
   std::string s;
   for (const Action& a : actions)
     s += (s.empty() ? "" : " ") +
-         std::string(a.op == Op::forward    ? "F"
-                     : a.op == Op::backward ? "B"
-                                            : "W") +
+         std::string(a.op == Pass::forward    ? "F"
+                     : a.op == Pass::backward ? "B"
+                                              : "W") +
          std::to_string(a.micro_batch);
   return s;
 }
@@ -30,7 +29,10 @@ std::vector<Action> parse(const std::string& t) {
   std::istringstream in(t);
   std::string w;
   while (in >> w)
-    out.push_back({w[0] == 'F' ? Op::forward : w[0] == 'B' ? Op::backward : Op::weight, std::stoi(w.substr(1)), 0});
+    out.push_back({w[0] == 'F'   ? Pass::forward
+                   : w[0] == 'B' ? Pass::backward
+                                 : Pass::weight,
+                   std::stoi(w.substr(1)), 0});
   return out;
 }
 
@@ -81,9 +83,9 @@ TEST(OneFOneB, EveryMicroBatchOnceInOrderAndAtMostPMinusSInFlight) {
         int next_f = 0, next_b = 0, in_flight = 0, most = 0;
         bool ok = a.size() == std::size_t(2 * M);
         for (const Action& x : a) {
-          ok = ok && x.chunk == 0 && x.op != Op::weight;
-          if (x.op == Op::forward) ok = ok && x.micro_batch == next_f++, most = std::max(most, ++in_flight);
-          if (x.op == Op::backward) ok = ok && x.micro_batch == next_b++ && next_b <= next_f, --in_flight;
+          ok = ok && x.chunk == 0 && x.op != Pass::weight;
+          if (x.op == Pass::forward) ok = ok && x.micro_batch == next_f++, most = std::max(most, ++in_flight);
+          if (x.op == Pass::backward) ok = ok && x.micro_batch == next_b++ && next_b <= next_f, --in_flight;
         }
         DTL_GRADE_ASSERT(ok) << case_of(P, M, s) << " = " << text(a)
                              << ": every micro-batch must be forwarded then backwarded once, both in order 0..M-1";

@@ -65,13 +65,15 @@ std::size_t run_at(const std::vector<CollectiveRun>& runs, std::size_t cursor) {
 
 RunFormula run_formula(const Role& role, int P, double N) {
   RunFormula f;
-  const int c = int(role.collective), a = int(role.algorithm);
-  // The lab's own algorithms only (a library collective's transfers are not the lab's).
-  if (role.collective == CollectiveKind::none || c - 1 > int(theory::Collective::broadcast) ||
-      a < int(AlgorithmKind::naive) || a > int(AlgorithmKind::rhd))
-    return f;
-  const auto collective = theory::Collective(c - 1);
-  const auto algo = theory::Algo(a - int(AlgorithmKind::naive));
+  const CollectiveKind collective = role.collective;
+  const AlgorithmKind algo = role.algorithm;
+  // The lab's own algorithms and the collectives it builds only (a library collective's
+  // transfers are not the lab's).
+  const bool lab_built = collective == CollectiveKind::all_reduce || collective == CollectiveKind::reduce_scatter ||
+                         collective == CollectiveKind::all_gather || collective == CollectiveKind::broadcast;
+  const bool lab_algorithm = algo == AlgorithmKind::naive || algo == AlgorithmKind::ring ||
+                             algo == AlgorithmKind::tree || algo == AlgorithmKind::rhd;
+  if (!lab_built || !lab_algorithm) return f;
   const theory::CommCost cost = collective_cost(collective, algo, P, N);
   const CollectiveFormulas words = collective_formulas(collective, algo, P);
   f.known = true;

@@ -16,11 +16,12 @@ namespace {
 constexpr std::uint32_t kNoPhase = 0x10000;  // a key beyond every uint16 label id
 constexpr std::size_t kMaxBubbleRows = 64;
 
-// An action's op from its label's role: F 0, B 1, W 2; -1: not an action.
-int op_index(const Role& role) {
+// An action's slot in a stage's counts, by its label's role: F 0, B 1, W 2; -1: not an action.
+int action_slot(const Role& role) {
   if (role.block >= 0) return -1;  // a layer's span inside an action (a simulated trace's), not one itself
-  const std::optional<pipeline::Op> op = pipeline::op_of(role.pass);
-  return op ? int(*op) : -1;
+  if (!pipeline::is_action_pass(role.pass)) return -1;
+  static_assert(int(Pass::backward) == int(Pass::forward) + 1 && int(Pass::weight) == int(Pass::forward) + 2);
+  return int(role.pass) - int(Pass::forward);
 }
 
 struct PhaseSpan {
@@ -188,7 +189,7 @@ PipelineRuns pipeline_runs(const TraceData& d) {
   PipelineRuns out;
   std::vector<std::int8_t> op_of_label(d.labels.size(), -1);
   for (std::size_t id = 1; id < d.labels.size(); ++id)
-    op_of_label[id] = std::int8_t(op_index(d.role(std::uint16_t(id))));
+    op_of_label[id] = std::int8_t(action_slot(d.role(std::uint16_t(id))));
   assign_actions(d, op_of_label, pipeline_stages(d), out);
   for (PipelineRun& r : out.runs) find_steps(d, op_of_label, r);
   return out;
@@ -216,6 +217,8 @@ std::map<std::string, BubbleRow> report_bubbles(const TraceData& d) {
     b.predicted = number("predicted");
     if (row.contains("source") && row["source"].is_string())
       b.source = printable(row["source"].get_ref<const std::string&>(), 40);
+    if (row.contains("provenance") && row["provenance"].is_string())
+      b.provenance = parse_provenance(row["provenance"].get_ref<const std::string&>()).value_or(Provenance::formula);
     out[printable(id.substr(0, id.size() - suffix.size()), 40)] = b;
   }
   return out;
@@ -256,7 +259,7 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
     const Event& ev = d.events[*it];
     PipeBlock k;
     k.stage = run.stages.of_rank[std::size_t(ev.rank)];
-    k.op = PipeOp(op_index(d.role(ev)));
+    k.op = d.role(ev).pass;
     k.micro_batch = std::max<int>(0, ev.micro_batch);
     k.chunk = std::clamp<int>(ev.chunk, 0, trace_limits::kMaxChunks);
     k.begin = double(ev.begin_ns - out.begin_ns) * 1e-9;
@@ -362,17 +365,16 @@ bool parse_simulated_pipeline(std::string_view json, SimulatedPipeline& out, std
     if (!a.is_array() || a.size() != 6) return why = at + "not [stage, op, micro-batch, chunk, begin, end]", false;
     if (!whole_in(a[0], 0, out.stages - 1, stage))
       return why = at + "stage not in 0.." + std::to_string(out.stages - 1), false;
-    const std::optional<pipeline::Op> parsed =
-        a[1].is_string() ? pipeline::parse_op_letter(a[1].get_ref<const std::string&>()) : std::nullopt;
-    const int op = parsed ? int(*parsed) : -1;
-    if (op < 0) return why = at + "op is not \"F\", \"B\" or \"W\"", false;
+    const std::optional<Pass> op =
+        a[1].is_string() ? parse_pass_letter(a[1].get_ref<const std::string&>()) : std::nullopt;
+    if (!op) return why = at + "op is not \"F\", \"B\" or \"W\"", false;
     if (!whole_in(a[2], 0, out.micro_batches - 1, mb))
       return why = at + "micro-batch not in 0.." + std::to_string(out.micro_batches - 1), false;
     if (!whole_in(a[3], 0, out.chunks - 1, chunk))
       return why = at + "chunk not in 0.." + std::to_string(out.chunks - 1), false;
     if (!finite_number(a[4], b) || !finite_number(a[5], e) || b < 0 || e < b || e > late)
       return why = at + "times are not 0 <= begin <= end <= makespan", false;
-    out.blocks.push_back({int(stage), PipeOp(op), int(mb), int(chunk), b, e});
+    out.blocks.push_back({int(stage), *op, int(mb), int(chunk), b, e});
   }
   std::sort(out.blocks.begin(), out.blocks.end(), [](const PipeBlock& x, const PipeBlock& y) {
     return x.stage != y.stage ? x.stage < y.stage : x.begin < y.begin;

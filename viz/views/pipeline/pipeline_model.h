@@ -7,7 +7,8 @@
 // relative to the step's start across stages, each stage's idle share and the bubble
 //   1 − Σ_s busy_s / (P · makespan)
 // as the lab measures it (labs/pipeline/pipeline_lab.cpp, across_stages), beside the
-// formula the report gives for it (row "<schedule>.bubble": "predicted" and "source").
+// formula the report gives for it (row "<schedule>.bubble": "predicted", "source" and
+// "provenance").
 //
 // Simulated: meta "pipeline_simulated.<schedule>" = {"stages", "micro_batches", "chunks",
 // "makespan", "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin_s,
@@ -24,15 +25,14 @@
 #include <string_view>
 #include <vector>
 
+#include "labs/report.h"
 #include "viz/model/trace_data.h"
 
 namespace dtl::viz {
 
-enum class PipeOp : std::uint8_t { F, B, W };  // forward, backward (input grad), weight grad (zero-bubble)
-
 struct PipeBlock {
   int stage = 0;
-  PipeOp op = PipeOp::F;
+  Pass op = Pass::forward;  // forward F, backward B (input grad), weight W (zero-bubble)
   int micro_batch = 0, chunk = 0;
   double begin = 0, end = 0;  // seconds from the step's start (measured) or the simulation's start
 };
@@ -81,8 +81,9 @@ PipelineRuns pipeline_runs(const TraceData& d);
 
 // The report's numbers for one schedule's bubble (row "<schedule>.bubble").
 struct BubbleRow {
-  double measured = -1, predicted = -1;  // idle shares in [0, 1]; -1: absent or malformed
-  std::string source;                    // how the lab predicted it: "(P-1)/(M+P-1)", "simulator"
+  double measured = -1, predicted = -1;         // idle shares in [0, 1]; -1: absent or malformed
+  std::string source;                           // how the lab predicted it, in words: "(P-1)/(M+P-1)", "simulator"
+  Provenance provenance = Provenance::formula;  // and whether that was a formula or the simulator
 };
 // Rows of the meta "report" whose id ends in ".bubble", by schedule; never throws.
 std::map<std::string, BubbleRow> report_bubbles(const TraceData& d);

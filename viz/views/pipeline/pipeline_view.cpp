@@ -73,14 +73,14 @@ bool light(ImU32 c) {
 ImU32 block_fill(const PipeBlock& k) {
   const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)];
   switch (k.op) {
-    case PipeOp::F: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
-    case PipeOp::B: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
+    case Pass::forward: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
+    case Pass::backward: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
     default: return mix(hue, IM_COL32(20, 20, 26, 255), 0.75f);
   }
 }
 
-const char* op_name(PipeOp op) {
-  return op == PipeOp::F ? "forward (F)" : op == PipeOp::B ? "backward, input grad (B)" : "weight grad (W)";
+const char* op_name(Pass op) {
+  return op == Pass::forward ? "forward (F)" : op == Pass::backward ? "backward, input grad (B)" : "weight grad (W)";
 }
 
 // "3", or with chunks "3b" (chunk 1 of micro-batch 3).
@@ -146,7 +146,7 @@ void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& bloc
       const bool later = cursor_s >= 0 && k.begin >= cursor_s;
       const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)], fill = block_fill(k);
       dl->AddRectFilled(a, b, later ? with_alpha(fill, 50) : fill, 2.0f);
-      if (k.op == PipeOp::W)
+      if (k.op == Pass::weight)
         dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
       else if (b.x - a.x > 4)
         dl->AddRect(a, b, IM_COL32(10, 10, 14, later ? 60 : 170), 2.0f);
@@ -154,9 +154,9 @@ void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& bloc
       block_text(k, chunks, text, sizeof text);
       const ImVec2 ts = ImGui::CalcTextSize(text);
       if (ts.x + 4 < b.x - a.x && ts.y <= y1 - y0 + 2) {
-        const ImU32 ink = k.op == PipeOp::W ? IM_COL32(235, 235, 240, 255)
-                          : light(fill)     ? IM_COL32(15, 15, 20, 255)
-                                            : IM_COL32(245, 245, 250, 255);
+        const ImU32 ink = k.op == Pass::weight ? IM_COL32(235, 235, 240, 255)
+                          : light(fill)        ? IM_COL32(15, 15, 20, 255)
+                                               : IM_COL32(245, 245, 250, 255);
         dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
       }
       if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) {
@@ -194,26 +194,26 @@ std::string bubble_line(double measured, const BubbleRow* row) {
   std::string text = "bubble " + percent(measured) + " measured";
   if (row && row->predicted >= 0)
     text += " \xc2\xb7 " + percent(row->predicted) + " " +
-            (row->source == "simulator" ? "simulated" : "formula " + row->source);
+            (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
   return text;
 }
 
 void legend(int micro_batches) {
   const float h = ImGui::GetTextLineHeight();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  auto swatch = [&](PipeOp op, const char* text) {
+  auto swatch = [&](Pass op, const char* text) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const PipeBlock k{0, op, 1, 0, 0, 0};
     dl->AddRectFilled(p, ImVec2(p.x + h * 1.6f, p.y + h), block_fill(k), 2.0f);
-    if (op == PipeOp::W) dl->AddRect(p, ImVec2(p.x + h * 1.6f, p.y + h), kHues[1], 2.0f, 0, 2.0f);
+    if (op == Pass::weight) dl->AddRect(p, ImVec2(p.x + h * 1.6f, p.y + h), kHues[1], 2.0f, 0, 2.0f);
     ImGui::Dummy(ImVec2(h * 1.6f, h));
     ImGui::SameLine();
     ImGui::TextUnformatted(text);
     ImGui::SameLine(0, 14);
   };
-  swatch(PipeOp::F, "F forward (light)");
-  swatch(PipeOp::B, "B backward (dark)");
-  swatch(PipeOp::W, "W weight grad (outlined)");
+  swatch(Pass::forward, "F forward (light)");
+  swatch(Pass::backward, "B backward (dark)");
+  swatch(Pass::weight, "W weight grad (outlined)");
   const ImVec2 p = ImGui::GetCursorScreenPos();
   hatch(dl, p, ImVec2(p.x + h * 1.6f, p.y + h), kIdle);
   ImGui::Dummy(ImVec2(h * 1.6f, h));
@@ -383,7 +383,7 @@ void PipelineView::DrawCompare() {
     std::string title = r.schedule + "   bubble " + percent(r.bubble) + " simulated";
     if (row != bubbles_.end() && row->second.measured >= 0)
       title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
-    if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.source != "simulator")
+    if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.provenance != Provenance::simulated)
       title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
     title +=
         "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");

@@ -73,7 +73,7 @@ LabInfo test_lab_info() {
       {{"weighted_sum", "WeightedSum", 5}},
       run_test_lab,
       nullptr,
-      FaultPlan::Counted::collectives,
+      StepUnit::collectives,
       /*overlaps_compute=*/false,
       {kBytesView, ViewKind::timeline, ViewKind::report},
       {},
