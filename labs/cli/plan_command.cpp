@@ -136,7 +136,10 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
   rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
   rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source = "1F1B simulated (step_model.h)";
   rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "NCCL's model";
-  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "NCCL's model, no overlap";
+  rep.add("time.dp", "exposed DP communication", t.dp, "s").source =
+      std::string("NCCL's model, ") + (pl.config.zero >= 2 ? "ZeRO-2/3: per micro-batch"
+                                       : pl.config.practice.dp_comm == th::CommOverlap::overlapped ? "buckets beside backward"
+                                                                                                   : "after backward");
   rep.add("time.optimizer", "optimizer step", t.optimizer, "s").source = "AdamW bytes / achieved HBM bandwidth";
   if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
   if (pl.config.cp > 1 && pl.config.cp_algo == th::CpAlgo::ring) add_cp_time_rows(rep, pl);
