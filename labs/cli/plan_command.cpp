@@ -186,6 +186,7 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
   else first.model = m, first.cluster = c, first.cluster.gpus = gpus, first.psi = m.parameters();
   Report rep = header(first);
   rep.setup.push_back("search: every dp·tp·pp = " + std::to_string(gpus) + " that fits, fastest first");
+  rep.setup.push_back("practice: " + th::practice_words(o.practice));
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const th::Plan& pl = ranked[i].plan;
     const std::string id = "top" + std::to_string(i + 1);
@@ -245,6 +246,7 @@ Command add_plan_command(CLI::App& app) {
       o.micro_batch_size = a->micro_batch_size;
       o.convention = parse_convention(a->convention);
       o.efficiency = a->efficiency;
+      o.practice = a->practice;
       rep = search_report(m, c, a->search, o);
     } else {
       rep = plan_report(th::plan(m, c, config_from(*a)));
