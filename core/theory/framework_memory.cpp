@@ -53,6 +53,14 @@ std::vector<MemoryLine> framework_memory(const Plan& pl) {
     out.push_back({"memory.logits", "logits, last stage", 6 * logits,
                    "b·s·V/tp · (2 + 4) B: Megatron's cross-entropy runs on an fp32 copy", p.pp == 1});
   }
+  if (p.recompute != Recompute::none &&
+      layer_activation_bytes(m, p, Recompute::none) >
+          layer_activation_bytes(m, p,
+                                 p.recompute)) {  // the layer whose backward runs holds what recomputation rebuilt
+    const double rebuilt = layer_activation_bytes(m, p, Recompute::none) - layer_activation_bytes(m, p, p.recompute);
+    out.push_back({"memory.recompute_working", "one layer's recomputed activations, in its backward", rebuilt,
+                   "Chen et al. 2016: a recomputed layer's tensors live until its backward ends"});
+  }
   int communicators = 0;
   for (int size : {p.tp, p.dp * p.cp, p.pp, p.ep}) communicators += size > 1 ? 1 : 0;
   out.push_back({"memory.nccl", "NCCL buffers", communicators * 16 * 2 * 4.0 * 1024 * 1024,

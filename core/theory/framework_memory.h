@@ -28,6 +28,8 @@ double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recom
 //   embedding           the first stage holds the (V·h)/t embedding beyond the even split Ψ/(t·p)
 //   logits              the last stage's b·(s/cp)·V/t logits: 16-bit, and the fp32 copy the
 //                       cross-entropy computes in and keeps for backward (6 B each)
+//   recompute working   with recomputation, the layer in backward holds what was rebuilt: its
+//                       activations without recomputation less those kept (one layer, one micro-batch)
 //   NCCL buffers        per communicator the GPU is in: channels × 2 protocols × NCCL_BUFFSIZE 4 MiB
 //   CUDA context        0.5 GB: the context, cuBLAS's workspace and the kernels' modules, assumed
 std::vector<MemoryLine> framework_memory(const Plan& p);

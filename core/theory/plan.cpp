@@ -197,25 +197,27 @@ void add_dp_entries(Plan& out, double params, int d, long stride, const std::str
   const auto& p = out.config;
   const int M = p.micro_batches;
   if (d < 2 || params <= 0) return;
-  const double payload = params * kBytes16;
-  const double half = double(d - 1) / d * payload;
-  const double t_half = group_collective_s(out.cluster, CollectiveKind::reduce_scatter, payload, d, stride);
+  // gradients in the run's precision (practice.h: Megatron's bf16 runs reduce them in fp32), parameters in 16 bits
+  const double grads = params * p.practice.grad_bytes(), weights = params * kBytes16;
+  const double share = double(d - 1) / d;
+  const double t_scatter = group_collective_s(out.cluster, CollectiveKind::reduce_scatter, grads, d, stride);
+  const double t_gather = group_collective_s(out.cluster, CollectiveKind::all_gather, weights, d, stride);
   auto add = [&](const char* what, int calls, double bytes, double seconds) {
     out.ledger.push_back(entry(Axis::dp, what + whose, calls, bytes, seconds, span));
   };
   if (p.zero == 0) {
-    add("all_reduce gradients", 1, 2 * half,
-        group_collective_s(out.cluster, CollectiveKind::all_reduce, payload, d, stride));
+    add("all_reduce gradients", 1, 2 * share * grads,
+        group_collective_s(out.cluster, CollectiveKind::all_reduce, grads, d, stride));
   } else if (p.zero == 1) {  // the distributed optimizer: each rank steps its 1/dp, then shares it
-    add("reduce_scatter gradients", 1, half, t_half);
-    add("all_gather parameters", 1, half, t_half);
+    add("reduce_scatter gradients", 1, share * grads, t_scatter);
+    add("all_gather parameters", 1, share * weights, t_gather);
   } else if (p.zero == 2) {
-    add("reduce_scatter gradients", M, half, t_half);
-    add("all_gather parameters", 1, half, t_half);
+    add("reduce_scatter gradients", M, share * grads, t_scatter);
+    add("all_gather parameters", 1, share * weights, t_gather);
   } else {
-    add("all_gather parameters (forward)", M, half, t_half);
-    add("all_gather parameters (backward)", M, half, t_half);
-    add("reduce_scatter gradients", M, half, t_half);
+    add("all_gather parameters (forward)", M, share * weights, t_gather);
+    add("all_gather parameters (backward)", M, share * weights, t_gather);
+    add("reduce_scatter gradients", M, share * grads, t_scatter);
   }
 }
 

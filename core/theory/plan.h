@@ -274,6 +274,7 @@ struct SearchOptions {
   int micro_batch_size = 1;
   ZeroConvention convention = ZeroConvention::sixteen;
   double efficiency = 0.5;
+  Practice practice;  // what every configuration's run does (practice.h)
   std::size_t keep = 10;
 };
 struct Ranked {

@@ -117,7 +117,9 @@ std::vector<Ranked> search(const ModelSpec& m, const ClusterSpec& cluster, int g
       const std::size_t fitted_before = fitting.size();
       for (int zero = 0; zero <= (dp == 1 ? 0 : 3); ++zero)  // one rank: nothing to shard over
         for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-          if (Plan candidate = plan(m, c, {dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency});
+          if (Plan candidate = plan(m, c,
+                                    {dp, tp, pp, zero, o.micro_batch_size, M, r, o.convention, o.efficiency, 1, 1,
+                                     CpAlgo::ring, o.practice});
               candidate.memory.fits())
             fitting.push_back(std::move(candidate));
       if (fitting.size() == fitted_before) ++rejected.memory;

@@ -143,7 +143,11 @@ void add_time_rows(Report& rep, const th::Plan& pl) {
   rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
   rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source = "1F1B simulated (step_model.h)";
   rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "NCCL's model";
-  rep.add("time.dp", "exposed DP communication", t.dp, "s").source = "NCCL's model, no overlap";
+  rep.add("time.dp", "exposed DP communication", t.dp, "s").source =
+      std::string("NCCL's model, ") + (pl.config.zero >= 2 ? "ZeRO-2/3: per micro-batch"
+                                       : pl.config.practice.dp_comm == th::CommOverlap::overlapped
+                                           ? "buckets beside backward"
+                                           : "after backward");
   rep.add("time.optimizer", "optimizer step", t.optimizer, "s").source = "AdamW bytes / achieved HBM bandwidth";
   if (pl.model.experts > 0) rep.add("time.ep", "exposed EP all-to-alls", t.ep, "s").source = "α-β, balanced load";
   if (pl.config.cp > 1 && pl.config.cp_algo == th::CpAlgo::ring) add_cp_time_rows(rep, pl);
@@ -204,6 +208,7 @@ Report search_report(const th::ModelSpec& m, const th::ClusterSpec& c, int gpus,
     first.model = m, first.cluster = c, first.cluster.gpus = gpus, first.psi = m.parameters();
   Report rep = header(first);
   rep.setup.push_back("search: every dp·tp·pp = " + std::to_string(gpus) + " that fits, fastest first");
+  rep.setup.push_back("practice: " + th::practice_words(o.practice));
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const th::Plan& pl = ranked[i].plan;
     const std::string id = "top" + std::to_string(i + 1);
@@ -269,6 +274,7 @@ Command add_plan_command(CLI::App& app) {
       o.micro_batch_size = a->micro_batch_size;
       o.convention = parse_convention(a->convention);
       o.efficiency = a->efficiency;
+      o.practice = a->practice;
       rep = search_report(m, c, a->search, o);
     } else {
       rep = plan_report(th::plan(m, c, config_from(*a)));

@@ -233,14 +233,14 @@ void resolve_practice(const CLI::App& p, PlanArgs& a) {
   if (given("--dp-bucket-mb")) x.dp_bucket_bytes = a.dp_bucket_mb * 1e6;
   if (given("--zero3-prefetch")) x.zero3_prefetch = a.zero3_prefetch;
   for (const char* flag : {"--sequence-parallel", "--tp-comm"})
-    if (given(flag) && a.tp < 2)
+    if (given(flag) && a.tp < 2 && a.search == 0)  // (--search chooses tp itself)
       throw UsageError(std::string(flag) + " acts on tensor parallelism's collectives and split: add --tp N (N > 1)");
   if (given("--dp-bucket-mb") && x.dp_comm == th::CommOverlap::exposed)
     throw UsageError(
         "--dp-bucket-mb sizes the buckets of an overlapped gradient reduction, and this run's is exposed "
         "(--framework " +
         std::string(th::framework_name(a.framework)) + "): add --dp-comm overlapped");
-  if (given("--zero3-prefetch") && a.zero != 3)
+  if (given("--zero3-prefetch") && a.zero != 3 && a.search == 0)
     throw UsageError("--zero3-prefetch is how many layers ZeRO-3 gathers ahead: add --zero 3");
   a.practice = x;
 }

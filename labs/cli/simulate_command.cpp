@@ -179,26 +179,28 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tokens_per_s", "tokens/s", r.tokens_per_s, "tokens/s").predict(pl.tokens_per_s, "plan");
   rep.add("sim.mfu", "MFU", 100 * r.mfu, "%").predict(100 * pl.mfu, "plan");
   add_compute_rows(rep, pl, r, compute_model);
-  const std::string dp_words = w.dp_bucket_bytes > 0 ? "the DP gradient reduction bucket by bucket beside the last "
-                                                       "backward; nothing else overlapped."
-                                                     : "DP at the end of the step; nothing overlapped.";
+  const std::string dp_words =
+      (w.dp_bucket_bytes > 0                  ? "the DP gradient reduction bucket by bucket beside the last backward"
+       : w.zero3_prefetch >= 0 && w.zero == 3 ? "ZeRO-3's gathers per layer on the comm stream"
+                                              : "DP at the end of the step") +
+      std::string("; TP ") +
+      (pl.config.practice.tp_comm == th::CommOverlap::overlapped ? "overlapped with its GEMMs." : "exposed.");
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
-  rep.notes = {
-      "Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
-      compute_model == sim::ComputeModel::roofline
-          ? "Compute: each layer's GEMMs from their shapes on the GPU's peak, quantized onto its " +
-                std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
-                std::to_string(pl.cluster.tile_n) +
-                " tiles, and its element-wise kernels on its memory "
-                "bandwidth (" +
-                (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
-                "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
-          : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
-            "inside each layer, PP sends between stages, " +
-                dp_words,
-      "The plan's formula charges the bubble and every exposed collective separately; the simulation places "
-      "each on the timeline, so the two differ by what the schedule hides or adds (PP sends on the critical path)."};
+  rep.notes = {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
+               compute_model == sim::ComputeModel::roofline
+                   ? "Compute: each layer's GEMMs from their shapes on the GPU's achieved rate, quantized onto its " +
+                         std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
+                         std::to_string(pl.cluster.tile_n) +
+                         " tiles, attention and element-wise kernels as the practice "
+                         "runs them (" +
+                         (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
+                         "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
+                   : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
+                     "inside each layer, PP sends between stages, " +
+                         dp_words,
+               "The plan runs the same components through the same pipeline simulation (core/theory/step_model.h): its "
+               "step is this one; `--explain` says where its time goes."};
   return rep;
 }
 

@@ -113,3 +113,24 @@ TEST(Practice, BucketsCarryEveryGradientOnce) {
   EXPECT_EQ(buckets.size(), 4u);  // 30 (3 layers of 10 fill 25), 30, 30, the last 10
   EXPECT_DOUBLE_EQ(buckets.back().end, 10 + 10.0 / 50);
 }
+
+// FSDP's known loss at a fixed global batch (issue 45): as dp grows each GPU's layers shrink to fewer
+// tokens while every layer's gather keeps its latency and its bytes, so throughput per GPU falls.
+TEST(Practice, ZeroThreeLosesThroughputPerGpuAsDataParallelismGrows) {
+  th::ModelSpec m = th::model_preset("llama3-8b");
+  m.seq = 2048;
+  double before = 0;
+  for (const int dp : {8, 64, 256}) {
+    th::ClusterSpec c = th::cluster_preset("a100-80gb");
+    c.gpus = dp;
+    th::ParallelConfig p;
+    p.dp = dp, p.zero = 3, p.micro_batch_size = 256 / dp, p.micro_batches = 1;
+    p.practice = th::framework_practice(th::Framework::fsdp);
+    const th::Plan pl = th::plan(m, c, p);
+    const double per_gpu = pl.tokens_per_s / dp;
+    std::printf("dp %3d, %3d sequences per GPU: %.0f tokens/s per GPU, DP exposed %.3g s of %.3g s\n", dp,
+                p.micro_batch_size, per_gpu, pl.time.dp, pl.time.total());
+    if (before > 0) EXPECT_LT(per_gpu, before) << "dp " << dp;
+    before = per_gpu;
+  }
+}
