@@ -285,10 +285,11 @@ void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
 }
 
 namespace {
-void add_practice_options(CLI::App* p, PlanArgs& a);
-}  // namespace
 
-void add_plan_options(CLI::App* p, PlanArgs& a) {
+void add_practice_options(CLI::App* p, PlanArgs& a);
+
+// The model: a preset, a parameter count or a shape (and its family).
+void add_model_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--model", a.model,
                 "Preset: 7b 13b 70b 175b 1t gpt3-175b llama3-8b llama3-70b llama3-405b mixtral-8x7b (default 175b, "
                 "unless --params or a shape is given)");
@@ -305,6 +306,10 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--heads", a.heads, "Attention heads a")->check(whole_range(1, 100000));
   p->add_option("--seq", a.seq, "Sequence length s")->check(whole_range(1, 100000000));
   p->add_option("--vocab", a.vocab, "Vocabulary V")->check(whole_range(0, 100000000));
+}
+
+// The cluster: a preset and what overrides it.
+void add_cluster_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--cluster", a.cluster, "Preset: a100-80gb h100-80gb")->capture_default_str();
   p->add_option("--gpus", a.gpus, "GPUs N (default dp·tp·pp)")->check(whole_range(1, 10000000));
   p->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (preset: 8)")->check(whole_range(1, 1024));
@@ -314,6 +319,13 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--intra-latency", a.intra_us, "Intra-node latency α, µs")->check(finite_range(0, 1e9));
   p->add_option("--inter-latency", a.inter_us, "Inter-node latency α, µs")->check(finite_range(0, 1e9));
   p->add_option("--peak-tflops", a.peak_tflops, "Peak TFLOP/s per GPU")->check(finite_range(1e-6, 1e9));
+}
+
+}  // namespace
+
+void add_plan_options(CLI::App* p, PlanArgs& a) {
+  add_model_options(p, a);
+  add_cluster_options(p, a);
   p->add_option("--dp", a.dp, "Data-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--tp", a.tp, "Tensor-parallel size")->check(whole_range(1, 10000000))->capture_default_str();
   p->add_option("--pp", a.pp, "Pipeline stages")->check(whole_range(1, 10000000))->capture_default_str();

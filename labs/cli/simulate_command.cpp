@@ -131,14 +131,9 @@ void add_ep_row(Report& rep, const th::Plan& pl, const sim::SimResult& r) {
   rep.add("sim.ep", "EP all-to-alls per GPU", ep, "s").predict(pl.time.ep, "plan: NCCL's model");
 }
 
-Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
-                       sim::ComputeModel compute_model) {
-  Report rep;
-  rep.lab = "simulate";
-  rep.backend = pl.cluster.name;
-  rep.ranks = pl.cluster.gpus;
-  rep.title = "simulate · " + std::to_string(pl.cluster.gpus) + " GPUs (" + pl.cluster.name + ")";
-  rep.value_title = "simulated";
+// The report's header: the model and layout, the practice, each axis's links, the run's cost.
+void describe_simulation(Report& rep, const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r,
+                         int trace_ranks) {
   char psi[64];
   std::snprintf(psi, sizeof psi, " (Ψ = %.4g billion)", pl.psi / 1e9);
   rep.setup = {
@@ -158,6 +153,41 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
     rep.setup.insert(rep.setup.begin() + 3,
                      w.cp_route.describe("cp") + " (ring attention's hops); the dp collectives over dp·cp");
   rep.setup.push_back(took);
+}
+
+// How each figure was computed.
+std::vector<std::string> simulation_notes(const th::Plan& pl, const sim::Workload& w, sim::ComputeModel compute_model) {
+  const std::string dp_words =
+      (w.dp_bucket_bytes > 0                  ? "the DP gradient reduction bucket by bucket beside the last backward"
+       : w.zero3_prefetch >= 0 && w.zero == 3 ? "ZeRO-3's gathers per layer on the comm stream"
+                                              : "DP at the end of the step") +
+      std::string("; TP ") +
+      (pl.config.practice.tp_comm == th::CommOverlap::overlapped ? "overlapped with its GEMMs." : "exposed.");
+  return {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
+          compute_model == sim::ComputeModel::roofline
+              ? "Compute: each layer's GEMMs from their shapes on the GPU's achieved rate, quantized onto its " +
+                    std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
+                    std::to_string(pl.cluster.tile_n) +
+                    " tiles, attention and element-wise kernels as the practice "
+                    "runs them (" +
+                    (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
+                    "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
+              : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
+                "inside each layer, PP sends between stages, " +
+                    dp_words,
+          "The plan runs the same components through the same pipeline simulation (core/theory/step_model.h): its "
+          "step is this one; `--explain` says where its time goes."};
+}
+
+Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::SimResult& r, int trace_ranks,
+                       sim::ComputeModel compute_model) {
+  Report rep;
+  rep.lab = "simulate";
+  rep.backend = pl.cluster.name;
+  rep.ranks = pl.cluster.gpus;
+  rep.title = "simulate · " + std::to_string(pl.cluster.gpus) + " GPUs (" + pl.cluster.name + ")";
+  rep.value_title = "simulated";
+  describe_simulation(rep, pl, w, r, trace_ranks);
   const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
   rep.add("sim.step", "step time", r.step_s, "s").predict(pl.time.total(), "plan's formula").source = cal;
@@ -179,28 +209,9 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.add("sim.tokens_per_s", "tokens/s", r.tokens_per_s, "tokens/s").predict(pl.tokens_per_s, "plan");
   rep.add("sim.mfu", "MFU", 100 * r.mfu, "%").predict(100 * pl.mfu, "plan");
   add_compute_rows(rep, pl, r, compute_model);
-  const std::string dp_words =
-      (w.dp_bucket_bytes > 0                  ? "the DP gradient reduction bucket by bucket beside the last backward"
-       : w.zero3_prefetch >= 0 && w.zero == 3 ? "ZeRO-3's gathers per layer on the comm stream"
-                                              : "DP at the end of the step") +
-      std::string("; TP ") +
-      (pl.config.practice.tp_comm == th::CommOverlap::overlapped ? "overlapped with its GEMMs." : "exposed.");
   rep.add("sim.elapsed", "time the simulation took", r.elapsed_s, "s");
   rep.add("sim.timelines", "distinct timelines computed", double(r.stages.size()), "");
-  rep.notes = {"Every figure is simulated in seconds; its calibration error on this machine: " + calibration_words(),
-               compute_model == sim::ComputeModel::roofline
-                   ? "Compute: each layer's GEMMs from their shapes on the GPU's achieved rate, quantized onto its " +
-                         std::to_string(pl.cluster.sms) + " SMs in " + std::to_string(pl.cluster.tile_m) + "×" +
-                         std::to_string(pl.cluster.tile_n) +
-                         " tiles, attention and element-wise kernels as the practice "
-                         "runs them (" +
-                         (pl.cluster.spec_source.empty() ? "custom GPU" : pl.cluster.spec_source) +
-                         "); TP all-reduces inside each layer, PP sends between stages, " + dp_words
-                   : "Compute (--compute flat): FLOPs / (peak · efficiency) per layer and micro-batch; TP all-reduces "
-                     "inside each layer, PP sends between stages, " +
-                         dp_words,
-               "The plan runs the same components through the same pipeline simulation (core/theory/step_model.h): its "
-               "step is this one; `--explain` says where its time goes."};
+  rep.notes = simulation_notes(pl, w, compute_model);
   return rep;
 }
 
