@@ -130,7 +130,7 @@ TEST(Practice, ZeroThreeLosesThroughputPerGpuAsDataParallelismGrows) {
     const double per_gpu = pl.tokens_per_s / dp;
     std::printf("dp %3d, %3d sequences per GPU: %.0f tokens/s per GPU, DP exposed %.3g s of %.3g s\n", dp,
                 p.micro_batch_size, per_gpu, pl.time.dp, pl.time.total());
-    if (before > 0) EXPECT_LT(per_gpu, before) << "dp " << dp;
+    if (before > 0) { EXPECT_LT(per_gpu, before) << "dp " << dp; }
     before = per_gpu;
   }
 }
