@@ -20,9 +20,11 @@ else
   mapfile -t files < <(git log -5 --name-only --diff-filter=AM --format= -- core kernels solutions labs viz exercises |
                        grep -E '\.cpp$' | grep -vE '^exercises/[a-z_]+\.cpp$' | sort -u | head -12)
 fi
-# Only files this configuration compiles (not the CUDA-only ones, not the learner's stubs).
+# Only files this configuration compiles (not the CUDA-only ones, not the learner's stubs),
+# and not dtype.cpp, whose half types use GCC's _Float16, which clang 14 lacks on x86.
 checked=()
 for f in "${files[@]}"; do
+  [ "$f" = core/comm/dtype.cpp ] && continue
   [ -f "$f" ] && grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && checked+=("$f")
 done
 if [ ${#checked[@]} -eq 0 ]; then

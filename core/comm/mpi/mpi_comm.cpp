@@ -129,7 +129,7 @@ class MpiComm final : public Comm {
   }
 
  private:
-  std::shared_ptr<MpiRequest> post_recv(void* buf, std::size_t bytes, int src, int tag, TransferInfo info,
+  std::shared_ptr<MpiRequest> post_recv(void* buf, std::size_t bytes, int src, int tag, const TransferInfo& info,
                                         bool reduce) {
     check_peer(src, "recv");
     auto r = make("recv from rank " + std::to_string(global_rank_of(src)) + " tag " + std::to_string(tag),
@@ -269,7 +269,7 @@ class MpiComm final : public Comm {
     return [r, n, t, op, p = size_](const MPI_Status&) { finish_average(r, n, t, op, p); };
   }
   std::shared_ptr<MpiRequest> make(std::string what, EventKind kind, std::size_t bytes, int peer, int tag,
-                                   TransferInfo info) {
+                                   const TransferInfo& info) {
     auto r = std::make_shared<MpiRequest>(sh_, std::move(what));
     if (sh_.trace) {
       r->traced = true;

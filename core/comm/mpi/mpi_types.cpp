@@ -50,6 +50,7 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
 
 std::vector<int> as_ints(const std::vector<std::size_t>& v, const char* what) {
   std::vector<int> out;
+  out.reserve(v.size());
   for (std::size_t n : v) out.push_back(as_int(n, what));
   return out;
 }
