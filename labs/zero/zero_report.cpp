@@ -207,8 +207,8 @@ void describe_zero_setup(Report& rep, const ZeroSettings& s, const std::vector<Z
                                        : "no prefetch");
   rep.notes.push_back(
       "Memory from each rank's alloc/free events. Model state = params + grads + fp32 master + m + v; "
-      "the formula (the course's " Parallelism Basic
-      ": p + g + K over N per sharded part) holds it up to the padding: each unit "
+      "the formula (the course text Parallelism Basic: p + g + K over N per sharded part) holds it up to the "
+      "padding: each unit "
       "is padded to N·ceil(n/N) elements.");
   rep.notes.push_back(
       "Bytes: what a ring moves per rank — (N-1)/N of each reduce-scatter and all-gather buffer, 2(N-1)/N "
