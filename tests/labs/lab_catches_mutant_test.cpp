@@ -25,8 +25,9 @@ TEST(LabCatchesMutant, PipelineFailsAOneFOneBThatRunsEveryForwardFirst) {
   for (int s = 0; s < P; ++s) {
     const ReportRow* r = rep.find("1f1b.in_flight_stage" + std::to_string(s));
     ASSERT_NE(r, nullptr);
-    std::printf("stage %d: in flight %g, predicted %g\n", s, r->measured, r->predicted);
-    EXPECT_EQ(r->predicted, std::min(M, P - s)) << "the prediction is 1F1B's, not the run's";
+    ASSERT_TRUE(r->predicted.has_value());
+    std::printf("stage %d: in flight %g, predicted %g\n", s, r->measured, *r->predicted);
+    EXPECT_EQ(*r->predicted, std::min(M, P - s)) << "the prediction is 1F1B's, not the run's";
     EXPECT_EQ(r->measured, M) << "the mutant holds every micro-batch";
   }
 }
