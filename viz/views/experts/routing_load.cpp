@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "viz/app/views.h"
 #include "viz/views/experts/routing_draw.h"
 #include "viz/views/experts/routing_meta.h"
 
