@@ -101,10 +101,11 @@ TEST(Launch, DtlabRunAndTheViewersLiveSessionStartTheSameRun) {
     for (const auto& [key, value] : dtlab) {
       const auto it = viewer.find(key);
       if (key == meta_key_name(MetaKey::world_size)) continue;  // the trace writer's, from the trace's ranks
-      if (it == viewer.end())
+      if (it == viewer.end()) {
         ADD_FAILURE() << lab.name << ": the viewer's run has no meta \"" << key << "\"";
-      else if (!timed.count(key) && !key.starts_with(simulated))
+      } else if (!timed.count(key) && !key.starts_with(simulated)) {
         EXPECT_EQ(it->second, value) << lab.name << ": meta \"" << key << "\"";
+      }
     }
     for (const auto& [key, value] : viewer)
       EXPECT_TRUE(dtlab.count(key)) << lab.name << ": dtlab's trace has no meta \"" << key << "\"";
