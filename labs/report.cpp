@@ -37,14 +37,6 @@ ReportRow& ReportRow::predict(double value, std::string why, Provenance from) {
   return *this;
 }
 
-const char* provenance_name(Provenance p) { return p == Provenance::simulated ? "simulated" : "formula"; }
-
-std::optional<Provenance> parse_provenance(std::string_view s) {
-  for (const Provenance p : {Provenance::formula, Provenance::simulated})
-    if (s == provenance_name(p)) return p;
-  return std::nullopt;
-}
-
 ReportRow& ReportRow::from(std::string why) {
   source = std::move(why);
   return *this;

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/trace/vocab.h"
+
 namespace dtl {
 
 // A timing repeated over runs: the row's measured value is their median.
@@ -32,14 +34,6 @@ struct Repeated {
   Spread spread;
 };
 Repeated repeated(std::vector<double> runs);
-
-// Where a row's predicted value comes from: a closed form (the default), or the pipeline
-// simulator run with this run's measured action times. `source` says it in words for people;
-// the viewer decides on this ("simulated" beside a bubble, "formula ..." otherwise). In JSON
-// a row carries "provenance" only when it is not a formula, so formula rows read as before.
-enum class Provenance : std::uint8_t { formula, simulated };
-const char* provenance_name(Provenance p);                       // "formula", "simulated"
-std::optional<Provenance> parse_provenance(std::string_view s);  // the reverse (nullopt: neither)
 
 struct ReportRow {
   std::string id;     // "case.metric", stable

@@ -171,4 +171,12 @@ std::string role_purpose(const Role& r) {
   return out;
 }
 
+const char* provenance_name(Provenance p) { return p == Provenance::simulated ? "simulated" : "formula"; }
+
+std::optional<Provenance> parse_provenance(std::string_view s) {
+  for (const Provenance p : {Provenance::formula, Provenance::simulated})
+    if (s == provenance_name(p)) return p;
+  return std::nullopt;
+}
+
 }  // namespace dtl

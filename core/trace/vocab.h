@@ -153,4 +153,13 @@ const char* meta_key_name(MetaKey k);
 // A prefixed key's full name: "phase_formula_bytes.zero_stage=2".
 std::string meta_key_name(MetaKey prefix, std::string_view suffix);
 
+// Where a report row's predicted value comes from (labs/report.h): a closed form (the
+// default), or the pipeline simulator run with this run's measured action times. The row's
+// `source` says it in words for people; the viewer decides on this ("simulated" beside a
+// bubble, "formula ..." otherwise). In JSON a row carries "provenance" only when it is not a
+// formula, so formula rows read as before.
+enum class Provenance : std::uint8_t { formula, simulated };
+const char* provenance_name(Provenance p);                       // "formula", "simulated"
+std::optional<Provenance> parse_provenance(std::string_view s);  // the reverse (nullopt: neither)
+
 }  // namespace dtl

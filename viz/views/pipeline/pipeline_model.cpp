@@ -29,8 +29,6 @@ struct PhaseSpan {
   std::uint16_t label;
 };
 
-double share(double v) { return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 0.0; }
-
 // A new run for the phase `key` (a label id, or kNoPhase: the meta's --schedule).
 PipelineRun new_run(const TraceData& d, std::uint32_t key) {
   PipelineRun r;
@@ -275,8 +273,8 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
       std::max(out.micro_batches, std::clamp(d.meta_int(meta_key_name(MetaKey::micro_batches), 0), 0, 1 << 16));
   const double span = double(out.end_ns - out.begin_ns);
   out.stage_idle.resize(P, 0.0);
-  for (std::size_t s = 0; s < P && span > 0; ++s) out.stage_idle[s] = share(1 - busy[s] / span);
-  out.bubble = span > 0 && P > 0 ? share(1 - total / (double(P) * span)) : 0.0;
+  for (std::size_t s = 0; s < P && span > 0; ++s) out.stage_idle[s] = unit_share(1 - busy[s] / span);
+  out.bubble = span > 0 && P > 0 ? unit_share(1 - total / (double(P) * span)) : 0.0;
   return out;
 }
 

@@ -17,6 +17,8 @@
 // is left out with a one-line note, never an exception.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -29,6 +31,9 @@
 #include "viz/model/trace_data.h"
 
 namespace dtl::viz {
+
+// A fraction in [0, 1], 0 for NaN or ±∞: a trace is input, and its figures may be hostile.
+inline double unit_share(double v) { return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 0.0; }
 
 struct PipeBlock {
   int stage = 0;

@@ -114,7 +114,7 @@ bool parse_simulated_pipeline(std::string_view json, SimulatedPipeline& out, std
   std::vector<double> busy(std::size_t(out.stages), 0.0);
   for (const PipeBlock& k : out.blocks) busy[std::size_t(k.stage)] += k.end - k.begin;
   out.stage_idle.clear();
-  for (double b : busy) out.stage_idle.push_back(share(1 - b / out.makespan));
+  for (double b : busy) out.stage_idle.push_back(unit_share(1 - b / out.makespan));
   return true;
 }
 
