@@ -182,7 +182,8 @@ double merge_error_on_crafted_partials() {
       {{{300.0, 0.0}, {{2, 1}, {-1, 4}}}, {{-300.0, 299.0}, {{5, 5}, {0.25, -2}}}},
       {{{4.0}, {{1, 2}}}, {{4.0, -4.0}, {{3, 0}, {7, 7}}}}};
   const int pairs = int(cases.size()), d = 2;
-  std::vector<float> o(std::size_t(pairs * d)), m(std::size_t(pairs)), l(std::size_t(pairs));
+  const auto n = std::size_t(pairs);  // (a named count: `m(std::size_t(pairs))` would declare a function)
+  std::vector<float> o(n * std::size_t(d)), m(n), l(n);
   std::vector<float> o2(o.size()), m2(m.size()), l2(l.size());
   for (int p = 0; p < pairs; ++p) {
     crafted_partial(cases[std::size_t(p)].first, &o[std::size_t(p * d)], &m[std::size_t(p)], &l[std::size_t(p)]);
