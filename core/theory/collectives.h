@@ -9,6 +9,8 @@
 //   recursive halv.-dbl. 2(P'-1)/P' · N (+N if P≠P')     2log2 P' (+2)     steps·α + bytes/β
 //   binomial tree        ⌈log2 P⌉ · N                    2⌈log2 P⌉         2⌈log2 P⌉(α + N/β)
 //   naive (root)         (P-1) · N                       2(P-1)            2(P-1)(α + N/β)
+//   ring in S slices     2(P-1)/P · N  (2(P-1)·S msgs)   2(P-1)            2(P-1)·S·α + 2(P-1)/P · N/β
+//   double binary tree   up to 2·N (N/2 up, ≤ 2×N/2 down per tree)  2K   see double_tree_all_reduce_cost
 // where P' is the largest power of two <= P.
 #pragma once
 
@@ -19,7 +21,7 @@
 
 namespace dtl::theory {
 
-enum class Algo { naive, ring, tree, rhd };
+enum class Algo { naive, ring, tree, rhd, ring_sliced, double_tree };
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, all_to_allv };
 
 // The trace vocabulary's names for them (core/trace/vocab.h; barrier sits before all_to_allv there).
@@ -28,7 +30,7 @@ inline CollectiveKind collective_kind(Collective c) {
 }
 inline AlgorithmKind algorithm_kind(Algo a) { return AlgorithmKind(int(a) + 2); }
 static_assert(CollectiveKind(int(Collective::all_to_all) + 1) == CollectiveKind::all_to_all);
-static_assert(AlgorithmKind(int(Algo::rhd) + 2) == AlgorithmKind::rhd);
+static_assert(AlgorithmKind(int(Algo::double_tree) + 2) == AlgorithmKind::double_tree);
 
 Algo parse_algo(std::string_view name);  // throws UsageError
 std::string_view algo_name(Algo a);
@@ -51,6 +53,43 @@ int ceil_log2(int p);
 int floor_pow2(int p);  // largest power of two <= p
 
 CommCost all_reduce_cost(Algo a, int P, double N, Link link = {});
+
+// The ring pipelined in slices (NCCL's chunk/slice structure): each step's chunk of N/P
+// bytes is cut into S slices sent back to back, and slice i goes on to the next step as
+// soon as it is reduced, so the reduce of slice i overlaps the transfer of slice i+1.
+// Same bytes and steps as the ring, S times the messages. On a link that charges α per
+// message (the lab's emulated link: α occupies it) the time is 2(P-1)·S·α + 2(P-1)/P·N/β:
+// the link never waits for a whole chunk. (Where α is pure delay, as NCCL's per-hop
+// latency, the pipeline pays it about once per step instead: 2(P-1)·α + (2(P-1)+S-1)·N/(P·S·β).)
+// all_reduce_cost(Algo::ring_sliced, ...) uses S = ring_slices(N / P).
+CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link = {});
+// Slices per chunk of `chunk_bytes`: about kRingSliceBytes each (small enough that a slice
+// just reduced is still in cache when the next rank reads it), 1 to kMaxRingSlices.
+inline constexpr double kRingSliceBytes = 256 * 1024;
+inline constexpr int kMaxRingSlices = 256;
+int ring_slices(double chunk_bytes);
+
+// NCCL's double binary tree (src/graph/trees.cc, ncclGetBtree / ncclGetDtree; Sanders,
+// Speck & Träff 2009). Tree 0 is a binary tree over ranks 0..P-1 by their lowest set bit: the
+// odd ranks are its leaves, rank 0 its root with one child (the largest power of two < P).
+// Tree 1 is tree 0 mirrored (rank r plays P-1-r) when P is even, shifted by one (r plays
+// r-1) when P is odd: a rank that is a leaf in one tree is an inner node of the other, so
+// the two trees, each carrying half the data, use every rank's links about equally.
+struct TreeLinks {
+  int parent = -1;             // -1: the root
+  int children[2] = {-1, -1};  // -1: none
+  int child_count() const { return (children[0] >= 0) + (children[1] >= 0); }
+};
+TreeLinks binary_tree_links(int P, int rank);                // tree 0
+TreeLinks double_tree_links(int P, int rank, int tree);      // tree 0 or 1
+// Chunks per half of a double-tree all-reduce of N bytes (pipelined like the ring's slices).
+int double_tree_chunks(double N);
+// The double binary tree all-reduce of N bytes in K chunks per half (each half N/2 up one
+// tree, reduced at its root, then down it): per rank, in each tree, N/2 up to its parent
+// (not the root) and N/2 down to each child; messages K per transfer; steps 2K (a tag per
+// chunk and direction, shared by the trees). Time on a link that α occupies: the busiest
+// rank's m·α + B/β, plus the pipeline's fill, 2·depth chunk hops (depth = ⌈log2 P⌉).
+CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {});
 
 // Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
 CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});

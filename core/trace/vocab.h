@@ -21,7 +21,7 @@ namespace dtl {
 enum class CollectiveKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier, all_to_allv };
 inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_allv;
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
-enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd };
+enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd, ring_sliced, double_tree };
 // Which part of a run a span belongs to: the timed steps are what reports measure; the
 // one-rank reference and the checks are there to prove them (the viewer hides the
 // reference unless asked: it would fill the timeline).
@@ -71,7 +71,7 @@ class ScopedCollectiveRole {
 };
 
 const char* collective_kind_name(CollectiveKind c);  // "all_reduce", ..., "barrier" ("" for none)
-const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd"
+const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd", "ring_sliced", "double_tree"
 const char* run_part_name(RunPart p);                // "setup", "timed", "check", "reference"
 const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer", "recompute"
 const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"

@@ -1,4 +1,4 @@
-// The collectives lab: all-reduce built from point-to-point messages, four ways.
+// The collectives lab: all-reduce built from point-to-point messages, six ways.
 //
 //   dtlab run collectives --algo ring --ranks 4 --bytes 64M --trace ring.json
 //   dtlab run collectives --algo all --ranks 8 --bytes 1M        # side by side
@@ -8,6 +8,8 @@
 // ring   reduce-scatter then all-gather, 2(P-1) steps  2(P-1)/P·N bytes per rank
 // tree   binomial reduce then broadcast, 2⌈log2 P⌉ steps
 // rhd    recursive halving-doubling (Rabenseifner), 2·log2 P steps, ring's bytes
+// ring_sliced  the ring in S slices per chunk (NCCL's), 2(P-1)·S messages; formulas.cpp
+// double_tree  NCCL's two complementary binary trees, half the data each, in K chunks
 //
 // Each algorithm runs once on crafted inputs (exact in any order) and is checked
 // element by element against the exact sums; its bytes, messages and steps are measured
@@ -41,13 +43,13 @@ namespace {
 using theory::Algo;
 
 const EnumNames<std::optional<Algo>> kAlgoNames = {
-    {Algo::naive, "naive"}, {Algo::ring, "ring"}, {Algo::tree, "tree"}, {Algo::rhd, "rhd"}, {std::nullopt, "all"}};
+    {Algo::naive, "naive"}, {Algo::ring, "ring"}, {Algo::tree, "tree"}, {Algo::rhd, "rhd"},
+    {Algo::ring_sliced, "ring_sliced"}, {Algo::double_tree, "double_tree"}, {std::nullopt, "all"}};
 const EnumNames<CollectiveChoice> kCollectiveNames = {{CollectiveChoice::all_reduce, "all_reduce"},
                                                       {CollectiveChoice::reduce_scatter, "reduce_scatter"},
                                                       {CollectiveChoice::all_gather, "all_gather"},
                                                       {CollectiveChoice::broadcast, "broadcast"}};
 const EnumNames<ReduceOp> kOpNames = {{ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
-
 
 // One algorithm of one collective, as the lab runs it.
 struct Case {
@@ -71,15 +73,13 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
   const DType t = cfg.dtype;
   const ReduceOp op = s.op;
   const std::vector<Algo> algos =
-      s.algo ? std::vector<Algo>{*s.algo} : std::vector<Algo>{Algo::naive, Algo::ring, Algo::tree, Algo::rhd};
+      s.algo ? std::vector<Algo>{*s.algo}
+             : std::vector<Algo>{Algo::naive, Algo::ring, Algo::ring_sliced, Algo::tree, Algo::double_tree, Algo::rhd};
   std::vector<Case> cases;
   for (const Algo a : algos) {
-    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn =
-        a == Algo::naive ? ex::naive_all_reduce : a == Algo::ring ? ex::ring_all_reduce
-                                              : a == Algo::tree   ? ex::tree_all_reduce
-                                                                  : ex::rhd_all_reduce;
+    const AllReduceFn fn = all_reduce_fn(a, lab_slices(s, N, P), lab_tree_chunks(s, N));
     const std::string algo_id(theory::algo_name(a));
-    cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(theory::Collective::all_reduce, a, P, N, link),
+    cases.push_back({algo_id + " all_reduce", algo_id, all_reduce_run_cost(s, a, P, N, link),
                      collective_formulas(theory::Collective::all_reduce, a, P), theory::Collective::all_reduce, a, [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
                      [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
@@ -151,12 +151,6 @@ Mismatch check_buffer(Comm& comm, const ex::BufferView& b, const std::function<d
   }
   comm.all_reduce(m, m, 2, DType::f64, ReduceOp::max);
   return {std::size_t(m[0]), m[1]};
-}
-
-// Bytes-per-rank tolerance: chunks of uneven size shift a rank's share by up to a few elements.
-double bytes_tolerance(int P, std::size_t count, DType t) {
-  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
-  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
 Role case_role(const Case& c, RunPart part) {
@@ -312,6 +306,10 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSet
     rep.notes.push_back("Times: the slowest rank's, median of " + std::to_string(cfg.iters) + " runs (min–max) after " +
                         std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
                         " (nccl-tests); N = bytes per rank, P = ranks.");
+  const double N = double(count * dtype_size(cfg.dtype));
+  if (s.collective == CollectiveChoice::all_reduce && (!s.algo || s.algo == Algo::ring_sliced || s.algo == Algo::double_tree))
+    rep.setup.push_back("pipelined: ring_sliced " + std::to_string(lab_slices(s, N, P)) + " slices per chunk, double_tree " +
+                        std::to_string(lab_tree_chunks(s, N)) + " chunks per half");
   if ((!s.algo || s.algo == Algo::rhd) && theory::floor_pow2(P) != P)
     rep.notes.push_back("rhd on " + std::to_string(P) + " ranks: the largest power of two, Q = " +
                         std::to_string(theory::floor_pow2(P)) +
@@ -363,7 +361,9 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
     t.choice("algo", &CollectivesSettings::algo, Algo::ring, kAlgoNames, "algorithm")
         .choice("collective", &CollectivesSettings::collective, CollectiveChoice::all_reduce, kCollectiveNames,
                 "which collective to build")
-        .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction");
+        .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction")
+        .integer("slices", &CollectivesSettings::slices, 0, 0, 4096,
+                 "ring_sliced: slices per chunk; double_tree: chunks per half (0: about 256 KiB each)");
     return t;
   }();
   return table;
@@ -376,7 +376,7 @@ std::span<const ExerciseHints> collectives_hints();  // exercises/collectives_hi
 LabInfo collectives_lab_info() {
   return {
       "collectives",
-      "all-reduce from point-to-point: naive, ring, binomial tree, recursive halving-doubling, vs the formulas",
+      "all-reduce from point-to-point: naive, ring, ring in slices, binomial tree, double binary tree, recursive halving-doubling, vs the formulas",
       {RunOption::bytes, RunOption::dtype, RunOption::iters, RunOption::device, RunOption::step, RunOption::faults},
       collectives_option_table().specs(),
       // The curriculum's order: the ring first, then trees, halving-doubling, the cost model.

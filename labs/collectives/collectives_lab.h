@@ -1,10 +1,12 @@
 // The collectives lab (see labs/collectives/collectives_lab.cpp).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "core/theory/collectives.h"
+#include "exercises/collectives.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
 
@@ -18,6 +20,7 @@ struct CollectivesSettings {
   std::optional<theory::Algo> algo = theory::Algo::ring;  // --algo: one algorithm, or none for all of them
   CollectiveChoice collective = CollectiveChoice::all_reduce;
   ReduceOp op = ReduceOp::sum;
+  int slices = 0;  // --slices: the sliced ring's slices per chunk (0: theory::ring_slices)
 };
 const OptionTable<CollectivesSettings>& collectives_option_table();
 
@@ -30,6 +33,19 @@ CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int
 // What one run of `a` building collective `c` costs (the lab builds reduce-scatter and
 // all-gather as rings, broadcast as a binomial tree): N = bytes per rank.
 theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, double N, theory::Link link = {});
+
+// The sliced ring's slices per chunk and the double tree's chunks per half: --slices, or (0)
+// about 256 KiB each (theory::ring_slices, theory::double_tree_chunks).
+int lab_slices(const CollectivesSettings& s, double N, int P);
+int lab_tree_chunks(const CollectivesSettings& s, double N);
+// What the lab's run of all-reduce algorithm `a` costs (with the lab's slices and chunks).
+theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, theory::Algo a, int P, double N, theory::Link link);
+// How far a rank's measured bytes may be from the formula: 0 when P and the power of two
+// below it divide `count`; else chunks of uneven size shift a rank's share by a few elements.
+double bytes_tolerance(int P, std::size_t count, DType t);
+// The exercise function that runs all-reduce algorithm `a` (S slices, K chunks where it takes them).
+using AllReduceFn = std::function<void(Comm&, ex::BufferView, ReduceOp)>;
+AllReduceFn all_reduce_fn(theory::Algo a, int S, int K);
 
 // Exercise 7, the learner's cost calculator (ex::all_reduce_cost), asked about this run: the
 // ring all-reduce of `bytes` per rank on P ranks over the emulated link. Its answer is checked

@@ -19,6 +19,10 @@ CollectiveFormulas collective_formulas(theory::Collective c, theory::Algo a, int
   switch (a) {
     case Algo::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
     case Algo::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
+    case Algo::double_tree:
+      return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K", "2K",
+              "α-β: busiest rank's m·α + B/β + 2⌈log2 P⌉ chunk hops"};
+    case Algo::ring_sliced: return {"2(P-1)/P·N", "2(P-1)·S", "2(P-1)", "α-β: 2(P-1)·S·α + 2(P-1)/P·N/β"};
     case Algo::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
     case Algo::rhd:
       if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
@@ -34,6 +38,38 @@ theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, do
     case theory::Collective::broadcast: return theory::tree_broadcast_cost(P, N, link);
     default: return theory::all_reduce_cost(a, P, N, link);
   }
+}
+
+int lab_slices(const CollectivesSettings& s, double N, int P) {
+  return s.slices > 0 ? s.slices : theory::ring_slices(N / P);
+}
+
+int lab_tree_chunks(const CollectivesSettings& s, double N) {
+  return s.slices > 0 ? s.slices : theory::double_tree_chunks(N);
+}
+
+theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, Algo a, int P, double N, theory::Link link) {
+  if (a == Algo::ring_sliced) return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link);
+  if (a == Algo::double_tree) return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link);
+  return collective_cost(theory::Collective::all_reduce, a, P, N, link);
+}
+
+AllReduceFn all_reduce_fn(Algo a, int S, int K) {
+  switch (a) {
+    case Algo::naive: return ex::naive_all_reduce;
+    case Algo::ring: return ex::ring_all_reduce;
+    case Algo::tree: return ex::tree_all_reduce;
+    case Algo::rhd: return ex::rhd_all_reduce;
+    case Algo::ring_sliced: return [S](Comm& c, ex::BufferView b, ReduceOp o) { ex::ring_sliced_all_reduce(c, b, o, S); };
+    case Algo::double_tree: return [K](Comm& c, ex::BufferView b, ReduceOp o) { ex::double_tree_all_reduce(c, b, o, K); };
+  }
+  return ex::ring_all_reduce;
+}
+
+// Bytes-per-rank tolerance (collectives_lab.h): chunks of uneven size shift a rank's share by up to a few elements.
+double bytes_tolerance(int P, std::size_t count, DType t) {
+  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
+  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
 void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, const LinkSpec& link, Report& rep) {

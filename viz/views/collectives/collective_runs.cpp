@@ -67,7 +67,7 @@ RunFormula run_formula(const Role& role, int P, double N) {
   const int c = int(role.collective), a = int(role.algorithm);
   // The lab's own algorithms only (a library collective's transfers are not the lab's).
   if (role.collective == CollectiveKind::none || c - 1 > int(theory::Collective::broadcast) ||
-      a < int(AlgorithmKind::naive) || a > int(AlgorithmKind::rhd))
+      a < int(AlgorithmKind::naive) || a > int(AlgorithmKind::double_tree))
     return f;
   const auto collective = theory::Collective(c - 1);
   const auto algo = theory::Algo(a - int(AlgorithmKind::naive));
