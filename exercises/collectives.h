@@ -28,6 +28,7 @@
 #include "core/comm/chunking.h"
 #include "core/comm/comm.h"
 #include "core/error.h"
+#include "core/theory/collectives.h"
 #include "core/memory/device_ops.h"
 
 namespace dtl::ex {
@@ -99,11 +100,19 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
 // Same bytes and steps as the ring, 2(P-1)·slices messages. slices = 1 is the ring.
 void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices);
 
+// Exercise 8, NCCL's double binary tree (src/graph/trees.cc): rank's parent and children in
+// tree 0 or 1 of P ranks (-1 where there is none). Tree 0: rank r with lowest set bit b has
+// parent (r XOR b) | 2b, or r XOR b when that is >= P; children r - b/2 and r + b/2 (the
+// second halved until it is < P; none when b = 1: odd ranks are leaves); rank 0 is the root
+// with one child, in children[1]: the largest power of two < P. Tree 1: tree 0 mirrored
+// (rank r plays P-1-r) when P is even, shifted (r plays r-1 mod P) when P is odd.
+theory::TreeLinks double_binary_tree(int P, int rank, int tree);
+
 // NCCL's double binary tree all-reduce: the buffer's two halves (chunk_range(count, 2, t))
 // go up and down two complementary binary trees (theory::double_tree_links(P, rank, t)), each
 // half cut into `chunks` pieces (chunk_range(half, chunks, k)) pipelined: reduce up (recv_reduce
 // from each child, then send to the parent; the root finishes chunk k), then broadcast down
-// (recv from the parent, send to each child). Up chunk k uses tag kTagTreeReduce + k, down
+// (recv from the parent, send to each child), on the trees of double_binary_tree. Up chunk k uses tag kTagTreeReduce + k, down
 // kTagTreeBroadcast + k, in both trees (at most kTagStride chunks).
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks);
 
