@@ -379,10 +379,9 @@ LabInfo collectives_lab_info() {
       "all-reduce from point-to-point: naive, ring, ring in slices, binomial tree, double binary tree, recursive halving-doubling, vs the formulas",
       {RunOption::bytes, RunOption::dtype, RunOption::iters, RunOption::device, RunOption::step, RunOption::faults},
       collectives_option_table().specs(),
-      // The curriculum's order: the ring first, then trees, halving-doubling, the cost model.
+      // The curriculum's order: the ring first, then trees, halving-doubling, the cost model, NCCL's trees.
       {{"naive_all_reduce", "NaiveAllReduce", 5},
-       {"ring_reduce_scatter", "RingReduceScatter", 15},
-       {"ring_all_gather", "RingAllGather", 10},
+       {"ring_reduce_scatter", "RingReduceScatter", 15}, {"ring_all_gather", "RingAllGather", 10},
        {"ring_all_reduce", "RingAllReduce", 15},
        {"all_reduce_by_reduce_scatter_all_gather", "AllReduceByReduceScatterAllGather", 10},
        {"tree", "TreeBroadcast", 10}, {"tree", "TreeAllReduce", 10},
