@@ -320,6 +320,7 @@ void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSet
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   const CollectivesSettings s = collectives_option_table().parse(cfg.options);
+  require_slices_apply(cfg, s);
   const std::size_t es = dtype_size(cfg.dtype);
   if (cfg.bytes < es)
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
@@ -362,8 +363,7 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
         .choice("collective", &CollectivesSettings::collective, CollectiveChoice::all_reduce, kCollectiveNames,
                 "which collective to build")
         .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction")
-        .integer("slices", &CollectivesSettings::slices, 0, 0, 4096,
-                 "ring_sliced: slices per chunk; double_tree: chunks per half (0: about 256 KiB each)");
+        .integer("slices", &CollectivesSettings::slices, 0, 0, 4096, "ring_sliced's slices per chunk, double_tree's chunks per half (0: ~256 KiB)");
     return t;
   }();
   return table;

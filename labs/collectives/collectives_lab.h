@@ -38,6 +38,8 @@ theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, do
 // about 256 KiB each (theory::ring_slices, theory::double_tree_chunks).
 int lab_slices(const CollectivesSettings& s, double N, int P);
 int lab_tree_chunks(const CollectivesSettings& s, double N);
+// Throws UsageError when --slices is given to a run without a pipelined all-reduce (it would change nothing).
+void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s);
 // What the lab's run of all-reduce algorithm `a` costs (with the lab's slices and chunks).
 theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, theory::Algo a, int P, double N, theory::Link link);
 // How far a rank's measured bytes may be from the formula: 0 when P and the power of two

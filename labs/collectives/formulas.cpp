@@ -1,5 +1,6 @@
 // The collectives lab's formulas (collectives_lab.h): what each algorithm costs, and where
 // the figures come from in the curriculum's words.
+#include "core/error.h"
 #include "core/theory/collectives.h"
 #include "labs/collectives/collectives_lab.h"
 #include "exercises/collectives.h"
@@ -42,6 +43,13 @@ theory::CommCost collective_cost(theory::Collective c, theory::Algo a, int P, do
 
 int lab_slices(const CollectivesSettings& s, double N, int P) {
   return s.slices > 0 ? s.slices : theory::ring_slices(N / P);
+}
+
+void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s) {
+  if (!collectives_option_table().given(cfg.options, &CollectivesSettings::slices)) return;
+  const bool pipelined = !s.algo || s.algo == Algo::ring_sliced || s.algo == Algo::double_tree;
+  if (s.collective != CollectiveChoice::all_reduce || !pipelined)
+    throw UsageError("--slices cuts the pipelined all-reduces (--algo ring_sliced, double_tree or all); this run has none");
 }
 
 int lab_tree_chunks(const CollectivesSettings& s, double N) {
