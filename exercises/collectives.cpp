@@ -43,6 +43,18 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
   return reference_until_written("ring_all_reduce", ref::ring_all_reduce, comm, buf, op);
 }
 
+void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices) {
+  return reference_until_written("ring_sliced_all_reduce", ref::ring_sliced_all_reduce, comm, buf, op, slices);
+}
+
+theory::TreeLinks double_binary_tree(int P, int rank, int tree) {
+  return reference_until_written("double_binary_tree", ref::double_binary_tree, P, rank, tree);
+}
+
+void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks) {
+  return reference_until_written("double_tree_all_reduce", ref::double_tree_all_reduce, comm, buf, op, chunks);
+}
+
 void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op) {
   return reference_until_written("all_reduce_by_reduce_scatter_all_gather",
                                  ref::all_reduce_by_reduce_scatter_all_gather, comm, buf, op);

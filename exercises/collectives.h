@@ -24,12 +24,15 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "core/comm/chunking.h"
 #include "core/comm/comm.h"
 #include "core/error.h"
 #include "core/memory/device_ops.h"
+#include "core/theory/collectives.h"
+#include "exercises/track/hints.h"
 
 namespace dtl::ex {
 
@@ -90,6 +93,32 @@ void ring_all_gather(Comm& comm, BufferView buf);
 // exactly 2(P-1)/P · N bytes sent per rank, only to the right neighbour.
 void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
 
+// The ring pipelined in slices (NCCL's chunk/slice structure), the optimized ring beside
+// exercise 3: every step's chunk is cut into `slices` pieces with chunk_range(chunk, slices, i),
+// sent back to back, and slice i moves on to the next step as soon as it has arrived (and
+// been reduced), so the reduce of slice i overlaps the transfer of slice i+1 and no rank
+// waits for a whole chunk. Step s (0 <= s < 2(P-1)) sends chunk (r-s-1) mod P right and
+// receives chunk (r-s-2) mod P from the left (recv_reduce while s < P-1, a copy after),
+// tags as ring_all_reduce's: kTagRingReduceScatter + s, then kTagRingAllGather + s-(P-1).
+// Same bytes and steps as the ring, 2(P-1)·slices messages. slices = 1 is the ring.
+void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices);
+
+// Exercise 8, NCCL's double binary tree (src/graph/trees.cc): rank's parent and children in
+// tree 0 or 1 of P ranks (-1 where there is none). Tree 0: rank r with lowest set bit b has
+// parent (r XOR b) | 2b, or r XOR b when that is >= P; children r - b/2 and r + b/2 (the
+// second halved until it is < P; none when b = 1: odd ranks are leaves); rank 0 is the root
+// with one child, in children[1]: the largest power of two < P. Tree 1: tree 0 mirrored
+// (rank r plays P-1-r) when P is even, shifted (r plays r-1 mod P) when P is odd.
+theory::TreeLinks double_binary_tree(int P, int rank, int tree);
+
+// NCCL's double binary tree all-reduce: the buffer's two halves (chunk_range(count, 2, t))
+// go up and down two complementary binary trees (theory::double_tree_links(P, rank, t)), each
+// half cut into `chunks` pieces (chunk_range(half, chunks, k)) pipelined: reduce up (recv_reduce
+// from each child, then send to the parent; the root finishes chunk k), then broadcast down
+// (recv from the parent, send to each child), on the trees of double_binary_tree. Up chunk k uses tag kTagTreeReduce +
+// k, down kTagTreeBroadcast + k, in both trees (at most kTagStride chunks).
+void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks);
+
 // Exercise 4, AllReduce == AllGather ∘ ReduceScatter with the *library* collectives:
 // reduce_scatter then all_gather must give the same bits as comm.all_reduce for any
 // count (pad to a multiple of P; the padding must not change the result).
@@ -125,5 +154,8 @@ struct AllReduceAnswer {
   double efficiency = 0;          // compute / (compute + communication), no overlap
 };
 AllReduceAnswer all_reduce_cost(const AllReduceQuestion& q);
+
+// The hints of these exercises, three levels each (collectives_hints.cpp), for LabInfo.
+std::span<const ExerciseHints> collectives_hints();
 
 }  // namespace dtl::ex

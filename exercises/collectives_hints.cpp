@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 8> kCollectivesHints = {
+constexpr std::array<ExerciseHints, 9> kCollectivesHints = {
     {{"naive_all_reduce",
       {"Everything goes through one rank. Rank 0 collects every other rank's buffer, combines each into its own, "
        "then hands the finished buffer back to every rank. It works, but rank 0's link carries (P-1)·N bytes each "
@@ -105,7 +105,20 @@ constexpr std::array<ExerciseHints, 8> kCollectivesHints = {
        "Outline: compute the gradient bytes, then the bytes per GPU with the ring factor, then the time (microseconds "
        "to seconds, GB/s to bytes per second with GB = 1e9), then the efficiency. Check yourself: 7B parameters in "
        "fp16 (14 GB) on 8 GPUs take about 41 ms at 600 GB/s and about 0.49 s at 50 GB/s, which with 2 s of compute "
-       "is an efficiency of about 80 %."}}}};
+       "is an efficiency of about 80 %."}},
+     {"double_binary_tree",
+      {"NCCL's double binary tree: two binary trees over the same ranks, each carrying half the data, built so "
+       "that a rank that is a leaf in one is an inner node in the other. Then every rank's links carry about the "
+       "same load, and the depth (the latency) grows with log2 P, the ring's with P.",
+       "Tree 0 works on the lowest set bit b of the rank (b = r & -r). Parent: (r ^ b) | (b << 1), or r ^ b "
+       "when that is >= P. Children: r - b/2 and r + b/2 (halve the step of the second until it is < P); odd "
+       "ranks (b = 1) have none. Rank 0 is the root: its one child, in children[1], is the largest power of two "
+       "below P. Tree 1 for even P: rank r takes tree 0's links of P-1-r, each mapped back through P-1-x; for "
+       "odd P: the links of (r-1) mod P, each mapped back by +1 mod P. -1 stays -1.",
+       "Outline: (1) write tree 0 for one rank: find b, handle rank 0, compute the parent, then the two "
+       "children. (2) For tree 1 map the rank into tree 0 (mirror or shift), ask tree 0, and map every link "
+       "back. Check yourself on 12 ranks: tree 0 is 0 - 8, 8 - {4, 10}, 4 - {2, 6}, 10 - {9, 11}; tree 1 is 11 - "
+       "3, 3 - {7, 1}."}}}};
 
 }  // namespace
 

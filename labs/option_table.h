@@ -139,7 +139,8 @@ class OptionTable {
   std::optional<Options> from_meta(const std::map<std::string, std::string>& meta) const {
     LabOptions recorded_options;
     for (const Row& r : rows_)
-      if (const auto it = meta.find(r.spec.name); it != meta.end() && !run_wide_meta_key(r.spec.name))
+      if (const auto it = meta.find(r.spec.name);  // (an empty value: a path the run was not given)
+          it != meta.end() && !it->second.empty() && !run_wide_meta_key(r.spec.name))
         recorded_options.set(r.spec.name, it->second);
     if (recorded_options.text().empty()) return std::nullopt;
     try {

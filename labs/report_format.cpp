@@ -115,9 +115,13 @@ std::vector<std::string> wrap(const std::string& text, std::size_t width) {
     while (display_width(word) > width && width > 0) {  // a word longer than a line: cut it
       if (!line.empty()) lines.push_back(std::move(line));
       line.clear();
-      std::size_t cut = 0, cols = 0;
-      while (cut < word.size() && (cols < width || (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80))
+      std::size_t cut = 0, cols = 0, after_mark = 0;  // after_mark: just after the last ( , / _ within the line
+      while (cut < word.size() && (cols < width || (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80)) {
+        const char ch = word[cut];
         cols += (static_cast<unsigned char>(word[cut++]) & 0xC0) != 0x80;
+        if (ch == '(' || ch == ',' || ch == '/' || ch == '_') after_mark = cut;
+      }
+      if (after_mark > 0 && after_mark < cut) cut = after_mark;  // "all_gather(" / "reduce_scatter(x))"
       lines.push_back(word.substr(0, cut));
       word.erase(0, cut);
     }

@@ -61,14 +61,20 @@ std::vector<std::size_t> Table::widths(std::size_t width) const {
     return t;
   };
   auto excess = [&](std::size_t c) { return w[c] > keep[c] ? w[c] - keep[c] : 0; };
-  while (total() > width) {  // narrow one flexible column by one: the most over its keep, else the widest
-    std::size_t pick = w.size();
-    for (std::size_t c = 0; c < w.size(); ++c) {
-      if (!flexible[c] || w[c] <= narrowest[c]) continue;
-      if (pick == w.size() || excess(c) > excess(pick) || (excess(c) == excess(pick) && w[c] > w[pick])) pick = c;
+  // Narrow one flexible column by one at a time: the most over its keep, else the widest; no
+  // column below its longest word while that is enough, else down to kMinFlexible (a long
+  // formula then breaks after its punctuation, report_format.cpp's wrap), so no line passes
+  // the terminal's width and the terminal never breaks one.
+  for (const bool words_whole : {true, false}) {
+    while (total() > width) {
+      std::size_t pick = w.size();
+      for (std::size_t c = 0; c < w.size(); ++c) {
+        if (!flexible[c] || w[c] <= (words_whole ? narrowest[c] : kMinFlexible)) continue;
+        if (pick == w.size() || excess(c) > excess(pick) || (excess(c) == excess(pick) && w[c] > w[pick])) pick = c;
+      }
+      if (pick == w.size()) break;
+      --w[pick];
     }
-    if (pick == w.size()) break;
-    --w[pick];
   }
   return w;
 }

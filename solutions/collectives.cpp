@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/memory/device_ops.h"
 #include "exercises/collectives.h"
@@ -81,6 +82,96 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
   const ChunkRange mine = chunk_range(buf.count, P, r);
   finish_average(buf.at(mine.offset), mine.count, buf.dtype, op, P);
   (ring_all_gather)(comm, buf);
+}
+
+// ---- the ring pipelined in slices (NCCL's chunk/slice structure) ------------------
+
+namespace {
+
+// Slice i of chunk c: the chunk cut into S pieces the way the buffer is cut into chunks.
+ChunkRange slice_range(const BufferView& buf, int P, int c, int S, int i) {
+  const ChunkRange chunk = chunk_range(buf.count, P, c), slice = chunk_range(chunk.count, S, i);
+  return {chunk.offset + slice.offset, slice.count};
+}
+
+}  // namespace
+
+void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices) {
+  const int P = comm.size(), r = comm.rank(), S = std::max(1, slices);
+  if (P == 1) return;
+  const int right = mod(r + 1, P), left = mod(r - 1, P), steps = 2 * (P - 1);
+  // Steps 0..P-2 reduce-scatter, P-1..2P-3 all-gather; both send chunk r-s-1 and receive r-s-2.
+  auto tag = [P](int s) { return s < P - 1 ? kTagRingReduceScatter + s : kTagRingAllGather + s - (P - 1); };
+  std::vector<Request> sends;  // waited for at the end: a receiver may still be reading them
+  auto send_slice = [&](int s, int i) {
+    const int c = mod(r - s - 1, P);
+    const ChunkRange out = slice_range(buf, P, c, S, i);
+    sends.push_back(comm.isend(buf.at(out.offset), out.count * buf.element_size(), right, tag(s), {s, c, 1}));
+  };
+  for (int i = 0; i < S; ++i) send_slice(0, i);  // step 0's slices are ready at once
+  for (int s = 0; s < steps; ++s) {
+    const int c = mod(r - s - 2, P);
+    for (int i = 0; i < S; ++i) {
+      const ChunkRange in = slice_range(buf, P, c, S, i);
+      if (s < P - 1)
+        comm.recv_reduce(buf.at(in.offset), in.count, buf.dtype, op, left, tag(s), {s, c, 1});
+      else
+        comm.recv(buf.at(in.offset), in.count * buf.element_size(), left, tag(s), {s, c, 1});
+      // The last reduce-scatter step finishes chunk r (c == r): average it once, slice by slice.
+      if (s == P - 2) finish_average(buf.at(in.offset), in.count, buf.dtype, op, P);
+      // The slice just received is what the next step sends: pass it on now, not after the chunk.
+      if (s + 1 < steps) send_slice(s + 1, i);
+    }
+  }
+  for (Request& q : sends) q.wait();
+}
+
+// ---- NCCL's double binary tree ----------------------------------------------------
+
+namespace {
+
+// Chunk k of half t: the buffer cut in two halves, each half into K chunks.
+ChunkRange tree_piece(const BufferView& buf, int t, int K, int k) {
+  const ChunkRange half = chunk_range(buf.count, 2, t), piece = chunk_range(half.count, K, k);
+  return {half.offset + piece.offset, piece.count};
+}
+
+}  // namespace
+
+// The construction lives in core/theory (the double tree's cost counts its links too).
+theory::TreeLinks double_binary_tree(int P, int rank, int tree) { return theory::double_tree_links(P, rank, tree); }
+
+void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks) {
+  const int P = comm.size(), r = comm.rank(), K = std::clamp(chunks, 1, kTagStride);
+  if (P == 1) return;
+  // ex:: on purpose: the learner's trees (exercise 8) even where this all-reduce is the reference.
+  const theory::TreeLinks tree[2] = {ex::double_binary_tree(P, r, 0), ex::double_binary_tree(P, r, 1)};
+  const std::size_t es = buf.element_size();
+  std::vector<Request> sends;  // waited for at the end: the receiver may still be reading them
+  // Reduce up, chunk by chunk, both trees: chunk k leaves for the parent as soon as the
+  // children's chunk k is in, so chunk k+1 climbs one level behind it (the pipeline).
+  for (int k = 0; k < K; ++k)
+    for (int t = 0; t < 2; ++t) {
+      const ChunkRange p = tree_piece(buf, t, K, k);
+      for (const int child : tree[t].children)
+        if (child >= 0)
+          comm.recv_reduce(buf.at(p.offset), p.count, buf.dtype, op, child, kTagTreeReduce + k, {k, 0, P});
+      if (tree[t].parent >= 0)
+        sends.push_back(comm.isend(buf.at(p.offset), p.count * es, tree[t].parent, kTagTreeReduce + k, {k, 0, P}));
+      else
+        finish_average(buf.at(p.offset), p.count, buf.dtype, op, P);  // the root holds chunk k's total
+    }
+  // Broadcast down the same trees, chunk by chunk.
+  for (int k = 0; k < K; ++k)
+    for (int t = 0; t < 2; ++t) {
+      const ChunkRange p = tree_piece(buf, t, K, k);
+      if (tree[t].parent >= 0)
+        comm.recv(buf.at(p.offset), p.count * es, tree[t].parent, kTagTreeBroadcast + k, {K + k, 0, P});
+      for (const int child : tree[t].children)
+        if (child >= 0)
+          sends.push_back(comm.isend(buf.at(p.offset), p.count * es, child, kTagTreeBroadcast + k, {K + k, 0, P}));
+    }
+  for (Request& q : sends) q.wait();
 }
 
 // ---- library reduce_scatter ∘ all_gather -------------------------------------------

@@ -1,5 +1,7 @@
 #include "core/theory/collectives.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
@@ -51,6 +53,8 @@ CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link) {
       c.steps = 2 * ceil_log2(P);
       c.time_s = alpha_beta(c.steps, c.steps * N, link);
       break;
+    case AlgorithmKind::ring_sliced: return ring_sliced_all_reduce_cost(P, N, ring_slices(N / P), link);
+    case AlgorithmKind::double_tree: return double_tree_all_reduce_cost(P, N, double_tree_chunks(N), link);
     case AlgorithmKind::naive:
       c.bytes_per_rank = (P - 1) * N;
       c.messages_per_rank = P - 1;
@@ -60,9 +64,80 @@ CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link) {
     case AlgorithmKind::none:
     case AlgorithmKind::library:
       throw Error(std::string("all_reduce_cost: no formula for algorithm '") + algorithm_kind_name(a) +
-                  "'; it takes naive, ring, tree or rhd");
+                  "'; it takes naive, ring, tree, rhd, ring_sliced or double_tree");
   }
   return c;
+}
+
+CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link) {
+  if (P <= 1) return {};
+  CommCost c;
+  c.bytes_per_rank = 2.0 * (P - 1) / P * N;  // the ring's bytes, in S times as many messages
+  c.messages_per_rank = 2 * (P - 1) * S;
+  c.steps = 2 * (P - 1);  // a step is still one chunk's hop (one tag); its slices share it
+  // α per message on a link α occupies: 2(P-1)·S·α + 2(P-1)/P·N/β.
+  if (link.beta_Bps > 0) c.time_s = c.messages_per_rank * link.alpha_s + c.bytes_per_rank / link.beta_Bps;
+  return c;
+}
+
+TreeLinks binary_tree_links(int P, int rank) {
+  TreeLinks t;
+  int bit = 1;
+  while (bit < P && !(bit & rank)) bit <<= 1;  // rank's lowest set bit (P's next power of two for rank 0)
+  if (rank == 0) {
+    if (P > 1) t.children[1] = bit >> 1;
+    return t;
+  }
+  t.parent = (rank ^ bit) | (bit << 1);  // up one level: clear my bit, set the next
+  if (t.parent >= P) t.parent = rank ^ bit;
+  int low = bit >> 1;
+  if (low == 0) return t;  // odd ranks are leaves
+  t.children[0] = rank - low;
+  while (low > 0 && rank + low >= P) low >>= 1;  // the right child, if it exists
+  t.children[1] = low > 0 ? rank + low : -1;
+  return t;
+}
+
+TreeLinks double_tree_links(int P, int rank, int tree) {
+  if (tree == 0) return binary_tree_links(P, rank);
+  const bool mirror = P % 2 == 0;
+  auto to_tree0 = [&](int r) { return mirror ? P - 1 - r : (r - 1 + P) % P; };
+  auto from_tree0 = [&](int r) { return r < 0 ? -1 : mirror ? P - 1 - r : (r + 1) % P; };
+  const TreeLinks t0 = binary_tree_links(P, to_tree0(rank));
+  TreeLinks t;
+  t.parent = from_tree0(t0.parent);
+  t.children[0] = from_tree0(t0.children[0]);
+  t.children[1] = from_tree0(t0.children[1]);
+  return t;
+}
+
+int double_tree_chunks(double N) {
+  return int(std::clamp(std::ceil(N / 2 / kRingSliceBytes), 1.0, double(kMaxRingSlices)));
+}
+
+CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link) {
+  if (P <= 1) return {};
+  CommCost c;
+  for (int r = 0; r < P; ++r) {
+    int transfers = 0;  // halves this rank sends: up to its parent, down to each child, in both trees
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreeLinks t = double_tree_links(P, r, tree);
+      transfers += (t.parent >= 0) + t.child_count();
+    }
+    c.bytes_per_rank = std::max(c.bytes_per_rank, transfers * N / 2);
+    c.messages_per_rank = std::max(c.messages_per_rank, transfers * K);
+  }
+  c.steps = 2 * K;
+  if (link.beta_Bps > 0) {
+    const double chunk_hop = link.alpha_s + N / 2 / K / link.beta_Bps;
+    c.time_s = c.messages_per_rank * link.alpha_s + c.bytes_per_rank / link.beta_Bps + 2 * ceil_log2(P) * chunk_hop;
+  }
+  return c;
+}
+
+int ring_slices(double chunk_bytes) {
+  const double s = std::ceil(chunk_bytes / kRingSliceBytes);
+  return int(std::clamp(s, 1.0, double(kMaxRingSlices)));
 }
 
 CommCost ring_reduce_scatter_cost(int P, double N, Link link) {

@@ -9,6 +9,8 @@
 //   recursive halv.-dbl. 2(P'-1)/P' · N (+N if P≠P')     2log2 P' (+2)     steps·α + bytes/β
 //   binomial tree        ⌈log2 P⌉ · N                    2⌈log2 P⌉         2⌈log2 P⌉(α + N/β)
 //   naive (root)         (P-1) · N                       2(P-1)            2(P-1)(α + N/β)
+//   ring in S slices     2(P-1)/P · N  (2(P-1)·S msgs)   2(P-1)            2(P-1)·S·α + 2(P-1)/P · N/β
+//   double binary tree   up to 2·N (N/2 up, ≤ 2×N/2 down per tree)  2K   see double_tree_all_reduce_cost
 // where P' is the largest power of two <= P.
 #pragma once
 
@@ -21,7 +23,7 @@ namespace dtl::theory {
 
 // Collectives and algorithms are the trace's CollectiveKind and AlgorithmKind
 // (core/trace/vocab.h, with their names as text); the formulas take the lab algorithms
-// naive, ring, tree and rhd.
+// naive, ring, tree, rhd, ring_sliced and double_tree.
 
 struct Link {
   double alpha_s = 0;   // per-message latency, seconds
@@ -40,6 +42,43 @@ int floor_pow2(int p);  // largest power of two <= p
 
 // Throws Error for an AlgorithmKind that is no lab algorithm (none, library).
 CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link = {});
+
+// The ring pipelined in slices (NCCL's chunk/slice structure): each step's chunk of N/P
+// bytes is cut into S slices sent back to back, and slice i goes on to the next step as
+// soon as it is reduced, so the reduce of slice i overlaps the transfer of slice i+1.
+// Same bytes and steps as the ring, S times the messages. On a link that charges α per
+// message (the lab's emulated link: α occupies it) the time is 2(P-1)·S·α + 2(P-1)/P·N/β:
+// the link never waits for a whole chunk. (Where α is pure delay, as NCCL's per-hop
+// latency, the pipeline pays it about once per step instead: 2(P-1)·α + (2(P-1)+S-1)·N/(P·S·β).)
+// all_reduce_cost(AlgorithmKind::ring_sliced, ...) uses S = ring_slices(N / P).
+CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link = {});
+// Slices per chunk of `chunk_bytes`: about kRingSliceBytes each (small enough that a slice
+// just reduced is still in cache when the next rank reads it), 1 to kMaxRingSlices.
+inline constexpr double kRingSliceBytes = 256 * 1024;
+inline constexpr int kMaxRingSlices = 256;
+int ring_slices(double chunk_bytes);
+
+// NCCL's double binary tree (src/graph/trees.cc, ncclGetBtree / ncclGetDtree; Sanders,
+// Speck & Träff 2009). Tree 0 is a binary tree over ranks 0..P-1 by their lowest set bit: the
+// odd ranks are its leaves, rank 0 its root with one child (the largest power of two < P).
+// Tree 1 is tree 0 mirrored (rank r plays P-1-r) when P is even, shifted by one (r plays
+// r-1) when P is odd: a rank that is a leaf in one tree is an inner node of the other, so
+// the two trees, each carrying half the data, use every rank's links about equally.
+struct TreeLinks {
+  int parent = -1;             // -1: the root
+  int children[2] = {-1, -1};  // -1: none
+  int child_count() const { return (children[0] >= 0) + (children[1] >= 0); }
+};
+TreeLinks binary_tree_links(int P, int rank);            // tree 0
+TreeLinks double_tree_links(int P, int rank, int tree);  // tree 0 or 1
+// Chunks per half of a double-tree all-reduce of N bytes (pipelined like the ring's slices).
+int double_tree_chunks(double N);
+// The double binary tree all-reduce of N bytes in K chunks per half (each half N/2 up one
+// tree, reduced at its root, then down it): per rank, in each tree, N/2 up to its parent
+// (not the root) and N/2 down to each child; messages K per transfer; steps 2K (a tag per
+// chunk and direction, shared by the trees). Time on a link that α occupies: the busiest
+// rank's m·α + B/β, plus the pipeline's fill, 2·depth chunk hops (depth = ⌈log2 P⌉).
+CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {});
 
 // Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
 CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});

@@ -35,8 +35,9 @@ enum class CollectiveKind : std::uint8_t {
 };
 inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_allv;
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
-// The α-β formulas (core/theory/collectives.h) take naive, ring, tree and rhd.
-enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd };
+// The α-β formulas (core/theory/collectives.h) take naive, ring, tree, rhd, ring_sliced
+// (the ring pipelined in slices) and double_tree (NCCL's two complementary binary trees).
+enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd, ring_sliced, double_tree };
 // Which part of a run a span belongs to: the timed steps are what reports measure; the
 // one-rank reference and the checks are there to prove them (the viewer hides the
 // reference unless asked: it would fill the timeline).
@@ -91,9 +92,10 @@ class ScopedCollectiveRole {
 };
 
 const char* collective_kind_name(CollectiveKind c);  // "all_reduce", ..., "barrier" ("" for none)
-const char* algorithm_kind_name(AlgorithmKind a);    // "library", "naive", "ring", "tree", "rhd"
-const char* run_part_name(RunPart p);                // "setup", "timed", "check", "reference"
-const char* pass_name(Pass p);                       // "forward", "backward", "weight", "optimizer", "recompute"
+const char* algorithm_kind_name(
+    AlgorithmKind a);                  // "library", "naive", "ring", "tree", "rhd", "ring_sliced", "double_tree"
+const char* run_part_name(RunPart p);  // "setup", "timed", "check", "reference"
+const char* pass_name(Pass p);         // "forward", "backward", "weight", "optimizer", "recompute"
 const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
 const char* expert_exchange_name(ExpertExchange x);  // "counts", "dispatch", "combine" ("" for none)
 const char* pass_letter(Pass p);                     // a schedule's "F", "B", "W" ("" for the others)

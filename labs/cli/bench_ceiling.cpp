@@ -81,4 +81,29 @@ double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryB
   return worst;
 }
 
+double ring_ceiling_busbw(int P, double bw) { return 2.0 * bw / (5.0 * std::max(1, P)); }
+
+double print_ring_ceiling(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw,
+                          const nlohmann::json& rows) {
+  if (p.link.active() || p.on_gpu || p.backend.kind != BackendKind::threads || p.coll != CollectiveKind::all_reduce)
+    return 0;
+  const double ceiling = ring_ceiling_busbw(p.P, bw.best()) / 1e9, at_copy = ring_ceiling_busbw(p.P, bw.copy) / 1e9;
+  double best = 0;
+  for (const auto& r : rows)
+    if (r["bytes"].get<std::uint64_t>() >= ceiling_min_bytes(p.P)) best = std::max(best, r["busbw_GBps"].get<double>());
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "# ring ceiling: traffic 5(P-1)·N (reduce-scatter reads 2 writes 1, all-gather reads 1 writes 1, per "
+                "chunk) -> busbw <= 2·BW/(5P) = %.2f GB/s (%.2f at the copy rate)\n",
+                ceiling, at_copy);
+  out << line;
+  if (best == 0) return 0;
+  std::snprintf(line, sizeof line,
+                "# best busbw where it applies = %.0f%% of the ring ceiling (%.0f%% at the copy rate)%s\n",
+                100 * best / ceiling, 100 * best / at_copy,
+                best > ceiling ? "  (above it: slices reread from cache, not memory)" : "");
+  out << line;
+  return best / ceiling;
+}
+
 }  // namespace dtl::cli

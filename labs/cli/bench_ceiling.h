@@ -28,4 +28,15 @@ std::uint64_t ceiling_min_bytes(int P);
 double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw,
                             const nlohmann::json& rows);
 
+// The ring's own ceiling on thread ranks (a point-to-point ring, sliced or not): each
+// reduce-scatter step reads two chunks and writes one (recv_reduce), each all-gather step
+// reads one and writes one (a copy), so P ranks × (P-1) steps × (3 + 2)·N/P = 5(P-1)·N
+// bytes of traffic; time >= 5(P-1)·N / BW and busbw = N/time · 2(P-1)/P <= 2·BW/(5P).
+// A model of the ring's traffic, not of every all-reduce: a slice still in cache when the
+// next rank reads it costs no memory traffic, so a sliced ring may pass it (the footer says so).
+double ring_ceiling_busbw(int P, double bw);
+// The footer's line for --impl ring / ring_sliced on thread ranks: the ring ceiling and the
+// best applicable row's share of it. Returns the share (0 if none applies).
+double print_ring_ceiling(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows);
+
 }  // namespace dtl::cli

@@ -209,6 +209,8 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
   double total_wrong = 0;
   for (const auto& r : rows) total_wrong += r["wrong"].get<double>();
   const double share = print_ceiling_footer(out, p, bw, rows);
+  double ring_share = 0;
+  if (a.impl == "ring" || a.impl == "ring_sliced") ring_share = print_ring_ceiling(out, p, bw, rows);
   out << "# #wrong total " << total_wrong << "\n";
   if (p.sweep.rounded)
     out << "# note: sizes rounded to a multiple of " << p.unit << " B (" << p.unit_is
@@ -232,6 +234,8 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
                         {"ceiling_min_bytes", ceiling_min_bytes(p.P)},
                         {"ceiling_share", share},
                         {"rows", rows}};
+    if (ring_share > 0)
+      j["ring_ceiling"] = {{"busbw_GBps", ring_ceiling_busbw(p.P, bw.best()) / 1e9}, {"share", ring_share}};
     if (p.link.active())
       j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
     if (a.json_path == "-")
@@ -243,6 +247,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
 }
 
 int run_bench(BenchArgs& a) {
+  if (a.algo == "auto") return run_bench_auto(a);
   const BenchPlan p = plan_bench(a);
   if (p.ping_pong) return run_ping_pong(a, p);
   std::ostream& out = a.json_path == "-" ? std::cerr : std::cout;  // --json -: stdout holds only JSON
@@ -300,7 +305,16 @@ Command add_bench_command(CLI::App& app) {
                              "all_to_allv", "ping_pong"}))
       ->capture_default_str();
   b->add_option("--impl", a->impl, "library (the backend's own) or a point-to-point algorithm")
-      ->check(CLI::IsMember({"library", "ring", "tree", "rhd", "naive"}))
+      ->check(CLI::IsMember({"library", "ring", "ring_sliced", "tree", "double_tree", "rhd", "naive"}))
+      ->capture_default_str();
+  b->add_option("--algo", a->algo,
+                "auto: print the time NCCL's tuning model predicts for each algorithm × protocol per size, the pick "
+                "marked and why (runs nothing; see --gpu, --per-node)")
+      ->check(CLI::IsMember({"auto"}));
+  b->add_option("--gpu", a->gpu, "--algo auto: the GPU profile (a100-sxm4-80gb, h100-sxm5, h200)")
+      ->capture_default_str();
+  b->add_option("--per-node", a->per_node, "--algo auto: ranks per node")
+      ->check(whole_range(1, 4096))
       ->capture_default_str();
   b->add_option("--ranks,-r", a->ranks, "Number of ranks (threads: default 4; mpi: as started by mpirun)")
       ->check(whole_range(1, 4096));

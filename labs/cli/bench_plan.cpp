@@ -88,6 +88,17 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   if (coll != C::all_reduce)
     throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
   ex::require_supported_world(P);
+  if (a.impl == "ring_sliced")  // the ring pipelined in slices of about 256 KiB (theory::ring_slices)
+    return [t, op](Comm& c, void* s, void* r, std::size_t n) {
+      if (s != r) copy_bytes(r, s, n * dtype_size(t));
+      const int S = theory::ring_slices(double(n * dtype_size(t)) / c.size());
+      ex::ring_sliced_all_reduce(c, ex::BufferView{r, n, t}, op, S);
+    };
+  if (a.impl == "double_tree")  // NCCL's two trees, halves pipelined in chunks of about 256 KiB
+    return [t, op](Comm& c, void* s, void* r, std::size_t n) {
+      if (s != r) copy_bytes(r, s, n * dtype_size(t));
+      ex::double_tree_all_reduce(c, ex::BufferView{r, n, t}, op, theory::double_tree_chunks(double(n * dtype_size(t))));
+    };
   std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"   ? ex::ring_all_reduce
                                                             : a.impl == "tree" ? ex::tree_all_reduce
                                                             : a.impl == "rhd"  ? ex::rhd_all_reduce

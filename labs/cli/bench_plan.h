@@ -29,6 +29,9 @@ struct BenchArgs {
   std::string link;
   double link_bw = 0, link_latency = 0;
   double timeout_s = 120;
+  std::string algo;               // --algo auto: print NCCL's predicted choice instead of running
+  std::string gpu = "h100-sxm5";  //   its GPU profile (core/theory/gpu_profile.h)
+  int per_node = 8;               //   ranks per node
   double skew = 0;  // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
 };
 
@@ -74,5 +77,9 @@ BenchPlan plan_bench(BenchArgs& a);
 // `dtlab bench ping_pong` (bench_ping_pong.cpp): the point-to-point sweep, one way =
 // round trip / 2. Returns the exit code.
 int run_ping_pong(const BenchArgs& a, const BenchPlan& p);
+
+// `dtlab bench all_reduce --algo auto` (bench_auto.cpp): the table of predicted times per
+// size from core/theory/nccl_model.h, algorithm × protocol, the winner marked and why.
+int run_bench_auto(const BenchArgs& a);
 
 }  // namespace dtl::cli

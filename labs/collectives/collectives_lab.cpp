@@ -1,4 +1,4 @@
-// The collectives lab: all-reduce built from point-to-point messages, four ways.
+// The collectives lab: all-reduce built from point-to-point messages, six ways.
 //
 //   dtlab run collectives --algo ring --ranks 4 --bytes 64M --trace ring.json
 //   dtlab run collectives --algo all --ranks 8 --bytes 1M        # side by side
@@ -8,6 +8,8 @@
 // ring   reduce-scatter then all-gather, 2(P-1) steps  2(P-1)/P·N bytes per rank
 // tree   binomial reduce then broadcast, 2⌈log2 P⌉ steps
 // rhd    recursive halving-doubling (Rabenseifner), 2·log2 P steps, ring's bytes
+// ring_sliced  the ring in S slices per chunk (NCCL's), 2(P-1)·S messages; formulas.cpp
+// double_tree  NCCL's two complementary binary trees, half the data each, in K chunks
 //
 // Each algorithm runs once on crafted inputs (exact in any order) and is checked
 // element by element against the exact sums; its bytes, messages and steps are measured
@@ -31,7 +33,6 @@
 #include "labs/collectives/crafted.h"
 #include "labs/collectives/lab_buffer.h"
 #include "labs/measure.h"
-#include "labs/report_format.h"
 
 namespace dtl {
 
@@ -45,6 +46,8 @@ const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmK
                                                             algo_word(AlgorithmKind::ring),
                                                             algo_word(AlgorithmKind::tree),
                                                             algo_word(AlgorithmKind::rhd),
+                                                            algo_word(AlgorithmKind::ring_sliced),
+                                                            algo_word(AlgorithmKind::double_tree),
                                                             {std::nullopt, "all"}};
 const EnumNames<CollectiveKind> kCollectiveNames = {
     collective_word(CollectiveKind::all_reduce), collective_word(CollectiveKind::reduce_scatter),
@@ -73,16 +76,15 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = s.op;
-  using A = AlgorithmKind;
-  const std::vector<A> algos = s.algo ? std::vector<A>{*s.algo} : std::vector<A>{A::naive, A::ring, A::tree, A::rhd};
+  const std::vector<AlgorithmKind> algos =
+      s.algo ? std::vector<AlgorithmKind>{*s.algo}
+             : std::vector<AlgorithmKind>{AlgorithmKind::naive, AlgorithmKind::ring,        AlgorithmKind::ring_sliced,
+                                          AlgorithmKind::tree,  AlgorithmKind::double_tree, AlgorithmKind::rhd};
   std::vector<Case> cases;
-  for (const A a : algos) {
-    std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a == A::naive  ? ex::naive_all_reduce
-                                                              : a == A::ring ? ex::ring_all_reduce
-                                                              : a == A::tree ? ex::tree_all_reduce
-                                                                             : ex::rhd_all_reduce;
+  for (const AlgorithmKind a : algos) {
+    const AllReduceFn fn = all_reduce_fn(a, lab_slices(s, N, P), lab_tree_chunks(s, N));
     const std::string algo_id(algorithm_kind_name(a));
-    cases.push_back({algo_id + " all_reduce", algo_id, collective_cost(CollectiveKind::all_reduce, a, P, N, link),
+    cases.push_back({algo_id + " all_reduce", algo_id, all_reduce_run_cost(s, a, P, N, link),
                      collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a,
                      [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
@@ -163,12 +165,6 @@ Mismatch check_buffer(Comm& comm, const ex::BufferView& b, const std::function<d
   }
   comm.all_reduce(m, m, 2, DType::f64, ReduceOp::max);
   return {std::size_t(m[0]), m[1]};
-}
-
-// Bytes-per-rank tolerance: chunks of uneven size shift a rank's share by up to a few elements.
-double bytes_tolerance(int P, std::size_t count, DType t) {
-  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
-  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
 Role case_role(const Case& c, RunPart part) {
@@ -311,34 +307,11 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
       .from("same bits");
 }
 
-// The header's words for this run, and how to read the times.
-void describe_setup(const Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count,
-                    Report& rep) {
-  const int P = comm.size();
-  const std::string collective = name_of(kCollectiveNames, s.collective);
-  rep.setup.push_back(collective + " of " + format_value(double(cfg.bytes), "B") + " per rank (" +
-                      std::to_string(count) + " × " + std::string(dtype_name(cfg.dtype)) + ")");
-  if (s.collective == CollectiveKind::all_reduce || s.collective == CollectiveKind::reduce_scatter)
-    rep.setup.push_back(std::string("op ") + name_of(kOpNames, s.op));
-  rep.setup.push_back(std::string("algo ") + name_of(kAlgoNames, s.algo));
-  if (cfg.device != Device::Kind::cpu) rep.setup.push_back("buffers on GPUs");
-  const char* busbw = s.collective == CollectiveKind::all_reduce  ? "2(P-1)/P"
-                      : s.collective == CollectiveKind::broadcast ? "1"
-                                                                  : "(P-1)/P";
-  if (cfg.iters > 0)
-    rep.notes.push_back("Times: the slowest rank's, median of " + count_of(cfg.iters, "run") + " (min–max) after " +
-                        std::to_string(cfg.warmup) + " warm-up; algbw = N / time, busbw = algbw × " + busbw +
-                        " (nccl-tests); N = bytes per rank, P = ranks.");
-  if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)
-    rep.notes.push_back("rhd on " + std::to_string(P) +
-                        " ranks: the largest power of two, Q = " + std::to_string(theory::floor_pow2(P)) +
-                        ", halves and doubles; the other ranks fold in first and out last.");
-}
-
 }  // namespace
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   const CollectivesSettings s = collectives_option_table().parse(cfg.options);
+  require_slices_apply(cfg, s);
   const std::size_t es = dtype_size(cfg.dtype);
   if (cfg.bytes < es)
     throw UsageError("--bytes " + std::to_string(cfg.bytes) + " holds no " + std::string(dtype_name(cfg.dtype)) +
@@ -352,7 +325,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   const std::size_t count = cfg.bytes / es;
 
   Report rep = start_report(comm, cfg, "collectives");
-  describe_setup(comm, cfg, s, count, rep);
+  describe_collectives_setup(comm, cfg, s, count, rep);
   MemoryTracker mem(comm.global_rank(), comm.trace());
   LabBuffer work(mem, count, cfg.dtype, rank_device(cfg.device, comm));
 
@@ -383,23 +356,22 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
     t.choice("algo", &CollectivesSettings::algo, AlgorithmKind::ring, kAlgoNames, "algorithm")
         .choice("collective", &CollectivesSettings::collective, CollectiveKind::all_reduce, kCollectiveNames,
                 "which collective to build")
-        .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction");
+        .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction")
+        .integer("slices", &CollectivesSettings::slices, 0, 0, 4096,
+                 "ring_sliced's slices per chunk, double_tree's chunks per half (0: ~256 KiB)");
     return t;
   }();
   return table;
 }
 
-namespace ex {
-std::span<const ExerciseHints> collectives_hints();  // exercises/collectives_hints.cpp
-}  // namespace ex
-
 LabInfo collectives_lab_info() {
   return {
       "collectives",
-      "all-reduce from point-to-point: naive, ring, binomial tree, recursive halving-doubling, vs the formulas",
+      "all-reduce from point-to-point: naive, ring, ring in slices, binomial tree, double binary tree, recursive "
+      "halving-doubling, vs the formulas",
       {RunOption::bytes, RunOption::dtype, RunOption::iters, RunOption::device, RunOption::step, RunOption::faults},
       collectives_option_table().specs(),
-      // The curriculum's order: the ring first, then trees, halving-doubling, the cost model.
+      // The curriculum's order: the ring first, then trees, halving-doubling, the cost model, NCCL's trees.
       {{"naive_all_reduce", "NaiveAllReduce", 5},
        {"ring_reduce_scatter", "RingReduceScatter", 15},
        {"ring_all_gather", "RingAllGather", 10},
@@ -408,7 +380,8 @@ LabInfo collectives_lab_info() {
        {"tree", "TreeBroadcast", 10},
        {"tree", "TreeAllReduce", 10},
        {"rhd_all_reduce", "RhdAllReduce", 20},
-       {"all_reduce_cost", "AllReduceCost", 5}},
+       {"all_reduce_cost", "AllReduceCost", 5},
+       {"double_binary_tree", "DoubleBinaryTree", 10}},
       run_collectives_lab,
       collectives_chunk_grid,
       StepUnit::transfers,

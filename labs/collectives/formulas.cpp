@@ -1,5 +1,6 @@
 // The collectives lab's formulas (collectives_lab.h): what each algorithm costs, and where
 // the figures come from in the curriculum's words.
+#include "core/error.h"
 #include "core/theory/collectives.h"
 #include "exercises/collectives.h"
 #include "labs/collectives/collectives_lab.h"
@@ -17,6 +18,10 @@ CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P)
   switch (a) {
     case AlgorithmKind::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
     case AlgorithmKind::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
+    case AlgorithmKind::double_tree:
+      return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K", "2K",
+              "α-β: busiest rank's m·α + B/β + 2⌈log2 P⌉ chunk hops"};
+    case AlgorithmKind::ring_sliced: return {"2(P-1)/P·N", "2(P-1)·S", "2(P-1)", "α-β: 2(P-1)·S·α + 2(P-1)/P·N/β"};
     case AlgorithmKind::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
     case AlgorithmKind::rhd:
       if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
@@ -34,6 +39,49 @@ theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, doubl
     case CollectiveKind::broadcast: return theory::tree_broadcast_cost(P, N, link);
     default: return theory::all_reduce_cost(a, P, N, link);
   }
+}
+
+int lab_slices(const CollectivesSettings& s, double N, int P) {
+  return s.slices > 0 ? s.slices : theory::ring_slices(N / P);
+}
+
+void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s) {
+  if (!collectives_option_table().given(cfg.options, &CollectivesSettings::slices)) return;
+  const bool pipelined = !s.algo || s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree;
+  if (s.collective != CollectiveKind::all_reduce || !pipelined)
+    throw UsageError(
+        "--slices cuts the pipelined all-reduces (--algo ring_sliced, double_tree or all); this run has none");
+}
+
+int lab_tree_chunks(const CollectivesSettings& s, double N) {
+  return s.slices > 0 ? s.slices : theory::double_tree_chunks(N);
+}
+
+theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, AlgorithmKind a, int P, double N,
+                                     theory::Link link) {
+  if (a == AlgorithmKind::ring_sliced) return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link);
+  if (a == AlgorithmKind::double_tree) return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link);
+  return collective_cost(CollectiveKind::all_reduce, a, P, N, link);
+}
+
+AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K) {
+  switch (a) {
+    case AlgorithmKind::naive: return ex::naive_all_reduce;
+    case AlgorithmKind::ring: return ex::ring_all_reduce;
+    case AlgorithmKind::tree: return ex::tree_all_reduce;
+    case AlgorithmKind::rhd: return ex::rhd_all_reduce;
+    case AlgorithmKind::ring_sliced:
+      return [S](Comm& c, ex::BufferView b, ReduceOp o) { ex::ring_sliced_all_reduce(c, b, o, S); };
+    case AlgorithmKind::double_tree:
+      return [K](Comm& c, ex::BufferView b, ReduceOp o) { ex::double_tree_all_reduce(c, b, o, K); };
+  }
+  return ex::ring_all_reduce;
+}
+
+// Bytes-per-rank tolerance (collectives_lab.h): chunks of uneven size shift a rank's share by up to a few elements.
+double bytes_tolerance(int P, std::size_t count, DType t) {
+  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
+  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
 void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, const LinkSpec& link, Report& rep) {

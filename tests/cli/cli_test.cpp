@@ -195,7 +195,7 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     EXPECT_EQ(row["wrong"].get<double>(), 0);
     EXPECT_GT(row["busbw_GBps"].get<double>(), 0);
   }
-  for (const char* impl : {"ring", "tree", "rhd", "naive"}) {
+  for (const char* impl : {"ring", "ring_sliced", "tree", "double_tree", "rhd", "naive"}) {
     const Output b = dtlab(std::string("bench all_reduce --ranks 5 -b 100 -e 1000 -f 10 -n 1 -w 0 --impl ") + impl);
     EXPECT_EQ(b.code, 0) << impl << b.err;
   }
@@ -203,6 +203,28 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     const Output b = dtlab(std::string("bench ") + coll + " --ranks 3 -b 96 -e 96 -n 1 -w 0");
     EXPECT_EQ(b.code, 0) << coll << b.err;
   }
+}
+
+// Issue 51: --algo auto prints NCCL's tuning model's table (nothing runs): a row per size with
+// exactly one pick marked *, and why; a small all_reduce across nodes goes to a low-latency
+// protocol (LL), a large one to the ring.
+TEST(Cli, BenchAlgoAutoMarksTheModelsPickPerSize) {
+  const Output o = dtlab("bench all_reduce --algo auto --gpu h100-sxm5 --ranks 16 --per-node 8 -b 8 -e 8G -f 1024");
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::istringstream lines(o.out);
+  std::string line, first, last;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++rows;
+    EXPECT_EQ(std::count(line.begin(), line.end(), '*'), 1) << line;
+    EXPECT_NE(line.find(", next "), std::string::npos) << "no reason given: " << line;
+    if (first.empty()) first = line;
+    last = line;
+  }
+  EXPECT_EQ(rows, 4) << o.out;  // 8 B, 8 KiB, 8 MiB, 8 GiB
+  EXPECT_NE(first.find("/LL:"), std::string::npos) << first;
+  EXPECT_NE(last.find("ring/"), std::string::npos) << last;
 }
 
 // all_to_allv with a hot rank (--skew 4 on 4 ranks): rank 0 receives 4/7 of what every rank

@@ -166,7 +166,7 @@ TEST(PlanCli, LlamaShapesPlanAndBadShapesAreRefused) {
   ASSERT_EQ(llama.code, 0) << llama.err;
   EXPECT_NE(llama.out.find("8.03 billion"), std::string::npos) << llama.out;  // Llama 3 8B's 8,030,261,248
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
-           {"plan --layers 2 --hidden 100 --heads 7 --seq 64 --vocab 100", "--heads 7 does not divide --hidden 100"},
+           {"plan --layers 2 --hidden 100 --heads 7 --seq 64 --vocab 100", "hidden 100 must be divisible by heads 7"},
            {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 3 --seq 64 --vocab 100", "--kv-heads 3 must divide"},
            {"plan --layers 2 --hidden 128 --heads 8 --kv-heads 2 --seq 64 --vocab 100 --tp 4", "--kv-heads"},
            {"plan --model llama3-8b --kv-heads 4", "another model"}}) {

@@ -60,8 +60,33 @@ TEST(Theory, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(busbw_factor(CollectiveKind::reduce, 4), 1.0);
 }
 
+// Issue 51: the sliced ring keeps the ring's bytes and steps with S times the messages; the
+// double tree on 12 ranks (NCCL's picture in trees.cc): rank 8 has a parent and two children
+// in tree 0 and is a leaf in tree 1, so it sends N/2 × 4 = 2N; its latency grows with log2 P.
+TEST(Theory, SlicedRingAndDoubleTreeCosts) {
+  const CommCost ring = all_reduce_cost(AlgorithmKind::ring, 8, 8000), sliced = ring_sliced_all_reduce_cost(8, 8000, 4);
+  EXPECT_EQ(sliced.bytes_per_rank, ring.bytes_per_rank);
+  EXPECT_EQ(sliced.steps, ring.steps);
+  EXPECT_EQ(sliced.messages_per_rank, 4 * ring.messages_per_rank);
+  EXPECT_EQ(ring_slices(1), 1);
+  EXPECT_EQ(ring_slices(16.0 * 1024 * 1024), 64);
+  const TreeLinks r8 = double_tree_links(12, 8, 0);
+  EXPECT_EQ(r8.parent, 0);
+  EXPECT_EQ(r8.children[0], 4);
+  EXPECT_EQ(r8.children[1], 10);
+  EXPECT_EQ(double_tree_links(12, 11, 1).parent, -1);  // tree 1 mirrors tree 0: its root is 11
+  const CommCost dt = double_tree_all_reduce_cost(12, 1000, 3);
+  EXPECT_EQ(dt.bytes_per_rank, 2000);
+  EXPECT_EQ(dt.messages_per_rank, 4 * 3);
+  EXPECT_EQ(dt.steps, 6);
+  const Link link{5e-6, 25e9};  // small messages: the tree's log2 P beats the ring's P at 64 ranks
+  EXPECT_LT(double_tree_all_reduce_cost(64, 1024, 1, link).time_s,
+            all_reduce_cost(AlgorithmKind::ring, 64, 1024, link).time_s);
+}
+
 TEST(Theory, NamesParseBothWays) {
-  for (AlgorithmKind a : {AlgorithmKind::naive, AlgorithmKind::ring, AlgorithmKind::tree, AlgorithmKind::rhd})
+  for (AlgorithmKind a : {AlgorithmKind::naive, AlgorithmKind::ring, AlgorithmKind::tree, AlgorithmKind::rhd,
+                          AlgorithmKind::ring_sliced, AlgorithmKind::double_tree})
     EXPECT_EQ(parse_algorithm_kind(algorithm_kind_name(a)), a);
   EXPECT_FALSE(parse_algorithm_kind("butterfly").has_value());
   EXPECT_THROW(all_reduce_cost(AlgorithmKind::library, 4, 1000), dtl::Error);  // no formula for the library's own

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "core/trace/trace.h"
 #include "tests/labs/lab_test_util.h"
 
@@ -83,4 +86,78 @@ TEST(CollectivesLab, StepsAreDistinctTagsAtHundredsOfRanks) {
     }
     EXPECT_TRUE(r.ok) << "P=" << P << "\n" << r.to_text();
   }
+}
+
+// Issue 51: the ring pipelined in slices equals one rank's exact sum on crafted inputs on
+// 2–16 ranks, for any slice count (1 is the plain ring), with the ring's bytes and steps
+// and 2(P-1)·S messages, all counted from the trace.
+TEST(CollectivesLab, SlicedRingMatchesTheExactSumAndItsFormula) {
+  for (int P : {2, 3, 4, 5, 8, 13, 16})
+    for (int S : {1, 3, 8})
+      for (const char* op : {"sum", "avg"}) {
+        const std::uint64_t N = 4 * 64 * std::uint64_t(P);  // 64 floats per chunk: the bytes are exact
+        const Report r = run_lab(P, N, {{"algo", "ring_sliced"}, {"slices", std::to_string(S)}, {"op", op}});
+        const std::string w = "P=" + std::to_string(P) + " S=" + std::to_string(S) + " op=" + op;
+        ASSERT_NE(r.find("ring_sliced.wrong_elements"), nullptr) << w;
+        EXPECT_EQ(r.find("ring_sliced.wrong_elements")->measured, 0) << w;
+        EXPECT_EQ(r.find("ring_sliced.bytes_sent_per_rank")->measured, 2.0 * (P - 1) / P * double(N)) << w;
+        EXPECT_EQ(r.find("ring_sliced.steps")->measured, 2 * (P - 1)) << w;
+        EXPECT_EQ(r.find("ring_sliced.messages_sent_per_rank")->measured, 2 * (P - 1) * S) << w;
+        EXPECT_TRUE(r.ok) << w << "\n" << r.to_text();
+      }
+  // Uneven chunks and slices (1001 floats): still exact.
+  for (int P : {3, 7, 16}) EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", "ring_sliced"}, {"slices", "5"}}).ok) << P;
+}
+
+// Issue 51: NCCL's double binary tree. Each tree spans every rank with one root and
+// consistent parent/child links; for P >= 4 no rank is an inner node of both trees (NCCL's
+// point: the second tree's inner nodes are the first one's leaves).
+TEST(DoubleTree, TwoConsistentTreesAndEveryRankALeafInOne) {
+  for (int P = 2; P <= 33; ++P) {
+    int inner_in_both = 0;
+    for (int t = 0; t < 2; ++t) {
+      int roots = 0;
+      std::vector<int> parent_seen(std::size_t(P), 0);
+      for (int r = 0; r < P; ++r) {
+        const theory::TreeLinks l = theory::double_tree_links(P, r, t);
+        roots += l.parent < 0;
+        for (const int c : l.children) {
+          if (c < 0) continue;
+          ASSERT_LT(c, P);
+          EXPECT_EQ(theory::double_tree_links(P, c, t).parent, r) << "P=" << P << " tree " << t << " child " << c;
+          parent_seen[std::size_t(c)]++;
+        }
+      }
+      EXPECT_EQ(roots, 1) << "P=" << P << " tree " << t;
+      for (int r = 0; r < P; ++r)  // every rank but the root has exactly one parent
+        EXPECT_EQ(parent_seen[std::size_t(r)], theory::double_tree_links(P, r, t).parent < 0 ? 0 : 1) << P << " " << r;
+    }
+    for (int r = 0; r < P; ++r)
+      inner_in_both +=
+          theory::double_tree_links(P, r, 0).child_count() > 0 && theory::double_tree_links(P, r, 1).child_count() > 0;
+    if (P % 2 == 0)
+      EXPECT_EQ(inner_in_both, 0) << "P=" << P;
+    else
+      EXPECT_LE(inner_in_both, 1) << "P=" << P;  // odd P, shifted: only rank 0 (tree 0's root) may be
+  }
+}
+
+// The double-tree all-reduce equals one rank's exact sum on crafted inputs on 2–16 ranks,
+// with bytes, messages and steps from the trace equal to its formula.
+TEST(CollectivesLab, DoubleTreeMatchesTheExactSumAndItsFormula) {
+  for (int P : {2, 3, 4, 5, 6, 8, 11, 16})
+    for (int K : {1, 4})
+      for (const char* op : {"sum", "avg"}) {
+        const std::uint64_t N = 4 * 64 * std::uint64_t(P);
+        const Report r = run_lab(P, N, {{"algo", "double_tree"}, {"slices", std::to_string(K)}, {"op", op}});
+        const std::string w = "P=" + std::to_string(P) + " K=" + std::to_string(K) + " op=" + op;
+        ASSERT_NE(r.find("double_tree.wrong_elements"), nullptr) << w;
+        EXPECT_EQ(r.find("double_tree.wrong_elements")->measured, 0) << w;
+        const theory::CommCost f = theory::double_tree_all_reduce_cost(P, double(N), K);
+        EXPECT_EQ(r.find("double_tree.bytes_sent_per_rank")->measured, f.bytes_per_rank) << w;
+        EXPECT_EQ(r.find("double_tree.messages_sent_per_rank")->measured, f.messages_per_rank) << w;
+        EXPECT_EQ(r.find("double_tree.steps")->measured, 2 * K) << w;
+        EXPECT_TRUE(r.ok) << w << "\n" << r.to_text();
+      }
+  for (int P : {3, 7, 16}) EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", "double_tree"}, {"slices", "5"}}).ok) << P;
 }

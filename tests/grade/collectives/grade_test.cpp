@@ -361,3 +361,31 @@ TEST(AllReduceCost, AgreesWithTheory) {
       << "all_reduce_cost for 7e9 parameters of 2 bytes on 8 GPUs at 600 GB/s: time_s is " << t
       << ", expected about 0.0408";
 }
+
+// ---- exercise 8: NCCL's double binary tree ------------------------------------------------
+
+// Every rank's links in both trees equal NCCL's (core/theory's construction, after
+// src/graph/trees.cc), and the trees are trees: one root, each other rank one parent that
+// names it as a child, every rank a leaf in one tree and inner in the other for even P.
+TEST(DoubleBinaryTree, EveryRanksParentAndChildrenAsNcclBuildsThem) {
+  for (int P = 1; P <= 40; ++P)
+    for (int t = 0; t < 2; ++t) {
+      int roots = 0;
+      for (int r = 0; r < P; ++r) {
+        theory::TreeLinks got;
+        try {
+          got = ex::double_binary_tree(P, r, t);
+        } catch (const std::exception& e) {
+          FAIL() << "double_binary_tree(" << P << ", " << r << ", " << t << "): " << e.what();
+        }
+        const theory::TreeLinks want = theory::double_tree_links(P, r, t);
+        DTL_GRADE_EXPECT(got.parent == want.parent && got.children[0] == want.children[0] &&
+                         got.children[1] == want.children[1])
+            << "double_binary_tree(" << P << ", " << r << ", " << t << ") is parent " << got.parent << ", children "
+            << got.children[0] << " " << got.children[1] << "; expected parent " << want.parent << ", children "
+            << want.children[0] << " " << want.children[1];
+        roots += got.parent < 0;
+      }
+      DTL_GRADE_EXPECT(roots == 1) << "tree " << t << " of " << P << " ranks has " << roots << " roots, expected 1";
+    }
+}

@@ -72,7 +72,8 @@ RunFormula run_formula(const Role& role, int P, double N) {
   const bool lab_built = collective == CollectiveKind::all_reduce || collective == CollectiveKind::reduce_scatter ||
                          collective == CollectiveKind::all_gather || collective == CollectiveKind::broadcast;
   const bool lab_algorithm = algo == AlgorithmKind::naive || algo == AlgorithmKind::ring ||
-                             algo == AlgorithmKind::tree || algo == AlgorithmKind::rhd;
+                             algo == AlgorithmKind::tree || algo == AlgorithmKind::rhd ||
+                             algo == AlgorithmKind::ring_sliced || algo == AlgorithmKind::double_tree;
   if (!lab_built || !lab_algorithm) return f;
   const theory::CommCost cost = collective_cost(collective, algo, P, N);
   const CollectiveFormulas words = collective_formulas(collective, algo, P);
