@@ -74,8 +74,10 @@ AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K) {
       return [S](Comm& c, ex::BufferView b, ReduceOp o) { ex::ring_sliced_all_reduce(c, b, o, S); };
     case AlgorithmKind::double_tree:
       return [K](Comm& c, ex::BufferView b, ReduceOp o) { ex::double_tree_all_reduce(c, b, o, K); };
+    case AlgorithmKind::none:
+    case AlgorithmKind::library: break;  // not a lab algorithm (the option table offers none)
   }
-  return ex::ring_all_reduce;
+  throw Error(std::string("all_reduce_fn: no lab all-reduce for algorithm '") + algorithm_kind_name(a) + "'");
 }
 
 // Bytes-per-rank tolerance (collectives_lab.h): chunks of uneven size shift a rank's share by up to a few elements.
