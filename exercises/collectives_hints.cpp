@@ -111,14 +111,14 @@ constexpr std::array<ExerciseHints, 9> kCollectivesHints = {
        "that a rank that is a leaf in one is an inner node in the other. Then every rank's links carry about the "
        "same load, and the depth (the latency) grows with log2 P, the ring's with P.",
        "Tree 0 works on the lowest set bit b of the rank (b = r & -r). Parent: (r ^ b) | (b << 1), or r ^ b "
-       "when that is >= P. Children: r - b/2 and r + b/2 (halve the step of the second until it is < P); odd "
+       "when that is >= P. Children: r - b/2 and r + b/2 (halve the step of the second until it is < P). Odd "
        "ranks (b = 1) have none. Rank 0 is the root: its one child, in children[1], is the largest power of two "
-       "below P. Tree 1 for even P: rank r takes tree 0's links of P-1-r, each mapped back through P-1-x; for "
+       "below P. Tree 1 for even P: rank r takes tree 0's links of P-1-r, each mapped back through P-1-x. For "
        "odd P: the links of (r-1) mod P, each mapped back by +1 mod P. -1 stays -1.",
        "Outline: (1) write tree 0 for one rank: find b, handle rank 0, compute the parent, then the two "
        "children. (2) For tree 1 map the rank into tree 0 (mirror or shift), ask tree 0, and map every link "
-       "back. Check yourself on 12 ranks: tree 0 is 0 - 8, 8 - {4, 10}, 4 - {2, 6}, 10 - {9, 11}; tree 1 is 11 - "
-       "3, 3 - {7, 1}."}}}};
+       "back. Check yourself on 12 ranks: tree 0 is 0 - 8, 8 - (4, 10), 4 - (2, 6), 10 - (9, 11), and tree 1 is 11 - "
+       "3, 3 - (7, 1)."}}}};
 
 }  // namespace
 

@@ -20,8 +20,7 @@ namespace dtl {
 
 namespace {
 
-constexpr std::size_t kMinFlexible = 12;                  // a wrapped column keeps at least this many columns
-constexpr std::size_t kLeastFlexible = 6;                 // ... unless the table would pass the terminal's width
+constexpr std::size_t kMinFlexible = 6;  // a wrapped column keeps at least this many columns (and its longest word)
 constexpr std::size_t kKeepLabel = 36, kKeepSource = 16;  // widths to wrap others for first
 constexpr std::size_t kKeepPivotLabel = 28, kKeepPivotSource = 12;
 
@@ -62,20 +61,16 @@ std::vector<std::size_t> Table::widths(std::size_t width) const {
     return t;
   };
   auto excess = [&](std::size_t c) { return w[c] > keep[c] ? w[c] - keep[c] : 0; };
-  // Narrow one flexible column by one at a time: the most over its keep, else the widest; no
-  // column below its longest word while that is enough, else down to kLeastFlexible (a long
-  // formula then breaks after its punctuation, report_format.cpp's wrap), so no line passes
-  // the terminal's width and the terminal never breaks one.
-  for (const bool words_whole : {true, false}) {
-    while (total() > width) {
-      std::size_t pick = w.size();
-      for (std::size_t c = 0; c < w.size(); ++c) {
-        if (!flexible[c] || w[c] <= (words_whole ? narrowest[c] : kLeastFlexible)) continue;
-        if (pick == w.size() || excess(c) > excess(pick) || (excess(c) == excess(pick) && w[c] > w[pick])) pick = c;
-      }
-      if (pick == w.size()) break;
-      --w[pick];
+  // Narrow one flexible column by one: the most over its keep, else the widest; never below
+  // its longest word (no word breaks) nor kMinFlexible.
+  while (total() > width) {
+    std::size_t pick = w.size();
+    for (std::size_t c = 0; c < w.size(); ++c) {
+      if (!flexible[c] || w[c] <= narrowest[c]) continue;
+      if (pick == w.size() || excess(c) > excess(pick) || (excess(c) == excess(pick) && w[c] > w[pick])) pick = c;
     }
+    if (pick == w.size()) break;
+    --w[pick];
   }
   return w;
 }

@@ -70,16 +70,17 @@ struct Case {
 
 constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
 
-// The all-reduce algorithms --algo names (all: the four side by side).
+// The all-reduce algorithms --algo names (all: the course's four side by side; NCCL's
+// ring_sliced and double_tree run by name).
 std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, double N,
                                    const theory::Link& link) {
   const int P = comm.size(), r = comm.rank();
   const DType t = cfg.dtype;
   const ReduceOp op = s.op;
-  const std::vector<AlgorithmKind> algos =
-      s.algo ? std::vector<AlgorithmKind>{*s.algo}
-             : std::vector<AlgorithmKind>{AlgorithmKind::naive, AlgorithmKind::ring,        AlgorithmKind::ring_sliced,
-                                          AlgorithmKind::tree,  AlgorithmKind::double_tree, AlgorithmKind::rhd};
+  const std::vector<AlgorithmKind> algos = s.algo
+                                               ? std::vector<AlgorithmKind>{*s.algo}
+                                               : std::vector<AlgorithmKind>{AlgorithmKind::naive, AlgorithmKind::ring,
+                                                                            AlgorithmKind::tree, AlgorithmKind::rhd};
   std::vector<Case> cases;
   for (const AlgorithmKind a : algos) {
     const AllReduceFn fn = all_reduce_fn(a, lab_slices(s, N, P), lab_tree_chunks(s, N));

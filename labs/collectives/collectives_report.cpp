@@ -29,7 +29,7 @@ void describe_collectives_setup(const Comm& comm, const LabConfig& cfg, const Co
                         " (nccl-tests); N = bytes per rank, P = ranks.");
   const double N = double(count * dtype_size(cfg.dtype));
   if (s.collective == CollectiveKind::all_reduce &&
-      (!s.algo || s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree))
+      (s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree))
     rep.setup.push_back("pipelined: ring_sliced " + std::to_string(lab_slices(s, N, P)) +
                         " slices per chunk, double_tree " + std::to_string(lab_tree_chunks(s, N)) + " chunks per half");
   if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)

@@ -47,10 +47,9 @@ int lab_slices(const CollectivesSettings& s, double N, int P) {
 
 void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s) {
   if (!collectives_option_table().given(cfg.options, &CollectivesSettings::slices)) return;
-  const bool pipelined = !s.algo || s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree;
+  const bool pipelined = s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree;
   if (s.collective != CollectiveKind::all_reduce || !pipelined)
-    throw UsageError(
-        "--slices cuts the pipelined all-reduces (--algo ring_sliced, double_tree or all); this run has none");
+    throw UsageError("--slices cuts the pipelined all-reduces (--algo ring_sliced or double_tree); this run has none");
 }
 
 int lab_tree_chunks(const CollectivesSettings& s, double N) {
