@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "labs/report.h"
 #include "labs/report_format.h"
@@ -21,7 +22,7 @@ namespace dtl {
 namespace {
 
 constexpr std::size_t kMinFlexible = 6;  // a wrapped column keeps at least this many columns (and its longest word)
-constexpr std::size_t kKeepLabel = 36, kKeepSource = 16;  // widths to wrap others for first
+constexpr std::size_t kKeepLabel = 36, kKeepSource = 16, kKeepValue = 40;  // widths to wrap others for first
 constexpr std::size_t kKeepPivotLabel = 28, kKeepPivotSource = 12;
 
 // Rows of cells; a row of one cell is a heading across the table. Flexible columns wrap:
@@ -130,7 +131,12 @@ std::string joined(const std::vector<std::string>& items, std::size_t width) {
 
 // Every row in the order added; a heading where the case changes.
 std::string list_table(const std::vector<const ReportRow*>& rows, std::size_t width, const std::string& value_title) {
-  Table t{{}, {false, false, true, true, false}, {false, true, false, false, true}, {0, kKeepLabel, 0, 0, kKeepSource}};
+  // The values wrap too, at their spaces only ("0.1011 GB/s" over "(0.0546–0.147)"), and last:
+  // their keep is wider than any value.
+  Table t{{},
+          {false, false, true, true, false},
+          {false, true, true, true, true},
+          {0, kKeepLabel, kKeepValue, kKeepValue, kKeepSource}};
   std::string current = "\x01";
   for (const ReportRow* r : rows) {
     if (r->case_id() != current) {
@@ -232,6 +238,28 @@ std::string pivot_table(const std::vector<std::string>& columns, const std::vect
   return t.render(width);
 }
 
+// Whether every line of `text` fits `width` columns.
+bool fits(const std::string& text, std::size_t width) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (display_width(line) > width) return false;
+  return true;
+}
+
+// The cases of `columns` one after another, each its own list under its name: what a terminal
+// too narrow for them side by side shows (ZeRO's four stages at 80 columns).
+std::string cases_in_turn(const std::vector<std::string>& columns, const std::vector<const ReportRow*>& rows,
+                          std::size_t width, const std::string& value_title) {
+  std::string out;
+  for (const std::string& c : columns) {
+    std::vector<const ReportRow*> mine;
+    for (const ReportRow* r : rows)
+      if (r->case_id() == c) mine.push_back(r);
+    if (!mine.empty()) out += (out.empty() ? "" : "\n") + c + "\n" + list_table(mine, width, value_title);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Report::to_text(int width) const {
@@ -247,7 +275,16 @@ std::string Report::to_text(int width) const {
   for (const ReportRow& r : rows)
     (columns.size() >= 2 && side_by_side.count(r.case_id()) ? pivoted : listed).push_back(&r);
   std::vector<std::string> footnotes;
-  if (!pivoted.empty()) out += pivot_table(columns, pivoted, w, footnotes);
+  if (!pivoted.empty()) {
+    std::vector<std::string> pivot_notes;
+    const std::string side_by_side_text = pivot_table(columns, pivoted, w, pivot_notes);
+    if (fits(side_by_side_text, w)) {
+      out += side_by_side_text;
+      footnotes = std::move(pivot_notes);
+    } else {
+      out += cases_in_turn(columns, pivoted, w, value_title);
+    }
+  }
   if (!pivoted.empty() && !listed.empty()) out += "\n";
   if (!listed.empty()) out += list_table(listed, w, value_title);
 
