@@ -107,7 +107,9 @@ void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label,
     const Event& e = d.events[i];
     if (counts.empty() || counts.back().step != e.step || counts.back().stage != stage(e))
       counts.push_back({e.step, stage(e), {}});
-    fullest = std::max(fullest, ++counts.back().ops[std::size_t(op_of_label[e.label])]);
+    // 0, 1 or 2: assign_actions kept F, B and W only (so the byte reads the same unsigned)
+    const auto slot = static_cast<std::uint8_t>(op_of_label[e.label]);
+    fullest = std::max(fullest, ++counts.back().ops[slot]);
   }
   std::size_t a = 0;  // walks r.actions beside counts
   for (std::size_t c = 0; c < counts.size();) {
