@@ -236,12 +236,7 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
                         {"rows", rows}};
     if (ring_share > 0)
       j["ring_ceiling"] = {{"busbw_GBps", ring_ceiling_busbw(p.P, bw.best()) / 1e9}, {"share", ring_share}};
-    if (p.link.active())
-      j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
-    if (a.json_path == "-")
-      std::cout << j.dump(2) << "\n";
-    else
-      write_text_file(a.json_path, j.dump(2) + "\n", "--json");
+    emit_bench_json(std::move(j), p.link, a.json_path);
   }
   return total_wrong == 0 ? 0 : 1;
 }

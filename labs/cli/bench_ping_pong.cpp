@@ -90,12 +90,7 @@ void write_footer_and_json(std::ostream& out, const BenchArgs& a, const BenchPla
                       {"ranks", p.P},
                       {"dtype", std::string(dtype_name(p.t))},
                       {"rows", rows}};
-  if (p.link.active())
-    j["link"] = {{"name", p.link.name}, {"latency_us", p.link.latency_us}, {"bandwidth_GBps", p.link.bandwidth_GBps}};
-  if (a.json_path == "-")
-    std::cout << j.dump(2) << "\n";
-  else
-    write_text_file(a.json_path, j.dump(2) + "\n", "--json");
+  emit_bench_json(std::move(j), p.link, a.json_path);
 }
 
 }  // namespace

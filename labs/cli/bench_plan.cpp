@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/memory/device_ops.h"
+#include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
 #include "kernels/cuda/device.h"
@@ -203,6 +206,15 @@ BenchPlan plan_bench(BenchArgs& a) {
     cuda::use_cuda_memory();  // no GPU or no CUDA build: says so, exit 2
   }
   return p;
+}
+
+void emit_bench_json(nlohmann::json j, const LinkSpec& link, const std::string& path) {
+  if (link.active())
+    j["link"] = {{"name", link.name}, {"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
+  if (path == "-")
+    std::cout << j.dump(2) << "\n";
+  else
+    write_text_file(path, j.dump(2) + "\n", "--json");
 }
 
 }  // namespace dtl::cli

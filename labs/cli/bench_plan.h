@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,9 @@ int run_ping_pong(const BenchArgs& a, const BenchPlan& p);
 // `dtlab bench all_reduce --algo auto` (bench_auto.cpp): the table of predicted times per
 // size from core/theory/nccl_model.h, algorithm × protocol, the winner marked and why.
 int run_bench_auto(const BenchArgs& a);
+
+// A bench's JSON report `j`, with the emulated link when one is set: on stdout for
+// --json -, else written to `path` as every dtlab file is (core/util/files.h).
+void emit_bench_json(nlohmann::json j, const LinkSpec& link, const std::string& path);
 
 }  // namespace dtl::cli
