@@ -82,7 +82,9 @@ Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
 // The watchdog's patience: --timeout, else 8 s on thread ranks (they share one clock and say
 // what they wait on after 2 s) and a minute under MPI and NCCL, whose processes start and run
 // unevenly on a loaded machine.
-double watchdog_seconds(const RunArgs& a) { return a.timeout_s > 0 ? a.timeout_s : (a.backend == "threads" ? 8 : 60); }
+double watchdog_seconds(const RunArgs& a, const Backend& backend) {
+  return a.timeout_s > 0 ? a.timeout_s : (backend.kind == BackendKind::threads ? 8 : 60);
+}
 
 // The run the command line asks for (UsageError naming the option); the lab's options are
 // validated by the launch.
@@ -99,15 +101,15 @@ RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) 
   cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
   cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
-  if (cfg.link.active() && a.backend != "threads")
+  if (cfg.link.active() && backend.kind != BackendKind::threads)
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend +
                      " the real one is used");
   if (cfg.link.active() && a.step)
     throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
   // One message's latency at or above the watchdog's patience would always read as a hang.
-  if (cfg.link.active() && cfg.link.alpha_s() >= watchdog_seconds(a))
+  if (cfg.link.active() && cfg.link.alpha_s() >= watchdog_seconds(a, backend))
     throw UsageError("the emulated link's latency (" + format_g(cfg.link.latency_us) + " µs) is not below --timeout " +
-                     format_g(watchdog_seconds(a)) +
+                     format_g(watchdog_seconds(a, backend)) +
                      " s: every message would fire the watchdog; lower --link-latency or "
                      "--link-slowdown, or raise --timeout");
   if (!a.slow_rank.empty()) parse_slow_rank(a.slow_rank, backend.ranks, cfg.slow_rank, cfg.slow_factor);
@@ -117,7 +119,7 @@ RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) 
     parse_rank_step(a.inject_fault, "--inject-fault", cfg.ranks, faults.fault_rank, faults.fault_step);
   if (!a.inject_hang.empty())
     parse_rank_step(a.inject_hang, "--inject-hang", cfg.ranks, faults.hang_rank, faults.hang_step);
-  request.timeout_s = watchdog_seconds(a);
+  request.timeout_s = watchdog_seconds(a, backend);
   return request;
 }
 
@@ -189,7 +191,8 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
                      " element; give at least " + std::to_string(dtype_size(cfg.dtype)));
   // Thread ranks: their room (and each rank's trace tables) checked before anything per rank
   // is allocated, so --ranks 4096 on a small machine is refused at once.
-  if (a.backend == "threads") require_thread_room(cfg.ranks, Trace::kStreams * double(EventLog::kIndexBytes));
+  if (backend.kind == BackendKind::threads)
+    require_thread_room(cfg.ranks, Trace::kStreams * double(EventLog::kIndexBytes));
   ProgressPrinter progress(std::cerr, ProgressPrinter::quiet_from_env());
   if (!a.step) cfg.progress = std::ref(progress);  // (stepping prints every transfer itself)
   Trace trace(cfg.ranks);
