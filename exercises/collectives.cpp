@@ -55,6 +55,10 @@ void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks)
   return reference_until_written("double_tree_all_reduce", ref::double_tree_all_reduce, comm, buf, op, chunks);
 }
 
+void hierarchical_all_reduce(Comm& node, Comm& rail, BufferView buf, ReduceOp op) {
+  return reference_until_written("hierarchical_all_reduce", ref::hierarchical_all_reduce, node, rail, buf, op);
+}
+
 void all_reduce_by_reduce_scatter_all_gather(Comm& comm, BufferView buf, ReduceOp op) {
   return reference_until_written("all_reduce_by_reduce_scatter_all_gather",
                                  ref::all_reduce_by_reduce_scatter_all_gather, comm, buf, op);

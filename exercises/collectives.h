@@ -119,6 +119,18 @@ theory::TreeLinks double_binary_tree(int P, int rank, int tree);
 // k, down kTagTreeBroadcast + k, in both trees (at most kTagStride chunks).
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks);
 
+// Exercise 9, the hierarchical all-reduce of a two-tier cluster (NCCL's between nodes with a
+// NIC per GPU; Horovod's hierarchical allreduce): `node` holds this node's G ranks, `rail` the
+// n ranks of every node with this rank's local index (node.rank()). Three phases, from your rings:
+//   1. ring_reduce_scatter over `node` (sum): local rank l now holds chunk l of the node's sum,
+//      chunk_range(buf.count, G, l);
+//   2. ring_all_reduce over `rail` on that chunk alone (a BufferView of it): the chunk is the sum
+//      over every node, each rank's chunk crossing between nodes on its own rail, in parallel;
+//   3. ring_all_gather over `node`: every rank holds the whole sum.
+// avg: sum in phases 1 and 2, and divide chunk l by G·n once, before phase 3 (ex::finish_average).
+// Bytes per rank 2(G−1)/G·N + 2(n−1)/n·N/G, against the flat ring's 2(P−1)/P·N all on the slow tier.
+void hierarchical_all_reduce(Comm& node, Comm& rail, BufferView buf, ReduceOp op);
+
 // Exercise 4, AllReduce == AllGather ∘ ReduceScatter with the *library* collectives:
 // reduce_scatter then all_gather must give the same bits as comm.all_reduce for any
 // count (pad to a multiple of P; the padding must not change the result).

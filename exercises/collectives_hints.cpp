@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 9> kCollectivesHints = {
+constexpr std::array<ExerciseHints, 10> kCollectivesHints = {
     {{"naive_all_reduce",
       {"Everything goes through one rank. Rank 0 collects every other rank's buffer, combines each into its own, "
        "then hands the finished buffer back to every rank. It works, but rank 0's link carries (P-1)·N bytes each "
@@ -118,7 +118,21 @@ constexpr std::array<ExerciseHints, 9> kCollectivesHints = {
        "Outline: (1) write tree 0 for one rank: find b, handle rank 0, compute the parent, then the two "
        "children. (2) For tree 1 map the rank into tree 0 (mirror or shift), ask tree 0, and map every link "
        "back. Check yourself on 12 ranks: tree 0 is 0 - 8, 8 - (4, 10), 4 - (2, 6), 10 - (9, 11), and tree 1 is 11 - "
-       "3, 3 - (7, 1)."}}}};
+       "3, 3 - (7, 1)."}},
+     {"hierarchical_all_reduce",
+      {"Between nodes the link is 10× slower than inside one. A flat ring sends 2(P-1)/P of the buffer over it; "
+       "reduce inside the node first, so that each of the node's G ranks owns 1/G of the node's sum, and only "
+       "those chunks cross between nodes, every rank on its own NIC at once. Then spread the result inside "
+       "the node again.",
+       "Phase 1: your ring reduce-scatter over `node`; local rank l then owns chunk_range(count, G, l). Phase 2: "
+       "a ring all-reduce over `rail` of that chunk only (a BufferView starting at its offset, of its count). "
+       "Phase 3: your ring all-gather over `node`. Bytes per rank: 2(G-1)/G·N inside, 2(n-1)/n·N/G between. "
+       "For avg: reduce as a sum in both tiers, and divide by G·n once, before the all-gather.",
+       "Outline: (1) pick the sum for the partial reductions when op is avg. (2) reduce-scatter on node. "
+       "(3) find your chunk from node.rank(), make a view of it, all-reduce it on rail. (4) finish_average of "
+       "the chunk with the world size G·n. (5) all-gather on node. Check yourself: with 2 nodes of 4 ranks and "
+       "8 MiB per rank, a rank sends 12 MiB inside its node and 2 MiB between nodes (a flat ring: 14 MiB, the boundary "
+       "ranks all of it between)."}}}};
 
 }  // namespace
 

@@ -19,6 +19,13 @@ nlohmann::json LabConfig::to_json() const {
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
   if (link.active())
     j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
+  if (nodes.two_tier()) {
+    j["topology"] = {{"nodes", nodes.nodes}, {"gpus_per_node", nodes.gpus_per_node}};
+    if (nodes.inter.active())
+      j["topology"]["inter"] = {{"name", nodes.inter.name},
+                                {"bandwidth_GBps", nodes.inter.bandwidth_GBps},
+                                {"latency_us", nodes.inter.latency_us}};
+  }
   return j;
 }
 
@@ -44,10 +51,18 @@ Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& l
   rep.backend = comm.backend_name();
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
-  if (cfg.link.active())
-    rep.setup.push_back("link " + cfg.link.name + ": " + format_number(cfg.link.bandwidth_GBps) + " GB/s, α " +
-                        format_number(cfg.link.latency_us) + " µs");
-  else if (comm.backend() == BackendKind::threads)
+  auto describe = [](const LinkSpec& l) {
+    return l.name + ": " + format_number(l.bandwidth_GBps) + " GB/s, α " + format_number(l.latency_us) + " µs";
+  };
+  if (cfg.nodes.two_tier())
+    rep.setup.push_back(std::to_string(cfg.nodes.nodes) + " nodes of " + std::to_string(cfg.nodes.gpus_per_node) +
+                        " ranks" +
+                        (cfg.link.active() ? "; within a node " + describe(cfg.link) + "; between nodes " +
+                                                 describe(cfg.nodes.inter) + ", a NIC per rank"
+                                           : ""));
+  else if (cfg.link.active())
+    rep.setup.push_back("link " + describe(cfg.link));
+  if (!cfg.link.active() && comm.backend() == BackendKind::threads)
     rep.setup.push_back("no link emulated (memory copies)");
   if (cfg.device != Device::Kind::cpu && cuda_ops() == &standin_device())  // --device standin
     rep.setup.push_back("on the stand-in device (a GPU's rules on the CPU; timings are not a GPU's)");

@@ -44,10 +44,11 @@ struct LabConfig {
   std::string backend = "threads";
   // Where the lab's buffers live: cpu, or cuda (rank r on GPU r mod count, see rank_device).
   Device::Kind device = Device::Kind::cpu;
-  int iters = 5;   // timed repetitions
-  int warmup = 1;  // untimed repetitions first
-  int repeat = 5;  // timed runs (labs declaring RunOption::repeat): timings are their median, min–max
-  LinkSpec link;   // the emulated interconnect the run uses (threads backend), for predicted times
+  int iters = 5;     // timed repetitions
+  int warmup = 1;    // untimed repetitions first
+  int repeat = 5;    // timed runs (labs declaring RunOption::repeat): timings are their median, min–max
+  LinkSpec link;     // the emulated interconnect the run uses (threads backend), for predicted times
+  NodeLayout nodes;  // --topology: ranks in nodes; `link` within a node, nodes.inter between them
   // --slow-rank R:FACTOR: rank R's compute spans last FACTOR times as long (a straggler).
   int slow_rank = -1;
   double slow_factor = 1.0;

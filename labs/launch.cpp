@@ -22,6 +22,8 @@ std::map<std::string, std::string> trace_meta(const LabInfo& lab, const LabConfi
   // view that reads the grid, and only the collectives lab (which has one) or a foreign
   // trace shows it. (dtlab-viz once wrote the rank count here instead.)
   meta[meta_key_name(MetaKey::chunks)] = std::to_string(chunks);
+  // --topology: the topology view draws the node boundaries (ranks r / gpus_per_node share one).
+  if (cfg.nodes.two_tier()) meta[meta_key_name(MetaKey::gpus_per_node)] = std::to_string(cfg.nodes.gpus_per_node);
   return meta;
 }
 
@@ -53,6 +55,7 @@ Launch launch(const LabInfo& lab, RunRequest request) {
   opt.faults.counted = lab.step_unit;
   opt.timeout_s = request.timeout_s;
   opt.link = run.cfg.link;
+  opt.nodes = run.cfg.nodes;
   opt.compute_nice = lab.overlaps_compute ? 10 : 0;  // collectives get the cores the moment they are ready
   return run;
 }

@@ -15,16 +15,17 @@ std::size_t traffic_mark(Comm& comm) {
   return tr->log(comm.global_rank(), kStreamMain).size();
 }
 
-Traffic traffic_since(Comm& comm, std::size_t mark) {
+Traffic traffic_since(Comm& comm, std::size_t mark, const NodeLayout& nodes) {
   Trace* tr = comm.trace();
   if (!tr) throw Error("measuring traffic needs tracing on (the lab runner always enables it)");
   const EventLog& log = tr->log(comm.global_rank(), kStreamMain);
   Traffic t;
-  std::set<int> tags;
+  std::set<std::pair<int, bool>> tags;  // (tag, between nodes)
+  const int me = comm.global_rank();
   for (std::size_t i = mark; i < log.size(); ++i) {
     const Event& e = log[i];
     if (e.kind != EventKind::send && e.kind != EventKind::recv) continue;
-    tags.insert(e.tag);
+    tags.insert({e.tag, nodes.node_of(e.peer) != nodes.node_of(me)});
     if (e.kind == EventKind::send) {
       t.bytes_sent += double(e.bytes);
       t.messages_sent += 1;

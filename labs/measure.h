@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstddef>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/comm/link.h"
 #include "core/memory/memory.h"
 #include "core/trace/event.h"
 #include "labs/report.h"
@@ -19,13 +21,17 @@ struct Traffic {
   double bytes_sent = 0;
   double messages_sent = 0;
   double steps = 0;       // distinct tags this rank used: every algorithm step has its own
+                          // (per tier on two tiers: a node's ring and a rail's may reuse tags)
   std::set<int> sent_to;  // global ranks this rank sent to
 };
 
 // Where this rank's event log ends now; pass it to traffic_since.
 std::size_t traffic_mark(Comm& comm);
 // This rank's point-to-point traffic recorded after `mark`. Throws if tracing is off.
-Traffic traffic_since(Comm& comm, std::size_t mark);
+// Given `nodes`, a step is a tag on one tier: messages within the node and between nodes are
+// told apart by the peer's node (for the hierarchical all-reduce, whose node rings and rails
+// reuse the ring's tags; a flat ring's boundary rank receives a tag inside and sends it out).
+Traffic traffic_since(Comm& comm, std::size_t mark, const NodeLayout& nodes = {});
 // The largest bytes/messages/steps over all ranks (a collective over comm).
 Traffic traffic_max(Comm& comm, const Traffic& mine);
 // The most bytes of tag `tag` this rank held at once after `mark` (its alloc/free events

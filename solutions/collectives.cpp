@@ -84,6 +84,20 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op) {
   (ring_all_gather)(comm, buf);
 }
 
+// ---- hierarchical: rings inside the node, rails between nodes ------------------------
+
+void hierarchical_all_reduce(Comm& node, Comm& rail, BufferView buf, ReduceOp op) {
+  const int G = node.size(), nodes = rail.size();
+  // Sum through both tiers; an average divides once, by every rank, at the end (finish_average).
+  const ReduceOp partial = op == ReduceOp::avg ? ReduceOp::sum : op;
+  (ring_reduce_scatter)(node, buf, partial);
+  const ChunkRange mine = chunk_range(buf.count, G, node.rank());
+  const BufferView chunk{buf.at(mine.offset), mine.count, buf.dtype};
+  (ring_all_reduce)(rail, chunk, partial);  // only N/G crosses between nodes, on this rank's rail
+  finish_average(chunk.data, chunk.count, chunk.dtype, op, G * nodes);
+  (ring_all_gather)(node, buf);
+}
+
 // ---- the ring pipelined in slices (NCCL's chunk/slice structure) ------------------
 
 namespace {

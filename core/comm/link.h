@@ -39,4 +39,32 @@ LinkSpec find_link(std::string_view name);
 // GPU's compute-to-communication ratio, which is what the DDP milestones are about.
 LinkSpec make_link(const std::string& preset, double bandwidth_GBps, double latency_us, double slowdown = 1.0);
 
+// A two-tier cluster (--topology): `nodes` nodes of `gpus_per_node` ranks, numbered node by
+// node (rank / gpus_per_node is the node, as Megatron and torchrun place ranks), the run's
+// LinkSpec between the ranks of one node (NVLink) and `inter` between nodes (one NIC per GPU,
+// a rail: the GPUs of a node cross to other nodes in parallel, each on its own NIC).
+// gpus_per_node = 0: one tier, every pair of ranks on the run's one link.
+struct NodeLayout {
+  int nodes = 0;
+  int gpus_per_node = 0;
+  LinkSpec inter;
+  bool two_tier() const { return gpus_per_node > 0; }
+  int node_of(int rank) const { return two_tier() ? rank / gpus_per_node : 0; }
+};
+
+// What a message from rank a to rank b travels on.
+inline const LinkSpec& link_between(const LinkSpec& intra, const NodeLayout& n, int a, int b) {
+  return n.node_of(a) == n.node_of(b) ? intra : n.inter;
+}
+
+struct ClusterLinks {
+  LinkSpec intra;  // within a node
+  NodeLayout layout;
+};
+
+// "nodes=2,gpus=4,intra=nvlink4,inter=ib-ndr" (intra and inter: --link presets; both or
+// neither — without them the layout only groups ranks, as under MPI), each link made
+// `slowdown` times slower. Throws UsageError naming the key that is missing, unknown or wrong.
+ClusterLinks parse_topology(std::string_view text, double slowdown = 1.0);
+
 }  // namespace dtl

@@ -75,8 +75,9 @@ struct ThreadsOptions {
   // After this long without progress the watchdog says once, on stderr, what each rank waits
   // on ("still waiting: ..."), so a deadlock is named in seconds, not at --timeout (<= 0: never).
   double still_waiting_s = 2.0;
-  LinkSpec link;  // emulated interconnect (inactive: transfers at memory speed);
-                  // ignored while stepping, where a person sets the pace
+  LinkSpec link;     // emulated interconnect (inactive: transfers at memory speed);
+                     // ignored while stepping, where a person sets the pace
+  NodeLayout nodes;  // two tiers (--topology): `link` within a node, nodes.inter between nodes
   // Rank threads (the "compute streams") run at this nice level above the comm-stream
   // threads, so a collective launched during backward gets the cores the moment it is
   // ready, as on a GPU where NCCL runs beside the compute kernels on a high-priority

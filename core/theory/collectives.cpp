@@ -61,6 +61,9 @@ CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link) {
       c.steps = 2 * (P - 1);
       c.time_s = alpha_beta(c.steps, c.steps * N, link);
       break;
+    case AlgorithmKind::hierarchical:
+      throw Error(
+          "all_reduce_cost: the hierarchical all-reduce depends on the nodes; use hierarchical_all_reduce_cost");
     case AlgorithmKind::none:
     case AlgorithmKind::library:
       throw Error(std::string("all_reduce_cost: no formula for algorithm '") + algorithm_kind_name(a) +
@@ -196,6 +199,45 @@ double library_collective_time(CollectiveKind c, int P, double bytes, Link link)
     case CollectiveKind::none: return 0;
   }
   return 0;
+}
+
+double two_tier_collective_time(CollectiveKind c, int nodes, int per_node, double bytes, Link intra, Link inter) {
+  if (nodes <= 1) return library_collective_time(c, per_node, bytes, intra);
+  if (per_node <= 1) return library_collective_time(c, nodes, bytes, inter);
+  const double rail_bytes = bytes / per_node;  // each member's share crosses on its own NIC
+  auto within = [&](CollectiveKind k, double n) { return library_collective_time(k, per_node, n, intra); };
+  auto between = [&](CollectiveKind k, double n) { return library_collective_time(k, nodes, n, inter); };
+  switch (c) {
+    case CollectiveKind::all_reduce:
+      return within(CollectiveKind::reduce_scatter, bytes) + between(CollectiveKind::all_reduce, rail_bytes) +
+             within(CollectiveKind::all_gather, bytes);
+    case CollectiveKind::reduce_scatter:
+      return within(CollectiveKind::reduce_scatter, bytes) + between(CollectiveKind::reduce_scatter, rail_bytes);
+    case CollectiveKind::all_gather:
+      return between(CollectiveKind::all_gather, rail_bytes) + within(CollectiveKind::all_gather, bytes);
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce: return between(c, bytes) + within(c, bytes);
+    case CollectiveKind::all_to_all:
+    case CollectiveKind::all_to_allv: {
+      const int P = nodes * per_node;
+      return (P - 1) * inter.alpha_s + (nodes - 1.0) / nodes * bytes / inter.beta_Bps;
+    }
+    case CollectiveKind::barrier: return 2.0 * ceil_log2(nodes * per_node) * inter.alpha_s;
+    case CollectiveKind::none: return 0;
+  }
+  return 0;
+}
+
+CommCost hierarchical_all_reduce_cost(int nodes, int G, double N, Link intra, Link inter) {
+  CommCost c;
+  c.bytes_per_rank = 2.0 * (G - 1) / G * N + 2.0 * (nodes - 1) / nodes * N / G;
+  c.messages_per_rank = 2 * (G - 1) + 2 * (nodes - 1);
+  c.steps = c.messages_per_rank;
+  const double intra_s = intra.beta_Bps > 0 ? 2.0 * (G - 1) * (intra.alpha_s + N / (G * intra.beta_Bps)) : 0;
+  const double inter_s =
+      inter.beta_Bps > 0 ? 2.0 * (nodes - 1) * (inter.alpha_s + N / (double(G) * nodes * inter.beta_Bps)) : 0;
+  c.time_s = intra_s + inter_s;
+  return c;
 }
 
 double ring_all_reduce_time(int P, double bytes, Link link) {

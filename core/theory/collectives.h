@@ -105,6 +105,25 @@ double collective_bytes(CollectiveKind c, int P, double count_bytes);
 // (full-duplex links; a hot expert's rank receives more than it sends).
 double library_collective_time(CollectiveKind c, int P, double bytes, Link link);
 
+// The same collective over a group spread on `nodes` nodes, `per_node` members on each, as
+// NCCL runs it hierarchically with one NIC per GPU (each member's inter-node traffic on its
+// own rail, in parallel):
+//   all_reduce      RS within the node (N) + all-reduce between nodes (N/G) + AG within (N)
+//   reduce_scatter  RS within (N) + RS between (N/G);  all_gather: AG between (N/G) + AG within (N)
+//   broadcast, reduce: between nodes, then within;  all_to_all(v): the (nodes−1)/nodes of a
+//   member's bytes that leave its node, on its NIC (the rest moves beside it on NVLink);
+//   barrier 2⌈log2 P⌉ α_inter.
+// nodes = 1 is library_collective_time on `intra`; per_node = 1 the same on `inter`.
+double two_tier_collective_time(CollectiveKind c, int nodes, int per_node, double bytes, Link intra, Link inter);
+
+// The hierarchical all-reduce the collectives lab builds from rings (--algo hierarchical):
+// ring reduce-scatter inside each node of G ranks, ring all-reduce of each rank's N/G chunk
+// between the `nodes` ranks with its local index (its rail), ring all-gather inside the node.
+//   bytes per rank   2(G−1)/G·N + 2(n−1)/n·N/G      messages and steps   2(G−1) + 2(n−1)
+//   time             2(G−1)·(α_i + N/(G·β_i)) + 2(n−1)·(α_e + N/(G·n·β_e))
+// against the flat ring's 2(P−1)/P·N/β_e: the inter-node bytes fall by G, as every rail works.
+CommCost hierarchical_all_reduce_cost(int nodes, int G, double N, Link intra = {}, Link inter = {});
+
 // Bytes a rank puts on its link for one library collective of `bytes` over N ranks, as a
 // ring moves them (nccl-tests' bus bytes, with the buffer the event records): all_reduce
 // 2(N-1)/N, every other collective (N-1)/N.

@@ -116,7 +116,7 @@ struct Reader {
     std::int16_t wide[2];
     get(small, sizeof small);
     get(wide, sizeof wide);
-    if (small[0] > std::uint8_t(kLastCollectiveKind) || small[1] > std::uint8_t(AlgorithmKind::double_tree) ||
+    if (small[0] > std::uint8_t(kLastCollectiveKind) || small[1] > std::uint8_t(AlgorithmKind::hierarchical) ||
         small[2] > std::uint8_t(RunPart::reference) || small[3] > std::uint8_t(Pass::recompute) ||
         (small[4] != kNoSchedule && small[4] > std::uint8_t(ScheduleKind::zb_h1)) ||
         small[7] > std::uint8_t(ExpertExchange::combine))

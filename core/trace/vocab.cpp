@@ -12,7 +12,8 @@ namespace {
 
 constexpr std::array kCollectiveNames = {"",       "all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                          "reduce", "all_to_all", "barrier",        "all_to_allv"};
-constexpr std::array kAlgorithmNames = {"", "library", "naive", "ring", "tree", "rhd", "ring_sliced", "double_tree"};
+constexpr std::array kAlgorithmNames = {"",    "library",     "naive",       "ring",        "tree",
+                                        "rhd", "ring_sliced", "double_tree", "hierarchical"};
 constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
 constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer", "recompute"};
 constexpr std::array kPassLetters = {"", "F", "B", "W", "", ""};

@@ -37,7 +37,17 @@ inline constexpr CollectiveKind kLastCollectiveKind = CollectiveKind::all_to_all
 // How a collective's bytes moved: a lab's own point-to-point algorithm, or the library's call.
 // The α-β formulas (core/theory/collectives.h) take naive, ring, tree, rhd, ring_sliced
 // (the ring pipelined in slices) and double_tree (NCCL's two complementary binary trees).
-enum class AlgorithmKind : std::uint8_t { none, library, naive, ring, tree, rhd, ring_sliced, double_tree };
+enum class AlgorithmKind : std::uint8_t {
+  none,
+  library,
+  naive,
+  ring,
+  tree,
+  rhd,
+  ring_sliced,
+  double_tree,
+  hierarchical
+};
 // Which part of a run a span belongs to: the timed steps are what reports measure; the
 // one-rank reference and the checks are there to prove them (the viewer hides the
 // reference unless asked: it would fill the timeline).

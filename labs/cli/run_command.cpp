@@ -53,6 +53,7 @@ struct RunArgs {
   std::string slow_rank;
   std::string link;
   double link_bw = 0, link_latency = 0, link_slowdown = 1;
+  std::string topology;  // --topology nodes=N,gpus=G[,intra=..,inter=..]
   std::map<std::string, std::string> lab_options;
 };
 
@@ -82,6 +83,22 @@ Device::Kind choose_device(const LabInfo& lab, RunArgs& a) {
 // The watchdog's patience: --timeout, else 8 s on thread ranks (they share one clock and say
 // what they wait on after 2 s) and a minute under MPI and NCCL, whose processes start and run
 // unevenly on a loaded machine.
+// --topology: ranks grouped in nodes, with two tiers of emulated links when it names them.
+void apply_topology(const RunArgs& a, LabConfig& cfg) {
+  if (!a.link.empty() || a.link_bw > 0 || a.link_latency > 0)
+    throw UsageError("--topology names its own links (intra=..,inter=..); drop --link, --link-bw and --link-latency");
+  const ClusterLinks c = parse_topology(a.topology, a.link_slowdown);
+  const int ranks = c.layout.nodes * c.layout.gpus_per_node;
+  if (ranks != cfg.ranks)
+    throw UsageError("--topology " + a.topology + " places " + std::to_string(ranks) + " ranks but the run has " +
+                     std::to_string(cfg.ranks) + "; make nodes × gpus equal --ranks");
+  if (c.layout.nodes < 2)
+    throw UsageError("--topology with one node is one tier; use --link " +
+                     (c.intra.active() ? c.intra.name : std::string("NAME")) + " instead, or nodes=2 or more");
+  cfg.link = c.intra;
+  cfg.nodes = c.layout;
+}
+
 double watchdog_seconds(const RunArgs& a, const Backend& backend) {
   return a.timeout_s > 0 ? a.timeout_s : (backend.kind == BackendKind::threads ? 8 : 60);
 }
@@ -100,15 +117,19 @@ RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) 
   cfg.warmup = a.warmup;
   cfg.repeat = a.repeat;
   cfg.options = LabOptions(a.lab_options);
-  cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
+  if (a.topology.empty())
+    cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
+  else
+    apply_topology(a, cfg);
   if (cfg.link.active() && backend.kind != BackendKind::threads)
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend +
                      " the real one is used");
   if (cfg.link.active() && a.step)
     throw UsageError("--link has no meaning while stepping (you set the pace); drop one of them");
   // One message's latency at or above the watchdog's patience would always read as a hang.
-  if (cfg.link.active() && cfg.link.alpha_s() >= watchdog_seconds(a, backend))
-    throw UsageError("the emulated link's latency (" + format_g(cfg.link.latency_us) + " µs) is not below --timeout " +
+  const double slowest_latency_us = std::max(cfg.link.latency_us, cfg.nodes.inter.latency_us);
+  if (cfg.link.active() && slowest_latency_us * 1e-6 >= watchdog_seconds(a, backend))
+    throw UsageError("the emulated link's latency (" + format_g(slowest_latency_us) + " µs) is not below --timeout " +
                      format_g(watchdog_seconds(a, backend)) +
                      " s: every message would fire the watchdog; lower --link-latency or "
                      "--link-slowdown, or raise --timeout");
@@ -226,43 +247,6 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
 }  // namespace
 
 namespace {
-// A whole number in [0, most] from `text`, or a UsageError naming the flag (no bare stoi).
-int whole_number(const std::string& s, const std::string& text, const char* flag, long most, const char* form) {
-  char* end = nullptr;
-  const long v =
-      s.empty() || s.find_first_not_of("0123456789") != std::string::npos ? -1 : std::strtol(s.c_str(), &end, 10);
-  if (v < 0 || v > most)
-    throw UsageError(std::string(flag) + " '" + text + "' is not " + form + " (whole numbers, at most " +
-                     std::to_string(most) + ")");
-  return int(v);
-}
-}  // namespace
-
-void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step) {
-  const auto colon = text.find(':');
-  rank = whole_number(text.substr(0, colon), text, flag, 1 << 20, "RANK or RANK:STEP");
-  step =
-      colon == std::string::npos ? 0 : whole_number(text.substr(colon + 1), text, flag, 1 << 30, "RANK or RANK:STEP");
-  if (rank >= ranks)
-    throw UsageError(std::string(flag) + " names rank " + std::to_string(rank) + ", but only ranks 0.." +
-                     std::to_string(ranks - 1) + " exist");
-}
-
-void parse_slow_rank(const std::string& text, int ranks, int& rank, double& factor) {
-  const auto colon = text.find(':');
-  const std::string r = text.substr(0, colon), f = colon == std::string::npos ? "" : text.substr(colon + 1);
-  char* end = nullptr;
-  factor = f.empty() ? 0.0 : std::strtod(f.c_str(), &end);
-  if (r.empty() || f.empty() || *end != '\0' || !(factor >= 1.0) || factor > 1000.0)
-    throw UsageError("--slow-rank '" + text +
-                     "' is not RANK:FACTOR with FACTOR between 1 and 1000, e.g. --slow-rank 1:2.5");
-  rank = whole_number(r, text, "--slow-rank", 1 << 20, "RANK:FACTOR");
-  if (rank >= ranks)
-    throw UsageError("--slow-rank names rank " + std::to_string(rank) + ", but only ranks 0.." +
-                     std::to_string(ranks - 1) + " exist");
-}
-
-namespace {
 
 // Options every lab takes: how many ranks and where, what to write, the watchdog, the link.
 void add_common_options(CLI::App* sub, RunArgs& a) {
@@ -282,6 +266,9 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--link-bw", a.link_bw, "Emulated link bandwidth, GB/s per direction")
       ->check(finite_range(1e-6, 1e6));
   sub->add_option("--link-latency", a.link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));
+  sub->add_option("--topology", a.topology,
+                  "Ranks in nodes, with two tiers of emulated links: nodes=2,gpus=4,intra=nvlink4,inter=ib-ndr "
+                  "(ranks numbered node by node; without intra/inter only the grouping)");
   sub->add_option("--link-slowdown", a.link_slowdown,
                   "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
                   "compute:communication ratio)")

@@ -10,6 +10,8 @@
 // rhd    recursive halving-doubling (Rabenseifner), 2·log2 P steps, ring's bytes
 // ring_sliced  the ring in S slices per chunk (NCCL's), 2(P-1)·S messages; formulas.cpp
 // double_tree  NCCL's two complementary binary trees, half the data each, in K chunks
+// hierarchical rings inside each node, each rank's chunk between nodes on its rail
+//              (--topology nodes=N,gpus=G: two tiers of links)
 //
 // Each algorithm runs once on crafted inputs (exact in any order) and is checked
 // element by element against the exact sums; its bytes, messages and steps are measured
@@ -30,6 +32,7 @@
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "exercises/collectives.h"
+#include "labs/collectives/collectives_cases.h"
 #include "labs/collectives/crafted.h"
 #include "labs/collectives/lab_buffer.h"
 #include "labs/measure.h"
@@ -42,117 +45,16 @@ namespace {
 // command line, the trace and the report.
 EnumName<std::optional<AlgorithmKind>> algo_word(AlgorithmKind a) { return {a, algorithm_kind_name(a)}; }
 EnumName<CollectiveKind> collective_word(CollectiveKind c) { return {c, collective_kind_name(c)}; }
-const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {algo_word(AlgorithmKind::naive),
-                                                            algo_word(AlgorithmKind::ring),
-                                                            algo_word(AlgorithmKind::tree),
-                                                            algo_word(AlgorithmKind::rhd),
-                                                            algo_word(AlgorithmKind::ring_sliced),
-                                                            algo_word(AlgorithmKind::double_tree),
-                                                            {std::nullopt, "all"}};
+const EnumNames<std::optional<AlgorithmKind>> kAlgoNames = {
+    algo_word(AlgorithmKind::naive),        algo_word(AlgorithmKind::ring),
+    algo_word(AlgorithmKind::tree),         algo_word(AlgorithmKind::rhd),
+    algo_word(AlgorithmKind::ring_sliced),  algo_word(AlgorithmKind::double_tree),
+    algo_word(AlgorithmKind::hierarchical), {std::nullopt, "all"}};
 const EnumNames<CollectiveKind> kCollectiveNames = {
     collective_word(CollectiveKind::all_reduce), collective_word(CollectiveKind::reduce_scatter),
     collective_word(CollectiveKind::all_gather), collective_word(CollectiveKind::broadcast)};
 const EnumNames<ReduceOp> kOpNames = {
     {ReduceOp::sum, "sum"}, {ReduceOp::avg, "avg"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}};
-
-// One algorithm of one collective, as the lab runs it.
-struct Case {
-  std::string name;  // "ring all_reduce": the trace's phase
-  std::string id;    // "ring": the case of the report's rows
-  theory::CommCost predicted;
-  CollectiveFormulas formulas;
-  CollectiveKind collective;
-  AlgorithmKind algorithm;
-  std::function<void(Comm&, ex::BufferView)> run;  // the algorithm under test
-  std::function<void(ex::BufferView)> init;        // this rank's input
-  std::function<double(std::size_t)> expected;     // element i afterwards (NaN: not checked)
-};
-
-constexpr double kUnchecked = std::numeric_limits<double>::quiet_NaN();
-
-// The all-reduce algorithms --algo names (all: the course's four side by side; NCCL's
-// ring_sliced and double_tree run by name).
-std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, double N,
-                                   const theory::Link& link) {
-  const int P = comm.size(), r = comm.rank();
-  const DType t = cfg.dtype;
-  const ReduceOp op = s.op;
-  const std::vector<AlgorithmKind> algos = s.algo
-                                               ? std::vector<AlgorithmKind>{*s.algo}
-                                               : std::vector<AlgorithmKind>{AlgorithmKind::naive, AlgorithmKind::ring,
-                                                                            AlgorithmKind::tree, AlgorithmKind::rhd};
-  std::vector<Case> cases;
-  for (const AlgorithmKind a : algos) {
-    const AllReduceFn fn = all_reduce_fn(a, lab_slices(s, N, P), lab_tree_chunks(s, N));
-    const std::string algo_id(algorithm_kind_name(a));
-    cases.push_back({algo_id + " all_reduce", algo_id, all_reduce_run_cost(s, a, P, N, link),
-                     collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a,
-                     [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
-                     [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
-                     [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }});
-  }
-  return cases;
-}
-
-std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count) {
-  const int P = comm.size(), r = comm.rank();
-  const DType t = cfg.dtype;
-  const ReduceOp op = s.op;
-  const double N = double(count * dtype_size(t));
-  const CollectiveKind collective = s.collective;
-  const theory::Link link{cfg.link.alpha_s(),
-                          cfg.link.active() ? cfg.link.beta_Bps() : 0.0};  // α-β times when emulated
-  if (collective == CollectiveKind::all_reduce) return all_reduce_cases(comm, cfg, s, N, link);
-  auto crafted = [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); };
-  auto reduced = [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); };
-
-  std::vector<Case> cases;
-  if (collective == CollectiveKind::reduce_scatter || collective == CollectiveKind::all_gather) {
-    if (s.algo != AlgorithmKind::ring)
-      throw UsageError(std::string("--collective ") + name_of(kCollectiveNames, collective) +
-                       " is built as a ring here; use --algo ring");
-    const ChunkRange mine = chunk_range(count, P, r);
-    if (collective == CollectiveKind::reduce_scatter) {
-      cases.push_back({"ring reduce_scatter", "ring",
-                       collective_cost(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P, N, link),
-                       collective_formulas(CollectiveKind::reduce_scatter, AlgorithmKind::ring, P),
-                       CollectiveKind::reduce_scatter, AlgorithmKind::ring,
-                       [op](Comm& c, ex::BufferView b) { ex::ring_reduce_scatter(c, b, op); }, crafted,
-                       [=](std::size_t i) {  // only my own chunk is final; avg is divided by the caller
-                         if (i < mine.offset || i >= mine.offset + mine.count) return kUnchecked;
-                         return op == ReduceOp::avg ? crafted_expected(i, P, ReduceOp::sum, t) : reduced(i);
-                       }});
-    } else {
-      cases.push_back(
-          {"ring all_gather", "ring", collective_cost(CollectiveKind::all_gather, AlgorithmKind::ring, P, N, link),
-           collective_formulas(CollectiveKind::all_gather, AlgorithmKind::ring, P), CollectiveKind::all_gather,
-           AlgorithmKind::ring, [](Comm& c, ex::BufferView b) { ex::ring_all_gather(c, b); }, crafted,
-           [P, count](std::size_t i) {  // chunk c comes from rank c
-             for (int c = 0; c < P; ++c) {
-               const ChunkRange cr = chunk_range(count, P, c);
-               if (i >= cr.offset && i < cr.offset + cr.count) return crafted_value(c, i);
-             }
-             return kUnchecked;
-           }});
-    }
-    return cases;
-  }
-  // broadcast from rank 0
-  if (s.algo != AlgorithmKind::tree)
-    throw UsageError("--collective broadcast is built as a binomial tree here; use --algo tree");
-  cases.push_back({"tree broadcast", "tree",
-                   collective_cost(CollectiveKind::broadcast, AlgorithmKind::tree, P, N, link),
-                   collective_formulas(CollectiveKind::broadcast, AlgorithmKind::tree, P), CollectiveKind::broadcast,
-                   AlgorithmKind::tree, [](Comm& c, ex::BufferView b) { ex::tree_broadcast(c, b, 0); },
-                   [t, r](ex::BufferView b) {
-                     if (r == 0)
-                       fill_crafted(b.data, b.count, t, 0);
-                     else
-                       std::memset(b.data, 0, b.bytes());
-                   },
-                   [](std::size_t i) { return crafted_value(0, i); }});
-  return cases;
-}
 
 // Elements that differ from the expectation on this rank, summed over ranks; and the largest |diff|.
 Mismatch check_buffer(Comm& comm, const ex::BufferView& b, const std::function<double(std::size_t)>& expected) {
@@ -174,7 +76,7 @@ Role case_role(const Case& c, RunPart part) {
 
 // One traced run: correctness, and the traffic counted from its events beside the
 // formulas. Returns the slowest rank's time of it.
-double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
+double checked_run(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work, Report& rep) {
   const int P = comm.size();
   Trace* tr = comm.trace();
   const ex::BufferView view = work.view();
@@ -189,7 +91,8 @@ double checked_run(Comm& comm, const Case& c, LabBuffer& work, Report& rep) {
     ScopedSpan phase(tr, comm.global_rank(), EventKind::phase, tr->label(c.name, case_role(c, RunPart::timed)));
     const std::size_t mark = traffic_mark(comm);
     c.run(comm, view);
-    mine = traffic_since(comm, mark);
+    // The hierarchical form's node rings and rails reuse the ring's tags, each on its own tier.
+    mine = traffic_since(comm, mark, c.algorithm == AlgorithmKind::hierarchical ? cfg.nodes : NodeLayout{});
   }
   const double seconds = max_over_ranks(comm, (double(tr->now_ns()) - t0) * 1e-9);
   work.download();
@@ -241,7 +144,7 @@ void timed_runs(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& work
   const Repeated t = repeated(times), bw = repeated(algbw);
   ReportRow& time = rep.add(c.id + ".time", "time (slowest rank)", 0, "s").over(t);
   // With an emulated link the α-β model predicts the time; on bare memory it has no link to model.
-  if (cfg.link.active()) time.predict(c.predicted.time_s, c.formulas.time);
+  if (cfg.link.active() && c.time_predicted) time.predict(c.predicted.time_s, c.formulas.time);
   rep.add(c.id + ".algbw", "algbw (N / time)", 0, "B/s").over(bw);
   const double factor = theory::busbw_factor(c.collective, P);
   Repeated bus = bw;
@@ -334,11 +237,12 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
   if (cases.size() > 1)
     for (const Case& c : cases) rep.columns.push_back(c.id);
   for (const Case& c : cases) {
-    const double first_run_s = checked_run(comm, c, work, rep);
+    const double first_run_s = checked_run(comm, cfg, c, work, rep);
     timed_runs(comm, cfg, c, work, first_run_s, rep);
   }
   if (s.collective == CollectiveKind::all_reduce)
-    ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.link, rep);
+    ask_the_cost_calculator(comm.size(), double(count * es), es, cfg.nodes.two_tier() ? cfg.nodes.inter : cfg.link,
+                            rep);  // a flat ring on two tiers waits on the link between nodes
   if (s.collective == CollectiveKind::all_reduce && cfg.iters > 0) {
     check_identity(comm, cfg, s.op, mem, count, rep);
     rep.notes.push_back("identity: AG∘RS(x) = all_gather(reduce_scatter(x)) must equal all_reduce(x) bit for bit.");
@@ -347,8 +251,11 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
 }
 
 int collectives_chunk_grid(const LabConfig& cfg) {
-  return collectives_option_table().parse(cfg.options).algo == AlgorithmKind::rhd ? theory::floor_pow2(cfg.ranks)
-                                                                                  : cfg.ranks;
+  const std::optional<AlgorithmKind> algo = collectives_option_table().parse(cfg.options).algo;
+  // The hierarchical form's two rings cut the buffer in G and then N/G in n: no one grid of
+  // chunks holds both, so its transfers are shown without the chunk picture (0: none).
+  if (algo == AlgorithmKind::hierarchical) return 0;
+  return algo == AlgorithmKind::rhd ? theory::floor_pow2(cfg.ranks) : cfg.ranks;
 }
 
 const OptionTable<CollectivesSettings>& collectives_option_table() {
@@ -382,7 +289,8 @@ LabInfo collectives_lab_info() {
        {"tree", "TreeAllReduce", 10},
        {"rhd_all_reduce", "RhdAllReduce", 20},
        {"all_reduce_cost", "AllReduceCost", 5},
-       {"double_binary_tree", "DoubleBinaryTree", 10}},
+       {"double_binary_tree", "DoubleBinaryTree", 10},
+       {"hierarchical_all_reduce", "HierarchicalAllReduce", 10}},
       run_collectives_lab,
       collectives_chunk_grid,
       StepUnit::transfers,

@@ -22,6 +22,9 @@ CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P)
       return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K", "2K",
               "α-β: busiest rank's m·α + B/β + 2⌈log2 P⌉ chunk hops"};
     case AlgorithmKind::ring_sliced: return {"2(P-1)/P·N", "2(P-1)·S", "2(P-1)", "α-β: 2(P-1)·S·α + 2(P-1)/P·N/β"};
+    case AlgorithmKind::hierarchical:  // G ranks per node, n nodes; _i within a node, _e between
+      return {"2(G-1)/G·N + 2(n-1)/n·N/G", "2(G-1) + 2(n-1)", "2(G-1) + 2(n-1)",
+              "α-β: 2(G-1)·(α_i+N/(G·β_i)) + 2(n-1)·(α_e+N/(G·n·β_e))"};
     case AlgorithmKind::tree: return {"⌈log2 P⌉·N", "⌈log2 P⌉", "2⌈log2 P⌉", "α-β: 2⌈log2 P⌉·(α+N/β)"};
     case AlgorithmKind::rhd:
       if (theory::floor_pow2(P) == P) return {"2(P-1)/P·N", "2·log2 P", "2·log2 P", "α-β: 2·log2 P·α + 2(P-1)/P·N/β"};
@@ -73,6 +76,7 @@ AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K) {
       return [S](Comm& c, ex::BufferView b, ReduceOp o) { ex::ring_sliced_all_reduce(c, b, o, S); };
     case AlgorithmKind::double_tree:
       return [K](Comm& c, ex::BufferView b, ReduceOp o) { ex::double_tree_all_reduce(c, b, o, K); };
+    case AlgorithmKind::hierarchical:  // needs the node and rail groups: hierarchical_case builds it
     case AlgorithmKind::none:
     case AlgorithmKind::library: break;  // not a lab algorithm (the option table offers none)
   }

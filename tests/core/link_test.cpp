@@ -108,3 +108,72 @@ TEST(EmulatedLink, PresetsAndUsageErrors) {
   EXPECT_THROW(make_link("pcie4", 0, 0, 0.5), UsageError);
   EXPECT_THROW(make_link("", 0, 0, 10), UsageError);  // nothing to slow down
 }
+
+// ---- two tiers (--topology) -------------------------------------------------------------
+
+TEST(TwoTiers, ParsesTheLayoutAndRefusesWhatItCannotUse) {
+  const ClusterLinks c = parse_topology("nodes=2,gpus=4,intra=nvlink4,inter=ib-ndr", 10);
+  EXPECT_EQ(c.layout.nodes, 2);
+  EXPECT_EQ(c.layout.gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(c.intra.bandwidth_GBps, 45);        // nvlink4 450 GB/s, 10× slower
+  EXPECT_DOUBLE_EQ(c.layout.inter.bandwidth_GBps, 5);  // ib-ndr 50 GB/s
+  EXPECT_DOUBLE_EQ(c.layout.inter.latency_us, 50);
+  EXPECT_EQ(c.layout.node_of(3), 0);
+  EXPECT_EQ(c.layout.node_of(4), 1);
+  EXPECT_EQ(&link_between(c.intra, c.layout, 1, 3), &c.intra);
+  EXPECT_EQ(&link_between(c.intra, c.layout, 3, 4), &c.layout.inter);
+  const ClusterLinks grouping = parse_topology("gpus=2,nodes=3");  // any order; no links: grouping only
+  EXPECT_EQ(grouping.layout.nodes * grouping.layout.gpus_per_node, 6);
+  EXPECT_FALSE(grouping.intra.active());
+  for (const char* bad : {"", "nodes=2", "gpus=4", "nodes=2,gpus=0", "nodes=x,gpus=2", "nodes=2,gpus=2,intra=nvlink4",
+                          "nodes=2,gpus=2,inter=ib-ndr", "nodes=2,gpus=2,intra=warp,inter=ib-ndr",
+                          "nodes=2,gpus=2,fast=1", "nodes=2,nodes=3,gpus=2", "nodes2,gpus=2"})
+    EXPECT_THROW(parse_topology(bad), UsageError) << bad;
+  EXPECT_THROW(parse_topology("nodes=2,gpus=2", 10), UsageError);  // a slowdown of no link
+}
+
+TEST(TwoTiers, CollectiveTimeIsTheTiersComposed) {
+  const theory::Link intra{2e-6, 400e9}, inter{5e-6, 50e9};
+  const double N = 1 << 26;
+  using theory::library_collective_time;
+  // One node: the intra ring; one rank per node: the inter ring.
+  EXPECT_DOUBLE_EQ(theory::two_tier_collective_time(CollectiveKind::all_reduce, 1, 8, N, intra, inter),
+                   library_collective_time(CollectiveKind::all_reduce, 8, N, intra));
+  EXPECT_DOUBLE_EQ(theory::two_tier_collective_time(CollectiveKind::all_reduce, 4, 1, N, intra, inter),
+                   library_collective_time(CollectiveKind::all_reduce, 4, N, inter));
+  // 2 nodes of 4, by hand: RS inside 3α_i + 3/4·N/β_i, all-reduce of N/4 between 2α_e + N/4/β_e, AG inside.
+  const double by_hand = 2 * (3 * 2e-6 + 0.75 * N / 400e9) + (2 * 5e-6 + (N / 4) / 50e9);
+  EXPECT_NEAR(theory::two_tier_collective_time(CollectiveKind::all_reduce, 2, 4, N, intra, inter), by_hand, 1e-15);
+  const theory::CommCost h = theory::hierarchical_all_reduce_cost(2, 4, N, intra, inter);
+  EXPECT_DOUBLE_EQ(h.bytes_per_rank, 1.5 * N + 0.25 * N);  // 2·3/4·N inside + 2·1/2·N/4 between
+  EXPECT_EQ(h.messages_per_rank, 8);
+  EXPECT_NEAR(h.time_s, 6 * (2e-6 + N / 4 / 400e9) + 2 * (5e-6 + N / 8 / 50e9), 1e-15);
+}
+
+TEST(TwoTiers, MessagesBetweenNodesTakeTheSlowLinkAndTiersDoNotQueue) {
+  NodeLayout nodes{2, 2, {"custom", 0.5, 100}};  // between nodes 0.5 GB/s, 100 µs
+  const LinkSpec intra{"custom", 4.0, 10};
+  ThreadsOptions opt = with_link(4, intra);
+  opt.nodes = nodes;
+  const std::size_t bytes = 1 << 20;
+  double inside = 0, between = 0;
+  const RunResult r = run_threads(opt, [&](Comm& c) {
+    std::vector<char> buf(bytes, 1);
+    c.barrier();
+    const auto t0 = Clock::now();
+    if (c.rank() == 0) {  // one send inside node 0 (to 1), one to node 1 (to 2), at once
+      Request a = c.isend(buf.data(), bytes, 1, 0), b = c.isend(buf.data(), bytes, 2, 0);
+      a.wait();
+      inside = std::chrono::duration<double>(Clock::now() - t0).count();
+      b.wait();
+      between = std::chrono::duration<double>(Clock::now() - t0).count();
+    } else if (c.rank() < 3) {
+      c.recv(buf.data(), bytes, 0, 0);
+    }
+  });
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_GE(inside, intra.alpha_s() + double(bytes) / intra.beta_Bps());
+  EXPECT_GE(between, nodes.inter.alpha_s() + double(bytes) / nodes.inter.beta_Bps());
+  // The fast send did not queue behind the slow one (it would then end after it).
+  EXPECT_LT(inside, nodes.inter.alpha_s() + double(bytes) / nodes.inter.beta_Bps());
+}

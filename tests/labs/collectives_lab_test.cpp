@@ -161,3 +161,46 @@ TEST(CollectivesLab, DoubleTreeMatchesTheExactSumAndItsFormula) {
       }
   for (int P : {3, 7, 16}) EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", "double_tree"}, {"slices", "5"}}).ok) << P;
 }
+
+// Issue 51: the hierarchical all-reduce on two tiers equals the exact sum and sends exactly
+// its formula's bytes and steps (a step per tag per tier), on layouts of 2 to 4 nodes.
+TEST(CollectivesLab, HierarchicalMatchesTheExactSumAndItsFormula) {
+  for (const auto [nodes, G] : {std::pair{2, 2}, {2, 4}, {4, 2}, {3, 3}})
+    for (const char* op : {"sum", "avg"}) {
+      const int P = nodes * G;
+      const std::uint64_t N = 4 * 16 * std::uint64_t(P);  // chunks of whole floats on both tiers
+      LabConfig cfg;
+      cfg.ranks = P;
+      cfg.bytes = N;
+      cfg.iters = 1;
+      cfg.warmup = 0;
+      cfg.nodes = {nodes, G, {}};
+      cfg.options = LabOptions({{"algo", "hierarchical"}, {"op", op}});
+      Trace trace(P);
+      const Report r = test::run_lab("collectives", cfg, trace);
+      const std::string w = std::to_string(nodes) + " nodes of " + std::to_string(G) + ", " + op;
+      ASSERT_NE(r.find("hierarchical.wrong_elements"), nullptr) << w << "\n" << r.to_text();
+      EXPECT_EQ(r.find("hierarchical.wrong_elements")->measured, 0) << w;
+      const double bytes = 2.0 * (G - 1) / G * double(N) + 2.0 * (nodes - 1) / nodes * double(N) / G;
+      EXPECT_EQ(r.find("hierarchical.bytes_sent_per_rank")->measured, bytes) << w;
+      EXPECT_EQ(r.find("hierarchical.steps")->measured, 2 * (G - 1) + 2 * (nodes - 1)) << w;
+      EXPECT_TRUE(r.ok) << w << "\n" << r.to_text();
+    }
+}
+
+TEST(CollectivesLab, HierarchicalNeedsNodes) {
+  LabConfig cfg;
+  cfg.ranks = 4;
+  cfg.bytes = 4096;
+  cfg.options = LabOptions({{"algo", "hierarchical"}});
+  Trace trace(4);
+  ThreadsOptions opt;
+  opt.world_size = 4;
+  opt.trace = &trace;
+  const LabInfo* lab = find_lab("collectives");
+  ASSERT_NE(lab, nullptr);
+  const LabConfig full = with_defaults(*lab, cfg);
+  const RunResult r = run_threads(opt, [&](Comm& c) { lab->run(c, full); });
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("--topology nodes=N,gpus=G"), std::string::npos) << r.error;
+}

@@ -11,6 +11,7 @@
 // thread only, so every rank receives identical bits.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "core/comm/chunking.h"
@@ -94,6 +95,24 @@ ThreadsComm::~ThreadsComm() {
   }
 }
 
+namespace {
+
+// What the collective would take on the emulated links: one tier, or NCCL's hierarchical
+// form over the nodes the group spans (the most members on one node taken as every node's).
+double modeled_collective_time(const Universe& u, const std::vector<int>& members, CollectiveKind kind, double bytes) {
+  const theory::Link intra{u.link().alpha_s(), u.link().beta_Bps()};
+  const NodeLayout& nodes = u.nodes();
+  if (!nodes.two_tier()) return theory::library_collective_time(kind, int(members.size()), bytes, intra);
+  std::map<int, int> per_node;  // node → members on it
+  for (const int g : members) ++per_node[nodes.node_of(g)];
+  int most = 0;
+  for (const auto& [node, count] : per_node) most = std::max(most, count);
+  const theory::Link inter{nodes.inter.alpha_s(), nodes.inter.beta_Bps()};
+  return theory::two_tier_collective_time(kind, int(per_node.size()), most, bytes, intra, inter);
+}
+
+}  // namespace
+
 Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body,
                                     double link_bytes) {
   const char* name = collective_kind_name(kind);
@@ -128,10 +147,7 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   if (!queue_) queue_ = u.start_worker();
   // On an emulated link the collective takes at least what NCCL's algorithm would need there.
   const double modeled_bytes = link_bytes >= 0 ? link_bytes : double(bytes);
-  const double modeled_s =
-      u.link().active()
-          ? theory::library_collective_time(kind, size(), modeled_bytes, {u.link().alpha_s(), u.link().beta_Bps()})
-          : 0.0;
+  const double modeled_s = u.link().active() ? modeled_collective_time(u, group_->members, kind, modeled_bytes) : 0.0;
   StepGate* gate = u.gate();
   if (gate) gate->work_begin(me);  // a stepped world is not quiet while this runs
   queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u, gate]() mutable {

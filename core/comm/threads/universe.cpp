@@ -54,21 +54,28 @@ Universe::Universe(const ThreadsOptions& opt)
       gate_(opt.gate),
       faults_(opt.faults),
       link_(opt.gate ? LinkSpec{} : opt.link),
-      send_free_(std::size_t(opt.world_size)),
-      recv_free_(std::size_t(opt.world_size)),
+      nodes_(opt.gate ? NodeLayout{} : opt.nodes),
       link_timer_(spawner_) {
   for (int i = 0; i < size_; ++i) ranks_.push_back(std::make_unique<RankState>());
+  for (int tier = 0; tier < 2; ++tier) {
+    send_free_[tier].resize(std::size_t(size_));
+    recv_free_[tier].resize(std::size_t(size_));
+  }
 }
 
 std::chrono::steady_clock::time_point Universe::schedule_transfer(int src, int dst, std::size_t bytes) {
   using namespace std::chrono;
+  const LinkSpec& link = link_between(link_, nodes_, src, dst);
+  const int tier = &link == &link_ ? 0 : 1;
   const auto cost =
-      duration_cast<steady_clock::duration>(duration<double>(link_.alpha_s() + double(bytes) / link_.beta_Bps()));
+      duration_cast<steady_clock::duration>(duration<double>(link.alpha_s() + double(bytes) / link.beta_Bps()));
   std::lock_guard lock(link_mu_);
-  const auto start = std::max({steady_clock::now(), send_free_[std::size_t(src)], recv_free_[std::size_t(dst)]});
+  auto& send_free = send_free_[tier][std::size_t(src)];
+  auto& recv_free = recv_free_[tier][std::size_t(dst)];
+  const auto start = std::max({steady_clock::now(), send_free, recv_free});
   const auto end = start + cost;
-  send_free_[std::size_t(src)] = end;
-  recv_free_[std::size_t(dst)] = end;
+  send_free = end;
+  recv_free = end;
   return end;
 }
 

@@ -101,8 +101,11 @@ class Universe {
   Universe(const ThreadsOptions& opt);
 
   // Emulated link: when a transfer of `bytes` from src to dst, starting now, would end.
-  // Each rank's send and receive directions carry one transfer at a time (FIFO).
-  const LinkSpec& link() const { return link_; }
+  // Each rank's send and receive directions carry one transfer at a time (FIFO), per tier:
+  // a GPU's NVLink ports and its NIC are separate, so intra- and inter-node messages of one
+  // rank do not queue behind each other.
+  const LinkSpec& link() const { return link_; }      // the one link, or the intra-node one
+  const NodeLayout& nodes() const { return nodes_; }  // two tiers, or one (gpus_per_node 0)
   std::chrono::steady_clock::time_point schedule_transfer(int src, int dst, std::size_t bytes);
   LinkTimer& link_timer() { return link_timer_; }
 
@@ -158,8 +161,10 @@ class Universe {
   std::mutex workers_mu_;
   std::vector<std::pair<std::shared_ptr<WorkQueue>, std::thread>> workers_;
   LinkSpec link_;
+  NodeLayout nodes_;
   std::mutex link_mu_;
-  std::vector<std::chrono::steady_clock::time_point> send_free_, recv_free_;  // per rank and direction
+  // [tier][rank]: when each rank's send and receive sides are next free (tier 1: between nodes)
+  std::vector<std::chrono::steady_clock::time_point> send_free_[2], recv_free_[2];
   LinkTimer link_timer_;  // last member: its thread stops before the rest is destroyed
 };
 

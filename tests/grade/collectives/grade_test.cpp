@@ -389,3 +389,52 @@ TEST(DoubleBinaryTree, EveryRanksParentAndChildrenAsNcclBuildsThem) {
       DTL_GRADE_EXPECT(roots == 1) << "tree " << t << " of " << P << " ranks has " << roots << " roots, expected 1";
     }
 }
+
+// ---- exercise 9: the hierarchical all-reduce of two tiers -------------------------------
+
+namespace {
+
+// Two tiers of `nodes` nodes × G ranks: every rank's result against the one-process
+// reference, its bytes against the two rings' (2N − its two chunks inside the node, the same
+// over its chunk on the rail) and its peers: only its right neighbours in the node and on the rail.
+void grade_hierarchical(int nodes, int G, std::size_t n, ReduceOp op) {
+  const int P = nodes * G;
+  const std::string w = where("hierarchical_all_reduce", P, n, op) + " (" + std::to_string(nodes) + " nodes of " +
+                        std::to_string(G) + ")";
+  const auto run =
+      all_reduce_everywhere("hierarchical_all_reduce", P, n, op, [G](Comm& c, ex::BufferView b, ReduceOp o) {
+        const int r = c.rank();
+        const std::unique_ptr<Comm> node = c.split(r / G, r), rail = c.split(r % G, r);
+        ex::hierarchical_all_reduce(*node, *rail, b, o);
+      });
+  DTL_ASSERT_RAN(run, w);
+  for (int r = 0; r < P; ++r) {
+    const int l = r % G, k = r / G;
+    const std::size_t chunk = chunk_range(n, G, l).count;
+    const double inside = double(2 * n * 4 - chunk_bytes(n, G, l) - chunk_bytes(n, G, l + 1));
+    const double between = double(2 * chunk * 4 - chunk_bytes(chunk, nodes, k) - chunk_bytes(chunk, nodes, k + 1));
+    const auto& p = run.ranks[std::size_t(r)];
+    DTL_GRADE_EXPECT(p.bytes_sent == inside + between)
+        << rank_of(w, r) << ": sent " << p.bytes_sent << " bytes, expected " << inside + between << " (" << inside
+        << " inside the node: 2(G-1)/G·N; " << between << " between nodes: 2(n-1)/n of its chunk N/G)";
+    std::set<int> peers;
+    if (G > 1) peers.insert(k * G + mod(l + 1, G));
+    if (nodes > 1) peers.insert(mod(k + 1, nodes) * G + l);
+    std::ostringstream want;
+    for (int q : peers) want << " " << q;
+    DTL_GRADE_EXPECT(p.sent_to == peers) << rank_of(w, r) << ": sends to ranks other than its right neighbours in the "
+                                         << "node and on its rail (" << want.str() << " )";
+  }
+}
+
+}  // namespace
+
+TEST(HierarchicalAllReduce, EqualsOneRankAndCrossesNodesOnlyWithItsChunk) {
+  for (const auto [nodes, G] : {std::pair{2, 2}, {2, 3}, {3, 2}, {2, 4}})
+    for (std::size_t n : kGradedCounts) grade_hierarchical(nodes, G, n, ReduceOp::sum);
+}
+
+TEST(HierarchicalAllReduce, AverageIsDividedOnceByEveryRank) {
+  grade_hierarchical(2, 3, 1003, ReduceOp::avg);
+  grade_hierarchical(3, 2, 40, ReduceOp::max);
+}

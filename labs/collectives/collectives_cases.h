@@ -1,0 +1,32 @@
+// The collectives lab's cases (collectives_cases.cpp): what collectives_lab.cpp runs, checks
+// and times, one Case per algorithm of the collective --collective names.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "labs/collectives/collectives_lab.h"
+
+namespace dtl {
+
+// One algorithm of one collective, as the lab runs it.
+struct Case {
+  std::string name;  // "ring all_reduce": the trace's phase
+  std::string id;    // "ring": the case of the report's rows
+  theory::CommCost predicted;
+  CollectiveFormulas formulas;
+  CollectiveKind collective;
+  AlgorithmKind algorithm;
+  std::function<void(Comm&, ex::BufferView)> run;  // the algorithm under test
+  std::function<void(ex::BufferView)> init;        // this rank's input
+  std::function<double(std::size_t)> expected;     // element i afterwards (NaN: not checked)
+  // Whether predicted.time_s is the α-β time of this run: on two tiers only for the rings (a
+  // lock-step ring runs at its slowest link, the one between nodes) and the hierarchical form.
+  bool time_predicted = true;
+};
+
+// The cases of this run (--collective, --algo), for `count` elements per rank.
+std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count);
+
+}  // namespace dtl
