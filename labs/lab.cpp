@@ -18,7 +18,10 @@ nlohmann::json LabConfig::to_json() const {
   for (const auto& [k, v] : options.text()) j[k] = v;
   if (slow_rank >= 0) j["slow_rank"] = {{"rank", slow_rank}, {"factor", slow_factor}};
   if (link.active())
-    j["link"] = {{"name", link.name}, {"bandwidth_GBps", link.bandwidth_GBps}, {"latency_us", link.latency_us}};
+    j["link"] = {{"name", link.name},
+                 {"bandwidth_GBps", link.bandwidth_GBps},
+                 {"latency_us", link.latency_us},
+                 {"protocol", theory::nccl_proto_name(link.protocol)}};
   if (nodes.two_tier()) {
     j["topology"] = {{"nodes", nodes.nodes}, {"gpus_per_node", nodes.gpus_per_node}};
     if (nodes.inter.active())
@@ -52,7 +55,12 @@ Report start_report(const Comm& comm, const LabConfig& cfg, const std::string& l
   rep.ranks = comm.size();
   rep.config = cfg.to_json();
   auto describe = [](const LinkSpec& l) {
-    return l.name + ": " + format_number(l.bandwidth_GBps) + " GB/s, α " + format_number(l.latency_us) + " µs";
+    std::string text =
+        l.name + ": " + format_number(l.bandwidth_GBps) + " GB/s, α " + format_number(l.latency_us) + " µs";
+    if (l.protocol != theory::NcclProto::simple)  // what the protocol makes of it (link.h)
+      text += std::string(" under ") + theory::nccl_proto_name(l.protocol) + " (" + format_number(l.beta_Bps() * 1e-9) +
+              " GB/s of data, α " + format_number(l.alpha_s() * 1e6) + " µs)";
+    return text;
   };
   if (cfg.nodes.two_tier())
     rep.setup.push_back(std::to_string(cfg.nodes.nodes) + " nodes of " + std::to_string(cfg.nodes.gpus_per_node) +

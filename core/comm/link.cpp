@@ -1,5 +1,6 @@
 #include "core/comm/link.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -10,8 +11,8 @@ namespace dtl {
 
 const std::vector<LinkSpec>& link_presets() {
   static const std::vector<LinkSpec> presets = {
-      {"nvlink4", 450, 2}, {"nvlink3", 300, 2}, {"pcie5", 64, 5},     {"pcie4", 32, 5},
-      {"ib-ndr", 50, 5},   {"ib-hdr", 25, 5},   {"eth100", 12.5, 20},
+      {"nvlink4", 450, 2},     {"nvlink3", 300, 2},     {"pcie5", 64, 5},           {"pcie4", 32, 5},
+      {"ib-ndr", 50, 5, true}, {"ib-hdr", 25, 5, true}, {"eth100", 12.5, 20, true},
   };
   return presets;
 }
@@ -82,6 +83,19 @@ int topology_count(const std::map<std::string, std::string>& f, const std::strin
 }
 
 }  // namespace
+
+void set_protocol(std::string_view name, LinkSpec& link, LinkSpec* inter) {
+  std::string upper(name);
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "SIMPLE") upper = "Simple";
+  const theory::NcclProto p = theory::parse_nccl_proto(upper);
+  if (!link.active())
+    throw UsageError(
+        "--protocol changes how an emulated link carries messages; add --link NAME (or --topology "
+        "with intra=..,inter=..)");
+  link.protocol = p;
+  if (inter) inter->protocol = p;
+}
 
 ClusterLinks parse_topology(std::string_view text, double slowdown) {
   const auto f = topology_fields(text);

@@ -16,15 +16,22 @@
 #include <string_view>
 #include <vector>
 
+#include "core/theory/nccl_model.h"
+
 namespace dtl {
 
 struct LinkSpec {
   std::string name;           // "pcie4", or "custom"
   double bandwidth_GBps = 0;  // per direction, GB = 1e9 bytes; 0 = no emulation
-  double latency_us = 0;
+  double latency_us = 0;      // per message, under NCCL's Simple protocol
+  bool network = false;       // a NIC (ib-*, eth*): the network's protocol latencies apply
+  // --protocol: how messages travel (theory::nccl_wire_factor, nccl_hop_latency_ratio).
+  theory::NcclProto protocol = theory::NcclProto::simple;
   bool active() const { return bandwidth_GBps > 0; }
-  double alpha_s() const { return latency_us * 1e-6; }
-  double beta_Bps() const { return bandwidth_GBps * 1e9; }
+  // What one message pays, and the data rate, under the protocol: every transfer the link
+  // emulates and every formula the labs set beside it use these two.
+  double alpha_s() const { return latency_us * 1e-6 * theory::nccl_hop_latency_ratio(protocol, network); }
+  double beta_Bps() const { return bandwidth_GBps * 1e9 / theory::nccl_wire_factor(protocol); }
 };
 
 const std::vector<LinkSpec>& link_presets();
@@ -38,6 +45,9 @@ LinkSpec find_link(std::string_view name);
 // communication look free. Slowing the link by the factor the compute is slowed keeps a
 // GPU's compute-to-communication ratio, which is what the DDP milestones are about.
 LinkSpec make_link(const std::string& preset, double bandwidth_GBps, double latency_us, double slowdown = 1.0);
+// --protocol NAME (LL, LL128, Simple; any case) on `links` (the run's one, or both tiers); throws
+// UsageError when there is no emulated link for it to change.
+void set_protocol(std::string_view name, LinkSpec& link, LinkSpec* inter = nullptr);
 
 // A two-tier cluster (--topology): `nodes` nodes of `gpus_per_node` ranks, numbered node by
 // node (rank / gpus_per_node is the node, as Megatron and torchrun place ranks), the run's

@@ -111,6 +111,14 @@ NcclProto parse_nccl_proto(std::string_view name) {
   throw UsageError("NCCL's protocol is LL, LL128 or Simple, not '" + std::string(name) + "'");
 }
 
+double nccl_wire_factor(NcclProto p) { return p == NcclProto::ll ? 2.0 : p == NcclProto::ll128 ? 128.0 / 120.0 : 1.0; }
+
+double nccl_hop_latency_ratio(NcclProto p, bool network) {
+  const auto& hop = network ? kNetworkHop : kNvlinkHop;
+  const int ring = int(NcclAlgo::ring);
+  return hop[ring][int(p)] / hop[ring][int(NcclProto::simple)];
+}
+
 NcclFabric nccl_fabric(const GpuProfile& profile, int ranks, int per_node) {
   NcclFabric f;
   f.ranks = std::max(1, ranks);

@@ -46,6 +46,16 @@ const char* nccl_proto_name(NcclProto p);
 NcclAlgo parse_nccl_algo(std::string_view name);  // throws UsageError
 NcclProto parse_nccl_proto(std::string_view name);
 
+// What a protocol does to one message on a link (an emulated link carries it so, the lab's
+// formulas time it so):
+//   wire bytes per data byte   LL 2 (8-byte lines: 4 bytes of data, a 4-byte flag),
+//                              LL128 128/120 (120 bytes of data and an 8-byte flag per line), Simple 1
+//   latency per hop            NCCL's ring hop latency of the protocol over Simple's, on NVLink
+//                              (LL 0.6/3.4, LL128 1.9/3.4) or the network (2.7/14, 4.0/14):
+//                              Simple pays fences and a full handshake, LL a flag per line.
+double nccl_wire_factor(NcclProto p);
+double nccl_hop_latency_ratio(NcclProto p, bool network);
+
 // Where one communicator runs: its ranks, their nodes, and the GPU's tiers (gpu_profile.h).
 struct NcclFabric {
   int ranks = 1, nodes = 1;  // ranks spread evenly: ranks / nodes per node

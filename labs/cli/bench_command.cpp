@@ -341,6 +341,7 @@ Command add_bench_command(CLI::App& app) {
       ->check(finite_range(1, 1e6));
   b->add_option("--link", a->link, "Emulate an interconnect: nvlink4 nvlink3 pcie5 pcie4 ib-ndr ib-hdr eth100");
   b->add_option("--link-bw", a->link_bw, "Emulated link bandwidth, GB/s per direction")->check(finite_range(1e-6, 1e6));
+  b->add_option("--protocol", a->protocol, "How the emulated link carries messages: LL, LL128 or Simple (NCCL's)");
   b->add_option("--link-latency", a->link_latency, "Emulated link latency, microseconds")->check(finite_range(0, 1e9));
   return [a] { return run_bench(*a); };
 }

@@ -168,6 +168,7 @@ BenchPlan plan_bench(BenchArgs& a) {
   check_counts_and_factor(a, lo, hi);
   p.backend = Backend::choose(a.backend, a.ranks);
   p.link = make_link(a.link, a.link_bw, a.link_latency);
+  if (!a.protocol.empty()) set_protocol(a.protocol, p.link);
   if (p.link.active() && a.backend != "threads")
     throw UsageError("--link emulates an interconnect between thread ranks only");
   p.P = p.backend.ranks;
@@ -210,7 +211,10 @@ BenchPlan plan_bench(BenchArgs& a) {
 
 void emit_bench_json(nlohmann::json j, const LinkSpec& link, const std::string& path) {
   if (link.active())
-    j["link"] = {{"name", link.name}, {"latency_us", link.latency_us}, {"bandwidth_GBps", link.bandwidth_GBps}};
+    j["link"] = {{"name", link.name},
+                 {"latency_us", link.latency_us},
+                 {"bandwidth_GBps", link.bandwidth_GBps},
+                 {"protocol", theory::nccl_proto_name(link.protocol)}};
   if (path == "-")
     std::cout << j.dump(2) << "\n";
   else

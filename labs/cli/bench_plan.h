@@ -29,6 +29,7 @@ struct BenchArgs {
   std::string json_path, trace_path;
   std::string link;
   double link_bw = 0, link_latency = 0;
+  std::string protocol;  // --protocol on the emulated link
   double timeout_s = 120;
   std::string algo;               // --algo auto: print NCCL's predicted choice instead of running
   std::string gpu = "h100-sxm5";  //   its GPU profile (core/theory/gpu_profile.h)

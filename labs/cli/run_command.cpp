@@ -54,6 +54,7 @@ struct RunArgs {
   std::string link;
   double link_bw = 0, link_latency = 0, link_slowdown = 1;
   std::string topology;  // --topology nodes=N,gpus=G[,intra=..,inter=..]
+  std::string protocol;  // --protocol LL|LL128|Simple on the emulated links
   std::map<std::string, std::string> lab_options;
 };
 
@@ -121,6 +122,7 @@ RunRequest make_request(const LabInfo& lab, RunArgs& a, const Backend& backend) 
     cfg.link = make_link(a.link, a.link_bw, a.link_latency, a.link_slowdown);
   else
     apply_topology(a, cfg);
+  if (!a.protocol.empty()) set_protocol(a.protocol, cfg.link, &cfg.nodes.inter);
   if (cfg.link.active() && backend.kind != BackendKind::threads)
     throw UsageError("--link emulates an interconnect between thread ranks; with --backend " + a.backend +
                      " the real one is used");
@@ -269,6 +271,9 @@ void add_common_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--topology", a.topology,
                   "Ranks in nodes, with two tiers of emulated links: nodes=2,gpus=4,intra=nvlink4,inter=ib-ndr "
                   "(ranks numbered node by node; without intra/inter only the grouping)");
+  sub->add_option("--protocol", a.protocol,
+                  "How the emulated links carry messages, as NCCL's protocols: LL (twice the bytes, the lowest "
+                  "latency), LL128 (128/120 the bytes), Simple (the default)");
   sub->add_option("--link-slowdown", a.link_slowdown,
                   "Slow the emulated link K times (a CPU computes ~1000x slower than a GPU; keeps a GPU's "
                   "compute:communication ratio)")

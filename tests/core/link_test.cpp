@@ -151,8 +151,8 @@ TEST(TwoTiers, CollectiveTimeIsTheTiersComposed) {
 }
 
 TEST(TwoTiers, MessagesBetweenNodesTakeTheSlowLinkAndTiersDoNotQueue) {
-  NodeLayout nodes{2, 2, {"custom", 0.5, 100}};  // between nodes 0.5 GB/s, 100 µs
-  const LinkSpec intra{"custom", 4.0, 10};
+  NodeLayout nodes{2, 2, {"custom", 0.05, 100}};  // between nodes 50 MB/s, 100 µs: 21 ms for 1 MiB
+  const LinkSpec intra{"custom", 4.0, 10};        // within a node: 0.27 ms
   ThreadsOptions opt = with_link(4, intra);
   opt.nodes = nodes;
   const std::size_t bytes = 1 << 20;
@@ -161,11 +161,11 @@ TEST(TwoTiers, MessagesBetweenNodesTakeTheSlowLinkAndTiersDoNotQueue) {
     std::vector<char> buf(bytes, 1);
     c.barrier();
     const auto t0 = Clock::now();
-    if (c.rank() == 0) {  // one send inside node 0 (to 1), one to node 1 (to 2), at once
-      Request a = c.isend(buf.data(), bytes, 1, 0), b = c.isend(buf.data(), bytes, 2, 0);
-      a.wait();
+    if (c.rank() == 0) {  // the slow send to node 1 (rank 2) first, then one inside node 0 (rank 1)
+      Request slow = c.isend(buf.data(), bytes, 2, 0), fast = c.isend(buf.data(), bytes, 1, 0);
+      fast.wait();
       inside = std::chrono::duration<double>(Clock::now() - t0).count();
-      b.wait();
+      slow.wait();
       between = std::chrono::duration<double>(Clock::now() - t0).count();
     } else if (c.rank() < 3) {
       c.recv(buf.data(), bytes, 0, 0);
@@ -174,6 +174,47 @@ TEST(TwoTiers, MessagesBetweenNodesTakeTheSlowLinkAndTiersDoNotQueue) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_GE(inside, intra.alpha_s() + double(bytes) / intra.beta_Bps());
   EXPECT_GE(between, nodes.inter.alpha_s() + double(bytes) / nodes.inter.beta_Bps());
-  // The fast send did not queue behind the slow one (it would then end after it).
-  EXPECT_LT(inside, nodes.inter.alpha_s() + double(bytes) / nodes.inter.beta_Bps());
+  // One queue for both would have held the fast send until the slow one was done.
+  EXPECT_LT(inside, between) << "the send inside the node queued behind the one between nodes";
+}
+
+// ---- NCCL's protocols on an emulated link (--protocol) -------------------------------------
+
+TEST(LinkProtocol, LlDoublesTheBytesAndCutsTheLatencyAsNcclsTablesSay) {
+  LinkSpec nvlink = find_link("nvlink4"), nic = find_link("ib-ndr");
+  const double simple_alpha = nvlink.alpha_s(), simple_beta = nvlink.beta_Bps();
+  set_protocol("ll", nvlink);
+  EXPECT_DOUBLE_EQ(nvlink.beta_Bps(), simple_beta / 2);            // 4 data bytes per 8-byte line
+  EXPECT_NEAR(nvlink.alpha_s(), simple_alpha * 0.6 / 3.4, 1e-15);  // NCCL's ring hop, NVLink
+  set_protocol("LL128", nvlink);
+  EXPECT_DOUBLE_EQ(nvlink.beta_Bps(), simple_beta * 120 / 128);  // 120 data bytes per 128-byte line
+  EXPECT_NEAR(nvlink.alpha_s(), simple_alpha * 1.9 / 3.4, 1e-15);
+  const double nic_alpha = nic.alpha_s();
+  set_protocol("Simple", nvlink, &nic);
+  EXPECT_DOUBLE_EQ(nvlink.beta_Bps(), simple_beta);
+  EXPECT_DOUBLE_EQ(nic.alpha_s(), nic_alpha);
+  set_protocol("ll128", nvlink, &nic);
+  EXPECT_NEAR(nic.alpha_s(), nic_alpha * 4.0 / 14.0, 1e-15);  // the network's hops
+  LinkSpec none;
+  EXPECT_THROW(set_protocol("ll", none), UsageError);
+  EXPECT_THROW(set_protocol("ll64", nvlink), UsageError);
+}
+
+TEST(LinkProtocol, AnLlTransferPaysTwiceTheBytes) {
+  LinkSpec link{"custom", 1.0, 100};  // 1 GB/s, 100 µs under Simple
+  set_protocol("LL", link);
+  const std::size_t bytes = 1 << 20;
+  double elapsed = 0;
+  const RunResult r = run_threads(with_link(2, link), [&](Comm& c) {
+    std::vector<char> buf(bytes, 1);
+    c.barrier();
+    const auto t0 = Clock::now();
+    if (c.rank() == 0)
+      c.send(buf.data(), bytes, 1, 0);
+    else
+      c.recv(buf.data(), bytes, 0, 0);
+    if (c.rank() == 1) elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  });
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_GE(elapsed, 100e-6 * 0.6 / 3.4 + 2.0 * double(bytes) / 1e9);
 }
