@@ -1,11 +1,14 @@
 # Mutants of the reference solutions (cmake -DMUTANT=name -DIN=solutions/<lab>.cpp -DOUT=copy.cpp -P
 # mutate.cmake): each a mistake a learner makes that looks right where it is written — the
 # kind issue 28 met (an average divided inside the reduce-scatter passed 15/15 while its lab
-# failed). tests/CMakeLists.txt links each copy in place of the original with the lab's
-# graded suites, which must fail: the grader never passes what the lab fails.
+# failed). One for every exercise. tests/CMakeLists.txt (DTL_MUTANTS) links each copy in
+# place of the original with the graded suites, which must fail the exercise (the grader
+# never passes what the lab fails), and with tests/labs/lab_catches_mutant_test.cpp, whose
+# run of the lab must fail too (the lab catches what the grader catches, issue 50).
 #
-# Each mutant replaces one anchor text of IN. When a solution changes so that an anchor is
-# gone, the mutant stops building with a message naming it: update the anchor here.
+# Each mutant replaces one anchor text of IN (and a second, anchor2, where the mistake needs
+# one: an argument it no longer reads). When a solution changes so that an anchor is gone,
+# the mutant stops building with a message naming it: update the anchor here.
 
 if(MUTANT STREQUAL "reduce_scatter_divides")
   # ring_reduce_scatter finishes the average itself; ring_all_reduce and the lab divide again.

@@ -21,7 +21,8 @@ namespace {
 
 struct MutantRun {
   std::string mutant;                          // tests/grade/mutate.cmake's name
-  std::string lab;                             // the lab of the exercise it mutates
+  std::string exercise;                        // the exercise it mutates (LabInfo's id)
+  std::string lab;                             // its lab
   int ranks = 2;                               // thread ranks of the run
   std::map<std::string, std::string> options;  // the lab's own options (small: the run takes seconds)
   std::string row;                             // the report row that must fail
@@ -29,8 +30,11 @@ struct MutantRun {
 };
 
 // The collectives' runs: 1001 floats (uneven over 3 ranks) once, no warm-up.
-MutantRun collectives(std::string mutant, std::string algo, std::string op, std::string row, int ranks = 3) {
-  return {std::move(mutant), "collectives", ranks, {{"algo", std::move(algo)}, {"op", std::move(op)}}, std::move(row)};
+MutantRun collectives(std::string mutant, std::string exercise, std::string algo, std::string op, std::string row,
+                      int ranks = 3) {
+  return {
+      std::move(mutant), std::move(exercise), "collectives", ranks, {{"algo", std::move(algo)}, {"op", std::move(op)}},
+      std::move(row)};
 }
 
 const std::map<std::string, std::string> kDdp = {
@@ -50,49 +54,56 @@ std::map<std::string, std::string> with(std::map<std::string, std::string> base,
 
 const std::vector<MutantRun>& mutant_runs() {
   static const std::vector<MutantRun> runs = {
-      collectives("reduce_scatter_divides", "ring", "avg", "ring.wrong_elements"),
-      collectives("all_reduce_never_averages", "ring", "avg", "ring.wrong_elements"),
-      collectives("naive_averages_twice", "naive", "avg", "naive.wrong_elements"),
-      collectives("all_gather_equal_chunks", "ring", "sum", "ring.wrong_elements"),
-      collectives("library_pieces_never_stage_the_input", "ring", "sum", "identity.library_pieces"),
-      collectives("tree_reduce_overwrites", "tree", "sum", "tree.wrong_elements"),
-      collectives("rhd_divides_by_the_core", "rhd", "avg", "rhd.wrong_elements"),
-      collectives("cost_counts_one_pass", "ring", "sum", "calculator.bytes_sent_per_gpu"),
-      collectives("double_tree_one_tree_twice", "double_tree", "sum", "double_tree.bytes_sent_per_rank", 4),
-      {"merge_nan_for_two_empty_sides", "context_parallel", 2, kCp, "merge_vs_float64"},
-      {"zigzag_adjacent_chunks", "context_parallel", 2, with(kCp, {{"split", "zigzag"}}), "balance_zigzag"},
-      {"ring_step_wrong_direction", "context_parallel", 4, kCp, "ring.loss_vs_one_rank"},
-      {"bucket_keeps_its_first_begin", "ddp", 2, kDdp, "bucketed.weight_diff_vs_one_rank"},
-      {"bucket_all_reduce_sums", "ddp", 2, kDdp, "bucketed.grad_diff_vs_one_rank"},
-      {"wait_for_buckets_never_clears", "ddp", 2, kDdp, "bucketed.requests_left_after_wait"},
-      {"average_by_integer_division", "ddp", 2, kDdp, "flat.grad_diff_vs_one_rank"},
-      {"sync_counts_from_one", "ddp", 2, kDdp, "accumulate.weight_diff_between_ranks"},
-      {"shard_chunk_rounds_down", "zero", 3, kZero, "zero1.weight_diff_vs_one_rank"},
-      {"reduce_scatter_gradients_sums", "zero", 3, kZero, "zero2.grad_diff_vs_one_rank"},
-      {"shard_step_from_the_unit_start", "zero", 3, kZero, "zero1.weight_diff_vs_one_rank"},
-      {"all_gather_params_sends_block_zero", "zero", 3, with(kZero, {{"precision", "fp32"}}),
+      collectives("reduce_scatter_divides", "ring_reduce_scatter", "ring", "avg", "ring.wrong_elements"),
+      collectives("all_reduce_never_averages", "ring_all_reduce", "ring", "avg", "ring.wrong_elements"),
+      collectives("naive_averages_twice", "naive_all_reduce", "naive", "avg", "naive.wrong_elements"),
+      collectives("all_gather_equal_chunks", "ring_all_gather", "ring", "sum", "ring.wrong_elements"),
+      collectives("library_pieces_never_stage_the_input", "all_reduce_by_reduce_scatter_all_gather", "ring", "sum",
+                  "identity.library_pieces"),
+      collectives("tree_reduce_overwrites", "tree", "tree", "sum", "tree.wrong_elements"),
+      collectives("rhd_divides_by_the_core", "rhd_all_reduce", "rhd", "avg", "rhd.wrong_elements"),
+      collectives("cost_counts_one_pass", "all_reduce_cost", "ring", "sum", "calculator.bytes_sent_per_gpu"),
+      collectives("double_tree_one_tree_twice", "double_binary_tree", "double_tree", "sum",
+                  "double_tree.bytes_sent_per_rank", 4),
+      {"merge_nan_for_two_empty_sides", "online_softmax_merge", "context_parallel", 2, kCp, "merge_vs_float64"},
+      {"zigzag_adjacent_chunks", "zigzag_partition", "context_parallel", 2, with(kCp, {{"split", "zigzag"}}),
+       "balance_zigzag"},
+      {"ring_step_wrong_direction", "ring_step", "context_parallel", 4, kCp, "ring.loss_vs_one_rank"},
+      {"bucket_keeps_its_first_begin", "assign_buckets", "ddp", 2, kDdp, "bucketed.weight_diff_vs_one_rank"},
+      {"bucket_all_reduce_sums", "launch_ready_buckets", "ddp", 2, kDdp, "bucketed.grad_diff_vs_one_rank"},
+      {"wait_for_buckets_never_clears", "wait_for_buckets", "ddp", 2, kDdp, "bucketed.requests_left_after_wait"},
+      {"average_by_integer_division", "average_gradients", "ddp", 2, kDdp, "flat.grad_diff_vs_one_rank"},
+      {"sync_counts_from_one", "sync_this_micro_batch", "ddp", 2, kDdp, "accumulate.weight_diff_between_ranks"},
+      {"shard_chunk_rounds_down", "shard_range", "zero", 3, kZero, "zero1.weight_diff_vs_one_rank"},
+      {"reduce_scatter_gradients_sums", "reduce_scatter_gradients", "zero", 3, kZero, "zero2.grad_diff_vs_one_rank"},
+      {"shard_step_from_the_unit_start", "shard_step", "zero", 3, kZero, "zero1.weight_diff_vs_one_rank"},
+      {"all_gather_params_sends_block_zero", "all_gather_params", "zero", 3, with(kZero, {{"precision", "fp32"}}),
        "zero1.weight_diff_vs_one_rank"},
-      {"units_to_gather_ignores_issued", "zero", 3, kZero, "zero3.bus_bytes_per_step"},
-      {"router_picks_the_least_likely", "experts", 2, kExperts, "router_vs_float64"},
-      {"dispatch_in_token_order", "experts", 2, kExperts, "dispatch_vs_brute_force"},
-      {"combine_ignores_weights", "experts", 2, kExperts, "combine_vs_float64"},
+      {"units_to_gather_ignores_issued", "units_to_gather", "zero", 3, kZero, "zero3.bus_bytes_per_step"},
+      {"router_picks_the_least_likely", "top_k_router", "experts", 2, kExperts, "router_vs_float64"},
+      {"dispatch_in_token_order", "dispatch_layout", "experts", 2, kExperts, "dispatch_vs_brute_force"},
+      {"combine_ignores_weights", "combine", "experts", 2, kExperts, "combine_vs_float64"},
       {"one_f_one_b_all_forwards_first",
+       "one_f_one_b",
        "pipeline",
        4,
        {{"schedule", "1f1b"}, {"width", "16"}, {"depth", "4"}, {"batch", "16"}, {"micro-batches", "8"}, {"steps", "2"}},
        "1f1b.in_flight_stage0"},
       {"run_stage_computes_before_its_input",
+       "run_stage",
        "pipeline",
        2,
        {{"schedule", "1f1b"}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}, {"micro-batches", "4"}, {"steps", "2"}},
        "",
        "run_stage (your exercise) ran the forward of micro-batch 0 on stage 1 before it received its input"},
-      {"row_slice_bias_on_every_rank", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
-      {"f_backward_averages", "tensor_parallel", 2, kTp, "tp.grad_diff_vs_one_rank"},
-      {"g_forward_averages", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
-      {"column_backward_reduces_first", "tensor_parallel", 2, with(kTp, {{"layers", "2"}}), "tp.grad_diff_vs_one_rank"},
-      {"row_forward_drops_the_bias", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
-      {"cross_entropy_local_max", "tensor_parallel", 2, with(kTp, {{"model", "gpt"}}), "tp.loss_vs_one_rank"},
+      {"row_slice_bias_on_every_rank", "tp_slices", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
+      {"f_backward_averages", "f_operator", "tensor_parallel", 2, kTp, "tp.grad_diff_vs_one_rank"},
+      {"g_forward_averages", "g_operator", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
+      {"column_backward_reduces_first", "column_parallel_linear", "tensor_parallel", 2, with(kTp, {{"layers", "2"}}),
+       "tp.grad_diff_vs_one_rank"},
+      {"row_forward_drops_the_bias", "row_parallel_linear", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
+      {"cross_entropy_local_max", "vocab_parallel_cross_entropy", "tensor_parallel", 2, with(kTp, {{"model", "gpt"}}),
+       "tp.loss_vs_one_rank"},
   };
   return runs;
 }
@@ -145,6 +156,18 @@ TEST_P(MutatedLab, FailsItsOwnChecks) {
 
 INSTANTIATE_TEST_SUITE_P(Each, MutatedLab, testing::ValuesIn(mutant_runs()),
                          [](const testing::TestParamInfo<MutantRun>& p) { return p.param.mutant; });
+
+// Every exercise of the registry has a mutant above (tests/CMakeLists.txt builds each one's
+// program from DTL_MUTANTS, whose names must be the table's).
+TEST(LabCatchesMutant, EveryExerciseHasOne) {
+  for (const LabInfo& lab : lab_registry())
+    for (const ExerciseInfo& e : lab.exercises) {
+      const bool has = std::any_of(mutant_runs().begin(), mutant_runs().end(),
+                                   [&](const MutantRun& m) { return m.lab == lab.name && m.exercise == e.id; });
+      EXPECT_TRUE(has) << "exercise " << e.id << " of the " << lab.name
+                       << " lab has no mutant: add one to tests/grade/mutate.cmake, DTL_MUTANTS and this table";
+    }
+}
 
 // one_f_one_b_all_forwards_first, further: the failing in-flight rows predict 1F1B's
 // min(M, P − s) from core/theory, not the run's own count (which is M for every stage).
