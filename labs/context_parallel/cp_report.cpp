@@ -116,9 +116,10 @@ void add_cp_run_rows(Report& rep, const CpSettings& s, const CpReference* ref, i
   rep.add("balance_contiguous", "contiguous split: causal pairs, busiest rank ÷ mean", contiguous.max_over_mean, "x")
       .predict(double(2 * P - 1) / P, "(2P−1)/P for large n");
   if (s.seq % (2 * P) == 0)
-    rep.add("balance_zigzag", "zig-zag split: causal pairs, busiest rank ÷ mean",
-            cp::cp_balance(cp::CpSplit::zigzag, s.seq, P).max_over_mean, "x")
-        .predict(1, "chunks i and 2P−1−i: equal");
+    // A check: the learner's zigzag_partition against the split's theory (exactly equal work).
+    rep.check("balance_zigzag", "zig-zag split: causal pairs, busiest rank ÷ mean",
+              cp::cp_balance(cp::CpSplit::zigzag, s.seq, P).max_over_mean, 1, "x", 1e-12)
+        .from("chunks i and 2P−1−i: equal");
   if (ref)
     rep.add("activation_one_rank_dense", "the plain GPT on 1 rank: activation peak (keeps B·A·S² probabilities)",
             ref->activation_peak, "B")

@@ -240,6 +240,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   measure_variant(comm, m, fp32_weights(model, opt), run.first_gradients, reference);
   m.params = model.num_params();
   m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? reducer.bucket_count() : 0;
+  m.left_after_wait = reducer.left_after_wait();
   m.skipped_steps = scaler.skipped_steps();
   m.param_peak = mem.peak(MemTag::param);
   m.grad_peak = mem.peak(MemTag::grad);

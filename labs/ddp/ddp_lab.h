@@ -58,6 +58,7 @@ struct DdpMeasurement {
   DdpTimings time;
   double grad_bytes_per_step = 0;
   std::size_t params = 0, buckets = 0;
+  std::size_t left_after_wait = 0;  // requests wait_for_buckets left in `pending` (most, this rank)
   int skipped_steps = 0;
   std::size_t param_peak = 0, grad_peak = 0, optimizer_peak = 0, workspace_peak = 0, activation_peak = 0,
               total_peak = 0;

@@ -113,7 +113,11 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
   rep.add(n + "ring_wire_bytes", "ring wire bytes per rank per step", 2.0 * (P - 1) / P * m.grad_bytes_per_step, "B")
       .predict(2.0 * (P - 1) / P * esize * psi, "ring 2(P-1)/P·N");
   add_memory_rows(rep, n, s, m);
-  if (m.buckets > 0) rep.add(n + "buckets", "buckets", double(m.buckets), "");
+  if (m.buckets == 0) return;
+  rep.add(n + "buckets", "buckets", double(m.buckets), "");
+  rep.check(n + "requests_left_after_wait", "requests left in pending after wait_for_buckets",
+            double(m.left_after_wait), 0, "")
+      .from("waited, then cleared");
 }
 
 void describe_ddp_setup(Report& rep, const DdpSettings& s, const std::vector<DdpVariant>& variants,

@@ -5,6 +5,7 @@
 
 #include "core/util/units.h"
 #include "labs/experts/experts_lab.h"
+#include "labs/experts/routing.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -38,6 +39,20 @@ void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMe
       .from("same choices");
   rep.check("dropped_vs_one_rank", "dropped slots (all ranks, every block)", m.dropped, m.reference_dropped, "")
       .from("1 rank's drops");
+}
+
+// The exercises on crafted inputs against the lab's brute force (routing.h): the rows above
+// compare with one rank running the same exercises, which shares their mistakes.
+void add_crafted_rows(Report& rep) {
+  rep.check("router_vs_float64", "top_k_router on crafted logits: slots unlike a float64 softmax's top k",
+            moe::router_errors_on_crafted_logits(), 0, "")
+      .from("float64 softmax");
+  rep.check("dispatch_vs_brute_force", "dispatch_layout on a crafted routing: entries unlike the layout",
+            moe::dispatch_errors_on_crafted_routing(), 0, "")
+      .from("rank, expert, token order");
+  rep.check("combine_vs_float64", "combine_rows on crafted rows: largest |difference|",
+            moe::combine_error_on_crafted_rows(), 0, "", 1e-6)
+      .from("float64 weighted sum");
 }
 
 void add_traffic_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m, int ep) {
@@ -121,6 +136,7 @@ void describe_experts_setup(Report& rep, const ExpertsSettings& s) {
 
 void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m, int ep) {
   add_equivalence_rows(rep, s, m);
+  add_crafted_rows(rep);
   add_traffic_rows(rep, s, m, ep);
   add_load_rows(rep, s, m, ep);
   add_time_rows(rep, m);

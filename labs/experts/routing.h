@@ -56,4 +56,13 @@ void load_balancing_grad(const Routing& r, double scale, float* dprobs);
 // Softmax backward, row by row: dlogits = p ⊙ (dp − Σ p·dp).
 void softmax_backward(const Routing& r, const float* dprobs, float* dlogits);
 
+// The exercises on crafted inputs against the lab's own brute force (routing_checks.cpp; the
+// one-rank reference runs the same exercises, so it cannot catch a mistake they share):
+// slots where route_top_k's choice or weight differs from a float64 softmax's k largest;
+int router_errors_on_crafted_logits();
+// entries of plan_dispatch's plan that differ from the layout above, by brute force;
+int dispatch_errors_on_crafted_routing();
+// the largest |combine_rows − a float64 weighted sum| (the residual kept), NaN as infinity.
+double combine_error_on_crafted_rows();
+
 }  // namespace dtl::moe

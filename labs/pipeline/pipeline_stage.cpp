@@ -147,6 +147,10 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
   const double t0 = now_s(comm_);
   const int row = step * s_.batch + m * s_.rows();
   if (ch.virtual_stage == 0) f.input = rows_on_device(data.x_row(row), s_.shape.in);  // the data: the first input
+  if (!f.input.numel())  // the learner's run_stage computed before it received: stop with the exercise's name
+    throw Error("run_stage (your exercise) ran the forward of micro-batch " + std::to_string(m) + " on stage " +
+                std::to_string(ch.virtual_stage) +
+                " before it received its input (recv_activation, then wait): dtlab grade --exercise run_stage");
   const float* x = f.input.as<float>();
   f.acts = ch.model->make_activations(s_.rows());
   in_flight_peak_ = std::max(in_flight_peak_, int(in_flight_.size()));

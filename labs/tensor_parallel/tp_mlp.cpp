@@ -21,6 +21,11 @@ void mlp_task_batch(int step, std::size_t elements, std::vector<float>& x, std::
   for (std::size_t i = 0; i < elements; ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
 }
 
+namespace {
+// A whole [out × in] layer, as one rank holds it.
+ex::LinearSlice whole_layer(int out, int in) { return {0, out, 0, in, 0, out}; }
+}  // namespace
+
 ex::LinearMath linear_math(TrainOps& ops) {
   ex::LinearMath m;
   m.forward = [&ops](const float* X, const float* W, const float* b, float* Y, int rows, int in, int out) {
@@ -134,8 +139,10 @@ void TpMlp::init_params(std::uint32_t seed) {
   std::vector<float> host(params_.numel());
   for (int l = first_; l <= last_; ++l) {
     const Block& b = blocks_[std::size_t(l - first_)];
-    const ex::LinearSlice fc = ex::column_parallel_slice(ff, h, r_, T_);  // exercise tp_slices
-    const ex::LinearSlice proj = ex::row_parallel_slice(h, ff, r_, T_);
+    // Exercise tp_slices; one rank holds the whole layer without asking it (plain()).
+    const ex::LinearSlice fc = plain() ? whole_layer(ff, h) : ex::column_parallel_slice(ff, h, r_, T_);
+    const ex::LinearSlice proj = plain() ? whole_layer(h, ff) : ex::row_parallel_slice(h, ff, r_, T_);
+    proj_adds_bias_ = proj.bias_end > proj.bias_begin;  // the learner's slice says who adds c_proj's bias
     copy_slice(full_tensor(seed, block_name(l, "c_fc.weight"), std::size_t(ff) * h, h), h, fc, &host[b.fc_w]);
     const std::vector<float> fc_bias = full_tensor(seed, block_name(l, "c_fc.bias"), std::size_t(ff), h);
     std::copy(fc_bias.begin() + fc.bias_begin, fc_bias.begin() + fc.bias_end, &host[b.fc_b]);
@@ -158,9 +165,9 @@ ex::TpLinear TpMlp::proj(int slot) {
   const Block& b = blocks_[std::size_t(slot)];
   float* p = params_.as<float>();
   float* g = grads_.as<float>();
-  // Only rank 0 adds the bias (the g all-reduce sums the T partial outputs); every rank
-  // gets the whole dL/db.
-  return {p + b.proj_w, r_ == 0 ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
+  // The ranks whose row_parallel_slice holds the bias add it (rank 0 only, as the g
+  // all-reduce sums the T partial outputs); every rank gets the whole dL/db.
+  return {p + b.proj_w, proj_adds_bias_ ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
 }
 
 // x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) for the held blocks.
@@ -172,9 +179,16 @@ const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
     const std::size_t k = std::size_t(i);
     ScopedSpan span = block_span(fwd_labels_[k]);
     float* next = i + 1 < n ? acts.x[k + 1].as<float>() : acts.out.as<float>();
-    ex::column_parallel_forward(tp_, math_, fc(i, false), acts.x[k].as<float>(), x_full(), acts.z[k].as<float>(), R);
+    const ex::TpLinear c = fc(i, false), p = proj(i);
+    if (plain())
+      math_.forward(acts.x[k].as<float>(), c.weight, c.bias, acts.z[k].as<float>(), R, c.in, c.out);
+    else
+      ex::column_parallel_forward(tp_, math_, c, acts.x[k].as<float>(), x_full(), acts.z[k].as<float>(), R);
     ops_.gelu_forward(acts.z[k].as<float>(), acts.a[k].as<float>(), std::size_t(R) * std::size_t(ff_local_));
-    ex::row_parallel_forward(tp_, math_, proj(i), acts.a[k].as<float>(), partial_.as<float>(), next, R);
+    if (plain())
+      math_.forward(acts.a[k].as<float>(), p.weight, p.bias, next, R, p.in, p.out);
+    else
+      ex::row_parallel_forward(tp_, math_, p, acts.a[k].as<float>(), partial_.as<float>(), next, R);
     ops_.axpy(1.0f, acts.x[k].as<float>(), next, local);  // the residual
   }
   ops_.synchronize();
@@ -188,13 +202,23 @@ const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accum
   for (int i = last_ - first_; i >= 0; --i) {  // dnext holds dL/dx_{l+1}
     const std::size_t k = std::size_t(i);
     ScopedSpan span = block_span(bwd_labels_[k]);
-    ex::row_parallel_backward(tp_, math_, proj(i), acts.a[k].as<float>(), dnext_.as<float>(), dy_full_.as<float>(),
-                              da_.as<float>(), R, accumulate);
+    const ex::TpLinear c = fc(i, true), p = proj(i);
+    if (plain())
+      math_.backward(acts.a[k].as<float>(), p.weight, dnext_.as<float>(), da_.as<float>(), p.weight_grad, p.bias_grad,
+                     R, p.in, p.out, accumulate);
+    else
+      ex::row_parallel_backward(tp_, math_, p, acts.a[k].as<float>(), dnext_.as<float>(), dy_full_.as<float>(),
+                                da_.as<float>(), R, accumulate);
     ops_.gelu_backward(acts.z[k].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
-    // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
-    const float* x_in = ex::f_forward(tp_, acts.x[k].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
-    ex::column_parallel_backward(tp_, math_, fc(i, true), x_in, dz_.as<float>(), dx_full_.as<float>(),
-                                 dres_.as<float>(), R, accumulate);
+    if (plain()) {
+      math_.backward(acts.x[k].as<float>(), c.weight, dz_.as<float>(), dres_.as<float>(), c.weight_grad, c.bias_grad, R,
+                     c.in, c.out, accumulate);
+    } else {
+      // c_fc's input again: the residual input itself, or (sequence parallel) gathered anew.
+      const float* x_in = ex::f_forward(tp_, acts.x[k].as<float>(), x_full(), std::size_t(R) * std::size_t(h));
+      ex::column_parallel_backward(tp_, math_, c, x_in, dz_.as<float>(), dx_full_.as<float>(), dres_.as<float>(), R,
+                                   accumulate);
+    }
     ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
   }
   ops_.synchronize();

@@ -100,7 +100,12 @@ class TpMlp {
   ex::TpGroup tp_;
   TrainOps& ops_;
   ex::LinearMath math_;
+  // One rank (T = 1, the lab's one-rank reference): plain layers through math_, none of the
+  // learner's tensor-parallel functions, so the reference a run is checked against never
+  // shares the learner's mistakes (issue 50).
+  bool plain() const { return T_ == 1; }
   int T_ = 1, r_ = 0, ff_local_ = 0, first_ = 0, last_ = 0;
+  bool proj_adds_bias_ = true;  // this rank's row_parallel_slice holds c_proj's bias (exercise tp_slices)
   MemoryTracker& mem_;
   std::vector<Block> blocks_;                           // the held blocks, by slot (block first_ + slot)
   std::vector<std::uint16_t> fwd_labels_, bwd_labels_;  // per slot

@@ -5,6 +5,7 @@
 // DDP) both run this one.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -40,7 +41,13 @@ class BucketedAllReduce {
     };
     return h;
   }
-  void wait() { ex::wait_for_buckets(pending_); }  // every launched bucket averaged
+  void wait() {
+    ex::wait_for_buckets(pending_);  // every launched bucket averaged
+    left_after_wait_ = std::max(left_after_wait_, pending_.size());
+  }
+  // The most requests the learner's wait_for_buckets left in `pending` (0: it cleared them,
+  // as its contract says; the DDP lab checks it).
+  std::size_t left_after_wait() const { return left_after_wait_; }
   std::size_t bucket_count() const { return buckets_.size(); }
   // The bucket whose gradients are all ready once `layer`'s backward ends: the one that starts
   // at it (backward runs from the last layer down), -1 when none does.
@@ -55,6 +62,7 @@ class BucketedAllReduce {
   ex::GradBuffer grads_;
   std::vector<ex::GradBucket> buckets_;
   std::vector<Request> pending_;
+  std::size_t left_after_wait_ = 0;
 };
 
 }  // namespace dtl
