@@ -86,20 +86,19 @@ void validate(ScheduleKind kind, const ScheduleConfig& c) {
     throw UsageError(name + " folds the model into a V of 2 chunks per stage (v=" + v + "): drop --chunks");
   if (!vee && c.chunks != 1)
     throw UsageError(name + " runs one chunk per stage (v=" + v + "): drop --chunks, or use interleaved");
-  const int least = kind == ScheduleKind::dualpipe_v ? 2 * c.stages : kind == ScheduleKind::gpipe ? 1 : c.stages;
+  const bool dual = kind == ScheduleKind::dualpipe_v;
+  const int least = dual ? 2 * c.stages : kind == ScheduleKind::gpipe ? 1 : c.stages;
   if (c.micro_batches < least)
-    throw UsageError(name + " needs at least " +
-                     (kind == ScheduleKind::dualpipe_v ? "as many micro-batches as virtual stages 2P"
-                                                       : "as many micro-batches as stages") +
-                     " (M=" + M + " < " + std::to_string(least) + "): raise --micro-batches to " +
-                     std::to_string(least) + " or more" + (kind == ScheduleKind::dualpipe_v ? "" : ", or use gpipe"));
+    throw UsageError(name + " needs at least as many micro-batches as " + (dual ? "virtual stages" : "stages") +
+                     " (M=" + M + " < " + (dual ? "2P=" : "P=") + std::to_string(least) +
+                     "): raise --micro-batches to " + std::to_string(least) + " or more" +
+                     (dual ? "" : ", or use gpipe"));
 }
 
 namespace {
 
 Action F(int m, int chunk = 0) { return {Pass::forward, m, chunk, false}; }
 Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk, false}; }
-Action W(int m) { return {Pass::weight, m, 0, false}; }
 
 std::vector<Action> gpipe_stage(int M) {
   std::vector<Action> a;

@@ -193,7 +193,11 @@ std::string write_torch_csv(const Schedule& s) {
     for (std::size_t i = 0; i < list.size(); ++i) {
       if (i > 0) out += ',';
       if (list[i].with_next && i + 1 < list.size()) {
-        out += "(" + cell(list[i]) + ";" + cell(list[i + 1]) + ")OVERLAP_F_B";
+        out += '(';
+        out += cell(list[i]);
+        out += ';';
+        out += cell(list[i + 1]);
+        out += ")OVERLAP_F_B";
         ++i;
       } else {
         out += cell(list[i]);
