@@ -25,7 +25,7 @@ namespace dtl::pipeline {
 const char* schedule_name(ScheduleKind k) { return schedule_kind_name(k); }
 
 std::vector<ScheduleKind> builtin_schedules() {
-  return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1,
+  return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,    ScheduleKind::zb_h1,
           ScheduleKind::zb_h2, ScheduleKind::zb_v,        ScheduleKind::interleaved_zb, ScheduleKind::dualpipe_v};
 }
 
@@ -72,8 +72,7 @@ void validate(ScheduleKind kind, const ScheduleConfig& c) {
   if (kind == ScheduleKind::interleaved || kind == ScheduleKind::interleaved_zb) {
     if (c.chunks < 2)
       throw UsageError(name + " needs at least 2 chunks per stage (v=" + v + "): set --chunks 2 or more, or use 1f1b");
-    if (c.stages < 2)
-      throw UsageError(name + " needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
+    if (c.stages < 2) throw UsageError(name + " needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
     if (c.micro_batches % c.stages != 0) {
       const int up = (c.micro_batches / c.stages + 1) * c.stages;
       throw UsageError(name + " needs M a multiple of P (M=" + M + ", P=" + P + "): set --micro-batches to " +
@@ -186,8 +185,7 @@ int max_in_flight(const Schedule& s, int stage) {
   int held = 0, most = 0;
   for (const Action& a : s.stages.at(std::size_t(stage))) {
     if (a.op == Pass::forward) most = std::max(most, ++held);
-    if (a.op == Pass::weight || (a.op == Pass::backward && !s.splits_backward(stage, a.micro_batch, a.chunk)))
-      --held;
+    if (a.op == Pass::weight || (a.op == Pass::backward && !s.splits_backward(stage, a.micro_batch, a.chunk))) --held;
   }
   return most;
 }

@@ -128,7 +128,7 @@ int published_in_flight(ScheduleKind kind, const ScheduleConfig& c, int stage);
 // point-to-point message takes between stages.
 struct ActionTimes {
   double forward = 1, backward = 2;  // backward: the full backward (B + W where it is split)
-  double weight = -1;  // zb: the W part; default backward / 2, and then B takes backward / 2
+  double weight = -1;                // zb: the W part; default backward / 2, and then B takes backward / 2
   double p2p = 0;
   double weight_part() const { return weight < 0 ? backward / 2 : weight; }
 };
@@ -180,8 +180,8 @@ double bubble_vs_compute(int P, int M, int v = 1);
 struct PublishedBubble {
   double idle_share = 0;
   const char* formula = "";
-  bool tiled = false;    // in bubble_tiled's convention (zb-h2, zb-v: Qi et al.'s post-validation)
-  bool applies = true;   // false: the source states no formula for this M (zb-h2, zb-v: M < 2P − 1)
+  bool tiled = false;   // in bubble_tiled's convention (zb-h2, zb-v: Qi et al.'s post-validation)
+  bool applies = true;  // false: the source states no formula for this M (zb-h2, zb-v: M < 2P − 1)
 };
 PublishedBubble published_bubble(ScheduleKind kind, const ScheduleConfig& c, const ActionTimes& t);
 

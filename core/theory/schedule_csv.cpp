@@ -159,7 +159,8 @@ CsvSchedule read_torch_csv(std::string_view text) {
   out.text.resize(std::size_t(P));
   for (int r = 0; r < P; ++r) {
     std::set<std::tuple<char, int, int>> seen;  // (type, micro-batch, chunk) on this rank
-    for (const auto& [a, at] : parsed[std::size_t(r)]) seen.insert({a.type, a.micro_batch, out.schedule.chunk_of(a.stage)});
+    for (const auto& [a, at] : parsed[std::size_t(r)])
+      seen.insert({a.type, a.micro_batch, out.schedule.chunk_of(a.stage)});
     const auto& list = parsed[std::size_t(r)];
     for (std::size_t i = 0; i < list.size(); ++i) {
       const auto& [a, at] = list[i];
@@ -167,7 +168,8 @@ CsvSchedule read_torch_csv(std::string_view text) {
       const bool weight = seen.count({'W', a.micro_batch, chunk}) != 0;
       if (a.type == 'I' && !weight) at.fail("an I (input gradient) needs its W on the same rank; add it, or write B");
       if (a.type == 'B' && weight) at.fail("B is the full backward, so its W would run twice; write I, or drop the W");
-      if (a.type == 'W' && !seen.count({'I', a.micro_batch, chunk})) at.fail("a W follows an I of the same micro-batch");
+      if (a.type == 'W' && !seen.count({'I', a.micro_batch, chunk}))
+        at.fail("a W follows an I of the same micro-batch");
       const Pass op = a.type == 'F' ? Pass::forward : a.type == 'W' ? Pass::weight : Pass::backward;
       const bool pair_head = i + 1 < list.size() && list[i + 1].second.cell == at.cell && at.text.front() == '(';
       out.schedule.stages[std::size_t(r)].push_back({op, a.micro_batch, chunk, pair_head && a.type == 'F'});
@@ -184,8 +186,8 @@ std::string write_torch_csv(const Schedule& s) {
   for (int st = 0; st < int(s.stages.size()); ++st) {
     const std::vector<Action>& list = s.stages[std::size_t(st)];
     const auto cell = [&](const Action& a) {
-      const char type = a.op == Pass::forward  ? 'F'
-                        : a.op == Pass::weight ? 'W'
+      const char type = a.op == Pass::forward                           ? 'F'
+                        : a.op == Pass::weight                          ? 'W'
                         : s.splits_backward(st, a.micro_batch, a.chunk) ? 'I'
                                                                         : 'B';
       return std::to_string(s.virtual_stage(st, a.chunk)) + type + std::to_string(a.micro_batch);

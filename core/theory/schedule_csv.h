@@ -24,8 +24,8 @@ namespace dtl::pipeline {
 
 // A schedule read from CSV text and where each of its actions came from (for messages).
 struct CsvSchedule {
-  Schedule schedule;                     // kind csv
-  std::vector<std::vector<int>> cell;    // cell[stage][action]: its cell, from 1
+  Schedule schedule;                           // kind csv
+  std::vector<std::vector<int>> cell;          // cell[stage][action]: its cell, from 1
   std::vector<std::vector<std::string>> text;  // the cell's text
   // "row 3 (rank 2), cell 5 \"2I0\"": check_schedule's ActionPlace for this file.
   std::string place(int stage, std::size_t action) const;

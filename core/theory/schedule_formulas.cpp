@@ -32,7 +32,8 @@ int published_in_flight(ScheduleKind kind, const ScheduleConfig& c, int s) {
     case ScheduleKind::one_f_one_b: return std::min(M, P - s);
     case ScheduleKind::interleaved: return std::min(M * v, 2 * (P - s - 1) + (v - 1) * P + 1);
     case ScheduleKind::zb_h1: return std::min(M, P);  // Qi et al.: 1F1B's peak on every stage
-    case ScheduleKind::zb_h2: return std::min(M, 2 * P - 1);  // Qi et al.: (2p − 1)·M_B
+    case ScheduleKind::zb_h2:
+      return std::min(M, 2 * P - 1);  // Qi et al.: (2p − 1)·M_B
     // Qi et al.: p·M_B, 2P chunks of half a stage; below M = 2P − 1 torch's padding leaves
     // stage s its M forwards of chunk 0 and s + 1 of chunk 1 (dtlab's count of that order).
     case ScheduleKind::zb_v: return std::min(2 * P, M + 1 + s);

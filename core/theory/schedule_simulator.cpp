@@ -82,11 +82,12 @@ double duration(const Action& a, bool split, const ActionTimes& t) {
     for (const Input& in : inputs_of(a, vs, V)) {
       if (ends.at(in.op, a.micro_batch, in.vs) != kNotYet) continue;
       throw ScheduleDeadlock("pipeline schedule " + std::string(schedule_name(s.kind)) + " deadlocks: stage " +
-                  std::to_string(st) + " waits at its action #" + std::to_string(next[st]) + " " + describe(a, vs) +
-                  " for " + describe(Action{in.op, a.micro_batch, s.chunk_of(in.vs)}, in.vs) + " on stage " +
-                  std::to_string(s.stage_of(in.vs)) +
-                      ", which never runs before it; reorder the stage lists so every input comes first",
-                  st, next[st]);
+                                 std::to_string(st) + " waits at its action #" + std::to_string(next[st]) + " " +
+                                 describe(a, vs) + " for " +
+                                 describe(Action{in.op, a.micro_batch, s.chunk_of(in.vs)}, in.vs) + " on stage " +
+                                 std::to_string(s.stage_of(in.vs)) +
+                                 ", which never runs before it; reorder the stage lists so every input comes first",
+                             st, next[st]);
     }
   }
   throw Error("pipeline schedule deadlocks with no stage waiting [simulator bug]");

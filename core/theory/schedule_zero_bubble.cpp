@@ -85,8 +85,9 @@ bool start_one(std::vector<GreedyStage>& st, int s, int t, int M, int cap) {
 // heuristic): B first, then F while the stage holds fewer than 2P − 1 micro-batches (the
 // paper's (2p − 1)·M_B peak), then W to fill.
 std::vector<Action> zb_h2_stage(int P, int M, int s) {
-  std::vector<GreedyStage> st(std::size_t(P), GreedyStage{std::vector<int>(std::size_t(M), kNever),
-                                                          std::vector<int>(std::size_t(M), kNever), 0, 0, 0, {}, {}});
+  std::vector<GreedyStage> st(
+      std::size_t(P),
+      GreedyStage{std::vector<int>(std::size_t(M), kNever), std::vector<int>(std::size_t(M), kNever), 0, 0, 0, {}, {}});
   long left = 3L * M * P;
   for (int t = 0; left > 0; ++t) {
     if (t > 3 * M * P + 4 * P) throw Error("zb-h2's layout does not finish [schedule bug]");

@@ -50,7 +50,8 @@ struct SimulateArgs {
 // three without a W split (the zero-bubble and V schedules are the pipeline lab's).
 pipeline::ScheduleKind parse_schedule(const std::string& name) {
   const std::optional<ScheduleKind> kind = parse_schedule_kind(name);
-  if (!kind || (*kind != ScheduleKind::gpipe && *kind != ScheduleKind::one_f_one_b && *kind != ScheduleKind::interleaved))
+  if (!kind ||
+      (*kind != ScheduleKind::gpipe && *kind != ScheduleKind::one_f_one_b && *kind != ScheduleKind::interleaved))
     throw UsageError("--schedule is gpipe, 1f1b or interleaved, not '" + name + "'");
   return *kind;
 }

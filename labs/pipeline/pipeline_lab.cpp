@@ -18,8 +18,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/trace/trace.h"
@@ -57,30 +55,6 @@ bool any_of_kinds(const std::vector<ScheduleKind>& kinds, std::initializer_list<
   for (ScheduleKind k : kinds)
     if (std::find(these.begin(), these.end(), k) != these.end()) return true;
   return false;
-}
-
-// --schedule-csv: the file read and checked (UsageError names its row, cell and rule), and
-// the run's P and M taken from it.
-void read_schedule_csv(const LabConfig& cfg, PipelineSettings& s, int P) {
-  if (pipeline_option_table().given(cfg.options, &PipelineSettings::schedule))
-    throw UsageError("--schedule-csv runs the file's schedule; drop --schedule (or --schedule-csv)");
-  std::ifstream in(s.schedule_csv);
-  if (!in) throw UsageError("--schedule-csv " + s.schedule_csv + ": cannot read the file; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto csv = std::make_shared<pipeline::CsvSchedule>(pipeline::read_torch_csv(text.str()));
-  const pipeline::ScheduleConfig& c = csv->schedule.config;
-  if (c.stages != P)
-    throw UsageError("--schedule-csv " + s.schedule_csv + " has " + std::to_string(c.stages) +
-                     " rows (ranks) but --ranks is " + std::to_string(P) + ": give --ranks " +
-                     std::to_string(c.stages));
-  const bool m_given = pipeline_option_table().given(cfg.options, &PipelineSettings::micro_batches);
-  if (m_given && s.micro_batches != c.micro_batches)
-    throw UsageError("--micro-batches " + std::to_string(s.micro_batches) + " but " + s.schedule_csv + " runs " +
-                     std::to_string(c.micro_batches) + " (micro-batches 0.." + std::to_string(c.micro_batches - 1) +
-                     "): drop --micro-batches");
-  s.micro_batches = c.micro_batches;
-  s.csv = std::move(csv);
 }
 
 // The action times' options: --backward-us and --weight-us need --compute-us, W needs a split.
@@ -239,7 +213,7 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
 
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
-  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());               // what runs
+  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());  // what runs
   const pipeline::Schedule expected =  // what theory predicts (a csv schedule: the file's own list)
       kind == ScheduleKind::csv ? sched : pipeline::make_schedule(kind, sched.config);  // (config_for's)
   const std::string name = pipeline::schedule_name(kind);
@@ -295,15 +269,6 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   return m;
 }
 
-// --export-csv: the schedule as torch.distributed.pipelining reads it (_load_csv, compute only).
-void export_schedule_csv(const PipelineSettings& s, ScheduleKind kind, int P, Report& rep) {
-  std::ofstream out(s.export_csv);
-  out << pipeline::write_torch_csv(schedule_of(kind, s, P));
-  if (!out) throw UsageError("--export-csv " + s.export_csv + ": cannot write the file; check the path");
-  rep.notes.push_back("The " + std::string(pipeline::schedule_name(kind)) + " schedule was written to " +
-                      s.export_csv + " in torch.distributed.pipelining's CSV format (compute only).");
-}
-
 }  // namespace
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
@@ -320,7 +285,11 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
     reference = one_rank_weights(s, data, rank_device(cfg.device, comm));
   }
   describe_pipeline_setup(rep, s, kinds);
-  if (!s.export_csv.empty() && comm.rank() == 0) export_schedule_csv(s, kinds.front(), comm.size(), rep);
+  if (!s.export_csv.empty() && comm.rank() == 0) {
+    export_schedule_csv(s, schedule_of(kinds.front(), s, comm.size()));
+    rep.notes.push_back("The " + std::string(pipeline::schedule_name(kinds.front())) + " schedule was written to " +
+                        s.export_csv + " in torch.distributed.pipelining's CSV format (compute only).");
+  }
   for (ScheduleKind k : kinds) add_pipeline_rows(rep, s, run_schedule(comm, cfg, s, k, data, reference), comm.size());
   if (kinds.size() > 1)
     for (ScheduleKind k : kinds) rep.columns.push_back(pipeline::schedule_name(k));

@@ -57,6 +57,7 @@ const char* published_in_flight_source(pipeline::ScheduleKind k) {
     case pipeline::ScheduleKind::zb_v: return "2P chunks (Qi et al.)";
     case pipeline::ScheduleKind::dualpipe_v: return "PP+1 = 2P+1 chunks (DualPipe)";
     case pipeline::ScheduleKind::interleaved_zb: return "interleaved's + s";
+    case pipeline::ScheduleKind::gpipe: return "M (GPipe)";
     default: return "Narayanan et al.";
   }
 }

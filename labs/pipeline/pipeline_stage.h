@@ -19,8 +19,8 @@ namespace dtl {
 // What one step on this stage did: its actions' times (for busy time and the simulator),
 // its compute span, and the loss (last stage).
 struct StageStep {
-  double begin = 0, end = 0;  // seconds on the trace clock: the step's start, its last action's end
-  double first = -1;          // its first action's start (-1: none yet)
+  double begin = 0, end = 0;                     // seconds on the trace clock: the step's start, its last action's end
+  double first = -1;                             // its first action's start (-1: none yet)
   double busy = 0;                               // Σ action times
   double forward = 0, backward = 0, weight = 0;  // Σ per op
   int forwards = 0, backwards = 0, weights = 0;

@@ -37,8 +37,7 @@ TEST(PipelineLab, EveryScheduleEqualsOneRankOnTheGlobalBatch) {
     const Report rep = run_pipeline(
         P, {{"schedule", "all"}, {"width", "24"}, {"depth", "9"}, {"batch", "16"}, {"micro-batches", "8"}}, trace);
     EXPECT_TRUE(rep.ok) << "P=" << P << "\n" << rep.to_text();
-    for (const char* k :
-         {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "interleaved-zb", "dualpipev"}) {
+    for (const char* k : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "interleaved-zb", "dualpipev"}) {
       const double d = row(rep, std::string(k) + ".weight_diff_vs_one_rank");
       std::printf("P=%d %-14s max |w - 1 rank| %.3g\n", P, k, d);
       EXPECT_LT(d, 1e-5) << k << " P=" << P;
@@ -155,8 +154,7 @@ TEST(PipelineLab, RunsATorchCsvScheduleAndExportsItsOwn) {
   std::ofstream(hand) << "0F0,0F1,3F0,3I0,3W0,(3F1;0B0)OVERLAP_F_B,3B1,,0I1,0W1\n"
                          "1F0,2F0,1F1,2B0,(2F1;1B0)OVERLAP_F_B,2B1,1B1\n";
   Trace trace(2);
-  const Report rep =
-      run_pipeline(2, {{"schedule-csv", hand}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}}, trace);
+  const Report rep = run_pipeline(2, {{"schedule-csv", hand}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}}, trace);
   EXPECT_TRUE(rep.ok) << rep.to_text();
   EXPECT_LT(row(rep, "csv.weight_diff_vs_one_rank"), 1e-5);
   EXPECT_EQ(row(rep, "csv.in_flight_stage0"), *rep.find("csv.in_flight_stage0")->predicted);

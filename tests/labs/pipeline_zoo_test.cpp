@@ -147,8 +147,7 @@ TEST(PipelineCsv, WritesTorchCells) {
   EXPECT_EQ(write_torch_csv(make_schedule(ScheduleKind::zb_h1, {2, 2, 1})),
             "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1\n");
   // 1F1B: full backwards.
-  EXPECT_EQ(write_torch_csv(make_schedule(ScheduleKind::one_f_one_b, {2, 2, 1})),
-            "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  EXPECT_EQ(write_torch_csv(make_schedule(ScheduleKind::one_f_one_b, {2, 2, 1})), "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
 }
 
 // Two ranks in a V (rank 0 holds stages 0 and 3), written by hand: overlapped pairs, I and
