@@ -1,9 +1,9 @@
 // torch.distributed.pipelining's schedule CSV, both ways (pure text; the lab reads the file).
 //
 // The format (torch/distributed/pipelining/schedules.py: _Action.from_str and __repr__,
-// PipelineScheduleMulti._load_csv / _dump_csv, "compute_only"; read against pytorch main
-// 00722e6, where OVERLAP_F_B came with pytorch#161072 in the 2.10 cycle — the single actions
-// are the same since torch 2.5's zero-bubble schedules):
+// PipelineScheduleMulti._load_csv / _dump_csv, "compute_only"), read against pytorch main
+// at 00722e6; OVERLAP_F_B came with pytorch#161072 (the 2.10 release notes). Older releases
+// wrote the input gradient as B: such a file reads as full backwards, refused beside a W.
 //   one row per rank, its actions in order, one per cell; an empty cell is an idle step
 //   <stage><type><micro-batch>     stage: the virtual stage index (row = the rank that holds it)
 //      type F forward, I input gradient (needs a W later), W weight gradient, B full backward
