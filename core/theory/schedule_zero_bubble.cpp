@@ -66,13 +66,18 @@ bool start_one(std::vector<GreedyStage>& st, int s, int t, int M, int cap) {
   const int P = int(st.size()), b = g.next_b, f = g.next_f;
   if (b < M && g.f_end[std::size_t(b)] <= t && (s == P - 1 || st[std::size_t(s) + 1].b_end[std::size_t(b)] <= t)) {
     g.list.push_back(act(Pass::backward, b, 0));
-    g.b_end[std::size_t(b)] = t + 1, g.pending.push_back(b), ++g.next_b;
+    g.b_end[std::size_t(b)] = t + 1;
+    g.pending.push_back(b);
+    ++g.next_b;
   } else if (f < M && g.held < cap && (s == 0 || st[std::size_t(s) - 1].f_end[std::size_t(f)] <= t)) {
     g.list.push_back(act(Pass::forward, f, 0));
-    g.f_end[std::size_t(f)] = t + 1, ++g.held, ++g.next_f;
+    g.f_end[std::size_t(f)] = t + 1;
+    ++g.held;
+    ++g.next_f;
   } else if (!g.pending.empty()) {
     g.list.push_back(act(Pass::weight, g.pending.front(), 0));
-    g.pending.pop_front(), --g.held;
+    g.pending.pop_front();
+    --g.held;
   } else {
     return false;
   }
@@ -118,14 +123,31 @@ std::vector<Action> zb_v_stage(int P, int M, int s) {
   const int n = std::max(M, 2 * P - 1);  // enough micro-batches to fill the V
   VeeWriter v{M, {}};
   for (int i = 0; i < 2 * (P - s) - 1; ++i) v.F(0);  // Warm-up: chunk 0 fills the way down
-  for (int i = 0; i < s; ++i) v.F(1), v.F(0);        //   both chunks
-  for (int i = 0; i < P - s; ++i) v.F(1), v.B(1), v.W(1);
+  for (int i = 0; i < s; ++i) {                      //   both chunks
+    v.F(1);
+    v.F(0);
+  }
+  for (int i = 0; i < P - s; ++i) {
+    v.F(1);
+    v.B(1);
+    v.W(1);
+  }
   while (v.f[1] < v.f[0] || v.f[0] < n) {  // Steady: F0 B0 W0 F1 B1 W1
     if (v.f[0] < n) v.F(0);
-    v.B(0), v.W(0), v.F(1), v.B(1), v.W(1);
+    v.B(0);
+    v.W(0);
+    v.F(1);
+    v.B(1);
+    v.W(1);
   }
-  for (int i = 0; i < s; ++i) v.B(0), v.B(1);  // Cool-down: input gradients first,
-  for (int i = 0; i < P - s; ++i) v.B(0), v.W(0);
+  for (int i = 0; i < s; ++i) {  // Cool-down: input gradients first,
+    v.B(0);
+    v.B(1);
+  }
+  for (int i = 0; i < P - s; ++i) {
+    v.B(0);
+    v.W(0);
+  }
   while (v.w[1] < v.b[1]) v.W(1);  // the W's they deferred last
   while (v.w[0] < v.b[0]) v.W(0);
   return v.out;
@@ -163,8 +185,11 @@ struct DualWriter {
 std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
   DualWriter d;
   for (int i = 0; i < 2 * (P - s - 1); ++i) d.F(0);  // 1: chunk 0 down the V
-  for (int i = 0; i < s + 1; ++i) d.F(0), d.F(1);    // 2: both chunks
-  for (int i = 0; i < P - s - 1; ++i) {              // 3: B1 W1 F1 (zero bubble)
+  for (int i = 0; i < s + 1; ++i) {                  // 2: both chunks
+    d.F(0);
+    d.F(1);
+  }
+  for (int i = 0; i < P - s - 1; ++i) {  // 3: B1 W1 F1 (zero bubble)
     d.B(1, true);
     d.W();
     d.F(1);
@@ -178,16 +203,22 @@ std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
     }
     d.pair(1, 0);
   }
-  for (int i = 0; i < P - s - 1; ++i) d.B(1, false), d.pair(1, 0);  // 5: B1 (F1;B0)
-  bool split = false;                                               // 6: B1 B0, the later half split
+  for (int i = 0; i < P - s - 1; ++i) {  // 5: B1 (F1;B0)
+    d.B(1, false);
+    d.pair(1, 0);
+  }
+  bool split = false;  // 6: B1 B0, the later half split
   for (int i = 0; i < s + 1; ++i) {
     if (i == (s + 1) / 2 && s % 2 == 1) split = true;
     d.B(1, split);
     if (i == (s + 1) / 2 && s % 2 == 0) split = true;
     d.B(0, split);
   }
-  for (int i = 0; i < P - s - 1; ++i) d.W(), d.B(0, split);  // 7: W B0
-  while (!d.weights.empty()) d.W();                          // 8: the W's left
+  for (int i = 0; i < P - s - 1; ++i) {  // 7: W B0
+    d.W();
+    d.B(0, split);
+  }
+  while (!d.weights.empty()) d.W();  // 8: the W's left
   return d.out;
 }
 
