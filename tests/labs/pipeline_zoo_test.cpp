@@ -118,6 +118,25 @@ TEST(PipelineZoo, DualPipeVOverlapsPairsOfDifferentMicroBatches) {
   }
 }
 
+// Gold tables written by hand from the step rules of torch's ScheduleZBVZeroBubble and
+// ScheduleDualPipeV (schedules.py; DualPipe's dualpipev.py), in torch's own cell format.
+TEST(PipelineZoo, ZbVAndDualPipeVEqualTablesDerivedByHandFromTorchsSteps) {
+  // ZB-V, P = 2, M = 3: rank 0 warms up 2P − 1 = 3 F0, then P rounds F1 I1 W1; the steady
+  // loop F0 I0 W0 F1 I1 W1 (no F0 left); cool-down P rounds I0 W0. Rank 1: 1 F0, F1 F0,
+  // F1 I1 W1, one steady round, cool-down I0 I1, I0 W0, then the deferred W1 and W0.
+  EXPECT_EQ(write_torch_csv(make_schedule(ScheduleKind::zb_v, config_for(ScheduleKind::zb_v, 2, 3, 2))),
+            "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0I0,0W0,3F2,3I2,3W2,0I1,0W1,0I2,0W2\n"
+            "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1I1,2I2,1I2,1W1,2W2,1W2\n");
+  // DualPipeV, P = 2, M = 4, steps 1–8. Rank 0: F0 F0 | F0 F1 | I1 W F1 | (F0;B1) (F1;B0) |
+  // B1 (F1;B0) | B1 I0 | W I0 | W. Rank 1: F0 F1 F0 F1 | F0 B1 (its first pair not
+  // overlapped) (F1;B0) (F0;B1) (F1;B0) | B1 B0 B1-as-I B0-as-I | W W.
+  EXPECT_EQ(write_torch_csv(make_schedule(ScheduleKind::dualpipe_v, config_for(ScheduleKind::dualpipe_v, 2, 4, 2))),
+            "0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,(3F3;0B1)OVERLAP_F_B,3B3,"
+            "0I2,0W2,0I3,0W3\n"
+            "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,(2F3;1B1)OVERLAP_F_B,2B2,1B2,2I3,1I3,"
+            "2W3,1W3\n");
+}
+
 // ---- torch.distributed.pipelining's CSV ---------------------------------------------------
 
 TEST(PipelineCsv, EveryBuiltInScheduleRoundTripsIdentically) {
