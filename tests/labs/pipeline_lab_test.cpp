@@ -106,31 +106,31 @@ TEST(PipelineLab, ADefaultRunSaysWhyItsBubbleDiffersFromTheFormula) {
     EXPECT_EQ(n.find("--compute-us 2000"), std::string::npos) << "paced: no such note";
 }
 
-// Today's schedules on 4 thread ranks, M from P to 4P: the weights of one rank, and activations
+// Today's schedules on 4 and 8 thread ranks, M from P to 4P: the weights of one rank, and activations
 // in flight per stage exactly the published bound (Qi et al.; DualPipe's PP + 1). The bubble
 // is checked in the simulator (pipeline_zoo_test.cpp): a measured one on 2 shared cores is timing.
 TEST(PipelineLab, TodaysSchedulesEqualOneRankAndThePublishedInFlight) {
-  const int P = 4;
-  for (const char* k : {"zb-h2", "zb-v", "interleaved-zb", "dualpipev"})
-    for (int M : {P, 2 * P, 4 * P}) {
-      if (std::string(k) == "dualpipev" && M < 2 * P) continue;  // needs M ≥ 2P (torch's rule)
-      Trace trace(P);
-      const Report rep = run_pipeline(P,
-                                      {{"schedule", k},
-                                       {"width", "16"},
-                                       {"depth", "8"},
-                                       {"batch", std::to_string(2 * M)},
-                                       {"micro-batches", std::to_string(M)}},
-                                      trace);
-      EXPECT_TRUE(rep.ok) << k << " M=" << M << "\n" << rep.to_text();
-      const std::string n = std::string(k) + ".";
-      EXPECT_LT(row(rep, n + "weight_diff_vs_one_rank"), 1e-5) << k << " M=" << M;
-      for (int s = 0; s < P; ++s) {
-        const ReportRow* r = rep.find(n + "in_flight_published_stage" + std::to_string(s));
-        ASSERT_NE(r, nullptr) << k;
-        EXPECT_EQ(r->measured, *r->predicted) << k << " M=" << M << " stage " << s;
+  for (int P : {4, 8})
+    for (const char* k : {"zb-h2", "zb-v", "interleaved-zb", "dualpipev"})
+      for (int M : {P, 2 * P, 4 * P}) {
+        if (std::string(k) == "dualpipev" && M < 2 * P) continue;  // needs M ≥ 2P (torch's rule)
+        Trace trace(P);
+        const Report rep = run_pipeline(P,
+                                        {{"schedule", k},
+                                         {"width", "16"},
+                                         {"depth", std::to_string(2 * P)},
+                                         {"batch", std::to_string(M)},
+                                         {"micro-batches", std::to_string(M)}},
+                                        trace);
+        EXPECT_TRUE(rep.ok) << k << " P=" << P << " M=" << M << "\n" << rep.to_text();
+        const std::string n = std::string(k) + ".";
+        EXPECT_LT(row(rep, n + "weight_diff_vs_one_rank"), 1e-5) << k << " P=" << P << " M=" << M;
+        for (int s = 0; s < P; ++s) {
+          const ReportRow* r = rep.find(n + "in_flight_published_stage" + std::to_string(s));
+          ASSERT_NE(r, nullptr) << k;
+          EXPECT_EQ(r->measured, *r->predicted) << k << " P=" << P << " M=" << M << " stage " << s;
+        }
       }
-    }
 }
 
 namespace {
