@@ -37,7 +37,8 @@ struct StageOps {
 // only computes. Never wait for a send inside the loop: put its Request in `sends` (the
 // lab waits for them after the step). Two neighbours that both block on a send to each
 // other — the next stage sending a gradient back while this one sends an activation on —
-// would wait forever.
+// would wait forever. An F marked with_next and the B after it are an overlapped pair
+// (DualPipe's F&B): wait for both their inputs, then run the F and the B.
 void run_stage(const std::vector<pipeline::Action>& actions, const StageOps& ops, std::vector<Request>& sends);
 
 }  // namespace dtl::ex

@@ -31,7 +31,8 @@ constexpr std::array<ExerciseHints, 2> kPipelineHints = {
        "For a forward of micro-batch m on chunk c: if has_previous(c), wait for recv_activation(m, c), call "
        "forward(m, c), if has_next(c), post send_activation(m, c) and keep its Request in sends. For a backward: if "
        "has_next(c), wait for recv_gradient(m, c), call backward(m, c), if has_previous(c), post send_gradient(m, "
-       "c) into sends. A weight action only calls weight(m, c).",
+       "c) into sends. A weight action only calls weight(m, c). An action marked with_next and the one after it are "
+       "an overlapped pair: post both their receives and wait for both before computing either.",
        "Outline: one loop over the actions, a branch per op. Each receive is posted and waited right before the "
        "compute that needs it, each send is posted right after the compute that produced it and its request is "
        "appended, never waited. The lab waits for the sends after the step. The grader runs 1F1B, GPipe and "

@@ -19,20 +19,41 @@ std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int sta
   return actions;
 }
 
+namespace {
+
+// Posts the receive `a` needs (none for W, nor at the model's ends).
+std::vector<Request> post_input(const pipeline::Action& a, const StageOps& ops) {
+  if (a.op == Pass::forward && ops.has_previous(a.chunk)) return {ops.recv_activation(a.micro_batch, a.chunk)};
+  if (a.op == Pass::backward && ops.has_next(a.chunk)) return {ops.recv_gradient(a.micro_batch, a.chunk)};
+  return {};
+}
+
+// Computes `a` and posts what it sends on (never waited here).
+void compute_and_send(const pipeline::Action& a, const StageOps& ops, std::vector<Request>& sends) {
+  const int m = a.micro_batch, c = a.chunk;
+  if (a.op == Pass::forward) {
+    ops.forward(m, c);
+    if (ops.has_next(c)) sends.push_back(ops.send_activation(m, c));
+  } else if (a.op == Pass::backward) {
+    ops.backward(m, c);
+    if (ops.has_previous(c)) sends.push_back(ops.send_gradient(m, c));
+  } else {
+    ops.weight(m, c);
+  }
+}
+
+}  // namespace
+
 void run_stage(const std::vector<pipeline::Action>& actions, const StageOps& ops, std::vector<Request>& sends) {
-  for (const pipeline::Action& a : actions) {
-    const int m = a.micro_batch, c = a.chunk;
-    if (a.op == Pass::forward) {
-      if (ops.has_previous(c)) ops.recv_activation(m, c).wait();  // its input
-      ops.forward(m, c);
-      if (ops.has_next(c)) sends.push_back(ops.send_activation(m, c));  // posted, never waited here
-    } else if (a.op == Pass::backward) {
-      if (ops.has_next(c)) ops.recv_gradient(m, c).wait();  // dL/d(output) from the next stage
-      ops.backward(m, c);
-      if (ops.has_previous(c)) sends.push_back(ops.send_gradient(m, c));
-    } else {
-      ops.weight(m, c);
-    }
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const pipeline::Action& a = actions[i];
+    std::vector<Request> inputs = post_input(a, ops);
+    const bool pair = a.with_next && i + 1 < actions.size();  // an overlapped F&B: both inputs first
+    if (pair)
+      for (Request& r : post_input(actions[i + 1], ops)) inputs.push_back(std::move(r));
+    for (Request& r : inputs) r.wait();
+    compute_and_send(a, ops, sends);
+    if (pair) compute_and_send(actions[++i], ops, sends);
   }
 }
 

@@ -18,10 +18,49 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/theory/schedule_builders.h"
 
 namespace dtl::pipeline {
 
 const char* schedule_name(ScheduleKind k) { return schedule_kind_name(k); }
+
+std::vector<ScheduleKind> builtin_schedules() {
+  return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved,    ScheduleKind::zb_h1,
+          ScheduleKind::zb_h2, ScheduleKind::zb_v,        ScheduleKind::interleaved_zb, ScheduleKind::dualpipe_v};
+}
+
+int Schedule::virtual_stage(int stage, int chunk) const {
+  const int P = config.stages;
+  if (config.placement == Placement::vee) return chunk == 0 ? stage : 2 * P - 1 - stage;
+  return chunk * P + stage;
+}
+
+int Schedule::stage_of(int vs) const {
+  const int P = config.stages;
+  if (config.placement == Placement::vee) return vs < P ? vs : 2 * P - 1 - vs;
+  return vs % P;
+}
+
+int Schedule::chunk_of(int vs) const { return vs / config.stages; }  // both placements
+
+bool Schedule::splits_backward(int stage, int m, int chunk) const {
+  for (const Action& a : stages.at(std::size_t(stage)))
+    if (a.op == Pass::weight && a.micro_batch == m && a.chunk == chunk) return true;
+  return false;
+}
+
+bool Schedule::has_weight_actions() const {
+  for (const auto& list : stages)
+    for (const Action& a : list)
+      if (a.op == Pass::weight) return true;
+  return false;
+}
+
+ScheduleConfig config_for(ScheduleKind kind, int stages, int micro_batches, int chunks) {
+  const bool vee = kind == ScheduleKind::zb_v || kind == ScheduleKind::dualpipe_v;
+  const bool looped = kind == ScheduleKind::interleaved || kind == ScheduleKind::interleaved_zb;
+  return {stages, micro_batches, vee ? 2 : looped ? chunks : 1, vee ? Placement::vee : Placement::loop};
+}
 
 void validate(ScheduleKind kind, const ScheduleConfig& c) {
   const std::string name = schedule_name(kind);
@@ -29,31 +68,36 @@ void validate(ScheduleKind kind, const ScheduleConfig& c) {
   if (c.stages < 1) throw UsageError("a pipeline needs at least one stage (P=" + P + "): raise --stages to 1 or more");
   if (c.micro_batches < 1)
     throw UsageError("a pipeline needs at least one micro-batch (M=" + M + "): raise --micro-batches to 1 or more");
-  if (kind == ScheduleKind::interleaved) {
+  if (kind == ScheduleKind::csv) return;  // its rules are check_schedule's
+  if (kind == ScheduleKind::interleaved || kind == ScheduleKind::interleaved_zb) {
     if (c.chunks < 2)
-      throw UsageError("interleaved needs at least 2 chunks per stage (v=" + v +
-                       "): set --chunks 2 or more, or use 1f1b");
-    if (c.stages < 2)
-      throw UsageError("interleaved needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
+      throw UsageError(name + " needs at least 2 chunks per stage (v=" + v + "): set --chunks 2 or more, or use 1f1b");
+    if (c.stages < 2) throw UsageError(name + " needs at least 2 stages (P=" + P + "): raise --stages, or use gpipe");
     if (c.micro_batches % c.stages != 0) {
       const int up = (c.micro_batches / c.stages + 1) * c.stages;
-      throw UsageError("interleaved needs M a multiple of P (M=" + M + ", P=" + P + "): set --micro-batches to " +
+      throw UsageError(name + " needs M a multiple of P (M=" + M + ", P=" + P + "): set --micro-batches to " +
                        std::to_string(up) + " or another multiple of " + P);
     }
     return;
   }
-  if (c.chunks != 1)
+  const bool vee = kind == ScheduleKind::zb_v || kind == ScheduleKind::dualpipe_v;
+  if (vee && c.chunks != 2)
+    throw UsageError(name + " folds the model into a V of 2 chunks per stage (v=" + v + "): drop --chunks");
+  if (!vee && c.chunks != 1)
     throw UsageError(name + " runs one chunk per stage (v=" + v + "): drop --chunks, or use interleaved");
-  if ((kind == ScheduleKind::one_f_one_b || kind == ScheduleKind::zb_h1) && c.micro_batches < c.stages)
-    throw UsageError(name + " needs at least as many micro-batches as stages (M=" + M + " < P=" + P +
-                     "): raise --micro-batches to " + P + " or more, or use gpipe");
+  const bool dual = kind == ScheduleKind::dualpipe_v;
+  const int least = dual ? 2 * c.stages : kind == ScheduleKind::gpipe ? 1 : c.stages;
+  if (c.micro_batches < least)
+    throw UsageError(name + " needs at least as many micro-batches as " + (dual ? "virtual stages" : "stages") +
+                     " (M=" + M + " < " + (dual ? "2P=" : "P=") + std::to_string(least) +
+                     "): raise --micro-batches to " + std::to_string(least) + " or more" +
+                     (dual ? "" : ", or use gpipe"));
 }
 
 namespace {
 
-Action F(int m, int chunk = 0) { return {Pass::forward, m, chunk}; }
-Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk}; }
-Action W(int m) { return {Pass::weight, m, 0}; }
+Action F(int m, int chunk = 0) { return {Pass::forward, m, chunk, false}; }
+Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk, false}; }
 
 std::vector<Action> gpipe_stage(int M) {
   std::vector<Action> a;
@@ -75,26 +119,9 @@ std::vector<Action> one_f_one_b_stage(int P, int M, int s) {
   return a;
 }
 
-std::vector<Action> zb_h1_stage(int P, int M, int s) {
-  std::vector<Action> a;
-  int f = 0, b = 0, w = 0;
-  while (f < P - s - 1) a.push_back(F(f++));  // Warm-up, as 1F1B (M ≥ P: validated)
-  for (int i = 0; i < s && f < M; ++i) {      // Steady, W deferred: the lag that lets B's
-    a.push_back(F(f++));                      // reach stage 0 early
-    a.push_back(B(b++));
-  }
-  while (f < M) {  // Steady: F B W, W of the oldest micro-batch still holding activations
-    a.push_back(F(f++));
-    a.push_back(B(b++));
-    a.push_back(W(w++));
-  }
-  while (b < M) {  // Cool-down
-    a.push_back(B(b++));
-    a.push_back(W(w++));
-  }
-  while (w < M) a.push_back(W(w++));  // the s deferred W's fill the tail
-  return a;
-}
+// zb-h1: 1F1B's order with W lagging B by s micro-batches on stage s, so every stage holds
+// P in flight (1F1B's peak, stage 0's) and the s deferred W's fill the cool-down.
+std::vector<Action> zb_h1_stage(int P, int M, int s) { return detail::split_backward(one_f_one_b_stage(P, M, s), s); }
 
 // Megatron's order of the k-th (micro-batch, chunk) on a stage: groups of P micro-batches,
 // within a group all of chunk 0, then chunk 1, ...; backwards walk the chunks last-first.
@@ -104,7 +131,9 @@ Action interleaved_action(int k, int P, int v, bool forward) {
   return forward ? F(m, chunk) : B(m, v - 1 - chunk);
 }
 
-std::vector<Action> interleaved_stage(int P, int M, int v, int s) {
+}  // namespace
+
+std::vector<Action> detail::interleaved_stage(int P, int M, int v, int s) {
   const int total = M * v;
   const int warmup = std::min(2 * (P - s - 1) + (v - 1) * P, total);
   std::vector<Action> a;
@@ -118,10 +147,9 @@ std::vector<Action> interleaved_stage(int P, int M, int v, int s) {
   return a;
 }
 
-}  // namespace
-
-Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& c) {
-  validate(kind, c);
+Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& given) {
+  validate(kind, given);
+  const ScheduleConfig c = config_for(kind, given.stages, given.micro_batches, given.chunks);
   Schedule sch;
   sch.kind = kind;
   sch.config = c;
@@ -130,8 +158,13 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& c) {
     switch (kind) {
       case ScheduleKind::gpipe: sch.stages.push_back(gpipe_stage(M)); break;
       case ScheduleKind::one_f_one_b: sch.stages.push_back(one_f_one_b_stage(P, M, s)); break;
-      case ScheduleKind::interleaved: sch.stages.push_back(interleaved_stage(P, M, c.chunks, s)); break;
+      case ScheduleKind::interleaved: sch.stages.push_back(detail::interleaved_stage(P, M, c.chunks, s)); break;
       case ScheduleKind::zb_h1: sch.stages.push_back(zb_h1_stage(P, M, s)); break;
+      case ScheduleKind::zb_h2: sch.stages.push_back(detail::zb_h2_stage(P, M, s)); break;
+      case ScheduleKind::zb_v: sch.stages.push_back(detail::zb_v_stage(P, M, s)); break;
+      case ScheduleKind::interleaved_zb: sch.stages.push_back(detail::interleaved_zb_stage(P, M, c.chunks, s)); break;
+      case ScheduleKind::dualpipe_v: sch.stages.push_back(detail::dualpipe_v_stage(P, M, s)); break;
+      case ScheduleKind::csv: throw UsageError("a csv schedule is read from its file (--schedule-csv), not built");
     }
   }
   return sch;
@@ -149,11 +182,10 @@ int forwards_before_first_backward(const Schedule& s, int stage) {
 int max_in_flight(const Schedule& s, int stage) {
   // A micro-batch-chunk holds activations from its F until the pass that last reads them:
   // B, or W where the backward is split (W needs the layer inputs too).
-  const Pass release = s.kind == ScheduleKind::zb_h1 ? Pass::weight : Pass::backward;
   int held = 0, most = 0;
-  for (const Action& a : s.stages.at(stage)) {
+  for (const Action& a : s.stages.at(std::size_t(stage))) {
     if (a.op == Pass::forward) most = std::max(most, ++held);
-    if (a.op == release) --held;
+    if (a.op == Pass::weight || (a.op == Pass::backward && !s.splits_backward(stage, a.micro_batch, a.chunk))) --held;
   }
   return most;
 }

@@ -19,7 +19,8 @@ constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimiz
 constexpr std::array kPassLetters = {"", "F", "B", "W", "", ""};
 static_assert(kPassLetters.size() == std::size_t(Pass::recompute) + 1, "one letter (or none) per Pass");
 constexpr std::array kStepUnitNouns = {"transfer", "collective"};
-constexpr std::array kScheduleNames = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+constexpr std::array kScheduleNames = {"gpipe", "1f1b",           "interleaved", "zb-h1", "zb-h2",
+                                       "zb-v",  "interleaved-zb", "dualpipev",   "csv"};
 constexpr std::array kExpertExchangeNames = {"", "counts", "dispatch", "combine"};
 constexpr std::array kMetaKeyNames = {"lab",
                                       "world_size",

@@ -61,8 +61,20 @@ enum class Pass : std::uint8_t { none, forward, backward, weight, optimizer, rec
 // A mixture-of-experts layer's exchanges (the experts lab): the per-expert counts, the token
 // rows to their experts (dispatch) and back (combine); backward runs the same two layouts.
 enum class ExpertExchange : std::uint8_t { none, counts, dispatch, combine };
-// Pipeline schedules (core/theory/schedule.h has their rules).
-enum class ScheduleKind : std::uint8_t { gpipe, one_f_one_b, interleaved, zb_h1 };
+// Pipeline schedules (core/theory/schedule.h has their rules); csv: one read from
+// torch.distributed.pipelining's CSV format (core/theory/schedule_csv.h).
+enum class ScheduleKind : std::uint8_t {
+  gpipe,
+  one_f_one_b,
+  interleaved,
+  zb_h1,
+  zb_h2,
+  zb_v,
+  interleaved_zb,
+  dualpipe_v,
+  csv
+};
+inline constexpr ScheduleKind kLastScheduleKind = ScheduleKind::csv;
 // What one step of a stepped run moves (StepGate), and what --inject-fault counts (FaultPlan):
 // a point-to-point transfer (a send and its receive), or a library collective of a group
 // (labs built on them: DDP, ZeRO, tensor parallelism). A lab names its unit in its registry entry.
@@ -106,7 +118,7 @@ const char* algorithm_kind_name(
     AlgorithmKind a);                  // "library", "naive", "ring", "tree", "rhd", "ring_sliced", "double_tree"
 const char* run_part_name(RunPart p);  // "setup", "timed", "check", "reference"
 const char* pass_name(Pass p);         // "forward", "backward", "weight", "optimizer", "recompute"
-const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1"
+const char* schedule_kind_name(ScheduleKind s);      // "gpipe", "1f1b", "interleaved", "zb-h1", ... "csv"
 const char* expert_exchange_name(ExpertExchange x);  // "counts", "dispatch", "combine" ("" for none)
 const char* pass_letter(Pass p);                     // a schedule's "F", "B", "W" ("" for the others)
 const char* step_unit_noun(StepUnit u);              // one step's words: "transfer", "collective"

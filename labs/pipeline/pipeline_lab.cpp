@@ -1,11 +1,16 @@
 // The pipeline lab: the MLP's layers split over P stages (one per rank), each global batch
 // cut into M micro-batches that flow through the stages under a schedule — GPipe, 1F1B,
-// interleaved 1F1B, zero-bubble H1 (schedule.h) — activations sent forward and their
-// gradients back point to point, gradients accumulated over the micro-batches, one AdamW
-// step per stage. Every schedule ends with the weights of one rank on the global batch.
+// interleaved 1F1B, zero-bubble H1 and H2, ZB-V, interleaved with the W split, DualPipeV
+// (schedule.h), or one read from torch.distributed.pipelining's CSV — activations sent
+// forward and their gradients back point to point, gradients accumulated over the
+// micro-batches, one AdamW step per stage. Every schedule ends with the weights of one rank
+// on the global batch.
 //
-//   dtlab run pipeline --schedule gpipe|1f1b|interleaved|zb-h1|all --ranks P --micro-batches M
+//   dtlab run pipeline --schedule gpipe|1f1b|interleaved|zb-h1|zb-h2|zb-v|interleaved-zb|
+//                                 dualpipev|all --ranks P --micro-batches M
 //                      [--chunks v] [--depth L] [--compute-us F --backward-us B --weight-us W]
+//   dtlab run pipeline --schedule-csv FILE --ranks P     (torch's CSV: schedule_csv.h)
+//   dtlab run pipeline --schedule zb-v --ranks 4 --export-csv FILE   (the schedule, for torch)
 //
 // --compute-us makes each action last a fixed time (the real compute still runs inside
 // it), so the bubble is measured on a clean timeline even on a noisy 2-core machine.
@@ -31,46 +36,71 @@ namespace {
 using pipeline::ScheduleKind;
 
 std::vector<ScheduleKind> kinds_of(const PipelineSettings& s) {
+  if (s.csv) return {ScheduleKind::csv};
   switch (s.schedule) {
     case ScheduleChoice::gpipe: return {ScheduleKind::gpipe};
     case ScheduleChoice::one_f_one_b: return {ScheduleKind::one_f_one_b};
     case ScheduleChoice::interleaved: return {ScheduleKind::interleaved};
     case ScheduleChoice::zb_h1: return {ScheduleKind::zb_h1};
+    case ScheduleChoice::zb_h2: return {ScheduleKind::zb_h2};
+    case ScheduleChoice::zb_v: return {ScheduleKind::zb_v};
+    case ScheduleChoice::interleaved_zb: return {ScheduleKind::interleaved_zb};
+    case ScheduleChoice::dualpipe_v: return {ScheduleKind::dualpipe_v};
     case ScheduleChoice::all: break;
   }
-  return {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1};
+  return pipeline::builtin_schedules();
+}
+
+bool any_of_kinds(const std::vector<ScheduleKind>& kinds, std::initializer_list<ScheduleKind> these) {
+  for (ScheduleKind k : kinds)
+    if (std::find(these.begin(), these.end(), k) != these.end()) return true;
+  return false;
+}
+
+// The action times' options: --backward-us and --weight-us need --compute-us, W needs a split.
+void check_times(PipelineSettings& s, const std::vector<ScheduleKind>& kinds) {
+  if (s.forward_us <= 0 && (s.backward_us > 0 || s.weight_us > 0))
+    throw UsageError("--backward-us and --weight-us need --compute-us (the forward's time) too");
+  if (s.forward_us > 0 && s.backward_us <= 0) s.backward_us = 2 * s.forward_us;
+  const bool split = any_of_kinds(kinds, {ScheduleKind::zb_h1, ScheduleKind::zb_h2, ScheduleKind::zb_v,
+                                          ScheduleKind::interleaved_zb, ScheduleKind::dualpipe_v}) ||
+                     (s.csv && s.csv->schedule.has_weight_actions());
+  if (s.weight_us > 0 && !split)
+    throw UsageError(
+        "--weight-us is the W part of a split backward: use a zero-bubble schedule (zb-h1, zb-h2, zb-v, "
+        "interleaved-zb, dualpipev) or all");
+  if (s.forward_us > 0 && s.weight_us <= 0) s.weight_us = s.backward_us / 2;
+  if (s.weight_us >= s.backward_us && s.forward_us > 0)
+    throw UsageError("--weight-us must be below --backward-us: W is a part of the backward");
 }
 
 PipelineSettings settings_of(const LabConfig& cfg, int P) {
   PipelineSettings s = pipeline_option_table().parse(cfg.options);
   s.repeat = cfg.repeat;
+  if (!s.schedule_csv.empty()) read_schedule_csv(cfg, s, P);
   const std::vector<ScheduleKind> kinds = kinds_of(s);
   if (s.stages != 0 && s.stages != P)
     throw UsageError("--stages " + std::to_string(s.stages) + " but --ranks " + std::to_string(P) +
                      ": every rank is one stage; give --ranks " + std::to_string(s.stages));
-  const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::interleaved) != kinds.end();
-  if (!interleaved && s.chunks != 2)
+  if (!any_of_kinds(kinds, {ScheduleKind::interleaved, ScheduleKind::interleaved_zb}) && s.chunks != 2)
     throw UsageError(
-        "--chunks sets the model chunks per stage of --schedule interleaved; the other schedules hold one");
+        "--chunks sets the model chunks per stage of --schedule interleaved and interleaved-zb; the others hold one "
+        "(zb-v and dualpipev two)");
+  if (!s.export_csv.empty() && kinds.size() != 1)
+    throw UsageError("--export-csv writes one schedule: choose one with --schedule");
   if (s.batch % s.micro_batches != 0)
     throw UsageError("--batch " + std::to_string(s.batch) + " must divide into --micro-batches " +
                      std::to_string(s.micro_batches));
-  if (s.forward_us <= 0 && (s.backward_us > 0 || s.weight_us > 0))
-    throw UsageError("--backward-us and --weight-us need --compute-us (the forward's time) too");
-  if (s.forward_us > 0 && s.backward_us <= 0) s.backward_us = 2 * s.forward_us;
-  const bool zb = std::find(kinds.begin(), kinds.end(), ScheduleKind::zb_h1) != kinds.end();
-  if (s.weight_us > 0 && !zb)
-    throw UsageError("--weight-us is the W part of zero-bubble's backward: add --schedule zb-h1 or all");
-  if (s.forward_us > 0 && s.weight_us <= 0) s.weight_us = s.backward_us / 2;
-  if (s.weight_us >= s.backward_us && s.forward_us > 0)
-    throw UsageError("--weight-us must be below --backward-us: W is a part of the backward");
+  check_times(s, kinds);
   for (ScheduleKind k : kinds) {  // the configuration against each schedule's rules, before anything runs
-    const int v = k == ScheduleKind::interleaved ? s.chunks : 1;
-    pipeline::validate(k, {P, s.micro_batches, v});
-    if (s.shape.layers < P * v)
-      throw UsageError("--depth " + std::to_string(s.shape.layers) + " layers cannot fill " + std::to_string(P * v) +
-                       " (virtual) stages of " + std::string(pipeline::schedule_name(k)) +
-                       ": raise --depth or lower --ranks" + (v > 1 ? " or --chunks" : ""));
+    const pipeline::ScheduleConfig c =
+        s.csv ? s.csv->schedule.config : pipeline::config_for(k, P, s.micro_batches, s.chunks);
+    pipeline::validate(k, c);
+    if (s.shape.layers < P * c.chunks)
+      throw UsageError("--depth " + std::to_string(s.shape.layers) + " layers cannot fill " +
+                       std::to_string(P * c.chunks) + " (virtual) stages of " +
+                       std::string(pipeline::schedule_name(k)) + ": raise --depth or lower --ranks" +
+                       (c.chunks > 1 ? " or --chunks" : ""));
   }
   require_memory(
       P * (mlp_memory(s.shape, DType::f32, s.batch).total() * 2 + 8.0 * mlp_memory(s.shape, DType::f32, 1).params) +
@@ -80,8 +110,12 @@ PipelineSettings settings_of(const LabConfig& cfg, int P) {
 }
 
 pipeline::Schedule schedule_of(ScheduleKind k, const PipelineSettings& s, int P) {
-  if (k != ScheduleKind::one_f_one_b)
-    return pipeline::make_schedule(k, {P, s.micro_batches, k == ScheduleKind::interleaved ? s.chunks : 1});
+  if (k == ScheduleKind::csv) return s.csv->schedule;  // read and checked by the settings
+  if (k != ScheduleKind::one_f_one_b) {
+    pipeline::Schedule sched = pipeline::make_schedule(k, pipeline::config_for(k, P, s.micro_batches, s.chunks));
+    pipeline::check_schedule(sched);  // every schedule checked before it runs
+    return sched;
+  }
   pipeline::validate(k, {P, s.micro_batches, 1});
   pipeline::Schedule sched{k, {P, s.micro_batches, 1}, {}};
   for (int stage = 0; stage < P; ++stage)
@@ -97,17 +131,19 @@ std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& da
       .weights;
 }
 
-// The whole step across stages: from the earliest start to the latest last action.
+// The whole step across stages: from the earliest start to the latest last action; and the
+// longest stage's own span, first action to last (what a step takes when the next one
+// starts on each stage as soon as it is done: Simulation::bubble_tiled).
 struct StepAcross {
-  double makespan = 0, busy_sum = 0;
+  double makespan = 0, busy_sum = 0, longest_span = 0;
   std::vector<double> busy;  // per stage
 };
 StepAcross across_stages(Comm& comm, const StageStep& r) {
-  double times[2] = {-r.begin, r.end};
-  comm.all_reduce(times, times, 2, DType::f64, ReduceOp::max);
+  double times[3] = {-r.begin, r.end, r.end - (r.first < 0 ? r.end : r.first)};
+  comm.all_reduce(times, times, 3, DType::f64, ReduceOp::max);
   std::vector<double> busy(std::size_t(comm.size()));
   comm.all_gather(&r.busy, busy.data(), 1, DType::f64);
-  StepAcross a{times[1] + times[0], 0, busy};
+  StepAcross a{times[1] + times[0], 0, times[2], busy};
   for (double b : busy) a.busy_sum += b;
   return a;
 }
@@ -129,17 +165,31 @@ void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Sc
   comm.trace()->set_meta(meta_key_name(MetaKey::pipeline_simulated, name), j.dump());
 }
 
-// The simulator with this run's mean action times (this stage's; the others' alike): the
-// bubble the schedule would have with exactly these times, and its timeline in the trace.
-double simulated_bubble(Comm& comm, const pipeline::Schedule& sched, const StageStep& totals, const std::string& name) {
+// The action times of this run for the simulator and the formulas, one stage's whole model
+// (a chunk's action takes 1/v): the --compute-us times the actions are stretched to, or
+// the measured means (this stage's; the others' alike), B the full backward.
+pipeline::ActionTimes run_times(Comm& comm, const PipelineSettings& s, const pipeline::Schedule& sched,
+                                const StageStep& totals) {
+  if (s.emulated()) return {s.forward_us * 1e-6, s.backward_us * 1e-6, s.weight_us * 1e-6, 0};
   double times[3] = {totals.forward / std::max(1, totals.forwards), totals.backward / std::max(1, totals.backwards),
                      totals.weight / std::max(1, totals.weights)};
   comm.all_reduce(times, times, 3, DType::f64, ReduceOp::avg);
-  const bool split = sched.kind == ScheduleKind::zb_h1;  // B and W measured apart; the simulator's B is their sum
-  const pipeline::ActionTimes at{times[0], split ? times[1] + times[2] : times[1], split ? times[2] : -1, 0};
-  const pipeline::Simulation sim = pipeline::simulate(sched, at);
+  const double v = sched.config.chunks;
+  const bool split = sched.has_weight_actions();  // B and W measured apart; the full backward is their sum
+  return {v * times[0], v * (split ? times[1] + times[2] : times[1]), split ? v * times[2] : -1, 0};
+}
+
+// The simulator with the run's action times: the bubble the schedule would have with exactly
+// these times (both conventions), and its timeline in the trace.
+void simulate_run(Comm& comm, const pipeline::Schedule& sched, const pipeline::ActionTimes& stage_times,
+                  const std::string& name, PipelineMeasurement& m) {
+  const double v = sched.config.chunks;
+  const pipeline::ActionTimes per_chunk{stage_times.forward / v, stage_times.backward / v,
+                                        stage_times.weight < 0 ? -1 : stage_times.weight / v, 0};
+  const pipeline::Simulation sim = pipeline::simulate(sched, per_chunk);
   if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim);
-  return sim.bubble_fraction();
+  m.simulated_bubble = sim.bubble_fraction();
+  m.simulated_tiled = sim.bubble_tiled();
 }
 
 // Memory and in-flight micro-batches per stage, gathered on rank 0, beside what the
@@ -156,14 +206,16 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
     m.stage_in_flight_peak.push_back(all[2 * std::size_t(st) + 1]);
     m.forwards_before_backward.push_back(pipeline::forwards_before_first_backward(expected, st));
     m.predicted_in_flight.push_back(pipeline::max_in_flight(expected, st));
+    m.published_in_flight.push_back(pipeline::published_in_flight(expected.kind, expected.config, st));
     m.predicted_activation.push_back(predicted_activation_peak(s, expected, st));
   }
 }
 
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
-  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());               // what runs
-  const pipeline::Schedule expected = pipeline::make_schedule(kind, sched.config);  // what theory predicts
+  const pipeline::Schedule sched = schedule_of(kind, s, comm.size());  // what runs
+  const pipeline::Schedule expected =  // what theory predicts (a csv schedule: the file's own list)
+      kind == ScheduleKind::csv ? sched : pipeline::make_schedule(kind, sched.config);  // (config_for's)
   const std::string name = pipeline::schedule_name(kind);
   comm.barrier();
   ScopedSpan phase(comm.trace(), comm.global_rank(), EventKind::phase,
@@ -177,7 +229,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   PipelineMeasurement m;
   m.kind = kind;
   m.chunks = sched.config.chunks;
-  std::vector<double> step_times, bubbles;
+  std::vector<double> step_times, bubbles, tiled;
   std::vector<std::vector<double>> stage_busy;
   StageStep totals;
   for (int step = 0; step < s.train_steps(); ++step) {
@@ -191,6 +243,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     if (step == 0) continue;  // a warm-up, not timed
     step_times.push_back(a.makespan);
     bubbles.push_back(1 - a.busy_sum / (comm.size() * a.makespan));
+    tiled.push_back(1 - a.busy_sum / (comm.size() * a.longest_span));
     stage_busy.push_back(a.busy);
     totals.forward += r.forward, totals.backward += r.backward, totals.weight += r.weight;
     totals.forwards += r.forwards, totals.backwards += r.backwards, totals.weights += r.weights;
@@ -200,13 +253,16 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   m.p2p_bytes_per_step /= s.train_steps();
   m.step = repeated(run_means(step_times, s.steps));
   m.bubble = repeated(run_means(bubbles, s.steps));
+  m.bubble_tiled = repeated(run_means(tiled, s.steps));
   // Per stage over the timed steps: 1 − busy / step.
   for (int st = 0; st < comm.size(); ++st) {
     double busy = 0, span = 0;
     for (std::size_t i = 0; i < stage_busy.size(); ++i) busy += stage_busy[i][std::size_t(st)], span += step_times[i];
     m.stage_bubble.push_back(span > 0 ? 1 - busy / span : 0);
   }
-  m.simulated_bubble = simulated_bubble(comm, sched, totals, name);
+  const pipeline::ActionTimes times = run_times(comm, s, sched, totals);
+  simulate_run(comm, sched, times, name, m);
+  m.published = pipeline::published_bubble(kind, sched.config, times);
   gather_stage_memory(comm, s, expected, stage, m);
   const std::vector<float> weights = stage.weights_on_rank0();
   if (comm.rank() == 0) { m.max_vs_reference = max_abs_difference(weights, reference); }
@@ -229,6 +285,11 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg) {
     reference = one_rank_weights(s, data, rank_device(cfg.device, comm));
   }
   describe_pipeline_setup(rep, s, kinds);
+  if (!s.export_csv.empty() && comm.rank() == 0) {
+    export_schedule_csv(s, schedule_of(kinds.front(), s, comm.size()));
+    rep.notes.push_back("The " + std::string(pipeline::schedule_name(kinds.front())) + " schedule was written to " +
+                        s.export_csv + " in torch.distributed.pipelining's CSV format (compute only).");
+  }
   for (ScheduleKind k : kinds) add_pipeline_rows(rep, s, run_schedule(comm, cfg, s, k, data, reference), comm.size());
   if (kinds.size() > 1)
     for (ScheduleKind k : kinds) rep.columns.push_back(pipeline::schedule_name(k));
@@ -243,11 +304,21 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
               {ScheduleChoice::one_f_one_b, "1f1b"},
               {ScheduleChoice::interleaved, "interleaved"},
               {ScheduleChoice::zb_h1, "zb-h1"},
+              {ScheduleChoice::zb_h2, "zb-h2"},
+              {ScheduleChoice::zb_v, "zb-v"},
+              {ScheduleChoice::interleaved_zb, "interleaved-zb"},
+              {ScheduleChoice::dualpipe_v, "dualpipev"},
               {ScheduleChoice::all, "all"}},
              "the order each stage computes in")
+        .path("schedule-csv", &PipelineSettings::schedule_csv,
+              "run this torch.distributed.pipelining schedule CSV (one row per rank: 0F0, 1I3, 2W0, "
+              "(0F7;7B3)OVERLAP_F_B); checked before it runs")
+        .path("export-csv", &PipelineSettings::export_csv,
+              "write the schedule in torch.distributed.pipelining's CSV format (compute only)", /*writes=*/true)
         .integer("stages", &PipelineSettings::stages, 0, 0, 4096, "pipeline stages: every rank is one (0: as --ranks)")
         .integer("micro-batches", &PipelineSettings::micro_batches, 8, 1, 4096, "micro-batches per step (M)")
-        .integer("chunks", &PipelineSettings::chunks, 2, 1, 64, "model chunks per stage for --schedule interleaved (v)")
+        .integer("chunks", &PipelineSettings::chunks, 2, 1, 64,
+                 "model chunks per stage for --schedule interleaved and interleaved-zb (v)")
         .number("compute-us", &PipelineSettings::forward_us, 0.0, 0, 1e5,
                 "a stage's forward of one micro-batch lasts this many µs (interleaved: 1/v per chunk; 0: the real "
                 "compute's "
@@ -255,7 +326,7 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
         .number("backward-us", &PipelineSettings::backward_us, 0.0, 0, 2e5,
                 "each backward's µs with --compute-us (0: twice the forward)")
         .number("weight-us", &PipelineSettings::weight_us, 0.0, 0, 2e5,
-                "zb-h1: the W part of the backward, µs (0: half the backward)");
+                "zero-bubble schedules: the W part of the backward, µs (0: half the backward)");
     add_mlp_rows(t, {.width = 128,
                      .depth = 8,
                      .batch = 64,
@@ -274,7 +345,8 @@ std::span<const ExerciseHints> pipeline_hints();  // exercises/pipeline_hints.cp
 LabInfo pipeline_lab_info() {
   return {
       "pipeline",
-      "pipeline parallelism: GPipe, 1F1B, interleaved 1F1B, zero-bubble H1; bubbles and activation memory vs formulas",
+      "pipeline parallelism: GPipe, 1F1B, interleaved, zero-bubble H1/H2/V, DualPipeV, torch's CSV schedules; "
+      "bubbles and activation memory vs formulas",
       {RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       pipeline_option_table().specs(),
       {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},

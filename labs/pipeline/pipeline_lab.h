@@ -2,10 +2,12 @@
 // stages (ranks), micro-batches flowing through them under a schedule (schedule.h).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/theory/schedule.h"
+#include "core/theory/schedule_csv.h"
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
@@ -13,14 +15,16 @@
 
 namespace dtl {
 
-// --schedule: one schedule, or all four.
-enum class ScheduleChoice { gpipe, one_f_one_b, interleaved, zb_h1, all };
+// --schedule: one schedule, or all eight built-in ones.
+enum class ScheduleChoice { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, zb_v, interleaved_zb, dualpipe_v, all };
 
 // The lab's options, typed (pipeline_option_table() binds each flag to its field), and
 // what the run derives from them.
 struct PipelineSettings {
   ScheduleChoice schedule = ScheduleChoice::one_f_one_b;
-  int stages = 0;  // --stages: 0, or --ranks again (every rank is one stage)
+  std::string schedule_csv, export_csv;              // --schedule-csv (read, checked, run), --export-csv (written)
+  std::shared_ptr<const pipeline::CsvSchedule> csv;  // the file's schedule, read by the settings
+  int stages = 0;                                    // --stages: 0, or --ranks again (every rank is one stage)
   MlpShape shape;
   int batch = 64, micro_batches = 8, chunks = 2, steps = 2, repeat = 3;
   int train_steps() const { return 1 + repeat * steps; }  // one warm-up step, then the timed runs
@@ -46,14 +50,17 @@ struct PipelineMeasurement {
   pipeline::ScheduleKind kind = pipeline::ScheduleKind::one_f_one_b;
   int chunks = 1;
   float first_loss = 0, last_loss = 0;
-  double max_vs_reference = -1;                                     // -1: emulated compute, nothing to compare
-  Repeated step, bubble;                                            // the step (slowest stage) and the idle share of it
-  std::vector<double> stage_bubble;                                 // per stage: 1 − busy / step (median run)
+  double max_vs_reference = -1;      // -1: emulated compute, nothing to compare
+  Repeated step, bubble;             // the step (slowest stage) and the idle share of it
+  Repeated bubble_tiled;             // 1 − Σ busy / (P · the longest stage's own span): Simulation::bubble_tiled
+  std::vector<double> stage_bubble;  // per stage: 1 − busy / step (median run)
   std::vector<double> stage_activation_peak, stage_in_flight_peak;  // per stage
   std::vector<int> forwards_before_backward;                        // per stage, from the schedule
   double p2p_bytes_per_step = 0;                                    // sent by all stages, from events
-  double simulated_bubble = 0;                                      // the simulator, with the run's action times
+  double simulated_bubble = 0, simulated_tiled = 0;                 // the simulator, with the run's action times
+  pipeline::PublishedBubble published;                              // the source's formula with the run's times
   std::vector<int> predicted_in_flight;                             // per stage, from the schedule
+  std::vector<int> published_in_flight;                             // per stage, the source's bound (-1: none)
   std::vector<double> predicted_activation;                         // per stage
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over stages)
 };
@@ -63,6 +70,11 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);
 // (viz/views/pipeline/pipeline_view.cpp).
 inline constexpr ViewKind kPipelineView{"pipeline"};
 LabInfo pipeline_lab_info();
+
+// labs/pipeline/pipeline_csv.cpp: --schedule-csv read and checked into s.csv (UsageError naming
+// the row, the cell and the rule; P and M from the file), and --export-csv written.
+void read_schedule_csv(const LabConfig& cfg, PipelineSettings& s, int P);
+void export_schedule_csv(const PipelineSettings& s, const pipeline::Schedule& sched);
 
 // labs/pipeline/pipeline_report.cpp
 void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMeasurement& m, int P);

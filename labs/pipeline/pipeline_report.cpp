@@ -11,24 +11,28 @@ namespace {
 
 void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m,
                      int P) {
-  const int M = s.micro_batches, v = m.chunks;
-  const bool zb = m.kind == pipeline::ScheduleKind::zb_h1;
-  // Idle share of the step, (P−1)/(v·M+P−1): the form the curriculum texts use.
+  const pipeline::PublishedBubble& pub = m.published;  // the source's formula, with this run's F, B, W
+  const bool step_formula = pub.applies && !pub.tiled, tiled_formula = pub.applies && pub.tiled;
+  const Provenance sim = Provenance::simulated;
+  // Idle share of the step, e.g. (P−1)/(v·M+P−1) for 1F1B: the form the curriculum texts use.
   rep.add(n + "bubble", "bubble: idle share of the step", 0, "").over(m.bubble);
   ReportRow& idle = rep.rows.back();
-  if (zb)
-    idle.predict(m.simulated_bubble, "simulator", Provenance::simulated);
+  if (step_formula)
+    idle.predict(pub.idle_share, pub.formula);
   else
-    idle.predict(pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P-1)/(vM+P-1)" : "(P-1)/(M+P-1)");
+    idle.predict(m.simulated_bubble, "simulator", sim);
   const double formula = *idle.predicted;  // (before the next add: it may move the rows)
   // Relative to the useful compute, (P−1)/(v·M): Megatron-LM's and the Ultra-Scale Playbook's form.
   const double b = m.bubble.median;
   rep.add(n + "bubble_vs_compute", "bubble relative to compute (idle / busy)", b < 1 ? b / (1 - b) : 0, "")
-      .predict(zb ? m.simulated_bubble / (1 - m.simulated_bubble) : pipeline::bubble_vs_compute(P, M, v),
-               zb      ? "simulator"
-               : v > 1 ? "(P-1)/(vM)"
-                       : "(P-1)/M",
-               zb ? Provenance::simulated : Provenance::formula);
+      .predict(formula / (1 - formula), step_formula ? pub.formula : "simulator",
+               step_formula ? Provenance::formula : sim);
+  // Each stage starting its next step as soon as it is done (Qi et al.'s post-validation):
+  // where zb-h2 and zb-v reach their ~0 (Simulation::bubble_tiled).
+  rep.add(n + "bubble_tiled", "bubble with steps back to back (idle / longest stage span)", 0, "")
+      .over(m.bubble_tiled)
+      .predict(tiled_formula ? pub.idle_share : m.simulated_tiled, tiled_formula ? pub.formula : "simulator",
+               tiled_formula ? Provenance::formula : sim);
   rep.add(n + "bubble_simulated", "bubble the simulator gives for this run's action times", m.simulated_bubble, "");
   // Without --compute-us an action's compute here is about as short as a hand-off between
   // threads: the stages then wait on hand-offs, not on the schedule's fill and drain.
@@ -45,6 +49,19 @@ void add_bubble_rows(Report& rep, const std::string& n, const PipelineSettings& 
             m.stage_bubble[std::size_t(st)], "");
 }
 
+// Where each published in-flight bound comes from (core/theory/schedule_formulas.cpp).
+const char* published_in_flight_source(pipeline::ScheduleKind k) {
+  switch (k) {
+    case pipeline::ScheduleKind::zb_h1: return "P (Qi et al.)";
+    case pipeline::ScheduleKind::zb_h2: return "2P-1 (Qi et al.)";
+    case pipeline::ScheduleKind::zb_v: return "2P chunks (Qi et al.)";
+    case pipeline::ScheduleKind::dualpipe_v: return "PP+1 = 2P+1 chunks (DualPipe)";
+    case pipeline::ScheduleKind::interleaved_zb: return "interleaved's + s";
+    case pipeline::ScheduleKind::gpipe: return "M (GPipe)";
+    default: return "Narayanan et al.";
+  }
+}
+
 void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& s, const PipelineMeasurement& m,
                      int P) {
   for (int st = 0; st < P; ++st) {
@@ -53,7 +70,12 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
               m.stage_in_flight_peak[std::size_t(st)], m.predicted_in_flight[std::size_t(st)], "")
         .from(m.kind == pipeline::ScheduleKind::gpipe         ? "M"
               : m.kind == pipeline::ScheduleKind::one_f_one_b ? "min(M, P-s)"
+              : m.kind == pipeline::ScheduleKind::csv         ? "the file's list"
                                                               : "the schedule kind's (core/theory)");
+    if (m.published_in_flight[std::size_t(st)] >= 0)
+      rep.check(n + "in_flight_published_stage" + k, "stage " + k + ": micro-batch chunks in flight vs the paper's",
+                m.stage_in_flight_peak[std::size_t(st)], m.published_in_flight[std::size_t(st)], "")
+          .from(published_in_flight_source(m.kind));
     rep.check(n + "activation_stage" + k, "stage " + k + ": activation memory (peak)",
               m.stage_activation_peak[std::size_t(st)], m.predicted_activation[std::size_t(st)], "B")
         .from("in flight × per micro-batch");
@@ -96,13 +118,14 @@ void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::
   rep.setup.push_back("schedule " + names);
   if (s.emulated())
     rep.setup.push_back("actions last F " + format_number(s.forward_us) + " µs, B " + format_number(s.backward_us) +
-                        " µs (zb: B " + format_number(s.backward_us - s.weight_us) + " + W " +
+                        " µs (split: B " + format_number(s.backward_us - s.weight_us) + " + W " +
                         format_number(s.weight_us) + ")");
   rep.notes.push_back(
       "Bubble: 1 − Σ busy / (P · step), the step from the first stage's start to the last action's end; "
       "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
-      "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; zero-bubble's is "
-      "the simulator's with this run's F, B and W.");
+      "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; the zero-bubble and "
+      "DualPipe formulas take this run's F, B (full backward) and W. zb-h2 and zb-v reach ~0 only with "
+      "steps back to back (bubble_tiled: each stage's own span, Qi et al.'s post-validation).");
   rep.notes.push_back("Times: the median of " + count_of(s.repeat, "run") + " of " + count_of(s.steps, "step") +
                       " after 1 warm-up step." +
                       (s.emulated() ? " Each action is stretched to its --compute-us time "

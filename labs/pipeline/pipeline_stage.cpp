@@ -18,8 +18,6 @@ int message_tag(int kind, int m, int vs) { return (kind * 8192 + m) * 512 + vs; 
 
 double now_s(Comm& comm) { return double(comm.trace()->now_ns()) * 1e-9; }
 
-bool splits_backward(pipeline::ScheduleKind k) { return k == pipeline::ScheduleKind::zb_h1; }
-
 }  // namespace
 
 LayerSpan virtual_stage_layers(int layers, int virtual_stages, int vs) {
@@ -29,14 +27,12 @@ LayerSpan virtual_stage_layers(int layers, int virtual_stages, int vs) {
 }
 
 double predicted_activation_peak(const PipelineSettings& s, const pipeline::Schedule& sched, int stage) {
-  const int P = sched.config.stages;
-  const bool zb = splits_backward(sched.kind);
   auto out = [&](int l) { return double(l == s.shape.layers - 1 ? s.shape.out : s.shape.width); };
   // Per chunk: what F allocates (z, and GELU(z) but after the model's last layer), what
   // zb's B adds (dL/dz per layer, until W), and the backward workspace.
   std::vector<double> forward_bytes, dz_bytes, workspace;
   for (int c = 0; c < sched.config.chunks; ++c) {
-    const LayerSpan span = virtual_stage_layers(s.shape.layers, sched.virtual_stages(), c * P + stage);
+    const LayerSpan span = virtual_stage_layers(s.shape.layers, sched.virtual_stages(), sched.virtual_stage(stage, c));
     double acts = 0, dz = 0, widest = span.first == 0 ? s.shape.in : s.shape.width;
     for (int l = span.first; l <= span.last; ++l) {
       acts += out(l) * (l < s.shape.layers - 1 ? 2 : 1);
@@ -44,16 +40,18 @@ double predicted_activation_peak(const PipelineSettings& s, const pipeline::Sche
       widest = std::max(widest, out(l));
     }
     forward_bytes.push_back(4.0 * s.rows() * acts);
-    dz_bytes.push_back(zb ? 4.0 * s.rows() * dz : 0);
+    dz_bytes.push_back(4.0 * s.rows() * dz);
     workspace.push_back(3 * 4.0 * s.rows() * widest);
   }
   double alive = 0, peak = 0;
   for (const pipeline::Action& a : sched.stages[std::size_t(stage)]) {
     const std::size_t c = std::size_t(a.chunk);
+    const bool split = a.op == Pass::backward && sched.splits_backward(stage, a.micro_batch, a.chunk);
     if (a.op == Pass::forward) alive += forward_bytes[c];
-    if (a.op == Pass::backward) alive += dz_bytes[c];
+    if (split) alive += dz_bytes[c];
     peak = std::max(peak, alive);
-    if ((a.op == Pass::backward && !zb) || a.op == Pass::weight) alive -= forward_bytes[c] + dz_bytes[c];
+    if (a.op == Pass::weight) alive -= forward_bytes[c] + dz_bytes[c];
+    if (a.op == Pass::backward && !split) alive -= forward_bytes[c];
   }
   for (double w : workspace) peak += w;
   return peak;
@@ -70,7 +68,7 @@ PipelineStage::PipelineStage(Comm& comm, const LabConfig& cfg, const PipelineSet
       mem_(comm.global_rank(), comm.trace()) {
   for (int c = 0; c < schedule.config.chunks; ++c) {
     Chunk chunk;
-    chunk.virtual_stage = c * P_ + comm.rank();
+    chunk.virtual_stage = schedule.virtual_stage(comm.rank(), c);
     chunk.span = virtual_stage_layers(s.shape.layers, schedule.virtual_stages(), chunk.virtual_stage);
     // The same seed as the whole model: a stage's layers start equal to one rank's.
     chunk.model = std::make_unique<Mlp>(s.shape, mem_, 1, DType::f32, device_, chunk.span);
@@ -100,6 +98,7 @@ void PipelineStage::record(Pass op, int m, int c, int step, double begin, double
                    .kind = EventKind::compute});
   op_total += end - begin;
   rec.busy += end - begin;
+  if (rec.first < 0) rec.first = begin;
   ++op_count;
 }
 
@@ -234,8 +233,9 @@ ex::StageOps PipelineStage::stage_ops(const Dataset& data, int step, StageStep& 
     return post_send(std::move(dx_), m, vs(c) - 1, kGradient, step, rec);
   };
   ops.forward = [this, &data, step, &rec](int m, int c) { forward(data, step, m, c, rec); };
-  const bool split = splits_backward(schedule_.kind);
-  ops.backward = [this, step, &rec, split](int m, int c) { backward(m, c, step, rec, split); };
+  ops.backward = [this, step, &rec](int m, int c) {
+    backward(m, c, step, rec, schedule_.splits_backward(comm_.rank(), m, c));  // I, when the stage runs a W
+  };
   ops.weight = [this, step, &rec](int m, int c) { weight(m, c, step, rec); };
   return ops;
 }

@@ -1,5 +1,6 @@
-// One rank of the pipeline lab: its stage's model chunks (v of them under interleaving,
-// each its own Mlp over the layers of virtual stage chunk·P + stage), the micro-batches in
+// One rank of the pipeline lab: its stage's model chunks (v of them under interleaving and
+// the V schedules, each its own Mlp over the layers of its virtual stage, placed as the
+// schedule says: chunk·P + stage, or the V's stage and 2P − 1 − stage), the micro-batches in
 // flight on it, and the point-to-point messages between neighbouring stages. The order of
 // work is the schedule's; the loop that runs it is the learner's (exercises/pipeline.h).
 #pragma once
@@ -19,6 +20,7 @@ namespace dtl {
 // its compute span, and the loss (last stage).
 struct StageStep {
   double begin = 0, end = 0;                     // seconds on the trace clock: the step's start, its last action's end
+  double first = -1;                             // its first action's start (-1: none yet)
   double busy = 0;                               // Σ action times
   double forward = 0, backward = 0, weight = 0;  // Σ per op
   int forwards = 0, backwards = 0, weights = 0;
@@ -64,7 +66,7 @@ class PipelineStage {
   void record(Pass op, int m, int c, int step, double begin, double end, double& op_total, int& op_count,
               StageStep& rec);
   void pace(double begin, double target_us);  // --compute-us: the action lasts target_us
-  int stage_of(int vs) const { return vs % P_; }
+  int stage_of(int vs) const { return schedule_.stage_of(vs); }
   // A micro-batch's rows of the data set (inputs or targets), copied to the stage's device.
   // A micro-batch's rows of the data (MemTag::data) on the stage's device: a new tensor, or
   // `into` when given (reused: the last stage's targets, needed only for the loss).

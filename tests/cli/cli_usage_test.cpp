@@ -55,6 +55,8 @@ TEST(CliUsage, NumbersBeyondTheirRangeAreUsageErrorsNamingTheOption) {
       {"run pipeline --ranks 4 --stages 2", "--stages"},
       {"run pipeline --schedule 1f1b --compute-us 100 --weight-us 10", "--weight-us"},
       {"run pipeline --batch 10 --micro-batches 4", "--micro-batches"},
+      {"run pipeline --schedule dualpipev --ranks 4 --micro-batches 4 --batch 8", "(M=4 < 2P=8)"},
+      {"run pipeline --ranks 2 --schedule-csv /nonexistent/schedule.csv", "cannot read the file"},
   };
   for (const auto& [args, option] : cases) {
     const auto o = run_dtlab(args);

@@ -149,6 +149,7 @@ TEST(PipelineSchedule, InFlightBounds) {
           EXPECT_EQ(held, std::min(M * c.config.chunks, 2 * (P - st - 1) + (c.config.chunks - 1) * P + 1))
               << name_of(c) << " stage " << st;
           break;
+        default: FAIL() << name_of(c) << ": all_valid_cases lists the four first schedules (the others: zoo test)";
       }
       if (c.kind != ScheduleKind::zb_h1) { EXPECT_EQ(held, forwards_before_first_backward(s, st)) << name_of(c); }
     }

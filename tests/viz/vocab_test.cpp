@@ -35,7 +35,7 @@ std::vector<Role> every_role() {
   for (int a = 1; a <= int(AlgorithmKind::rhd); ++a) out.push_back({.algorithm = AlgorithmKind(a)});
   for (int p = 1; p <= int(RunPart::reference); ++p) out.push_back({.part = RunPart(p)});
   for (int p = 1; p <= int(Pass::optimizer); ++p) out.push_back({.pass = Pass(p)});
-  for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s) out.push_back({.schedule = ScheduleKind(s)});
+  for (int s = 0; s <= int(kLastScheduleKind); ++s) out.push_back({.schedule = ScheduleKind(s)});
   for (int z = 0; z <= 3; ++z) out.push_back({.zero_stage = std::int8_t(z)});
   out.push_back({.zero_stage = 3, .prefetch = 64});
   out.push_back({.block = 32767});
@@ -97,7 +97,7 @@ TEST(Vocabulary, EveryRoleFieldSurvivesChromeJsonAndTheBinaryTrace) {
 TEST(Vocabulary, NamesRoundTripAndUnknownNamesAreNone) {
   for (int c = 0; c <= int(kLastCollectiveKind); ++c)
     EXPECT_EQ(parse_collective_kind(collective_kind_name(CollectiveKind(c))), CollectiveKind(c));
-  for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s)
+  for (int s = 0; s <= int(kLastScheduleKind); ++s)
     EXPECT_EQ(parse_schedule_kind(schedule_kind_name(ScheduleKind(s))), ScheduleKind(s));
   EXPECT_EQ(parse_pass("fwd"), std::nullopt);
   EXPECT_EQ(role_key(Role{.zero_stage = 2}), "zero_stage=2");
@@ -173,7 +173,7 @@ TEST(Vocabulary, LabTracesCarryTheRolesTheViewerReads) {
   }));
   EXPECT_TRUE(has(tp, [](const Role& r) { return r.part == RunPart::reference; }));
   const std::vector<Role> pp = roles_of("pipeline", 2, {{"schedule", "all"}, {"steps", "1"}});
-  for (int s = 0; s <= int(ScheduleKind::zb_h1); ++s)
+  for (int s = 0; s < int(ScheduleKind::csv); ++s)  // every built-in one (csv: a file's, --schedule-csv)
     EXPECT_TRUE(has(pp, [&](const Role& r) { return r.schedule == ScheduleKind(s); }))
         << schedule_kind_name(ScheduleKind(s));
   EXPECT_TRUE(has(pp, [](const Role& r) { return r.pass == Pass::weight; }));  // zb-h1's W
