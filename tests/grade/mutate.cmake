@@ -143,8 +143,10 @@ elseif(MUTANT STREQUAL "combine_ignores_weights")
 elseif(MUTANT STREQUAL "run_stage_computes_before_its_input")
   # run_stage computes a forward, then waits for its input: the receive looks like bookkeeping
   # that can come after, and the forward reads the activation buffer before it arrives.
-  set(anchor "      if (ops.has_previous(c)) ops.recv_activation(m, c).wait();  // its input\n      ops.forward(m, c);\n")
-  set(mutation "      ops.forward(m, c);\n      if (ops.has_previous(c)) ops.recv_activation(m, c).wait();  // its input\n")
+  set(anchor "    std::vector<Request> inputs = post_input(a, ops);\n")
+  set(mutation "    compute_and_send(a, ops, sends);  // the input is posted after\n    std::vector<Request> inputs = post_input(a, ops);\n")
+  set(anchor2 "    for (Request& r : inputs) r.wait();\n    compute_and_send(a, ops, sends);\n")
+  set(mutation2 "    for (Request& r : inputs) r.wait();\n")
 elseif(MUTANT STREQUAL "row_slice_bias_on_every_rank")
   # row_parallel_slice gives every rank the bias: the all-reduce adds it T times.
   set(anchor "  const int bias_end = rank == 0 ? out : 0;  // the sum must contain the bias once\n")
