@@ -113,6 +113,7 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
     throw UsageError("the cluster needs a GPU memory, a peak FLOP/s and both bandwidths above 0");
   validate_experts(m, p);
   validate_cp(m, p);
+  validate_schedule(m, p);
 }
 
 namespace {
@@ -252,7 +253,9 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
   }
   if (p.pp > 1) {
     const double message = sbh / p.tp * kBytes16;
-    const int sends = (p.pp > 2 ? 2 : 1) * M;  // a middle stage sends forward and backward
+    // A middle stage sends forward and backward for each of its v chunks (the model's two ends
+    // send one way only: with pp 2 every rank holds one of them)
+    const int v = p.chunks, sends = (p.pp > 2 ? 2 * v : 2 * v - 1) * M;
     out.ledger.push_back(entry(Axis::pp, "send activations and gradients", sends, message,
                                pp_link.alpha_s + message / pp_link.beta_Bps, pp_span));
   }
@@ -298,7 +301,7 @@ void fill_memory(Plan& out) {
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
   auto held = [&](double layer_bytes) {  // (layer_activation_bytes counts this GPU's s/cp positions)
-    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp);
+    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp, p.schedule, p.chunks);
   };
   // Korthikanti's terms as the run keeps them: sequence parallelism, dropout, flash (framework_memory.h).
   mem.activations_none = held(layer_activation_bytes(m, p, Recompute::none));
@@ -319,8 +322,9 @@ void fill_time(Plan& out) {
       out.model_flops_per_token + (p.recompute == Recompute::full        ? 2 * active + attention / 3
                                    : p.recompute == Recompute::selective ? attention / 3
                                                                          : 0);
-  const int M = p.micro_batches, P = p.pp;
-  out.bubble = double(P - 1) / double(M + P - 1);
+  // The schedule's idle share with equal stages (schedule.h): (P−1)/(M+P−1), interleaved (P−1)/(v·M+P−1).
+  out.bubble = pipeline::bubble_idle_share(p.pp, p.micro_batches,
+                                           p.schedule == pipeline::ScheduleKind::interleaved ? p.chunks : 1);
   if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
   out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * m.seq;
   // The step is the simulator's (step_model.h): the same components through the same 1F1B
@@ -343,10 +347,6 @@ Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision prec
   mem.grads = rank_params * zb.grads;
   mem.optimizer = rank_params * zb.optimizer;
   return mem;
-}
-
-double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp) {
-  return layer_bytes * stage_layers * std::min(micro_batches, pp);
 }
 
 double Plan::bytes_on(Axis a) const {

@@ -85,6 +85,7 @@
 #include "core/theory/nccl_model.h"
 #include "core/theory/practice.h"
 #include "core/theory/recompute.h"
+#include "core/theory/schedule.h"
 #include "core/theory/zero.h"
 
 namespace dtl::theory {
@@ -178,6 +179,10 @@ struct ParallelConfig {
   int cp = 1;                     // context parallelism: the sequence split over cp GPUs (world = dp·tp·pp·cp)
   CpAlgo cp_algo = CpAlgo::ring;  // how attention reaches the other ranks' K/V (context_parallel.h)
   Practice practice;              // what the run does beyond the layout (practice.h): megatron-core's defaults
+  // The pipeline schedule (schedule.h): gpipe, 1f1b, or interleaved with `chunks` model
+  // chunks per stage (Megatron's virtual pipeline, --num-layers-per-virtual-pipeline-stage).
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  int chunks = 1;
 };
 
 enum class Axis { dp, tp, pp, ep, cp };
@@ -258,10 +263,18 @@ struct Plan {
 // The first sets params, grads and optimizer only.
 Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision precision);
 double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp);
+// The same for any schedule the planner runs: the first stage's most micro-batch-chunks in
+// flight (pipeline::max_in_flight, read from the schedule), each holding stage_layers / v
+// layers. 1F1B: min(M, pp) whole stages; interleaved (Narayanan et al. 2021): up to
+// (pp − 1)·2 + (v − 1)·pp + 1 chunks, about (1 + (pp − 1)/(pp·v)) stages' worth.
+double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp,
+                             pipeline::ScheduleKind schedule, int chunks);
 
 // Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp·cp ≠ gpus, tp not
 // dividing heads, pp > layers, ZeRO outside 0–3, efficiency outside (0, 1].
 void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
+// The part of validate() about --schedule and --chunks (plan_schedule.cpp).
+void validate_schedule(const ModelSpec& m, const ParallelConfig& p);
 Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
 // The formulas a plan used, in words (its notes; plan_model.cpp).
 std::vector<std::string> plan_formulas(const Plan& out);

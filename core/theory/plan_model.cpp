@@ -197,16 +197,18 @@ std::vector<std::string> plan_formulas(const Plan& out) {
       "activations (Korthikanti et al. 2022, each tensor as the run keeps it: framework_memory.h): with sequence "
       "parallelism, dropout and unfused attention s·b·h·(34 + 5·a·s/h)/tp per layer and micro-batch, selective "
       "34·s·b·h/tp, full 2·s·b·h/tp; flash drops the s² terms, no dropout the masks, no sequence parallelism leaves "
-      "10·s·b·h unsplit; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
+      "10·s·b·h unsplit; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B; interleaved: the first stage's chunks "
+      "in flight × L/(pp·v) layers, read from the schedule)",
       "DP: ZeRO-0 one all-reduce 2(d−1)/d·gΨ/(tp·pp) B per step (g: the gradients' bytes, 4 in fp32); ZeRO-1 "
       "(distributed optimizer) one reduce-scatter + one all-gather of 2Ψ/(tp·pp) B; ZeRO-2 reduce-scatter per "
       "micro-batch + all-gather; ZeRO-3 per micro-batch and layer all-gathers (forward and backward) and "
       "reduce-scatters, (d−1)/d of each",
       "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
       "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
-      "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
+      "bubble (pp−1)/(M+pp−1), interleaved (pp−1)/(v·M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the "
+      "recomputed forward",
       "step: simulate's (core/theory/step_model.h): each layer's GEMMs and kernels from their shapes at the GPU's "
-      "achieved rates, TP, EP and DP collectives as NCCL's tuning model times them, through the 1F1B pipeline; "
+      "achieved rates, TP, EP and DP collectives as NCCL's tuning model times them, through the pipeline schedule; "
       "overlaps as the practice says: " +
           practice_words(p.practice),
       std::string(p.cp > 1 ? "ranks: tp fastest, then cp, then dp, then pp (Megatron-LM's order)"

@@ -140,9 +140,10 @@ LayerOverlap zero3_layers(int layers, double layer_s, double gather_s, double sc
 
 namespace {
 
-// One stage's F and B durations (the pipeline simulation's action times).
+// One action's F and B durations on stage s (the pipeline simulation's action times): the
+// stage's layers, or one chunk's L/v of them (interleaved).
 pipeline::ActionTimes stage_action_times(const StepComponents& k, const ParallelConfig& p, std::size_t s) {
-  const int L = k.stage_layers[s];
+  const int v = p.chunks, L = k.stage_layers[s] / v;
   const double forward =
       k.layer_forward_s[s] + k.tp_calls_forward * k.tp_forward_s + k.cp_forward_s + k.ep_calls_forward * k.ep_s;
   const double backward =
@@ -154,9 +155,39 @@ pipeline::ActionTimes stage_action_times(const StepComponents& k, const Parallel
     t.backward = zero3_layers(L, backward, k.zero3_gather_s[s], k.zero3_scatter_s[s], k.zero3_prefetch).end;
     return t;
   }
+  // ZeRO-2 reduce-scatters each action's gradients after it (one chunk's with v > 1)
+  const double scatter = v == 1            ? k.dp_reduce_scatter_s[s]
+                         : p.dp * p.cp > 1 ? nccl_time(CollectiveKind::reduce_scatter, k.dp_bytes[s] / v, k.dp_fabric)
+                                           : 0;
   t.forward = L * forward;
-  t.backward = L * backward + (p.zero == 2 ? k.dp_reduce_scatter_s[s] : 0);
+  t.backward = L * backward + (p.zero == 2 ? scatter : 0);
   return t;
+}
+
+// When the overlapped DP buckets of stage s are done: each chunk's buckets start with its last
+// backward (cluster_sim's launch_buckets, in the simulation's order of actions) and the step
+// waits for those of the chunk launched last. -1: the stage has none.
+double buckets_end(const StepComponents& k, const ParallelConfig& p, const pipeline::Simulation& sim, int s,
+                   double layer_backward) {
+  const int v = p.chunks, L = k.stage_layers[std::size_t(s)] / v;
+  std::vector<const pipeline::TimedAction*> last(std::size_t(v), nullptr);  // per chunk: its last backward
+  for (const auto& a : sim.actions)
+    if (a.stage == s && a.action.op == Pass::backward) {
+      const pipeline::TimedAction*& l = last[std::size_t(a.action.chunk)];
+      if (!l || a.end >= l->end) l = &a;
+    }
+  const bool scatter = p.zero == 1;
+  double end = -1;
+  for (const auto& a : sim.actions)
+    if (a.stage == s && &a == last[std::size_t(a.action.chunk)])
+      end = gradient_buckets(a.begin, layer_backward, L, k.dp_bytes[std::size_t(s)] / v, k.dp_bucket_bytes,
+                             [&](double bytes) {
+                               return nccl_time(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
+                                                bytes, k.dp_fabric);
+                             })
+                .back()
+                .end;
+  return end;
 }
 
 }  // namespace
@@ -165,14 +196,9 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
   const int P = int(k.stage_layers.size()), M = p.micro_batches;
   std::vector<pipeline::ActionTimes> times;
   for (int s = 0; s < P; ++s) times.push_back(stage_action_times(k, p, std::size_t(s)));
-  const pipeline::Simulation sim =
-      pipeline::simulate(pipeline::make_schedule(pipeline::ScheduleKind::one_f_one_b, {P, M, 1}), times);
-  std::vector<double> last_end(std::size_t(P), 0.0), last_backward_begin(std::size_t(P), 0.0);
-  for (const auto& a : sim.actions) {
-    const std::size_t i = std::size_t(a.stage);
-    if (a.action.op == Pass::backward && a.end >= last_end[i]) last_backward_begin[i] = a.begin;
-    last_end[i] = std::max(last_end[i], a.end);
-  }
+  const pipeline::Simulation sim = pipeline::simulate(pipeline::make_schedule(p.schedule, {P, M, p.chunks}), times);
+  std::vector<double> last_end(std::size_t(P), 0.0);
+  for (const auto& a : sim.actions) last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
   StepTime best;
   double best_end = -1;
   for (int s = 0; s < P; ++s) {  // the end of the step on stage s (the simulator's close_step)
@@ -180,13 +206,8 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     const bool dp = p.dp * p.cp > 1;
     double closing = 0;
     if (k.dp_bucket_bytes > 0) {  // the buckets beside the last backward: the step waits for the last
-      const double layer = times[i].backward / k.stage_layers[i];
-      const bool scatter = p.zero == 1;
-      const auto buckets = gradient_buckets(
-          last_backward_begin[i], layer, k.stage_layers[i], k.dp_bytes[i], k.dp_bucket_bytes, [&](double bytes) {
-            return nccl_time(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, bytes, k.dp_fabric);
-          });
-      closing += std::max(0.0, buckets.back().end - last_end[i]);
+      const double layer = times[i].backward / (k.stage_layers[i] / p.chunks);
+      closing += std::max(0.0, buckets_end(k, p, sim, s, layer) - last_end[i]);
     } else {
       if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
       if (dp && p.zero == 1) closing += k.dp_reduce_scatter_s[i];
@@ -202,7 +223,7 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     t.cp = M * L * (k.cp_forward_s + k.cp_backward_s);
     t.ep = M * L * (k.ep_calls_forward + k.ep_calls_backward) * k.ep_s;
     const double in_actions =
-        times[i].forward + times[i].backward - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
+        p.chunks * (times[i].forward + times[i].backward) - (t.busy + t.tp + t.cp + t.ep) / M;  // ZeRO-2/3's, exposed
     t.dp = closing + M * in_actions;
     t.optimizer = k.optimizer_s[i];
     t.stage = s;

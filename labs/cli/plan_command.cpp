@@ -33,7 +33,10 @@ std::string config_words(const th::ParallelConfig& p) {
   return "dp " + std::to_string(p.dp) + " × tp " + std::to_string(p.tp) + " × pp " + std::to_string(p.pp) +
          (p.cp > 1 ? " × cp " + std::to_string(p.cp) + " (" + th::cp_algo_name(p.cp_algo) + ")" : "") + " · ZeRO-" +
          std::to_string(p.zero) + " · recompute " + th::recompute_name(p.recompute) + " · b " +
-         std::to_string(p.micro_batch_size) + " × M " + std::to_string(p.micro_batches);
+         std::to_string(p.micro_batch_size) + " × M " + std::to_string(p.micro_batches) +
+         (p.schedule != pipeline::ScheduleKind::one_f_one_b ? std::string(" · ") + pipeline::schedule_name(p.schedule)
+                                                            : "") +
+         (p.chunks > 1 ? " v " + std::to_string(p.chunks) : "");
 }
 
 Report header(const th::Plan& pl) {
@@ -139,9 +142,11 @@ void add_cp_time_rows(Report& rep, const th::Plan& pl) {
 
 void add_time_rows(Report& rep, const th::Plan& pl) {
   const auto& t = pl.time;
-  rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source = "(p−1)/(M+p−1)";
+  rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source =
+      pl.config.schedule == pipeline::ScheduleKind::interleaved ? "(p−1)/(v·M+p−1)" : "(p−1)/(M+p−1)";
   rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
-  rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source = "1F1B simulated (step_model.h)";
+  rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source =
+      std::string(pipeline::schedule_name(pl.config.schedule)) + " simulated (step_model.h)";
   rep.add("time.tp", "exposed TP communication", t.tp, "s").source = "NCCL's model";
   rep.add("time.dp", "exposed DP communication", t.dp, "s").source =
       std::string("NCCL's model, ") + (pl.config.zero >= 2 ? "ZeRO-2/3: per micro-batch"
@@ -234,8 +239,8 @@ void require_search_options_apply(const CLI::App& p, bool search) {
       throw UsageError("--global-batch sizes the step of --search's configurations: add --search N");
     return;
   }
-  for (const char* flag :
-       {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts", "--ep"})
+  for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts",
+                           "--ep", "--schedule", "--chunks"})
     if (p.count(flag))
       throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
                        "the micro-batches from --global-batch; it plans dense models only): drop it, or drop --search "

@@ -217,7 +217,9 @@ th::ParallelConfig config_from(const PlanArgs& a) {
           a.ep,
           a.cp,
           a.cp_algo,
-          a.practice};
+          a.practice,
+          a.schedule,
+          a.chunks};
 }
 
 void resolve_practice(const CLI::App& p, PlanArgs& a) {
@@ -321,6 +323,20 @@ void add_cluster_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--peak-tflops", a.peak_tflops, "Peak TFLOP/s per GPU")->check(finite_range(1e-6, 1e9));
 }
 
+// --schedule, --chunks: the schedules both commands run (the V ones are the pipeline lab's).
+void add_schedule_options(CLI::App* p, PlanArgs& a) {
+  const std::map<std::string, pipeline::ScheduleKind> schedules = {
+      {"gpipe", pipeline::ScheduleKind::gpipe},
+      {"1f1b", pipeline::ScheduleKind::one_f_one_b},
+      {"interleaved", pipeline::ScheduleKind::interleaved}};
+  p->add_option("--schedule", a.schedule, "Pipeline schedule: gpipe, 1f1b or interleaved (with --chunks v)")
+      ->transform(CLI::CheckedTransformer(schedules))
+      ->option_text("gpipe|1f1b|interleaved");
+  p->add_option("--chunks", a.chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
+      ->check(whole_range(1, 64))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_plan_options(CLI::App* p, PlanArgs& a) {
@@ -340,6 +356,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--micro-batches", a.micro_batches, "Micro-batches per step M")
       ->check(whole_range(1, 1000000))
       ->capture_default_str();
+  add_schedule_options(p, a);
   p->add_option("--recompute", a.recompute, "none, selective, full")
       ->check(CLI::IsMember({"none", "selective", "full"}))
       ->capture_default_str();

@@ -35,6 +35,9 @@ struct PlanArgs {
   double dp_bucket_mb = 0;
   int zero3_prefetch = 1;
   theory::Practice practice;  // resolved by resolve_practice() after parsing
+  // The pipeline schedule plan and simulate run (--schedule, --chunks: interleaved's v)
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
+  int chunks = 1;
 };
 
 // Registers --model .. --efficiency on `p` (not --search, --global-batch, --json).

@@ -37,24 +37,13 @@ namespace th = dtl::theory;
 struct SimulateArgs {
   PlanArgs plan;
   int steps = 2;
-  std::string trace, ranks_in_trace = "default", schedule = "1f1b", algo = "nccl", calibrate_link = "pcie4";
+  std::string trace, ranks_in_trace = "default", algo = "nccl", calibrate_link = "pcie4";
   sim::ComputeModel compute = sim::ComputeModel::roofline;
-  int chunks = 1;
   bool calibrate = false, explain = false;
   std::string versus;  // --explain's second layout
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
 };
-
-// --schedule, in the vocabulary's names (core/trace/vocab.h); the cluster simulator runs the
-// three without a W split (the zero-bubble and V schedules are the pipeline lab's).
-pipeline::ScheduleKind parse_schedule(const std::string& name) {
-  const std::optional<ScheduleKind> kind = parse_schedule_kind(name);
-  if (!kind ||
-      (*kind != ScheduleKind::gpipe && *kind != ScheduleKind::one_f_one_b && *kind != ScheduleKind::interleaved))
-    throw UsageError("--schedule is gpipe, 1f1b or interleaved, not '" + name + "'");
-  return *kind;
-}
 
 std::string calibration_words() {
   const Calibration& c = last_calibration();
@@ -258,8 +247,8 @@ int run_simulate(const SimulateArgs& a) {
   }
   const th::ClusterSpec c = cluster_from(a.plan);
   const th::Plan pl = th::plan(model_from(a.plan), c, config_from(a.plan));
-  sim::Workload w = sim::workload_from_plan(pl, parse_schedule(a.schedule), sim::parse_comm_algo(a.algo), a.compute);
-  w.chunks = a.chunks;
+  sim::Workload w = sim::workload_from_plan(pl, pl.config.schedule, sim::parse_comm_algo(a.algo), a.compute);
+  w.chunks = pl.config.chunks;
   const std::vector<int> ranks = sim::parse_trace_ranks(a.ranks_in_trace, w);  // before simulating: bad input first
   require_writable_file(a.trace, "--trace");
   const sim::SimResult r = sim::simulate_step(w);
@@ -342,12 +331,6 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--steps", a->steps, "Steps in the trace")->check(whole_range(1, 1000))->capture_default_str();
   p->add_option("--trace", a->trace, "Write the simulated trace here (Chrome JSON + .dtlt)");
   p->add_option("--ranks-in-trace", a->ranks_in_trace, "default (one pipeline + one DP group), all, or 0,8,16-23")
-      ->capture_default_str();
-  p->add_option("--schedule", a->schedule, "Pipeline schedule")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
-      ->capture_default_str();
-  p->add_option("--chunks", a->chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
-      ->check(whole_range(1, 64))
       ->capture_default_str();
   p->add_option("--algo", a->algo,
                 "Collectives: nccl (NCCL's tuning model picks ring/tree/NVLS × LL/LL128/Simple per call), or the α-β "

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/error.h"
 #include "core/theory/plan.h"
 #include "core/theory/step_model.h"
 #include "labs/simulate/workload.h"
@@ -25,7 +26,8 @@ struct Layout {
 };
 
 double simulated_step(const th::Plan& p) {
-  const sim::Workload w = sim::workload_from_plan(p, dtl::pipeline::ScheduleKind::one_f_one_b, sim::CommAlgo::nccl);
+  sim::Workload w = sim::workload_from_plan(p, p.config.schedule, sim::CommAlgo::nccl);
+  w.chunks = p.config.chunks;
   return sim::simulate_step(w).step_s;
 }
 
@@ -109,4 +111,64 @@ TEST(PlanSimulate, NoFlatEfficiencyInThePlan) {
   const double at_half = th::plan(th::model_preset("175b"), c, p).time.total();
   p.efficiency = 0.9;
   EXPECT_EQ(th::plan(th::model_preset("175b"), c, p).time.total(), at_half);
+}
+
+// The schedule is the plan's too (--schedule, --chunks): GPipe and Megatron's interleaving, with
+// DP buckets beside each chunk's last backward, ZeRO-2 per chunk and ZeRO-3 per layer, equal in
+// both; interleaving shortens the step as its bubble (p−1)/(v·M+p−1) says it should, and holds
+// the first stage's (p−1)·2 + (v−1)·p + 1 chunks of L/(p·v) layers.
+TEST(PlanSimulate, InterleavedAndGpipeSchedulesMatchToo) {
+  using dtl::pipeline::ScheduleKind;
+  struct Case {
+    ScheduleKind schedule;
+    int chunks, zero;
+  };
+  const Case cases[] = {{ScheduleKind::interleaved, 2, 1}, {ScheduleKind::interleaved, 3, 0},
+                        {ScheduleKind::interleaved, 4, 2}, {ScheduleKind::interleaved, 2, 3},
+                        {ScheduleKind::gpipe, 1, 1},       {ScheduleKind::one_f_one_b, 1, 1}};
+  const th::ModelSpec m = th::model_preset("175b");  // 96 layers: pp 4 × v 2, 3, 4 divide them
+  double worst = 0, one_f_one_b = 0;
+  for (const Case& k : cases) {
+    th::ClusterSpec c = th::cluster_preset("a100-80gb");
+    th::ParallelConfig p{8, 8, 4, k.zero, 1, 32, th::Recompute::full};
+    p.schedule = k.schedule, p.chunks = k.chunks;
+    c.gpus = p.dp * p.tp * p.pp;
+    const th::Plan pl = th::plan(m, c, p);
+    const double planned = pl.time.total(), simulated = simulated_step(pl);
+    std::printf("%-11s v %d ZeRO-%d: plan %.6f s, simulate %.6f s, bubble %.4f\n",
+                dtl::pipeline::schedule_name(k.schedule), k.chunks, k.zero, planned, simulated, pl.bubble);
+    worst = std::max(worst, std::abs(planned / simulated - 1));
+    EXPECT_LT(std::abs(planned / simulated - 1), 1e-9) << dtl::pipeline::schedule_name(k.schedule) << " v " << k.chunks;
+    EXPECT_DOUBLE_EQ(pl.bubble, 3.0 / (k.chunks * 32 + 3));
+    if (k.schedule == ScheduleKind::one_f_one_b) one_f_one_b = planned;
+    if (k.schedule == ScheduleKind::interleaved && k.zero == 1) {  // ZeRO-1 v 2 against 1F1B's ZeRO-1, below
+      th::ParallelConfig q = p;
+      q.schedule = ScheduleKind::one_f_one_b, q.chunks = 1;
+      EXPECT_LT(planned, th::plan(m, c, q).time.total()) << "interleaving must shorten the bubble";
+      // Activations on stage 0: (4−1)·2 + (2−1)·4 + 1 = 11 chunks of 96/(4·2) = 12 layers in flight,
+      // 132 layer-micro-batches against 1F1B's min(M, p) = 4 micro-batches of 24 layers, 96.
+      const double per_layer = th::plan(m, c, q).memory.activations / (24.0 * 4);
+      EXPECT_NEAR(pl.memory.activations, per_layer * 12 * 11, 1e-6 * pl.memory.activations);
+    }
+  }
+  EXPECT_GT(one_f_one_b, 0);
+  std::printf("largest relative difference %.3g\n", worst);
+}
+
+TEST(PlanSimulate, ScheduleOptionsThatCannotApplyAreRefused) {
+  using dtl::pipeline::ScheduleKind;
+  const th::ModelSpec m = th::model_preset("175b");
+  th::ClusterSpec c = th::cluster_preset("a100-80gb");
+  auto with = [&](int pp, int M, ScheduleKind s, int v) {
+    th::ParallelConfig p{1, 8, pp, 0, 1, M};
+    p.schedule = s, p.chunks = v;
+    c.gpus = 8 * pp;
+    return p;
+  };
+  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::one_f_one_b, 2)), dtl::UsageError);  // chunks need interleaving
+  EXPECT_THROW(th::plan(m, c, with(4, 30, ScheduleKind::interleaved, 2)), dtl::UsageError);  // M not a multiple of pp
+  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::interleaved, 5)), dtl::UsageError);  // 96 layers, pp·v 20
+  EXPECT_THROW(th::plan(m, c, with(1, 32, ScheduleKind::gpipe, 1)), dtl::UsageError);        // no pipeline to order
+  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::zb_h1, 1)), dtl::UsageError);        // the lab's schedule
+  EXPECT_NO_THROW(th::plan(m, c, with(4, 32, ScheduleKind::interleaved, 4)));
 }
