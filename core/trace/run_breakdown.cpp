@@ -156,7 +156,7 @@ void attribute_waits(const std::vector<RankActivity>& acts, RunBreakdown& run) {
 
 namespace rb = run_breakdown_impl;
 
-RunBreakdown analyze_run(std::vector<TorchProfile>& profiles) {
+RunBreakdown analyze_run(std::vector<TorchProfile>& profiles, bool whole_run) {
   rb::order_by_rank(profiles);
   RunBreakdown run;
   for (const TorchProfile& p : profiles)
@@ -164,6 +164,10 @@ RunBreakdown analyze_run(std::vector<TorchProfile>& profiles) {
   std::vector<rb::RankActivity> acts;
   for (const TorchProfile& p : profiles) acts.push_back(rb::activity(p, run.device_streams));
   rb::check_same_collectives(profiles, acts);
+  if (whole_run && profiles.size() == 1 && !acts[0].collectives.empty())
+    throw UsageError("'" + profiles[0].source + "' holds " + std::to_string(acts[0].collectives.size()) +
+                     " collectives, so it is one rank of a run of several; pass every rank's trace (the files or "
+                     "their folder)");
   run.collectives = int(acts[0].collectives.size());
   for (std::size_t r = 0; r < acts.size(); ++r) {
     const rb::RankActivity& a = acts[r];

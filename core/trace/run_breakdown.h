@@ -51,8 +51,10 @@ struct RunBreakdown {
 
 // Orders the profiles by rank: distributedInfo.rank when every trace has it, else the order
 // given. Throws dtl::UsageError (saying what to do) when they cannot be one run: a rank twice,
-// a world_size that differs from the files given, different numbers of collectives.
-RunBreakdown analyze_run(std::vector<TorchProfile>& profiles);
+// a world_size that differs from the files given, different numbers of collectives, and with
+// `whole_run` one legacy trace that holds collectives (one rank of several; the viewer,
+// which may show one rank alone, passes false).
+RunBreakdown analyze_run(std::vector<TorchProfile>& profiles, bool whole_run = true);
 
 // One line per rank and the waits, in milliseconds, labelled "measured".
 std::string describe_run(const RunBreakdown& run);

@@ -93,9 +93,9 @@ def main():
     p.add_argument("--sleep-ms", type=float, default=0.0)
     p.add_argument("--annotate", action="store_true", help='record_function("train_step") around each step')
     p.add_argument("--profiler-steps", action="store_true", help="ProfilerStep#N spans from profiler.step()")
-    p.add_argument("--width", type=int, default=128)
-    p.add_argument("--depth", type=int, default=3)
-    p.add_argument("--rows", type=int, default=64, help="rows of the batch on each rank")
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--rows", type=int, default=16, help="rows of the batch on each rank")
     p.add_argument("--bucket-mb", type=float, default=25.0)
     p.add_argument("--port", type=int, default=0, help="the rendezvous port (0: a free one)")
     p.add_argument("--out", required=True, help="the folder for rank<r>.json and run.json")
@@ -114,7 +114,8 @@ def main():
             s.bind(("127.0.0.1", 0))
             a.port = s.getsockname()[1]
     os.makedirs(a.out, exist_ok=True)
-    mp.spawn(rank_main, args=(a,), nprocs=a.ranks, join=True)
+    # fork, not spawn: the ranks inherit the imported torch (spawn imports it again in each, seconds)
+    mp.start_processes(rank_main, args=(a,), nprocs=a.ranks, join=True, start_method="fork")
     built_in = {"ranks": a.ranks, "steps": a.steps, "slow_rank": a.slow_rank, "sleep_ms": a.sleep_ms,
                 "annotate": a.annotate, "profiler_steps": a.profiler_steps}
     with open(os.path.join(a.out, "run.json"), "w") as f:
