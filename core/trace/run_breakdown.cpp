@@ -41,6 +41,17 @@ std::int64_t intervals_overlap(const Intervals& a, const Intervals& b) {
   return s;
 }
 
+std::vector<bool> communication_streams(const TorchProfile& p, bool device) {
+  std::vector<bool> comm(std::size_t(p.threads), true), any(std::size_t(p.threads), false);
+  for (const ProfileSpan& s : p.spans) {
+    if (s.device != device) continue;
+    any[std::size_t(s.thread)] = true;
+    if (s.role != ProfileRole::communication) comm[std::size_t(s.thread)] = false;
+  }
+  for (std::size_t t = 0; t < comm.size(); ++t) comm[t] = comm[t] && any[t];
+  return comm;
+}
+
 // (Named, not anonymous: dtl_core is built in unity batches.)
 namespace run_breakdown_impl {
 
@@ -51,20 +62,6 @@ struct RankActivity {
   std::int64_t first = 0, last = 0;
 };
 
-bool counted(const ProfileSpan& s, bool device) { return s.device == device; }
-
-// Threads (or streams) whose counted spans are all communication.
-std::vector<bool> communication_streams(const TorchProfile& p, bool device) {
-  std::vector<bool> comm(std::size_t(p.threads), true), any(std::size_t(p.threads), false);
-  for (const ProfileSpan& s : p.spans) {
-    if (!counted(s, device)) continue;
-    any[std::size_t(s.thread)] = true;
-    if (s.role != ProfileRole::communication) comm[std::size_t(s.thread)] = false;
-  }
-  for (std::size_t t = 0; t < comm.size(); ++t) comm[t] = comm[t] && any[t];
-  return comm;
-}
-
 RankActivity activity(const TorchProfile& p, bool device) {
   const std::vector<bool> comm_stream = communication_streams(p, device);
   const bool has_comm_stream = std::find(comm_stream.begin(), comm_stream.end(), true) != comm_stream.end();
@@ -72,7 +69,7 @@ RankActivity activity(const TorchProfile& p, bool device) {
   bool first = true;
   std::map<int, std::int64_t> open_until;  // per thread: the end of the last collective kept
   for (const ProfileSpan& s : p.spans) {   // sorted by begin, longest first
-    if (!counted(s, device)) continue;
+    if (s.device != device) continue;
     a.first = first ? s.begin_ns : std::min(a.first, s.begin_ns);
     a.last = first ? s.end_ns : std::max(a.last, s.end_ns);
     first = false;
@@ -93,14 +90,14 @@ RankActivity activity(const TorchProfile& p, bool device) {
 }
 
 // Sorts by distributedInfo.rank when every trace names one; checks the files make one run.
-void order_by_rank(std::vector<TorchProfile>& profiles) {
+void order_by_rank(std::vector<TorchProfile>& profiles, bool whole_run) {
   if (profiles.empty()) throw UsageError("no traces given; pass each rank's torch.profiler trace (files or a folder)");
   const int n = int(profiles.size());
   const auto named = std::count_if(profiles.begin(), profiles.end(), [](const TorchProfile& p) { return p.rank >= 0; });
   if (named != 0 && named != n)
     throw UsageError("some traces name their rank (distributedInfo) and some do not; are they from one run?");
   for (const TorchProfile& p : profiles)
-    if (p.world > 0 && p.world != n)
+    if (whole_run && p.world > 0 && p.world != n)
       throw UsageError("'" + p.source + "' is rank " + std::to_string(p.rank) + " of a " + std::to_string(p.world) +
                        "-rank run but " + std::to_string(n) + " trace(s) were given; pass all " +
                        std::to_string(p.world) + " ranks' traces of that run (the files or their folder)");
@@ -157,7 +154,7 @@ void attribute_waits(const std::vector<RankActivity>& acts, RunBreakdown& run) {
 namespace rb = run_breakdown_impl;
 
 RunBreakdown analyze_run(std::vector<TorchProfile>& profiles, bool whole_run) {
-  rb::order_by_rank(profiles);
+  rb::order_by_rank(profiles, whole_run);
   RunBreakdown run;
   for (const TorchProfile& p : profiles)
     for (const ProfileSpan& s : p.spans) run.device_streams = run.device_streams || s.device;
@@ -172,7 +169,7 @@ RunBreakdown analyze_run(std::vector<TorchProfile>& profiles, bool whole_run) {
   for (std::size_t r = 0; r < acts.size(); ++r) {
     const rb::RankActivity& a = acts[r];
     RankBreakdown b;
-    b.rank = int(r);
+    b.rank = profiles[r].rank >= 0 ? profiles[r].rank : int(r);  // one rank alone keeps its number
     std::vector<std::int64_t> shifts;
     for (std::size_t k = 0; k < a.collectives.size(); ++k)
       shifts.push_back(acts[0].collectives[k].end_ns - a.collectives[k].end_ns);
@@ -203,8 +200,8 @@ std::string describe_run(const RunBreakdown& run) {
                   b.arrived_last);
     out += line;
   }
-  if (run.slowest_rank >= 0) {
-    const RankBreakdown& s = run.ranks[std::size_t(run.slowest_rank)];
+  for (const RankBreakdown& s : run.ranks) {
+    if (s.rank != run.slowest_rank) continue;
     std::snprintf(line, sizeof line,
                   "slowest rank: %d (last to reach %d of %d collectives; the other ranks waited %.3f ms for it)\n",
                   s.rank, s.arrived_last, run.collectives, s.others_waited_s * 1e3);

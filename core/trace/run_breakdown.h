@@ -51,14 +51,18 @@ struct RunBreakdown {
 
 // Orders the profiles by rank: distributedInfo.rank when every trace has it, else the order
 // given. Throws dtl::UsageError (saying what to do) when they cannot be one run: a rank twice,
-// a world_size that differs from the files given, different numbers of collectives, and with
-// `whole_run` one legacy trace that holds collectives (one rank of several; the viewer,
+// different numbers of collectives, and with `whole_run` a world_size that differs from the
+// files given or one legacy trace that holds collectives (one rank of several; the viewer,
 // which may show one rank alone, passes false).
 RunBreakdown analyze_run(std::vector<TorchProfile>& profiles, bool whole_run = true);
 
 // One line per rank and the waits, in milliseconds, labelled "measured".
 std::string describe_run(const RunBreakdown& run);
 std::string run_json(const RunBreakdown& run);
+
+// Per thread (TorchProfile::threads) of p: whether it is a communication stream, among the
+// GPU streams' spans (device) or the CPU threads' ones.
+std::vector<bool> communication_streams(const TorchProfile& p, bool device);
 
 // The analysis's intervals (sorted, disjoint), for the viewer's lanes and tests.
 using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;

@@ -23,4 +23,9 @@ std::vector<RankOverlap> comm_overlap(const TraceData& t);
 // (27%), exposed 3.3 ms".
 std::string describe_overlap(const std::vector<RankOverlap>& ranks);
 
+// dtlab-viz --overlap: for torch.profiler traces (one file, several, or a folder) the run
+// analysis of core/trace/run_breakdown.h, the text `dtlab analyze` prints; for a dtlab
+// trace the figures above.
+std::string describe_overlap_of(const std::vector<std::string>& paths);
+
 }  // namespace dtl::viz
