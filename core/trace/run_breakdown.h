@@ -46,6 +46,7 @@ struct RunBreakdown {
   std::vector<RankBreakdown> ranks;  // by rank
   int slowest_rank = -1;             // the rank the others waited on most (-1: no collectives)
   int collectives = 0;               // per rank
+  double end_spread_s = 0;           // the alignment's residue: the widest spread of one collective's aligned ends
   bool device_streams = false;       // GPU streams decided compute and communication
 };
 

@@ -111,7 +111,22 @@ TEST(RunBreakdown, ContainersAreNotComputeAndFiguresMatchTheHandWorkedOnes) {
     EXPECT_EQ(r1.arrived_last, 1);
     EXPECT_EQ(run.slowest_rank, 1);
     expect_ms(r1.others_waited_s, 60, "the others' wait for rank 1");
+    expect_ms(run.end_spread_s, 0, "the aligned ends' spread");
   }
+}
+
+// Clocks: rank 1's three all-reduces end at 1010, 1030 and 1060 µs on its clock, rank 0's at
+// 10, 30 and 50: shifts -1000, -1000, -1010, median -1000 µs; aligned, the third ends 10 µs
+// apart (the residue the run reports).
+TEST(RunBreakdown, ClocksShiftByTheMedianOfTheCollectivesEnds) {
+  std::vector<TorchProfile> p = {
+      parse_torch_profile(
+          legacy({{"gloo:all_reduce", 2, 0, 10}, {"gloo:all_reduce", 2, 20, 10}, {"gloo:all_reduce", 2, 40, 10}})),
+      parse_torch_profile(legacy(
+          {{"gloo:all_reduce", 2, 1000, 10}, {"gloo:all_reduce", 2, 1020, 10}, {"gloo:all_reduce", 2, 1040, 20}}))};
+  const RunBreakdown run = analyze_run(p);
+  EXPECT_EQ(run.ranks[1].offset_ns, -1'000'000);
+  expect_ms(run.end_spread_s, 10, "the aligned ends' spread");
 }
 
 TEST(RunBreakdown, LegacyRolesComeFromTheOperatorNamespace) {
