@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
+#include "core/util/files.h"
 
 namespace dtl {
 
@@ -155,13 +156,10 @@ TorchProfile parse_torch_profile(std::string_view text) {
 }
 
 TorchProfile load_torch_profile(const std::string& path) {
+  // A regular file of bounded size: a pipe or a device (/dev/zero) would never end.
+  require_readable_file(path, "the torch.profiler trace", tp::kMaxFileBytes);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("cannot open '" + path + "'; check the path (one torch.profiler trace per rank)");
-  f.seekg(0, std::ios::end);
-  const auto size = std::uintmax_t(std::max<std::streamoff>(0, f.tellg()));
-  if (size > tp::kMaxFileBytes)
-    throw UsageError("'" + path + "' is larger than 256 MiB; profile fewer steps (torch.profiler's schedule)");
-  f.seekg(0);
   std::ostringstream text;
   text << f.rdbuf();
   const std::string s = text.str();

@@ -5,6 +5,7 @@
 // and ProfilerStep#N spans (containers the analysis must not count as compute). Skipped,
 // saying why, without a python3 that imports torch. Plus the refusals of bad input (exit 2).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -102,6 +103,11 @@ TEST(AnalyzeCli, BadInputExitsTwoSayingWhatToDo) {
       {(dir / "rank0.json").string(), "one rank of a run of several"},
       {"", "traces is required"},
   };
+  const std::string fifo = (dir / "fifo.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);  // would block a reader forever
+  const dtl::test::CliOutput piped =
+      dtl::test::run_dtlab_shell("timeout 20 " + std::string(DTLAB_EXE) + " analyze " + fifo);
+  EXPECT_EQ(piped.code, 2) << piped.err;
   for (const auto& c : cases) {
     const dtl::test::CliOutput o = dtl::test::run_dtlab("analyze " + c.args);
     EXPECT_EQ(o.code, 2) << c.args << ": " << o.err;

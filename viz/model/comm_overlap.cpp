@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/trace/run_breakdown.h"
+#include "core/util/files.h"
 #include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
@@ -91,6 +92,7 @@ namespace {
 
 bool names_torch_traces(const std::vector<std::string>& paths) {
   if (is_torch_run(paths)) return true;
+  require_readable_file(paths.at(0), "the trace", UINTMAX_MAX);  // a pipe would block the read below
   std::ifstream in(paths.at(0), std::ios::binary);
   std::string head(4096, '\0');
   in.read(head.data(), std::streamsize(head.size()));
