@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr double kSleepMs = 150;  // large beside the ranks' compute (a few ms a step), which varies with the load
+constexpr double kSleepMs = 250;  // large beside the ranks' compute (a few ms a step), which varies with the load
 constexpr int kSteps = 3, kSlowRank = 1;
 
 struct Recorded {

@@ -44,6 +44,12 @@ def train_step(model, opt, x, y, rank, a):
     opt.step()
 
 
+# gloo's worker thread closes its all_reduce span just after the waiting main thread wakes:
+# a profiler stopped at once can lose the last step's span on one rank (seen 3 times in about 60
+# runs). The ranks pause this long before the profiler stops (idle at the end of the window).
+SETTLE_S = 0.05
+
+
 def profiled_steps(model, opt, x, y, rank, a, path):
     """Profiles a.steps steps and writes rank's trace to path."""
     def step():
@@ -58,15 +64,18 @@ def profiled_steps(model, opt, x, y, rank, a, path):
         with torch.profiler.profile(**kwargs) as prof:
             for _ in range(a.steps):
                 step()
+            time.sleep(SETTLE_S)
         prof.export_chrome_trace(path)
         return
     # A schedule makes profiler.step() open a ProfilerStep#N span around each step; the
-    # trace is written when the schedule's active steps end.
+    # trace is written when the schedule's active steps end (in the last prof.step()).
     kwargs["schedule"] = torch.profiler.schedule(wait=0, warmup=0, active=a.steps, repeat=1)
     kwargs["on_trace_ready"] = lambda done: done.export_chrome_trace(path)
     with torch.profiler.profile(**kwargs) as prof:
-        for _ in range(a.steps):
+        for i in range(a.steps):
             step()
+            if i == a.steps - 1:
+                time.sleep(SETTLE_S)
             prof.step()
 
 
