@@ -77,6 +77,8 @@ RankActivity activity(const TorchProfile& p, bool device) {
     if (s.role == ProfileRole::operation && !on_comm_stream) a.compute.emplace_back(s.begin_ns, s.end_ns);
     if (s.role != ProfileRole::communication) continue;
     a.comm.emplace_back(s.begin_ns, s.end_ns);
+    // The collectives: the outermost spans of the communication streams, or of any thread
+    // when the rank has none (a collective run on the thread that called it).
     if (on_comm_stream == has_comm_stream && s.begin_ns >= open_until[s.thread]) {
       a.collectives.push_back(s);
       open_until[s.thread] = s.end_ns;
@@ -101,7 +103,7 @@ void order_by_rank(std::vector<TorchProfile>& profiles, bool whole_run) {
       throw UsageError("'" + p.source + "' is rank " + std::to_string(p.rank) + " of a " + std::to_string(p.world) +
                        "-rank run but " + std::to_string(n) + " trace(s) were given; pass all " +
                        std::to_string(p.world) + " ranks' traces of that run (the files or their folder)");
-  if (named == 0) return;  // the order given: the caller sorts file names (rank0, rank1, ..., rank10)
+  if (named == 0 || (!whole_run && n == 1)) return;  // the order given: the caller sorts names (rank2 < rank10)
   std::stable_sort(profiles.begin(), profiles.end(),
                    [](const TorchProfile& a, const TorchProfile& b) { return a.rank < b.rank; });
   for (int r = 0; r < n; ++r)

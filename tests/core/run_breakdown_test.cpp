@@ -171,6 +171,9 @@ TEST(RunBreakdown, TracesThatAreNotOneRunAreRefused) {
   auto one_of_two = [] { return parse_torch_profile(kineto(0, 2, {{"gloo:all_reduce", 2, 0, 5, "cpu_op"}})); };
   std::vector<TorchProfile> alone = {one_of_two()};
   EXPECT_THROW(analyze_run(alone), UsageError);
+  // The viewer shows one rank alone (whole_run false), under its own number.
+  std::vector<TorchProfile> rank1 = {parse_torch_profile(kineto(1, 2, {{"gloo:all_reduce", 2, 0, 5, "cpu_op"}}))};
+  EXPECT_EQ(analyze_run(rank1, false).ranks.at(0).rank, 1);
   std::vector<TorchProfile> twice = {one_of_two(), one_of_two()};
   EXPECT_THROW(analyze_run(twice), UsageError);
   std::vector<S> extra = rank1_spans(false);
