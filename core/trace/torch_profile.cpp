@@ -32,6 +32,7 @@ constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t(256) << 20;
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 bool is_communication(std::string_view n) {
+  if (starts_with(n, "aten::")) return false;  // aten::broadcast_tensors (in mse_loss) is a tensor op
   for (std::string_view prefix : {"gloo:", "nccl", "c10d::", "ProcessGroup", "record_param_comms"})
     if (starts_with(n, prefix)) return true;
   for (std::string_view word : {"all_reduce", "allreduce", "AllReduce", "all_gather", "allgather", "AllGather",

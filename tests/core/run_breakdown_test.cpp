@@ -137,6 +137,7 @@ TEST(RunBreakdown, LegacyRolesComeFromTheOperatorNamespace) {
   EXPECT_EQ(profile_role("", "DistributedDataParallel.forward"), ProfileRole::container);
   EXPECT_EQ(profile_role("", "gloo:all_reduce"), ProfileRole::communication);
   EXPECT_EQ(profile_role("", "c10d::allreduce_"), ProfileRole::communication);
+  EXPECT_EQ(profile_role("", "aten::broadcast_tensors"), ProfileRole::operation);  // not a collective
   EXPECT_EQ(profile_role("user_annotation", "my::step"), ProfileRole::container);
   EXPECT_EQ(profile_role("cpu_op", "ProfilerStep#0"), ProfileRole::container);
   EXPECT_EQ(profile_role("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float"), ProfileRole::communication);

@@ -318,8 +318,8 @@ void add_view_options(CLI::App& cli, Args& a) {
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")
       ->check(dtl::cli::finite_range(1, 1e9));
   cli.add_flag("--overlap", a.overlap,
-               "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
-               "torch.profiler Chrome trace) and exit (no window)");
+               "Print each rank's compute, communication, overlapped and exposed time in the trace and exit (no "
+               "window); for torch.profiler traces, what `dtlab analyze` prints");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
     for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);

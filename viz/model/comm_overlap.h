@@ -1,8 +1,9 @@
-// How much of each rank's communication its computation hides, from any trace (dtlab's or
-// a PyTorch profiler's): per rank, the time covered by compute spans, by communication
-// spans (collectives, sends, receives), by both at once (overlapped), and communication
-// with no compute beside it (exposed = communication − overlapped). Times are unions of
-// intervals, so nested or concurrent spans count once.
+// How much of each rank's communication its computation hides, from a trace's events
+// (dtlab's, or a PyTorch profiler's as torch_trace.h maps it): per rank, the time covered by
+// compute spans, by communication spans (collectives, sends, receives), by both at once
+// (overlapped), and communication with no compute beside it (exposed = communication −
+// overlapped). Times are unions of intervals, so nested or concurrent spans count once.
+// For torch.profiler traces --overlap prints the run analysis instead (describe_overlap_of).
 #pragma once
 
 #include <string>
