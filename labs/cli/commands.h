@@ -18,6 +18,7 @@ Command add_kernels_bench_command(CLI::App& app);
 Command add_step_bench_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);
+Command add_analyze_command(CLI::App& app);
 
 // "RANK[:STEP]" for --inject-fault / --inject-hang; throws UsageError.
 void parse_rank_step(const std::string& text, const char* flag, int ranks, int& rank, int& step);

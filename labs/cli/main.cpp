@@ -10,6 +10,7 @@
 //   dtlab learn
 //   dtlab plan --model 175b --cluster a100-80gb --gpus 256 --dp 8 --tp 8 --pp 4
 //   dtlab simulate --model 175b --gpus 16384 --dp 128 --tp 8 --pp 16 --trace sim.json
+//   dtlab analyze /tmp/ddp_traces --json     (the per-rank torch.profiler traces of a PyTorch run)
 //
 // Exit codes: 0 success, 1 the run failed (a rank failed, a check failed), 2 bad usage.
 #include <malloc.h>
@@ -127,6 +128,7 @@ int run_dtlab(int argc, char** argv, const ErrnoKeepingBuf& stdout_buf) {
       {"learn", dtl::cli::add_learn_command(app)},
       {"plan", dtl::cli::add_plan_command(app)},
       {"simulate", dtl::cli::add_simulate_command(app)},
+      {"analyze", dtl::cli::add_analyze_command(app)},
   };
   try {
     // A first word that is no command (a typo, a lab name without `run`) is named, with the commands.

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/error.h"
+#include "core/trace/run_breakdown.h"
 #include "viz/model/comm_overlap.h"
 
 using namespace dtl::viz;
@@ -22,6 +24,7 @@ std::string span(const char* name, int tid, int ts, int dur) {
 }  // namespace
 
 // The legacy layout: one process, the main thread computes, gloo's worker communicates.
+// DistributedDataParallel.forward is a record_function span, a container: a mark, not work.
 TEST(TorchTrace, LegacyLayoutOutermostSpansAndLanes) {
   const std::string json = "[" + span("DistributedDataParallel.forward", 1, 0, 100) + "," +
                            span("aten::addmm", 1, 10, 40) + "," +
@@ -30,16 +33,42 @@ TEST(TorchTrace, LegacyLayoutOutermostSpansAndLanes) {
   ASSERT_TRUE(looks_like_torch_trace(json));
   const TraceData t = parse_torch_trace(json);
   EXPECT_EQ(t.ranks, 1);
-  ASSERT_EQ(t.events.size(), 3u);  // the two nested spans are inside outer ones
-  EXPECT_EQ(t.events[2].kind, dtl::EventKind::collective);
-  EXPECT_EQ(t.events[2].stream, dtl::kStreamComm);
-  EXPECT_EQ(t.label(t.events[2].label), "gloo:all_reduce");
-  EXPECT_EQ(t.events[0].kind, dtl::EventKind::compute);
+  ASSERT_EQ(t.events.size(), 4u);  // the nested all-reduce is inside the outer one
+  EXPECT_EQ(t.events[0].kind, dtl::EventKind::mark);
+  EXPECT_EQ(t.label(t.events[0].label), "DistributedDataParallel.forward");
+  EXPECT_EQ(t.events[3].kind, dtl::EventKind::collective);
+  EXPECT_EQ(t.events[3].stream, dtl::kStreamComm);
+  EXPECT_EQ(t.label(t.events[3].label), "gloo:all_reduce");
+  EXPECT_EQ(t.events[1].kind, dtl::EventKind::compute);
   const RankOverlap o = comm_overlap(t).at(0);
-  EXPECT_DOUBLE_EQ(o.compute_s, 300e-6);
+  EXPECT_DOUBLE_EQ(o.compute_s, 240e-6);  // 10..50 and 100..300
   EXPECT_DOUBLE_EQ(o.comm_s, 150e-6);
   EXPECT_DOUBLE_EQ(o.overlapped_s, 50e-6);  // 250..300
   EXPECT_DOUBLE_EQ(o.exposed_s, 100e-6);
+}
+
+// Two ranks' files of one run opened together: a lane group per rank, rank 1's clock
+// (which reads 1000 µs more) moved so that the all-reduce ends together (run_breakdown.h).
+TEST(TorchTrace, TheRanksOfOneRunOpenTogetherAligned) {
+  const std::string dir = ::testing::TempDir() + "torch_run_two_ranks";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/rank0.json") << "[" + span("aten::mm", 1, 0, 20) + "," + span("gloo:all_reduce", 2, 22, 68) +
+                                            "," + span("train_step", 1, 0, 100) + "]";
+  std::ofstream(dir + "/rank1.json") << "[" + span("aten::mm", 1, 1000, 80) + "," +
+                                            span("gloo:all_reduce", 3, 1082, 8) + "]";
+  const std::vector<std::string> args = {dir};
+  ASSERT_TRUE(is_torch_run(args));
+  const TraceData t = load_torch_run_trace(args);
+  EXPECT_EQ(t.ranks, 2);
+  std::int64_t end[2] = {-1, -1};
+  for (const dtl::Event& e : t.events)
+    if (e.kind == dtl::EventKind::collective) end[e.rank] = e.end_ns;
+  EXPECT_EQ(end[0], 90'000);
+  EXPECT_EQ(end[1], 90'000);  // 1090 µs on its own clock
+  // --overlap prints the run analysis, the very text of `dtlab analyze` (core/trace/run_breakdown.h).
+  std::vector<dtl::TorchProfile> profiles = dtl::load_torch_run(args);
+  EXPECT_EQ(describe_overlap_of(args), dtl::describe_run(dtl::analyze_run(profiles)));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TorchTrace, KinetoLayoutTakesItsRankFromDistributedInfo) {

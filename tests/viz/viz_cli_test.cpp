@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -119,4 +121,38 @@ TEST(VizCli, EachLabTakesItsOwnOptions) {
     EXPECT_EQ(r.code, 1) << "dtlab-viz " << ok << "\n" << r.output;
     EXPECT_NE(r.output.find("no display"), std::string::npos) << "dtlab-viz " << ok << "\n" << r.output;
   }
+}
+
+// Issue 47: the per-rank torch.profiler traces of one run open together, and --overlap
+// prints what `dtlab analyze` prints for them, byte for byte (one computation:
+// core/trace/run_breakdown.h). Two crafted legacy traces: rank 0 waits in the all-reduce
+// inside its train_step span for rank 1, whose clock reads 1000 µs more.
+TEST(VizCli, OverlapOfATorchRunIsWhatDtlabAnalyzePrints) {
+  const std::string dir = ::testing::TempDir() + "viz_cli_torch_run";
+  std::filesystem::create_directories(dir);
+  auto span = [](const char* name, int tid, int ts, int dur) {
+    return std::string("{\"name\": \"") + name + "\", \"ph\": \"X\", \"ts\": " + std::to_string(ts) +
+           ", \"dur\": " + std::to_string(dur) + ", \"tid\": " + std::to_string(tid) + ", \"pid\": \"CPU functions\"}";
+  };
+  std::ofstream(dir + "/rank0.json") << "[" + span("train_step", 1, 0, 100) + "," + span("aten::mm", 1, 0, 20) + "," +
+                                            span("gloo:all_reduce", 2, 22, 68) + "]";
+  std::ofstream(dir + "/rank1.json") << "[" + span("train_step", 1, 1000, 100) + "," + span("aten::mm", 1, 1000, 80) +
+                                            "," + span("gloo:all_reduce", 2, 1082, 8) + "]";
+  const VizRun shown = viz(dir + " --overlap");
+  const VizRun files = viz(dir + "/rank0.json " + dir + "/rank1.json --overlap");
+  const std::string cmd = std::string(DTLAB_EXE) + " analyze " + dir;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string analyzed;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) analyzed.append(buf, n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(shown.code, 0) << shown.output;
+  EXPECT_EQ(shown.output, analyzed);
+  EXPECT_EQ(files.output, analyzed);
+  EXPECT_NE(
+      analyzed.find("rank 0: window 0.100 ms = compute 0.020 ms + exposed communication 0.068 ms + idle 0.012 ms"),
+      std::string::npos)
+      << analyzed;
+  std::filesystem::remove_all(dir);
 }

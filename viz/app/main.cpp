@@ -50,7 +50,8 @@
 namespace {
 
 struct Args {
-  std::string trace_path, lab, bytes = "1K", device;
+  std::string trace_path, lab, bytes = "1K", device;  // trace_path: the first of trace_paths
+  std::vector<std::string> trace_paths;
   std::map<std::string, std::string> lab_options;  // as typed; the lab validates them
   bool bytes_given = false;
   int ranks = 4, frames = 3, width = 1600, height = 1000;
@@ -135,7 +136,7 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
       throw dtl::UsageError("--device is an option of a live run (--lab); a trace replays as it was recorded");
     // A path that names no readable file is a usage error (exit 2); a damaged trace is exit 1
     // in every mode (--overlap, --bench, the window), as docs/viewer.md says.
-    return dtl::viz::Session::replay(a.trace_path);
+    return dtl::viz::Session::replay(a.trace_paths);
   }
   const dtl::LabInfo* lab = dtl::find_lab(a.lab.empty() ? "collectives" : a.lab);
   if (!lab) throw dtl::UsageError("unknown lab '" + a.lab + "'; 'dtlab list' shows the labs");
@@ -267,8 +268,7 @@ void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
 int run(const Args& a) {
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
   if (a.overlap) {  // the report's figures, for dtlab's traces and torch.profiler's alike
-    if (a.trace_path.empty()) throw dtl::UsageError("--overlap needs a trace file");
-    std::cout << dtl::viz::describe_overlap(dtl::viz::comm_overlap(dtl::viz::load_trace(a.trace_path)));
+    std::cout << dtl::viz::describe_overlap_of(a.trace_paths);
     return 0;
   }
   // The screenshot may not replace the trace it draws, and must be writable before the work.
@@ -318,8 +318,8 @@ void add_view_options(CLI::App& cli, Args& a) {
   cli.add_option("--zoom", a.zoom, "Start the timeline this many times closer, around the cursor")
       ->check(dtl::cli::finite_range(1, 1e9));
   cli.add_flag("--overlap", a.overlap,
-               "Print each rank's compute, communication, overlapped and exposed time in the trace (dtlab's or a "
-               "torch.profiler Chrome trace) and exit (no window)");
+               "Print each rank's compute, communication, overlapped and exposed time in the trace and exit (no "
+               "window); for torch.profiler traces, what `dtlab analyze` prints");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
     for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);
@@ -334,7 +334,9 @@ int run_viz(int argc, char** argv) {
   dtl::ex::run_references_for_unwritten_exercises();  // as dtlab's main: a stub not written yet runs the reference
   CLI::App cli{"dtlab-viz: replay a dtlab trace, or run a lab live and step through it", "dtlab-viz"};
   Args a;
-  cli.add_option("trace", a.trace_path, "A trace written by dtlab run ... --trace FILE");
+  cli.add_option("trace", a.trace_paths,
+                 "A trace written by dtlab run ... --trace FILE, or the per-rank torch.profiler traces of one PyTorch "
+                 "run (the files or their folder), opened together");
   cli.add_option("--lab", a.lab, "Run this lab live instead (default collectives); its own options follow");
   cli.add_option("--device", a.device,
                  "A live lab's tensors: cpu (default), cuda (the GPUs; the memory view shows device memory), or "
@@ -365,6 +367,7 @@ int run_viz(int argc, char** argv) {
     cli.parse(argc, argv);
     dtl::cli::require_no_empty_values(cli);
     a.bytes_given = cli.get_option("--bytes")->count() > 0;
+    if (!a.trace_paths.empty()) a.trace_path = a.trace_paths.front();
     return run(a);
   } catch (const CLI::CallForHelp&) { return cli.exit(CLI::CallForHelp()); } catch (const CLI::ParseError& e) {
     std::cerr << "dtlab-viz: error: " << e.what() << " (see dtlab-viz --help)\n";

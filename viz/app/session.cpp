@@ -4,12 +4,13 @@
 #include "labs/collectives/collectives_lab.h"
 #include "labs/launch.h"
 #include "labs/simulate/sim_trace.h"
+#include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
 
-std::unique_ptr<Session> Session::replay(const std::string& path) {
+std::unique_ptr<Session> Session::replay(const std::vector<std::string>& paths) {
   std::unique_ptr<Session> s(new Session());
-  s->data_ = load_trace(path);
+  s->data_ = is_torch_run(paths) ? load_torch_run_trace(paths) : load_trace(paths.at(0));
   if (const std::string* lab = s->data_.meta_of(MetaKey::lab)) s->lab_ = find_lab(*lab);
   s->unit_ = step_unit(s->lab_);
   s->index_ = index_trace(s->data_, s->unit_);

@@ -19,7 +19,9 @@ namespace dtl::viz {
 
 class Session {
  public:
-  static std::unique_ptr<Session> replay(const std::string& path);
+  static std::unique_ptr<Session> replay(const std::string& path) { return replay(std::vector<std::string>{path}); }
+  // Several files or a folder: the per-rank torch.profiler traces of one run (torch_trace.h).
+  static std::unique_ptr<Session> replay(const std::vector<std::string>& paths);
   static std::unique_ptr<Session> live(const LabInfo& lab, LabConfig cfg);
   ~Session();
 

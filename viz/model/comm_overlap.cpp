@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <utility>
+
+#include "core/error.h"
+#include "core/trace/run_breakdown.h"
+#include "core/util/files.h"
+#include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
 
@@ -80,6 +86,27 @@ std::string describe_overlap(const std::vector<RankOverlap>& ranks) {
     out += line;
   }
   return out;
+}
+
+namespace {
+
+bool names_torch_traces(const std::vector<std::string>& paths) {
+  if (is_torch_run(paths)) return true;
+  require_readable_file(paths.at(0), "the trace", UINTMAX_MAX);  // a pipe would block the read below
+  std::ifstream in(paths.at(0), std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(std::size_t(std::max<std::streamsize>(0, in.gcount())));
+  return looks_like_torch_trace(head);
+}
+
+}  // namespace
+
+std::string describe_overlap_of(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw UsageError("--overlap needs a trace file (or the per-rank torch.profiler traces of a run)");
+  if (!names_torch_traces(paths)) return describe_overlap(comm_overlap(load_trace(paths[0])));
+  std::vector<TorchProfile> profiles = load_torch_run(paths);
+  return describe_run(analyze_run(profiles, /*whole_run=*/false));  // the viewer may show one rank alone
 }
 
 }  // namespace dtl::viz
