@@ -45,11 +45,18 @@ struct ZeroSettings {
   MasterWeights master = MasterWeights::keep;
   ZeroSweep sweep = ZeroSweep::none;
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  int checkpoint_every = 0;  // --checkpoint-every N: save after every N steps (0: never)
+  std::string checkpoint_dir, resume;
   // What one parameter costs in this run before sharding: {2, 2, 12} mixed with a master,
   // {2, 2, 8} without, {4, 4, 8} in fp32 (core/theory/zero.h).
   theory::ZeroPrecision bytes_per_param() const;
 };
 const OptionTable<ZeroSettings>& zero_option_table();
+// labs/zero/zero_checkpoint.cpp: --checkpoint-every, --checkpoint-dir, --resume; and their
+// rules: one stage (not all, no sweep), the dir with the interval, not fp16 (its loss scale
+// is not saved).
+void add_zero_checkpoint_rows(OptionTable<ZeroSettings>& t);
+void require_zero_checkpoint_options(const LabOptions& o, const ZeroSettings& s, std::size_t stages);
 
 // One step on one rank, in seconds: the whole step, the time it waited for communication
 // (all of it: exposed), and of that the wait for stage 3's parameter all-gathers.
@@ -79,6 +86,13 @@ struct ZeroMeasurement {
   double device_vs_tracker = 0;            // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
   std::size_t buckets = 0;  // stage 0: DDP's all-reduce buckets (--bucket-mb)
+  // Checkpoints: the step resumed from (-1: none) and the bytes the busiest rank read; saves made,
+  // each one's wall time (slowest rank) and the bytes written over all ranks.
+  int resumed_from = -1;
+  double resume_bytes_read = 0;
+  int saves = 0;
+  std::vector<double> save_seconds;
+  double save_bytes = 0;
 };
 
 // Rank 0's references: one process training the same model on the whole global batch, in
@@ -95,6 +109,14 @@ double zero_process_bytes(const ZeroSettings& s, int P, int stages);
 Report run_zero_lab(Comm& comm, const LabConfig& cfg);
 LabInfo zero_lab_info();
 
+class ZeroRank;
+// The step a run starts from: 0, or --resume's checkpoint step with its state loaded into `rank`
+// (read_manifest, every checksum verified over the ranks, then each rank's byte ranges).
+int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasurement& m);
+// After `done` steps: a checkpoint when --checkpoint-every divides it, timed into m.
+void zero_checkpoint_after(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroRank& rank, int done,
+                           ZeroMeasurement& m);
+void add_zero_checkpoint_report(Report& rep, const std::string& id, const ZeroMeasurement& m);
 // labs/zero/zero_report.cpp
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.
