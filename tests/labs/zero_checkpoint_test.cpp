@@ -1,0 +1,129 @@
+// The ZeRO lab's checkpoints on thread ranks: a run resumed from its own checkpoint ends with
+// the uninterrupted run's final state bit for bit (same ranks, same stage: the same reduction
+// order); resumed on other rank counts and stages (4 → 2, 4 → 3, stage 2 → 1 and 3) within the
+// lab's fp32 tolerance; a fault mid-run, then --resume, reaches the same final state bit for
+// bit; broken checkpoints and options without effect are usage errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "core/comm/threads_backend.h"
+#include "core/error.h"
+#include "core/trace/trace.h"
+#include "labs/train/checkpoint_sharded.h"
+#include "tests/labs/lab_test_util.h"
+
+using namespace dtl;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Options = std::map<std::string, std::string>;
+
+// 1 warm-up + 2 × 2 steps = 5 steps; fp32 so that resharded runs differ by summation order only.
+const Options kBase = {{"width", "32"}, {"depth", "3"}, {"batch", "24"}, {"steps", "2"}, {"precision", "fp32"}};
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir()) / ("dtl_zero_ckpt_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+// The zero lab on P thread ranks with `faults`; the run's result (its error, if any).
+RunResult run_zero(int P, Options extra, FaultPlan faults = {}) {
+  Options options = kBase;
+  for (auto& [k, v] : extra) options[k] = v;
+  const LabInfo* lab = find_lab("zero");
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.repeat = 2;
+  cfg.options = options;
+  cfg = with_defaults(*lab, cfg);
+  Trace trace(P);
+  faults.counted = StepUnit::collectives;
+  return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) { lab->run(c, cfg); });
+}
+
+// Every tensor of two checkpoints, element by element: the largest difference (inf when the
+// tensors differ in name or size).
+double largest_difference(const std::string& a_dir, const std::string& b_dir) {
+  const Manifest a = read_manifest(a_dir), b = read_manifest(b_dir);
+  verify_checkpoint(a);
+  verify_checkpoint(b);
+  double worst = 0;
+  for (const auto& [name, t] : a.tensors) {
+    if (!b.tensors.count(name) || b.tensors.at(name).elements() != t.elements()) return INFINITY;
+    std::vector<float> x(t.elements()), y(t.elements());
+    read_tensor_range(a, name, 0, x.size(), x.data());
+    read_tensor_range(b, name, 0, y.size(), y.data());
+    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST(ZeroCheckpoint, ResumedOnTheSameLayoutIsBitForBit) {
+  const std::string a = fresh_dir("same_a"), b = fresh_dir("same_b");
+  ASSERT_TRUE(run_zero(4, {{"stage", "2"}, {"checkpoint-every", "1"}, {"checkpoint-dir", a}}).ok());
+  const RunResult resumed =
+      run_zero(4, {{"stage", "2"}, {"resume", a + "/step-000002"}, {"checkpoint-every", "5"}, {"checkpoint-dir", b}});
+  ASSERT_TRUE(resumed.ok()) << resumed.error;
+  const double diff = largest_difference(a + "/step-000005", b + "/step-000005");
+  std::printf("stage 2, 4 ranks, resumed at step 2: largest difference from the uninterrupted run %g\n", diff);
+  EXPECT_EQ(diff, 0);
+}
+
+TEST(ZeroCheckpoint, ResumedOnOtherRankCountsAndStagesWithinTolerance) {
+  const std::string a = fresh_dir("reshard_a");
+  ASSERT_TRUE(run_zero(4, {{"stage", "2"}, {"checkpoint-every", "1"}, {"checkpoint-dir", a}}).ok());
+  for (const auto& [P, stage] : {std::pair{2, "1"}, std::pair{3, "3"}, std::pair{1, "0"}}) {
+    const std::string b = fresh_dir(std::string("reshard_b") + stage);
+    const RunResult resumed = run_zero(
+        P, {{"stage", stage}, {"resume", a + "/step-000003"}, {"checkpoint-every", "5"}, {"checkpoint-dir", b}});
+    ASSERT_TRUE(resumed.ok()) << resumed.error;
+    const double diff = largest_difference(a + "/step-000005", b + "/step-000005");
+    std::printf("saved by stage 2 on 4 ranks, resumed by stage %s on %d: largest difference %g\n", stage, P, diff);
+    EXPECT_LT(diff, 1e-5);  // the lab's fp32 tolerance (summation order)
+  }
+}
+
+TEST(ZeroCheckpoint, FaultThenResumeReachesTheSameWeights) {
+  const std::string clean = fresh_dir("fault_clean"), faulty = fresh_dir("fault_run");
+  ASSERT_TRUE(run_zero(4, {{"stage", "3"}, {"checkpoint-every", "5"}, {"checkpoint-dir", clean}}).ok());
+  // Rank 1 fails at its 60th collective: after step 2's checkpoint, before the run's end.
+  const RunResult failed = run_zero(4, {{"stage", "3"}, {"checkpoint-every", "2"}, {"checkpoint-dir", faulty}},
+                                    {.fault_rank = 1, .fault_step = 60});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error.find("injected fault"), std::string::npos) << failed.error;
+  const std::string last = resolve_checkpoint(faulty);
+  const int saved = read_manifest(last).position.step;
+  std::printf("fault: %s; newest checkpoint %s\n", failed.error.c_str(), last.c_str());
+  ASSERT_TRUE(saved == 2 || saved == 4) << last;
+  const RunResult resumed =
+      run_zero(4, {{"stage", "3"}, {"resume", faulty}, {"checkpoint-every", "5"}, {"checkpoint-dir", faulty}});
+  ASSERT_TRUE(resumed.ok()) << resumed.error;
+  const double diff = largest_difference(clean + "/step-000005", faulty + "/step-000005");
+  std::printf("resumed at step %d after the fault: largest difference %g\n", saved, diff);
+  EXPECT_EQ(diff, 0);
+}
+
+TEST(ZeroCheckpoint, BrokenCheckpointsAndOptionsWithoutEffectAreRefused) {
+  const std::string a = fresh_dir("refuse");
+  ASSERT_TRUE(run_zero(2, {{"stage", "1"}, {"checkpoint-every", "2"}, {"checkpoint-dir", a}}).ok());
+  fs::resize_file(a + "/step-000004/rank-00000-of-00002.safetensors", 100);
+  RunResult r = run_zero(2, {{"stage", "1"}, {"resume", a + "/step-000004"}});
+  EXPECT_NE(r.error.find("refused: piece"), std::string::npos) << r.error;
+  r = run_zero(2, {{"stage", "1"}, {"width", "33"}, {"resume", a + "/step-000002"}});
+  EXPECT_NE(r.error.find("tensor 'params'"), std::string::npos) << r.error;
+  r = run_zero(2, {{"stage", "1"}, {"batch", "12"}, {"resume", a + "/step-000002"}});
+  EXPECT_NE(r.error.find("another --batch"), std::string::npos) << r.error;
+  test::expect_usage_error("zero", 2, {{"checkpoint-every", "2"}}, "give both");
+  test::expect_usage_error("zero", 2, {{"checkpoint-dir", a}}, "give both");
+  test::expect_usage_error("zero", 2, {{"stage", "all"}, {"resume", a}}, "one stage");
+  test::expect_usage_error("zero", 2, {{"stage", "1"}, {"precision", "fp16"}, {"resume", a}}, "loss scale");
+}
