@@ -95,7 +95,8 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
   // Options the chosen stages would not read are errors, not silently ignored (a changed
   // default is the only sign of one given).
   require_zero_options_apply(cfg.options, s, stages);
-  require_zero_checkpoint_options(cfg.options, s, stages.size() + (s.sweep == ZeroSweep::prefetch));
+  require_checkpoint_options(zero_option_table(), cfg.options, s, stages.size() == 1 && s.sweep == ZeroSweep::none,
+                             "give --stage 0, 1, 2 or 3 (not all, no --sweep)");
   if (!s.prefetch) s.prefetch_depth = 0;
   if (s.master == MasterWeights::none && s.precision == DType::f32)
     throw UsageError(
@@ -359,7 +360,7 @@ const OptionTable<ZeroSettings>& zero_option_table() {
                 {{ZeroSweep::none, "none"}, {ZeroSweep::prefetch, "prefetch"}},
                 "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)");
     add_mlp_rows(t, {.width = 512, .depth = 6, .batch = 32, .steps = 3});
-    add_zero_checkpoint_rows(t);
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

@@ -9,6 +9,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
 
@@ -52,11 +53,6 @@ struct ZeroSettings {
   theory::ZeroPrecision bytes_per_param() const;
 };
 const OptionTable<ZeroSettings>& zero_option_table();
-// labs/zero/zero_checkpoint.cpp: --checkpoint-every, --checkpoint-dir, --resume; and their
-// rules: one stage (not all, no sweep), the dir with the interval, not fp16 (its loss scale
-// is not saved).
-void add_zero_checkpoint_rows(OptionTable<ZeroSettings>& t);
-void require_zero_checkpoint_options(const LabOptions& o, const ZeroSettings& s, std::size_t stages);
 
 // One step on one rank, in seconds: the whole step, the time it waited for communication
 // (all of it: exposed), and of that the wait for stage 3's parameter all-gathers.
@@ -85,14 +81,8 @@ struct ZeroMeasurement {
   std::size_t padding = 0;                 // elements over all ranks
   double device_vs_tracker = 0;            // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
-  std::size_t buckets = 0;  // stage 0: DDP's all-reduce buckets (--bucket-mb)
-  // Checkpoints: the step resumed from (-1: none) and the bytes the busiest rank read; saves made,
-  // each one's wall time (slowest rank) and the bytes written over all ranks.
-  int resumed_from = -1;
-  double resume_bytes_read = 0;
-  int saves = 0;
-  std::vector<double> save_seconds;
-  double save_bytes = 0;
+  std::size_t buckets = 0;      // stage 0: DDP's all-reduce buckets (--bucket-mb)
+  CheckpointStats checkpoints;  // --resume, --checkpoint-every (labs/train/checkpoint_run.h)
 };
 
 // Rank 0's references: one process training the same model on the whole global batch, in
@@ -116,7 +106,6 @@ int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasureme
 // After `done` steps: a checkpoint when --checkpoint-every divides it, timed into m.
 void zero_checkpoint_after(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroRank& rank, int done,
                            ZeroMeasurement& m);
-void add_zero_checkpoint_report(Report& rep, const std::string& id, const ZeroMeasurement& m);
 // labs/zero/zero_report.cpp
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.

@@ -21,7 +21,8 @@ double weight_tolerance(const ZeroSettings& s) {
 
 void add_equivalence_rows(Report& rep, const std::string& n, const ZeroSettings& s, const ZeroMeasurement& m, int P) {
   const bool fp32 = s.precision == DType::f32;
-  const bool resumed = m.resumed_from >= 0;  // step 0 ran in the run that saved: its loss and gradients are not here
+  const bool resumed =
+      m.checkpoints.resumed_from >= 0;  // step 0 ran in the run that saved: its loss and gradients are not here
   if (!resumed) rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
   rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_reference, 0.0, "",
@@ -152,7 +153,7 @@ void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m,
   if (!shards_optimizer(m.stage))
     rep.add(n + "buckets", "all-reduce buckets (DDP's, --bucket-mb)", double(m.buckets), "");
   rep.add(n + "step_time", "step time (slowest rank)", 0, "s").over(m.step);
-  add_zero_checkpoint_report(rep, n, m);
+  add_checkpoint_report(rep, n, m.checkpoints);
   rep.add(n + "exposed_comm", "waiting on communication per step", 0, "s").over(m.exposed);
   rep.add(n + "optimizer_time", "optimizer step (slowest rank; AdamW over its shard)", 0, "s").over(m.optimizer);
   if (shards_params(m.stage))

@@ -1,8 +1,9 @@
-// The ZeRO lab's checkpoints on thread ranks: a run resumed from its own checkpoint ends with
+// The ZeRO and DDP labs' checkpoints on thread ranks: a run resumed from its own checkpoint ends with
 // the uninterrupted run's final state bit for bit (same ranks, same stage: the same reduction
 // order); resumed on other rank counts and stages (4 → 2, 4 → 3, stage 2 → 1 and 3) within the
 // lab's fp32 tolerance; a fault mid-run, then --resume, reaches the same final state bit for
-// bit; broken checkpoints and options without effect are usage errors.
+// bit; DDP resumes its own checkpoint bit for bit and ZeRO resumes DDP's; broken checkpoints
+// and options without effect are usage errors.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,11 +34,11 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-// The zero lab on P thread ranks with `faults`; the run's result (its error, if any).
-RunResult run_zero(int P, Options extra, FaultPlan faults = {}) {
+// Lab `name` on P thread ranks with `faults`; the run's result (its error, if any).
+RunResult run_training(const std::string& name, int P, Options extra, FaultPlan faults = {}) {
   Options options = kBase;
   for (auto& [k, v] : extra) options[k] = v;
-  const LabInfo* lab = find_lab("zero");
+  const LabInfo* lab = find_lab(name);
   LabConfig cfg;
   cfg.ranks = P;
   cfg.repeat = 2;
@@ -47,6 +48,7 @@ RunResult run_zero(int P, Options extra, FaultPlan faults = {}) {
   faults.counted = StepUnit::collectives;
   return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) { lab->run(c, cfg); });
 }
+RunResult run_zero(int P, Options extra, FaultPlan faults = {}) { return run_training("zero", P, extra, faults); }
 
 // Every tensor of two checkpoints, element by element: the largest difference (inf when the
 // tensors differ in name or size).
@@ -124,6 +126,26 @@ TEST(ZeroCheckpoint, BrokenCheckpointsAndOptionsWithoutEffectAreRefused) {
   EXPECT_NE(r.error.find("another --batch"), std::string::npos) << r.error;
   test::expect_usage_error("zero", 2, {{"checkpoint-every", "2"}}, "give both");
   test::expect_usage_error("zero", 2, {{"checkpoint-dir", a}}, "give both");
-  test::expect_usage_error("zero", 2, {{"stage", "all"}, {"resume", a}}, "one stage");
+  test::expect_usage_error("zero", 2, {{"stage", "all"}, {"resume", a}}, "give --stage 0, 1, 2 or 3");
   test::expect_usage_error("zero", 2, {{"stage", "1"}, {"precision", "fp16"}, {"resume", a}}, "loss scale");
+}
+
+TEST(DdpCheckpoint, ResumedBitForBitAndByZero) {
+  const std::string a = fresh_dir("ddp_a"), b = fresh_dir("ddp_b"), c = fresh_dir("ddp_c");
+  const Options bucketed = {{"variant", "bucketed"}, {"checkpoint-every", "1"}, {"checkpoint-dir", a}};
+  ASSERT_TRUE(run_training("ddp", 4, bucketed).ok());
+  const RunResult resumed = run_training(
+      "ddp", 4,
+      {{"variant", "bucketed"}, {"resume", a + "/step-000002"}, {"checkpoint-every", "5"}, {"checkpoint-dir", b}});
+  ASSERT_TRUE(resumed.ok()) << resumed.error;
+  double diff = largest_difference(a + "/step-000005", b + "/step-000005");
+  std::printf("ddp bucketed, 4 ranks, resumed at step 2: largest difference %g\n", diff);
+  EXPECT_EQ(diff, 0);
+  const RunResult by_zero =
+      run_zero(2, {{"stage", "3"}, {"resume", a + "/step-000002"}, {"checkpoint-every", "5"}, {"checkpoint-dir", c}});
+  ASSERT_TRUE(by_zero.ok()) << by_zero.error;
+  diff = largest_difference(a + "/step-000005", c + "/step-000005");
+  std::printf("saved by ddp on 4 ranks, resumed by zero stage 3 on 2: largest difference %g\n", diff);
+  EXPECT_LT(diff, 1e-5);
+  test::expect_usage_error("ddp", 2, {{"variant", "all"}, {"resume", a}}, "give one --variant");
 }
