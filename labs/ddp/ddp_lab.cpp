@@ -201,8 +201,10 @@ int resume(Comm& comm, const DdpSettings& s, Trainer& tr, CheckpointStats& stats
   if (s.resume.empty()) return 0;
   const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
   verify_checkpoint(comm, m);
-  double read = double(load_replicated_checkpoint(m, tr.model.param_data(), s.precision, tr.model.num_params(), tr.opt,
-                                                  s.precision != DType::f32));
+  const bool has_master = s.precision != DType::f32;  // (the DDP lab's AdamW keeps one)
+  require_mlp_tensors(m, s.precision, tr.model.num_params(), has_master);
+  double read =
+      double(load_mlp_range(m, {0, tr.model.num_params()}, tr.model.param_data(), s.precision, tr.opt, has_master));
   comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
   stats.resumed_from = m.position.step;
   stats.resume_bytes_read = read;
@@ -228,8 +230,10 @@ VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, c
     (step == 0 ? run.first_loss : run.last_loss) = loss;
     checkpoint_if_due(comm, s.checkpoint_every, step + 1, run.checkpoints, [&] {
       const TrainPosition pos{step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "ddp"};
-      return save_replicated_checkpoint(comm, s.checkpoint_dir, tr.model.param_data(), s.precision,
-                                        tr.model.num_params(), tr.opt, pos);
+      const Range mine = shard_of(tr.model.num_params(), comm.rank(), comm.size()).range;  // 1/N of the replicas
+      const void* at = static_cast<const std::byte*>(tr.model.param_data()) + mine.begin * dtype_size(s.precision);
+      return save_mlp_checkpoint(comm, s.checkpoint_dir, {{mine, at, &tr.opt, mine.begin}}, s.precision,
+                                 tr.model.num_params(), pos);
     });
   }
   run.grad_bytes_per_step /= total - first;

@@ -9,6 +9,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
@@ -29,6 +30,8 @@ struct PipelineSettings {
   bool emulated() const { return forward_us > 0; }
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
   int rows() const { return batch / micro_batches; }  // per micro-batch
+  int checkpoint_every = 0;  // --checkpoint-every N, --checkpoint-dir, --resume (labs/train/checkpoint_run.h)
+  std::string checkpoint_dir, resume;
 };
 const OptionTable<PipelineSettings>& pipeline_option_table();
 
@@ -56,6 +59,7 @@ struct PipelineMeasurement {
   std::vector<int> predicted_in_flight;                             // per stage, from the schedule
   std::vector<double> predicted_activation;                         // per stage
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over stages)
+  CheckpointStats checkpoints;   // --resume, --checkpoint-every
 };
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);

@@ -4,15 +4,15 @@
 #include <filesystem>
 
 #include "core/memory/device_ops.h"
-#include "labs/train/param_layout.h"
 
 namespace dtl {
 
 Manifest resume_manifest(const std::string& resume, int batch, int train_steps) {
   const Manifest m = read_manifest(resolve_checkpoint(resume));
   const TrainPosition& pos = m.position;
-  if (pos.lab != "zero" && pos.lab != "ddp")
-    throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab + " lab; the ddp and zero labs read theirs");
+  if (pos.lab != "zero" && pos.lab != "ddp" && pos.lab != "pipeline")
+    throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab +
+                     " lab; the MLP labs (ddp, zero, pipeline) read each other's only");
   if (pos.data_position != std::uint64_t(pos.step) * std::uint64_t(batch) || pos.rng_state != kMlpDataSeed)
     throw UsageError("--resume " + m.dir + " consumed " + std::to_string(pos.data_position) + " samples in " +
                      std::to_string(pos.step) + " steps: it was saved with another --batch than " +
@@ -59,33 +59,47 @@ void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool
     throw UsageError("checkpoint " + m.dir + " has an fp32 master; this run keeps none: resume with --master keep");
 }
 
-std::string save_replicated_checkpoint(Comm& comm, const std::string& root, const void* params, DType precision,
-                                       std::size_t n, const Optimizer& opt, const TrainPosition& pos) {
-  const Range r = shard_of(n, comm.rank(), comm.size()).range;
+std::string save_mlp_checkpoint(Comm& comm, const std::string& root, const std::vector<OwnedRange>& owned,
+                                DType precision, std::size_t n, const TrainPosition& pos) {
+  struct Held {  // host copies, alive until the save returns
+    std::vector<std::byte> params;
+    OptimizerState state;
+  };
   const std::size_t es = dtype_size(precision);
-  std::vector<std::byte> mine(r.size() * es);
-  if (!mine.empty()) copy_bytes(mine.data(), static_cast<const std::byte*>(params) + r.begin * es, mine.size());
-  const OptimizerState st = opt.save_state();
   const std::vector<std::int64_t> shape = {std::int64_t(n)};
-  std::vector<PieceView> pieces = {{"params", precision, shape, r.begin, r.end, mine.data()},
-                                   {"adam.m", DType::f32, shape, r.begin, r.end, st.m.data() + r.begin},
-                                   {"adam.v", DType::f32, shape, r.begin, r.end, st.v.data() + r.begin}};
-  if (!st.master.empty()) pieces.push_back({"master", DType::f32, shape, r.begin, r.end, st.master.data() + r.begin});
+  std::vector<Held> held(owned.size());
+  std::vector<PieceView> pieces;
+  for (std::size_t k = 0; k < owned.size(); ++k) {
+    const OwnedRange& o = owned[k];
+    const Range r = o.range;
+    held[k].params.resize(r.size() * es);
+    if (r.size()) copy_bytes(held[k].params.data(), o.params, r.size() * es);
+    held[k].state = o.opt->save_state();
+    const OptimizerState& st = held[k].state;
+    pieces.push_back({"params", precision, shape, r.begin, r.end, held[k].params.data()});
+    pieces.push_back({"adam.m", DType::f32, shape, r.begin, r.end, st.m.data() + o.opt_offset});
+    pieces.push_back({"adam.v", DType::f32, shape, r.begin, r.end, st.v.data() + o.opt_offset});
+    if (!st.master.empty())
+      pieces.push_back({"master", DType::f32, shape, r.begin, r.end, st.master.data() + o.opt_offset});
+  }
   return save_sharded_checkpoint(comm, root, pieces, pos);
 }
 
-std::size_t load_replicated_checkpoint(const Manifest& m, void* params, DType precision, std::size_t n, Optimizer& opt,
-                                       bool has_master) {
-  require_mlp_tensors(m, precision, n, has_master);
+std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
+                           bool has_master) {
+  const std::size_t n = range.size();
   std::vector<std::byte> host(n * dtype_size(precision));
-  std::size_t read = read_tensor_range(m, "params", 0, n, host.data());
+  std::size_t read = read_tensor_range(m, "params", range.begin, range.end, host.data());
   if (!host.empty()) copy_bytes(params, host.data(), host.size());
   OptimizerState st;
   st.steps = m.position.step;
   st.m.resize(n), st.v.resize(n);
-  read += read_tensor_range(m, "adam.m", 0, n, st.m.data());
-  read += read_tensor_range(m, "adam.v", 0, n, st.v.data());
-  if (has_master) st.master.resize(n), read += read_tensor_range(m, "master", 0, n, st.master.data());
+  read += read_tensor_range(m, "adam.m", range.begin, range.end, st.m.data());
+  read += read_tensor_range(m, "adam.v", range.begin, range.end, st.v.data());
+  if (has_master) {
+    st.master.resize(n);
+    read += read_tensor_range(m, "master", range.begin, range.end, st.master.data());
+  }
   opt.load_state(st);
   return read;
 }

@@ -7,7 +7,7 @@
 //
 // The MLP labs (ddp, zero) share the tensors "params" (the run's precision), "master" (mixed
 // precision with an fp32 master), "adam.m", "adam.v", each the model's flat buffer, so either
-// lab, on any number of ranks, resumes the other's checkpoint.
+// lab, on any number of ranks, resumes the other's checkpoint (and the pipeline lab's, fp32).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include "labs/report.h"
 #include "labs/train/checkpoint_sharded.h"
 #include "labs/train/optimizer.h"
+#include "labs/train/param_layout.h"
 
 namespace dtl {
 
@@ -57,8 +58,9 @@ void require_checkpoint_options(const OptionTable<S>& t, const LabOptions& o, co
   if (!every && s.resume.empty()) return;
   if (every && s.checkpoint_every < 1) throw UsageError("--checkpoint-every must be at least 1");
   if (!one_case) throw UsageError("checkpoints save and resume one training run: " + cases);
-  if (s.precision == DType::f16)
-    throw UsageError("checkpoints do not keep fp16's dynamic loss scale yet: use --precision bf16 or fp32");
+  if constexpr (requires { s.precision; })  // (a lab in fp32 only has no --precision)
+    if (s.precision == DType::f16)
+      throw UsageError("checkpoints do not keep fp16's dynamic loss scale yet: use --precision bf16 or fp32");
 }
 
 // The manifest of --resume's checkpoint, checked against this run: saved by an MLP lab, with
@@ -69,13 +71,23 @@ void checkpoint_if_due(Comm& comm, int every, int done, CheckpointStats& stats,
                        const std::function<std::string()>& save);
 void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointStats& stats);
 
-// A model every rank holds whole, and its optimizer over all of it (DDP): rank r writes the
-// elements shard_of(n, r, N) of each tensor; loading reads every tensor whole.
-std::string save_replicated_checkpoint(Comm& comm, const std::string& root, const void* params, DType precision,
-                                       std::size_t n, const Optimizer& opt, const TrainPosition& pos);
-// Returns the bytes read. `params` is on the model's device.
-std::size_t load_replicated_checkpoint(const Manifest& m, void* params, DType precision, std::size_t n, Optimizer& opt,
-                                       bool has_master);
+// Elements `range` of the model's flat buffer that a rank saves: the parameters there (on the
+// model's device) and the optimizer that updates them, from its element `opt_offset`.
+struct OwnedRange {
+  Range range;
+  const void* params = nullptr;
+  const Optimizer* opt = nullptr;
+  std::size_t opt_offset = 0;
+};
+// Collective: every rank's ranges of "params", "master" (when the optimizer keeps one), "adam.m"
+// and "adam.v", each tensor of n elements. DDP passes its 1/N of the whole (shard_of); a pipeline
+// stage its layers.
+std::string save_mlp_checkpoint(Comm& comm, const std::string& root, const std::vector<OwnedRange>& owned,
+                                DType precision, std::size_t n, const TrainPosition& pos);
+// Elements `range` of the checkpoint into `params` (on the model's device) and into `opt`, which
+// updates exactly that range. Returns the bytes read.
+std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
+                           bool has_master);
 // The run's tensors in the checkpoint, with its dtype and Ψ; "master" exactly when the run keeps one.
 void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool has_master);
 

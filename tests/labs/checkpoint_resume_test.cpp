@@ -38,6 +38,7 @@ std::string fresh_dir(const std::string& name) {
 RunResult run_training(const std::string& name, int P, Options extra, FaultPlan faults = {}) {
   Options options = kBase;
   for (auto& [k, v] : extra) options[k] = v;
+  if (name == "pipeline") options.erase("precision");  // fp32 only, as the base
   const LabInfo* lab = find_lab(name);
   LabConfig cfg;
   cfg.ranks = P;
@@ -148,4 +149,35 @@ TEST(DdpCheckpoint, ResumedBitForBitAndByZero) {
   std::printf("saved by ddp on 4 ranks, resumed by zero stage 3 on 2: largest difference %g\n", diff);
   EXPECT_LT(diff, 1e-5);
   test::expect_usage_error("ddp", 2, {{"variant", "all"}, {"resume", a}}, "give one --variant");
+}
+
+TEST(PipelineCheckpoint, ResumesZeroAndItsOwnOnOtherStageCounts) {
+  const std::string z = fresh_dir("pipe_z"), p = fresh_dir("pipe_p"), q = fresh_dir("pipe_q"), r = fresh_dir("pipe_r");
+  const Options deep = {{"depth", "4"}, {"checkpoint-every", "1"}};
+  Options zero = deep, gpipe = deep;
+  zero.insert({{"stage", "3"}, {"checkpoint-dir", z}});
+  gpipe.insert({{"schedule", "gpipe"}, {"checkpoint-dir", p}});
+  ASSERT_TRUE(run_zero(4, zero).ok());
+  ASSERT_TRUE(run_training("pipeline", 2, gpipe).ok());
+  const RunResult from_zero = run_training("pipeline", 2,
+                                           {{"depth", "4"},
+                                            {"schedule", "1f1b"},
+                                            {"resume", z + "/step-000002"},
+                                            {"checkpoint-every", "5"},
+                                            {"checkpoint-dir", q}});
+  ASSERT_TRUE(from_zero.ok()) << from_zero.error;
+  double diff = largest_difference(z + "/step-000005", q + "/step-000005");
+  std::printf("saved by zero stage 3 on 4 ranks, resumed by a 2-stage 1F1B pipeline: largest difference %g\n", diff);
+  EXPECT_LT(diff, 1e-5);
+  const RunResult four = run_training("pipeline", 4,
+                                      {{"depth", "4"},
+                                       {"schedule", "1f1b"},
+                                       {"resume", p + "/step-000003"},
+                                       {"checkpoint-every", "5"},
+                                       {"checkpoint-dir", r}});
+  ASSERT_TRUE(four.ok()) << four.error;
+  diff = largest_difference(p + "/step-000005", r + "/step-000005");
+  std::printf("saved by a 2-stage GPipe, resumed by a 4-stage 1F1B: largest difference %g\n", diff);
+  EXPECT_LT(diff, 1e-5);
+  test::expect_usage_error("pipeline", 2, {{"schedule", "all"}, {"resume", p}}, "give one --schedule");
 }
