@@ -228,14 +228,14 @@ VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, c
     run.grad_bytes_per_step += bytes;                             // summed whole (exact), divided at the end
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
     (step == 0 ? run.first_loss : run.last_loss) = loss;
-    checkpoint_if_due(comm, s.checkpoint_every, step + 1, run.checkpoints, [&] {
-      const TrainPosition pos{step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "ddp"};
+    const TrainPosition pos{step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "ddp"};
+    checkpoint_if_due(comm, checkpoint_plan(s), pos, run.checkpoints, [&] {
       const Range mine = shard_of(tr.model.num_params(), comm.rank(), comm.size()).range;  // 1/N of the replicas
       const void* at = static_cast<const std::byte*>(tr.model.param_data()) + mine.begin * dtype_size(s.precision);
-      return save_mlp_checkpoint(comm, s.checkpoint_dir, {{mine, at, &tr.opt, mine.begin}}, s.precision,
-                                 tr.model.num_params(), pos);
+      return stage_mlp_pieces({{mine, at, &tr.opt, mine.begin}}, s.precision, tr.model.num_params());
     });
   }
+  finish_checkpoints(comm, run.checkpoints);
   run.grad_bytes_per_step /= total - first;
   return run;
 }

@@ -27,6 +27,7 @@ struct DdpSettings {
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
   int checkpoint_every = 0;  // --checkpoint-every N, --checkpoint-dir, --resume (labs/train/checkpoint_run.h)
   std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 // The lab's options, each bound to its field of DdpSettings.
 const OptionTable<DdpSettings>& ddp_option_table();

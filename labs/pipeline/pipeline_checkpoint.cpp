@@ -10,10 +10,10 @@ Range PipelineStage::global_range(const Chunk& c) const {
   return {begin, begin + c.model->num_params()};
 }
 
-std::string PipelineStage::save_checkpoint(const std::string& root, const TrainPosition& pos) {
+StagedPieces PipelineStage::stage_checkpoint() {
   std::vector<OwnedRange> owned;
   for (const Chunk& c : chunks_) owned.push_back({global_range(c), c.model->param_data(), c.opt.get(), 0});
-  return save_mlp_checkpoint(comm_, root, owned, DType::f32, parameter_count(s_.shape), pos);
+  return stage_mlp_pieces(owned, DType::f32, parameter_count(s_.shape));
 }
 
 std::size_t PipelineStage::load_checkpoint(const Manifest& m) {

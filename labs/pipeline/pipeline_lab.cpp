@@ -205,10 +205,9 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::sum);  // only the last stage has it
     (step == 0 ? m.first_loss : m.last_loss) = loss;
     m.p2p_bytes_per_step += r.sent_bytes;
-    checkpoint_if_due(comm, s.checkpoint_every, step + 1, m.checkpoints, [&] {
-      return stage.save_checkpoint(
-          s.checkpoint_dir, {step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "pipeline"});
-    });
+    checkpoint_if_due(comm, checkpoint_plan(s),
+                      {step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "pipeline"},
+                      m.checkpoints, [&] { return stage.stage_checkpoint(); });
     if (step == 0) continue;  // a warm-up, not timed
     step_times.push_back(a.makespan);
     bubbles.push_back(1 - a.busy_sum / (comm.size() * a.makespan));
@@ -216,6 +215,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     totals.forward += r.forward, totals.backward += r.backward, totals.weight += r.weight;
     totals.forwards += r.forwards, totals.backwards += r.backwards, totals.weights += r.weights;
   }
+  finish_checkpoints(comm, m.checkpoints);
   m.device_vs_tracker = device_vs_tracker_bytes(comm, stage.memory(), stage.device());
   comm.all_reduce(&m.p2p_bytes_per_step, &m.p2p_bytes_per_step, 1, DType::f64, ReduceOp::sum);
   m.p2p_bytes_per_step /= s.train_steps() - first;

@@ -32,6 +32,7 @@ struct PipelineSettings {
   int rows() const { return batch / micro_batches; }  // per micro-batch
   int checkpoint_every = 0;  // --checkpoint-every N, --checkpoint-dir, --resume (labs/train/checkpoint_run.h)
   std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 const OptionTable<PipelineSettings>& pipeline_option_table();
 

@@ -40,7 +40,7 @@ class PipelineStage {
   // Checkpoints (labs/pipeline/pipeline_checkpoint.cpp): each chunk's layers are one range of the
   // whole model's flat buffer, so a stage saves and loads exactly its ranges, whatever layout
   // (pipeline, ZeRO or DDP, any rank count) saved them.
-  std::string save_checkpoint(const std::string& root, const TrainPosition& pos);
+  StagedPieces stage_checkpoint();
   std::size_t load_checkpoint(const Manifest& m);
 
  private:

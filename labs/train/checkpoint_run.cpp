@@ -1,5 +1,6 @@
 #include "labs/train/checkpoint_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -23,18 +24,53 @@ Manifest resume_manifest(const std::string& resume, int batch, int train_steps) 
   return m;
 }
 
-void checkpoint_if_due(Comm& comm, int every, int done, CheckpointStats& stats,
-                       const std::function<std::string()>& save) {
-  if (every < 1 || done % every != 0) return;
-  const auto start = std::chrono::steady_clock::now();
-  const std::string dir = save();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  comm.all_reduce(&seconds, &seconds, 1, DType::f64, ReduceOp::max);
-  stats.save_seconds.push_back(seconds);
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The save's times, slowest rank, and (rank 0) its files' bytes.
+void record_save(Comm& comm, CheckpointStats& stats, const std::string& dir, double blocked, double write) {
+  double times[2] = {blocked, write};
+  comm.all_reduce(times, times, 2, DType::f64, ReduceOp::max);
+  stats.blocked_seconds.push_back(times[0]);
+  stats.write_seconds.push_back(times[1]);
   if (comm.rank() != 0) return;
   std::uintmax_t bytes = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) bytes += e.file_size();
   stats.save_bytes = double(bytes);
+}
+
+}  // namespace
+
+void finish_checkpoints(Comm& comm, CheckpointStats& stats) {
+  if (!stats.pending) return;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string dir = stats.pending->finish();
+  const double write = stats.pending->write_seconds();
+  stats.pending.reset();
+  record_save(comm, stats, dir, stats.pending_blocked + seconds_since(start), write);
+}
+
+void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPosition& pos, CheckpointStats& stats,
+                       const std::function<StagedPieces()>& stage) {
+  finish_checkpoints(comm, stats);
+  if (plan.every < 1 || pos.step % plan.every != 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  StagedPieces staged = stage();
+  double staging = staged.bytes;
+  comm.all_reduce(&staging, &staging, 1, DType::f64, ReduceOp::max);
+  stats.staging_bytes = std::max(stats.staging_bytes, staging);
+  stats.async = plan.async;
+  auto save = std::make_shared<ShardedSave>(comm, plan.dir, std::move(staged.pieces), pos, plan.async, staged.holder);
+  if (plan.async) {
+    stats.pending = std::move(save);
+    stats.pending_blocked = seconds_since(start);
+    return;
+  }
+  const std::string dir = save->finish();
+  record_save(comm, stats, dir, seconds_since(start), save->write_seconds());
 }
 
 void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointStats& stats) {
@@ -43,11 +79,18 @@ void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointS
     rep.add(id + "resume_bytes_read", "checkpoint bytes read (busiest rank)", stats.resume_bytes_read / 1e6, "MB")
         .source = "its byte ranges only";
   }
-  if (stats.save_seconds.empty()) return;
-  rep.add(id + "checkpoint_saves", "checkpoints saved", double(stats.save_seconds.size()), "");
+  if (stats.blocked_seconds.empty()) return;
+  rep.add(id + "checkpoint_saves", "checkpoints saved", double(stats.blocked_seconds.size()), "");
   rep.add(id + "checkpoint_bytes", "one checkpoint on disk (all ranks' files + manifest)", stats.save_bytes / 1e6,
           "MB");
-  rep.add(id + "checkpoint_time", "one synchronous save (slowest rank)", 0, "s").over(repeated(stats.save_seconds));
+  rep.add(id + "checkpoint_staging", "host staging copy (largest rank)", stats.staging_bytes / 1e6, "MB");
+  rep.add(id + "checkpoint_blocked",
+          stats.async ? "training stopped per save (staging + finish)" : "training stopped per save (all of it)", 0,
+          "s")
+      .over(repeated(stats.blocked_seconds));
+  rep.add(id + "checkpoint_write", stats.async ? "its file's write, beside the next step" : "of which its file's write",
+          0, "s")
+      .over(repeated(stats.write_seconds));
 }
 
 void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool has_master) {
@@ -59,30 +102,31 @@ void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool
     throw UsageError("checkpoint " + m.dir + " has an fp32 master; this run keeps none: resume with --master keep");
 }
 
-std::string save_mlp_checkpoint(Comm& comm, const std::string& root, const std::vector<OwnedRange>& owned,
-                                DType precision, std::size_t n, const TrainPosition& pos) {
-  struct Held {  // host copies, alive until the save returns
+StagedPieces stage_mlp_pieces(const std::vector<OwnedRange>& owned, DType precision, std::size_t n) {
+  struct Held {  // host copies: what the save writes from
     std::vector<std::byte> params;
     OptimizerState state;
   };
   const std::size_t es = dtype_size(precision);
   const std::vector<std::int64_t> shape = {std::int64_t(n)};
-  std::vector<Held> held(owned.size());
-  std::vector<PieceView> pieces;
+  auto held = std::make_shared<std::vector<Held>>(owned.size());
+  StagedPieces out;
   for (std::size_t k = 0; k < owned.size(); ++k) {
     const OwnedRange& o = owned[k];
     const Range r = o.range;
-    held[k].params.resize(r.size() * es);
-    if (r.size()) copy_bytes(held[k].params.data(), o.params, r.size() * es);
-    held[k].state = o.opt->save_state();
-    const OptimizerState& st = held[k].state;
-    pieces.push_back({"params", precision, shape, r.begin, r.end, held[k].params.data()});
-    pieces.push_back({"adam.m", DType::f32, shape, r.begin, r.end, st.m.data() + o.opt_offset});
-    pieces.push_back({"adam.v", DType::f32, shape, r.begin, r.end, st.v.data() + o.opt_offset});
-    if (!st.master.empty())
-      pieces.push_back({"master", DType::f32, shape, r.begin, r.end, st.master.data() + o.opt_offset});
+    Held& h = (*held)[k];
+    h.params.resize(r.size() * es);
+    if (r.size()) copy_bytes(h.params.data(), o.params, r.size() * es);
+    h.state = o.opt->save_state();
+    out.pieces.push_back({"params", precision, shape, r.begin, r.end, h.params.data()});
+    out.pieces.push_back({"adam.m", DType::f32, shape, r.begin, r.end, h.state.m.data() + o.opt_offset});
+    out.pieces.push_back({"adam.v", DType::f32, shape, r.begin, r.end, h.state.v.data() + o.opt_offset});
+    if (!h.state.master.empty())
+      out.pieces.push_back({"master", DType::f32, shape, r.begin, r.end, h.state.master.data() + o.opt_offset});
+    out.bytes += double(h.params.size()) + 4.0 * double(h.state.m.size() + h.state.v.size() + h.state.master.size());
   }
-  return save_sharded_checkpoint(comm, root, pieces, pos);
+  out.holder = held;
+  return out;
 }
 
 std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,

@@ -3,6 +3,7 @@
 #include "labs/train/checkpoint_sharded.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -48,7 +49,7 @@ std::string piece_name(const PieceView& p) { return p.tensor + "@" + std::to_str
 
 // This rank's file, through a temporary name. A rank with the injected fault writes half of
 // its bytes and throws, as a process killed mid-write would leave nothing under the final name.
-void write_rank_file(Comm& comm, const std::string& path, const std::vector<PieceView>& pieces,
+void write_rank_file(int rank, const std::string& path, const std::vector<PieceView>& pieces,
                      const SaveFaults& faults) {
   SafeTensors st(path);
   for (const PieceView& p : pieces) {
@@ -57,9 +58,9 @@ void write_rank_file(Comm& comm, const std::string& path, const std::vector<Piec
   }
   const std::string bytes = encode_safetensors(st);
   AtomicFile out(path, "the checkpoint piece");
-  if (comm.rank() == faults.fault_rank) {
+  if (rank == faults.fault_rank) {
     out.write(bytes.data(), bytes.size() / 2);
-    throw Error("injected fault: rank " + std::to_string(comm.rank()) + " failed half-way through writing " + path);
+    throw Error("injected fault: rank " + std::to_string(rank) + " failed half-way through writing " + path);
   }
   out.write(bytes.data(), bytes.size());
   out.commit();
@@ -150,40 +151,65 @@ void publish(const fs::path& staging, const fs::path& final_dir, const nlohmann:
 
 }  // namespace
 
+ShardedSave::ShardedSave(Comm& comm, const std::string& root, std::vector<PieceView> pieces, const TrainPosition& pos,
+                         bool async, std::shared_ptr<const void> staging, const SaveFaults& faults)
+    : comm_(comm), pieces_(std::move(pieces)), pos_(pos), staging_(std::move(staging)), faults_(faults) {
+  const fs::path final_dir = fs::path(root) / step_folder(pos.step);
+  final_dir_ = final_dir.string();
+  staging_dir_ = final_dir_ + ".partial";
+  file_ = rank_file(comm.rank(), comm.size());
+  prepare_staging(comm, staging_dir_);
+  if (async)
+    writer_ = std::thread([this] { write(); });
+  else
+    write();
+}
+
+ShardedSave::~ShardedSave() {
+  if (writer_.joinable()) writer_.join();
+}
+
+void ShardedSave::write() {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    write_rank_file(comm_.rank(), (fs::path(staging_dir_) / file_).string(), pieces_, faults_);
+  } catch (const UsageError&) { crash_ = std::current_exception(); } catch (const Error& e) {
+    if (comm_.rank() == faults_.fault_rank)
+      crash_ = std::current_exception();  // the injected crash: this rank stops at finish()
+    else
+      why_ = e.what();
+  }
+  write_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string ShardedSave::finish() {
+  if (writer_.joinable()) writer_.join();
+  if (crash_) std::rethrow_exception(crash_);
+  // The barrier that carries failures: every rank learns which ranks could not write.
+  const std::int32_t ok = why_.empty() ? 1 : 0;
+  std::vector<std::int32_t> oks(std::size_t(comm_.size()));
+  comm_.all_gather(&ok, oks.data(), 1, DType::i32);
+  std::string failed;
+  for (int r = 0; r < comm_.size(); ++r)
+    if (!oks[r]) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  const std::string head = "checkpoint of step " + std::to_string(pos_.step) + " not saved: ";
+  if (!failed.empty())
+    throw Error(head + "rank(s) " + failed + " could not write their pieces" + (why_.empty() ? "" : " (" + why_ + ")") +
+                "; " + staging_dir_ + " is left incomplete and the previous checkpoint stays the newest");
+  const std::vector<std::string> all = all_gather_text(comm_, piece_entries(pieces_, comm_.rank(), file_).dump());
+  std::int32_t published = 1;
+  std::string why;
+  if (comm_.rank() == 0) try {
+      publish(staging_dir_, final_dir_, manifest_json(all, pos_, comm_.size()));
+    } catch (const std::exception& e) { published = 0, why = e.what(); }
+  comm_.broadcast(&published, 1, DType::i32, 0);
+  if (!published) throw Error(head + "rank 0 could not write the manifest" + (why.empty() ? "" : " (" + why + ")"));
+  return final_dir_;
+}
+
 std::string save_sharded_checkpoint(Comm& comm, const std::string& root, const std::vector<PieceView>& pieces,
                                     const TrainPosition& pos, const SaveFaults& faults) {
-  const fs::path final_dir = fs::path(root) / step_folder(pos.step);
-  const fs::path staging = final_dir.string() + ".partial";
-  prepare_staging(comm, staging);
-  const std::string file = rank_file(comm.rank(), comm.size());
-  std::int32_t ok = 1;
-  std::string why;
-  try {
-    write_rank_file(comm, (staging / file).string(), pieces, faults);
-  } catch (const UsageError&) { throw; } catch (const Error& e) {
-    if (comm.rank() == faults.fault_rank) throw;  // the injected crash: this rank stops here
-    ok = 0, why = e.what();
-  }
-  // The barrier that carries failures: every rank learns which ranks could not write.
-  std::vector<std::int32_t> oks(std::size_t(comm.size()));
-  comm.all_gather(&ok, oks.data(), 1, DType::i32);
-  std::string failed;
-  for (int r = 0; r < comm.size(); ++r)
-    if (!oks[r]) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
-  if (!failed.empty())
-    throw Error("checkpoint of step " + std::to_string(pos.step) + " not saved: rank(s) " + failed +
-                " could not write their pieces" + (why.empty() ? "" : " (" + why + ")") + "; " + staging.string() +
-                " is left incomplete and the previous checkpoint stays the newest");
-  const std::vector<std::string> all = all_gather_text(comm, piece_entries(pieces, comm.rank(), file).dump());
-  std::int32_t published = 1;
-  if (comm.rank() == 0) try {
-      publish(staging, final_dir, manifest_json(all, pos, comm.size()));
-    } catch (const std::exception& e) { published = 0, why = e.what(); }
-  comm.broadcast(&published, 1, DType::i32, 0);
-  if (!published)
-    throw Error("checkpoint of step " + std::to_string(pos.step) + " not saved: rank 0 could not write the manifest" +
-                (why.empty() ? "" : " (" + why + ")"));
-  return final_dir.string();
+  return ShardedSave(comm, root, pieces, pos, false, nullptr, faults).finish();
 }
 
 }  // namespace dtl

@@ -23,8 +23,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/comm.h"
@@ -65,6 +68,36 @@ struct SaveFaults {
 // folder then stays, and nothing else changes.
 std::string save_sharded_checkpoint(Comm& comm, const std::string& root, const std::vector<PieceView>& pieces,
                                     const TrainPosition& pos, const SaveFaults& faults = {});
+
+// One save in two halves, so that a save can overlap training (asynchronous checkpointing, as
+// PyTorch DCP's async_save: copy to host, write on a thread, finish later). The constructor
+// (collective) makes the staging folder and writes this rank's file, now or, with `async`, on
+// a writer thread; finish() (collective) waits for the writer, then the barrier that carries
+// failures, the manifest and the rename, as save_sharded_checkpoint. `pieces` must stay valid
+// until the writer is done: they point into `staging`, host copies the save keeps alive.
+class ShardedSave {
+ public:
+  ShardedSave(Comm& comm, const std::string& root, std::vector<PieceView> pieces, const TrainPosition& pos, bool async,
+              std::shared_ptr<const void> staging = nullptr, const SaveFaults& faults = {});
+  ~ShardedSave();  // joins the writer (a run that fails before finish())
+  ShardedSave(const ShardedSave&) = delete;
+  ShardedSave& operator=(const ShardedSave&) = delete;
+  std::string finish();
+  double write_seconds() const { return write_s_; }  // this rank's file, on whichever thread wrote it
+
+ private:
+  void write();
+  Comm& comm_;
+  std::vector<PieceView> pieces_;
+  TrainPosition pos_;
+  std::shared_ptr<const void> staging_;
+  SaveFaults faults_;
+  std::string final_dir_, staging_dir_, file_;
+  std::thread writer_;
+  std::exception_ptr crash_;  // the injected fault (or a UsageError), rethrown by finish()
+  std::string why_;           // a failed write: why
+  double write_s_ = 0;
+};
 
 struct PieceEntry {
   std::string name, tensor, file;

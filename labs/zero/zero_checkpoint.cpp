@@ -9,21 +9,6 @@
 #include "labs/zero/zero_rank.h"
 
 namespace dtl {
-
-namespace {
-
-std::vector<std::byte> device_to_host(const void* src, std::size_t bytes) {
-  std::vector<std::byte> out(bytes);
-  if (bytes) copy_bytes(out.data(), src, bytes);
-  return out;
-}
-
-std::vector<float> slice(const std::vector<float>& v, std::size_t at, std::size_t n) {
-  return {v.begin() + std::ptrdiff_t(at), v.begin() + std::ptrdiff_t(at + n)};
-}
-
-}  // namespace
-
 std::vector<ZeroRank::Owned> ZeroRank::owned() {
   std::vector<Owned> out;
   if (!shards_optimizer(stage_)) {  // DDP: every rank holds everything; each saves its 1/N
@@ -42,32 +27,10 @@ std::vector<ZeroRank::Owned> ZeroRank::owned() {
   return out;
 }
 
-std::string ZeroRank::save_checkpoint(const std::string& root, const TrainPosition& pos, const SaveFaults& faults) {
-  struct Held {  // host copies, alive until the save returns
-    std::vector<std::byte> params;
-    OptimizerState state;
-  };
-  const std::vector<Owned> mine = owned();
-  std::vector<Held> held(mine.size());
-  std::vector<PieceView> pieces;
-  const std::vector<std::int64_t> shape = {std::int64_t(units_.numel)};
-  for (std::size_t k = 0; k < mine.size(); ++k) {
-    const Owned& o = mine[k];
-    held[k].params = device_to_host(o.params, o.range.size() * es_);
-    held[k].state = o.opt->save_state();
-    OptimizerState& st = held[k].state;
-    if (o.opt_offset || st.m.size() != o.range.size()) {  // stage 0: its 1/N of the whole optimizer
-      st.m = slice(st.m, o.opt_offset, o.range.size());
-      st.v = slice(st.v, o.opt_offset, o.range.size());
-      if (!st.master.empty()) st.master = slice(st.master, o.opt_offset, o.range.size());
-    }
-    pieces.push_back({"params", s_.precision, shape, o.range.begin, o.range.end, held[k].params.data()});
-    if (!st.master.empty())
-      pieces.push_back({"master", DType::f32, shape, o.range.begin, o.range.end, st.master.data()});
-    pieces.push_back({"adam.m", DType::f32, shape, o.range.begin, o.range.end, st.m.data()});
-    pieces.push_back({"adam.v", DType::f32, shape, o.range.begin, o.range.end, st.v.data()});
-  }
-  return save_sharded_checkpoint(comm_, root, pieces, pos, faults);
+StagedPieces ZeroRank::stage_checkpoint() {
+  std::vector<OwnedRange> mine;
+  for (const Owned& o : owned()) mine.push_back({o.range, o.params, o.opt, o.opt_offset});
+  return stage_mlp_pieces(mine, s_.precision, units_.numel);
 }
 
 std::size_t ZeroRank::load_checkpoint(const Manifest& m) {
@@ -114,11 +77,12 @@ int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasureme
 
 void zero_checkpoint_after(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroRank& rank, int done,
                            ZeroMeasurement& m) {
-  checkpoint_if_due(comm, s.checkpoint_every, done, m.checkpoints, [&] {
+  const TrainPosition pos{done, std::uint64_t(done) * std::uint64_t(s.batch), kMlpDataSeed, "zero"};
+  checkpoint_if_due(comm, checkpoint_plan(s), pos, m.checkpoints, [&] {
     report_progress(comm, cfg, "checkpoint of step " + std::to_string(done));
-    return rank.save_checkpoint(s.checkpoint_dir,
-                                {done, std::uint64_t(done) * std::uint64_t(s.batch), kMlpDataSeed, "zero"});
+    return rank.stage_checkpoint();
   });
+  if (done == s.train_steps()) finish_checkpoints(comm, m.checkpoints);  // the last asynchronous save
 }
 
 }  // namespace dtl

@@ -48,6 +48,7 @@ struct ZeroSettings {
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
   int checkpoint_every = 0;  // --checkpoint-every N: save after every N steps (0: never)
   std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
   // What one parameter costs in this run before sharding: {2, 2, 12} mixed with a master,
   // {2, 2, 8} without, {4, 4, 8} in fp32 (core/theory/zero.h).
   theory::ZeroPrecision bytes_per_param() const;

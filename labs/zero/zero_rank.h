@@ -23,7 +23,7 @@
 #include "core/memory/buffer_pool.h"
 #include "exercises/ddp.h"
 #include "labs/train/buckets.h"
-#include "labs/train/checkpoint_sharded.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/step_clock.h"
@@ -54,8 +54,8 @@ class ZeroRank {
   // precision), "master" (mixed precision with a master), "adam.m" and "adam.v" over the model's
   // flat buffer. Each rank writes the elements its optimizers own (stage 0: its 1/N of the
   // replicated whole) — a collective; and reads back, from a checkpoint of any stage and world
-  // size, the byte ranges it holds. Returns the checkpoint's folder / the bytes this rank read.
-  std::string save_checkpoint(const std::string& root, const TrainPosition& pos, const SaveFaults& faults = {});
+  // size, the byte ranges it holds. Returns the staged pieces / the bytes this rank read.
+  StagedPieces stage_checkpoint();
   std::size_t load_checkpoint(const Manifest& m);
 
  private:
