@@ -135,8 +135,12 @@ std::string resolve_checkpoint(const std::string& path, std::vector<std::string>
   if (steps.empty()) throw UsageError("--resume " + path + ": " + unfinished_words(dir));
   std::sort(steps.rbegin(), steps.rend());  // step-000010 after step-000009: newest first
   for (const fs::path& s : steps) {
-    if (fs::exists(s / kManifest)) return s.string();
-    if (skipped) skipped->push_back(s.filename().string() + ": " + unfinished_words(s));
+    // Only step-NNNNNN: a .partial save never finished, a .old is an older copy of a step saved again.
+    const bool whole = s.filename().string().size() == std::string("step-000000").size();
+    if (whole && fs::exists(s / kManifest)) return s.string();
+    if (skipped)
+      skipped->push_back(s.filename().string() + ": " +
+                         (fs::exists(s / kManifest) ? "an older copy of a step saved again" : unfinished_words(s)));
   }
   throw UsageError("--resume " + path + ": no complete checkpoint (" + unfinished_words(steps.front()) + ")");
 }

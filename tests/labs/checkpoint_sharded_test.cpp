@@ -105,6 +105,9 @@ TEST(ShardedCheckpoint, SavedOnFourReadOnThreeTwoAndOne) {
   const fs::path root = fresh_dir("reshard");
   const RunResult saved = save_on(4, root, 3);
   ASSERT_TRUE(saved.ok()) << saved.error;
+  ASSERT_TRUE(save_on(4, root, 3).ok());  // the same step saved again replaces it, leaving no .old or .partial
+  EXPECT_FALSE(fs::exists(root / "step-000003.old"));
+  EXPECT_FALSE(fs::exists(root / "step-000003.partial"));
   const std::string dir = resolve_checkpoint(root.string());
   EXPECT_EQ(fs::path(dir).filename(), "step-000003");
   const Manifest m = read_manifest(dir);
