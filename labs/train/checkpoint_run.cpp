@@ -129,16 +129,19 @@ StagedPieces stage_mlp_pieces(const std::vector<OwnedRange>& owned, DType precis
   return out;
 }
 
-std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
-                           bool has_master) {
-  const std::size_t n = range.size();
-  std::vector<std::byte> host(n * dtype_size(precision));
-  std::size_t read = read_tensor_range(m, "params", range.begin, range.end, host.data());
+std::size_t load_params_range(const Manifest& m, Range range, void* params, DType precision) {
+  std::vector<std::byte> host(range.size() * dtype_size(precision));
+  const std::size_t read = read_tensor_range(m, "params", range.begin, range.end, host.data());
   if (!host.empty()) copy_bytes(params, host.data(), host.size());
+  return read;
+}
+
+std::size_t load_optimizer_range(const Manifest& m, Range range, Optimizer& opt, bool has_master) {
+  const std::size_t n = range.size();
   OptimizerState st;
-  st.steps = m.position.step;
+  st.steps = m.position.step;  // every step applied (bf16 and fp32 skip none; fp16 is refused)
   st.m.resize(n), st.v.resize(n);
-  read += read_tensor_range(m, "adam.m", range.begin, range.end, st.m.data());
+  std::size_t read = read_tensor_range(m, "adam.m", range.begin, range.end, st.m.data());
   read += read_tensor_range(m, "adam.v", range.begin, range.end, st.v.data());
   if (has_master) {
     st.master.resize(n);
@@ -146,6 +149,11 @@ std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType p
   }
   opt.load_state(st);
   return read;
+}
+
+std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
+                           bool has_master) {
+  return load_params_range(m, range, params, precision) + load_optimizer_range(m, range, opt, has_master);
 }
 
 }  // namespace dtl

@@ -125,6 +125,9 @@ StagedPieces stage_mlp_pieces(const std::vector<OwnedRange>& owned, DType precis
 // updates exactly that range. Returns the bytes read.
 std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
                            bool has_master);
+// Its two halves: the parameters of `range`, and the optimizer's state (its steps, m, v, master).
+std::size_t load_params_range(const Manifest& m, Range range, void* params, DType precision);
+std::size_t load_optimizer_range(const Manifest& m, Range range, Optimizer& opt, bool has_master);
 // The run's tensors in the checkpoint, with its dtype and Ψ; "master" exactly when the run keeps one.
 void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool has_master);
 

@@ -1,6 +1,6 @@
 // Sharded checkpoints: every rank writes what it owns, a manifest maps every global tensor to
 // its pieces, and a run on another number of ranks reads back only the byte ranges it needs
-// (docs/checkpoints.md, "Sharded checkpoints").
+// (docs/checkpoints.md, "Sharded checkpoints: every rank saves its part").
 //
 //   ROOT/step-000010/rank-00001-of-00004.safetensors   rank 1's pieces, one tensor each,
 //                                                      named "<tensor>@<first element>"
@@ -15,7 +15,7 @@
 //   metadata   the step, the data position (samples consumed), the RNG state, the lab, the world
 //
 // Atomic: the ranks write into ROOT/step-000010.partial/ (each file itself through a temporary
-// name), all-reduce whether every write succeeded (a barrier that also carries failures), then
+// name), all-gather whether each write succeeded (a barrier that also carries failures), then
 // rank 0 writes the manifest and renames the folder to ROOT/step-000010. A crash or a full disk
 // before the rename leaves a .partial folder that resume skips and the loader refuses, and the
 // checkpoint before it untouched.
@@ -56,11 +56,10 @@ struct TrainPosition {
   std::string lab;
 };
 
-// For tests of a failed save: `fault_rank` throws after writing `fault_after_pieces` of its
-// pieces (a crash between pieces); -1: none.
+// For tests of a failed save: `fault_rank` stops half-way through its file (a crash between the
+// pieces: the other ranks' files are written, its own never reaches its name); -1: none.
 struct SaveFaults {
   int fault_rank = -1;
-  int fault_after_pieces = 0;
 };
 
 // Collective over comm: writes ROOT/step-<step>/ as above and returns its path. dtl::Error

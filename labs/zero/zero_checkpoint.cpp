@@ -1,14 +1,12 @@
 // A ZeRO rank's part of a sharded checkpoint (labs/train/checkpoint_sharded.h): what it saves
 // and what it reads back, on any stage and world size (the resharding is index math on the
 // model's flat buffer: the checkpoint is laid out by global element, not by rank).
-#include <cstring>
-
 #include "core/error.h"
-#include "core/memory/device_ops.h"
 #include "labs/measure.h"
 #include "labs/zero/zero_rank.h"
 
 namespace dtl {
+
 std::vector<ZeroRank::Owned> ZeroRank::owned() {
   std::vector<Owned> out;
   if (!shards_optimizer(stage_)) {  // DDP: every rank holds everything; each saves its 1/N
@@ -37,29 +35,18 @@ std::size_t ZeroRank::load_checkpoint(const Manifest& m) {
   const bool has_master = s_.precision != DType::f32 && s_.master == MasterWeights::keep;
   require_mlp_tensors(m, s_.precision, units_.numel, has_master);
   std::size_t read = 0;
-  std::vector<std::byte> host;
-  auto read_params = [&](std::size_t begin, std::size_t end, void* dst) {  // into the device buffer
-    host.resize((end - begin) * es_);
-    read += read_tensor_range(m, "params", begin, end, host.data());
-    if (!host.empty()) copy_bytes(dst, host.data(), host.size());
-  };
+  // The parameters this stage holds: stage 0 the model's, stages 1, 2 every unit into its padded
+  // place, stage 3 only its chunks (below, with their optimizers).
   if (!shards_optimizer(stage_))
-    read_params(0, units_.numel, model_.param_data());
-  else
-    for (const ZeroUnit& u : units_.units)  // stages 1, 2: every parameter; stage 3: its chunks
-      if (!shards_params(stage_)) read_params(u.range.begin, u.range.end, at(full_params_.data(), u.padded_begin));
+    read += load_params_range(m, {0, units_.numel}, model_.param_data(), s_.precision);
+  else if (!shards_params(stage_))
+    for (const ZeroUnit& u : units_.units)
+      read += load_params_range(m, u.range, at(full_params_.data(), u.padded_begin), s_.precision);
   for (const Owned& o : owned()) {
+    if (shards_params(stage_)) read += load_params_range(m, o.range, o.params, s_.precision);
     // stage 0's one optimizer spans the whole model; the others, exactly their range
     const Range r = shards_optimizer(stage_) ? o.range : Range{0, units_.numel};
-    if (shards_params(stage_)) read_params(r.begin, r.end, o.params);
-    OptimizerState st;
-    st.steps = m.position.step;
-    st.m.resize(r.size()), st.v.resize(r.size());
-    read += read_tensor_range(m, "adam.m", r.begin, r.end, st.m.data());
-    read += read_tensor_range(m, "adam.v", r.begin, r.end, st.v.data());
-    if (has_master)
-      st.master.resize(r.size()), read += read_tensor_range(m, "master", r.begin, r.end, st.master.data());
-    o.opt->load_state(st);
+    read += load_optimizer_range(m, r, *o.opt, has_master);
   }
   return read;
 }
