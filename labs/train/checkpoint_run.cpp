@@ -9,7 +9,7 @@
 namespace dtl {
 
 Manifest resume_manifest(const std::string& resume, int batch, int train_steps) {
-  const Manifest m = read_manifest(resolve_checkpoint(resume));
+  Manifest m = read_manifest(resolve_checkpoint(resume));
   const TrainPosition& pos = m.position;
   if (pos.lab != "zero" && pos.lab != "ddp" && pos.lab != "pipeline")
     throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab +

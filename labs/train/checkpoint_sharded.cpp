@@ -95,6 +95,7 @@ std::vector<std::string> all_gather_text(Comm& comm, const std::string& text) {
   std::memcpy(mine.data(), text.data(), text.size());
   comm.all_gather(mine.data(), all.data(), words, DType::i32);
   std::vector<std::string> out;
+  out.reserve(std::size_t(comm.size()));
   for (int r = 0; r < comm.size(); ++r)
     out.emplace_back(reinterpret_cast<const char*>(all.data() + std::size_t(r) * words), std::size_t(lengths[r]));
   return out;
