@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/theory/plan.h"
 #include "labs/cli/commands.h"
+#include "labs/cli/plan_goodput.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
@@ -255,6 +256,7 @@ void require_search_options_apply(const CLI::App& p, bool search) {
 
 Command add_plan_command(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
+  auto g = std::make_shared<GoodputArgs>();
   CLI::App* p = app.add_subcommand("plan", "Plan a 3D (dp×tp×pp) run on a cluster: memory, traffic, bubble, step time");
   add_plan_options(p, *a);
   p->add_option("--search", a->search, "Rank every configuration of N GPUs that fits (it chooses dp, tp, pp and ZeRO)")
@@ -262,13 +264,15 @@ Command add_plan_command(CLI::App& app) {
   p->add_option("--global-batch", a->global_batch, "With --search: sequences per step (default max(512, 2N))")
       ->check(whole_range(1, 100000000));
   p->add_flag("--json", a->json, "Print the report as JSON");
-  return [a, p] {
+  add_goodput_options(p, *g);
+  return [a, g, p] {
     if (p->count("--efficiency"))  // one model under plan and simulate (issue 45): no flat share of peak
       throw UsageError(
           "--efficiency is simulate's --compute flat only: plan times every GEMM and kernel from its shape "
           "on the GPU's achieved rates (give --peak-tflops to scale them)");
     require_search_options_apply(*p, a->search > 0);
     require_cp_options_apply(*p, *a);
+    require_goodput_options_apply(*p, *g, a->search > 0);
     resolve_practice(*p, *a);
     const th::ModelSpec m = model_from(*a);
     th::ClusterSpec c = cluster_from(*a);
@@ -282,7 +286,9 @@ Command add_plan_command(CLI::App& app) {
       o.practice = a->practice;
       rep = search_report(m, c, a->search, o);
     } else {
-      rep = plan_report(th::plan(m, c, config_from(*a)));
+      const th::Plan pl = th::plan(m, c, config_from(*a));
+      rep = plan_report(pl);
+      if (g->mtbf_hours > 0) add_goodput_rows(rep, pl, *g);
     }
     if (a->json)
       std::cout << rep.to_json().dump(2) << "\n";

@@ -59,6 +59,7 @@ DdpSettings settings_of(const LabConfig& cfg, int P) {
                      " for the accumulate variant; change --micro-batches, --batch or --ranks");
   // On thread ranks every rank, rank 0's 1-rank reference and the data share this process:
   // refuse before allocating anything, saying how much (not the out-of-memory killer).
+  require_checkpoint_options(table, cfg.options, s, variant != DdpVariant::all, "give one --variant (not all)");
   require_memory(ddp_process_bytes(s, P), "--width, --depth, --batch or --steps (or --ranks)");
   return s;
 }
@@ -189,18 +190,35 @@ OneRankReference single_rank_reference(Comm& comm, const LabConfig& cfg, const D
 // the first step, the gradient bytes per step and the timings of the timed steps.
 struct VariantRun {
   float first_loss = 0, last_loss = 0;
+  CheckpointStats checkpoints;
   std::vector<float> first_gradients;
   double grad_bytes_per_step = 0;
   std::vector<StepTiming> timed;
 };
+
+// The step to start from: 0, or --resume's, its weights and AdamW state loaded (every rank reads all).
+int resume(Comm& comm, const DdpSettings& s, Trainer& tr, CheckpointStats& stats) {
+  if (s.resume.empty()) return 0;
+  const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
+  verify_checkpoint(comm, m);
+  const bool has_master = s.precision != DType::f32;  // (the DDP lab's AdamW keeps one)
+  require_mlp_tensors(m, s.precision, tr.model.num_params(), has_master);
+  double read =
+      double(load_mlp_range(m, {0, tr.model.num_params()}, tr.model.param_data(), s.precision, tr.opt, has_master));
+  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
+  stats.resumed_from = m.position.step;
+  stats.resume_bytes_read = read;
+  return m.position.step;
+}
 
 VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s,
                          const Dataset& data, Trainer& tr) {
   const int rows = s.batch / comm.size(), total = s.train_steps();
   const std::string name = variant_name(variant);
   VariantRun run;
+  const int first = resume(comm, s, tr, run.checkpoints);
   comm.barrier();
-  for (int step = 0; step < total; ++step) {  // step 0 touches every buffer first: a warm-up, not timed
+  for (int step = first; step < total; ++step) {  // step 0 touches every buffer first: a warm-up, not timed
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(total));
     StepTiming t;
     double bytes = 0;
@@ -210,8 +228,15 @@ VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, c
     run.grad_bytes_per_step += bytes;                             // summed whole (exact), divided at the end
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the loss of the global batch
     (step == 0 ? run.first_loss : run.last_loss) = loss;
+    const TrainPosition pos{step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "ddp"};
+    checkpoint_if_due(comm, checkpoint_plan(s), pos, run.checkpoints, [&] {
+      const Range mine = shard_of(tr.model.num_params(), comm.rank(), comm.size()).range;  // 1/N of the replicas
+      const void* at = static_cast<const std::byte*>(tr.model.param_data()) + mine.begin * dtype_size(s.precision);
+      return stage_mlp_pieces({{mine, at, &tr.opt, mine.begin}}, s.precision, tr.model.num_params());
+    });
   }
-  run.grad_bytes_per_step /= total;
+  finish_checkpoints(comm, run.checkpoints);
+  run.grad_bytes_per_step /= total - first;
   return run;
 }
 
@@ -237,6 +262,7 @@ void run_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const Ddp
   m.last_loss = run.last_loss;
   m.time = combine_timings(comm, run.timed, s.steps);
   m.grad_bytes_per_step = run.grad_bytes_per_step;
+  m.checkpoints = run.checkpoints;
   measure_variant(comm, m, fp32_weights(model, opt), run.first_gradients, reference);
   m.params = model.num_params();
   m.buckets = variant == DdpVariant::bucketed || variant == DdpVariant::accumulate ? reducer.bucket_count() : 0;
@@ -310,6 +336,7 @@ const OptionTable<DdpSettings>& ddp_option_table() {
     t.integer("micro-batches", &DdpSettings::micro, 4, 1, 1 << 16, "micro-batches per step for --variant accumulate")
         .choice("precision", &DdpSettings::precision, DType::f32, kPrecisionNames,
                 "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v");
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

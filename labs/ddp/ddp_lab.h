@@ -6,6 +6,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
@@ -24,6 +25,9 @@ struct DdpSettings {
   double bucket_mb = 25;
   DType precision = DType::f32;  // f32, or bf16/f16 for mixed precision
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  int checkpoint_every = 0;  // --checkpoint-every N, --checkpoint-dir, --resume (labs/train/checkpoint_run.h)
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 // The lab's options, each bound to its field of DdpSettings.
 const OptionTable<DdpSettings>& ddp_option_table();
@@ -64,6 +68,7 @@ struct DdpMeasurement {
               total_peak = 0;
   double total_estimate = 0;     // what ddp_rank_bytes predicted for this rank
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
+  CheckpointStats checkpoints;   // --resume, --checkpoint-every
 };
 
 // Bytes one rank's MemoryTracker allocates for `rows` rows per micro-batch (model, gradients,

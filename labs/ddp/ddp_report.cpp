@@ -27,7 +27,7 @@ void measure_variant(Comm& comm, DdpMeasurement& m, const std::vector<float>& we
   // relative to their largest magnitude. Unlike the weights, they are not hidden by
   // AdamW's invariance to the gradient's scale (a missing 1/P changes no update much).
   double grad_diff = 0, grad_scale = 1e-30;
-  for (std::size_t i = 0; i < reference.first_gradients.size(); ++i) {
+  for (std::size_t i = 0; i < first_grads.size() && i < reference.first_gradients.size(); ++i) {  // none: resumed
     grad_diff = larger_difference(grad_diff, double(std::fabs(reference.first_gradients[i] - first_grads[i])));
     grad_scale = std::max(grad_scale, double(std::fabs(reference.first_gradients[i])));
   }
@@ -87,7 +87,8 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
   const std::string n = std::string(variant_name(v)) + ".";
   const double psi = double(m.params);
   const bool fp32 = s.precision == DType::f32;
-  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  const bool resumed = m.checkpoints.resumed_from >= 0;  // step 0 ran in the run that saved
+  if (!resumed) rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
   // fp32: sums in another order than the single process, a few ulps per step; AdamW keeps
   // them small. Mixed precision: see weight_tolerance.
@@ -100,10 +101,12 @@ void add_ddp_rows(Report& rep, DdpVariant v, const DdpSettings& s, const DdpMeas
   // sum are rounded to 8 (bf16) or 11 (f16) significant bits, the sum once per addition
   // (labs/measure.h: sixteen_bit_gradient_bound).
   const double fp32_bound = std::max(1e-5, 8.0 * std::sqrt(double(s.batch)) * std::ldexp(1.0, -24));
-  rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0,
-            "", fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
-      .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
+  if (!resumed)
+    rep.check(n + "grad_diff_vs_one_rank", "max step-1 gradient diff vs 1 rank (relative)", m.first_grad_rel_diff, 0.0,
+              "", fp32 ? fp32_bound : sixteen_bit_gradient_bound(s.precision, P))
+        .from(fp32 ? "√batch·2^-24" : sixteen_bit_gradient_formula(s.precision));
   add_timing_rows(rep, n, m, reference, P);
+  add_checkpoint_report(rep, n, m.checkpoints);
   const double esize = double(dtype_size(s.precision));
   rep.check(n + "grad_bytes_reduced", "gradient bytes all-reduced per rank per step", m.grad_bytes_per_step,
             esize * psi, "B")

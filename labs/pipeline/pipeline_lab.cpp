@@ -106,6 +106,10 @@ PipelineSettings settings_of(const LabConfig& cfg, int P) {
       P * (mlp_memory(s.shape, DType::f32, s.batch).total() * 2 + 8.0 * mlp_memory(s.shape, DType::f32, 1).params) +
           4.0 * s.batch * s.train_steps() * (s.shape.in + s.shape.out),
       "--width, --depth, --batch or --micro-batches (or --ranks)");
+  require_checkpoint_options(pipeline_option_table(), cfg.options, s, kinds.size() == 1,
+                             "give one --schedule (not all)");
+  if (s.emulated() && (s.checkpoint_every > 0 || !s.resume.empty()))
+    throw UsageError("--compute-us emulates the compute, so no weights change to save or resume: drop one of them");
   return s;
 }
 
@@ -211,6 +215,18 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
   }
 }
 
+// The step to start from: 0, or --resume's, each stage reading its layers' ranges only.
+int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, CheckpointStats& stats) {
+  if (s.resume.empty()) return 0;
+  const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
+  verify_checkpoint(comm, m);
+  double read = double(stage.load_checkpoint(m));
+  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
+  stats.resumed_from = m.position.step;
+  stats.resume_bytes_read = read;
+  return m.position.step;
+}
+
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
   const pipeline::Schedule sched = schedule_of(kind, s, comm.size());  // what runs
@@ -232,7 +248,8 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   std::vector<double> step_times, bubbles, tiled;
   std::vector<std::vector<double>> stage_busy;
   StageStep totals;
-  for (int step = 0; step < s.train_steps(); ++step) {
+  const int first = resume_stage(comm, s, stage, m.checkpoints);
+  for (int step = first; step < s.train_steps(); ++step) {
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
     const StageStep r = stage.train_step(data, step);
     const StepAcross a = across_stages(comm, r);
@@ -240,6 +257,9 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::sum);  // only the last stage has it
     (step == 0 ? m.first_loss : m.last_loss) = loss;
     m.p2p_bytes_per_step += r.sent_bytes;
+    checkpoint_if_due(comm, checkpoint_plan(s),
+                      {step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "pipeline"},
+                      m.checkpoints, [&] { return stage.stage_checkpoint(); });
     if (step == 0) continue;  // a warm-up, not timed
     step_times.push_back(a.makespan);
     bubbles.push_back(1 - a.busy_sum / (comm.size() * a.makespan));
@@ -248,9 +268,10 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     totals.forward += r.forward, totals.backward += r.backward, totals.weight += r.weight;
     totals.forwards += r.forwards, totals.backwards += r.backwards, totals.weights += r.weights;
   }
+  finish_checkpoints(comm, m.checkpoints);
   m.device_vs_tracker = device_vs_tracker_bytes(comm, stage.memory(), stage.device());
   comm.all_reduce(&m.p2p_bytes_per_step, &m.p2p_bytes_per_step, 1, DType::f64, ReduceOp::sum);
-  m.p2p_bytes_per_step /= s.train_steps();
+  m.p2p_bytes_per_step /= s.train_steps() - first;
   m.step = repeated(run_means(step_times, s.steps));
   m.bubble = repeated(run_means(bubbles, s.steps));
   m.bubble_tiled = repeated(run_means(tiled, s.steps));
@@ -333,6 +354,7 @@ const OptionTable<PipelineSettings>& pipeline_option_table() {
                      .steps = 2,
                      .depth_help = "linear layers of the MLP (split over the stages)",
                      .batch_help = "global batch (cut into the micro-batches)"});
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

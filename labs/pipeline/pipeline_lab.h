@@ -11,6 +11,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/mlp.h"
 
 namespace dtl {
@@ -33,6 +34,9 @@ struct PipelineSettings {
   bool emulated() const { return forward_us > 0; }
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
   int rows() const { return batch / micro_batches; }  // per micro-batch
+  int checkpoint_every = 0;  // --checkpoint-every N, --checkpoint-dir, --resume (labs/train/checkpoint_run.h)
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 const OptionTable<PipelineSettings>& pipeline_option_table();
 
@@ -63,6 +67,7 @@ struct PipelineMeasurement {
   std::vector<int> published_in_flight;                             // per stage, the source's bound (-1: none)
   std::vector<double> predicted_activation;                         // per stage
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over stages)
+  CheckpointStats checkpoints;   // --resume, --checkpoint-every
 };
 
 Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);

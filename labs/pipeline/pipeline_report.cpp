@@ -90,8 +90,9 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
 
 void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
   const std::string n = std::string(pipeline::schedule_name(m.kind)) + ".";
-  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add(n + "loss_first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
+  add_checkpoint_report(rep, n, m.checkpoints);
   if (m.max_vs_reference >= 0)
     rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank", m.max_vs_reference, 0.0, "", 1e-5)
         .from("fp32 sum order");

@@ -11,6 +11,7 @@
 
 #include "exercises/pipeline.h"
 #include "labs/pipeline/pipeline_lab.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/data.h"
 #include "labs/train/optimizer.h"
 
@@ -38,6 +39,11 @@ class PipelineStage {
   MemoryTracker& memory() { return mem_; }
   std::size_t local_params() const;  // this stage's parameters, every chunk's
   Device device() const { return device_; }
+  // Checkpoints (labs/pipeline/pipeline_checkpoint.cpp): each chunk's layers are one range of the
+  // whole model's flat buffer, so a stage saves and loads exactly its ranges, whatever layout
+  // (pipeline, ZeRO or DDP, any rank count) saved them.
+  StagedPieces stage_checkpoint();
+  std::size_t load_checkpoint(const Manifest& m);
 
  private:
   struct Chunk {
@@ -72,6 +78,7 @@ class PipelineStage {
   // `into` when given (reused: the last stage's targets, needed only for the loss).
   Tensor rows_on_device(const float* host_rows, int width);
   void rows_on_device(const float* host_rows, int width, Tensor& into);
+  Range global_range(const Chunk& c) const;  // the chunk's elements in the whole model's flat buffer
   bool last_virtual(int vs) const { return vs == schedule_.virtual_stages() - 1; }
 
   Comm& comm_;

@@ -1,8 +1,10 @@
 #include "labs/train/optimizer.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 
 namespace dtl {
 
@@ -79,6 +81,40 @@ bool Optimizer::step(const ParamSlice& s, float inv_scale) {
   }
   ops_.synchronize();
   return true;
+}
+
+namespace {
+std::vector<float> to_host(const Tensor& t, std::size_t count) {
+  std::vector<float> out(t.numel() ? count : 0);
+  if (!out.empty()) copy_bytes(out.data(), t.data(), count * sizeof(float));
+  return out;
+}
+void from_host(Tensor& t, const std::vector<float>& values, std::size_t count, const char* what) {
+  if (values.size() != (t.numel() ? count : 0))
+    throw Error(std::string("optimizer state: ") + what + " has " + std::to_string(values.size()) +
+                " elements, the optimizer " + std::to_string(t.numel() ? count : 0));
+  if (!values.empty()) copy_bytes(t.data(), values.data(), count * sizeof(float));
+}
+}  // namespace
+
+OptimizerState Optimizer::save_state() const { return {applied_, to_host(master_, count_), {}, {}}; }
+
+void Optimizer::load_state(const OptimizerState& s) {
+  from_host(master_, s.master, count_, "the fp32 master");
+  applied_ = s.steps;
+}
+
+OptimizerState AdamW::save_state() const {
+  OptimizerState s = Optimizer::save_state();
+  s.m = to_host(m_, count_);
+  s.v = to_host(v_, count_);
+  return s;
+}
+
+void AdamW::load_state(const OptimizerState& s) {
+  Optimizer::load_state(s);
+  from_host(m_, s.m, count_, "AdamW's m");
+  from_host(v_, s.v, count_, "AdamW's v");
 }
 
 double adamw_state_bytes(std::size_t n, DType precision, MasterWeights master) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/memory/memory.h"
 #include "kernels/cpu/kernels.h"
@@ -35,7 +36,15 @@ struct ParamSlice {
 ParamSlice slice_of(Mlp& model, Range r);
 inline ParamSlice whole_model(Mlp& model) { return slice_of(model, {0, model.num_params()}); }
 
-enum class MasterWeights { keep, none };  // 16-bit parameters only; fp32 ones are their own master
+enum class MasterWeights { keep, none };
+
+// What a checkpoint keeps of an optimizer (labs/train/checkpoint_sharded.h), on the host: the
+// steps it applied (AdamW's bias correction counts them), its fp32 master (empty: none) and
+// AdamW's m and v (empty for SGD), each `count()` elements.
+struct OptimizerState {
+  int steps = 0;
+  std::vector<float> master, m, v;
+};  // 16-bit parameters only; fp32 ones are their own master
 
 // The base: precision handling and the fp32 master, shared by AdamW and SGD.
 class Optimizer {
@@ -50,6 +59,9 @@ class Optimizer {
   const float* master() const { return master_.numel() ? master_.as<float>() : nullptr; }
   std::size_t count() const { return count_; }
   int steps_applied() const { return applied_; }
+  virtual OptimizerState save_state() const;
+  // Error unless `s` has this optimizer's buffers at its count (the same master or none).
+  virtual void load_state(const OptimizerState& s);
 
  protected:
   // The fp32 update of elements [offset, offset + n) of the slice at step t (1-based).
@@ -75,6 +87,8 @@ class AdamW final : public Optimizer {
   AdamW(const ParamSlice& initial, Device device, MemoryTracker& mem, const kernels::AdamWConfig& config,
         MasterWeights master = MasterWeights::keep);
   bool step(const ParamSlice& s, float inv_scale = 1.0f) override;
+  OptimizerState save_state() const override;
+  void load_state(const OptimizerState& s) override;
 
  private:
   void update(float* w, const float* g, std::size_t offset, std::size_t n, int t) override;

@@ -95,6 +95,8 @@ ZeroSettings settings_of(const LabConfig& cfg, int P) {
   // Options the chosen stages would not read are errors, not silently ignored (a changed
   // default is the only sign of one given).
   require_zero_options_apply(cfg.options, s, stages);
+  require_checkpoint_options(zero_option_table(), cfg.options, s, stages.size() == 1 && s.sweep == ZeroSweep::none,
+                             "give --stage 0, 1, 2 or 3 (not all, no --sweep)");
   if (!s.prefetch) s.prefetch_depth = 0;
   if (s.master == MasterWeights::none && s.precision == DType::f32)
     throw UsageError(
@@ -230,7 +232,8 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
   Timed timed;
   std::vector<float> first_grads;
   double bus = 0;
-  for (int step = 0; step < s.train_steps(); ++step) {  // step 0 touches every buffer: a warm-up, not timed
+  const int first = zero_resume(comm, s, rank, m);
+  for (int step = first; step < s.train_steps(); ++step) {  // step 0 touches every buffer: a warm-up, not timed
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.train_steps()));
     const std::size_t comm_mark = comm.trace()->log(comm.global_rank(), kStreamComm).size();
     ZeroStepTiming t;
@@ -245,8 +248,9 @@ ZeroMeasurement run_stage(Comm& comm, const LabConfig& cfg, const ZeroSettings& 
     }
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::avg);  // the global batch's loss
     (step == 0 ? m.first_loss : m.last_loss) = loss;
+    zero_checkpoint_after(comm, cfg, s, rank, step + 1, m);
   }
-  m.bus_bytes_per_step = bus / s.train_steps();
+  m.bus_bytes_per_step = bus / (s.train_steps() - first);
   // Between steps no pooled buffer is in use: the pool's reserve is all the device holds beyond the tracker.
   m.device_vs_tracker = device_vs_tracker_bytes(comm, rank.memory(), rank.device(), double(rank.pool_reserved()));
   combine_timings(comm, timed, m, s.steps);
@@ -356,6 +360,7 @@ const OptionTable<ZeroSettings>& zero_option_table() {
                 {{ZeroSweep::none, "none"}, {ZeroSweep::prefetch, "prefetch"}},
                 "prefetch: run stage 3 at depths 0, 1, 2, 4 (memory against exposed time)");
     add_mlp_rows(t, {.width = 512, .depth = 6, .batch = 32, .steps = 3});
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

@@ -9,6 +9,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/mlp.h"
 #include "labs/train/optimizer.h"
 
@@ -45,6 +46,9 @@ struct ZeroSettings {
   MasterWeights master = MasterWeights::keep;
   ZeroSweep sweep = ZeroSweep::none;
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  int checkpoint_every = 0;  // --checkpoint-every N: save after every N steps (0: never)
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
   // What one parameter costs in this run before sharding: {2, 2, 12} mixed with a master,
   // {2, 2, 8} without, {4, 4, 8} in fp32 (core/theory/zero.h).
   theory::ZeroPrecision bytes_per_param() const;
@@ -78,7 +82,8 @@ struct ZeroMeasurement {
   std::size_t padding = 0;                 // elements over all ranks
   double device_vs_tracker = 0;            // the device's own count - tracker - pool (largest over ranks)
   int units = 0, skipped_steps = 0;
-  std::size_t buckets = 0;  // stage 0: DDP's all-reduce buckets (--bucket-mb)
+  std::size_t buckets = 0;      // stage 0: DDP's all-reduce buckets (--bucket-mb)
+  CheckpointStats checkpoints;  // --resume, --checkpoint-every (labs/train/checkpoint_run.h)
 };
 
 // Rank 0's references: one process training the same model on the whole global batch, in
@@ -95,6 +100,13 @@ double zero_process_bytes(const ZeroSettings& s, int P, int stages);
 Report run_zero_lab(Comm& comm, const LabConfig& cfg);
 LabInfo zero_lab_info();
 
+class ZeroRank;
+// The step a run starts from: 0, or --resume's checkpoint step with its state loaded into `rank`
+// (read_manifest, every checksum verified over the ranks, then each rank's byte ranges).
+int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasurement& m);
+// After `done` steps: a checkpoint when --checkpoint-every divides it, timed into m.
+void zero_checkpoint_after(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroRank& rank, int done,
+                           ZeroMeasurement& m);
 // labs/zero/zero_report.cpp
 void add_zero_rows(Report& rep, const ZeroSettings& s, const ZeroMeasurement& m, std::size_t psi, int P);
 // The sweep's rows and plot; with stage 0's step time row, each depth's ratio to it.

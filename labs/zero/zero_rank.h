@@ -23,6 +23,7 @@
 #include "core/memory/buffer_pool.h"
 #include "exercises/ddp.h"
 #include "labs/train/buckets.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/data.h"
 #include "labs/train/device_batch.h"
 #include "labs/train/step_clock.h"
@@ -49,6 +50,13 @@ class ZeroRank {
   Device device() const { return model_.device(); }
   int skipped_steps() const { return scaler_.skipped_steps(); }
   std::size_t memory_mark() const;  // where this stage's memory events begin in the trace
+  // Checkpoints (labs/zero/zero_checkpoint.cpp): the global tensors "params" (the run's
+  // precision), "master" (mixed precision with a master), "adam.m" and "adam.v" over the model's
+  // flat buffer. Each rank writes the elements its optimizers own (stage 0: its 1/N of the
+  // replicated whole) — a collective; and reads back, from a checkpoint of any stage and world
+  // size, the byte ranges it holds. Returns the staged pieces / the bytes this rank read.
+  StagedPieces stage_checkpoint();
+  std::size_t load_checkpoint(const Manifest& m);
 
  private:
   void* at(void* base, std::size_t i) const;
@@ -60,7 +68,16 @@ class ZeroRank {
   void release_gather(const ZeroUnit& u);
   void open_bucket(const ZeroUnit& u);  // stages 2, 3
   void reduce_unit(const ZeroUnit& u);  // stages 1–3
-  double wait(Request& r);              // waits, counted as exposed on the step's clock; returns the seconds
+  // The elements of the model's flat buffer this rank's optimizers update, each with its
+  // optimizer, the optimizer's first element there and where the parameters live.
+  struct Owned {
+    Range range;
+    Optimizer* opt = nullptr;
+    std::size_t opt_offset = 0;
+    void* params = nullptr;
+  };
+  std::vector<Owned> owned();
+  double wait(Request& r);  // waits, counted as exposed on the step's clock; returns the seconds
   void wait_reductions(std::size_t keep);
   bool gradients_finite_everywhere();
   void optimizer_step();

@@ -91,6 +91,10 @@ const std::map<std::string, std::string> kValue = {
     {"--ffn", "11008"},
     {"--explain", ""},
     {"--versus", "tp=2,pp=4"},
+    // goodput (core/theory/goodput.h): the interval and write options act only with --mtbf-hours
+    {"--mtbf-hours", "50000"},
+    {"--checkpoint-write-gbps", "50"},
+    {"--restart-minutes", "5"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

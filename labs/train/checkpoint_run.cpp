@@ -1,0 +1,159 @@
+#include "labs/train/checkpoint_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "core/memory/device_ops.h"
+
+namespace dtl {
+
+Manifest resume_manifest(const std::string& resume, int batch, int train_steps) {
+  Manifest m = read_manifest(resolve_checkpoint(resume));
+  const TrainPosition& pos = m.position;
+  if (pos.lab != "zero" && pos.lab != "ddp" && pos.lab != "pipeline")
+    throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab +
+                     " lab; the MLP labs (ddp, zero, pipeline) read each other's only");
+  if (pos.data_position != std::uint64_t(pos.step) * std::uint64_t(batch) || pos.rng_state != kMlpDataSeed)
+    throw UsageError("--resume " + m.dir + " consumed " + std::to_string(pos.data_position) + " samples in " +
+                     std::to_string(pos.step) + " steps: it was saved with another --batch than " +
+                     std::to_string(batch));
+  if (pos.step >= train_steps)
+    throw UsageError("--resume " + m.dir + " is at step " + std::to_string(pos.step) + ", this run trains " +
+                     std::to_string(train_steps) + " (1 + --repeat × --steps): nothing is left to train");
+  return m;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The save's times, slowest rank, and (rank 0) its files' bytes.
+void record_save(Comm& comm, CheckpointStats& stats, const std::string& dir, double blocked, double write) {
+  double times[2] = {blocked, write};
+  comm.all_reduce(times, times, 2, DType::f64, ReduceOp::max);
+  stats.blocked_seconds.push_back(times[0]);
+  stats.write_seconds.push_back(times[1]);
+  if (comm.rank() != 0) return;
+  std::uintmax_t bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) bytes += e.file_size();
+  stats.save_bytes = double(bytes);
+}
+
+}  // namespace
+
+void finish_checkpoints(Comm& comm, CheckpointStats& stats) {
+  if (!stats.pending) return;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string dir = stats.pending->finish();
+  const double write = stats.pending->write_seconds();
+  stats.pending.reset();
+  record_save(comm, stats, dir, stats.pending_blocked + seconds_since(start), write);
+}
+
+void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPosition& pos, CheckpointStats& stats,
+                       const std::function<StagedPieces()>& stage) {
+  finish_checkpoints(comm, stats);
+  if (plan.every < 1 || pos.step % plan.every != 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  StagedPieces staged = stage();
+  double staging = staged.bytes;
+  comm.all_reduce(&staging, &staging, 1, DType::f64, ReduceOp::max);
+  stats.staging_bytes = std::max(stats.staging_bytes, staging);
+  stats.async = plan.async;
+  auto save = std::make_shared<ShardedSave>(comm, plan.dir, std::move(staged.pieces), pos, plan.async, staged.holder);
+  if (plan.async) {
+    stats.pending = std::move(save);
+    stats.pending_blocked = seconds_since(start);
+    return;
+  }
+  const std::string dir = save->finish();
+  record_save(comm, stats, dir, seconds_since(start), save->write_seconds());
+}
+
+void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointStats& stats) {
+  if (stats.resumed_from >= 0) {
+    rep.add(id + "resumed_from", "resumed from checkpoint step", stats.resumed_from, "");
+    rep.add(id + "resume_bytes_read", "checkpoint bytes read (busiest rank)", stats.resume_bytes_read / 1e6, "MB")
+        .source = "its byte ranges only";
+  }
+  if (stats.blocked_seconds.empty()) return;
+  rep.add(id + "checkpoint_saves", "checkpoints saved", double(stats.blocked_seconds.size()), "");
+  rep.add(id + "checkpoint_bytes", "one checkpoint on disk (all ranks' files + manifest)", stats.save_bytes / 1e6,
+          "MB");
+  rep.add(id + "checkpoint_staging", "host staging copy (largest rank)", stats.staging_bytes / 1e6, "MB");
+  rep.add(id + "checkpoint_blocked",
+          stats.async ? "training stopped per save (staging + finish)" : "training stopped per save (all of it)", 0,
+          "s")
+      .over(repeated(stats.blocked_seconds));
+  rep.add(id + "checkpoint_write", stats.async ? "its file's write, beside the next step" : "of which its file's write",
+          0, "s")
+      .over(repeated(stats.write_seconds));
+}
+
+void require_mlp_tensors(const Manifest& m, DType precision, std::size_t n, bool has_master) {
+  const std::vector<std::int64_t> shape = {std::int64_t(n)};
+  require_tensor(m, "params", precision, shape);
+  for (const char* t : {"adam.m", "adam.v"}) require_tensor(m, t, DType::f32, shape);
+  if (has_master) require_tensor(m, "master", DType::f32, shape);
+  if (!has_master && m.tensors.count("master"))
+    throw UsageError("checkpoint " + m.dir + " has an fp32 master; this run keeps none: resume with --master keep");
+}
+
+StagedPieces stage_mlp_pieces(const std::vector<OwnedRange>& owned, DType precision, std::size_t n) {
+  struct Held {  // host copies: what the save writes from
+    std::vector<std::byte> params;
+    OptimizerState state;
+  };
+  const std::size_t es = dtype_size(precision);
+  const std::vector<std::int64_t> shape = {std::int64_t(n)};
+  auto held = std::make_shared<std::vector<Held>>(owned.size());
+  StagedPieces out;
+  for (std::size_t k = 0; k < owned.size(); ++k) {
+    const OwnedRange& o = owned[k];
+    const Range r = o.range;
+    Held& h = (*held)[k];
+    h.params.resize(r.size() * es);
+    if (r.size()) copy_bytes(h.params.data(), o.params, r.size() * es);
+    h.state = o.opt->save_state();
+    out.pieces.push_back({"params", precision, shape, r.begin, r.end, h.params.data()});
+    out.pieces.push_back({"adam.m", DType::f32, shape, r.begin, r.end, h.state.m.data() + o.opt_offset});
+    out.pieces.push_back({"adam.v", DType::f32, shape, r.begin, r.end, h.state.v.data() + o.opt_offset});
+    if (!h.state.master.empty())
+      out.pieces.push_back({"master", DType::f32, shape, r.begin, r.end, h.state.master.data() + o.opt_offset});
+    out.bytes += double(h.params.size()) + 4.0 * double(h.state.m.size() + h.state.v.size() + h.state.master.size());
+  }
+  out.holder = held;
+  return out;
+}
+
+std::size_t load_params_range(const Manifest& m, Range range, void* params, DType precision) {
+  std::vector<std::byte> host(range.size() * dtype_size(precision));
+  const std::size_t read = read_tensor_range(m, "params", range.begin, range.end, host.data());
+  if (!host.empty()) copy_bytes(params, host.data(), host.size());
+  return read;
+}
+
+std::size_t load_optimizer_range(const Manifest& m, Range range, Optimizer& opt, bool has_master) {
+  const std::size_t n = range.size();
+  OptimizerState st;
+  st.steps = m.position.step;  // every step applied (bf16 and fp32 skip none; fp16 is refused)
+  st.m.resize(n), st.v.resize(n);
+  std::size_t read = read_tensor_range(m, "adam.m", range.begin, range.end, st.m.data());
+  read += read_tensor_range(m, "adam.v", range.begin, range.end, st.v.data());
+  if (has_master) {
+    st.master.resize(n);
+    read += read_tensor_range(m, "master", range.begin, range.end, st.master.data());
+  }
+  opt.load_state(st);
+  return read;
+}
+
+std::size_t load_mlp_range(const Manifest& m, Range range, void* params, DType precision, Optimizer& opt,
+                           bool has_master) {
+  return load_params_range(m, range, params, precision) + load_optimizer_range(m, range, opt, has_master);
+}
+
+}  // namespace dtl
