@@ -227,6 +227,18 @@ int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, Ch
   return m.position.step;
 }
 
+// Per stage over the timed steps: 1 − busy / step.
+std::vector<double> stage_bubbles(const std::vector<double>& step_times,
+                                  const std::vector<std::vector<double>>& stage_busy, int stages) {
+  std::vector<double> out;
+  for (int st = 0; st < stages; ++st) {
+    double busy = 0, span = 0;
+    for (std::size_t i = 0; i < stage_busy.size(); ++i) busy += stage_busy[i][std::size_t(st)], span += step_times[i];
+    out.push_back(span > 0 ? 1 - busy / span : 0);
+  }
+  return out;
+}
+
 PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const PipelineSettings& s, ScheduleKind kind,
                                  const Dataset& data, const std::vector<float>& reference) {
   const pipeline::Schedule sched = schedule_of(kind, s, comm.size());  // what runs
@@ -275,12 +287,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
   m.step = repeated(run_means(step_times, s.steps));
   m.bubble = repeated(run_means(bubbles, s.steps));
   m.bubble_tiled = repeated(run_means(tiled, s.steps));
-  // Per stage over the timed steps: 1 − busy / step.
-  for (int st = 0; st < comm.size(); ++st) {
-    double busy = 0, span = 0;
-    for (std::size_t i = 0; i < stage_busy.size(); ++i) busy += stage_busy[i][std::size_t(st)], span += step_times[i];
-    m.stage_bubble.push_back(span > 0 ? 1 - busy / span : 0);
-  }
+  m.stage_bubble = stage_bubbles(step_times, stage_busy, comm.size());
   const pipeline::ActionTimes times = run_times(comm, s, sched, totals);
   simulate_run(comm, sched, times, name, m);
   m.published = pipeline::published_bubble(kind, sched.config, times);
