@@ -215,18 +215,6 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
   }
 }
 
-// The step to start from: 0, or --resume's, each stage reading its layers' ranges only.
-int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, CheckpointStats& stats) {
-  if (s.resume.empty()) return 0;
-  const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
-  verify_checkpoint(comm, m);
-  double read = double(stage.load_checkpoint(m));
-  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
-  stats.resumed_from = m.position.step;
-  stats.resume_bytes_read = read;
-  return m.position.step;
-}
-
 // Per stage over the timed steps: 1 − busy / step.
 std::vector<double> stage_bubbles(const std::vector<double>& step_times,
                                   const std::vector<std::vector<double>>& stage_busy, int stages) {

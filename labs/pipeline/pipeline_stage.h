@@ -97,4 +97,8 @@ class PipelineStage {
   float loss_sum_ = 0;
 };
 
+// The step to start from: 0, or --resume's, each stage reading its layers' ranges only
+// (pipeline_checkpoint.cpp).
+int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, CheckpointStats& stats);
+
 }  // namespace dtl
