@@ -120,11 +120,12 @@ constexpr std::array<ExerciseHints, 10> kCollectivesHints = {
        "back. Check yourself on 12 ranks: tree 0 is 0 - 8, 8 - (4, 10), 4 - (2, 6), 10 - (9, 11), and tree 1 is 11 - "
        "3, 3 - (7, 1)."}},
      {"hierarchical_all_reduce",
-      {"Between nodes the link is 10× slower than inside one. A flat ring sends 2(P-1)/P of the buffer over it; "
-       "reduce inside the node first, so that each of the node's G ranks owns 1/G of the node's sum, and only "
+      {"Between nodes the link is 10× slower than inside one. A flat ring sends 2(P-1)/P of the buffer over it. "
+       "Reduce inside the node first, so that each of the node's G ranks owns 1/G of the node's sum, and only "
        "those chunks cross between nodes, every rank on its own NIC at once. Then spread the result inside "
        "the node again.",
-       "Phase 1: your ring reduce-scatter over `node`; local rank l then owns chunk_range(count, G, l). Phase 2: "
+       "Phase 1: your ring reduce-scatter over `node`, after which local rank l owns chunk_range(count, G, l). Phase "
+       "2: "
        "a ring all-reduce over `rail` of that chunk only (a BufferView starting at its offset, of its count). "
        "Phase 3: your ring all-gather over `node`. Bytes per rank: 2(G-1)/G·N inside, 2(n-1)/n·N/G between. "
        "For avg: reduce as a sum in both tiers, and divide by G·n once, before the all-gather.",

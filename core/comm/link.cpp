@@ -88,6 +88,8 @@ void set_protocol(std::string_view name, LinkSpec& link, LinkSpec* inter) {
   std::string upper(name);
   for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
   if (upper == "SIMPLE") upper = "Simple";
+  if (upper != "LL" && upper != "LL128" && upper != "Simple")
+    throw UsageError("--protocol is LL, LL128 or Simple (NCCL's protocols), not '" + std::string(name) + "'");
   const theory::NcclProto p = theory::parse_nccl_proto(upper);
   if (!link.active())
     throw UsageError(

@@ -170,6 +170,10 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
 void PipelineStage::backward(int m, int c, int step, StageStep& rec, bool split) {
   Chunk& ch = chunks_[std::size_t(c)];
   InFlight& f = in_flight_.at({m, c});
+  if (!f.grad_in.numel())  // as in forward: the learner's run_stage computed before it received
+    throw Error("run_stage (your exercise) ran the backward of micro-batch " + std::to_string(m) + " on stage " +
+                std::to_string(ch.virtual_stage) +
+                " before it received its gradient (recv_gradient, then wait): dtlab grade --exercise run_stage");
   const double t0 = now_s(comm_);
   const bool input_grad = ch.virtual_stage > 0;
   const float* dx = nullptr;

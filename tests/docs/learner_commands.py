@@ -32,7 +32,7 @@ BUILD_PREFIXES = {"build/release/labs/cli/dtlab": "dtlab", "build/release/viz/dt
                   "build/release/student/dtlab": "dtlab", "build/release/student/dtlab-viz": "dtlab-viz"}
 TIMEOUT_S = 300
 # --quick: the largest value each size option keeps (sizes with K/M/G suffixes compared as numbers).
-QUICK_CAPS = {"--width": 256, "--depth": 4, "--batch": 32, "--bytes": 1 << 20, "--layers": 2, "--hidden": 128,
+QUICK_CAPS = {"--width": 256, "--depth": 8, "--batch": 32, "--bytes": 1 << 20, "--layers": 2, "--hidden": 128,
               "--seq": 64, "--iters": 3, "--steps": 20, "--micro-batches": 8, "--compute-us": 300, "-e": 1 << 20,
               "--tokens": 1024, "--ffn": 256, "--elements": 1 << 20}
 SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}

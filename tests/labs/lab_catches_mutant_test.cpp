@@ -104,7 +104,7 @@ const std::vector<MutantRun>& mutant_runs() {
        2,
        {{"schedule", "1f1b"}, {"width", "16"}, {"depth", "4"}, {"batch", "8"}, {"micro-batches", "4"}, {"steps", "2"}},
        "",
-       "run_stage (your exercise) ran the forward of micro-batch 0 on stage 1 before it received its input"},
+       "run_stage (your exercise) ran the"},
       {"row_slice_bias_on_every_rank", "tp_slices", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},
       {"f_backward_averages", "f_operator", "tensor_parallel", 2, kTp, "tp.grad_diff_vs_one_rank"},
       {"g_forward_averages", "g_operator", "tensor_parallel", 2, kTp, "tp.loss_vs_one_rank"},

@@ -30,12 +30,17 @@ for view in report routing timeline; do
   if [ "$code" -ne 0 ]; then echo "--view $view on long strings: exit $code" >&2; echo "$out" >&2; fail=1; fi
 done
 mkfifo "$dir/pipe"
-for args in "$dir/pipe --screenshot $dir/p.png" "--overlap $dir/pipe" "--bench $dir/pipe" "--overlap /dev/zero" "--overlap $dir"; do
+for args in "$dir/pipe --screenshot $dir/p.png" "--overlap $dir/pipe" "--bench $dir/pipe" "--overlap /dev/zero"; do
   out=$(timeout -s KILL 20 "$viz" $args 2>&1) && code=0 || code=$?
   if [ "$code" -ne 2 ] || ! grep -q "is not a regular file" <<<"$out"; then
     echo "dtlab-viz $args: exit $code (want 2, 'is not a regular file')" >&2; echo "$out" >&2; fail=1
   fi
 done
+# A folder is a PyTorch run's per-rank traces; one that holds none is exit 2, saying so.
+out=$(timeout -s KILL 20 "$viz" --overlap "$dir" 2>&1) && code=0 || code=$?
+if [ "$code" -ne 2 ] || ! grep -q "holds no torch.profiler trace" <<<"$out"; then
+  echo "dtlab-viz --overlap $dir: exit $code (want 2, 'holds no torch.profiler trace')" >&2; echo "$out" >&2; fail=1
+fi
 # A screenshot may not replace the trace it draws (or its .dtlt): exit 2, the trace intact.
 before=$(md5sum < "$dir/long.json")
 for shot in "$dir/long.json" "$dir/./long.json.dtlt"; do
