@@ -165,7 +165,7 @@ TEST(CollectivesLab, DoubleTreeMatchesTheExactSumAndItsFormula) {
 // Issue 51: the hierarchical all-reduce on two tiers equals the exact sum and sends exactly
 // its formula's bytes and steps (a step per tag per tier), on layouts of 2 to 4 nodes.
 TEST(CollectivesLab, HierarchicalMatchesTheExactSumAndItsFormula) {
-  for (const auto [nodes, G] : {std::pair{2, 2}, {2, 4}, {4, 2}, {3, 3}})
+  for (const auto& [nodes, G] : {std::pair{2, 2}, {2, 4}, {4, 2}, {3, 3}})
     for (const char* op : {"sum", "avg"}) {
       const int P = nodes * G;
       const std::uint64_t N = 4 * 16 * std::uint64_t(P);  // chunks of whole floats on both tiers

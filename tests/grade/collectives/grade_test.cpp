@@ -430,7 +430,7 @@ void grade_hierarchical(int nodes, int G, std::size_t n, ReduceOp op) {
 }  // namespace
 
 TEST(HierarchicalAllReduce, EqualsOneRankAndCrossesNodesOnlyWithItsChunk) {
-  for (const auto [nodes, G] : {std::pair{2, 2}, {2, 3}, {3, 2}, {2, 4}})
+  for (const auto& [nodes, G] : {std::pair{2, 2}, {2, 3}, {3, 2}, {2, 4}})
     for (std::size_t n : kGradedCounts) grade_hierarchical(nodes, G, n, ReduceOp::sum);
 }
 
