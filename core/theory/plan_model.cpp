@@ -190,6 +190,8 @@ std::string cp_words(const ParallelConfig& p) {
 // The plan's notes: each formula it used, in words (plan.h lists them all).
 std::vector<std::string> plan_formulas(const Plan& out) {
   const auto& p = out.config;
+  // Each note is one sentence written over several literals, not a list missing its commas.
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma)
   std::vector<std::string> f = {
       "model state: Ψ/(tp·pp) · " + std::string(zero_convention_name(p.convention)) + " with ZeRO-" +
           std::to_string(p.zero) +
@@ -197,16 +199,14 @@ std::vector<std::string> plan_formulas(const Plan& out) {
       "activations (Korthikanti et al. 2022, each tensor as the run keeps it: framework_memory.h): with sequence "
       "parallelism, dropout and unfused attention s·b·h·(34 + 5·a·s/h)/tp per layer and micro-batch, selective "
       "34·s·b·h/tp, full 2·s·b·h/tp; flash drops the s² terms, no dropout the masks, no sequence parallelism leaves "
-      "10·s·b·h unsplit; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B; interleaved: the first stage's chunks "
-      "in flight × L/(pp·v) layers, read from the schedule)",
+      "10·s·b·h unsplit; × ⌈L/pp⌉ layers × min(M, pp) in flight (1F1B)",
       "DP: ZeRO-0 one all-reduce 2(d−1)/d·gΨ/(tp·pp) B per step (g: the gradients' bytes, 4 in fp32); ZeRO-1 "
       "(distributed optimizer) one reduce-scatter + one all-gather of 2Ψ/(tp·pp) B; ZeRO-2 reduce-scatter per "
       "micro-batch + all-gather; ZeRO-3 per micro-batch and layer all-gathers (forward and backward) and "
       "reduce-scatters, (d−1)/d of each",
       "TP: 4 all-reduces of b·s·h elements per layer per micro-batch (6 with full recomputation), 2(t−1)/t each",
       "PP: b·s·h/tp elements per micro-batch per boundary, forward and backward",
-      "bubble (pp−1)/(M+pp−1), interleaved (pp−1)/(v·M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the "
-      "recomputed forward",
+      "bubble (pp−1)/(M+pp−1); FLOPs per token: model 6Ψ + 12·L·h·s, hardware + the recomputed forward",
       "step: simulate's (core/theory/step_model.h): each layer's GEMMs and kernels from their shapes at the GPU's "
       "achieved rates, TP, EP and DP collectives as NCCL's tuning model times them, through the pipeline schedule; "
       "overlaps as the practice says: " +
@@ -215,6 +215,7 @@ std::vector<std::string> plan_formulas(const Plan& out) {
                            : "ranks: tp fastest, then dp, then pp (core/comm/topology.h)") +
           "; node = rank / " + std::to_string(out.cluster.gpus_per_node),
   };
+  // NOLINTEND(bugprone-suspicious-missing-comma)
   if (out.model.experts > 0)
     f.push_back(
         "experts: " + std::to_string(out.model.experts) + " per layer, top-" + std::to_string(out.model.top_k) +
@@ -224,6 +225,10 @@ std::vector<std::string> plan_formulas(const Plan& out) {
         "recomputation), (ep−1)/ep leaving the GPU, on NCCL's model; FLOPs per token from the active Ψ; activations "
         "with each token's MLP tensors k times");
   if (p.cp > 1) f.push_back(cp_words(p));
+  if (p.schedule == pipeline::ScheduleKind::interleaved)
+    f.push_back("interleaved, v = " + std::to_string(p.chunks) +
+                " chunks per stage: bubble (pp−1)/(v·M+pp−1); activations: the first stage's chunks in flight "
+                "(pp−1)·2 + (v−1)·pp + 1, each of L/(pp·v) layers; PP: 2·v·M messages per middle stage");
   if (!out.model.has_shape())
     f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;

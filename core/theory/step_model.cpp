@@ -195,6 +195,7 @@ double buckets_end(const StepComponents& k, const ParallelConfig& p, const pipel
 StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
   const int P = int(k.stage_layers.size()), M = p.micro_batches;
   std::vector<pipeline::ActionTimes> times;
+  times.reserve(std::size_t(P));
   for (int s = 0; s < P; ++s) times.push_back(stage_action_times(k, p, std::size_t(s)));
   const pipeline::Simulation sim = pipeline::simulate(pipeline::make_schedule(p.schedule, {P, M, p.chunks}), times);
   std::vector<double> last_end(std::size_t(P), 0.0);
@@ -206,7 +207,8 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     const bool dp = p.dp * p.cp > 1;
     double closing = 0;
     if (k.dp_bucket_bytes > 0) {  // the buckets beside the last backward: the step waits for the last
-      const double layer = times[i].backward / (k.stage_layers[i] / p.chunks);
+      const int chunk_layers = k.stage_layers[i] / p.chunks;  // validated: v divides a stage's layers
+      const double layer = times[i].backward / chunk_layers;
       closing += std::max(0.0, buckets_end(k, p, sim, s, layer) - last_end[i]);
     } else {
       if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
