@@ -14,40 +14,8 @@ namespace dtl::viz {
 
 namespace {
 
-using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;
-
-// Sorted, disjoint.
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (const auto& [b, e] : v) {
-    if (!out.empty() && b <= out.back().second)
-      out.back().second = std::max(out.back().second, e);
-    else
-      out.emplace_back(b, e);
-  }
-  return out;
-}
-
-std::int64_t total(const Intervals& v) {
-  std::int64_t s = 0;
-  for (const auto& [b, e] : v) s += e - b;
-  return s;
-}
-
-// Both inputs sorted and disjoint: a two-pointer sweep.
-std::int64_t intersection(const Intervals& a, const Intervals& b) {
-  std::int64_t s = 0;
-  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    s += std::max<std::int64_t>(0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
-    if (a[i].second < b[j].second)
-      ++i;
-    else
-      ++j;
-  }
-  return s;
-}
-
+// Spans as intervals, merged, totalled and overlapped by core/trace/run_breakdown.h's functions
+// (the ones `dtlab analyze` uses).
 bool is_comm(EventKind k) { return k == EventKind::collective || k == EventKind::send || k == EventKind::recv; }
 
 }  // namespace
@@ -63,12 +31,12 @@ std::vector<RankOverlap> comm_overlap(const TraceData& t) {
   }
   std::vector<RankOverlap> out;
   for (std::size_t r = 0; r < compute.size(); ++r) {
-    const Intervals c = merged(std::move(compute[r])), m = merged(std::move(comm[r]));
+    const Intervals c = merged_intervals(std::move(compute[r])), m = merged_intervals(std::move(comm[r]));
     RankOverlap o;
     o.rank = int(r);
-    o.compute_s = double(total(c)) * 1e-9;
-    o.comm_s = double(total(m)) * 1e-9;
-    o.overlapped_s = double(intersection(c, m)) * 1e-9;
+    o.compute_s = double(intervals_total(c)) * 1e-9;
+    o.comm_s = double(intervals_total(m)) * 1e-9;
+    o.overlapped_s = double(intervals_overlap(c, m)) * 1e-9;
     o.exposed_s = o.comm_s - o.overlapped_s;
     out.push_back(o);
   }
