@@ -116,6 +116,10 @@ struct LabInfo {
   // (the option fuzz, the option-effect table, the exercise track's run on the stubs), so a
   // new lab is covered by them without editing any test.
   std::map<std::string, std::string> small_run;
+  // Runs an exercise needs that the small run with one choice changed does not reach (a choice
+  // that needs a run-wide option beside it: the hierarchical all-reduce runs on --topology's
+  // nodes), each whole, as small_run. The exercise track runs them on the stubs too.
+  std::vector<std::map<std::string, std::string>> extra_runs;
 
   bool uses(RunOption o) const;
 };

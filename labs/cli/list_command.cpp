@@ -19,7 +19,7 @@ void print_text() {
 }
 
 // What scripts need of every lab (tests/grade/check_student_grader.sh): its options with
-// their choices, its exercises, and its small run as `dtlab run` arguments.
+// their choices, its exercises, its small run and its extra runs as `dtlab run` arguments.
 nlohmann::json registry_json() {
   nlohmann::json labs = nlohmann::json::array();
   for (const auto& lab : lab_registry()) {
@@ -27,13 +27,19 @@ nlohmann::json registry_json() {
     for (const auto& opt : lab.options)
       options.push_back({{"name", opt.name}, {"default", opt.default_value}, {"choices", opt.choices}});
     for (const auto& e : lab.exercises) exercises.push_back({{"id", e.id}, {"suite", e.suite}, {"points", e.points}});
-    std::vector<std::string> small_run;
-    for (const auto& [flag, value] : lab.small_run) small_run.insert(small_run.end(), {"--" + flag, value});
+    auto as_args = [](const std::map<std::string, std::string>& run) {
+      std::vector<std::string> args;
+      for (const auto& [flag, value] : run) args.insert(args.end(), {"--" + flag, value});
+      return args;
+    };
+    nlohmann::json extra_runs = nlohmann::json::array();
+    for (const auto& run : lab.extra_runs) extra_runs.push_back(as_args(run));
     labs.push_back({{"name", lab.name},
                     {"description", lab.description},
                     {"options", options},
                     {"exercises", exercises},
-                    {"small_run", small_run}});
+                    {"small_run", as_args(lab.small_run)},
+                    {"extra_runs", extra_runs}});
   }
   return labs;
 }

@@ -301,6 +301,7 @@ LabInfo collectives_lab_info() {
       ex::collectives_hints(),
       {},
       {{"ranks", "2"}, {"bytes", "4K"}, {"iters", "2"}},  // small_run: the tests start from it (lab.h)
+      {{{"ranks", "4"}, {"bytes", "4K"}, {"iters", "2"}, {"algo", "hierarchical"}, {"topology", "nodes=2,gpus=2"}}},
   };
 }
 

@@ -198,17 +198,11 @@ struct VariantRun {
 
 // The step to start from: 0, or --resume's, its weights and AdamW state loaded (every rank reads all).
 int resume(Comm& comm, const DdpSettings& s, Trainer& tr, CheckpointStats& stats) {
-  if (s.resume.empty()) return 0;
-  const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
-  verify_checkpoint(comm, m);
-  const bool has_master = s.precision != DType::f32;  // (the DDP lab's AdamW keeps one)
-  require_mlp_tensors(m, s.precision, tr.model.num_params(), has_master);
-  double read =
-      double(load_mlp_range(m, {0, tr.model.num_params()}, tr.model.param_data(), s.precision, tr.opt, has_master));
-  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
-  stats.resumed_from = m.position.step;
-  stats.resume_bytes_read = read;
-  return m.position.step;
+  return resume_run(comm, s.resume, s.batch, s.train_steps(), stats, [&](const Manifest& m) {
+    const bool has_master = s.precision != DType::f32;  // (the DDP lab's AdamW keeps one)
+    require_mlp_tensors(m, s.precision, tr.model.num_params(), has_master);
+    return load_mlp_range(m, {0, tr.model.num_params()}, tr.model.param_data(), s.precision, tr.opt, has_master);
+  });
 }
 
 VariantRun train_variant(Comm& comm, const LabConfig& cfg, DdpVariant variant, const DdpSettings& s,

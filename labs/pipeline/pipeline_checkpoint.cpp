@@ -25,14 +25,8 @@ std::size_t PipelineStage::load_checkpoint(const Manifest& m) {
 
 // The step to start from: 0, or --resume's, each stage reading its layers' ranges only.
 int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, CheckpointStats& stats) {
-  if (s.resume.empty()) return 0;
-  const Manifest m = resume_manifest(s.resume, s.batch, s.train_steps());
-  verify_checkpoint(comm, m);
-  double read = double(stage.load_checkpoint(m));
-  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
-  stats.resumed_from = m.position.step;
-  stats.resume_bytes_read = read;
-  return m.position.step;
+  return resume_run(comm, s.resume, s.batch, s.train_steps(), stats,
+                    [&](const Manifest& m) { return stage.load_checkpoint(m); });
 }
 
 }  // namespace dtl

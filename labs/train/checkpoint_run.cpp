@@ -24,6 +24,18 @@ Manifest resume_manifest(const std::string& resume, int batch, int train_steps) 
   return m;
 }
 
+int resume_run(Comm& comm, const std::string& resume, int batch, int train_steps, CheckpointStats& stats,
+               const std::function<std::size_t(const Manifest&)>& load) {
+  if (resume.empty()) return 0;
+  const Manifest m = resume_manifest(resume, batch, train_steps);
+  verify_checkpoint(comm, m);
+  double read = double(load(m));
+  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
+  stats.resumed_from = m.position.step;
+  stats.resume_bytes_read = read;
+  return m.position.step;
+}
+
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

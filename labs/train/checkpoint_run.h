@@ -100,6 +100,11 @@ void require_checkpoint_options(const OptionTable<S>& t, const LabOptions& o, co
 // The manifest of --resume's checkpoint, checked against this run: saved by an MLP lab, with
 // this run's batch and data, before its last step. UsageError otherwise.
 Manifest resume_manifest(const std::string& resume, int batch, int train_steps);
+// The step to start from: 0 without --resume; else resume_manifest's checkpoint, verified on
+// every rank, loaded by `load` (this rank's pieces; it returns the bytes it read), the busiest
+// rank's bytes and the step into `stats`. Collective.
+int resume_run(Comm& comm, const std::string& resume, int batch, int train_steps, CheckpointStats& stats,
+               const std::function<std::size_t(const Manifest&)>& load);
 // After step pos.step: finishes the asynchronous save still writing (it overlapped this step),
 // then, when pos.step is a multiple of plan.every, stages this rank's pieces (`stage`) and saves
 // them, synchronously or on a writer thread; timed into `stats`. Collective.

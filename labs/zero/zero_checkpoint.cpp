@@ -52,14 +52,8 @@ std::size_t ZeroRank::load_checkpoint(const Manifest& m) {
 }
 
 int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasurement& m) {
-  if (s.resume.empty()) return 0;
-  const Manifest man = resume_manifest(s.resume, s.batch, s.train_steps());
-  verify_checkpoint(comm, man);
-  double read = double(rank.load_checkpoint(man));
-  comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
-  m.checkpoints.resumed_from = man.position.step;
-  m.checkpoints.resume_bytes_read = read;
-  return man.position.step;
+  return resume_run(comm, s.resume, s.batch, s.train_steps(), m.checkpoints,
+                    [&](const Manifest& man) { return rank.load_checkpoint(man); });
 }
 
 void zero_checkpoint_after(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, ZeroRank& rank, int done,

@@ -60,17 +60,13 @@ echo "student grader: $exercises exercises, each named as not implemented with h
 # Every lab runs on the untouched stubs (issue 28: a lab never fails because an exercise is
 # not written yet), read from the registry (`dtlab list --json`), so a new lab is checked
 # without editing this file: its small run (LabInfo::small_run), and the same with each other
-# value of each of its choice options, one at a time. Each run passes its checks with the
+# value of each of its choice options, one at a time, and its extra runs. Each run passes its checks with the
 # references in the stubs' place (or is refused, exit 2: a combination the lab does not take),
 # naming each reference it used with the stub's file; across a lab's runs, every exercise it
 # lists is named (the lab calls each of them).
 "$dtlab" list --json >"$tmp/labs.json" || fail "dtlab list --json failed"
 python3 - "$tmp/labs.json" >"$tmp/runs.txt" <<'PY'
 import json, sys
-# Runs one choice at a time does not reach: an exercise that needs a run-wide option beside its
-# choice (the hierarchical all-reduce runs on nodes: --topology).
-BESIDE_A_CHOICE = {"collectives": [["--ranks", "4", "--bytes", "4K", "--iters", "2", "--algo", "hierarchical",
-                                    "--topology", "nodes=2,gpus=2"]]}
 for lab in json.load(open(sys.argv[1])):
     base, name = lab["small_run"], lab["name"]
     exercises = ",".join(e["id"] for e in lab["exercises"]) or "-"
@@ -81,7 +77,7 @@ for lab in json.load(open(sys.argv[1])):
         for choice in option["choices"]:
             if choice != option["default"]:
                 print(name, exercises, " ".join(rest + [flag, choice]))
-    for args in BESIDE_A_CHOICE.get(name, []):
+    for args in lab.get("extra_runs", []):  # what one choice at a time does not reach (LabInfo::extra_runs)
         print(name, exercises, " ".join(args))
 PY
 runs=0 refused=0
