@@ -159,6 +159,7 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
     for (int e = 0; e < int(count) && out > 0; ++e) {
       l.forward_gemm += linear_forward(gpu, r, in, out);
       l.backward_gemm += linear_backward(gpu, r, in, out);
+      l.weight_gradient_s += gemm_time(gpu, weight_gradient(r, in, out)).seconds;
     }
   }
   l.linear_forward_s = l.forward_gemm.seconds, l.linear_backward_s = l.backward_gemm.seconds;
@@ -190,6 +191,7 @@ LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_bat
   if (m.vocab <= 0) return l;
   l.forward_gemm = linear_forward(gpu, rows, m.hidden, vocab_local);
   l.backward_gemm = linear_backward(gpu, rows, m.hidden, vocab_local);
+  l.weight_gradient_s = gemm_time(gpu, weight_gradient(rows, m.hidden, vocab_local)).seconds;
   l.forward_memory = memory_time(gpu, 2 * rows * vocab_local * kActivationBytes, 1);
   l.backward_memory = memory_time(gpu, 2 * l.forward_memory.bytes, 2);
   return l;

@@ -68,6 +68,9 @@ struct LayerTime {
   KernelTime forward_gemm, forward_memory, backward_gemm, backward_memory;
   double block_forward_s = 0, block_backward_s = 0;    // one ring step's attention block (cp > 1)
   double linear_forward_s = 0, linear_backward_s = 0;  // of the GEMMs: the four linear layers' (no recomputation)
+  // Of linear_backward_s, the weight-gradient GEMMs (Xᵀ·dY): what a zero-bubble schedule defers as
+  // W (Qi et al. 2023); the rest of the backward (input gradients, attention, element-wise) is its B.
+  double weight_gradient_s = 0;
   KernelTime core;  // the attention core's forward, backward and recomputed forward (part of the GEMMs above)
   double forward_s() const { return forward_gemm.seconds + forward_memory.seconds; }
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }

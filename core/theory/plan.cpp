@@ -254,8 +254,8 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
   if (p.pp > 1) {
     const double message = sbh / p.tp * kBytes16;
     // A middle stage sends forward and backward for each of its v chunks (the model's two ends
-    // send one way only: with pp 2 every rank holds one of them)
-    const int v = p.chunks, sends = (p.pp > 2 ? 2 * v : 2 * v - 1) * M;
+    // send one way only: with pp 2 every rank holds one of them; a V's turn stays on the last stage)
+    const int sends = pp_sends_per_micro_batch(p) * M;
     out.ledger.push_back(entry(Axis::pp, "send activations and gradients", sends, message,
                                pp_link.alpha_s + message / pp_link.beta_Bps, pp_span));
   }
@@ -322,9 +322,14 @@ void fill_time(Plan& out) {
       out.model_flops_per_token + (p.recompute == Recompute::full        ? 2 * active + attention / 3
                                    : p.recompute == Recompute::selective ? attention / 3
                                                                          : 0);
-  // The schedule's idle share with equal stages (schedule.h): (P−1)/(M+P−1), interleaved (P−1)/(v·M+P−1).
-  out.bubble = pipeline::bubble_idle_share(p.pp, p.micro_batches,
-                                           p.schedule == pipeline::ScheduleKind::interleaved ? p.chunks : 1);
+  // The schedule's published idle share with equal stages (schedule.h): (P−1)/(M+P−1), interleaved
+  // (P−1)/(v·M+P−1), the zero-bubble ones from one layer's F, B and W (kernel_time.h).
+  pipeline::ActionTimes layer;  // (without a shape: F = B/2 = W, the papers' T_F = T_B = T_W)
+  if (m.has_shape()) {
+    const LayerTime l = transformer_layer_time(out.cluster, m, p);
+    layer = {l.forward_s(), l.backward_s(), l.weight_gradient_s, 0};
+  }
+  out.bubble = p.pp > 1 ? schedule_bubble(p, layer, &out.bubble_formula, &out.bubble_tiled) : 0;
   if (!m.has_shape()) return;  // no sequence length: no tokens, so no time (plan.h)
   out.tokens_per_step = double(p.dp) * p.micro_batches * p.micro_batch_size * m.seq;
   // The step is the simulator's (step_model.h): the same components through the same 1F1B

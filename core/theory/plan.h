@@ -242,7 +242,9 @@ struct Plan {
   double psi = 0;
   Memory memory;
   std::vector<LedgerEntry> ledger;
-  double bubble = 0;  // (p−1)/(M+p−1)
+  double bubble = 0;  // the schedule's published bubble: (p−1)/(M+p−1) for GPipe and 1F1B (plan_schedule.cpp)
+  const char* bubble_formula = "(p−1)/(M+p−1)";
+  bool bubble_tiled = false;  // the formula counts steps tiled back to back (Qi et al.'s zb-h2, zb-v)
   StepTime time;
   double tokens_per_step = 0, tokens_per_s = 0;
   double model_flops_per_token = 0, hardware_flops_per_token = 0;
@@ -275,6 +277,16 @@ double activations_in_flight(double layer_bytes, int stage_layers, int micro_bat
 void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
 // The part of validate() about --schedule and --chunks (plan_schedule.cpp).
 void validate_schedule(const ModelSpec& m, const ParallelConfig& p);
+
+// The busiest stage's sends per micro-batch: an F sends its output, a B its input gradient, to the
+// next and previous virtual stage when that one sits on another stage (a V schedule's turn, from
+// virtual stage pp−1 to pp, stays on the last stage).
+int pp_sends_per_micro_batch(const ParallelConfig& p);
+
+// The schedule's published bubble (pipeline::published_bubble) with one layer's F, full B and W
+// times (their ratio is what counts; without a shape F = B/2 = W); formula: its words.
+double schedule_bubble(const ParallelConfig& p, const pipeline::ActionTimes& layer, const char** formula,
+                       bool* tiled = nullptr);
 Plan plan(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p);
 // The formulas a plan used, in words (its notes; plan_model.cpp).
 std::vector<std::string> plan_formulas(const Plan& out);

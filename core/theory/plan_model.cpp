@@ -229,6 +229,12 @@ std::vector<std::string> plan_formulas(const Plan& out) {
     f.push_back("interleaved, v = " + std::to_string(p.chunks) +
                 " chunks per stage: bubble (pp−1)/(v·M+pp−1); activations: the first stage's chunks in flight "
                 "(pp−1)·2 + (v−1)·pp + 1, each of L/(pp·v) layers; PP: 2·v·M messages per middle stage");
+  else if (p.pp > 1 && p.schedule != pipeline::ScheduleKind::one_f_one_b && p.schedule != pipeline::ScheduleKind::gpipe)
+    f.push_back(std::string(pipeline::schedule_name(p.schedule)) + ": bubble " + out.bubble_formula +
+                " (core/theory/schedule_formulas.cpp's source) with one layer's F, B and W from their GEMMs (W: the "
+                "weight-gradient GEMMs, deferred past B where the schedule splits them); activations: the first "
+                "stage's micro-batch-chunks in flight until their W, read from the schedule; PP: " +
+                std::to_string(pp_sends_per_micro_batch(p)) + "·M messages on the busiest stage");
   if (!out.model.has_shape())
     f.push_back("no model shape: activations, TP and PP traffic, step time and tokens/s not computed");
   return f;

@@ -153,6 +153,11 @@ struct Simulation {
   double bubble_tiled() const;
 };
 
+// Per chunk of `stage` (v of them), the action after which that chunk's gradients are final: its
+// last-ending backward or weight action (a W follows its own B, so the last of them is a W or an
+// unsplit B). Where a data-parallel reduction can start (null: the chunk has no action).
+std::vector<const TimedAction*> last_gradient_actions(const Simulation& sim, int stage, int chunks);
+
 // A schedule no order of execution can finish: `stage` waits at its action #`index` forever.
 class ScheduleDeadlock : public Error {
  public:

@@ -210,4 +210,14 @@ Simulation simulate(const Schedule& s, const std::vector<ActionTimes>& t) {
   return sim;
 }
 
+std::vector<const TimedAction*> last_gradient_actions(const Simulation& sim, int stage, int chunks) {
+  std::vector<const TimedAction*> last(std::size_t(chunks), nullptr);
+  for (const TimedAction& a : sim.actions)
+    if (a.stage == stage && (a.action.op == Pass::backward || a.action.op == Pass::weight)) {
+      const TimedAction*& l = last.at(std::size_t(a.action.chunk));
+      if (!l || a.end >= l->end) l = &a;
+    }
+  return last;
+}
+
 }  // namespace dtl::pipeline

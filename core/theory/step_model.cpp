@@ -31,9 +31,11 @@ void time_layers(const Plan& p, StepComponents& k) {
   k.tp_backward_s = overlapped ? std::max(0.0, k.tp_s - layer.linear_backward_s / k.tp_calls_backward) : k.tp_s;
   k.layer_forward_s.assign(k.stage_layers.size(), layer.forward_s());
   k.layer_backward_s.assign(k.stage_layers.size(), layer.backward_s());
+  k.layer_weight_s.assign(k.stage_layers.size(), layer.weight_gradient_s);
   const double last_layers = k.stage_layers.back();
   k.layer_forward_s.back() += head.forward_s() / last_layers;
   k.layer_backward_s.back() += head.backward_s() / last_layers;
+  k.layer_weight_s.back() += head.weight_gradient_s / last_layers;
   if (cfg.cp < 2) return;
   // Ring attention's hops beyond the blocks they overlap (context_parallel.h); full
   // recomputation reruns the forward's exchange in backward.
@@ -161,26 +163,23 @@ pipeline::ActionTimes stage_action_times(const StepComponents& k, const Parallel
                                            : 0;
   t.forward = L * forward;
   t.backward = L * backward + (p.zero == 2 ? scatter : 0);
+  t.weight = L * k.layer_weight_s[s];  // (a zero-bubble schedule's W; the others run it inside B)
   return t;
 }
 
-// When the overlapped DP buckets of stage s are done: each chunk's buckets start with its last
-// backward (cluster_sim's launch_buckets, in the simulation's order of actions) and the step
-// waits for those of the chunk launched last. -1: the stage has none.
-double buckets_end(const StepComponents& k, const ParallelConfig& p, const pipeline::Simulation& sim, int s,
-                   double layer_backward) {
+// When the overlapped DP buckets of stage s are done: each chunk's buckets start with the last
+// action that finishes its gradients (its last backward; a zero-bubble schedule's last W:
+// pipeline::last_gradient_actions), beside that action's layers (cluster_sim's launch_buckets,
+// in the simulation's order of actions), and the step waits for those of the chunk launched
+// last. -1: the stage has none.
+double buckets_end(const StepComponents& k, const ParallelConfig& p, const pipeline::Simulation& sim, int s) {
   const int v = p.chunks, L = k.stage_layers[std::size_t(s)] / v;
-  std::vector<const pipeline::TimedAction*> last(std::size_t(v), nullptr);  // per chunk: its last backward
-  for (const auto& a : sim.actions)
-    if (a.stage == s && a.action.op == Pass::backward) {
-      const pipeline::TimedAction*& l = last[std::size_t(a.action.chunk)];
-      if (!l || a.end >= l->end) l = &a;
-    }
+  const std::vector<const pipeline::TimedAction*> last = pipeline::last_gradient_actions(sim, s, v);
   const bool scatter = p.zero == 1;
   double end = -1;
   for (const auto& a : sim.actions)
     if (a.stage == s && &a == last[std::size_t(a.action.chunk)])
-      end = gradient_buckets(a.begin, layer_backward, L, k.dp_bytes[std::size_t(s)] / v, k.dp_bucket_bytes,
+      end = gradient_buckets(a.begin, (a.end - a.begin) / L, L, k.dp_bytes[std::size_t(s)] / v, k.dp_bucket_bytes,
                              [&](double bytes) {
                                return nccl_time(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce,
                                                 bytes, k.dp_fabric);
@@ -207,9 +206,7 @@ StepTime step_time(const StepComponents& k, const ParallelConfig& p) {
     const bool dp = p.dp * p.cp > 1;
     double closing = 0;
     if (k.dp_bucket_bytes > 0) {  // the buckets beside the last backward: the step waits for the last
-      const int chunk_layers = k.stage_layers[i] / p.chunks;  // validated: v divides a stage's layers
-      const double layer = times[i].backward / chunk_layers;
-      closing += std::max(0.0, buckets_end(k, p, sim, s, layer) - last_end[i]);
+      closing += std::max(0.0, buckets_end(k, p, sim, s) - last_end[i]);
     } else {
       if (dp && p.zero == 0) closing += k.dp_all_reduce_s[i];
       if (dp && p.zero == 1) closing += k.dp_reduce_scatter_s[i];

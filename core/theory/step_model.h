@@ -32,8 +32,9 @@ int group_per_node(int size, long stride, int gpus_per_node);
 struct StepComponents {
   std::vector<int> stage_layers;                          // layers on each stage
   std::vector<double> layer_forward_s, layer_backward_s;  // compute per layer call, per stage
-  int tp_calls_forward = 2, tp_calls_backward = 2;        // all-reduces per layer
-  double tp_bytes = 0, tp_s = 0;                          // per all-reduce
+  std::vector<double> layer_weight_s;  // of layer_backward_s, the weight gradients (a zero-bubble schedule's W)
+  int tp_calls_forward = 2, tp_calls_backward = 2;  // all-reduces per layer
+  double tp_bytes = 0, tp_s = 0;                    // per all-reduce
   // What each TP collective costs the layer: tp_s exposed; overlapped, what lasts beyond the GEMM
   // beside it (half the layer's linear GEMMs of that pass: TransformerEngine's userbuffers)
   double tp_forward_s = 0, tp_backward_s = 0;

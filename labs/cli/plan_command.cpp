@@ -143,8 +143,7 @@ void add_cp_time_rows(Report& rep, const th::Plan& pl) {
 
 void add_time_rows(Report& rep, const th::Plan& pl) {
   const auto& t = pl.time;
-  rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source =
-      pl.config.schedule == pipeline::ScheduleKind::interleaved ? "(p−1)/(v·M+p−1)" : "(p−1)/(M+p−1)";
+  rep.add("time.bubble_fraction", "pipeline bubble", 100 * pl.bubble, "%").source = pl.bubble_formula;
   rep.add("time.busy", "compute (busy)", t.busy, "s").source = "GEMMs and kernels from their shapes, achieved rates";
   rep.add("time.bubble", "bubble and PP sends", t.bubble, "s").source =
       std::string(pipeline::schedule_name(pl.config.schedule)) + " simulated (step_model.h)";

@@ -204,6 +204,18 @@ th::ClusterSpec cluster_from(const PlanArgs& a) {
   return c;
 }
 
+// The chunks per stage the schedule runs: --chunks for the interleaved ones, 2 for the V ones
+// (given --chunks there is an error, as with the one-chunk schedules: validate_schedule).
+namespace {
+int chunks_of(const PlanArgs& a) {
+  const bool vee = a.schedule == pipeline::ScheduleKind::zb_v || a.schedule == pipeline::ScheduleKind::dualpipe_v;
+  if (vee && a.chunks != 1)
+    throw UsageError(std::string("--schedule ") + pipeline::schedule_name(a.schedule) +
+                     " folds each stage's layers into a V of 2 chunks: drop --chunks " + std::to_string(a.chunks));
+  return vee ? 2 : a.chunks;
+}
+}  // namespace
+
 th::ParallelConfig config_from(const PlanArgs& a) {
   return {a.dp,
           a.tp,
@@ -219,65 +231,8 @@ th::ParallelConfig config_from(const PlanArgs& a) {
           a.cp_algo,
           a.practice,
           a.schedule,
-          a.chunks};
+          chunks_of(a)};
 }
-
-void resolve_practice(const CLI::App& p, PlanArgs& a) {
-  th::Practice x = th::framework_practice(a.framework);
-  auto given = [&](const char* flag) { return p.count(flag) > 0; };
-  if (given("--sequence-parallel")) x.sequence_parallel = a.sequence_parallel;
-  if (given("--attention")) x.attention = a.attention;
-  if (given("--dropout")) x.dropout = a.dropout;
-  if (given("--kernels")) x.kernels = a.kernels;
-  if (given("--tp-comm")) x.tp_comm = a.tp_comm;
-  if (given("--dp-comm")) x.dp_comm = a.dp_comm;
-  if (given("--grads")) x.grads = a.grads;
-  if (given("--dp-bucket-mb")) x.dp_bucket_bytes = a.dp_bucket_mb * 1e6;
-  if (given("--zero3-prefetch")) x.zero3_prefetch = a.zero3_prefetch;
-  for (const char* flag : {"--sequence-parallel", "--tp-comm"})
-    if (given(flag) && a.tp < 2 && a.search == 0)  // (--search chooses tp itself)
-      throw UsageError(std::string(flag) + " acts on tensor parallelism's collectives and split: add --tp N (N > 1)");
-  if (given("--dp-bucket-mb") && x.dp_comm == th::CommOverlap::exposed)
-    throw UsageError(
-        "--dp-bucket-mb sizes the buckets of an overlapped gradient reduction, and this run's is exposed "
-        "(--framework " +
-        std::string(th::framework_name(a.framework)) + "): add --dp-comm overlapped");
-  if (given("--zero3-prefetch") && a.zero != 3 && a.search == 0)
-    throw UsageError("--zero3-prefetch is how many layers ZeRO-3 gathers ahead: add --zero 3");
-  a.practice = x;
-}
-
-namespace {
-void add_practice_options(CLI::App* p, PlanArgs& a) {
-  auto choice = [&](const char* flag, auto& field, const auto& names, const char* text, const char* help) {
-    using Value = std::decay_t<decltype(field)>;
-    p->add_option(flag, field, help)
-        ->transform(CLI::CheckedTransformer(std::map<std::string, Value>(std::begin(names), std::end(names))))
-        ->option_text(text);
-  };
-  choice("--framework", a.framework, th::kFrameworkNames, "megatron-2021|megatron-core|fsdp",
-         "The framework era whose defaults the run takes (core/theory/practice.h); default megatron-core");
-  choice("--sequence-parallel", a.sequence_parallel, th::kOnOffNames, "on|off",
-         "Element-wise work and its activations split over TP ranks (Korthikanti et al. 2022)");
-  choice("--attention", a.attention, th::kAttentionNames, "flash|unfused",
-         "flash: fused causal kernel at the profile's flash rate; unfused: the s×s scores through HBM");
-  choice("--dropout", a.dropout, th::kOnOffNames, "on|off",
-         "Dropout after attention and MLP and on the attention probabilities");
-  choice("--kernels", a.kernels, th::kKernelsNames, "fused|unfused",
-         "Element-wise kernels: Megatron's fusions, or each op its own kernel (a pass over HBM and a launch gap)");
-  choice("--tp-comm", a.tp_comm, th::kOverlapNames, "exposed|overlapped",
-         "TP collectives on the critical path, or under the GEMM beside them (TransformerEngine's userbuffers)");
-  choice("--dp-comm", a.dp_comm, th::kOverlapNames, "exposed|overlapped",
-         "The gradient reduction after the last backward, or in buckets beside it (DDP, --overlap-grad-reduce)");
-  choice("--grads", a.grads, th::kGradNames, "bf16|fp32", "Gradients held and reduced in (Megatron's bf16 runs: fp32)");
-  p->add_option("--dp-bucket-mb", a.dp_bucket_mb,
-                "With --dp-comm overlapped: bucket size, MB (megatron-core 80, fsdp 26.2)")
-      ->check(finite_range(1e-3, 1e6));
-  p->add_option("--zero3-prefetch", a.zero3_prefetch,
-                "With --zero 3: layers whose parameters are gathered ahead (FSDP 1)")
-      ->check(whole_range(0, 64));
-}
-}  // namespace
 
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
   if (p.count("--cp-algo") && a.cp < 2)
@@ -288,8 +243,6 @@ void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
 
 namespace {
 
-void add_practice_options(CLI::App* p, PlanArgs& a);
-
 // The model: a preset, a parameter count or a shape (and its family).
 void add_model_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--model", a.model,
@@ -298,8 +251,7 @@ void add_model_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--params", a.params, "Parameters instead of a preset (175e9, 175B, 1.2T)");
   p->add_option("--layers", a.layers, "Transformer layers L")->check(whole_range(1, 100000));
   p->add_option("--family", a.family, "gpt (LayerNorm, GELU 4h, biases, tied) or llama (RMSNorm, SwiGLU, GQA, untied)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, th::Family>(std::begin(th::kFamilyNames), std::end(th::kFamilyNames))))
+      ->transform(named_choice(th::kFamilyNames))
       ->option_text("gpt|llama");
   p->add_option("--kv-heads", a.kv_heads, "Key/value heads (grouped-query attention; dividing --heads)")
       ->check(whole_range(1, 100000));
@@ -323,16 +275,21 @@ void add_cluster_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--peak-tflops", a.peak_tflops, "Peak TFLOP/s per GPU")->check(finite_range(1e-6, 1e9));
 }
 
-// --schedule, --chunks: the schedules both commands run (the V ones are the pipeline lab's).
+// --schedule, --chunks: every built-in schedule of the pipeline lab (core/theory/schedule.h).
 void add_schedule_options(CLI::App* p, PlanArgs& a) {
-  const std::map<std::string, pipeline::ScheduleKind> schedules = {
-      {"gpipe", pipeline::ScheduleKind::gpipe},
-      {"1f1b", pipeline::ScheduleKind::one_f_one_b},
-      {"interleaved", pipeline::ScheduleKind::interleaved}};
-  p->add_option("--schedule", a.schedule, "Pipeline schedule: gpipe, 1f1b or interleaved (with --chunks v)")
-      ->transform(CLI::CheckedTransformer(schedules))
-      ->option_text("gpipe|1f1b|interleaved");
-  p->add_option("--chunks", a.chunks, "Model chunks per stage v (--schedule interleaved; layers a multiple of pp·v)")
+  std::vector<std::pair<std::string, pipeline::ScheduleKind>> schedules;
+  std::string names;
+  for (pipeline::ScheduleKind k : pipeline::builtin_schedules()) {
+    schedules.emplace_back(pipeline::schedule_name(k), k);
+    names += (names.empty() ? "" : "|") + std::string(pipeline::schedule_name(k));
+  }
+  p->add_option("--schedule", a.schedule,
+                "Pipeline schedule (interleaved and interleaved-zb with --chunks v; zb-v and dualpipev fold 2 "
+                "chunks per stage in a V)")
+      ->transform(named_choice(schedules))
+      ->option_text(names);
+  p->add_option("--chunks", a.chunks,
+                "Model chunks per stage v (--schedule interleaved or interleaved-zb; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))
       ->capture_default_str();
 }
@@ -382,8 +339,7 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
   p->add_option("--cp-algo", a.cp_algo,
                 "With --cp: ring (K/V hops overlapped with attention blocks), all-gather (Llama 3: K/V gathered, "
                 "dK/dV reduce-scattered) or ulysses (all-to-alls to whole heads; heads/tp divisible by cp)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, th::CpAlgo>(std::begin(th::kCpAlgoNames), std::end(th::kCpAlgoNames))))
+      ->transform(named_choice(th::kCpAlgoNames))
       ->option_text("ring|all-gather|ulysses")
       ->default_str(th::cp_algo_name(th::CpAlgo::ring));
   add_practice_options(p, a);

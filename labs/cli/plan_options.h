@@ -57,6 +57,8 @@ void require_cp_options_apply(const CLI::App& p, const PlanArgs& a);
 // option that cannot act on this layout (--sequence-parallel or --tp-comm without --tp > 1,
 // --dp-bucket-mb with --dp-comm exposed, --zero3-prefetch without --zero 3) is a UsageError.
 void resolve_practice(const CLI::App& p, PlanArgs& a);
+// --framework, --sequence-parallel, --attention, ... (plan_practice_options.cpp)
+void add_practice_options(CLI::App* p, PlanArgs& a);
 // Report::to_text ends with "result: OK, 0 checks passed": a plan or a simulation checks
 // nothing, so that line goes.
 std::string text_without_result(const Report& rep);

@@ -179,12 +179,12 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
   rep.title = "simulate · " + std::to_string(pl.cluster.gpus) + " GPUs (" + pl.cluster.name + ")";
   rep.value_title = "simulated";
   describe_simulation(rep, pl, w, r, trace_ranks);
-  const int P = w.pp, M = w.micro_batches;
   const std::string cal = "simulated, " + calibration_words();
   rep.add("sim.step", "step time", r.step_s, "s").predict(pl.time.total(), "plan's formula").source = cal;
-  const int v = w.chunks;
-  rep.add("sim.bubble", "pipeline bubble", 100 * r.pipeline_bubble, "%")
-      .predict(100 * pipeline::bubble_idle_share(P, M, v), v > 1 ? "(P−1)/(v·M+P−1)" : "(P−1)/(M+P−1)");
+  // (zb-h2 and zb-v's formula counts steps tiled back to back: the simulation's tiled share beside it)
+  rep.add("sim.bubble", pl.bubble_tiled ? "pipeline bubble (steps tiled)" : "pipeline bubble",
+          100 * (pl.bubble_tiled ? r.pipeline_bubble_tiled : r.pipeline_bubble), "%")
+      .predict(100 * pl.bubble, pl.bubble_formula);
   double compute = 0, tp = 0, pp = 0, dp = 0;
   for (const auto& s : r.stages)
     compute = std::max(compute, s.compute), tp = std::max(tp, s.tp), pp = std::max(pp, s.pp), dp = std::max(dp, s.dp);
@@ -207,12 +207,15 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
 }
 
 // What each traced GPU holds, from the plan: its model state, and one micro-batch's
-// activations per layer (the planner's activations divided back by the first stage's
-// layers and the micro-batches 1F1B keeps in flight there: theory::activations_in_flight).
+// activations per layer (the planner's activations divided back by the first stage's layers
+// per chunk and the chunks its schedule keeps in flight there: theory::activations_in_flight).
 sim::SimMemory sim_memory(const th::Plan& pl, const sim::Workload& w) {
   sim::SimMemory m;
   m.params = pl.memory.params, m.grads = pl.memory.grads, m.optimizer = pl.memory.optimizer;
-  const double in_flight = double(w.stage_layers.front()) * double(std::min(w.micro_batches, w.pp));
+  const int chunks_in_flight =
+      w.pp > 1 ? pipeline::max_in_flight(pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, w.chunks}), 0)
+               : std::min(w.micro_batches, w.pp);
+  const double in_flight = double(w.stage_layers.front()) / w.chunks * chunks_in_flight;
   m.activation_per_layer = in_flight > 0 ? pl.memory.activations / in_flight : 0;
   m.predicted_peak = pl.memory.total();
   m.predicted_text = "the planner's busiest GPU: model state " + format_value(pl.memory.model_state(), "B") +
@@ -340,8 +343,7 @@ Command add_simulate_command(CLI::App& app) {
   p->add_option("--compute", a->compute,
                 "How compute is timed: roofline (each GEMM from its shape on the GPU's peak and SMs, element-wise "
                 "kernels on its memory bandwidth) or flat (FLOPs / (peak · --efficiency))")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, sim::ComputeModel>(std::begin(sim::kComputeModelNames),
-                                                                                   std::end(sim::kComputeModelNames))))
+      ->transform(named_choice(sim::kComputeModelNames))
       ->option_text("roofline|flat")
       ->default_str(sim::compute_model_name(sim::ComputeModel::roofline));
   p->add_flag("--explain", a->explain,

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/util/units.h"
@@ -55,6 +57,29 @@ inline CLI::Validator size_range(std::uint64_t lo, std::uint64_t hi) {
         return "'" + text + "' is not " + range;
       },
       "SIZE in [" + format_size(lo) + ", " + format_size(hi) + "]");
+}
+
+// One of the named values of an enum option (--schedule zb-v, --framework fsdp): the name becomes
+// the value's number for CLI11 to read; any other text is refused listing the names in their order
+// (CLI11's CheckedTransformer prints its internal map, with an 8-bit enum's value as a raw byte).
+template <class Range>
+CLI::Validator named_choice(const Range& names) {
+  std::vector<std::pair<std::string, long long>> known;
+  std::string list;
+  for (const auto& [name, value] : names) {
+    known.emplace_back(name, static_cast<long long>(value));
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  }
+  return CLI::Validator(
+      [known, list](std::string& text) {
+        for (const auto& [name, value] : known)
+          if (text == name) {
+            text = std::to_string(value);
+            return std::string();
+          }
+        return "'" + text + "' is not one of " + list;
+      },
+      list);
 }
 
 // An option given as "" (--trace "", --save "", plan --model ""): never a silent "none" or

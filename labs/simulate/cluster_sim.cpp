@@ -12,87 +12,6 @@
 
 namespace dtl::sim {
 
-namespace {
-constexpr const char* kCommAlgoNames[] = {"ring", "tree", "hierarchical", "nccl"};  // in CommAlgo's order
-}  // namespace
-
-CommAlgo parse_comm_algo(std::string_view name) {
-  for (std::size_t i = 0; i < std::size(kCommAlgoNames); ++i)
-    if (name == kCommAlgoNames[i]) return CommAlgo(i);
-  throw UsageError("--algo is nccl, ring, tree or hierarchical, not '" + std::string(name) + "'");
-}
-
-const char* comm_algo_name(CommAlgo a) {
-  return std::size_t(a) < std::size(kCommAlgoNames) ? kCommAlgoNames[std::size_t(a)] : "?";
-}
-
-namespace {
-
-// Ring reduce-scatter or all-gather of a whole vector of `bytes`: (n−1)α + (n−1)/n·bytes/β.
-double ring_half(int n, double bytes, theory::Link l) {
-  return n < 2 ? 0 : (n - 1) * l.alpha_s + double(n - 1) / n * bytes / l.beta_Bps;
-}
-
-// Only when every node holds the same share of the group (size / per_node nodes of per_node
-// each); otherwise (a stride that does not divide the node) the group is treated as one ring.
-bool hierarchy_helps(const AxisRoute& r) {
-  return r.algo == CommAlgo::hierarchical && r.crosses_nodes() && r.per_node > 1 && r.size % r.per_node == 0;
-}
-
-}  // namespace
-
-double AxisRoute::all_reduce(double bytes) const {
-  if (size < 2) return 0;
-  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(CollectiveKind::all_reduce, bytes, fabric);
-  if (algo == CommAlgo::tree)
-    return call_overhead_s + theory::all_reduce_cost(AlgorithmKind::tree, size, bytes, slowest()).time_s;
-  if (!hierarchy_helps(*this)) return call_overhead_s + 2 * ring_half(size, bytes, slowest());
-  // Reduce-scatter in the node, all-reduce of one node's 1/k across nodes, all-gather in the node.
-  const int k = per_node, nodes = size / per_node;
-  return call_overhead_s + 2 * ring_half(k, bytes, intra) + 2 * ring_half(nodes, bytes / k, inter);
-}
-
-double AxisRoute::reduce_scatter(double bytes) const {
-  if (size < 2) return 0;
-  if (algo == CommAlgo::nccl) return call_overhead_s + theory::nccl_time(CollectiveKind::reduce_scatter, bytes, fabric);
-  if (!hierarchy_helps(*this)) return call_overhead_s + ring_half(size, bytes, slowest());
-  const int k = per_node, nodes = size / per_node;
-  return call_overhead_s + ring_half(k, bytes, intra) + ring_half(nodes, bytes / k, inter);
-}
-
-double AxisRoute::all_gather(double bytes) const {  // the same ring, reversed
-  if (size >= 2 && algo == CommAlgo::nccl)
-    return call_overhead_s + theory::nccl_time(CollectiveKind::all_gather, bytes, fabric);
-  return reduce_scatter(bytes);
-}
-
-std::string AxisRoute::describe(const char* axis, bool point_to_point) const {
-  std::string s = std::string(axis) + ": " + std::to_string(size) + " ranks, ";
-  if (size < 2) return s + "no communication";
-  if (!crosses_nodes())
-    s += "inside one node (NVLink)";
-  else if (per_node == 1)
-    s += "one per node (InfiniBand)";
-  else
-    s += (size % per_node ? "up to " : "") + std::to_string(per_node) + " per node over " +
-         std::to_string((size + per_node - 1) / per_node) + " nodes (NVLink + InfiniBand)";
-  if (point_to_point) return s + ", point-to-point between neighbouring stages";
-  if (algo == CommAlgo::nccl) return s + ", NCCL's tuning model (ring/tree/NVLS × LL/LL128/Simple, the fastest)";
-  const CommAlgo shown = algo == CommAlgo::hierarchical && !hierarchy_helps(*this) ? CommAlgo::ring : algo;
-  return s + ", " + comm_algo_name(shown) +
-         (shown == CommAlgo::hierarchical ? " (ring in node, ring across nodes)" : "");
-}
-
-AxisRoute route(int size, long stride, int gpus_per_node, theory::Link intra, theory::Link inter, CommAlgo algo) {
-  AxisRoute r;
-  r.size = size;
-  r.intra = intra;
-  r.inter = inter;
-  r.algo = algo;
-  r.per_node = theory::group_per_node(size, stride, gpus_per_node);
-  return r;
-}
-
 std::vector<int> split_layers(int layers, int stages) {
   std::vector<int> out(std::size_t(stages), layers / stages);
   for (int s = 0; s < layers % stages; ++s) ++out[std::size_t(s)];
@@ -131,6 +50,12 @@ double tp_call_seconds(const Workload& w, bool fwd) {
   return given >= 0 ? given : w.tp_route.all_reduce(w.tp_bytes);
 }
 
+// One layer's weight gradients (a zero-bubble schedule's W): measured or modelled, else FLOPs / rate.
+double weight_seconds(const Workload& w, int stage) {
+  if (!w.stage_layer_weight_s.empty()) return w.stage_layer_weight_s[std::size_t(stage)];
+  return w.layer_weight_flops / w.flops_per_s;
+}
+
 double layer_seconds(const Workload& w, int stage, Pass op) {
   const bool fwd = op == Pass::forward;
   return compute_seconds(w, stage, fwd) + (fwd ? w.tp_calls_forward : w.tp_calls_backward) * tp_call_seconds(w, fwd) +
@@ -162,6 +87,7 @@ pipeline::ActionTimes stage_times(const Workload& w, int stage) {
   t.forward = zero_before(w, stage) + floored(w, true, L * layer_seconds(w, stage, Pass::forward));
   t.backward = zero_before(w, stage) + floored(w, false, L * layer_seconds(w, stage, Pass::backward)) +
                zero_after_backward(w, stage);
+  t.weight = L * weight_seconds(w, stage);  // (only where the schedule splits B and W)
   t.p2p = w.pp_route.send(w.pp_bytes);
   return t;
 }
@@ -197,13 +123,13 @@ void add_beside(StageTimeline& tl, double begin, double seconds, std::string lab
 
 // ZeRO-0 all-reduces each bucket; ZeRO-1 (the distributed optimizer) reduce-scatters it, as
 // Megatron's overlap_grad_reduce does with --use-distributed-optimizer (step_model.h's gradient_buckets).
-void launch_buckets(const Workload& w, int stage, StageTimeline& tl, BucketStream& b, double begin) {
+void launch_buckets(const Workload& w, int stage, StageTimeline& tl, BucketStream& b, const pipeline::TimedAction& a) {
   const bool scatter = w.zero == 1;
   const auto seconds = [&](double bytes) {
     return scatter ? w.dp_route.reduce_scatter(bytes) : w.dp_route.all_reduce(bytes);
   };
-  const double layer = layer_seconds(w, stage, Pass::backward);
-  for (const theory::Bucket& k : theory::gradient_buckets(begin, layer, action_layers(w, stage),
+  const double layer = (a.end - a.begin) / action_layers(w, stage);  // beside the action's layers (step_model.h)
+  for (const theory::Bucket& k : theory::gradient_buckets(a.begin, layer, action_layers(w, stage),
                                                           action_dp_bytes(w, stage), w.dp_bucket_bytes, seconds)) {
     add_beside(tl, k.begin, k.end - k.begin,
                scatter ? "reduce_scatter gradients (bucket)" : "all_reduce gradients (bucket)", -1, k.bytes,
@@ -219,22 +145,64 @@ int first_layer_of(const Workload& w, int stage, int virtual_stage, int L) {
   return f;
 }
 
+// Where an action sits in the schedule: its virtual stage, whether its output (F) or input
+// gradient (B) leaves for another stage (a V's turn stays on the last stage), and whether its B
+// is the input gradient only (the stage's list also holds its W).
+struct ActionPlace {
+  int virtual_stage = 0, to_stage = -1;  // to_stage: where its output or input gradient goes (-1: nowhere)
+  bool sends = false, split = false;
+};
+
+ActionPlace place_of(const pipeline::Schedule& sch, const std::vector<std::vector<char>>& has_weight,
+                     const pipeline::TimedAction& a) {
+  const int vs = sch.virtual_stage(a.stage, a.action.chunk), V = sch.virtual_stages();
+  const bool fwd = a.action.op == Pass::forward, bwd = a.action.op == Pass::backward;
+  const int to = fwd ? vs + 1 : vs - 1;
+  ActionPlace p;
+  p.virtual_stage = vs;
+  p.to_stage = (fwd || bwd) && to >= 0 && to < V ? sch.stage_of(to) : -1;
+  p.sends = p.to_stage >= 0 && p.to_stage != a.stage;
+  p.split =
+      bwd &&
+      has_weight[std::size_t(a.stage)][std::size_t(a.action.micro_batch * sch.config.chunks + a.action.chunk)] != 0;
+  return p;
+}
+
+// A zero-bubble W, layer by layer in backward order: each layer's weight-gradient GEMMs. No
+// communication; with `buckets`, the chunk's gradients are final after it and its DP buckets go.
+void expand_weight_action(const Workload& w, int stage, const pipeline::TimedAction& a, int virtual_stage,
+                          StageTimeline& tl, BucketStream* buckets) {
+  const int m = a.action.micro_batch, L = action_layers(w, stage);
+  tl.spans.push_back(
+      {a.begin, a.end, SpanKind::action, pass_letter(Pass::weight), 0, m, 0, Role{.pass = Pass::weight}});
+  const int first_layer = first_layer_of(w, stage, virtual_stage, L);
+  double at = a.begin;
+  for (int i = 0; i < L; ++i)
+    add(tl, at, weight_seconds(w, stage), SpanKind::compute,
+        "layer " + std::to_string(first_layer + L - 1 - i) + " weight gradients", 0, m, 0,
+        Role{.pass = Pass::weight, .block = std::int16_t(first_layer + L - 1 - i)});
+  if (buckets) launch_buckets(w, stage, tl, *buckets, a);
+}
+
 // One F or B action, layer by layer, starting at `at`. `buckets`: this is the stage's last
 // backward and its DP reduction overlaps it (null otherwise). ZeRO-3 per layer: each layer waits
 // for its gather (step_model.h's zero3_layers), the gathers and reduce-scatters on the comm stream.
-void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a, StageTimeline& tl,
+void expand_action(const Workload& w, const ActionPlace& place, const pipeline::TimedAction& a, StageTimeline& tl,
                    BucketStream* buckets) {
+  const int stage = a.stage;
   const bool fwd = a.action.op == Pass::forward;
   const int m = a.action.micro_batch, L = action_layers(w, stage);
-  const int virtual_stage = a.action.chunk * w.pp + stage, last_virtual = w.pp * w.chunks - 1;
+  const int virtual_stage = place.virtual_stage;
   const Pass pass = fwd ? Pass::forward : Pass::backward;
   tl.spans.push_back({a.begin, a.end, SpanKind::action, pass_letter(pass), 0, m, 0, Role{.pass = pass}});
+  tl.spans.back().keeps_activations = place.split;
   const Role all_gather = library_collective_role(CollectiveKind::all_gather);
   double at = a.begin;
   const double ag = zero_before(w, stage);
   if (ag > 0)
     add(tl, at, ag, SpanKind::collective, "all_gather parameters", 'd', m, action_gather_bytes(w, stage), all_gather);
-  const double compute = compute_seconds(w, stage, fwd), tp = tp_call_seconds(w, fwd);
+  const double compute = compute_seconds(w, stage, fwd) - (place.split ? weight_seconds(w, stage) : 0),
+               tp = tp_call_seconds(w, fwd);
   const bool per_layer = zero3_per_layer(w);
   const theory::LayerOverlap z = per_layer ? zero3_overlap(w, stage, fwd) : theory::LayerOverlap{};
   const int first_layer = first_layer_of(w, stage, virtual_stage, L);
@@ -246,8 +214,12 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
                  "all_gather layer parameters", m, action_gather_bytes(w, stage) / L, CollectiveKind::all_gather);
       at = a.begin + z.compute_begin[k];
     }
-    add(tl, at, compute, SpanKind::compute, "layer " + std::to_string(layer) + (fwd ? " forward" : " backward"), 0, m,
-        0, Role{.pass = pass, .block = std::int16_t(layer)});
+    add(tl, at, compute, SpanKind::compute,
+        "layer " + std::to_string(layer) +
+            (fwd           ? " forward"
+             : place.split ? " input gradients"
+                           : " backward"),
+        0, m, 0, Role{.pass = pass, .block = std::int16_t(layer)});
     for (int c = 0; c < (fwd ? w.tp_calls_forward : w.tp_calls_backward) && w.tp > 1; ++c)
       add(tl, at, tp, SpanKind::collective, "all_reduce activations", 't', m, w.tp_bytes,
           library_collective_role(CollectiveKind::all_reduce));
@@ -262,18 +234,18 @@ void expand_action(const Workload& w, int stage, const pipeline::TimedAction& a,
       add_beside(tl, a.begin + z.scatter_begin[k], w.dp_route.reduce_scatter(action_dp_bytes(w, stage) / L),
                  "reduce_scatter layer gradients", m, action_dp_bytes(w, stage) / L, CollectiveKind::reduce_scatter);
   }
-  if (buckets) launch_buckets(w, stage, tl, *buckets, a.begin);
+  if (buckets) launch_buckets(w, stage, tl, *buckets, a);
   const double wait = (fwd ? 1 : 2) * w.action_floor_s - (at - a.begin - ag);  // --compute-us: the rest of the floor
   if (wait > 0) add(tl, at, wait, SpanKind::host, "paced (--compute-us)", 0, m, 0);
   const double rs = fwd ? 0 : zero_after_backward(w, stage);
   if (rs > 0)
     add(tl, at, rs, SpanKind::collective, "reduce_scatter gradients", 'd', m, action_dp_bytes(w, stage),
         library_collective_role(CollectiveKind::reduce_scatter));
-  const bool sends = fwd ? virtual_stage < last_virtual : virtual_stage > 0;
-  if (sends) {
+  if (place.sends) {
     double send_at = a.end;
     add(tl, send_at, w.pp_route.send(w.pp_bytes), SpanKind::send, fwd ? "send activation" : "send gradient", 'p', m,
         w.pp_bytes, Role{.pass = pass});
+    tl.spans.back().to_stage = place.to_stage;
   }
 }
 
@@ -316,12 +288,13 @@ void check(const Workload& w) {
     throw UsageError("the workload needs one layer count and one gradient size per stage");
   for (int L : w.stage_layers)
     if (L < 1) throw UsageError("every pipeline stage needs at least one layer");
-  if (w.chunks < 1 || (w.chunks > 1 && w.schedule != pipeline::ScheduleKind::interleaved))
-    throw UsageError("model chunks per stage (--chunks) apply to the interleaved schedule only");
+  if (w.chunks != pipeline::config_for(w.schedule, w.pp, w.micro_batches, w.chunks).chunks)
+    throw UsageError(std::string("model chunks per stage (--chunks ") + std::to_string(w.chunks) + ") apply to " +
+                     "the interleaved schedules; zb-v and dualpipev run 2, the others 1");
   for (int L : w.stage_layers)
     if (w.chunks > 1 && (L != w.stage_layers.front() || L % w.chunks != 0))
-      throw UsageError("the interleaved schedule needs the same layers on every stage, a multiple of the " +
-                       std::to_string(w.chunks) +
+      throw UsageError(std::string(pipeline::schedule_name(w.schedule)) +
+                       " needs the same layers on every stage, a multiple of the " + std::to_string(w.chunks) +
                        " chunks: layers a multiple of pp · chunks = " + std::to_string(w.pp * w.chunks));
   if (!(w.flops_per_s > 0)) throw UsageError("the compute rate must be above 0 FLOP/s");
   if (w.dp_bucket_bytes > 0 && w.zero >= 2)
@@ -345,20 +318,26 @@ SimResult simulate_step(const Workload& w) {
   SimResult r;
   r.stages.resize(std::size_t(w.pp));
   std::vector<double> last_end(std::size_t(w.pp), 0.0);
-  // The DP buckets overlap each chunk's last backward on each stage (one chunk but with the
-  // interleaved schedule): after it, that chunk's gradients are final.
-  std::vector<std::vector<const pipeline::TimedAction*>> last_backward(
-      std::size_t(w.pp), std::vector<const pipeline::TimedAction*>(std::size_t(w.chunks)));
-  for (const pipeline::TimedAction& a : pipe.actions) {
-    const pipeline::TimedAction*& last = last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
-    if (a.action.op == Pass::backward && (!last || a.end >= last->end)) last = &a;
+  // The DP buckets overlap the action after which each chunk's gradients are final on each
+  // stage (its last backward; a zero-bubble schedule's last W): step_model.h's buckets_end.
+  std::vector<std::vector<const pipeline::TimedAction*>> last_gradient;
+  std::vector<std::vector<char>> has_weight(std::size_t(w.pp));  // per stage, per (m, chunk): a W of its own
+  for (int s = 0; s < w.pp; ++s) {
+    last_gradient.push_back(pipeline::last_gradient_actions(pipe, s, w.chunks));
+    has_weight[std::size_t(s)].assign(std::size_t(w.micro_batches * w.chunks), 0);
+    for (const pipeline::Action& a : schedule.stages[std::size_t(s)])
+      if (a.op == Pass::weight) has_weight[std::size_t(s)][std::size_t(a.micro_batch * w.chunks + a.chunk)] = 1;
   }
   const bool overlap = w.dp_bucket_bytes > 0 && w.replicas() > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));
   for (const pipeline::TimedAction& a : pipe.actions) {
-    const bool last = &a == last_backward[std::size_t(a.stage)][std::size_t(a.action.chunk)];
+    const bool last = &a == last_gradient[std::size_t(a.stage)][std::size_t(a.action.chunk)];
     BucketStream* b = overlap && last ? &buckets[std::size_t(a.stage)] : nullptr;
-    expand_action(w, a.stage, a, r.stages[std::size_t(a.stage)], b);
+    const ActionPlace place = place_of(schedule, has_weight, a);
+    if (a.action.op == Pass::weight)
+      expand_weight_action(w, a.stage, a, place.virtual_stage, r.stages[std::size_t(a.stage)], b);
+    else
+      expand_action(w, place, a, r.stages[std::size_t(a.stage)], b);
     last_end[std::size_t(a.stage)] = std::max(last_end[std::size_t(a.stage)], a.end);
   }
   for (int s = 0; s < w.pp; ++s) {
@@ -366,6 +345,7 @@ SimResult simulate_step(const Workload& w) {
     r.step_s = std::max(r.step_s, r.stages[std::size_t(s)].end);
   }
   r.pipeline_bubble = pipe.bubble_fraction();
+  r.pipeline_bubble_tiled = pipe.bubble_tiled();
   r.tokens_per_s = r.step_s > 0 ? w.tokens_per_step / r.step_s : 0;
   const double peak = double(w.gpus()) * w.peak_flops_per_gpu;
   r.mfu = r.step_s > 0 && peak > 0 ? w.model_flops_per_step / (r.step_s * peak) : 0;

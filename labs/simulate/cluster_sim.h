@@ -5,10 +5,11 @@
 //               memory-bound kernels from their shapes (core/theory/kernel_time.h), or
 //               FLOPs / (peak · efficiency) with --compute flat
 //   TP          the all-reduces inside each layer (Megatron's f and g), blocking, on the TP link
-//   PP          the pipeline schedule's F/B order (core/theory/schedule.h, 1F1B by default;
+//   PP          the pipeline schedule's F/B/W order (core/theory/schedule.h, 1F1B by default;
 //               interleaved: v chunks per stage, each action one chunk's L/v layers, virtual
-//               stage c·P + s holding layers from (c·P + s)·L/(P·v) on), timed by the pipeline
-//               simulator; a message between (virtual) stages costs α + bytes/β
+//               stage c·P + s holding layers from (c·P + s)·L/(P·v) on; zb-v and dualpipev: 2
+//               chunks in a V; a zero-bubble W: the layers' weight-gradient GEMMs, taken out of
+//               their B), timed by the pipeline simulator; a message between stages costs α + bytes/β
 //   DP          the gradients at the end of the step (or, with dp_bucket_bytes, bucket by bucket
 //               during the last backward, on the comm stream): ZeRO-0's all-reduce; ZeRO-1's
 //               reduce-scatter, the step on this rank's 1/dp, then an all-gather of the updated
@@ -109,6 +110,10 @@ struct Workload {
   // Per stage, seconds per layer call: from the shapes (workload.h's roofline) or measured
   // (the calibration on thread ranks, labs/cli/simulate_calibrate.cpp); empty: FLOPs / rate.
   std::vector<double> stage_layer_forward_s, stage_layer_backward_s;
+  // Of a layer's backward, its weight gradients (a zero-bubble schedule's W): per stage seconds
+  // (empty: layer_weight_flops / rate)
+  std::vector<double> stage_layer_weight_s;
+  double layer_weight_flops = 0;
   // Per stage, once per step after its gradient reduction: the optimizer step (a cluster,
   // workload.cpp) or the measured optimizer and host work (the calibration); empty: none.
   std::vector<double> stage_host_s;
@@ -139,6 +144,8 @@ struct Span {
   double bytes = 0;
   Role role;                    // what it is, for the trace (core/trace/vocab.h): F/B, a send's direction, a collective
   bool on_comm_stream = false;  // runs beside compute (an overlapped DP bucket), not after it
+  int to_stage = -1;            // a send: the stage it goes to (a V schedule's second chunk sends backwards)
+  bool keeps_activations = false;  // a B of the input gradient only: the activations stay for its W
 };
 
 struct StageTimeline {
@@ -152,7 +159,8 @@ struct StageTimeline {
 struct SimResult {
   std::vector<StageTimeline> stages;  // the distinct timelines: one per stage
   double step_s = 0;
-  double pipeline_bubble = 0;  // idle share of the pipeline part (pipeline::Simulation)
+  double pipeline_bubble = 0;        // idle share of the pipeline part (pipeline::Simulation)
+  double pipeline_bubble_tiled = 0;  // the same with steps tiled back to back (Simulation::bubble_tiled)
   double tokens_per_s = 0, mfu = 0;
   double elapsed_s = 0;  // how long the simulation itself took
 };

@@ -106,12 +106,13 @@ void record_memory(Trace& t, int index, EventKind kind, MemTag tag, double bytes
       Event{.begin_ns = at, .end_ns = at, .bytes = std::uint64_t(bytes), .rank = index, .tag = int(tag), .kind = kind});
 }
 
-// A micro-batch's activations on this stage: held from its F's end to its B's end.
+// A micro-batch-chunk's activations on this stage: held from its F's end to the end of its B, or of
+// its W where the schedule splits them (the weight gradients need the layers' inputs).
 void record_activations(Trace& t, int index, const Span& s, std::int64_t offset, double bytes) {
   if (s.kind != SpanKind::action || s.micro_batch < 0) return;
   if (s.role.pass == Pass::forward)
     record_memory(t, index, EventKind::alloc, MemTag::activation, bytes, offset + ns(s.end));
-  if (s.role.pass == Pass::backward)
+  if (s.role.pass == Pass::weight || (s.role.pass == Pass::backward && !s.keeps_activations))
     record_memory(t, index, EventKind::free, MemTag::activation, bytes, offset + ns(s.end));
 }
 
@@ -169,15 +170,16 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
     for (const auto& [tag, bytes] :
          {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
       record_memory(trace, int(i), EventKind::alloc, tag, bytes, 0);
-    const double activation = memory.activation_per_layer * double(w.stage_layers[std::size_t(c.pp)]);
+    const double activation =  // one action's: a chunk of the stage's layers
+        memory.activation_per_layer * double(w.stage_layers[std::size_t(c.pp)]) / w.chunks;
     for (int step = 0; step < steps; ++step) {
       const std::int64_t offset = ns(r.step_s * step);
       record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
       for (std::size_t k = 0; k < tl.spans.size(); ++k) {
         const Span& s = tl.spans[k];
         int peer = -1;
-        if (s.kind == SpanKind::send) {  // activations go to the next stage, gradients to the one before
-          const int to = ranks[i] + (s.role.pass == Pass::forward ? 1 : -1) * w.dp * w.cp * w.tp;
+        if (s.kind == SpanKind::send) {  // to the stage of the next (activations) or previous (gradients) chunk
+          const int to = ranks[i] + (s.to_stage - c.pp) * w.dp * w.cp * w.tp;
           if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
         }
         record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k],

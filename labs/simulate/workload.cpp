@@ -28,6 +28,7 @@ namespace {
 void copy_step_components(const theory::StepComponents& k, Workload& w) {
   w.stage_layer_forward_s = k.layer_forward_s;
   w.stage_layer_backward_s = k.layer_backward_s;
+  w.stage_layer_weight_s = k.layer_weight_s;
   w.cp_forward_exposed_s = k.cp_forward_s, w.cp_backward_exposed_s = k.cp_backward_s;
   w.cp_forward_bytes = k.cp_forward_bytes, w.cp_backward_bytes = k.cp_backward_bytes;
 }
@@ -83,6 +84,8 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   const double forward_per_token = p.model_flops_per_token / 3;
   w.layer_forward_flops = forward_per_token / m.layers * tokens_mb / cfg.tp;
   w.layer_backward_flops = (p.hardware_flops_per_token - forward_per_token) / m.layers * tokens_mb / cfg.tp;
+  // W: the weight gradients, as many FLOPs as the linear layers' forward (2 per parameter and token)
+  w.layer_weight_flops = (forward_per_token - 4.0 * m.layers * m.hidden * m.seq) / m.layers * tokens_mb / cfg.tp;
   w.tp_calls_forward = 2;
   w.tp_calls_backward = cfg.recompute == theory::Recompute::full ? 4 : 2;
   const double sbh = tokens_mb * m.hidden;
@@ -131,6 +134,7 @@ Workload workload_from_grid(const GridShapeSpec& g, theory::Link link, const Gri
   const double h = g.hidden, R = double(rows_total) / (g.dp * g.micro_batches);
   w.layer_forward_flops = 2 * 8 * h * h * R / g.tp;
   w.layer_backward_flops = 2 * w.layer_forward_flops;
+  w.layer_weight_flops = w.layer_forward_flops;  // (the MLP's weight gradients: its forward's FLOPs)
   w.tp_calls_forward = w.tp_calls_backward = 1;
   w.tp_bytes = R * h * kBytes32;
   w.pp_bytes = R * h * kBytes32;

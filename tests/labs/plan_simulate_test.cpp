@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/theory/kernel_time.h"
 #include "core/theory/plan.h"
 #include "core/theory/step_model.h"
 #include "labs/simulate/workload.h"
@@ -169,6 +170,66 @@ TEST(PlanSimulate, ScheduleOptionsThatCannotApplyAreRefused) {
   EXPECT_THROW(th::plan(m, c, with(4, 30, ScheduleKind::interleaved, 2)), dtl::UsageError);  // M not a multiple of pp
   EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::interleaved, 5)), dtl::UsageError);  // 96 layers, pp·v 20
   EXPECT_THROW(th::plan(m, c, with(1, 32, ScheduleKind::gpipe, 1)), dtl::UsageError);        // no pipeline to order
-  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::zb_h1, 1)), dtl::UsageError);        // the lab's schedule
+  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::zb_h1, 2)), dtl::UsageError);        // one chunk per stage
+  EXPECT_THROW(th::plan(m, c, with(4, 6, ScheduleKind::dualpipe_v, 2)), dtl::UsageError);    // M < 2·pp
+  EXPECT_THROW(th::plan(m, c, with(4, 32, ScheduleKind::csv, 1)), dtl::UsageError);          // the lab's file
+  th::ParallelConfig zero2 = with(4, 32, ScheduleKind::zb_h1, 1);
+  zero2.zero = 2, zero2.dp = 2, c.gpus = 64;  // W after B: the gradients reduced once per step only
+  EXPECT_THROW(th::plan(m, c, zero2), dtl::UsageError);
+  c.gpus = 32;
   EXPECT_NO_THROW(th::plan(m, c, with(4, 32, ScheduleKind::interleaved, 4)));
+  EXPECT_NO_THROW(th::plan(m, c, with(4, 32, ScheduleKind::zb_v, 2)));
+}
+
+// The zero-bubble and V schedules (issue 48) in the planner and the simulator: W is the layers'
+// weight-gradient GEMMs taken out of B (kernel_time.h), the DP buckets wait for each chunk's last W.
+// Both commands give the same step; ZB-H1 is shorter than 1F1B (Qi et al.: bubble (p−1)(F+B−2W)
+// against (p−1)(F+B)); and each schedule's activations on stage 0 are its published bound
+// (schedule_formulas.cpp) times the layers of a chunk, against 1F1B's min(M, p) stages' worth.
+TEST(PlanSimulate, ZeroBubbleAndVSchedulesMatchToo) {
+  using dtl::pipeline::ScheduleKind;
+  struct Case {
+    ScheduleKind schedule;
+    int chunks, zero, in_flight;  // in_flight: stage 0's published chunks in flight at P 4, M 32
+  };
+  const Case cases[] = {{ScheduleKind::one_f_one_b, 1, 1, 4},     {ScheduleKind::zb_h1, 1, 1, 4},
+                        {ScheduleKind::zb_h2, 1, 0, 7},           {ScheduleKind::zb_v, 2, 1, 8},
+                        {ScheduleKind::interleaved_zb, 2, 1, 11}, {ScheduleKind::dualpipe_v, 2, 0, 9}};
+  const th::ModelSpec m = th::model_preset("175b");  // 96 layers over pp 4: 24 per stage, 12 per chunk
+  double worst = 0, one_f_one_b = 0, one_f_one_b_activations = 0;
+  for (const Case& k : cases) {
+    th::ClusterSpec c = th::cluster_preset("a100-80gb");
+    th::ParallelConfig p{8, 8, 4, k.zero, 1, 32, th::Recompute::selective};
+    p.schedule = k.schedule, p.chunks = k.chunks;
+    c.gpus = p.dp * p.tp * p.pp;
+    const th::Plan pl = th::plan(m, c, p);
+    const double planned = pl.time.total(), simulated = simulated_step(pl);
+    std::printf("%-14s ZeRO-%d: plan %.6f s, simulate %.6f s, bubble %.4f (%s)\n",
+                dtl::pipeline::schedule_name(k.schedule), k.zero, planned, simulated, pl.bubble, pl.bubble_formula);
+    worst = std::max(worst, std::abs(planned / simulated - 1));
+    EXPECT_LT(std::abs(planned / simulated - 1), 1e-9) << dtl::pipeline::schedule_name(k.schedule);
+    if (k.schedule == ScheduleKind::one_f_one_b) {
+      one_f_one_b = planned, one_f_one_b_activations = pl.memory.activations;
+      continue;
+    }
+    const double layers_per_chunk = 24.0 / k.chunks, per_layer = one_f_one_b_activations / (24.0 * 4);
+    EXPECT_NEAR(pl.memory.activations, per_layer * layers_per_chunk * k.in_flight, 1e-9 * pl.memory.activations)
+        << dtl::pipeline::schedule_name(k.schedule);
+    if (k.schedule == ScheduleKind::zb_h1) { EXPECT_LT(planned, one_f_one_b) << "ZB-H1 must shorten 1F1B's bubble"; }
+  }
+  std::printf("largest relative difference %.3g\n", worst);
+}
+
+// W is the weight-gradient half of the linear layers' backward GEMMs: as many FLOPs as the input
+// gradients', so between a third and two thirds of their time on any shape the kernels model.
+TEST(PlanSimulate, WeightGradientsAreAboutHalfTheLinearBackward) {
+  for (const char* model : {"7b", "175b", "llama3-8b"}) {
+    th::ParallelConfig p{1, 8, 1, 0, 1, 1};
+    const th::LayerTime l = th::transformer_layer_time(th::cluster_preset("h100-80gb"), th::model_preset(model), p);
+    const double share = l.weight_gradient_s / l.linear_backward_s;
+    std::printf("%-10s W %.3f ms of the linear backward's %.3f ms (%.3f)\n", model, 1e3 * l.weight_gradient_s,
+                1e3 * l.linear_backward_s, share);
+    EXPECT_GT(share, 1.0 / 3) << model;
+    EXPECT_LT(share, 2.0 / 3) << model;
+  }
 }
