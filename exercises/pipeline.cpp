@@ -15,6 +15,10 @@ std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int sta
   return reference_until_written("one_f_one_b", ref::one_f_one_b, stages, micro_batches, stage);
 }
 
+std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>& actions, int lag) {
+  return reference_until_written("split_backward", ref::split_backward, actions, lag);
+}
+
 void run_stage(const std::vector<pipeline::Action>& actions, const StageOps& ops, std::vector<Request>& sends) {
   return reference_until_written("run_stage", ref::run_stage, actions, ops, sends);
 }

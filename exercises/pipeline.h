@@ -20,6 +20,17 @@ namespace dtl::ex {
 // whenever one can run by then, so that in its steady state it alternates one F and one B.
 std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int stage);
 
+// The W split of the zero-bubble schedules (Qi et al. 2023 "Zero Bubble Pipeline Parallelism",
+// ZB-H1). In: one stage's actions (F and B, any schedule's: 1F1B's, interleaved's) and a `lag`
+// (the lab passes the stage's index). Out: the same list with each backward split in two — the B
+// stays where it is and computes only the input gradient the stage before waits for, and a W of
+// the same micro-batch and chunk (the weight gradients, which nobody waits for) comes later:
+// after each B, as long as more than `lag` W's are waiting, the oldest waiting W runs next; the
+// W's still waiting at the end follow the last action, oldest first. F's and B's keep their order.
+// Deferring W keeps the activations it needs longer (stage s holds s more micro-batches: P on
+// every stage of ZB-H1) and lets the W's fill the cool-down's bubble.
+std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>& actions, int lag);
+
 // What the lab does for the stage loop below, for micro-batch m of this stage's chunk c.
 // The receives and sends are posted (non-blocking) and return their Request; the lab keeps
 // every buffer alive until the step ends.

@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 2> kPipelineHints = {
+constexpr std::array<ExerciseHints, 3> kPipelineHints = {
     {{"one_f_one_b",
       {"GPipe runs every forward before any backward, so a stage holds the activations of all M micro-batches. "
        "1F1B starts each micro-batch's backward as early as the pipeline allows: after a short warm-up a stage "
@@ -36,7 +36,21 @@ constexpr std::array<ExerciseHints, 2> kPipelineHints = {
        "Outline: one loop over the actions, a branch per op. Each receive is posted and waited right before the "
        "compute that needs it, each send is posted right after the compute that produced it and its request is "
        "appended, never waited. The lab waits for the sends after the step. The grader runs 1F1B, GPipe and "
-       "interleaved schedules on 4 thread ranks with a watchdog and checks the data that arrives."}}}};
+       "interleaved schedules on 4 thread ranks with a watchdog and checks the data that arrives."}},
+     {"split_backward",
+      {"A backward computes two things: the gradient of the layer's input, which the stage before is waiting for, "
+       "and the gradients of its weights, which nobody waits for until the optimizer step. Zero-bubble schedules "
+       "run the first at once (B) and defer the second (W) to fill the time a stage would otherwise sit idle. The "
+       "price is memory: W still needs the layer's saved inputs, so they are freed only after W.",
+       "Copy the actions in order. After copying a B of micro-batch m and chunk c, remember a W of the same m and c "
+       "in a queue. Then, while the queue holds more than lag W's, move the oldest one into the output. After the "
+       "last action, move every W still in the queue, oldest first. F's and B's never move, and a W always comes "
+       "after its own B.",
+       "Outline: an output list and a first-in first-out queue of W actions. One loop over the input: push the "
+       "action, and if it was a backward, enqueue its W and drain the queue down to lag entries. After the loop, "
+       "drain the queue completely. With lag 0 every W follows its B at once, with lag s stage s holds s more "
+       "micro-batches. The grader compares with hand-written ZB-H1 lists for 4 stages and 8 micro-batches, and "
+       "checks the rules on interleaved and GPipe lists."}}}};
 
 }  // namespace
 

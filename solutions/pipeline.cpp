@@ -2,6 +2,7 @@
 #include "exercises/pipeline.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace dtl::ex {
 
@@ -17,6 +18,23 @@ std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int sta
   }
   while (next_backward < micro_batches) actions.push_back({Pass::backward, next_backward++, 0});  // cool-down
   return actions;
+}
+
+std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>& actions, int lag) {
+  std::vector<pipeline::Action> split;
+  std::deque<pipeline::Action> waiting;  // the W's of B's already placed, oldest first
+  for (const pipeline::Action& a : actions) {
+    split.push_back(a);
+    if (a.op != Pass::backward) continue;
+    waiting.push_back({Pass::weight, a.micro_batch, a.chunk});
+    // Only `lag` W's may wait: the oldest runs now (its activations are freed after it).
+    while (int(waiting.size()) > lag) {
+      split.push_back(waiting.front());
+      waiting.pop_front();
+    }
+  }
+  split.insert(split.end(), waiting.begin(), waiting.end());  // the rest fill the cool-down
+  return split;
 }
 
 namespace {

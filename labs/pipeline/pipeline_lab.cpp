@@ -35,22 +35,6 @@ namespace {
 
 using pipeline::ScheduleKind;
 
-std::vector<ScheduleKind> kinds_of(const PipelineSettings& s) {
-  if (s.csv) return {ScheduleKind::csv};
-  switch (s.schedule) {
-    case ScheduleChoice::gpipe: return {ScheduleKind::gpipe};
-    case ScheduleChoice::one_f_one_b: return {ScheduleKind::one_f_one_b};
-    case ScheduleChoice::interleaved: return {ScheduleKind::interleaved};
-    case ScheduleChoice::zb_h1: return {ScheduleKind::zb_h1};
-    case ScheduleChoice::zb_h2: return {ScheduleKind::zb_h2};
-    case ScheduleChoice::zb_v: return {ScheduleKind::zb_v};
-    case ScheduleChoice::interleaved_zb: return {ScheduleKind::interleaved_zb};
-    case ScheduleChoice::dualpipe_v: return {ScheduleKind::dualpipe_v};
-    case ScheduleChoice::all: break;
-  }
-  return pipeline::builtin_schedules();
-}
-
 bool any_of_kinds(const std::vector<ScheduleKind>& kinds, std::initializer_list<ScheduleKind> these) {
   for (ScheduleKind k : kinds)
     if (std::find(these.begin(), these.end(), k) != these.end()) return true;
@@ -111,20 +95,6 @@ PipelineSettings settings_of(const LabConfig& cfg, int P) {
   if (s.emulated() && (s.checkpoint_every > 0 || !s.resume.empty()))
     throw UsageError("--compute-us emulates the compute, so no weights change to save or resume: drop one of them");
   return s;
-}
-
-pipeline::Schedule schedule_of(ScheduleKind k, const PipelineSettings& s, int P) {
-  if (k == ScheduleKind::csv) return s.csv->schedule;  // read and checked by the settings
-  if (k != ScheduleKind::one_f_one_b) {
-    pipeline::Schedule sched = pipeline::make_schedule(k, pipeline::config_for(k, P, s.micro_batches, s.chunks));
-    pipeline::check_schedule(sched);  // every schedule checked before it runs
-    return sched;
-  }
-  pipeline::validate(k, {P, s.micro_batches, 1});
-  pipeline::Schedule sched{k, {P, s.micro_batches, 1}, {}};
-  for (int stage = 0; stage < P; ++stage)
-    sched.stages.push_back(ex::one_f_one_b(P, s.micro_batches, stage));  // exercise 18
-  return sched;
 }
 
 // Rank 0 trains the whole model alone on the global batch, on its device: what every
@@ -366,7 +336,7 @@ LabInfo pipeline_lab_info() {
       "bubbles and activation memory vs formulas",
       {RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       pipeline_option_table().specs(),
-      {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}},
+      {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}, {"split_backward", "SplitBackward", 10}},
       run_pipeline_lab,
       nullptr,
       StepUnit::transfers,  // stages talk point to point: faults count their sends

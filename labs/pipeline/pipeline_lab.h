@@ -76,6 +76,12 @@ Report run_pipeline_lab(Comm& comm, const LabConfig& cfg);
 inline constexpr ViewKind kPipelineView{"pipeline"};
 LabInfo pipeline_lab_info();
 
+// The schedule kinds --schedule names (all of them for `all`), and one kind's lists for P stages
+// (pipeline_schedules.cpp): 1F1B from the learner's one_f_one_b, ZB-H1 and interleaved-zb split by
+// the learner's split_backward, the others core/theory's; each checked before it runs.
+std::vector<pipeline::ScheduleKind> kinds_of(const PipelineSettings& s);
+pipeline::Schedule schedule_of(pipeline::ScheduleKind k, const PipelineSettings& s, int P);
+
 // labs/pipeline/pipeline_csv.cpp: --schedule-csv read and checked into s.csv (UsageError naming
 // the row, the cell and the rule; P and M from the file), and --export-csv written.
 void read_schedule_csv(const LabConfig& cfg, PipelineSettings& s, int P);

@@ -33,6 +33,14 @@ elseif(MUTANT STREQUAL "one_f_one_b_all_forwards_first")
   # own in-flight count as its prediction and passed it).
   set(anchor "  const int warmup = std::min(stages - stage - 1, micro_batches);\n")
   set(mutation "  const int warmup = micro_batches;  // every forward first\n")
+elseif(MUTANT STREQUAL "split_backward_never_defers")
+  # split_backward runs every W right after its B, whatever the lag: a valid schedule that trains
+  # to the same weights, but ZB-H1's deferred W's (and their memory: P in flight on every stage)
+  # are gone, and the cool-down's bubble with them.
+  set(anchor "    while (int(waiting.size()) > lag) {\n")
+  set(mutation "    while (!waiting.empty()) {\n")
+  set(anchor2 "split_backward(const std::vector<pipeline::Action>& actions, int lag) {\n")
+  set(mutation2 "split_backward(const std::vector<pipeline::Action>& actions, int /*lag*/) {\n")
 elseif(MUTANT STREQUAL "merge_nan_for_two_empty_sides")
   # online_softmax_merge rescales both sides without asking whether either has seen a key:
   # exp(−∞ − −∞) is NaN when neither has (issue 50: the lab's runs never merge two empty sides).

@@ -1,7 +1,8 @@
 // Graded tests of the pipeline exercises (exercises/pipeline.h): the 1F1B order against
 // tables written by hand and its in-flight bound; the stage loop run on 4 thread ranks
 // under hand-written GPipe and 1F1B orders, with a watchdog (a loop that waits on its
-// sends deadlocks there) and the data that arrives checked at every stage.
+// sends deadlocks there) and the data that arrives checked at every stage; the W split against
+// ZB-H1 lists written by hand and its rules on other lists.
 #include <sstream>
 
 #include "exercises/pipeline.h"
@@ -169,4 +170,99 @@ TEST(RunStage, WeightActionsOnlyCompute) {
   run_loop(
       2, 3, [](int s) { return parse(s == 0 ? "F0 F1 B0 W0 F2 B1 W1 B2 W2" : "F0 B0 W0 F1 B1 W1 F2 B2 W2"); },
       "zero-bubble order (P=2, M=3)");
+}
+
+namespace {
+
+// ZB-H1 for P = 4, M = 8, written by hand from kOneFOneB48: stage s lets s W's wait, each W
+// of the oldest waiting B, the rest after the last action (Qi et al. 2023, ZB-H1).
+const char* kZbH1From1F1B48[] = {
+    "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7",
+    "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7",
+    "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7",
+    "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7",
+};
+
+std::string split_case(const std::string& list, int lag) {
+  return "split_backward(" + list + ", lag " + std::to_string(lag) + ")";
+}
+
+// The rules of the W split on any list without W's, or the first one broken ("" if none): the
+// F's and B's unchanged and in order; one W per B, after it, the W's in the order of their B's;
+// a W only right after a B or another W (or in the tail after the last F or B), and after each
+// B and the W's behind it exactly min(lag, B's so far) W's waiting.
+std::string broken_rule(const std::vector<Action>& in, const std::vector<Action>& out, int lag) {
+  std::vector<Action> kept, weights, backwards;
+  for (const Action& a : out) (a.op == Pass::weight ? weights : kept).push_back(a);
+  if (kept != in) return "the F's and B's are not the input's, in its order";
+  for (const Action& a : in)
+    if (a.op == Pass::backward) backwards.push_back(a);
+  if (weights.size() != backwards.size()) return "not one W per B";
+  int placed_b = 0, placed_w = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const Action& a = out[i];
+    if (a.op == Pass::weight) {
+      const Action& b = backwards[std::size_t(placed_w)];
+      if (placed_w >= placed_b || a.micro_batch != b.micro_batch || a.chunk != b.chunk)
+        return "W #" + std::to_string(placed_w) + " is not the W of the oldest B still waiting";
+      ++placed_w;
+      if (i > 0 && out[i - 1].op == Pass::forward) return "a W right after an F";
+      continue;
+    }
+    if (i > 0 && out[i - 1].op != Pass::forward && placed_b > 0 && placed_b - placed_w != std::min(lag, placed_b))
+      return "before action #" + std::to_string(i) + ", " + std::to_string(placed_b - placed_w) +
+             " W's wait; the rule leaves min(lag, B's so far) = " + std::to_string(std::min(lag, placed_b));
+    if (a.op == Pass::backward) ++placed_b;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(SplitBackward, MatchesHandWrittenZbH1ForFourStagesAndEightMicroBatches) {
+  for (int s = 0; s < 4; ++s) {
+    const std::string got = text(ex::split_backward(parse(kOneFOneB48[s]), s));
+    DTL_GRADE_EXPECT(got == kZbH1From1F1B48[s]) << split_case("1F1B of stage " + std::to_string(s), s) << " is\n  "
+                                                << got << "\nexpected\n  " << kZbH1From1F1B48[s];
+  }
+}
+
+TEST(SplitBackward, LagZeroPutsEachWRightAfterItsBAndNoBackwardLeavesTheListAlone) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"F0 F1 B0 B1", "F0 F1 B0 W0 B1 W1"}, {"F0 F1 F2", "F0 F1 F2"}, {"", ""}};
+  for (const auto& [in, expected] : cases) {
+    const std::string got = text(ex::split_backward(parse(in), 0));
+    DTL_GRADE_EXPECT(got == expected) << split_case(std::string("\"") + in + "\"", 0) << " is \"" << got
+                                      << "\", expected \"" << expected << "\"";
+  }
+}
+
+TEST(SplitBackward, KeepsTheRulesOnInterleavedGpipeAnd1F1BListsAtEveryLag) {
+  std::vector<std::pair<std::string, std::vector<Action>>> lists;
+  for (int s = 0; s < 4; ++s) lists.push_back({"1F1B stage " + std::to_string(s), parse(kOneFOneB48[s])});
+  lists.push_back({"GPipe", parse("F0 F1 F2 F3 F4 F5 B0 B1 B2 B3 B4 B5")});
+  // Interleaved (2 chunks, P 2, M 4, stage 0): the W's keep their B's chunk.
+  lists.push_back({"interleaved with chunks",
+                   {{Pass::forward, 0, 0},
+                    {Pass::forward, 1, 0},
+                    {Pass::forward, 0, 1},
+                    {Pass::forward, 1, 1},
+                    {Pass::forward, 2, 0},
+                    {Pass::backward, 0, 1},
+                    {Pass::forward, 3, 0},
+                    {Pass::backward, 1, 1},
+                    {Pass::forward, 2, 1},
+                    {Pass::backward, 0, 0},
+                    {Pass::forward, 3, 1},
+                    {Pass::backward, 1, 0},
+                    {Pass::backward, 2, 1},
+                    {Pass::backward, 3, 1},
+                    {Pass::backward, 2, 0},
+                    {Pass::backward, 3, 0}}});
+  for (const auto& [name, list] : lists)
+    for (int lag = 0; lag <= 5; ++lag) {
+      const std::vector<Action> out = ex::split_backward(list, lag);
+      const std::string problem = broken_rule(list, out, lag);
+      DTL_GRADE_EXPECT(problem.empty()) << split_case(name, lag) << " = " << text(out) << ": " << problem;
+    }
 }
