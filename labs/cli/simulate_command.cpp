@@ -21,6 +21,7 @@
 #include "labs/cli/commands.h"
 #include "labs/cli/plan_options.h"
 #include "labs/cli/simulate_calibrate.h"
+#include "labs/cli/simulate_checkpoint.h"
 #include "labs/cli/simulate_explain.h"
 #include "labs/cli/validators.h"
 #include "labs/report.h"
@@ -43,6 +44,7 @@ struct SimulateArgs {
   std::string versus;  // --explain's second layout
   CalibrationOptions calibration;
   std::string calibrate_compute_from = "unlinked-run";
+  SimCheckpointArgs checkpoints;
 };
 
 std::string calibration_words() {
@@ -267,6 +269,7 @@ int run_simulate(const SimulateArgs& a) {
     return 0;
   }
   Report rep = simulate_report(pl, w, r, a.trace.empty() ? 0 : int(ranks.size()), a.compute);
+  add_sim_checkpoint_rows(rep, pl, r.step_s, a.checkpoints);
   if (!a.trace.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::string> meta = {{"links", nlohmann::json{{"tp", w.tp_route.describe("tp")},
@@ -278,7 +281,7 @@ int run_simulate(const SimulateArgs& a) {
                                                {"calibration", calibration_words()},
                                                {"report", rep.to_json().dump()}};
     meta[meta_key_name(MetaKey::gpus_per_node)] = std::to_string(c.gpus_per_node);
-    sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl, w), a.trace, meta);
+    sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl, w), a.trace, meta, sim_checkpoints(pl, a.checkpoints));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rep.notes.push_back("trace: " + a.trace + " (+ .dtlt), " + std::to_string(ranks.size()) + " ranks × " +
                         std::to_string(a.steps) + " steps, written in " + std::to_string(s).substr(0, 5) + " s");
@@ -318,10 +321,10 @@ void require_simulate_options_apply(const CLI::App& p, bool writes_trace, sim::C
     for (const char* flag : {"--steps", "--ranks-in-trace"})
       if (p.count(flag)) throw UsageError(std::string(flag) + " shapes the simulated trace: add --trace FILE");
   for (const char* flag : {"--gpu-memory", "--convention"})
-    if (p.count(flag))
+    if (p.count(flag) && !(std::string(flag) == "--convention" && p.count("--checkpoint-every")))
       throw UsageError(std::string(flag) +
-                       " sizes the memory plan, which the simulator does not use (it times a step): "
-                       "use it with dtlab plan");
+                       " sizes the memory plan, which the simulator does not use (it times a step; "
+                       "--convention sizes --checkpoint-every's checkpoints): use it with dtlab plan");
 }
 
 }  // namespace
@@ -368,10 +371,12 @@ Command add_simulate_command(CLI::App& app) {
                 "With --calibrate: calibrations per shape (median and range)")
       ->check(whole_range(1, 100))
       ->capture_default_str();
+  add_sim_checkpoint_options(p, a->checkpoints);
   p->add_flag("--json", a->plan.json, "Print the report as JSON");
   return [a, p] {
     check_calibrate_options(p, a->calibrate);
     require_simulate_options_apply(*p, !a->trace.empty(), a->compute);
+    require_sim_checkpoint_options_apply(*p, a->checkpoints);
     require_cp_options_apply(*p, a->plan);
     if (!a->calibrate) resolve_practice(*p, a->plan);
     return run_simulate(*a);

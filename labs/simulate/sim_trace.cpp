@@ -148,16 +148,55 @@ void record_span(Trace& t, int index, const Coord& c, const Span& s, std::int64_
   }
 }
 
+// One traced rank's steps: its stage's spans once per step, each step after the one before and
+// the checkpoint save that follows every `checkpoints.every`-th step.
+struct RankSteps {
+  const Workload& w;
+  const SimResult& r;
+  const std::map<int, int>& index_of;
+  std::uint16_t step_label, save_label;
+  const std::vector<std::uint16_t>* span_labels;  // the stage's spans' label ids
+};
+
+void record_rank_steps(Trace& trace, const RankSteps& k, int rank, int index, int steps, double activation,
+                       const SimCheckpoints& checkpoints) {
+  const Coord c = coord_of(k.w, rank);
+  const StageTimeline& tl = k.r.stages[std::size_t(c.pp)];
+  double at = 0;  // the step's start, seconds
+  for (int step = 0; step < steps; ++step) {
+    const std::int64_t offset = ns(at);
+    record_span(trace, index, c, {0, k.r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, k.step_label);
+    for (std::size_t j = 0; j < tl.spans.size(); ++j) {
+      const Span& s = tl.spans[j];
+      int peer = -1;
+      if (s.kind == SpanKind::send) {  // to the stage of the next (activations) or previous (gradients) chunk
+        const int to = rank + (s.to_stage - c.pp) * k.w.dp * k.w.cp * k.w.tp;
+        if (auto p = k.index_of.find(to); p != k.index_of.end()) peer = p->second;
+      }
+      record_span(trace, index, c, s, offset, step, peer, (*k.span_labels)[j], peer >= 0 ? trace.next_flow_id() : 0);
+      record_activations(trace, index, s, offset, activation);
+    }
+    at += k.r.step_s;
+    if (checkpoints.every > 0 && (step + 1) % checkpoints.every == 0) {
+      record_span(trace, index, c, {0, checkpoints.write_s, SpanKind::host, "", 0, -1, 0}, ns(at), step, -1,
+                  k.save_label);
+      at += checkpoints.write_s;
+    }
+  }
+}
+
 }  // namespace
 
 void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
-                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta) {
+                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta,
+                     const SimCheckpoints& checkpoints) {
   Trace trace(int(ranks.size()));
   std::map<int, int> index_of;
   for (std::size_t i = 0; i < ranks.size(); ++i) index_of[ranks[i]] = int(i);
   nlohmann::json who = nlohmann::json::array();
   const std::uint16_t step_label =
       trace.label(pipeline::schedule_name(w.schedule), Role{.part = RunPart::timed, .schedule = w.schedule});
+  const std::uint16_t save_label = trace.label("checkpoint save (synchronous)", Role{});
   std::vector<std::vector<std::uint16_t>> span_labels(
       r.stages.size());  // per stage: its spans' label ids, interned once
   for (std::size_t st = 0; st < r.stages.size(); ++st)
@@ -166,27 +205,13 @@ void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<in
     const Coord c = coord_of(w, ranks[i]);
     who.push_back({{"trace_rank", i}, {"rank", ranks[i]}, {"pp", c.pp}, {"dp", c.dp}, {"tp", c.tp}});
     if (w.cp > 1) who.back()["cp"] = c.cp;
-    const StageTimeline& tl = r.stages[std::size_t(c.pp)];
     for (const auto& [tag, bytes] :
          {std::pair{MemTag::param, memory.params}, {MemTag::grad, memory.grads}, {MemTag::optimizer, memory.optimizer}})
       record_memory(trace, int(i), EventKind::alloc, tag, bytes, 0);
     const double activation =  // one action's: a chunk of the stage's layers
         memory.activation_per_layer * double(w.stage_layers[std::size_t(c.pp)]) / w.chunks;
-    for (int step = 0; step < steps; ++step) {
-      const std::int64_t offset = ns(r.step_s * step);
-      record_span(trace, int(i), c, {0, r.step_s, SpanKind::step, "", 0, -1, 0}, offset, step, -1, step_label);
-      for (std::size_t k = 0; k < tl.spans.size(); ++k) {
-        const Span& s = tl.spans[k];
-        int peer = -1;
-        if (s.kind == SpanKind::send) {  // to the stage of the next (activations) or previous (gradients) chunk
-          const int to = ranks[i] + (s.to_stage - c.pp) * w.dp * w.cp * w.tp;
-          if (auto p = index_of.find(to); p != index_of.end()) peer = p->second;
-        }
-        record_span(trace, int(i), c, s, offset, step, peer, span_labels[std::size_t(c.pp)][k],
-                    peer >= 0 ? trace.next_flow_id() : 0);
-        record_activations(trace, int(i), s, offset, activation);
-      }
-    }
+    const RankSteps k{w, r, index_of, step_label, save_label, &span_labels[std::size_t(c.pp)]};
+    record_rank_steps(trace, k, ranks[i], int(i), steps, activation, checkpoints);
   }
   trace.set_meta(MetaKey::lab, "simulate");
   trace.set_meta(MetaKey::simulated, "true");

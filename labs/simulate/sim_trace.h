@@ -38,10 +38,20 @@ struct SimMemory {
   std::string predicted_text;
 };
 
-// Writes `path` and `path`.dtlt: `steps` identical steps of every rank in `ranks`. A send
-// whose receiver is traced gets its receive there (the learner steps through them); with
-// every rank traced, the meta "grid" lets the topology view draw the dp × tp × pp grid.
+// Synchronous checkpoints between steps (`dtlab simulate --checkpoint-every K`): after every
+// K-th step each rank writes its shard for write_s seconds (the whole checkpoint over the
+// storage's aggregate bandwidth, every rank at once), and the next step starts after it.
+struct SimCheckpoints {
+  int every = 0;  // 0: none
+  double write_s = 0;
+};
+
+// Writes `path` and `path`.dtlt: `steps` identical steps of every rank in `ranks` (and the
+// checkpoint saves between them). A send whose receiver is traced gets its receive there (the
+// learner steps through them); with every rank traced, the meta "grid" lets the topology view
+// draw the dp × tp × pp grid.
 void write_sim_trace(const Workload& w, const SimResult& r, const std::vector<int>& ranks, int steps,
-                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta);
+                     const SimMemory& memory, const std::string& path, const std::map<std::string, std::string>& meta,
+                     const SimCheckpoints& checkpoints = {});
 
 }  // namespace dtl::sim

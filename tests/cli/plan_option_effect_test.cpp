@@ -95,6 +95,8 @@ const std::map<std::string, std::string> kValue = {
     {"--mtbf-hours", "50000"},
     {"--checkpoint-write-gbps", "50"},
     {"--restart-minutes", "5"},
+    // simulate's synchronous checkpoints between steps (labs/cli/simulate_checkpoint.h)
+    {"--checkpoint-every", "2"},
 };
 // Options whose effect is not a figure, with what it is instead (checked by other tests).
 const std::map<std::string, std::string> kNotAFigure = {

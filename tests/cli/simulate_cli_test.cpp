@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli/cli_util.h"
 
@@ -90,6 +92,46 @@ TEST(SimulateCli, ContextParallelismPutsTheRingOnTheTimeline) {
   EXPECT_NE(text.str().find("ring K/V hops (exposed)"), std::string::npos);
   EXPECT_NE(text.str().find("\\\"cp\\\":1"), std::string::npos) << "the simulated ranks' cp coordinates";
   EXPECT_NE(o.out.find("dp·cp: 4 ranks"), std::string::npos) << o.out;
+  std::remove(path.c_str());
+  std::remove((path + ".dtlt").c_str());
+}
+
+// --checkpoint-every K: after every K-th step each traced rank writes for δ = the checkpoint's size
+// over the aggregate bandwidth (twice the bandwidth, half the δ), and the next step starts δ later.
+TEST(SimulateCli, CheckpointsBetweenStepsInTheReportAndTheTrace) {
+  const std::string path = testing::TempDir() + "/sim_checkpoints.json";
+  auto rows = [](const std::string& out) {
+    std::map<std::string, double> r;
+    const auto report = nlohmann::json::parse(out);  // (kept: the loop below reads into it)
+    for (const auto& row : report["rows"])
+      if (row["measured"].is_number()) r[row["id"].get<std::string>()] = row["measured"].get<double>();
+    return r;
+  };
+  const std::string base = "simulate --model 7b --dp 2 --tp 2 --pp 2 --micro-batches 4 --checkpoint-every 2 --json";
+  const auto o = run_dtlab(base + " --steps 5 --checkpoint-write-gbps 40 --trace " + path);
+  const auto faster = run_dtlab(base + " --checkpoint-write-gbps 80");
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(faster.code, 0) << faster.err;
+  auto r = rows(o.out);
+  const double step = r["sim.step"], write_s = r["sim.checkpoint_write"];
+  std::printf("checkpoint %.4g GB, δ %.6f s at 40 GB/s, %.6f s at 80; step %.6f s\n", r["sim.checkpoint_size"], write_s,
+              rows(faster.out)["sim.checkpoint_write"], step);
+  EXPECT_NEAR(write_s, r["sim.checkpoint_size"] / 40, 1e-9 * write_s);
+  EXPECT_NEAR(rows(faster.out)["sim.checkpoint_write"], write_s / 2, 1e-9 * write_s);
+  EXPECT_NEAR(r["sim.step_with_checkpoints"], step + write_s / 2, 1e-9 * step);
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::vector<double> saves, starts;  // rank 0's, in µs
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("pid", -1) != 0 || e.value("ph", "") != "X") continue;
+    if (e.value("name", "") == "checkpoint save (synchronous)") saves.push_back(e["dur"].get<double>());
+    if (e.value("cat", "") == "phase") starts.push_back(e["ts"].get<double>());
+  }
+  ASSERT_EQ(saves.size(), 2u) << "5 steps, a save after steps 2 and 4";
+  ASSERT_EQ(starts.size(), 5u);
+  for (double d : saves) EXPECT_NEAR(d, write_s * 1e6, 1.0);
+  EXPECT_NEAR(starts[1] - starts[0], step * 1e6, 1.0);              // no save after step 1
+  EXPECT_NEAR(starts[2] - starts[1], (step + write_s) * 1e6, 1.0);  // the save after step 2
   std::remove(path.c_str());
   std::remove((path + ".dtlt").c_str());
 }
