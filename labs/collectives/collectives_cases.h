@@ -24,6 +24,7 @@ struct Case {
   // Whether predicted.time_s is the α-β time of this run: on two tiers only for the rings (a
   // lock-step ring runs at its slowest link, the one between nodes) and the hierarchical form.
   bool time_predicted = true;
+  int channels = 1;  // NCCL's channels the run splits the buffer over (--channels)
 };
 
 // The cases of this run (--collective, --algo), for `count` elements per rank.

@@ -101,7 +101,7 @@ double checked_run(Comm& comm, const LabConfig& cfg, const Case& c, LabBuffer& w
 
   const std::string n = c.id + ".";
   rep.check(n + "bytes_sent_per_rank", "bytes sent per rank (max)", most.bytes_sent, c.predicted.bytes_per_rank, "B",
-            bytes_tolerance(P, view.count, view.dtype))
+            bytes_tolerance(P, view.count, view.dtype, c.channels))
       .from(c.formulas.bytes);
   rep.check(n + "messages_sent_per_rank", "messages sent per rank (max)", most.messages_sent,
             c.predicted.messages_per_rank, "")
@@ -266,7 +266,9 @@ const OptionTable<CollectivesSettings>& collectives_option_table() {
                 "which collective to build")
         .choice("op", &CollectivesSettings::op, ReduceOp::sum, kOpNames, "reduction")
         .integer("slices", &CollectivesSettings::slices, 0, 0, 4096,
-                 "ring_sliced's slices per chunk, double_tree's chunks per half (0: ~256 KiB)");
+                 "ring_sliced's slices per chunk, double_tree's chunks per half (0: ~256 KiB)")
+        .integer("channels", &CollectivesSettings::channels, 1, 1, 64,
+                 "NCCL's channels: ring_sliced or double_tree on C rings or tree pairs at once, N/C bytes each");
     return t;
   }();
   return table;
