@@ -108,15 +108,6 @@ ChunkRange slice_range(const BufferView& buf, int P, int c, int S, int i) {
   return {chunk.offset + slice.offset, slice.count};
 }
 
-}  // namespace
-
-void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices) {
-  Comm* one[] = {&comm};
-  (ring_sliced_all_reduce_channels)(one, buf, op, slices);
-}
-
-namespace {
-
 // Channel h's part of the buffer (chunk h of C): a ring, or a pair of trees, of its own.
 BufferView channel_part(const BufferView& buf, int C, int h) {
   const ChunkRange p = chunk_range(buf.count, C, h);
@@ -133,6 +124,11 @@ void require_channels(std::span<Comm* const> channels, const char* who) {
 
 }  // namespace
 
+void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices) {
+  Comm* one[] = {&comm};
+  (ring_sliced_all_reduce_channels)(one, buf, op, slices);
+}
+
 void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int slices) {
   require_channels(channels, "ring_sliced_all_reduce_channels");
   const int C = int(channels.size()), P = channels[0]->size(), r = channels[0]->rank(), S = std::max(1, slices);
@@ -145,31 +141,32 @@ void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView
     const BufferView part = channel_part(buf, C, h);
     const int c = mod(r - s - 1, P);
     const ChunkRange out = slice_range(part, P, c, S, i);
-    sends.push_back(channels[std::size_t(h)]->isend(part.at(out.offset), out.count * buf.element_size(), right,
-                                                    tag(s), {s, c, 1}));
+    sends.push_back(
+        channels[std::size_t(h)]->isend(part.at(out.offset), out.count * buf.element_size(), right, tag(s), {s, c, 1}));
   };
   for (int i = 0; i < S; ++i)  // step 0's slices are ready at once, on every channel
     for (int h = 0; h < C; ++h) send_slice(h, 0, i);
   for (int s = 0; s < steps; ++s) {
     const int c = mod(r - s - 2, P);
+    auto slice_in = [&](int h, int i) {  // slice i of chunk c of channel h's part
+      const BufferView part = channel_part(buf, C, h);
+      const ChunkRange in = slice_range(part, P, c, S, i);
+      return BufferView{part.at(in.offset), in.count, buf.dtype};
+    };
     for (int i = 0; i < S; ++i) {
       // The channels' slice i travel at once, each on its own ring: post every receive first.
       std::vector<Request> in_flight;
       for (int h = 0; h < C; ++h) {
-        const BufferView part = channel_part(buf, C, h);
+        const BufferView in = slice_in(h, i);
         Comm& ring = *channels[std::size_t(h)];
-        const ChunkRange in = slice_range(part, P, c, S, i);
-        in_flight.push_back(s < P - 1 ? ring.irecv_reduce(part.at(in.offset), in.count, buf.dtype, op, left, tag(s),
-                                                          {s, c, 1})
-                                      : ring.irecv(part.at(in.offset), in.count * buf.element_size(), left, tag(s),
-                                                   {s, c, 1}));
+        in_flight.push_back(s < P - 1 ? ring.irecv_reduce(in.data, in.count, in.dtype, op, left, tag(s), {s, c, 1})
+                                      : ring.irecv(in.data, in.bytes(), left, tag(s), {s, c, 1}));
       }
       for (int h = 0; h < C; ++h) {
         in_flight[std::size_t(h)].wait();
-        const BufferView part = channel_part(buf, C, h);
-        const ChunkRange in = slice_range(part, P, c, S, i);
+        const BufferView in = slice_in(h, i);
         // The last reduce-scatter step finishes chunk r (c == r): average it once, slice by slice.
-        if (s == P - 2) finish_average(part.at(in.offset), in.count, buf.dtype, op, P);
+        if (s == P - 2) finish_average(in.data, in.count, in.dtype, op, P);
         // The slice just received is what the next step sends: pass it on now, not after the chunk.
         if (s + 1 < steps) send_slice(h, s + 1, i);
       }
@@ -224,32 +221,28 @@ void double_tree_all_reduce_channels(std::span<Comm* const> channels, BufferView
     }
     for (Request& q : in_flight) q.wait();
   };
+  auto send_all = [&](int t, int k, int peer, int tag, TransferInfo info) {
+    for (int h = 0; h < C; ++h) {
+      const BufferView p = piece(h, t, k);
+      sends.push_back(channels[std::size_t(h)]->isend(p.data, p.bytes(), peer, tag, info));
+    }
+  };
   // Reduce up, chunk by chunk, both trees, every channel: chunk k leaves for the parent as soon
   // as the children's chunk k is in, so chunk k+1 climbs one level behind it (the pipeline).
   for (int k = 0; k < K; ++k)
     for (int t = 0; t < 2; ++t) {
       for (const int child : tree[t].children)
         if (child >= 0) receive_all(t, k, child, true, kTagTreeReduce + k, {k, 0, P});
-      for (int h = 0; h < C; ++h) {
-        const BufferView p = piece(h, t, k);
-        if (tree[t].parent >= 0)
-          sends.push_back(
-              channels[std::size_t(h)]->isend(p.data, p.bytes(), tree[t].parent, kTagTreeReduce + k, {k, 0, P}));
-        else
-          finish_average(p.data, p.count, p.dtype, op, P);  // the root holds chunk k's total
-      }
+      if (tree[t].parent >= 0) send_all(t, k, tree[t].parent, kTagTreeReduce + k, {k, 0, P});
+      for (int h = 0; h < C && tree[t].parent < 0; ++h)  // the root holds chunk k's total
+        finish_average(piece(h, t, k).data, piece(h, t, k).count, buf.dtype, op, P);
     }
   // Broadcast down the same trees, chunk by chunk.
   for (int k = 0; k < K; ++k)
     for (int t = 0; t < 2; ++t) {
       if (tree[t].parent >= 0) receive_all(t, k, tree[t].parent, false, kTagTreeBroadcast + k, {K + k, 0, P});
-      for (int h = 0; h < C; ++h)
-        for (const int child : tree[t].children)
-          if (child >= 0) {
-            const BufferView p = piece(h, t, k);
-            sends.push_back(
-                channels[std::size_t(h)]->isend(p.data, p.bytes(), child, kTagTreeBroadcast + k, {K + k, 0, P}));
-          }
+      for (const int child : tree[t].children)
+        if (child >= 0) send_all(t, k, child, kTagTreeBroadcast + k, {K + k, 0, P});
     }
   for (Request& q : sends) q.wait();
 }

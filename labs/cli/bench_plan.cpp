@@ -73,13 +73,22 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   using C = CollectiveKind;
   if (a.impl == "library") {
     switch (coll) {
-      case C::all_reduce: return [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
+      case C::all_reduce:
+        return
+            [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
       case C::reduce_scatter:
-        return [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
-      case C::all_gather: return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
-      case C::broadcast: return [t](Comm& c, std::span<Comm* const>, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
-      case C::reduce: return [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
-      case C::all_to_all: return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
+        return [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) {
+          c.reduce_scatter(s, r, n, t, op);
+        };
+      case C::all_gather:
+        return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
+      case C::broadcast:
+        return [t](Comm& c, std::span<Comm* const>, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
+      case C::reduce:
+        return
+            [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
+      case C::all_to_all:
+        return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
       case C::all_to_allv:
         return [t, skew](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) {
           c.all_to_allv(s, r, skewed_all_to_allv(c.size(), c.rank(), n, skew), t);

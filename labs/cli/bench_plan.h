@@ -36,7 +36,7 @@ struct BenchArgs {
   std::string gpu = "h100-sxm5";  //   its GPU profile (core/theory/gpu_profile.h)
   int per_node = 8;               //   ranks per node
   int channels = 0;  // --channels (0: not given): NCCL's channels (ring_sliced, double_tree; --algo auto: the fabric's)
-  double skew = 0;  // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
+  double skew = 0;   // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
 };
 
 // The sizes of the sweep: -b, -b·f, -b·f², ... up to -e, each rounded down to a multiple

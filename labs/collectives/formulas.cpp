@@ -75,10 +75,8 @@ int lab_tree_chunks(const CollectivesSettings& s, double N) {
 theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, AlgorithmKind a, int P, double N,
                                      theory::Link link) {
   const int C = s.channels;
-  if (a == AlgorithmKind::ring_sliced)
-    return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link, C);
-  if (a == AlgorithmKind::double_tree)
-    return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link, C);
+  if (a == AlgorithmKind::ring_sliced) return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link, C);
+  if (a == AlgorithmKind::double_tree) return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link, C);
   return collective_cost(CollectiveKind::all_reduce, a, P, N, link);
 }
 

@@ -3,13 +3,13 @@
 // and bad link options are usage errors. (Lower bounds only: how close the emulation
 // comes to the model is a benchmark's business, not a timed test's.)
 #include "core/comm/link.h"
-#include "core/comm/threads/universe.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <vector>
 
+#include "core/comm/threads/universe.h"
 #include "core/error.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"

@@ -174,7 +174,8 @@ TEST(CollectivesLab, ChannelsMatchTheExactSumAndTheirFormula) {
         const std::string w = "P=" + std::to_string(P) + " C=" + std::to_string(C) + " op=" + op;
         const int S = 3;
         const Report ring = run_lab(
-            P, N, {{"algo", "ring_sliced"}, {"slices", std::to_string(S)}, {"channels", std::to_string(C)}, {"op", op}});
+            P, N,
+            {{"algo", "ring_sliced"}, {"slices", std::to_string(S)}, {"channels", std::to_string(C)}, {"op", op}});
         ASSERT_NE(ring.find("ring_sliced.wrong_elements"), nullptr) << w << "\n" << ring.to_text();
         EXPECT_EQ(ring.find("ring_sliced.wrong_elements")->measured, 0) << w;
         EXPECT_EQ(ring.find("ring_sliced.bytes_sent_per_rank")->measured, 2.0 * (P - 1) / P * double(N)) << w;
@@ -184,7 +185,8 @@ TEST(CollectivesLab, ChannelsMatchTheExactSumAndTheirFormula) {
 
         const int K = 2;
         const Report tree = run_lab(
-            P, N, {{"algo", "double_tree"}, {"slices", std::to_string(K)}, {"channels", std::to_string(C)}, {"op", op}});
+            P, N,
+            {{"algo", "double_tree"}, {"slices", std::to_string(K)}, {"channels", std::to_string(C)}, {"op", op}});
         ASSERT_NE(tree.find("double_tree.wrong_elements"), nullptr) << w;
         EXPECT_EQ(tree.find("double_tree.wrong_elements")->measured, 0) << w;
         const theory::CommCost one = theory::double_tree_all_reduce_cost(P, double(N), K);  // one channel

@@ -74,7 +74,8 @@ const std::vector<MutantRun>& mutant_runs() {
       collectives("double_tree_one_tree_twice", "double_binary_tree", "double_tree", "sum",
                   "double_tree.bytes_sent_per_rank", 4),
       // A wrong tree (issue 51): the lab checks the tree before it runs on it (a run would wait forever).
-      collectives("double_tree_two_parents", "double_binary_tree", "double_tree", "sum", "double_tree.tree_problems", 4),
+      collectives("double_tree_two_parents", "double_binary_tree", "double_tree", "sum", "double_tree.tree_problems",
+                  4),
       collectives("double_tree_missing_leaf", "double_binary_tree", "double_tree", "sum", "double_tree.tree_problems",
                   4),
       hierarchical("hierarchical_whole_buffer_between_nodes", "hierarchical.bytes_sent_per_rank"),

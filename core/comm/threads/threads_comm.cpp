@@ -169,9 +169,8 @@ void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
   const int channel = g.link_channel;
   if (StepGate* gate = u.gate(); gate && gates_transfers(u)) {
     const std::uint64_t key = (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g);
-    if (gate->submit(key, [&u, src_g, dst_g, channel, s, r]() mutable {
-          move_data(u, src_g, dst_g, channel, s, r);
-        })) return;
+    if (gate->submit(key, [&u, src_g, dst_g, channel, s, r]() mutable { move_data(u, src_g, dst_g, channel, s, r); }))
+      return;
   }
   move_data(u, src_g, dst_g, channel, s, r);
 }
