@@ -36,11 +36,12 @@ void describe_collectives_setup(const Comm& comm, const LabConfig& cfg, const Co
   if (s.channels > 1) {
     rep.setup.push_back(std::to_string(s.channels) + " channels (NCCL's): the buffer split over " +
                         std::to_string(s.channels) + " rings or tree pairs running at once, each its own connections");
-    rep.notes.push_back(
-        "Channels on the emulated link: a channel is a connection (its messages one after the other); a rank's "
-        "channels share its bandwidth and overlap their latencies, so a round of C messages of b bytes, one per "
-        "channel, takes α + C·b/β (core/theory channels_time): S, the slices of one channel's N/C, is C times "
-        "smaller, and so is the latency term.");
+    if (cfg.link.active() || cfg.nodes.inter.active())
+      rep.notes.push_back(
+          "Channels on the emulated link: a channel is a connection (its messages one after the other); a rank's "
+          "channels share its bandwidth and overlap their latencies, so a round of C messages of b bytes, one per "
+          "channel, takes α + C·b/β (core/theory channels_time): S, the slices of one channel's N/C, is C times "
+          "smaller, and so is the latency term.");
   }
   if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)
     rep.notes.push_back("rhd on " + std::to_string(P) +
