@@ -47,12 +47,22 @@ void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices)
   return reference_until_written("ring_sliced_all_reduce", ref::ring_sliced_all_reduce, comm, buf, op, slices);
 }
 
+void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int slices) {
+  return reference_until_written("ring_sliced_all_reduce_channels", ref::ring_sliced_all_reduce_channels, channels, buf,
+                                 op, slices);
+}
+
 theory::TreeLinks double_binary_tree(int P, int rank, int tree) {
   return reference_until_written("double_binary_tree", ref::double_binary_tree, P, rank, tree);
 }
 
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks) {
   return reference_until_written("double_tree_all_reduce", ref::double_tree_all_reduce, comm, buf, op, chunks);
+}
+
+void double_tree_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int chunks) {
+  return reference_until_written("double_tree_all_reduce_channels", ref::double_tree_all_reduce_channels, channels, buf,
+                                 op, chunks);
 }
 
 void hierarchical_all_reduce(Comm& node, Comm& rail, BufferView buf, ReduceOp op) {

@@ -102,6 +102,12 @@ void ring_all_reduce(Comm& comm, BufferView buf, ReduceOp op);
 // tags as ring_all_reduce's: kTagRingReduceScatter + s, then kTagRingAllGather + s-(P-1).
 // Same bytes and steps as the ring, 2(P-1)·slices messages. slices = 1 is the ring.
 void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices);
+// NCCL's channels: the buffer cut into C = channels.size() parts (chunk_range(count, C, h)),
+// part h all-reduced by its own ring on channels[h] (Comm::split_channels: the same ranks,
+// separate connections), all C rings at once: slice i of every channel is sent before slice
+// i+1 of any. Per rank the ring's bytes and steps (tags, shared by the channels), 2(P-1)·S·C
+// messages. One channel is ring_sliced_all_reduce.
+void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int slices);
 
 // Exercise 8, NCCL's double binary tree (src/graph/trees.cc): rank's parent and children in
 // tree 0 or 1 of P ranks (-1 where there is none). Tree 0: rank r with lowest set bit b has
@@ -118,6 +124,9 @@ theory::TreeLinks double_binary_tree(int P, int rank, int tree);
 // (recv from the parent, send to each child), on the trees of double_binary_tree. Up chunk k uses tag kTagTreeReduce +
 // k, down kTagTreeBroadcast + k, in both trees (at most kTagStride chunks).
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks);
+// The same with C = channels.size() channels: part h of the buffer (chunk_range(count, C, h))
+// on a pair of trees of its own over channels[h], chunk k of every channel before chunk k+1.
+void double_tree_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int chunks);
 
 // Exercise 9, the hierarchical all-reduce of a two-tier cluster (NCCL's between nodes with a
 // NIC per GPU; Horovod's hierarchical allreduce): `node` holds this node's G ranks, `rail` the

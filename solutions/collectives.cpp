@@ -108,33 +108,68 @@ ChunkRange slice_range(const BufferView& buf, int P, int c, int S, int i) {
   return {chunk.offset + slice.offset, slice.count};
 }
 
+// Channel h's part of the buffer (chunk h of C): a ring, or a pair of trees, of its own.
+BufferView channel_part(const BufferView& buf, int C, int h) {
+  const ChunkRange p = chunk_range(buf.count, C, h);
+  return {buf.at(p.offset), p.count, buf.dtype};
+}
+
+// The channels must be one group's: same size, same rank in each.
+void require_channels(std::span<Comm* const> channels, const char* who) {
+  if (channels.empty()) throw Error(std::string(who) + ": give at least one channel");
+  for (Comm* c : channels)
+    if (c->size() != channels[0]->size() || c->rank() != channels[0]->rank())
+      throw Error(std::string(who) + ": the channels must be splits of one group (Comm::split_channels)");
+}
+
 }  // namespace
 
 void ring_sliced_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int slices) {
-  const int P = comm.size(), r = comm.rank(), S = std::max(1, slices);
+  Comm* one[] = {&comm};
+  (ring_sliced_all_reduce_channels)(one, buf, op, slices);
+}
+
+void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int slices) {
+  require_channels(channels, "ring_sliced_all_reduce_channels");
+  const int C = int(channels.size()), P = channels[0]->size(), r = channels[0]->rank(), S = std::max(1, slices);
   if (P == 1) return;
   const int right = mod(r + 1, P), left = mod(r - 1, P), steps = 2 * (P - 1);
   // Steps 0..P-2 reduce-scatter, P-1..2P-3 all-gather; both send chunk r-s-1 and receive r-s-2.
   auto tag = [P](int s) { return s < P - 1 ? kTagRingReduceScatter + s : kTagRingAllGather + s - (P - 1); };
   std::vector<Request> sends;  // waited for at the end: a receiver may still be reading them
-  auto send_slice = [&](int s, int i) {
+  auto send_slice = [&](int h, int s, int i) {
+    const BufferView part = channel_part(buf, C, h);
     const int c = mod(r - s - 1, P);
-    const ChunkRange out = slice_range(buf, P, c, S, i);
-    sends.push_back(comm.isend(buf.at(out.offset), out.count * buf.element_size(), right, tag(s), {s, c, 1}));
+    const ChunkRange out = slice_range(part, P, c, S, i);
+    sends.push_back(
+        channels[std::size_t(h)]->isend(part.at(out.offset), out.count * buf.element_size(), right, tag(s), {s, c, 1}));
   };
-  for (int i = 0; i < S; ++i) send_slice(0, i);  // step 0's slices are ready at once
+  for (int i = 0; i < S; ++i)  // step 0's slices are ready at once, on every channel
+    for (int h = 0; h < C; ++h) send_slice(h, 0, i);
   for (int s = 0; s < steps; ++s) {
     const int c = mod(r - s - 2, P);
+    auto slice_in = [&](int h, int i) {  // slice i of chunk c of channel h's part
+      const BufferView part = channel_part(buf, C, h);
+      const ChunkRange in = slice_range(part, P, c, S, i);
+      return BufferView{part.at(in.offset), in.count, buf.dtype};
+    };
     for (int i = 0; i < S; ++i) {
-      const ChunkRange in = slice_range(buf, P, c, S, i);
-      if (s < P - 1)
-        comm.recv_reduce(buf.at(in.offset), in.count, buf.dtype, op, left, tag(s), {s, c, 1});
-      else
-        comm.recv(buf.at(in.offset), in.count * buf.element_size(), left, tag(s), {s, c, 1});
-      // The last reduce-scatter step finishes chunk r (c == r): average it once, slice by slice.
-      if (s == P - 2) finish_average(buf.at(in.offset), in.count, buf.dtype, op, P);
-      // The slice just received is what the next step sends: pass it on now, not after the chunk.
-      if (s + 1 < steps) send_slice(s + 1, i);
+      // The channels' slice i travel at once, each on its own ring: post every receive first.
+      std::vector<Request> in_flight;
+      for (int h = 0; h < C; ++h) {
+        const BufferView in = slice_in(h, i);
+        Comm& ring = *channels[std::size_t(h)];
+        in_flight.push_back(s < P - 1 ? ring.irecv_reduce(in.data, in.count, in.dtype, op, left, tag(s), {s, c, 1})
+                                      : ring.irecv(in.data, in.bytes(), left, tag(s), {s, c, 1}));
+      }
+      for (int h = 0; h < C; ++h) {
+        in_flight[std::size_t(h)].wait();
+        const BufferView in = slice_in(h, i);
+        // The last reduce-scatter step finishes chunk r (c == r): average it once, slice by slice.
+        if (s == P - 2) finish_average(in.data, in.count, in.dtype, op, P);
+        // The slice just received is what the next step sends: pass it on now, not after the chunk.
+        if (s + 1 < steps) send_slice(h, s + 1, i);
+      }
     }
   }
   for (Request& q : sends) q.wait();
@@ -156,34 +191,58 @@ ChunkRange tree_piece(const BufferView& buf, int t, int K, int k) {
 theory::TreeLinks double_binary_tree(int P, int rank, int tree) { return theory::double_tree_links(P, rank, tree); }
 
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks) {
-  const int P = comm.size(), r = comm.rank(), K = std::clamp(chunks, 1, kTagStride);
+  Comm* one[] = {&comm};
+  (double_tree_all_reduce_channels)(one, buf, op, chunks);
+}
+
+void double_tree_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int chunks) {
+  require_channels(channels, "double_tree_all_reduce_channels");
+  const int C = int(channels.size()), P = channels[0]->size(), r = channels[0]->rank();
+  const int K = std::clamp(chunks, 1, kTagStride);
   if (P == 1) return;
   // ex:: on purpose: the learner's trees (exercise 8) even where this all-reduce is the reference.
   const theory::TreeLinks tree[2] = {ex::double_binary_tree(P, r, 0), ex::double_binary_tree(P, r, 1)};
-  const std::size_t es = buf.element_size();
   std::vector<Request> sends;  // waited for at the end: the receiver may still be reading them
-  // Reduce up, chunk by chunk, both trees: chunk k leaves for the parent as soon as the
-  // children's chunk k is in, so chunk k+1 climbs one level behind it (the pipeline).
+  // Chunk k of tree t's half of channel h's part.
+  auto piece = [&](int h, int t, int k) {
+    const BufferView part = channel_part(buf, C, h);
+    const ChunkRange p = tree_piece(part, t, K, k);
+    return BufferView{part.at(p.offset), p.count, buf.dtype};
+  };
+  // Every channel's receive from `peer` of chunk k posted at once (the channels' messages travel
+  // together), then waited for; one child at a time, since both children reduce into one piece.
+  auto receive_all = [&](int t, int k, int peer, bool reduce, int tag, TransferInfo info) {
+    std::vector<Request> in_flight;
+    for (int h = 0; h < C; ++h) {
+      const BufferView p = piece(h, t, k);
+      Comm& comm = *channels[std::size_t(h)];
+      in_flight.push_back(reduce ? comm.irecv_reduce(p.data, p.count, p.dtype, op, peer, tag, info)
+                                 : comm.irecv(p.data, p.bytes(), peer, tag, info));
+    }
+    for (Request& q : in_flight) q.wait();
+  };
+  auto send_all = [&](int t, int k, int peer, int tag, TransferInfo info) {
+    for (int h = 0; h < C; ++h) {
+      const BufferView p = piece(h, t, k);
+      sends.push_back(channels[std::size_t(h)]->isend(p.data, p.bytes(), peer, tag, info));
+    }
+  };
+  // Reduce up, chunk by chunk, both trees, every channel: chunk k leaves for the parent as soon
+  // as the children's chunk k is in, so chunk k+1 climbs one level behind it (the pipeline).
   for (int k = 0; k < K; ++k)
     for (int t = 0; t < 2; ++t) {
-      const ChunkRange p = tree_piece(buf, t, K, k);
       for (const int child : tree[t].children)
-        if (child >= 0)
-          comm.recv_reduce(buf.at(p.offset), p.count, buf.dtype, op, child, kTagTreeReduce + k, {k, 0, P});
-      if (tree[t].parent >= 0)
-        sends.push_back(comm.isend(buf.at(p.offset), p.count * es, tree[t].parent, kTagTreeReduce + k, {k, 0, P}));
-      else
-        finish_average(buf.at(p.offset), p.count, buf.dtype, op, P);  // the root holds chunk k's total
+        if (child >= 0) receive_all(t, k, child, true, kTagTreeReduce + k, {k, 0, P});
+      if (tree[t].parent >= 0) send_all(t, k, tree[t].parent, kTagTreeReduce + k, {k, 0, P});
+      for (int h = 0; h < C && tree[t].parent < 0; ++h)  // the root holds chunk k's total
+        finish_average(piece(h, t, k).data, piece(h, t, k).count, buf.dtype, op, P);
     }
   // Broadcast down the same trees, chunk by chunk.
   for (int k = 0; k < K; ++k)
     for (int t = 0; t < 2; ++t) {
-      const ChunkRange p = tree_piece(buf, t, K, k);
-      if (tree[t].parent >= 0)
-        comm.recv(buf.at(p.offset), p.count * es, tree[t].parent, kTagTreeBroadcast + k, {K + k, 0, P});
+      if (tree[t].parent >= 0) receive_all(t, k, tree[t].parent, false, kTagTreeBroadcast + k, {K + k, 0, P});
       for (const int child : tree[t].children)
-        if (child >= 0)
-          sends.push_back(comm.isend(buf.at(p.offset), p.count * es, child, kTagTreeBroadcast + k, {K + k, 0, P}));
+        if (child >= 0) send_all(t, k, child, kTagTreeBroadcast + k, {K + k, 0, P});
     }
   for (Request& q : sends) q.wait();
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/comm/all_to_allv.h"
 #include "core/comm/dtype.h"
@@ -155,6 +156,15 @@ class Comm {
   // Ranks passing the same color form a group, ordered by (key, rank). A negative
   // color joins no group and gets nullptr. Collective over this Comm.
   virtual std::unique_ptr<Comm> split(int color, int key) = 0;
+  // NCCL's channels: `count` communicators over this group's ranks (same ranks, same order),
+  // each its own set of connections, so that an algorithm can run on all of them at once.
+  // On an emulated link the channels of one rank overlap their latencies and share its
+  // bandwidth (core/comm/threads/universe.h); elsewhere they are plain splits. Collective.
+  virtual std::vector<std::unique_ptr<Comm>> split_channels(int count) {
+    std::vector<std::unique_ptr<Comm>> channels;
+    for (int c = 0; c < count; ++c) channels.push_back(split(0, rank()));
+    return channels;
+  }
 
   // The parallelism axis this group stands for (Topology names its dp, tp and pp groups).
   // Events a sub-communicator records carry its axis and the rank within it.

@@ -72,14 +72,19 @@ CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link) {
   return c;
 }
 
-CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link) {
+double channels_time(double rounds, double b, int C, Link link) {
+  if (link.beta_Bps <= 0) return 0;
+  return rounds * (link.alpha_s + C * b / link.beta_Bps);
+}
+
+CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link, int C) {
   if (P <= 1) return {};
   CommCost c;
-  c.bytes_per_rank = 2.0 * (P - 1) / P * N;  // the ring's bytes, in S times as many messages
-  c.messages_per_rank = 2 * (P - 1) * S;
-  c.steps = 2 * (P - 1);  // a step is still one chunk's hop (one tag); its slices share it
-  // α per message on a link α occupies: 2(P-1)·S·α + 2(P-1)/P·N/β.
-  if (link.beta_Bps > 0) c.time_s = c.messages_per_rank * link.alpha_s + c.bytes_per_rank / link.beta_Bps;
+  c.bytes_per_rank = 2.0 * (P - 1) / P * N;  // the ring's bytes, in S·C times as many messages
+  c.messages_per_rank = 2 * (P - 1) * S * C;
+  c.steps = 2 * (P - 1);  // a step is still one chunk's hop (one tag); its slices and channels share it
+  // α per message on a link α occupies: 2(P-1)·S·α + 2(P-1)/P·N/β for one channel.
+  c.time_s = channels_time(2.0 * (P - 1) * S, N / (double(C) * P * S), C, link);
   return c;
 }
 
@@ -118,7 +123,7 @@ int double_tree_chunks(double N) {
   return int(std::clamp(std::ceil(N / 2 / kRingSliceBytes), 1.0, double(kMaxRingSlices)));
 }
 
-CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link) {
+CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link, int C) {
   if (P <= 1) return {};
   CommCost c;
   for (int r = 0; r < P; ++r) {
@@ -128,12 +133,13 @@ CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link) {
       transfers += (t.parent >= 0) + t.child_count();
     }
     c.bytes_per_rank = std::max(c.bytes_per_rank, transfers * N / 2);
-    c.messages_per_rank = std::max(c.messages_per_rank, transfers * K);
+    c.messages_per_rank = std::max(c.messages_per_rank, transfers * K * C);
   }
   c.steps = 2 * K;
   if (link.beta_Bps > 0) {
-    const double chunk_hop = link.alpha_s + N / 2 / K / link.beta_Bps;
-    c.time_s = c.messages_per_rank * link.alpha_s + c.bytes_per_rank / link.beta_Bps + 2 * ceil_log2(P) * chunk_hop;
+    // One channel: m·α + B/β, plus the pipeline's fill of 2·depth chunk hops.
+    const double b = N / 2 / K / C, chunk_hop = link.alpha_s + b / link.beta_Bps;
+    c.time_s = channels_time(double(c.messages_per_rank) / C, b, C, link) + 2 * ceil_log2(P) * chunk_hop;
   }
   return c;
 }

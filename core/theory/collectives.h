@@ -51,7 +51,20 @@ CommCost all_reduce_cost(AlgorithmKind a, int P, double N, Link link = {});
 // the link never waits for a whole chunk. (Where α is pure delay, as NCCL's per-hop
 // latency, the pipeline pays it about once per step instead: 2(P-1)·α + (2(P-1)+S-1)·N/(P·S·β).)
 // all_reduce_cost(AlgorithmKind::ring_sliced, ...) uses S = ring_slices(N / P).
-CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link = {});
+CommCost ring_sliced_all_reduce_cost(int P, double N, int S, Link link = {}, int C = 1);
+// NCCL's channels: the buffer split over C channels, each a ring (or a pair of trees) of its
+// own over N/C bytes, all running at once. On the emulated link a channel is a connection
+// (its messages one after the other) and a rank's channels share its bandwidth but overlap
+// their latencies (core/comm/threads/universe.h). The lab's channel algorithms move one
+// message per channel at a time, all C together (a round): their latencies overlap (one α),
+// their bytes share the link (C·b/β). `rounds` such rounds of b bytes per message:
+//   rounds · (α + C·b/β)          (C = 1: rounds · (α + b/β), one message after another)
+double channels_time(double rounds, double b, int C, Link link);
+// With C channels and S slices of each channel's chunk: 2(P-1)·S·C messages, the ring's bytes
+// and steps, time 2(P-1)·S·(α + C·b/β) with b = N/(C·P·S), i.e. 2(P-1)·S·α + 2(P-1)/P·N/β:
+// the bandwidth term stays, the latency term counts the slices of one channel's chunk, C
+// times fewer when slices keep their size (ring_slices(N/(C·P))).
+
 // Slices per chunk of `chunk_bytes`: about kRingSliceBytes each (small enough that a slice
 // just reduced is still in cache when the next rank reads it), 1 to kMaxRingSlices.
 inline constexpr double kRingSliceBytes = 256 * 1024;
@@ -78,7 +91,10 @@ int double_tree_chunks(double N);
 // (not the root) and N/2 down to each child; messages K per transfer; steps 2K (a tag per
 // chunk and direction, shared by the trees). Time on a link that α occupies: the busiest
 // rank's m·α + B/β, plus the pipeline's fill, 2·depth chunk hops (depth = ⌈log2 P⌉).
-CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {});
+// With C channels (a pair of trees each, N/C bytes, K chunks per half): C times the messages,
+// the same bytes; time m_c·(α + C·b/β) + 2·depth·(α + b/β), b = N/(2CK), m_c the busiest
+// rank's messages per channel (channels_time).
+CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {}, int C = 1);
 
 // Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
 CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});

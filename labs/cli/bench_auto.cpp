@@ -71,8 +71,8 @@ int run_bench_auto(const BenchArgs& a) {
     throw UsageError("--algo auto predicts all_reduce, reduce_scatter and all_gather (NCCL's tuning model); not " +
                      a.collective);
   const int ranks = a.ranks > 0 ? a.ranks : 8;
-  const theory::NcclFabric f =
-      theory::nccl_fabric(theory::gpu_profile(a.gpu), ranks, a.per_node > 0 ? a.per_node : ranks);
+  theory::NcclFabric f = theory::nccl_fabric(theory::gpu_profile(a.gpu), ranks, a.per_node > 0 ? a.per_node : ranks);
+  if (a.channels > 0) f.channels = a.channels;  // NCCL_MIN/MAX_NCHANNELS: the caps per channel scale with it
   const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
   if (lo == 0 || hi < lo) throw UsageError("-b must be > 0 and <= -e");
   if (lo < hi && !(a.factor > 1)) throw UsageError("-f must be > 1 for a sweep");

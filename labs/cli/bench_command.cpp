@@ -145,7 +145,8 @@ struct SizeRow {
   double time_us[2] = {}, algbw[2] = {}, busbw[2] = {}, wrong[2] = {};
 };
 
-SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuffers& buf, std::uint64_t size) {
+SizeRow measure_size(Comm& comm, std::span<Comm* const> channels, const BenchArgs& a, const BenchPlan& p,
+                     RankBuffers& buf, std::uint64_t size) {
   SizeRow row;
   const std::size_t total = size / p.es;
   row.count = p.split ? total / std::size_t(p.P) : total;  // >= 1: sizes are multiples of `unit`
@@ -164,17 +165,17 @@ SizeRow measure_size(Comm& comm, const BenchArgs& a, const BenchPlan& p, RankBuf
     }
     if (inplace && to_all) r = buf.recv.data();  // no in-place all_to_all(v)
     buf.fill_send(p.split ? count * std::size_t(p.P) : count);
-    for (int i = 0; i < a.warmup; ++i) p.fn(comm, s, r, count);
+    for (int i = 0; i < a.warmup; ++i) p.fn(comm, channels, s, r, count);
     comm.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < a.iters; ++i) p.fn(comm, s, r, count);
+    for (int i = 0; i < a.iters; ++i) p.fn(comm, channels, s, r, count);
     const double sec =
         max_over_ranks(comm, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / a.iters);
     double wrong = 0;
     const bool checked = p.coll == CollectiveKind::all_reduce || p.coll == CollectiveKind::all_to_allv;
     if (a.check && checked) {  // one more run on fresh crafted input
       buf.fill_send(p.split ? count * std::size_t(p.P) : count);
-      p.fn(comm, s, r, count);
+      p.fn(comm, channels, s, r, count);
       wrong = double(buf.wrong_in(r, count));
       comm.all_reduce(&wrong, &wrong, 1, DType::f64, ReduceOp::sum);
     }
@@ -268,8 +269,14 @@ int run_bench(BenchArgs& a) {
     if (comm.rank() == 0) print_header(out, a, p, bw = measure_bandwidth());
     comm.barrier();
     RankBuffers buf(comm, p);
+    // --channels C: C communicators over the same ranks, split once (NCCL's channels).
+    std::vector<std::unique_ptr<Comm>> split;
+    if (p.channels > 1) split = comm.split_channels(p.channels);
+    std::vector<Comm*> channels{&comm};
+    if (!split.empty()) channels.clear();
+    for (const auto& c : split) channels.push_back(c.get());
     for (std::uint64_t size : p.sweep.sizes) {
-      const SizeRow row = measure_size(comm, a, p, buf, size);
+      const SizeRow row = measure_size(comm, channels, a, p, buf, size);
       if (comm.rank() == 0) {
         print_row(out, a, p, row);
         rows.push_back(row.json[0]);
@@ -308,6 +315,10 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto"}));
   b->add_option("--gpu", a->gpu, "--algo auto: the GPU profile (a100-sxm4-80gb, h100-sxm5, h200)")
       ->capture_default_str();
+  b->add_option("--channels", a->channels,
+                "NCCL's channels: --impl ring_sliced or double_tree on C rings or tree pairs at once (N/C bytes "
+                "each); --algo auto: the fabric's channels (default 16)")
+      ->check(whole_range(1, 64));
   b->add_option("--per-node", a->per_node, "--algo auto: ranks per node")
       ->check(whole_range(1, 4096))
       ->capture_default_str();

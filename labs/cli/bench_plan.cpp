@@ -73,15 +73,24 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   using C = CollectiveKind;
   if (a.impl == "library") {
     switch (coll) {
-      case C::all_reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
+      case C::all_reduce:
+        return
+            [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_reduce(s, r, n, t, op); };
       case C::reduce_scatter:
-        return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce_scatter(s, r, n, t, op); };
-      case C::all_gather: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
-      case C::broadcast: return [t](Comm& c, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
-      case C::reduce: return [t, op](Comm& c, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
-      case C::all_to_all: return [t](Comm& c, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
+        return [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) {
+          c.reduce_scatter(s, r, n, t, op);
+        };
+      case C::all_gather:
+        return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_gather(s, r, n, t); };
+      case C::broadcast:
+        return [t](Comm& c, std::span<Comm* const>, void*, void* r, std::size_t n) { c.broadcast(r, n, t, 0); };
+      case C::reduce:
+        return
+            [t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.reduce(s, r, n, t, op, 0); };
+      case C::all_to_all:
+        return [t](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) { c.all_to_all(s, r, n, t); };
       case C::all_to_allv:
-        return [t, skew](Comm& c, void* s, void* r, std::size_t n) {
+        return [t, skew](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) {
           c.all_to_allv(s, r, skewed_all_to_allv(c.size(), c.rank(), n, skew), t);
         };
       case C::none:
@@ -91,22 +100,25 @@ OpFn make_op(const BenchArgs& a, CollectiveKind coll, int P, DType t, ReduceOp o
   if (coll != C::all_reduce)
     throw UsageError("--impl " + a.impl + " is built for all_reduce only; use --impl library for " + a.collective);
   ex::require_supported_world(P);
-  if (a.impl == "ring_sliced")  // the ring pipelined in slices of about 256 KiB (theory::ring_slices)
-    return [t, op](Comm& c, void* s, void* r, std::size_t n) {
+  // NCCL's algorithms run on `on`: the rank's --channels (one: the comm itself), each channel's
+  // N/C bytes in slices (ring) or chunks (trees) of about 256 KiB.
+  if (a.impl == "ring_sliced")  // the ring pipelined in slices (theory::ring_slices)
+    return [t, op](Comm& c, std::span<Comm* const> on, void* s, void* r, std::size_t n) {
       if (s != r) copy_bytes(r, s, n * dtype_size(t));
-      const int S = theory::ring_slices(double(n * dtype_size(t)) / c.size());
-      ex::ring_sliced_all_reduce(c, ex::BufferView{r, n, t}, op, S);
+      const int S = theory::ring_slices(double(n * dtype_size(t)) / double(on.size()) / c.size());
+      ex::ring_sliced_all_reduce_channels(on, ex::BufferView{r, n, t}, op, S);
     };
-  if (a.impl == "double_tree")  // NCCL's two trees, halves pipelined in chunks of about 256 KiB
-    return [t, op](Comm& c, void* s, void* r, std::size_t n) {
+  if (a.impl == "double_tree")  // NCCL's two trees, halves pipelined in chunks
+    return [t, op](Comm&, std::span<Comm* const> on, void* s, void* r, std::size_t n) {
       if (s != r) copy_bytes(r, s, n * dtype_size(t));
-      ex::double_tree_all_reduce(c, ex::BufferView{r, n, t}, op, theory::double_tree_chunks(double(n * dtype_size(t))));
+      const int K = theory::double_tree_chunks(double(n * dtype_size(t)) / double(on.size()));
+      ex::double_tree_all_reduce_channels(on, ex::BufferView{r, n, t}, op, K);
     };
   std::function<void(Comm&, ex::BufferView, ReduceOp)> fn = a.impl == "ring"   ? ex::ring_all_reduce
                                                             : a.impl == "tree" ? ex::tree_all_reduce
                                                             : a.impl == "rhd"  ? ex::rhd_all_reduce
                                                                                : ex::naive_all_reduce;
-  return [fn, t, op](Comm& c, void* s, void* r, std::size_t n) {
+  return [fn, t, op](Comm& c, std::span<Comm* const>, void* s, void* r, std::size_t n) {
     if (s != r) copy_bytes(r, s, n * dtype_size(t));  // host or device memory
     fn(c, ex::BufferView{r, n, t}, op);
   };
@@ -158,6 +170,11 @@ AllToAllvLayout skewed_all_to_allv(int P, int me, std::size_t count, double skew
 
 BenchPlan plan_bench(BenchArgs& a) {
   BenchPlan p;
+  p.channels = std::max(1, a.channels);
+  if (p.channels > 1 && a.impl != "ring_sliced" && a.impl != "double_tree")
+    throw UsageError("--channels " + std::to_string(a.channels) +
+                     " splits the buffer over NCCL's rings or tree pairs; --impl " + a.impl +
+                     " has none: use --impl ring_sliced or double_tree (or --algo auto), or drop --channels");
   p.ping_pong = a.collective == "ping_pong";
   if (p.ping_pong) plan_ping_pong(a);
   p.coll = p.ping_pong ? CollectiveKind::broadcast : parse_bench_collective(a.collective);  // ping_pong: unused

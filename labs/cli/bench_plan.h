@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ struct BenchArgs {
   std::string algo;               // --algo auto: print NCCL's predicted choice instead of running
   std::string gpu = "h100-sxm5";  //   its GPU profile (core/theory/gpu_profile.h)
   int per_node = 8;               //   ranks per node
-  double skew = 0;  // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
+  int channels = 0;  // --channels (0: not given): NCCL's channels (ring_sliced, double_tree; --algo auto: the fabric's)
+  double skew = 0;   // all_to_allv: rank 0 receives this many times any other rank's share (0: not given, even)
 };
 
 // The sizes of the sweep: -b, -b·f, -b·f², ... up to -e, each rounded down to a multiple
@@ -45,7 +47,9 @@ struct Sweep {
   bool rounded = false;
 };
 
-using OpFn = std::function<void(Comm&, void* send, void* recv, std::size_t count)>;
+// `channels`: the rank's NCCL channels (Comm::split_channels) for --impl ring_sliced and
+// double_tree; {&comm} without --channels.
+using OpFn = std::function<void(Comm&, std::span<Comm* const> channels, void* send, void* recv, std::size_t count)>;
 
 // Everything decided before the ranks start: what runs, on which sizes, where.
 struct BenchPlan {
@@ -64,6 +68,7 @@ struct BenchPlan {
   Sweep sweep;
   bool on_gpu = false;
   bool ping_pong = false;  // `dtlab bench ping_pong`: send/recv between ranks 0 and 1, no fn
+  int channels = 1;        // the channels fn runs on (--channels)
   OpFn fn;
 };
 

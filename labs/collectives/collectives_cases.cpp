@@ -66,15 +66,28 @@ std::vector<Case> all_reduce_cases(Comm& comm, const LabConfig& cfg, const Colle
                                                ? std::vector<AlgorithmKind>{*s.algo}
                                                : std::vector<AlgorithmKind>{AlgorithmKind::naive, AlgorithmKind::ring,
                                                                             AlgorithmKind::tree, AlgorithmKind::rhd};
+  // --channels C: C communicators over the same ranks, split once for every run (NCCL's
+  // channels: each its own connections on the emulated link).
+  const int C = s.channels;
+  auto channels = std::make_shared<std::vector<std::unique_ptr<Comm>>>();
+  if (C > 1) *channels = comm.split_channels(C);
   std::vector<Case> cases;
   for (const AlgorithmKind a : algos) {
     const AllReduceFn fn = all_reduce_fn(a, lab_slices(s, N, P), lab_tree_chunks(s, N));
     const std::string algo_id(algorithm_kind_name(a));
     cases.push_back({algo_id + " all_reduce", algo_id, all_reduce_run_cost(s, a, P, N, link),
-                     collective_formulas(CollectiveKind::all_reduce, a, P), CollectiveKind::all_reduce, a,
-                     [fn, op](Comm& c, ex::BufferView b) { fn(c, b, op); },
+                     collective_formulas(CollectiveKind::all_reduce, a, P, C), CollectiveKind::all_reduce, a,
+                     [fn, op, channels](Comm& c, ex::BufferView b) {
+                       std::vector<Comm*> on{&c};
+                       if (!channels->empty()) {
+                         on.clear();
+                         for (const auto& ch : *channels) on.push_back(ch.get());
+                       }
+                       fn(on, b, op);
+                     },
                      [t, r](ex::BufferView b) { fill_crafted(b.data, b.count, t, r); },
-                     [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }, time_predicted_on(cfg, a)});
+                     [P, op, t](std::size_t i) { return crafted_expected(i, P, op, t); }, time_predicted_on(cfg, a),
+                     C});
   }
   return cases;
 }

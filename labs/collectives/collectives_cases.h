@@ -24,7 +24,13 @@ struct Case {
   // Whether predicted.time_s is the α-β time of this run: on two tiers only for the rings (a
   // lock-step ring runs at its slowest link, the one between nodes) and the hierarchical form.
   bool time_predicted = true;
+  int channels = 1;  // NCCL's channels the run splits the buffer over (--channels)
 };
+
+// What is wrong with the learner's double binary tree on P ranks (ex::double_binary_tree, both
+// trees), in words; empty when each tree has one root and every other rank exactly one parent
+// that lists it as a child (tree_check.cpp). The lab runs no double_tree on a wrong tree.
+std::vector<std::string> double_tree_problems(int P);
 
 // The cases of this run (--collective, --algo), for `count` elements per rank.
 std::vector<Case> make_cases(Comm& comm, const LabConfig& cfg, const CollectivesSettings& s, std::size_t count);

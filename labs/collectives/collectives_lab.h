@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/theory/collectives.h"
@@ -18,7 +19,8 @@ struct CollectivesSettings {
   CollectiveKind collective =
       CollectiveKind::all_reduce;  // --collective: all_reduce, reduce_scatter, all_gather or broadcast
   ReduceOp op = ReduceOp::sum;
-  int slices = 0;  // --slices: the sliced ring's slices per chunk (0: theory::ring_slices)
+  int slices = 0;    // --slices: the sliced ring's slices per chunk (0: theory::ring_slices)
+  int channels = 1;  // --channels: NCCL's channels, the buffer split over C rings or tree pairs
 };
 const OptionTable<CollectivesSettings>& collectives_option_table();
 
@@ -27,7 +29,7 @@ const OptionTable<CollectivesSettings>& collectives_option_table();
 struct CollectiveFormulas {
   std::string bytes, messages, steps, time;
 };
-CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P);
+CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P, int channels = 1);
 // What one run of `a` building collective `c` costs (the lab builds reduce-scatter and
 // all-gather as rings, broadcast as a binomial tree): N = bytes per rank.
 theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, double N, theory::Link link = {});
@@ -36,15 +38,20 @@ theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, doubl
 // about 256 KiB each (theory::ring_slices, theory::double_tree_chunks).
 int lab_slices(const CollectivesSettings& s, double N, int P);
 int lab_tree_chunks(const CollectivesSettings& s, double N);
-// Throws UsageError when --slices is given to a run without a pipelined all-reduce (it would change nothing).
+// Throws UsageError when --slices is given to a run without a pipelined all-reduce, or
+// --channels (above 1) to one without channels: either would change nothing.
 void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s);
+// Whether algorithm `a` runs on NCCL's channels here (ring_sliced, double_tree).
+bool has_channels(AlgorithmKind a);
 // What the lab's run of all-reduce algorithm `a` costs (with the lab's slices and chunks).
 theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, AlgorithmKind a, int P, double N, theory::Link link);
 // How far a rank's measured bytes may be from the formula: 0 when P and the power of two
 // below it divide `count`; else chunks of uneven size shift a rank's share by a few elements.
-double bytes_tolerance(int P, std::size_t count, DType t);
-// The exercise function that runs all-reduce algorithm `a` (S slices, K chunks where it takes them).
-using AllReduceFn = std::function<void(Comm&, ex::BufferView, ReduceOp)>;
+// With C channels each channel's part is cut so, and the shifts add up over the channels.
+double bytes_tolerance(int P, std::size_t count, DType t, int channels = 1);
+// The exercise function that runs all-reduce algorithm `a` (S slices, K chunks where it takes
+// them) on `channels` (one, or NCCL's channels: Comm::split_channels).
+using AllReduceFn = std::function<void(std::span<Comm* const> channels, ex::BufferView, ReduceOp)>;
 AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K);
 
 // Exercise 7, the learner's cost calculator (ex::all_reduce_cost), asked about this run: the

@@ -31,7 +31,18 @@ void describe_collectives_setup(const Comm& comm, const LabConfig& cfg, const Co
   if (s.collective == CollectiveKind::all_reduce &&
       (s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree))
     rep.setup.push_back("pipelined: ring_sliced " + std::to_string(lab_slices(s, N, P)) +
-                        " slices per chunk, double_tree " + std::to_string(lab_tree_chunks(s, N)) + " chunks per half");
+                        " slices per chunk, double_tree " + std::to_string(lab_tree_chunks(s, N)) + " chunks per half" +
+                        (s.channels > 1 ? " (of each channel's N/C)" : ""));
+  if (s.channels > 1) {
+    rep.setup.push_back(std::to_string(s.channels) + " channels (NCCL's): the buffer split over " +
+                        std::to_string(s.channels) + " rings or tree pairs running at once, each its own connections");
+    if (cfg.link.active() || cfg.nodes.inter.active())
+      rep.notes.push_back(
+          "Channels on the emulated link: a channel is a connection (its messages one after the other); a rank's "
+          "channels share its bandwidth and overlap their latencies, so a round of C messages of b bytes, one per "
+          "channel, takes α + C·b/β (core/theory channels_time): S, the slices of one channel's N/C, is C times "
+          "smaller, and so is the latency term.");
+  }
   if ((!s.algo || s.algo == AlgorithmKind::rhd) && theory::floor_pow2(P) != P)
     rep.notes.push_back("rhd on " + std::to_string(P) +
                         " ranks: the largest power of two, Q = " + std::to_string(theory::floor_pow2(P)) +

@@ -8,7 +8,14 @@
 namespace dtl {
 
 // N: the bytes per rank; P ranks; Q = 2^⌊log2 P⌋ (halving-doubling's core).
-CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P) {
+CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P, int channels) {
+  // C channels (theory::channels_time): a rank's C connections overlap their α and share β.
+  if (channels > 1 && a == AlgorithmKind::ring_sliced && c == CollectiveKind::all_reduce)
+    return {"2(P-1)/P·N", "2(P-1)·S·C", "2(P-1)",
+            "α-β, C channels: 2(P-1)·S·(α + C·b/β), b = N/(C·P·S): 2(P-1)·S·α + 2(P-1)/P·N/β"};
+  if (channels > 1 && a == AlgorithmKind::double_tree && c == CollectiveKind::all_reduce)
+    return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K × C", "2K",
+            "α-β, C channels: m·(α + C·b/β) + 2⌈log2 P⌉·(α + b/β), b = N/(2CK), m per channel"};
   switch (c) {
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::all_gather: return {"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
@@ -44,38 +51,53 @@ theory::CommCost collective_cost(CollectiveKind c, AlgorithmKind a, int P, doubl
   }
 }
 
+// Slices and chunks are counted per channel: each channel's part is N/C bytes.
 int lab_slices(const CollectivesSettings& s, double N, int P) {
-  return s.slices > 0 ? s.slices : theory::ring_slices(N / P);
+  return s.slices > 0 ? s.slices : theory::ring_slices(N / s.channels / P);
 }
 
+bool has_channels(AlgorithmKind a) { return a == AlgorithmKind::ring_sliced || a == AlgorithmKind::double_tree; }
+
 void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s) {
-  if (!collectives_option_table().given(cfg.options, &CollectivesSettings::slices)) return;
-  const bool pipelined = s.algo == AlgorithmKind::ring_sliced || s.algo == AlgorithmKind::double_tree;
-  if (s.collective != CollectiveKind::all_reduce || !pipelined)
+  const bool pipelined = s.collective == CollectiveKind::all_reduce && s.algo && has_channels(*s.algo);
+  if (collectives_option_table().given(cfg.options, &CollectivesSettings::slices) && !pipelined)
     throw UsageError("--slices cuts the pipelined all-reduces (--algo ring_sliced or double_tree); this run has none");
+  if (s.channels > 1 && !pipelined)
+    throw UsageError("--channels " + std::to_string(s.channels) +
+                     " splits the buffer over rings or tree pairs of NCCL's algorithms; this run has none: use "
+                     "--algo ring_sliced or double_tree (--collective all_reduce), or drop --channels");
 }
 
 int lab_tree_chunks(const CollectivesSettings& s, double N) {
-  return s.slices > 0 ? s.slices : theory::double_tree_chunks(N);
+  return s.slices > 0 ? s.slices : theory::double_tree_chunks(N / s.channels);
 }
 
 theory::CommCost all_reduce_run_cost(const CollectivesSettings& s, AlgorithmKind a, int P, double N,
                                      theory::Link link) {
-  if (a == AlgorithmKind::ring_sliced) return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link);
-  if (a == AlgorithmKind::double_tree) return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link);
+  const int C = s.channels;
+  if (a == AlgorithmKind::ring_sliced) return theory::ring_sliced_all_reduce_cost(P, N, lab_slices(s, N, P), link, C);
+  if (a == AlgorithmKind::double_tree) return theory::double_tree_all_reduce_cost(P, N, lab_tree_chunks(s, N), link, C);
   return collective_cost(CollectiveKind::all_reduce, a, P, N, link);
 }
 
 AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K) {
+  // The textbook algorithms run on one communicator: the first (and only) channel.
+  auto one = [](void (*fn)(Comm&, ex::BufferView, ReduceOp)) -> AllReduceFn {
+    return [fn](std::span<Comm* const> ch, ex::BufferView b, ReduceOp o) { fn(*ch[0], b, o); };
+  };
   switch (a) {
-    case AlgorithmKind::naive: return ex::naive_all_reduce;
-    case AlgorithmKind::ring: return ex::ring_all_reduce;
-    case AlgorithmKind::tree: return ex::tree_all_reduce;
-    case AlgorithmKind::rhd: return ex::rhd_all_reduce;
+    case AlgorithmKind::naive: return one(ex::naive_all_reduce);
+    case AlgorithmKind::ring: return one(ex::ring_all_reduce);
+    case AlgorithmKind::tree: return one(ex::tree_all_reduce);
+    case AlgorithmKind::rhd: return one(ex::rhd_all_reduce);
     case AlgorithmKind::ring_sliced:
-      return [S](Comm& c, ex::BufferView b, ReduceOp o) { ex::ring_sliced_all_reduce(c, b, o, S); };
+      return [S](std::span<Comm* const> ch, ex::BufferView b, ReduceOp o) {
+        ex::ring_sliced_all_reduce_channels(ch, b, o, S);
+      };
     case AlgorithmKind::double_tree:
-      return [K](Comm& c, ex::BufferView b, ReduceOp o) { ex::double_tree_all_reduce(c, b, o, K); };
+      return [K](std::span<Comm* const> ch, ex::BufferView b, ReduceOp o) {
+        ex::double_tree_all_reduce_channels(ch, b, o, K);
+      };
     case AlgorithmKind::hierarchical:  // needs the node and rail groups: hierarchical_case builds it
     case AlgorithmKind::none:
     case AlgorithmKind::library: break;  // not a lab algorithm (the option table offers none)
@@ -84,9 +106,10 @@ AllReduceFn all_reduce_fn(AlgorithmKind a, int S, int K) {
 }
 
 // Bytes-per-rank tolerance (collectives_lab.h): chunks of uneven size shift a rank's share by up to a few elements.
-double bytes_tolerance(int P, std::size_t count, DType t) {
-  const bool even = count % std::size_t(P) == 0 && count % std::size_t(theory::floor_pow2(P)) == 0;
-  return even ? 0.0 : double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
+double bytes_tolerance(int P, std::size_t count, DType t, int channels) {
+  const std::size_t C = std::size_t(channels), part = count / C;
+  const bool even = count % C == 0 && part % std::size_t(P) == 0 && part % std::size_t(theory::floor_pow2(P)) == 0;
+  return even ? 0.0 : double(channels) * double(dtype_size(t)) * 2 * (theory::ceil_log2(P) + 1);
 }
 
 void ask_the_cost_calculator(int P, double bytes, std::size_t element_size, const LinkSpec& link, Report& rep) {

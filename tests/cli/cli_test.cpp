@@ -199,6 +199,13 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
     const Output b = dtlab(std::string("bench all_reduce --ranks 5 -b 100 -e 1000 -f 10 -n 1 -w 0 --impl ") + impl);
     EXPECT_EQ(b.code, 0) << impl << b.err;
   }
+  // NCCL's channels (issue 51): each size checked against the exact sums (#wrong 0, exit 0).
+  for (const char* impl : {"ring_sliced", "double_tree"}) {
+    const Output b =
+        dtlab(std::string("bench all_reduce --ranks 5 -b 100 -e 1000 -f 10 -n 1 -w 0 --channels 3 --impl ") + impl);
+    EXPECT_EQ(b.code, 0) << impl << b.err;
+    EXPECT_NE(b.out.find("#wrong total 0"), std::string::npos) << b.out;
+  }
   for (const char* coll : {"reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "all_to_allv"}) {
     const Output b = dtlab(std::string("bench ") + coll + " --ranks 3 -b 96 -e 96 -n 1 -w 0");
     EXPECT_EQ(b.code, 0) << coll << b.err;

@@ -57,6 +57,13 @@ TEST(CliUsage, NumbersBeyondTheirRangeAreUsageErrorsNamingTheOption) {
       {"run pipeline --batch 10 --micro-batches 4", "--micro-batches"},
       {"run pipeline --schedule dualpipev --ranks 4 --micro-batches 4 --batch 8", "(M=4 < 2P=8)"},
       {"run pipeline --ranks 2 --schedule-csv /nonexistent/schedule.csv", "cannot read the file"},
+      // --channels where no algorithm has channels would change nothing (issue 51)
+      {"run collectives --algo ring --channels 2", "--channels 2"},
+      {"run collectives --algo all --channels 2", "--channels 2"},
+      {"run collectives --collective all_gather --channels 2", "--channels 2"},
+      {"run collectives --algo ring_sliced --channels 0", "--channels"},
+      {"bench all_reduce --impl library --channels 2", "--channels 2"},
+      {"bench ping_pong --channels 2", "--channels 2"},
   };
   for (const auto& [args, option] : cases) {
     const auto o = run_dtlab(args);

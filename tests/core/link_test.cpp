@@ -9,6 +9,7 @@
 #include <chrono>
 #include <vector>
 
+#include "core/comm/threads/universe.h"
 #include "core/error.h"
 #include "core/theory/collectives.h"
 #include "core/trace/trace.h"
@@ -212,4 +213,26 @@ TEST(LinkProtocol, AnLlTransferPaysTwiceTheBytes) {
   const std::size_t bytes = 1 << 20;
   const double elapsed = one_transfer_s(link, bytes);
   EXPECT_GE(elapsed, 100e-6 * 0.6 / 3.4 + 2.0 * double(bytes) / 1e9);
+}
+
+// Issue 51, NCCL's channels on the emulated link, as the model's arithmetic (the end times
+// schedule_transfer returns; nothing waits, so nothing here is timed): a channel is a
+// connection whose messages go one after the other; two channels of one rank overlap their
+// latencies and share its bandwidth. α = 100 s and bytes/β = 10 s, so the microseconds
+// between the calls cannot change which term wins.
+TEST(EmulatedLink, ChannelsOverlapTheirLatencyAndShareTheBandwidth) {
+  const LinkSpec link{"custom", 1e-9, 100e6};  // 1 byte/s, 100 s
+  threads::Universe u(with_link(2, link));
+  using std::chrono::duration;
+  auto seconds = [](Clock::duration d) { return duration<double>(d).count(); };
+  const double alpha = 100, wire = 10;
+  const auto a = u.schedule_transfer(0, 1, 10, 0);
+  const auto b = u.schedule_transfer(0, 1, 10, 1);  // channel 1: its α passed while a's bytes moved
+  const auto c = u.schedule_transfer(0, 1, 10, 0);  // channel 0 again: after a, α then its bytes
+  EXPECT_NEAR(seconds(b - a), wire, 1e-3) << "channel 1 should wait only for channel 0's bytes, not its α";
+  EXPECT_NEAR(seconds(c - a), alpha + wire, 1e-3) << "one channel's messages go one after the other";
+  // One channel (every group but split_channels'): α + bytes/β each, first in first out.
+  threads::Universe one(with_link(2, link));
+  const auto x = one.schedule_transfer(0, 1, 10), y = one.schedule_transfer(0, 1, 10);
+  EXPECT_NEAR(seconds(y - x), alpha + wire, 1e-3);
 }

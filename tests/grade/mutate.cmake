@@ -72,6 +72,16 @@ elseif(MUTANT STREQUAL "double_tree_one_tree_twice")
   # leaves never carry half of the traffic (NCCL's second tree makes them its inner nodes).
   set(anchor "{ return theory::double_tree_links(P, rank, tree); }")
   set(mutation "{\n  (void)tree;\n  return theory::double_tree_links(P, rank, 0);\n}")
+elseif(MUTANT STREQUAL "double_tree_two_parents")
+  # double_binary_tree fills the root's empty child slot with rank 1 (tree 0), which already has
+  # parent 2: rank 1 has two parents, and the root waits for a message rank 1 never sends it.
+  set(anchor "{ return theory::double_tree_links(P, rank, tree); }")
+  set(mutation "{\n  theory::TreeLinks l = theory::double_tree_links(P, rank, tree);\n  if (tree == 0 && rank == 0 && P > 2) l.children[0] = 1;\n  return l;\n}")
+elseif(MUTANT STREQUAL "double_tree_missing_leaf")
+  # double_binary_tree drops a right child that is a leaf (an odd rank): the leaf still names its
+  # parent, which never lists it, so its half of the data is never reduced nor sent back down.
+  set(anchor "{ return theory::double_tree_links(P, rank, tree); }")
+  set(mutation "{\n  theory::TreeLinks l = theory::double_tree_links(P, rank, tree);\n  if (l.child_count() == 2 && l.children[1] % 2 == 1) l.children[1] = -1;\n  return l;\n}")
 elseif(MUTANT STREQUAL "hierarchical_whole_buffer_between_nodes")
   # hierarchical_all_reduce all-reduces the whole buffer on the rail, not its chunk: the sum is
   # still right (the all-gather overwrites the chunks it does not own), but every rank sends

@@ -162,6 +162,61 @@ TEST(CollectivesLab, DoubleTreeMatchesTheExactSumAndItsFormula) {
   for (int P : {3, 7, 16}) EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", "double_tree"}, {"slices", "5"}}).ok) << P;
 }
 
+// Issue 51: NCCL's channels. The buffer split over C rings (or tree pairs) at once equals one
+// rank's exact sum on crafted inputs on 2–8 ranks; from the trace, the ring's bytes and steps
+// (the channels share their tags) in 2(P-1)·S·C messages, and the trees' bytes in C times
+// the messages of one channel's formula.
+TEST(CollectivesLab, ChannelsMatchTheExactSumAndTheirFormula) {
+  for (int P : {2, 3, 4, 5, 8})
+    for (int C : {2, 3, 4})
+      for (const char* op : {"sum", "avg"}) {
+        const std::uint64_t N = 4 * 64 * std::uint64_t(P) * std::uint64_t(C);  // 64 floats per channel's chunk
+        const std::string w = "P=" + std::to_string(P) + " C=" + std::to_string(C) + " op=" + op;
+        const int S = 3;
+        const Report ring = run_lab(
+            P, N,
+            {{"algo", "ring_sliced"}, {"slices", std::to_string(S)}, {"channels", std::to_string(C)}, {"op", op}});
+        ASSERT_NE(ring.find("ring_sliced.wrong_elements"), nullptr) << w << "\n" << ring.to_text();
+        EXPECT_EQ(ring.find("ring_sliced.wrong_elements")->measured, 0) << w;
+        EXPECT_EQ(ring.find("ring_sliced.bytes_sent_per_rank")->measured, 2.0 * (P - 1) / P * double(N)) << w;
+        EXPECT_EQ(ring.find("ring_sliced.steps")->measured, 2 * (P - 1)) << w;
+        EXPECT_EQ(ring.find("ring_sliced.messages_sent_per_rank")->measured, 2 * (P - 1) * S * C) << w;
+        EXPECT_TRUE(ring.ok) << w << "\n" << ring.to_text();
+
+        const int K = 2;
+        const Report tree = run_lab(
+            P, N,
+            {{"algo", "double_tree"}, {"slices", std::to_string(K)}, {"channels", std::to_string(C)}, {"op", op}});
+        ASSERT_NE(tree.find("double_tree.wrong_elements"), nullptr) << w;
+        EXPECT_EQ(tree.find("double_tree.wrong_elements")->measured, 0) << w;
+        const theory::CommCost one = theory::double_tree_all_reduce_cost(P, double(N), K);  // one channel
+        EXPECT_EQ(tree.find("double_tree.bytes_sent_per_rank")->measured, one.bytes_per_rank) << w;
+        EXPECT_EQ(tree.find("double_tree.messages_sent_per_rank")->measured, one.messages_per_rank * C) << w;
+        EXPECT_EQ(tree.find("double_tree.steps")->measured, 2 * K) << w;
+        EXPECT_TRUE(tree.ok) << w << "\n" << tree.to_text();
+      }
+  // Uneven parts, chunks and slices (1001 floats): still exact.
+  for (int P : {3, 7})
+    for (const char* algo : {"ring_sliced", "double_tree"})
+      EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", algo}, {"channels", "3"}}).ok) << P << " " << algo;
+}
+
+// The channels' α-β formula: C channels move the bytes of one (the bandwidth term stays) in
+// C times fewer slices each when slices keep their size; with C = 1 it is the sliced ring's.
+TEST(ChannelsFormula, OverlapsLatencyAndSharesBandwidth) {
+  const theory::Link link{10e-6, 1e9};
+  const int P = 4;
+  const double N = 64.0 * (1 << 20);
+  const theory::CommCost one = theory::ring_sliced_all_reduce_cost(P, N, 64, link);
+  EXPECT_DOUBLE_EQ(one.time_s, 2 * (P - 1) * 64 * link.alpha_s + 2.0 * (P - 1) / P * N / link.beta_Bps);
+  const theory::CommCost four = theory::ring_sliced_all_reduce_cost(P, N, 16, link, 4);
+  EXPECT_DOUBLE_EQ(four.time_s, 2 * (P - 1) * 16 * link.alpha_s + 2.0 * (P - 1) / P * N / link.beta_Bps);
+  EXPECT_EQ(four.messages_per_rank, one.messages_per_rank);
+  EXPECT_EQ(four.bytes_per_rank, one.bytes_per_rank);
+  // A round of C messages of b bytes: one α, C·b/β.
+  EXPECT_DOUBLE_EQ(theory::channels_time(3, 1000, 4, link), 3 * (link.alpha_s + 4 * 1000 / link.beta_Bps));
+}
+
 // Issue 51: the hierarchical all-reduce on two tiers equals the exact sum and sends exactly
 // its formula's bytes and steps (a step per tag per tier), on layouts of 2 to 4 nodes.
 TEST(CollectivesLab, HierarchicalMatchesTheExactSumAndItsFormula) {

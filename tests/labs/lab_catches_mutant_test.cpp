@@ -73,6 +73,11 @@ const std::vector<MutantRun>& mutant_runs() {
       collectives("cost_counts_one_pass", "all_reduce_cost", "ring", "sum", "calculator.bytes_sent_per_gpu"),
       collectives("double_tree_one_tree_twice", "double_binary_tree", "double_tree", "sum",
                   "double_tree.bytes_sent_per_rank", 4),
+      // A wrong tree (issue 51): the lab checks the tree before it runs on it (a run would wait forever).
+      collectives("double_tree_two_parents", "double_binary_tree", "double_tree", "sum", "double_tree.tree_problems",
+                  4),
+      collectives("double_tree_missing_leaf", "double_binary_tree", "double_tree", "sum", "double_tree.tree_problems",
+                  4),
       hierarchical("hierarchical_whole_buffer_between_nodes", "hierarchical.bytes_sent_per_rank"),
       {"merge_nan_for_two_empty_sides", "online_softmax_merge", "context_parallel", 2, kCp, "merge_vs_float64"},
       {"zigzag_adjacent_chunks", "zigzag_partition", "context_parallel", 2, with(kCp, {{"split", "zigzag"}}),

@@ -105,7 +105,7 @@ std::int64_t trace_ns(const Universe& u, RunClock::time_point at) {
 }
 
 // Moves one message and completes both requests.
-void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) {
+void move_data(Universe& u, int src_g, int dst_g, int channel, PostedSend& s, PostedRecv& r) {
   std::exception_ptr error;
   auto copy_began = std::chrono::steady_clock::now();
   s.req->copying.store(true);
@@ -138,7 +138,7 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
   r.req->ev.flow_id = s.req->ev.flow_id;
   if (u.link().active() && !error) {
     // The data has moved; both sides learn it when the emulated link would have delivered it.
-    const auto done = u.schedule_transfer(src_g, dst_g, s.bytes);
+    const auto done = u.schedule_transfer(src_g, dst_g, s.bytes, channel);
     u.link_timer().at(done, [&u, sreq = s.req, rreq = r.req] {
       const std::int64_t t = u.trace() ? u.trace()->now_ns() : 0;
       sreq->complete(nullptr, t);
@@ -166,11 +166,13 @@ void move_data(Universe& u, int src_g, int dst_g, PostedSend& s, PostedRecv& r) 
 void deliver(Group& g, PostedSend s, PostedRecv r, int receiver) {
   Universe& u = g.u;
   const int src_g = g.members[std::size_t(s.src)], dst_g = g.members[std::size_t(receiver)];
+  const int channel = g.link_channel;
   if (StepGate* gate = u.gate(); gate && gates_transfers(u)) {
     const std::uint64_t key = (std::uint64_t(src_g) << 32) | std::uint32_t(dst_g);
-    if (gate->submit(key, [&u, src_g, dst_g, s, r]() mutable { move_data(u, src_g, dst_g, s, r); })) return;
+    if (gate->submit(key, [&u, src_g, dst_g, channel, s, r]() mutable { move_data(u, src_g, dst_g, channel, s, r); }))
+      return;
   }
-  move_data(u, src_g, dst_g, s, r);
+  move_data(u, src_g, dst_g, channel, s, r);
 }
 
 std::string bytes_text(std::size_t b) { return std::to_string(b) + " B"; }
@@ -299,7 +301,15 @@ Request ThreadsComm::irecv_reduce(void* buf, std::size_t count, DType t, ReduceO
 
 // ---- split -------------------------------------------------------------------------
 
-std::unique_ptr<Comm> ThreadsComm::split(int color, int key) {
+std::unique_ptr<Comm> ThreadsComm::split(int color, int key) { return split_on_channel(color, key, 0); }
+
+std::vector<std::unique_ptr<Comm>> ThreadsComm::split_channels(int count) {
+  std::vector<std::unique_ptr<Comm>> channels;
+  for (int c = 0; c < count; ++c) channels.push_back(split_on_channel(0, rank_, c));
+  return channels;
+}
+
+std::unique_ptr<Comm> ThreadsComm::split_on_channel(int color, int key, int link_channel) {
   // Everyone learns everyone's (color, key), then the members of each color agree on
   // one Group object through the parent's registry (first one to arrive creates it).
   const std::int64_t mine[2] = {color, key};
@@ -323,7 +333,10 @@ std::unique_ptr<Comm> ThreadsComm::split(int color, int key) {
   {
     std::lock_guard lock(group_->split_mu);
     auto& slot = group_->splits[{seq, color}];
-    if (!slot) slot = std::make_shared<Group>(group_->u, globals);
+    if (!slot) {
+      slot = std::make_shared<Group>(group_->u, globals);
+      slot->link_channel = link_channel;  // set once, by its creator, before anyone uses it
+    }
     g = slot;
   }
   auto sub = std::make_unique<ThreadsComm>(g, new_rank);

@@ -97,6 +97,9 @@ struct Group {
   // Members between a collective's entry and exit barriers: they may be reading other
   // members' buffers, so nobody leaves on an abort until this is 0.
   std::atomic<int> inside{0};
+  // Which channel's connections this group's messages take on an emulated link (split_channels;
+  // 0 for every other group): channels overlap their latencies and share the bandwidth.
+  int link_channel = 0;
   std::mutex split_mu;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<Group>> splits;
   // Stepping by collectives: members that reached each collective (by sequence number),
@@ -133,8 +136,11 @@ class ThreadsComm final : public Comm {
   Request ibarrier() override;
 
   std::unique_ptr<Comm> split(int color, int key) override;
+  std::vector<std::unique_ptr<Comm>> split_channels(int count) override;
 
  private:
+  // split(), the new group's messages on channel `link_channel` of the emulated link.
+  std::unique_ptr<Comm> split_on_channel(int color, int key, int link_channel);
   Request post_recv(PostedRecv r, TransferInfo info, const char* verb);
   void check_peer(int peer, const char* what) const;
   // Queues `body` on this rank's comm stream; the request completes when it returns.

@@ -63,19 +63,22 @@ Universe::Universe(const ThreadsOptions& opt)
   }
 }
 
-std::chrono::steady_clock::time_point Universe::schedule_transfer(int src, int dst, std::size_t bytes) {
+std::chrono::steady_clock::time_point Universe::schedule_transfer(int src, int dst, std::size_t bytes, int channel) {
   using namespace std::chrono;
   const LinkSpec& link = link_between(link_, nodes_, src, dst);
   const int tier = &link == &link_ ? 0 : 1;
-  const auto cost =
-      duration_cast<steady_clock::duration>(duration<double>(link.alpha_s() + double(bytes) / link.beta_Bps()));
+  const auto alpha = duration_cast<steady_clock::duration>(duration<double>(link.alpha_s()));
+  const auto on_wire = duration_cast<steady_clock::duration>(duration<double>(double(bytes) / link.beta_Bps()));
   std::lock_guard lock(link_mu_);
   auto& send_free = send_free_[tier][std::size_t(src)];
   auto& recv_free = recv_free_[tier][std::size_t(dst)];
-  const auto start = std::max({steady_clock::now(), send_free, recv_free});
-  const auto end = start + cost;
-  send_free = end;
-  recv_free = end;
+  auto& channel_send_free = channel_send_free_[{tier, src, channel}];
+  auto& channel_recv_free = channel_recv_free_[{tier, dst, channel}];
+  // The channel's connection takes the message once it is free; its latency passes; then
+  // its bytes take both ranks' directions, after whatever other channel's bytes hold them.
+  const auto start = std::max({steady_clock::now(), channel_send_free, channel_recv_free});
+  const auto end = std::max({start + alpha, send_free, recv_free}) + on_wire;
+  send_free = recv_free = channel_send_free = channel_recv_free = end;
   return end;
 }
 

@@ -6,6 +6,7 @@
 // Universe::wait_until, which polls the abort flag, so no thread can hang after an abort.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -100,13 +101,16 @@ class Universe {
  public:
   Universe(const ThreadsOptions& opt);
 
-  // Emulated link: when a transfer of `bytes` from src to dst, starting now, would end.
-  // Each rank's send and receive directions carry one transfer at a time (FIFO), per tier:
-  // a GPU's NVLink ports and its NIC are separate, so intra- and inter-node messages of one
-  // rank do not queue behind each other.
+  // Emulated link: when a transfer of `bytes` from src to dst on `channel`, starting now,
+  // would end. Per tier (a GPU's NVLink ports and its NIC are separate, so intra- and
+  // inter-node messages of one rank do not queue behind each other):
+  //   a channel is a connection: its messages go one after the other, each α then bytes/β;
+  //   a rank's send and receive directions carry the bytes of one message at a time, so the
+  //   channels of a rank share its bandwidth but overlap their latencies: one channel's α
+  //   passes while another's bytes move. One channel: α + bytes/β per message, FIFO.
   const LinkSpec& link() const { return link_; }      // the one link, or the intra-node one
   const NodeLayout& nodes() const { return nodes_; }  // two tiers, or one (gpus_per_node 0)
-  std::chrono::steady_clock::time_point schedule_transfer(int src, int dst, std::size_t bytes);
+  std::chrono::steady_clock::time_point schedule_transfer(int src, int dst, std::size_t bytes, int channel = 0);
   LinkTimer& link_timer() { return link_timer_; }
 
   int size() const { return size_; }
@@ -165,6 +169,8 @@ class Universe {
   std::mutex link_mu_;
   // [tier][rank]: when each rank's send and receive sides are next free (tier 1: between nodes)
   std::vector<std::chrono::steady_clock::time_point> send_free_[2], recv_free_[2];
+  // {tier, rank, channel}: when each channel's connection on a rank's side is next free
+  std::map<std::array<int, 3>, std::chrono::steady_clock::time_point> channel_send_free_, channel_recv_free_;
   LinkTimer link_timer_;  // last member: its thread stops before the rest is destroyed
 };
 
