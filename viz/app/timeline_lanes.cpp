@@ -88,7 +88,9 @@ void fold_tooltip(const LaneRow& row, std::uint8_t bits) {
 
 }  // namespace
 
-float TimelineView::LabelWidth() const { return std::max(grouping.by_axis ? 168.0f : 118.0f, names_w_); }
+float TimelineView::LabelWidth() const {
+  return std::max({grouping.by_axis ? 168.0f : 118.0f, names_w_, min_label_width});
+}
 
 float TimelineView::RowHeight(const LaneRow& row) const {
   return row.kind == LaneRow::Kind::track ? kRowHeight : row.folded ? kFoldedHeight : kHeaderHeight;

@@ -128,14 +128,20 @@ void TimelineView::DrawHeader(const Frame& f) {
   for (int r = 0; r < d.ranks; ++r)
     idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
-  const auto& ref = f.session.index().reference;
-  const bool ref_first =
-      ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
   ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s  |  wheel: zoom, drag: pan",
               d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              !ref        ? "the trace's start"
-              : ref_first ? "the run's start, after the 1-rank reference"
-                          : "the run's start (the 1-rank reference after it hidden)");
+              OriginText(f));
+}
+
+// What the axis counts from: time_origin when given, else the run's start.
+const char* TimelineView::OriginText(const Frame& f) const {
+  if (time_origin) return "the start of the timed step";
+  const auto& ref = f.session.index().reference;
+  const bool ref_first =  // the grid lab checks after the run
+      ref && shown_range(f.session.data(), f.session.index(), false).begin >= ref->end;
+  return !ref        ? "the trace's start"
+         : ref_first ? "the run's start, after the 1-rank reference"
+                     : "the run's start (the 1-rank reference after it hidden)";
 }
 
 // The time axis: ticks labelled from the run's start (after any reference phase), and
@@ -143,7 +149,8 @@ void TimelineView::DrawHeader(const Frame& f) {
 void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
   const TraceData& d = f.session.data();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const double origin = axis.compress(double(shown_range(d, f.session.index(), false).begin));
+  const double origin =
+      axis.compress(time_origin ? *time_origin : double(shown_range(d, f.session.index(), false).begin));
   const float line = ImGui::GetTextLineHeight();
   dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3),
               IM_COL32(150, 150, 160, 200));

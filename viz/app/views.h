@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,10 @@ struct TimelineView final : Panel {
   // A replay opens on one training step of its first timed phase (first_timed_step), set-up,
   // reference and checks out of view; a button shows the whole run and back.
   bool one_step = false;
+  float min_label_width = 0;          // the names column at least this wide (--compare: both timelines on one scale)
+  std::optional<double> time_origin;  // ns: where the axis counts from (none: the run's start)
   void Draw(const Frame& f) override;
+  float LabelWidth() const;  // the names column: wider when grouped ("stage 0 · replica 1")
   void Restart() override {
     fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0,
     one_step = false;
@@ -70,6 +74,7 @@ struct TimelineView final : Panel {
  private:
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
+  const char* OriginText(const Frame& f) const;
   void DrawAxis(const Frame& f, ImVec2 top, float height);
   float DrawPhaseStrip(const Frame& f,
                        ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
@@ -82,7 +87,6 @@ struct TimelineView final : Panel {
   void DrawGroupRow(const Frame& f, const LaneRow& row, float x0, float y, float w, bool hovered);
   void DrawTrack(const Frame& f, std::size_t track, float x0, float y, bool hovered, LaneFlows& flows);
   float RowHeight(const LaneRow& row) const;
-  float LabelWidth() const;  // wider when grouped: "stage 0 · replica 1"
   GridModel grid_;
   std::size_t grid_key_ = 0;  // the meta "grid" it was made from (its size + 1; 0: none)
   std::vector<LaneRow> rows_;
