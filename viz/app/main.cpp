@@ -41,6 +41,7 @@
 #include "viz/app/compare_view.h"
 #include "viz/app/window.h"
 #include "viz/model/comm_overlap.h"
+#include "viz/model/step_idle.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ struct Args {
   long at_step = -1;
   std::string screenshot, bench, view;
   float zoom = 1;
-  bool overlap = false, compare = false;
+  bool overlap = false, compare = false, idle = false;
   std::map<std::string, std::string> view_options;  // the options the views declare (PanelKind::options)
 };
 
@@ -168,11 +169,15 @@ void check_compare(const Args& a) {
         "--compare shows two runs side by side: give exactly two traces (dtlab-viz a.json b.json "
         "--compare), not " +
         std::to_string(a.trace_paths.size()));
-  const std::pair<bool, const char*> refused[] = {
-      {!a.lab.empty(), "--lab"},       {a.overlap, "--overlap"},
-      {!a.bench.empty(), "--bench"},   {!a.view.empty(), "--view"},
-      {a.at_step >= 0, "--at-step"},   {a.zoom != 1, "--zoom"},
-      {!a.device.empty(), "--device"}, {!a.lab_options.empty(), "a lab's option"}};
+  const std::pair<bool, const char*> refused[] = {{!a.lab.empty(), "--lab"},
+                                                  {a.overlap, "--overlap"},
+                                                  {!a.bench.empty(), "--bench"},
+                                                  {!a.view.empty(), "--view"},
+                                                  {a.at_step >= 0, "--at-step"},
+                                                  {a.zoom != 1, "--zoom"},
+                                                  {!a.device.empty(), "--device"},
+                                                  {!a.lab_options.empty(), "a lab's option"},
+                                                  {a.idle, "--idle"}};
   for (const auto& [given, name] : refused)
     if (given)
       throw dtl::UsageError(std::string(name) +
@@ -198,6 +203,12 @@ int run_compare(const Args& a) {
 int run(const Args& a) {
   if (a.compare) return run_compare(a);
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
+  if (a.idle) {  // the timeline's idle per step, beside the report's bubble (viz/model/step_idle.h)
+    if (a.trace_paths.empty()) throw dtl::UsageError("--idle reads a trace: dtlab-viz TRACE --idle");
+    const auto session = dtl::viz::Session::replay(a.trace_paths);
+    std::cout << dtl::viz::describe_step_idle(session->data(), session->index());
+    return 0;
+  }
   if (a.overlap) {  // the report's figures, for dtlab's traces and torch.profiler's alike
     std::cout << dtl::viz::describe_overlap_of(a.trace_paths);
     return 0;
@@ -254,6 +265,9 @@ void add_view_options(CLI::App& cli, Args& a) {
   cli.add_flag("--compare", a.compare,
                "Show the two traces given side by side: their timed steps on one time scale, starts aligned, and "
                "their reports' rows with the differences");
+  cli.add_flag("--idle", a.idle,
+               "Print the timeline's idle (no compute on the rank) over each timed step and beside the report's "
+               "bubble, and exit (no window)");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
     for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);

@@ -194,13 +194,14 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4),
                     rank_color(tr.rank));  // the rank's own color
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);
-  float last_x = axis.x0;
+  if (tr.stream == kStreamMain && tr.lane == 0) {  // idle (no compute on the rank: BusyIndex), under the spans
+    const std::int64_t px_ns = std::int64_t((axis.t1 - axis.t0) / std::max(1.0f, axis.width)) + 1;
+    for (const TimeRange& g : f.session.busy().idle_gaps(tr.rank, std::int64_t(axis.t0), std::int64_t(axis.t1), px_ns))
+      dl->AddRectFilled(ImVec2(axis.to_x(double(g.begin)), y + 3), ImVec2(axis.to_x(double(g.end)), y + kRowHeight - 3),
+                        kIdle);
+  }
   for (const DrawBox& box : visible_boxes(d, tr, axis, kMinBoxPx)) {
     const Event& e = d.events[box.event];
-    // Idle: a gap on a rank's first main lane with nothing running (phases are containers).
-    if (tr.stream == kStreamMain && tr.lane == 0 && e.kind != EventKind::phase && box.x0 - last_x > 2)
-      dl->AddRectFilled(ImVec2(last_x, y + 3), ImVec2(box.x0, y + kRowHeight - 3), kIdle);
-    if (e.kind != EventKind::phase) last_x = std::max(last_x, box.x1);
     ImU32 col = box.count > 1 ? IM_COL32(140, 140, 150, 255) : span_color(e);
     if (dim_future && e.begin_ns > now) col = dimmed(col);
     const ImVec2 a(box.x0, y + 2), b(std::max(box.x1, box.x0 + 1), y + kRowHeight - 2);

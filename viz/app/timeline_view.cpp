@@ -12,6 +12,7 @@
 
 #include "viz/app/views.h"
 #include "viz/model/axes.h"
+#include "viz/model/step_idle.h"
 
 namespace dtl::viz {
 
@@ -124,13 +125,11 @@ void TimelineView::DrawHeader(const Frame& f) {
     }
     ImGui::SameLine(0, 20);
   }
-  double idle_sum = 0;
-  for (int r = 0; r < d.ranks; ++r)
-    idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
+  // One idle (viz/model/step_idle.h): no compute on the rank, whatever its communication does.
+  const double idle = mean_idle(f.session.busy(), d.ranks, {std::int64_t(axis.t0), std::int64_t(axis.t1)});
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
-  ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s  |  wheel: zoom, drag: pan",
-              d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              OriginText(f));
+  ImGui::Text("idle in view (%s: no compute on the rank), mean over ranks: %.1f%%  |  %s shown, 0 = %s", figure_kind(d),
+              100.0 * idle, format_duration(shown, shown / 100, shown).c_str(), OriginText(f));
 }
 
 // What the axis counts from: time_origin when given, else the run's start.

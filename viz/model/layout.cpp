@@ -191,9 +191,7 @@ double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;
   for (const Event& e : t.events) {
     if (e.rank != rank || e.end_ns <= t0 || e.begin_ns >= t1) continue;
-    if (e.kind == EventKind::compute || e.kind == EventKind::send || e.kind == EventKind::recv ||
-        e.kind == EventKind::collective)
-      busy.push_back({std::max(e.begin_ns, t0), std::min(e.end_ns, t1)});
+    if (e.kind == EventKind::compute) busy.push_back({std::max(e.begin_ns, t0), std::min(e.end_ns, t1)});
   }
   std::sort(busy.begin(), busy.end());
   std::int64_t covered = 0, reach = t0;
@@ -235,9 +233,9 @@ std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ra
 namespace dtl::viz {
 
 namespace {
-bool is_busy(EventKind k) {
-  return k == EventKind::compute || k == EventKind::send || k == EventKind::recv || k == EventKind::collective;
-}
+// Issue 47's one definition of idle: the rank's compute has no work (communication it waits
+// on, a pipeline's bubble, a wait for a slower rank are all idle).
+bool is_busy(EventKind k) { return k == EventKind::compute; }
 }  // namespace
 
 BusyIndex::BusyIndex(const TraceData& t)
@@ -277,6 +275,25 @@ std::int64_t BusyIndex::covered_until(int rank, std::int64_t t) const {
 double BusyIndex::idle_fraction(int rank, std::int64_t t0, std::int64_t t1) const {
   if (t1 <= t0 || rank < 0 || std::size_t(rank) >= begin_.size()) return 0;
   return 1.0 - double(covered_until(rank, t1) - covered_until(rank, t0)) / double(t1 - t0);
+}
+
+std::vector<TimeRange> BusyIndex::idle_gaps(int rank, std::int64_t t0, std::int64_t t1, std::int64_t min_ns) const {
+  std::vector<TimeRange> gaps;
+  if (t1 <= t0 || rank < 0 || std::size_t(rank) >= begin_.size()) return gaps;
+  const auto& b = begin_[std::size_t(rank)];
+  const auto& e = end_[std::size_t(rank)];
+  std::size_t k = std::size_t(std::upper_bound(b.begin(), b.end(), t0) - b.begin());
+  if (k > 0) --k;        // the interval starting at or before t0 may still cover it
+  std::int64_t at = t0;  // where the stretch not yet accounted for begins
+  auto add = [&](std::int64_t from, std::int64_t to) {
+    if (to - from >= std::max<std::int64_t>(min_ns, 1)) gaps.push_back({from, to});
+  };
+  for (; k < b.size() && b[k] < t1; ++k) {
+    if (b[k] > at) add(at, b[k]);
+    at = std::max(at, e[k]);
+  }
+  if (at < t1) add(at, t1);
+  return gaps;
 }
 
 std::uint64_t chunk_picture_bytes(int ranks, int chunks) {
