@@ -113,7 +113,7 @@ void CompareWindow::Frame() {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
                    ImGuiWindowFlags_NoBringToFrontOnFocus);
   ImGui::TextUnformatted(
-      "Two runs on one time scale, each from the start of its timed step (wheel or drag in either moves both)");
+      "Two runs on one time scale, each from the start of its timed step (wheel or right-drag in either moves both)");
   // The same pixels per nanosecond: both timelines' names column as wide as the wider one.
   const float names = std::max(a_.view.LabelWidth(), b_.view.LabelWidth());
   a_.view.min_label_width = b_.view.min_label_width = names;

@@ -220,12 +220,12 @@ int run(const Args& a) {
   dtl::require_writable_file(a.screenshot, "--screenshot");
   auto session = open_session(a);  // errors in the trace surface before any window opens
   check_view(*session, a.view);
-  GLFWwindow* window = dtl::viz::open_window(window_options(a));
   dtl::viz::App app;
   app.settings.zoom = a.zoom;
   app.settings.given = a.view_options;
   app.solo_view = a.view;
-  app.Open(std::move(session));
+  app.Open(std::move(session));  // the views' options checked (exit 2) before a window opens
+  GLFWwindow* window = dtl::viz::open_window(window_options(a));
   if (a.at_step >= 0) go_to_step(app, a.at_step);
   dtl::viz::main_loop(window, window_options(a), [&](float dt) { app.Frame(dt); });
   app.session.reset();  // finishes a live run before the window goes

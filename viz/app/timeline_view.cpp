@@ -2,10 +2,10 @@
 // spans colored by kind (compute by what it is: forward, backward, optimizer), a layer's
 // span on the lane under its forward or backward; runs narrower than a few pixels folded into one
 // box that says how many events it holds; arrows from each send to its receive; idle gaps
-// hatched; wheel to zoom, drag to pan, hover for details. The 1-rank reference phase is
+// hatched; wheel to zoom, right-drag to pan, drag to select a range (timeline_select.cpp),
+// hover for details. The 1-rank reference phase is
 // hidden unless asked for. Cost follows pixels: see visible_boxes() in viz/model/layout.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -130,6 +130,12 @@ void TimelineView::DrawHeader(const Frame& f) {
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
   ImGui::Text("idle in view (%s: no compute on the rank), mean over ranks: %.1f%%  |  %s shown, 0 = %s", figure_kind(d),
               100.0 * idle, format_duration(shown, shown / 100, shown).c_str(), OriginText(f));
+  ImGui::SameLine();
+  ImGui::TextDisabled("|  wheel: zoom, drag: select a range, right-drag: pan");
+}
+
+double TimelineView::AxisOrigin(const Frame& f) const {
+  return time_origin ? *time_origin : double(shown_range(f.session.data(), f.session.index(), false).begin);
 }
 
 // What the axis counts from: time_origin when given, else the run's start.
@@ -146,10 +152,8 @@ const char* TimelineView::OriginText(const Frame& f) const {
 // The time axis: ticks labelled from the run's start (after any reference phase), and
 // faint grid lines down through the lanes.
 void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
-  const TraceData& d = f.session.data();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const double origin =
-      axis.compress(time_origin ? *time_origin : double(shown_range(d, f.session.index(), false).begin));
+  const double origin = axis.compress(AxisOrigin(f));
   const float line = ImGui::GetTextLineHeight();
   dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3),
               IM_COL32(150, 150, 160, 200));
@@ -204,22 +208,14 @@ void TimelineView::Draw(const Frame& f) {
   ColorLabels(f.session.data());
   DrawHeader(f);
 
+  StartSelection(f);
   const ImVec2 top = ImGui::GetCursorScreenPos();
-  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y));
-  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height));
+  const float totals_h = selection ? std::min(240.0f, 0.4f * avail.y) : 0;  // the selection's totals below
+  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y) - totals_h);
+  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
   const bool hovered = ImGui::IsItemHovered();
-  ImGuiIO& io = ImGui::GetIO();
-  if (hovered && io.MouseWheel != 0 && io.MousePos.x < axis.x0) {  // over the names: scroll the rows
-    const long row = long(first_row) - long(io.MouseWheel * 3);
-    first_row = std::size_t(std::max(0L, row));
-  } else if (hovered && io.MouseWheel != 0) {
-    axis.zoom(std::pow(1.25, io.MouseWheel), io.MousePos.x);
-    follow = false;
-  }
-  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-    axis.pan(io.MouseDelta.x);
-    follow = false;
-  }
+  HandleMouse(hovered);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
   DrawAxis(f, top, height);
@@ -228,7 +224,9 @@ void TimelineView::Draw(const Frame& f) {
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step
   dl->AddLine(ImVec2(cx, top.y + axis_h), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);
+  DrawSelectedRange(ImVec2(top.x, top.y + axis_h), height - axis_h);
   dl->PopClipRect();
+  if (selection) DrawSelectionTotals(f, totals_h);
 }
 
 }  // namespace dtl::viz
