@@ -90,20 +90,20 @@ void TimeAxis::pan(float dx) {
 
 namespace {
 
-// Compute nested in compute (a layer's backward inside "backward") goes one lane down, as
-// Tracy draws zones by depth: the lab's phases of work on one lane, their parts under it.
-// Other nesting (transfers inside a phase span) stays in the lane, drawn over it.
-// Lanes are renumbered (lane, depth) in order; depth stops at kMaxComputeDepth, and lanes
-// past trace_limits::kMaxLanes share the last one, as assign_lanes does.
-std::vector<int> nested_compute_below(const std::vector<Event>& spans, std::vector<int> lane) {
-  constexpr int kMaxComputeDepth = 3;
-  std::map<int, std::vector<std::int64_t>> open;  // per lane: ends of the compute spans open
+// A slice stack, as Perfetto and Tracy draw one: a span nested inside another (a layer's
+// backward inside "backward", the sends and receives inside a collective's phase, a pass
+// inside a lab's phase) goes one lane down, so a container never hides what it holds.
+// Lanes are renumbered (lane, depth) in order; depth stops at kMaxDepth, and lanes past
+// trace_limits::kMaxLanes share the last one, as assign_lanes does.
+std::vector<int> nested_below(const std::vector<Event>& spans, std::vector<int> lane) {
+  constexpr int kMaxDepth = 4;
+  std::map<int, std::vector<std::int64_t>> open;  // per lane: ends of the spans open
   std::vector<std::pair<int, int>> at(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
     auto& stack = open[lane[i]];
     while (!stack.empty() && stack.back() <= spans[i].begin_ns) stack.pop_back();
-    at[i] = {lane[i], std::min(int(stack.size()), kMaxComputeDepth)};
-    if (spans[i].kind == EventKind::compute) stack.push_back(spans[i].end_ns);
+    at[i] = {lane[i], std::min(int(stack.size()), kMaxDepth)};
+    stack.push_back(spans[i].end_ns);
   }
   std::map<std::pair<int, int>, int> number;
   for (const auto& a : at) number[a] = 0;
@@ -129,7 +129,7 @@ std::vector<Track> layout_tracks(const TraceData& t) {
     std::vector<Event> spans;
     spans.reserve(idx.size());
     for (auto i : idx) spans.push_back(t.events[i]);
-    const std::vector<int> lane = nested_compute_below(spans, assign_lanes(spans, trace_limits::kMaxLanes));
+    const std::vector<int> lane = nested_below(spans, assign_lanes(spans, trace_limits::kMaxLanes));
     const int lanes = lane.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
     const std::size_t first = tracks.size();
     for (int l = 0; l < lanes; ++l) tracks.push_back(Track{key.first, key.second, l, {}, {}});
@@ -178,6 +178,16 @@ std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& tr, const Ti
         hi = mid;
       else
         lo = mid + 1;
+    }
+    // A span wide enough to draw that begins inside the box is not folded away: the box
+    // stops before it (looked for among the next kWideScan only: a denser pixel folds whole).
+    constexpr std::size_t kWideScan = 256;
+    for (std::size_t j = i + 1; j < lo && j < i + kWideScan; ++j) {
+      const Event& w = t.events[tr.events[j]];
+      if (axis.to_x(double(w.end_ns)) - axis.to_x(double(w.begin_ns)) >= min_px) {
+        lo = j;
+        break;
+      }
     }
     box.count = std::uint32_t(lo - i);  // every member begins inside [x0, x0 + min_px)
     out.push_back(box);
