@@ -12,7 +12,7 @@
 //
 // A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
 // Keys: space play/pause, right arrow step, shift+right step a phase, +/- speed, home restart.
-// A plain linear loop (the ImGui example's shape): poll, new frame, draw, render, swap.
+// The window and its plain loop (poll, new frame, draw, render, swap): viz/app/window.h.
 #include <malloc.h>
 
 #include <CLI/CLI.hpp>
@@ -200,15 +200,21 @@ int run_compare(const Args& a) {
   return 0;
 }
 
+// --idle: the timeline's idle per step, beside the report's bubble (viz/model/step_idle.h).
+int run_idle(const Args& a) {
+  if (a.trace_paths.empty()) throw dtl::UsageError("--idle reads a trace: dtlab-viz TRACE --idle");
+  if (a.overlap || !a.bench.empty() || !a.screenshot.empty() || !a.view.empty() || a.at_step >= 0 || a.zoom != 1)
+    throw dtl::UsageError(
+        "--idle prints and exits: --overlap, --bench and the window's options have no effect with it");
+  const auto session = dtl::viz::Session::replay(a.trace_paths);
+  std::cout << dtl::viz::describe_step_idle(session->data(), session->index());
+  return 0;
+}
+
 int run(const Args& a) {
   if (a.compare) return run_compare(a);
+  if (a.idle) return run_idle(a);
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
-  if (a.idle) {  // the timeline's idle per step, beside the report's bubble (viz/model/step_idle.h)
-    if (a.trace_paths.empty()) throw dtl::UsageError("--idle reads a trace: dtlab-viz TRACE --idle");
-    const auto session = dtl::viz::Session::replay(a.trace_paths);
-    std::cout << dtl::viz::describe_step_idle(session->data(), session->index());
-    return 0;
-  }
   if (a.overlap) {  // the report's figures, for dtlab's traces and torch.profiler's alike
     std::cout << dtl::viz::describe_overlap_of(a.trace_paths);
     return 0;
