@@ -1,7 +1,8 @@
 // Timeline lanes: the rows under the time axis. Without a grid, a track per rank, stream
 // and lane. Grouped by axis (traces with meta "grid"), the tracks in (pp, dp, tp) order
 // under a header per stage × replica; a folded group is one row of its ranks' activity
-// (compute, and communication in the axis colors; hatched where every rank idles), opened
+// (compute, and communication in the axis colors; hatched where no rank computes: idle as
+// the timeline's one definition, viz/model/step_idle.h), opened
 // or folded by a click on its name. Rows come from viz/model/lane_groups.
 #include <algorithm>
 #include <cstdio>
@@ -81,7 +82,8 @@ void fold_tooltip(const LaneRow& row, std::uint8_t bits) {
   std::string what;
   for (const Strip& s : kStrips)
     if (bits & s.bit) what += (what.empty() ? "" : ", ") + std::string(s.name);
-  ImGui::Text("here: %s", what.empty() ? "every rank idle" : what.c_str());
+  ImGui::Text("here: %s", what.empty() ? "nothing runs" : what.c_str());
+  if (!(bits & kActCompute)) ImGui::TextUnformatted("every rank idle (no compute)");
   ImGui::TextDisabled("click the name to %s", row.folded ? "open the group" : "fold it");
   ImGui::EndTooltip();
 }
@@ -145,7 +147,7 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
     std::size_t e = c + 1;
     while (e < cols.size() && cols[e] == cols[c]) ++e;
     const float a = axis.x0 + float(c), b = axis.x0 + float(e);
-    if (!cols[c]) dl->AddRectFilled(ImVec2(a, y + 3), ImVec2(b, y + h - 3), kIdle);
+    if (!(cols[c] & kActCompute)) dl->AddRectFilled(ImVec2(a, y + 3), ImVec2(b, y + h - 3), kIdle);  // one idle
     for (std::size_t s = 0; s < std::size(kStrips); ++s)
       if (cols[c] & kStrips[s].bit)
         dl->AddRectFilled(ImVec2(a, y + 2 + strip * float(s)), ImVec2(b, y + 2 + strip * float(s + 1)),
