@@ -93,14 +93,16 @@ AxisBytes predicted_bytes(const GridSettings& s, const Topology& topo, GridRank&
   return b;
 }
 
-// The idle share of the pipeline this rank is in: 1 − Σ busy / (P · (last end − first start)).
+// The idle share of the step over every rank: 1 − Σ busy / (N · (last end − first start)),
+// the step from the first action's start on any rank to the last one's end. Every pipeline
+// of the grid at once, as the timeline's idle over that step counts it (viz/model/step_idle.h).
 double bubble_of(Topology& topo, const GridRank& r) {
-  Comm& pp = topo.pp_group();
+  Comm& world = topo.world();
   double span[2] = {-r.begin(), r.end()}, busy = r.busy();
-  pp.all_reduce(span, span, 2, DType::f64, ReduceOp::max);
-  pp.all_reduce(&busy, &busy, 1, DType::f64, ReduceOp::sum);
+  world.all_reduce(span, span, 2, DType::f64, ReduceOp::max);
+  world.all_reduce(&busy, &busy, 1, DType::f64, ReduceOp::sum);
   const double makespan = span[0] + span[1];
-  return makespan > 0 ? 1 - busy / (pp.size() * makespan) : 0;
+  return makespan > 0 ? 1 - busy / (world.size() * makespan) : 0;
 }
 
 // The largest difference of any loss and any held weight (all-gathered over the tp group)

@@ -65,12 +65,19 @@ void GridRank::pace(double t0, int units) const {
 
 double GridRank::now() const { return double(topo_.world().trace()->now_ns()) * 1e-9; }
 
-// An action's span (F or B of micro-batch m) in the trace, as the pipeline lab records its
-// own: the pipeline view draws the grid's stages from them.
+// An action (F or B of micro-batch m): its span in the trace, as the pipeline lab records
+// its own (the pipeline view draws the grid's stages from them), and its time in the step's
+// totals, from one reading of the clock. The step runs from its first action's start to its last one's end, as the
+// timeline draws it (viz/model/step_idle.h): the bubble's window holds no wait before the
+// first receive.
 void GridRank::record_action(Pass pass, int m, double t0) {
+  const double t1 = now();
+  busy_ += t1 - t0;
+  if (begin_ < 0) begin_ = t0;
+  end_ = t1;
   Trace* tr = topo_.world().trace();
   tr->record(Event{.begin_ns = std::int64_t(t0 * 1e9),
-                   .end_ns = tr->now_ns(),
+                   .end_ns = std::int64_t(t1 * 1e9),
                    .rank = topo_.world().global_rank(),
                    .step = step_,
                    .chunk = 0,
@@ -87,7 +94,6 @@ void GridRank::forward(int m) {
   if (!topo_.is_last_stage())
     copy_bytes(output_[std::size_t(m)].data(), y, bytes);  // acts may be freed before the send is done
   pace(t0, 1);
-  busy_ += now() - t0;
   record_action(Pass::forward, m, t0);
 }
 
@@ -97,7 +103,6 @@ void GridRank::backward(int m) {
   const float* dx = model_->backward(m, grad_in_[std::size_t(m)].as<float>());
   if (!topo_.is_first_stage()) copy_bytes(grad_out_[std::size_t(m)].data(), dx, bytes);
   pace(t0, 2);
-  busy_ += now() - t0;
   record_action(Pass::backward, m, t0);
 }
 
@@ -130,10 +135,9 @@ float GridRank::step(int step) {
   ops.backward = [&](int m, int) { backward(m); };
   ops.weight = [](int, int) { throw Error("the grid lab's schedules have no W actions"); };
   std::vector<Request> sends;
-  begin_ = now();
+  begin_ = -1, end_ = 0;                                            // (extend_step)
   ex::run_stage(schedule_.stages[std::size_t(stage)], ops, sends);  // exercise 19
   for (Request& r : sends) r.wait();
-  end_ = now();
   model_->after_backward();
   sync_and_step(step + 1);
   // The loss lives on the last stage's ranks (the same on its tp ranks): summed over the

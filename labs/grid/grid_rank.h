@@ -52,8 +52,8 @@ class GridRank {
   // sent (kept until their sends are done), the gradients received (on the last stage:
   // the MLP's dL/dy from its loss).
   std::vector<Tensor> input_, output_, grad_in_, grad_out_;
-  double loss_ = 0, busy_ = 0, begin_ = 0, end_ = 0;
-  int step_ = 0;  // the training step being run (the actions' spans carry it)
+  double loss_ = 0, busy_ = 0, begin_ = 0, end_ = 0;  // begin_, end_: this step's first action's start, last one's end
+  int step_ = 0;                                      // the training step being run (the actions' spans carry it)
   // ZeRO-1: the padded gradients and parameters (D·chunk), this rank's gradient shard and
   // its AdamW moments.
   std::size_t chunk_ = 0;

@@ -105,15 +105,16 @@ std::vector<float> one_rank_weights(const PipelineSettings& s, const Dataset& da
       .weights;
 }
 
-// The whole step across stages: from the earliest start to the latest last action; and the
-// longest stage's own span, first action to last (what a step takes when the next one
-// starts on each stage as soon as it is done: Simulation::bubble_tiled).
+// The whole step across stages: from the earliest first action to the latest last action
+// (the step as the timeline draws it, viz/model/step_idle.h: no set-up before the first
+// action counts as bubble); and the longest stage's own span, first action to last (what a
+// step takes when the next one starts on each stage as soon as it is done: Simulation::bubble_tiled).
 struct StepAcross {
   double makespan = 0, busy_sum = 0, longest_span = 0;
   std::vector<double> busy;  // per stage
 };
 StepAcross across_stages(Comm& comm, const StageStep& r) {
-  double times[3] = {-r.begin, r.end, r.end - (r.first < 0 ? r.end : r.first)};
+  double times[3] = {-(r.first < 0 ? r.begin : r.first), r.end, r.end - (r.first < 0 ? r.end : r.first)};
   comm.all_reduce(times, times, 3, DType::f64, ReduceOp::max);
   std::vector<double> busy(std::size_t(comm.size()));
   comm.all_gather(&r.busy, busy.data(), 1, DType::f64);

@@ -122,7 +122,7 @@ void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::
                         " µs (split: B " + format_number(s.backward_us - s.weight_us) + " + W " +
                         format_number(s.weight_us) + ")");
   rep.notes.push_back(
-      "Bubble: 1 − Σ busy / (P · step), the step from the first stage's start to the last action's end; "
+      "Bubble: 1 − Σ busy / (P · step), the step from the first action's start to the last action's end; "
       "the curriculum's (P−1)/(M+P−1) is this idle share, Megatron-LM's (P−1)/M the same idle time "
       "relative to the compute (b / (1 − b)). Interleaving divides the bubble by v; the zero-bubble and "
       "DualPipe formulas take this run's F, B (full backward) and W. zb-h2 and zb-v reach ~0 only with "

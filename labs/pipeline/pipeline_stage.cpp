@@ -99,6 +99,7 @@ void PipelineStage::record(Pass op, int m, int c, int step, double begin, double
   op_total += end - begin;
   rec.busy += end - begin;
   if (rec.first < 0) rec.first = begin;
+  rec.end = std::max(rec.end, end);  // the last action's end, as the trace has it
   ++op_count;
 }
 
@@ -253,7 +254,7 @@ StageStep PipelineStage::train_step(const Dataset& data, int step) {
   const ex::StageOps ops = stage_ops(data, step, rec);
   std::vector<Request> sends;
   ex::run_stage(schedule_.stages[std::size_t(comm_.rank())], ops, sends);  // the learner's loop (exercise 19)
-  rec.end = now_s(comm_);
+  if (rec.first < 0) rec.end = now_s(comm_);                               // (a stage without actions)
   for (Request& r : sends) r.wait();
   for (Sent& s : sent_) s.request.wait();
   sent_.clear();

@@ -602,17 +602,20 @@ TEST(TimeCuts, LeaveTheLearnersWaitsOutOfTheAxis) {
   EXPECT_DOUBLE_EQ(axis.compress(axis.t1), 375);
 }
 
-TEST(Lanes, ALayersSpanGoesOnTheLaneUnderItsBackward) {
+TEST(Lanes, ASliceStackPhaseThenBackwardThenItsLayers) {
   TraceData d;
   d.ranks = 1;
   d.labels = {"", "backward", "backward 1", "backward 0", "phase"};
   d.events = {span(EventKind::phase, 0, 0, 100, 4), span(EventKind::compute, 0, 10, 90, 1),
               span(EventKind::compute, 0, 10, 40, 2), span(EventKind::compute, 0, 50, 80, 3)};
   const std::vector<Track> tracks = layout_tracks(d);
-  ASSERT_EQ(tracks.size(), 2u);  // the phase and backward on lane 0 (a phase is a container), the layers under
-  EXPECT_EQ(tracks[0].events.size(), 2u);
-  EXPECT_EQ(tracks[1].events.size(), 2u);
-  EXPECT_EQ(d.label(d.events[tracks[1].events[0]].label), "backward 1");
+  ASSERT_EQ(tracks.size(), 3u);  // the phase on lane 0, backward under it, its layers under that
+  EXPECT_EQ(tracks[0].events.size(), 1u);
+  EXPECT_EQ(d.label(d.events[tracks[0].events[0]].label), "phase");
+  EXPECT_EQ(tracks[1].events.size(), 1u);
+  EXPECT_EQ(d.label(d.events[tracks[1].events[0]].label), "backward");
+  EXPECT_EQ(tracks[2].events.size(), 2u);
+  EXPECT_EQ(d.label(d.events[tracks[2].events[0]].label), "backward 1");
 }
 
 // ---- pipeline view (viz/views/pipeline/pipeline_model) ----------------------------------------------

@@ -8,22 +8,16 @@
 //   dtlab-viz pipe.json --view pipeline [--pipeline-schedule zb-h1] [--pipeline-compare]
 //   dtlab-viz grid.json --view topology [--highlight-rank 5]
 //   dtlab-viz --bench big.json                                    # load time and frame cost
+//   dtlab-viz naive.json bucketed.json --compare                  # two runs side by side
 //
 // A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
 // Keys: space play/pause, right arrow step, shift+right step a phase, +/- speed, home restart.
-// A plain linear loop (the ImGui example's shape): poll, new frame, draw, render, swap.
-#include <GLFW/glfw3.h>
-#include <imgui.h>
-#include <imgui_impl_glfw.h>
-#include <imgui_impl_opengl3.h>
+// The window and its plain loop (poll, new frame, draw, render, swap): viz/app/window.h.
 #include <malloc.h>
-#include <stb/stb_image_write.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +29,6 @@
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
-#include "core/util/atomic_file.h"
 #include "core/util/files.h"
 #include "core/util/units.h"
 #include "exercises/track/unwritten.h"
@@ -45,7 +38,10 @@
 #include "labs/train/train_ops.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
+#include "viz/app/compare_view.h"
+#include "viz/app/window.h"
 #include "viz/model/comm_overlap.h"
+#include "viz/model/step_idle.h"
 
 namespace {
 
@@ -58,27 +54,9 @@ struct Args {
   long at_step = -1;
   std::string screenshot, bench, view;
   float zoom = 1;
-  bool overlap = false;
+  bool overlap = false, compare = false, idle = false;
   std::map<std::string, std::string> view_options;  // the options the views declare (PanelKind::options)
 };
-
-// Reads the back buffer before the swap (as the GL spec leaves it undefined after), encodes
-// the PNG in memory and writes it as every dtlab file is written (core/util/atomic_file.h):
-// a full disk leaves an older screenshot as it was.
-void save_screenshot(const std::string& path, int w, int h) {
-  std::vector<unsigned char> pixels(std::size_t(w) * std::size_t(h) * 4);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadBuffer(GL_BACK);
-  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
-  stbi_flip_vertically_on_write(1);
-  std::string png;
-  auto append = [](void* out, void* data, int n) {
-    static_cast<std::string*>(out)->append(static_cast<char*>(data), std::size_t(n));
-  };
-  if (!stbi_write_png_to_func(append, &png, w, h, 4, pixels.data(), w * 4))
-    throw dtl::Error("cannot encode the screenshot '" + path + "' as PNG");
-  dtl::write_file_atomically(path, png, "--screenshot");
-}
 
 // Ranges of the numeric options, checked while parsing (before any window or run), so a
 // bad value is a usage error (exit 2) that names the option and its range, never a
@@ -181,91 +159,61 @@ void go_to_step(dtl::viz::App& app, long k) {
   app.controls.anim = 1;
 }
 
-// A font that draws the symbols dtlab prints (Ψ α β · − × ≤ ⌈⌉ → ∘ ✓): DejaVu Sans Mono
-// from Debian's fonts-dejavu-core, at ImGui's own 13 px; without the file, ImGui's built-in
-// font (ASCII and Latin-1 only: those symbols then show as '?').
-void load_font() {
-  static const ImWchar ranges[] = {0x0020, 0x00FF,  // Latin
-                                   0x0370, 0x03FF,  // Greek
-                                   0x1D00, 0x1DBF,  // phonetic superscripts (ᵀ)
-                                   0x2000, 0x23FF,  // punctuation, super/subscripts, arrows, math, ⌈⌉
-                                   0x2500, 0x25FF,  // boxes, blocks, shapes
-                                   0x2700, 0x27BF,  // ✓ ✗
-                                   0};
-  const char* path = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
-  if (std::FILE* f = std::fopen(path, "rb")) {
-    std::fclose(f);
-    ImGui::GetIO().Fonts->AddFontFromFileTTF(path, 13.0f, nullptr, ranges);
-  }
+dtl::viz::WindowOptions window_options(const Args& a) { return {a.width, a.height, a.screenshot, a.frames}; }
+
+// --compare: two traces, replayed side by side; the options of one run's window are refused
+// (an option without effect is an error).
+void check_compare(const Args& a) {
+  if (a.trace_paths.size() != 2)
+    throw dtl::UsageError(
+        "--compare shows two runs side by side: give exactly two traces (dtlab-viz a.json b.json "
+        "--compare), not " +
+        std::to_string(a.trace_paths.size()));
+  const std::pair<bool, const char*> refused[] = {{!a.lab.empty(), "--lab"},
+                                                  {a.overlap, "--overlap"},
+                                                  {!a.bench.empty(), "--bench"},
+                                                  {!a.view.empty(), "--view"},
+                                                  {a.at_step >= 0, "--at-step"},
+                                                  {a.zoom != 1, "--zoom"},
+                                                  {!a.device.empty(), "--device"},
+                                                  {!a.lab_options.empty(), "a lab's option"},
+                                                  {a.idle, "--idle"}};
+  for (const auto& [given, name] : refused)
+    if (given)
+      throw dtl::UsageError(std::string(name) +
+                            " has no effect with --compare (it shows both runs' timed steps and reports); drop it");
+  if (!a.view_options.empty())
+    throw dtl::UsageError("--" + a.view_options.begin()->first + " has no effect with --compare; drop it");
 }
 
-// The window and ImGui on it (GLFW + OpenGL 3.3); throws when there is no display.
-GLFWwindow* open_window(const Args& a) {
-  glfwSetErrorCallback([](int code, const char* text) { std::fprintf(stderr, "GLFW error %d: %s\n", code, text); });
-  if (!glfwInit())
-    throw dtl::Error(
-        "no display to open a window on; run under 'xvfb-run -a', or step in the terminal with "
-        "'dtlab run collectives --step'");
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  GLFWwindow* window = glfwCreateWindow(a.width, a.height, "dtlab-viz", nullptr, nullptr);
-  if (!window) {
-    glfwTerminate();
-    throw dtl::Error("could not create an OpenGL 3.3 window; check the display (or use xvfb-run -a)");
-  }
-  glfwMakeContextCurrent(window);
-  glfwSwapInterval(a.screenshot.empty() ? 1 : 0);
-  IMGUI_CHECKVERSION();
-  ImGui::CreateContext();
-  ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini: the layout is fixed
-  ImGui::StyleColorsDark();
-  load_font();
-  ImGui_ImplGlfw_InitForOpenGL(window, true);
-  ImGui_ImplOpenGL3_Init("#version 330");
-  return window;
+int run_compare(const Args& a) {
+  check_compare(a);
+  for (const std::string& path : a.trace_paths)  // the screenshot may replace neither trace
+    dtl::require_distinct_files({{"the trace", path, false}, {"--screenshot", a.screenshot, true}});
+  dtl::require_writable_file(a.screenshot, "--screenshot");
+  // Both traces are read before any window opens: a bad one is its error, no window.
+  dtl::viz::CompareWindow compare(dtl::viz::Session::replay(a.trace_paths[0]), a.trace_paths[0],
+                                  dtl::viz::Session::replay(a.trace_paths[1]), a.trace_paths[1]);
+  GLFWwindow* window = dtl::viz::open_window(window_options(a));
+  dtl::viz::main_loop(window, window_options(a), [&](float) { compare.Frame(); });
+  dtl::viz::close_window(window);
+  return 0;
 }
 
-void close_window(GLFWwindow* window) {
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
-}
-
-// The plain loop: poll, new frame, draw, render, swap (or, with --screenshot, save and stop).
-void main_loop(GLFWwindow* window, dtl::viz::App& app, const Args& a) {
-  int frame = 0;
-  auto last = std::chrono::steady_clock::now();
-  while (!glfwWindowShouldClose(window)) {
-    glfwPollEvents();
-    const auto now = std::chrono::steady_clock::now();
-    const float dt = std::chrono::duration<float>(now - last).count();
-    last = now;
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    if (!a.screenshot.empty())
-      ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no tooltip where Xvfb left the pointer
-    ImGui::NewFrame();
-    app.Frame(a.screenshot.empty() ? dt : 0.0f);
-    ImGui::Render();
-    int w = 0, h = 0;
-    glfwGetFramebufferSize(window, &w, &h);
-    glViewport(0, 0, w, h);
-    glClearColor(0.09f, 0.09f, 0.11f, 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (!a.screenshot.empty() && ++frame >= a.frames) {
-      save_screenshot(a.screenshot, w, h);
-      std::fprintf(stderr, "screenshot written to %s (%dx%d)\n", a.screenshot.c_str(), w, h);
-      break;
-    }
-    glfwSwapBuffers(window);
-  }
+// --idle: the timeline's idle per step, beside the report's bubble (viz/model/step_idle.h).
+int run_idle(const Args& a) {
+  if (a.trace_paths.empty()) throw dtl::UsageError("--idle reads a trace: dtlab-viz TRACE --idle");
+  if (a.overlap || !a.bench.empty() || !a.screenshot.empty() || !a.view.empty() || a.at_step >= 0 || a.zoom != 1)
+    throw dtl::UsageError(
+        "--idle prints and exits: --overlap, --bench and the window's options have no effect with it");
+  const auto session = dtl::viz::Session::replay(a.trace_paths);
+  std::cout << dtl::viz::describe_step_idle(session->data(), session->index());
+  return 0;
 }
 
 int run(const Args& a) {
+  if (a.compare) return run_compare(a);
+  if (a.idle) return run_idle(a);
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
   if (a.overlap) {  // the report's figures, for dtlab's traces and torch.profiler's alike
     std::cout << dtl::viz::describe_overlap_of(a.trace_paths);
@@ -278,16 +226,16 @@ int run(const Args& a) {
   dtl::require_writable_file(a.screenshot, "--screenshot");
   auto session = open_session(a);  // errors in the trace surface before any window opens
   check_view(*session, a.view);
-  GLFWwindow* window = open_window(a);
   dtl::viz::App app;
   app.settings.zoom = a.zoom;
   app.settings.given = a.view_options;
   app.solo_view = a.view;
-  app.Open(std::move(session));
+  app.Open(std::move(session));  // the views' options checked (exit 2) before a window opens
+  GLFWwindow* window = dtl::viz::open_window(window_options(a));
   if (a.at_step >= 0) go_to_step(app, a.at_step);
-  main_loop(window, app, a);
+  dtl::viz::main_loop(window, window_options(a), [&](float dt) { app.Frame(dt); });
   app.session.reset();  // finishes a live run before the window goes
-  close_window(window);
+  dtl::viz::close_window(window);
   return 0;
 }
 
@@ -320,6 +268,12 @@ void add_view_options(CLI::App& cli, Args& a) {
   cli.add_flag("--overlap", a.overlap,
                "Print each rank's compute, communication, overlapped and exposed time in the trace and exit (no "
                "window); for torch.profiler traces, what `dtlab analyze` prints");
+  cli.add_flag("--compare", a.compare,
+               "Show the two traces given side by side: their timed steps on one time scale, starts aligned, and "
+               "their reports' rows with the differences");
+  cli.add_flag("--idle", a.idle,
+               "Print the timeline's idle (no compute on the rank) over each timed step and beside the report's "
+               "bubble, and exit (no window)");
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
     for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);

@@ -3,6 +3,8 @@
 // The viewer's own three are below; a lab's own view registers from its folder
 // (viz/views/<lab>/*.cpp, which viz/CMakeLists.txt compiles into dtlab-viz).
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "viz/app/views.h"
@@ -15,15 +17,36 @@ std::unique_ptr<Panel> make(const PanelSettings&) {
   return std::make_unique<View>();
 }
 
+// --select FROM,TO: two numbers of milliseconds from the timeline's 0, FROM < TO.
+std::pair<double, double> parse_select(const std::string& text) {
+  const std::size_t comma = text.find(',');
+  char* end = nullptr;
+  const double a = comma == std::string::npos ? 0 : std::strtod(text.c_str(), &end);
+  const bool a_ok = comma != std::string::npos && end == text.c_str() + comma;
+  const double b = a_ok ? std::strtod(text.c_str() + comma + 1, &end) : 0;
+  if (!a_ok || *end != '\0' || end == text.c_str() + comma + 1 || !std::isfinite(a) || !std::isfinite(b) || a >= b)
+    throw UsageError(
+        "--select takes FROM,TO in milliseconds from the timeline's 0, FROM below TO (e.g. --select "
+        "0.2,0.9); got '" +
+        text + "'");
+  return {a, b};
+}
+
 std::unique_ptr<Panel> make_timeline(const PanelSettings& s) {
   auto t = std::make_unique<TimelineView>();
   t->start_zoom = s.zoom;
+  if (const std::string select = s.option("select"); !select.empty()) t->select_at_start_ms = parse_select(select);
   return t;
 }
 
 struct Registry {
   std::vector<PanelKind> panels = {
-      {ViewKind::timeline, "Timeline", make_timeline},
+      {ViewKind::timeline,
+       "Timeline",
+       make_timeline,
+       {{"select", ViewOption::Kind::text,
+         "Select this range of the timeline at start, FROM,TO in ms from its 0: its spans' totals by name and kind "
+         "show below the lanes (as a drag does)"}}},
       {ViewKind::memory, "Memory per rank", make<MemoryView>},
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
   };

@@ -1,7 +1,8 @@
 // Timeline lanes: the rows under the time axis. Without a grid, a track per rank, stream
 // and lane. Grouped by axis (traces with meta "grid"), the tracks in (pp, dp, tp) order
 // under a header per stage × replica; a folded group is one row of its ranks' activity
-// (compute, and communication in the axis colors; hatched where every rank idles), opened
+// (compute, and communication in the axis colors; hatched where no rank computes: idle as
+// the timeline's one definition, viz/model/step_idle.h), opened
 // or folded by a click on its name. Rows come from viz/model/lane_groups.
 #include <algorithm>
 #include <cstdio>
@@ -81,14 +82,17 @@ void fold_tooltip(const LaneRow& row, std::uint8_t bits) {
   std::string what;
   for (const Strip& s : kStrips)
     if (bits & s.bit) what += (what.empty() ? "" : ", ") + std::string(s.name);
-  ImGui::Text("here: %s", what.empty() ? "every rank idle" : what.c_str());
+  ImGui::Text("here: %s", what.empty() ? "nothing runs" : what.c_str());
+  if (!(bits & kActCompute)) ImGui::TextUnformatted("every rank idle (no compute)");
   ImGui::TextDisabled("click the name to %s", row.folded ? "open the group" : "fold it");
   ImGui::EndTooltip();
 }
 
 }  // namespace
 
-float TimelineView::LabelWidth() const { return std::max(grouping.by_axis ? 168.0f : 118.0f, names_w_); }
+float TimelineView::LabelWidth() const {
+  return std::max({grouping.by_axis ? 168.0f : 118.0f, names_w_, min_label_width});
+}
 
 float TimelineView::RowHeight(const LaneRow& row) const {
   return row.kind == LaneRow::Kind::track ? kRowHeight : row.folded ? kFoldedHeight : kHeaderHeight;
@@ -143,7 +147,7 @@ void TimelineView::DrawGroupRow(const Frame& f, const LaneRow& row, float x0, fl
     std::size_t e = c + 1;
     while (e < cols.size() && cols[e] == cols[c]) ++e;
     const float a = axis.x0 + float(c), b = axis.x0 + float(e);
-    if (!cols[c]) dl->AddRectFilled(ImVec2(a, y + 3), ImVec2(b, y + h - 3), kIdle);
+    if (!(cols[c] & kActCompute)) dl->AddRectFilled(ImVec2(a, y + 3), ImVec2(b, y + h - 3), kIdle);  // one idle
     for (std::size_t s = 0; s < std::size(kStrips); ++s)
       if (cols[c] & kStrips[s].bit)
         dl->AddRectFilled(ImVec2(a, y + 2 + strip * float(s)), ImVec2(b, y + 2 + strip * float(s + 1)),
@@ -192,13 +196,14 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4),
                     rank_color(tr.rank));  // the rank's own color
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);
-  float last_x = axis.x0;
+  if (tr.stream == kStreamMain && tr.lane == 0) {  // idle (no compute on the rank: BusyIndex), under the spans
+    const std::int64_t px_ns = std::int64_t((axis.t1 - axis.t0) / std::max(1.0f, axis.width)) + 1;
+    for (const TimeRange& g : f.session.busy().idle_gaps(tr.rank, std::int64_t(axis.t0), std::int64_t(axis.t1), px_ns))
+      dl->AddRectFilled(ImVec2(axis.to_x(double(g.begin)), y + 3), ImVec2(axis.to_x(double(g.end)), y + kRowHeight - 3),
+                        kIdle);
+  }
   for (const DrawBox& box : visible_boxes(d, tr, axis, kMinBoxPx)) {
     const Event& e = d.events[box.event];
-    // Idle: a gap on a rank's first main lane with nothing running (phases are containers).
-    if (tr.stream == kStreamMain && tr.lane == 0 && e.kind != EventKind::phase && box.x0 - last_x > 2)
-      dl->AddRectFilled(ImVec2(last_x, y + 3), ImVec2(box.x0, y + kRowHeight - 3), kIdle);
-    if (e.kind != EventKind::phase) last_x = std::max(last_x, box.x1);
     ImU32 col = box.count > 1 ? IM_COL32(140, 140, 150, 255) : span_color(e);
     if (dim_future && e.begin_ns > now) col = dimmed(col);
     const ImVec2 a(box.x0, y + 2), b(std::max(box.x1, box.x0 + 1), y + kRowHeight - 2);

@@ -2,16 +2,17 @@
 // spans colored by kind (compute by what it is: forward, backward, optimizer), a layer's
 // span on the lane under its forward or backward; runs narrower than a few pixels folded into one
 // box that says how many events it holds; arrows from each send to its receive; idle gaps
-// hatched; wheel to zoom, drag to pan, hover for details. The 1-rank reference phase is
+// hatched; wheel to zoom, right-drag to pan, drag to select a range (timeline_select.cpp),
+// hover for details. The 1-rank reference phase is
 // hidden unless asked for. Cost follows pixels: see visible_boxes() in viz/model/layout.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
 
 #include "viz/app/views.h"
 #include "viz/model/axes.h"
+#include "viz/model/step_idle.h"
 
 namespace dtl::viz {
 
@@ -124,26 +125,35 @@ void TimelineView::DrawHeader(const Frame& f) {
     }
     ImGui::SameLine(0, 20);
   }
-  double idle_sum = 0;
-  for (int r = 0; r < d.ranks; ++r)
-    idle_sum += f.session.busy().idle_fraction(r, std::int64_t(axis.t0), std::int64_t(axis.t1));
+  // One idle (viz/model/step_idle.h): no compute on the rank, whatever its communication does.
+  const double idle = mean_idle(f.session.busy(), d.ranks, {std::int64_t(axis.t0), std::int64_t(axis.t1)});
   const double shown = axis.compress(axis.t1) - axis.compress(axis.t0);
+  ImGui::Text("idle in view (%s: no compute on the rank), mean over ranks: %.1f%%  |  %s shown, 0 = %s", figure_kind(d),
+              100.0 * idle, format_duration(shown, shown / 100, shown).c_str(), OriginText(f));
+  ImGui::SameLine();
+  ImGui::TextDisabled("|  wheel: zoom, drag: select a range, right-drag: pan");
+}
+
+double TimelineView::AxisOrigin(const Frame& f) const {
+  return time_origin ? *time_origin : double(shown_range(f.session.data(), f.session.index(), false).begin);
+}
+
+// What the axis counts from: time_origin when given, else the run's start.
+const char* TimelineView::OriginText(const Frame& f) const {
+  if (time_origin) return "the start of the timed step";
   const auto& ref = f.session.index().reference;
-  const bool ref_first =
-      ref && shown_range(d, f.session.index(), false).begin >= ref->end;  // the grid lab checks after the run
-  ImGui::Text("idle in view, mean over ranks: %.1f%%  |  %s shown, 0 = %s  |  wheel: zoom, drag: pan",
-              d.ranks ? 100.0 * idle_sum / d.ranks : 0.0, format_duration(shown, shown / 100, shown).c_str(),
-              !ref        ? "the trace's start"
-              : ref_first ? "the run's start, after the 1-rank reference"
-                          : "the run's start (the 1-rank reference after it hidden)");
+  const bool ref_first =  // the grid lab checks after the run
+      ref && shown_range(f.session.data(), f.session.index(), false).begin >= ref->end;
+  return !ref        ? "the trace's start"
+         : ref_first ? "the run's start, after the 1-rank reference"
+                     : "the run's start (the 1-rank reference after it hidden)";
 }
 
 // The time axis: ticks labelled from the run's start (after any reference phase), and
 // faint grid lines down through the lanes.
 void TimelineView::DrawAxis(const Frame& f, ImVec2 top, float height) {
-  const TraceData& d = f.session.data();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const double origin = axis.compress(double(shown_range(d, f.session.index(), false).begin));
+  const double origin = axis.compress(AxisOrigin(f));
   const float line = ImGui::GetTextLineHeight();
   dl->AddLine(ImVec2(axis.x0, top.y + line + 3), ImVec2(axis.x0 + axis.width, top.y + line + 3),
               IM_COL32(150, 150, 160, 200));
@@ -198,22 +208,14 @@ void TimelineView::Draw(const Frame& f) {
   ColorLabels(f.session.data());
   DrawHeader(f);
 
+  StartSelection(f);
   const ImVec2 top = ImGui::GetCursorScreenPos();
-  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y));
-  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height));
+  const float totals_h = selection ? std::min(240.0f, 0.4f * avail.y) : 0;  // the selection's totals below
+  const float height = std::max(kRowHeight, avail.y - (top.y - origin.y) - totals_h);
+  ImGui::InvisibleButton("timeline", ImVec2(avail.x, height),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
   const bool hovered = ImGui::IsItemHovered();
-  ImGuiIO& io = ImGui::GetIO();
-  if (hovered && io.MouseWheel != 0 && io.MousePos.x < axis.x0) {  // over the names: scroll the rows
-    const long row = long(first_row) - long(io.MouseWheel * 3);
-    first_row = std::size_t(std::max(0L, row));
-  } else if (hovered && io.MouseWheel != 0) {
-    axis.zoom(std::pow(1.25, io.MouseWheel), io.MousePos.x);
-    follow = false;
-  }
-  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-    axis.pan(io.MouseDelta.x);
-    follow = false;
-  }
+  HandleMouse(hovered);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(top, ImVec2(top.x + avail.x, top.y + height), true);
   DrawAxis(f, top, height);
@@ -222,7 +224,9 @@ void TimelineView::Draw(const Frame& f) {
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step
   dl->AddLine(ImVec2(cx, top.y + axis_h), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);
+  DrawSelectedRange(ImVec2(top.x, top.y + axis_h), height - axis_h);
   dl->PopClipRect();
+  if (selection) DrawSelectionTotals(f, totals_h);
 }
 
 }  // namespace dtl::viz

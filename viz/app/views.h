@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "viz/model/grid_model.h"
 #include "viz/model/lane_groups.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/selection.h"
 
 namespace dtl::viz {
 
@@ -61,15 +63,32 @@ struct TimelineView final : Panel {
   // A replay opens on one training step of its first timed phase (first_timed_step), set-up,
   // reference and checks out of view; a button shows the whole run and back.
   bool one_step = false;
+  float min_label_width = 0;          // the names column at least this wide (--compare: both timelines on one scale)
+  std::optional<double> time_origin;  // ns: where the axis counts from (none: the run's start)
+  // Range selection (drag; timeline_select.cpp): the range selected, ns, and one to select on
+  // the first frame (--select FROM,TO: ms from the axis's 0).
+  std::optional<TimeRange> selection;
+  std::optional<std::pair<double, double>> select_at_start_ms;
   void Draw(const Frame& f) override;
+  float LabelWidth() const;  // the names column: wider when grouped ("stage 0 · replica 1")
   void Restart() override {
     fitted = false, follow = true, label_colors.clear(), grouping_set = false, rows_key_ = {}, first_row = 0,
-    one_step = false;
+    one_step = false, selection.reset(), totals_key_ = {};
   }
 
  private:
   void Fit(const Frame& f, float x0, float width);
   void DrawHeader(const Frame& f);
+  const char* OriginText(const Frame& f) const;
+  double AxisOrigin(const Frame& f) const;  // ns: the time the axis labels 0
+  // timeline_select.cpp: drag to select, right-drag to pan; the range drawn; its totals
+  void StartSelection(const Frame& f);
+  void HandleMouse(bool hovered);
+  void DrawSelectedRange(ImVec2 top, float height) const;
+  void DrawSelectionTotals(const Frame& f, float height);
+  std::optional<double> drag_from_;           // ns: where the drag began
+  SelectionTotals totals_;                    // of `selection`, made when the key changes
+  std::array<std::int64_t, 4> totals_key_{};  // (range, trace address, events)
   void DrawAxis(const Frame& f, ImVec2 top, float height);
   float DrawPhaseStrip(const Frame& f,
                        ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
@@ -82,7 +101,6 @@ struct TimelineView final : Panel {
   void DrawGroupRow(const Frame& f, const LaneRow& row, float x0, float y, float w, bool hovered);
   void DrawTrack(const Frame& f, std::size_t track, float x0, float y, bool hovered, LaneFlows& flows);
   float RowHeight(const LaneRow& row) const;
-  float LabelWidth() const;  // wider when grouped: "stage 0 · replica 1"
   GridModel grid_;
   std::size_t grid_key_ = 0;  // the meta "grid" it was made from (its size + 1; 0: none)
   std::vector<LaneRow> rows_;

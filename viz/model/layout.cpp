@@ -90,20 +90,20 @@ void TimeAxis::pan(float dx) {
 
 namespace {
 
-// Compute nested in compute (a layer's backward inside "backward") goes one lane down, as
-// Tracy draws zones by depth: the lab's phases of work on one lane, their parts under it.
-// Other nesting (transfers inside a phase span) stays in the lane, drawn over it.
-// Lanes are renumbered (lane, depth) in order; depth stops at kMaxComputeDepth, and lanes
-// past trace_limits::kMaxLanes share the last one, as assign_lanes does.
-std::vector<int> nested_compute_below(const std::vector<Event>& spans, std::vector<int> lane) {
-  constexpr int kMaxComputeDepth = 3;
-  std::map<int, std::vector<std::int64_t>> open;  // per lane: ends of the compute spans open
+// A slice stack, as Perfetto and Tracy draw one: a span nested inside another (a layer's
+// backward inside "backward", the sends and receives inside a collective's phase, a pass
+// inside a lab's phase) goes one lane down, so a container never hides what it holds.
+// Lanes are renumbered (lane, depth) in order; depth stops at kMaxDepth, and lanes past
+// trace_limits::kMaxLanes share the last one, as assign_lanes does.
+std::vector<int> nested_below(const std::vector<Event>& spans, std::vector<int> lane) {
+  constexpr int kMaxDepth = 4;
+  std::map<int, std::vector<std::int64_t>> open;  // per lane: ends of the spans open
   std::vector<std::pair<int, int>> at(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
     auto& stack = open[lane[i]];
     while (!stack.empty() && stack.back() <= spans[i].begin_ns) stack.pop_back();
-    at[i] = {lane[i], std::min(int(stack.size()), kMaxComputeDepth)};
-    if (spans[i].kind == EventKind::compute) stack.push_back(spans[i].end_ns);
+    at[i] = {lane[i], std::min(int(stack.size()), kMaxDepth)};
+    stack.push_back(spans[i].end_ns);
   }
   std::map<std::pair<int, int>, int> number;
   for (const auto& a : at) number[a] = 0;
@@ -129,7 +129,7 @@ std::vector<Track> layout_tracks(const TraceData& t) {
     std::vector<Event> spans;
     spans.reserve(idx.size());
     for (auto i : idx) spans.push_back(t.events[i]);
-    const std::vector<int> lane = nested_compute_below(spans, assign_lanes(spans, trace_limits::kMaxLanes));
+    const std::vector<int> lane = nested_below(spans, assign_lanes(spans, trace_limits::kMaxLanes));
     const int lanes = lane.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
     const std::size_t first = tracks.size();
     for (int l = 0; l < lanes; ++l) tracks.push_back(Track{key.first, key.second, l, {}, {}});
@@ -179,6 +179,16 @@ std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& tr, const Ti
       else
         lo = mid + 1;
     }
+    // A span wide enough to draw that begins inside the box is not folded away: the box
+    // stops before it (looked for among the next kWideScan only: a denser pixel folds whole).
+    constexpr std::size_t kWideScan = 256;
+    for (std::size_t j = i + 1; j < lo && j < i + kWideScan; ++j) {
+      const Event& w = t.events[tr.events[j]];
+      if (axis.to_x(double(w.end_ns)) - axis.to_x(double(w.begin_ns)) >= min_px) {
+        lo = j;
+        break;
+      }
+    }
     box.count = std::uint32_t(lo - i);  // every member begins inside [x0, x0 + min_px)
     out.push_back(box);
     i = lo;
@@ -191,9 +201,7 @@ double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;
   for (const Event& e : t.events) {
     if (e.rank != rank || e.end_ns <= t0 || e.begin_ns >= t1) continue;
-    if (e.kind == EventKind::compute || e.kind == EventKind::send || e.kind == EventKind::recv ||
-        e.kind == EventKind::collective)
-      busy.push_back({std::max(e.begin_ns, t0), std::min(e.end_ns, t1)});
+    if (e.kind == EventKind::compute) busy.push_back({std::max(e.begin_ns, t0), std::min(e.end_ns, t1)});
   }
   std::sort(busy.begin(), busy.end());
   std::int64_t covered = 0, reach = t0;
@@ -235,9 +243,9 @@ std::vector<double> bytes_sent_after(const std::vector<Event>& transfers, int ra
 namespace dtl::viz {
 
 namespace {
-bool is_busy(EventKind k) {
-  return k == EventKind::compute || k == EventKind::send || k == EventKind::recv || k == EventKind::collective;
-}
+// Issue 47's one definition of idle: the rank's compute has no work (communication it waits
+// on, a pipeline's bubble, a wait for a slower rank are all idle).
+bool is_busy(EventKind k) { return k == EventKind::compute; }
 }  // namespace
 
 BusyIndex::BusyIndex(const TraceData& t)
@@ -277,6 +285,25 @@ std::int64_t BusyIndex::covered_until(int rank, std::int64_t t) const {
 double BusyIndex::idle_fraction(int rank, std::int64_t t0, std::int64_t t1) const {
   if (t1 <= t0 || rank < 0 || std::size_t(rank) >= begin_.size()) return 0;
   return 1.0 - double(covered_until(rank, t1) - covered_until(rank, t0)) / double(t1 - t0);
+}
+
+std::vector<TimeRange> BusyIndex::idle_gaps(int rank, std::int64_t t0, std::int64_t t1, std::int64_t min_ns) const {
+  std::vector<TimeRange> gaps;
+  if (t1 <= t0 || rank < 0 || std::size_t(rank) >= begin_.size()) return gaps;
+  const auto& b = begin_[std::size_t(rank)];
+  const auto& e = end_[std::size_t(rank)];
+  std::size_t k = std::size_t(std::upper_bound(b.begin(), b.end(), t0) - b.begin());
+  if (k > 0) --k;        // the interval starting at or before t0 may still cover it
+  std::int64_t at = t0;  // where the stretch not yet accounted for begins
+  auto add = [&](std::int64_t from, std::int64_t to) {
+    if (to - from >= std::max<std::int64_t>(min_ns, 1)) gaps.push_back({from, to});
+  };
+  for (; k < b.size() && b[k] < t1; ++k) {
+    if (b[k] > at) add(at, b[k]);
+    at = std::max(at, e[k]);
+  }
+  if (at < t1) add(at, t1);
+  return gaps;
 }
 
 std::uint64_t chunk_picture_bytes(int ranks, int chunks) {

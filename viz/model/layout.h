@@ -78,18 +78,22 @@ struct DrawBox {
 // work is bounded by the track's width in pixels, not by its number of events.
 std::vector<DrawBox> visible_boxes(const TraceData& t, const Track& track, const TimeAxis& axis, float min_px);
 
-// Fraction of [t0, t1] in which `rank` runs neither compute nor communication on any
-// stream (the gaps the timeline marks idle; pipeline bubbles show up here). A plain pass
-// over the trace: the reference BusyIndex is tested against.
+// Fraction of [t0, t1] in which `rank` runs no compute span on any stream: one definition
+// of idle (issue 47) for the timeline's hatching, its "idle in view" and viz/model/step_idle.
+// Communication is not work: exposed communication, a wait for a slower rank and a
+// pipeline's bubble are idle. A plain pass over the trace: the reference BusyIndex is tested against.
 double idle_fraction(const TraceData& t, int rank, std::int64_t t0, std::int64_t t1);
 
-// Busy time per rank (compute and communication on any stream, merged), indexed so the
-// idle fraction of any window costs two binary searches instead of a pass over the trace.
+// Compute time per rank (compute spans on any stream, merged), indexed so the idle fraction
+// of any window costs two binary searches instead of a pass over the trace.
 class BusyIndex {
  public:
   BusyIndex() = default;
   explicit BusyIndex(const TraceData& t);
   double idle_fraction(int rank, std::int64_t t0, std::int64_t t1) const;
+  // The idle stretches of `rank` inside [t0, t1] at least min_ns long (the timeline hatches
+  // these: shorter ones are under a pixel), in order.
+  std::vector<TimeRange> idle_gaps(int rank, std::int64_t t0, std::int64_t t1, std::int64_t min_ns) const;
 
  private:
   std::int64_t covered_until(int rank, std::int64_t t) const;

@@ -23,7 +23,7 @@ std::optional<TimeRange> reference_phase(const TraceData& d) {
   return r;
 }
 
-std::optional<TimeRange> first_timed_step(const TraceData& d) {
+std::optional<TimeRange> first_timed_phase(const TraceData& d) {
   const Event* phase = nullptr;
   for (const Event& e : d.events)  // sorted by begin: the first timed phase
     if (e.kind == EventKind::phase && d.role(e).part == RunPart::timed) {
@@ -35,6 +35,13 @@ std::optional<TimeRange> first_timed_step(const TraceData& d) {
   for (const Event& e : d.events)  // the same phase on every rank
     if (e.kind == EventKind::phase && e.label == phase->label && e.begin_ns < ph.end)
       ph.end = std::max(ph.end, e.end_ns);
+  return ph;
+}
+
+std::optional<TimeRange> first_timed_step(const TraceData& d) {
+  const std::optional<TimeRange> timed = first_timed_phase(d);
+  if (!timed) return std::nullopt;
+  const TimeRange ph = *timed;
   std::map<int, std::int64_t> first_begin;  // step → its first compute span's begin inside the phase
   for (const Event& e : d.events)
     if (e.kind == EventKind::compute && e.step >= 0 && e.begin_ns >= ph.begin && e.begin_ns < ph.end &&

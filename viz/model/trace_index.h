@@ -56,6 +56,10 @@ std::optional<TimeRange> reference_phase(const TraceData& d);
 // the grid lab checks afterwards). A reference that fills the trace is not hidden.
 TimeRange shown_range(const TraceData& d, const TraceIndex& x, bool show_reference);
 
+// The first timed phase (role part timed), from its begin to the latest end of the phase of
+// that name on any rank; none without one.
+std::optional<TimeRange> first_timed_phase(const TraceData& d);
+
 // Where a replay's timeline opens: one training step of the run's first timed phase (the
 // second step when there is one: the first also warms up), from its first compute span to
 // the next step's (its communication tail included) or the phase's end; a run without
