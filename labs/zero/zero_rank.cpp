@@ -29,6 +29,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
       pool_(mem_, rank_device(cfg.device, comm)),
       model_(s.shape, mem_, 1, s.precision, rank_device(cfg.device, comm), {}, storage_of(stage)),
       units_(make_zero_units(model_.layout(), s.layers_per_unit, comm.rank(), comm.size())),
+      wait_words_(zero_wait_words(units_)),
       es_(dtype_size(s.precision)),
       scaler_(s.precision),
       batch_(mem_, model_.device(), s.shape.in, s.shape.out, s.batch / comm.size()) {
@@ -248,8 +249,10 @@ void ZeroRank::optimizer_step() {
 
 void ZeroRank::all_gather_params() {
   std::vector<Request> gathers;
-  for (const ZeroUnit& u : units_.units)
+  for (const ZeroUnit& u : units_.units) {
+    const ScopedCollectiveRole which({.block = std::int16_t(u.first_layer)});  // the trace says whose parameters
     gathers.push_back(ex::all_gather_params(comm_, {at(full_params_.data(), u.padded_begin), s_.precision}, u.chunk));
+  }
   for (Request& r : gathers) wait(r);
 }
 
