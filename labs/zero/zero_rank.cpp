@@ -109,8 +109,13 @@ double ZeroRank::wait(Request& r) {
 void ZeroRank::gather_for(const std::vector<int>& order, int position) {
   for (int u : ex::units_to_gather(order, position, depth_, issued_)) {  // the learner's exercise 17
     const ZeroUnit& unit = units_.units[std::size_t(u)];
-    gathered_[std::size_t(u)] = pool_.acquire(unit.padded_numel(comm_.size()) * es_, MemTag::gather);
-    const ScopedCollectiveRole which({.block = std::int16_t(unit.first_layer)});  // the trace says whose parameters
+    const Role whose{.block = std::int16_t(unit.first_layer)};  // the trace says whose parameters
+    const std::size_t bytes = unit.padded_numel(comm_.size()) * es_;
+    // Its alloc and free events say whose it is: `dtlab run --step` draws the layer gathered, then freed.
+    const std::uint16_t label =
+        comm_.trace() ? comm_.trace()->label("gathered layer " + std::to_string(unit.first_layer), whose) : 0;
+    gathered_[std::size_t(u)] = pool_.acquire(bytes, MemTag::gather, bytes, label);
+    const ScopedCollectiveRole which(whose);
     gathering_[std::size_t(u)] =
         comm_.iall_gather(unit_params(unit), gathered_[std::size_t(u)].data(), unit.chunk, s_.precision);
     issued_[std::size_t(u)] = true;
