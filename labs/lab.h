@@ -97,7 +97,9 @@ struct LabInfo {
   std::vector<ViewKind> views = {ViewKind::timeline, ViewKind::memory, ViewKind::report};
   // Option values a live, stepped run in dtlab-viz starts from where the command line
   // gives none, so the run's structure shows at a size one can step through (DDP: buckets
-  // small enough that the default model has several; RunMode::live). `dtlab run` ignores them.
+  // small enough that the default model has several; the pipeline's --compute-us, so its text
+  // Gantt shows the schedule, not timer noise). `dtlab run --step` starts from them too (it
+  // says which); a free `dtlab run` ignores them.
   std::map<std::string, std::string> live_options;
   // Its settings as text both ways, by its option table (OptionTable::settings_text): what
   // the launch writes into a trace's metadata (labs/launch.h), and how the tests see that

@@ -31,7 +31,8 @@ std::map<std::string, std::string> trace_meta(const LabInfo& lab, const LabConfi
 
 Launch launch(const LabInfo& lab, RunRequest request) {
   LabConfig& cfg = request.cfg;
-  if (request.mode == RunMode::live)  // what a stepped run in the viewer starts from, unless given
+  // What a stepped run (the viewer's, `dtlab run --step`) starts from, unless given.
+  if (request.mode == RunMode::live || request.mode == RunMode::stepped)
     for (const auto& [name, value] : lab.live_options)
       if (!cfg.options.has(name)) cfg.options.set_default(name, value);
   // --step and fault injection count the lab's transfers (or collectives): a configuration

@@ -28,7 +28,8 @@ namespace dtl {
 // How the run is watched.
 enum class RunMode {
   free,     // `dtlab run`, the tests: warm-up and timed repetitions as asked
-  stepped,  // `dtlab run --step`: one traced pass, each step released by the learner
+  stepped,  // `dtlab run --step`: one traced pass, each step released by the learner, from the
+            // lab's live_options where the user gave none (a size one can step through)
   live,     // `dtlab-viz --lab`: stepped, from the lab's live_options where the user gave none,
             // and the lab's own rules checked before the window opens (exit 2, not an empty window)
 };

@@ -15,6 +15,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& o) noexcept {
   bytes_ = o.bytes_;
   block_ = o.block_;
   tag_ = o.tag_;
+  label_ = o.label_;
   o.pool_ = nullptr;
   o.data_ = nullptr;
   return *this;
@@ -30,7 +31,7 @@ BufferPool::~BufferPool() {
   for (Block& b : blocks_) device_ops(device_).release(b.data);
 }
 
-PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag, std::size_t counted) {
+PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag, std::size_t counted, std::uint16_t label) {
   if (counted > bytes) throw Error("BufferPool::acquire: counting more bytes than the buffer has");
   // Best fit among the free blocks; a new block when none is large enough.
   std::size_t best = blocks_.size();
@@ -43,20 +44,21 @@ PooledBuffer BufferPool::acquire(std::size_t bytes, MemTag tag, std::size_t coun
   Block& b = blocks_[best];
   b.in_use = true;
   in_use_bytes_ += counted;
-  mem_.record_use(counted, tag);
+  mem_.record_use(counted, tag, label);
   PooledBuffer p;
   p.pool_ = this;
   p.data_ = b.data;
   p.bytes_ = counted;
   p.block_ = best;
   p.tag_ = tag;
+  p.label_ = label;
   return p;
 }
 
 void BufferPool::give_back(const PooledBuffer& p) {
   blocks_[p.block_].in_use = false;
   in_use_bytes_ -= p.bytes_;
-  mem_.record_return(p.bytes_, p.tag_);
+  mem_.record_return(p.bytes_, p.tag_, p.label_);
 }
 
 std::size_t BufferPool::reserved_bytes() const {

@@ -34,6 +34,7 @@ class PooledBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0, block_ = 0;
   MemTag tag_ = MemTag::other;
+  std::uint16_t label_ = 0;
 };
 
 class BufferPool {
@@ -48,7 +49,8 @@ class BufferPool {
   // A buffer of `bytes` of which the tracker counts `counted` (≤ bytes): several tensors in
   // one buffer, each starting 64-byte aligned, count their own bytes and not the padding
   // between them — as separate allocations would (MemoryTracker::allocate).
-  PooledBuffer acquire(std::size_t bytes, MemTag tag, std::size_t counted);
+  // `label`: whose buffer it is on its alloc and free events (MemoryTracker::record_use).
+  PooledBuffer acquire(std::size_t bytes, MemTag tag, std::size_t counted, std::uint16_t label = 0);
   std::size_t reserved_bytes() const;
   // Reserved bytes the MemoryTracker does not count now: reserved_bytes() minus the bytes
   // of the buffers in use (what a device's own count holds on top of the tracker's).

@@ -27,26 +27,27 @@ void MemoryTracker::release(void* p, std::size_t bytes, MemTag tag, Device devic
   record_return(bytes, tag);
 }
 
-void MemoryTracker::record_use(std::size_t bytes, MemTag tag) {
+void MemoryTracker::record_use(std::size_t bytes, MemTag tag, std::uint16_t label) {
   current_[std::size_t(tag)] += bytes;
   peak_[std::size_t(tag)] = std::max(peak_[std::size_t(tag)], current_[std::size_t(tag)]);
   peak_total_ = std::max(peak_total_, current_total());
-  record(EventKind::alloc, bytes, tag);
+  record(EventKind::alloc, bytes, tag, label);
 }
 
-void MemoryTracker::record_return(std::size_t bytes, MemTag tag) {
+void MemoryTracker::record_return(std::size_t bytes, MemTag tag, std::uint16_t label) {
   current_[std::size_t(tag)] -= bytes;
-  record(EventKind::free, bytes, tag);
+  record(EventKind::free, bytes, tag, label);
 }
 
 std::size_t MemoryTracker::current_total() const {
   return std::accumulate(current_.begin(), current_.end(), std::size_t(0));
 }
 
-void MemoryTracker::record(EventKind kind, std::size_t bytes, MemTag tag) {
+void MemoryTracker::record(EventKind kind, std::size_t bytes, MemTag tag, std::uint16_t label) {
   if (!trace_) return;
   const std::int64_t t = trace_->now_ns();
-  trace_->record(Event{.begin_ns = t, .end_ns = t, .bytes = bytes, .rank = rank_, .tag = int(tag), .kind = kind});
+  trace_->record(
+      Event{.begin_ns = t, .end_ns = t, .bytes = bytes, .rank = rank_, .tag = int(tag), .label = label, .kind = kind});
 }
 
 Tensor::Tensor(MemoryTracker& tracker, std::vector<std::int64_t> shape, DType dtype, MemTag tag, Device device)

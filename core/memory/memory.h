@@ -39,8 +39,10 @@ class MemoryTracker {
   // A caching allocator's accounting (PyTorch's memory_allocated against memory_reserved):
   // `bytes` handed out of, or given back to, memory the caller keeps reserved and reuses,
   // counted and traced like an allocation and a free, without a new one.
-  void record_use(std::size_t bytes, MemTag tag);
-  void record_return(std::size_t bytes, MemTag tag);
+  // `label` (a Trace label, 0: none) says whose buffer it is on its alloc and free events:
+  // ZeRO-3's gather buffer of layer 3, which `dtlab run --step` draws as gathered or freed.
+  void record_use(std::size_t bytes, MemTag tag, std::uint16_t label = 0);
+  void record_return(std::size_t bytes, MemTag tag, std::uint16_t label = 0);
 
   std::size_t current(MemTag t) const { return current_[std::size_t(t)]; }
   std::size_t peak(MemTag t) const { return peak_[std::size_t(t)]; }
@@ -48,7 +50,7 @@ class MemoryTracker {
   std::size_t peak_total() const { return peak_total_; }
 
  private:
-  void record(EventKind kind, std::size_t bytes, MemTag tag);
+  void record(EventKind kind, std::size_t bytes, MemTag tag, std::uint16_t label);
   int rank_;
   Trace* trace_;
   std::array<std::size_t, kNumMemTags> current_{}, peak_{};

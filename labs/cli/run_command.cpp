@@ -207,7 +207,11 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
                      " with --json would mix the trace into the report on stdout; give "
                      "--trace a file");
   const Backend backend = Backend::choose(a.backend, a.ranks);  // nccl: says so when there is no GPU
-  Launch run = launch(lab, make_request(lab, a, backend));
+  RunRequest request = make_request(lab, a, backend);
+  std::string stepping_sizes;  // the lab's live_options a stepped run starts from (labs/launch.cpp)
+  for (const auto& [name, value] : lab.live_options)
+    if (a.step && !request.cfg.options.has(name)) stepping_sizes += " --" + name + " " + value;
+  Launch run = launch(lab, std::move(request));
   LabConfig& cfg = run.cfg;
   if (cfg.bytes < dtype_size(cfg.dtype))
     throw UsageError("--bytes " + a.bytes + " holds no " + std::string(dtype_name(cfg.dtype)) +
@@ -223,7 +227,7 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   ThreadsOptions opt = run.threads;
   opt.trace = &trace;
   std::unique_ptr<StepGate> gate;
-  const StepSetup step_setup{run.unit, run.chunks};
+  const StepSetup step_setup{run.unit, run.chunks, std::size_t(terminal_width()), stepping_sizes};
   if (a.step) {
     if (run.chunks > 0 && cfg.ranks > 64)
       throw UsageError("--step draws a chunk picture per transfer, readable up to 64 ranks; give --ranks 64 or fewer");

@@ -12,8 +12,8 @@
 namespace dtl::cli {
 
 // The chunk picture: a row per rank, a cell per chunk holding how many ranks'
-// contributions it has ("4*" = all of them).
-void print_chunks(std::ostream& os, const ChunkState& s);
+// contributions it has ("4*" = all of them); in bands of chunks when wider than `width`.
+void print_chunks(std::ostream& os, const ChunkState& s, std::size_t width);
 // One transfer: who sent what to whom ("transfer 5: rank 0 -> rank 1  chunk 2 ...").
 void print_transfer(std::ostream& os, std::size_t index, const Event& recv);
 // One library collective with what it is for: "collective 3: all_reduce of 256 KiB on the
@@ -32,10 +32,12 @@ class MemoryLines {
 
 // A pipeline's current training step as a text Gantt growing action by action: a row per
 // stage, time across, each action its pass and micro-batch (F2, B0, W1) as wide as it took,
-// the bubble as dots, and the bubble so far. Printed when an action was added.
+// the bubble as dots, and the bubble so far. Printed when an action was added; `width`
+// columns wide at most (time across in 72 columns, fewer on a narrower terminal).
 class TextGantt {
  public:
-  void print_if_grown(std::ostream& os, const std::vector<Event>& events, int ranks, const Trace& trace);
+  void print_if_grown(std::ostream& os, const std::vector<Event>& events, int ranks, const Trace& trace,
+                      std::size_t width);
 
  private:
   std::size_t last_actions_ = 0;

@@ -5,10 +5,12 @@
 
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "core/trace/chunk_state.h"
 #include "core/trace/steps.h"
+#include "labs/cli/step_pictures.h"
 #include "labs/cli/step_printers.h"
 
 namespace dtl::cli {
@@ -26,11 +28,21 @@ class StepPrinter {
     const std::vector<Event> events = trace_.snapshot();
     const bool any = setup_.unit == StepUnit::transfers ? transfers(events, quiet) : collectives(events, quiet);
     if (quiet || !any) return;
-    gantt_.print_if_grown(os_, events, trace_.world_size(), trace_);
-    memory_.print_if_changed(os_, events, trace_.world_size());
+    const int P = trace_.world_size();
+    gantt_.print_if_grown(text_, events, P, trace_, setup_.width);
+    memory_.print_if_changed(text_, events, P);
+    shards_.print_if_changed(text_, events, P, trace_, setup_.width);
+    routing_.print_if_new(text_, trace_, setup_.width);
+    flush();
   }
 
  private:
+  // Every line through print_wrapped: text wraps at spaces to the width, pictures already fit.
+  void flush() {
+    std::istringstream in(text_.str());
+    for (std::string line; std::getline(in, line);) print_wrapped(os_, line, setup_.width);
+    text_.str({});
+  }
   bool transfers(const std::vector<Event>& events, bool quiet) {
     const std::vector<Event>& done = landed_.update(events);
     const RunMarks marks = run_marks(events, trace_.world_size(),
@@ -42,13 +54,14 @@ class StepPrinter {
         run_ = r;
         state_.emplace(trace_.world_size(), setup_.chunks);
         if (!quiet)
-          os_ << "run: " << trace_.label_name(marks.by_rank[std::size_t(e.rank)][std::size_t(r)]->label) << "\n";
+          text_ << "run: " << trace_.label_name(marks.by_rank[std::size_t(e.rank)][std::size_t(r)]->label) << "\n";
       }
       if (state_) state_->apply(e);
       if (quiet) continue;
-      print_transfer(os_, shown_ + 1, e);
-      if (state_) print_chunks(os_, *state_);
+      print_transfer(text_, shown_ + 1, e);
+      if (state_) print_chunks(text_, *state_, setup_.width);
     }
+    flush();
     return any;
   }
   bool collectives(const std::vector<Event>& events, bool quiet) {
@@ -56,19 +69,23 @@ class StepPrinter {
         collective_steps(events, [&](const Event& e) { return trace_.label_role(e.label).part == RunPart::reference; });
     const bool any = shown_ < done.size();
     for (; shown_ < done.size(); ++shown_)
-      if (!quiet) print_collective(os_, shown_ + 1, done[shown_], trace_);
+      if (!quiet) print_collective(text_, shown_ + 1, done[shown_], trace_);
+    flush();
     return any;
   }
 
   const Trace& trace_;
   StepSetup setup_;
   std::ostream& os_;
+  std::ostringstream text_;  // this step's lines, before print_wrapped
   std::size_t shown_ = 0;
   LandingOrder landed_;  // release order: a transfer released now may carry an earlier run time
   std::optional<ChunkState> state_;
   int run_ = -1;  // the lab's run the chunk picture is of
   TextGantt gantt_;
   MemoryLines memory_;
+  ShardPicture shards_;
+  RoutingPicture routing_;
 };
 
 }  // namespace
@@ -78,15 +95,23 @@ class StepPrinter {
 void step_through(StepGate& gate, Trace& trace, const StepSetup& setup, std::ostream& os) {
   const bool interactive = isatty(STDIN_FILENO);
   const char* unit = step_unit_noun(setup.unit);
-  os << "Step-through: one " << unit << " at a time";
+  std::string intro = std::string("Step-through: one ") + unit + " at a time";
   if (setup.chunks > 0)
-    os << "; each cell is a chunk of a rank's buffer, the number how many ranks'\ncontributions it holds (* = all of "
-          "them)";
-  os << ".\n";
-  if (interactive) os << "Enter: next " << unit << " · c: continue to the end without printing\n";
+    intro +=
+        "; each cell is a chunk of a rank's buffer, the number how many ranks' contributions it holds (* = all "
+        "of them)";
+  print_wrapped(os, intro + ".", setup.width);
+  if (!setup.sizes.empty())
+    print_wrapped(os,
+                  "A run sized to step through:" + setup.sizes +
+                      " (the lab's sizes for stepping; give an option "
+                      "to change one).",
+                  setup.width);
+  if (interactive)
+    print_wrapped(os, std::string("Enter: next ") + unit + " · c: continue to the end without printing", setup.width);
   if (setup.chunks > 0) {
     os << "initial state:\n";
-    print_chunks(os, ChunkState(trace.world_size(), setup.chunks));
+    print_chunks(os, ChunkState(trace.world_size(), setup.chunks), setup.width);
   }
   StepPrinter printer(trace, setup, os);
   bool quiet = false;

@@ -265,6 +265,7 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
 
 Report run_experts_lab(Comm& comm, const LabConfig& cfg) {
   const ExpertsSettings s = experts_settings(cfg, comm.size());
+  const ScopedWaitWords words(moe::moe_wait_words());  // the watchdog names the block's exchange
   Report rep = start_report(comm, cfg, "experts");
   describe_experts_setup(rep, s);
   const ExpertsMeasurement m = run_experts(comm, cfg, s);

@@ -177,4 +177,23 @@ void MoeModel::Impl::reduce_router_grads() {
   }
 }
 
+CollectiveWords moe_wait_words() {
+  return [](const Role& r) -> std::string {
+    if (r.block < 0) return {};
+    const std::string block = " block " + std::to_string(r.block);
+    const bool back = r.pass == Pass::backward;
+    switch (r.exchange) {
+      case ExpertExchange::counts: return "for the counts of" + block + "'s dispatch, rows per expert";
+      case ExpertExchange::dispatch:
+        return back ? "for the backward dispatch of" + block + ", the gradients of the experts' outputs"
+                    : "for the dispatch of" + block + ", the tokens' rows to their experts";
+      case ExpertExchange::combine:
+        return back ? "for the backward combine of" + block + ", the gradients of the tokens' rows"
+                    : "for the combine of" + block + ", the experts' outputs back to their tokens";
+      case ExpertExchange::none: return {};
+    }
+    return {};
+  };
+}
+
 }  // namespace dtl::moe

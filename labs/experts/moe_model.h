@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/comm/wait_words.h"
 #include "kernels/cpu/kernels.h"
 
 namespace dtl::moe {
@@ -101,5 +102,10 @@ class MoeModel {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What an expert-parallel rank waits for, in the lab's words, for the watchdog
+// (core/comm/wait_words.h): "for the dispatch of block 1, the tokens' rows to their experts".
+// Each exchange of a block carries its part, pass and block (ScopedCollectiveRole).
+CollectiveWords moe_wait_words();
 
 }  // namespace dtl::moe

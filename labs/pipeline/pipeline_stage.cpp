@@ -113,8 +113,12 @@ void PipelineStage::pace(double begin, double target_us) {
 
 Request PipelineStage::post_send(Tensor buffer, int m, int to_vs, int kind, int step, StageStep& rec) {
   rec.sent_bytes += double(buffer.bytes());
+  // What the watchdog says when the receiver never takes it (a send completes when it does).
+  const std::string what = "for stage " + std::to_string(stage_of(to_vs)) + " to take the " +
+                           (kind == kActivation ? "activation" : "gradient") + " of micro-batch " + std::to_string(m) +
+                           (schedule_.config.chunks > 1 ? " (virtual stage " + std::to_string(to_vs) + ")" : "");
   Request r = comm_.isend(buffer.data(), buffer.bytes(), stage_of(to_vs), message_tag(kind, m, to_vs),
-                          TransferInfo{step, m, 1, {}});
+                          TransferInfo{step, m, 1, what});
   sent_.push_back({r, std::move(buffer)});  // kept until the step ends: the send may still read it
   return r;
 }

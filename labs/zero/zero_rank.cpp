@@ -29,6 +29,7 @@ ZeroRank::ZeroRank(Comm& comm, const LabConfig& cfg, const ZeroSettings& s, Zero
       pool_(mem_, rank_device(cfg.device, comm)),
       model_(s.shape, mem_, 1, s.precision, rank_device(cfg.device, comm), {}, storage_of(stage)),
       units_(make_zero_units(model_.layout(), s.layers_per_unit, comm.rank(), comm.size())),
+      wait_words_(zero_wait_words(units_)),
       es_(dtype_size(s.precision)),
       scaler_(s.precision),
       batch_(mem_, model_.device(), s.shape.in, s.shape.out, s.batch / comm.size()) {
@@ -108,8 +109,13 @@ double ZeroRank::wait(Request& r) {
 void ZeroRank::gather_for(const std::vector<int>& order, int position) {
   for (int u : ex::units_to_gather(order, position, depth_, issued_)) {  // the learner's exercise 17
     const ZeroUnit& unit = units_.units[std::size_t(u)];
-    gathered_[std::size_t(u)] = pool_.acquire(unit.padded_numel(comm_.size()) * es_, MemTag::gather);
-    const ScopedCollectiveRole which({.block = std::int16_t(unit.first_layer)});  // the trace says whose parameters
+    const Role whose{.block = std::int16_t(unit.first_layer)};  // the trace says whose parameters
+    const std::size_t bytes = unit.padded_numel(comm_.size()) * es_;
+    // Its alloc and free events say whose it is: `dtlab run --step` draws the layer gathered, then freed.
+    const std::uint16_t label =
+        comm_.trace() ? comm_.trace()->label("gathered layer " + std::to_string(unit.first_layer), whose) : 0;
+    gathered_[std::size_t(u)] = pool_.acquire(bytes, MemTag::gather, bytes, label);
+    const ScopedCollectiveRole which(whose);
     gathering_[std::size_t(u)] =
         comm_.iall_gather(unit_params(unit), gathered_[std::size_t(u)].data(), unit.chunk, s_.precision);
     issued_[std::size_t(u)] = true;
@@ -248,8 +254,10 @@ void ZeroRank::optimizer_step() {
 
 void ZeroRank::all_gather_params() {
   std::vector<Request> gathers;
-  for (const ZeroUnit& u : units_.units)
+  for (const ZeroUnit& u : units_.units) {
+    const ScopedCollectiveRole which({.block = std::int16_t(u.first_layer)});  // the trace says whose parameters
     gathers.push_back(ex::all_gather_params(comm_, {at(full_params_.data(), u.padded_begin), s_.precision}, u.chunk));
+  }
   for (Request& r : gathers) wait(r);
 }
 

@@ -93,6 +93,9 @@ class ZeroRank {
   BufferPool pool_;
   Mlp model_;
   ZeroUnits units_;
+  // The watchdog names this rank's waits in the lab's words while the rank lives; it is made,
+  // used and destroyed on its rank's thread (the words are thread-local).
+  ScopedWaitWords wait_words_;
   std::size_t es_;
   Tensor full_params_, shard_params_, full_grads_, shard_grads_;
   std::vector<std::unique_ptr<AdamW>> opts_;  // stage 0: one; else one per unit this rank owns elements of

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -33,6 +34,26 @@ ZeroUnits make_zero_units(const ParamLayout& layout, int layers_per_unit, int ra
     z.units.push_back(u);
   }
   return z;
+}
+
+CollectiveWords zero_wait_words(const ZeroUnits& units) {
+  std::vector<std::pair<int, int>> layers;  // each unit's first and last layer
+  for (const ZeroUnit& u : units.units) layers.emplace_back(u.first_layer, u.last_layer);
+  return [layers](const Role& r) -> std::string {
+    if (r.collective == CollectiveKind::all_reduce && r.bucket >= 0)  // stage 0: DDP's buckets
+      return "for the all-reduce of gradient bucket " + std::to_string(r.bucket);
+    if (r.block < 0) return {};
+    // "layer 3's shards", or "the shards of layers 2–3" for a unit of several layers.
+    auto of = [&](const std::string& things) {
+      for (const auto& [first, last] : layers)
+        if (first == r.block && last > first)
+          return "the " + things + " of layers " + std::to_string(first) + "–" + std::to_string(last);
+      return "layer " + std::to_string(r.block) + "'s " + things;
+    };
+    if (r.collective == CollectiveKind::all_gather) return "for the gather of " + of("shards");
+    if (r.collective == CollectiveKind::reduce_scatter) return "for the reduce-scatter of " + of("gradients");
+    return {};
+  };
 }
 
 }  // namespace dtl

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/comm/wait_words.h"
 #include "exercises/zero.h"
 #include "labs/train/param_layout.h"
 
@@ -43,5 +44,10 @@ struct ZeroUnits {
 // The units of `layout` for rank `rank` of `world`, `layers_per_unit` layers each (the last
 // unit may hold fewer). UsageError when layers_per_unit < 1.
 ZeroUnits make_zero_units(const ParamLayout& layout, int layers_per_unit, int rank, int world);
+
+// What a ZeRO rank waits for, in the lab's words, for the watchdog (core/comm/wait_words.h):
+// "for the gather of layer 3's shards", "for the reduce-scatter of layer 3's gradients". The
+// unit's collectives carry its first layer (ScopedCollectiveRole's block), stage 0's its bucket.
+CollectiveWords zero_wait_words(const ZeroUnits& units);
 
 }  // namespace dtl

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -78,5 +79,39 @@ TEST(FaultTable, ASilentRankIsNamedByTheWatchdog) {
     EXPECT_TRUE(named) << c.lab << "\n" << r.out.err;
     EXPECT_LT(r.seconds, 1.0 + 15.0) << c.lab;
     std::printf("%-100s hang: %.2f s\n", c.lab, r.seconds);
+  }
+}
+
+// Issue 50: a deadlocked small run ends within seconds with the default watchdog (--timeout
+// not given: "still waiting" after 2 s, the end at 8 s) and names what each waiting rank waits
+// for in its lab's words, never a raw tag. Rank 1 goes silent mid-step; rank 0's line is the
+// lab's. The three runs mostly wait: they run side by side.
+TEST(FaultTable, ADeadlockIsNamedInTheLabsWords) {
+  if (const char* l = std::getenv("DTL_FAULT_TABLE_LAUNCHER"); l && *l) GTEST_SKIP() << "thread ranks only";
+  struct Deadlock {
+    const char* run;    // the lab, its small options and the hang
+    const char* rank0;  // what rank 0's line must say
+  };
+  const std::vector<Deadlock> cases = {
+      {"pipeline --schedule 1f1b --width 32 --depth 4 --batch 8 --micro-batches 4 --steps 1 --repeat 1 --inject-hang "
+       "1:2",
+       "rank 0 waits for the gradient of micro-batch 2 from stage 1 (recv from rank 1, 256 B)"},
+      {"zero --stage 3 --width 64 --depth 3 --batch 8 --steps 1 --repeat 1 --inject-hang 1:8",
+       "rank 0 waits for the reduce-scatter of layer 1's gradients (reduce_scatter #8"},
+      {"experts --layers 1 --hidden 16 --ffn 32 --steps 2 --inject-hang 1:6",
+       "rank 0 waits for the dispatch of block 0, the tokens' rows to their experts (all_to_allv #6"},
+  };
+  std::vector<std::future<Ran>> runs;
+  for (const Deadlock& d : cases) runs.push_back(std::async(std::launch::async, [&d] { return run(d.run); }));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Ran r = runs[i].get();
+    EXPECT_EQ(r.out.code, 1) << cases[i].run << "\n" << r.out.err;
+    EXPECT_LT(r.seconds, 10.0) << cases[i].run;
+    const std::size_t still = r.out.err.find("still waiting: no rank made progress for 2 s");
+    EXPECT_NE(still, std::string::npos) << cases[i].run << "\n" << r.out.err;
+    EXPECT_NE(r.out.err.find(cases[i].rank0, still), std::string::npos) << cases[i].run << "\n" << r.out.err;
+    EXPECT_NE(r.out.err.find("no rank made progress for 8 s (--timeout)"), std::string::npos) << r.out.err;
+    EXPECT_EQ(r.out.err.find(" tag "), std::string::npos) << cases[i].run << "\n" << r.out.err;
+    std::printf("%-40.40s deadlock named, run ended in %.1f s\n", cases[i].run, r.seconds);
   }
 }

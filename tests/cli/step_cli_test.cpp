@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "tests/cli/cli_util.h"
@@ -83,4 +84,72 @@ TEST(StepCli, EnterStepsAndCContinuesOnATerminal) {
   EXPECT_NE(o.out.find("collective 2:"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("collective 3:"), std::string::npos) << "'c' should run on without printing\n" << o.out;
   EXPECT_NE(o.out.find("result: OK"), std::string::npos) << o.out;
+}
+
+// Issue 50: ZeRO-3's step-through draws who holds which slice of which layer. Every row is a
+// rank's own slice of each layer (".1" on rank 1 of 2) or, while the layer is gathered, all of
+// them ("01"); both states show during the step, and the picture follows the learner's run.
+TEST(StepCli, ZeroThreeDrawsWhichRankHoldsWhichSlice) {
+  const CliOutput o = dtl::test::run_dtlab("run zero --ranks 2 --stage 3 --steps 1 --step < /dev/null");
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_NE(o.out.find("    shards (ZeRO-3): the slices of each layer's parameters a rank holds"), std::string::npos)
+      << o.out.substr(0, 3000);
+  std::size_t rows = 0, gathered = 0, own = 0;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);) {
+    for (const int r : {0, 1}) {
+      const std::string head = "    rank " + std::to_string(r) + "    ";
+      if (line.rfind(head, 0) != 0) continue;
+      ++rows;
+      std::istringstream cells(line.substr(head.size()));
+      for (std::string cell; cells >> cell;) {
+        const std::string mine = r == 0 ? "0." : ".1";
+        EXPECT_TRUE(cell == "01" || cell == mine) << "rank " << r << " holds '" << cell << "'\n" << line;
+        (cell == "01" ? gathered : own) += 1;
+      }
+    }
+  }
+  EXPECT_GT(rows, 0u);
+  EXPECT_GT(gathered, 0u) << "no layer was ever drawn gathered";
+  EXPECT_GT(own, 0u) << "no layer was ever drawn freed back to its shard";
+  std::printf("%zu picture rows: %zu cells gathered, %zu own slice only\n", rows, gathered, own);
+}
+
+// Issue 50: the experts' step-through draws the routing, tokens → experts → ranks. Each
+// rank's tokens send k slots each: a row's cells and its drops sum to (T/EP)·k = 16·2.
+TEST(StepCli, ExpertsDrawTheirRouting) {
+  const CliOutput o = dtl::test::run_dtlab(
+      "run experts --ranks 2 --experts 4 --top-k 2 --tokens 32 --layers 1 --steps 1 --step < /dev/null");
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_NE(o.out.find("tokens → experts → ranks"), std::string::npos) << o.out.substr(0, 3000);
+  EXPECT_NE(o.out.find("e0  e1"), std::string::npos) << o.out.substr(0, 3000);
+  std::size_t rows = 0;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t at = line.find("'s tokens");
+    if (at == std::string::npos || line.rfind("    rank ", 0) != 0) continue;  // a row, not the legend
+    ++rows;
+    std::istringstream cells(line.substr(at + 9));
+    long sum = 0;
+    for (long n; cells >> n;) sum += n;
+    EXPECT_EQ(sum, 16 * 2) << line;
+  }
+  EXPECT_GE(rows, 2u) << o.out.substr(0, 3000);
+}
+
+// Issue 50: the pipeline steps readably by default: without --compute-us the stepped run takes
+// the lab's stepping sizes (LabInfo::live_options) and says so; its Gantt then holds the
+// schedule's 1F1B actions, each several columns wide, not timer noise.
+TEST(StepCli, ThePipelineStepsReadablyByDefault) {
+  const CliOutput o = dtl::test::run_dtlab("run pipeline --ranks 2 --micro-batches 4 --steps 1 --step < /dev/null");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("A run sized to step through: --compute-us 2000"), std::string::npos) << o.out.substr(0, 500);
+  const std::size_t last = o.out.find("training step 0 complete");
+  ASSERT_NE(last, std::string::npos) << o.out.substr(0, 3000);
+  std::size_t end = last;
+  for (int line = 0; line < 3; ++line) end = o.out.find('\n', end) + 1;
+  const std::string gantt = o.out.substr(last, end - last);
+  for (const char* action : {"F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"})
+    EXPECT_EQ(count(gantt, action), 2u) << action << "\n" << gantt;
+  std::printf("%s", gantt.c_str());
 }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/comm/chunking.h"
+#include "core/comm/wait_words.h"
 #include "core/error.h"
 #include "tests/test_util.h"
 
@@ -107,6 +108,51 @@ TEST(Watchdog, ExplainsWhatEachRankWaitsOn) {
   ASSERT_TRUE(r.watchdog_fired);
   EXPECT_NE(r.error.find("rank 1 waits recv from rank 0 tag 3"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("rank 0 finished"), std::string::npos) << r.error;
+}
+
+// Issue 50: a lab names what a rank waits for in its own words (core/comm/wait_words.h): a
+// transfer's TransferInfo::what, a library collective's Role through the installed describer;
+// the backend's words follow in parentheses, without the tag the lab's words explain.
+TEST(Watchdog, NamesTheWaitInTheLabsWords) {
+  ThreadsOptions opt;
+  opt.world_size = 3;
+  opt.timeout_s = 0.3;
+  const RunResult r = run_threads(opt, [](Comm& c) {
+    int x = 0;
+    if (c.rank() == 1) c.recv(&x, 4, 0, 4194306, TransferInfo{.what = "for the activation of micro-batch 5"});
+    if (c.rank() == 2) c.send(&x, 4, 0, 7, TransferInfo{.what = "for stage 0 to take the gradient of micro-batch 5"});
+  });
+  ASSERT_TRUE(r.watchdog_fired);
+  EXPECT_NE(r.error.find("rank 1 waits for the activation of micro-batch 5 (recv from rank 0, 4 B)"), std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("rank 2 waits for stage 0 to take the gradient of micro-batch 5 (send to rank 0, 4 B)"),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.error.find(" tag "), std::string::npos) << r.error;
+
+  // A collective: the Role the caller gives it (its block) becomes the lab's words.
+  const RunResult g = run_threads(opt, [](Comm& c) {
+    const ScopedWaitWords words([](const Role& role) {
+      return role.collective == CollectiveKind::all_gather && role.block >= 0
+                 ? "for the gather of layer " + std::to_string(role.block) + "'s shards"
+                 : std::string();
+    });
+    float x = 0, all[3] = {};
+    if (c.rank() == 0) return;  // never joins
+    const ScopedCollectiveRole which({.block = 3});
+    c.all_gather(&x, all, 1, DType::f32);
+  });
+  ASSERT_TRUE(g.watchdog_fired);
+  for (const char* line : {"rank 1 waits for the gather of layer 3's shards (all_gather #0, 12 B, on its comm stream)",
+                           "rank 2 waits for the gather of layer 3's shards (all_gather #0"})
+    EXPECT_NE(g.error.find(line), std::string::npos) << g.error;
+  // Without the lab's words the backend's stand alone, as before.
+  const RunResult plain = run_threads(opt, [](Comm& c) {
+    float x = 0, all[3] = {};
+    if (c.rank() != 0) c.all_gather(&x, all, 1, DType::f32);
+  });
+  EXPECT_NE(plain.error.find("rank 1 waits all_gather #0 (12 B, on its comm stream)"), std::string::npos)
+      << plain.error;
 }
 
 TEST(Watchdog, CollectiveMissingAMemberIsReported) {

@@ -15,6 +15,7 @@
 #include "core/comm/mpi/mpi_check.h"
 #include "core/comm/mpi/mpi_types.h"
 #include "core/comm/mpi_backend.h"
+#include "core/comm/wait_words.h"
 #include "core/trace/chrome_writer.h"
 #include "core/trace/trace.h"
 
@@ -270,7 +271,7 @@ class MpiComm final : public Comm {
   }
   std::shared_ptr<MpiRequest> make(std::string what, EventKind kind, std::size_t bytes, int peer, int tag,
                                    const TransferInfo& info) {
-    auto r = std::make_shared<MpiRequest>(sh_, std::move(what));
+    auto r = std::make_shared<MpiRequest>(sh_, with_wait_words(info.what, what));  // the lab's words first
     if (sh_.trace) {
       r->traced = true;
       r->ev = Event{.begin_ns = sh_.trace->now_ns(),
@@ -311,14 +312,17 @@ class MpiComm final : public Comm {
                                          std::function<void(const MPI_Status&)> done) {
     const char* name = collective_kind_name(kind);
     inject_faults(StepUnit::collectives, sh_.collectives_posted++, name);
-    auto r = std::make_shared<MpiRequest>(sh_, std::string(name) + " (" + std::to_string(bytes) + " B)");
+    const Role role = library_collective_role(kind);
+    const std::string words = collective_wait_words(role), size = std::to_string(bytes) + " B";
+    auto r = std::make_shared<MpiRequest>(
+        sh_, words.empty() ? std::string(name) + " (" + size + ")" : words + " (" + name + ", " + size + ")");
     r->on_complete = std::move(done);
     if (sh_.trace) {
       r->traced = true;
       r->ev = Event{.begin_ns = sh_.trace->now_ns(),
                     .bytes = bytes,
                     .rank = sh_.world_rank,
-                    .label = sh_.trace->label(name, library_collective_role(kind)),
+                    .label = sh_.trace->label(name, role),
                     .kind = EventKind::collective,
                     .stream = kStreamComm};
       stamp_group(r->ev);

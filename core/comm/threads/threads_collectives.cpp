@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 #include <thread>
 
 #include "core/comm/chunking.h"
 #include "core/comm/threads/threads_comm.h"
+#include "core/comm/wait_words.h"
 #include "core/memory/device_ops.h"
 #include "core/theory/collectives.h"
 
@@ -26,9 +28,16 @@ namespace {
 const char* at(const void* p, std::size_t byte_offset) { return static_cast<const char*>(p) + byte_offset; }
 char* at(void* p, std::size_t byte_offset) { return static_cast<char*>(p) + byte_offset; }
 
+// The collective this comm stream runs now, in the lab's words ("" without): the watchdog
+// says what the stream's barrier is for.
+thread_local std::string t_stream_words;
+
 void sync_members(Group& g, int me, const char* what) {
+  const std::string plain = std::string(what) + " barrier";
   g.barrier.arrive_and_wait(g.u, g.members, g.members[std::size_t(me)], Waiter::comm,
-                            std::string(what) + " barrier (waiting for the rest of its group)");
+                            t_stream_words.empty()
+                                ? plain + " (waiting for the rest of its group)"
+                                : t_stream_words + " (" + plain + ", waiting for the rest of its group)");
 }
 
 // Entry: after it, members read each other's published buffers. Counted from before the
@@ -111,6 +120,15 @@ double modeled_collective_time(const Universe& u, const std::vector<int>& member
   return theory::two_tier_collective_time(kind, int(per_node.size()), most, bytes, intra, inter);
 }
 
+// "all_gather #3 (4096 B, on its comm stream)"; with the lab's words (wait_words.h) first,
+// "for the gather of layer 3's shards (all_gather #3, 4096 B, on its comm stream)".
+std::string collective_wait_text(const std::string& words, const char* name, std::uint64_t seq, std::size_t bytes,
+                                 const char* where) {
+  const std::string head = std::string(name) + " #" + std::to_string(seq);
+  const std::string detail = std::to_string(bytes) + " B, " + where;
+  return words.empty() ? head + " (" + detail + ")" : words + " (" + head + ", " + detail + ")";
+}
+
 }  // namespace
 
 Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std::function<void()> body,
@@ -130,17 +148,19 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
         "nothing: it stopped communicating on purpose before its " + FaultPlan::operation(name, n) +
             " (--inject-hang)");
   const std::uint64_t seq = collective_seq_++;
-  const std::string what = std::string(name) + " #" + std::to_string(seq) + " (" + std::to_string(bytes) + " B";
+  const Role role = library_collective_role(kind);
+  const std::string words = collective_wait_words(role);  // what the watchdog says it waits for
+  auto what = [&](const char* where) { return collective_wait_text(words, name, seq, bytes, where); };
   // A collective of a group of one moves nothing (a 1-rank reference's tensor-parallel f/g):
   // not a step to wait for.
   if (StepGate* gate = u.gate(); gate && gate->unit() == StepUnit::collectives && size() > 1)
-    await_release(*gate, seq, what + ", waiting for the step gate)");
-  auto req = std::make_shared<ThreadRequest>(u, me, what + ", on its comm stream)");
+    await_release(*gate, seq, what("waiting for the step gate"));
+  auto req = std::make_shared<ThreadRequest>(u, me, what("on its comm stream"));
   req->collective = true;
   Trace* tr = u.trace();
   Event ev{.bytes = bytes,
            .rank = me,
-           .label = tr ? tr->label(name, library_collective_role(kind)) : std::uint16_t(0),
+           .label = tr ? tr->label(name, role) : std::uint16_t(0),
            .kind = EventKind::collective,
            .stream = kStreamComm};
   stamp_group(ev);
@@ -150,10 +170,11 @@ Request ThreadsComm::run_collective(CollectiveKind kind, std::size_t bytes, std:
   const double modeled_s = u.link().active() ? modeled_collective_time(u, group_->members, kind, modeled_bytes) : 0.0;
   StepGate* gate = u.gate();
   if (gate) gate->work_begin(me);  // a stepped world is not quiet while this runs
-  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u, gate]() mutable {
+  queue_->push([req, body = std::move(body), tr, ev, me, modeled_s, &u, gate, words]() mutable {
     const std::int64_t t0 = tr ? tr->now_ns() : 0;
     const auto start = std::chrono::steady_clock::now();
     std::exception_ptr error;
+    t_stream_words = words;
     try {
       body();
       const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

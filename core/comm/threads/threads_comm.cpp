@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/comm/wait_words.h"
 #include "core/memory/device_ops.h"
 
 namespace dtl::threads {
@@ -214,8 +215,12 @@ Request ThreadsComm::isend(const void* buf, std::size_t bytes, int dst, int tag,
         "nothing: it stopped sending on purpose before send #" + std::to_string(n) + " to rank " +
             std::to_string(dst_g) + " (--inject-hang)");
 
+  // The lab's words, when it gave them, say what the tag means: the tag then goes unsaid.
   auto req = std::make_shared<ThreadRequest>(
-      u, me, "send to rank " + std::to_string(dst_g) + " tag " + std::to_string(tag) + " (" + bytes_text(bytes) + ")");
+      u, me,
+      info.what.empty()
+          ? "send to rank " + std::to_string(dst_g) + " tag " + std::to_string(tag) + " (" + bytes_text(bytes) + ")"
+          : with_wait_words(info.what, "send to rank " + std::to_string(dst_g) + ", " + bytes_text(bytes)));
   if (Trace* tr = u.trace()) {
     req->traced = true;
     req->ev = Event{.begin_ns = tr->now_ns(),
@@ -254,9 +259,11 @@ Request ThreadsComm::post_recv(PostedRecv r, TransferInfo info, const char* verb
   wait_for_device_work_of_this_thread();  // the sender's thread may write (or reduce into) the buffer at once
   Universe& u = group_->u;
   const int me = global_rank(), src_g = global_rank_of(r.src);
-  const std::string plain = std::string(verb) + " from rank " + std::to_string(src_g) + " tag " +
-                            std::to_string(r.tag) + " (" + bytes_text(r.bytes) + ")";
-  r.req = std::make_shared<ThreadRequest>(u, me, info.what.empty() ? plain : info.what + " (" + plain + ")");
+  const std::string from = std::string(verb) + " from rank " + std::to_string(src_g);
+  r.req = std::make_shared<ThreadRequest>(
+      u, me,
+      info.what.empty() ? from + " tag " + std::to_string(r.tag) + " (" + bytes_text(r.bytes) + ")"
+                        : with_wait_words(info.what, from + ", " + bytes_text(r.bytes)));
   if (Trace* tr = u.trace()) {
     r.req->traced = true;
     r.req->ev = Event{.begin_ns = tr->now_ns(),
