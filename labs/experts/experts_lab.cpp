@@ -202,9 +202,10 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& mode
   for (const IndexedTensor& t : model.tensors(true)) {
     const auto& reference = ref.first_grads.at(std::size_t(t.index));
     m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_relative_difference(t.values, reference));
-    m.max_grad_abs_diff = std::max(m.max_grad_abs_diff, max_abs_difference(t.values, reference));
+    m.first_update_diff =
+        std::max(m.first_update_diff, adam_first_update_difference(t.values, reference, double(s.adamw.eps)));
   }
-  comm.all_reduce(&m.max_grad_abs_diff, &m.max_grad_abs_diff, 1, DType::f64, ReduceOp::max);
+  comm.all_reduce(&m.first_update_diff, &m.first_update_diff, 1, DType::f64, ReduceOp::max);
   m.routing_differences = routing_differences(comm, s, model.moe(), ref);
   m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
   double v[2] = {m.max_grad_rel_diff, m.routing_differences};
