@@ -213,7 +213,7 @@ void check_identity(Comm& comm, const LabConfig& cfg, ReduceOp op, MemoryTracker
 
 // Each rank keeps its input, the working buffer, the exact reference and the library's
 // result: about 4 buffers of --bytes, for each of `ranks_here` ranks in this process (thread
-// ranks: all of them). Checked again before the run starts (its LabInfo::check_config).
+// ranks: all of them). Checked before the run starts too (its LabInfo::check_config).
 void require_collectives_memory(const LabConfig& cfg, int ranks_here) {
   require_memory(4.0 * double(cfg.bytes) * ranks_here, "--bytes (or --ranks)");
 }
@@ -303,7 +303,7 @@ LabInfo collectives_lab_info() {
       {},
       collectives_option_table().settings_text(),
       ex::collectives_hints(),
-      [](const LabConfig& cfg) { require_collectives_memory(cfg, cfg.ranks); },  // thread ranks, before any starts
+      [](const LabConfig& cfg) { require_collectives_memory(cfg, cfg.backend == "threads" ? cfg.ranks : 1); },
       {{"ranks", "2"}, {"bytes", "4K"}, {"iters", "2"}},  // small_run: the tests start from it (lab.h)
       {{{"ranks", "4"}, {"bytes", "4K"}, {"iters", "2"}, {"algo", "hierarchical"}, {"topology", "nodes=2,gpus=2"}}},
   };

@@ -24,10 +24,10 @@ od["report"] = json.dumps(r)
 od["moe_routing"] = json.dumps({"omitted": "x" * 100000})
 json.dump(t, open(d + "/long.json", "w"))
 PY
-# Every string a lab's trace holds, 200,000 characters long at once (the lab's name and the
-# counts kept, so its own views open): each event's name, every string inside the JSON
-# metadata (the split picture, the grid, simulated schedules, formulas, the report), the
-# plain ones (device, formulas in words). tests/viz/long_strings_test.cpp does it one field
+# A lab's trace with its strings 200,000 characters long at once (the lab's name and the
+# counts kept, so its own views open): each event's name, in the JSON metadata (the split
+# picture, the grid, simulated schedules, formulas, the report) the first string under each
+# key name (the 16 MiB of metadata hold no more), the plain ones (device, formulas in words). tests/viz/long_strings_test.cpp does it one field
 # at a time without a window; here the real window draws them (an OpenGL draw list).
 "$dtlab" run pipeline --ranks 2 --steps 1 --trace "$dir/pp.json" >/dev/null
 "$dtlab" run tensor_parallel --model gpt --ranks 2 --layers 1 --steps 1 --trace "$dir/tp.json" >/dev/null
@@ -36,21 +36,21 @@ python3 - "$dir" pp tp grid <<'PY'
 import json, sys
 d = sys.argv[1]
 W = "W" * 200000
-def lengthen(v):
-    if isinstance(v, str): return W
-    if isinstance(v, list): return [lengthen(x) for x in v]
-    if isinstance(v, dict): return {k: lengthen(x) for k, x in v.items()}
+def lengthen(v, key, done):  # the first string under each key name (within the 16 MiB of metadata)
+    if isinstance(v, str) and key not in done: done.add(key); return W
+    if isinstance(v, list): return [lengthen(x, key, done) for x in v]
+    if isinstance(v, dict): return {k: lengthen(x, k, done) for k, x in v.items()}
     return v
 for name in sys.argv[2:]:
     t = json.load(open(f"{d}/{name}.json"))
     for e in t["traceEvents"]:
         if e.get("ph") != "M" and "name" in e: e["name"] = W
-    od = t["otherData"]
+    od, done = t["otherData"], set()
     for k, v in list(od.items()):
         if k == "lab" or not isinstance(v, str): continue
         try: parsed = json.loads(v)
         except ValueError: parsed = None
-        if isinstance(parsed, (dict, list)): od[k] = json.dumps(lengthen(parsed))
+        if isinstance(parsed, (dict, list)): od[k] = json.dumps(lengthen(parsed, k, done))
         elif parsed is None: od[k] = W  # words, not a number
     json.dump(t, open(f"{d}/{name}_long.json", "w"))
 PY

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,18 +29,23 @@ namespace {
 
 const std::string kLong(200000, 'W');  // ~8 px a glyph: 1.6 million pixels of one line
 
-// Every string in `v` (object values and array items, at any depth) made kLong.
-void lengthen_strings(json& v) {
-  if (v.is_string()) v = kLong;
-  if (v.is_object() || v.is_array())
-    for (json& item : v) lengthen_strings(item);
+// The first string under each key name in `v` (at any depth; an array's items count as its
+// key's) made kLong: every kind of field once (a report's first row's label, unit, source, its
+// first note, ...), within the 16 MiB a trace's metadata may hold.
+void lengthen_strings(json& v, const std::string& key, std::set<std::string>& done) {
+  if (v.is_string() && done.insert(key).second) v = kLong;
+  if (v.is_array())
+    for (json& item : v) lengthen_strings(item, key, done);
+  if (v.is_object())
+    for (auto& [k, item] : v.items()) lengthen_strings(item, k, done);
 }
 
 // A metadata value with its strings lengthened: the JSON ones keep their shape.
 std::string lengthened(const std::string& value) {
   json parsed = json::parse(value, nullptr, false);
   if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_array())) return kLong;
-  lengthen_strings(parsed);
+  std::set<std::string> done;
+  lengthen_strings(parsed, "", done);
   return parsed.dump();
 }
 
@@ -147,7 +153,9 @@ INSTANTIATE_TEST_SUITE_P(
                       LabRun{"gpt", "run gpt --ranks 2 --layers 1 --steps 2 --eval-every 100"},
                       LabRun{"experts", "run experts --ranks 2 --layers 1 --hidden 16 --ffn 32 --steps 1"},
                       LabRun{"context_parallel", "run context_parallel --ranks 2 --seq 16 --steps 1"},
-                      LabRun{"simulate", "simulate --model 7b --cluster a100-80gb --gpus 8 --dp 2 --tp 2 --pp 2"}),
+                      LabRun{"simulate",
+                             "simulate --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 1000 --cluster a100-80gb "
+                             "--gpus 8 --dp 2 --tp 2 --pp 2 --micro-batches 4"}),
     [](const ::testing::TestParamInfo<LabRun>& i) { return std::string(i.param.name); });
 
 }  // namespace

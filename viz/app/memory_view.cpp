@@ -106,11 +106,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
   for (std::uint64_t b : p.peak) most = std::max(most, b);
   // Three lines over the bars: the phase and its largest peak, the formula's value, how
   // the lab got it (its own line: "2Psi + 14Psi/N = 5.5 B/param x 1M params" is long).
-  const std::string title = clip_text(p.label) +
-                            (p.in_progress ? " (in progress)"
-                             : p.in_trace  ? ""
-                                           : " (not run yet)") +
-                            "  peak " + human_bytes(double(most));
+  const char* state = p.in_progress ? " (in progress)" : p.in_trace ? "" : " (not run yet)";
+  const std::string title = clip_text(p.label) + state + "  peak " + human_bytes(double(most));
   dl->AddText(ImVec2(o.x + 4, o.y), text, title.c_str());
   const std::string value = p.formula > 0 ? "formula " + human_bytes(p.formula) : "no formula";
   dl->AddText(ImVec2(o.x + 4, o.y + line + 1), p.formula > 0 ? yellow : dim, value.c_str());
