@@ -32,6 +32,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/dtype.h"
+#include "core/error.h"
 
 namespace dtl {
 
