@@ -16,9 +16,9 @@
 //
 // Atomic: the ranks write into ROOT/step-000010.partial/ (each file itself through a temporary
 // name), all-gather whether each write succeeded (a barrier that also carries failures), then
-// rank 0 writes the manifest and renames the folder to ROOT/step-000010. A crash or a full disk
-// before the rename leaves a .partial folder that resume skips and the loader refuses, and the
-// checkpoint before it untouched.
+// rank 0 writes the manifest and renames the folder to ROOT/step-000010. A crash before the
+// rename leaves a .partial folder that resume skips and the loader refuses; a write that fails
+// (a full disk) removes it (CheckpointNotSaved). Either way the checkpoint before it is untouched.
 #pragma once
 
 #include <cstddef>
