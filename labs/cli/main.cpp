@@ -108,7 +108,7 @@ std::string help_for(int argc, char** argv, const CLI::App& app) {
 
 // CLI11's words for an option given twice ("--trace: At Most 1 required but received 2") in ours.
 std::string usage_words(const CLI::ParseError& e) {
-  const std::string text = e.what();
+  std::string text = e.what();
   const std::string cli11 = ": At Most 1 required but received ";
   const auto at_most = text.find(cli11);
   if (at_most == std::string::npos) return text;

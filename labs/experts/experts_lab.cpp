@@ -179,8 +179,8 @@ OneRank one_rank_reference(Comm& comm, const ExpertsSettings& s) {
 
 // Slots whose choice (expert, or dropped) differs from the reference's, this rank's tokens.
 double routing_differences(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, const OneRank& ref) {
-  const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size() * s.shape.top_k);
-  const std::size_t per_block = std::size_t(s.shape.tokens * s.shape.top_k);
+  const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size()) * std::size_t(s.shape.top_k);
+  const std::size_t per_block = std::size_t(s.shape.tokens) * std::size_t(s.shape.top_k);
   double diff = 0;
   for (std::size_t l = 0; l < model.routing().size(); ++l) {
     const std::vector<int>& mine = model.routing()[l].choice;

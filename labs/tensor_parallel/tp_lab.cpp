@@ -15,9 +15,10 @@
 #include "labs/tensor_parallel/tp_lab.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
@@ -164,8 +165,11 @@ double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s
   double differing = 0;
   for (const std::string& name : model.names()) {
     const std::vector<float> a = model.full_grads(name), b = twin->full_grads(name);
-    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i)
-      differing += i >= a.size() || i >= b.size() || std::memcmp(&a[i], &b[i], sizeof(float)) != 0 ? 1 : 0;
+    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const bool same_bits =
+          i < a.size() && i < b.size() && std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(b[i]);
+      differing += same_bits ? 0 : 1;
+    }
   }
   return differing;  // full_grads are whole tensors on every rank: the group's count already
 }
