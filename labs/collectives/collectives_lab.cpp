@@ -223,6 +223,13 @@ bool trees_hold(int P, Report& rep) {
   return problems.empty();
 }
 
+// Each rank keeps its input, the working buffer, the exact reference and the library's
+// result: about 4 buffers of --bytes, for each of `ranks_here` ranks in this process (thread
+// ranks: all of them). Checked before the run starts too (its LabInfo::check_config).
+void require_collectives_memory(const LabConfig& cfg, int ranks_here) {
+  require_memory(4.0 * double(cfg.bytes) * ranks_here, "--bytes (or --ranks)");
+}
+
 }  // namespace
 
 Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
@@ -234,10 +241,7 @@ Report run_collectives_lab(Comm& comm, const LabConfig& cfg) {
                      " element; give at least " + std::to_string(es));
   if (!comm.trace()) throw Error("the collectives lab measures from trace events; run it with tracing on");
   ex::require_supported_world(comm.size());  // every phase's tags distinct (exercises/collectives.h)
-  // Each rank keeps its input, the working buffer, the exact reference and the library's
-  // result: about 4 buffers of --bytes (thread ranks: all of them in this process).
-  require_memory(4.0 * double(cfg.bytes) * (comm.backend() == BackendKind::threads ? comm.size() : 1),
-                 "--bytes (or --ranks)");
+  require_collectives_memory(cfg, comm.backend() == BackendKind::threads ? comm.size() : 1);
   const std::size_t count = cfg.bytes / es;
 
   Report rep = start_report(comm, cfg, "collectives");
@@ -314,7 +318,7 @@ LabInfo collectives_lab_info() {
       {},
       collectives_option_table().settings_text(),
       ex::collectives_hints(),
-      {},
+      [](const LabConfig& cfg) { require_collectives_memory(cfg, cfg.backend == "threads" ? cfg.ranks : 1); },
       {{"ranks", "2"}, {"bytes", "4K"}, {"iters", "2"}},  // small_run: the tests start from it (lab.h)
       {{{"ranks", "4"}, {"bytes", "4K"}, {"iters", "2"}, {"algo", "hierarchical"}, {"topology", "nodes=2,gpus=2"}}},
   };

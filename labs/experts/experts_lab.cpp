@@ -179,8 +179,8 @@ OneRank one_rank_reference(Comm& comm, const ExpertsSettings& s) {
 
 // Slots whose choice (expert, or dropped) differs from the reference's, this rank's tokens.
 double routing_differences(Comm& comm, const ExpertsSettings& s, const moe::MoeModel& model, const OneRank& ref) {
-  const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size() * s.shape.top_k);
-  const std::size_t per_block = std::size_t(s.shape.tokens * s.shape.top_k);
+  const std::size_t per_rank = std::size_t(s.shape.tokens / comm.size()) * std::size_t(s.shape.top_k);
+  const std::size_t per_block = std::size_t(s.shape.tokens) * std::size_t(s.shape.top_k);
   double diff = 0;
   for (std::size_t l = 0; l < model.routing().size(); ++l) {
     const std::vector<int>& mine = model.routing()[l].choice;
@@ -202,9 +202,10 @@ void compare_first_step(Comm& comm, const ExpertsSettings& s, ExpertsModel& mode
   for (const IndexedTensor& t : model.tensors(true)) {
     const auto& reference = ref.first_grads.at(std::size_t(t.index));
     m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_relative_difference(t.values, reference));
-    m.max_grad_abs_diff = std::max(m.max_grad_abs_diff, max_abs_difference(t.values, reference));
+    m.first_update_diff =
+        std::max(m.first_update_diff, adam_first_update_difference(t.values, reference, double(s.adamw.eps)));
   }
-  comm.all_reduce(&m.max_grad_abs_diff, &m.max_grad_abs_diff, 1, DType::f64, ReduceOp::max);
+  comm.all_reduce(&m.first_update_diff, &m.first_update_diff, 1, DType::f64, ReduceOp::max);
   m.routing_differences = routing_differences(comm, s, model.moe(), ref);
   m.reference_dropped = double(std::count(ref.choices.begin(), ref.choices.end(), -1.0f));
   double v[2] = {m.max_grad_rel_diff, m.routing_differences};

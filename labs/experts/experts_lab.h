@@ -41,8 +41,10 @@ double experts_process_bytes(const ExpertsSettings& s, int ep);  // the memory r
 struct ExpertsMeasurement {
   float first_loss = 0, last_loss = 0, aux_loss = 0;
   double loss_diff = -1, max_grad_rel_diff = -1, max_weight_diff = -1;  // vs 1 rank (-1: not checked)
-  double max_grad_abs_diff = 0;     // the first step's largest |gradient − 1 rank's|: sets the weights' tolerance
-  double routing_differences = -1;  // slots routed or dropped differently from one rank
+  // AdamW's first update against one rank's, in units of lr (adam_first_update_difference,
+  // labs/measure.h): sets the weights' tolerance.
+  double first_update_diff = 0;
+  double routing_differences = -1;                        // slots routed or dropped differently from one rank
   double dropped = 0, reference_dropped = -1, slots = 0;  // first step, every block, all ranks
   int capacity = 0;
   double max_per_expert = 0, mean_per_expert = 0;  // routed choices, first step, busiest block

@@ -6,6 +6,7 @@
 #include "core/util/units.h"
 #include "labs/experts/experts_lab.h"
 #include "labs/experts/routing.h"
+#include "labs/measure.h"
 #include "labs/report_format.h"
 
 namespace dtl {
@@ -14,15 +15,15 @@ namespace {
 
 // How far EP ranks' weights may be from one rank's after the steps. The gradients agree to
 // fp32 sum order (the row above), but AdamW's step is lr·m̂/(√v̂ + ε): on the first step
-// lr·g/(|g| + ε), whose slope is up to 1/ε at g = 0. A gradient near ε (a weight that barely
-// matters) turns a sum-order difference Δg into a step difference of up to lr·Δg/ε, at most
-// 2·lr (a flipped sign). Measured on the GPT (issue 46): hidden 256 differed by 0.024·lr,
-// hidden 1024 by 0.37·lr after one step, with gradients equal to 1e-6 of each tensor's max —
-// Adam's amplification, not a divergence. The bound comes from the run's own largest Δg,
-// never below the 0.02·lr per step that held on the small models.
+// lr·g/(|g| + ε), whose slope is up to 1/ε at g = 0, so a gradient near ε (a weight that barely
+// matters) turns a sum-order difference into an update difference of up to 2·lr. Measured on
+// the GPT (issue 46): hidden 256 differed by 0.024·lr, hidden 1024 by 0.12–0.37·lr after one
+// step, with gradients equal to 1e-6 of each tensor's max: Adam's amplification, not a
+// divergence (the fixed 0.02·lr failed them). The bound is the run's own first-update
+// difference (ExpertsMeasurement::first_update_diff, from both runs' gradients) plus the
+// 0.02·lr that held on the small models, per step.
 double weight_tolerance(const ExpertsSettings& s, const ExpertsMeasurement& m) {
-  const double lr = double(s.adamw.lr), eps = double(s.adamw.eps);
-  return lr * s.steps * std::clamp(m.max_grad_abs_diff / eps, 0.02, 2.0);
+  return adam_weight_tolerance(double(s.adamw.lr), s.steps, m.first_update_diff);
 }
 
 void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m) {
@@ -32,9 +33,12 @@ void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMe
       .from("same routing groups");
   rep.check("grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
       .from("fp32 sum order");
+  rep.add("first_update_vs_one_rank", "AdamW's first update: largest difference vs 1 rank (÷ lr)", m.first_update_diff,
+          "")
+      .source = "g/(|g|+ε) of both runs' gradients";
   rep.check("weights_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0, "",
             weight_tolerance(s, m))
-      .from("lr·min(2, Δg/ε) per step");
+      .from("lr·(Δ first update + 0.02) per step");
   rep.check("routing_vs_one_rank", "slots routed or dropped differently from 1 rank", m.routing_differences, 0, "")
       .from("same choices");
   rep.check("dropped_vs_one_rank", "dropped slots (all ranks, every block)", m.dropped, m.reference_dropped, "")

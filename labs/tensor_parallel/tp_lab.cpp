@@ -15,9 +15,10 @@
 #include "labs/tensor_parallel/tp_lab.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 
 #include "core/error.h"
 #include "core/theory/collectives.h"
@@ -101,6 +102,21 @@ BlockCollectives block_collectives(Comm& comm, std::size_t main_mark, std::size_
 
 // ---- the single-rank reference: the same code on a group of one ----
 
+// The first step's gradients of the model with every weight one ulp away, against `first`
+// (the loss, then the gradients by names()): the largest relative difference, the fp32 noise
+// floor of a gradient on this model whatever the sum order (OneRank::grad_noise_floor).
+double gradient_noise_floor(const TpSettings& s, Comm& alone, MemoryTracker& mem, Device device,
+                            const TensorList& first) {
+  std::unique_ptr<TpModelRun> nudged = make_tp_model(s, {alone, ex::TpMode::plain}, mem, device);
+  nudged->nudge_params();
+  nudged->train_step(0);
+  double floor = 0;
+  const std::vector<std::string> names = nudged->names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    floor = std::max(floor, max_relative_difference(nudged->full_grads(names[i]), first.at(i + 1)));
+  return floor;
+}
+
 }  // namespace
 
 // Rank 0 trains the model on a group of its own (labs/train/reference.h); every rank gets the
@@ -120,11 +136,14 @@ OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device) {
     }
     for (const std::string& n : model->names()) final_params.push_back(model->full_params(n));
     first_loss_grads.insert(first_loss_grads.end(), final_params.begin(), final_params.end());
-    return first_loss_grads;  // the loss, then the gradients, then the weights
+    model.reset();
+    first_loss_grads[0].push_back(float(gradient_noise_floor(s, alone, mem, device, first_loss_grads)));
+    return first_loss_grads;  // the loss and the noise floor, then the gradients, then the weights
   });
   OneRank ref;
   const std::size_t n = (all.size() - 1) / 2;
   ref.first_loss = all[0].at(0);
+  ref.grad_noise_floor = all[0].at(1);
   ref.first_grads.assign(all.begin() + 1, all.begin() + 1 + std::ptrdiff_t(n));
   ref.final_params.assign(all.begin() + 1 + std::ptrdiff_t(n), all.end());
   return ref;
@@ -146,20 +165,26 @@ double recompute_bit_check(Comm& comm, const LabConfig& cfg, const TpSettings& s
   double differing = 0;
   for (const std::string& name : model.names()) {
     const std::vector<float> a = model.full_grads(name), b = twin->full_grads(name);
-    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i)
-      differing += i >= a.size() || i >= b.size() || std::memcmp(&a[i], &b[i], sizeof(float)) != 0 ? 1 : 0;
+    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const bool same_bits =
+          i < a.size() && i < b.size() && std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(b[i]);
+      differing += same_bits ? 0 : 1;
+    }
   }
   return differing;  // full_grads are whole tensors on every rank: the group's count already
 }
 
 // The first step against one rank's: the loss, and every gradient relative to its tensor's max.
-void compare_first_step(TpModelRun& model, float loss, const OneRank& ref, TpMeasurement& m) {
+void compare_first_step(TpModelRun& model, float loss, const OneRank& ref, double eps, TpMeasurement& m) {
   m.loss_diff = std::fabs(double(loss) - double(ref.first_loss));
+  m.grad_noise_floor = ref.grad_noise_floor;
   const std::vector<std::string> names = model.names();
   m.max_grad_rel_diff = 0;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    m.max_grad_rel_diff =
-        std::max(m.max_grad_rel_diff, max_relative_difference(model.full_grads(names[i]), ref.first_grads[i]));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::vector<float> g = model.full_grads(names[i]);
+    m.max_grad_rel_diff = std::max(m.max_grad_rel_diff, max_relative_difference(g, ref.first_grads[i]));
+    m.first_update_diff = std::max(m.first_update_diff, adam_first_update_difference(g, ref.first_grads[i], eps));
+  }
 }
 
 // The weights after the last step against one rank's.
@@ -210,7 +235,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     (step == 0 ? m.first_loss : m.last_loss) = loss;
     if (step == 0 && s.recompute != theory::Recompute::none)
       m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
-    if (step == 0 && s.check) compare_first_step(*model, loss, ref, m);
+    if (step == 0 && s.check) compare_first_step(*model, loss, ref, double(s.adamw.eps), m);
     model->adamw_step(s.adamw, step + 1);
   }
   if (s.steps == 1) m.last_loss = m.first_loss;

@@ -51,6 +51,9 @@ class TpModelRun {
   virtual std::vector<std::string> names() const = 0;
   virtual std::vector<float> full_params(const std::string& name) = 0;  // collectives over the group
   virtual std::vector<float> full_grads(const std::string& name) = 0;
+  // Every parameter of this rank moved by one ulp, up or down by a fixed pseudo-random sign: a
+  // model as close to this one as fp32 can hold (the gradient check's noise floor).
+  virtual void nudge_params() = 0;
   // Replicated parameters whose gradients each rank only has part of under sequence
   // parallelism (LayerNorm weights, ...): their element count, all-reduced after backward.
   virtual std::size_t partial_replicated_grads() const { return 0; }
@@ -89,9 +92,11 @@ struct TpMeasurement {
   ex::TpMode mode = ex::TpMode::plain;
   float first_loss = 0, last_loss = 0;
   double max_grad_rel_diff = -1, max_weight_diff = -1, loss_diff = -1;  // vs 1 rank (-1: not checked)
-  double device_vs_tracker = 0;                    // the device's own count - the tracker (largest over ranks)
-  BlockCollectives comm;                           // of the last step
-  double activation_peak = 0;                      // bytes, this rank's MemTag::activation peak (max over ranks)
+  double grad_noise_floor = 0;   // the reference's (OneRank::grad_noise_floor): sets the gradients' bound
+  double first_update_diff = 0;  // AdamW's first update vs one rank's, ÷ lr (labs/measure.h): the weights' bound
+  double device_vs_tracker = 0;  // the device's own count - the tracker (largest over ranks)
+  BlockCollectives comm;         // of the last step
+  double activation_peak = 0;    // bytes, this rank's MemTag::activation peak (max over ranks)
   std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed figures
   double recompute_bits = -1;  // gradient elements differing from a twin without recomputation (-1: none ran)
   double param_bytes = 0;      // per rank
@@ -107,6 +112,11 @@ struct TpMeasurement {
 struct OneRank {
   float first_loss = 0;
   std::vector<std::vector<float>> first_grads, final_params;  // by names()
+  // The fp32 noise floor of the first step's gradients on this model: their largest relative
+  // change (÷ each tensor's max) when every weight moves by one ulp. Deep, narrow models
+  // amplify rounding through the layers (a GPT of hidden 4: 2e-5 at 48 layers, 3e-3 at 192),
+  // so the tensor-parallel gradients' bound is a multiple of it, never below 1e-4.
+  double grad_noise_floor = 0;
 };
 OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device);
 // One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.

@@ -1,5 +1,9 @@
 // The models the tensor-parallel lab drives (TpModelRun): the MLP of tp_mlp.h on teacher
 // data, and the tiny GPT of labs/train/gpt.h on text.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
 #include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "labs/tensor_parallel/tp_lab.h"
@@ -11,6 +15,18 @@
 namespace dtl {
 
 namespace {
+
+// n fp32 parameters on the model's device, each moved one ulp up or down (a fixed LCG's sign).
+void nudge_by_one_ulp(void* device_params, std::size_t n) {
+  std::vector<float> host(n);
+  copy_bytes(host.data(), device_params, n * sizeof(float));
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (float& x : host) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
+    x = std::nextafter(x, (state >> 63) ? INFINITY : -INFINITY);
+  }
+  copy_bytes(device_params, host.data(), n * sizeof(float));
+}
 
 // The MLP on its regression task (mlp_task_batch), the same full batch on every rank; under
 // sequence parallelism a rank takes its rows.
@@ -35,6 +51,7 @@ class TpMlpRun final : public TpModelRun {
   std::vector<std::string> names() const override { return model_.names(); }
   std::vector<float> full_params(const std::string& name) override { return model_.full_params(name); }
   std::vector<float> full_grads(const std::string& name) override { return model_.full_grads(name); }
+  void nudge_params() override { nudge_by_one_ulp(model_.params(), model_.local_params()); }
   int regions_per_block() const override { return 1; }
   bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }
   // Per block the residual input (rows/T rows under sequence parallelism, else all rows)
@@ -89,6 +106,11 @@ class TpGptRun final : public TpModelRun {
     return model_.full_tensor(name, GptBuffer::params);
   }
   std::vector<float> full_grads(const std::string& name) override { return model_.full_tensor(name, GptBuffer::grads); }
+  void nudge_params() override {
+    const ParamSlice p = model_.whole_params();
+    if (p.dtype != DType::f32) throw Error("nudge_params: the tensor-parallel GPT trains in fp32");
+    nudge_by_one_ulp(p.params, p.count);
+  }
   std::size_t partial_replicated_grads() const override { return model_.sequence_partial_numel(); }
   int regions_per_block() const override { return 2; }  // attention and MLP
   bool regathers_input() const override { return tp_.mode == ex::TpMode::sequence_parallel; }

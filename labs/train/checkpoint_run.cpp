@@ -59,10 +59,11 @@ void record_save(Comm& comm, CheckpointStats& stats, const std::string& dir, dou
 void finish_checkpoints(Comm& comm, CheckpointStats& stats) {
   if (!stats.pending) return;
   const auto start = std::chrono::steady_clock::now();
-  const std::string dir = stats.pending->finish();
-  const double write = stats.pending->write_seconds();
-  stats.pending.reset();
-  record_save(comm, stats, dir, stats.pending_blocked + seconds_since(start), write);
+  const std::shared_ptr<ShardedSave> save = std::move(stats.pending);
+  try {
+    const std::string dir = save->finish();
+    record_save(comm, stats, dir, stats.pending_blocked + seconds_since(start), save->write_seconds());
+  } catch (const CheckpointNotSaved& e) { stats.failures.push_back(e.what()); }
 }
 
 void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPosition& pos, CheckpointStats& stats,
@@ -75,17 +76,28 @@ void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPositi
   comm.all_reduce(&staging, &staging, 1, DType::f64, ReduceOp::max);
   stats.staging_bytes = std::max(stats.staging_bytes, staging);
   stats.async = plan.async;
-  auto save = std::make_shared<ShardedSave>(comm, plan.dir, std::move(staged.pieces), pos, plan.async, staged.holder);
-  if (plan.async) {
-    stats.pending = std::move(save);
-    stats.pending_blocked = seconds_since(start);
-    return;
-  }
-  const std::string dir = save->finish();
-  record_save(comm, stats, dir, seconds_since(start), save->write_seconds());
+  // A save that cannot be written (a full disk) is reported, not the end of the run: the
+  // training goes on and its report prints, saying which checkpoint is missing and why.
+  try {
+    auto save = std::make_shared<ShardedSave>(comm, plan.dir, std::move(staged.pieces), pos, plan.async, staged.holder);
+    if (plan.async) {
+      stats.pending = std::move(save);
+      stats.pending_blocked = seconds_since(start);
+      return;
+    }
+    const std::string dir = save->finish();
+    record_save(comm, stats, dir, seconds_since(start), save->write_seconds());
+  } catch (const CheckpointNotSaved& e) { stats.failures.push_back(e.what()); }
 }
 
 void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointStats& stats) {
+  if (!stats.failures.empty()) {  // the figures still print; the exit code says it failed
+    rep.ok = false;
+    rep.failures.push_back("--checkpoint-dir: " + stats.failures.front());
+    if (stats.failures.size() > 1)
+      rep.failures.push_back("--checkpoint-dir: " + std::to_string(stats.failures.size() - 1) +
+                             " later checkpoints not saved either");
+  }
   if (stats.resumed_from >= 0) {
     rep.add(id + "resumed_from", "resumed from checkpoint step", stats.resumed_from, "");
     rep.add(id + "resume_bytes_read", "checkpoint bytes read (busiest rank)", stats.resume_bytes_read / 1e6, "MB")

@@ -61,6 +61,7 @@ struct CheckpointStats {
   double staging_bytes = 0;              // the largest staging copy of a rank
   std::shared_ptr<ShardedSave> pending;  // an asynchronous save still writing
   double pending_blocked = 0;            // what its start blocked
+  std::vector<std::string> failures;     // saves that could not be written, in words (the report's failures)
 };
 
 // Rows of the options table, bound to the settings' fields of the same names.
@@ -107,11 +108,13 @@ int resume_run(Comm& comm, const std::string& resume, int batch, int train_steps
                const std::function<std::size_t(const Manifest&)>& load);
 // After step pos.step: finishes the asynchronous save still writing (it overlapped this step),
 // then, when pos.step is a multiple of plan.every, stages this rank's pieces (`stage`) and saves
-// them, synchronously or on a writer thread; timed into `stats`. Collective.
+// them, synchronously or on a writer thread; timed into `stats`. A save that cannot be written
+// (CheckpointNotSaved: a full disk) goes into stats.failures and the run trains on. Collective.
 void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPosition& pos, CheckpointStats& stats,
                        const std::function<StagedPieces()>& stage);
 // After the last step: the asynchronous save still writing, finished. Collective.
 void finish_checkpoints(Comm& comm, CheckpointStats& stats);
+// The saves' rows; each failed save a failure of the report (exit 1, after the report prints).
 void add_checkpoint_report(Report& rep, const std::string& id, const CheckpointStats& stats);
 
 // Elements `range` of the model's flat buffer that a rank saves: the parameters there (on the

@@ -136,7 +136,9 @@ void prepare_staging(Comm& comm, const fs::path& staging) {
     if (ec) ok = 0, why = ec.message();
   }
   comm.broadcast(&ok, 1, DType::i32, 0);
-  if (!ok) throw Error("cannot create the checkpoint folder " + staging.string() + (why.empty() ? "" : ": " + why));
+  if (!ok)
+    throw CheckpointNotSaved("cannot create the checkpoint folder " + staging.string() +
+                             (why.empty() ? "" : ": " + why));
 }
 
 // The manifest last, then the folder under its final name (an older one of that step moved aside first).
@@ -183,20 +185,31 @@ void ShardedSave::write() {
   write_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Rank 0 removes a save's staging folder once every rank is done with it (the all-gather
+// before this call): a failed save leaves no temporary behind.
+void remove_staging(Comm& comm, const std::string& staging) {
+  std::error_code ec;
+  if (comm.rank() == 0) fs::remove_all(staging, ec);
+}
+
 std::string ShardedSave::finish() {
   if (writer_.joinable()) writer_.join();
   if (crash_) std::rethrow_exception(crash_);
-  // The barrier that carries failures: every rank learns which ranks could not write.
-  const std::int32_t ok = why_.empty() ? 1 : 0;
-  std::vector<std::int32_t> oks(std::size_t(comm_.size()));
-  comm_.all_gather(&ok, oks.data(), 1, DType::i32);
-  std::string failed;
-  for (int r = 0; r < comm_.size(); ++r)
-    if (!oks[r]) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  // The barrier that carries failures: every rank learns which ranks could not write, and why
+  // (the first failing rank's words: the file and the errno's, from the one writer).
+  const std::vector<std::string> whys = all_gather_text(comm_, why_);
+  std::string failed, first_why;
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (whys[std::size_t(r)].empty()) continue;
+    failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+    if (first_why.empty()) first_why = "rank " + std::to_string(r) + ": " + whys[std::size_t(r)];
+  }
   const std::string head = "checkpoint of step " + std::to_string(pos_.step) + " not saved: ";
-  if (!failed.empty())
-    throw Error(head + "rank(s) " + failed + " could not write their pieces" + (why_.empty() ? "" : " (" + why_ + ")") +
-                "; " + staging_dir_ + " is left incomplete and the previous checkpoint stays the newest");
+  const std::string kept = "; the previous checkpoints are unchanged";
+  if (!failed.empty()) {
+    remove_staging(comm_, staging_dir_);
+    throw CheckpointNotSaved(head + "rank(s) " + failed + " could not write their pieces (" + first_why + ")" + kept);
+  }
   const std::vector<std::string> all = all_gather_text(comm_, piece_entries(pieces_, comm_.rank(), file_).dump());
   std::int32_t published = 1;
   std::string why;
@@ -204,7 +217,11 @@ std::string ShardedSave::finish() {
       publish(staging_dir_, final_dir_, manifest_json(all, pos_, comm_.size()));
     } catch (const std::exception& e) { published = 0, why = e.what(); }
   comm_.broadcast(&published, 1, DType::i32, 0);
-  if (!published) throw Error(head + "rank 0 could not write the manifest" + (why.empty() ? "" : " (" + why + ")"));
+  if (!published) {
+    remove_staging(comm_, staging_dir_);
+    throw CheckpointNotSaved(head + "rank 0 could not write the manifest" + (why.empty() ? "" : " (" + why + ")") +
+                             kept);
+  }
   return final_dir_;
 }
 

@@ -16,9 +16,9 @@
 //
 // Atomic: the ranks write into ROOT/step-000010.partial/ (each file itself through a temporary
 // name), all-gather whether each write succeeded (a barrier that also carries failures), then
-// rank 0 writes the manifest and renames the folder to ROOT/step-000010. A crash or a full disk
-// before the rename leaves a .partial folder that resume skips and the loader refuses, and the
-// checkpoint before it untouched.
+// rank 0 writes the manifest and renames the folder to ROOT/step-000010. A crash before the
+// rename leaves a .partial folder that resume skips and the loader refuses; a write that fails
+// (a full disk) removes it (CheckpointNotSaved). Either way the checkpoint before it is untouched.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +32,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/dtype.h"
+#include "core/error.h"
 
 namespace dtl {
 
@@ -62,9 +63,17 @@ struct SaveFaults {
   int fault_rank = -1;
 };
 
-// Collective over comm: writes ROOT/step-<step>/ as above and returns its path. dtl::Error
-// naming the ranks whose write failed (and why, for this rank) when any did; the .partial
-// folder then stays, and nothing else changes.
+// A save that every rank got through but that could not be written (a full disk, a file-size
+// limit, a folder that cannot be made): the message names the file and the reason, the .partial
+// folder is removed and nothing else changes, so a lab reports it and trains on. A crash
+// (SaveFaults) is not one of these: it ends the run and leaves its .partial folder.
+class CheckpointNotSaved : public Error {
+ public:
+  using Error::Error;
+};
+
+// Collective over comm: writes ROOT/step-<step>/ as above and returns its path.
+// CheckpointNotSaved on every rank when any rank's file or the manifest could not be written.
 std::string save_sharded_checkpoint(Comm& comm, const std::string& root, const std::vector<PieceView>& pieces,
                                     const TrainPosition& pos, const SaveFaults& faults = {});
 

@@ -8,7 +8,10 @@
 //   - an empty value for every file and text option: exit 2 naming the option;
 //   - a small address-space limit: the process ends (no wait on OpenBLAS's threads).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -60,6 +63,19 @@ std::string contents(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+// The largest resident size of `command` (run by /bin/sh) and its children, KiB.
+long peak_rss_kib(const std::string& command) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return usage.ru_maxrss;
+}
+
 // SIGXFSZ ignored (as a shell with `trap '' XFSZ`): a write past the limit fails with EFBIG.
 std::string file_size_limit(int kib) { return "trap '' XFSZ; ulimit -f " + std::to_string(kib) + "; "; }
 
@@ -91,6 +107,49 @@ TEST(OutputSafety, AFailedWriteLeavesTheExistingFileIntact) {
   EXPECT_EQ(contents(dir / "tr.json.dtlt"), dtlt) << "the binary trace changed";
   EXPECT_TRUE(dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).empty())
       << "a temporary was left: " << dir.others({"ck.st", "tr.json", "tr.json.dtlt"}).front();
+}
+
+// A file-size limit as a user sets it (`ulimit -f`, SIGXFSZ not ignored): the kernel would end
+// the process at the first write past it, the report unprinted and a temporary left behind;
+// dtlab ignores SIGXFSZ, so the write fails (EFBIG) and the one writer reports it.
+TEST(OutputSafety, APlainFileSizeLimitEndsNoRun) {
+  Folder dir;
+  ASSERT_EQ(dir.dtlab(kGpt + " --save ck.st").code, 0);
+  const std::string ck = contents(dir / "ck.st");
+  const Output o = dir.dtlab(kGpt + " --save ck.st", "ulimit -f 8; ");
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.out.find("writing the checkpoint to 'ck.st' failed: File too large"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("train loss"), std::string::npos) << "the training's report is lost:\n" << o.out;
+  EXPECT_EQ(contents(dir / "ck.st"), ck) << "the checkpoint changed";
+  EXPECT_TRUE(dir.others({"ck.st"}).empty()) << "a temporary was left: " << dir.others({"ck.st"}).front();
+}
+
+// Every lab with --checkpoint-dir: a save that cannot be written ends no run. The report
+// prints and ends with the failure (the file and the reason), exit 1; the checkpoint already
+// there is byte for byte the same and no .partial folder is left.
+TEST(OutputSafety, ACheckpointThatCannotBeWrittenKeepsTheReportAndTheOldOnes) {
+  for (const std::string lab : {"ddp", "zero --stage 2", "pipeline"}) {
+    Folder dir;
+    const std::string run = "run " + lab + " --ranks 2 --checkpoint-dir ck --checkpoint-every 1";
+    ASSERT_EQ(dir.dtlab(run + " --steps 1").code, 0) << lab;
+    std::vector<std::string> before;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "ck"))
+      if (e.is_regular_file()) before.push_back(e.path().string() + ":" + contents(e.path().string()));
+    ASSERT_FALSE(before.empty()) << lab;
+    const Output o = dir.dtlab(run + " --steps 2", file_size_limit(1));
+    EXPECT_EQ(o.code, 1) << lab << "\n" << o.err;
+    EXPECT_NE(o.out.find("result:"), std::string::npos) << lab << ": the report must print\n" << o.out << o.err;
+    EXPECT_NE(o.out.find("not saved"), std::string::npos) << lab << "\n" << o.out;
+    EXPECT_NE(o.out.find("File too large"), std::string::npos) << lab << ": the reason\n" << o.out;
+    EXPECT_NE(o.out.find(".safetensors"), std::string::npos) << lab << ": the file\n" << o.out;
+    std::vector<std::string> after;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "ck")) {
+      EXPECT_EQ(e.path().string().find(".partial"), std::string::npos) << lab << ": left " << e.path();
+      if (e.is_regular_file()) after.push_back(e.path().string() + ":" + contents(e.path().string()));
+    }
+    std::sort(before.begin(), before.end()), std::sort(after.begin(), after.end());
+    EXPECT_EQ(after, before) << lab << ": the checkpoints already there changed";
+  }
 }
 
 // A full device: exit 1 with the system's words, the report printed first.
@@ -203,6 +262,10 @@ TEST(OutputSafety, UsageMessagesSayWhatIsWrong) {
   EXPECT_EQ(big.code, 2) << big.err;
   EXPECT_EQ(big.err.find(" 0.0 GB"), std::string::npos) << big.err;
   EXPECT_NE(big.err.find("--ranks"), std::string::npos) << big.err;
+  // ... and before the trace tables and threads of 4096 ranks: refused at 2.5 GB and 12 s.
+  const long peak_kib = peak_rss_kib(std::string(DTLAB_EXE) + " run collectives --ranks 4096 --bytes 1G 2>/dev/null");
+  std::printf("run collectives --ranks 4096 --bytes 1G: refused at a peak of %ld KiB\n", peak_kib);
+  EXPECT_LT(peak_kib, 300 * 1024) << "the refusal came after per-rank allocations";
 }
 
 // Under a small address-space limit the process ends: `dtlab list` used to wait forever for

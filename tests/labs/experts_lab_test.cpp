@@ -46,6 +46,20 @@ TEST(ExpertsLab, EveryShapeEqualsOneRankAndItsRoutedBytes) {
   }
 }
 
+// Issue 46: at hidden 256 the weights part by more than the fixed 0.02·lr the lab used to
+// allow (2.4e-5 against 2e-5; 1.2e-4 at hidden 1024): AdamW's first update g/(|g| + ε) turns a
+// sum-order difference of a gradient near ε into up to 2·lr. The bound is the run's own
+// update difference: after one step the weights differ by exactly lr times it (no decay).
+TEST(ExpertsLab, AWideGptsWeightsPartOnlyByAdamsFirstUpdate) {
+  const Report rep = run_experts_case(2, {{"model", "gpt"}, {"hidden", "256"}, {"steps", "1"}});
+  const double lr = 1e-3, update = row(rep, "first_update_vs_one_rank"), weights = row(rep, "weights_vs_one_rank");
+  std::printf("GPT hidden 256, EP 2: grad diff %.2e, first update diff %.3f·lr, weight diff %.3e (%.3f·lr)\n",
+              row(rep, "grad_vs_one_rank"), update, weights, weights / lr);
+  EXPECT_TRUE(rep.ok) << rep.to_text();
+  EXPECT_LE(row(rep, "grad_vs_one_rank"), 1e-5) << "the gradients themselves agree to fp32 sum order";
+  EXPECT_NEAR(weights, lr * update, 1e-3 * lr) << "one step: the weights part by lr × the update difference";
+}
+
 // The tiny GPT with every MLP a mixture of experts: attention and embeddings data-parallel,
 // the experts spread; the loss, every gradient (the GPT's and the experts'), the weights and
 // the routing equal one rank's running all the sequences with the ranks' as its groups.

@@ -2,7 +2,8 @@
 # Issue 46: content that used to crash or hang the viewer, as a table that stays fixed.
 #  - strings longer than ImGui can draw in one call (4 vertices a character, 65,536 at most):
 #    a report row's label of 100k characters, a note of 200k, 500 notes, an MoE routing
-#    message quoting 100k characters: each view draws them clipped ("…") and exits 0;
+#    message quoting 100k characters: each view draws them clipped ("…") and exits 0; every
+#    string of a pipeline, tensor-parallel and grid trace 200k characters long at once;
 #  - a trace that is no regular file (a FIFO, a device, a folder) in every mode: exit 2 at once;
 #  - a screenshot naming the trace it draws: exit 2 before the work, the trace intact;
 #  - a small address-space limit (ulimit -v 300000): the process ends.
@@ -23,7 +24,43 @@ od["report"] = json.dumps(r)
 od["moe_routing"] = json.dumps({"omitted": "x" * 100000})
 json.dump(t, open(d + "/long.json", "w"))
 PY
+# A lab's trace with its strings 200,000 characters long at once (the lab's name and the
+# counts kept, so its own views open): each event's name, in the JSON metadata (the split
+# picture, the grid, simulated schedules, formulas, the report) the first string under each
+# key name (the 16 MiB of metadata hold no more), the plain ones (device, formulas in words). tests/viz/long_strings_test.cpp does it one field
+# at a time without a window; here the real window draws them (an OpenGL draw list).
+"$dtlab" run pipeline --ranks 2 --steps 1 --trace "$dir/pp.json" >/dev/null
+"$dtlab" run tensor_parallel --model gpt --ranks 2 --layers 1 --steps 1 --trace "$dir/tp.json" >/dev/null
+"$dtlab" run grid --ranks 8 --dp 2 --tp 2 --pp 2 --steps 1 --check off --trace "$dir/grid.json" >/dev/null
+python3 - "$dir" pp tp grid <<'PY'
+import json, sys
+d = sys.argv[1]
+W = "W" * 200000
+def lengthen(v, key, done):  # the first string under each key name (within the 16 MiB of metadata)
+    if isinstance(v, str) and key not in done: done.add(key); return W
+    if isinstance(v, list): return [lengthen(x, key, done) for x in v]
+    if isinstance(v, dict): return {k: lengthen(x, k, done) for k, x in v.items()}
+    return v
+for name in sys.argv[2:]:
+    t = json.load(open(f"{d}/{name}.json"))
+    for e in t["traceEvents"]:
+        if e.get("ph") != "M" and "name" in e: e["name"] = W
+    od, done = t["otherData"], set()
+    for k, v in list(od.items()):
+        if k == "lab" or not isinstance(v, str): continue
+        try: parsed = json.loads(v)
+        except ValueError: parsed = None
+        if isinstance(parsed, (dict, list)): od[k] = json.dumps(lengthen(parsed, k, done))
+        elif parsed is None: od[k] = W  # words, not a number
+    json.dump(t, open(f"{d}/{name}_long.json", "w"))
+PY
 fail=0
+for shot in pp:pipeline pp:report tp:split tp:activations grid:topology grid:timeline grid:memory; do
+  trace=${shot%%:*} view=${shot#*:}
+  out=$(timeout -s KILL 60 "$xvfb" -a -s '-screen 0 1280x800x24' "$viz" "$dir/${trace}_long.json" --view "$view" \
+        --window-width 1280 --window-height 800 --screenshot "$dir/${trace}_$view.png" 2>&1) && code=0 || code=$?
+  if [ "$code" -ne 0 ]; then echo "${trace}_long.json --view $view: exit $code" >&2; echo "$out" | cut -c1-300 >&2; fail=1; fi
+done
 for view in report routing timeline; do
   out=$(timeout -s KILL 60 "$xvfb" -a -s '-screen 0 1280x800x24' "$viz" "$dir/long.json" --view "$view" \
         --window-width 1280 --window-height 800 --screenshot "$dir/$view.png" 2>&1) && code=0 || code=$?

@@ -8,6 +8,7 @@
 #include "core/util/units.h"
 #include "exercises/track/track.h"
 #include "viz/app/app.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -50,8 +51,8 @@ LabConfig RunChoices::Apply(LabConfig cfg) const {
 void App::DrawControls() {
   Controls& c = controls;
   const std::size_t available = session->steps().size();
-  ImGui::Text("dtlab-viz  |  %s  |  %d ranks  |  %s", session->lab_name().c_str(), session->data().ranks,
-              session->status().c_str());
+  ImGui::Text("dtlab-viz  |  %s  |  %d ranks  |  %s", clip_text(session->lab_name(), 200).c_str(),
+              session->data().ranks, clip_text(session->status(), 400).c_str());  // (a trace's words: clipped)
   if (ImGui::Button(c.playing ? "Pause (space)" : "Play (space)")) c.playing = !c.playing;
   ImGui::SameLine();
   if (ImGui::Button("Step (->)")) StepOne();

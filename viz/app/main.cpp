@@ -20,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -342,6 +343,7 @@ int run_viz(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past ulimit -f a screenshot fails with EFBIG, named (as dtlab's main)
   const int code = run_viz(argc, argv);
   dtl::kernels::end_without_waiting_for_blas_threads(code);  // (ulimit -v: see kernels/cpu/kernels.h)
   return code;

@@ -12,6 +12,7 @@
 #include "viz/app/views.h"
 #include "viz/model/axes.h"
 #include "viz/model/memory_model.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -26,6 +27,10 @@ constexpr MemTag kStackOrder[kNumMemTags] = {MemTag::param,      MemTag::grad,  
 
 constexpr float kAxisWidth = 70, kMinPanelWidth = 150;
 
+// The formula's text as the font can draw it: the default font has Latin-1 only, so the
+// Greek Ψ of ZeRO's formulas is spelled out (it would show as '?'); clipped (text_fit.h).
+std::string drawable(std::string_view text);
+
 // The formula's line across the bars, and beside its end (in the gutter right of the
 // bars, so it hides no bar) its value and how the lab got it.
 void draw_formula(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, float w, float h, double top) {
@@ -34,7 +39,7 @@ void draw_formula(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, float w, f
   dl->AddLine(ImVec2(o.x, fy), ImVec2(o.x + w + 6, fy), yellow, 2.0f);
   const std::string value = "formula: " + format_bytes(pic.formula, pic.formula);
   dl->AddText(ImVec2(o.x + w + 10, fy - line - 1), yellow, value.c_str());
-  if (!pic.formula_text.empty()) dl->AddText(ImVec2(o.x + w + 10, fy + 2), yellow, pic.formula_text.c_str());
+  if (!pic.formula_text.empty()) dl->AddText(ImVec2(o.x + w + 10, fy + 2), yellow, drawable(pic.formula_text).c_str());
 }
 
 // Each rank's own formula (ranks that differ: a pipeline's stages), a yellow tick over its
@@ -49,7 +54,7 @@ void draw_rank_formulas(ImDrawList* dl, const MemoryPicture& pic, ImVec2 o, floa
   }
   dl->AddText(ImVec2(o.x + w + 10, o.y), yellow, "formula per rank (yellow ticks)");
   if (!pic.formula_text.empty())
-    dl->AddText(ImVec2(o.x + w + 10, o.y + ImGui::GetTextLineHeight() + 2), yellow, pic.formula_text.c_str());
+    dl->AddText(ImVec2(o.x + w + 10, o.y + ImGui::GetTextLineHeight() + 2), yellow, drawable(pic.formula_text).c_str());
 }
 
 // The byte axis on the left: tick labels and faint lines across the bars.
@@ -62,8 +67,6 @@ void draw_axis(ImDrawList* dl, const ByteScale& scale, ImVec2 o, float w, float 
   }
 }
 
-// The formula's text as the font can draw it: the default font has Latin-1 only, so the
-// Greek Ψ of ZeRO's formulas is spelled out (it would show as '?').
 std::string drawable(std::string_view text) {
   static const struct {
     std::string_view from, to;
@@ -77,7 +80,7 @@ std::string drawable(std::string_view text) {
     else
       out += text[i++];
   }
-  return out;
+  return clip_text(out);  // a trace's text: cut to what ImGui can draw (text_fit.h)
 }
 
 // The scale's grid lines across the bars' area (its labels left of it where asked).
@@ -103,11 +106,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
   for (std::uint64_t b : p.peak) most = std::max(most, b);
   // Three lines over the bars: the phase and its largest peak, the formula's value, how
   // the lab got it (its own line: "2Psi + 14Psi/N = 5.5 B/param x 1M params" is long).
-  const std::string title = p.label +
-                            (p.in_progress ? " (in progress)"
-                             : p.in_trace  ? ""
-                                           : " (not run yet)") +
-                            "  peak " + human_bytes(double(most));
+  const char* state = p.in_progress ? " (in progress)" : p.in_trace ? "" : " (not run yet)";
+  const std::string title = clip_text(p.label) + state + "  peak " + human_bytes(double(most));
   dl->AddText(ImVec2(o.x + 4, o.y), text, title.c_str());
   const std::string value = p.formula > 0 ? "formula " + human_bytes(p.formula) : "no formula";
   dl->AddText(ImVec2(o.x + 4, o.y + line + 1), p.formula > 0 ? yellow : dim, value.c_str());
@@ -141,7 +141,8 @@ void draw_phase(ImDrawList* dl, const PhaseMemory& p, const ByteScale& scale, Im
     }
     if (ImGui::IsWindowHovered() && mouse.x >= x && mouse.x <= x + bar && mouse.y >= top && mouse.y <= top + h) {
       ImGui::BeginTooltip();
-      ImGui::Text("%s, rank %d: peak %s", p.label.c_str(), r, human_bytes(double(p.peak[std::size_t(r)])).c_str());
+      ImGui::Text("%s, rank %d: peak %s", clip_text(p.label).c_str(), r,
+                  human_bytes(double(p.peak[std::size_t(r)])).c_str());
       for (int tag = 0; tag < kNumMemTags; ++tag)
         if (m.bytes[std::size_t(tag)] > 0)
           ImGui::Text("  %-10s %s", mem_tag_name(MemTag(tag)), human_bytes(double(m.bytes[std::size_t(tag)])).c_str());
@@ -181,7 +182,7 @@ void MemoryView::Draw(const Frame& f) {
   }
   const std::string* device = d.meta_of(MetaKey::device);  // where the lab's tensors lived
   if (device && *device != "cpu")
-    ImGui::Text("device memory (%s): what each rank allocated on its %s", device->c_str(),
+    ImGui::Text("device memory (%s): what each rank allocated on its %s", clip_text(*device, 200).c_str(),
                 *device == "cuda" ? "GPU" : "stand-in device");
   const bool phased = !Phases(d).phases.empty();
   if (phased) {

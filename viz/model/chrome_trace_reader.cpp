@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "viz/model/json_splitter.h"
+#include "viz/model/text_fit.h"
 #include "viz/model/trace_data.h"
 
 namespace dtl::viz {
@@ -195,7 +196,7 @@ std::uint16_t Collector::label_of(std::string_view name, const Role& role, std::
     bad(index, "more than " + std::to_string(lim::kMaxLabels) + " distinct names (the limit)");
   const auto id = std::uint16_t(t.labels.size());
   it->second.emplace(code, id);
-  t.labels.emplace_back(name);
+  t.labels.push_back(clip_text(name));  // words for people: drawn, so cut to what fits (text_fit.h)
   t.roles.push_back(role);
   return id;
 }

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/trace/run_breakdown.h"
 #include "core/trace/trace_limits.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -22,7 +23,7 @@ struct LabelTable {
     if (it != ids.end()) return it->second;
     if (t.labels.size() >= trace_limits::kMaxLabels)
       throw Error("torch profiler traces: more distinct names than the limit");
-    t.labels.push_back(name);
+    t.labels.push_back(clip_text(name));  // (drawn: cut to what fits, text_fit.h)
     t.roles.emplace_back();
     return ids.emplace(name, std::uint16_t(t.labels.size() - 1)).first->second;
   }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/files.h"
+#include "viz/model/text_fit.h"
 #include "viz/model/torch_trace.h"
 
 namespace dtl::viz {
@@ -51,6 +52,8 @@ TraceData from_events(int ranks, std::vector<std::string> labels, std::vector<Ro
   TraceData t;
   t.ranks = ranks;
   t.labels = std::move(labels);
+  for (std::string& l : t.labels)  // words for people, drawn: a .dtlt's as a JSON's (text_fit.h)
+    if (l.size() > kMaxDrawnChars) l = clip_text(l);
   t.roles = std::move(roles);
   t.meta = std::move(meta);
   // Sorted in place and compacted: the events are the largest thing a trace holds, so

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "labs/collectives/collectives_lab.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -239,7 +240,7 @@ void draw_nodes(ImDrawList* dl, const Layout& l, const Picture& pic, const std::
 
 // The run, the transfer at the cursor and the run's bytes against its formula, in words.
 void RingView::DrawCaption(const Frame& f, const CollectiveRun& run, const Event* moving, bool going_on) {
-  ImGui::Text("run %zu of %zu%s: %s", run_ + 1, runs_.size(), going_on ? " so far" : "", shown.run.c_str());
+  ImGui::Text("run %zu of %zu%s: %s", run_ + 1, runs_.size(), going_on ? " so far" : "", clip_text(shown.run).c_str());
   if (moving)  // wrapped: a narrow panel keeps the whole sentence
     ImGui::TextWrapped("transfer %zu of %zu%s in this run: rank %d -> rank %d, chunk %d%s, %s, %s, step %d", shown.done,
                        shown.total, going_on ? " so far" : "", moving->peer, moving->rank, moving->chunk,
@@ -249,11 +250,11 @@ void RingView::DrawCaption(const Frame& f, const CollectiveRun& run, const Event
     ImGui::Text("before its first transfer: every rank holds only its own data");
   if (!shown.formula.empty())
     ImGui::TextWrapped("most sent by one rank in this run: %s   formula %s (the whole run)",
-                       human_bytes(shown.most_sent).c_str(), shown.formula.c_str());
+                       human_bytes(shown.most_sent).c_str(), clip_text(shown.formula).c_str());
   else
     ImGui::TextDisabled("most sent by one rank: %s (a trace without run marks: no formula to compare)",
                         human_bytes(shown.most_sent).c_str());
-  if (!timeline_.available()) ImGui::TextDisabled("%s", timeline_.why_unavailable().c_str());
+  if (!timeline_.available()) ImGui::TextDisabled("%s", clip_text(timeline_.why_unavailable()).c_str());
   draw_legend(run.cells, f.session.data().ranks);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "viz/app/views.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz::routing_ui {
 
@@ -51,7 +52,8 @@ Rect section(ImDrawList* dl, const Rect& s, const char* title, const std::string
 }
 
 void caption(ImDrawList* dl, const Rect& s, float y, const std::string& text) {
-  dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(s.x, y), kDim, text.c_str(), nullptr, s.w);
+  const std::string fit = clip_text(text);  // wrapped text is drawn whole, under the panel too
+  dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(s.x, y), kDim, fit.c_str(), nullptr, s.w);
 }
 
 void centered(ImDrawList* dl, ImVec2 a, ImVec2 z, ImU32 color, const std::string& text) {

@@ -18,6 +18,7 @@
 
 #include "labs/train/gpt_activation_report.h"
 #include "viz/app/views.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -145,7 +146,7 @@ void ActivationView::Draw(const Frame& f) {
         rank);
   const std::vector<Point> pts = step_at(d, rank, f.cursor_time());
   ImGui::Text("recompute %s: each block keeps %s (Korthikanti et al.'s count: %s); a block running holds %s more",
-              l.recompute.c_str(), bytes_text(l.block).c_str(), bytes_text(l.paper_block).c_str(),
+              clip_text(l.recompute, 200).c_str(), bytes_text(l.block).c_str(), bytes_text(l.paper_block).c_str(),
               bytes_text(l.recomputed).c_str());
   double measured_peak = 0;
   for (const Point& q : pts) measured_peak = std::max(measured_peak, q.bytes);

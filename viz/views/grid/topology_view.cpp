@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "labs/grid/grid_lab.h"
+#include "viz/model/text_fit.h"
 
 namespace dtl::viz {
 
@@ -164,14 +165,14 @@ void TopologyView::Draw(const Frame& f) {
                                           gpn == d.meta.end() ? 0 : gpn->second.size() + 1};
   if (key != key_) model_ = grid_model(d), key_ = key;
   if (model_.empty()) {
-    ImGui::TextWrapped("%s", model_.message.c_str());
+    ImGui::TextWrapped("%s", clip_text(model_.message).c_str());  // (may quote the trace)
     return;
   }
   legend(model_);
   GroupAxis stepped_axis = GroupAxis::none;
   std::string stepped_what;
   stepped_group = cursor_group(f, model_, stepped_axis, stepped_what);
-  if (!stepped_group.empty()) ImGui::TextColored(ImVec4(0.95f, 0.85f, 0.55f, 1), "%s", stepped_what.c_str());
+  if (!stepped_group.empty()) ImGui::TextColored(ImVec4(0.95f, 0.85f, 0.55f, 1), "%s", clip_text(stepped_what).c_str());
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight(), pad = 6;
   const Rect area{start.x + 4, start.y + 2, std::max(40.0f, avail.x - 8), std::max(40.0f, avail.y - 6)};

@@ -12,6 +12,7 @@
 #include "labs/pipeline/pipeline_lab.h"
 #include "viz/app/views.h"
 #include "viz/model/axes.h"
+#include "viz/model/text_fit.h"
 #include "viz/views/pipeline/pipeline_draw.h"
 #include "viz/views/pipeline/pipeline_model.h"
 
@@ -230,9 +231,11 @@ void PipelineView::Draw(const Frame& f) {
 void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
   if (!runs_.runs.empty()) {
     ImGui::SetNextItemWidth(130);
-    if (ImGui::BeginCombo("schedule", schedule.c_str())) {
+    if (ImGui::BeginCombo("schedule", clip_text(schedule, 60).c_str())) {
       for (const PipelineRun& r : runs_.runs)
-        if (ImGui::Selectable(r.schedule.c_str(), r.schedule == schedule)) schedule = r.schedule, step = -1;
+        if (ImGui::Selectable((clip_text(r.schedule, 60) + "##" + std::to_string(&r - runs_.runs.data())).c_str(),
+                              r.schedule == schedule))
+          schedule = r.schedule, step = -1;
       ImGui::EndCombo();
     }
     ImGui::SameLine();
@@ -256,17 +259,19 @@ void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
   ImGui::Checkbox("compare schedules (simulated)", &compare);
   if (compare && sims_.runs.empty())
     ImGui::TextDisabled("this trace holds no simulated timelines (pipeline_simulated.*)");
-  for (const std::string& note : sims_.notes) ImGui::TextDisabled("left out: %s", note.c_str());
+  for (std::size_t i = 0; i < shown_count(sims_.notes.size()); ++i)
+    ImGui::TextDisabled("left out: %s", clip_text(sims_.notes[i]).c_str());
+  if (sims_.notes.size() > kMaxDrawnItems) ImGui::TextDisabled("%s", more_line(sims_.notes.size()).c_str());
 }
 
 void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
   const auto row = bubbles_.find(s.schedule);
   const BubbleRow* b = row == bubbles_.end() ? nullptr : &row->second;
-  ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "%s", bubble_line(s.bubble, b).c_str());
+  ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "%s", clip_text(bubble_line(s.bubble, b)).c_str());
   ImGui::SameLine(0, 24);
-  ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, step time %s", s.schedule.c_str(), s.step,
-                      s.complete ? "" : " (incomplete)", s.stages, s.micro_batches,
-                      s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
+  ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, step time %s",
+                      clip_text(s.schedule, 200).c_str(), s.step, s.complete ? "" : " (incomplete)", s.stages,
+                      s.micro_batches, s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
                       duration(s.makespan()).c_str());
   legend(s.micro_batches);
   ImGui::NewLine();
@@ -324,7 +329,7 @@ void PipelineView::DrawCompare() {
       title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
     title +=
         "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
-    dl->AddText(ImVec2(start.x, y + 3), kYellow, title.c_str());
+    dl->AddText(ImVec2(start.x, y + 3), kYellow, clip_text(title).c_str());
     g.top = y + title_h;
     draw_rows(dl, g, r.blocks, r.stages, r.makespan, r.chunks, r.stage_idle, -1, start.y + avail.y);
     y = g.top + float(r.stages) * g.row_h + gap;

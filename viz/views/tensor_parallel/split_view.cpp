@@ -11,6 +11,7 @@
 
 #include "labs/tensor_parallel/tp_lab.h"
 #include "viz/app/views.h"
+#include "viz/model/text_fit.h"
 #include "viz/views/tensor_parallel/split_model.h"
 
 namespace dtl::viz {
@@ -25,6 +26,7 @@ struct SplitView final : Panel {
  private:
   void Refresh(const Frame& f);  // model_ when the meta changes, moment_ when the cursor moves
   void DrawMatrices();
+  void DrawNotes() const;
   SplitModel model_;
   TpMoment moment_;
   std::array<std::size_t, 2> model_key_{};   // the trace (address, tp_split's size) it was made from
@@ -73,8 +75,9 @@ void band_rect(const SplitMatrix& m, const SplitBand& b, const Rect& r, ImVec2& 
 
 void band_tooltip(const SplitMatrix& m, const SplitBand& b) {
   ImGui::BeginTooltip();
-  ImGui::Text("%s  [%lld x %lld]", m.name.c_str(), static_cast<long long>(m.rows), static_cast<long long>(m.cols));
-  ImGui::Text("%s: rows %lld..%lld, columns %lld..%lld", b.label.c_str(), static_cast<long long>(b.r0),
+  ImGui::Text("%s  [%lld x %lld]", clip_text(m.name).c_str(), static_cast<long long>(m.rows),
+              static_cast<long long>(m.cols));
+  ImGui::Text("%s: rows %lld..%lld, columns %lld..%lld", clip_text(b.label).c_str(), static_cast<long long>(b.r0),
               static_cast<long long>(b.r1 - 1), static_cast<long long>(b.c0), static_cast<long long>(b.c1 - 1));
   ImGui::TextDisabled("%s", split_text(m.split));
   ImGui::EndTooltip();
@@ -101,7 +104,8 @@ void draw_matrix(ImDrawList* dl, const SplitMatrix& m, const Rect& r, const Rect
   dl->AddRect(ImVec2(r.x - 1, r.y - 1), ImVec2(r.x + r.w + 1, r.y + r.h + 1), IM_COL32(230, 230, 235, 200));
   const std::string shape = shape_text(m);
   const float line = ImGui::GetTextLineHeight(), cx = slot.x + slot.w / 2;
-  dl->AddText(ImVec2(cx - ImGui::CalcTextSize(m.name.c_str()).x / 2, label_y), kText, m.name.c_str());
+  const std::string name = clip_text(m.name);
+  dl->AddText(ImVec2(cx - ImGui::CalcTextSize(name.c_str()).x / 2, label_y), kText, name.c_str());
   dl->AddText(ImVec2(cx - ImGui::CalcTextSize(shape.c_str()).x / 2, label_y + line), kDim, shape.c_str());
 }
 
@@ -158,21 +162,27 @@ void SplitView::Refresh(const Frame& f) {
 void SplitView::Draw(const Frame& f) {
   Refresh(f);
   if (model_.empty()) {
-    ImGui::TextWrapped("%s", model_.message.c_str());
-    for (const std::string& n : model_.notes) ImGui::TextDisabled("left out: %s", n.c_str());
+    ImGui::TextWrapped("%s", clip_text(model_.message).c_str());
+    DrawNotes();
     return;
   }
   ImGui::Text(
       "T = %d ranks \xc2\xb7 %s, block 0 of %d (every block is split alike) \xc2\xb7 W is [out \xc3\x97 in], rows = "
       "output features",
-      model_.T, model_.model.c_str(), model_.layers);
+      model_.T, clip_text(model_.model, 200).c_str(), model_.layers);
   legend(model_.T);
   if (moment_.valid)
-    ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "moving now: %s", moment_.caption.c_str());
+    ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "moving now: %s", clip_text(moment_.caption).c_str());
   else
     ImGui::TextDisabled("step or scrub the run: the collective at the cursor is named here and its f or g lights up");
-  for (const std::string& n : model_.notes) ImGui::TextDisabled("left out: %s", n.c_str());
+  DrawNotes();
   DrawMatrices();
+}
+
+void SplitView::DrawNotes() const {  // each clipped, at most kMaxDrawnItems (a trace may hold any)
+  for (std::size_t i = 0; i < shown_count(model_.notes.size()); ++i)
+    ImGui::TextDisabled("left out: %s", clip_text(model_.notes[i]).c_str());
+  if (model_.notes.size() > kMaxDrawnItems) ImGui::TextDisabled("%s", more_line(model_.notes.size()).c_str());
 }
 
 void SplitView::DrawMatrices() {
