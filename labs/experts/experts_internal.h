@@ -32,6 +32,12 @@ class ExpertsModel {
 std::unique_ptr<ExpertsModel> make_experts_model(const ExpertsSettings& s, Comm& ep, int groups);
 int experts_tensor_count(const ExpertsSettings& s);  // the canonical list's length
 
+// Sharded checkpoints of the MoE blocks (experts_checkpoint.cpp): --resume's rules, this rank's
+// pieces (the routers: rank 0; its experts), and reading back the routers and experts it holds.
+ResumeRules experts_resume_rules(const ExpertsSettings& s);
+StagedPieces stage_experts_checkpoint(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model);
+std::size_t load_experts_checkpoint(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model, const Manifest& m);
+
 // Where this rank's comm events stood before a step.
 struct TraceMark {
   std::size_t comm = 0;

@@ -95,7 +95,7 @@ void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
   rep.add("time.all_to_all_share", "all-to-all share of the step",
           m.step.median > 0 ? m.a2a_seconds / m.step.median : 0, "x");
   rep.add("time.experts", "expert compute per step (rank mean)", m.expert_wall_seconds, "s");
-  rep.add("loss.first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add("loss.first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add("loss.last", "loss, last step", m.last_loss, "");
   rep.add("loss.aux", "load-balancing loss E·Σ fᵢ·Pᵢ (1 = balanced)", m.aux_loss, "").predict(1, "uniform");
 }
@@ -140,6 +140,7 @@ void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasur
   add_traffic_rows(rep, s, m, ep);
   add_load_rows(rep, s, m, ep);
   add_time_rows(rep, m);
+  add_checkpoint_report(rep, "", m.checkpoints);
 }
 
 }  // namespace dtl

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "labs/grid/grid_lab.h"
+#include "labs/train/checkpoint_tensors.h"
 
 namespace dtl {
 
@@ -54,6 +56,16 @@ class GridStage {
   // The GPT's activation lines for the activations view (meta activation_formula.<rank>).
   virtual void publish_activation_formula(Comm&, int /*in_flight*/) const {}
   virtual double tp_bytes_per_micro_batch() const = 0;
+
+  // A sharded checkpoint's part (labs/train/checkpoint_tensors.h): the blocks of the whole
+  // model's tensors the stage holds, its state on the host and back (`with_optimizer` false:
+  // AdamW's moments are the ZeRO-1 shards GridRank keeps). The MLP's; grid_settings refuses
+  // checkpoints for the GPT.
+  virtual std::vector<HeldTensor> held_tensors() const { throw Error("grid: this model saves no checkpoint"); }
+  virtual HeldState host_state(bool /*with_optimizer*/) { throw Error("grid: this model saves no checkpoint"); }
+  virtual void set_state(const HeldState&, bool /*with_optimizer*/) {
+    throw Error("grid: this model reads no checkpoint");
+  }
   virtual double embedding_bytes() const { return 0; }
 };
 

@@ -27,12 +27,16 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   const OptionTable<TpSettings>& table = tp_option_table();
   TpSettings s = table.parse(cfg.options);
   tokens_per_step(s.batch, s.seq);  // TpSettings::rows() counts them in an int
+  if (s.model == TpModelKind::gpt && (s.checkpoint_every > 0 || !s.resume.empty()))
+    throw UsageError("sharded checkpoints are the MLP's in this lab (not yet the GPT's): use --model mlp");
   if (s.tp != 0 && s.tp != T)
     throw UsageError("--tp " + std::to_string(s.tp) + " but --ranks " + std::to_string(T) +
                      ": every rank is one tensor-parallel rank; give --ranks " + std::to_string(s.tp));
   const TpSequenceChoice sp = s.sequence_parallel;
   if (sp != TpSequenceChoice::on) s.modes.push_back(ex::TpMode::plain);
   if (sp != TpSequenceChoice::off) s.modes.push_back(ex::TpMode::sequence_parallel);
+  require_checkpoint_options(table, cfg.options, s, s.modes.size() == 1,
+                             "give --sequence-parallel off or on (not both)");
   const std::string tp = "--tp (--ranks) " + std::to_string(T);
   require_divisible(4 * s.hidden, T, "4 × --hidden " + std::to_string(s.hidden) + " = " + std::to_string(4 * s.hidden),
                     "the MLP's 4h columns are split over " + tp);
@@ -189,8 +193,9 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
   const std::string n = mode_name(m.mode) + ".";
   const bool sp = m.mode == ex::TpMode::sequence_parallel;
   const double L = s.layers, k = m.regions, payload = 4.0 * s.rows() * s.hidden;  // b·s·h fp32 values
-  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add(n + "loss_first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
+  add_checkpoint_report(rep, n, m.checkpoints);
   if (m.max_grad_rel_diff >= 0) {
     rep.check(n + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0.0, "", 1e-5)
         .from("fp32 sum order");
