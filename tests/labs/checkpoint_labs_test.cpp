@@ -245,7 +245,7 @@ TEST(ExpertsCheckpoint, ResumedOnFourTwoAndOneRanks) {
 
 TEST(LabCheckpoint, AFaultAnywhereLeavesTheLastCheckpointLoadable) {
   faults_anywhere_leave_the_last_checkpoint("tensor_parallel", 2, kTpBase, {}, 3, "tp_any");
-  faults_anywhere_leave_the_last_checkpoint("grid", 4, kGridBase, {{"dp", "2"}, {"tp", "2"}, {"pp", "1"}}, 7,
+  faults_anywhere_leave_the_last_checkpoint("grid", 2, kGridBase, {{"dp", "1"}, {"tp", "1"}, {"pp", "2"}}, 3,
                                             "grid_any");
   faults_anywhere_leave_the_last_checkpoint("experts", 2, kExpertsBase, {}, 3, "experts_any");
 }
