@@ -27,14 +27,18 @@ double weight_tolerance(const ExpertsSettings& s, const ExpertsMeasurement& m) {
 
 void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m) {
   if (!s.check) return;
-  rep.check("loss_vs_one_rank", "|loss − 1 rank's| (first step)", m.loss_diff, 0, "",
-            1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
-      .from("same routing groups");
-  rep.check("grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
-      .from("fp32 sum order");
+  const bool first_step = m.loss_diff >= 0;  // false: a resumed run, whose first step is not step 0
+  if (first_step) {
+    rep.check("loss_vs_one_rank", "|loss − 1 rank's| (first step)", m.loss_diff, 0, "",
+              1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
+        .from("same routing groups");
+    rep.check("grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
+        .from("fp32 sum order");
+  }
   rep.check("weights_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0, "",
             weight_tolerance(s, m))
       .from("lr·min(2, Δg/ε) per step");
+  if (!first_step) return;
   rep.check("routing_vs_one_rank", "slots routed or dropped differently from 1 rank", m.routing_differences, 0, "")
       .from("same choices");
   rep.check("dropped_vs_one_rank", "dropped slots (all ranks, every block)", m.dropped, m.reference_dropped, "")

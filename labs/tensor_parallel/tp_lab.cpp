@@ -27,6 +27,7 @@
 #include "labs/measure.h"
 #include "labs/shared_options.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -173,6 +174,13 @@ void compare_final_weights(TpModelRun& model, const OneRank& ref, TpMeasurement&
 
 }  // namespace
 
+// --resume's rules: the MLP's (shared with the grid lab), or the GPT's on the counting task
+// (labs/train/gpt_sharded.h), which the context_parallel lab trains too.
+ResumeRules tp_resume_rules(const TpSettings& s) {
+  if (s.model == TpModelKind::mlp) return tp_mlp_resume_rules(s.batch, s.seq, s.steps);
+  return counting_gpt_resume_rules(s.batch, s.steps);
+}
+
 // One mode (plain or sequence parallel) on the T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
@@ -194,7 +202,7 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   if (s.modes.size() == 1) model->publish_activation_lines();  // (two modes would share one meta key)
   std::vector<double> steps, comm_s;
   // --resume: every rank reads its slices of the checkpoint's tensors, on any T.
-  const int first = resume_run(comm, s.resume, tp_mlp_resume_rules(s.batch, s.seq, s.steps), m.checkpoints,
+  const int first = resume_run(comm, s.resume, tp_resume_rules(s), m.checkpoints,
                                [&](const Manifest& man) { return model->load_checkpoint(man); });
   for (int step = first; step < s.steps; ++step) {
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
@@ -215,9 +223,8 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
       m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
     if (step == 0 && s.check) compare_first_step(*model, loss, ref, m);
     model->adamw_step(s.adamw, step + 1);
-    checkpoint_if_due(comm, checkpoint_plan(s),
-                      train_position("tensor_parallel", step + 1, mlp_task_order(s.batch, s.seq)), m.checkpoints,
-                      [&] { return model->stage_checkpoint(); });
+    checkpoint_if_due(comm, checkpoint_plan(s), train_position("tensor_parallel", step + 1, tp_resume_rules(s).data),
+                      m.checkpoints, [&] { return model->stage_checkpoint(); });
   }
   finish_checkpoints(comm, m.checkpoints);
   if (s.steps == first + 1) m.last_loss = m.first_loss;

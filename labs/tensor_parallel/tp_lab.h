@@ -120,6 +120,8 @@ struct OneRank {
 };
 OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device);
 // One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.
+// --resume's rules for the model (tp_lab.cpp).
+ResumeRules tp_resume_rules(const TpSettings& s);
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref);
 
 // The lab's options as settings for T ranks; UsageError naming the constraint a shape breaks.

@@ -6,6 +6,7 @@
 #include "labs/tensor_parallel/tp_mlp.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
@@ -109,11 +110,9 @@ class TpGptRun final : public TpModelRun {
   std::string activation_formula() const override { return "labs/train/gpt.h"; }
   std::size_t activation_cache_bytes() const override { return model_.activation_cache_bytes(); }
   std::size_t local_params() const override { return model_.num_params(); }
-  // Not yet: the GPT's sharded checkpoints (tp_settings refuses the options first).
-  StagedPieces stage_checkpoint() override { throw Error("tensor_parallel: the GPT saves no sharded checkpoint"); }
-  std::size_t load_checkpoint(const Manifest&) override {
-    throw Error("tensor_parallel: the GPT reads no sharded checkpoint");
-  }
+  // Its slices of GPT-2's tensors and AdamW's moments of them (labs/train/gpt_sharded.h).
+  StagedPieces stage_checkpoint() override { return stage_gpt_checkpoint(model_, opt_); }
+  std::size_t load_checkpoint(const Manifest& m) override { return load_gpt_sharded(m, model_, opt_); }
 
  private:
   TpSettings s_;

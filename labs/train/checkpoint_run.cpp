@@ -34,7 +34,10 @@ Manifest resume_manifest(const std::string& resume, const ResumeRules& rules) {
     throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab + " lab; this run reads the " +
                      joined(rules.labs) + " labs' checkpoints only (the same model and tensors)");
   const DataOrder& d = rules.data;
-  if (pos.data_position != std::uint64_t(pos.step) * d.samples_per_step || pos.rng_state != d.data_seed)
+  if (pos.rng_state != d.data_seed)
+    throw UsageError("--resume " + m.dir + " trained on another data order (seed " + std::to_string(pos.rng_state) +
+                     ", this run's " + std::to_string(d.data_seed) + "): it was saved by another model or task");
+  if (pos.data_position != std::uint64_t(pos.step) * d.samples_per_step)
     throw UsageError("--resume " + m.dir + " consumed " + std::to_string(pos.data_position) + " samples in " +
                      std::to_string(pos.step) + " steps: it was saved with another --batch than this run's " + d.batch);
   if (pos.step >= rules.train_steps)

@@ -1,5 +1,6 @@
 #include "labs/train/checkpoint_tensors.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -9,20 +10,15 @@ namespace dtl {
 
 namespace {
 
-// A contiguous run of a held block: elements [begin, end) of the flattened global tensor, from
-// element `local` of the rank's flat buffers.
-struct Run {
-  std::size_t begin, end, local;
-};
-
 std::size_t columns(const HeldTensor& t) { return std::size_t(t.shape.back()); }
 
 // One run when the block spans whole rows (they follow each other in the tensor too), else one
 // per row: the block's row i is elements [(row_begin+i)·cols + col_begin, … + col_end).
-std::vector<Run> runs_of(const HeldTensor& t) {
+std::vector<HeldRun> runs_of(const HeldTensor& t) {
+  if (!t.runs.empty()) return t.runs;
   const std::size_t cols = columns(t), width = t.col_end - t.col_begin;
   if (t.col_begin == 0 && t.col_end == cols) return {{t.row_begin * cols, t.row_end * cols, t.offset}};
-  std::vector<Run> runs;
+  std::vector<HeldRun> runs;
   for (std::size_t r = t.row_begin; r < t.row_end; ++r)
     runs.push_back({r * cols + t.col_begin, r * cols + t.col_end, t.offset + (r - t.row_begin) * width});
   return runs;
@@ -36,11 +32,17 @@ struct StateTensor {
 constexpr StateTensor kRoles[] = {{"", &HeldState::params}, {"adam.m.", &HeldState::m}, {"adam.v.", &HeldState::v}};
 
 void check_block(const HeldTensor& t, const HeldState& state) {
+  std::size_t elements = 1;
+  for (std::int64_t d : t.shape) elements *= std::size_t(d);
   const std::size_t rows = t.shape.size() == 2 ? std::size_t(t.shape[0]) : 1;
-  const std::size_t end = t.offset + (t.row_end - t.row_begin) * (t.col_end - t.col_begin);
-  if (t.shape.empty() || t.shape.size() > 2 || t.row_end > rows || t.col_end > columns(t) || t.row_begin > t.row_end ||
-      t.col_begin > t.col_end || end > state.params.size() || end > state.m.size() || end > state.v.size())
-    throw Error("held tensor '" + t.name + "': its block lies outside the tensor or the rank's buffers");
+  const std::size_t held = std::min({state.params.size(), state.m.size(), state.v.size()});
+  bool inside = !t.shape.empty() && t.shape.size() <= 2 &&
+                (!t.runs.empty() || (t.row_begin <= t.row_end && t.row_end <= rows && t.col_begin <= t.col_end &&
+                                     t.col_end <= columns(t)));
+  if (inside)
+    for (const HeldRun& run : runs_of(t))
+      inside = inside && run.begin <= run.end && run.end <= elements && run.local + (run.end - run.begin) <= held;
+  if (!inside) throw Error("held tensor '" + t.name + "': its block lies outside the tensor or the rank's buffers");
 }
 
 }  // namespace
@@ -60,7 +62,7 @@ StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState s
     check_block(t, *staged);
     if (!t.saves) continue;
     for (const StateTensor& role : kRoles)
-      for (const Run& run : runs_of(t))
+      for (const HeldRun& run : runs_of(t))
         out.pieces.push_back({role.prefix + t.name, DType::f32, t.shape, run.begin, run.end,
                               ((*staged).*role.buffer).data() + run.local});
   }
@@ -77,7 +79,7 @@ std::size_t load_held_tensors(const Manifest& m, const std::vector<HeldTensor>& 
   std::size_t read = 0;
   for (const HeldTensor& t : held)
     for (const StateTensor& role : kRoles)
-      for (const Run& run : runs_of(t))
+      for (const HeldRun& run : runs_of(t))
         read += read_tensor_range(m, role.prefix + t.name, run.begin, run.end, (state.*role.buffer).data() + run.local);
   return read;
 }

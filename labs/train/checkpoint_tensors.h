@@ -20,15 +20,23 @@
 
 namespace dtl {
 
+// A contiguous run of what a rank holds: elements [begin, end) of the flattened global tensor,
+// from element `local` of the rank's flat buffers.
+struct HeldRun {
+  std::size_t begin = 0, end = 0, local = 0;
+};
+
 // One rank's block of the global tensor `name` of shape `shape` ([rows, cols], or [n]: one row):
 // rows [row_begin, row_end) × columns [col_begin, col_end), row-major from element `offset` of
-// the rank's flat buffers.
+// the rank's flat buffers; or, when `runs` is given, exactly those runs (a layout no one block
+// describes: the GPT's c_attn slice is rows of each of Q, K and V).
 struct HeldTensor {
   std::string name;
   std::vector<std::int64_t> shape;
   std::size_t row_begin = 0, row_end = 1, col_begin = 0, col_end = 0;
   std::size_t offset = 0;
   bool saves = true;  // false: a replica whose equal copy another rank saves
+  std::vector<HeldRun> runs;
 };
 // A whole tensor of n elements at `offset`: a vector, or a matrix the rank holds all of.
 HeldTensor whole_tensor(std::string name, std::vector<std::int64_t> shape, std::size_t offset);

@@ -6,7 +6,8 @@
 // and → 1: within the lab's fp32 tolerance, the largest difference printed); a fault injected at
 // a collective, then --resume, reaches the uninterrupted run's final state bit for bit; a fault
 // at any collective of a run that saves every step (inside a save too) leaves the newest
-// complete checkpoint loadable and any unfinished one refused.
+// complete checkpoint loadable and any unfinished one refused. The GPT (gpt lab, tensor_parallel
+// --model gpt, context_parallel): T or CP = 2 → 2, 4 and 1.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -37,6 +38,10 @@ const Options kGridBase = {{"layers", "3"}, {"hidden", "16"}, {"seq", "8"},
 const Options kExpertsBase = {{"layers", "1"},  {"hidden", "16"}, {"ffn", "32"},       {"experts", "4"},
                               {"tokens", "32"}, {"steps", "4"},   {"overflow", "pad"}, {"aux-weight", "0"}};
 
+// The gpt lab's tiny GPT on dtlab's docs (its character vocabulary), T = --ranks.
+const Options kGptBase = {{"layers", "1"}, {"hidden", "16"}, {"heads", "4"},     {"seq", "8"},
+                          {"batch", "2"},  {"steps", "4"},   {"eval-every", "2"}};
+
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(testing::TempDir()) / ("dtl_lab_ckpt_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -52,7 +57,7 @@ RunResult run_lab(const std::string& name, int P, const Options& base, const Opt
   cfg.options = options;
   cfg = with_defaults(*lab, cfg);
   Trace trace(P);
-  faults.counted = StepUnit::collectives;
+  faults.counted = lab->step_unit;  // what --inject-fault counts in this lab
   return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) { lab->run(c, cfg); });
 }
 
@@ -88,8 +93,8 @@ double resumed_difference(const std::string& lab, int P, const Options& base, Op
   return diff;
 }
 
-// The library collectives rank 1 makes in a run that saves every step: a fault past them never
-// fires, and the run says how many there were.
+// The library collectives (or the context-parallel ring's transfers: LabInfo::step_unit) rank 1 makes in a run that
+// saves every step: a fault past them never fires, and the run says how many there were.
 int collectives_of(const std::string& lab, int P, const Options& base, Options layout) {
   layout.insert({{"checkpoint-every", "1"}, {"checkpoint-dir", fresh_dir("count")}});
   try {
@@ -105,21 +110,27 @@ int collectives_of(const std::string& lab, int P, const Options& base, Options l
   return 0;
 }
 
-// Rank 1 fails at its collective 5/8 of the way through a run that saves every step (after a
-// save, before the end); then --resume (same layout) ends with `reference`'s final state bit for bit.
+// Rank 1 fails at its collective k of a run that saves every step: k = 5/8 of the run's, then 2/3
+// of that until the fault comes before the last step's save (the gpt lab's sampling after training
+// makes most of its collectives); then --resume (same layout) ends with `reference`'s final state
+// bit for bit.
 void fault_then_resume(const std::string& lab, int P, const Options& base, const Options& layout,
                        const std::string& reference, const std::string& name) {
   const std::string dir = fresh_dir(name);
   Options saving = layout;
   saving.insert({{"checkpoint-every", "1"}, {"checkpoint-dir", dir}});
-  const int k = collectives_of(lab, P, base, layout) * 5 / 8;
-  const RunResult failed = run_lab(lab, P, base, saving, {.fault_rank = 1, .fault_step = k});
-  ASSERT_FALSE(failed.ok()) << name << ": the fault at collective " << k << " came after the run's end";
-  EXPECT_NE(failed.error.find("injected fault"), std::string::npos) << failed.error;
-  const int saved = read_manifest(resolve_checkpoint(dir)).position.step;
+  int k = collectives_of(lab, P, base, layout) * 5 / 8, at = k, saved = 4;
+  for (; saved == 4 && k > 0; k = k * 2 / 3) {
+    fs::remove_all(dir);
+    at = k;
+    const RunResult failed = run_lab(lab, P, base, saving, {.fault_rank = 1, .fault_step = k});
+    ASSERT_FALSE(failed.ok()) << name << ": the fault at collective " << k << " came after the run's end";
+    EXPECT_NE(failed.error.find("injected fault"), std::string::npos) << failed.error;
+    saved = read_manifest(resolve_checkpoint(dir)).position.step;  // UsageError (a failure) if none
+  }
   ASSERT_LT(saved, 4);
   const double diff = resumed_difference(lab, P, base, layout, dir, reference, name + "_resumed");
-  std::printf("%s: fault at rank 1's collective %d, resumed from step %d\n", name.c_str(), k, saved);
+  std::printf("%s: fault at rank 1's collective %d, resumed from step %d\n", name.c_str(), at, saved);
   EXPECT_EQ(diff, 0);
 }
 
@@ -174,7 +185,8 @@ TEST(TensorParallelCheckpoint, ResumedOnTwoFourAndOneRanks) {
             1e-5);
   fault_then_resume("tensor_parallel", 2, kTpBase, {}, a, "tp_fault");
   test::expect_usage_error("tensor_parallel", 2, {{"sequence-parallel", "both"}, {"resume", a}}, "not both");
-  test::expect_usage_error("tensor_parallel", 2, {{"model", "gpt"}, {"resume", a}}, "--model mlp");
+  const RunResult gpt = run_lab("tensor_parallel", 2, kTpBase, {{"model", "gpt"}, {"resume", from}});
+  EXPECT_NE(gpt.error.find("another model or task"), std::string::npos) << gpt.error;
   const RunResult other = run_lab("tensor_parallel", 2, kTpBase, {{"batch", "4"}, {"resume", from}});
   EXPECT_NE(other.error.find("another --batch"), std::string::npos) << other.error;
   const RunResult wider = run_lab("tensor_parallel", 2, kTpBase, {{"hidden", "32"}, {"resume", from}});
@@ -241,6 +253,57 @@ TEST(ExpertsCheckpoint, ResumedOnFourTwoAndOneRanks) {
   const RunResult more = run_lab("experts", 4, kExpertsBase, {{"experts", "8"}, {"resume", from}});
   EXPECT_NE(more.error.find("tensor 'block 0 router'"), std::string::npos) << more.error;
   test::expect_usage_error("experts", 2, {{"model", "gpt"}, {"resume", a}}, "--model mlp");
+}
+
+TEST(GptCheckpoint, ResumedOnTwoAndOneRanks) {
+  const std::string a = fresh_dir("gpt_a");
+  ASSERT_TRUE(run_lab("gpt", 2, kGptBase, {{"checkpoint-every", "1"}, {"checkpoint-dir", a}}).ok());
+  const std::string from = a + "/step-000002";
+  EXPECT_EQ(resumed_difference("gpt", 2, kGptBase, {}, from, a, "gpt_2_to_2"), 0);
+  // AdamW (eps 1e-5) turns fp32 sum-order differences of near-zero gradients into larger steps:
+  // the lab's bound, 0.02·lr per step (lr 3e-3, 2 steps resumed).
+  EXPECT_LT(resumed_difference("gpt", 1, kGptBase, {}, from, a, "gpt_2_to_1"), 0.02 * 3e-3 * 2);
+  fault_then_resume("gpt", 2, kGptBase, {}, a, "gpt_fault");
+  RunResult r = run_lab("gpt", 2, kGptBase, {{"precision", "bf16"}, {"resume", a}});
+  EXPECT_NE(r.error.find("fp32 only"), std::string::npos) << r.error;
+  r = run_lab("gpt", 2, kGptBase, {{"load", a}, {"resume", a}});
+  EXPECT_NE(r.error.find("give one of them"), std::string::npos) << r.error;
+}
+
+// The GPT of the tensor_parallel lab (--model gpt) and of the context_parallel lab: the same
+// model (seed 7) on the same counting task.
+const Options kTpGptBase = {{"model", "gpt"}, {"layers", "1"}, {"hidden", "16"}, {"heads", "4"},
+                            {"seq", "16"},    {"batch", "2"},  {"vocab", "16"},  {"steps", "4"}};
+const Options kCpBase = {{"layers", "1"}, {"hidden", "16"}, {"heads", "4"}, {"seq", "16"},
+                         {"batch", "2"},  {"vocab", "16"},  {"steps", "4"}};
+
+TEST(TensorParallelCheckpoint, TheGptResumedOnTwoFourAndOneRanks) {
+  const std::string a = fresh_dir("tp_gpt_a");
+  ASSERT_TRUE(run_lab("tensor_parallel", 2, kTpGptBase, {{"checkpoint-every", "1"}, {"checkpoint-dir", a}}).ok());
+  const std::string from = a + "/step-000002";
+  EXPECT_EQ(resumed_difference("tensor_parallel", 2, kTpGptBase, {}, from, a, "tp_gpt_2_to_2"), 0);
+  const double bound = 0.02 * 1e-3 * 2;  // the lab's: 0.02·lr per step, 2 steps resumed
+  EXPECT_LT(resumed_difference("tensor_parallel", 4, kTpGptBase, {}, from, a, "tp_gpt_2_to_4"), bound);
+  EXPECT_LT(resumed_difference("tensor_parallel", 1, kTpGptBase, {}, from, a, "tp_gpt_2_to_1"), bound);
+  fault_then_resume("tensor_parallel", 2, kTpGptBase, {}, a, "tp_gpt_fault");
+}
+
+TEST(ContextParallelCheckpoint, ResumedOnTwoFourAndOneRanksAndFromTheTensorParallelLab) {
+  const std::string a = fresh_dir("cp_a"), tp = fresh_dir("cp_from_tp");
+  ASSERT_TRUE(run_lab("context_parallel", 2, kCpBase, {{"checkpoint-every", "1"}, {"checkpoint-dir", a}}).ok());
+  const std::string from = a + "/step-000002";
+  EXPECT_EQ(resumed_difference("context_parallel", 2, kCpBase, {}, from, a, "cp_2_to_2"), 0);
+  const double bound = 0.02 * 1e-3 * 2;
+  EXPECT_LT(resumed_difference("context_parallel", 4, kCpBase, {}, from, a, "cp_2_to_4"), bound);
+  EXPECT_LT(resumed_difference("context_parallel", 1, kCpBase, {}, from, a, "cp_2_to_1"), bound);
+  EXPECT_LT(resumed_difference("context_parallel", 2, kCpBase, {{"algo", "ulysses"}}, from, a, "cp_ring_to_ulysses"),
+            bound);
+  fault_then_resume("context_parallel", 2, kCpBase, {}, a, "cp_fault");
+  // The tensor_parallel lab's GPT (its AdamW's eps differs: the runs continue differently).
+  ASSERT_TRUE(run_lab("tensor_parallel", 2, kTpGptBase, {{"checkpoint-every", "2"}, {"checkpoint-dir", tp}}).ok());
+  const RunResult resumed = run_lab("context_parallel", 2, kCpBase, {{"resume", tp + "/step-000002"}});
+  EXPECT_TRUE(resumed.ok()) << resumed.error;
+  test::expect_usage_error("context_parallel", 2, {{"algo", "all"}, {"resume", a}}, "give one --algo");
 }
 
 TEST(LabCheckpoint, AFaultAnywhereLeavesTheLastCheckpointLoadable) {
