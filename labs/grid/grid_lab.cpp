@@ -28,6 +28,7 @@
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/shared_options.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -126,6 +127,12 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
   world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
 
+// --resume's rules: the MLP's (the tensor_parallel lab's too) or the GPT's on the counting task.
+ResumeRules grid_resume_rules(const GridSettings& s) {
+  return s.model == GridModelKind::mlp ? tp_mlp_resume_rules(s.batch, s.seq, s.steps)
+                                       : counting_gpt_resume_rules(s.batch, s.steps);
+}
+
 // The training steps, a phase of the schedule (the pipeline view draws its stages' F and B;
 // the checks after it are not in it): each step's time (the first warms up) and loss.
 void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridRank& rank, GridMeasurement& m,
@@ -134,7 +141,7 @@ void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridR
       world.trace(), world.global_rank(), EventKind::phase,
       world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
   // --resume: every rank reads its stage's blocks of its tp slice, whatever grid saved them.
-  const int first = resume_run(world, s.resume, tp_mlp_resume_rules(s.batch, s.seq, s.steps), m.checkpoints,
+  const int first = resume_run(world, s.resume, grid_resume_rules(s), m.checkpoints,
                                [&](const Manifest& man) { return rank.load_checkpoint(man); });
   for (int step = first; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
@@ -147,7 +154,7 @@ void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridR
     (step == first ? m.first_loss : m.last_loss) = loss;
     losses.push_back(loss);
     m.mine.bytes = axis_bytes(world, mm, cm, s.grid);  // the last step's
-    checkpoint_if_due(world, checkpoint_plan(s), train_position("grid", step + 1, mlp_task_order(s.batch, s.seq)),
+    checkpoint_if_due(world, checkpoint_plan(s), train_position("grid", step + 1, grid_resume_rules(s).data),
                       m.checkpoints, [&] { return rank.stage_checkpoint(); });
   }
   finish_checkpoints(world, m.checkpoints);

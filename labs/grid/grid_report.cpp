@@ -92,8 +92,6 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   check_model(s);
   require_checkpoint_options(table, cfg.options, s, true, "");
   if (s.checkpoint_every > 0 || !s.resume.empty()) {
-    if (s.model == GridModelKind::gpt)
-      throw UsageError("sharded checkpoints are the MLP's in the grid lab (not yet the GPT's): use --model mlp");
     if (s.compute_us > 0)
       throw UsageError("--compute-us emulates the compute, so no weights change to save or resume: drop one of them");
   }

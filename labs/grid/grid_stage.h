@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "labs/grid/grid_lab.h"
 #include "labs/train/checkpoint_tensors.h"
 
@@ -59,13 +58,10 @@ class GridStage {
 
   // A sharded checkpoint's part (labs/train/checkpoint_tensors.h): the blocks of the whole
   // model's tensors the stage holds, its state on the host and back (`with_optimizer` false:
-  // AdamW's moments are the ZeRO-1 shards GridRank keeps). The MLP's; grid_settings refuses
-  // checkpoints for the GPT.
-  virtual std::vector<HeldTensor> held_tensors() const { throw Error("grid: this model saves no checkpoint"); }
-  virtual HeldState host_state(bool /*with_optimizer*/) { throw Error("grid: this model saves no checkpoint"); }
-  virtual void set_state(const HeldState&, bool /*with_optimizer*/) {
-    throw Error("grid: this model reads no checkpoint");
-  }
+  // AdamW's moments are the ZeRO-1 shards GridRank keeps).
+  virtual std::vector<HeldTensor> held_tensors() const = 0;
+  virtual HeldState host_state(bool with_optimizer) = 0;
+  virtual void set_state(const HeldState& st, bool with_optimizer) = 0;
   virtual double embedding_bytes() const { return 0; }
 };
 

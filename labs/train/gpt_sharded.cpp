@@ -68,7 +68,7 @@ void set_gpt_state(Gpt& model, Optimizer& opt, const HeldState& st, int step) {
 }
 
 ResumeRules counting_gpt_resume_rules(int batch, int train_steps) {
-  return {{"tensor_parallel", "context_parallel"},
+  return {{"tensor_parallel", "context_parallel", "grid"},
           {std::uint64_t(batch), 0, "--batch " + std::to_string(batch)},
           train_steps};
 }

@@ -21,7 +21,7 @@ HeldState gpt_host_state(Gpt& model, const Optimizer& opt);
 // `step`: the steps the optimizer has applied (its bias correction).
 void set_gpt_state(Gpt& model, Optimizer& opt, const HeldState& st, int step);
 // --resume's rules for the GPT on the counting task (labs/train/data.h: step k's B sequences
-// drawn from k alone): the tensor_parallel and context_parallel labs read each other's.
+// drawn from k alone): the tensor_parallel, context_parallel and grid labs read each other's.
 ResumeRules counting_gpt_resume_rules(int batch, int train_steps);
 // Both: this rank's pieces, and reading its slices back. Returns the bytes read.
 StagedPieces stage_gpt_checkpoint(Gpt& model, const Optimizer& opt, bool saves = true);

@@ -239,7 +239,32 @@ TEST(GridCheckpoint, ResumesTheTensorParallelLabsCheckpoint) {
   EXPECT_LT(resumed_difference("grid", 4, kGridBase, {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}}, a + "/step-000002", a,
                                "tp_lab_to_grid"),
             1e-5);
-  test::expect_usage_error("grid", 4, {{"model", "gpt"}, {"resume", a}}, "--model mlp");
+}
+
+TEST(GridCheckpoint, TheGptResumedOnAnotherGridAndFromTheTensorParallelLab) {
+  const Options gpt = {{"model", "gpt"}, {"layers", "2"}, {"hidden", "16"}, {"heads", "4"},        {"seq", "8"},
+                       {"batch", "4"},   {"vocab", "16"}, {"steps", "4"},   {"micro-batches", "2"}};
+  const std::string a = fresh_dir("grid_gpt_a"), t = fresh_dir("grid_gpt_tp");
+  const Options dp2tp2 = {{"dp", "2"}, {"tp", "2"}, {"pp", "1"}};
+  Options saving = dp2tp2;
+  saving.insert({{"checkpoint-every", "1"}, {"checkpoint-dir", a}});
+  ASSERT_TRUE(run_lab("grid", 4, gpt, saving).ok());
+  const std::string from = a + "/step-000002";
+  EXPECT_EQ(resumed_difference("grid", 4, gpt, dp2tp2, from, a, "grid_gpt_same"), 0);
+  const double bound = 0.02 * 1e-3 * 2;  // the lab's: 0.02·lr per step, 2 steps resumed
+  EXPECT_LT(resumed_difference("grid", 4, gpt, {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}}, from, a, "grid_gpt_to_tp2pp2"),
+            bound);
+  EXPECT_LT(resumed_difference("grid", 2, gpt, {{"dp", "1"}, {"tp", "1"}, {"pp", "2"}, {"zero", "0"}}, from, a,
+                               "grid_gpt_to_pp2"),
+            bound);
+  fault_then_resume("grid", 4, gpt, dp2tp2, a, "grid_gpt_fault");
+  // The tensor_parallel lab's GPT, the same model and task (and AdamW): resumed as a 2-stage grid.
+  Options tp = gpt;
+  tp.erase("micro-batches");
+  ASSERT_TRUE(run_lab("tensor_parallel", 2, tp, {{"checkpoint-every", "1"}, {"checkpoint-dir", t}}).ok());
+  EXPECT_LT(resumed_difference("grid", 4, gpt, {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}}, t + "/step-000002", t,
+                               "tp_gpt_to_grid_gpt"),
+            bound);
 }
 
 TEST(ExpertsCheckpoint, ResumedOnFourTwoAndOneRanks) {
