@@ -1,7 +1,11 @@
 // The experts lab's part of a sharded checkpoint (labs/train/checkpoint_tensors.h): every
 // block's router, equal on every rank (rank 0 saves it), and this rank's experts, each tensor
 // whole by its name ("block 0 expert 5 w1"), so a checkpoint of E experts over EP ranks resumes
-// on any EP that divides E: a rank reads the experts it holds there.
+// on any EP that divides E: a rank reads the experts it holds there. With --model gpt the GPT
+// around the blocks too (labs/train/gpt_sharded.h), every rank's copy equal, rank 0 saving it.
+#include <memory>
+#include <utility>
+
 #include "labs/experts/experts_internal.h"
 #include "labs/train/checkpoint_tensors.h"
 
@@ -43,14 +47,22 @@ ResumeRules experts_resume_rules(const ExpertsSettings& s) {
           s.steps};
 }
 
-StagedPieces stage_experts_checkpoint(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model) {
-  return stage_held_tensors(held_of(model.params(), s, comm.rank()), host_state(model.params()));
+StagedPieces stage_experts_checkpoint(Comm& comm, const ExpertsSettings& s, ExpertsModel& model) {
+  const std::vector<moe::Param>& params = model.moe().params();
+  StagedPieces out = stage_held_tensors(held_of(params, s, comm.rank()), host_state(params));
+  StagedPieces dense = model.stage_dense(comm.rank() == 0);
+  out.pieces.insert(out.pieces.end(), dense.pieces.begin(), dense.pieces.end());
+  out.bytes += dense.bytes;
+  using Both = std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>;  // the two staged copies
+  out.holder = std::make_shared<Both>(out.holder, dense.holder);
+  return out;
 }
 
-std::size_t load_experts_checkpoint(Comm& comm, const ExpertsSettings& s, moe::MoeModel& model, const Manifest& m) {
-  std::vector<moe::Param>& params = model.params();
+std::size_t load_experts_checkpoint(Comm& comm, const ExpertsSettings& s, ExpertsModel& model, const Manifest& m) {
+  std::vector<moe::Param>& params = model.moe().params();
   HeldState st = host_state(params);
-  const std::size_t read = load_held_tensors(m, held_of(params, s, comm.rank()), st);
+  std::size_t read = load_held_tensors(m, held_of(params, s, comm.rank()), st);
+  read += model.load_dense(m);
   std::size_t at = 0;
   for (moe::Param& p : params) {
     const auto from = std::ptrdiff_t(at), to = std::ptrdiff_t(at + p.w.size());
