@@ -130,7 +130,8 @@ void fault_then_resume(const std::string& lab, int P, const Options& base, const
   }
   ASSERT_LT(saved, 4);
   const double diff = resumed_difference(lab, P, base, layout, dir, reference, name + "_resumed");
-  std::printf("%s: fault at rank 1's collective %d, resumed from step %d\n", name.c_str(), at, saved);
+  std::printf("%s: fault at rank 1's event %d (the lab's --inject-fault unit), resumed from step %d\n", name.c_str(),
+              at, saved);
   EXPECT_EQ(diff, 0);
 }
 
@@ -166,7 +167,7 @@ void faults_anywhere_leave_the_last_checkpoint(const std::string& lab, int P, co
       }
     }
   }
-  std::printf("%s: %d runs failed at one of rank 1's %d collectives, %d unfinished saves left and refused\n",
+  std::printf("%s: %d runs failed at one of rank 1's %d counted events, %d unfinished saves left and refused\n",
               name.c_str(), runs, total, partials);
   EXPECT_GT(runs, 2);
   EXPECT_GT(partials, 0);  // some fault fell inside a save
