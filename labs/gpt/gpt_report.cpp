@@ -119,9 +119,10 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
   rep.add("held_out.loss_first",
           log.checkpoints.resumed_from < 0 ? "held-out loss, before training" : "held-out loss, at the resumed step",
           log.held_out_loss.front(), "");
-  add_checkpoint_report(rep, "", log.checkpoints);
   rep.add("held_out.loss_last", "held-out loss, after training", log.held_out_loss.back(), "");
-  if (!log.train_loss.empty())
+  add_checkpoint_report(rep, "", log.checkpoints);
+  // (a resumed run's "before" is the checkpoint's, already trained: the ratio is not the check's)
+  if (!log.train_loss.empty() && log.checkpoints.resumed_from < 0)
     rep.check("held_out.loss_ratio", "held-out loss, after / before",
               log.held_out_loss.back() / log.held_out_loss.front(), 0.0, "", 0.9)
         .from("the model learned");
