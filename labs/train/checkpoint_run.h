@@ -9,6 +9,9 @@
 // The MLP labs (ddp, zero) share the tensors "params" (the run's precision), "master" (mixed
 // precision with an fp32 master), "adam.m", "adam.v", each the model's flat buffer, so either
 // lab, on any number of ranks, resumes the other's checkpoint (and the pipeline lab's, fp32).
+// The labs whose ranks hold blocks of named tensors (tensor_parallel, grid, experts,
+// context_parallel, gpt) stage and read theirs through checkpoint_tensors.h, with their own
+// ResumeRules; the flow (resume_run, checkpoint_if_due, finish_checkpoints) is this one.
 #pragma once
 
 #include <cstdint>
