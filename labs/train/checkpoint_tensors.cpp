@@ -29,7 +29,8 @@ struct StateTensor {
   const char* prefix;
   std::vector<float> HeldState::*buffer;
 };
-constexpr StateTensor kRoles[] = {{"", &HeldState::params}, {"adam.m.", &HeldState::m}, {"adam.v.", &HeldState::v}};
+constexpr StateTensor kStateTensors[] = {
+    {"", &HeldState::params}, {"adam.m.", &HeldState::m}, {"adam.v.", &HeldState::v}};
 
 void check_block(const HeldTensor& t, const HeldState& state) {
   std::size_t elements = 1;
@@ -61,7 +62,7 @@ StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState s
   for (const HeldTensor& t : held) {
     check_block(t, *staged);
     if (!t.saves) continue;
-    for (const StateTensor& role : kRoles)
+    for (const StateTensor& role : kStateTensors)
       for (const HeldRun& run : runs_of(t))
         out.pieces.push_back({role.prefix + t.name, DType::f32, t.shape, run.begin, run.end,
                               ((*staged).*role.buffer).data() + run.local});
@@ -74,11 +75,11 @@ StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState s
 std::size_t load_held_tensors(const Manifest& m, const std::vector<HeldTensor>& held, HeldState& state) {
   for (const HeldTensor& t : held) {  // every name and shape first: a refused checkpoint changes nothing
     check_block(t, state);
-    for (const StateTensor& role : kRoles) require_tensor(m, role.prefix + t.name, DType::f32, t.shape);
+    for (const StateTensor& role : kStateTensors) require_tensor(m, role.prefix + t.name, DType::f32, t.shape);
   }
   std::size_t read = 0;
   for (const HeldTensor& t : held)
-    for (const StateTensor& role : kRoles)
+    for (const StateTensor& role : kStateTensors)
       for (const HeldRun& run : runs_of(t))
         read += read_tensor_range(m, role.prefix + t.name, run.begin, run.end, (state.*role.buffer).data() + run.local);
   return read;

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/train/checkpoint_sharded.h"
+#include "labs/train/checkpoint_tensors.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -174,6 +175,25 @@ void faults_anywhere_leave_the_last_checkpoint(const std::string& lab, int P, co
 }
 
 }  // namespace
+
+// A row-parallel block (columns 1..2 of every row of a [3 × 4] tensor) is a piece per row at the
+// row's offset, a column-parallel one (rows 1..2, every column) one piece; a replica none.
+TEST(HeldTensors, PiecesAreTheBlocksRunsInTheFlattenedTensor) {
+  HeldTensor columns{"w", {3, 4}, 0, 3, 1, 3, 0}, rows{"w2", {3, 4}, 1, 3, 0, 4, 6};
+  HeldTensor replica = whole_tensor("b", {4}, 14);
+  replica.saves = false;
+  HeldState st{std::vector<float>(18), std::vector<float>(18), std::vector<float>(18)};
+  for (std::size_t i = 0; i < 18; ++i) st.params[i] = float(i);
+  const StagedPieces staged = stage_held_tensors({columns, rows, replica}, st);
+  std::vector<std::string> got;
+  for (const PieceView& p : staged.pieces)
+    if (p.tensor == "w" || p.tensor == "w2")  // the parameters' pieces (m and v repeat them)
+      got.push_back(p.tensor + "[" + std::to_string(p.begin) + "," + std::to_string(p.end) +
+                    ")=" + std::to_string(int(static_cast<const float*>(p.data)[0])));
+  const std::vector<std::string> want = {"w[1,3)=0", "w[5,7)=2", "w[9,11)=4", "w2[4,12)=6"};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(staged.pieces.size(), 3 * want.size());  // and adam.m., adam.v. of each; none of the replica
+}
 
 TEST(TensorParallelCheckpoint, ResumedOnTwoFourAndOneRanks) {
   const std::string a = fresh_dir("tp_a");
