@@ -54,6 +54,7 @@ const OptionTable<CpSettings>& cp_option_table() {
         .integer("steps", &CpSettings::steps, 3, 1, 1000, "training steps (AdamW)")
         .choice("check", &CpSettings::check, true, kOnOffNames,
                 "train the plain GPT on one rank too and compare the loss, every gradient, weight and the memory");
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;
@@ -132,6 +133,7 @@ CpSettings cp_settings(const LabConfig& cfg, int ranks) {
     throw UsageError("context parallelism over " + std::to_string(ranks) +
                      " ranks: the ring's message tags allow at "
                      "most 100; give --ranks 100 or fewer");
+  require_checkpoint_options(cp_option_table(), cfg.options, s, s.algos.size() == 1, "give one --algo (not all)");
   check_shape(cfg, s, ranks);
   const char* what = "--seq, --batch, --hidden, --layers or --vocab (or --check off)";
   require_memory(cp_process_bytes(s, ranks), what);

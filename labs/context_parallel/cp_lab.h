@@ -12,6 +12,7 @@
 #include "labs/context_parallel/cp_exchange.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/gpt.h"
 
 namespace dtl {
@@ -22,6 +23,10 @@ struct CpSettings {
   int layers = 2, hidden = 32, heads = 4, seq = 64, batch = 2, vocab = 64, steps = 3;
   bool check = true;  // train one rank too and compare the loss, every gradient and weight, its memory
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  // Sharded checkpoints (labs/train/gpt_sharded.h): one --algo; rank 0 saves (every rank holds the model).
+  int checkpoint_every = 0;
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
   std::vector<cp::CpAlgo> algos;  // what --algo runs, in order
   GptConfig gpt() const { return {vocab, seq, hidden, heads, layers, batch}; }
   cp::CpLayer layer() const { return {{seq, batch, heads, hidden / heads}, split}; }
@@ -55,6 +60,8 @@ struct CpMeasurement {
   double activation_peak = 0;            // bytes, the largest over ranks
   double one_rank_activation_peak = -1;  // the same algorithm on one rank (-1: not run)
   Repeated step;
+  CheckpointStats checkpoints;
+  int steps_run = 0;  // fewer than --steps when resumed
 };
 
 // The dense one-rank reference (the plain GPT, the whole batch): what every algorithm equals.

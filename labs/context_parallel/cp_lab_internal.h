@@ -49,6 +49,10 @@ class CpGptRun {
   float train_step(int step);
   void adamw_step();
   std::vector<std::vector<float>> tensors(bool grads);  // the table's order, whole tensors
+  // A sharded checkpoint (labs/train/gpt_sharded.h): every rank holds the whole model, rank 0
+  // saves it; every rank reads all of it back.
+  StagedPieces stage_checkpoint();
+  std::size_t load_checkpoint(const Manifest& m);
 
  private:
   struct Impl;

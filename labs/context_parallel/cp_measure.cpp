@@ -12,6 +12,7 @@
 #include "labs/context_parallel/cp_lab_internal.h"
 #include "labs/measure.h"
 #include "labs/train/data.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -177,9 +178,13 @@ CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s,
   log.want = cp::cp_bytes_per_rank(algo, s.layer(), comm.size());
   CpGptRun run(s, comm, algo, mem, &log);
   std::vector<double> steps;
-  for (int step = 0; step < s.steps; ++step) {
+  // --resume: every rank reads the whole model and AdamW's moments (the tensor_parallel lab's too).
+  const int first = resume_run(comm, s.resume, counting_gpt_resume_rules(s.batch, s.steps), m.checkpoints,
+                               [&](const Manifest& man) { return run.load_checkpoint(man); });
+  m.steps_run = s.steps - first;
+  for (int step = first; step < s.steps; ++step) {
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
-    log.timed = step > 0 || s.steps == 1;  // the first of several is a warm-up
+    log.timed = step > first || s.steps == first + 1;  // the first of several is a warm-up
     const auto t0 = RunClock::now();
     float loss = 0;
     {
@@ -189,11 +194,15 @@ CpMeasurement run_cp_algo(Comm& comm, const LabConfig& cfg, const CpSettings& s,
     }
     const double took = max_over_ranks(comm, std::chrono::duration<double>(RunClock::now() - t0).count());
     if (log.timed) steps.push_back(took);
-    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    (step == first ? m.first_loss : m.last_loss) = loss;
     if (step == 0 && ref) compare_first_step(comm, run, loss, *ref, m);
     run.adamw_step();
+    checkpoint_if_due(comm, checkpoint_plan(s),
+                      train_position("context_parallel", step + 1, counting_gpt_resume_rules(s.batch, s.steps).data),
+                      m.checkpoints, [&] { return run.stage_checkpoint(); });
   }
-  if (s.steps == 1) m.last_loss = m.first_loss;
+  finish_checkpoints(comm, m.checkpoints);
+  if (m.steps_run == 1) m.last_loss = m.first_loss;
   if (ref) compare_final_weights(comm, run, *ref, m);
   combine_calls(comm, log, int(steps.size()), m);
   m.activation_peak = max_over_ranks(comm, double(mem.peak(MemTag::activation)));

@@ -11,6 +11,7 @@
 #include "core/memory/memory.h"
 #include "labs/context_parallel/cp_lab_internal.h"
 #include "labs/train/data.h"
+#include "labs/train/gpt_sharded.h"
 
 namespace dtl {
 
@@ -116,5 +117,10 @@ std::vector<std::vector<float>> gpt_tensors(Gpt& gpt, bool grads) {
 }
 
 std::vector<std::vector<float>> CpGptRun::tensors(bool grads) { return gpt_tensors(impl_->gpt, grads); }
+
+StagedPieces CpGptRun::stage_checkpoint() {
+  return stage_gpt_checkpoint(impl_->gpt, impl_->opt, impl_->cp.rank() == 0);
+}
+std::size_t CpGptRun::load_checkpoint(const Manifest& m) { return load_gpt_sharded(m, impl_->gpt, impl_->opt); }
 
 }  // namespace dtl

@@ -32,14 +32,17 @@ cp::CpBalance pairs_of(cp::CpAlgo a, const CpSettings& s, int P) {
 }
 
 void add_equivalence_rows(Report& rep, const std::string& c, const CpSettings& s, const CpMeasurement& m) {
-  rep.add(c + "loss_first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add(c + "loss_first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add(c + "loss_last", "loss, last step", m.last_loss, "");
-  if (m.max_grad_rel_diff < 0) return;
-  rep.check(c + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0, "",
-            1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
-      .from("the plain GPT, whole batch");
-  rep.check(c + "grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
-      .from("fp32 sum order");
+  add_checkpoint_report(rep, c, m.checkpoints);
+  if (m.max_grad_rel_diff >= 0) {
+    rep.check(c + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0, "",
+              1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
+        .from("the plain GPT, whole batch");
+    rep.check(c + "grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
+        .from("fp32 sum order");
+  }
+  if (m.max_weight_diff < 0) return;  // (a resumed run's too: one rank trains all the steps from step 0)
   rep.check(c + "weights_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0, "",
             0.02 * double(s.adamw.lr) * s.steps)
       .from("0.02·lr per step");
@@ -53,7 +56,7 @@ void add_traffic_rows(Report& rep, const std::string& c, const CpSettings& s, co
   rep.check(c + "bytes_bwd_per_layer", "bytes per rank per layer, backward (trace, farthest call)", m.bwd_bytes,
             double(want.backward), "B")
       .from(bytes_formula(m.algo, true));
-  rep.check(c + "attention_calls", "attention calls per rank (forward)", m.calls, double(s.layers) * s.steps, "")
+  rep.check(c + "attention_calls", "attention calls per rank (forward)", m.calls, double(s.layers) * m.steps_run, "")
       .from("L per step");
   if (m.algo != cp::CpAlgo::ring || P == 1) return;
   // The K/V hop of step t is posted before block t is computed: what the block does not

@@ -198,7 +198,7 @@ struct VariantRun {
 
 // The step to start from: 0, or --resume's, its weights and AdamW state loaded (every rank reads all).
 int resume(Comm& comm, const DdpSettings& s, Trainer& tr, CheckpointStats& stats) {
-  return resume_run(comm, s.resume, s.batch, s.train_steps(), stats, [&](const Manifest& m) {
+  return resume_run(comm, s.resume, mlp_resume_rules(s.batch, s.train_steps()), stats, [&](const Manifest& m) {
     const bool has_master = s.precision != DType::f32;  // (the DDP lab's AdamW keeps one)
     require_mlp_tensors(m, s.precision, tr.model.num_params(), has_master);
     return load_mlp_range(m, {0, tr.model.num_params()}, tr.model.param_data(), s.precision, tr.opt, has_master);

@@ -28,9 +28,19 @@ class ExpertsModel {
   virtual void adamw_step(const kernels::AdamWConfig& c, int t) = 0;
   virtual moe::MoeModel& moe() = 0;
   virtual std::vector<IndexedTensor> tensors(bool grads) = 0;  // this rank's, after train_step
+  // A sharded checkpoint's part beside the MoE blocks' (experts_checkpoint.cpp): the GPT around
+  // them (every rank holds it whole; `saves`: this rank writes it), or nothing.
+  virtual StagedPieces stage_dense(bool /*saves*/) { return {}; }
+  virtual std::size_t load_dense(const Manifest&) { return 0; }
 };
 std::unique_ptr<ExpertsModel> make_experts_model(const ExpertsSettings& s, Comm& ep, int groups);
 int experts_tensor_count(const ExpertsSettings& s);  // the canonical list's length
+
+// Sharded checkpoints (experts_checkpoint.cpp): --resume's rules, this rank's pieces (the routers
+// and the GPT around the blocks: rank 0; its experts), and reading back what it holds.
+ResumeRules experts_resume_rules(const ExpertsSettings& s);
+StagedPieces stage_experts_checkpoint(Comm& comm, const ExpertsSettings& s, ExpertsModel& model);
+std::size_t load_experts_checkpoint(Comm& comm, const ExpertsSettings& s, ExpertsModel& model, const Manifest& m);
 
 // Where this rank's comm events stood before a step.
 struct TraceMark {

@@ -62,6 +62,7 @@ const OptionTable<ExpertsSettings>& experts_option_table() {
         .integer("steps", &ExpertsSettings::steps, 3, 1, 1000, "training steps (AdamW)")
         .choice("check", &ExpertsSettings::check, true, kOnOffNames,
                 "train one rank too and compare the loss, every gradient and weight");
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;
@@ -95,6 +96,7 @@ ExpertsSettings experts_settings(const LabConfig& cfg, int ep) {
   ExpertsSettings s = experts_option_table().parse(cfg.options);
   s.shape.drop = s.overflow == ExpertOverflow::drop;
   check_model_options(cfg, s, ep);
+  require_checkpoint_options(experts_option_table(), cfg.options, s, true, "");
   const moe::MoeShape& m = s.shape;
   if (m.experts % ep != 0)
     throw UsageError("--experts " + std::to_string(m.experts) + " must be divisible by the " + std::to_string(ep) +
@@ -234,7 +236,10 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
   ExpertsMeasurement m;
   StepSamples samples;
   RoutingLog log;
-  for (int step = 0; step < s.steps; ++step) {
+  // --resume: every rank reads the routers and the experts it holds, on any EP dividing E.
+  const int first = resume_run(comm, s.resume, experts_resume_rules(s), m.checkpoints,
+                               [&](const Manifest& man) { return load_experts_checkpoint(comm, s, model, man); });
+  for (int step = first; step < s.steps; ++step) {
     report_progress(comm, cfg, "experts: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const TraceMark mark = trace_mark(comm);
     const auto t0 = RunClock::now();
@@ -245,19 +250,22 @@ ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSe
       loss = model.train_step(step);
     }
     samples.add(comm, moe, std::chrono::duration<double>(RunClock::now() - t0).count(), step, s.steps);
-    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    (step == first ? m.first_loss : m.last_loss) = loss;
     if (log.wants(s, step))
       publish_routing(comm, s, moe, step, log);
-    else if (step == 0)
+    else if (step == first)
       publish_routing_omitted(comm, s);
-    if (step == 0) {
+    if (step == first) {  // the run's first step (a resumed run's too)
       measure_routing(comm, s, moe, m);
       measure_all_to_all_bytes(comm, s, moe, mark, m);
-      if (s.check) compare_first_step(comm, s, model, ref, m);
+      if (step == 0 && s.check) compare_first_step(comm, s, model, ref, m);
     }
     model.adamw_step(s.adamw, step + 1);
+    checkpoint_if_due(comm, checkpoint_plan(s), train_position("experts", step + 1, experts_resume_rules(s).data),
+                      m.checkpoints, [&] { return stage_experts_checkpoint(comm, s, model); });
   }
-  if (s.steps == 1) m.last_loss = m.first_loss;
+  finish_checkpoints(comm, m.checkpoints);
+  if (s.steps == first + 1) m.last_loss = m.first_loss;
   m.aux_loss = moe.last_aux_loss();
   if (s.check) compare_final_weights(comm, model, ref, m);
   samples.finish(comm, cfg, s, m);

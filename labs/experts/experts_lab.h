@@ -8,6 +8,7 @@
 #include "labs/experts/moe_model.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 
 namespace dtl {
 
@@ -31,6 +32,10 @@ struct ExpertsSettings {
   int steps = 3;
   bool check = true;  // train one rank too and compare the loss, every gradient and weight
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f};
+  // Sharded checkpoints (labs/train/checkpoint_run.h): the MoE blocks'.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 const OptionTable<ExpertsSettings>& experts_option_table();
 // The options as settings for EP ranks; UsageError naming what a shape breaks.
@@ -58,6 +63,7 @@ struct ExpertsMeasurement {
   double a2a_seconds_min = 0;                              // the rank that waited least (its experts had the most rows)
   double rows_max = 0, rows_mean = 0;  // rows the experts of a rank computed, max and mean over ranks
   double predicted_a2a_seconds = 0;    // on the emulated link (0 without one)
+  CheckpointStats checkpoints;
 };
 
 ExpertsMeasurement run_experts(Comm& comm, const LabConfig& cfg, const ExpertsSettings& s);

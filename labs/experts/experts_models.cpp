@@ -14,6 +14,7 @@
 #include "labs/experts/experts_internal.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
@@ -121,6 +122,9 @@ class MoeGptModel final : public ExpertsModel {
     moe_.adamw_step(c, t);
   }
   moe::MoeModel& moe() override { return moe_; }
+  // The GPT's tensors and AdamW's moments (labs/train/gpt_sharded.h): the same on every rank.
+  StagedPieces stage_dense(bool saves) override { return stage_gpt_checkpoint(gpt_, opt_, saves); }
+  std::size_t load_dense(const Manifest& m) override { return load_gpt_sharded(m, gpt_, opt_); }
   // The GPT's tensors first (its table's order), then the MoE's canonical list.
   std::vector<IndexedTensor> tensors(bool grads) override {
     std::vector<IndexedTensor> out;

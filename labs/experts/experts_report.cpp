@@ -28,17 +28,21 @@ double weight_tolerance(const ExpertsSettings& s, const ExpertsMeasurement& m) {
 
 void add_equivalence_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasurement& m) {
   if (!s.check) return;
-  rep.check("loss_vs_one_rank", "|loss − 1 rank's| (first step)", m.loss_diff, 0, "",
-            1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
-      .from("same routing groups");
-  rep.check("grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
-      .from("fp32 sum order");
-  rep.add("first_update_vs_one_rank", "AdamW's first update: largest difference vs 1 rank (÷ lr)", m.first_update_diff,
-          "")
-      .source = "g/(|g|+ε) of both runs' gradients";
+  const bool first_step = m.loss_diff >= 0;  // false: a resumed run, whose first step is not step 0
+  if (first_step) {
+    rep.check("loss_vs_one_rank", "|loss − 1 rank's| (first step)", m.loss_diff, 0, "",
+              1e-5 * std::max(1.0, double(std::fabs(m.first_loss))))
+        .from("same routing groups");
+    rep.check("grad_vs_one_rank", "max gradient diff vs 1 rank (÷ tensor's max)", m.max_grad_rel_diff, 0, "", 1e-5)
+        .from("fp32 sum order");
+    rep.add("first_update_vs_one_rank", "AdamW's first update: largest difference vs 1 rank (÷ lr)",
+            m.first_update_diff, "")
+        .source = "g/(|g|+ε) of both runs' gradients";
+  }
   rep.check("weights_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0, "",
             weight_tolerance(s, m))
       .from("lr·(Δ first update + 0.02) per step");
+  if (!first_step) return;
   rep.check("routing_vs_one_rank", "slots routed or dropped differently from 1 rank", m.routing_differences, 0, "")
       .from("same choices");
   rep.check("dropped_vs_one_rank", "dropped slots (all ranks, every block)", m.dropped, m.reference_dropped, "")
@@ -99,7 +103,7 @@ void add_time_rows(Report& rep, const ExpertsMeasurement& m) {
   rep.add("time.all_to_all_share", "all-to-all share of the step",
           m.step.median > 0 ? m.a2a_seconds / m.step.median : 0, "x");
   rep.add("time.experts", "expert compute per step (rank mean)", m.expert_wall_seconds, "s");
-  rep.add("loss.first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add("loss.first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add("loss.last", "loss, last step", m.last_loss, "");
   rep.add("loss.aux", "load-balancing loss E·Σ fᵢ·Pᵢ (1 = balanced)", m.aux_loss, "").predict(1, "uniform");
 }
@@ -144,6 +148,7 @@ void add_experts_rows(Report& rep, const ExpertsSettings& s, const ExpertsMeasur
   add_traffic_rows(rep, s, m, ep);
   add_load_rows(rep, s, m, ep);
   add_time_rows(rep, m);
+  add_checkpoint_report(rep, "", m.checkpoints);
 }
 
 }  // namespace dtl

@@ -13,6 +13,7 @@
 #include "labs/measure.h"
 #include "labs/shared_options.h"
 #include "labs/train/gpt_checkpoint.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
@@ -20,6 +21,12 @@ namespace dtl {
 GptLabSettings gpt_lab_settings(const LabConfig& cfg, int T, const TextCorpus& corpus) {
   GptLabSettings s = gpt_option_table().parse(cfg.options);
   s.model.vocab = corpus.vocab_size();
+  require_checkpoint_options(gpt_option_table(), cfg.options, s, true, "");
+  if ((s.checkpoint_every > 0 || !s.resume.empty()) && s.precision != DType::f32)
+    throw UsageError(
+        "the GPT's sharded checkpoints are fp32 only (not yet its 16-bit copy and master): use --precision fp32");
+  if (!s.resume.empty() && !s.load.empty())
+    throw UsageError("--resume and --load both give the starting weights: give one of them");
   require_writable_file(s.save, "--save");  // before minutes of training, not after
   // A device (/dev/zero never ends) or a file larger than memory is refused before reading it.
   if (!s.load.empty())
@@ -62,9 +69,15 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
     log.held_out_step.push_back(step);
     log.held_out_loss.push_back(held_out_loss(model, corpus, s));
   };
-  evaluate(0);
+  // --resume: each rank reads its slices and AdamW's moments of them (any --ranks), and the
+  // run continues with the batches of the steps after the checkpoint's.
+  const DataOrder order{std::uint64_t(s.model.batch), s.seed,
+                        "--batch " + std::to_string(s.model.batch) + " --seed " + std::to_string(s.seed)};
+  const int first = resume_run(comm, s.resume, {{"gpt"}, order, s.steps}, log.checkpoints,
+                               [&](const Manifest& m) { return load_gpt_sharded(m, model, opt); });
+  evaluate(first);
   double seconds = 0;
-  for (int step = 1; step <= s.steps; ++step) {
+  for (int step = first + 1; step <= s.steps; ++step) {
     const auto start = RunClock::now();
     float loss = 0;
     {                            // the step as a span holding its blocks: the timeline opens on one (and names it)
@@ -75,6 +88,8 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
       loss = model.forward_backward(b.tokens.data(), b.targets.data(), scaler.scale());
       scaler.update(opt.step(model.whole_params(), 1.0f / scaler.scale()));
     }
+    checkpoint_if_due(comm, checkpoint_plan(s), train_position("gpt", step, order), log.checkpoints,
+                      [&] { return stage_gpt_checkpoint(model, opt); });
     seconds += std::chrono::duration<double>(RunClock::now() - start).count();
     log.train_step.push_back(step);
     log.train_loss.push_back(loss);
@@ -88,6 +103,7 @@ void train(Comm& comm, const LabConfig& cfg, Gpt& model, MemoryTracker& mem, con
       report_progress(comm, cfg, line);
     }
   }
+  finish_checkpoints(comm, log.checkpoints);
   log.train_seconds = seconds;
   log.skipped_steps = scaler.skipped_steps();
   log.device_vs_tracker = device_vs_tracker_bytes(comm, mem, model.device(),
@@ -216,6 +232,7 @@ const OptionTable<GptLabSettings>& gpt_option_table() {
         .choice("precision", &S::precision, DType::f32, kPrecisionNames,
                 "fp32, or mixed precision: bf16/fp16 weights and gradients, fp32 master, m, v")
         .choice("recompute", &S::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

@@ -20,6 +20,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/gpt.h"
 #include "labs/train/gpt_activation_report.h"
 #include "labs/train/text_corpus.h"
@@ -36,6 +37,10 @@ struct GptLabSettings {
   // eps 1e-5 as in the tensor-parallel lab (tp_lab.h): gradients that are rounding noise
   // (attention's K bias) must not become lr-sized steps that differ with T.
   kernels::AdamWConfig adamw{3e-3f, 0.9f, 0.95f, 1e-5f, 0.0f};
+  // Sharded checkpoints (labs/train/checkpoint_run.h, gpt_sharded.h): every rank its slices, fp32.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
 };
 // The lab's options, each bound to its field of GptLabSettings.
 const OptionTable<GptLabSettings>& gpt_option_table();
@@ -52,6 +57,7 @@ struct GptTrainingLog {
   std::size_t local_params = 0;
   double device_vs_tracker = 0;     // the device's own count - the tracker (largest over ranks)
   GptActivationFigures activation;  // per layer, recomputed, and the twin's gradient check
+  CheckpointStats checkpoints;
 };
 
 // The held-out batches every evaluation averages over: the same ones each time, so the

@@ -105,7 +105,8 @@ void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& 
 void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log) {
   const double uniform = std::log(double(s.model.vocab));  // the loss of guessing every character equally
   if (!log.train_loss.empty()) {
-    rep.add("train.loss_first", "train loss, step 1", log.train_loss.front(), "").predict(uniform, "log V: uniform");
+    if (log.checkpoints.resumed_from < 0)  // (a resumed run's first step is not step 1)
+      rep.add("train.loss_first", "train loss, step 1", log.train_loss.front(), "").predict(uniform, "log V: uniform");
     rep.add("train.loss_last", "train loss, last step", log.train_loss.back(), "");
     // Below uniform guessing by a nat: at least the characters' frequencies were learned
     // (their entropy in the docs is about 3.5 nats; uniform is log V ≈ 4.8).
@@ -115,9 +116,13 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
     rep.add("train.tokens_per_s", "training throughput (characters/s)", tokens / log.train_seconds, "");
     rep.add("train.seconds", "training time (forward, backward, AdamW)", log.train_seconds, "s");
   }
-  rep.add("held_out.loss_first", "held-out loss, before training", log.held_out_loss.front(), "");
+  rep.add("held_out.loss_first",
+          log.checkpoints.resumed_from < 0 ? "held-out loss, before training" : "held-out loss, at the resumed step",
+          log.held_out_loss.front(), "");
   rep.add("held_out.loss_last", "held-out loss, after training", log.held_out_loss.back(), "");
-  if (!log.train_loss.empty())
+  add_checkpoint_report(rep, "", log.checkpoints);
+  // (a resumed run's "before" is the checkpoint's, already trained: the ratio is not the check's)
+  if (!log.train_loss.empty() && log.checkpoints.resumed_from < 0)
     rep.check("held_out.loss_ratio", "held-out loss, after / before",
               log.held_out_loss.back() / log.held_out_loss.front(), 0.0, "", 0.9)
         .from("the model learned");

@@ -18,9 +18,11 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory/device_ops.h"
 #include "labs/grid/grid_stage.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
@@ -109,11 +111,14 @@ class GridGptStage final : public GridStage {
   float* params() override { return model_.params(); }
   float* grads() override { return model_.grads(); }
   std::size_t local_params() const override { return model_.num_params(); }
+  // AdamW's moments, zeros, made on the first step, as the MLP's (ZeRO-1 never makes them).
+  void make_moments() {
+    if (adam_m_.numel() != 0) return;
+    adam_m_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
+    adam_v_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
+  }
   void adamw_step(const kernels::AdamWConfig& c, int t) override {
-    if (adam_m_.numel() == 0) {  // made on the first step, as the MLP's (ZeRO-1 never makes them)
-      adam_m_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
-      adam_v_ = Tensor(mem_, {std::int64_t(local_params())}, DType::f32, MemTag::optimizer, model_.device());
-    }
+    make_moments();
     TrainOps& ops = train_ops(model_.device());
     ops.adamw_step(params(), grads(), adam_m_.as<float>(), adam_v_.as<float>(), local_params(), c, t);
     ops.synchronize();
@@ -130,6 +135,32 @@ class GridGptStage final : public GridStage {
     return at;
   }
   std::vector<float> full_params(const std::string& name) override { return model_.full_tensor(name); }
+
+  // GPT-2's tensors as this stage's tp slice holds them (labs/train/gpt_sharded.h); the last
+  // stage's copy of wte is the first stage's, which saves it.
+  std::vector<HeldTensor> held_tensors() const override {
+    std::vector<HeldTensor> held = gpt_held_tensors(model_);
+    if (!topo_.is_first_stage() && model_.wte_index() < held.size()) held[model_.wte_index()].saves = false;
+    return held;
+  }
+  HeldState host_state(bool with_optimizer) override {
+    const std::size_t n = local_params();
+    HeldState st{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
+    copy_bytes(st.params.data(), params(), n * sizeof(float));
+    if (!with_optimizer) return st;
+    make_moments();
+    copy_bytes(st.m.data(), adam_m_.data(), n * sizeof(float));
+    copy_bytes(st.v.data(), adam_v_.data(), n * sizeof(float));
+    return st;
+  }
+  void set_state(const HeldState& st, bool with_optimizer) override {
+    const std::size_t n = local_params();
+    copy_bytes(params(), st.params.data(), n * sizeof(float));
+    if (!with_optimizer) return;
+    make_moments();
+    copy_bytes(adam_m_.data(), st.m.data(), n * sizeof(float));
+    copy_bytes(adam_v_.data(), st.v.data(), n * sizeof(float));
+  }
 
   // gpt.h's count for this stage's span, one micro-batch of b sequences.
   double activation_bytes() const override {

@@ -27,6 +27,8 @@
 #include "labs/measure.h"
 #include "labs/pipeline/pipeline_lab.h"
 #include "labs/shared_options.h"
+#include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -107,12 +109,14 @@ double bubble_of(Topology& topo, const GridRank& r) {
 
 // The largest difference of any loss and any held weight (all-gathered over the tp group)
 // from one rank's, over all ranks.
+// (losses: of the steps this run trained, the last ones; a resumed run trained fewer)
 void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, const std::vector<float>& losses,
                            GridMeasurement& m, Device device) {
   const OneRankRun one = one_rank_reference(world, s, device);
   m.max_loss_diff = 0;
-  for (std::size_t step = 0; step < losses.size(); ++step)
-    m.max_loss_diff = larger_difference(m.max_loss_diff, double(std::fabs(losses[step] - one.losses[step])));
+  const std::size_t skipped = one.losses.size() - losses.size();
+  for (std::size_t i = 0; i < losses.size(); ++i)
+    m.max_loss_diff = larger_difference(m.max_loss_diff, double(std::fabs(losses[i] - one.losses[skipped + i])));
   const std::vector<std::string> names = rank.model().names();
   const std::vector<std::size_t> whole = rank.model().whole_indices();
   m.max_weight_diff = 0;
@@ -125,6 +129,12 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
   world.all_reduce(&m.max_weight_diff, &m.max_weight_diff, 1, DType::f64, ReduceOp::max);
 }
 
+// --resume's rules: the MLP's (the tensor_parallel lab's too) or the GPT's on the counting task.
+ResumeRules grid_resume_rules(const GridSettings& s) {
+  return s.model == GridModelKind::mlp ? tp_mlp_resume_rules(s.batch, s.seq, s.steps)
+                                       : counting_gpt_resume_rules(s.batch, s.steps);
+}
+
 // The training steps, a phase of the schedule (the pipeline view draws its stages' F and B;
 // the checks after it are not in it): each step's time (the first warms up) and loss.
 void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridRank& rank, GridMeasurement& m,
@@ -132,18 +142,25 @@ void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridR
   const ScopedSpan phase(
       world.trace(), world.global_rank(), EventKind::phase,
       world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
-  for (int step = 0; step < s.steps; ++step) {
+  // --resume: every rank reads its stage's blocks of its tp slice, whatever grid saved them.
+  const int first = resume_run(world, s.resume, grid_resume_rules(s), m.checkpoints,
+                               [&](const Manifest& man) { return rank.load_checkpoint(man); });
+  for (int step = first; step < s.steps; ++step) {
     report_progress(world, cfg, "grid: step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = world.trace()->log(world.global_rank(), kStreamMain).size();
     const std::size_t cm = world.trace()->log(world.global_rank(), kStreamComm).size();
     world.barrier();
     const double t0 = double(world.trace()->now_ns()) * 1e-9;
     const float loss = rank.step(step);
-    if (step > 0 || s.steps == 1) steps.push_back(double(world.trace()->now_ns()) * 1e-9 - t0);
-    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step > first || s.steps == first + 1) steps.push_back(double(world.trace()->now_ns()) * 1e-9 - t0);
+    (step == first ? m.first_loss : m.last_loss) = loss;
     losses.push_back(loss);
     m.mine.bytes = axis_bytes(world, mm, cm, s.grid);  // the last step's
+    checkpoint_if_due(world, checkpoint_plan(s), train_position("grid", step + 1, grid_resume_rules(s).data),
+                      m.checkpoints, [&] { return rank.stage_checkpoint(); });
   }
+  finish_checkpoints(world, m.checkpoints);
+  if (losses.size() == 1) m.last_loss = m.first_loss;
 }
 
 }  // namespace
@@ -164,7 +181,6 @@ GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& 
   std::vector<double> steps;
   std::vector<float> losses;
   train_steps(world, cfg, s, rank, m, steps, losses);
-  if (s.steps == 1) m.last_loss = m.first_loss;
   GridRankFigures& f = m.mine;
   f.predicted = predicted_bytes(s, topo, rank);
   m.bubble = bubble_of(topo, rank);
@@ -221,6 +237,7 @@ const OptionTable<GridSettings>& grid_option_table() {
          "a stage's forward of a micro-batch lasts this many µs, its backward twice that (0: the real compute's time)")
         .choice("check", &GridSettings::check, true, kOnOffNames, "train one rank too and compare the weights")
         .choice("recompute", &GridSettings::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

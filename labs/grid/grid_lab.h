@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/gpt_activation_report.h"
 
 namespace dtl {
@@ -33,6 +34,10 @@ struct GridSettings {
   bool check = true;
   double compute_us = 0;  // > 0: every F lasts this long, every B twice (labs/pipeline's --compute-us)
   kernels::AdamWConfig adamw{1e-3f, 0.9f, 0.999f, 1e-5f, 0.0f};
+  // Sharded checkpoints (labs/train/checkpoint_run.h): the MLP's.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
   int global_rows() const { return batch * seq; }                               // G: tokens per step
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
   int micro_sequences() const { return batch / (grid.dp * micro_batches); }     // the GPT's: whole sequences
@@ -71,6 +76,7 @@ struct GridMeasurement {
   GridRankFigures mine;
   std::optional<GptActivationFigures> activation;  // the GPT's per layer and recomputed set (max over ranks)
   std::vector<GridRankFigures> ranks;              // every rank's, in world order (run_grid_lab gathers them)
+  CheckpointStats checkpoints;
 };
 
 GridMeasurement run_grid(Comm& world, const LabConfig& cfg, const GridSettings& s);

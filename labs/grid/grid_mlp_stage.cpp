@@ -69,6 +69,9 @@ class GridMlpStage final : public GridStage {
     return at;
   }
   std::vector<float> full_params(const std::string& name) override { return model_.full_params(name); }
+  std::vector<HeldTensor> held_tensors() const override { return model_.held_tensors(); }
+  HeldState host_state(bool with_optimizer) override { return model_.host_state(with_optimizer); }
+  void set_state(const HeldState& st, bool with_optimizer) override { model_.set_state(st, with_optimizer); }
 
   // Per micro-batch: each block's input (R·h) and c_fc's output before and after GELU
   // (2·R·4h/T), and the stage's output.

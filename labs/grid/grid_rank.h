@@ -32,6 +32,12 @@ class GridRank {
   std::size_t local_params() const { return model_->local_params(); }
   std::size_t zero_chunk() const { return chunk_; }  // ZeRO-1: elements of this rank's shard
 
+  // Its part of a sharded checkpoint (grid_checkpoint.cpp): its stage's blocks of its tp slice,
+  // saved by the replica of dp rank 0 (ZeRO-1's moment shards gathered to it first; a
+  // collective over the dp group), and read back on any grid.
+  StagedPieces stage_checkpoint();
+  std::size_t load_checkpoint(const Manifest& m);
+
  private:
   void forward(int m);
   void record_action(Pass pass, int m, double t0);
@@ -39,6 +45,7 @@ class GridRank {
   void sync_and_step(int t);
   void zero1_step(int t);
   double now() const;
+  void gather_moments(Tensor& shard, std::vector<float>& whole);
   void pace(double t0, int units) const;
 
   Topology& topo_;

@@ -90,6 +90,11 @@ GridSettings grid_settings(const LabConfig& cfg, int ranks) {
     throw UsageError("--layers " + std::to_string(s.layers) + " cannot fill --pp " + std::to_string(s.grid.pp) +
                      " stages: every stage needs a block; raise --layers or lower --pp");
   check_model(s);
+  require_checkpoint_options(table, cfg.options, s, true, "");
+  if (s.checkpoint_every > 0 || !s.resume.empty()) {
+    if (s.compute_us > 0)
+      throw UsageError("--compute-us emulates the compute, so no weights change to save or resume: drop one of them");
+  }
   pipeline::validate(s.schedule, {s.grid.pp, s.micro_batches, 1});
   require_memory(estimated_bytes(s, ranks), "--layers, --hidden, --batch, --seq (or --check off)");
   return s;
@@ -147,8 +152,10 @@ void add_memory_rows(Report& rep, const GridMeasurement& m) {
 }  // namespace
 
 void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m) {
-  rep.add("grid.loss_first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0)
+    rep.add("grid.loss_first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add("grid.loss_last", "loss, last step", m.last_loss, "");
+  add_checkpoint_report(rep, "grid.", m.checkpoints);
   if (m.max_loss_diff >= 0)
     rep.check("grid.loss_diff_vs_one_rank", "max loss diff vs 1 rank, any step", m.max_loss_diff, 0.0, "", 1e-5)
         .from("fp32 sums in another order");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "labs/grid/grid_lab.h"
+#include "labs/train/checkpoint_tensors.h"
 
 namespace dtl {
 
@@ -54,6 +55,13 @@ class GridStage {
   // The GPT's activation lines for the activations view (meta activation_formula.<rank>).
   virtual void publish_activation_formula(Comm&, int /*in_flight*/) const {}
   virtual double tp_bytes_per_micro_batch() const = 0;
+
+  // A sharded checkpoint's part (labs/train/checkpoint_tensors.h): the blocks of the whole
+  // model's tensors the stage holds, its state on the host and back (`with_optimizer` false:
+  // AdamW's moments are the ZeRO-1 shards GridRank keeps).
+  virtual std::vector<HeldTensor> held_tensors() const = 0;
+  virtual HeldState host_state(bool with_optimizer) = 0;
+  virtual void set_state(const HeldState& st, bool with_optimizer) = 0;
   virtual double embedding_bytes() const { return 0; }
 };
 

@@ -25,7 +25,7 @@ std::size_t PipelineStage::load_checkpoint(const Manifest& m) {
 
 // The step to start from: 0, or --resume's, each stage reading its layers' ranges only.
 int resume_stage(Comm& comm, const PipelineSettings& s, PipelineStage& stage, CheckpointStats& stats) {
-  return resume_run(comm, s.resume, s.batch, s.train_steps(), stats,
+  return resume_run(comm, s.resume, mlp_resume_rules(s.batch, s.train_steps()), stats,
                     [&](const Manifest& m) { return stage.load_checkpoint(m); });
 }
 

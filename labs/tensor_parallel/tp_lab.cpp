@@ -28,6 +28,7 @@
 #include "labs/measure.h"
 #include "labs/shared_options.h"
 #include "labs/tensor_parallel/tp_mlp.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/reference.h"
 
 namespace dtl {
@@ -198,6 +199,13 @@ void compare_final_weights(TpModelRun& model, const OneRank& ref, TpMeasurement&
 
 }  // namespace
 
+// --resume's rules: the MLP's (shared with the grid lab), or the GPT's on the counting task
+// (labs/train/gpt_sharded.h), which the context_parallel lab trains too.
+ResumeRules tp_resume_rules(const TpSettings& s) {
+  if (s.model == TpModelKind::mlp) return tp_mlp_resume_rules(s.batch, s.seq, s.steps);
+  return counting_gpt_resume_rules(s.batch, s.steps);
+}
+
 // One mode (plain or sequence parallel) on the T ranks: train, time, count, compare.
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref) {
   const std::string name = mode == ex::TpMode::plain ? "tp" : "tp+sp";
@@ -218,7 +226,10 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
   m.partial_replicated = model->partial_replicated_grads();
   if (s.modes.size() == 1) model->publish_activation_lines();  // (two modes would share one meta key)
   std::vector<double> steps, comm_s;
-  for (int step = 0; step < s.steps; ++step) {
+  // --resume: every rank reads its slices of the checkpoint's tensors, on any T.
+  const int first = resume_run(comm, s.resume, tp_resume_rules(s), m.checkpoints,
+                               [&](const Manifest& man) { return model->load_checkpoint(man); });
+  for (int step = first; step < s.steps; ++step) {
     report_progress(comm, cfg, name + ": step " + std::to_string(step + 1) + " of " + std::to_string(s.steps));
     const std::size_t mm = comm.trace()->log(comm.global_rank(), kStreamMain).size();
     const std::size_t cm = comm.trace()->log(comm.global_rank(), kStreamComm).size();
@@ -231,14 +242,17 @@ TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s,
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     m.comm = block_collectives(comm, mm, cm);
-    if (step > 0 || s.steps == 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
-    (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step > first || s.steps == first + 1) steps.push_back(seconds), comm_s.push_back(m.comm.seconds);
+    (step == first ? m.first_loss : m.last_loss) = loss;
     if (step == 0 && s.recompute != theory::Recompute::none)
       m.recompute_bits = recompute_bit_check(comm, cfg, s, g, *model);
     if (step == 0 && s.check) compare_first_step(*model, loss, ref, double(s.adamw.eps), m);
     model->adamw_step(s.adamw, step + 1);
+    checkpoint_if_due(comm, checkpoint_plan(s), train_position("tensor_parallel", step + 1, tp_resume_rules(s).data),
+                      m.checkpoints, [&] { return model->stage_checkpoint(); });
   }
-  if (s.steps == 1) m.last_loss = m.first_loss;
+  finish_checkpoints(comm, m.checkpoints);
+  if (s.steps == first + 1) m.last_loss = m.first_loss;
   if (s.check) compare_final_weights(*model, ref, m);
   m.device_vs_tracker =
       device_vs_tracker_bytes(comm, mem, rank_device(cfg.device, comm), double(model->activation_cache_bytes()));
@@ -271,6 +285,7 @@ const OptionTable<TpSettings>& tp_option_table() {
                        .batch_help = "batch b (sequences per step)"});
     t.choice("check", &TpSettings::check, true, kOnOffNames, "train one rank too and compare every gradient and weight")
         .choice("recompute", &TpSettings::recompute, theory::Recompute::none, kRecomputeNames, kRecomputeHelp);
+    add_checkpoint_rows(t);
     return t;
   }();
   return table;

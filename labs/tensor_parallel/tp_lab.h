@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/train/checkpoint_run.h"
 #include "labs/train/gpt_activation_report.h"
 
 namespace dtl {
@@ -31,6 +32,10 @@ struct TpSettings {
   bool check = true;  // train the 1-rank reference and compare (off for big milestone runs)
   theory::Recompute recompute = theory::Recompute::none;  // --recompute, the GPT's (labs/train/gpt.h)
   std::vector<ex::TpMode> modes;                          // plain and/or sequence parallel, one report column each
+  // Sharded checkpoints (labs/train/checkpoint_run.h): the MLP's, one mode.
+  int checkpoint_every = 0;
+  std::string checkpoint_dir, resume;
+  bool checkpoint_async = false;
   // eps 1e-5: attention's K bias has an exactly zero gradient (softmax ignores a shift of a
   // query's scores), whose rounding noise differs with T; eps 1e-8 would turn it into full
   // lr-sized steps and the weights could not be compared with one rank's.
@@ -69,6 +74,10 @@ class TpModelRun {
   virtual void publish_activation_lines() const {}  // the GPT's, for the activations view
   virtual std::string activation_formula() const = 0;
   virtual std::size_t local_params() const = 0;  // this rank's slice of the model
+  // This rank's part of a sharded checkpoint, and reading it back on any T (the MLP's:
+  // tp_mlp_checkpoint.cpp; tp_settings refuses the options for the GPT).
+  virtual StagedPieces stage_checkpoint() = 0;
+  virtual std::size_t load_checkpoint(const Manifest& m) = 0;
 };
 // On `device` (the rank's: rank_device), the batch's rows copied there each step.
 std::unique_ptr<TpModelRun> make_tp_model(const TpSettings& s, const ex::TpGroup& tp, MemoryTracker& mem,
@@ -106,6 +115,7 @@ struct TpMeasurement {
   std::string activation_formula;
   std::size_t partial_replicated = 0;
   Repeated step, comm_time;  // a training step, and the blocks' collectives in it
+  CheckpointStats checkpoints;
 };
 
 // The single-rank reference: the same model code on a group of one, trained the same steps.
@@ -120,6 +130,8 @@ struct OneRank {
 };
 OneRank one_rank_reference(Comm& comm, const TpSettings& s, Device device);
 // One mode (plain or sequence parallel) on the comm's T ranks: train, time, count, compare.
+// --resume's rules for the model (tp_lab.cpp).
+ResumeRules tp_resume_rules(const TpSettings& s);
 TpMeasurement run_tp_mode(Comm& comm, const LabConfig& cfg, const TpSettings& s, ex::TpMode mode, const OneRank& ref);
 
 // The lab's options as settings for T ranks; UsageError naming the constraint a shape breaks.

@@ -15,7 +15,7 @@
 namespace dtl {
 
 void mlp_task_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y) {
-  std::mt19937 gen(1000u + std::uint32_t(step));
+  std::mt19937 gen(kMlpTaskSeed + std::uint32_t(step));
   std::normal_distribution<float> n(0.0f, 1.0f);
   x.resize(elements), y.resize(elements);
   for (std::size_t i = 0; i < elements; ++i) x[i] = n(gen), y[i] = 0.5f * std::sin(3.0f * x[i]);
@@ -241,11 +241,14 @@ float TpMlp::forward_backward(const float* x, const float* target) {
   return loss;
 }
 
+void TpMlp::make_optimizer_state() {
+  if (adam_m_.numel() != 0) return;
+  adam_m_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
+  adam_v_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
+}
+
 void TpMlp::adamw_step(const kernels::AdamWConfig& c, int step) {
-  if (adam_m_.numel() == 0) {
-    adam_m_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
-    adam_v_ = Tensor(mem_, {std::int64_t(params_.numel())}, DType::f32, MemTag::optimizer, ops_.device());
-  }
+  make_optimizer_state();
   ops_.adamw_step(params_.as<float>(), grads_.as<float>(), adam_m_.as<float>(), adam_v_.as<float>(), params_.numel(), c,
                   step);
   ops_.synchronize();

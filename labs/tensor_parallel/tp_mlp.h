@@ -19,6 +19,7 @@
 
 #include "core/trace/trace.h"
 #include "exercises/tensor_parallel.h"
+#include "labs/train/checkpoint_tensors.h"
 #include "labs/train/train_ops.h"
 
 namespace dtl {
@@ -47,6 +48,11 @@ struct TpMlpActivations {
 // x ~ N(0, 1) and targets 0.5·sin(3x) elementwise (a smooth function every block can help
 // fit), drawn for training step `step` from a fixed seed, the same on every rank.
 void mlp_task_batch(int step, std::size_t elements, std::vector<float>& x, std::vector<float>& y);
+// Its order, for checkpoints: `rows` rows a step, step k's drawn from seed kMlpTaskSeed + k.
+inline constexpr std::uint32_t kMlpTaskSeed = 1000;
+DataOrder mlp_task_order(int batch, int seq);
+// --resume's rules for this MLP: the tensor_parallel and grid labs read each other's checkpoints.
+ResumeRules tp_mlp_resume_rules(int batch, int seq, int train_steps);
 
 // The full model's tensor names of blocks first..last, in order: "h.{l}.mlp.c_fc.weight", ...
 std::vector<std::string> tp_mlp_names(int first, int last);
@@ -83,6 +89,15 @@ class TpMlp {
   std::vector<float> full_params(const std::string& name);
   std::vector<float> full_grads(const std::string& name);
   std::size_t local_params() const { return params_.numel(); }
+
+  // Its blocks of the full model's tensors for a sharded checkpoint (labs/train/checkpoint_tensors.h,
+  // tp_mlp_checkpoint.cpp): c_fc's rows and c_proj's columns as tp_slices gives them; c_proj's
+  // bias, equal on every rank of the group, saved by rank 0. The parameters and AdamW's m and v
+  // copied to the host (zeros before the first step), and back; `with_optimizer` false: the
+  // moments are another's (the grid's ZeRO-1 shards), zeros here and not set.
+  std::vector<HeldTensor> held_tensors() const;
+  HeldState host_state(bool with_optimizer = true);
+  void set_state(const HeldState& st, bool with_optimizer = true);
   int local_rows() const { return local_rows(shape_.rows); }  // rows of the residual stream on this rank
   int local_rows(int rows) const;
 
@@ -94,6 +109,7 @@ class TpMlp {
   ex::TpLinear proj(int slot);
   std::vector<float> gather(const std::string& name, const float* flat);
   void init_params(std::uint32_t seed);
+  void make_optimizer_state();  // AdamW's m and v, zeros, once
   ScopedSpan block_span(std::uint16_t label);
 
   TpMlpShape shape_;

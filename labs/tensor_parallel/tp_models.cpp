@@ -10,6 +10,7 @@
 #include "labs/tensor_parallel/tp_mlp.h"
 #include "labs/train/data.h"
 #include "labs/train/gpt.h"
+#include "labs/train/gpt_sharded.h"
 #include "labs/train/optimizer.h"
 
 namespace dtl {
@@ -65,6 +66,13 @@ class TpMlpRun final : public TpModelRun {
     return tp_.mode == ex::TpMode::sequence_parallel ? "4·bsh/T·(9L+1)" : "4·bsh·(L(1+8/T)+1)";
   }
   std::size_t local_params() const override { return model_.local_params(); }
+  StagedPieces stage_checkpoint() override { return stage_held_tensors(model_.held_tensors(), model_.host_state()); }
+  std::size_t load_checkpoint(const Manifest& m) override {
+    HeldState st = model_.host_state();
+    const std::size_t read = load_held_tensors(m, model_.held_tensors(), st);
+    model_.set_state(st);
+    return read;
+  }
 
  private:
   TpSettings s_;
@@ -124,6 +132,9 @@ class TpGptRun final : public TpModelRun {
   std::string activation_formula() const override { return "labs/train/gpt.h"; }
   std::size_t activation_cache_bytes() const override { return model_.activation_cache_bytes(); }
   std::size_t local_params() const override { return model_.num_params(); }
+  // Its slices of GPT-2's tensors and AdamW's moments of them (labs/train/gpt_sharded.h).
+  StagedPieces stage_checkpoint() override { return stage_gpt_checkpoint(model_, opt_); }
+  std::size_t load_checkpoint(const Manifest& m) override { return load_gpt_sharded(m, model_, opt_); }
 
  private:
   TpSettings s_;

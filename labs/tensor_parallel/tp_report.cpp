@@ -34,6 +34,8 @@ TpSettings tp_settings(const LabConfig& cfg, int T) {
   const TpSequenceChoice sp = s.sequence_parallel;
   if (sp != TpSequenceChoice::on) s.modes.push_back(ex::TpMode::plain);
   if (sp != TpSequenceChoice::off) s.modes.push_back(ex::TpMode::sequence_parallel);
+  require_checkpoint_options(table, cfg.options, s, s.modes.size() == 1,
+                             "give --sequence-parallel off or on (not both)");
   const std::string tp = "--tp (--ranks) " + std::to_string(T);
   require_divisible(4 * s.hidden, T, "4 × --hidden " + std::to_string(s.hidden) + " = " + std::to_string(4 * s.hidden),
                     "the MLP's 4h columns are split over " + tp);
@@ -196,20 +198,25 @@ void add_tp_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, int T
   const std::string n = mode_name(m.mode) + ".";
   const bool sp = m.mode == ex::TpMode::sequence_parallel;
   const double L = s.layers, k = m.regions, payload = 4.0 * s.rows() * s.hidden;  // b·s·h fp32 values
-  rep.add(n + "loss_first", "loss, first step", m.first_loss, "");
+  if (m.checkpoints.resumed_from < 0) rep.add(n + "loss_first", "loss, first step", m.first_loss, "");  // else: not run
   rep.add(n + "loss_last", "loss, last step", m.last_loss, "");
+  add_checkpoint_report(rep, n, m.checkpoints);
   if (m.max_grad_rel_diff >= 0) {
     rep.check(n + "loss_vs_one_rank", "|loss − 1 rank's|, first step", m.loss_diff, 0.0, "", 1e-5)
         .from("fp32 sum order");
     rep.check(n + "grad_diff_vs_one_rank", "max gradient diff vs 1 rank (relative)", m.max_grad_rel_diff, 0.0, "",
               grad_tolerance(m.grad_noise_floor))
         .from("max(1e-4, 10 × 1-ulp floor)");
-    // AdamW moves a weight by about lr·sign(g) per step whatever |g|: a gradient near zero
-    // that differs in its last bits may move it the other way (192 layers of hidden 4: 0.038·lr
-    // after one step), so the bound is lr times the run's own first-update difference.
     rep.add(n + "first_update_vs_one_rank", "AdamW's first update: largest difference vs 1 rank (÷ lr)",
             m.first_update_diff, "")
         .source = "g/(|g|+ε) of both runs' gradients";
+  }
+  // (a resumed run compares its final weights too: one rank trains all the steps from step 0)
+  if (m.max_weight_diff >= 0) {
+    // AdamW moves a weight by about lr·sign(g) per step whatever |g|: a gradient near zero
+    // that differs in its last bits may move it the other way (192 layers of hidden 4: 0.038·lr
+    // after one step), so the bound is lr times the run's own first-update difference (0 in a
+    // resumed run, whose first step is not compared: the small models' 0.02·lr per step).
     rep.check(n + "weight_diff_vs_one_rank", "max weight diff vs 1 rank after the steps", m.max_weight_diff, 0.0, "",
               adam_weight_tolerance(s.adamw.lr, s.steps, m.first_update_diff))
         .from("lr·(Δ first update + 0.02) per step");

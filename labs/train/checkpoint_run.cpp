@@ -8,26 +8,48 @@
 
 namespace dtl {
 
-Manifest resume_manifest(const std::string& resume, int batch, int train_steps) {
+TrainPosition train_position(const std::string& lab, int done, const DataOrder& data) {
+  return {done, std::uint64_t(done) * data.samples_per_step, data.data_seed, lab};
+}
+
+ResumeRules mlp_resume_rules(int batch, int train_steps) {
+  return {{"zero", "ddp", "pipeline"},
+          {std::uint64_t(batch), kMlpDataSeed, "--batch " + std::to_string(batch)},
+          train_steps,
+          "1 + --repeat × --steps"};
+}
+
+namespace {
+std::string joined(const std::vector<std::string>& labs) {
+  std::string out;
+  for (std::size_t i = 0; i < labs.size(); ++i) out += (i == 0 ? "" : i + 1 == labs.size() ? " and " : ", ") + labs[i];
+  return out;
+}
+}  // namespace
+
+Manifest resume_manifest(const std::string& resume, const ResumeRules& rules) {
   Manifest m = read_manifest(resolve_checkpoint(resume));
   const TrainPosition& pos = m.position;
-  if (pos.lab != "zero" && pos.lab != "ddp" && pos.lab != "pipeline")
-    throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab +
-                     " lab; the MLP labs (ddp, zero, pipeline) read each other's only");
-  if (pos.data_position != std::uint64_t(pos.step) * std::uint64_t(batch) || pos.rng_state != kMlpDataSeed)
+  if (std::find(rules.labs.begin(), rules.labs.end(), pos.lab) == rules.labs.end())
+    throw UsageError("--resume " + m.dir + " was saved by the " + pos.lab + " lab; this run reads the " +
+                     joined(rules.labs) + " labs' checkpoints only (the same model and tensors)");
+  const DataOrder& d = rules.data;
+  if (pos.rng_state != d.data_seed)
+    throw UsageError("--resume " + m.dir + " trained on another data order (seed " + std::to_string(pos.rng_state) +
+                     ", this run's " + std::to_string(d.data_seed) + "): it was saved by another model or task");
+  if (pos.data_position != std::uint64_t(pos.step) * d.samples_per_step)
     throw UsageError("--resume " + m.dir + " consumed " + std::to_string(pos.data_position) + " samples in " +
-                     std::to_string(pos.step) + " steps: it was saved with another --batch than " +
-                     std::to_string(batch));
-  if (pos.step >= train_steps)
+                     std::to_string(pos.step) + " steps: it was saved with another --batch than this run's " + d.batch);
+  if (pos.step >= rules.train_steps)
     throw UsageError("--resume " + m.dir + " is at step " + std::to_string(pos.step) + ", this run trains " +
-                     std::to_string(train_steps) + " (1 + --repeat × --steps): nothing is left to train");
+                     std::to_string(rules.train_steps) + " (" + rules.steps + "): nothing is left to train");
   return m;
 }
 
-int resume_run(Comm& comm, const std::string& resume, int batch, int train_steps, CheckpointStats& stats,
+int resume_run(Comm& comm, const std::string& resume, const ResumeRules& rules, CheckpointStats& stats,
                const std::function<std::size_t(const Manifest&)>& load) {
   if (resume.empty()) return 0;
-  const Manifest m = resume_manifest(resume, batch, train_steps);
+  const Manifest m = resume_manifest(resume, rules);
   verify_checkpoint(comm, m);
   double read = double(load(m));
   comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);

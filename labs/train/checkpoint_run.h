@@ -9,6 +9,9 @@
 // The MLP labs (ddp, zero) share the tensors "params" (the run's precision), "master" (mixed
 // precision with an fp32 master), "adam.m", "adam.v", each the model's flat buffer, so either
 // lab, on any number of ranks, resumes the other's checkpoint (and the pipeline lab's, fp32).
+// The labs whose ranks hold blocks of named tensors (tensor_parallel, grid, experts,
+// context_parallel, gpt) stage and read theirs through checkpoint_tensors.h, with their own
+// ResumeRules; the flow (resume_run, checkpoint_if_due, finish_checkpoints) is this one.
 #pragma once
 
 #include <cstdint>
@@ -98,13 +101,31 @@ void require_checkpoint_options(const OptionTable<S>& t, const LabOptions& o, co
       throw UsageError("checkpoints do not keep fp16's dynamic loss scale yet: use --precision bf16 or fp32");
 }
 
-// The manifest of --resume's checkpoint, checked against this run: saved by an MLP lab, with
-// this run's batch and data, before its last step. UsageError otherwise.
-Manifest resume_manifest(const std::string& resume, int batch, int train_steps);
+// The data a run trains on, for --resume's checks: `samples_per_step` rows for each step, in the
+// order of the seed `data_seed`; `batch` names the options that set them ("--batch 24").
+struct DataOrder {
+  std::uint64_t samples_per_step = 0, data_seed = 0;
+  std::string batch;
+};
+// After step `done` of `lab`: the position a checkpoint records.
+TrainPosition train_position(const std::string& lab, int done, const DataOrder& data);
+// What --resume accepts: a checkpoint saved by one of `labs` (labs of the same model and tensor
+// names), on this run's data, before its last step (of `train_steps`).
+struct ResumeRules {
+  std::vector<std::string> labs;
+  DataOrder data;
+  int train_steps = 0;
+  std::string steps = "--steps";  // the options that set train_steps
+};
+// The MLP labs' (ddp, zero, pipeline): the teacher data, `batch` rows a step.
+ResumeRules mlp_resume_rules(int batch, int train_steps);
+
+// The manifest of --resume's checkpoint, checked against `rules`. UsageError otherwise.
+Manifest resume_manifest(const std::string& resume, const ResumeRules& rules);
 // The step to start from: 0 without --resume; else resume_manifest's checkpoint, verified on
 // every rank, loaded by `load` (this rank's pieces; it returns the bytes it read), the busiest
 // rank's bytes and the step into `stats`. Collective.
-int resume_run(Comm& comm, const std::string& resume, int batch, int train_steps, CheckpointStats& stats,
+int resume_run(Comm& comm, const std::string& resume, const ResumeRules& rules, CheckpointStats& stats,
                const std::function<std::size_t(const Manifest&)>& load);
 // After step pos.step: finishes the asynchronous save still writing (it overlapped this step),
 // then, when pos.step is a multiple of plan.every, stages this rank's pieces (`stage`) and saves

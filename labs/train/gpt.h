@@ -241,6 +241,8 @@ class Gpt {
   // A tensor in the full model's layout, all-gathered across the tp group when it is
   // split (a collective: every rank of the group calls it for the same name).
   std::vector<float> full_tensor(std::string_view name, GptBuffer which = GptBuffer::params);
+  // Where element `local` of this rank's part of `t` lies in the full tensor (flattened).
+  std::size_t full_element(const GptTensor& t, std::size_t local) const { return full_index(t, rank_, local); }
   // The other way: this rank's slice of `full` (the whole tensor, full_shape's elements)
   // becomes its parameters. Local, no communication. Error when the count does not fit.
   void set_full_tensor(std::string_view name, const std::vector<float>& full);

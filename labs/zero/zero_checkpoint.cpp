@@ -52,7 +52,7 @@ std::size_t ZeroRank::load_checkpoint(const Manifest& m) {
 }
 
 int zero_resume(Comm& comm, const ZeroSettings& s, ZeroRank& rank, ZeroMeasurement& m) {
-  return resume_run(comm, s.resume, s.batch, s.train_steps(), m.checkpoints,
+  return resume_run(comm, s.resume, mlp_resume_rules(s.batch, s.train_steps()), m.checkpoints,
                     [&](const Manifest& man) { return rank.load_checkpoint(man); });
 }
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Under mpirun: the zero lab on 3 processes saves a checkpoint every 2 steps; one rank goes
-# silent (--inject-hang) and is killed with kill -9 once step 2's checkpoint is there; a new
-# mpirun resumes from the newest complete checkpoint on 3 and on 2 processes. Both end with the
-# uninterrupted run's final state: bit for bit on 3 (the same layout, the same sums), within
-# fp32's 1e-5 on 2 (another summation order). The checkpoints are read back here by a plain
-# reader in Python (the manifest's pieces, each file's safetensors header), not by dtlab.
+# Under mpirun: the zero lab on 3 processes (or the tensor_parallel lab on 2) saves a checkpoint
+# every 2 steps; one rank goes silent (--inject-hang) and is killed with kill -9 once step 2's
+# checkpoint is there; a new mpirun resumes from the newest complete checkpoint on as many
+# processes and on another number (zero: 2; tensor_parallel: 4). Both end with the uninterrupted
+# run's final state: bit for bit on the same layout (the same sums), within fp32's 1e-5 on the
+# other (another summation order). The checkpoints are read back here by a plain reader in Python
+# (the manifest's pieces, each file's safetensors header), not by dtlab.
 #
-#   tests/mpi/checkpoint_resume.sh MPIRUN DTLAB      (MPIRUN may carry options: "mpirun --oversubscribe")
+#   tests/mpi/checkpoint_resume.sh MPIRUN DTLAB [zero|tensor_parallel]
+#                                                   (MPIRUN may carry options: "mpirun --oversubscribe")
 set -euo pipefail
 
 read -r -a mpirun <<<"${1:?usage: checkpoint_resume.sh MPIRUN DTLAB}"
@@ -18,13 +20,22 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-run=(run zero --backend mpi --width 32 --depth 4 --batch 24 --steps 2 --repeat 2 --stage 2 --precision fp32)
+# 5 steps each; rank 1 stops communicating at a collective after step 2's save (of 37 in the
+# tensor_parallel run), the others wait for it.
+case ${3:-zero} in
+  zero)
+    run=(run zero --backend mpi --width 32 --depth 4 --batch 24 --steps 2 --repeat 2 --stage 2 --precision fp32)
+    np=3 other=2 hang=1:60 ;;
+  tensor_parallel)
+    run=(run tensor_parallel --backend mpi --layers 2 --hidden 16 --seq 8 --batch 2 --steps 5 --check off)
+    np=2 other=4 hang=1:20 ;;
+  *) echo "checkpoint_resume: lab zero or tensor_parallel, not $3"; exit 2 ;;
+esac
 
-"${mpirun[@]}" -np 3 "$dtlab" "${run[@]}" --checkpoint-every 5 --checkpoint-dir "$dir/clean" >"$dir/clean.log" 2>&1
+"${mpirun[@]}" -np "$np" "$dtlab" "${run[@]}" --checkpoint-every 5 --checkpoint-dir "$dir/clean" >"$dir/clean.log" 2>&1
 
-# Rank 1 stops communicating at its 60th collective, after step 2's save; the others wait for it.
-"${mpirun[@]}" -np 3 "$dtlab" "${run[@]}" --checkpoint-every 2 --checkpoint-dir "$dir/killed" \
-  --inject-hang 1:60 --timeout 120 >"$dir/killed.log" 2>&1 &
+"${mpirun[@]}" -np "$np" "$dtlab" "${run[@]}" --checkpoint-every 2 --checkpoint-dir "$dir/killed" \
+  --inject-hang "$hang" --timeout 120 >"$dir/killed.log" 2>&1 &
 job=$!
 for _ in $(seq 600); do
   [ -f "$dir/killed/step-000002/model.safetensors.index.json" ] && break
@@ -44,13 +55,13 @@ fi
 job=
 ls "$dir/killed"
 
-for np in 3 2; do
-  "${mpirun[@]}" -np "$np" "$dtlab" "${run[@]}" --resume "$dir/killed" --checkpoint-every 5 \
-    --checkpoint-dir "$dir/resumed$np" >"$dir/resumed$np.log" 2>&1 || { cat "$dir/resumed$np.log"; exit 1; }
-  grep -E "resumed from checkpoint step" "$dir/resumed$np.log"
+for n in "$np" "$other"; do
+  "${mpirun[@]}" -np "$n" "$dtlab" "${run[@]}" --resume "$dir/killed" --checkpoint-every 5 \
+    --checkpoint-dir "$dir/resumed$n" >"$dir/resumed$n.log" 2>&1 || { cat "$dir/resumed$n.log"; exit 1; }
+  grep -E "resumed from checkpoint step" "$dir/resumed$n.log"
 done
 
-python3 - "$dir" <<'EOF'
+python3 - "$dir" "$np" "$other" <<'EOF'
 import array, json, struct, sys
 
 def tensors(folder):
@@ -74,7 +85,7 @@ def tensors(folder):
 
 root = sys.argv[1]
 clean = tensors(root + "/clean/step-000005")
-for np, bound in (("3", 0.0), ("2", 1e-5)):
+for np, bound in ((sys.argv[2], 0.0), (sys.argv[3], 1e-5)):
     resumed = tensors(root + "/resumed" + np + "/step-000005")
     worst = max(abs(a - b) for name in clean for a, b in zip(clean[name], resumed[name]))
     print(f"resumed on {np} processes: largest difference from the uninterrupted run {worst:g} (bound {bound:g})")
