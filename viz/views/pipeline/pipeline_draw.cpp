@@ -1,6 +1,7 @@
 // The pipeline view's drawing helpers (pipeline_draw.h).
 #include "viz/views/pipeline/pipeline_draw.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 
@@ -44,6 +45,16 @@ void block_text(const PipeBlock& k, int chunks, char* out, std::size_t n) {
     std::snprintf(out, n, "%d%c", k.micro_batch, char('a' + k.chunk));
   else
     std::snprintf(out, n, "%d.%d", k.micro_batch, k.chunk);
+}
+
+// A small triangle at the block's end pointing where its output goes: down to a
+// later stage, up to an earlier one (a V's second chunk flows back up; a loop's last stage
+// sends up to stage 0); none at the model's ends and a V's turn.
+void direction_mark(ImDrawList* dl, ImVec2 a, ImVec2 b, int direction, ImU32 color) {
+  const float h = std::min(b.y - a.y, 10.0f) * 0.6f, w = std::min(h, (b.x - a.x) * 0.5f);
+  if (direction == 0 || w < 3) return;
+  const float x = b.x - w - 1, y = direction > 0 ? b.y - 1 : a.y + 1;
+  dl->AddTriangleFilled(ImVec2(x, y - direction * h), ImVec2(x + w, y - direction * h), ImVec2(x + w / 2, y), color);
 }
 
 // Diagonal lines across [a, b]: idle time.

@@ -31,7 +31,9 @@ ImU32 block_fill(const PipeBlock& k);                                       // F
 const char* op_name(Pass op);                                               // "forward (F)", ...
 void block_text(const PipeBlock& k, int chunks, char* out, std::size_t n);  // "3", or "3b" with chunks
 void hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 color);                // idle time
-std::string percent(double share);                                          // "12.5 %"
+// A triangle at the end of block [a, b] pointing down (direction +1) or up (−1): where its output goes.
+void direction_mark(ImDrawList* dl, ImVec2 a, ImVec2 b, int direction, ImU32 color);
+std::string percent(double share);  // "12.5 %"
 std::string duration(double seconds);
 
 }  // namespace dtl::viz::pipeline_ui

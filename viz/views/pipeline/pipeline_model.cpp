@@ -280,4 +280,17 @@ PipelineStep pipeline_step(const TraceData& d, const PipelineRun& run, int step)
   return out;
 }
 
+int block_direction(const PipeBlock& k, std::string_view schedule, int stages, int chunks) {
+  if (k.op == Pass::weight || stages < 2 || chunks < 1 || k.chunk < 0 || k.chunk >= chunks) return 0;
+  const std::optional<ScheduleKind> kind = parse_schedule_kind(schedule);
+  pipeline::Schedule placement;  // (only the configuration: where each virtual stage sits)
+  placement.config.stages = stages, placement.config.chunks = chunks;
+  const bool vee = kind && (*kind == ScheduleKind::zb_v || *kind == ScheduleKind::dualpipe_v) && chunks == 2;
+  placement.config.placement = vee ? pipeline::Placement::vee : pipeline::Placement::loop;
+  const int vs = placement.virtual_stage(k.stage, k.chunk), to = k.op == Pass::forward ? vs + 1 : vs - 1;
+  if (to < 0 || to >= placement.virtual_stages()) return 0;
+  const int stage = placement.stage_of(to);
+  return stage > k.stage ? 1 : stage < k.stage ? -1 : 0;
+}
+
 }  // namespace dtl::viz

@@ -42,6 +42,13 @@ struct PipeBlock {
   double begin = 0, end = 0;  // seconds from the step's start (measured) or the simulation's start
 };
 
+// Where a block's output goes in its schedule's placement (core/theory/schedule.h): an F's
+// activation to the next virtual stage, a B's input gradient to the one before. +1: to a later
+// stage (down the rows), -1: to an earlier one (up), 0: nowhere (the model's ends, a W, or a V's
+// turn from virtual stage P−1 to P, which stays on the last stage). zb-v and dualpipev fold the
+// model in a V (chunk 1 flows back up); the others loop (chunk c's last stage sends to stage 0).
+int block_direction(const PipeBlock& k, std::string_view schedule, int stages, int chunks);
+
 // One training step of one schedule in the trace.
 struct PipeStepRange {
   int step = 0;

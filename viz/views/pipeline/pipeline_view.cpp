@@ -2,7 +2,8 @@
 // each box labelled with its micro-batch ("3b": chunk b of an interleaved schedule) and
 // colored by it (F light, B dark, W outlined), idle gaps hatched (the bubble), a time
 // axis, the measured bubble beside the formula's value, each stage's idle share at its
-// row's right. "compare schedules" stacks the simulator's timeline of every schedule in
+// row's right; with chunks, a triangle where each block's output goes (down, or back up: the
+// V of zb-v and dualpipev). "compare schedules" stacks the simulator's timeline of every schedule in
 // the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each one's bubble.
 // While the cursor is inside the step shown, what comes after it is dimmed, so stepping
 // shows the actions appear one by one. The numbers are viz/views/pipeline/pipeline_model.
@@ -56,10 +57,31 @@ struct Rows {
   float x(double s) const { return x0 + float(s / seconds) * width; }
 };
 
+// What one timeline's rows show: a measured step or a simulated one.
+struct RowsContent {
+  const std::vector<PipeBlock>& blocks;
+  int stages = 0, chunks = 1;
+  double makespan = 0;
+  const std::vector<double>& idle;  // per stage
+  std::string_view schedule;        // its name: the placement of its chunks (block_direction)
+};
+
+void block_tooltip(const PipeBlock& k, int chunks) {
+  ImGui::BeginTooltip();
+  ImGui::Text("stage %d: %s", k.stage, op_name(k.op));
+  ImGui::Text("micro-batch %d%s", k.micro_batch, chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
+  ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(),
+              duration(k.end).c_str());
+  ImGui::EndTooltip();
+}
+
 // One timeline's rows: idle gaps hatched, the blocks, each stage's idle share at the right.
 // Blocks that begin after `cursor_s` (>= 0) are dimmed.
-void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& blocks, int stages, double makespan,
-               int chunks, const std::vector<double>& idle, double cursor_s, float clip_bottom) {
+void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double cursor_s, float clip_bottom) {
+  const std::vector<PipeBlock>& blocks = c.blocks;
+  const std::vector<double>& idle = c.idle;
+  const int stages = c.stages, chunks = c.chunks;
+  const double makespan = c.makespan;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered = ImGui::IsWindowHovered();
   const float line = ImGui::GetTextLineHeight();
@@ -88,6 +110,9 @@ void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& bloc
         dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
       else if (b.x - a.x > 4)
         dl->AddRect(a, b, IM_COL32(10, 10, 14, later ? 60 : 170), 2.0f);
+      if (chunks > 1)
+        direction_mark(dl, a, b, block_direction(k, c.schedule, stages, chunks),
+                       later ? IM_COL32(235, 235, 240, 60) : IM_COL32(235, 235, 240, 220));
       char text[16];
       block_text(k, chunks, text, sizeof text);
       const ImVec2 ts = ImGui::CalcTextSize(text);
@@ -97,15 +122,7 @@ void draw_rows(ImDrawList* dl, const Rows& g, const std::vector<PipeBlock>& bloc
                                                : IM_COL32(245, 245, 250, 255);
         dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
       }
-      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) {
-        ImGui::BeginTooltip();
-        ImGui::Text("stage %d: %s", s, op_name(k.op));
-        ImGui::Text("micro-batch %d%s", k.micro_batch,
-                    chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
-        ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(),
-                    duration(k.end).c_str());
-        ImGui::EndTooltip();
-      }
+      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) block_tooltip(k, chunks);
     }
     if (makespan > last) hatch(dl, ImVec2(g.x(last), y0), ImVec2(g.x(makespan), y1), kIdle);
     if (std::size_t(s) < idle.size() && (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0)) {
@@ -136,7 +153,7 @@ std::string bubble_line(double measured, const BubbleRow* row) {
   return text;
 }
 
-void legend(int micro_batches) {
+void legend(int micro_batches, int chunks) {
   const float h = ImGui::GetTextLineHeight();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   auto swatch = [&](Pass op, const char* text) {
@@ -172,6 +189,19 @@ void legend(int micro_batches) {
     ImGui::SameLine();
     ImGui::TextDisabled("(colors repeat every %zu)", std::size(kHues));
   }
+  if (chunks < 2) return;
+  // The direction marks (direction_mark): where each block's output goes.
+  const ImVec2 q = ImGui::GetCursorScreenPos();
+  const ImU32 mark = IM_COL32(235, 235, 240, 220), box = IM_COL32(90, 90, 100, 255);
+  dl->AddRectFilled(q, ImVec2(q.x + h * 1.6f, q.y + h), box, 2.0f);
+  direction_mark(dl, q, ImVec2(q.x + h * 1.6f, q.y + h), 1, mark);
+  dl->AddRectFilled(ImVec2(q.x + h * 1.8f, q.y), ImVec2(q.x + h * 3.4f, q.y + h), box, 2.0f);
+  direction_mark(dl, ImVec2(q.x + h * 1.8f, q.y), ImVec2(q.x + h * 3.4f, q.y + h), -1, mark);
+  ImGui::Dummy(ImVec2(h * 3.4f, h));
+  ImGui::SameLine();
+  ImGui::TextUnformatted(
+      "its output goes to a later / an earlier stage (a V: chunk b flows back up; "
+      "label 3b: micro-batch 3, chunk b)");
 }
 
 }  // namespace
@@ -273,7 +303,7 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
                       clip_text(s.schedule, 200).c_str(), s.step, s.complete ? "" : " (incomplete)", s.stages,
                       s.micro_batches, s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
                       duration(s.makespan()).c_str());
-  legend(s.micro_batches);
+  legend(s.micro_batches, s.chunks);
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
@@ -289,7 +319,7 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
   const bool inside = f.cursor > 0 && now >= s.begin_ns && now < s.end_ns;
   const double cursor_s = inside ? double(now - s.begin_ns) * 1e-9 : -1;
   const float bottom = g.top + float(s.stages) * g.row_h;
-  draw_rows(dl, g, s.blocks, s.stages, s.makespan(), s.chunks, s.stage_idle, cursor_s, start.y + avail.y);
+  draw_rows(dl, g, {s.blocks, s.stages, s.chunks, s.makespan(), s.stage_idle, s.schedule}, cursor_s, start.y + avail.y);
   draw_axis(dl, g, g.top, std::min(bottom, start.y + avail.y - axis_h) + 2);
   if (inside) {
     const float x = g.x(cursor_s);
@@ -303,12 +333,13 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
 // Small multiples: the simulator's timeline of every schedule, one shared time axis.
 void PipelineView::DrawCompare() {
   if (sims_.runs.empty()) return;
-  int micro = 0;
+  int micro = 0, chunks = 1;
   double longest = 0;
   int rows = 0;
   for (const SimulatedPipeline& r : sims_.runs)
-    micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages;
-  legend(micro);
+    micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages,
+    chunks = std::max(chunks, r.chunks);
+  legend(micro, chunks);
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
@@ -331,7 +362,7 @@ void PipelineView::DrawCompare() {
         "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
     dl->AddText(ImVec2(start.x, y + 3), kYellow, clip_text(title).c_str());
     g.top = y + title_h;
-    draw_rows(dl, g, r.blocks, r.stages, r.makespan, r.chunks, r.stage_idle, -1, start.y + avail.y);
+    draw_rows(dl, g, {r.blocks, r.stages, r.chunks, r.makespan, r.stage_idle, r.schedule}, -1, start.y + avail.y);
     y = g.top + float(r.stages) * g.row_h + gap;
   }
   draw_axis(dl, g, start.y + title_h, std::min(y, start.y + avail.y - axis_h));
