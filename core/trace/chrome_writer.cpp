@@ -43,20 +43,6 @@ std::vector<int> assign_lanes(const std::vector<Event>& spans, int max_lanes) {
 
 namespace {
 
-const char* kind_name(EventKind k) {
-  switch (k) {
-    case EventKind::compute: return "compute";
-    case EventKind::send: return "send";
-    case EventKind::recv: return "recv";
-    case EventKind::collective: return "collective";
-    case EventKind::alloc: return "alloc";
-    case EventKind::free: return "free";
-    case EventKind::phase: return "phase";
-    case EventKind::mark: return "mark";
-  }
-  return "?";
-}
-
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -91,7 +77,7 @@ std::string span_name(const Event& e, const std::vector<std::string>& labels) {
     case EventKind::send: return "send → " + std::to_string(e.peer);
     case EventKind::recv:
       return std::string(e.flags & kFlagReduce ? "recv_reduce ← " : "recv ← ") + std::to_string(e.peer);
-    default: return kind_name(e.kind);
+    default: return event_kind_name(e.kind);
   }
 }
 
@@ -171,7 +157,7 @@ class ChromeJson {
     for (std::size_t i = 0; i < spans.size(); ++i) {
       const Event& e = spans[i];
       const std::string tid = std::to_string(s * 1000 + lanes[i]);
-      emit("{\"ph\":\"X\",\"cat\":\"" + std::string(kind_name(e.kind)) + "\",\"name\":\"" +
+      emit("{\"ph\":\"X\",\"cat\":\"" + std::string(event_kind_name(e.kind)) + "\",\"name\":\"" +
            escape(span_name(e, labels_)) + "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + us(e.begin_ns) +
            ",\"dur\":" + us(std::max<std::int64_t>(0, e.end_ns - e.begin_ns)) + ",\"args\":{" + span_args(e) + "}}");
       // Flow arrows: start inside the send span, finish inside the receive span.

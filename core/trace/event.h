@@ -21,6 +21,8 @@ enum class EventKind : std::uint8_t {
   mark,        // an instant: "step 3 begins"
 };
 
+const char* event_kind_name(EventKind k);  // "compute", "send", ... "mark" (the Chrome trace's cat)
+
 // Streams a rank records on; each becomes one track (Chrome tid) per rank.
 enum Stream : std::uint8_t { kStreamMain = 0, kStreamComm = 1 };
 

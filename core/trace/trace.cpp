@@ -17,6 +17,20 @@ std::int64_t Trace::paused_ns() const {
   return pauses_ ? std::int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(RunClock::stall()).count()) : 0;
 }
 
+const char* event_kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::compute: return "compute";
+    case EventKind::send: return "send";
+    case EventKind::recv: return "recv";
+    case EventKind::collective: return "collective";
+    case EventKind::alloc: return "alloc";
+    case EventKind::free: return "free";
+    case EventKind::phase: return "phase";
+    case EventKind::mark: return "mark";
+  }
+  return "?";
+}
+
 const char* mem_tag_name(MemTag t) {
   switch (t) {
     case MemTag::param: return "param";

@@ -22,6 +22,7 @@
 #include "core/trace/trace.h"
 #include "labs/train/checkpoint_sharded.h"
 #include "labs/train/checkpoint_tensors.h"
+#include "tests/labs/checkpoint_test_util.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -62,22 +63,8 @@ RunResult run_lab(const std::string& name, int P, const Options& base, const Opt
   return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) { lab->run(c, cfg); });
 }
 
-// Every tensor of two checkpoints, element by element: the largest difference (inf when the
-// tensors differ in name or size).
 double largest_difference(const std::string& a_dir, const std::string& b_dir) {
-  const Manifest a = read_manifest(a_dir), b = read_manifest(b_dir);
-  verify_checkpoint(a);
-  verify_checkpoint(b);
-  if (a.tensors.size() != b.tensors.size()) return INFINITY;
-  double worst = 0;
-  for (const auto& [name, t] : a.tensors) {
-    if (!b.tensors.count(name) || b.tensors.at(name).elements() != t.elements()) return INFINITY;
-    std::vector<float> x(t.elements()), y(t.elements());
-    read_tensor_range(a, name, 0, x.size(), x.data());
-    read_tensor_range(b, name, 0, y.size(), y.data());
-    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-  }
-  return worst;
+  return test::largest_checkpoint_difference(a_dir, b_dir);
 }
 
 // `lab` resumed from `from` on P ranks with `layout`, to the last step (4): its final checkpoint

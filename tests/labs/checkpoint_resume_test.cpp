@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/trace/trace.h"
 #include "labs/train/checkpoint_sharded.h"
+#include "tests/labs/checkpoint_test_util.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -51,21 +52,8 @@ RunResult run_training(const std::string& name, int P, Options extra, FaultPlan 
 }
 RunResult run_zero(int P, Options extra, FaultPlan faults = {}) { return run_training("zero", P, extra, faults); }
 
-// Every tensor of two checkpoints, element by element: the largest difference (inf when the
-// tensors differ in name or size).
 double largest_difference(const std::string& a_dir, const std::string& b_dir) {
-  const Manifest a = read_manifest(a_dir), b = read_manifest(b_dir);
-  verify_checkpoint(a);
-  verify_checkpoint(b);
-  double worst = 0;
-  for (const auto& [name, t] : a.tensors) {
-    if (!b.tensors.count(name) || b.tensors.at(name).elements() != t.elements()) return INFINITY;
-    std::vector<float> x(t.elements()), y(t.elements());
-    read_tensor_range(a, name, 0, x.size(), x.data());
-    read_tensor_range(b, name, 0, y.size(), y.data());
-    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-  }
-  return worst;
+  return test::largest_checkpoint_difference(a_dir, b_dir);
 }
 
 }  // namespace

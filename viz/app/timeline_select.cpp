@@ -14,16 +14,6 @@ namespace dtl::viz {
 
 namespace {
 
-const char* kind_name(EventKind k) {
-  switch (k) {
-    case EventKind::compute: return "compute";
-    case EventKind::send: return "send";
-    case EventKind::recv: return "recv";
-    case EventKind::collective: return "collective";
-    default: return "other";
-  }
-}
-
 std::string duration_text(double ns) { return format_duration(ns, std::max(1.0, ns / 1000), ns); }
 
 // One table of rows: what, kind, count, total, mean, share.
@@ -43,7 +33,7 @@ void totals_table(const char* id, const std::vector<SelectionRow>& rows, bool na
       ImGui::TextUnformatted(r.name.empty() ? "(unnamed)" : r.name.c_str());
     }
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(kind_name(r.kind));
+    ImGui::TextUnformatted(event_kind_name(r.kind));
     ImGui::TableNextColumn();
     ImGui::Text("%zu", r.count);
     ImGui::TableNextColumn();
