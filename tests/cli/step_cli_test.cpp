@@ -22,6 +22,19 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The pipeline's Gantt of training step 0 as printed once the next step began: its header line
+// and a row per stage (2 stages); "" when the run printed none.
+std::string first_step_gantt(const std::string& out) {
+  const std::size_t last = out.find("training step 0 complete");
+  if (last == std::string::npos) return "";
+  std::size_t end = last;
+  for (int line = 0; line < 3 && end != std::string::npos; ++line) {
+    end = out.find('\n', end);
+    if (end != std::string::npos) ++end;
+  }
+  return out.substr(last, end == std::string::npos ? std::string::npos : end - last);
+}
+
 struct LabStep {
   const char* args;   // the lab and small options
   const char* first;  // its first step's line begins so
@@ -61,11 +74,8 @@ TEST(StepCli, ThePipelineGrowsATextGantt) {
       dtl::test::run_dtlab("run pipeline --ranks 2 --micro-batches 4 --compute-us 500 --steps 1 --step < /dev/null");
   ASSERT_EQ(o.code, 0) << o.err;
   // Step 0 printed whole once the next step began (its header, then a row per stage).
-  const std::size_t last = o.out.find("training step 0 complete");
-  ASSERT_NE(last, std::string::npos) << o.out.substr(0, 3000);
-  std::size_t end = last;
-  for (int line = 0; line < 3; ++line) end = o.out.find('\n', end) + 1;
-  const std::string gantt = o.out.substr(last, end - last);
+  const std::string gantt = first_step_gantt(o.out);
+  ASSERT_FALSE(gantt.empty()) << o.out.substr(0, 3000);
   for (const char* action : {"F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"})
     EXPECT_EQ(count(gantt, action), 2u) << action << "\n" << gantt;
   EXPECT_NE(gantt.find("(16 actions"), std::string::npos) << gantt;
@@ -144,11 +154,8 @@ TEST(StepCli, ThePipelineStepsReadablyByDefault) {
   const CliOutput o = dtl::test::run_dtlab("run pipeline --ranks 2 --micro-batches 4 --steps 1 --step < /dev/null");
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("A run sized to step through: --compute-us 2000"), std::string::npos) << o.out.substr(0, 500);
-  const std::size_t last = o.out.find("training step 0 complete");
-  ASSERT_NE(last, std::string::npos) << o.out.substr(0, 3000);
-  std::size_t end = last;
-  for (int line = 0; line < 3; ++line) end = o.out.find('\n', end) + 1;
-  const std::string gantt = o.out.substr(last, end - last);
+  const std::string gantt = first_step_gantt(o.out);
+  ASSERT_FALSE(gantt.empty()) << o.out.substr(0, 3000);
   for (const char* action : {"F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3"})
     EXPECT_EQ(count(gantt, action), 2u) << action << "\n" << gantt;
   std::printf("%s", gantt.c_str());
