@@ -102,16 +102,29 @@ void describe_gpt_setup(Report& rep, const GptLabSettings& s, const TextCorpus& 
   rep.config["text_sources"] = std::string(shipped_text_sources());
 }
 
+// The learning milestones (a nat below uniform, the held-out loss down 10 %) need steps to be
+// reached: the default model at the default lr is at 4.99, 4.72, 4.53, 4.37 nats after 1–4 steps
+// and 3.91 after 8 (2 ranks, measured), so a shorter run shows the figures without the checks.
+constexpr std::size_t kLearningSteps = 10;
+
 void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& log) {
   const double uniform = std::log(double(s.model.vocab));  // the loss of guessing every character equally
+  const bool can_learn = log.train_loss.size() >= kLearningSteps;
+  if (!log.train_loss.empty() && !can_learn)
+    rep.notes.push_back("the learning checks (train loss a nat below uniform, held-out loss down 10 %) need at least " +
+                        std::to_string(kLearningSteps) + " steps; this run trained " +
+                        std::to_string(log.train_loss.size()) + ": their figures are shown, not checked");
   if (!log.train_loss.empty()) {
     if (log.checkpoints.resumed_from < 0)  // (a resumed run's first step is not step 1)
       rep.add("train.loss_first", "train loss, step 1", log.train_loss.front(), "").predict(uniform, "log V: uniform");
     rep.add("train.loss_last", "train loss, last step", log.train_loss.back(), "");
     // Below uniform guessing by a nat: at least the characters' frequencies were learned
     // (their entropy in the docs is about 3.5 nats; uniform is log V ≈ 4.8).
-    rep.check("train.loss_late", "train loss, mean of the last steps", late_train_loss(log), 0.0, "", uniform - 1.0)
-        .from("≤ log V − 1 nat");
+    if (can_learn)
+      rep.check("train.loss_late", "train loss, mean of the last steps", late_train_loss(log), 0.0, "", uniform - 1.0)
+          .from("≤ log V − 1 nat");
+    else
+      rep.add("train.loss_late", "train loss, mean of the last steps", late_train_loss(log), "");
     const double tokens = double(log.train_loss.size()) * s.model.rows();
     rep.add("train.tokens_per_s", "training throughput (characters/s)", tokens / log.train_seconds, "");
     rep.add("train.seconds", "training time (forward, backward, AdamW)", log.train_seconds, "s");
@@ -122,10 +135,11 @@ void add_gpt_rows(Report& rep, const GptLabSettings& s, const GptTrainingLog& lo
   rep.add("held_out.loss_last", "held-out loss, after training", log.held_out_loss.back(), "");
   add_checkpoint_report(rep, "", log.checkpoints);
   // (a resumed run's "before" is the checkpoint's, already trained: the ratio is not the check's)
-  if (!log.train_loss.empty() && log.checkpoints.resumed_from < 0)
-    rep.check("held_out.loss_ratio", "held-out loss, after / before",
-              log.held_out_loss.back() / log.held_out_loss.front(), 0.0, "", 0.9)
-        .from("the model learned");
+  const double ratio = log.held_out_loss.back() / log.held_out_loss.front();
+  if (!log.train_loss.empty() && log.checkpoints.resumed_from < 0 && can_learn)
+    rep.check("held_out.loss_ratio", "held-out loss, after / before", ratio, 0.0, "", 0.9).from("the model learned");
+  else if (!log.train_loss.empty() && log.checkpoints.resumed_from < 0)
+    rep.add("held_out.loss_ratio", "held-out loss, after / before", ratio, "");
   add_curves(rep, log);
   rep.notes.push_back("Sample (temperature 0.8, seed " + std::to_string(s.seed) + "): \"" + log.prompt + "\" → \"" +
                       printable_text(log.sample) + "\"");

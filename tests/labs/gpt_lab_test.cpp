@@ -70,6 +70,22 @@ TEST(GptLab, AShortRunLearnsTheCharacters) {
   EXPECT_LE(rep.to_text().find("result:"), rep.to_text().size());
 }
 
+// Two steps cannot reach the learning milestones: the figures are shown, not checked, and a note
+// says why (a 60-step run checks them, above); the other checks still hold.
+TEST(GptLab, ARunTooShortToLearnShowsTheLossWithoutTheLearningChecks) {
+  const Report rep = run_gpt(2, small({{"steps", "2"}}));
+  EXPECT_TRUE(rep.ok) << rep.to_text();
+  for (const char* id : {"train.loss_late", "held_out.loss_ratio"}) {
+    const ReportRow* r = rep.find(id);
+    ASSERT_NE(r, nullptr) << id;
+    EXPECT_FALSE(r->is_check()) << id << " is checked on a 2-step run";
+  }
+  bool noted = false;
+  for (const std::string& line : rep.notes) noted = noted || line.find("need at least 10 steps") != std::string::npos;
+  EXPECT_TRUE(noted) << rep.to_text();
+  EXPECT_TRUE(run_gpt(1, small({{"steps", "60"}})).find("train.loss_late")->is_check());
+}
+
 TEST(GptLab, SaveThenLoadGivesTheSameModel) {
   const std::string first = temp_path("first.safetensors"), again = temp_path("again.safetensors");
   const Report trained = run_gpt(1, small({{"steps", "20"}, {"save", first}}));
