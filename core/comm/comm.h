@@ -16,6 +16,7 @@
 // keeps block r; all_gather's output holds size()*send_count, block r from rank r.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -162,6 +163,7 @@ class Comm {
   // bandwidth (core/comm/threads/universe.h); elsewhere they are plain splits. Collective.
   virtual std::vector<std::unique_ptr<Comm>> split_channels(int count) {
     std::vector<std::unique_ptr<Comm>> channels;
+    channels.reserve(std::size_t(std::max(count, 0)));
     for (int c = 0; c < count; ++c) channels.push_back(split(0, rank()));
     return channels;
   }

@@ -2,6 +2,7 @@
 #include "viz/views/pipeline/pipeline_draw.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 
@@ -12,7 +13,7 @@ namespace dtl::viz::pipeline_ui {
 ImU32 mix(ImU32 c, ImU32 to, float t) {
   auto ch = [&](int shift) {
     const float a = float((c >> shift) & 0xff), b = float((to >> shift) & 0xff);
-    return ImU32(a + (b - a) * t + 0.5f) << shift;
+    return ImU32(std::lround(a + (b - a) * t)) << shift;
   };
   return ch(IM_COL32_R_SHIFT) | ch(IM_COL32_G_SHIFT) | ch(IM_COL32_B_SHIFT) | (c & IM_COL32_A_MASK);
 }
