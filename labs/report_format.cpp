@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 namespace dtl {
 
@@ -134,6 +135,23 @@ std::vector<std::string> wrap(const std::string& text, std::size_t width) {
   }
   if (!line.empty() || lines.empty()) lines.push_back(line);
   return lines;
+}
+
+std::string wrap_hanging(const std::string& text, std::size_t width) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string::npos || display_width(line) <= width) {
+      out += line + "\n";
+      continue;
+    }
+    const std::size_t room = width > indent + 4 + 20 ? width - indent - 4 : 20;
+    const std::vector<std::string> lines = wrap(line.substr(indent), room);
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      out += std::string(i == 0 ? indent : indent + 4, ' ') + lines[i] + "\n";
+  }
+  return out;
 }
 
 std::string pad(const std::string& s, std::size_t width, bool right_align) {

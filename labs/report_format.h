@@ -28,6 +28,9 @@ std::string format_expected(double expected, double tolerance, std::string_view 
 std::size_t display_width(std::string_view s);
 // `text` broken at spaces into lines of at most `width` columns (a longer word is cut).
 std::vector<std::string> wrap(const std::string& text, std::size_t width);
+// Each line of `text` wrapped to `width`, the continuation lines indented 4 columns past the
+// line's own indent ("  rank 1 waits ..." continues under "waits"-level text, never at column 0).
+std::string wrap_hanging(const std::string& text, std::size_t width);
 // `s` padded with spaces to `width` columns, on the left (right-aligned) or the right.
 std::string pad(const std::string& s, std::size_t width, bool right_align = false);
 

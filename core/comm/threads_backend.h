@@ -75,6 +75,9 @@ struct ThreadsOptions {
   // After this long without progress the watchdog says once, on stderr, what each rank waits
   // on ("still waiting: ..."), so a deadlock is named in seconds, not at --timeout (<= 0: never).
   double still_waiting_s = 2.0;
+  // Where that message and its lines go (null: stderr as it is). `dtlab run` wraps it to the
+  // terminal's width, as every report line is.
+  std::function<void(const std::string&)> say_still_waiting;
   LinkSpec link;     // emulated interconnect (inactive: transfers at memory speed);
                      // ignored while stepping, where a person sets the pace
   NodeLayout nodes;  // two tiers (--topology): `link` within a node, nodes.inter between nodes

@@ -175,8 +175,6 @@ Span group_span(const Group& g, const ClusterSpec& c) {
   return recent[key] = walk_group(g, c);
 }
 
-int layers_per_stage(const ModelSpec& m, int pp) { return (m.layers + pp - 1) / pp; }
-
 LedgerEntry entry(Axis axis, std::string what, int calls, double bytes_per_call, double seconds_per_call,
                   const Span& span) {
   LedgerEntry e;
@@ -229,7 +227,7 @@ void add_ep_entries(Plan& out, const Span& span) {
   const auto& p = out.config;
   if (m.experts < 1 || p.ep < 2 || !m.has_shape()) return;
   const int per_layer = p.recompute == Recompute::full ? 6 : 4;
-  const int calls = p.micro_batches * layers_per_stage(m, p.pp) * per_layer;
+  const int calls = p.micro_batches * most_stage_layers(m.layers, p) * per_layer;
   const double rows = double(m.seq) * p.micro_batch_size / p.tp * m.top_k;  // (b·s/t)·k
   const double leaving = rows * m.hidden * kBytes16 * (p.ep - 1) / p.ep;
   const double whole = rows * m.hidden * kBytes16;  // as step_model.h times it: NCCL's grouped send/recv
@@ -246,7 +244,7 @@ void add_model_entries(Plan& out, const Span& tp_span, Link tp_link, const Span&
   const int M = p.micro_batches;
   if (p.tp > 1) {
     const int per_layer = p.recompute == Recompute::full ? 6 : 4;
-    const int calls = M * layers_per_stage(m, p.pp) * per_layer;
+    const int calls = M * most_stage_layers(m.layers, p) * per_layer;
     const double payload = sbh * kBytes16;
     out.ledger.push_back(entry(Axis::tp, "all_reduce activations", calls, 2.0 * (p.tp - 1) / p.tp * payload,
                                group_collective_s(out.cluster, CollectiveKind::all_reduce, payload, p.tp, 1), tp_span));
@@ -271,7 +269,7 @@ void add_cp_entries(Plan& out, const Span& span, Link link) {
   const LayerTime layer = transformer_layer_time(out.cluster, m, p);
   const double block_f = layer.block_forward_s, block_b = layer.block_backward_s;  // the blocks from their shapes
   out.cp_ring = cp_ring(m, p, link, block_f, block_b);
-  const int layers = p.micro_batches * layers_per_stage(m, p.pp);
+  const int layers = p.micro_batches * most_stage_layers(m.layers, p);
   const int passes = p.recompute == Recompute::full ? 2 : 1;
   for (const CpLine& l : cp_lines(m, p, link, block_f, block_b)) {
     const int runs = layers * (l.backward ? 1 : passes);
@@ -301,7 +299,7 @@ void fill_memory(Plan& out) {
   mem.capacity = out.cluster.gpu_memory;
   if (!m.has_shape()) return;
   auto held = [&](double layer_bytes) {  // (layer_activation_bytes counts this GPU's s/cp positions)
-    return activations_in_flight(layer_bytes, layers_per_stage(m, p.pp), p.micro_batches, p.pp, p.schedule, p.chunks);
+    return layer_bytes * layers_in_flight(m.layers, p);
   };
   // Korthikanti's terms as the run keeps them: sequence parallelism, dropout, flash (framework_memory.h).
   mem.activations_none = held(layer_activation_bytes(m, p, Recompute::none));

@@ -183,6 +183,10 @@ struct ParallelConfig {
   // chunks per stage (Megatron's virtual pipeline, --num-layers-per-virtual-pipeline-stage).
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int chunks = 1;
+  // Uneven stages (Megatron-LM's --decoder-first/last-pipeline-num-layers): the layers on the
+  // first and the last stage, the rest split evenly over the others (0: the even split). Llama 3
+  // took one layer off each end to balance the embedding and the LM head (Dubey et al. 2024 §3.3.2).
+  int first_stage_layers = 0, last_stage_layers = 0;
 };
 
 enum class Axis { dp, tp, pp, ep, cp };
@@ -265,12 +269,17 @@ struct Plan {
 // The first sets params, grads and optimizer only.
 Memory rank_model_state(double rank_params, int zero, int dp, ZeroPrecision precision);
 double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp);
-// The same for any schedule the planner runs: the first stage's most micro-batch-chunks in
-// flight (pipeline::max_in_flight, read from the schedule), each holding stage_layers / v
-// layers. 1F1B: min(M, pp) whole stages; interleaved (Narayanan et al. 2021): up to
-// (pp − 1)·2 + (v − 1)·pp + 1 chunks, about (1 + (pp − 1)/(pp·v)) stages' worth.
-double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp,
-                             pipeline::ScheduleKind schedule, int chunks);
+
+// The layers on each pipeline stage: L/P each, the first L mod P one more, or the uneven split
+// `first_stage_layers`/`last_stage_layers` ask for (the middle stages evenly, as above).
+std::vector<int> stage_layer_counts(int layers, const ParallelConfig& p);
+// The most layers one stage runs (the stage that sets the per-micro-batch call counts).
+int most_stage_layers(int layers, const ParallelConfig& p);
+// Layer-activations held at the peak by the busiest stage: the largest, over stages s, of
+// (layers on s / v) × the micro-batch-chunks its schedule keeps in flight there (1F1B: min(M,
+// pp − s); others pipeline::max_in_flight(schedule, s)). Times one layer's activation bytes
+// (one micro-batch) it is the planner's activation memory per GPU.
+double layers_in_flight(int layers, const ParallelConfig& p);
 
 // Throws UsageError naming the broken constraint: a size < 1, dp·tp·pp·cp ≠ gpus, tp not
 // dividing heads, pp > layers, ZeRO outside 0–3, efficiency outside (0, 1].

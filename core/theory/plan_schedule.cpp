@@ -11,8 +11,37 @@ namespace dtl::theory {
 // multiple of pp and v ≥ 2 interleaved, M ≥ 2·pp for DualPipeV, ...) and the planner's: the same
 // layers on every stage where a stage holds several chunks (interleaving's v, the V schedules'
 // two), and a zero-bubble W split only where the gradients are reduced once per step.
+namespace {
+
+// --first-stage-layers / --last-stage-layers: a pipeline to shape, every stage left with at
+// least one layer, and one chunk per stage (the looped and V schedules split stages evenly).
+void validate_uneven_stages(const ModelSpec& m, const ParallelConfig& p) {
+  if (p.first_stage_layers < 0 || p.last_stage_layers < 0)
+    throw UsageError("--first-stage-layers and --last-stage-layers count layers: give 1 or more (0: the even split)");
+  if (p.first_stage_layers == 0 && p.last_stage_layers == 0) return;
+  if (p.pp < 2)
+    throw UsageError(
+        "--first-stage-layers/--last-stage-layers shape a pipeline's end stages; with --pp 1 there is "
+        "one stage: add --pp N or drop them");
+  if (p.chunks > 1)
+    throw UsageError(std::string("--schedule ") + pipeline::schedule_name(p.schedule) +
+                     " splits every stage into chunks of the same layers: uneven end stages are modelled with "
+                     "one chunk per stage (gpipe, 1f1b, zb-h1, zb-h2)");
+  if (m.layers <= 0) return;
+  const int ends = p.first_stage_layers + p.last_stage_layers;
+  const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+  if (m.layers - ends < others || (others == 0 && m.layers != ends))
+    throw UsageError("the end stages' " + std::to_string(ends) + " layers leave " + std::to_string(m.layers - ends) +
+                     " of the model's " + std::to_string(m.layers) + " for the other " + std::to_string(others) +
+                     " stages" + (others == 0 ? ", which must be none" : ", at least one each") +
+                     ": lower --first-stage-layers/--last-stage-layers");
+}
+
+}  // namespace
+
 void validate_schedule(const ModelSpec& m, const ParallelConfig& p) {
   using pipeline::ScheduleKind;
+  validate_uneven_stages(m, p);
   if (p.schedule == ScheduleKind::csv)
     throw UsageError(
         "a csv schedule is the pipeline lab's (dtlab run pipeline --schedule-csv FILE); the planner "
@@ -74,12 +103,36 @@ double activations_in_flight(double layer_bytes, int stage_layers, int micro_bat
   return layer_bytes * stage_layers * std::min(micro_batches, pp);
 }
 
-double activations_in_flight(double layer_bytes, int stage_layers, int micro_batches, int pp,
-                             pipeline::ScheduleKind schedule, int chunks) {
-  if (schedule == pipeline::ScheduleKind::one_f_one_b)
-    return activations_in_flight(layer_bytes, stage_layers, micro_batches, pp);
-  const pipeline::Schedule s = pipeline::make_schedule(schedule, {pp, micro_batches, chunks});
-  return layer_bytes * (double(stage_layers) / chunks) * pipeline::max_in_flight(s, 0);
+std::vector<int> stage_layer_counts(int layers, const ParallelConfig& p) {
+  const int stages = std::max(p.pp, 1);
+  std::vector<int> out(std::size_t(stages), 0);
+  const bool first = p.first_stage_layers > 0 && stages > 1, last = p.last_stage_layers > 0 && stages > 1;
+  if (first) out.front() = p.first_stage_layers;
+  if (last) out.back() = p.last_stage_layers;
+  const int even_from = first ? 1 : 0, even_to = stages - (last ? 1 : 0);  // [from, to): the even stages
+  const int n = even_to - even_from;
+  const int rest = layers - (first ? p.first_stage_layers : 0) - (last ? p.last_stage_layers : 0);
+  for (int i = 0; i < n; ++i) out[std::size_t(even_from + i)] = rest / n + (i < rest % n ? 1 : 0);
+  return out;
+}
+
+int most_stage_layers(int layers, const ParallelConfig& p) {
+  const std::vector<int> counts = stage_layer_counts(layers, p);
+  return *std::max_element(counts.begin(), counts.end());
+}
+
+double layers_in_flight(int layers, const ParallelConfig& p) {
+  const std::vector<int> counts = stage_layer_counts(layers, p);
+  const bool one_f_one_b = p.schedule == pipeline::ScheduleKind::one_f_one_b || p.pp < 2;
+  pipeline::Schedule schedule;
+  if (!one_f_one_b)
+    schedule = pipeline::make_schedule(p.schedule, pipeline::config_for(p.schedule, p.pp, p.micro_batches, p.chunks));
+  double most = 0;
+  for (int s = 0; s < int(counts.size()); ++s) {
+    const int in_flight = one_f_one_b ? std::min(p.micro_batches, p.pp - s) : pipeline::max_in_flight(schedule, s);
+    most = std::max(most, double(counts[std::size_t(s)]) / p.chunks * in_flight);
+  }
+  return most;
 }
 
 }  // namespace dtl::theory

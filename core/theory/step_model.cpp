@@ -13,12 +13,6 @@ namespace {
 
 constexpr double kBytes16 = 2;  // activations, gradients and parameters travel in 16 bits
 
-std::vector<int> layers_on_stages(int layers, int stages) {  // L/P each, the first L mod P one more
-  std::vector<int> out(std::size_t(stages), layers / stages);
-  for (int s = 0; s < layers % stages; ++s) ++out[std::size_t(s)];
-  return out;
-}
-
 // Seconds per layer call from the shapes; the LM head spread over the last stage's layers.
 void time_layers(const Plan& p, StepComponents& k) {
   const auto& cfg = p.config;
@@ -98,7 +92,7 @@ StepComponents step_components(const Plan& p) {
   const auto& c = p.cluster;
   const auto& cfg = p.config;
   StepComponents k;
-  k.stage_layers = layers_on_stages(m.layers, cfg.pp);
+  k.stage_layers = stage_layer_counts(m.layers, cfg);
   k.tp_calls_backward = cfg.recompute == Recompute::full ? 4 : 2;
   const double sbh = double(cfg.micro_batch_size) * m.seq / cfg.cp * m.hidden;  // this GPU's s/cp positions
   k.tp_bytes = sbh * kBytes16;

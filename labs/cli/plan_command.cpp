@@ -30,6 +30,12 @@ std::string gb(double bytes) {
   return buf;
 }
 
+// " · first stage 7 layers · last stage 7 layers": the ends set apart (--first/last-stage-layers).
+std::string uneven_words(const th::ParallelConfig& p) {
+  return (p.first_stage_layers > 0 ? " · first stage " + std::to_string(p.first_stage_layers) + " layers" : "") +
+         (p.last_stage_layers > 0 ? " · last stage " + std::to_string(p.last_stage_layers) + " layers" : "");
+}
+
 std::string config_words(const th::ParallelConfig& p) {
   return "dp " + std::to_string(p.dp) + " × tp " + std::to_string(p.tp) + " × pp " + std::to_string(p.pp) +
          (p.cp > 1 ? " × cp " + std::to_string(p.cp) + " (" + th::cp_algo_name(p.cp_algo) + ")" : "") + " · ZeRO-" +
@@ -37,7 +43,7 @@ std::string config_words(const th::ParallelConfig& p) {
          std::to_string(p.micro_batch_size) + " × M " + std::to_string(p.micro_batches) +
          (p.schedule != pipeline::ScheduleKind::one_f_one_b ? std::string(" · ") + pipeline::schedule_name(p.schedule)
                                                             : "") +
-         (p.chunks > 1 ? " v " + std::to_string(p.chunks) : "");
+         (p.chunks > 1 ? " v " + std::to_string(p.chunks) : "") + uneven_words(p);
 }
 
 Report header(const th::Plan& pl) {
@@ -240,7 +246,7 @@ void require_search_options_apply(const CLI::App& p, bool search) {
     return;
   }
   for (const char* flag : {"--dp", "--tp", "--pp", "--zero", "--gpus", "--micro-batches", "--recompute", "--experts",
-                           "--ep", "--schedule", "--chunks"})
+                           "--ep", "--schedule", "--chunks", "--first-stage-layers", "--last-stage-layers"})
     if (p.count(flag))
       throw UsageError(std::string(flag) + " sets what --search chooses itself (dp·tp·pp = N, ZeRO, recomputation, " +
                        "the micro-batches from --global-batch; it plans dense models only): drop it, or drop --search "

@@ -231,7 +231,9 @@ th::ParallelConfig config_from(const PlanArgs& a) {
           a.cp_algo,
           a.practice,
           a.schedule,
-          chunks_of(a)};
+          chunks_of(a),
+          a.first_stage_layers,
+          a.last_stage_layers};
 }
 
 void require_cp_options_apply(const CLI::App& p, const PlanArgs& a) {
@@ -292,6 +294,13 @@ void add_schedule_options(CLI::App* p, PlanArgs& a) {
                 "Model chunks per stage v (--schedule interleaved or interleaved-zb; layers a multiple of pp·v)")
       ->check(whole_range(1, 64))
       ->capture_default_str();
+  p->add_option("--first-stage-layers", a.first_stage_layers,
+                "Layers on the first pipeline stage, the rest split evenly (Megatron-LM's "
+                "--decoder-first-pipeline-num-layers; 0: the even split)")
+      ->check(whole_range(0, 100000));
+  p->add_option("--last-stage-layers", a.last_stage_layers,
+                "Layers on the last pipeline stage (--decoder-last-pipeline-num-layers; 0: the even split)")
+      ->check(whole_range(0, 100000));
 }
 
 }  // namespace

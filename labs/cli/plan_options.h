@@ -38,6 +38,7 @@ struct PlanArgs {
   // The pipeline schedule plan and simulate run (--schedule, --chunks: interleaved's v)
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
   int chunks = 1;
+  int first_stage_layers = 0, last_stage_layers = 0;  // uneven end stages (0: the even split)
 };
 
 // Registers --model .. --efficiency on `p` (not --search, --global-batch, --json).

@@ -153,7 +153,7 @@ int report_result(const RunArgs& a, const RunResult& result, const Report& repor
       if (result.first_failure) std::rethrow_exception(result.first_failure);
     } catch (const UsageError&) { throw; } catch (...) {
     }
-    std::cerr << "dtlab: the run failed: " << result.error << "\n";
+    std::cerr << wrap_hanging("dtlab: the run failed: " + result.error, std::size_t(terminal_width()));
     return 1;
   }
   if (a.json)
@@ -228,6 +228,9 @@ int run_lab(const LabInfo& lab, RunArgs& a) {
   Trace trace(cfg.ranks);
   run.start_trace(trace);
   ThreadsOptions opt = run.threads;
+  opt.say_still_waiting = [](const std::string& message) {  // at the terminal's width, as the report
+    std::cerr << wrap_hanging(message, std::size_t(terminal_width())) << std::flush;
+  };
   opt.trace = &trace;
   std::unique_ptr<StepGate> gate;
   const StepSetup step_setup{run.unit, run.chunks, std::size_t(terminal_width()), stepping_sizes};

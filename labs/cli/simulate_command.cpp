@@ -209,15 +209,12 @@ Report simulate_report(const th::Plan& pl, const sim::Workload& w, const sim::Si
 }
 
 // What each traced GPU holds, from the plan: its model state, and one micro-batch's
-// activations per layer (the planner's activations divided back by the first stage's layers
-// per chunk and the chunks its schedule keeps in flight there: theory::activations_in_flight).
-sim::SimMemory sim_memory(const th::Plan& pl, const sim::Workload& w) {
+// activations per layer (the planner's activations divided back by the busiest stage's
+// layer-chunks in flight: theory::layers_in_flight, the planner's own count).
+sim::SimMemory sim_memory(const th::Plan& pl) {
   sim::SimMemory m;
   m.params = pl.memory.params, m.grads = pl.memory.grads, m.optimizer = pl.memory.optimizer;
-  const int chunks_in_flight =
-      w.pp > 1 ? pipeline::max_in_flight(pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, w.chunks}), 0)
-               : std::min(w.micro_batches, w.pp);
-  const double in_flight = double(w.stage_layers.front()) / w.chunks * chunks_in_flight;
+  const double in_flight = th::layers_in_flight(pl.model.layers, pl.config);
   m.activation_per_layer = in_flight > 0 ? pl.memory.activations / in_flight : 0;
   m.predicted_peak = pl.memory.total();
   m.predicted_text = "the planner's busiest GPU: model state " + format_value(pl.memory.model_state(), "B") +
@@ -281,7 +278,7 @@ int run_simulate(const SimulateArgs& a) {
                                                {"calibration", calibration_words()},
                                                {"report", rep.to_json().dump()}};
     meta[meta_key_name(MetaKey::gpus_per_node)] = std::to_string(c.gpus_per_node);
-    sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl, w), a.trace, meta, sim_checkpoints(pl, a.checkpoints));
+    sim::write_sim_trace(w, r, ranks, a.steps, sim_memory(pl), a.trace, meta, sim_checkpoints(pl, a.checkpoints));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rep.notes.push_back("trace: " + a.trace + " (+ .dtlt), " + std::to_string(ranks.size()) + " ranks × " +
                         std::to_string(a.steps) + " steps, written in " + std::to_string(s).substr(0, 5) + " s");

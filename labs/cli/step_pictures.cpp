@@ -35,15 +35,7 @@ std::string glued(const std::string& s) {
 }
 
 void print_wrapped(std::ostream& os, const std::string& line, std::size_t width) {
-  const std::size_t indent = line.find_first_not_of(' ');
-  if (indent == std::string::npos || display_width(line) <= width) {
-    os << unglued(line) << "\n";
-    return;
-  }
-  const std::string first(indent, ' '), next(indent + 4, ' ');
-  const std::size_t room = width > indent + 4 + 20 ? width - indent - 4 : 20;
-  const std::vector<std::string> lines = wrap(line.substr(indent), room);
-  for (std::size_t i = 0; i < lines.size(); ++i) os << (i == 0 ? first : next) << unglued(lines[i]) << "\n";
+  os << unglued(wrap_hanging(line, width));
 }
 
 namespace {

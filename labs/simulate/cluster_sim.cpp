@@ -13,9 +13,9 @@
 namespace dtl::sim {
 
 std::vector<int> split_layers(int layers, int stages) {
-  std::vector<int> out(std::size_t(stages), layers / stages);
-  for (int s = 0; s < layers % stages; ++s) ++out[std::size_t(s)];
-  return out;
+  theory::ParallelConfig even;
+  even.pp = stages;
+  return theory::stage_layer_counts(layers, even);
 }
 
 namespace {

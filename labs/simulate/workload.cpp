@@ -79,7 +79,7 @@ Workload workload_from_plan(const theory::Plan& p, pipeline::ScheduleKind schedu
   Workload w;
   w.dp = cfg.dp, w.tp = cfg.tp, w.pp = cfg.pp, w.cp = cfg.cp, w.zero = cfg.zero, w.micro_batches = cfg.micro_batches;
   w.schedule = schedule;
-  w.stage_layers = split_layers(m.layers, cfg.pp);
+  w.stage_layers = theory::stage_layer_counts(m.layers, cfg);              // uneven ends as the plan
   const double tokens_mb = double(cfg.micro_batch_size) * m.seq / cfg.cp;  // this GPU's s/cp positions
   const double forward_per_token = p.model_flops_per_token / 3;
   w.layer_forward_flops = forward_per_token / m.layers * tokens_mb / cfg.tp;

@@ -70,6 +70,8 @@ const std::map<std::string, std::string> kValue = {
     {"--calibrate-repeat", "2"},
     {"--compute", "flat"},
     {"--chunks", "2"},
+    {"--first-stage-layers", "10"},  // 7b's 32 layers on pp 2: 10 and 22, not 16 and 16
+    {"--last-stage-layers", "10"},
     {"--dp-bucket-mb", "2000"},
     {"--experts", "8"},
     {"--top-k", "1"},

@@ -119,3 +119,25 @@ TEST(Width, TheChecksCatchABrokenWordASplitNumberAndALongLine) {
   EXPECT_NE(width_problems(std::string(81, 'x') + "\n", 80, wide).find("wider than 80"), std::string::npos);
   EXPECT_EQ(width_problems("the master\nweights 64 KiB\n", 80, wide), "");
 }
+
+// A deadlock's messages (the watchdog's "still waiting" after 2 s and the run's failure, on
+// stderr) fit the terminal too: the pipeline's lines name the activation each stage waits for
+// and run past 80 columns unwrapped. Checked against the same deadlock at 200 columns.
+TEST(Width, ADeadlocksMessagesFitAt80Columns) {
+  const std::string args =
+      "run pipeline --schedule 1f1b --width 32 --depth 4 --batch 8 --micro-batches 4 --steps 1 --repeat 1 "
+      "--inject-hang 1:2";
+  const dtl::test::CliOutput wide = run_at(200, args);
+  ASSERT_EQ(wide.code, 1) << wide.err;
+  ASSERT_NE(wide.err.find("still waiting"), std::string::npos) << wide.err;
+  std::size_t widest_unwrapped = 0;
+  for (const std::string& line : lines_of(wide.err))
+    widest_unwrapped = std::max(widest_unwrapped, dtl::display_width(line));
+  EXPECT_GT(widest_unwrapped, 80u) << "the check needs a message longer than 80 columns:\n" << wide.err;
+  const dtl::test::CliOutput o = run_at(80, args);
+  ASSERT_EQ(o.code, 1) << o.err;
+  const std::string problems = width_problems(o.err, 80, vocabulary(wide.err));
+  EXPECT_TRUE(problems.empty()) << o.err << "\n" << problems;
+  std::printf("deadlock messages: widest %zu columns at 200, %zu stderr lines at 80\n", widest_unwrapped,
+              lines_of(o.err).size());
+}

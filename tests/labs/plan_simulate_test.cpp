@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/theory/kernel_time.h"
@@ -232,4 +233,52 @@ TEST(PlanSimulate, WeightGradientsAreAboutHalfTheLinearBackward) {
     EXPECT_GT(share, 1.0 / 3) << model;
     EXPECT_LT(share, 2.0 / 3) << model;
   }
+}
+
+// Uneven end stages (Megatron-LM's --decoder-first/last-pipeline-num-layers; Llama 3 405B ran 126
+// layers on 16 stages, one layer off each end, Dubey et al. 2024 §3.3.2): the counts per stage, the
+// same step in both commands, and the activations of the busiest stage by hand — 1F1B keeps
+// min(M, p − s) micro-batches on stage s, so 7 layers × 16 on stage 0 lose to 8 × 15 on stage 1.
+TEST(PlanSimulate, UnevenEndStagesMatchAndHoldTheirOwnLayers) {
+  const th::ModelSpec m = th::model_preset("llama3-405b");
+  th::ClusterSpec c = th::cluster_preset("h100-80gb");
+  th::ParallelConfig even{2, 8, 16, 1, 1, 16, th::Recompute::none};
+  c.gpus = 2 * 8 * 16;
+  th::ParallelConfig uneven = even;
+  uneven.first_stage_layers = 7, uneven.last_stage_layers = 7;
+  const std::vector<int> counts = th::stage_layer_counts(m.layers, uneven);
+  ASSERT_EQ(counts.size(), 16u);
+  EXPECT_EQ(counts.front(), 7);
+  EXPECT_EQ(counts.back(), 7);
+  for (std::size_t s = 1; s + 1 < counts.size(); ++s) EXPECT_EQ(counts[s], 8) << "stage " << s;
+  EXPECT_EQ(th::stage_layer_counts(m.layers, even).front(), 8);  // 126 = 14·8 + 2·7, the first 14 get 8
+  EXPECT_EQ(th::stage_layer_counts(m.layers, even).back(), 7);
+  EXPECT_DOUBLE_EQ(th::layers_in_flight(m.layers, even), 8.0 * 16);
+  EXPECT_DOUBLE_EQ(th::layers_in_flight(m.layers, uneven), 8.0 * 15);
+  const th::Plan a = th::plan(m, c, even), b = th::plan(m, c, uneven);
+  EXPECT_NEAR(b.memory.activations / a.memory.activations, 120.0 / 128.0, 1e-12);
+  for (const th::Plan* pl : {&a, &b}) {
+    const double planned = pl->time.total(), simulated = simulated_step(*pl);
+    std::printf("first stage %d layers: plan %.6f s, simulate %.6f s, activations %.3f GB\n",
+                th::stage_layer_counts(m.layers, pl->config).front(), planned, simulated, pl->memory.activations / 1e9);
+    EXPECT_LT(std::abs(planned / simulated - 1), 1e-9);
+  }
+  auto refused = [&](const th::ParallelConfig& p) {
+    try {
+      th::plan(m, c, p);
+      ADD_FAILURE() << "planned an uneven split that cannot apply";
+    } catch (const dtl::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("stage"), std::string::npos) << e.what();
+      std::printf("refused: %s\n", e.what());
+    }
+  };
+  th::ParallelConfig too_many = uneven;
+  too_many.first_stage_layers = 60, too_many.last_stage_layers = 60;  // 6 layers left for 14 stages
+  refused(too_many);
+  th::ParallelConfig looped = uneven;  // interleaving splits every stage evenly
+  looped.schedule = dtl::pipeline::ScheduleKind::interleaved, looped.chunks = 2;
+  refused(looped);
+  th::ParallelConfig one_stage{256, 1, 1, 1, 1, 1, th::Recompute::none};
+  one_stage.first_stage_layers = 7;
+  refused(one_stage);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -147,10 +148,13 @@ struct RankThreads {
                  !said_still_waiting && opt.still_waiting_s > 0 && stalled > opt.still_waiting_s &&
                  (opt.timeout_s <= 0 || stalled < opt.timeout_s)) {
         said_still_waiting = true;
-        std::fprintf(
-            stderr,
-            "still waiting: no rank made progress for %.0f s (the watchdog stops the run at --timeout %g s):\n  %s\n",
-            stalled, opt.timeout_s, universe.describe_blocked().c_str());
+        const std::string message = "still waiting: no rank made progress for " + format_g(std::round(stalled)) +
+                                    " s (the watchdog stops the run at --timeout " + format_g(opt.timeout_s) +
+                                    " s):\n  " + universe.describe_blocked() + "\n";
+        if (opt.say_still_waiting)
+          opt.say_still_waiting(message);
+        else
+          std::fputs(message.c_str(), stderr);
       } else if (opt.timeout_s > 0 && stalled > opt.timeout_s) {
         result.watchdog_fired = true;
         universe.abort(-1, "no rank made progress for " + format_g(opt.timeout_s) + " s (--timeout):\n  " +
