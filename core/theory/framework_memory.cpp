@@ -61,6 +61,16 @@ std::vector<MemoryLine> framework_memory(const Plan& pl) {
     out.push_back({"memory.recompute_working", "one layer's recomputed activations, in its backward", rebuilt,
                    "Chen et al. 2016: a recomputed layer's tensors live until its backward ends"});
   }
+  if (p.zero == 3) {  // ZeRO-3/FSDP: whole layers live from their all-gather to their reshard
+    const double layer = m.layer_parameters() / t;
+    out.push_back({"memory.zero3_gathered", "ZeRO-3 gathered layers (16-bit)",
+                   (1 + p.practice.zero3_prefetch) * layer * 2,
+                   "the running layer and the --zero3-prefetch layers gathered ahead, unsharded (PyTorch "
+                   "FSDP: from all-gather to reshard)"});
+    out.push_back({"memory.zero3_unsharded_grads", "one layer's gradients before reduce-scatter",
+                   layer * (p.practice.grads == GradPrecision::fp32 ? 4 : 2),
+                   "unsharded until the layer's reduce-scatter, in the reduce precision (--grads)"});
+  }
   int communicators = 0;
   for (int size : {p.tp, p.dp * p.cp, p.pp, p.ep}) communicators += size > 1 ? 1 : 0;
   out.push_back({"memory.nccl", "NCCL buffers", communicators * 16 * 2 * 4.0 * 1024 * 1024,

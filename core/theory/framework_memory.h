@@ -30,6 +30,8 @@ double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recom
 //                       cross-entropy computes in and keeps for backward (6 B each)
 //   recompute working   with recomputation, the layer in backward holds what was rebuilt: its
 //                       activations without recomputation less those kept (one layer, one micro-batch)
+//   ZeRO-3 gathered     (1 + prefetch) layers' parameters unsharded, 16-bit (layer_parameters/t · 2 B)
+//   ZeRO-3 gradients    one layer's unsharded gradients before their reduce-scatter (4 B fp32, 2 B bf16)
 //   NCCL buffers        per communicator the GPU is in: channels × 2 protocols × NCCL_BUFFSIZE 4 MiB
 //   CUDA context        0.5 GB: the context, cuBLAS's workspace and the kernels' modules, assumed
 std::vector<MemoryLine> framework_memory(const Plan& p);
