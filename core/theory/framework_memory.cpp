@@ -10,6 +10,13 @@ double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recom
   const double s = double(m.seq) / p.cp, b = p.micro_batch_size, h = m.hidden, a = m.heads, t = p.tp;
   const double sbh = s * b * h, outside = x.sp() ? t : 1;
   if (r == Recompute::full) return 2 * sbh / outside;  // each layer's input
+  if (r == Recompute::selective_op) {  // the input, the odd matmuls' outputs, attention's output and log-sum-exp
+    const bool llama = m.family == Family::llama;
+    const double odd = llama ? 2 * sbh + 2 * sbh * m.kv() / a + 2 * s * b * m.ffn_size()  // Q, V, gate
+                             : 2 * s * b * m.qkv_width() + 2 * s * b * m.ffn_size();      // QKV, fc1
+    const double down = llama ? 2 * sbh : 0;                                              // down's output
+    return (2 * sbh + down) / outside + (odd + 2 * sbh + 4 * a * s * b) / t;
+  }
   const double masks = x.has_dropout() ? 2 * sbh : 0;
   const double unsplit = (4 + 2 + 2) * sbh + masks;
   const double experts = m.experts > 0 ? m.top_k : 1;  // a token's k experts keep their own MLP tensors

@@ -20,6 +20,9 @@ namespace dtl::theory {
 //   scores (÷ t; unfused attention without recomputation): the softmax output 2·a·s²·b, with dropout
 //     its 1-byte mask and its output 3·a·s²·b more; flash keeps only its 4-byte log-sum-exp 4·a·s·b
 //   selective: no score terms; full: the layer's input 2·s·b·h (÷ t with sequence parallelism)
+//   selective-op (torchtitan's op policy): the input and Llama's down output 2·s·b·h each (÷ t with
+//     sequence parallelism); ÷ t: Q, V and gate (GPT: QKV and fc1), attention's output 2·s·b·h and
+//     its log-sum-exp 4·a·s·b — every other tensor is recomputed
 // At GPT's shape with dropout and unfused attention: s·b·h·(34 + 5·a·s/h)/t, Korthikanti's.
 double layer_activation_bytes(const ModelSpec& m, const ParallelConfig& p, Recompute r);
 

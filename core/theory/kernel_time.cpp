@@ -182,7 +182,20 @@ LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, con
     l.backward_gemm += core.forward;
     l.backward_memory += softmax_rerun(gpu, m, cfg, n, s);
   }
+  if (cfg.recompute == Recompute::selective_op) {  // every other linear and every element-wise op, not attention
+    l.core = core.forward;
+    l.core += core.backward;
+    for (const LinearShape& x : op_recomputed_linears(m, cfg.tp))
+      l.backward_gemm += linear_forward(gpu, rows, x.in, x.out);
+    l.backward_memory += l.forward_memory;
+  }
   return l;
+}
+
+std::vector<LinearShape> op_recomputed_linears(const ModelSpec& m, int tp) {
+  const double h = m.hidden, t = tp, f = m.ffn_size();
+  if (m.family == Family::llama) return {{h, h * m.kv() / m.heads / t}, {h / t, h}, {h, f / t}};
+  return {{h / t, h}, {f / t, h}};
 }
 
 LayerTime lm_head_time(const ClusterSpec& gpu, const ModelSpec& m, int micro_batch_size, int tp, int cp) {

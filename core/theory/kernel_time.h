@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/theory/plan.h"
 
@@ -76,6 +77,15 @@ struct LayerTime {
   double backward_s() const { return backward_gemm.seconds + backward_memory.seconds; }
 };
 LayerTime transformer_layer_time(const ClusterSpec& gpu, const ModelSpec& m, const ParallelConfig& cfg);
+
+// The linear layers selective-op recomputation (recompute.h) reruns in backward, as {in, out}
+// features on one of t TP ranks: the 2nd, 4th, ... matmul of the layer in torchtitan's forward
+// order. Llama (Q, K, V, O, gate, up, down): K (h → h·kv/a), O (h/t → h), up (h → ffn); GPT (one
+// QKV, projection, fc1, fc2): the projection (h/t → h) and fc2 (ffn/t → h).
+struct LinearShape {
+  double in = 0, out = 0;
+};
+std::vector<LinearShape> op_recomputed_linears(const ModelSpec& m, int tp);
 
 // The LM head on the last stage: logits [bs × h]·[h × V/t], its two backward GEMMs, and the
 // softmax cross-entropy over the logits (read + write b·s·V/t forward, twice backward).

@@ -20,13 +20,21 @@ namespace {
 
 constexpr double kBytes16 = 2;  // gradients, parameters and activations travel in 16 bits
 
+// The forward FLOPs selective-op reruns per token: 2·in·out for each linear it recomputes, every layer.
+double op_rerun_flops_per_token(const ModelSpec& m) {
+  double flops = 0;
+  for (const LinearShape& x : op_recomputed_linears(m, 1)) flops += 2 * x.in * x.out;
+  return m.layers * flops;
+}
+
 }  // namespace
 
 Recompute parse_recompute(std::string_view name) {
   if (name == "none") return Recompute::none;
   if (name == "selective") return Recompute::selective;
   if (name == "full") return Recompute::full;
-  throw UsageError("recomputation is none, selective or full, not '" + std::string(name) + "'");
+  if (name == "selective-op") return Recompute::selective_op;
+  throw UsageError("recomputation is none, selective, full or selective-op, not '" + std::string(name) + "'");
 }
 
 const char* recompute_name(Recompute r) {
@@ -34,6 +42,7 @@ const char* recompute_name(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+    case Recompute::selective_op: return "selective-op";
   }
   return "?";
 }
@@ -106,6 +115,12 @@ void validate(const ModelSpec& m, const ClusterSpec& c, const ParallelConfig& p)
   if (m.layers > 0 && p.pp > m.layers)
     throw UsageError("pp = " + std::to_string(p.pp) + " stages but only " + std::to_string(m.layers) +
                      " layers: a stage needs at least one layer");
+  if (p.recompute == Recompute::selective_op && (m.experts > 0 || !p.practice.flash() || !m.has_shape()))
+    throw UsageError(std::string("--recompute selective-op is torchtitan's policy over dense layers with fused "
+                                 "attention (SDPA): ") +
+                     (!m.has_shape()  ? "give the model's shape (--model or --layers --hidden --heads --seq)"
+                      : m.experts > 0 ? "drop --experts, or use none, selective or full"
+                                      : "use --attention flash or flash2"));
   if (p.zero < 0 || p.zero > 3) throw UsageError("ZeRO has stages 0 (plain DDP) to 3, not " + std::to_string(p.zero));
   if (!(p.efficiency > 0 && p.efficiency <= 1))
     throw UsageError("the efficiency must be in (0, 1], not " + format_g(p.efficiency));
@@ -305,9 +320,10 @@ void fill_memory(Plan& out) {
   mem.activations_none = held(layer_activation_bytes(m, p, Recompute::none));
   mem.activations_selective = held(layer_activation_bytes(m, p, Recompute::selective));
   mem.activations_full = held(layer_activation_bytes(m, p, Recompute::full));
-  mem.activations = p.recompute == Recompute::none        ? mem.activations_none
-                    : p.recompute == Recompute::selective ? mem.activations_selective
-                                                          : mem.activations_full;
+  mem.activations = p.recompute == Recompute::none           ? mem.activations_none
+                    : p.recompute == Recompute::selective    ? mem.activations_selective
+                    : p.recompute == Recompute::selective_op ? held(layer_activation_bytes(m, p, p.recompute))
+                                                             : mem.activations_full;
 }
 
 void fill_time(Plan& out) {
@@ -317,9 +333,10 @@ void fill_time(Plan& out) {
   const double active = m.experts > 0 ? m.active_parameters() : out.psi;  // what one token computes with
   out.model_flops_per_token = 6 * active + attention;
   out.hardware_flops_per_token =
-      out.model_flops_per_token + (p.recompute == Recompute::full        ? 2 * active + attention / 3
-                                   : p.recompute == Recompute::selective ? attention / 3
-                                                                         : 0);
+      out.model_flops_per_token + (p.recompute == Recompute::full           ? 2 * active + attention / 3
+                                   : p.recompute == Recompute::selective    ? attention / 3
+                                   : p.recompute == Recompute::selective_op ? op_rerun_flops_per_token(m)
+                                                                            : 0);
   // The schedule's published idle share with equal stages (schedule.h): (P−1)/(M+P−1), interleaved
   // (P−1)/(v·M+P−1), the zero-bubble ones from one layer's F, B and W (kernel_time.h).
   pipeline::ActionTimes layer;  // (without a shape: F = B/2 = W, the papers' T_F = T_B = T_W)

@@ -14,6 +14,11 @@ enum class Recompute {
   selective,  // keep all but the attention's softmax probabilities (s² per head): recompute
               // the core attention (Q·Kᵀ, softmax, ·V) in backward — Megatron's "selective"
   full,       // keep each layer's input only: rerun the layer's forward in its backward
+  // torchtitan's op-level selective checkpointing (its default "selective" with option "op",
+  // torchtitan/distributed/activation_checkpoint.py): of each layer's matmuls, in forward order,
+  // keep the outputs of the 1st, 3rd, ... and recompute the 2nd, 4th, ...; keep attention's output;
+  // recompute every element-wise op. Modelled for dense layers (the planner, not the GPT lab).
+  selective_op,
 };
 Recompute parse_recompute(std::string_view name);  // throws UsageError
 const char* recompute_name(Recompute r);

@@ -100,8 +100,11 @@ void add_memory_rows(Report& rep, const th::Plan& pl) {
   if (pl.model.has_shape()) {  // (a model given by Ψ alone has no activations to count)
     rep.add("memory.activations", std::string("activations (recompute ") + th::recompute_name(p.recompute) + ")",
             mem.activations / 1e9, "GB")
-        .source = std::string("Korthikanti et al. 2022; SP ") + (p.practice.sp() ? "on" : "off") +
-                  (p.practice.flash() ? ", flash" : "") + (p.practice.has_dropout() ? ", dropout" : "");
+        .source = std::string(p.recompute == th::Recompute::selective_op
+                                  ? "torchtitan's op policy: input, Q, V, gate, attention out (framework_memory.h); SP "
+                                  : "Korthikanti et al. 2022; SP ") +
+                  (p.practice.sp() ? "on" : "off") + (p.practice.flash() ? ", flash" : "") +
+                  (p.practice.has_dropout() ? ", dropout" : "");
     const std::string terms = p.practice.flash() || !p.practice.has_dropout() ? "Korthikanti's tensors, as run" : "";
     rep.add("memory.activations_none", "activations, no recomputation", mem.activations_none / 1e9, "GB").source =
         terms.empty() ? "s·b·h(34+5as/h)" + per_cp : terms;

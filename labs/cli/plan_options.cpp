@@ -323,8 +323,10 @@ void add_plan_options(CLI::App* p, PlanArgs& a) {
       ->check(whole_range(1, 1000000))
       ->capture_default_str();
   add_schedule_options(p, a);
-  p->add_option("--recompute", a.recompute, "none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))
+  p->add_option("--recompute", a.recompute,
+                "none, selective (Megatron's: the attention core), full, selective-op (torchtitan's: every other "
+                "matmul and the element-wise ops)")
+      ->check(CLI::IsMember({"none", "selective", "full", "selective-op"}))
       ->capture_default_str();
   p->add_option("--convention", a.convention, "Bytes per parameter: 16 (2+2+12), 12 (2+2+8), 8 (2+2+4)")
       ->check(CLI::IsMember({"16", "12", "8"}))

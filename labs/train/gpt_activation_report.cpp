@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/error.h"
 #include "core/memory/device_ops.h"
 #include "core/trace/trace.h"
 #include "labs/measure.h"
@@ -37,6 +38,7 @@ double recompute_flop_ratio(const GptConfig& c, theory::Recompute r) {
     case theory::Recompute::none: return 0;
     case theory::Recompute::selective: return attention / forward;
     case theory::Recompute::full: return (16 * R * h * h + attention) / forward;
+    case theory::Recompute::selective_op: throw UsageError("the GPT lab recomputes none, selective or full");
   }
   return 0;
 }

@@ -35,6 +35,8 @@ GptActivationBytes gpt_activation_parts(const GptConfig& c, int tp, ex::TpMode m
       p.block = 4 * input;
       p.recomputed = 4 * (rest + probs);
       break;
+    case theory::Recompute::selective_op:  // (the planner's torchtitan policy; the lab's options do not offer it)
+      throw UsageError("the GPT lab recomputes none, selective or full");
   }
   p.end = 4 * (span.head ? 2 * Rl * h + 2 * Rl + 2 * R * V / T : Rl * h);
   return p;
