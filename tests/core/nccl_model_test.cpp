@@ -119,7 +119,7 @@ struct Miss {
 const Miss kMisses[] = {
     {"8× A100", 4 * kMiB, 32 * kMiB,
      "ring/LL128 and Simple as NCCL 2.18.5's tuning.cc prices them (this model reproduces its estimate); the "
-     "measured calls reach 62–77 % of that bandwidth: NCCL's estimate is this optimistic here"},
+     "measured calls reach 62–73 % of that bandwidth: NCCL's estimate is this optimistic here"},
     {"8× H100", kMiB, 64 * kMiB,
      "NCCL's NVLS estimate, 23 µs + bytes/(320 GB/s·5/6), has no ramp; the measured calls take 14–50 µs more "
      "below 128 MiB (NVLS moves 16–128 KiB chunks per channel, enqueue.cc computeColl; not in tuning.cc)"},
