@@ -22,7 +22,9 @@ constexpr double kBaseLatency[kAlgos][kProtos] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 
 constexpr double kNvlinkHop[kAlgos][kProtos] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0.0, 0.0, 0.0}};
 constexpr double kNetworkHop[kAlgos][kProtos] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0.0, 0.0, 0.0}};
 
-// Per architecture (Ampere, Hopper) and scale (1 node, 2 nodes, more): the ceilings.
+// Per architecture (Ampere, Hopper) and scale (1 node, 2 nodes, more): the ceilings. Across nodes
+// NCCL picks LL's row by the CPU's vendor (Intel 39/39/20.4) and adds a 1–2 µs network post
+// overhead per ring step (tuning.cc, getNetOverhead); the profiles name no CPU: the AMD row, no overhead.
 constexpr double kLlMax[2][3] = {{87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
 constexpr double kRingLl128PerChannel[2][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
 constexpr double kTreeLl128PerChannel[2][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};

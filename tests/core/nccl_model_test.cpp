@@ -198,6 +198,27 @@ TEST(NcclModel, RingTimeIsLatencyPlusBytesOverAlgorithmBandwidth) {
   EXPECT_EQ(th::nccl_time(dtl::CollectiveKind::all_reduce, kGiB, th::nccl_fabric(th::gpu_profile("h200"), 1, 8)), 0);
 }
 
+TEST(NcclModel, NvlsAndRingLlAsNcclPricesThem) {
+  // Independent arithmetic from NCCL 2.18.5. NVLS on 8 H100s: the NVLS graph's 8 channels × 40 GB/s
+  // (9 × 40 ≤ 370.8, 9 × 60 is not), algbw × 5/6, latency 23 µs.
+  const th::NcclFabric h = th::nccl_fabric(th::gpu_profile("h100-sxm5"), 8, 8);
+  const th::NcclCost nvls =
+      th::nccl_cost(dtl::CollectiveKind::all_reduce, kGiB, h, th::NcclAlgo::nvls, th::NcclProto::simple);
+  const double nvls_expected = 23e-6 + kGiB / (8 * 40e9 * 5 / 6);
+  EXPECT_NEAR(nvls.time_s, nvls_expected, 1e-12) << "difference " << nvls.time_s - nvls_expected;
+  // 4 H100s: 5 × 60 ≤ 370.8, so 4 channels × 60 GB/s.
+  const th::NcclFabric h4 = th::nccl_fabric(th::gpu_profile("h100-sxm5"), 4, 8);
+  EXPECT_NEAR(
+      th::nccl_cost(dtl::CollectiveKind::all_reduce, kGiB, h4, th::NcclAlgo::nvls, th::NcclProto::simple).algbw_Bps,
+      4 * 60e9 * 5 / 6, 1);
+  // Ring LL on 8 A100s: a quarter of the ring's 208 GB/s; latency 6.6 + 14 × 0.6 µs.
+  const th::NcclFabric a = th::nccl_fabric(th::gpu_profile("a100-sxm4-80gb"), 8, 8);
+  const th::NcclCost ll =
+      th::nccl_cost(dtl::CollectiveKind::all_reduce, kMiB, a, th::NcclAlgo::ring, th::NcclProto::ll);
+  const double ll_expected = (6.6 + 14 * 0.6) * 1e-6 + kMiB / (208e9 / 4 * 8 / 14);
+  EXPECT_NEAR(ll.time_s, ll_expected, 1e-12) << "difference " << ll.time_s - ll_expected;
+}
+
 TEST(NcclModel, NamesParseAndBadNamesSayWhatIsAllowed) {
   EXPECT_EQ(th::parse_nccl_algo("tree"), th::NcclAlgo::tree);
   EXPECT_EQ(th::parse_nccl_proto("LL128"), th::NcclProto::ll128);
