@@ -1,5 +1,6 @@
-// NCCL's tuning model (nccl_model.h). The constants are NCCL's own (src/graph/tuning.cc of NCCL
-// 2.18–2.19; latencies in µs, bandwidths in GB/s as there), read to learn its structure, not copied.
+// NCCL's tuning model (nccl_model.h). The constants are NCCL 2.18.5's own (src/graph/tuning.cc,
+// src/graph/search.cc; latencies in µs, bandwidths in GB/s as there), the version that ran the
+// published curves tests/core/nccl_model_test.cpp checks; read to learn its structure, not copied.
 #include "core/theory/nccl_model.h"
 
 #include <algorithm>
@@ -21,17 +22,25 @@ constexpr double kBaseLatency[kAlgos][kProtos] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 
 constexpr double kNvlinkHop[kAlgos][kProtos] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0.0, 0.0, 0.0}};
 constexpr double kNetworkHop[kAlgos][kProtos] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0.0, 0.0, 0.0}};
 
-// Per architecture (Ampere, Hopper) and scale (1 node, 2 nodes, more): the ceilings.
+// Per architecture (Ampere, Hopper) and scale (1 node, 2 nodes, more): the ceilings. Across nodes
+// NCCL picks LL's row by the CPU's vendor (Intel 39/39/20.4) and adds a 1–2 µs network post
+// overhead per ring step (tuning.cc, getNetOverhead); the profiles name no CPU: the AMD row, no overhead.
 constexpr double kLlMax[2][3] = {{87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
 constexpr double kRingLl128PerChannel[2][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
 constexpr double kTreeLl128PerChannel[2][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
 constexpr double kTreePerChannel[2][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
 
-// treeCorrectionFactor[proto][log2(bytes/64)]: trees stray from the model at medium sizes.
-constexpr double kTreeCorrection[kProtos][22] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
+// treeCorrectionFactor[proto][log2(bytes/64)] (tuning.cc): trees stray from the model at medium
+// sizes; powers of two from 64 B to 256 MiB, 1 beyond.
+constexpr int kTreeSizes = 23;
+constexpr double kTreeCorrection[kProtos][kTreeSizes] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+// The per-channel speeds NCCL's topology search tries on Hopper inside a node (search.cc,
+// sm90SpeedArrayIntra), fastest first: a graph's channels each run at one of them.
+constexpr double kSm90IntraSpeeds[] = {60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0};
 
 int arch_index(const NcclFabric& f) { return f.arch == GpuArch::hopper ? 1 : 0; }
 int scale_index(const NcclFabric& f) { return f.nodes <= 2 ? f.nodes - 1 : 2; }
@@ -45,12 +54,28 @@ double tier_bus_GBps(const NcclFabric& f) {
 
 int ring_steps(CollectiveKind c, int n) { return c == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1; }
 
+// NCCL's NVLS graph (search.cc, ncclTopoCompute and ncclTopoSearchTryNvls): one channel per GPU
+// of the node, its head pulling `speed` from every GPU and twice from itself, so each GPU's NVLink
+// carries (k+1)·speed; speed is the fastest of NCCL's Hopper speeds that fits. 8 H100s (NVLink
+// 370.8 GB/s): 9 × 40 ≤ 370.8, so 8 channels × 40 = 320 GB/s, not the links' 370.8.
+double nvls_bus_GBps(const NcclFabric& f) {
+  const int k = f.ranks_per_node();
+  for (double speed : kSm90IntraSpeeds)
+    if ((k + 1) * speed <= f.nvlink.nccl_Bps / kGB) return k * speed;
+  return 0;
+}
+
+// ncclTopoTuneModel's per-protocol refinements (tuning.cc, NCCL 2.18.5).
 double bus_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const double B = tier_bus_GBps(f), channels = f.channels;
   const int ai = arch_index(f), si = scale_index(f);
   if (a == NcclAlgo::ring) {
-    if (p == NcclProto::ll) return std::min(B * 0.5, kLlMax[ai][si]);
-    if (p == NcclProto::ll128) return std::min(B * 0.92, channels * kRingLl128PerChannel[ai][si]);
+    // LL: a quarter of the ring for all-reduce or across nodes, a third otherwise (2.21 made it a half).
+    const bool quarter = c == CollectiveKind::all_reduce || f.nodes > 1;
+    if (p == NcclProto::ll) return std::min(B * (quarter ? 0.25 : 1.0 / 3.0), kLlMax[ai][si]);
+    // LL128: 0.92 of the ring (its 120 data bytes of 128), 0.7 with one GPU per node.
+    const double ll128 = f.ranks_per_node() < 2 ? 0.7 : 0.92;
+    if (p == NcclProto::ll128) return std::min(B * ll128, channels * kRingLl128PerChannel[ai][si]);
     return B;
   }
   if (a == NcclAlgo::tree) {
@@ -62,7 +87,7 @@ double bus_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) 
     return T;
   }
   const bool nvls = f.nvls && f.nodes == 1 && c == CollectiveKind::all_reduce && p == NcclProto::simple;
-  return nvls ? f.nvlink.nccl_Bps / kGB : 0;
+  return nvls ? nvls_bus_GBps(f) : 0;
 }
 
 double algbw_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
@@ -75,21 +100,27 @@ double algbw_GBps(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p
 // carry exactly NCCL's, so by default this is NCCL's table; --intra-latency 500 makes it slower).
 double hop_scale(const LinkTier& tier, double ring_simple_us) { return tier.latency_s / (ring_simple_us * kUs); }
 
-double latency_us(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+double latency_us(CollectiveKind c, const NcclFabric& f, NcclAlgo a, NcclProto p) {
   const int ai = int(a), pi = int(p);
   const double intra = kNvlinkHop[ai][pi] * hop_scale(f.nvlink, kNvlinkHop[0][2]);
   const double inter = kNetworkHop[ai][pi] * hop_scale(f.network, kNetworkHop[0][2]);
   double lat = kBaseLatency[ai][pi];
   if (a == NcclAlgo::ring) {
+    // 2.18.5 counts 2·nodes network steps for an all-reduce (2.23 made it 2·(nodes − 1)).
     const int steps = ring_steps(c, f.ranks);
-    const int inter_steps = f.nodes <= 1 ? 0 : (c == CollectiveKind::all_reduce ? 2 * (f.nodes - 1) : f.nodes - 1);
-    lat += (steps - inter_steps) * intra + inter_steps * inter;
-    const bool plateau =
-        f.nodes > 1 && p == NcclProto::simple && c == CollectiveKind::all_reduce && bytes >= f.ranks / 16.0 * 65536;
-    return plateau ? lat * 1.9 : lat;
+    const int inter_steps = f.nodes <= 1 ? 0 : (c == CollectiveKind::all_reduce ? 2 * f.nodes : f.nodes - 1);
+    return lat + (steps - inter_steps) * intra + inter_steps * inter;
   }
   if (a == NcclAlgo::tree) return lat + 2 * ((f.ranks_per_node() - 1) * intra + std::log2(double(f.nodes)) * inter);
   return lat + (f.nodes > 1 ? inter : 0);
+}
+
+// ncclTopoGetAlgoTime's "plateau effect of ring" (tuning.cc): a multi-node Simple all-reduce of
+// at least 64 bytes per channel and rank pays 1.4× its latency on Ampere and Hopper.
+double plateau(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo a, NcclProto p) {
+  const bool applies = a == NcclAlgo::ring && p == NcclProto::simple && f.nodes > 1 &&
+                       c == CollectiveKind::all_reduce && bytes / (f.channels * f.ranks) >= 64;
+  return applies ? 1.4 : 1.0;
 }
 
 }  // namespace
@@ -137,12 +168,12 @@ NcclCost nccl_cost(CollectiveKind c, double bytes, const NcclFabric& f, NcclAlgo
   const double bw = algbw_GBps(c, f, a, p);
   if (!(bw > 0)) return cost;
   cost.supported = true;
-  cost.latency_s = latency_us(c, bytes, f, a, p) * kUs;
+  cost.latency_s = latency_us(c, f, a, p) * kUs * plateau(c, bytes, f, a, p);
   cost.algbw_Bps = bw * kGB;
   double effective = cost.algbw_Bps;
   if (a == NcclAlgo::tree) {  // the size correction, powers of two from 64 B
     const int log_size = bytes >= 64 ? int(std::floor(std::log2(bytes / 64))) : 0;
-    if (log_size < 22) effective *= kTreeCorrection[int(p)][std::max(0, log_size)];
+    if (log_size < kTreeSizes) effective *= kTreeCorrection[int(p)][std::max(0, log_size)];
   }
   cost.time_s = cost.latency_s + bytes / effective;
   return cost;

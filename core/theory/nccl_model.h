@@ -1,7 +1,8 @@
 // Collectives as NCCL times them (issue 45): the structure of NCCL's tuning model
-// (src/graph/tuning.cc, NCCL 2.18–2.19; its figures cited where they are used in nccl_model.cpp),
-// as pure functions. `dtlab plan`, `dtlab simulate` and the collectives lab's `--algo auto` all
-// time a library collective with nccl_time() and pick its algorithm with nccl_choose().
+// (src/graph/tuning.cc and search.cc of NCCL 2.18.5; its figures cited where they are used in
+// nccl_model.cpp), as pure functions. `dtlab plan`, `dtlab simulate` and the collectives lab's
+// `--algo auto` all time a library collective with nccl_time() and pick its algorithm with
+// nccl_choose().
 //
 // For one collective of `bytes` (nccl-tests' size: the per-rank input of all_reduce, the whole
 // vector of reduce_scatter / all_gather) over R ranks on N nodes (R/N per node):
@@ -10,18 +11,20 @@
 //
 //   bus bandwidth B   one tier's: on one node NVLink's (channels × bandwidth per channel),
 //                     across nodes min(NVLink, NICs per node × a NIC's)
-//     ring   LL       min(B/2, LL's ceiling)          LL128  min(0.92·B, channels × LL128 per channel)
+//     ring   LL       min(B/4 (all_reduce, or across nodes) | B/3, LL's ceiling)
+//            LL128    min(0.92·B (0.7·B with one GPU per node), channels × LL128 per channel)
 //            Simple   B
 //     tree   (all_reduce only) T = min(0.92·B, channels × tree per channel); LL min(T/3.8, LL's
 //            ceiling), LL128 min(T·(7/9 one node | 120/128), channels × tree LL128 per channel),
 //            Simple T; × the size correction of tuning.cc's treeCorrectionFactor
-//     nvls   (all_reduce on one node of NVSwitch 3, Simple only) B
+//     nvls   (all_reduce on one node of NVSwitch 3, Simple only) NCCL's NVLS graph: k = R/N
+//            channels × the fastest Hopper speed s with (k+1)·s ≤ NVLink (8 H100s: 8 × 40)
 //   algbw             ring B·R/steps (steps 2(R−1) for all_reduce, R−1 for reduce_scatter,
 //                     all_gather), tree B/2, nvls B·5/6
 //   latency           base(algo, proto) +
 //     ring   (steps − inter-node steps)·hop(NVLink) + inter-node steps·hop(network)
-//            (inter-node steps 2(N−1) or N−1); ×1.9 for a multi-node Simple all_reduce past
-//            R/16·64 KiB (NCCL's "plateau effect of ring")
+//            (inter-node steps 2N for all_reduce, N−1 otherwise); ×1.4 for a multi-node Simple
+//            all_reduce of ≥ 64 B per channel and rank (NCCL's "plateau effect of ring")
 //     tree   2·((R/N − 1)·hop(NVLink) + log2(N)·hop(network))
 //     nvls   its own NVLink latency (+ one network hop across nodes)
 //   (hop(tier) is NCCL's table scaled by the tier's latency_s over NCCL's Ring/Simple figure:
@@ -29,6 +32,8 @@
 //
 // nccl_choose() takes the fastest enabled (algo, proto), as NCCL does, and says why.
 // Bus bandwidth as nccl-tests prints it: bytes/time × busbw_factor (collectives.h).
+// What NCCL's model (and so this one) leaves out: mid-size calls run slower than it says on one
+// node (docs/planning.md, "The performance model": measured against nccl-tests curves).
 #pragma once
 
 #include <string>
