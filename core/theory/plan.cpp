@@ -29,24 +29,6 @@ double op_rerun_flops_per_token(const ModelSpec& m) {
 
 }  // namespace
 
-Recompute parse_recompute(std::string_view name) {
-  if (name == "none") return Recompute::none;
-  if (name == "selective") return Recompute::selective;
-  if (name == "full") return Recompute::full;
-  if (name == "selective-op") return Recompute::selective_op;
-  throw UsageError("recomputation is none, selective, full or selective-op, not '" + std::string(name) + "'");
-}
-
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-    case Recompute::selective_op: return "selective-op";
-  }
-  return "?";
-}
-
 const char* axis_name(Axis a) {
   return a == Axis::dp ? "dp" : a == Axis::tp ? "tp" : a == Axis::pp ? "pp" : a == Axis::ep ? "ep" : "cp";
 }
