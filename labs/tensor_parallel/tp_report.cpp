@@ -116,7 +116,8 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
       .from(k > 1 ? "2L" : "L");
   rep.check(n + "fwd_all_reduce_bytes", "forward all-reduce bytes per step (fp32)", c.fwd_payload, k * L * payload, "B")
       .from(k > 1 ? "2L·b·s·h·4" : "L·b·s·h·4");
-  rep.add(n + "fwd_all_reduce_bytes_16bit", "the same at 2 bytes per value (the seed's fp16)", c.fwd_payload / 2, "B")
+  rep.add(n + "fwd_all_reduce_bytes_16bit", "the same at 2 bytes per value (the course text's fp16)", c.fwd_payload / 2,
+          "B")
       .predict(k * L * payload / 2, k > 1 ? "2L·b·s·h·2" : "L·b·s·h·2");
   const double compute = std::max(0.0, c.fwd_span_seconds - c.fwd_comm_seconds);
   rep.add(n + "fwd_compute", "forward compute in the blocks (without the all-reduces)", compute, "s");
@@ -128,17 +129,19 @@ void add_forward_rows(Report& rep, const TpSettings& s, const TpMeasurement& m, 
   const theory::Link l{link.alpha_s(), link.beta_Bps()};
   const double on_link = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload, l);
   comm_time.predict(on_link, link.name + ", α–β");
-  // Where the seed's ~6% comes from: its bytes (2 per value) on its link against its 50 ms GPU forward.
+  // Where the course text's ~6% comes from (Phase V — Distributed Training): its bytes (2 per value)
+  // on its link against its 50 ms GPU forward.
   const double seed_comm = k * L * theory::library_collective_time(CollectiveKind::all_reduce, T, payload / 2, l),
                seed_forward = 50e-3;
-  char text[400];
-  std::snprintf(text, sizeof text,
-                "The seed's ~6%%: %d all-reduces of %s (2 bytes per value) on %s take %s; against the seed's "
-                "50 ms GPU forward that is %.1f%%. This run's forward computed %s on CPU cores, so the same "
-                "transfers would be %.2g%% of it.",
-                int(k * L), format_value(payload / 2, "B").c_str(), link.name.c_str(),
-                format_value(seed_comm, "s").c_str(), 100 * seed_comm / seed_forward,
-                format_value(compute, "s").c_str(), compute > 0 ? 100 * seed_comm / compute : 0.0);
+  char text[512];
+  std::snprintf(
+      text, sizeof text,
+      "Phase V — Distributed Training's ~6%%: %d all-reduces of %s (2 bytes per value) on %s take %s; "
+      "against its 50 ms GPU forward that is %.1f%%. This run's forward computed %s on CPU cores, so the same "
+      "transfers would be %.2g%% of it.",
+      int(k * L), format_value(payload / 2, "B").c_str(), link.name.c_str(), format_value(seed_comm, "s").c_str(),
+      100 * seed_comm / seed_forward, format_value(compute, "s").c_str(),
+      compute > 0 ? 100 * seed_comm / compute : 0.0);
   rep.notes.push_back(text);
 }
 
