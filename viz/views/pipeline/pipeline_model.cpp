@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/theory/schedule.h"
@@ -291,6 +293,33 @@ int block_direction(const PipeBlock& k, std::string_view schedule, int stages, i
   if (to < 0 || to >= placement.virtual_stages()) return 0;
   const int stage = placement.stage_of(to);
   return stage > k.stage ? 1 : stage < k.stage ? -1 : 0;
+}
+
+std::vector<BlockRole> block_roles(const std::vector<PipeBlock>& blocks) {
+  std::set<std::tuple<int, int, int>> weights;  // (stage, micro-batch, chunk) of every W
+  for (const PipeBlock& k : blocks)
+    if (k.op == Pass::weight) weights.insert({k.stage, k.micro_batch, k.chunk});
+  std::vector<BlockRole> roles;
+  roles.reserve(blocks.size());
+  for (const PipeBlock& k : blocks) {
+    if (k.op == Pass::forward)
+      roles.push_back(BlockRole::forward);
+    else if (k.op == Pass::weight)
+      roles.push_back(BlockRole::weight_grad);
+    else
+      roles.push_back(weights.count({k.stage, k.micro_batch, k.chunk}) ? BlockRole::input_grad : BlockRole::backward);
+  }
+  return roles;
+}
+
+const char* role_name(BlockRole r) {
+  switch (r) {
+    case BlockRole::forward: return "forward (F)";
+    case BlockRole::backward: return "full backward (B: input and weight grads)";
+    case BlockRole::input_grad: return "input grad only (I, the zero-bubble split)";
+    case BlockRole::weight_grad: return "weight grad (W)";
+  }
+  return "?";
 }
 
 }  // namespace dtl::viz
