@@ -247,7 +247,8 @@ namespace dtl::pipeline {
 
 std::vector<Action> dualpipe_v_part(int P, int M, int s, DualPipePart part) {
   validate(ScheduleKind::dualpipe_v, {P, M, 2, Placement::vee});
-  if (s < 0 || s >= P) throw UsageError("dualpipev: stage " + std::to_string(s) + " is outside 0.." + std::to_string(P - 1));
+  if (s < 0 || s >= P)
+    throw UsageError("dualpipev: stage " + std::to_string(s) + " is outside 0.." + std::to_string(P - 1));
   detail::DualWriter d;
   detail::dualpipe_v_warm_up(d, P, s);
   const std::size_t overlapped_begin = d.out.size();

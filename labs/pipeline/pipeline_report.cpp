@@ -89,8 +89,8 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
 // Where the model sits and which actions overlap: the run's against core/theory's schedule.
 void add_layout_rows(Report& rep, const std::string& n, const PipelineMeasurement& m, int P) {
   if (m.loss_stage >= 0)  // (not run: resumed past the step it is read at)
-    rep.check(n + "loss_stage", "stage computing the loss (holds the last layer)", m.loss_stage,
-              m.predicted_loss_stage, "")
+    rep.check(n + "loss_stage", "stage computing the loss (holds the last layer)", m.loss_stage, m.predicted_loss_stage,
+              "")
         .from(m.chunks == 2 && (m.kind == pipeline::ScheduleKind::zb_v || m.kind == pipeline::ScheduleKind::dualpipe_v)
                   ? "the V: stage 0"
                   : "the placement");

@@ -60,8 +60,8 @@ void check_from_exercise(const pipeline::Schedule& sched, const char* exercise, 
   try {
     pipeline::check_schedule(sched);
   } catch (const UsageError& e) {
-    throw Error(std::string(exercise) + " (your exercise) gave " + what + " the " + pipeline::schedule_name(sched.kind) +
-                " schedule cannot run: " + e.what());
+    throw Error(std::string(exercise) + " (your exercise) gave " + what + " the " +
+                pipeline::schedule_name(sched.kind) + " schedule cannot run: " + e.what());
   }
 }
 
@@ -75,7 +75,8 @@ pipeline::Schedule dualpipe_schedule(const PipelineSettings& s, int P) {
     std::vector<pipeline::Action> list = pipeline::dualpipe_v_part(P, M, stage, pipeline::DualPipePart::warm_up);
     const std::vector<pipeline::Action> pairs = ex::dualpipe_pairs(P, M, stage);  // exercise
     list.insert(list.end(), pairs.begin(), pairs.end());
-    const std::vector<pipeline::Action> rest = pipeline::dualpipe_v_part(P, M, stage, pipeline::DualPipePart::cool_down);
+    const std::vector<pipeline::Action> rest =
+        pipeline::dualpipe_v_part(P, M, stage, pipeline::DualPipePart::cool_down);
     list.insert(list.end(), rest.begin(), rest.end());
     sched.stages.push_back(std::move(list));
   }

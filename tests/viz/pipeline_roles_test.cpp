@@ -31,15 +31,17 @@ int distance(ImU32 a, ImU32 b) {
 
 TEST(PipelineRoles, ABackwardIsAnIWhereItsOwnStageRunsItsW) {
   const std::vector<PipeBlock> blocks = {
-      block(0, Pass::forward, 0),  block(0, Pass::backward, 0),    // W0 below on stage 0: I
-      block(0, Pass::backward, 1),                                 // no W1 anywhere: full B
-      block(0, Pass::weight, 0),   block(1, Pass::backward, 0),    // W0 is stage 0's: full B here
+      block(0, Pass::forward, 0),     block(0, Pass::backward, 0),   // W0 below on stage 0: I
+      block(0, Pass::backward, 1),                                   // no W1 anywhere: full B
+      block(0, Pass::weight, 0),      block(1, Pass::backward, 0),   // W0 is stage 0's: full B here
       block(1, Pass::backward, 2, 1), block(1, Pass::weight, 2, 0),  // W of chunk 0, B of chunk 1: full B
       block(1, Pass::backward, 3, 1), block(1, Pass::weight, 3, 1),  // same chunk: I
   };
   const std::vector<BlockRole> want = {BlockRole::forward,     BlockRole::input_grad, BlockRole::backward,
                                        BlockRole::weight_grad, BlockRole::backward,   BlockRole::backward,
                                        BlockRole::weight_grad, BlockRole::input_grad, BlockRole::weight_grad};
+  EXPECT_TRUE(dtl::viz::has_weight_blocks(blocks));  // the legend then shows I and W
+  EXPECT_FALSE(dtl::viz::has_weight_blocks({block(0, Pass::forward, 0), block(0, Pass::backward, 0)}));
   const std::vector<BlockRole> got = dtl::viz::block_roles(blocks);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i)

@@ -304,10 +304,10 @@ TEST(VeeStage, CoversTheModelOnceAndFoldsOnTheLastStageUpTo64Stages) {
     for (int s = 0; s < P; ++s)
       for (int c = 0; c < 2; ++c) {
         const int vs = ex::vee_stage(P, s, c);
-        DTL_GRADE_ASSERT(vs >= 0 && vs < 2 * P) << vee_case(P, s, c) << " is " << vs << ", outside the model's 0.."
-                                                << 2 * P - 1;
-        DTL_GRADE_ASSERT(holder[std::size_t(vs)] < 0) << vee_case(P, s, c) << " is " << vs
-                                                      << ", a virtual stage another chunk holds already";
+        DTL_GRADE_ASSERT(vs >= 0 && vs < 2 * P)
+            << vee_case(P, s, c) << " is " << vs << ", outside the model's 0.." << 2 * P - 1;
+        DTL_GRADE_ASSERT(holder[std::size_t(vs)] < 0)
+            << vee_case(P, s, c) << " is " << vs << ", a virtual stage another chunk holds already";
         holder[std::size_t(vs)] = s;
       }
     // Down with chunk 0, back up with chunk 1: consecutive virtual stages on neighbouring stages,
@@ -331,7 +331,9 @@ std::string pairs_text(const std::vector<Action>& actions) {
   std::string s;
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const auto one = [&](const Action& a) {
-      return std::string(a.op == Pass::forward ? "F" : a.op == Pass::backward ? "B" : "W") +
+      return std::string(a.op == Pass::forward    ? "F"
+                         : a.op == Pass::backward ? "B"
+                                                  : "W") +
              std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
     };
     s += s.empty() ? "" : " ";
@@ -369,13 +371,13 @@ std::string dual_case(int P, int M, int s) {
 TEST(DualpipePairs, MatchesTheHandWrittenPairsForTwoAndFourStages) {
   for (int s = 0; s < 2; ++s) {
     const std::string got = pairs_text(ex::dualpipe_pairs(2, 4, s));
-    DTL_GRADE_EXPECT(got == kDualPipe24[s]) << dual_case(2, 4, s) << " is\n  " << got << "\nexpected\n  "
-                                            << kDualPipe24[s];
+    DTL_GRADE_EXPECT(got == kDualPipe24[s])
+        << dual_case(2, 4, s) << " is\n  " << got << "\nexpected\n  " << kDualPipe24[s];
   }
   for (int s = 0; s < 4; ++s) {
     const std::string got = pairs_text(ex::dualpipe_pairs(4, 8, s));
-    DTL_GRADE_EXPECT(got == kDualPipe48[s]) << dual_case(4, 8, s) << " is\n  " << got << "\nexpected\n  "
-                                            << kDualPipe48[s];
+    DTL_GRADE_EXPECT(got == kDualPipe48[s])
+        << dual_case(4, 8, s) << " is\n  " << got << "\nexpected\n  " << kDualPipe48[s];
   }
 }
 
@@ -401,9 +403,7 @@ TEST(DualpipePairs, CompleteDualPipeVForTwoToSixStagesAndUpTo4PMicroBatches) {
       std::string problem;
       try {
         pipeline::check_schedule(got);
-      } catch (const std::exception& e) {
-        problem = e.what();
-      }
+      } catch (const std::exception& e) { problem = e.what(); }
       DTL_GRADE_EXPECT(problem.empty()) << "DualPipeV with your pairs, P " << P << ", M " << M << ": " << problem;
     }
 }

@@ -26,7 +26,7 @@ inline constexpr ImU32 kHues[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 14
 
 ImU32 mix(ImU32 c, ImU32 to, float t);  // c moved toward `to` by t (0..1), c's alpha kept
 ImU32 with_alpha(ImU32 c, int a);
-bool light(ImU32 c);                                                        // dark text on it
+bool light(ImU32 c);  // dark text on it
 // A block's fill by its role (block_roles) in its micro-batch's hue: F light, a full B dark, an I
 // (input gradient alone) the hue toward violet, W a dark fill (drawn outlined in the hue).
 ImU32 block_fill(int micro_batch, BlockRole role);

@@ -312,6 +312,10 @@ std::vector<BlockRole> block_roles(const std::vector<PipeBlock>& blocks) {
   return roles;
 }
 
+bool has_weight_blocks(const std::vector<PipeBlock>& blocks) {
+  return std::any_of(blocks.begin(), blocks.end(), [](const PipeBlock& k) { return k.op == Pass::weight; });
+}
+
 const char* role_name(BlockRole r) {
   switch (r) {
     case BlockRole::forward: return "forward (F)";

@@ -56,7 +56,9 @@ enum class BlockRole : std::uint8_t { forward, backward, input_grad, weight_grad
 // Each block's role among `blocks` (one step's or one simulation's, every stage): a B is an I
 // when its own stage holds the W of its micro-batch and chunk.
 std::vector<BlockRole> block_roles(const std::vector<PipeBlock>& blocks);
-const char* role_name(BlockRole r);  // "forward (F)", "full backward (B)", "input grad (I)", ...
+const char* role_name(BlockRole r);
+bool has_weight_blocks(const std::vector<PipeBlock>& blocks);  // any W: the backward is split  // "forward (F)", "full
+                                                               // backward (B)", "input grad (I)", ...
 
 // One training step of one schedule in the trace.
 struct PipeStepRange {

@@ -1,12 +1,11 @@
 // Pipeline view: a row per stage with the F/B/W blocks of one schedule's training step,
 // each box labelled with its micro-batch ("3b": chunk b of an interleaved schedule) and
-// colored by it (F light, a full B dark, an input-gradient-only I violet, W outlined), idle gaps hatched (the bubble), a time
-// axis, the measured bubble beside the formula's value, each stage's idle share at its
-// row's right; with chunks, a triangle where each block's output goes (down, or back up: the
-// V of zb-v and dualpipev). "compare schedules" stacks the simulator's timeline of every schedule in
-// the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each one's bubble.
-// While the cursor is inside the step shown, what comes after it is dimmed, so stepping
-// shows the actions appear one by one. The numbers are viz/views/pipeline/pipeline_model.
+// colored by it (F light, a full B dark, an input-gradient-only I violet, W outlined), idle gaps hatched (the bubble),
+// a time axis, the measured bubble beside the formula's value, each stage's idle share at its row's right; with chunks,
+// a triangle where each block's output goes (down, or back up: the V of zb-v and dualpipev). "compare schedules" stacks
+// the simulator's timeline of every schedule in the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each
+// one's bubble. While the cursor is inside the step shown, what comes after it is dimmed, so stepping shows the actions
+// appear one by one. The numbers are viz/views/pipeline/pipeline_model.
 #include <algorithm>
 #include <cstdio>
 
@@ -105,7 +104,8 @@ void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double curso
       last = std::max(last, k.end);
       const ImVec2 a(g.x(k.begin), y0), b(std::max(g.x(k.end), g.x(k.begin) + 1), y1);
       const bool later = cursor_s >= 0 && k.begin >= cursor_s;
-      const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)], fill = block_fill(k.micro_batch, roles[i]);
+      const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)],
+                  fill = block_fill(k.micro_batch, roles[i]);
       dl->AddRectFilled(a, b, later ? with_alpha(fill, 50) : fill, 2.0f);
       if (k.op == Pass::weight)
         dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
@@ -123,7 +123,8 @@ void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double curso
                                                : IM_COL32(245, 245, 250, 255);
         dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
       }
-      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) block_tooltip(k, roles[i], chunks);
+      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h)
+        block_tooltip(k, roles[i], chunks);
     }
     if (makespan > last) hatch(dl, ImVec2(g.x(last), y0), ImVec2(g.x(makespan), y1), kIdle);
     if (std::size_t(s) < idle.size() && (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0)) {
@@ -152,10 +153,6 @@ std::string bubble_line(double measured, const BubbleRow* row) {
     text += " \xc2\xb7 " + percent(row->predicted) + " " +
             (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
   return text;
-}
-
-bool has_weight_blocks(const std::vector<PipeBlock>& blocks) {
-  return std::any_of(blocks.begin(), blocks.end(), [](const PipeBlock& k) { return k.op == Pass::weight; });
 }
 
 // `split`: the blocks shown split a backward (I and W swatches too).
