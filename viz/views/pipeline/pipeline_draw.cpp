@@ -24,7 +24,7 @@ bool light(ImU32 c) {
   return 0.299f * r + 0.587f * g + 0.114f * b > 140;
 }
 
-// F: the hue lightened; B: the hue darkened; I: the hue pulled halfway to a deep violet (a
+// F: the hue lightened; B: the hue darkened; I: the hue pulled halfway to violet (a
 // backward's dark, but not a full B's: the W of its micro-batch comes later); W: the hue's
 // outline on a dark fill.
 ImU32 block_fill(int micro_batch, BlockRole role) {
@@ -32,7 +32,7 @@ ImU32 block_fill(int micro_batch, BlockRole role) {
   switch (role) {
     case BlockRole::forward: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
     case BlockRole::backward: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
-    case BlockRole::input_grad: return mix(hue, IM_COL32(72, 0, 150, 255), 0.55f);
+    case BlockRole::input_grad: return mix(hue, IM_COL32(140, 0, 255, 255), 0.55f);
     case BlockRole::weight_grad: break;
   }
   return mix(hue, IM_COL32(20, 20, 26, 255), 0.75f);
