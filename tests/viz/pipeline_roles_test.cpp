@@ -1,7 +1,8 @@
 // The pipeline view's colour by role (viz/views/pipeline): a B whose own stage runs the W of its
 // micro-batch and chunk is an input-gradient-only I, any other B a full backward, on blocks
 // worked by hand; and the four roles' fills differ from each other for every micro-batch's hue,
-// so an I never reads as a full B or a W.
+// so an I never reads as a full B or a W; a step whose stages split only some backwards
+// (DualPipeV's cool-down) is complete.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -66,4 +67,36 @@ TEST(PipelineRoles, EachRoleHasItsOwnColourForEveryMicroBatch) {
   for (int m = 1; m < int(std::size(dtl::viz::pipeline_ui::kHues)); ++m)
     EXPECT_GE(distance(block_fill(m, BlockRole::input_grad), block_fill(m - 1, BlockRole::input_grad)), 15)
         << "micro-batches " << m - 1 << " and " << m << " as I";
+}
+
+// DualPipeV splits only its cool-down's later half: a stage runs fewer W than B, and its step is
+// still complete (the view once showed every dualpipev step "incomplete").
+TEST(PipelineRoles, AStepWithSomeBackwardsSplitIsComplete) {
+  dtl::viz::TraceData d;
+  d.ranks = 2;
+  d.labels = {"", "dualpipev", "F", "B", "W"};
+  d.roles = {{},
+             dtl::Role{.part = dtl::RunPart::timed, .schedule = dtl::ScheduleKind::dualpipe_v},
+             dtl::Role{.pass = Pass::forward},
+             dtl::Role{.pass = Pass::backward},
+             dtl::Role{.pass = Pass::weight}};
+  const auto ev = [&](int rank, std::uint16_t label, int m, std::int64_t b, dtl::EventKind kind) {
+    dtl::Event e;
+    e.kind = kind, e.rank = rank, e.begin_ns = b, e.end_ns = b + 100, e.label = label;
+    e.micro_batch = std::int16_t(m), e.step = 0;
+    d.events.push_back(e);
+  };
+  for (int r = 0; r < 2; ++r) ev(r, 1, 0, 0, dtl::EventKind::phase), d.events.back().end_ns = 2000;
+  // Stage 0: F0 F1 B0 B1 W1 (only micro-batch 1's backward split); stage 1: F0 F1 B0 B1.
+  for (int r = 0; r < 2; ++r)
+    for (int m = 0; m < 2; ++m) ev(r, 2, m, 100 * (m + r), dtl::EventKind::compute);
+  for (int r = 0; r < 2; ++r)
+    for (int m = 0; m < 2; ++m) ev(r, 3, m, 400 + 100 * (m + 1 - r), dtl::EventKind::compute);
+  ev(0, 4, 1, 800, dtl::EventKind::compute);
+  d.t_begin = 0, d.t_end = 2000;
+  const dtl::viz::PipelineRuns runs = dtl::viz::pipeline_runs(d);
+  ASSERT_EQ(runs.runs.size(), 1u);
+  ASSERT_EQ(runs.runs[0].steps.size(), 1u);
+  EXPECT_TRUE(runs.runs[0].steps[0].complete) << "1 W beside 2 B's on stage 0";
+  EXPECT_EQ(runs.runs[0].last_complete, 0);
 }

@@ -91,7 +91,8 @@ void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_la
 }
 
 // Steps: a step is complete when every stage ran the fullest stage's count of F, as many
-// B, and W none or as many (zero-bubble splits B into B and W).
+// B, and at most as many W (zero-bubble splits every B into B and W, DualPipeV only its
+// cool-down's later half).
 void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRun& r) {
   const std::size_t P = std::size_t(r.stages.count);
   const auto stage = [&](const Event& e) { return r.stages.of_rank[std::size_t(e.rank)]; };
@@ -120,7 +121,7 @@ void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label,
     bool first = true;
     for (; c < counts.size() && counts[c].step == s.step; ++c, ++stages) {
       const auto& n = counts[c].ops;
-      s.complete = s.complete && n[0] == fullest && n[1] == fullest && (n[2] == 0 || n[2] == fullest);
+      s.complete = s.complete && n[0] == fullest && n[1] == fullest && n[2] <= fullest;
     }
     for (; a < r.actions.size() && d.events[r.actions[a]].step == s.step; ++a) {
       const Event& e = d.events[r.actions[a]];
