@@ -28,32 +28,7 @@ std::vector<ScheduleKind> kinds_of(const PipelineSettings& s) {
   return pipeline::builtin_schedules();
 }
 
-// ZB-H1 and interleaved-zb: 1F1B's and interleaving's lists (core/theory's) with each stage's
-// backward split by the learner's split_backward (lag = the stage), checked like any schedule: a
-// list that breaks a rule is the exercise's fault, so it fails the run (exit 1), naming it.
 namespace {
-pipeline::Schedule split_schedule(ScheduleKind k, const PipelineSettings& s, int P) {
-  const ScheduleKind base = k == ScheduleKind::zb_h1 ? ScheduleKind::one_f_one_b : ScheduleKind::interleaved;
-  pipeline::Schedule sched = pipeline::make_schedule(base, pipeline::config_for(base, P, s.micro_batches, s.chunks));
-  sched.kind = k;
-  for (int stage = 0; stage < P; ++stage)
-    sched.stages[std::size_t(stage)] = ex::split_backward(sched.stages[std::size_t(stage)], stage);  // exercise
-  try {
-    pipeline::check_schedule(sched);
-  } catch (const UsageError& e) {
-    throw Error(std::string("split_backward (your exercise) gave an invalid ") + pipeline::schedule_name(k) +
-                " schedule: " + e.what());
-  }
-  return sched;
-}
-// The V schedules' placement from the learner's vee_stage: each (stage, chunk)'s virtual stage,
-// checked to cover the model once before anything is laid out on it.
-std::vector<int> learner_vee(int P) {
-  std::vector<int> placed;
-  for (int stage = 0; stage < P; ++stage)
-    for (int chunk = 0; chunk < 2; ++chunk) placed.push_back(ex::vee_stage(P, stage, chunk));  // exercise
-  return placed;
-}
 
 // Checks `sched`; a rule it breaks is the named exercise's fault: the run fails (exit 1), naming it.
 void check_from_exercise(const pipeline::Schedule& sched, const char* exercise, const std::string& what) {
@@ -63,6 +38,27 @@ void check_from_exercise(const pipeline::Schedule& sched, const char* exercise, 
     throw Error(std::string(exercise) + " (your exercise) gave " + what + " the " +
                 pipeline::schedule_name(sched.kind) + " schedule cannot run: " + e.what());
   }
+}
+
+// ZB-H1 and interleaved-zb: 1F1B's and interleaving's lists (core/theory's) with each stage's
+// backward split by the learner's split_backward (lag = the stage), checked like any schedule.
+pipeline::Schedule split_schedule(ScheduleKind k, const PipelineSettings& s, int P) {
+  const ScheduleKind base = k == ScheduleKind::zb_h1 ? ScheduleKind::one_f_one_b : ScheduleKind::interleaved;
+  pipeline::Schedule sched = pipeline::make_schedule(base, pipeline::config_for(base, P, s.micro_batches, s.chunks));
+  sched.kind = k;
+  for (int stage = 0; stage < P; ++stage)
+    sched.stages[std::size_t(stage)] = ex::split_backward(sched.stages[std::size_t(stage)], stage);  // exercise
+  check_from_exercise(sched, "split_backward", "W's with which");
+  return sched;
+}
+
+// The V schedules' placement from the learner's vee_stage: each (stage, chunk)'s virtual stage,
+// checked to cover the model once before anything is laid out on it.
+std::vector<int> learner_vee(int P) {
+  std::vector<int> placed;
+  for (int stage = 0; stage < P; ++stage)
+    for (int chunk = 0; chunk < 2; ++chunk) placed.push_back(ex::vee_stage(P, stage, chunk));  // exercise
+  return placed;
 }
 
 // DualPipeV: core/theory's warm-up and cool-down around the learner's overlapped pairs.
