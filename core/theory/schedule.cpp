@@ -30,7 +30,7 @@ std::vector<ScheduleKind> builtin_schedules() {
 }
 
 int Schedule::virtual_stage(int stage, int chunk) const {
-  if (!placed.empty()) return placed.at(std::size_t(stage * config.chunks + chunk));
+  if (!placed.empty()) return placed.at(std::size_t(stage) * std::size_t(config.chunks) + std::size_t(chunk));
   const int P = config.stages;
   if (config.placement == Placement::vee) return chunk == 0 ? stage : 2 * P - 1 - stage;
   return chunk * P + stage;
@@ -116,6 +116,7 @@ Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk, false}; }
 
 std::vector<Action> gpipe_stage(int M) {
   std::vector<Action> a;
+  a.reserve(2 * std::size_t(M));
   for (int m = 0; m < M; ++m) a.push_back(F(m));
   for (int m = 0; m < M; ++m) a.push_back(B(m));
   return a;
