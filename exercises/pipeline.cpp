@@ -19,6 +19,14 @@ std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>
   return reference_until_written("split_backward", ref::split_backward, actions, lag);
 }
 
+int vee_stage(int stages, int stage, int chunk) {
+  return reference_until_written("vee_stage", ref::vee_stage, stages, stage, chunk);
+}
+
+std::vector<pipeline::Action> dualpipe_pairs(int stages, int micro_batches, int stage) {
+  return reference_until_written("dualpipe_pairs", ref::dualpipe_pairs, stages, micro_batches, stage);
+}
+
 void run_stage(const std::vector<pipeline::Action>& actions, const StageOps& ops, std::vector<Request>& sends) {
   return reference_until_written("run_stage", ref::run_stage, actions, ops, sends);
 }

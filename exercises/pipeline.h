@@ -31,6 +31,30 @@ std::vector<pipeline::Action> one_f_one_b(int stages, int micro_batches, int sta
 // every stage of ZB-H1) and lets the W's fill the cool-down's bubble.
 std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>& actions, int lag);
 
+// The V placement of ZB-V and DualPipeV (Qi et al. 2023 §4 "ZB-V"; DeepSeek-V3's DualPipe cut in
+// half). The model is cut into 2P virtual stages (2P consecutive runs of layers, 0 the first) and
+// each of the P stages (ranks) holds two of them, its chunks 0 and 1. In: P = `stages`, a `stage`
+// and a `chunk` (0 or 1). Out: the virtual stage that chunk holds. Chunk 0 goes down the stages in
+// order; the model then folds back, so that chunk 1 comes up them from the last stage to stage 0.
+// The lab lays the model out from your answer and checks where the loss and the activations end up.
+int vee_stage(int stages, int stage, int chunk);
+
+// DualPipeV's overlapped pairs (DeepSeek-V3 §3.2.1 DualPipe; Sea AI Lab's DualPipeV, torch's
+// ScheduleDualPipeV): one micro-batch's forward on one chunk run beside another's backward on the
+// other chunk, so that each one's communication hides behind the other's compute. In: P = `stages`,
+// M = `micro_batches` (M ≥ 2P), this `stage` s, on the V placement above. Before the part you write,
+// the stage has run the forwards of chunk 0 for micro-batches 0 .. 2P − s − 2, of chunk 1 for
+// 0 .. P − 1, and the backwards of chunk 1 for 0 .. P − s − 2. Out: the stage's next actions —
+//   M − 2P + s + 1 times: the next F of chunk 0 paired with the next B of chunk 1, then the next F
+//                         of chunk 1 paired with the next B of chunk 0;
+//   then P − s − 1 times: the next B of chunk 1 alone, then the next F of chunk 1 paired with the
+//                         next B of chunk 0.
+// "Next" counts on from what already ran, per chunk and pass. A pair is its F marked with_next
+// followed by its B (full backwards: no W here). One pair is not overlapped: the last stage's
+// first F of chunk 0 and the B of chunk 1 after it run apart, in that order. The lab runs the
+// schedule built from your pairs and checks its pairs, its memory and its weights.
+std::vector<pipeline::Action> dualpipe_pairs(int stages, int micro_batches, int stage);
+
 // What the lab does for the stage loop below, for micro-batch m of this stage's chunk c.
 // The receives and sends are posted (non-blocking) and return their Request; the lab keeps
 // every buffer alive until the step ends.

@@ -9,7 +9,7 @@ namespace dtl::ex {
 
 namespace {
 
-constexpr std::array<ExerciseHints, 3> kPipelineHints = {
+constexpr std::array<ExerciseHints, 5> kPipelineHints = {
     {{"one_f_one_b",
       {"GPipe runs every forward before any backward, so a stage holds the activations of all M micro-batches. "
        "1F1B starts each micro-batch's backward as early as the pipeline allows: after a short warm-up a stage "
@@ -50,7 +50,33 @@ constexpr std::array<ExerciseHints, 3> kPipelineHints = {
        "action, and if it was a backward, enqueue its W and drain the queue down to lag entries. After the loop, "
        "drain the queue completely. With lag 0 every W follows its B at once, with lag s stage s holds s more "
        "micro-batches. The grader compares with hand-written ZB-H1 lists for 4 stages and 8 micro-batches, and "
-       "checks the rules on interleaved and GPipe lists."}}}};
+       "checks the rules on interleaved and GPipe lists."}},
+     {"vee_stage",
+      {"Interleaving places chunk c of stage s at c times P plus s, so every chunk starts again at stage 0 and the "
+       "model loops around the ranks. The V instead folds the model back: the first half runs down the stages, the "
+       "second half comes back up them. Stage 0 then holds both ends of the model (the data and the loss on one "
+       "rank), and the last stage hands its first chunk's output to its second chunk without a message.",
+       "Chunk 0 of stage s holds virtual stage s: the first half in order. Chunk 1 holds the second half in reverse "
+       "order of stages, so the last stage P - 1 holds the first virtual stage of the second half, P, and stage 0 "
+       "holds the very last one, 2P - 1. Each step up the stages lowers chunk 1's virtual stage by one.",
+       "Outline: one comparison on the chunk. For chunk 0 return the stage itself. For chunk 1 return 2P - 1 minus "
+       "the stage. Check with P = 4: stage 0 holds 0 and 7, stage 3 holds 3 and 4, and the eight answers cover 0 to "
+       "7 once each. The grader compares tables written by hand for 1 to 4 stages and checks the fold for up to 64."}},
+     {"dualpipe_pairs",
+      {"DualPipe runs a forward of one micro-batch beside a backward of another so that the messages of one hide "
+       "behind the compute of the other. On the V the two chunks flow in opposite directions, so a forward of one "
+       "chunk is paired with a backward of the other chunk. Which micro-batches: the next one of each, counting on "
+       "from the warm-up.",
+       "Keep four counters, the next forward and the next backward of each chunk, started where the warm-up left "
+       "them: forwards of chunk 0 at 2P - s - 1, of chunk 1 at P, backwards of chunk 1 at P - s - 1, of chunk 0 at "
+       "0. A pair is the forward marked with_next and the backward right after it. The exception is the last stage, "
+       "whose first backward of chunk 1 waits for a gradient that travels the whole V first: its forward of chunk "
+       "0 runs unpaired, before it.",
+       "Outline: a main loop of M - 2P + s + 1 rounds, each the forward of chunk 0 with the backward of chunk 1, "
+       "then the forward of chunk 1 with the backward of chunk 0, with_next set on both forwards except the very "
+       "first round's first forward on stage P - 1. Then P - s - 1 rounds of a lone backward of chunk 1, then the "
+       "forward of chunk 1 paired with the backward of chunk 0. Each pair's forward is P micro-batches ahead of its "
+       "backward. The grader compares with lists written by hand for P = 2, M = 4 and P = 4, M = 8."}}}};
 
 }  // namespace
 

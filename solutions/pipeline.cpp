@@ -37,6 +37,32 @@ std::vector<pipeline::Action> split_backward(const std::vector<pipeline::Action>
   return split;
 }
 
+int vee_stage(int stages, int stage, int chunk) {
+  // Down the stages with chunk 0, back up with chunk 1: stage 0 holds the first and the last.
+  return chunk == 0 ? stage : 2 * stages - 1 - stage;
+}
+
+std::vector<pipeline::Action> dualpipe_pairs(int stages, int micro_batches, int stage) {
+  const int P = stages, M = micro_batches, s = stage;
+  int next_f[2] = {2 * P - s - 1, P}, next_b[2] = {0, P - s - 1};  // after the warm-up
+  std::vector<pipeline::Action> out;
+  const auto forward = [&](int c, bool paired) { out.push_back({Pass::forward, next_f[c]++, c, paired}); };
+  const auto backward = [&](int c) { out.push_back({Pass::backward, next_b[c]++, c, false}); };
+  for (int i = 0; i < M - 2 * P + s + 1; ++i) {
+    // The last stage's first B1 waits for its gradient to come back up the V; its F0 need not.
+    forward(0, !(i == 0 && s == P - 1));
+    backward(1);
+    forward(1, true);
+    backward(0);
+  }
+  for (int i = 0; i < P - s - 1; ++i) {
+    backward(1);
+    forward(1, true);
+    backward(0);
+  }
+  return out;
+}
+
 namespace {
 
 // Posts the receive `a` needs (none for W, nor at the model's ends).

@@ -30,18 +30,33 @@ std::vector<ScheduleKind> builtin_schedules() {
 }
 
 int Schedule::virtual_stage(int stage, int chunk) const {
+  if (!placed.empty()) return placed.at(std::size_t(stage) * std::size_t(config.chunks) + std::size_t(chunk));
   const int P = config.stages;
   if (config.placement == Placement::vee) return chunk == 0 ? stage : 2 * P - 1 - stage;
   return chunk * P + stage;
 }
 
+namespace {
+// The index s·v + c of the chunk `placed` puts virtual stage vs on.
+int placed_index(const std::vector<int>& placed, int vs) {
+  const auto at = std::find(placed.begin(), placed.end(), vs);
+  if (at == placed.end())
+    throw Error("no chunk of the placement holds virtual stage " + std::to_string(vs) + " [unchecked schedule]");
+  return int(at - placed.begin());
+}
+}  // namespace
+
 int Schedule::stage_of(int vs) const {
+  if (!placed.empty()) return placed_index(placed, vs) / config.chunks;
   const int P = config.stages;
   if (config.placement == Placement::vee) return vs < P ? vs : 2 * P - 1 - vs;
   return vs % P;
 }
 
-int Schedule::chunk_of(int vs) const { return vs / config.stages; }  // both placements
+int Schedule::chunk_of(int vs) const {
+  if (!placed.empty()) return placed_index(placed, vs) % config.chunks;
+  return vs / config.stages;  // both rules
+}
 
 bool Schedule::splits_backward(int stage, int m, int chunk) const {
   for (const Action& a : stages.at(std::size_t(stage)))
@@ -101,6 +116,7 @@ Action B(int m, int chunk = 0) { return {Pass::backward, m, chunk, false}; }
 
 std::vector<Action> gpipe_stage(int M) {
   std::vector<Action> a;
+  a.reserve(2 * std::size_t(M));
   for (int m = 0; m < M; ++m) a.push_back(F(m));
   for (int m = 0; m < M; ++m) a.push_back(B(m));
   return a;

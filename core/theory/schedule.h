@@ -79,8 +79,12 @@ struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   ScheduleConfig config;
   std::vector<std::vector<Action>> stages;  // stages[s]: stage s's actions in order
+  // A placement given as a table, in place of config.placement's rule: placed[s·v + c] is the
+  // virtual stage of chunk c of stage s (the pipeline lab's V from the learner's vee_stage);
+  // empty: the rule. check_schedule checks that it puts each virtual stage on one chunk.
+  std::vector<int> placed;
   int virtual_stages() const { return config.stages * config.chunks; }
-  int virtual_stage(int stage, int chunk) const;  // the header's placement
+  int virtual_stage(int stage, int chunk) const;  // the header's placement (or placed's)
   int stage_of(int vs) const;
   int chunk_of(int vs) const;
   // Whether stage's B of (m, chunk) is the input gradient only: its list also holds W(m, chunk).
@@ -108,6 +112,13 @@ void check_schedule(const Schedule& s, const ActionPlace& where = {});
 
 // The schedule (validates first).
 Schedule make_schedule(ScheduleKind kind, const ScheduleConfig& c);
+
+// DualPipeV's eight steps (schedule_zero_bubble.cpp) in three parts, whose concatenation is
+// make_schedule's dualpipev list of stage s: the warm-up (steps 1–3: chunk 0 down the V, both
+// chunks, B1 W1 F1), the overlapped steps (4–5: the F&B pairs, what the learner's
+// dualpipe_pairs writes) and the cool-down (6–8: B1 B0, W B0, the W's left).
+enum class DualPipePart : std::uint8_t { warm_up, overlapped, cool_down };
+std::vector<Action> dualpipe_v_part(int P, int M, int s, DualPipePart part);
 
 // Forwards `stage` runs before its first backward, read from the schedule: GPipe M (times
 // v), 1F1B and zb-h1 min(M, P − s) — the warm-up P − s − 1 and the first steady-state

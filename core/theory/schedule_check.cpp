@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/theory/schedule.h"
@@ -46,6 +47,30 @@ void check_action(const Schedule& s, int st, std::size_t i, const ActionPlace& w
   }
 }
 
+// A placement table puts each of the P·v virtual stages on exactly one (stage, chunk).
+void check_placed(const Schedule& s) {
+  if (s.placed.empty()) return;
+  const int n = s.virtual_stages();
+  if (int(s.placed.size()) != n)
+    throw UsageError("pipeline schedule: the placement names " + std::to_string(s.placed.size()) +
+                     " chunks; P·v = " + std::to_string(n));
+  std::vector<int> where(std::size_t(n), -1);
+  for (int i = 0; i < n; ++i) {
+    const int vs = s.placed[std::size_t(i)];
+    const std::string chunk =
+        "chunk " + std::to_string(i % s.config.chunks) + " of stage " + std::to_string(i / s.config.chunks);
+    if (vs < 0 || vs >= n)
+      throw UsageError("pipeline schedule: the placement puts " + chunk + " at virtual stage " + std::to_string(vs) +
+                       ", outside 0.." + std::to_string(n - 1));
+    if (where[std::size_t(vs)] >= 0)
+      throw UsageError("pipeline schedule: the placement puts " + chunk + " and chunk " +
+                       std::to_string(where[std::size_t(vs)] % s.config.chunks) + " of stage " +
+                       std::to_string(where[std::size_t(vs)] / s.config.chunks) + " both at virtual stage " +
+                       std::to_string(vs) + "; each virtual stage is on one chunk");
+    where[std::size_t(vs)] = i;
+  }
+}
+
 }  // namespace
 
 void check_schedule(const Schedule& s, const ActionPlace& where_given) {
@@ -59,6 +84,7 @@ void check_schedule(const Schedule& s, const ActionPlace& where_given) {
                      ", v=" + std::to_string(c.chunks) + ")");
   if (c.placement == Placement::vee && c.chunks != 2)
     throw UsageError("pipeline schedule: a V placement has 2 chunks per stage (v=" + std::to_string(c.chunks) + ")");
+  check_placed(s);
   for (int st = 0; st < c.stages; ++st) {
     Positions seen;
     for (std::size_t i = 0; i < s.stages[std::size_t(st)].size(); ++i) check_action(s, st, i, where, seen);

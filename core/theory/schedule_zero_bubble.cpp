@@ -182,8 +182,10 @@ struct DualWriter {
 
 }  // namespace
 
-std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
-  DualWriter d;
+namespace {
+
+// Steps 1–3: chunk 0 down the V, both chunks, then B1 W1 F1 (zero bubble).
+void dualpipe_v_warm_up(DualWriter& d, int P, int s) {
   for (int i = 0; i < 2 * (P - s - 1); ++i) d.F(0);  // 1: chunk 0 down the V
   for (int i = 0; i < s + 1; ++i) {                  // 2: both chunks
     d.F(0);
@@ -194,10 +196,14 @@ std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
     d.W();
     d.F(1);
   }
+}
+
+// Steps 4–5: the overlapped F&B pairs, each F beside the next B of the other chunk.
+void dualpipe_v_overlapped(DualWriter& d, int P, int M, int s) {
   for (int i = 0; i < M - 2 * P + s + 1; ++i) {  // 4: the main step, two overlapped pairs
     if (i == 0 && s == P - 1) {                  //    (the last stage's first pair is not
-      d.F(0);                                    //     overlapped: its B1 waits on that F0)
-      d.B(1, false);
+      d.F(0);                                    //     overlapped: its B1 waits for a gradient
+      d.B(1, false);                             //     back from the whole V, its F0 need not)
     } else {
       d.pair(0, 1);
     }
@@ -207,6 +213,10 @@ std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
     d.B(1, false);
     d.pair(1, 0);
   }
+}
+
+// Steps 6–8: the backwards left, the later half of them split, and their W's.
+void dualpipe_v_cool_down(DualWriter& d, int P, int s) {
   bool split = false;  // 6: B1 B0, the later half split
   for (int i = 0; i < s + 1; ++i) {
     if (i == (s + 1) / 2 && s % 2 == 1) split = true;
@@ -219,7 +229,39 @@ std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
     d.B(0, split);
   }
   while (!d.weights.empty()) d.W();  // 8: the W's left
+}
+
+}  // namespace
+
+std::vector<Action> dualpipe_v_stage(int P, int M, int s) {
+  DualWriter d;
+  dualpipe_v_warm_up(d, P, s);
+  dualpipe_v_overlapped(d, P, M, s);
+  dualpipe_v_cool_down(d, P, s);
   return d.out;
 }
 
 }  // namespace dtl::pipeline::detail
+
+namespace dtl::pipeline {
+
+std::vector<Action> dualpipe_v_part(int P, int M, int s, DualPipePart part) {
+  validate(ScheduleKind::dualpipe_v, {P, M, 2, Placement::vee});
+  if (s < 0 || s >= P)
+    throw UsageError("dualpipev: stage " + std::to_string(s) + " is outside 0.." + std::to_string(P - 1));
+  detail::DualWriter d;
+  detail::dualpipe_v_warm_up(d, P, s);
+  const std::size_t overlapped_begin = d.out.size();
+  detail::dualpipe_v_overlapped(d, P, M, s);
+  const std::size_t cool_down_begin = d.out.size();
+  detail::dualpipe_v_cool_down(d, P, s);
+  const auto at = [&](std::size_t i) { return d.out.begin() + std::ptrdiff_t(i); };
+  switch (part) {
+    case DualPipePart::warm_up: return {d.out.begin(), at(overlapped_begin)};
+    case DualPipePart::overlapped: return {at(overlapped_begin), at(cool_down_begin)};
+    case DualPipePart::cool_down: break;
+  }
+  return {at(cool_down_begin), d.out.end()};
+}
+
+}  // namespace dtl::pipeline

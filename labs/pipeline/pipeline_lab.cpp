@@ -186,6 +186,25 @@ void gather_stage_memory(Comm& comm, const PipelineSettings& s, const pipeline::
   }
 }
 
+// Overlapped F&B pairs (an F marked with_next) in one stage's list.
+int pairs_in(const std::vector<pipeline::Action>& list) {
+  return int(std::count_if(list.begin(), list.end(), [](const pipeline::Action& a) { return a.with_next; }));
+}
+
+// Where the run put the model (the stage whose forwards computed the loss) and the pairs each stage
+// ran, beside core/theory's schedule of the kind: a V computes the loss on stage 0, beside the data.
+void gather_layout(Comm& comm, const pipeline::Schedule& ran, const pipeline::Schedule& expected, const StageStep& r,
+                   PipelineMeasurement& m) {
+  double holder = r.losses > 0 ? comm.rank() : -1;
+  comm.all_reduce(&holder, &holder, 1, DType::f64, ReduceOp::max);
+  m.loss_stage = int(holder);
+  m.predicted_loss_stage = expected.stage_of(expected.virtual_stages() - 1);
+  for (int st = 0; st < comm.size(); ++st) {
+    m.stage_pairs.push_back(pairs_in(ran.stages[std::size_t(st)]));
+    m.predicted_pairs.push_back(pairs_in(expected.stages[std::size_t(st)]));
+  }
+}
+
 // Per stage over the timed steps: 1 − busy / step.
 std::vector<double> stage_bubbles(const std::vector<double>& step_times,
                                   const std::vector<std::vector<double>>& stage_busy, int stages) {
@@ -227,6 +246,7 @@ PipelineMeasurement run_schedule(Comm& comm, const LabConfig& cfg, const Pipelin
     float loss = r.loss;
     comm.all_reduce(&loss, &loss, 1, DType::f32, ReduceOp::sum);  // only the last stage has it
     (step == 0 ? m.first_loss : m.last_loss) = loss;
+    if (step == first) gather_layout(comm, sched, expected, r, m);
     m.p2p_bytes_per_step += r.sent_bytes;
     checkpoint_if_due(comm, checkpoint_plan(s),
                       {step + 1, std::uint64_t(step + 1) * std::uint64_t(s.batch), kMlpDataSeed, "pipeline"},
@@ -337,7 +357,11 @@ LabInfo pipeline_lab_info() {
       "bubbles and activation memory vs formulas",
       {RunOption::faults, RunOption::repeat, RunOption::device, RunOption::step},
       pipeline_option_table().specs(),
-      {{"one_f_one_b", "OneFOneB", 15}, {"run_stage", "RunStage", 15}, {"split_backward", "SplitBackward", 10}},
+      {{"one_f_one_b", "OneFOneB", 15},
+       {"run_stage", "RunStage", 15},
+       {"split_backward", "SplitBackward", 10},
+       {"vee_stage", "VeeStage", 5},
+       {"dualpipe_pairs", "DualpipePairs", 10}},
       run_pipeline_lab,
       nullptr,
       StepUnit::transfers,  // stages talk point to point: faults count their sends

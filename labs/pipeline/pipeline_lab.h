@@ -66,6 +66,8 @@ struct PipelineMeasurement {
   std::vector<int> predicted_in_flight;                             // per stage, from the schedule
   std::vector<int> published_in_flight;                             // per stage, the source's bound (-1: none)
   std::vector<double> predicted_activation;                         // per stage
+  int loss_stage = -1, predicted_loss_stage = -1;                   // the stage computing the loss: the run's, theory's
+  std::vector<int> stage_pairs, predicted_pairs;                    // per stage: overlapped F&B pairs run, theory's
   double device_vs_tracker = 0;  // the device's own count - the tracker (largest over stages)
   CheckpointStats checkpoints;   // --resume, --checkpoint-every
 };

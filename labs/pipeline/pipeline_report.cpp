@@ -86,6 +86,24 @@ void add_memory_rows(Report& rep, const std::string& n, const PipelineSettings& 
   (void)s;
 }
 
+// Where the model sits and which actions overlap: the run's against core/theory's schedule.
+void add_layout_rows(Report& rep, const std::string& n, const PipelineMeasurement& m, int P) {
+  if (m.loss_stage >= 0)  // (not run: resumed past the step it is read at)
+    rep.check(n + "loss_stage", "stage computing the loss (holds the last layer)", m.loss_stage, m.predicted_loss_stage,
+              "")
+        .from(m.chunks == 2 && (m.kind == pipeline::ScheduleKind::zb_v || m.kind == pipeline::ScheduleKind::dualpipe_v)
+                  ? "the V: stage 0"
+                  : "the placement");
+  for (int st = 0; st < P && st < int(m.stage_pairs.size()); ++st) {
+    if (m.stage_pairs[std::size_t(st)] == 0 && m.predicted_pairs[std::size_t(st)] == 0) continue;
+    const std::string k = std::to_string(st);
+    rep.check(n + "pairs_stage" + k, "stage " + k + ": overlapped F&B pairs run", m.stage_pairs[std::size_t(st)],
+              m.predicted_pairs[std::size_t(st)], "")
+        .from(m.kind == pipeline::ScheduleKind::dualpipe_v ? "2(M-2P+s+1)+(P-s-1), -1 on the last stage"
+                                                           : "the file's list");
+  }
+}
+
 }  // namespace
 
 void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMeasurement& m, int P) {
@@ -105,6 +123,7 @@ void add_pipeline_rows(Report& rep, const PipelineSettings& s, const PipelineMea
             2.0 * (P * m.chunks - 1) * s.micro_batches * boundary, "B")
       .from("2·M·activation per boundary");
   add_memory_rows(rep, n, s, m, P);
+  add_layout_rows(rep, n, m, P);
 }
 
 void describe_pipeline_setup(Report& rep, const PipelineSettings& s, const std::vector<pipeline::ScheduleKind>& kinds) {

@@ -165,6 +165,7 @@ void PipelineStage::forward(const Dataset& data, int step, int m, int c, StageSt
     f.grad_in = Tensor(mem_, {std::int64_t(n)}, DType::f32, MemTag::comm, device_);
     rows_on_device(data.y_row(row), s_.shape.out, target_);
     loss_sum_ += ch.model->ops().mse_loss(y, target_.as<float>(), f.grad_in.as<float>(), n);
+    ++rec.losses;
     ch.model->ops().scale(1.0f / float(s_.micro_batches), f.grad_in.as<float>(), n);
   }
   pace(t0, s_.forward_us);

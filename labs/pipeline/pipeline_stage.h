@@ -26,6 +26,7 @@ struct StageStep {
   double forward = 0, backward = 0, weight = 0;  // Σ per op
   int forwards = 0, backwards = 0, weights = 0;
   float loss = 0;  // the global batch's loss (last stage; 0 elsewhere)
+  int losses = 0;  // micro-batches whose loss this stage computed (the one holding the last layer)
   double sent_bytes = 0;
 };
 

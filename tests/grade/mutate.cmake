@@ -41,6 +41,16 @@ elseif(MUTANT STREQUAL "split_backward_never_defers")
   set(mutation "    while (!waiting.empty()) {\n")
   set(anchor2 "split_backward(const std::vector<pipeline::Action>& actions, int lag) {\n")
   set(mutation2 "split_backward(const std::vector<pipeline::Action>& actions, int /*lag*/) {\n")
+elseif(MUTANT STREQUAL "vee_stage_loops")
+  # vee_stage places the chunks as interleaving does (chunk · P + stage): the model loops around
+  # the ranks instead of folding back, so the last layer (and the loss) is on stage P − 1, not 0.
+  set(anchor "  return chunk == 0 ? stage : 2 * stages - 1 - stage;\n")
+  set(mutation "  return chunk * stages + stage;  // the loop of interleaving\n")
+elseif(MUTANT STREQUAL "dualpipe_pairs_last_stage_too")
+  # dualpipe_pairs overlaps the last stage's first F0 with its B1 too: a valid schedule with the
+  # same weights, but that F0 now waits for a gradient from the whole V (one pair more than DualPipe).
+  set(anchor "    forward(0, !(i == 0 && s == P - 1));\n")
+  set(mutation "    forward(0, true);\n")
 elseif(MUTANT STREQUAL "merge_nan_for_two_empty_sides")
   # online_softmax_merge rescales both sides without asking whether either has seen a key:
   # exp(−∞ − −∞) is NaN when neither has (issue 50: the lab's runs never merge two empty sides).

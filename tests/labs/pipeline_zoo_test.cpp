@@ -139,6 +139,60 @@ TEST(PipelineZoo, ZbVAndDualPipeVEqualTablesDerivedByHandFromTorchsSteps) {
 
 // ---- torch.distributed.pipelining's CSV ---------------------------------------------------
 
+// DualPipeV's pairs per stage against the count its steps give: 2 per main step (M − 2P + s + 1
+// of them) and 1 per step 5 (P − s − 1), one fewer on the last stage, whose first F0 runs apart.
+// The pipeline lab's pairs_stage rows predict this count; the three parts of dualpipe_v_part are
+// the whole list.
+TEST(PipelineZoo, DualPipeVPairsPerStageFollowItsSteps) {
+  for (int P = 2; P <= 8; ++P)
+    for (int M = 2 * P; M <= 4 * P; ++M) {
+      const Schedule s = make_schedule(ScheduleKind::dualpipe_v, config_for(ScheduleKind::dualpipe_v, P, M, 2));
+      for (int st = 0; st < P; ++st) {
+        const std::vector<Action>& list = s.stages[std::size_t(st)];
+        const long pairs = std::count_if(list.begin(), list.end(), [](const Action& a) { return a.with_next; });
+        const int formula = 2 * (M - 2 * P + st + 1) + (P - st - 1) - (st == P - 1 ? 1 : 0);
+        ASSERT_EQ(pairs, formula) << "P=" << P << " M=" << M << " stage " << st;
+        std::vector<Action> whole;
+        for (DualPipePart part : {DualPipePart::warm_up, DualPipePart::overlapped, DualPipePart::cool_down}) {
+          const std::vector<Action> piece = dualpipe_v_part(P, M, st, part);
+          whole.insert(whole.end(), piece.begin(), piece.end());
+        }
+        ASSERT_EQ(whole, list) << "P=" << P << " M=" << M << " stage " << st;
+      }
+    }
+}
+
+// A placement table (Schedule::placed, the lab's V from the learner) reads back as the rule it
+// writes out, runs the same in the simulator, and is refused when it misses or doubles a virtual
+// stage, or names the wrong number of chunks.
+TEST(PipelineZoo, APlacementTableActsAsItsRuleAndIsChecked) {
+  const int P = 4, M = 8;
+  const Schedule rule = make_schedule(ScheduleKind::zb_v, config_for(ScheduleKind::zb_v, P, M, 2));
+  Schedule table = rule;
+  for (int st = 0; st < P; ++st)
+    for (int c = 0; c < 2; ++c) table.placed.push_back(c == 0 ? st : 2 * P - 1 - st);  // the V, by hand
+  for (int vs = 0; vs < 2 * P; ++vs) {
+    EXPECT_EQ(table.stage_of(vs), rule.stage_of(vs)) << "virtual stage " << vs;
+    EXPECT_EQ(table.chunk_of(vs), rule.chunk_of(vs)) << "virtual stage " << vs;
+    EXPECT_EQ(table.virtual_stage(table.stage_of(vs), table.chunk_of(vs)), vs);
+  }
+  ASSERT_NO_THROW(check_schedule(table));
+  EXPECT_EQ(simulate(table, kStageTimes).makespan, simulate(rule, kStageTimes).makespan);
+  Schedule doubled = table;
+  doubled.placed[1] = 0;  // stage 0's chunk 1 on virtual stage 0 as well
+  EXPECT_THROW(check_schedule(doubled), UsageError);
+  Schedule outside = table;
+  outside.placed[7] = 8;
+  EXPECT_THROW(check_schedule(outside), UsageError);
+  Schedule short_table = table;
+  short_table.placed.pop_back();
+  EXPECT_THROW(check_schedule(short_table), UsageError);
+  Schedule loop = table;  // interleaving's loop under ZB-V's order: a deadlock
+  for (int st = 0; st < P; ++st)
+    for (int c = 0; c < 2; ++c) loop.placed[std::size_t(st * 2 + c)] = c * P + st;
+  EXPECT_THROW(check_schedule(loop), UsageError);
+}
+
 TEST(PipelineCsv, EveryBuiltInScheduleRoundTripsIdentically) {
   int cases = 0;
   for (ScheduleKind k : builtin_schedules())

@@ -2,7 +2,9 @@
 // tables written by hand and its in-flight bound; the stage loop run on 4 thread ranks
 // under hand-written GPipe and 1F1B orders, with a watchdog (a loop that waits on its
 // sends deadlocks there) and the data that arrives checked at every stage; the W split against
-// ZB-H1 lists written by hand and its rules on other lists.
+// ZB-H1 lists written by hand and its rules on other lists; the V placement against tables written
+// by hand and its fold; DualPipeV's pairs against lists written by hand and core/theory's schedule.
+#include <cstdlib>
 #include <sstream>
 
 #include "exercises/pipeline.h"
@@ -264,5 +266,144 @@ TEST(SplitBackward, KeepsTheRulesOnInterleavedGpipeAnd1F1BListsAtEveryLag) {
       const std::vector<Action> out = ex::split_backward(list, lag);
       const std::string problem = broken_rule(list, out, lag);
       DTL_GRADE_EXPECT(problem.empty()) << split_case(name, lag) << " = " << text(out) << ": " << problem;
+    }
+}
+
+namespace {
+
+// The V for P = 1..4, written by hand: {chunk 0, chunk 1} of each stage, down and back up.
+const std::vector<std::vector<std::pair<int, int>>> kVee = {
+    {{0, 1}},
+    {{0, 3}, {1, 2}},
+    {{0, 5}, {1, 4}, {2, 3}},
+    {{0, 7}, {1, 6}, {2, 5}, {3, 4}},
+};
+
+std::string vee_case(int P, int s, int c) {
+  return "vee_stage(stages " + std::to_string(P) + ", stage " + std::to_string(s) + ", chunk " + std::to_string(c) +
+         ")";
+}
+
+}  // namespace
+
+TEST(VeeStage, MatchesTheHandWrittenVForOneToFourStages) {
+  for (std::size_t i = 0; i < kVee.size(); ++i) {
+    const int P = int(i) + 1;
+    for (int s = 0; s < P; ++s) {
+      const auto [down, up] = kVee[i][std::size_t(s)];
+      const int got0 = ex::vee_stage(P, s, 0), got1 = ex::vee_stage(P, s, 1);
+      DTL_GRADE_EXPECT(got0 == down) << vee_case(P, s, 0) << " is " << got0 << ", expected " << down;
+      DTL_GRADE_EXPECT(got1 == up) << vee_case(P, s, 1) << " is " << got1 << ", expected " << up;
+    }
+  }
+}
+
+TEST(VeeStage, CoversTheModelOnceAndFoldsOnTheLastStageUpTo64Stages) {
+  for (int P = 1; P <= 64; ++P) {
+    std::vector<int> holder(std::size_t(2 * P), -1);
+    for (int s = 0; s < P; ++s)
+      for (int c = 0; c < 2; ++c) {
+        const int vs = ex::vee_stage(P, s, c);
+        DTL_GRADE_ASSERT(vs >= 0 && vs < 2 * P)
+            << vee_case(P, s, c) << " is " << vs << ", outside the model's 0.." << 2 * P - 1;
+        DTL_GRADE_ASSERT(holder[std::size_t(vs)] < 0)
+            << vee_case(P, s, c) << " is " << vs << ", a virtual stage another chunk holds already";
+        holder[std::size_t(vs)] = s;
+      }
+    // Down with chunk 0, back up with chunk 1: consecutive virtual stages on neighbouring stages,
+    // or on the same one at the fold (P - 1 and P on stage P - 1).
+    for (int vs = 0; vs + 1 < 2 * P; ++vs) {
+      const int gap = std::abs(holder[std::size_t(vs)] - holder[std::size_t(vs) + 1]);
+      DTL_GRADE_EXPECT(gap == (vs == P - 1 ? 0 : 1))
+          << "with " << P << " stages, virtual stages " << vs << " and " << vs + 1 << " are on stages "
+          << holder[std::size_t(vs)] << " and " << holder[std::size_t(vs) + 1]
+          << ": the V runs down the stages and folds back on the last one";
+    }
+    DTL_GRADE_EXPECT(holder[0] == 0 && holder[std::size_t(2 * P - 1)] == 0)
+        << "with " << P << " stages, stage 0 must hold the first and the last virtual stage (the V's ends)";
+  }
+}
+
+namespace {
+
+// "F5.0" (forward of micro-batch 5 on chunk 0), a pair written as torch does, "(F5.0;B1.1)".
+std::string pairs_text(const std::vector<Action>& actions) {
+  std::string s;
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const auto one = [&](const Action& a) {
+      return std::string(a.op == Pass::forward    ? "F"
+                         : a.op == Pass::backward ? "B"
+                                                  : "W") +
+             std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
+    };
+    s += s.empty() ? "" : " ";
+    if (actions[i].with_next && i + 1 < actions.size()) {
+      s += "(" + one(actions[i]) + ";" + one(actions[i + 1]) + ")";
+      ++i;
+    } else {
+      s += one(actions[i]) + (actions[i].with_next ? "+" : "");
+    }
+  }
+  return s;
+}
+
+// DualPipeV's steps 4 and 5, written by hand from the counters its warm-up leaves (forwards of
+// chunk 0 from 2P - s - 1, of chunk 1 from P, backwards of chunk 1 from P - s - 1, of chunk 0
+// from 0): P = 2, M = 4 and P = 4, M = 8.
+const char* kDualPipe24[] = {
+    "(F3.0;B1.1) (F2.1;B0.0) B2.1 (F3.1;B1.0)",
+    "F2.0 B0.1 (F2.1;B0.0) (F3.0;B1.1) (F3.1;B1.0)",
+};
+const char* kDualPipe48[] = {
+    "(F7.0;B3.1) (F4.1;B0.0) B4.1 (F5.1;B1.0) B5.1 (F6.1;B2.0) B6.1 (F7.1;B3.0)",
+    "(F6.0;B2.1) (F4.1;B0.0) (F7.0;B3.1) (F5.1;B1.0) B4.1 (F6.1;B2.0) B5.1 (F7.1;B3.0)",
+    "(F5.0;B1.1) (F4.1;B0.0) (F6.0;B2.1) (F5.1;B1.0) (F7.0;B3.1) (F6.1;B2.0) B4.1 (F7.1;B3.0)",
+    "F4.0 B0.1 (F4.1;B0.0) (F5.0;B1.1) (F5.1;B1.0) (F6.0;B2.1) (F6.1;B2.0) (F7.0;B3.1) (F7.1;B3.0)",
+};
+
+std::string dual_case(int P, int M, int s) {
+  return "dualpipe_pairs(stages " + std::to_string(P) + ", micro_batches " + std::to_string(M) + ", stage " +
+         std::to_string(s) + ")";
+}
+
+}  // namespace
+
+TEST(DualpipePairs, MatchesTheHandWrittenPairsForTwoAndFourStages) {
+  for (int s = 0; s < 2; ++s) {
+    const std::string got = pairs_text(ex::dualpipe_pairs(2, 4, s));
+    DTL_GRADE_EXPECT(got == kDualPipe24[s])
+        << dual_case(2, 4, s) << " is\n  " << got << "\nexpected\n  " << kDualPipe24[s];
+  }
+  for (int s = 0; s < 4; ++s) {
+    const std::string got = pairs_text(ex::dualpipe_pairs(4, 8, s));
+    DTL_GRADE_EXPECT(got == kDualPipe48[s])
+        << dual_case(4, 8, s) << " is\n  " << got << "\nexpected\n  " << kDualPipe48[s];
+  }
+}
+
+// Between core/theory's warm-up and cool-down, the pairs make DualPipeV's whole list (torch's
+// ScheduleDualPipeV order), which the schedule checker runs without deadlock.
+TEST(DualpipePairs, CompleteDualPipeVForTwoToSixStagesAndUpTo4PMicroBatches) {
+  for (int P = 2; P <= 6; ++P)
+    for (int M = 2 * P; M <= 4 * P; M += P) {
+      const pipeline::Schedule want =
+          pipeline::make_schedule(ScheduleKind::dualpipe_v, pipeline::config_for(ScheduleKind::dualpipe_v, P, M, 2));
+      pipeline::Schedule got = want;
+      for (int s = 0; s < P; ++s) {
+        const std::vector<Action> pairs = ex::dualpipe_pairs(P, M, s);
+        std::vector<Action> list = pipeline::dualpipe_v_part(P, M, s, pipeline::DualPipePart::warm_up);
+        list.insert(list.end(), pairs.begin(), pairs.end());
+        const std::vector<Action> rest = pipeline::dualpipe_v_part(P, M, s, pipeline::DualPipePart::cool_down);
+        list.insert(list.end(), rest.begin(), rest.end());
+        const std::vector<Action> middle = pipeline::dualpipe_v_part(P, M, s, pipeline::DualPipePart::overlapped);
+        DTL_GRADE_EXPECT(list == want.stages[std::size_t(s)])
+            << dual_case(P, M, s) << " is\n  " << pairs_text(pairs) << "\nexpected\n  " << pairs_text(middle);
+        got.stages[std::size_t(s)] = list;
+      }
+      std::string problem;
+      try {
+        pipeline::check_schedule(got);
+      } catch (const std::exception& e) { problem = e.what(); }
+      DTL_GRADE_EXPECT(problem.empty()) << "DualPipeV with your pairs, P " << P << ", M " << M << ": " << problem;
     }
 }

@@ -24,18 +24,18 @@ bool light(ImU32 c) {
   return 0.299f * r + 0.587f * g + 0.114f * b > 140;
 }
 
-// F: the hue lightened; B: the hue darkened; W: the hue's outline on a dark fill.
-ImU32 block_fill(const PipeBlock& k) {
-  const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)];
-  switch (k.op) {
-    case Pass::forward: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
-    case Pass::backward: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
-    default: return mix(hue, IM_COL32(20, 20, 26, 255), 0.75f);
+// F: the hue lightened; B: the hue darkened; I: the hue pulled halfway to violet (a
+// backward's dark, but not a full B's: the W of its micro-batch comes later); W: the hue's
+// outline on a dark fill.
+ImU32 block_fill(int micro_batch, BlockRole role) {
+  const ImU32 hue = kHues[std::size_t(std::max(0, micro_batch)) % std::size(kHues)];
+  switch (role) {
+    case BlockRole::forward: return mix(hue, IM_COL32(255, 255, 255, 255), 0.45f);
+    case BlockRole::backward: return mix(hue, IM_COL32(0, 0, 0, 255), 0.25f);
+    case BlockRole::input_grad: return mix(hue, IM_COL32(140, 0, 255, 255), 0.55f);
+    case BlockRole::weight_grad: break;
   }
-}
-
-const char* op_name(Pass op) {
-  return op == Pass::forward ? "forward (F)" : op == Pass::backward ? "backward, input grad (B)" : "weight grad (W)";
+  return mix(hue, IM_COL32(20, 20, 26, 255), 0.75f);
 }
 
 // "3", or with chunks "3b" (chunk 1 of micro-batch 3).

@@ -1,5 +1,5 @@
 // The pipeline view's colors and small drawing helpers (pipeline_view.cpp): micro-batches by
-// hue, F/B/W fills, idle hatching, numbers as text. In their own namespace: every lab's view
+// hue, F/B/I/W fills, idle hatching, numbers as text. In their own namespace: every lab's view
 // keeps file-local helpers of these names.
 #pragma once
 
@@ -26,9 +26,10 @@ inline constexpr ImU32 kHues[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 14
 
 ImU32 mix(ImU32 c, ImU32 to, float t);  // c moved toward `to` by t (0..1), c's alpha kept
 ImU32 with_alpha(ImU32 c, int a);
-bool light(ImU32 c);                                                        // dark text on it
-ImU32 block_fill(const PipeBlock& k);                                       // F light, B dark, W a dark fill
-const char* op_name(Pass op);                                               // "forward (F)", ...
+bool light(ImU32 c);  // dark text on it
+// A block's fill by its role (block_roles) in its micro-batch's hue: F light, a full B dark, an I
+// (input gradient alone) the hue toward violet, W a dark fill (drawn outlined in the hue).
+ImU32 block_fill(int micro_batch, BlockRole role);
 void block_text(const PipeBlock& k, int chunks, char* out, std::size_t n);  // "3", or "3b" with chunks
 void hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 color);                // idle time
 // A triangle at the end of block [a, b] pointing down (direction +1) or up (−1): where its output goes.

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/theory/schedule.h"
@@ -89,7 +91,8 @@ void assign_actions(const TraceData& d, const std::vector<std::int8_t>& op_of_la
 }
 
 // Steps: a step is complete when every stage ran the fullest stage's count of F, as many
-// B, and W none or as many (zero-bubble splits B into B and W).
+// B, and at most as many W (zero-bubble splits every B into B and W, DualPipeV only its
+// cool-down's later half).
 void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label, PipelineRun& r) {
   const std::size_t P = std::size_t(r.stages.count);
   const auto stage = [&](const Event& e) { return r.stages.of_rank[std::size_t(e.rank)]; };
@@ -118,7 +121,7 @@ void find_steps(const TraceData& d, const std::vector<std::int8_t>& op_of_label,
     bool first = true;
     for (; c < counts.size() && counts[c].step == s.step; ++c, ++stages) {
       const auto& n = counts[c].ops;
-      s.complete = s.complete && n[0] == fullest && n[1] == fullest && (n[2] == 0 || n[2] == fullest);
+      s.complete = s.complete && n[0] == fullest && n[1] == fullest && n[2] <= fullest;
     }
     for (; a < r.actions.size() && d.events[r.actions[a]].step == s.step; ++a) {
       const Event& e = d.events[r.actions[a]];
@@ -291,6 +294,37 @@ int block_direction(const PipeBlock& k, std::string_view schedule, int stages, i
   if (to < 0 || to >= placement.virtual_stages()) return 0;
   const int stage = placement.stage_of(to);
   return stage > k.stage ? 1 : stage < k.stage ? -1 : 0;
+}
+
+std::vector<BlockRole> block_roles(const std::vector<PipeBlock>& blocks) {
+  std::set<std::tuple<int, int, int>> weights;  // (stage, micro-batch, chunk) of every W
+  for (const PipeBlock& k : blocks)
+    if (k.op == Pass::weight) weights.insert({k.stage, k.micro_batch, k.chunk});
+  std::vector<BlockRole> roles;
+  roles.reserve(blocks.size());
+  for (const PipeBlock& k : blocks) {
+    if (k.op == Pass::forward)
+      roles.push_back(BlockRole::forward);
+    else if (k.op == Pass::weight)
+      roles.push_back(BlockRole::weight_grad);
+    else
+      roles.push_back(weights.count({k.stage, k.micro_batch, k.chunk}) ? BlockRole::input_grad : BlockRole::backward);
+  }
+  return roles;
+}
+
+bool has_weight_blocks(const std::vector<PipeBlock>& blocks) {
+  return std::any_of(blocks.begin(), blocks.end(), [](const PipeBlock& k) { return k.op == Pass::weight; });
+}
+
+const char* role_name(BlockRole r) {
+  switch (r) {
+    case BlockRole::forward: return "forward (F)";
+    case BlockRole::backward: return "full backward (B: input and weight grads)";
+    case BlockRole::input_grad: return "input grad only (I, the zero-bubble split)";
+    case BlockRole::weight_grad: return "weight grad (W)";
+  }
+  return "?";
 }
 
 }  // namespace dtl::viz

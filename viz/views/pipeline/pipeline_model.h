@@ -49,6 +49,17 @@ struct PipeBlock {
 // model in a V (chunk 1 flows back up); the others loop (chunk c's last stage sends to stage 0).
 int block_direction(const PipeBlock& k, std::string_view schedule, int stages, int chunks);
 
+// What a block computes, for its colour: a forward; a full backward (input and weight gradients);
+// the input gradient alone (torch's I: a B whose stage also runs a W of the same micro-batch and
+// chunk, the zero-bubble split); the weight gradients (W).
+enum class BlockRole : std::uint8_t { forward, backward, input_grad, weight_grad };
+// Each block's role among `blocks` (one step's or one simulation's, every stage): a B is an I
+// when its own stage holds the W of its micro-batch and chunk.
+std::vector<BlockRole> block_roles(const std::vector<PipeBlock>& blocks);
+const char* role_name(BlockRole r);
+bool has_weight_blocks(const std::vector<PipeBlock>& blocks);  // any W: the backward is split  // "forward (F)", "full
+                                                               // backward (B)", "input grad (I)", ...
+
 // One training step of one schedule in the trace.
 struct PipeStepRange {
   int step = 0;

@@ -1,12 +1,11 @@
 // Pipeline view: a row per stage with the F/B/W blocks of one schedule's training step,
 // each box labelled with its micro-batch ("3b": chunk b of an interleaved schedule) and
-// colored by it (F light, B dark, W outlined), idle gaps hatched (the bubble), a time
-// axis, the measured bubble beside the formula's value, each stage's idle share at its
-// row's right; with chunks, a triangle where each block's output goes (down, or back up: the
-// V of zb-v and dualpipev). "compare schedules" stacks the simulator's timeline of every schedule in
-// the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each one's bubble.
-// While the cursor is inside the step shown, what comes after it is dimmed, so stepping
-// shows the actions appear one by one. The numbers are viz/views/pipeline/pipeline_model.
+// colored by it (F light, a full B dark, an input-gradient-only I violet, W outlined), idle gaps hatched (the bubble),
+// a time axis, the measured bubble beside the formula's value, each stage's idle share at its row's right; with chunks,
+// a triangle where each block's output goes (down, or back up: the V of zb-v and dualpipev). "compare schedules" stacks
+// the simulator's timeline of every schedule in the trace (GPipe, 1F1B, interleaved, ZB-H1) on one time axis with each
+// one's bubble. While the cursor is inside the step shown, what comes after it is dimmed, so stepping shows the actions
+// appear one by one. The numbers are viz/views/pipeline/pipeline_model.
 #include <algorithm>
 #include <cstdio>
 
@@ -66,9 +65,9 @@ struct RowsContent {
   std::string_view schedule;        // its name: the placement of its chunks (block_direction)
 };
 
-void block_tooltip(const PipeBlock& k, int chunks) {
+void block_tooltip(const PipeBlock& k, BlockRole role, int chunks) {
   ImGui::BeginTooltip();
-  ImGui::Text("stage %d: %s", k.stage, op_name(k.op));
+  ImGui::Text("stage %d: %s", k.stage, role_name(role));
   ImGui::Text("micro-batch %d%s", k.micro_batch, chunks > 1 ? (", chunk " + std::to_string(k.chunk)).c_str() : "");
   ImGui::Text("%s, from %s to %s", duration(k.end - k.begin).c_str(), duration(k.begin).c_str(),
               duration(k.end).c_str());
@@ -85,6 +84,7 @@ void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double curso
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered = ImGui::IsWindowHovered();
   const float line = ImGui::GetTextLineHeight();
+  const std::vector<BlockRole> roles = block_roles(blocks);  // a split B (I) has its own colour
   std::size_t i = 0;
   for (int s = 0; s < stages; ++s) {
     const float y = g.top + float(s) * g.row_h, y0 = y + (g.row_h > 6 ? 2.0f : 0.0f),
@@ -104,7 +104,8 @@ void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double curso
       last = std::max(last, k.end);
       const ImVec2 a(g.x(k.begin), y0), b(std::max(g.x(k.end), g.x(k.begin) + 1), y1);
       const bool later = cursor_s >= 0 && k.begin >= cursor_s;
-      const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)], fill = block_fill(k);
+      const ImU32 hue = kHues[std::size_t(k.micro_batch) % std::size(kHues)],
+                  fill = block_fill(k.micro_batch, roles[i]);
       dl->AddRectFilled(a, b, later ? with_alpha(fill, 50) : fill, 2.0f);
       if (k.op == Pass::weight)
         dl->AddRect(a, b, later ? with_alpha(hue, 70) : hue, 2.0f, 0, 2.0f);
@@ -122,7 +123,8 @@ void draw_rows(ImDrawList* dl, const Rows& g, const RowsContent& c, double curso
                                                : IM_COL32(245, 245, 250, 255);
         dl->AddText(ImVec2((a.x + b.x - ts.x) / 2, (y0 + y1 - ts.y) / 2), later ? with_alpha(ink, 70) : ink, text);
       }
-      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h) block_tooltip(k, chunks);
+      if (hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= y && mouse.y < y + g.row_h)
+        block_tooltip(k, roles[i], chunks);
     }
     if (makespan > last) hatch(dl, ImVec2(g.x(last), y0), ImVec2(g.x(makespan), y1), kIdle);
     if (std::size_t(s) < idle.size() && (g.row_h >= line || s % std::max(1, int(line / g.row_h) + 1) == 0)) {
@@ -153,22 +155,23 @@ std::string bubble_line(double measured, const BubbleRow* row) {
   return text;
 }
 
-void legend(int micro_batches, int chunks) {
+// `split`: the blocks shown split a backward (I and W swatches too).
+void legend(int micro_batches, int chunks, bool split) {
   const float h = ImGui::GetTextLineHeight();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  auto swatch = [&](Pass op, const char* text) {
+  auto swatch = [&](BlockRole role, const char* text) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
-    const PipeBlock k{0, op, 1, 0, 0, 0};
-    dl->AddRectFilled(p, ImVec2(p.x + h * 1.6f, p.y + h), block_fill(k), 2.0f);
-    if (op == Pass::weight) dl->AddRect(p, ImVec2(p.x + h * 1.6f, p.y + h), kHues[1], 2.0f, 0, 2.0f);
+    dl->AddRectFilled(p, ImVec2(p.x + h * 1.6f, p.y + h), block_fill(1, role), 2.0f);
+    if (role == BlockRole::weight_grad) dl->AddRect(p, ImVec2(p.x + h * 1.6f, p.y + h), kHues[1], 2.0f, 0, 2.0f);
     ImGui::Dummy(ImVec2(h * 1.6f, h));
     ImGui::SameLine();
     ImGui::TextUnformatted(text);
     ImGui::SameLine(0, 14);
   };
-  swatch(Pass::forward, "F forward (light)");
-  swatch(Pass::backward, "B backward (dark)");
-  swatch(Pass::weight, "W weight grad (outlined)");
+  swatch(BlockRole::forward, "F forward (light)");
+  swatch(BlockRole::backward, "B full backward (dark)");
+  if (split) swatch(BlockRole::input_grad, "I input grad only (violet)");
+  if (split) swatch(BlockRole::weight_grad, "W weight grad (outlined)");
   const ImVec2 p = ImGui::GetCursorScreenPos();
   hatch(dl, p, ImVec2(p.x + h * 1.6f, p.y + h), kIdle);
   ImGui::Dummy(ImVec2(h * 1.6f, h));
@@ -303,7 +306,7 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
                       clip_text(s.schedule, 200).c_str(), s.step, s.complete ? "" : " (incomplete)", s.stages,
                       s.micro_batches, s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
                       duration(s.makespan()).c_str());
-  legend(s.micro_batches, s.chunks);
+  legend(s.micro_batches, s.chunks, has_weight_blocks(s.blocks));
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
@@ -339,7 +342,9 @@ void PipelineView::DrawCompare() {
   for (const SimulatedPipeline& r : sims_.runs)
     micro = std::max(micro, r.micro_batches), longest = std::max(longest, r.makespan), rows += r.stages,
     chunks = std::max(chunks, r.chunks);
-  legend(micro, chunks);
+  bool split = false;
+  for (const SimulatedPipeline& r : sims_.runs) split = split || has_weight_blocks(r.blocks);
+  legend(micro, chunks, split);
   ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 start = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
