@@ -92,7 +92,7 @@ int double_tree_chunks(double N);
 // chunk, direction and tree). Time on a link that α occupies: the busiest
 // rank's m·α + B/β, plus the pipeline's fill, 2F chunk hops (double_tree_fill_hops).
 // With C channels (a pair of trees each, N/C bytes, K chunks per half): C times the messages,
-// the same bytes; time m_c·(α + C·b/β) + 2·depth·(α + b/β), b = N/(2CK), m_c the busiest
+// the same bytes; time m_c·(α + C·b/β) + 2F·(α + b/β), b = N/(2CK), m_c the busiest
 // rank's messages per channel (channels_time).
 CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {}, int C = 1);
 // The fill F of the double tree's pipeline: the first chunk climbs from the deepest leaf to the
