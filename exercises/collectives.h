@@ -121,8 +121,10 @@ theory::TreeLinks double_binary_tree(int P, int rank, int tree);
 // go up and down two complementary binary trees (theory::double_tree_links(P, rank, t)), each
 // half cut into `chunks` pieces (chunk_range(half, chunks, k)) pipelined: reduce up (recv_reduce
 // from each child, then send to the parent; the root finishes chunk k), then broadcast down
-// (recv from the parent, send to each child), on the trees of double_binary_tree. Up chunk k uses tag kTagTreeReduce +
-// k, down kTagTreeBroadcast + k, in both trees (at most kTagStride chunks).
+// (recv from the parent, send to each child), on the trees of double_binary_tree. Up chunk k of
+// tree t uses tag kTagTreeReduce + 2k + t, down kTagTreeBroadcast + 2k + t (at most kTagStride/2
+// chunks). The trees never wait for each other (NCCL runs them on channels of their own): a leaf
+// posts all its sends up, and all its receives down, at once; only inner nodes go chunk by chunk.
 void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks);
 // The same with C = channels.size() channels: part h of the buffer (chunk_range(count, C, h))
 // on a pair of trees of its own over channels[h], chunk k of every channel before chunk k+1.

@@ -114,6 +114,13 @@ BufferView channel_part(const BufferView& buf, int C, int h) {
   return {buf.at(p.offset), p.count, buf.dtype};
 }
 
+// Chunk k of tree t's half of channel h's part: the part cut in two halves, each into K chunks.
+BufferView tree_piece(const BufferView& buf, int C, int h, int t, int K, int k) {
+  const BufferView part = channel_part(buf, C, h);
+  const ChunkRange half = chunk_range(part.count, 2, t), piece = chunk_range(half.count, K, k);
+  return {part.at(half.offset + piece.offset), piece.count, buf.dtype};
+}
+
 // The channels must be one group's: same size, same rank in each.
 void require_channels(std::span<Comm* const> channels, const char* who) {
   if (channels.empty()) throw Error(std::string(who) + ": give at least one channel");
@@ -177,16 +184,6 @@ void ring_sliced_all_reduce_channels(std::span<Comm* const> channels, BufferView
 
 // ---- NCCL's double binary tree ----------------------------------------------------
 
-namespace {
-
-// Chunk k of half t: the buffer cut in two halves, each half into K chunks.
-ChunkRange tree_piece(const BufferView& buf, int t, int K, int k) {
-  const ChunkRange half = chunk_range(buf.count, 2, t), piece = chunk_range(half.count, K, k);
-  return {half.offset + piece.offset, piece.count};
-}
-
-}  // namespace
-
 // The construction lives in core/theory (the double tree's cost counts its links too).
 theory::TreeLinks double_binary_tree(int P, int rank, int tree) { return theory::double_tree_links(P, rank, tree); }
 
@@ -198,52 +195,53 @@ void double_tree_all_reduce(Comm& comm, BufferView buf, ReduceOp op, int chunks)
 void double_tree_all_reduce_channels(std::span<Comm* const> channels, BufferView buf, ReduceOp op, int chunks) {
   require_channels(channels, "double_tree_all_reduce_channels");
   const int C = int(channels.size()), P = channels[0]->size(), r = channels[0]->rank();
-  const int K = std::clamp(chunks, 1, kTagStride);
+  const int K = std::clamp(chunks, 1, kTagStride / 2);
   if (P == 1) return;
   // ex:: on purpose: the learner's trees (exercise 8) even where this all-reduce is the reference.
   const theory::TreeLinks tree[2] = {ex::double_binary_tree(P, r, 0), ex::double_binary_tree(P, r, 1)};
-  std::vector<Request> sends;  // waited for at the end: the receiver may still be reading them
-  // Chunk k of tree t's half of channel h's part.
-  auto piece = [&](int h, int t, int k) {
-    const BufferView part = channel_part(buf, C, h);
-    const ChunkRange p = tree_piece(part, t, K, k);
-    return BufferView{part.at(p.offset), p.count, buf.dtype};
+  auto up = [](int t, int k) { return kTagTreeReduce + 2 * k + t; };  // per tree: a pair may be in both
+  auto down = [](int t, int k) { return kTagTreeBroadcast + 2 * k + t; };
+  std::vector<Request> sends, from_parent(std::size_t(2 * K * C));  // from_parent[(t·K + k)·C + h]
+  auto slot = [&](int t, int k, int h) { return std::size_t((t * K + k) * C + h); };
+  auto piece = [&](int h, int t, int k) { return tree_piece(buf, C, h, t, K, k); };
+  auto send_all = [&](int t, int k, int peer, int tag, TransferInfo info) {  // every channel's chunk k
+    for (int h = 0; h < C; ++h)
+      sends.push_back(channels[std::size_t(h)]->isend(piece(h, t, k).data, piece(h, t, k).bytes(), peer, tag, info));
   };
-  // Every channel's receive from `peer` of chunk k posted at once (the channels' messages travel
-  // together), then waited for; one child at a time, since both children reduce into one piece.
-  auto receive_all = [&](int t, int k, int peer, bool reduce, int tag, TransferInfo info) {
-    std::vector<Request> in_flight;
-    for (int h = 0; h < C; ++h) {
-      const BufferView p = piece(h, t, k);
-      Comm& comm = *channels[std::size_t(h)];
-      in_flight.push_back(reduce ? comm.irecv_reduce(p.data, p.count, p.dtype, op, peer, tag, info)
-                                 : comm.irecv(p.data, p.bytes(), peer, tag, info));
-    }
-    for (Request& q : in_flight) q.wait();
-  };
-  auto send_all = [&](int t, int k, int peer, int tag, TransferInfo info) {
-    for (int h = 0; h < C; ++h) {
-      const BufferView p = piece(h, t, k);
-      sends.push_back(channels[std::size_t(h)]->isend(p.data, p.bytes(), peer, tag, info));
-    }
-  };
-  // Reduce up, chunk by chunk, both trees, every channel: chunk k leaves for the parent as soon
-  // as the children's chunk k is in, so chunk k+1 climbs one level behind it (the pipeline).
+  // NCCL runs its two trees on channels of their own, so neither waits for the other: a leaf has
+  // nothing to wait for and sends every chunk up at once; inner nodes go chunk by chunk, each
+  // child's chunk k reduced in (one child at a time: both reduce into one piece), then sent up.
+  for (int t = 0; t < 2; ++t)
+    for (int k = 0; k < K && tree[t].child_count() == 0; ++k) send_all(t, k, tree[t].parent, up(t, k), {k, 0, P});
   for (int k = 0; k < K; ++k)
     for (int t = 0; t < 2; ++t) {
-      for (const int child : tree[t].children)
-        if (child >= 0) receive_all(t, k, child, true, kTagTreeReduce + k, {k, 0, P});
-      if (tree[t].parent >= 0) send_all(t, k, tree[t].parent, kTagTreeReduce + k, {k, 0, P});
+      if (tree[t].child_count() == 0) continue;
+      for (const int child : tree[t].children) {
+        if (child < 0) continue;
+        std::vector<Request> in;
+        for (int h = 0; h < C; ++h)
+          in.push_back(channels[std::size_t(h)]->irecv_reduce(piece(h, t, k).data, piece(h, t, k).count, buf.dtype, op,
+                                                              child, up(t, k), {k, 0, P}));
+        for (Request& q : in) q.wait();
+      }
+      if (tree[t].parent >= 0) send_all(t, k, tree[t].parent, up(t, k), {k, 0, P});
       for (int h = 0; h < C && tree[t].parent < 0; ++h)  // the root holds chunk k's total
         finish_average(piece(h, t, k).data, piece(h, t, k).count, buf.dtype, op, P);
     }
-  // Broadcast down the same trees, chunk by chunk.
-  for (int k = 0; k < K; ++k)
+  // Broadcast down, every receive from the parent posted at once (it sends k after reducing ours).
+  for (int t = 0; t < 2; ++t)
+    for (int k = 0; k < K && tree[t].parent >= 0; ++k)
+      for (int h = 0; h < C; ++h)
+        from_parent[slot(t, k, h)] = channels[std::size_t(h)]->irecv(piece(h, t, k).data, piece(h, t, k).bytes(),
+                                                                     tree[t].parent, down(t, k), {K + k, 0, P});
+  for (int k = 0; k < K; ++k)  // inner nodes pass each chunk on; a leaf's receives are waited for last
     for (int t = 0; t < 2; ++t) {
-      if (tree[t].parent >= 0) receive_all(t, k, tree[t].parent, false, kTagTreeBroadcast + k, {K + k, 0, P});
+      for (int h = 0; h < C && tree[t].parent >= 0 && tree[t].child_count() > 0; ++h) from_parent[slot(t, k, h)].wait();
       for (const int child : tree[t].children)
-        if (child >= 0) send_all(t, k, child, kTagTreeBroadcast + k, {K + k, 0, P});
+        if (child >= 0) send_all(t, k, child, down(t, k), {K + k, 0, P});
     }
+  for (int t = 0; t < 2; ++t)
+    for (std::size_t i = slot(t, 0, 0); i < slot(t + 1, 0, 0) && tree[t].child_count() == 0; ++i) from_parent[i].wait();
   for (Request& q : sends) q.wait();
 }
 

@@ -118,6 +118,12 @@ void reduce_into_half(std::uint16_t* dst, const std::uint16_t* src, std::size_t 
 
 template <typename T>
 void reduce_many_typed(T* out, const void* const* inputs, int n_in, std::size_t n, ReduceOp op) {
+  // A receive that reduces into its own buffer (out = in0 op in1, the ring's recv_reduce):
+  // one pass, dst op= src, no tile copies; the same arithmetic in the same order.
+  if (n_in == 2 && inputs[0] == out && inputs[1] != out) {
+    reduce_into_typed(out, static_cast<const T*>(inputs[1]), n, op);
+    return;
+  }
   // Tiles keep `acc` in L1 while every input streams through once.
   constexpr std::size_t kTile = 4096 / sizeof(T);
   alignas(64) T acc[kTile];

@@ -135,13 +135,25 @@ CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link, int C) {
     c.bytes_per_rank = std::max(c.bytes_per_rank, transfers * N / 2);
     c.messages_per_rank = std::max(c.messages_per_rank, transfers * K * C);
   }
-  c.steps = 2 * K;
+  c.steps = 4 * K;
   if (link.beta_Bps > 0) {
-    // One channel: m·α + B/β, plus the pipeline's fill of 2·depth chunk hops.
+    // One channel: m·α + B/β, plus the pipeline's fill, up and down its deepest path.
     const double b = N / 2 / K / C, chunk_hop = link.alpha_s + b / link.beta_Bps;
-    c.time_s = channels_time(double(c.messages_per_rank) / C, b, C, link) + 2 * ceil_log2(P) * chunk_hop;
+    c.time_s = channels_time(double(c.messages_per_rank) / C, b, C, link) + 2 * double_tree_fill_hops(P) * chunk_hop;
   }
   return c;
+}
+
+int double_tree_fill_hops(int P) {
+  int most = 0;
+  for (int tree = 0; tree < 2; ++tree)
+    for (int r = 0; r < P; ++r) {  // from rank r up to the root: each ancestor's children, one after the other
+      int hops = 0;
+      for (int a = double_tree_links(P, r, tree).parent; a >= 0; a = double_tree_links(P, a, tree).parent)
+        hops += double_tree_links(P, a, tree).child_count();
+      most = std::max(most, hops);
+    }
+  return most;
 }
 
 int ring_slices(double chunk_bytes) {

@@ -10,7 +10,7 @@
 //   binomial tree        ⌈log2 P⌉ · N                    2⌈log2 P⌉         2⌈log2 P⌉(α + N/β)
 //   naive (root)         (P-1) · N                       2(P-1)            2(P-1)(α + N/β)
 //   ring in S slices     2(P-1)/P · N  (2(P-1)·S msgs)   2(P-1)            2(P-1)·S·α + 2(P-1)/P · N/β
-//   double binary tree   up to 2·N (N/2 up, ≤ 2×N/2 down per tree)  2K   see double_tree_all_reduce_cost
+//   double binary tree   up to 2·N (N/2 up, ≤ 2×N/2 down per tree)  4K   see double_tree_all_reduce_cost
 // where P' is the largest power of two <= P.
 #pragma once
 
@@ -88,13 +88,18 @@ TreeLinks double_tree_links(int P, int rank, int tree);  // tree 0 or 1
 int double_tree_chunks(double N);
 // The double binary tree all-reduce of N bytes in K chunks per half (each half N/2 up one
 // tree, reduced at its root, then down it): per rank, in each tree, N/2 up to its parent
-// (not the root) and N/2 down to each child; messages K per transfer; steps 2K (a tag per
-// chunk and direction, shared by the trees). Time on a link that α occupies: the busiest
-// rank's m·α + B/β, plus the pipeline's fill, 2·depth chunk hops (depth = ⌈log2 P⌉).
+// (not the root) and N/2 down to each child; messages K per transfer; steps 4K (a tag per
+// chunk, direction and tree). Time on a link that α occupies: the busiest
+// rank's m·α + B/β, plus the pipeline's fill, 2F chunk hops (double_tree_fill_hops).
 // With C channels (a pair of trees each, N/C bytes, K chunks per half): C times the messages,
-// the same bytes; time m_c·(α + C·b/β) + 2·depth·(α + b/β), b = N/(2CK), m_c the busiest
+// the same bytes; time m_c·(α + C·b/β) + 2F·(α + b/β), b = N/(2CK), m_c the busiest
 // rank's messages per channel (channels_time).
 CommCost double_tree_all_reduce_cost(int P, double N, int K, Link link = {}, int C = 1);
+// The fill F of the double tree's pipeline: the first chunk climbs from the deepest leaf to the
+// root and comes back down, and a node on the way takes its children's chunks, and sends to
+// them, one after the other (α occupies its connection): F = the most, over both trees and every
+// rank, of its ancestors' children counted up to the root (log2 P to 2·log2 P).
+int double_tree_fill_hops(int P);
 
 // Ring reduce-scatter / all-gather of a vector of N bytes in total: (P-1)/P · N each.
 CommCost ring_reduce_scatter_cost(int P, double N, Link link = {});

@@ -83,6 +83,11 @@ double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryB
 
 double ring_ceiling_busbw(int P, double bw) { return 2.0 * bw / (5.0 * std::max(1, P)); }
 
+double ring_busbw_at_kernel_rates(int P, const MemoryBandwidth& bw) {
+  if (bw.triad <= 0 || bw.copy <= 0) return 0;
+  return 2.0 / (std::max(1, P) * (3.0 / bw.triad + 2.0 / bw.copy));
+}
+
 double print_ring_ceiling(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw,
                           const nlohmann::json& rows) {
   if (p.link.active() || p.on_gpu || p.backend.kind != BackendKind::threads || p.coll != CollectiveKind::all_reduce)
@@ -102,6 +107,12 @@ double print_ring_ceiling(std::ostream& out, const BenchPlan& p, const MemoryBan
                 "# best busbw where it applies = %.0f%% of the ring ceiling (%.0f%% at the copy rate)%s\n",
                 100 * best / ceiling, 100 * best / at_copy,
                 best > ceiling ? "  (above it: slices reread from cache, not memory)" : "");
+  out << line;
+  const double at_kernels = ring_busbw_at_kernel_rates(p.P, bw) / 1e9;
+  std::snprintf(line, sizeof line,
+                "# at the probe's own kernel rates (reduce-scatter steps as its triad, all-gather steps as its copy): "
+                "busbw %.2f GB/s; best = %.0f%% of it\n",
+                at_kernels, at_kernels > 0 ? 100 * best / at_kernels : 0.0);
   out << line;
   return best / ceiling;
 }

@@ -35,6 +35,10 @@ double print_ceiling_footer(std::ostream& out, const BenchPlan& p, const MemoryB
 // A model of the ring's traffic, not of every all-reduce: a slice still in cache when the
 // next rank reads it costs no memory traffic, so a sliced ring may pass it (the footer says so).
 double ring_ceiling_busbw(int P, double bw);
+// Not a bound, what the machine's own kernels reach: the reduce-scatter's 3(P-1)·N bytes at the
+// probe's triad rate (two reads and a write per element, as a reduce) and the all-gather's
+// 2(P-1)·N at its copy rate: busbw = 2 / (P·(3/triad + 2/copy)).
+double ring_busbw_at_kernel_rates(int P, const MemoryBandwidth& bw);
 // The footer's line for --impl ring / ring_sliced on thread ranks: the ring ceiling and the
 // best applicable row's share of it. Returns the share (0 if none applies).
 double print_ring_ceiling(std::ostream& out, const BenchPlan& p, const MemoryBandwidth& bw, const nlohmann::json& rows);

@@ -236,7 +236,9 @@ int finish_bench(std::ostream& out, const BenchArgs& a, const BenchPlan& p, cons
                         {"ceiling_share", share},
                         {"rows", rows}};
     if (ring_share > 0)
-      j["ring_ceiling"] = {{"busbw_GBps", ring_ceiling_busbw(p.P, bw.best()) / 1e9}, {"share", ring_share}};
+      j["ring_ceiling"] = {{"busbw_GBps", ring_ceiling_busbw(p.P, bw.best()) / 1e9},
+                           {"share", ring_share},
+                           {"kernel_rates_busbw_GBps", ring_busbw_at_kernel_rates(p.P, bw) / 1e9}};
     emit_bench_json(std::move(j), p.link, a.json_path);
   }
   return total_wrong == 0 ? 0 : 1;

@@ -14,8 +14,8 @@ CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P,
     return {"2(P-1)/P·N", "2(P-1)·S·C", "2(P-1)",
             "α-β, C channels: 2(P-1)·S·(α + C·b/β), b = N/(C·P·S): 2(P-1)·S·α + 2(P-1)/P·N/β"};
   if (channels > 1 && a == AlgorithmKind::double_tree && c == CollectiveKind::all_reduce)
-    return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K × C", "2K",
-            "α-β, C channels: m·(α + C·b/β) + 2⌈log2 P⌉·(α + b/β), b = N/(2CK), m per channel"};
+    return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K × C", "4K",
+            "α-β, C channels: m·(α + C·b/β) + 2F·(α + b/β), b = N/(2CK), m per channel, F the fill"};
   switch (c) {
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::all_gather: return {"(P-1)/P·N", "P-1", "P-1", "α-β: (P-1)·(α+N/Pβ)"};
@@ -26,8 +26,8 @@ CollectiveFormulas collective_formulas(CollectiveKind c, AlgorithmKind a, int P,
     case AlgorithmKind::naive: return {"(P-1)·N (rank 0)", "P-1", "2(P-1)", "α-β: 2(P-1)·(α+N/β)"};
     case AlgorithmKind::ring: return {"2(P-1)/P·N", "2(P-1)", "2(P-1)", "α-β: 2(P-1)·(α+N/Pβ)"};
     case AlgorithmKind::double_tree:
-      return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K", "2K",
-              "α-β: busiest rank's m·α + B/β + 2⌈log2 P⌉ chunk hops"};
+      return {"per rank: N/2 × (parent + children) over both trees (≤ 2N)", "that × K", "4K",
+              "α-β: busiest rank's m·α + B/β + 2F chunk hops (F: the children waited for up the deepest path)"};
     case AlgorithmKind::ring_sliced: return {"2(P-1)/P·N", "2(P-1)·S", "2(P-1)", "α-β: 2(P-1)·S·α + 2(P-1)/P·N/β"};
     case AlgorithmKind::hierarchical:  // G ranks per node, n nodes; _i within a node, _e between
       return {"2(G-1)/G·N + 2(n-1)/n·N/G", "2(G-1) + 2(n-1)", "2(G-1) + 2(n-1)",
@@ -66,6 +66,9 @@ void require_slices_apply(const LabConfig& cfg, const CollectivesSettings& s) {
     throw UsageError("--channels " + std::to_string(s.channels) +
                      " splits the buffer over rings or tree pairs of NCCL's algorithms; this run has none: use "
                      "--algo ring_sliced or double_tree (--collective all_reduce), or drop --channels");
+  if (s.algo == AlgorithmKind::double_tree && s.slices > ex::kTagStride / 2)  // a tag per chunk and tree
+    throw UsageError("--slices " + std::to_string(s.slices) + ": the double tree takes at most " +
+                     std::to_string(ex::kTagStride / 2) + " chunks per half; give fewer");
 }
 
 int lab_tree_chunks(const CollectivesSettings& s, double N) {

@@ -212,6 +212,25 @@ TEST(Cli, BenchJsonHasTheNcclTestsFields) {
   }
 }
 
+// Issue 51: the ring's footer on thread ranks, at a size the memory ceiling applies to: the
+// ring ceiling 2·BW/(5P) from the probe's best rate, and beside it what the probe's own kernels
+// reach, 2 / (P·(3/triad + 2/copy)) from the JSON's rates (never above the ceiling).
+TEST(Cli, BenchRingFooterHasTheCeilingAndTheKernelRates) {
+  const std::string path = testing::TempDir() + "ring_footer_" + std::to_string(getpid()) + ".json";
+  const Output o = dtlab("bench all_reduce --impl ring_sliced --ranks 4 -b 16M -e 16M -n 1 -w 0 --json " + path);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# at the probe's own kernel rates"), std::string::npos) << o.out;
+  const json j = json::parse(slurp(path));
+  ASSERT_TRUE(j.contains("ring_ceiling")) << o.out;
+  const json& m = j["memory_GBps"];
+  const double best =
+      std::max({m["read"].get<double>(), m["write"].get<double>(), m["copy"].get<double>(), m["triad"].get<double>()});
+  const double kernels = 2.0 / (4 * (3.0 / m["triad"].get<double>() + 2.0 / m["copy"].get<double>()));
+  EXPECT_NEAR(j["ring_ceiling"]["busbw_GBps"].get<double>(), 2 * best / 20, 1e-9);
+  EXPECT_NEAR(j["ring_ceiling"]["kernel_rates_busbw_GBps"].get<double>(), kernels, 1e-9);
+  EXPECT_LE(kernels, j["ring_ceiling"]["busbw_GBps"].get<double>());
+}
+
 // Issue 51: --algo auto prints NCCL's tuning model's table (nothing runs): a row per size with
 // exactly one pick marked *, and why; a small all_reduce across nodes goes to a low-latency
 // protocol (LL), a large one to the ring.

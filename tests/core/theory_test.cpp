@@ -78,7 +78,12 @@ TEST(Theory, SlicedRingAndDoubleTreeCosts) {
   const CommCost dt = double_tree_all_reduce_cost(12, 1000, 3);
   EXPECT_EQ(dt.bytes_per_rank, 2000);
   EXPECT_EQ(dt.messages_per_rank, 4 * 3);
-  EXPECT_EQ(dt.steps, 6);
+  EXPECT_EQ(dt.steps, 12);  // a tag per chunk, direction and tree: 4K
+  // The fill, counted by hand on the trees: P = 4, tree 0 is 0 <- 2 <- {1, 3}: from 1, rank 2's
+  // two children then the root's one, 3; P = 8, 0 <- 4 <- {2, 6}, 2 <- {1, 3}: 2 + 2 + 1 = 5.
+  EXPECT_EQ(double_tree_fill_hops(2), 1);
+  EXPECT_EQ(double_tree_fill_hops(4), 3);
+  EXPECT_EQ(double_tree_fill_hops(8), 5);
   const Link link{5e-6, 25e9};  // small messages: the tree's log2 P beats the ring's P at 64 ranks
   EXPECT_LT(double_tree_all_reduce_cost(64, 1024, 1, link).time_s,
             all_reduce_cost(AlgorithmKind::ring, 64, 1024, link).time_s);

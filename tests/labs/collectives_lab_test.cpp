@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/threads_backend.h"
 #include "core/trace/trace.h"
+#include "labs/launch.h"
 #include "tests/labs/lab_test_util.h"
 
 using namespace dtl;
@@ -156,7 +158,7 @@ TEST(CollectivesLab, DoubleTreeMatchesTheExactSumAndItsFormula) {
         const theory::CommCost f = theory::double_tree_all_reduce_cost(P, double(N), K);
         EXPECT_EQ(r.find("double_tree.bytes_sent_per_rank")->measured, f.bytes_per_rank) << w;
         EXPECT_EQ(r.find("double_tree.messages_sent_per_rank")->measured, f.messages_per_rank) << w;
-        EXPECT_EQ(r.find("double_tree.steps")->measured, 2 * K) << w;
+        EXPECT_EQ(r.find("double_tree.steps")->measured, 4 * K) << w;
         EXPECT_TRUE(r.ok) << w << "\n" << r.to_text();
       }
   for (int P : {3, 7, 16}) EXPECT_TRUE(run_lab(P, 4 * 1001, {{"algo", "double_tree"}, {"slices", "5"}}).ok) << P;
@@ -192,7 +194,7 @@ TEST(CollectivesLab, ChannelsMatchTheExactSumAndTheirFormula) {
         const theory::CommCost one = theory::double_tree_all_reduce_cost(P, double(N), K);  // one channel
         EXPECT_EQ(tree.find("double_tree.bytes_sent_per_rank")->measured, one.bytes_per_rank) << w;
         EXPECT_EQ(tree.find("double_tree.messages_sent_per_rank")->measured, one.messages_per_rank * C) << w;
-        EXPECT_EQ(tree.find("double_tree.steps")->measured, 2 * K) << w;
+        EXPECT_EQ(tree.find("double_tree.steps")->measured, 4 * K) << w;
         EXPECT_TRUE(tree.ok) << w << "\n" << tree.to_text();
       }
   // Uneven parts, chunks and slices (1001 floats): still exact.
@@ -258,4 +260,40 @@ TEST(CollectivesLab, HierarchicalNeedsNodes) {
   const RunResult r = run_threads(opt, [&](Comm& c) { lab->run(c, full); });
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.error.find("--topology nodes=N,gpus=G"), std::string::npos) << r.error;
+}
+
+// Issue 51: the double tree's time on an emulated link is its formula's (the busiest rank's
+// m·(α + b/β) plus the pipeline's fill, 2F chunk hops) within the tolerance docs/labs.md states,
+// 0.8–1.4×. α (10 ms) dwarfs the CPU's copies, so the ratio is the schedule's: before the two
+// trees stopped waiting for each other it was 2–2.7 (each rank served its two trees in turn).
+TEST(CollectivesLab, DoubleTreeTimeOnAnEmulatedLinkIsItsFormulas) {
+  const LabInfo& lab = *find_lab("collectives");
+  for (int P : {4, 8}) {
+    RunRequest request;  // as `dtlab run collectives --link-bw 1 --link-latency 10000` starts it
+    request.cfg.ranks = P;
+    request.cfg.bytes = 256 << 10;
+    request.cfg.iters = 1;
+    request.cfg.warmup = 0;
+    request.cfg.repeat = 3;
+    request.cfg.link = make_link("", 1.0, 10000);  // 1 GB/s, 10 ms
+    request.cfg.options = {{"algo", "double_tree"}, {"slices", "2"}};
+    const Launch run = launch(lab, request);
+    Trace trace(P);
+    ThreadsOptions opt = run.threads;
+    opt.trace = &trace;
+    Report r;
+    ASSERT_TRUE(run_threads(opt, [&](Comm& c) {
+                  Report mine = lab.run(c, run.cfg);
+                  if (c.rank() == 0) r = std::move(mine);
+                }).ok());
+    const ReportRow* time = r.find("double_tree.time");
+    ASSERT_NE(time, nullptr) << r.to_text();
+    ASSERT_TRUE(time->predicted.has_value()) << r.to_text();
+    const theory::CommCost f =
+        theory::double_tree_all_reduce_cost(P, 256 << 10, 2, {run.cfg.link.alpha_s(), run.cfg.link.beta_Bps()});
+    EXPECT_DOUBLE_EQ(*time->predicted, f.time_s);
+    const double ratio = time->measured / f.time_s;
+    EXPECT_GE(ratio, 0.8) << "P=" << P << " measured " << time->measured << " s, formula " << f.time_s << " s";
+    EXPECT_LE(ratio, 1.4) << "P=" << P << " measured " << time->measured << " s, formula " << f.time_s << " s";
+  }
 }

@@ -6,6 +6,7 @@
 // replay; each check reads what the view showed (RingView::shown).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/link.h"
 #include "core/comm/threads_backend.h"
 #include "core/trace/chrome_writer.h"
 #include "labs/collectives/collectives_lab.h"
@@ -171,6 +173,55 @@ TEST(CollectivesView, AReplayCountsEachRunApartAndNamesTheChecks) {
     EXPECT_EQ(r.last.most_sent, r.last.predicted) << r.last.run << ": counted over its own run";
     EXPECT_EQ(r.last.complete_cells, P * P) << r.last.run;
   }
+  std::remove(path.c_str());
+  std::remove((path + ".dtlt").c_str());
+}
+
+// Issue 51: the sliced ring's slices are in flight on every link at once, and with C channels
+// C of them share a link side by side (the parallel rings). A replay of a run on an emulated
+// link (2 ms per message, so the transfers overlap in time as on a real one): at some frame
+// transfers other than the one at the cursor are on the wire on several links, and 2 channels
+// put 2 on one link; never more than the 2 channels' on one link.
+TEST(CollectivesView, SlicesInFlightOnEveryLinkAndChannelsSideBySide) {
+  constexpr int P = 4;
+  LabConfig cfg;
+  cfg.ranks = P;
+  cfg.bytes = 4096;
+  cfg.iters = 1;
+  cfg.warmup = 0;
+  cfg.link = make_link("", 1.0, 2000);
+  for (const auto& [k, v] :
+       std::map<std::string, std::string>{{"algo", "ring_sliced"}, {"slices", "2"}, {"channels", "2"}})
+    cfg.options.set(k, v);
+  cfg = with_defaults(*find_lab("collectives"), cfg);
+  Trace trace(P);
+  trace.set_meta(MetaKey::lab, "collectives");
+  trace.set_meta(MetaKey::bytes, "4096");
+  ThreadsOptions opt;
+  opt.world_size = P;
+  opt.trace = &trace;
+  opt.link = cfg.link;
+  ASSERT_TRUE(run_threads(opt, [&](Comm& c) { find_lab("collectives")->run(c, cfg); }).ok());
+  const std::string path = ::testing::TempDir() + "sliced_view_" + std::to_string(::getpid()) + ".json";
+  write_chrome_trace(trace, path);
+
+  viz::testing::HeadlessImGui gui;
+  viz::App app;
+  app.Open(viz::Session::replay(path));
+  auto* view = dynamic_cast<RingView*>(app.panel(kRingView));
+  ASSERT_NE(view, nullptr);
+  int most_in_flight = 0, most_on_link = 0;
+  for (std::size_t i = 0; i < app.session->steps().size(); ++i) {
+    app.StepOne();
+    app.controls.anim = 1;
+    gui.frame(app);
+    if (view->shown.run.rfind("ring_sliced", 0) != 0) continue;  // the ring's runs, not the checks
+    most_in_flight = std::max(most_in_flight, view->shown.in_flight);
+    most_on_link = std::max(most_on_link, view->shown.most_on_one_link);
+  }
+  std::printf("  most on the wire besides the cursor's: %d, most on one link: %d\n", most_in_flight, most_on_link);
+  EXPECT_GE(most_in_flight, P) << "a slice on every link at once";
+  EXPECT_EQ(most_on_link, 2) << "the 2 channels' slices side by side on one link, never more";
   std::remove(path.c_str());
   std::remove((path + ".dtlt").c_str());
 }

@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <utility>
 
 #include "labs/collectives/collectives_lab.h"
 #include "viz/model/text_fit.h"
@@ -136,6 +138,59 @@ void draw_in_flight(ImDrawList* dl, const Event& e, const std::vector<Vec2>& pos
                     (e.flags & kFlagReduce) ? kind_color(EventKind::recv) : kind_color(EventKind::send), 3.0f);
 }
 
+// When each transfer of a run went on the wire: the later of its send's and its receive's
+// posting (a receive posted first waits for the send). Sends are found by flow id among the
+// events from the run's first receive on; one posted earlier (a sliced ring's first step posts
+// its sends first) counts from its receive.
+std::vector<std::int64_t> on_wire_starts(const std::vector<Event>& events, const std::vector<Event>& run) {
+  std::vector<std::int64_t> start(run.size());
+  std::map<std::uint64_t, std::size_t> by_flow;
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    start[i] = run[i].begin_ns;
+    if (run[i].flow_id) by_flow[run[i].flow_id] = i;
+    first = std::min(first, run[i].begin_ns), last = std::max(last, run[i].end_ns);
+  }
+  auto it = std::lower_bound(events.begin(), events.end(), first,
+                             [](const Event& e, std::int64_t t) { return e.begin_ns < t; });
+  for (; it != events.end() && it->begin_ns <= last; ++it) {
+    if (it->kind != EventKind::send || !it->flow_id) continue;
+    const auto f = by_flow.find(it->flow_id);
+    if (f != by_flow.end()) start[f->second] = std::max(start[f->second], it->begin_ns);
+  }
+  return start;
+}
+
+// The transfers on the wire at time `now` (started, not landed), each a box on its edge as far
+// along as its time is; a link's several at once side by side (channels: parallel rings).
+// Returns {how many, the most on one link}.
+std::pair<int, int> draw_on_wire(ImDrawList* dl, const std::vector<Event>& tr, const std::vector<std::int64_t>& start,
+                                 std::size_t from, std::int64_t now, const std::vector<Vec2>& pos, float size) {
+  const int P = int(pos.size());
+  std::map<std::pair<int, int>, int> on_link;
+  int count = 0, most = 0;
+  for (std::size_t j = from; j < tr.size(); ++j) {
+    const Event& e = tr[j];
+    if (start[j] > now || e.end_ns <= now || e.peer < 0 || e.peer >= P || e.rank < 0 || e.rank >= P) continue;
+    const int lane = on_link[{e.peer, e.rank}]++;
+    most = std::max(most, lane + 1);
+    if (++count > 8 * P) continue;  // counted, not drawn: past a few per link they only stack up
+    const Vec2 s = pos[std::size_t(e.peer)], t = pos[std::size_t(e.rank)];
+    // How far along its time it is, kept off the two nodes so that it reads as on the link.
+    const float u =
+        0.2f +
+        0.6f * std::clamp(float(now - start[j]) / float(std::max<std::int64_t>(1, e.end_ns - start[j])), 0.f, 1.f);
+    const float len = std::max(1.0f, std::hypot(t.x - s.x, t.y - s.y));
+    const float off = float(lane) * size * 1.3f, nx = -(t.y - s.y) / len * off, ny = (t.x - s.x) / len * off;
+    const ImVec2 m(s.x + (t.x - s.x) * u + nx, s.y + (t.y - s.y) * u + ny);
+    const ImU32 col = (e.flags & kFlagReduce) ? kind_color(EventKind::recv) : kind_color(EventKind::send);
+    dl->AddRectFilled(ImVec2(m.x - size, m.y - size / 2), ImVec2(m.x + size, m.y + size / 2),
+                      (col & 0x00FFFFFF) | 0xA0000000, 2.0f);
+    dl->AddRect(ImVec2(m.x - size, m.y - size / 2), ImVec2(m.x + size, m.y + size / 2), col, 2.0f);
+  }
+  return {count, most};
+}
+
 // Where the transfer at the cursor landed: its cells on the receiver's node, outlined.
 void outline_landed(ImDrawList* dl, const Event& e, const std::vector<Vec2>& pos, float cell, int chunks) {
   if (e.rank < 0 || e.rank >= int(pos.size())) return;
@@ -187,6 +242,7 @@ void RingView::Index(const Frame& f) {
   run_transfers_.assign(transfers.begin() + std::ptrdiff_t(run.first), transfers.begin() + std::ptrdiff_t(run.end));
   timeline_ = ChunkTimeline(run_transfers_, std::max(1, f.session.data().ranks), std::max(1, f.session.chunks()));
   run_edges_ = edges_in_order(run_transfers_);
+  run_on_wire_ = on_wire_starts(f.session.data().events, run_transfers_);
   picture_key_ = pkey;
 }
 
@@ -248,6 +304,11 @@ void RingView::DrawCaption(const Frame& f, const CollectiveRun& run, const Event
                        (moving->flags & kFlagReduce) ? "reduce" : "copy", moving->step);
   else
     ImGui::Text("before its first transfer: every rank holds only its own data");
+  if (shown.in_flight > 0)
+    ImGui::TextWrapped(
+        "on the wire as it landed: %d more transfer%s (outlined boxes on their links), up to %d on one link%s",
+        shown.in_flight, shown.in_flight == 1 ? "" : "s", shown.most_on_one_link,
+        shown.most_on_one_link > 1 ? " side by side (channels: parallel rings)" : "");
   if (!shown.formula.empty())
     ImGui::TextWrapped("most sent by one rank in this run: %s   formula %s (the whole run)",
                        human_bytes(shown.most_sent).c_str(), clip_text(shown.formula).c_str());
@@ -285,6 +346,9 @@ void RingView::Draw(const Frame& f) {
   // The transfer at the cursor: travelling while it animates, then its cells outlined where
   // it landed (never a box parked over the receiver).
   const Event* moving = k > 0 ? &run_transfers_[k - 1] : nullptr;
+  const std::int64_t now = moving ? moving->end_ns : (run_on_wire_.empty() ? 0 : run_on_wire_.front());
+  const auto [on_wire, most_on_link] =
+      draw_on_wire(dl, run_transfers_, run_on_wire_, k, now, l.pos, std::max(6.0f, l.matrix ? l.node_w / 3 : l.cell));
   if (moving && in_flight)
     draw_in_flight(dl, *moving, l.pos,
                    l.matrix ? l.node_w / 3 : l.cell * float(std::max<int>(1, moving->chunk_count)) / 2, f.anim);
@@ -304,7 +368,9 @@ void RingView::Draw(const Frame& f) {
            run_transfers_.size(),
            l.shape,
            l.matrix,
-           0};
+           0,
+           on_wire,
+           most_on_link};
   for (int r = 0; r < P && state; ++r)
     for (int c = 0; c < chunks; ++c) shown.complete_cells += pic.level(r, c) == P;
   ImGui::SetCursorScreenPos(ImVec2(l.origin.x, l.origin.y + l.area_h + 4));

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct RingView final : Panel {
     RunShape shape = RunShape::ring;
     bool matrix = false;     // cells in a rank × chunk grid beside the nodes (too many to sit on them)
     int complete_cells = 0;  // cells at their final level (count == P, or final data)
+    // Transfers of this run on the wire when the one at the cursor landed (both sides had
+    // posted, not landed yet): the sliced ring's slices on every link at once, and the most on
+    // one link (C channels: C lanes side by side, the parallel rings).
+    int in_flight = 0, most_on_one_link = 0;
   } shown;
   void Draw(const Frame& f) override;
   void Restart() override { runs_key_ = {}, picture_key_ = {}; }
@@ -46,6 +51,7 @@ struct RingView final : Panel {
   std::array<std::size_t, 2> runs_key_{};     // (trace address, transfers)
   std::size_t run_ = 0;                       // the run at the cursor
   std::vector<Event> run_transfers_;          // its transfers, landing order
+  std::vector<std::int64_t> run_on_wire_;     // each one's start: the later of its send and its receive
   ChunkTimeline timeline_;                    // its pictures (from every rank holding its own data)
   std::vector<Edge> run_edges_;               // the pairs it used, by first transfer
   std::array<std::size_t, 3> picture_key_{};  // (runs key's transfers, run index, run end)
