@@ -502,7 +502,8 @@ TEST(Cli, MoreThreadRanksThanTheProcessCanHoldIsAUsageError) {
   const int fit = std::atoi(v.err.c_str() + at + 12);
   EXPECT_GT(fit, 0) << v.err;
   const Output ok =
-      limited("ulimit -S -v 3000000", "run collectives --ranks " + std::to_string(fit) + " --bytes 4 --iters 1");
+      limited("ulimit -S -v 3000000",  // (a long --timeout: hundreds of threads on loaded cores start slowly)
+              "run collectives --ranks " + std::to_string(fit) + " --bytes 4 --iters 1 --timeout 120");
   EXPECT_EQ(ok.code, 0) << "the figure it gave does not run: " << ok.err;
 #endif
 }
