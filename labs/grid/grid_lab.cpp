@@ -131,6 +131,13 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
 
 // --resume's rules: the MLP's (the tensor_parallel lab's too) or the GPT's on the counting task.
 ResumeRules grid_resume_rules(const GridSettings& s) {
+  if (s.model == GridModelKind::mlp && s.mlp_form == TpMlpForm::layer_stack) {  // the MLP labs' model and data
+    ResumeRules r = mlp_resume_rules(s.global_rows(), s.steps);
+    r.labs.push_back("grid");
+    r.data.batch =
+        "--batch " + std::to_string(s.batch) + " × --seq " + std::to_string(s.seq) + " (the MLP labs' --batch)";
+    return r;
+  }
   return s.model == GridModelKind::mlp ? tp_mlp_resume_rules(s.batch, s.seq, s.steps)
                                        : counting_gpt_resume_rules(s.batch, s.steps);
 }
@@ -211,6 +218,11 @@ const OptionTable<GridSettings>& grid_option_table() {
     using ScheduleKind = pipeline::ScheduleKind;
     t.choice("model", &GridSettings::model, GridModelKind::mlp,
              {{GridModelKind::mlp, "mlp"}, {GridModelKind::gpt, "gpt"}}, "the model on the grid")
+        .choice("mlp-form", &GridSettings::mlp_form, TpMlpForm::residual_blocks,
+                {{TpMlpForm::residual_blocks, "blocks"}, {TpMlpForm::layer_stack, "stack"}},
+                "the MLP: blocks (h → 4h → h, residual, its regression task) or stack (the ddp/zero/pipeline labs' "
+                "Linear→GELU layers of width h, two per block, on their teacher data and AdamW: continues their "
+                "checkpoints)")
         .integer(
             "dp", [](GridSettings& s) -> int& { return s.grid.dp; }, 0, 0, 4096,
             "data-parallel replicas D (0: --ranks / (tp·pp))")

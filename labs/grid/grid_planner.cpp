@@ -60,8 +60,11 @@ struct ActivationMap {
 
 ActivationMap activation_map(const GridSettings& s) {
   const double h = s.hidden, T = s.grid.tp, R = s.micro_rows();
-  if (s.model == GridModelKind::mlp)  // x, c_fc's output before and after GELU; the stage's output
-    return {4 * (R * h + 2 * R * 4 * h / T), 4 * R * h};
+  if (s.model ==
+      GridModelKind::mlp) {  // x, c_fc's output before and after GELU (the stack's c_proj output); the stage's
+    const double ff = s.mlp_shape(0).ff();
+    return {4 * (R * h + 2 * R * ff / T + (ff == h ? R * h : 0)), 4 * R * h};
+  }
   // The GPT's own count (labs/train/gpt.h, gpt_activation_parts): one block, and rank 0's end
   // part — its output to the next stage, or with P = 1 the head's; with recomputation the
   // running block's set on top (GptActivationBytes::peak).
@@ -114,7 +117,10 @@ double grid_rank_params(const GridSettings& s, int rank) {
   const double h = s.hidden, T = s.grid.tp, V = s.vocab, S = s.seq;
   const int stage = stage_of(s, rank);
   const double blocks = stage_blocks(s.layers, s.grid.pp, stage).count();
-  if (s.model == GridModelKind::mlp) return blocks * (8 * h * h / T + 4 * h / T + h);
+  if (s.model == GridModelKind::mlp) {
+    const double ff = s.mlp_shape(0).ff();  // c_fc [ff × h] and its bias, c_proj [h × ff] (its bias whole)
+    return blocks * (2 * h * ff / T + ff / T + h);
+  }
   // GPT block: ln_1, ln_2 (2h each); c_attn 3h²/T + 3h/T, attn.c_proj h²/T + h, c_fc 4h²/T + 4h/T,
   // mlp.c_proj 4h²/T + h (c_proj biases on every tp rank). Ends: wte (V/T rows) and wpe; ln_f
   // and, on a last stage that is not also the first, its own copy of the tied wte.

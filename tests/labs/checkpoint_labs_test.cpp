@@ -250,6 +250,50 @@ TEST(GridCheckpoint, ZeroOverFourRanksToTp2Pp2AndEightRanksToThree) {
             1e-5);
 }
 
+// The example: the zero lab's ZeRO-3 over 4 ranks, continued on a tp 2 × pp 2 grid. The
+// grid's --mlp-form stack is the zero lab's MLP (--width 64 = its 64-wide input and output,
+// --depth 4 = 2 blocks of 2 layers) on its teacher data (G = --batch 32 × --seq 1 rows a step)
+// with its AdamW; zero's 6 steps are 1 warm-up + 5 runs (LabConfig::repeat) of 1. Within the lab's fp32 tolerance
+// (the sums in another order); a grid of another width is refused, naming the tensor.
+TEST(GridCheckpoint, TheZeroLabsStage3OnFourRanksContinuedOnTp2Pp2) {
+  const Options zero = {{"stage", "3"},        {"width", "64"}, {"depth", "4"},
+                        {"precision", "fp32"}, {"batch", "32"}, {"steps", "1"}};
+  const Options stack = {{"mlp-form", "stack"}, {"hidden", "64"}, {"layers", "2"},       {"batch", "32"},
+                         {"seq", "1"},          {"steps", "6"},   {"micro-batches", "4"}};
+  const std::string z = fresh_dir("zero3_for_grid");
+  ASSERT_TRUE(run_lab("zero", 4, zero, {{"checkpoint-every", "1"}, {"checkpoint-dir", z}}).ok());
+  const Options tp2pp2 = {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}};
+  const std::string g = fresh_dir("grid_from_zero3");
+  Report rep;
+  const RunResult r = run_lab("grid", 4, stack,
+                              {{"dp", "1"},
+                               {"tp", "2"},
+                               {"pp", "2"},
+                               {"resume", z + "/step-000002"},
+                               {"checkpoint-every", "6"},
+                               {"checkpoint-dir", g}},
+                              {}, {}, &rep);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(rep.ok);  // its own checks: against one rank resumed from the same checkpoint
+  const double diff = largest_difference(z + "/step-000006", g + "/step-000006");
+  std::printf(
+      "zero stage 3 on 4 ranks, saved at step 2, continued on grid tp2×pp2 to step 6: largest difference "
+      "from zero's uninterrupted run %g\n",
+      diff);
+  EXPECT_LT(diff, 1e-5);
+  EXPECT_LT(resumed_difference("grid", 2, stack, {{"dp", "1"}, {"tp", "1"}, {"pp", "2"}}, z + "/step-000003", z,
+                               "zero3_to_grid_pp2"),
+            1e-5);
+  Options wider = tp2pp2;
+  wider.insert({{"hidden", "32"}, {"resume", z + "/step-000002"}});
+  const RunResult refused = run_lab("grid", 4, stack, wider);
+  EXPECT_NE(refused.error.find("tensor 'params'"), std::string::npos) << refused.error;
+  Options blocks = tp2pp2;
+  blocks.insert({{"mlp-form", "blocks"}, {"resume", z + "/step-000002"}});
+  const RunResult other = run_lab("grid", 4, stack, blocks);
+  EXPECT_NE(other.error.find("saved by the zero lab"), std::string::npos) << other.error;
+}
+
 TEST(GridCheckpoint, ResumesTheTensorParallelLabsCheckpoint) {
   const std::string a = fresh_dir("tp_for_grid");
   // The same MLP and task: --layers 3, --hidden 16, B·S = 32 rows a step.
