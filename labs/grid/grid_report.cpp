@@ -203,7 +203,8 @@ void add_gpt_notes(Report& rep, const GridSettings& s) {
 std::string model_text(const GridSettings& s) {
   char text[120];
   if (s.model == GridModelKind::mlp)
-    std::snprintf(text, sizeof text, "MLP %d blocks h %d", s.layers, s.hidden);
+    std::snprintf(text, sizeof text, "MLP %s%d blocks h %d", s.mlp_form == TpMlpForm::layer_stack ? "stack, " : "",
+                  s.layers, s.hidden);
   else
     std::snprintf(text, sizeof text, "GPT %d layers h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
                   s.vocab, s.batch, s.seq);
