@@ -142,6 +142,18 @@ ResumeRules grid_resume_rules(const GridSettings& s) {
                                        : counting_gpt_resume_rules(s.batch, s.steps);
 }
 
+// A checkpoint of the ddp, zero or pipeline lab is their MLP's: the grid's blocks cannot read it,
+// its --mlp-form stack can. Says so rather than only naming the lab.
+void require_mlp_form_for(const GridSettings& s) {
+  if (s.resume.empty() || s.model != GridModelKind::mlp || s.mlp_form == TpMlpForm::layer_stack) return;
+  const Manifest m = read_manifest(resolve_checkpoint(s.resume));
+  const std::vector<std::string> stack_labs = mlp_resume_rules(0, 0).labs;
+  if (std::find(stack_labs.begin(), stack_labs.end(), m.position.lab) != stack_labs.end())
+    throw UsageError("--resume " + m.dir + " was saved by the " + m.position.lab +
+                     " lab, whose MLP is a stack of Linear → GELU layers: resume it with --mlp-form stack "
+                     "(--hidden = its --width, --layers = its --depth / 2)");
+}
+
 // The training steps, a phase of the schedule (the pipeline view draws its stages' F and B;
 // the checks after it are not in it): each step's time (the first warms up) and loss.
 void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridRank& rank, GridMeasurement& m,
@@ -149,6 +161,7 @@ void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridR
   const ScopedSpan phase(
       world.trace(), world.global_rank(), EventKind::phase,
       world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
+  require_mlp_form_for(s);
   // --resume: every rank reads its stage's blocks of its tp slice, whatever grid saved them.
   const int first = resume_run(world, s.resume, grid_resume_rules(s), m.checkpoints,
                                [&](const Manifest& man) { return rank.load_checkpoint(man); });

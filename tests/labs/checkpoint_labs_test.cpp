@@ -291,7 +291,7 @@ TEST(GridCheckpoint, TheZeroLabsStage3OnFourRanksContinuedOnTp2Pp2) {
   Options blocks = tp2pp2;
   blocks.insert({{"mlp-form", "blocks"}, {"resume", z + "/step-000002"}});
   const RunResult other = run_lab("grid", 4, stack, blocks);
-  EXPECT_NE(other.error.find("saved by the zero lab"), std::string::npos) << other.error;
+  EXPECT_NE(other.error.find("resume it with --mlp-form stack"), std::string::npos) << other.error;
 }
 
 TEST(GridCheckpoint, ResumesTheTensorParallelLabsCheckpoint) {
