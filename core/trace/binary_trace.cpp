@@ -117,7 +117,7 @@ struct Reader {
     get(small, sizeof small);
     get(wide, sizeof wide);
     if (small[0] > std::uint8_t(kLastCollectiveKind) || small[1] > std::uint8_t(AlgorithmKind::hierarchical) ||
-        small[2] > std::uint8_t(RunPart::reference) || small[3] > std::uint8_t(Pass::recompute) ||
+        small[2] > std::uint8_t(RunPart::resume) || small[3] > std::uint8_t(Pass::recompute) ||
         (small[4] != kNoSchedule && small[4] > std::uint8_t(kLastScheduleKind)) ||
         small[7] > std::uint8_t(ExpertExchange::combine))
       damaged("a label's role names an unknown kind");

@@ -14,7 +14,8 @@ constexpr std::array kCollectiveNames = {"",       "all_reduce", "reduce_scatter
                                          "reduce", "all_to_all", "barrier",        "all_to_allv"};
 constexpr std::array kAlgorithmNames = {"",    "library",     "naive",       "ring",        "tree",
                                         "rhd", "ring_sliced", "double_tree", "hierarchical"};
-constexpr std::array kRunPartNames = {"", "setup", "timed", "check", "reference"};
+constexpr std::array kRunPartNames = {"",      "setup", "timed", "check", "reference", "checkpoint", "checkpoint_write",
+                                      "resume"};
 constexpr std::array kPassNames = {"", "forward", "backward", "weight", "optimizer", "recompute"};
 constexpr std::array kPassLetters = {"", "F", "B", "W", "", ""};
 static_assert(kPassLetters.size() == std::size_t(Pass::recompute) + 1, "one letter (or none) per Pass");

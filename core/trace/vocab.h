@@ -51,7 +51,14 @@ enum class AlgorithmKind : std::uint8_t {
 // Which part of a run a span belongs to: the timed steps are what reports measure; the
 // one-rank reference and the checks are there to prove them (the viewer hides the
 // reference unless asked: it would fill the timeline).
-enum class RunPart : std::uint8_t { none, setup, timed, check, reference };
+enum class RunPart : std::uint8_t { none, setup, timed, check, reference, checkpoint, checkpoint_write, resume };
+// The checkpoint parts (labs/train/checkpoint_run.h): checkpoint, a save that stops training (a
+// synchronous save whole; an asynchronous one its staging copy, then its finish after the next
+// step); checkpoint_write, a rank's file written (beside training when asynchronous); resume, the
+// checkpoint read before a resumed run's first step. Spans inside a run, not runs of their own.
+inline bool is_checkpoint_part(RunPart p) {
+  return p == RunPart::checkpoint || p == RunPart::checkpoint_write || p == RunPart::resume;
+}
 // The work of a training step: forward (F), backward (B: the input gradient, or the whole
 // backward unless a zero-bubble schedule splits it), weight gradient (W), optimizer.
 // recompute: a forward run again inside backward for the activations it did not keep

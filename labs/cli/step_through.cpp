@@ -46,7 +46,10 @@ class StepPrinter {
   bool transfers(const std::vector<Event>& events, bool quiet) {
     const std::vector<Event>& done = landed_.update(events);
     const RunMarks marks = run_marks(events, trace_.world_size(),
-                                     [&](const Event& e) { return trace_.label_role(e.label).part != RunPart::none; });
+                                     [&](const Event& e) {  // (a checkpoint's spans are inside a run)
+                                       const RunPart p = trace_.label_role(e.label).part;
+                                       return p != RunPart::none && !is_checkpoint_part(p);
+                                     });
     const bool any = shown_ < done.size();
     for (; shown_ < done.size(); ++shown_) {
       const Event& e = done[shown_];

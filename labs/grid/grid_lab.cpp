@@ -131,8 +131,27 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
 
 // --resume's rules: the MLP's (the tensor_parallel lab's too) or the GPT's on the counting task.
 ResumeRules grid_resume_rules(const GridSettings& s) {
+  if (s.model == GridModelKind::mlp && s.mlp_form == TpMlpForm::layer_stack) {  // the MLP labs' model and data
+    ResumeRules r = mlp_resume_rules(s.global_rows(), s.steps);
+    r.labs.push_back("grid");
+    r.data.batch =
+        "--batch " + std::to_string(s.batch) + " × --seq " + std::to_string(s.seq) + " (the MLP labs' --batch)";
+    return r;
+  }
   return s.model == GridModelKind::mlp ? tp_mlp_resume_rules(s.batch, s.seq, s.steps)
                                        : counting_gpt_resume_rules(s.batch, s.steps);
+}
+
+// A checkpoint of the ddp, zero or pipeline lab is their MLP's: the grid's blocks cannot read it,
+// its --mlp-form stack can. Says so rather than only naming the lab.
+void require_mlp_form_for(const GridSettings& s) {
+  if (s.resume.empty() || s.model != GridModelKind::mlp || s.mlp_form == TpMlpForm::layer_stack) return;
+  const Manifest m = read_manifest(resolve_checkpoint(s.resume));
+  const std::vector<std::string> stack_labs = mlp_resume_rules(0, 0).labs;
+  if (std::find(stack_labs.begin(), stack_labs.end(), m.position.lab) != stack_labs.end())
+    throw UsageError("--resume " + m.dir + " was saved by the " + m.position.lab +
+                     " lab, whose MLP is a stack of Linear → GELU layers: resume it with --mlp-form stack "
+                     "(--hidden = its --width, --layers = its --depth / 2)");
 }
 
 // The training steps, a phase of the schedule (the pipeline view draws its stages' F and B;
@@ -142,6 +161,7 @@ void train_steps(Comm& world, const LabConfig& cfg, const GridSettings& s, GridR
   const ScopedSpan phase(
       world.trace(), world.global_rank(), EventKind::phase,
       world.trace()->label(pipeline::schedule_name(s.schedule), {.part = RunPart::timed, .schedule = s.schedule}));
+  require_mlp_form_for(s);
   // --resume: every rank reads its stage's blocks of its tp slice, whatever grid saved them.
   const int first = resume_run(world, s.resume, grid_resume_rules(s), m.checkpoints,
                                [&](const Manifest& man) { return rank.load_checkpoint(man); });
@@ -211,6 +231,11 @@ const OptionTable<GridSettings>& grid_option_table() {
     using ScheduleKind = pipeline::ScheduleKind;
     t.choice("model", &GridSettings::model, GridModelKind::mlp,
              {{GridModelKind::mlp, "mlp"}, {GridModelKind::gpt, "gpt"}}, "the model on the grid")
+        .choice("mlp-form", &GridSettings::mlp_form, TpMlpForm::residual_blocks,
+                {{TpMlpForm::residual_blocks, "blocks"}, {TpMlpForm::layer_stack, "stack"}},
+                "the MLP: blocks (h → 4h → h, residual, its regression task) or stack (the ddp/zero/pipeline labs' "
+                "Linear→GELU layers of width h, two per block, on their teacher data and AdamW: continues their "
+                "checkpoints)")
         .integer(
             "dp", [](GridSettings& s) -> int& { return s.grid.dp; }, 0, 0, 4096,
             "data-parallel replicas D (0: --ranks / (tp·pp))")

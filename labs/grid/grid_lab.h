@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernels.h"
 #include "labs/lab.h"
 #include "labs/option_table.h"
+#include "labs/tensor_parallel/tp_mlp.h"
 #include "labs/train/checkpoint_run.h"
 #include "labs/train/gpt_activation_report.h"
 
@@ -25,6 +26,9 @@ enum class GridZero { none, optimizer_states };
 // the run derives from them.
 struct GridSettings {
   GridModelKind model = GridModelKind::mlp;
+  // --mlp-form: the MLP's blocks (tp_mlp.h); stack: the ddp, zero and pipeline labs' layers, on
+  // their teacher data with their AdamW, so the grid continues their checkpoints.
+  TpMlpForm mlp_form = TpMlpForm::residual_blocks;
   GridShape grid;
   GridZero zero = GridZero::none;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::one_f_one_b;
@@ -38,6 +42,7 @@ struct GridSettings {
   int checkpoint_every = 0;
   std::string checkpoint_dir, resume;
   bool checkpoint_async = false;
+  TpMlpShape mlp_shape(int rows) const { return {hidden, layers, rows, mlp_form}; }
   int global_rows() const { return batch * seq; }                               // G: tokens per step
   int micro_rows() const { return global_rows() / (grid.dp * micro_batches); }  // R: per micro-batch on a rank
   int micro_sequences() const { return batch / (grid.dp * micro_batches); }     // the GPT's: whole sequences

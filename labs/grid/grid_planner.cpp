@@ -60,8 +60,12 @@ struct ActivationMap {
 
 ActivationMap activation_map(const GridSettings& s) {
   const double h = s.hidden, T = s.grid.tp, R = s.micro_rows();
-  if (s.model == GridModelKind::mlp)  // x, c_fc's output before and after GELU; the stage's output
-    return {4 * (R * h + 2 * R * 4 * h / T), 4 * R * h};
+  if (s.model == GridModelKind::mlp) {  // x, c_fc's output before and after GELU; the stage's output
+    if (s.mlp_form == TpMlpForm::residual_blocks) return {4 * (R * h + 2 * R * 4 * h / T), 4 * R * h};
+    // The stack's blocks keep c_proj's output before its GELU too, all but the model's last: a
+    // first stage that holds it (P = 1) keeps 4Rh less than ⌈L/P⌉ such layers.
+    return {4 * (R * h + 2 * R * h / T + R * h), s.grid.pp == 1 ? 0.0 : 4 * R * h};
+  }
   // The GPT's own count (labs/train/gpt.h, gpt_activation_parts): one block, and rank 0's end
   // part — its output to the next stage, or with P = 1 the head's; with recomputation the
   // running block's set on top (GptActivationBytes::peak).
@@ -95,10 +99,14 @@ std::string planner_note(const GridSettings& s, long long psi_rank0) {
       "Planner: dtlab plan's memory model (rank_model_state, activations_in_flight) in fp32, 4+4+8 B per "
       "parameter, fed Ψ_rank = the parameters the rank holds (rank 0: " +
       std::to_string(psi_rank0) +
-      (mlp ? "; blocks × (8h²/T + 4h/T + h)"
-           : "; blocks × (12h²/T + 7h/T + 6h), + Vh/T + sh on the first "
-             "stage, + 2h (+ Vh/T, the head's wte) on the last") +
-      ") for its Ψ/(tp·pp), and " + (mlp ? "an MLP block's 4(Rh + 8Rh/T)" : "the fp32 GPT's count (gpt.h)") +
+      (mlp && s.mlp_form == TpMlpForm::layer_stack ? "; blocks × (2h²/T + h/T + h)"
+       : mlp                                       ? "; blocks × (8h²/T + 4h/T + h)"
+                                                   : "; blocks × (12h²/T + 7h/T + 6h), + Vh/T + sh on the first "
+                                                     "stage, + 2h (+ Vh/T, the head's wte) on the last") +
+      ") for its Ψ/(tp·pp), and " +
+      (mlp && s.mlp_form == TpMlpForm::layer_stack ? "a stack block's 4(Rh + 2Rh/T + Rh) (the last block's 4Rh less)"
+       : mlp                                       ? "an MLP block's 4(Rh + 8Rh/T)"
+                                                   : "the fp32 GPT's count (gpt.h)") +
       " activation bytes per layer and micro-batch for its transformer formula (Korthikanti's, 16-bit); "
       "it counts ⌈L/P⌉ layers × min(M,P) micro-batches in flight (1F1B, first stage). The lab also "
       "holds rank 0's output to the next stage (out = 4Rh per micro-batch in flight; with P = 1 the head's)";
@@ -114,7 +122,10 @@ double grid_rank_params(const GridSettings& s, int rank) {
   const double h = s.hidden, T = s.grid.tp, V = s.vocab, S = s.seq;
   const int stage = stage_of(s, rank);
   const double blocks = stage_blocks(s.layers, s.grid.pp, stage).count();
-  if (s.model == GridModelKind::mlp) return blocks * (8 * h * h / T + 4 * h / T + h);
+  if (s.model == GridModelKind::mlp) {
+    const double ff = s.mlp_shape(0).ff();  // c_fc [ff × h] and its bias, c_proj [h × ff] (its bias whole)
+    return blocks * (2 * h * ff / T + ff / T + h);
+  }
   // GPT block: ln_1, ln_2 (2h each); c_attn 3h²/T + 3h/T, attn.c_proj h²/T + h, c_fc 4h²/T + 4h/T,
   // mlp.c_proj 4h²/T + h (c_proj biases on every tp rank). Ends: wte (V/T rows) and wpe; ln_f
   // and, on a last stage that is not also the first, its own copy of the tied wte.

@@ -22,9 +22,11 @@ void check_model(const GridSettings& s) {
   const std::string n_tp = std::to_string(s.grid.tp);
   tokens_per_step(s.batch, s.seq);  // counted in an int (GridSettings::global_rows)
   if (s.model == GridModelKind::mlp) {
-    if ((4 * s.hidden) % s.grid.tp != 0)
-      throw UsageError("4 × --hidden " + std::to_string(s.hidden) + " is not divisible by --tp " + n_tp +
-                       ": the MLP's 4h columns are split over the tp group");
+    const int ff = s.mlp_shape(0).ff();
+    if (ff % s.grid.tp != 0)
+      throw UsageError(std::string(ff == s.hidden ? "" : "4 × ") + "--hidden " + std::to_string(s.hidden) +
+                       " is not divisible by --tp " + n_tp + ": the MLP's " + (ff == s.hidden ? "h" : "4h") +
+                       " columns are split over the tp group");
     if (s.global_rows() % (s.grid.dp * s.micro_batches) != 0)
       throw UsageError("--batch × --seq = " + std::to_string(s.global_rows()) + " tokens do not divide into --dp " +
                        std::to_string(s.grid.dp) + " × --micro-batches " + std::to_string(s.micro_batches) +
@@ -46,10 +48,11 @@ void check_model(const GridSettings& s) {
 // with --check on, the 1-rank model.
 double estimated_bytes(const GridSettings& s, int ranks) {
   const double h = s.hidden, T = s.grid.tp, blocks = std::ceil(double(s.layers) / s.grid.pp), G = s.global_rows();
-  if (s.model == GridModelKind::mlp) {
-    const double rank_bytes =
-        16 * blocks * 8 * h * h / T + 4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 8 * h / T) + 8 * G * h;
-    const double reference = s.check ? 16.0 * s.layers * 8 * h * h + 4.0 * G * s.layers * 9 * h : 0;
+  if (s.model == GridModelKind::mlp) {  // per block 2·h·ff parameters; x, z, a (and the stack's c_proj output)
+    const double ff = s.mlp_shape(0).ff(), extra = ff == h ? h : 0;
+    const double rank_bytes = 16 * blocks * 2 * h * ff / T +
+                              4.0 * s.micro_batches * blocks * s.micro_rows() * (h + 2 * ff / T + extra) + 8 * G * h;
+    const double reference = s.check ? 16.0 * s.layers * 2 * h * ff + 4.0 * G * s.layers * (h + 2 * ff + extra) : 0;
     return ranks * (rank_bytes + reference);
   }
   const double embeddings = (s.vocab + s.seq) * h, block = 12 * h * h + 13 * h;
@@ -69,6 +72,9 @@ double estimated_bytes(const GridSettings& s, int ranks) {
 GridSettings grid_settings(const LabConfig& cfg, int ranks) {
   const OptionTable<GridSettings>& table = grid_option_table();
   GridSettings s = table.parse(cfg.options);
+  if (s.model == GridModelKind::gpt && table.given(cfg.options, &GridSettings::mlp_form))
+    throw UsageError("--mlp-form chooses the MLP's form: drop it, or use --model mlp");
+  if (s.mlp_form == TpMlpForm::layer_stack) s.adamw.eps = 1e-8f;  // the MLP labs' AdamW (zero_lab.h, ddp_lab.h)
   if (s.model == GridModelKind::mlp &&
       (table.given(cfg.options, &GridSettings::heads) || table.given(cfg.options, &GridSettings::vocab)))
     throw UsageError("--heads and --vocab are GPT options: add --model gpt");
@@ -197,7 +203,8 @@ void add_gpt_notes(Report& rep, const GridSettings& s) {
 std::string model_text(const GridSettings& s) {
   char text[120];
   if (s.model == GridModelKind::mlp)
-    std::snprintf(text, sizeof text, "MLP %d blocks h %d", s.layers, s.hidden);
+    std::snprintf(text, sizeof text, "MLP %s%d blocks h %d", s.mlp_form == TpMlpForm::layer_stack ? "stack, " : "",
+                  s.layers, s.hidden);
   else
     std::snprintf(text, sizeof text, "GPT %d layers h %d, %d heads, vocab %d, b %d × s %d", s.layers, s.hidden, s.heads,
                   s.vocab, s.batch, s.seq);

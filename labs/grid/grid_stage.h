@@ -72,7 +72,10 @@ std::unique_ptr<GridStage> make_grid_gpt_stage(Topology& topo, const GridSetting
                                                Device device);
 
 // The reference: one rank (a group of one) trains the whole model on the global batch for
-// s.steps steps; its loss at each step and its final tensors in the whole model's order.
+// s.steps steps; its loss at each step and its final tensors in the whole model's order. The
+// MLP's, with --resume, starts from the same checkpoint (read whole): its losses are then those
+// of the steps after it (a checkpoint of another lab, as the zero lab's, starts elsewhere than
+// the grid's own initialization).
 struct OneRankRun {
   std::vector<float> losses;
   std::vector<std::vector<float>> weights;

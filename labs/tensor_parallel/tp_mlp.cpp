@@ -76,7 +76,7 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
     throw Error("TpMlp: blocks " + std::to_string(first_) + ".." + std::to_string(last_) + " of " +
                 std::to_string(shape.layers));
   const int h = shape.hidden;
-  ff_local_ = 4 * h / T_;
+  ff_local_ = shape.ff() / T_;
   std::size_t n = 0;
   for (int l = first_; l <= last_; ++l) {
     Block b;
@@ -109,6 +109,7 @@ TpMlp::TpMlp(const TpMlpShape& shape, const ex::TpGroup& tp, MemoryTracker& mem,
   da_ = Tensor(mem, {R, ff_local_}, DType::f32, MemTag::other, dev);
   dres_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
   dnext_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
+  if (shape.form == TpMlpForm::layer_stack) dpre_ = Tensor(mem, {Rl, h}, DType::f32, MemTag::other, dev);
 }
 
 // "fwd block L" / "bwd block L": how the lab tells the blocks' collectives from the rest.
@@ -129,13 +130,14 @@ TpMlpActivations TpMlp::make_activations(int rows) {
     a.x.emplace_back(mem_, std::vector<std::int64_t>{Rl, h}, DType::f32, MemTag::activation, dev);
     a.z.emplace_back(mem_, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
     a.a.emplace_back(mem_, std::vector<std::int64_t>{R, ff_local_}, DType::f32, MemTag::activation, dev);
+    a.p.push_back(shape_.gelu_after(l) ? Tensor(mem_, {Rl, h}, DType::f32, MemTag::activation, dev) : Tensor{});
   }
   a.out = Tensor(mem_, {Rl, h}, DType::f32, MemTag::activation, dev);
   return a;
 }
 
 void TpMlp::init_params(std::uint32_t seed) {
-  const int h = shape_.hidden, ff = 4 * h;
+  const int h = shape_.hidden, ff = shape_.ff();
   std::vector<float> host(params_.numel());
   for (int l = first_; l <= last_; ++l) {
     const Block& b = blocks_[std::size_t(l - first_)];
@@ -170,7 +172,8 @@ ex::TpLinear TpMlp::proj(int slot) {
   return {p + b.proj_w, proj_adds_bias_ ? p + b.proj_b : nullptr, g + b.proj_w, g + b.proj_b, ff_local_, shape_.hidden};
 }
 
-// x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) for the held blocks.
+// x_{l+1} = x_l + c_proj(GELU(c_fc(x_l))) for the held blocks (layer_stack: no x_l, and a GELU
+// of c_proj's output but after the last block).
 const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
   const int R = acts.rows, n = last_ - first_ + 1;
   const std::size_t local = std::size_t(local_rows(R)) * std::size_t(shape_.hidden);
@@ -179,6 +182,8 @@ const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
     const std::size_t k = std::size_t(i);
     ScopedSpan span = block_span(fwd_labels_[k]);
     float* next = i + 1 < n ? acts.x[k + 1].as<float>() : acts.out.as<float>();
+    const bool gelu_after = shape_.gelu_after(first_ + i);
+    float* out = gelu_after ? acts.p[k].as<float>() : next;  // c_proj's output
     const ex::TpLinear c = fc(i, false), p = proj(i);
     if (plain())
       math_.forward(acts.x[k].as<float>(), c.weight, c.bias, acts.z[k].as<float>(), R, c.in, c.out);
@@ -186,10 +191,11 @@ const float* TpMlp::forward(const float* x, TpMlpActivations& acts) {
       ex::column_parallel_forward(tp_, math_, c, acts.x[k].as<float>(), x_full(), acts.z[k].as<float>(), R);
     ops_.gelu_forward(acts.z[k].as<float>(), acts.a[k].as<float>(), std::size_t(R) * std::size_t(ff_local_));
     if (plain())
-      math_.forward(acts.a[k].as<float>(), p.weight, p.bias, next, R, p.in, p.out);
+      math_.forward(acts.a[k].as<float>(), p.weight, p.bias, out, R, p.in, p.out);
     else
-      ex::row_parallel_forward(tp_, math_, p, acts.a[k].as<float>(), partial_.as<float>(), next, R);
-    ops_.axpy(1.0f, acts.x[k].as<float>(), next, local);  // the residual
+      ex::row_parallel_forward(tp_, math_, p, acts.a[k].as<float>(), partial_.as<float>(), out, R);
+    if (gelu_after) ops_.gelu_forward(out, next, local);
+    if (shape_.form == TpMlpForm::residual_blocks) ops_.axpy(1.0f, acts.x[k].as<float>(), next, local);  // the residual
   }
   ops_.synchronize();
   return acts.out.as<float>();
@@ -203,12 +209,17 @@ const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accum
     const std::size_t k = std::size_t(i);
     ScopedSpan span = block_span(bwd_labels_[k]);
     const ex::TpLinear c = fc(i, true), p = proj(i);
+    float* dout = dnext_.as<float>();  // dL/d(c_proj's output)
+    if (shape_.gelu_after(first_ + i)) {
+      ops_.gelu_backward(acts.p[k].as<float>(), dnext_.as<float>(), dpre_.as<float>(), local);
+      dout = dpre_.as<float>();
+    }
     if (plain())
-      math_.backward(acts.a[k].as<float>(), p.weight, dnext_.as<float>(), da_.as<float>(), p.weight_grad, p.bias_grad,
-                     R, p.in, p.out, accumulate);
+      math_.backward(acts.a[k].as<float>(), p.weight, dout, da_.as<float>(), p.weight_grad, p.bias_grad, R, p.in, p.out,
+                     accumulate);
     else
-      ex::row_parallel_backward(tp_, math_, p, acts.a[k].as<float>(), dnext_.as<float>(), dy_full_.as<float>(),
-                                da_.as<float>(), R, accumulate);
+      ex::row_parallel_backward(tp_, math_, p, acts.a[k].as<float>(), dout, dy_full_.as<float>(), da_.as<float>(), R,
+                                accumulate);
     ops_.gelu_backward(acts.z[k].as<float>(), da_.as<float>(), dz_.as<float>(), ff);
     if (plain()) {
       math_.backward(acts.x[k].as<float>(), c.weight, dz_.as<float>(), dres_.as<float>(), c.weight_grad, c.bias_grad, R,
@@ -219,7 +230,10 @@ const float* TpMlp::backward(const float* dy, TpMlpActivations& acts, bool accum
       ex::column_parallel_backward(tp_, math_, c, x_in, dz_.as<float>(), dx_full_.as<float>(), dres_.as<float>(), R,
                                    accumulate);
     }
-    ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
+    if (shape_.form == TpMlpForm::residual_blocks)
+      ops_.axpy(1.0f, dres_.as<float>(), dnext_.as<float>(), local);  // dL/dx_l = dL/dx_{l+1} + the block's
+    else
+      std::swap(dres_, dnext_);  // dL/dx_l is the block's alone
   }
   ops_.synchronize();
   return dnext_.as<float>();
@@ -277,7 +291,7 @@ std::vector<std::string> TpMlp::names() const { return tp_mlp_names(first_, last
 
 // All-gathers the ranks' slices of one tensor and puts them back into the full layout.
 std::vector<float> TpMlp::gather(const std::string& name, const float* flat) {
-  const int h = shape_.hidden, ff = 4 * h;
+  const int h = shape_.hidden, ff = shape_.ff();
   // Which tensor: the name's place in names() gives its block and its kind (no parsing of it).
   const std::vector<std::string> all_names = names();
   const auto at = std::find(all_names.begin(), all_names.end(), name);

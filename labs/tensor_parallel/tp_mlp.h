@@ -24,9 +24,20 @@
 
 namespace dtl {
 
+// What a block is. residual_blocks: Megatron's, as above. layer_stack: the ddp, zero and pipeline
+// labs' MLP (labs/train/mlp.h: Linear → GELU layers, no residual) with in = width = out = h, read
+// two layers at a time: layer 2l as block l's c_fc [h × h] (column-parallel), layer 2l+1 as its
+// c_proj [h × h] (row-parallel) and then its GELU, except after the model's last layer. The same
+// function as that Mlp of 2L layers, so a grid continues those labs' checkpoints.
+enum class TpMlpForm { residual_blocks, layer_stack };
+
 struct TpMlpShape {
   int hidden = 64, layers = 2;
   int rows = 32;  // tokens per step (the most per call): batch × sequence
+  TpMlpForm form = TpMlpForm::residual_blocks;
+  int ff() const { return form == TpMlpForm::layer_stack ? hidden : 4 * hidden; }  // c_fc's outputs
+  // A GELU after block l's c_proj (layer_stack, all but the last block).
+  bool gelu_after(int block) const { return form == TpMlpForm::layer_stack && block + 1 < layers; }
 };
 
 // Blocks first..last of the model (inclusive; last = -1: through the last): a pipeline
@@ -41,6 +52,7 @@ struct BlockSpan {
 struct TpMlpActivations {
   int rows = 0;
   std::vector<Tensor> x, z, a;
+  std::vector<Tensor> p;  // layer_stack: c_proj's output before its GELU (this rank's rows; empty: none)
   Tensor out;
 };
 
@@ -129,6 +141,7 @@ class TpMlp {
   TpMlpActivations own_;                                // forward_backward's
   float* x_full() { return x_full_.numel() ? x_full_.as<float>() : nullptr; }
   Tensor x_full_, partial_, dy_full_, dz_, da_, dx_full_, dres_, dnext_;
+  Tensor dpre_;  // layer_stack: dL/d(c_proj's output) before its GELU
 };
 
 }  // namespace dtl

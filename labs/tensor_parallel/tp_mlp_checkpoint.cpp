@@ -33,10 +33,22 @@ HeldTensor bias_of(const std::string& name, int out, const ex::LinearSlice& s, s
   return t;
 }
 
+// layer_stack: block k's tensors (c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias) as the MLP
+// labs' flat "params" holds them: layer j = 2k or 2k+1 from element j·(h² + h), weight then bias.
+std::vector<HeldTensor> in_mlp_layout(const std::vector<HeldTensor>& block, int k, int h, int layers) {
+  const std::size_t hh = std::size_t(h) * std::size_t(h), layer = hh + std::size_t(h);
+  const std::size_t psi = 2 * std::size_t(layers) * layer, fc = 2 * std::size_t(k) * layer, proj = fc + layer;
+  const std::size_t at[] = {fc, fc + hh, proj, proj + hh};
+  std::vector<HeldTensor> out;
+  for (std::size_t i = 0; i < block.size(); ++i)
+    out.push_back(within_flat(block[i], "params", psi, at[i], "adam.m", "adam.v"));
+  return out;
+}
+
 }  // namespace
 
 std::vector<HeldTensor> TpMlp::held_tensors() const {
-  const int h = shape_.hidden, ff = 4 * h;
+  const int h = shape_.hidden, ff = shape_.ff();
   const std::vector<std::string> n = names();  // four per block: c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias
   std::vector<HeldTensor> held;
   for (std::size_t k = 0; k < blocks_.size(); ++k) {
@@ -44,12 +56,12 @@ std::vector<HeldTensor> TpMlp::held_tensors() const {
     // The slices init_params placed (exercise tp_slices; one rank: the whole layers).
     const ex::LinearSlice fc = plain() ? ex::LinearSlice{0, ff, 0, h, 0, ff} : ex::column_parallel_slice(ff, h, r_, T_);
     const ex::LinearSlice proj = plain() ? ex::LinearSlice{0, h, 0, ff, 0, h} : ex::row_parallel_slice(h, ff, r_, T_);
-    held.push_back(slice_of(n[4 * k], ff, h, fc, b.fc_w));
-    held.push_back(bias_of(n[4 * k + 1], ff, fc, b.fc_b));
-    held.push_back(slice_of(n[4 * k + 2], h, ff, proj, b.proj_w));
-    HeldTensor bias = whole_tensor(n[4 * k + 3], {h}, b.proj_b);  // every rank's copy, the same
-    bias.saves = r_ == 0;
-    held.push_back(bias);
+    std::vector<HeldTensor> block = {slice_of(n[4 * k], ff, h, fc, b.fc_w), bias_of(n[4 * k + 1], ff, fc, b.fc_b),
+                                     slice_of(n[4 * k + 2], h, ff, proj, b.proj_w),
+                                     whole_tensor(n[4 * k + 3], {h}, b.proj_b)};
+    block.back().saves = r_ == 0;  // c_proj's bias: every rank's copy, the same
+    if (shape_.form == TpMlpForm::layer_stack) block = in_mlp_layout(block, first_ + int(k), h, shape_.layers);
+    held.insert(held.end(), block.begin(), block.end());
   }
   return held;
 }

@@ -46,10 +46,34 @@ Manifest resume_manifest(const std::string& resume, const ResumeRules& rules) {
   return m;
 }
 
+namespace {
+
+// The viewer's marks (core/trace/vocab.h's checkpoint parts): spans on the rank's main stream,
+// their step the checkpoint's.
+std::uint16_t checkpoint_label(Comm& comm, const char* words, RunPart part) {
+  return comm.trace() ? comm.trace()->label(words, Role{.part = part}) : 0;
+}
+
+// This rank's file's write, when it happened (beside the next step when asynchronous).
+void record_write(Comm& comm, const ShardedSave& save) {
+  Trace* trace = comm.trace();
+  if (!trace) return;
+  trace->record(Event{.begin_ns = save.write_begin_ns(),
+                      .end_ns = save.write_end_ns(),
+                      .rank = comm.global_rank(),
+                      .step = save.step(),
+                      .label = checkpoint_label(comm, "checkpoint write (this rank's file)", RunPart::checkpoint_write),
+                      .kind = EventKind::phase});
+}
+
+}  // namespace
+
 int resume_run(Comm& comm, const std::string& resume, const ResumeRules& rules, CheckpointStats& stats,
                const std::function<std::size_t(const Manifest&)>& load) {
   if (resume.empty()) return 0;
   const Manifest m = resume_manifest(resume, rules);
+  const ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase,
+                        checkpoint_label(comm, "resume: read the checkpoint", RunPart::resume), m.position.step);
   verify_checkpoint(comm, m);
   double read = double(load(m));
   comm.all_reduce(&read, &read, 1, DType::f64, ReduceOp::max);
@@ -82,8 +106,12 @@ void finish_checkpoints(Comm& comm, CheckpointStats& stats) {
   if (!stats.pending) return;
   const auto start = std::chrono::steady_clock::now();
   const std::shared_ptr<ShardedSave> save = std::move(stats.pending);
+  const ScopedSpan span(comm.trace(), comm.global_rank(), EventKind::phase,
+                        checkpoint_label(comm, "checkpoint save: finish (asynchronous)", RunPart::checkpoint),
+                        save->step());
   try {
     const std::string dir = save->finish();
+    record_write(comm, *save);
     record_save(comm, stats, dir, stats.pending_blocked + seconds_since(start), save->write_seconds());
   } catch (const CheckpointNotSaved& e) { stats.failures.push_back(e.what()); }
 }
@@ -93,6 +121,12 @@ void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPositi
   finish_checkpoints(comm, stats);
   if (plan.every < 1 || pos.step % plan.every != 0) return;
   const auto start = std::chrono::steady_clock::now();
+  const ScopedSpan span(
+      comm.trace(), comm.global_rank(), EventKind::phase,
+      checkpoint_label(comm,
+                       plan.async ? "checkpoint save: staging copy (asynchronous)" : "checkpoint save (synchronous)",
+                       RunPart::checkpoint),
+      pos.step);
   StagedPieces staged = stage();
   double staging = staged.bytes;
   comm.all_reduce(&staging, &staging, 1, DType::f64, ReduceOp::max);
@@ -108,6 +142,7 @@ void checkpoint_if_due(Comm& comm, const CheckpointPlan& plan, const TrainPositi
       return;
     }
     const std::string dir = save->finish();
+    record_write(comm, *save);
     record_save(comm, stats, dir, seconds_since(start), save->write_seconds());
   } catch (const CheckpointNotSaved& e) { stats.failures.push_back(e.what()); }
 }

@@ -11,7 +11,9 @@
 // lab, on any number of ranks, resumes the other's checkpoint (and the pipeline lab's, fp32).
 // The labs whose ranks hold blocks of named tensors (tensor_parallel, grid, experts,
 // context_parallel, gpt) stage and read theirs through checkpoint_tensors.h, with their own
-// ResumeRules; the flow (resume_run, checkpoint_if_due, finish_checkpoints) is this one.
+// ResumeRules; the flow (resume_run, checkpoint_if_due, finish_checkpoints) is this one. The flow
+// records its spans for the timeline (core/trace/vocab.h's checkpoint run parts): each save where
+// training stopped for it, each rank's file's write, and a resumed run's read of its checkpoint.
 #pragma once
 
 #include <cstdint>

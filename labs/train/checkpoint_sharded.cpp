@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/trace/trace.h"
 #include "core/util/atomic_file.h"
 #include "core/util/safetensors.h"
 
@@ -162,6 +163,8 @@ ShardedSave::ShardedSave(Comm& comm, const std::string& root, std::vector<PieceV
   staging_dir_ = final_dir_ + ".partial";
   file_ = rank_file(comm.rank(), comm.size());
   prepare_staging(comm, staging_dir_);
+  launch_ = std::chrono::steady_clock::now();
+  if (const Trace* trace = comm.trace()) launch_ns_ = trace->now_ns();
   if (async)
     writer_ = std::thread([this] { write(); });
   else
@@ -182,7 +185,14 @@ void ShardedSave::write() {
     else
       why_ = e.what();
   }
-  write_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  write_s_ = std::chrono::duration<double>(end - start).count();
+  // On the trace's clock, from the rank thread's reading at the launch (a writer thread has no
+  // rank clock of its own: a stepped run stops the rank's, not the writer's).
+  auto since_launch = [&](std::chrono::steady_clock::time_point t) {
+    return launch_ns_ + std::chrono::duration_cast<std::chrono::nanoseconds>(t - launch_).count();
+  };
+  if (launch_ns_ >= 0) write_begin_ns_ = since_launch(start), write_end_ns_ = since_launch(end);
 }
 
 // Rank 0 removes a save's staging folder once every rank is done with it (the all-gather

@@ -21,6 +21,7 @@
 // (a full disk) removes it (CheckpointNotSaved). Either way the checkpoint before it is untouched.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -92,6 +93,10 @@ class ShardedSave {
   ShardedSave& operator=(const ShardedSave&) = delete;
   std::string finish();
   double write_seconds() const { return write_s_; }  // this rank's file, on whichever thread wrote it
+  // When this rank's file was written, on the trace's clock (0, 0 without a trace): the viewer's span.
+  std::int64_t write_begin_ns() const { return write_begin_ns_; }
+  std::int64_t write_end_ns() const { return write_end_ns_; }
+  int step() const { return pos_.step; }
 
  private:
   void write();
@@ -105,6 +110,9 @@ class ShardedSave {
   std::exception_ptr crash_;  // the injected fault (or a UsageError), rethrown by finish()
   std::string why_;           // a failed write: why
   double write_s_ = 0;
+  std::int64_t write_begin_ns_ = 0, write_end_ns_ = 0;
+  std::int64_t launch_ns_ = -1;  // the trace's clock when the write was launched (-1: no trace)
+  std::chrono::steady_clock::time_point launch_;
 };
 
 struct PieceEntry {

@@ -25,12 +25,23 @@ std::vector<HeldRun> runs_of(const HeldTensor& t) {
 }
 
 // The three tensors a held block is part of: the parameters, AdamW's m and v.
+enum class StateRole { params, m, v };
 struct StateTensor {
-  const char* prefix;
+  StateRole role;
   std::vector<float> HeldState::*buffer;
 };
 constexpr StateTensor kStateTensors[] = {
-    {"", &HeldState::params}, {"adam.m.", &HeldState::m}, {"adam.v.", &HeldState::v}};
+    {StateRole::params, &HeldState::params}, {StateRole::m, &HeldState::m}, {StateRole::v, &HeldState::v}};
+
+// The checkpoint's name of `t`'s parameters or moments.
+std::string stored_name(const HeldTensor& t, StateRole role) {
+  switch (role) {
+    case StateRole::m: return t.m_name.empty() ? "adam.m." + t.name : t.m_name;
+    case StateRole::v: return t.v_name.empty() ? "adam.v." + t.name : t.v_name;
+    case StateRole::params: break;
+  }
+  return t.name;
+}
 
 void check_block(const HeldTensor& t, const HeldState& state) {
   std::size_t elements = 1;
@@ -56,6 +67,15 @@ HeldTensor whole_tensor(std::string name, std::vector<std::int64_t> shape, std::
   return t;
 }
 
+HeldTensor within_flat(const HeldTensor& t, const std::string& flat, std::size_t flat_size, std::size_t at,
+                       const std::string& m_name, const std::string& v_name) {
+  HeldTensor out{flat, {std::int64_t(flat_size)}};
+  out.saves = t.saves;
+  out.m_name = m_name, out.v_name = v_name;
+  for (HeldRun run : runs_of(t)) out.runs.push_back({at + run.begin, at + run.end, run.local});
+  return out;
+}
+
 StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState state) {
   auto staged = std::make_shared<HeldState>(std::move(state));
   StagedPieces out;
@@ -64,7 +84,7 @@ StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState s
     if (!t.saves) continue;
     for (const StateTensor& role : kStateTensors)
       for (const HeldRun& run : runs_of(t))
-        out.pieces.push_back({role.prefix + t.name, DType::f32, t.shape, run.begin, run.end,
+        out.pieces.push_back({stored_name(t, role.role), DType::f32, t.shape, run.begin, run.end,
                               ((*staged).*role.buffer).data() + run.local});
   }
   out.bytes = 4.0 * double(staged->params.size() + staged->m.size() + staged->v.size());
@@ -75,13 +95,14 @@ StagedPieces stage_held_tensors(const std::vector<HeldTensor>& held, HeldState s
 std::size_t load_held_tensors(const Manifest& m, const std::vector<HeldTensor>& held, HeldState& state) {
   for (const HeldTensor& t : held) {  // every name and shape first: a refused checkpoint changes nothing
     check_block(t, state);
-    for (const StateTensor& role : kStateTensors) require_tensor(m, role.prefix + t.name, DType::f32, t.shape);
+    for (const StateTensor& role : kStateTensors) require_tensor(m, stored_name(t, role.role), DType::f32, t.shape);
   }
   std::size_t read = 0;
   for (const HeldTensor& t : held)
     for (const StateTensor& role : kStateTensors)
       for (const HeldRun& run : runs_of(t))
-        read += read_tensor_range(m, role.prefix + t.name, run.begin, run.end, (state.*role.buffer).data() + run.local);
+        read += read_tensor_range(m, stored_name(t, role.role), run.begin, run.end,
+                                  (state.*role.buffer).data() + run.local);
   return read;
 }
 

@@ -37,9 +37,19 @@ struct HeldTensor {
   std::size_t offset = 0;
   bool saves = true;  // false: a replica whose equal copy another rank saves
   std::vector<HeldRun> runs;
+  // AdamW's moments of it in the checkpoint: "adam.m." + name and "adam.v." + name unless given
+  // (the MLP labs' flat buffers are "adam.m" and "adam.v" beside "params").
+  std::string m_name, v_name;
 };
 // A whole tensor of n elements at `offset`: a vector, or a matrix the rank holds all of.
 HeldTensor whole_tensor(std::string name, std::vector<std::int64_t> shape, std::size_t offset);
+
+// The same block inside a flat tensor `flat` of `flat_size` elements that holds the whole of
+// `t` from element `at` (the MLP labs' "params": every layer's weight then bias, in order),
+// with the moments named `m_name`, `v_name`: how a model of named tensors reads and writes the
+// ddp, zero and pipeline labs' checkpoints.
+HeldTensor within_flat(const HeldTensor& t, const std::string& flat, std::size_t flat_size, std::size_t at,
+                       const std::string& m_name, const std::string& v_name);
 
 // What a rank trains, on the host: its flat parameters and AdamW's m and v (the same layout).
 struct HeldState {

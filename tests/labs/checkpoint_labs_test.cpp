@@ -6,16 +6,20 @@
 // and → 1: within the lab's fp32 tolerance, the largest difference printed); a fault injected at
 // a collective, then --resume, reaches the uninterrupted run's final state bit for bit; a fault
 // at any collective of a run that saves every step (inside a save too) leaves the newest
-// complete checkpoint loadable and any unfinished one refused. The GPT (gpt lab, tensor_parallel
-// --model gpt, context_parallel): T or CP = 2 → 2, 4 and 1.
+// complete checkpoint loadable and any unfinished one refused (the context_parallel lab's faults
+// counted at its library collectives, and a full disk under a file-size limit). The GPT (gpt lab,
+// tensor_parallel --model gpt, context_parallel): T or CP = 2 → 2, 4 and 1.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
@@ -50,7 +54,9 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-RunResult run_lab(const std::string& name, int P, const Options& base, const Options& extra, FaultPlan faults = {}) {
+// `counted`: what the fault plan counts (the lab's --inject-fault unit unless given); `report`: rank 0's.
+RunResult run_lab(const std::string& name, int P, const Options& base, const Options& extra, FaultPlan faults = {},
+                  std::optional<StepUnit> counted = std::nullopt, Report* report = nullptr) {
   Options options = base;
   for (const auto& [k, v] : extra) options[k] = v;
   const LabInfo* lab = find_lab(name);
@@ -59,8 +65,11 @@ RunResult run_lab(const std::string& name, int P, const Options& base, const Opt
   cfg.options = options;
   cfg = with_defaults(*lab, cfg);
   Trace trace(P);
-  faults.counted = lab->step_unit;  // what --inject-fault counts in this lab
-  return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) { lab->run(c, cfg); });
+  faults.counted = counted.value_or(lab->step_unit);  // what --inject-fault counts in this lab
+  return run_threads({.world_size = P, .trace = &trace, .faults = faults}, [&](Comm& c) {
+    Report r = lab->run(c, cfg);
+    if (c.rank() == 0 && report) *report = r;
+  });
 }
 
 double largest_difference(const std::string& a_dir, const std::string& b_dir) {
@@ -83,10 +92,11 @@ double resumed_difference(const std::string& lab, int P, const Options& base, Op
 
 // The library collectives (or the context-parallel ring's transfers: LabInfo::step_unit) rank 1 makes in a run that
 // saves every step: a fault past them never fires, and the run says how many there were.
-int collectives_of(const std::string& lab, int P, const Options& base, Options layout) {
+int collectives_of(const std::string& lab, int P, const Options& base, Options layout,
+                   std::optional<StepUnit> counted = std::nullopt) {
   layout.insert({{"checkpoint-every", "1"}, {"checkpoint-dir", fresh_dir("count")}});
   try {
-    run_lab(lab, P, base, layout, {.fault_rank = 1, .fault_step = 1 << 30});
+    run_lab(lab, P, base, layout, {.fault_rank = 1, .fault_step = 1 << 30}, counted);
   } catch (const UsageError& e) {
     int made = 0;
     const std::string what = e.what();
@@ -128,14 +138,14 @@ void fault_then_resume(const std::string& lab, int P, const Options& base, const
 // `limit` (the gpt lab's training, not the sampling after it).
 void faults_anywhere_leave_the_last_checkpoint(const std::string& lab, int P, const Options& base,
                                                const Options& layout, int stride, const std::string& name,
-                                               int limit = 1 << 30) {
+                                               int limit = 1 << 30, std::optional<StepUnit> counted = std::nullopt) {
   int partials = 0, runs = 0;
-  const int total = collectives_of(lab, P, base, layout);
+  const int total = collectives_of(lab, P, base, layout, counted);
   for (int k = 1; k < std::min(total, limit); k += stride) {  // (a STEP below the count fires)
     const std::string dir = fresh_dir(name + std::to_string(k));
     Options saving = layout;
     saving.insert({{"checkpoint-every", "1"}, {"checkpoint-dir", dir}});
-    EXPECT_FALSE(run_lab(lab, P, base, saving, {.fault_rank = 1, .fault_step = k}).ok());
+    EXPECT_FALSE(run_lab(lab, P, base, saving, {.fault_rank = 1, .fault_step = k}, counted).ok());
     ++runs;
     std::vector<std::string> skipped;  // "step-000003.partial: why"
     try {
@@ -238,6 +248,50 @@ TEST(GridCheckpoint, ZeroOverFourRanksToTp2Pp2AndEightRanksToThree) {
   EXPECT_LT(resumed_difference("grid", 3, kGridBase, {{"dp", "1"}, {"tp", "1"}, {"pp", "3"}}, e + "/step-000001", e,
                                "grid_8_to_3"),
             1e-5);
+}
+
+// The example: the zero lab's ZeRO-3 over 4 ranks, continued on a tp 2 × pp 2 grid. The
+// grid's --mlp-form stack is the zero lab's MLP (--width 64 = its 64-wide input and output,
+// --depth 4 = 2 blocks of 2 layers) on its teacher data (G = --batch 32 × --seq 1 rows a step)
+// with its AdamW; zero's 6 steps are 1 warm-up + 5 runs (LabConfig::repeat) of 1. Within the lab's fp32 tolerance
+// (the sums in another order); a grid of another width is refused, naming the tensor.
+TEST(GridCheckpoint, TheZeroLabsStage3OnFourRanksContinuedOnTp2Pp2) {
+  const Options zero = {{"stage", "3"},        {"width", "64"}, {"depth", "4"},
+                        {"precision", "fp32"}, {"batch", "32"}, {"steps", "1"}};
+  const Options stack = {{"mlp-form", "stack"}, {"hidden", "64"}, {"layers", "2"},       {"batch", "32"},
+                         {"seq", "1"},          {"steps", "6"},   {"micro-batches", "4"}};
+  const std::string z = fresh_dir("zero3_for_grid");
+  ASSERT_TRUE(run_lab("zero", 4, zero, {{"checkpoint-every", "1"}, {"checkpoint-dir", z}}).ok());
+  const Options tp2pp2 = {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}};
+  const std::string g = fresh_dir("grid_from_zero3");
+  Report rep;
+  const RunResult r = run_lab("grid", 4, stack,
+                              {{"dp", "1"},
+                               {"tp", "2"},
+                               {"pp", "2"},
+                               {"resume", z + "/step-000002"},
+                               {"checkpoint-every", "6"},
+                               {"checkpoint-dir", g}},
+                              {}, {}, &rep);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(rep.ok);  // its own checks: against one rank resumed from the same checkpoint
+  const double diff = largest_difference(z + "/step-000006", g + "/step-000006");
+  std::printf(
+      "zero stage 3 on 4 ranks, saved at step 2, continued on grid tp2×pp2 to step 6: largest difference "
+      "from zero's uninterrupted run %g\n",
+      diff);
+  EXPECT_LT(diff, 1e-5);
+  EXPECT_LT(resumed_difference("grid", 2, stack, {{"dp", "1"}, {"tp", "1"}, {"pp", "2"}}, z + "/step-000003", z,
+                               "zero3_to_grid_pp2"),
+            1e-5);
+  Options wider = tp2pp2;
+  wider.insert({{"hidden", "32"}, {"resume", z + "/step-000002"}});
+  const RunResult refused = run_lab("grid", 4, stack, wider);
+  EXPECT_NE(refused.error.find("tensor 'params'"), std::string::npos) << refused.error;
+  Options blocks = tp2pp2;
+  blocks.insert({{"mlp-form", "blocks"}, {"resume", z + "/step-000002"}});
+  const RunResult other = run_lab("grid", 4, stack, blocks);
+  EXPECT_NE(other.error.find("resume it with --mlp-form stack"), std::string::npos) << other.error;
 }
 
 TEST(GridCheckpoint, ResumesTheTensorParallelLabsCheckpoint) {
@@ -357,6 +411,45 @@ TEST(LabCheckpoint, AFaultAnywhereLeavesTheLastCheckpointLoadable) {
                                             "grid_any");
   faults_anywhere_leave_the_last_checkpoint("experts", 2, kExpertsBase, {}, 3, "experts_any");
   // The gpt lab: its training's first 160 collectives (sampling after it makes 500 more).
-  // (Not the context_parallel lab: its faults count the ring's transfers, and no save has one.)
   faults_anywhere_leave_the_last_checkpoint("gpt", 2, kGptBase, {}, 5, "gpt_any", 160);
+}
+
+// The context_parallel lab's --inject-fault counts the ring's transfers, and no save makes one:
+// here the fault counts library collectives instead, the saves' own (the staging size, the
+// barrier that carries failures, the times), so some faults fall between the pieces being
+// written and the manifest. Then a full disk: a file-size limit (as `ulimit -f` sets) under
+// which every save of a resumed run fails; the checkpoint before it stays the newest, loads, and
+// the report names the checkpoints not saved.
+TEST(ContextParallelCheckpoint, AFaultInASaveOrAFullDiskLeavesTheLastCheckpointLoadable) {
+  faults_anywhere_leave_the_last_checkpoint("context_parallel", 2, kCpBase, {}, 2, "cp_any", 1 << 30,
+                                            StepUnit::collectives);
+  const std::string dir = fresh_dir("cp_full");
+  Options first = kCpBase;
+  first["steps"] = "2";
+  ASSERT_TRUE(run_lab("context_parallel", 2, first, {{"checkpoint-every", "2"}, {"checkpoint-dir", dir}}).ok());
+  // SIGXFSZ ignored, as a shell's `trap '' XFSZ`: every write past 512 bytes fails with EFBIG.
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 512;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  Report full;
+  const RunResult r = run_lab("context_parallel", 2, kCpBase,
+                              {{"resume", dir}, {"checkpoint-every", "1"}, {"checkpoint-dir", dir}}, {}, {}, &full);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_TRUE(r.ok()) << r.error;  // the run trains on; its report fails
+  EXPECT_FALSE(full.ok);
+  ASSERT_FALSE(full.failures.empty());
+  EXPECT_NE(full.failures[0].find("not saved"), std::string::npos) << full.failures[0];
+  std::printf("full disk: %s\n", full.failures[0].c_str());
+  std::vector<std::string> skipped;
+  const std::string newest = resolve_checkpoint(dir, &skipped);
+  EXPECT_EQ(fs::path(newest).filename(), "step-000002");
+  EXPECT_TRUE(skipped.empty());  // the failed saves' folders removed
+  EXPECT_FALSE(fs::exists(dir + "/step-000003.partial"));
+  verify_checkpoint(read_manifest(newest));
+  const RunResult again = run_lab("context_parallel", 2, kCpBase, {{"resume", dir}});
+  EXPECT_TRUE(again.ok()) << again.error;
 }

@@ -23,14 +23,27 @@ constexpr float kRowHeight = 18, kMinTickPx = 90;
 // Compute spans by their label's first word: the lab's forward, backward and optimizer.
 const ImU32 kForward = IM_COL32(110, 195, 105, 255), kBackward = IM_COL32(40, 125, 80, 255),
             kOptimizer = IM_COL32(190, 170, 60, 255), kRecompute = IM_COL32(150, 110, 200, 255);
+// Checkpoints (viz/model/checkpoint_marks.h): a save that stops training, a rank's file written,
+// a resumed run's read of its checkpoint.
+const ImU32 kSave = IM_COL32(70, 150, 225, 255), kWrite = IM_COL32(130, 205, 235, 255),
+            kResume = IM_COL32(230, 90, 200, 255);
+
+ImU32 checkpoint_color(RunPart p) {
+  return p == RunPart::checkpoint ? kSave : p == RunPart::checkpoint_write ? kWrite : kResume;
+}
 
 }  // namespace
 
 void TimelineView::ColorLabels(const TraceData& d) {
   if (label_colors.size() == d.labels.size()) return;  // once per label table, not per box
   label_colors.assign(d.labels.size(), kind_color(EventKind::compute));
+  checkpoint_labels.assign(d.labels.size(), false);
   training_labels = recompute_labels = false;
   for (std::size_t i = 0; i < d.labels.size(); ++i) {
+    if (const RunPart part = d.role(std::uint16_t(i)).part; is_checkpoint_part(part)) {
+      label_colors[i] = checkpoint_color(part), checkpoint_labels[i] = true;
+      continue;
+    }
     const Pass pass = d.role(std::uint16_t(i)).pass;  // a layer's, a block's, a pipeline action's
     if (pass == Pass::forward)
       label_colors[i] = kForward;
@@ -48,6 +61,8 @@ void TimelineView::ColorLabels(const TraceData& d) {
 ImU32 TimelineView::span_color(const Event& e) const {
   const bool comm = e.kind == EventKind::send || e.kind == EventKind::recv || e.kind == EventKind::collective;
   if (comm && grouping.by_axis && e.axis != GroupAxis::none) return axis_color(e.axis);  // which group it moves in
+  if (e.kind == EventKind::phase && e.label < checkpoint_labels.size() && checkpoint_labels[e.label])
+    return label_colors[e.label];
   if (e.kind != EventKind::compute) return kind_color(e.kind);
   return e.label < label_colors.size() ? label_colors[e.label] : kind_color(e.kind);
 }
@@ -196,6 +211,43 @@ float TimelineView::DrawPhaseStrip(const Frame& f, ImVec2 top) {
   return h + 2;
 }
 
+// Rank 0's checkpoint marks over every lane: a save's band (training stopped), its file's write as
+// a bar along the top (beside the next step when asynchronous: the overlap the save buys), and
+// a resumed run's read of its checkpoint, ending in the line where training resumed.
+void TimelineView::DrawCheckpointMarks(const Frame& f, ImVec2 top, float height) const {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float line = ImGui::GetTextLineHeight();
+  float text_end = -1e9f;  // a label starts past the one before it
+  for (const CheckpointMark& m : f.session.index().checkpoints) {
+    if (double(m.end_ns) < axis.t0 || double(m.begin_ns) > axis.t1) continue;
+    const float right = axis.x0 + axis.width;
+    const float a = std::clamp(axis.to_x(double(m.begin_ns)), axis.x0, right),
+                b = std::clamp(std::max(a + 2, axis.to_x(double(m.end_ns))), axis.x0, right);
+    std::string text;
+    if (m.kind == CheckpointMarkKind::save) {
+      dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + height), (kSave & 0x00ffffffu) | (60u << 24));
+      dl->AddRect(ImVec2(a, top.y), ImVec2(b, top.y + height), kSave);
+      text = "save, step " + std::to_string(m.step);
+    } else if (m.kind == CheckpointMarkKind::write) {
+      dl->AddRectFilled(ImVec2(a, top.y + line + 2), ImVec2(b, top.y + line + 6), kWrite);
+      if (m.beside_training_ns > 0) text = "write beside training";
+    } else {
+      dl->AddRectFilled(ImVec2(a, top.y), ImVec2(b, top.y + height), (kResume & 0x00ffffffu) | (50u << 24));
+      dl->AddLine(ImVec2(b, top.y), ImVec2(b, top.y + height), kResume, 2.0f);
+      text = "resumed from step " + std::to_string(m.step);
+    }
+    const float y = top.y + (m.kind == CheckpointMarkKind::write ? line + 7 : 1);
+    const float x = m.kind == CheckpointMarkKind::resume ? b + 3 : a + 2;
+    if (text.empty() || x < text_end) continue;
+    dl->AddText(ImVec2(x, y),
+                checkpoint_color(m.kind == CheckpointMarkKind::save    ? RunPart::checkpoint
+                                 : m.kind == CheckpointMarkKind::write ? RunPart::checkpoint_write
+                                                                       : RunPart::resume),
+                text.c_str());
+    text_end = x + ImGui::CalcTextSize(text.c_str()).x + 6;
+  }
+}
+
 void TimelineView::Draw(const Frame& f) {
   names_w_ = 0;
   for (const std::string& n : f.session.index().rank_names)
@@ -222,6 +274,7 @@ void TimelineView::Draw(const Frame& f) {
   float axis_h = ImGui::GetTextLineHeight() + 10;
   axis_h += DrawPhaseStrip(f, ImVec2(top.x, top.y + axis_h));
   DrawLanes(f, ImVec2(top.x, top.y + axis_h), ImVec2(avail.x, height - axis_h), hovered);
+  DrawCheckpointMarks(f, ImVec2(top.x + LabelWidth(), top.y + axis_h), height - axis_h);
   const float cx = axis.to_x(double(f.cursor_time()));  // the learner's current step
   dl->AddLine(ImVec2(cx, top.y + axis_h), ImVec2(cx, top.y + height), IM_COL32(255, 220, 60, 200), 2.0f);
   DrawSelectedRange(ImVec2(top.x, top.y + axis_h), height - axis_h);

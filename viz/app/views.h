@@ -53,13 +53,14 @@ struct TimelineView final : Panel {
   bool follow = true;    // ...and keep fitting a growing live run until the user zooms or pans
   float start_zoom = 1;  // then zoom this much closer around the cursor (--zoom)
   bool show_flows = true;
-  bool show_reference = false;      // the 1-rank reference phase (hidden: it would fill the timeline)
-  std::vector<ImU32> label_colors;  // per label id: compute spans colored by what they are
-  bool training_labels = false;     // some are forward, backward or optimizer
-  bool recompute_labels = false;    // some are a recomputed forward
-  LaneGrouping grouping;            // lanes by (pp, dp, tp), folded groups (on by default with meta "grid")
-  bool grouping_set = false;        // grouping's defaults were taken from the trace
-  std::size_t first_row = 0;        // rows scrolled past (wheel over the lane names)
+  bool show_reference = false;          // the 1-rank reference phase (hidden: it would fill the timeline)
+  std::vector<ImU32> label_colors;      // per label id: compute spans colored by what they are
+  std::vector<bool> checkpoint_labels;  // per label id: a checkpoint's span (colored as its mark)
+  bool training_labels = false;         // some are forward, backward or optimizer
+  bool recompute_labels = false;        // some are a recomputed forward
+  LaneGrouping grouping;                // lanes by (pp, dp, tp), folded groups (on by default with meta "grid")
+  bool grouping_set = false;            // grouping's defaults were taken from the trace
+  std::size_t first_row = 0;            // rows scrolled past (wheel over the lane names)
   // A replay opens on one training step of its first timed phase (first_timed_step), set-up,
   // reference and checks out of view; a button shows the whole run and back.
   bool one_step = false;
@@ -94,6 +95,7 @@ struct TimelineView final : Panel {
                        ImVec2 top);  // rank 0's phases, labelled (the lab's variants, stages, schedules)
   void ShowRange(double t0, double t1);
   void DrawLanes(const Frame& f, ImVec2 top, ImVec2 size, bool hovered);
+  void DrawCheckpointMarks(const Frame& f, ImVec2 top, float height) const;
   void ColorLabels(const TraceData& d);
   ImU32 span_color(const Event& e) const;
   // timeline_lanes.cpp: the rows (tracks, group headers, folded groups) and how they draw

@@ -137,7 +137,9 @@ TraceIndex index_trace(const TraceData& d, StepUnit unit, const std::vector<Even
   x.timed = timed_extent(d);
   x.first_step = first_timed_step(d);
   for (std::uint32_t i = 0; i < d.events.size(); ++i)
-    if (d.events[i].kind == EventKind::phase && d.events[i].rank == 0) x.rank0_phases.push_back(i);
+    if (d.events[i].kind == EventKind::phase && d.events[i].rank == 0 && !is_checkpoint_part(d.role(d.events[i]).part))
+      x.rank0_phases.push_back(i);  // (a checkpoint's spans have their own marks: x.checkpoints)
+  x.checkpoints = checkpoint_marks(d);
   return x;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/trace/vocab.h"
+#include "viz/model/checkpoint_marks.h"
 #include "viz/model/layout.h"
 
 namespace dtl::viz {
@@ -31,6 +32,7 @@ struct TraceIndex {
   std::optional<TimeRange> first_step;  // first_timed_step(): where a replay's timeline opens
   std::vector<std::uint32_t>
       rank0_phases;  // rank 0's phase spans (indices into events, by begin): the timeline's strip
+  std::vector<CheckpointMark> checkpoints;  // rank 0's saves, writes and resume (checkpoint_marks.h)
 
   // What the cursor counts: transfers, or collectives.
   const std::vector<Event>& steps() const { return unit == StepUnit::transfers ? transfers : collectives; }

@@ -29,7 +29,10 @@ void number_repeats(std::vector<CollectiveRun>& runs) {
 }  // namespace
 
 std::vector<CollectiveRun> collective_runs(const TraceData& d, const std::vector<Event>& transfers) {
-  const RunMarks marks = run_marks(d.events, d.ranks, [&d](const Event& e) { return d.role(e).part != RunPart::none; });
+  const RunMarks marks = run_marks(d.events, d.ranks, [&d](const Event& e) {
+    const RunPart p = d.role(e).part;  // (a checkpoint's spans are inside a run)
+    return p != RunPart::none && !is_checkpoint_part(p);
+  });
   std::vector<CollectiveRun> runs;
   int current = -2;  // the run number of runs.back()
   for (std::size_t i = 0; i < transfers.size(); ++i) {
