@@ -9,7 +9,7 @@ dtlab=${2:-build/release/labs/cli/dtlab}
 out=build/fuzz
 mkdir -p "$out/corpus"
 sources=(tests/viz/trace_parser_fuzz.cpp viz/model/trace_data.cpp viz/model/chrome_trace_reader.cpp viz/model/json_splitter.cpp
-  viz/model/layout.cpp viz/model/trace_index.cpp viz/model/memory_model.cpp viz/views/pipeline/pipeline_model.cpp viz/views/pipeline/simulated_pipeline_model.cpp viz/model/torch_trace.cpp viz/model/text_fit.cpp
+  viz/model/layout.cpp viz/model/trace_index.cpp viz/model/memory_model.cpp viz/views/pipeline/pipeline_model.cpp viz/views/pipeline/simulated_pipeline_model.cpp viz/model/torch_trace.cpp viz/model/text_fit.cpp viz/model/checkpoint_marks.cpp
   core/trace/trace.cpp core/trace/binary_trace.cpp core/trace/vocab.cpp core/theory/schedule.cpp core/theory/schedule_zero_bubble.cpp
   core/trace/content_stamp.cpp core/trace/chunk_state.cpp core/trace/steps.cpp core/trace/chrome_writer.cpp core/trace/run_clock.cpp core/util/files.cpp core/util/atomic_file.cpp
   core/trace/torch_profile.cpp core/trace/run_breakdown.cpp)
