@@ -44,7 +44,7 @@ void draw_rows(const std::vector<WhatIfRow>& rows) {
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("figure", ImGuiTableColumnFlags_WidthStretch, 3.0f);
   ImGui::TableSetupColumn("predicted here", ImGuiTableColumnFlags_WidthStretch, 1.2f);
-  ImGui::TableSetupColumn("at the run's settings", ImGuiTableColumnFlags_WidthStretch, 1.2f);
+  ImGui::TableSetupColumn("at the run's size", ImGuiTableColumnFlags_WidthStretch, 1.2f);
   ImGui::TableSetupColumn("measured (the run)", ImGuiTableColumnFlags_WidthStretch, 1.2f);
   ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch, 1.4f);
   ImGui::TableSetupColumn("bar: predicted | run's formula, measured", ImGuiTableColumnFlags_WidthStretch, 2.2f);
@@ -99,12 +99,17 @@ void WhatIfView::Draw(const Frame& f) {
     ImGui::TextWrapped("No what-if here: %s.", model_.why_none.c_str());
     return;
   }
-  ImGui::TextDisabled("Formulas (core/theory, as the report's) at the sliders' values; measured: this run's.");
+  ImGui::TextDisabled(
+      "Formulas (core/theory, as the report's) at the sliders' values, and at the run's size (ranks, M, v); "
+      "measured: this run's.");
   for (const WhatIfSlider& s : model_.sliders) {
     ImGui::SetNextItemWidth(std::min(320.0f, ImGui::GetContentRegionAvail().x * 0.45f));
     ImGui::SliderInt(what_if_knob_name(s.knob), &values_->at(s.knob), s.lo, s.hi, "%d", ImGuiSliderFlags_AlwaysClamp);
     ImGui::SameLine();
-    ImGui::TextDisabled("(run: %d)", model_.run.at(s.knob));
+    std::string run = std::to_string(model_.run.at(s.knob));
+    if (s.knob == WhatIfKnob::zero_stage && model_.zero_stages.size() > 1)  // --stage all: each stage's rows
+      run = std::to_string(model_.zero_stages.front()) + " to " + std::to_string(model_.zero_stages.back());
+    ImGui::TextDisabled("(run: %s)", run.c_str());
   }
   if (ImGui::Button("the run's settings")) values_ = model_.run;
   if (rows_at_ != values_) rows_ = what_if_rows(d, model_, *values_), rows_at_ = values_;
