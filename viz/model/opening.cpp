@@ -40,9 +40,11 @@ std::size_t cursor_at_or_after(const std::vector<Event>& steps, std::int64_t t) 
 std::size_t opening_cursor(const TraceData& d, const TraceIndex& x, ViewKind main) {
   if (!x.first_step || x.steps().empty()) return 0;
   const TimeRange w = *x.first_step;
-  const std::int64_t t = main == kPipelineView      ? first_backward(d, w)
-                         : main == ViewKind::memory ? memory_peak(d, w)
-                                                    : w.begin;
+  // The timeline draws what has happened by the cursor brighter: at the step's end, all of it.
+  const std::int64_t t = main == kPipelineView        ? first_backward(d, w)
+                         : main == ViewKind::memory   ? memory_peak(d, w)
+                         : main == ViewKind::timeline ? w.end
+                                                      : w.begin;
   std::size_t c = cursor_at_or_after(x.steps(), t);
   // No step lands between t and the step's end (the GPT's few all-reduces): the last one
   // before, the state the step starts from, rather than a picture of a later phase.

@@ -3,8 +3,10 @@
 // before the run's first step (empty memory bars, the set-up's first collective):
 //   pipeline  the first backward of the first timed step (the fill done, the drain to come)
 //   memory    the moment the largest rank's total peaks inside that step
-//   any other the first step (transfer or collective) that lands inside it: the ring's first
-//             chunk of the algorithm being taught, the timeline's timed step
+//   timeline  the last step (transfer or collective) that lands inside it: the whole step
+//             drawn as happened
+//   any other the first step that lands inside it: the ring's first chunk of the algorithm
+//             being taught, the split view's first collective
 // The step is first_timed_step (trace_index.h); a trace without one, or without steps,
 // opens at 0 as before. `--at-step K` still moves the cursor anywhere.
 #pragma once
