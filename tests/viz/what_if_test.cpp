@@ -80,6 +80,7 @@ TEST(WhatIf, PipelineAtTheRunsSettingsIsTheReportAndMovesAsTheFormula) {
   EXPECT_EQ(m.run.ranks, 2);
   EXPECT_GE(compare_with_report(d, m), 4) << "the bubble rows of gpipe, 1f1b, interleaved and zb-h1 at least";
   double worst = 0;
+  int interleaved = 0;
   for (int P : {2, 4, 8})
     for (int M : {1, 4, 8, 32})
       for (int v : {2, 3}) {
@@ -92,10 +93,11 @@ TEST(WhatIf, PipelineAtTheRunsSettingsIsTheReportAndMovesAsTheFormula) {
         if (M >= P) worst = std::max(worst, std::fabs(one_f_one_b.predicted - double(P - 1) / (M + P - 1)));
         const WhatIfRow& inter = find_row(rows, "interleaved.bubble");
         if (inter.note.empty())  // (interleaved needs M a multiple of P: its note says so otherwise)
-          worst = std::max(worst, std::fabs(inter.predicted - double(P - 1) / (v * M + P - 1)));
+          worst = std::max(worst, std::fabs(inter.predicted - double(P - 1) / (v * M + P - 1))), ++interleaved;
       }
   std::printf("bubble against (P-1)/(M+P-1) and (P-1)/(vM+P-1): largest difference %g\n", worst);
   EXPECT_LT(worst, 1e-12);  // (the formula's own form: idle (P-1)(F+B) over M(F+B) + idle)
+  EXPECT_GE(interleaved, 8) << "interleaved compared where M is a multiple of P";
 }
 
 TEST(WhatIf, ZeroAtTheRunsSettingsIsTheReportAndMovesAsTheFormula) {
@@ -165,4 +167,25 @@ TEST(WhatIf, StartValuesAreKnobsAndWholeNumbersOrAClearError) {
   for (const char* bad : {"", "ranks", "ranks=", "ranks=x", "ranks=2x", "stages=4", "ranks=-1", "ranks=8,", ",ranks=8",
                           "ranks=99999999999"})
     EXPECT_THROW(parse_what_if_set(bad), UsageError) << "'" << bad << "'";
+}
+
+TEST(WhatIf, GptAtTheRunsSettingsIsTheReportAndMovesAsKorthikanti) {
+  const TraceData d = traced_run("gpt", "--recompute selective");
+  const WhatIfModel m = what_if_model(d);
+  ASSERT_EQ(m.lab, WhatIfLab::gpt) << m.why_none;
+  EXPECT_EQ(m.run.recompute, 1);
+  EXPECT_EQ(compare_with_report(d, m), 3) << "per-layer activations (this GPT's, the paper's), the FLOP ratio";
+  // Korthikanti et al. with t = 1: s·b·h·(34 + 5·a·s/h) kept, s·b·h·34 selective, 2·s·b·h full.
+  const double b = m.batch, h = m.hidden, a = m.heads;
+  double worst = 0;
+  for (int s : {2, 8, 64, 1024})
+    for (int r = 0; r <= 2; ++r) {
+      WhatIfValues at = m.run;
+      at.ranks = 1, at.sequence_length = s, at.recompute = r;
+      const double want = r == 0 ? s * b * h * (34 + 5 * a * s / h) : r == 1 ? 34 * s * b * h : 2 * s * b * h;
+      const double got = find_row(what_if_rows(d, m, at), "memory.activation_per_layer_paper").predicted;
+      worst = std::max(worst, std::fabs(got - want) / want);
+    }
+  std::printf("GPT layer activations against Korthikanti et al.'s forms: largest relative difference %g\n", worst);
+  EXPECT_LT(worst, 1e-15);
 }

@@ -100,13 +100,17 @@ void WhatIfView::Draw(const Frame& f) {
     return;
   }
   ImGui::TextDisabled(
-      "Formulas (core/theory, as the report's) at the sliders' values, and at the run's size (ranks, M, v); "
+      "Formulas (core/theory, as the report's) at the sliders' values, and at the run's size (ranks, M, v, s); "
       "measured: this run's.");
   for (const WhatIfSlider& s : model_.sliders) {
     ImGui::SetNextItemWidth(std::min(320.0f, ImGui::GetContentRegionAvail().x * 0.45f));
-    ImGui::SliderInt(what_if_knob_name(s.knob), &values_->at(s.knob), s.lo, s.hi, "%d", ImGuiSliderFlags_AlwaysClamp);
+    const int value = values_->at(s.knob);
+    ImGui::SliderInt(what_if_knob_name(s.knob), &values_->at(s.knob), s.lo, s.hi,
+                     s.knob == WhatIfKnob::recompute ? what_if_recompute_name(value) : "%d",
+                     ImGuiSliderFlags_AlwaysClamp);
     ImGui::SameLine();
-    std::string run = std::to_string(model_.run.at(s.knob));
+    std::string run = s.knob == WhatIfKnob::recompute ? what_if_recompute_name(model_.run.recompute)
+                                                      : std::to_string(model_.run.at(s.knob));
     if (s.knob == WhatIfKnob::zero_stage && model_.zero_stages.size() > 1)  // --stage all: each stage's rows
       run = std::to_string(model_.zero_stages.front()) + " to " + std::to_string(model_.zero_stages.back());
     ImGui::TextDisabled("(run: %s)", run.c_str());

@@ -12,6 +12,8 @@
 #include "core/theory/schedule.h"
 #include "core/theory/zero.h"
 #include "labs/ddp/ddp_lab.h"
+#include "labs/gpt/gpt_lab.h"
+#include "labs/train/gpt_activation_report.h"
 #include "labs/zero/zero_lab.h"
 
 namespace dtl::viz {
@@ -20,7 +22,7 @@ namespace {
 
 // Slider ranges: wide enough to see a formula's shape, small enough that the simulator
 // answers within a frame (64 stages x 128 micro-batches x 4 chunks x 3 actions).
-constexpr int kMaxRanks = 64, kMaxMicroBatches = 128, kMaxChunks = 4;
+constexpr int kMaxRanks = 64, kMaxMicroBatches = 128, kMaxChunks = 4, kMaxSequence = 4096;
 
 // The report's rows by id (an empty map when the trace has none or it is malformed).
 std::map<std::string, nlohmann::json> report_rows(const TraceData& d) {
@@ -103,6 +105,18 @@ WhatIfRow row(std::string id, std::string label, std::string unit, std::string s
   return r;
 }
 
+bool gpt_model(const TraceData& d, WhatIfModel& m) {
+  const std::optional<GptLabSettings> s = gpt_option_table().from_meta(d.meta);
+  if (!s) return false;
+  m.vocab = s->model.vocab, m.hidden = s->model.hidden, m.heads = s->model.heads, m.layers = s->model.layers;
+  m.batch = s->model.batch;
+  m.run.sequence_length = std::clamp(s->model.seq, 2, kMaxSequence);
+  m.run.recompute = int(s->recompute);
+  m.sliders = {
+      {WhatIfKnob::ranks, 1, 8}, {WhatIfKnob::sequence_length, 2, kMaxSequence}, {WhatIfKnob::recompute, 0, 2}};
+  return true;
+}
+
 void zero_rows(const WhatIfModel& m, const WhatIfValues& v, std::vector<WhatIfRow>& out) {
   const theory::ZeroPrecision p{m.param_bytes, m.grad_bytes, m.optimizer_bytes};
   const theory::ZeroBytes b = theory::zero_bytes_per_param(v.zero_stage, v.ranks, p);
@@ -160,6 +174,25 @@ void pipeline_rows(const WhatIfModel& m, const WhatIfValues& v, std::vector<What
   }
 }
 
+// The GPT lab's activation rows (labs/train/gpt_activation_report.cpp, prefix "memory."). The
+// vocabulary (the corpus's, not an option) enters none of a block's figures.
+void gpt_rows(const WhatIfModel& m, const WhatIfValues& v, std::vector<WhatIfRow>& out) {
+  const auto config = [&](int seq) { return GptConfig{m.vocab, seq, m.hidden, m.heads, m.layers, m.batch}; };
+  const theory::Recompute r = theory::Recompute(v.recompute);
+  const GptConfig now = config(v.sequence_length), run = config(m.run.sequence_length);
+  const auto block = [&](const GptConfig& c, int tp) {
+    return gpt_activation_parts(c, tp, ex::TpMode::plain, {}, r).block;
+  };
+  out.push_back(row("memory.activation_per_layer", "kept per layer and micro-batch (this GPT, fp32)", "B",
+                    "this GPT's tensors (gpt.h)", block(now, v.ranks), block(run, m.run.ranks)));
+  out.push_back(row("memory.activation_per_layer_paper", "the layer in Korthikanti et al.'s terms (16-bit)", "B",
+                    "Korthikanti et al. 2022", korthikanti_layer_bytes(now, v.ranks, ex::TpMode::plain, r),
+                    korthikanti_layer_bytes(run, m.run.ranks, ex::TpMode::plain, r)));
+  if (r != theory::Recompute::none)
+    out.push_back(row("memory.recompute_vs_forward", "recomputation / block forward (FLOPs)", "x",
+                      "FLOPs rerun / forward FLOPs", recompute_flop_ratio(now, r), recompute_flop_ratio(run, r)));
+}
+
 void ddp_rows(const WhatIfModel& m, const WhatIfValues& v, std::vector<WhatIfRow>& out) {
   const double bytes = m.psi * m.grad_bytes;  // every gradient once, all-reduced by a ring
   const auto wire = [&](int P) { return theory::all_reduce_cost(AlgorithmKind::ring, P, bytes).bytes_per_rank; };
@@ -176,15 +209,21 @@ const char* what_if_knob_name(WhatIfKnob k) {
     case WhatIfKnob::micro_batches: return "micro-batches M";
     case WhatIfKnob::chunks: return "chunks v";
     case WhatIfKnob::zero_stage: return "ZeRO stage";
+    case WhatIfKnob::sequence_length: return "sequence length s";
+    case WhatIfKnob::recompute: return "recompute (0 none, 1 selective, 2 full)";
   }
   return "?";
 }
 
+const char* what_if_recompute_name(int value) {
+  return theory::recompute_name(theory::Recompute(std::clamp(value, 0, 2)));
+}
+
 std::vector<WhatIfSetting> parse_what_if_set(const std::string& text) {
-  static const std::pair<const char*, WhatIfKnob> words[] = {{"ranks", WhatIfKnob::ranks},
-                                                             {"micro-batches", WhatIfKnob::micro_batches},
-                                                             {"chunks", WhatIfKnob::chunks},
-                                                             {"zero-stage", WhatIfKnob::zero_stage}};
+  static const std::pair<const char*, WhatIfKnob> words[] = {
+      {"ranks", WhatIfKnob::ranks},         {"micro-batches", WhatIfKnob::micro_batches},
+      {"chunks", WhatIfKnob::chunks},       {"zero-stage", WhatIfKnob::zero_stage},
+      {"seq", WhatIfKnob::sequence_length}, {"recompute", WhatIfKnob::recompute}};
   std::vector<WhatIfSetting> out;
   std::size_t at = 0;
   while (at <= text.size()) {
@@ -213,6 +252,8 @@ int& WhatIfValues::at(WhatIfKnob k) {
     case WhatIfKnob::micro_batches: return micro_batches;
     case WhatIfKnob::chunks: return chunks;
     case WhatIfKnob::zero_stage: return zero_stage;
+    case WhatIfKnob::sequence_length: return sequence_length;
+    case WhatIfKnob::recompute: return recompute;
   }
   return ranks;
 }
@@ -227,12 +268,13 @@ WhatIfModel what_if_model(const TraceData& d) {
   if (name == "zero") ok = zero_model(d, m), m.lab = WhatIfLab::zero;
   if (name == "pipeline") ok = pipeline_model(d, m), m.lab = WhatIfLab::pipeline;
   if (name == "ddp") ok = ddp_model(d, m), m.lab = WhatIfLab::ddp;
+  if (name == "gpt") ok = gpt_model(d, m), m.lab = WhatIfLab::gpt;
   if (!ok) {
     m = WhatIfModel{};
     m.why_none = name.empty() ? "the trace names no lab"
-                 : lab && (name == "zero" || name == "pipeline" || name == "ddp")
+                 : lab && (name == "zero" || name == "pipeline" || name == "ddp" || name == "gpt")
                      ? "the trace lacks the run's settings (or a pipeline's action times): record it again"
-                     : "the " + name + " lab has no what-if formulas here (the zero, pipeline and ddp labs do)";
+                     : "the " + name + " lab has no what-if formulas here (the zero, pipeline, ddp and gpt labs do)";
   }
   return m;
 }
@@ -243,6 +285,7 @@ std::vector<WhatIfRow> what_if_rows(const TraceData& d, const WhatIfModel& m, co
     case WhatIfLab::zero: zero_rows(m, v, out); break;
     case WhatIfLab::pipeline: pipeline_rows(m, v, out); break;
     case WhatIfLab::ddp: ddp_rows(m, v, out); break;
+    case WhatIfLab::gpt: gpt_rows(m, v, out); break;
     case WhatIfLab::none: break;
   }
   const std::map<std::string, nlohmann::json> rows = report_rows(d);

@@ -8,6 +8,9 @@
 //             the step (published_bubble, e.g. 1F1B (P−1)/(v·M+P−1)), else the simulator's
 //             with the run's action times (simulate), and the simulator's step time
 //   ddp       ring wire bytes per rank per step 2(P−1)/P · Ψ·bytes (all_reduce_cost, ring)
+//   gpt       one block's activations kept for its backward, this GPT's count (gpt_activation_parts)
+//             and Korthikanti et al.'s (korthikanti_layer_bytes), and the FLOPs a recomputation
+//             reruns, at any sequence length and recomputation (none, selective, full)
 // At the run's own settings every row equals the report's predicted value for the same id,
 // and the report's measured value is given beside it (the measured point the panel marks).
 // The panel keeps only its slider values; everything it draws comes from what_if_rows.
@@ -22,11 +25,14 @@
 namespace dtl::viz {
 
 // What a slider sets. Typed, never a label.
-enum class WhatIfKnob : std::uint8_t { ranks, micro_batches, chunks, zero_stage };
-const char* what_if_knob_name(WhatIfKnob k);  // "ranks", "micro-batches M", "chunks v", "ZeRO stage"
+enum class WhatIfKnob : std::uint8_t { ranks, micro_batches, chunks, zero_stage, sequence_length, recompute };
+const char* what_if_knob_name(WhatIfKnob k);  // "ranks", "micro-batches M", "chunks v", "ZeRO stage", ...
+// A recompute slider's value in words: 0 none, 1 selective, 2 full (core/theory/recompute.h).
+const char* what_if_recompute_name(int value);
 
 // `dtlab-viz --what-if-set micro-batches=32,ranks=8`: the sliders to start at. Knobs by their
-// option words (ranks, micro-batches, chunks, zero-stage), values whole numbers; anything
+// option words (ranks, micro-batches, chunks, zero-stage, seq, recompute: 0 none, 1 selective,
+// 2 full), values whole numbers; anything
 // else is a UsageError that says what is accepted.
 struct WhatIfSetting {
   WhatIfKnob knob;
@@ -36,6 +42,7 @@ std::vector<WhatIfSetting> parse_what_if_set(const std::string& text);
 
 struct WhatIfValues {
   int ranks = 1, micro_batches = 1, chunks = 1, zero_stage = 0;
+  int sequence_length = 1, recompute = 0;  // recompute: theory::Recompute's order, none 0 .. full 2
   int& at(WhatIfKnob k);
   int at(WhatIfKnob k) const;
   bool operator==(const WhatIfValues&) const = default;
@@ -47,7 +54,7 @@ struct WhatIfSlider {
 };
 
 // Which lab's formulas apply. none: the trace's lab has no what-if (or its settings are missing).
-enum class WhatIfLab : std::uint8_t { none, zero, pipeline, ddp };
+enum class WhatIfLab : std::uint8_t { none, zero, pipeline, ddp, gpt };
 
 struct WhatIfModel {
   WhatIfLab lab = WhatIfLab::none;
@@ -62,6 +69,7 @@ struct WhatIfModel {
   std::vector<ScheduleKind> schedules;                  // pipeline: the schedules run (built-in ones)
   std::vector<double> forward_s, backward_s, weight_s;  // per schedule: one stage's whole-model action times
   std::vector<std::string> ddp_cases;                   // ddp: the report's cases with a ring_wire_bytes row
+  int vocab = 0, hidden = 0, heads = 0, layers = 0, batch = 0;  // gpt: the model (GptConfig) but its s
 };
 
 // The model of the trace's run; lab none (with why_none) where no formula applies.
