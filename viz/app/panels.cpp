@@ -60,7 +60,7 @@ struct Registry {
        make_what_if,
        {{"what-if-set", ViewOption::Kind::text,
          "Start the what-if view's sliders at these values, KNOB=N[,KNOB=N] (ranks, micro-batches, chunks, "
-         "zero-stage), e.g. micro-batches=32,ranks=8"}}},
+         "zero-stage, seq, recompute), e.g. micro-batches=32,ranks=8"}}},
   };
   bool read = false;  // panel_registry() was called: too late to add
 };
