@@ -189,3 +189,26 @@ TEST(WhatIf, GptAtTheRunsSettingsIsTheReportAndMovesAsKorthikanti) {
   std::printf("GPT layer activations against Korthikanti et al.'s forms: largest relative difference %g\n", worst);
   EXPECT_LT(worst, 1e-15);
 }
+
+TEST(WhatIf, ARunBeyondTheSlidersOrWithoutItsSettingsHasNoneAndSaysWhy) {
+  TraceData d = traced_run("pipeline", "");
+  ASSERT_EQ(what_if_model(d).lab, WhatIfLab::pipeline);
+  TraceData many = d;
+  many.ranks = 16384;  // a hostile trace: the simulator would take minutes at the run's own size
+  const WhatIfModel m = what_if_model(many);
+  EXPECT_EQ(m.lab, WhatIfLab::none);
+  EXPECT_NE(m.why_none.find("16384"), std::string::npos) << m.why_none;
+  TraceData odd = d;  // action times that are not numbers: left out, never an exception
+  for (auto& [key, value] : odd.meta)
+    if (key.starts_with(meta_key_name(MetaKey::pipeline_simulated, ""))) {
+      nlohmann::json j = nlohmann::json::parse(value);
+      j["action_times"] = {"1", nullptr, -1};
+      value = j.dump();
+    }
+  EXPECT_EQ(what_if_model(odd).lab, WhatIfLab::none);
+  TraceData bare = d;
+  for (auto it = bare.meta.begin(); it != bare.meta.end();)
+    it = it->first.starts_with(meta_key_name(MetaKey::pipeline_simulated, "")) ? bare.meta.erase(it) : std::next(it);
+  EXPECT_EQ(what_if_model(bare).lab, WhatIfLab::none);
+  EXPECT_NE(what_if_model(bare).why_none.find("record it again"), std::string::npos) << what_if_model(bare).why_none;
+}

@@ -68,15 +68,18 @@ bool pipeline_model(const TraceData& d, WhatIfModel& m) {
     if (it == d.meta.end()) continue;
     const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
     const bool ok = j.is_object() && j.contains("action_times") && j["action_times"].is_array() &&
-                    j["action_times"].size() == 3 && j.contains("micro_batches") && j["micro_batches"].is_number() &&
-                    j.contains("chunks") && j["chunks"].is_number();
+                    j["action_times"].size() == 3 &&
+                    std::all_of(j["action_times"].begin(), j["action_times"].end(),
+                                [](const nlohmann::json& t) { return t.is_number(); }) &&
+                    j.contains("micro_batches") && j["micro_batches"].is_number() && j.contains("chunks") &&
+                    j["chunks"].is_number();
     if (!ok) continue;  // a trace from before the times were recorded, or a malformed one
     m.schedules.push_back(k);
     m.forward_s.push_back(j["action_times"][0].get<double>());
     m.backward_s.push_back(j["action_times"][1].get<double>());
     m.weight_s.push_back(j["action_times"][2].get<double>());
-    m.run.micro_batches = std::clamp(j["micro_batches"].get<int>(), 1, kMaxMicroBatches);
-    if (looped(k)) m.run.chunks = std::clamp(j["chunks"].get<int>(), 2, kMaxChunks);
+    m.run.micro_batches = j["micro_batches"].get<int>();
+    if (looped(k)) m.run.chunks = j["chunks"].get<int>();
   }
   if (m.schedules.empty()) return false;
   m.sliders = {{WhatIfKnob::ranks, 2, kMaxRanks}, {WhatIfKnob::micro_batches, 1, kMaxMicroBatches}};
@@ -110,7 +113,7 @@ bool gpt_model(const TraceData& d, WhatIfModel& m) {
   if (!s) return false;
   m.vocab = s->model.vocab, m.hidden = s->model.hidden, m.heads = s->model.heads, m.layers = s->model.layers;
   m.batch = s->model.batch;
-  m.run.sequence_length = std::clamp(s->model.seq, 2, kMaxSequence);
+  m.run.sequence_length = s->model.seq;
   m.run.recompute = int(s->recompute);
   m.sliders = {
       {WhatIfKnob::ranks, 1, 8}, {WhatIfKnob::sequence_length, 2, kMaxSequence}, {WhatIfKnob::recompute, 0, 2}};
@@ -261,7 +264,7 @@ int WhatIfValues::at(WhatIfKnob k) const { return const_cast<WhatIfValues&>(*thi
 
 WhatIfModel what_if_model(const TraceData& d) {
   WhatIfModel m;
-  m.run.ranks = std::clamp(d.ranks, 1, kMaxRanks);
+  m.run.ranks = d.ranks;
   const std::string* lab = d.meta_of(MetaKey::lab);
   const std::string name = lab ? *lab : "";
   bool ok = false;
@@ -269,7 +272,19 @@ WhatIfModel what_if_model(const TraceData& d) {
   if (name == "pipeline") ok = pipeline_model(d, m), m.lab = WhatIfLab::pipeline;
   if (name == "ddp") ok = ddp_model(d, m), m.lab = WhatIfLab::ddp;
   if (name == "gpt") ok = gpt_model(d, m), m.lab = WhatIfLab::gpt;
-  if (!ok) {
+  // A run beyond a slider's range (a hostile trace's 16384 stages) gets no what-if: its
+  // own figures would be computed at another size, or take the simulator minutes.
+  for (const WhatIfSlider& s : m.sliders)
+    if (ok && (m.run.at(s.knob) < s.lo || m.run.at(s.knob) > s.hi)) {
+      ok = false;
+      m.why_none = std::string("the run's ") + what_if_knob_name(s.knob) + " " + std::to_string(m.run.at(s.knob)) +
+                   " is outside the sliders' " + std::to_string(s.lo) + " to " + std::to_string(s.hi);
+    }
+  if (!ok && !m.why_none.empty()) {
+    const std::string why = m.why_none;
+    m = WhatIfModel{};
+    m.why_none = why;
+  } else if (!ok) {
     m = WhatIfModel{};
     m.why_none = name.empty() ? "the trace names no lab"
                  : lab && (name == "zero" || name == "pipeline" || name == "ddp" || name == "gpt")
