@@ -115,11 +115,11 @@ void WhatIfView::Draw(const Frame& f) {
       run = std::to_string(model_.zero_stages.front()) + " to " + std::to_string(model_.zero_stages.back());
     ImGui::TextDisabled("(run: %s)", run.c_str());
   }
-  if (ImGui::Button("the run's settings")) values_ = model_.run;
-  if (rows_at_ != values_) rows_ = what_if_rows(d, model_, *values_), rows_at_ = values_;
   for (const std::string& line : unused_)
     ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "--what-if-set %s: this lab's formulas have no such slider",
                        line.c_str());
+  if (ImGui::Button("the run's settings")) values_ = model_.run;
+  if (rows_at_ != values_) rows_ = what_if_rows(d, model_, *values_), rows_at_ = values_;
   ImGui::SameLine();
   legend_swatch(kPredictedColor, "predicted here");  // (each swatch stays on the line)
   legend_swatch(kRunColor, "run's formula");

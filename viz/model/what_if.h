@@ -1,7 +1,8 @@
 // The what-if panel's model (issue 47), plain code so tests can check it without a window:
 // from a run's trace (its settings in the metadata, its report) and a set of slider values
-// (ranks, micro-batches, chunks v, ZeRO stage) to the rows the curriculum's formulas predict,
-// each computed by the same pure functions the lab's report calls (core/theory):
+// (ranks, micro-batches, chunks v, ZeRO stage, sequence length, recomputation) to the rows the
+// curriculum's formulas predict, each computed by the same pure functions the lab's report
+// calls (core/theory, and the GPT's own activation count):
 //   zero      model state per rank by tag Ψ·(p, g, K) sharded by stage (zero_bytes_per_param)
 //             and bytes each rank sends per step (zero_comm_elements_per_rank)
 //   pipeline  each schedule's bubble, the published formula where its source gives one for
@@ -32,8 +33,7 @@ const char* what_if_recompute_name(int value);
 
 // `dtlab-viz --what-if-set micro-batches=32,ranks=8`: the sliders to start at. Knobs by their
 // option words (ranks, micro-batches, chunks, zero-stage, seq, recompute: 0 none, 1 selective,
-// 2 full), values whole numbers; anything
-// else is a UsageError that says what is accepted.
+// 2 full), values whole numbers; anything else is a UsageError that says what is accepted.
 struct WhatIfSetting {
   WhatIfKnob knob;
   int value;
