@@ -355,7 +355,7 @@ LabInfo ddp_lab_info() {
       nullptr,
       StepUnit::collectives,  // DDP posts no sends: faults count its all-reduces
       /*overlaps_compute=*/true,
-      {ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {ViewKind::timeline, ViewKind::memory, ViewKind::report, ViewKind::what_if},
       {{"bucket-mb", "0.25"}, {"batch", "256"}},  // live in dtlab-viz: 3 buckets, not 1; layers long enough to see
       ddp_option_table().settings_text(),
       ex::ddp_hints(),

@@ -249,7 +249,7 @@ LabInfo gpt_lab_info() {
       nullptr,
       StepUnit::collectives,
       /*overlaps_compute=*/false,
-      {ViewKind::report, ViewKind::timeline, ViewKind::memory, kActivationView},
+      {ViewKind::report, ViewKind::timeline, ViewKind::memory, kActivationView, ViewKind::what_if},
       {{"steps", "60"}},
       gpt_option_table().settings_text(),
       {},

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/theory/schedule.h"
 #include "core/trace/trace.h"
 #include "core/util/units.h"
 #include "labs/grid/grid_lab.h"
@@ -176,7 +177,7 @@ void add_grid_rows(Report& rep, const GridSettings& s, const GridMeasurement& m)
                             s.grid.tp, ex::TpMode::plain, s.recompute, *m.activation);
   const int P = s.grid.pp, M = s.micro_batches;
   rep.add("grid.bubble", "pipeline bubble: idle share of the step", m.bubble, "")
-      .predict(double(P - 1) / (M + P - 1), "(P−1)/(M+P−1)");
+      .predict(pipeline::bubble_idle_share(P, M), "(P−1)/(M+P−1)");
   rep.add("grid.step_time", "step time", 0, "s").over(m.step);
   add_planner_memory_rows(rep, s, m);  // a section of its own: memory by tag vs dtlab plan's model
 }

@@ -126,14 +126,17 @@ StepAcross across_stages(Comm& comm, const StageStep& r) {
 // The simulator's timeline of this schedule with this run's action times, for the
 // visualizer's side-by-side comparison (it draws it without running the simulator):
 // meta "pipeline_simulated.<schedule>" = {"stages", "micro_batches", "chunks", "makespan",
-// "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin, end], ...]}, seconds.
+// "bubble", "actions": [[stage, "F"|"B"|"W", micro-batch, chunk, begin, end], ...],
+// "action_times": [F, B, W]}, seconds; action_times are one stage's whole model as the formulas
+// take them (B the full backward, W -1 when not split), what the viewer's what-if panel reruns.
 void set_simulation_meta(Comm& comm, const std::string& name, const pipeline::Schedule& sched,
-                         const pipeline::Simulation& sim) {
+                         const pipeline::Simulation& sim, const pipeline::ActionTimes& stage_times) {
   nlohmann::json j = {{"stages", sched.config.stages},
                       {"micro_batches", sched.config.micro_batches},
                       {"chunks", sched.config.chunks},
                       {"makespan", sim.makespan},
-                      {"bubble", sim.bubble_fraction()}};
+                      {"bubble", sim.bubble_fraction()},
+                      {"action_times", {stage_times.forward, stage_times.backward, stage_times.weight}}};
   j["actions"] = nlohmann::json::array();
   for (const pipeline::TimedAction& a : sim.actions)
     j["actions"].push_back({a.stage, pass_letter(a.action.op), a.action.micro_batch, a.action.chunk, a.begin, a.end});
@@ -162,7 +165,7 @@ void simulate_run(Comm& comm, const pipeline::Schedule& sched, const pipeline::A
   const pipeline::ActionTimes per_chunk{stage_times.forward / v, stage_times.backward / v,
                                         stage_times.weight < 0 ? -1 : stage_times.weight / v, 0};
   const pipeline::Simulation sim = pipeline::simulate(sched, per_chunk);
-  if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim);
+  if (comm.rank() == 0) set_simulation_meta(comm, name, sched, sim, stage_times);
   m.simulated_bubble = sim.bubble_fraction();
   m.simulated_tiled = sim.bubble_tiled();
 }
@@ -366,7 +369,7 @@ LabInfo pipeline_lab_info() {
       nullptr,
       StepUnit::transfers,  // stages talk point to point: faults count their sends
       /*overlaps_compute=*/false,
-      {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report},
+      {kPipelineView, ViewKind::timeline, ViewKind::memory, ViewKind::report, ViewKind::what_if},
       {{"micro-batches", "8"}, {"compute-us", "2000"}},
       pipeline_option_table().settings_text(),
       ex::pipeline_hints(),

@@ -386,7 +386,7 @@ LabInfo zero_lab_info() {
       nullptr,
       StepUnit::collectives,  // ZeRO posts no sends: faults count its collectives
       /*overlaps_compute=*/true,
-      {ViewKind::memory, ViewKind::timeline, ViewKind::report},
+      {ViewKind::memory, ViewKind::timeline, ViewKind::report, ViewKind::what_if},
       {{"steps", "1"}, {"width", "256"}},
       zero_option_table().settings_text(),
       ex::zero_hints(),

@@ -50,9 +50,12 @@ TEST(SimulatedTrace, StepsDrawsItsPipelineAndMemoryAndNamesItsRanks) {
   EXPECT_GE(steps, std::size_t(2 * M * (P - 1) * 4)) << "2·M·(P−1) sends per pipeline, 4 pipelines (dp·tp)";
   gui.frame(app);
   const std::int64_t at0 = viz::Frame{*app.session, 1, 1}.cursor_time();
+  const std::size_t opened = app.controls.cursor;  // a replay opens on its timed step (viz/model/opening.h)
+  EXPECT_GT(opened, 0u) << "the pipeline view opens at the timed step's first backward, not before any send";
+  ASSERT_LT(opened + 40, steps);
   for (int i = 0; i < 40; ++i) app.StepOne();
   gui.frame(app);
-  EXPECT_EQ(app.controls.cursor, 40u);
+  EXPECT_EQ(app.controls.cursor, opened + 40);
   const std::int64_t at40 = viz::Frame{*app.session, 40, 1}.cursor_time();
   EXPECT_GT(at40, at0) << "step 40 is later in the run than step 0";
   // The pipeline: P stages drawn by their dp 0, tp 0 ranks; the bubble about (P−1)/(M+P−1).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "viz/model/opening.h"
 #include "viz/model/panels.h"
 
 namespace dtl::viz {
@@ -18,7 +19,16 @@ void App::Open(std::unique_ptr<Session> s) {
     panels.clear();
     for (const PanelKind* k : kinds) panels.push_back({k, k->make(settings)});
   }
-  if (session->live()) choices.Load(*session->lab(), session->config());
+  if (session->live()) {
+    choices.Load(*session->lab(), session->config());
+    return;
+  }
+  // A replay opens on its timed step where the main view has something to show (opening.h).
+  ViewKind main = kinds.empty() ? ViewKind::timeline : kinds.front()->kind;
+  for (const PanelKind* k : kinds)
+    if (view_kind_name(k->kind) == solo_view) main = k->kind;
+  controls.cursor = opening_cursor(session->data(), session->index(), main);
+  controls.anim = 1;
 }
 
 Panel* App::panel(ViewKind kind) {

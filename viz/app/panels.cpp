@@ -39,6 +39,12 @@ std::unique_ptr<Panel> make_timeline(const PanelSettings& s) {
   return t;
 }
 
+std::unique_ptr<Panel> make_what_if(const PanelSettings& s) {
+  auto w = std::make_unique<WhatIfView>();
+  if (const std::string set = s.option("what-if-set"); !set.empty()) w->start_at = parse_what_if_set(set);
+  return w;
+}
+
 struct Registry {
   std::vector<PanelKind> panels = {
       {ViewKind::timeline,
@@ -49,6 +55,12 @@ struct Registry {
          "show below the lanes (as a drag does)"}}},
       {ViewKind::memory, "Memory per rank", make<MemoryView>},
       {ViewKind::report, "Report: measured vs predicted", make<ReportView>},
+      {ViewKind::what_if,
+       "What if: the formulas at other settings",
+       make_what_if,
+       {{"what-if-set", ViewOption::Kind::text,
+         "Start the what-if view's sliders at these values, KNOB=N[,KNOB=N] (ranks, micro-batches, chunks, "
+         "zero-stage, seq, recompute), e.g. micro-batches=32,ranks=8"}}},
   };
   bool read = false;  // panel_registry() was called: too late to add
 };

@@ -19,6 +19,7 @@
 #include "viz/model/lane_groups.h"
 #include "viz/model/memory_model.h"
 #include "viz/model/selection.h"
+#include "viz/model/what_if.h"
 
 namespace dtl::viz {
 
@@ -125,6 +126,23 @@ struct MemoryView final : Panel {
 
 struct ReportView final : Panel {
   void Draw(const Frame& f) override;
+};
+
+// What-if (viz/app/what_if_view.cpp): sliders over the run's settings and the formulas'
+// predictions at them (viz/model/what_if.h) beside the run's measured figures. It holds the
+// slider values; the model and rows are derived from the session's trace, cached by key.
+struct WhatIfView final : Panel {
+  std::vector<WhatIfSetting> start_at;  // --what-if-set: the sliders' values on the first frame
+  void Draw(const Frame& f) override;
+  void Restart() override { key_ = {}, values_.reset(); }
+
+ private:
+  std::pair<const TraceData*, std::size_t> key_{};  // the trace (and its meta's size) the model was read from
+  WhatIfModel model_;
+  std::optional<WhatIfValues> values_, rows_at_;  // the sliders; the values rows_ were computed at
+  std::vector<WhatIfRow> rows_;
+  std::vector<std::string> unused_;  // --what-if-set knobs this lab has no slider for
+  void StartAt();
 };
 
 ImU32 axis_color(GroupAxis a);  // dp, tp, pp: the topology's outlines and the timeline's transfers

@@ -154,6 +154,7 @@ std::vector<PhaseMemory> named_phases(const TraceData& d, std::vector<int>& phas
     if (auto k = phase_of_key.find(role_key(role)); k != phase_of_key.end()) {
       phase_of_label[id] = k->second;
       named[std::size_t(k->second)].label = printable(d.labels[id], 40);
+      named[std::size_t(k->second)].role = role;
     }
   }
   return named;

@@ -33,6 +33,7 @@ MemoryPicture memory_at(const TraceData& d, std::int64_t t);
 // phase (its spans of this role; a rank without one gets the phase's whole time range).
 struct PhaseMemory {
   std::string label;  // the phase's label ("ZeRO-2"), made printable (its role key if no span has it)
+  Role role;          // its spans' role (zero_stage 2: what it is, for code), empty if no span has it
   std::int64_t begin_ns = 0, end_ns = 0;  // earliest begin, latest end over all ranks
   bool in_trace = false;                  // some rank has a span of this role (or began one)
   bool in_progress = false;               // a live run is inside it: a rank began it, its span is not recorded yet

@@ -146,9 +146,12 @@ void draw_axis(ImDrawList* dl, const Rows& g, float y_top, float y) {
   dl->AddLine(ImVec2(g.x0, y), ImVec2(g.x0 + g.width, y), IM_COL32(255, 255, 255, 90));
 }
 
-// The formula's text as the default (Latin-1) font draws it.
-std::string bubble_line(double measured, const BubbleRow* row) {
-  std::string text = "bubble " + percent(measured) + " measured";
+// The formula's text as the default (Latin-1) font draws it. The step's bubble is one step's;
+// the report's measured row is the run's (the median of its runs' means): both are shown, each
+// named, so one figure never stands for the other (tests/viz/view_figures_test.cpp).
+std::string bubble_line(double measured, int step, const BubbleRow* row) {
+  std::string text = "step " + std::to_string(step) + ": bubble " + percent(measured) + " measured";
+  if (row && row->measured >= 0) text += " (the run's median " + percent(row->measured) + ")";
   if (row && row->predicted >= 0)
     text += " \xc2\xb7 " + percent(row->predicted) + " " +
             (row->provenance == Provenance::simulated ? "simulated" : "formula " + row->source);
@@ -300,9 +303,9 @@ void PipelineView::DrawHeader(const PipelineRun* run, const PipelineStep* s) {
 void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
   const auto row = bubbles_.find(s.schedule);
   const BubbleRow* b = row == bubbles_.end() ? nullptr : &row->second;
-  ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "%s", clip_text(bubble_line(s.bubble, b)).c_str());
+  ImGui::TextColored(ImVec4(1, 0.86f, 0.24f, 1), "%s", clip_text(bubble_line(s.bubble, s.step, b)).c_str());
   ImGui::SameLine(0, 24);
-  ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, step time %s",
+  ImGui::TextDisabled("%s, step %d%s: P = %d stages, M = %d micro-batches%s, first action to last %s",
                       clip_text(s.schedule, 200).c_str(), s.step, s.complete ? "" : " (incomplete)", s.stages,
                       s.micro_batches, s.chunks > 1 ? (", v = " + std::to_string(s.chunks) + " chunks").c_str() : "",
                       duration(s.makespan()).c_str());
@@ -330,7 +333,8 @@ void PipelineView::DrawMeasured(const Frame& f, const PipelineStep& s) {
   }
   ImGui::SetCursorScreenPos(ImVec2(start.x, std::min(bottom, start.y + avail.y - axis_h) + axis_h + 4));
   ImGui::TextDisabled(
-      "time from the step's start; a stage's idle = 1 - busy / step time; bubble = 1 - sum of busy / (P x step time)");
+      "time from the step's start; a stage's idle = 1 - busy / span; bubble = 1 - sum of busy / (P x span), span: "
+      "first action to last");
 }
 
 // Small multiples: the simulator's timeline of every schedule, one shared time axis.
@@ -363,8 +367,8 @@ void PipelineView::DrawCompare() {
       title += " \xc2\xb7 " + percent(row->second.measured) + " measured";
     if (row != bubbles_.end() && row->second.predicted >= 0 && row->second.provenance != Provenance::simulated)
       title += " \xc2\xb7 " + percent(row->second.predicted) + " formula " + row->second.source;
-    title +=
-        "   step time " + duration(r.makespan) + (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
+    title += "   first action to last " + duration(r.makespan) +
+             (r.chunks > 1 ? ", v = " + std::to_string(r.chunks) + " chunks" : "");
     dl->AddText(ImVec2(start.x, y + 3), kYellow, clip_text(title).c_str());
     g.top = y + title_h;
     draw_rows(dl, g, {r.blocks, r.stages, r.chunks, r.makespan, r.stage_idle, r.schedule}, -1, start.y + avail.y);
