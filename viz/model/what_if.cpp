@@ -262,16 +262,35 @@ int& WhatIfValues::at(WhatIfKnob k) {
 }
 int WhatIfValues::at(WhatIfKnob k) const { return const_cast<WhatIfValues&>(*this).at(k); }
 
+namespace {
+
+// The labs with what-if formulas: the lab the trace's meta names, looked up once.
+struct WhatIfLabEntry {
+  const char* name;
+  WhatIfLab lab;
+  bool (*build)(const TraceData&, WhatIfModel&);
+};
+constexpr WhatIfLabEntry kWhatIfLabs[] = {{"zero", WhatIfLab::zero, zero_model},
+                                          {"pipeline", WhatIfLab::pipeline, pipeline_model},
+                                          {"ddp", WhatIfLab::ddp, ddp_model},
+                                          {"gpt", WhatIfLab::gpt, gpt_model}};
+
+const WhatIfLabEntry* what_if_lab(const std::string& name) {
+  for (const WhatIfLabEntry& e : kWhatIfLabs)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
 WhatIfModel what_if_model(const TraceData& d) {
   WhatIfModel m;
   m.run.ranks = d.ranks;
   const std::string* lab = d.meta_of(MetaKey::lab);
   const std::string name = lab ? *lab : "";
-  bool ok = false;
-  if (name == "zero") ok = zero_model(d, m), m.lab = WhatIfLab::zero;
-  if (name == "pipeline") ok = pipeline_model(d, m), m.lab = WhatIfLab::pipeline;
-  if (name == "ddp") ok = ddp_model(d, m), m.lab = WhatIfLab::ddp;
-  if (name == "gpt") ok = gpt_model(d, m), m.lab = WhatIfLab::gpt;
+  const WhatIfLabEntry* entry = what_if_lab(name);
+  bool ok = entry && entry->build(d, m);
+  if (entry) m.lab = entry->lab;
   // A run beyond a slider's range (a hostile trace's 16384 stages) gets no what-if: its
   // own figures would be computed at another size, or take the simulator minutes.
   for (const WhatIfSlider& s : m.sliders)
@@ -287,7 +306,7 @@ WhatIfModel what_if_model(const TraceData& d) {
   } else if (!ok) {
     m = WhatIfModel{};
     m.why_none = name.empty() ? "the trace names no lab"
-                 : lab && (name == "zero" || name == "pipeline" || name == "ddp" || name == "gpt")
+                 : entry
                      ? "the trace lacks the run's settings (or a pipeline's action times): record it again"
                      : "the " + name + " lab has no what-if formulas here (the zero, pipeline, ddp and gpt labs do)";
   }

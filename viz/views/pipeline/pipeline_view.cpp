@@ -397,5 +397,4 @@ const bool registered =
                       "Start the pipeline view comparing schedules: the simulator's timeline of each schedule in the "
                       "trace, stacked"}}});
 }  // namespace
-
 }  // namespace dtl::viz
