@@ -10,12 +10,10 @@
 // counted at its library collectives, and a full disk under a file-size limit). The GPT (gpt lab,
 // tensor_parallel --model gpt, context_parallel): T or CP = 2 → 2, 4 and 1.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -427,18 +425,13 @@ TEST(ContextParallelCheckpoint, AFaultInASaveOrAFullDiskLeavesTheLastCheckpointL
   Options first = kCpBase;
   first["steps"] = "2";
   ASSERT_TRUE(run_lab("context_parallel", 2, first, {{"checkpoint-every", "2"}, {"checkpoint-dir", dir}}).ok());
-  // SIGXFSZ ignored, as a shell's `trap '' XFSZ`: every write past 512 bytes fails with EFBIG.
-  rlimit old{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = 512;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   Report full;
-  const RunResult r = run_lab("context_parallel", 2, kCpBase,
-                              {{"resume", dir}, {"checkpoint-every", "1"}, {"checkpoint-dir", dir}}, {}, {}, &full);
-  setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
+  RunResult r;
+  {
+    const dtl::test::FileSizeLimit full_disk(512);  // every write past 512 bytes fails with EFBIG
+    r = run_lab("context_parallel", 2, kCpBase, {{"resume", dir}, {"checkpoint-every", "1"}, {"checkpoint-dir", dir}},
+                {}, {}, &full);
+  }
   ASSERT_TRUE(r.ok()) << r.error;  // the run trains on; its report fails
   EXPECT_FALSE(full.ok);
   ASSERT_FALSE(full.failures.empty());

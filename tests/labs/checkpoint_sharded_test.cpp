@@ -6,18 +6,17 @@
 #include "labs/train/checkpoint_sharded.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
 #include "labs/train/param_layout.h"
+#include "tests/labs/checkpoint_test_util.h"
 
 using namespace dtl;
 namespace fs = std::filesystem;
@@ -163,17 +162,13 @@ TEST(ShardedCheckpoint, CrashBetweenPiecesLeavesThePreviousOne) {
 TEST(ShardedCheckpoint, FullDiskLeavesThePreviousOne) {
   const fs::path root = fresh_dir("full");
   ASSERT_TRUE(save_on(2, root, 1).ok());
-  // A real file-size limit, as `ulimit -f` sets (SIGXFSZ ignored, as a shell's `trap '' XFSZ`):
-  // every write past 512 bytes fails with EFBIG. A piece file here is about 800 bytes.
-  rlimit old{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = 512;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  const RunResult full = save_on(2, root, 2);
-  setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
+  // A real file-size limit, as `ulimit -f` sets: every write past 512 bytes fails with EFBIG. A
+  // piece file here is about 800 bytes.
+  RunResult full;
+  {
+    const dtl::test::FileSizeLimit full_disk(512);
+    full = save_on(2, root, 2);
+  }
   EXPECT_FALSE(full.ok());
   EXPECT_NE(full.error.find("not saved"), std::string::npos) << full.error;
   std::printf("full disk: %s\n", full.error.c_str());

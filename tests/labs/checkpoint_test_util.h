@@ -2,8 +2,12 @@
 // of two sharded checkpoints (labs/train/checkpoint_sharded.h), element by element.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,5 +32,28 @@ inline double largest_checkpoint_difference(const std::string& a_dir, const std:
   }
   return worst;
 }
+
+// A full disk as `ulimit -f` makes one, for this scope: SIGXFSZ ignored (as a shell's `trap ''
+// XFSZ`), so every write past `bytes` fails with EFBIG; the limit and the handler restored after.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    if (getrlimit(RLIMIT_FSIZE, &old_) != 0) throw std::runtime_error("getrlimit(RLIMIT_FSIZE) failed");
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = old_;
+    small.rlim_cur = bytes;
+    if (setrlimit(RLIMIT_FSIZE, &small) != 0) throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = SIG_DFL;
+};
 
 }  // namespace dtl::test
