@@ -23,6 +23,8 @@ ImU32 series_color(const AlgoSeries& s) {
   return kColors[int(s.algo)][int(s.proto)];
 }
 
+constexpr float kStrip = 14;  // the winners' strip under the plot area
+
 // Log-scale axes over the plot area [a, a + size].
 struct LogAxes {
   ImVec2 a, size;
@@ -43,8 +45,8 @@ LogAxes make_axes(const AlgoChart& c, ImVec2 a, ImVec2 size) {
           size,
           std::log10(kChartMinBytes) - 0.1,
           std::log10(kChartMaxBytes) + 0.1,
-          std::floor(std::log10(lo)),
-          std::ceil(std::log10(hi))};
+          std::floor(std::log10(lo) - 0.1),  // (no line on an edge)
+          std::ceil(std::log10(hi) + 0.1)};
 }
 
 void draw_grid(ImDrawList* dl, const LogAxes& ax) {
@@ -60,26 +62,27 @@ void draw_grid(ImDrawList* dl, const LogAxes& ax) {
     const float x = ax.X(b);
     dl->AddLine(ImVec2(x, ax.a.y), ImVec2(x, ax.a.y + ax.size.y + 4), grid);
     const std::string label = format_bytes(b, b);
-    dl->AddText(ImVec2(x - ImGui::CalcTextSize(label.c_str()).x / 2, ax.a.y + ax.size.y + 5), dim, label.c_str());
+    dl->AddText(ImVec2(x - ImGui::CalcTextSize(label.c_str()).x / 2, ax.a.y + ax.size.y + kStrip + 6), dim,
+                label.c_str());
   }
   dl->AddRect(ax.a, ImVec2(ax.a.x + ax.size.x, ax.a.y + ax.size.y), IM_COL32(255, 255, 255, 90));
 }
 
 // Each series as a line over the sizes where it runs; the winner's point ringed in white, and
-// along the bottom a strip in the winner's colour with its name where it changes.
+// under the plot a strip in the winner's colour, its name above where it changes.
 void draw_series(ImDrawList* dl, const AlgoChart& c, const LogAxes& ax) {
   for (const AlgoSeries& s : c.series)
     for (std::size_t i = 1; i < c.sizes.size(); ++i)
       if (s.supported[i - 1] && s.supported[i])
         dl->AddLine(ImVec2(ax.X(c.sizes[i - 1]), ax.Y(s.time_s[i - 1])), ImVec2(ax.X(c.sizes[i]), ax.Y(s.time_s[i])),
                     series_color(s), 2.0f);
-  const float strip = ax.a.y + ax.size.y - 14;
+  const float strip = ax.a.y + ax.size.y + 2;
   for (std::size_t i = 0; i < c.sizes.size(); ++i) {
     const AlgoSeries& w = c.series[c.winner[i]];
     dl->AddCircle(ImVec2(ax.X(c.sizes[i]), ax.Y(w.time_s[i])), 7.0f, IM_COL32(255, 255, 255, 255), 0, 2.0f);
     const float half = 0.5f * (ax.X(4 * c.sizes[i]) - ax.X(c.sizes[i]));
     const float x0 = std::max(ax.a.x, ax.X(c.sizes[i]) - half), x1 = ax.X(c.sizes[i]) + half;
-    dl->AddRectFilled(ImVec2(x0, strip), ImVec2(x1, strip + 12), series_color(w));
+    dl->AddRectFilled(ImVec2(x0, strip), ImVec2(x1, strip + kStrip - 2), series_color(w));
     if (i == 0 || c.winner[i] != c.winner[i - 1])
       dl->AddText(ImVec2(x0 + 2, strip - ImGui::GetTextLineHeight() - 2), IM_COL32(235, 235, 240, 255), w.name.c_str());
   }
@@ -122,16 +125,16 @@ void draw_algo_chart_window(const AlgoChart& chart) {
   const ImVec2 o = ImGui::GetCursorScreenPos(), avail = ImGui::GetContentRegionAvail();
   const float line = ImGui::GetTextLineHeight();
   const ImVec2 a(o.x + 80, o.y + line + 8),
-      size(std::max(100.0f, avail.x - 100), std::max(80.0f, avail.y - 3 * line - 20));
+      size(std::max(100.0f, avail.x - 100), std::max(80.0f, avail.y - 3 * line - 20 - kStrip));
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->AddText(o, IM_COL32(170, 170, 180, 255), "time per call (log)");
   const LogAxes ax = make_axes(chart, a, size);
   draw_grid(dl, ax);
-  dl->PushClipRect(a, ImVec2(a.x + size.x, a.y + size.y), true);
+  dl->PushClipRect(a, ImVec2(a.x + size.x, a.y + size.y + kStrip), true);
   draw_series(dl, chart, ax);
   dl->PopClipRect();
   const char* x_label = "size (nccl-tests' size: all_reduce's bytes per rank; log)";
-  dl->AddText(ImVec2(a.x + size.x / 2 - ImGui::CalcTextSize(x_label).x / 2, a.y + size.y + line + 8),
+  dl->AddText(ImVec2(a.x + size.x / 2 - ImGui::CalcTextSize(x_label).x / 2, a.y + size.y + kStrip + line + 8),
               IM_COL32(170, 170, 180, 255), x_label);
   ImGui::End();
 }
