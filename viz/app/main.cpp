@@ -223,7 +223,8 @@ int run_idle(const Args& a) {
 // model's pick and the run's measured points (viz/model/algo_chart.h); no trace, no lab.
 int run_which_algorithm(const Args& a) {
   if (!a.trace_paths.empty() || !a.lab.empty() || a.compare || a.idle || a.overlap || !a.bench.empty() ||
-      !a.view.empty() || a.at_step >= 0 || !a.lab_options.empty())
+      !a.view.empty() || a.at_step >= 0 || a.zoom != 1 || !a.device.empty() || !a.lab_options.empty() ||
+      !a.view_options.empty())
     throw dtl::UsageError(
         "--which-algorithm draws a bench JSON alone: drop the trace, --lab and the other views' options");
   dtl::require_distinct_files({{"the bench JSON", a.which_algorithm, false}, {"--screenshot", a.screenshot, true}});

@@ -44,7 +44,8 @@ AlgoChartInput read_bench_json(const nlohmann::json& bench) {
   if (bench.contains("link") && bench["link"].is_object()) in.link = bench_text(bench["link"], "name");
   for (const nlohmann::json& row : bench["rows"]) {
     if (!row.is_object() || (row.contains("inplace") && row["inplace"] != false)) continue;
-    const MeasuredPoint p{bench_number(row, "bytes"), bench_number(row, "time_us") * 1e-6, bench_number(row, "busbw_GBps") * 1e9};
+    const MeasuredPoint p{bench_number(row, "bytes"), bench_number(row, "time_us") * 1e-6,
+                          bench_number(row, "busbw_GBps") * 1e9};
     if (std::isfinite(p.bytes) && p.bytes > 0 && std::isfinite(p.time_s) && p.time_s > 0 && std::isfinite(p.busbw_Bps))
       in.measured.push_back(p);
   }
