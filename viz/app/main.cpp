@@ -9,6 +9,7 @@
 //   dtlab-viz grid.json --view topology [--highlight-rank 5]
 //   dtlab-viz --bench big.json                                    # load time and frame cost
 //   dtlab-viz naive.json bucketed.json --compare                  # two runs side by side
+//   dtlab-viz --which-algorithm bench.json [--nccl-gpu h100-sxm5]  # NCCL's pick per size
 //
 // A lab's own options (--algo, --variant, ...) are the ones it declares (LabInfo::options).
 // Keys: space play/pause, right arrow step, shift+right step a phase, +/- speed, home restart.
@@ -22,13 +23,16 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/comm/threads_backend.h"
 #include "core/error.h"
+#include "core/theory/gpu_profile.h"
 #include "core/trace/trace_limits.h"
 #include "core/util/files.h"
 #include "core/util/units.h"
@@ -37,6 +41,7 @@
 #include "kernels/cuda/device.h"
 #include "labs/cli/validators.h"
 #include "labs/train/train_ops.h"
+#include "viz/app/algo_chart_view.h"
 #include "viz/app/app.h"
 #include "viz/app/bench.h"
 #include "viz/app/compare_view.h"
@@ -54,6 +59,8 @@ struct Args {
   int ranks = 4, frames = 3, width = 1600, height = 1000;
   long at_step = -1;
   std::string screenshot, bench, view;
+  std::string which_algorithm, nccl_gpu = "h100-sxm5";  // --which-algorithm BENCH.json: on this GPU's fabric
+  int nccl_per_node = 0;                                // 0: every rank on one node
   float zoom = 1;
   bool overlap = false, compare = false, idle = false;
   std::map<std::string, std::string> view_options;  // the options the views declare (PanelKind::options)
@@ -212,7 +219,35 @@ int run_idle(const Args& a) {
   return 0;
 }
 
+// --which-algorithm BENCH.json: NCCL's predicted time per algorithm × protocol over sizes, the
+// model's pick and the run's measured points (viz/model/algo_chart.h); no trace, no lab.
+int run_which_algorithm(const Args& a) {
+  if (!a.trace_paths.empty() || !a.lab.empty() || a.compare || a.idle || a.overlap || !a.bench.empty() ||
+      !a.view.empty() || a.at_step >= 0 || a.zoom != 1 || !a.device.empty() || !a.lab_options.empty() ||
+      !a.view_options.empty())
+    throw dtl::UsageError(
+        "--which-algorithm draws a bench JSON alone: drop the trace, --lab and the other views' options");
+  dtl::require_distinct_files({{"the bench JSON", a.which_algorithm, false}, {"--screenshot", a.screenshot, true}});
+  dtl::require_writable_file(a.screenshot, "--screenshot");
+  dtl::require_readable_file(a.which_algorithm, "--which-algorithm", 64ull << 20);  // a bench JSON is kilobytes
+  std::ifstream file(a.which_algorithm);
+  const nlohmann::json j = nlohmann::json::parse(file, nullptr, false);
+  if (j.is_discarded())
+    throw dtl::UsageError(a.which_algorithm + " is not JSON; write one with dtlab bench ... --json FILE");
+  const dtl::viz::AlgoChartInput in = dtl::viz::read_bench_json(j);
+  const dtl::viz::AlgoChart chart =
+      dtl::viz::make_algo_chart(in, a.nccl_gpu, a.nccl_per_node > 0 ? a.nccl_per_node : in.ranks);
+  GLFWwindow* window = dtl::viz::open_window(window_options(a));
+  dtl::viz::main_loop(window, window_options(a), [&](float) { dtl::viz::draw_algo_chart_window(chart); });
+  dtl::viz::close_window(window);
+  return 0;
+}
+
 int run(const Args& a) {
+  if (!a.which_algorithm.empty()) return run_which_algorithm(a);
+  if (a.nccl_gpu != "h100-sxm5" || a.nccl_per_node > 0)
+    throw dtl::UsageError(
+        "--nccl-gpu and --nccl-per-node set the --which-algorithm chart's fabric; give --which-algorithm BENCH.json");
   if (a.compare) return run_compare(a);
   if (a.idle) return run_idle(a);
   if (!a.bench.empty()) return dtl::viz::run_bench(a.bench);
@@ -275,6 +310,15 @@ void add_view_options(CLI::App& cli, Args& a) {
   cli.add_flag("--idle", a.idle,
                "Print the timeline's idle (no compute on the rank) over each timed step and beside the report's "
                "bubble, and exit (no window)");
+  cli.add_option(
+      "--which-algorithm", a.which_algorithm,
+      "Draw NCCL's predicted time per size for each algorithm x protocol (the model `dtlab bench all_reduce "
+      "--algo auto` prints), its pick per size, and the measured points of this `dtlab bench ... --json` file");
+  cli.add_option("--nccl-gpu", a.nccl_gpu, "The GPU whose fabric --which-algorithm predicts for")
+      ->check(CLI::IsMember(dtl::theory::gpu_profile_names()))
+      ->capture_default_str();
+  cli.add_option("--nccl-per-node", a.nccl_per_node, "Ranks per node for --which-algorithm (default: all on one node)")
+      ->check(dtl::cli::whole_range(1, 1 << 16));
   cli.add_option("--bench", a.bench, "Load this trace and time frames at several zooms (no window)");
   for (const dtl::viz::PanelKind& p : dtl::viz::panel_registry())
     for (const dtl::viz::ViewOption& o : p.options) add_view_option(cli, a, o);
