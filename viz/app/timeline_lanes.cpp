@@ -165,17 +165,29 @@ namespace {
 
 // A lane by what it carries: "main" and "comm" for a stream's first lane; under it, what
 // nests there: a model's layers inside forward and backward, the transfers inside a phase.
+// A lane can hold several kinds at one depth (a pipeline stage's receives beside its F and B,
+// all children of the schedule's phase): each kind among its first events is named, in a fixed
+// order ("main: F/B+p2p"), never the first event's alone.
 std::string lane_name(const TraceData& d, const Track& tr) {
   const std::string stream = tr.stream == kStreamMain ? "main" : "comm";
   if (tr.lane == 0 || tr.events.empty()) return stream;
-  const Event& e = d.events[tr.events.front()];
-  const Role& role = d.role(e);
-  if (e.kind == EventKind::compute && role.block >= 0) return stream + ": layers";
-  if (e.kind == EventKind::compute && role.pass != Pass::none) return stream + ": passes";
-  if (e.kind == EventKind::compute) return stream + ": compute";
-  if (e.kind == EventKind::send || e.kind == EventKind::recv) return stream + ": transfers";
-  if (e.kind == EventKind::collective) return stream + ": collectives";
-  return stream + " " + std::to_string(tr.lane + 1);
+  constexpr const char* kKinds[] = {"layers", "F/B", "compute", "p2p", "collectives"};  // short: the name column
+  bool has[std::size(kKinds)] = {};
+  const std::size_t look = std::min<std::size_t>(tr.events.size(), 256);  // bounded: drawn every frame
+  for (std::size_t i = 0; i < look; ++i) {
+    const Event& e = d.events[tr.events[i]];
+    const Role& role = d.role(e);
+    if (e.kind == EventKind::compute) has[role.block >= 0 ? 0 : role.pass != Pass::none ? 1 : 2] = true;
+    if (e.kind == EventKind::send || e.kind == EventKind::recv) has[3] = true;
+    if (e.kind == EventKind::collective) has[4] = true;
+  }
+  std::string kinds;
+  for (std::size_t k = 0; k < std::size(kKinds); ++k) {
+    if (!has[k]) continue;
+    if (!kinds.empty()) kinds += '+';
+    kinds += kKinds[k];
+  }
+  return kinds.empty() ? stream + " " + std::to_string(tr.lane + 1) : stream + ": " + kinds;
 }
 
 }  // namespace
@@ -195,7 +207,9 @@ void TimelineView::DrawTrack(const Frame& f, std::size_t track, float x0, float 
   const float indent = grouping.by_axis ? 8 : 0;
   dl->AddRectFilled(ImVec2(x0 + 3 + indent, y + 4), ImVec2(x0 + 7 + indent, y + kRowHeight - 4),
                     rank_color(tr.rank));  // the rank's own color
+  dl->PushClipRect(ImVec2(x0, y), ImVec2(std::max(x0 + 10, axis.x0 - 2), y + kRowHeight), true);  // its column
   dl->AddText(ImVec2(x0 + 10, y + 2), kText, name);
+  dl->PopClipRect();
   if (tr.stream == kStreamMain && tr.lane == 0) {  // idle (no compute on the rank: BusyIndex), under the spans
     const std::int64_t px_ns = std::int64_t((axis.t1 - axis.t0) / std::max(1.0f, axis.width)) + 1;
     for (const TimeRange& g : f.session.busy().idle_gaps(tr.rank, std::int64_t(axis.t0), std::int64_t(axis.t1), px_ns))
