@@ -112,7 +112,7 @@ std::vector<int> stage_layer_counts(int layers, const ParallelConfig& p) {
   const int even_from = first ? 1 : 0, even_to = stages - (last ? 1 : 0);  // [from, to): the even stages
   const int n = even_to - even_from;
   const int rest = layers - (first ? p.first_stage_layers : 0) - (last ? p.last_stage_layers : 0);
-  for (int i = 0; i < n; ++i) out[std::size_t(even_from + i)] = rest / n + (i < rest % n ? 1 : 0);
+  for (int i = 0; i < n; ++i) out[std::size_t(even_from) + std::size_t(i)] = rest / n + (i < rest % n ? 1 : 0);
   return out;
 }
 

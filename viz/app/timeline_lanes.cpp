@@ -169,7 +169,7 @@ namespace {
 // all children of the schedule's phase): each kind among its first events is named, in a fixed
 // order ("main: F/B+p2p"), never the first event's alone.
 std::string lane_name(const TraceData& d, const Track& tr) {
-  const std::string stream = tr.stream == kStreamMain ? "main" : "comm";
+  std::string stream = tr.stream == kStreamMain ? "main" : "comm";  // (returned: not const, so it moves)
   if (tr.lane == 0 || tr.events.empty()) return stream;
   constexpr const char* kKinds[] = {"layers", "F/B", "compute", "p2p", "collectives"};  // short: the name column
   bool has[std::size(kKinds)] = {};
