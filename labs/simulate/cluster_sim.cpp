@@ -162,9 +162,8 @@ ActionPlace place_of(const pipeline::Schedule& sch, const std::vector<std::vecto
   p.virtual_stage = vs;
   p.to_stage = (fwd || bwd) && to >= 0 && to < V ? sch.stage_of(to) : -1;
   p.sends = p.to_stage >= 0 && p.to_stage != a.stage;
-  p.split =
-      bwd &&
-      has_weight[std::size_t(a.stage)][std::size_t(a.action.micro_batch * sch.config.chunks + a.action.chunk)] != 0;
+  p.split = bwd && has_weight[std::size_t(a.stage)][std::size_t(a.action.micro_batch) * std::size_t(sch.config.chunks) +
+                                                    std::size_t(a.action.chunk)] != 0;
   return p;
 }
 
@@ -313,6 +312,7 @@ SimResult simulate_step(const Workload& w) {
   check(w);
   const pipeline::Schedule schedule = pipeline::make_schedule(w.schedule, {w.pp, w.micro_batches, w.chunks});
   std::vector<pipeline::ActionTimes> times;
+  times.reserve(std::size_t(w.pp));
   for (int s = 0; s < w.pp; ++s) times.push_back(stage_times(w, s));
   const pipeline::Simulation pipe = pipeline::simulate(schedule, times);
   SimResult r;
@@ -324,9 +324,10 @@ SimResult simulate_step(const Workload& w) {
   std::vector<std::vector<char>> has_weight(std::size_t(w.pp));  // per stage, per (m, chunk): a W of its own
   for (int s = 0; s < w.pp; ++s) {
     last_gradient.push_back(pipeline::last_gradient_actions(pipe, s, w.chunks));
-    has_weight[std::size_t(s)].assign(std::size_t(w.micro_batches * w.chunks), 0);
+    has_weight[std::size_t(s)].assign(std::size_t(w.micro_batches) * std::size_t(w.chunks), 0);
     for (const pipeline::Action& a : schedule.stages[std::size_t(s)])
-      if (a.op == Pass::weight) has_weight[std::size_t(s)][std::size_t(a.micro_batch * w.chunks + a.chunk)] = 1;
+      if (a.op == Pass::weight)
+        has_weight[std::size_t(s)][std::size_t(a.micro_batch) * std::size_t(w.chunks) + std::size_t(a.chunk)] = 1;
   }
   const bool overlap = w.dp_bucket_bytes > 0 && w.replicas() > 1 && w.zero <= 1;
   std::vector<BucketStream> buckets(std::size_t(w.pp));
