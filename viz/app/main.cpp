@@ -130,10 +130,12 @@ std::unique_ptr<dtl::viz::Session> open_session(const Args& a) {
     throw dtl::UsageError("the " + lab->name + " lab has no option --" + option + "; its options are " +
                           option_names(*lab) + " (see 'dtlab run " + lab->name + " --help')" + window_hint(option));
   };
-  for (const auto& [name, value] : a.lab_options)
+  for (const auto& option : a.lab_options) {
+    const std::string& name = option.first;  // (clang 14, which clang-tidy runs on, cannot capture a binding)
     if (std::none_of(lab->options.begin(), lab->options.end(),
                      [&](const dtl::OptionSpec& s) { return s.name == name; }))
       refuse(name);
+  }
   if (a.bytes_given && !lab->uses(dtl::RunOption::bytes)) refuse("bytes");
   dtl::LabConfig cfg;  // --ranks and --bytes were range-checked while parsing
   cfg.ranks = a.ranks;
