@@ -132,8 +132,7 @@ void compare_with_one_rank(Comm& world, const GridSettings& s, GridRank& rank, c
 // --resume's rules: the MLP's (the tensor_parallel lab's too) or the GPT's on the counting task.
 ResumeRules grid_resume_rules(const GridSettings& s) {
   if (s.model == GridModelKind::mlp && s.mlp_form == TpMlpForm::layer_stack) {  // the MLP labs' model and data
-    ResumeRules r = mlp_resume_rules(s.global_rows(), s.steps);
-    r.labs.push_back("grid");
+    ResumeRules r = mlp_resume_rules(s.global_rows(), s.steps);                 // (the grid among them)
     r.data.batch =
         "--batch " + std::to_string(s.batch) + " × --seq " + std::to_string(s.seq) + " (the MLP labs' --batch)";
     return r;
@@ -142,13 +141,13 @@ ResumeRules grid_resume_rules(const GridSettings& s) {
                                        : counting_gpt_resume_rules(s.batch, s.steps);
 }
 
-// A checkpoint of the ddp, zero or pipeline lab is their MLP's: the grid's blocks cannot read it,
-// its --mlp-form stack can. Says so rather than only naming the lab.
+// A checkpoint of the ddp, zero or pipeline lab (or the grid's stack) is their MLP's, one flat
+// 'params' tensor: the grid's blocks cannot read it, its --mlp-form stack can. Says so rather than
+// only naming the lab.
 void require_mlp_form_for(const GridSettings& s) {
   if (s.resume.empty() || s.model != GridModelKind::mlp || s.mlp_form == TpMlpForm::layer_stack) return;
   const Manifest m = read_manifest(resolve_checkpoint(s.resume));
-  const std::vector<std::string> stack_labs = mlp_resume_rules(0, 0).labs;
-  if (std::find(stack_labs.begin(), stack_labs.end(), m.position.lab) != stack_labs.end())
+  if (m.tensors.count("params") > 0)
     throw UsageError("--resume " + m.dir + " was saved by the " + m.position.lab +
                      " lab, whose MLP is a stack of Linear → GELU layers: resume it with --mlp-form stack "
                      "(--hidden = its --width, --layers = its --depth / 2)");

@@ -13,7 +13,7 @@ TrainPosition train_position(const std::string& lab, int done, const DataOrder& 
 }
 
 ResumeRules mlp_resume_rules(int batch, int train_steps) {
-  return {{"zero", "ddp", "pipeline"},
+  return {{"zero", "ddp", "pipeline", "grid"},  // (the grid's --mlp-form stack: the same stack and tensors)
           {std::uint64_t(batch), kMlpDataSeed, "--batch " + std::to_string(batch)},
           train_steps,
           "1 + --repeat × --steps"};

@@ -292,6 +292,29 @@ TEST(GridCheckpoint, TheZeroLabsStage3OnFourRanksContinuedOnTp2Pp2) {
   EXPECT_NE(other.error.find("resume it with --mlp-form stack"), std::string::npos) << other.error;
 }
 
+// The other way: the grid's stack on tp 2 × pp 2 saves step 2, the zero lab (stage 3, 4 ranks)
+// continues it to step 6 and ends on the grid's uninterrupted weights and moments.
+TEST(GridCheckpoint, TheZeroLabContinuesTheGridsStackFromTp2Pp2) {
+  const Options stack = {{"mlp-form", "stack"}, {"hidden", "64"}, {"layers", "2"},       {"batch", "32"},
+                         {"seq", "1"},          {"steps", "6"},   {"micro-batches", "4"}};
+  const std::string g = fresh_dir("grid_stack_for_zero");
+  ASSERT_TRUE(run_lab("grid", 4, stack,
+                      {{"dp", "1"}, {"tp", "2"}, {"pp", "2"}, {"checkpoint-every", "1"}, {"checkpoint-dir", g}})
+                  .ok());
+  const Options zero = {{"stage", "3"},        {"width", "64"}, {"depth", "4"},
+                        {"precision", "fp32"}, {"batch", "32"}, {"steps", "1"}};
+  const std::string z = fresh_dir("zero3_from_grid");
+  const RunResult r =
+      run_lab("zero", 4, zero, {{"resume", g + "/step-000002"}, {"checkpoint-every", "6"}, {"checkpoint-dir", z}});
+  ASSERT_TRUE(r.ok()) << r.error;
+  const double diff = largest_difference(g + "/step-000006", z + "/step-000006");
+  std::printf(
+      "grid stack tp2×pp2 saved at step 2, continued by zero stage 3 on 4 ranks to step 6: largest difference "
+      "from the grid's uninterrupted run %g\n",
+      diff);
+  EXPECT_LT(diff, 1e-5);
+}
+
 TEST(GridCheckpoint, ResumesTheTensorParallelLabsCheckpoint) {
   const std::string a = fresh_dir("tp_for_grid");
   // The same MLP and task: --layers 3, --hidden 16, B·S = 32 rows a step.
