@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/memory/device_ops.h"
+#include "core/trace/trace.h"
 
 namespace dtl {
 
