@@ -62,12 +62,17 @@ void require_thread_room(int P, double other_bytes_per_rank) {
           "this process's address-space limit (ulimit -v) leaves no room for the threads of even one rank (" +
           std::to_string(int(need(1) / kMiB)) + " MiB of stacks and malloc arenas); raise the limit");
     if (P > fit) {
+      // The figure suggested must run in the next process too, where malloc's arenas may already
+      // be in the address space at this check (threads started earlier) and are then counted twice:
+      // it leaves room for all of them once more.
+      int suggest = fit;
+      while (suggest > 1 && need(suggest) + max_arenas * 64 * kMiB > left) --suggest;
       char msg[320];
       std::snprintf(msg, sizeof msg,
                     "--ranks %d needs %d threads (a rank and its comm stream each), %.0f MiB of stack each, and "
                     "this process's address-space limit (ulimit -v) leaves room for about %d ranks; use --ranks %d "
                     "or fewer, raise the limit, or use --backend mpi",
-                    P, 2 * P, stack_bytes / kMiB, fit, fit);
+                    P, 2 * P, stack_bytes / kMiB, suggest, suggest);
       throw UsageError(msg);
     }
   }
