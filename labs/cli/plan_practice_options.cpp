@@ -43,8 +43,9 @@ void add_practice_options(CLI::App* p, PlanArgs& a) {
          "The framework era whose defaults the run takes (core/theory/practice.h); default megatron-core");
   choice("--sequence-parallel", a.sequence_parallel, th::kOnOffNames, "on|off",
          "Element-wise work and its activations split over TP ranks (Korthikanti et al. 2022)");
-  choice("--attention", a.attention, th::kAttentionNames, "flash|unfused",
-         "flash: fused causal kernel at the profile's flash rate; unfused: the s×s scores through HBM");
+  choice("--attention", a.attention, th::kAttentionNames, "flash|flash2|unfused",
+         "flash: fused causal kernel at the profile's flash rate; flash2: FlashAttention-2's rate (SDPA); "
+         "unfused: the s×s scores through HBM");
   choice("--dropout", a.dropout, th::kOnOffNames, "on|off",
          "Dropout after attention and MLP and on the attention probabilities");
   choice("--kernels", a.kernels, th::kKernelsNames, "fused|unfused",
